@@ -1,0 +1,59 @@
+# tenq — top-level commands.  The build itself is CMake; this file is the
+# front door: `make`, `make run`, `make test`, `make bench-*`.
+
+BUILD      ?= build
+ASAN_BUILD ?= build-asan
+JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
+CMAKE_ARGS ?=
+
+.PHONY: all build asan run test test-plain test-asan format format-check clean \
+        bench-engine deps
+
+all: build
+
+deps:
+	@scripts/deps.sh build
+
+$(BUILD)/CMakeCache.txt:
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_ARGS)
+
+build: deps $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j $(JOBS)
+
+$(ASAN_BUILD)/CMakeCache.txt:
+	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DTENQ_SANITIZE=ON $(CMAKE_ARGS)
+
+asan: deps $(ASAN_BUILD)/CMakeCache.txt
+	cmake --build $(ASAN_BUILD) -j $(JOBS)
+
+# Starts the server on the embedded store (SQLite under ./tenq-data).
+run: build
+	./$(BUILD)/tenq serve
+
+# Every test, in a plain build and under ASan+UBSan, plus the format check.
+test:
+	@scripts/deps.sh test
+	$(MAKE) format-check
+	$(MAKE) test-plain
+	$(MAKE) test-asan
+
+test-plain: build
+	cd $(BUILD) && ctest --output-on-failure -j 2
+
+test-asan: asan
+	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+	    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j 2
+
+FORMAT_FILES = $(shell find src tests bench include examples -name '*.[ch]' 2>/dev/null)
+
+format:
+	clang-format -i $(FORMAT_FILES)
+
+format-check:
+	@clang-format --dry-run --Werror $(FORMAT_FILES) && echo "format: ok"
+
+bench-engine: build
+	./$(BUILD)/bench_engine
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD)

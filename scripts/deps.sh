@@ -1,0 +1,37 @@
+#!/bin/sh
+# Installs the Debian packages tenq needs, when they are missing.
+#   scripts/deps.sh build   compilers, CMake and the libraries (for make, make run)
+#   scripts/deps.sh test    + PostgreSQL, Python 3, clang-format (for make test)
+#   scripts/deps.sh bench   + peers for the comparison benchmarks
+set -eu
+
+what=${1:-build}
+pkgs="build-essential cmake pkg-config libevent-dev libjansson-dev libsqlite3-dev libpq-dev"
+case "$what" in
+build) ;;
+test) pkgs="$pkgs postgresql python3 clang-format curl procps" ;;
+bench) pkgs="$pkgs postgresql python3 curl procps" ;;
+*) echo "usage: $0 build|test|bench" >&2; exit 2 ;;
+esac
+
+missing=""
+for p in $pkgs; do
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+        missing="$missing $p"
+    fi
+done
+[ -z "$missing" ] && exit 0
+
+echo "deps: installing$missing" >&2
+if [ "$(id -u)" -eq 0 ]; then
+    SUDO=""
+elif command -v sudo >/dev/null 2>&1; then
+    SUDO="sudo"
+else
+    echo "deps: missing packages:$missing (run as root or install them)" >&2
+    exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq || true
+# shellcheck disable=SC2086
+$SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null

@@ -1,0 +1,16 @@
+/* Allocation that cannot fail: on out-of-memory the process prints a line and
+ * aborts.  Used where a half-done change would be worse than a restart (the
+ * engine: the store holds the truth and recovery rebuilds it). */
+#ifndef TENQ_BASE_XALLOC_H
+#define TENQ_BASE_XALLOC_H
+
+#include <stddef.h>
+
+_Noreturn void xalloc_die(void);
+void *xmalloc(size_t n);
+void *xcalloc(size_t count, size_t size);
+void *xrealloc(void *p, size_t n);
+char *xstrdup(const char *s);
+char *xstrndup(const char *s, size_t n);
+
+#endif

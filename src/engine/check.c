@@ -1,0 +1,280 @@
+/* engine_check: a full recount of every invariant, for tests.  O(n). */
+#include "internal.h"
+
+#include <stdarg.h>
+
+typedef struct chk {
+    char *buf;
+    size_t len;
+    bool failed;
+} chk;
+
+static int fail(chk *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int fail(chk *c, const char *fmt, ...)
+{
+    if (!c->failed && c->buf && c->len) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(c->buf, c->len, fmt, ap);
+        va_end(ap);
+    }
+    c->failed = true;
+    return -1;
+}
+
+#define CHECK(c, cond, ...)                                                                        \
+    do {                                                                                           \
+        if (!(cond)) return fail((c), __VA_ARGS__);                                                \
+    } while (0)
+
+static bool counters_equal(const counters *a, const counters *b)
+{
+    for (int s = 0; s < ENGINE_SUCCEEDED; s++)
+        if (a->n[s] != b->n[s]) return false;
+    return true;
+}
+
+/* Recount storage, keyed by object pointer through a small side table. */
+typedef struct recount {
+    const void *key;
+    counters c;
+    uint32_t active;
+} recount;
+
+typedef struct rtab {
+    htab t;
+    recount **all;
+    size_t n, cap;
+} rtab;
+
+static bool rc_eq(const void *item, const void *key)
+{
+    return ((const recount *)item)->key == key;
+}
+
+static recount *rget(rtab *r, const void *key)
+{
+    uint64_t h = hash_u64((uint64_t)(uintptr_t)key);
+    recount *x = htab_find(&r->t, h, rc_eq, key);
+    if (x) return x;
+    x = xcalloc(1, sizeof(*x));
+    x->key = key;
+    htab_insert(&r->t, h, x);
+    if (r->n == r->cap) {
+        r->cap = r->cap ? r->cap * 2 : 64;
+        r->all = xrealloc(r->all, r->cap * sizeof(*r->all));
+    }
+    r->all[r->n++] = x;
+    return x;
+}
+
+static void rfree(rtab *r)
+{
+    for (size_t i = 0; i < r->n; i++) free(r->all[i]);
+    free(r->all);
+    htab_free(&r->t);
+}
+
+static void collect_job(void *ctx, uint64_t id, void *item)
+{
+    (void)id;
+    ptr_vec_push(ctx, item);
+}
+
+static int check_jobs_(engine_t *e, chk *c, int64_t now, rtab *rt, ptr_vec *all);
+
+static int check_jobs(engine_t *e, chk *c, int64_t now, rtab *rt)
+{
+    ptr_vec all = {0};
+    idtab_foreach(&e->jobs, collect_job, &all);
+    int rc = check_jobs_(e, c, now, rt, &all);
+    free(all.v);
+    return rc;
+}
+
+static int check_jobs_(engine_t *e, chk *c, int64_t now, rtab *rt, ptr_vec *allv)
+{
+    (void)now;
+    counters total = {0};
+    size_t resident = 0;
+    for (size_t i = 0; i < allv->n; i++) {
+        job *j = allv->v[i];
+        engine_state s = (engine_state)j->state;
+        if (s >= ENGINE_SUCCEEDED) {
+            CHECK(c, s < ENGINE_NSTATES, "job %llu has no state", (unsigned long long)j->id);
+            bool listed = false;
+            for (size_t g = 0; g < e->graveyard.n; g++) listed |= e->graveyard.v[g] == j;
+            CHECK(c, listed, "finished job %llu is resident but not in the graveyard",
+                  (unsigned long long)j->id);
+            CHECK(c, j->hidx == HEAP_NONE, "finished job %llu is in a heap",
+                  (unsigned long long)j->id);
+            continue;
+        }
+        resident++;
+        total.n[s]++;
+        pair *p = job_pair(j);
+        rget(rt, p)->c.n[s]++;
+        rget(rt, p->q)->c.n[s]++;
+        rget(rt, p->t)->c.n[s]++;
+        if (s == ENGINE_LEASED || s == ENGINE_RUNNING) {
+            rget(rt, p)->active++;
+            rget(rt, p->t)->active++;
+            CHECK(c, j->x && j->hidx < e->leases.n && e->leases.a[j->hidx].j == j,
+                  "leased job %llu is not in the lease heap", (unsigned long long)j->id);
+            CHECK(c, j->token > 0, "leased job %llu has no token", (unsigned long long)j->id);
+        } else if (s == ENGINE_READY) {
+            CHECK(c, j->hidx == HEAP_NONE, "ready job %llu has a heap position",
+                  (unsigned long long)j->id);
+            rget(rt, j->nd)->active++; /* ready count per node */
+        } else if (s == ENGINE_SCHEDULED) {
+            CHECK(c, j->hidx < e->timers.n && e->timers.a[j->hidx].j == j,
+                  "scheduled job %llu is not in the timer heap", (unsigned long long)j->id);
+        } else {
+            CHECK(c, j->hidx == HEAP_NONE, "%s job %llu is in a heap", engine_state_name(s),
+                  (unsigned long long)j->id);
+        }
+        if (s == ENGINE_DEAD) {
+            CHECK(c, j->x && j->x->dl, "dead job %llu is not in the morgue",
+                  (unsigned long long)j->id);
+        } else if (j->x) {
+            CHECK(c, !j->x->dl, "%s job %llu has morgue links", engine_state_name(s),
+                  (unsigned long long)j->id);
+        }
+        if (s == ENGINE_BLOCKED)
+            CHECK(c, j->ln && j->ln->head != j, "blocked job %llu is not behind a lane head",
+                  (unsigned long long)j->id);
+        if (j->ln && s <= ENGINE_RUNNING && s != ENGINE_BLOCKED)
+            CHECK(c, j->ln->head == j, "%s job %llu is not its lane's head", engine_state_name(s),
+                  (unsigned long long)j->id);
+        if (j->flags & JF_IN_UNIQ)
+            CHECK(c, s <= ENGINE_RUNNING && j->x && j->x->unique_key,
+                  "job %llu is in the dedup table while %s", (unsigned long long)j->id,
+                  engine_state_name(s));
+    }
+    CHECK(c, counters_equal(&total, &e->c), "global counters differ from a recount");
+    CHECK(c, resident + e->graveyard.n == e->n_jobs,
+          "job count %zu, found %zu resident + %zu finished", e->n_jobs, resident, e->graveyard.n);
+    return 0;
+}
+
+static int check_lanes(engine_t *e, chk *c)
+{
+    for (size_t i = 0; i < htab_cap(&e->lanes); i++) {
+        lane *l = e->lanes.slots[i].item;
+        if (!l) continue;
+        uint32_t n = 0, active = 0;
+        uint64_t last_seq = 0;
+        job *prev = NULL;
+        for (job *j = l->head; j; j = j->lnext) {
+            CHECK(c, j->lprev == prev, "lane %s: broken links", l->key);
+            CHECK(c, j->ln == l, "lane %s: job %llu points elsewhere", l->key,
+                  (unsigned long long)j->id);
+            CHECK(c, j->state <= ENGINE_RUNNING, "lane %s holds %s job %llu", l->key,
+                  engine_state_name((engine_state)j->state), (unsigned long long)j->id);
+            uint64_t seq = j->x && j->x->lane_seq ? j->x->lane_seq : j->id;
+            CHECK(c, seq > last_seq, "lane %s out of order at job %llu", l->key,
+                  (unsigned long long)j->id);
+            last_seq = seq;
+            if (j->state == ENGINE_LEASED || j->state == ENGINE_RUNNING) active++;
+            if (j != l->head)
+                CHECK(c, j->state == ENGINE_BLOCKED, "lane %s: job %llu behind the head is %s",
+                      l->key, (unsigned long long)j->id, engine_state_name((engine_state)j->state));
+            prev = j;
+            n++;
+        }
+        CHECK(c, prev == l->tail, "lane %s: tail is wrong", l->key);
+        CHECK(c, n == l->len, "lane %s: length %u, counted %u", l->key, l->len, n);
+        CHECK(c, active <= 1, "lane %s has %u active jobs", l->key, active);
+        CHECK(c, l->refs >= l->len, "lane %s: refs %u below length %u", l->key, l->refs, l->len);
+    }
+    return 0;
+}
+
+static int check_sched(engine_t *e, chk *c, rtab *rt)
+{
+    CHECK(c, engine_heap_check_jobs(&e->timers, 1), "timer heap is out of order");
+    CHECK(c, engine_heap_check_jobs(&e->leases, 2), "lease heap is out of order");
+    for (size_t i = 0; i < htab_cap(&e->tenants); i++) {
+        tenant *t = e->tenants.slots[i].item;
+        if (!t) continue;
+        recount *r = rget(rt, t);
+        CHECK(c, counters_equal(&r->c, &t->c), "tenant %s: counters differ from a recount",
+              t->name);
+        CHECK(c, r->active == t->active, "tenant %s: %u active, counted %u", t->name, t->active,
+              r->active);
+    }
+    for (size_t i = 0; i < htab_cap(&e->pairs); i++) {
+        pair *p = e->pairs.slots[i].item;
+        if (!p) continue;
+        recount *r = rget(rt, p);
+        CHECK(c, counters_equal(&r->c, &p->c), "pair %s/%s: counters differ", p->q->name,
+              p->t->name);
+        CHECK(c, r->active == p->active, "pair %s/%s: %u active, counted %u", p->q->name,
+              p->t->name, p->active, r->active);
+    }
+    for (size_t i = 0; i < htab_cap(&e->queues); i++) {
+        queue *q = e->queues.slots[i].item;
+        if (!q) continue;
+        CHECK(c, counters_equal(&rget(rt, q)->c, &q->c), "queue %s: counters differ", q->name);
+        CHECK(c, engine_heap_check_shards(&q->shards), "queue %s: shard heap out of order",
+              q->name);
+    }
+    for (size_t i = 0; i < htab_cap(&e->shards); i++) {
+        shard *sh = e->shards.slots[i].item;
+        if (!sh) continue;
+        CHECK(c, engine_heap_check_nodes(&sh->nodes), "shard %s/%s: node heap out of order",
+              sh->q->name, sh->type);
+        CHECK(c, (sh->nodes.n > 0) == (sh->qidx != HEAP_NONE),
+              "shard %s/%s: in its queue's heap is wrong", sh->q->name, sh->type);
+    }
+    for (size_t i = 0; i < htab_cap(&e->nodes); i++) {
+        node *n = e->nodes.slots[i].item;
+        if (!n) continue;
+        long live = engine_heap_check_node(e, n);
+        CHECK(c, live >= 0, "node %s/%s/%s: heap is out of order or holds a wrong entry",
+              n->sh->q->name, n->sh->type, n->t->name);
+        CHECK(c, (uint32_t)live == n->n_ready && rget(rt, n)->active == n->n_ready,
+              "node %s/%s/%s: %u ready, %ld live entries, %u ready jobs", n->sh->q->name,
+              n->sh->type, n->t->name, n->n_ready, live, rget(rt, n)->active);
+        bool want = n->n_ready > 0 && tenant_has_room(n->t) && pair_has_room(n->p);
+        CHECK(c, want == (n->sidx != HEAP_NONE),
+              "node %s/%s/%s: eligible=%d but in heap=%d (ready %u, tenant active %u/%u)",
+              n->sh->q->name, n->sh->type, n->t->name, want, n->sidx != HEAP_NONE, n->n_ready,
+              n->t->active, n->t->s.slots);
+        CHECK(c, n->refs > 0, "node with no references is still indexed");
+        if (n->sidx != HEAP_NONE)
+            CHECK(c, n->k == n->jobs.a[0].k && n->kid == n->jobs.a[0].id && n->pass == n->p->pass,
+                  "node %s/%s/%s: cached key is stale", n->sh->q->name, n->sh->type, n->t->name);
+        bool listed_t = false, listed_p = false;
+        DLIST_FOREACH(it, &n->t->ready_nodes) listed_t |= it == &n->in_tenant;
+        DLIST_FOREACH(it, &n->p->ready_nodes) listed_p |= it == &n->in_pair;
+        CHECK(c, listed_t == (n->n_ready > 0) && listed_p == (n->n_ready > 0),
+              "node ready-list membership is wrong");
+    }
+    for (size_t i = 0; i < htab_cap(&e->pairs); i++) {
+        pair *p = e->pairs.slots[i].item;
+        if (!p) continue;
+        uint32_t elig = 0;
+        DLIST_FOREACH(it, &p->ready_nodes)
+        {
+            elig += DLIST_ITEM(it, node, in_pair)->sidx != HEAP_NONE;
+        }
+        CHECK(c, elig == p->n_eligible, "pair %s/%s: n_eligible %u, counted %u", p->q->name,
+              p->t->name, p->n_eligible, elig);
+    }
+    CHECK(c, e->dead_by_id.len == e->c.n[ENGINE_DEAD], "morgue tree holds %zu, %llu dead",
+          e->dead_by_id.len, (unsigned long long)e->c.n[ENGINE_DEAD]);
+    return 0;
+}
+
+int engine_check(engine_t *e, int64_t now, char *buf, size_t len)
+{
+    chk c = {buf, len, false};
+    rtab rt = {0};
+    if (buf && len) buf[0] = 0;
+    int rc = check_jobs(e, &c, now, &rt);
+    if (!rc) rc = check_lanes(e, &c);
+    if (!rc) rc = check_sched(e, &c, &rt);
+    rfree(&rt);
+    return rc;
+}

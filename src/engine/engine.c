@@ -1,0 +1,844 @@
+/* Engine lifecycle, lookups, settings, statistics and the change list. */
+#include "internal.h"
+
+#include <math.h>
+#include <stdarg.h>
+
+static const char *const state_names[] = {
+#define STATE_NAME_(n, s) s,
+    ENGINE_STATE_MAP(STATE_NAME_)
+#undef STATE_NAME_
+};
+
+const char *engine_state_name(engine_state s)
+{
+    return (unsigned)s < ENGINE_NSTATES ? state_names[s] : "unknown";
+}
+
+int engine_state_parse(const char *name)
+{
+    for (int i = 0; i < ENGINE_NSTATES; i++)
+        if (strcmp(state_names[i], name) == 0) return i;
+    return -1;
+}
+
+void engine_errf(engine_err *err, int code, const char *field, const char *fmt, ...)
+{
+    if (!err) return;
+    err->code = code;
+    err->field = field;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err->message, sizeof(err->message), fmt, ap);
+    va_end(ap);
+}
+
+/* ---- configuration ------------------------------------------------------ */
+
+void engine_queue_settings_defaults(engine_queue_settings *s)
+{
+    memset(s, 0, sizeof(*s));
+    s->order = ENGINE_ORDER_FIFO;
+    s->delivery = ENGINE_AT_LEAST_ONCE;
+    s->lease_ms = 300000;
+    s->max_attempts = 25;
+    s->backoff = ENGINE_BACKOFF_DEFAULT;
+    s->backoff_base_ms = 1000;
+    s->backoff_max_ms = 3600000;
+    s->merge = false;
+    s->dedup_window_ms = 600000;
+    s->retention_ms = 604800000;
+    s->max_payload_bytes = 1048576;
+    s->tenant_cap = ENGINE_UNLIMITED;
+}
+
+void engine_config_defaults(engine_config *c)
+{
+    memset(c, 0, sizeof(*c));
+    c->seed = 0x7e11a5eedULL;
+    c->tenant_defaults.slots = ENGINE_UNLIMITED;
+    c->tenant_defaults.weight = 1;
+    engine_queue_settings_defaults(&c->queue_defaults);
+    c->strict_tenants = false;
+    c->idempotency_ttl_ms = 24LL * 3600 * 1000;
+}
+
+bool engine_name_valid(const char *s)
+{
+    if (!s) return false;
+    size_t n = 0;
+    for (; s[n]; n++) {
+        char ch = s[n];
+        bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+                  (ch >= '0' && ch <= '9') || ch == '.' || ch == '_' || ch == '-';
+        if (!ok || n >= ENGINE_NAME_MAX) return false;
+    }
+    return n >= 1;
+}
+
+int engine_queue_settings_check(const engine_queue_settings *s, engine_err *err)
+{
+    const int64_t day = 24LL * 3600 * 1000;
+    if (s->order != ENGINE_ORDER_FIFO && s->order != ENGINE_ORDER_FAIR) {
+        engine_errf(err, TENQ_EINVALID, "order", "order must be \"fifo\" or \"fair\"");
+        return TENQ_EINVALID;
+    }
+    if (s->delivery != ENGINE_AT_LEAST_ONCE && s->delivery != ENGINE_AT_MOST_ONCE) {
+        engine_errf(err, TENQ_EINVALID, "delivery",
+                    "delivery must be \"at-least-once\" or \"at-most-once\"");
+        return TENQ_EINVALID;
+    }
+    if (s->lease_ms < 100 || s->lease_ms > 7 * day) {
+        engine_errf(err, TENQ_EINVALID, "lease_ms", "lease_ms must be between 100 and %lld",
+                    (long long)(7 * day));
+        return TENQ_EINVALID;
+    }
+    if (s->max_attempts < 1 || s->max_attempts > ENGINE_ATTEMPTS_MAX) {
+        engine_errf(err, TENQ_EINVALID, "max_attempts", "max_attempts must be between 1 and %d",
+                    ENGINE_ATTEMPTS_MAX);
+        return TENQ_EINVALID;
+    }
+    if (s->backoff != ENGINE_BACKOFF_DEFAULT && s->backoff != ENGINE_BACKOFF_FIXED &&
+        s->backoff != ENGINE_BACKOFF_EXPONENTIAL) {
+        engine_errf(err, TENQ_EINVALID, "backoff",
+                    "backoff must be \"default\", \"fixed\" or \"exponential\"");
+        return TENQ_EINVALID;
+    }
+    if (s->backoff_base_ms < 0 || s->backoff_base_ms > 30 * day) {
+        engine_errf(err, TENQ_EINVALID, "backoff_base_ms", "backoff_base_ms must be 0 to 30 days");
+        return TENQ_EINVALID;
+    }
+    if (s->backoff_max_ms < s->backoff_base_ms || s->backoff_max_ms > 365 * day) {
+        engine_errf(err, TENQ_EINVALID, "backoff_max_ms",
+                    "backoff_max_ms must be at least backoff_base_ms and at most a year");
+        return TENQ_EINVALID;
+    }
+    if (s->dedup_window_ms < 0 || s->dedup_window_ms > 365 * day) {
+        engine_errf(err, TENQ_EINVALID, "dedup_window_ms", "dedup_window_ms must be 0 to a year");
+        return TENQ_EINVALID;
+    }
+    if (s->retention_ms < 0 || s->retention_ms > 100 * 365 * day) {
+        engine_errf(err, TENQ_EINVALID, "retention_ms", "retention_ms must be 0 or positive");
+        return TENQ_EINVALID;
+    }
+    if (s->max_payload_bytes < 2 || s->max_payload_bytes > 64u * 1024 * 1024) {
+        engine_errf(err, TENQ_EINVALID, "max_payload_bytes",
+                    "max_payload_bytes must be 2 to 67108864");
+        return TENQ_EINVALID;
+    }
+    if (s->tenant_cap == 0) {
+        engine_errf(err, TENQ_EINVALID, "tenant_cap",
+                    "tenant_cap must be at least 1 (pause a tenant with slots: 0)");
+        return TENQ_EINVALID;
+    }
+    return 0;
+}
+
+int engine_tenant_settings_check(const engine_tenant_settings *s, engine_err *err)
+{
+    if (s->weight < 1 || s->weight > ENGINE_WEIGHT_MAX) {
+        engine_errf(err, TENQ_EINVALID, "weight", "weight must be between 1 and %d",
+                    ENGINE_WEIGHT_MAX);
+        return TENQ_EINVALID;
+    }
+    return 0;
+}
+
+/* ---- create / destroy --------------------------------------------------- */
+
+engine_t *engine_create(const engine_config *cfg)
+{
+    engine_t *e = xcalloc(1, sizeof(*e));
+    if (cfg)
+        e->cfg = *cfg;
+    else
+        engine_config_defaults(&e->cfg);
+    e->rng = e->cfg.seed;
+    e->hk.k0 = hash_u64(e->cfg.seed ^ 0x5151);
+    e->hk.k1 = hash_u64(e->cfg.seed ^ 0xa7a7);
+    e->next_id = 1;
+    dlist_init(&e->idem_order);
+    e->dead_by_id.cmp = engine_dead_cmp_id;
+    e->dead_by_fin.cmp = engine_dead_cmp_fin;
+    return e;
+}
+
+static void free_job_cb(void *ctx, uint64_t id, void *item)
+{
+    (void)id;
+    engine_job_free(ctx, item);
+}
+
+void engine_destroy(engine_t *e)
+{
+    if (!e) return;
+    engine_changes_clear(e);
+    idtab_foreach(&e->jobs, free_job_cb, e);
+    for (size_t i = 0; i < htab_cap(&e->lanes); i++) {
+        free(e->lanes.slots[i].item);
+    }
+    for (size_t i = 0; i < htab_cap(&e->nodes); i++) {
+        node *n = e->nodes.slots[i].item;
+        if (!n) continue;
+        jheap_free(&n->jobs);
+        free(n);
+    }
+    for (size_t i = 0; i < htab_cap(&e->shards); i++) {
+        shard *s = e->shards.slots[i].item;
+        if (!s) continue;
+        heap_free(&s->nodes);
+        free(s->type);
+        free(s);
+    }
+    for (size_t i = 0; i < htab_cap(&e->pairs); i++) free(e->pairs.slots[i].item);
+    for (size_t i = 0; i < htab_cap(&e->queues); i++) {
+        queue *q = e->queues.slots[i].item;
+        if (!q) continue;
+        heap_free(&q->shards);
+        free(q->name);
+        free(q);
+    }
+    for (size_t i = 0; i < htab_cap(&e->tenants); i++) {
+        tenant *t = e->tenants.slots[i].item;
+        if (!t) continue;
+        free(t->name);
+        free(t);
+    }
+    for (size_t i = 0; i < htab_cap(&e->idem); i++) {
+        idem_entry *ie = e->idem.slots[i].item;
+        if (!ie) continue;
+        free((char *)ie->info.key);
+        free(ie);
+    }
+    idtab_free(&e->jobs);
+    htab_free(&e->tenants);
+    htab_free(&e->queues);
+    htab_free(&e->shards);
+    htab_free(&e->pairs);
+    htab_free(&e->nodes);
+    htab_free(&e->lanes);
+    htab_free(&e->uniq);
+    htab_free(&e->idem);
+    jheap_free(&e->timers);
+    jheap_free(&e->leases);
+    for (size_t i = 0; i < htab_cap(&e->workers); i++) free(e->workers.slots[i].item);
+    htab_free(&e->workers);
+    engine_stale_free(e);
+    free(e->changes.v);
+    free(e->graveyard.v);
+    free(e->idem_graveyard.v);
+    free(e->scratch.v);
+    free(e);
+}
+
+/* ---- lookups ------------------------------------------------------------ */
+
+static bool tenant_eq(const void *item, const void *key)
+{
+    return strcmp(((const tenant *)item)->name, key) == 0;
+}
+
+tenant *engine_tenant_find(engine_t *e, const char *name)
+{
+    uint64_t h = hash_bytes(&e->hk, name, strlen(name));
+    return htab_find(&e->tenants, h, tenant_eq, name);
+}
+
+tenant *engine_tenant_get_or_create(engine_t *e, const char *name)
+{
+    uint64_t h = hash_bytes(&e->hk, name, strlen(name));
+    tenant *t = htab_find(&e->tenants, h, tenant_eq, name);
+    if (t) return t;
+    t = xcalloc(1, sizeof(*t));
+    t->name = xstrdup(name);
+    t->hash = h;
+    t->s = e->cfg.tenant_defaults;
+    dlist_init(&t->ready_nodes);
+    t->dead_by_id.cmp = engine_dead_cmp_tid;
+    t->dead_by_fin.cmp = engine_dead_cmp_tfin;
+    if (htab_insert(&e->tenants, h, t) != 0) engine_oom();
+    engine_note_tenant(e, t);
+    return t;
+}
+
+static bool queue_eq(const void *item, const void *key)
+{
+    return strcmp(((const queue *)item)->name, key) == 0;
+}
+
+queue *engine_queue_find(engine_t *e, const char *name)
+{
+    uint64_t h = hash_bytes(&e->hk, name, strlen(name));
+    return htab_find(&e->queues, h, queue_eq, name);
+}
+
+queue *engine_queue_get_or_create(engine_t *e, const char *name)
+{
+    uint64_t h = hash_bytes(&e->hk, name, strlen(name));
+    queue *q = htab_find(&e->queues, h, queue_eq, name);
+    if (q) return q;
+    q = xcalloc(1, sizeof(*q));
+    q->name = xstrdup(name);
+    q->hash = h;
+    q->s = e->cfg.queue_defaults;
+    dlist_init(&q->pairs);
+    dlist_init(&q->all_shards);
+    if (htab_insert(&e->queues, h, q) != 0) engine_oom();
+    engine_note_queue(e, q);
+    return q;
+}
+
+typedef struct shard_key {
+    const queue *q;
+    const char *type;
+} shard_key;
+
+static bool shard_eq(const void *item, const void *key)
+{
+    const shard *s = item;
+    const shard_key *k = key;
+    return s->q == k->q && strcmp(s->type, k->type) == 0;
+}
+
+static uint64_t shard_hash(engine_t *e, const queue *q, const char *type)
+{
+    return hash_combine(q->hash, hash_bytes(&e->hk, type, strlen(type)));
+}
+
+shard *engine_shard_find(engine_t *e, queue *q, const char *type)
+{
+    shard_key k = {q, type};
+    return htab_find(&e->shards, shard_hash(e, q, type), shard_eq, &k);
+}
+
+static shard *shard_get(engine_t *e, queue *q, const char *type)
+{
+    uint64_t h = shard_hash(e, q, type);
+    shard_key k = {q, type};
+    shard *s = htab_find(&e->shards, h, shard_eq, &k);
+    if (s) return s;
+    s = xcalloc(1, sizeof(*s));
+    s->q = q;
+    s->type = xstrdup(type);
+    s->hash = h;
+    s->qidx = HEAP_NONE;
+    dlist_push_back(&q->all_shards, &s->in_queue);
+    if (htab_insert(&e->shards, h, s) != 0) engine_oom();
+    return s;
+}
+
+typedef struct pair_key {
+    const queue *q;
+    const tenant *t;
+} pair_key;
+
+static bool pair_eq(const void *item, const void *key)
+{
+    const pair *p = item;
+    const pair_key *k = key;
+    return p->q == k->q && p->t == k->t;
+}
+
+static pair *pair_get(engine_t *e, queue *q, tenant *t)
+{
+    uint64_t h = hash_combine(q->hash, t->hash);
+    pair_key k = {q, t};
+    pair *p = htab_find(&e->pairs, h, pair_eq, &k);
+    if (p) return p;
+    p = xcalloc(1, sizeof(*p));
+    p->q = q;
+    p->t = t;
+    p->hash = h;
+    dlist_init(&p->ready_nodes);
+    dlist_push_back(&q->pairs, &p->in_queue);
+    if (htab_insert(&e->pairs, h, p) != 0) engine_oom();
+    return p;
+}
+
+typedef struct node_key {
+    const shard *sh;
+    const tenant *t;
+} node_key;
+
+static bool node_eq(const void *item, const void *key)
+{
+    const node *n = item;
+    const node_key *k = key;
+    return n->sh == k->sh && n->t == k->t;
+}
+
+node *engine_node_get(engine_t *e, queue *q, const char *type, tenant *t)
+{
+    shard *sh = shard_get(e, q, type);
+    uint64_t h = hash_combine(sh->hash, t->hash);
+    node_key k = {sh, t};
+    node *n = htab_find(&e->nodes, h, node_eq, &k);
+    if (n) return n;
+    n = xcalloc(1, sizeof(*n));
+    n->sh = sh;
+    n->t = t;
+    n->p = pair_get(e, q, t);
+    n->hash = h;
+    n->sidx = HEAP_NONE;
+    if (htab_insert(&e->nodes, h, n) != 0) engine_oom();
+    return n;
+}
+
+void engine_node_unref(engine_t *e, node *n)
+{
+    if (--n->refs > 0) return;
+    /* No job points here: the node has no ready jobs and is in no heap. */
+    htab_remove(&e->nodes, n->hash, n);
+    jheap_free(&n->jobs);
+    free(n);
+}
+
+typedef struct lane_key {
+    const tenant *t;
+    const queue *q;
+    const char *key;
+} lane_key;
+
+static bool lane_eq(const void *item, const void *key)
+{
+    const lane *l = item;
+    const lane_key *k = key;
+    return l->t == k->t && l->q == k->q && strcmp(l->key, k->key) == 0;
+}
+
+static uint64_t lane_hash(engine_t *e, const tenant *t, const queue *q, const char *key)
+{
+    return hash_combine(hash_combine(t->hash, q->hash), hash_bytes(&e->hk, key, strlen(key)));
+}
+
+lane *engine_lane_find(engine_t *e, tenant *t, queue *q, const char *key)
+{
+    lane_key k = {t, q, key};
+    return htab_find(&e->lanes, lane_hash(e, t, q, key), lane_eq, &k);
+}
+
+lane *engine_lane_get(engine_t *e, tenant *t, queue *q, const char *key)
+{
+    uint64_t h = lane_hash(e, t, q, key);
+    lane_key k = {t, q, key};
+    lane *l = htab_find(&e->lanes, h, lane_eq, &k);
+    if (l) return l;
+    size_t klen = strlen(key);
+    l = xcalloc(1, sizeof(*l) + klen + 1);
+    l->t = t;
+    l->q = q;
+    memcpy(l->key, key, klen + 1);
+    l->hash = h;
+    if (htab_insert(&e->lanes, h, l) != 0) engine_oom();
+    return l;
+}
+
+void engine_lane_unref(engine_t *e, lane *l)
+{
+    if (--l->refs > 0) return;
+    htab_remove(&e->lanes, l->hash, l);
+    free(l);
+}
+
+job *engine_job_find(engine_t *e, uint64_t id)
+{
+    return idtab_get(&e->jobs, id);
+}
+
+engine_job *engine_find(engine_t *e, uint64_t id)
+{
+    return engine_job_find(e, id);
+}
+
+uint64_t engine_job_id(const engine_job *j)
+{
+    return j->id;
+}
+
+engine_state engine_job_state(const engine_job *j)
+{
+    return (engine_state)j->state;
+}
+
+const char *engine_job_tenant(const engine_job *j)
+{
+    return j->nd->t->name;
+}
+
+const char *engine_job_queue(const engine_job *j)
+{
+    return j->nd->sh->q->name;
+}
+
+void engine_job_get(const engine_job *j, engine_job_info *o)
+{
+    memset(o, 0, sizeof(*o));
+    const job_extra *x = j->x;
+    o->id = j->id;
+    o->tenant = j->nd->t->name;
+    o->queue = j->nd->sh->q->name;
+    o->type = j->nd->sh->type;
+    o->key = j->ln ? j->ln->key : NULL;
+    if (j->flags & JF_HAS_PAYLOADS) {
+        o->payloads = x->pl.v;
+        o->n_payloads = x->pl.n;
+    } else {
+        o->args = j->args;
+        o->args_len = j->args_len;
+    }
+    o->priority = j->priority;
+    o->state = (engine_state)j->state;
+    o->attempts = j->attempts;
+    o->max_attempts = j->max_attempts;
+    o->run_at = j->run_at;
+    o->created_at = j->created_at;
+    o->ready_at = j->ready_at;
+    o->token = j->token;
+    o->cancel_requested = (j->flags & JF_CANCEL_REQ) != 0;
+    o->lane_seq = j->id;
+    if (x) {
+        o->leased_at = x->leased_at;
+        o->started_at = x->started_at;
+        o->finished_at = x->finished_at;
+        o->worker = x->worker;
+        o->error = x->error;
+        o->result = x->result;
+        o->stats = x->stats;
+        o->progress = x->progress;
+        o->unique_key = x->unique_key;
+        o->idempotency_key = x->idem_key;
+        o->merged_into = x->merged_into;
+        if (x->lane_seq) o->lane_seq = x->lane_seq;
+        if (j->state == ENGINE_LEASED || j->state == ENGINE_RUNNING) o->lease_until = x->deadline;
+    }
+}
+
+/* ---- changes ------------------------------------------------------------ */
+
+engine_change *engine_change_push(engine_t *e)
+{
+    change_vec *v = &e->changes;
+    if (v->n == v->cap) {
+        v->cap = v->cap ? v->cap * 2 : 256;
+        v->v = xrealloc(v->v, v->cap * sizeof(*v->v));
+    }
+    engine_change *c = &v->v[v->n++];
+    memset(c, 0, sizeof(*c));
+    return c;
+}
+
+void engine_note_job(engine_t *e, job *j, uint32_t fields)
+{
+    if (j->chg) {
+        e->changes.v[j->chg - 1].fields |= fields;
+        return;
+    }
+    engine_change *c = engine_change_push(e);
+    c->kind = ENGINE_CH_JOB;
+    c->fields = fields;
+    c->job = j;
+    c->id = j->id;
+    j->chg = (uint32_t)e->changes.n;
+}
+
+void engine_note_tenant(engine_t *e, tenant *t)
+{
+    if (t->chg) return;
+    t->chg = true;
+    engine_change *c = engine_change_push(e);
+    c->kind = ENGINE_CH_TENANT;
+    c->name = t->name;
+}
+
+void engine_note_queue(engine_t *e, queue *q)
+{
+    if (q->chg) return;
+    q->chg = true;
+    engine_change *c = engine_change_push(e);
+    c->kind = ENGINE_CH_QUEUE;
+    c->name = q->name;
+}
+
+void engine_note_wake(engine_t *e, queue *q)
+{
+    if (q->wake) return;
+    q->wake = true;
+    engine_change *c = engine_change_push(e);
+    c->kind = ENGINE_CH_WAKE;
+    c->name = q->name;
+}
+
+const engine_change *engine_changes(const engine_t *e, size_t *n)
+{
+    *n = e->changes.n;
+    return e->changes.v;
+}
+
+void engine_changes_clear(engine_t *e)
+{
+    for (size_t i = 0; i < e->changes.n; i++) {
+        engine_change *c = &e->changes.v[i];
+        switch (c->kind) {
+        case ENGINE_CH_JOB: c->job->chg = 0; break;
+        case ENGINE_CH_TENANT: {
+            tenant *t = engine_tenant_find(e, c->name);
+            if (t) t->chg = false;
+            break;
+        }
+        case ENGINE_CH_QUEUE:
+        case ENGINE_CH_WAKE: {
+            queue *q = engine_queue_find(e, c->name);
+            if (q) q->chg = q->wake = false;
+            break;
+        }
+        case ENGINE_CH_IDEM: {
+            idem_entry *ie = (idem_entry *)((char *)c->idem - offsetof(idem_entry, info));
+            ie->in_chg = false;
+            break;
+        }
+        default: break;
+        }
+    }
+    e->changes.n = 0;
+    for (size_t i = 0; i < e->graveyard.n; i++) {
+        job *j = e->graveyard.v[i];
+        if (idtab_get(&e->jobs, j->id) == j) idtab_del(&e->jobs, j->id);
+        engine_job_free(e, j);
+    }
+    e->graveyard.n = 0;
+    for (size_t i = 0; i < e->idem_graveyard.n; i++) {
+        idem_entry *ie = e->idem_graveyard.v[i];
+        free((char *)ie->info.key);
+        free(ie);
+    }
+    e->idem_graveyard.n = 0;
+}
+
+/* ---- tenants and queues ------------------------------------------------- */
+
+int engine_tenant_set(engine_t *e, int64_t now, const char *name, const engine_tenant_settings *s,
+                      engine_err *err)
+{
+    (void)now;
+    if (!engine_name_valid(name)) {
+        engine_errf(err, TENQ_EINVALID, "name", "tenant names are 1-64 of A-Z a-z 0-9 . _ -");
+        return TENQ_EINVALID;
+    }
+    int rc = engine_tenant_settings_check(s, err);
+    if (rc) return rc;
+    tenant *t = engine_tenant_get_or_create(e, name);
+    bool had_room = tenant_has_room(t);
+    t->s = *s;
+    engine_note_tenant(e, t);
+    if (had_room != tenant_has_room(t)) engine_tenant_room_changed(e, t);
+    return 0;
+}
+
+static void counts_fill(engine_counts *o, const counters *c)
+{
+    memset(o, 0, sizeof(*o));
+    o->ready = c->n[ENGINE_READY];
+    o->scheduled = c->n[ENGINE_SCHEDULED];
+    o->blocked = c->n[ENGINE_BLOCKED];
+    o->leased = c->n[ENGINE_LEASED];
+    o->running = c->n[ENGINE_RUNNING];
+    o->dead = c->n[ENGINE_DEAD];
+    o->submitted_total = c->submitted;
+    o->succeeded_total = c->succeeded;
+    o->failed_total = c->failed;
+    o->dead_total = c->dead;
+    o->cancelled_total = c->cancelled;
+}
+
+/* Lag: how long each tenant's next eligible job has been ready; the
+ * oldest of those counts. */
+static void node_eligible_add(node *n, engine_counts *o)
+{
+    if (n->sidx == HEAP_NONE || n->n_ready == 0) return;
+    o->eligible += n->n_ready;
+    const job *j = n->jobs.a[0].j;
+    if (o->oldest_eligible == 0 || j->ready_at < o->oldest_eligible)
+        o->oldest_eligible = j->ready_at;
+}
+
+static void tenant_counts(tenant *t, engine_counts *o)
+{
+    counts_fill(o, &t->c);
+    DLIST_FOREACH(it, &t->ready_nodes)
+    {
+        node_eligible_add(DLIST_ITEM(it, node, in_tenant), o);
+    }
+}
+
+static void pair_counts(pair *p, engine_counts *o)
+{
+    counts_fill(o, &p->c);
+    DLIST_FOREACH(it, &p->ready_nodes)
+    {
+        node_eligible_add(DLIST_ITEM(it, node, in_pair), o);
+    }
+}
+
+static void queue_counts(queue *q, engine_counts *o)
+{
+    counts_fill(o, &q->c);
+    DLIST_FOREACH(it, &q->all_shards)
+    {
+        shard *sh = DLIST_ITEM(it, shard, in_queue);
+        for (uint32_t i = 0; i < sh->nodes.n; i++) node_eligible_add(sh->nodes.a[i], o);
+    }
+}
+
+int engine_tenant_get(engine_t *e, int64_t now, const char *name, engine_tenant_settings *s,
+                      engine_counts *c)
+{
+    (void)now;
+    tenant *t = engine_tenant_find(e, name);
+    if (!t) return TENQ_ENOT_FOUND;
+    if (s) *s = t->s;
+    if (c) tenant_counts(t, c);
+    return 0;
+}
+
+int engine_queue_set(engine_t *e, int64_t now, const char *name, const engine_queue_settings *s,
+                     engine_err *err)
+{
+    (void)now;
+    if (!engine_name_valid(name)) {
+        engine_errf(err, TENQ_EINVALID, "name", "queue names are 1-64 of A-Z a-z 0-9 . _ -");
+        return TENQ_EINVALID;
+    }
+    int rc = engine_queue_settings_check(s, err);
+    if (rc) return rc;
+    queue *q = engine_queue_get_or_create(e, name);
+    engine_queue_settings old = q->s;
+    q->s = *s;
+    engine_note_queue(e, q);
+    if (old.tenant_cap != s->tenant_cap) {
+        DLIST_FOREACH(it, &q->pairs)
+        {
+            pair *p = DLIST_ITEM(it, pair, in_queue);
+            bool had = p->active < old.tenant_cap;
+            if (had != pair_has_room(p)) engine_pair_room_changed(e, p);
+        }
+    }
+    if (old.order != s->order) engine_queue_reorder(e, q);
+    return 0;
+}
+
+int engine_queue_get(engine_t *e, int64_t now, const char *name, engine_queue_settings *s,
+                     engine_counts *c)
+{
+    (void)now;
+    queue *q = engine_queue_find(e, name);
+    if (!q) return TENQ_ENOT_FOUND;
+    if (s) *s = q->s;
+    if (c) queue_counts(q, c);
+    return 0;
+}
+
+void engine_foreach_tenant(engine_t *e, int64_t now, engine_tenant_fn fn, void *ctx)
+{
+    (void)now;
+    for (size_t i = 0; i < htab_cap(&e->tenants); i++) {
+        tenant *t = e->tenants.slots[i].item;
+        if (!t) continue;
+        engine_counts c;
+        tenant_counts(t, &c);
+        fn(ctx, t->name, &t->s, &c);
+    }
+}
+
+void engine_foreach_queue(engine_t *e, int64_t now, engine_queue_fn fn, void *ctx)
+{
+    (void)now;
+    for (size_t i = 0; i < htab_cap(&e->queues); i++) {
+        queue *q = e->queues.slots[i].item;
+        if (!q) continue;
+        engine_counts c;
+        queue_counts(q, &c);
+        fn(ctx, q->name, &q->s, &c);
+    }
+}
+
+void engine_foreach_pair(engine_t *e, int64_t now, engine_pair_fn fn, void *ctx)
+{
+    (void)now;
+    for (size_t i = 0; i < htab_cap(&e->pairs); i++) {
+        pair *p = e->pairs.slots[i].item;
+        if (!p) continue;
+        engine_counts c;
+        pair_counts(p, &c);
+        fn(ctx, p->q->name, p->t->name, &c);
+    }
+}
+
+void engine_totals(engine_t *e, int64_t now, engine_counts *o)
+{
+    (void)now;
+    counts_fill(o, &e->c);
+    for (size_t i = 0; i < htab_cap(&e->queues); i++) {
+        queue *q = e->queues.slots[i].item;
+        if (!q) continue;
+        engine_counts c;
+        queue_counts(q, &c);
+        o->eligible += c.eligible;
+        if (c.oldest_eligible &&
+            (o->oldest_eligible == 0 || c.oldest_eligible < o->oldest_eligible))
+            o->oldest_eligible = c.oldest_eligible;
+    }
+}
+
+size_t engine_top_lanes(engine_t *e, size_t k, engine_lane_info *out)
+{
+    if (k == 0) return 0;
+    /* A small sorted insertion over all lanes: O(lanes * k) with k tiny. */
+    size_t n = 0;
+    for (size_t i = 0; i < htab_cap(&e->lanes); i++) {
+        lane *l = e->lanes.slots[i].item;
+        if (!l || l->len == 0) continue;
+        if (n == k && l->len <= out[n - 1].length) continue;
+        size_t pos = n < k ? n : k - 1;
+        while (pos > 0 && out[pos - 1].length < l->len) {
+            out[pos] = out[pos - 1];
+            pos--;
+        }
+        engine_lane_info *o = &out[pos];
+        o->tenant = l->t->name;
+        o->queue = l->q->name;
+        o->key = l->key;
+        o->length = l->len;
+        o->head_id = l->head->id;
+        o->head_state = (engine_state)l->head->state;
+        o->head_run_at = l->head->run_at;
+        if (n < k) n++;
+    }
+    return n;
+}
+
+size_t engine_lane_count(const engine_t *e)
+{
+    return e->lanes.len;
+}
+
+void engine_set_next_id(engine_t *e, uint64_t next_id)
+{
+    if (next_id > e->next_id) e->next_id = next_id;
+}
+
+uint64_t engine_next_id(const engine_t *e)
+{
+    return e->next_id;
+}
+
+uint64_t engine_take_id(engine_t *e)
+{
+    return e->next_id++;
+}
+
+void engine_memory_usage(const engine_t *e, engine_memory *m)
+{
+    m->jobs = e->n_jobs;
+    m->data_bytes = e->data_bytes;
+    m->bytes = 0; /* measured from the allocator by callers that need it */
+}

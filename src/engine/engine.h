@@ -1,0 +1,405 @@
+/* engine — tenq's scheduler: a pure, in-memory state machine.
+ *
+ * No I/O, no clock reads, no threads, no globals.  Every call that depends on
+ * time takes `now` (milliseconds since the Unix epoch, never decreasing from
+ * one call to the next) from its caller, so tests drive time by hand.  Given
+ * the same seed and the same calls, it makes the same decisions.
+ *
+ * The engine owns tenants, queues, lanes, jobs, timers and leases, and decides
+ * which job runs next in O(log n) in the number of jobs, tenants and lanes.
+ * It keeps every unfinished job (scheduled, blocked, ready, leased, running)
+ * and every dead one (the morgue).  Finished jobs (succeeded, cancelled,
+ * merged) leave memory once the caller has read the changes that report them.
+ *
+ * Every mutation appends what it changed to the change list (see
+ * engine_changes): the store persists exactly those, the API wakes waiters.
+ *
+ * Errors: functions return 0 or a negative TENQ_E* code, with details in an
+ * `engine_err` when the caller passes one.  A call that fails changes nothing.
+ *
+ * Ownership: the engine copies every string and buffer it is given.  Pointers
+ * it hands out (job handles, strings inside engine_job_info, change entries)
+ * stay valid until the next call that mutates the engine, unless said
+ * otherwise.
+ */
+#ifndef TENQ_ENGINE_H
+#define TENQ_ENGINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tenq/errors.h"
+
+typedef struct engine engine_t;
+typedef struct engine_job engine_job;
+
+#define ENGINE_UNLIMITED          UINT32_MAX /* for slots and tenant_cap */
+#define ENGINE_NAME_MAX           64         /* tenant and queue names */
+#define ENGINE_TYPE_MAX           128
+#define ENGINE_KEY_MAX            256 /* lane keys, unique keys, idempotency keys */
+#define ENGINE_PRIORITY_MIN       (-32768)
+#define ENGINE_PRIORITY_MAX       32767
+#define ENGINE_WEIGHT_MAX         1000
+#define ENGINE_ATTEMPTS_MAX       1000
+/* run_at may be at most about ten years ahead */
+#define ENGINE_RUN_AT_HORIZON_MS  (10LL * 366 * 24 * 3600 * 1000)
+/* a merged job takes at most this many payloads; then a new job starts */
+#define ENGINE_MERGE_MAX_PAYLOADS 10000
+
+/* Job states.  The first five are "unfinished"; dead jobs stay in the morgue
+ * until requeued or deleted; the last three are final. */
+#define ENGINE_STATE_MAP(XX)                                                                       \
+    XX(SCHEDULED, "scheduled")                                                                     \
+    XX(BLOCKED, "blocked")                                                                         \
+    XX(READY, "ready")                                                                             \
+    XX(LEASED, "leased")                                                                           \
+    XX(RUNNING, "running")                                                                         \
+    XX(DEAD, "dead")                                                                               \
+    XX(SUCCEEDED, "succeeded")                                                                     \
+    XX(CANCELLED, "cancelled")                                                                     \
+    XX(MERGED, "merged")
+
+typedef enum engine_state {
+#define ENGINE_STATE_ENUM_(n, s) ENGINE_##n,
+    ENGINE_STATE_MAP(ENGINE_STATE_ENUM_)
+#undef ENGINE_STATE_ENUM_
+        ENGINE_NSTATES
+} engine_state;
+
+const char *engine_state_name(engine_state s);
+/* Returns the state for a name, or -1. */
+int engine_state_parse(const char *name);
+static inline bool engine_state_finished(engine_state s)
+{
+    return s >= ENGINE_SUCCEEDED;
+}
+
+/* An error with the field it is about (NULL when it is about no one field). */
+typedef struct engine_err {
+    int code;
+    const char *field;
+    char message[200];
+} engine_err;
+
+/* ---- settings ---------------------------------------------------------- */
+
+typedef enum { ENGINE_ORDER_FIFO, ENGINE_ORDER_FAIR } engine_order;
+typedef enum { ENGINE_AT_LEAST_ONCE, ENGINE_AT_MOST_ONCE } engine_delivery;
+typedef enum {
+    ENGINE_BACKOFF_DEFAULT,    /* attempt^4 + 15 + rand(0..29) * (attempt + 1) seconds */
+    ENGINE_BACKOFF_FIXED,      /* base_ms every time */
+    ENGINE_BACKOFF_EXPONENTIAL /* base_ms * 2^attempt, at most max_ms, +-10% jitter */
+} engine_backoff_kind;
+
+typedef struct engine_queue_settings {
+    engine_order order;
+    engine_delivery delivery;
+    int64_t lease_ms;
+    uint32_t max_attempts;
+    engine_backoff_kind backoff;
+    int64_t backoff_base_ms;
+    int64_t backoff_max_ms;
+    bool merge;
+    int64_t dedup_window_ms;
+    int64_t retention_ms; /* 0: keep forever (the store prunes, not the engine) */
+    uint32_t max_payload_bytes;
+    uint32_t tenant_cap; /* per-tenant cap on leased+running in this queue */
+} engine_queue_settings;
+
+typedef struct engine_tenant_settings {
+    uint32_t slots; /* 0 pauses the tenant; ENGINE_UNLIMITED */
+    uint32_t weight;
+} engine_tenant_settings;
+
+typedef struct engine_config {
+    uint64_t seed; /* backoff jitter and hash keys */
+    engine_tenant_settings tenant_defaults;
+    engine_queue_settings queue_defaults;
+    bool strict_tenants;        /* submit to an unknown tenant is an error */
+    int64_t idempotency_ttl_ms; /* 24 h */
+} engine_config;
+
+/* The defaults of SEMANTICS.md. */
+void engine_config_defaults(engine_config *c);
+void engine_queue_settings_defaults(engine_queue_settings *s);
+/* Checks every field; 0 or TENQ_EINVALID naming the field. */
+int engine_queue_settings_check(const engine_queue_settings *s, engine_err *err);
+int engine_tenant_settings_check(const engine_tenant_settings *s, engine_err *err);
+/* Name rules: [A-Za-z0-9._-]{1,64} for tenants and queues. */
+bool engine_name_valid(const char *s);
+
+engine_t *engine_create(const engine_config *cfg);
+void engine_destroy(engine_t *e); /* NULL is fine */
+
+/* ---- jobs as plain records --------------------------------------------- */
+
+typedef struct engine_payload {
+    double score;
+    const char *data; /* JSON text */
+    uint32_t len;
+} engine_payload;
+
+/* Every field of a job, as the store writes it and the API shows it.  Filled
+ * by engine_job_get(); also what engine_load_job() takes.  Strings are
+ * NUL-terminated (NULL when absent). */
+typedef struct engine_job_info {
+    uint64_t id;
+    const char *tenant, *queue, *type;
+    const char *key;
+    const char *args; /* JSON text; NULL on jobs that carry payloads */
+    uint32_t args_len;
+    const engine_payload *payloads; /* sorted by score */
+    uint32_t n_payloads;
+    int32_t priority;
+    engine_state state;
+    uint32_t attempts, max_attempts;
+    int64_t run_at;
+    int64_t created_at, ready_at, leased_at, started_at, finished_at; /* 0: not yet */
+    const char *worker;
+    const char *error;
+    const char *result, *stats; /* JSON text, set by ack */
+    const char *progress;       /* JSON text, set by heartbeat */
+    const char *unique_key, *idempotency_key;
+    uint64_t token;      /* fencing token of the current (or last) lease */
+    int64_t lease_until; /* while leased or running */
+    bool cancel_requested;
+    uint64_t merged_into; /* state MERGED: the job that took its payloads */
+    uint64_t lane_seq;    /* order within its lane: the id, or later if requeued */
+} engine_job_info;
+
+/* Fills *out with the job's fields (pointers into the engine). */
+void engine_job_get(const engine_job *j, engine_job_info *out);
+uint64_t engine_job_id(const engine_job *j);
+engine_state engine_job_state(const engine_job *j);
+const char *engine_job_tenant(const engine_job *j);
+const char *engine_job_queue(const engine_job *j);
+
+/* A resident job (unfinished or dead, or finished in the current change
+ * list), or NULL. */
+engine_job *engine_find(engine_t *e, uint64_t id);
+
+/* ---- submitting -------------------------------------------------------- */
+
+typedef struct engine_submit_req {
+    const char *tenant, *queue, *type; /* required */
+    const char *key;                   /* lane; optional */
+    const char *args;                  /* JSON text; NULL means {} */
+    uint32_t args_len;
+    bool has_priority;
+    int32_t priority;
+    int64_t run_at; /* 0 or past: now */
+    const char *unique_key;
+    bool unique; /* unique_key = hash of type and args */
+    const char *idempotency_key;
+    uint32_t max_attempts; /* 0: the queue's */
+    bool has_score;
+    double score; /* merging order; default now */
+} engine_submit_req;
+
+typedef struct engine_submit_res {
+    int code; /* 0 or TENQ_E*; err has the details */
+    engine_err err;
+    uint64_t id;
+    engine_state state;
+    bool created, duplicate, merged;
+    bool replayed; /* answered from an earlier submit with the same idempotency_key */
+} engine_submit_res;
+
+/* Submits one job.  Returns res->code. */
+int engine_submit(engine_t *e, int64_t now, const engine_submit_req *req, engine_submit_res *res);
+/* Submits n jobs in order, each answered at its index; one bad job fails only
+ * itself.  Returns how many were accepted. */
+size_t engine_submit_many(engine_t *e, int64_t now, const engine_submit_req *reqs, size_t n,
+                          engine_submit_res *res);
+
+/* ---- workers ----------------------------------------------------------- */
+
+typedef struct engine_lease_req {
+    const char *const *queues; /* at least one */
+    size_t n_queues;
+    const char *const *types; /* optional filter */
+    size_t n_types;
+    size_t max;
+    const char *worker;
+} engine_lease_req;
+
+/* Leases up to req->max eligible jobs into out[], each with a fresh fencing
+ * token.  Each queue proposes its next job by its own order (fifo or fair);
+ * among the proposals of several queues the one with the highest priority,
+ * then earliest run_at, then lowest id goes first.  Returns the count. */
+size_t engine_lease(engine_t *e, int64_t now, const engine_lease_req *req, engine_job **out);
+
+/* The handler began: leased -> running. */
+int engine_start(engine_t *e, int64_t now, uint64_t id, uint64_t token, engine_err *err);
+/* Extends the lease by the queue's lease_ms; stores progress (JSON, may be
+ * NULL); tells whether a cancel was requested. */
+int engine_heartbeat(engine_t *e, int64_t now, uint64_t id, uint64_t token, const char *progress,
+                     int64_t *lease_until, bool *cancel, engine_err *err);
+/* Succeeded; result and stats are JSON text or NULL. */
+int engine_ack(engine_t *e, int64_t now, uint64_t id, uint64_t token, const char *result,
+               const char *stats, engine_err *err);
+
+typedef struct engine_fail_req {
+    const char *error;
+    bool has_retry_in;
+    int64_t retry_in_ms;
+    bool no_retry;  /* "retry": false -> the morgue now */
+    bool cancelled; /* the worker stopped a cancelled job */
+} engine_fail_req;
+
+/* The attempt failed.  *state_out (may be NULL) tells where the job went. */
+int engine_fail(engine_t *e, int64_t now, uint64_t id, uint64_t token, const engine_fail_req *f,
+                engine_state *state_out, engine_err *err);
+
+/* ---- time -------------------------------------------------------------- */
+
+/* Scheduled jobs whose run_at has come become ready; expired leases become
+ * failed attempts (or dead on at-most-once queues, or cancelled when a cancel
+ * was requested); old idempotency keys are forgotten.  Returns the number of
+ * jobs that changed. */
+size_t engine_tick(engine_t *e, int64_t now);
+/* When engine_tick next has something to do; INT64_MAX when nothing. */
+int64_t engine_next_timer(const engine_t *e);
+
+/* ---- cancel and the morgue ---------------------------------------------- */
+
+/* A job not yet leased is cancelled at once; a leased or running one is marked
+ * cancel_requested.  *state_out tells which.  Finished or dead: TENQ_ECONFLICT. */
+int engine_cancel(engine_t *e, int64_t now, uint64_t id, engine_state *state_out, engine_err *err);
+
+typedef struct engine_morgue_filter {
+    const char *tenant, *queue, *type; /* NULL: any */
+} engine_morgue_filter;
+
+typedef enum { ENGINE_MORGUE_NEWEST, ENGINE_MORGUE_BY_ID } engine_morgue_sort;
+
+typedef struct engine_morgue_cursor {
+    int64_t finished_at; /* NEWEST: continue with jobs older than (finished_at, id) */
+    uint64_t id;         /* BY_ID: continue with ids above this; 0 = from the start */
+} engine_morgue_cursor;
+
+/* Up to `limit` dead jobs matching the filter, in the given order, after the
+ * cursor (NULL or zeroed: from the start). */
+size_t engine_morgue_list(engine_t *e, const engine_morgue_filter *f, engine_morgue_sort sort,
+                          const engine_morgue_cursor *after, size_t limit, engine_job **out);
+/* Back to the queue: attempts reset, run_at now (into a waiting merge job if
+ * its lane has one). */
+int engine_morgue_requeue(engine_t *e, int64_t now, uint64_t id, engine_err *err);
+int engine_morgue_delete(engine_t *e, int64_t now, uint64_t id, engine_err *err);
+/* The same for up to `max` matching jobs (oldest first); returns the count. */
+size_t engine_morgue_requeue_where(engine_t *e, int64_t now, const engine_morgue_filter *f,
+                                   size_t max);
+size_t engine_morgue_delete_where(engine_t *e, int64_t now, const engine_morgue_filter *f,
+                                  size_t max);
+
+/* ---- tenants and queues -------------------------------------------------- */
+
+typedef struct engine_counts {
+    uint64_t ready, scheduled, blocked, leased, running, dead;
+    uint64_t eligible;        /* ready jobs that could be leased now */
+    int64_t oldest_eligible;  /* ready_at of the oldest eligible job; 0 if none */
+    uint64_t submitted_total; /* monotonic counters since start-up */
+    uint64_t succeeded_total, failed_total, dead_total, cancelled_total;
+} engine_counts;
+
+/* Creates the tenant when it does not exist.  Takes effect at once. */
+int engine_tenant_set(engine_t *e, int64_t now, const char *name, const engine_tenant_settings *s,
+                      engine_err *err);
+/* TENQ_ENOT_FOUND when there is no such tenant.  Either pointer may be NULL. */
+int engine_tenant_get(engine_t *e, int64_t now, const char *name, engine_tenant_settings *s,
+                      engine_counts *c);
+int engine_queue_set(engine_t *e, int64_t now, const char *name, const engine_queue_settings *s,
+                     engine_err *err);
+int engine_queue_get(engine_t *e, int64_t now, const char *name, engine_queue_settings *s,
+                     engine_counts *c);
+
+typedef void (*engine_tenant_fn)(void *ctx, const char *name, const engine_tenant_settings *s,
+                                 const engine_counts *c);
+typedef void (*engine_queue_fn)(void *ctx, const char *name, const engine_queue_settings *s,
+                                const engine_counts *c);
+/* (queue, tenant) pairs: counts of one tenant in one queue. */
+typedef void (*engine_pair_fn)(void *ctx, const char *queue, const char *tenant,
+                               const engine_counts *c);
+void engine_foreach_tenant(engine_t *e, int64_t now, engine_tenant_fn fn, void *ctx);
+void engine_foreach_queue(engine_t *e, int64_t now, engine_queue_fn fn, void *ctx);
+void engine_foreach_pair(engine_t *e, int64_t now, engine_pair_fn fn, void *ctx);
+/* Totals over all queues. */
+void engine_totals(engine_t *e, int64_t now, engine_counts *c);
+
+typedef struct engine_lane_info {
+    const char *tenant, *queue, *key;
+    uint64_t length;  /* unfinished jobs in the lane */
+    uint64_t head_id; /* the job that holds the lane */
+    engine_state head_state;
+    int64_t head_run_at;
+} engine_lane_info;
+/* The k longest lanes, longest first.  O(lanes). */
+size_t engine_top_lanes(engine_t *e, size_t k, engine_lane_info *out);
+size_t engine_lane_count(const engine_t *e);
+
+/* ---- changes ------------------------------------------------------------- */
+
+typedef enum {
+    ENGINE_CH_JOB,         /* a job was created or changed: job, fields */
+    ENGINE_CH_JOB_DELETED, /* a dead job was deleted: id */
+    ENGINE_CH_TENANT,      /* settings of tenant `name` changed (or it was created) */
+    ENGINE_CH_QUEUE,       /* settings of queue `name` changed (or it was created) */
+    ENGINE_CH_IDEM,        /* an idempotency key was recorded: idem */
+    ENGINE_CH_WAKE         /* queue `name` has newly eligible jobs (not persisted) */
+} engine_change_kind;
+
+#define ENGINE_JF_NEW      1u /* the job is new: write every field */
+#define ENGINE_JF_PAYLOADS 2u /* payloads changed */
+#define ENGINE_JF_RESULT   4u /* result and stats were set */
+
+typedef struct engine_idem_info {
+    const char *tenant, *key;
+    uint64_t id;
+    engine_state state; /* in the first answer */
+    bool duplicate, merged;
+    int64_t created_at;
+} engine_idem_info;
+
+typedef struct engine_change {
+    engine_change_kind kind;
+    uint32_t fields; /* ENGINE_CH_JOB: ENGINE_JF_* */
+    engine_job *job;
+    uint64_t id;
+    const char *name;
+    const engine_idem_info *idem;
+} engine_change;
+
+/* The changes since the last engine_changes_clear(), in the order made; a
+ * job appears at most once however often it changed. */
+const engine_change *engine_changes(const engine_t *e, size_t *n);
+/* Forgets the change list and frees the finished jobs it held. */
+void engine_changes_clear(engine_t *e);
+
+/* ---- recovery ------------------------------------------------------------ */
+
+/* Loads a job in any resident state (unfinished or dead), as
+ * engine_job_get() reported it.  Jobs of a lane must come in lane_seq order.
+ * Leased and running jobs keep their token and deadline and take their
+ * tenant's slots.  Creates missing tenants and queues with the defaults.
+ * Loading notes changes like any call: clear them when recovery is done. */
+int engine_load_job(engine_t *e, int64_t now, const engine_job_info *j, engine_err *err);
+int engine_load_idem(engine_t *e, const engine_idem_info *i, engine_err *err);
+/* Ids handed out from now on are at least next_id. */
+void engine_set_next_id(engine_t *e, uint64_t next_id);
+uint64_t engine_next_id(const engine_t *e);
+
+/* ---- introspection ------------------------------------------------------- */
+
+typedef struct engine_memory {
+    size_t jobs;       /* resident jobs */
+    size_t bytes;      /* engine allocations, including payloads */
+    size_t data_bytes; /* of which payloads (args, keys given by clients) */
+} engine_memory;
+void engine_memory_usage(const engine_t *e, engine_memory *m);
+
+/* Checks every internal invariant (heaps, lanes, counts, slots) by a full
+ * recount: O(n), for tests.  Returns 0 or -1 with a message in buf. */
+int engine_check(engine_t *e, int64_t now, char *buf, size_t len);
+
+#endif

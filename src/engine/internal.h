@@ -1,0 +1,391 @@
+/* The engine's insides, shared by its .c files and by nothing else.
+ *
+ * Objects and what indexes them:
+ *   tenant  by name            slots, weight, active leases, morgue trees
+ *   queue   by name            settings, heap of eligible shards, fair clock
+ *   shard   (queue, type)      heap of eligible nodes
+ *   pair    (queue, tenant)    per-queue cap, fair pass, counters
+ *   node    (shard, tenant)    heap of ready jobs (lane heads and keyless)
+ *   lane    (tenant, queue, key) list of unfinished jobs in submission order
+ *   job     by id              one allocation: the record, then its args
+ *
+ * Eligibility is kept exact rather than checked at lease time: a node sits
+ * in its shard's heap exactly when it has ready jobs, its tenant has a free
+ * slot and its pair is under the queue's tenant cap; a shard sits in its
+ * queue's heap exactly when it has such nodes.  So lease never walks past a
+ * full tenant, whatever its backlog.
+ */
+#ifndef TENQ_ENGINE_INTERNAL_H
+#define TENQ_ENGINE_INTERNAL_H
+
+#include "engine.h"
+
+#include "base/avl.h"
+#include "base/hash.h"
+#include "base/heap.h"
+#include "base/htab.h"
+#include "base/idtab.h"
+#include "base/xalloc.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FAIR_STRIDE (1u << 20)
+
+/* Counters per state (resident states only) and monotonic totals. */
+typedef struct counters {
+    uint64_t n[ENGINE_NSTATES];
+    uint64_t submitted, succeeded, failed, dead, cancelled;
+} counters;
+
+/* An intrusive doubly-linked list link. */
+typedef struct dlink {
+    struct dlink *prev, *next;
+} dlink;
+
+typedef struct dlist {
+    dlink head; /* sentinel: head.next is first */
+} dlist;
+
+static inline void dlist_init(dlist *l)
+{
+    l->head.prev = l->head.next = &l->head;
+}
+static inline bool dlist_empty(const dlist *l)
+{
+    return l->head.next == &l->head;
+}
+static inline void dlist_push_back(dlist *l, dlink *x)
+{
+    x->prev = l->head.prev;
+    x->next = &l->head;
+    l->head.prev->next = x;
+    l->head.prev = x;
+}
+static inline void dlist_remove(dlink *x)
+{
+    x->prev->next = x->next;
+    x->next->prev = x->prev;
+    x->prev = x->next = NULL;
+}
+#define DLIST_ITEM(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
+#define DLIST_FOREACH(it, l)          for (dlink *it = (l)->head.next; it != &(l)->head; it = it->next)
+#define DLIST_FOREACH_SAFE(it, nx, l)                                                              \
+    for (dlink *it = (l)->head.next, *nx = it->next; it != &(l)->head; it = nx, nx = it->next)
+
+struct queue;
+struct tenant;
+struct engine_job;
+
+/* Job heaps keep each job's sort key inline, so sifting compares without
+ * touching the jobs themselves (at a large backlog every touch is a cache
+ * miss).  4-ary: half the depth of a binary heap. */
+typedef struct jent {
+    uint64_t k;  /* primary key: packed priority+run_at, or a deadline */
+    uint64_t id; /* ties break on id */
+    struct engine_job *j;
+} jent;
+
+typedef struct jheap {
+    jent *a;
+    uint32_t n, cap;
+} jheap;
+
+typedef struct tenant {
+    char *name;
+    uint64_t hash;
+    engine_tenant_settings s;
+    uint32_t active;   /* leased + running, all queues */
+    dlist ready_nodes; /* nodes with ready jobs */
+    counters c;
+    avl_tree dead_by_id, dead_by_fin;
+    bool chg;
+} tenant;
+
+typedef struct queue {
+    char *name;
+    uint64_t hash;
+    engine_queue_settings s;
+    heap shards;      /* shards with eligible nodes */
+    uint64_t vclock;  /* fair: the pass of the last pick */
+    dlist pairs;      /* every pair of this queue */
+    dlist all_shards; /* every shard of this queue */
+    counters c;
+    bool chg, wake;
+} queue;
+
+typedef struct shard {
+    queue *q;
+    char *type;
+    uint64_t hash;
+    heap nodes;    /* eligible nodes */
+    uint32_t qidx; /* position in q->shards */
+    dlink in_queue;
+} shard;
+
+typedef struct pair {
+    queue *q;
+    tenant *t;
+    uint64_t hash;
+    uint32_t active;     /* leased + running in this queue */
+    uint32_t n_eligible; /* nodes in shard heaps */
+    uint64_t pass;       /* fair order */
+    dlist ready_nodes;
+    dlink in_queue;
+    counters c;
+} pair;
+
+typedef struct node {
+    /* the node's key in its shard's heap, copied here when it changes */
+    uint64_t k, kid, pass;
+    bool fair;
+    uint32_t sidx; /* position in sh->nodes, HEAP_NONE when not eligible */
+    shard *sh;
+    tenant *t;
+    pair *p;
+    uint64_t hash;
+    jheap jobs;       /* ready jobs, plus stale entries (see sched.c) */
+    uint32_t n_ready; /* live entries in jobs */
+    uint32_t refs;    /* jobs that point here */
+    dlink in_tenant;  /* in t->ready_nodes while jobs.n > 0 */
+    dlink in_pair;    /* in p->ready_nodes while jobs.n > 0 */
+} node;
+
+typedef struct lane {
+    uint64_t hash;
+    tenant *t;
+    queue *q;
+    struct engine_job *head, *tail;
+    uint32_t len;  /* jobs in the list */
+    uint32_t refs; /* jobs that point here (list, morgue, finished) */
+    char key[];
+} lane;
+
+/* Worker names, interned: many jobs share a few workers. */
+typedef struct worker_name {
+    uint64_t hash;
+    uint32_t refs;
+    char name[];
+} worker_name;
+
+typedef struct payload_vec {
+    engine_payload *v; /* data owned, sorted by score */
+    uint64_t *hashes;  /* of the data, to find identical payloads fast */
+    uint32_t n, cap;
+} payload_vec;
+
+/* Morgue links: only dead jobs carry them. */
+typedef struct dead_links {
+    avl_node g_id, g_fin, t_id, t_fin;
+    struct engine_job *j;
+} dead_links;
+
+/* Fields most queued jobs never need: allocated on first use. */
+typedef struct job_extra {
+    int64_t leased_at, started_at, finished_at, deadline;
+    const char *worker; /* interned */
+    char *error, *result, *stats, *progress;
+    char *unique_key;
+    char *idem_key;
+    payload_vec pl;
+    uint64_t merged_into;
+    uint64_t lane_seq; /* 0: same as id */
+    dead_links *dl;
+} job_extra;
+
+#define JF_CANCEL_REQ   1u
+#define JF_HAS_PAYLOADS 2u /* carries x->pl instead of args */
+#define JF_IN_UNIQ      4u /* the dedup table points at this job */
+
+struct engine_job {
+    uint64_t id;
+    node *nd;
+    lane *ln;
+    struct engine_job *lprev, *lnext; /* lane list */
+    int64_t run_at, created_at, ready_at;
+    job_extra *x;
+    uint32_t hidx; /* position in the timer or lease heap */
+    uint32_t token;
+    uint32_t args_len;
+    uint32_t chg; /* 1 + index in the change list, or 0 */
+    int16_t priority;
+    uint8_t state;
+    uint8_t flags;
+    uint16_t attempts, max_attempts;
+    char args[]; /* args_len bytes + NUL */
+};
+typedef struct engine_job job;
+
+typedef struct idem_entry {
+    tenant *t;
+    uint64_t hash;
+    engine_idem_info info; /* info.key owned */
+    dlink in_order;        /* by created_at, for expiry */
+    bool in_chg;
+} idem_entry;
+
+typedef struct change_vec {
+    engine_change *v;
+    size_t n, cap;
+} change_vec;
+
+typedef struct ptr_vec {
+    void **v;
+    size_t n, cap;
+} ptr_vec;
+
+struct engine {
+    engine_config cfg;
+    hash_key hk;
+    uint64_t rng;
+    uint64_t next_id;
+    idtab jobs;
+    htab tenants, queues, shards, pairs, nodes, lanes, uniq, idem, workers;
+    htab stale;   /* (id, key) of node-heap entries whose job left */
+    jheap timers; /* scheduled jobs by run_at */
+    jheap leases; /* leased/running jobs by deadline */
+    dlist idem_order;
+    avl_tree dead_by_id, dead_by_fin;
+    change_vec changes;
+    ptr_vec graveyard;      /* finished jobs, freed at changes_clear */
+    ptr_vec idem_graveyard; /* expired idempotency entries listed in changes */
+    counters c;
+    size_t data_bytes; /* args and payloads */
+    size_t n_jobs;
+    /* scratch for lease */
+    ptr_vec scratch;
+};
+
+/* Allocation: the engine aborts when memory runs out (see base/xalloc.h). */
+#define engine_oom xalloc_die
+
+static inline void ptr_vec_push(ptr_vec *v, void *p)
+{
+    if (v->n == v->cap) {
+        size_t nc = v->cap ? v->cap * 2 : 64;
+        void **nv = realloc(v->v, nc * sizeof(void *));
+        if (!nv) engine_oom();
+        v->v = nv;
+        v->cap = nc;
+    }
+    v->v[v->n++] = p;
+}
+
+/* ---- lookups (engine.c) */
+tenant *engine_tenant_find(engine_t *e, const char *name);
+tenant *engine_tenant_get_or_create(engine_t *e, const char *name);
+queue *engine_queue_find(engine_t *e, const char *name);
+queue *engine_queue_get_or_create(engine_t *e, const char *name);
+shard *engine_shard_find(engine_t *e, queue *q, const char *type);
+node *engine_node_get(engine_t *e, queue *q, const char *type, tenant *t);
+void engine_node_unref(engine_t *e, node *n);
+lane *engine_lane_find(engine_t *e, tenant *t, queue *q, const char *key);
+lane *engine_lane_get(engine_t *e, tenant *t, queue *q, const char *key);
+void engine_lane_unref(engine_t *e, lane *l);
+job *engine_job_find(engine_t *e, uint64_t id);
+
+/* ---- changes (engine.c) */
+engine_change *engine_change_push(engine_t *e);
+void engine_note_job(engine_t *e, job *j, uint32_t fields);
+void engine_note_tenant(engine_t *e, tenant *t);
+void engine_note_queue(engine_t *e, queue *q);
+void engine_note_wake(engine_t *e, queue *q);
+
+/* ---- scheduling (sched.c) */
+static inline queue *job_queue(const job *j)
+{
+    return j->nd->sh->q;
+}
+static inline tenant *job_tenant(const job *j)
+{
+    return j->nd->t;
+}
+static inline pair *job_pair(const job *j)
+{
+    return j->nd->p;
+}
+static inline bool tenant_has_room(const tenant *t)
+{
+    return t->active < t->s.slots;
+}
+static inline bool pair_has_room(const pair *p)
+{
+    return p->active < p->q->s.tenant_cap;
+}
+job_extra *engine_extra(engine_t *e, job *j);
+void engine_set_state(engine_t *e, job *j, engine_state s);
+/* The job is its lane's head (or keyless) and not running: make it
+ * scheduled or ready according to its run_at. */
+void engine_make_runnable(engine_t *e, job *j, int64_t now);
+/* Takes the job out of whatever heap/list its state keeps it in. */
+void engine_unplace(engine_t *e, job *j);
+void engine_node_update(engine_t *e, node *n);
+void engine_tenant_room_changed(engine_t *e, tenant *t);
+void engine_pair_room_changed(engine_t *e, pair *p);
+void engine_queue_reorder(engine_t *e, queue *q);
+/* Slot accounting when a job enters or leaves leased/running. */
+void engine_take_slot(engine_t *e, job *j);
+void engine_release_slot(engine_t *e, job *j);
+/* Lanes. */
+void engine_lane_append(engine_t *e, lane *l, job *j);
+/* Removes the job from its lane's list; if it was the head, the next job
+ * becomes runnable. */
+void engine_lane_unlink(engine_t *e, job *j, int64_t now);
+void engine_lease_heap_push(engine_t *e, job *j);
+void engine_lease_heap_fix(engine_t *e, job *j);
+void engine_timer_push(engine_t *e, job *j);
+void jheap_free(jheap *h);
+const char *engine_worker_intern(engine_t *e, const char *name);
+void engine_worker_release(engine_t *e, const char *name);
+void engine_ready_fix(engine_t *e, job *j, int64_t old_run_at);
+void engine_stale_free(engine_t *e);
+/* Pops the next scheduled job whose run_at has come, or NULL. */
+job *engine_timer_due(engine_t *e, int64_t now);
+/* The leased job whose deadline passed first (still in the heap), or NULL. */
+job *engine_lease_due(engine_t *e, int64_t now);
+bool engine_heap_check_jobs(const jheap *h, int kind); /* 1 timer, 2 lease */
+/* Checks a node heap: live entries are ready jobs of the node, the rest are
+ * marked stale; returns the live count or -1. */
+long engine_heap_check_node(engine_t *e, node *n);
+bool engine_heap_check_nodes(const heap *h);
+bool engine_heap_check_shards(const heap *h);
+int engine_dead_cmp_id(const avl_node *a, const avl_node *b);
+int engine_dead_cmp_fin(const avl_node *a, const avl_node *b);
+int engine_dead_cmp_tid(const avl_node *a, const avl_node *b);
+int engine_dead_cmp_tfin(const avl_node *a, const avl_node *b);
+
+/* ---- job life (jobs.c) */
+/* Ends a job in a final state: out of every index but the id table, onto
+ * the graveyard. */
+void engine_finish(engine_t *e, job *j, engine_state s, int64_t now);
+void engine_uniq_remove(engine_t *e, job *j);
+void engine_uniq_add(engine_t *e, job *j);
+int64_t engine_backoff_ms(engine_t *e, const queue *q, uint32_t attempt);
+/* Payload vectors. */
+void engine_payload_add(engine_t *e, payload_vec *pv, double score, const char *data, uint32_t len);
+void engine_payload_free(engine_t *e, payload_vec *pv);
+void engine_payload_move_all(engine_t *e, payload_vec *to, payload_vec *from);
+void engine_ensure_payloads(engine_t *e, job *j);
+/* A submit (or requeue) into this lane may join its tail job. */
+bool engine_can_merge_into(const job *tail, const node *nd);
+job *engine_job_alloc(engine_t *e, uint64_t id, node *nd, const char *args, uint32_t args_len);
+void engine_job_free(engine_t *e, job *j);
+uint64_t engine_take_id(engine_t *e);
+
+/* ---- morgue (morgue.c) */
+void engine_morgue_insert(engine_t *e, job *j);
+void engine_morgue_remove(engine_t *e, job *j);
+/* Sends a job to the morgue (merge rule: only the lowest-scored payload). */
+void engine_kill(engine_t *e, job *j, int64_t now, const char *error);
+
+/* ---- misc */
+static inline uint64_t engine_rand(engine_t *e)
+{
+    uint64_t z = (e->rng += 0x9e3779b97f4a7c15ULL);
+    return hash_u64(z);
+}
+void engine_errf(engine_err *err, int code, const char *field, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+#endif

@@ -1,0 +1,97 @@
+/* Recovery: jobs come back from the store in any resident state. */
+#include "internal.h"
+
+static char *dup_or_null(const char *s)
+{
+    return s ? xstrdup(s) : NULL;
+}
+
+int engine_load_job(engine_t *e, int64_t now, const engine_job_info *in, engine_err *err)
+{
+    if (!engine_name_valid(in->tenant) || !engine_name_valid(in->queue) || !in->type ||
+        !*in->type) {
+        engine_errf(err, TENQ_EINVALID, "job", "job %llu has a bad tenant, queue or type",
+                    (unsigned long long)in->id);
+        return TENQ_EINVALID;
+    }
+    if (in->state > ENGINE_DEAD || in->id == 0) {
+        engine_errf(err, TENQ_EINVALID, "state", "job %llu: only unfinished and dead jobs load",
+                    (unsigned long long)in->id);
+        return TENQ_EINVALID;
+    }
+    if (engine_job_find(e, in->id)) {
+        engine_errf(err, TENQ_ECONFLICT, "id", "job %llu is loaded twice",
+                    (unsigned long long)in->id);
+        return TENQ_ECONFLICT;
+    }
+    tenant *t = engine_tenant_get_or_create(e, in->tenant);
+    queue *q = engine_queue_get_or_create(e, in->queue);
+    node *nd = engine_node_get(e, q, in->type, t);
+    bool has_pl = in->payloads != NULL || (!in->args && in->n_payloads == 0 && q->s.merge);
+    job *j = engine_job_alloc(e, in->id, nd, has_pl ? NULL : (in->args ? in->args : "{}"),
+                              has_pl ? 0 : (in->args ? in->args_len : 2));
+    j->priority = (int16_t)in->priority;
+    j->attempts = (uint16_t)in->attempts;
+    j->max_attempts = (uint16_t)(in->max_attempts ? in->max_attempts : q->s.max_attempts);
+    j->run_at = in->run_at;
+    j->created_at = in->created_at;
+    j->ready_at = in->ready_at;
+    j->token = (uint32_t)in->token;
+    if (in->cancel_requested) j->flags |= JF_CANCEL_REQ;
+    bool need_x = has_pl || in->leased_at || in->started_at || in->finished_at || in->worker ||
+                  in->error || in->progress || in->unique_key || in->idempotency_key ||
+                  (in->lane_seq && in->lane_seq != in->id) || in->state == ENGINE_DEAD ||
+                  in->state == ENGINE_LEASED || in->state == ENGINE_RUNNING;
+    if (need_x) {
+        job_extra *x = engine_extra(e, j);
+        x->leased_at = in->leased_at;
+        x->started_at = in->started_at;
+        x->finished_at = in->finished_at;
+        x->worker = in->worker ? engine_worker_intern(e, in->worker) : NULL;
+        x->error = dup_or_null(in->error);
+        x->progress = dup_or_null(in->progress);
+        x->unique_key = dup_or_null(in->unique_key);
+        x->idem_key = dup_or_null(in->idempotency_key);
+        if (in->lane_seq && in->lane_seq != in->id) x->lane_seq = in->lane_seq;
+        if (has_pl) {
+            j->flags |= JF_HAS_PAYLOADS;
+            for (uint32_t i = 0; i < in->n_payloads; i++)
+                engine_payload_add(e, &x->pl, in->payloads[i].score, in->payloads[i].data,
+                                   in->payloads[i].len);
+        }
+    }
+    if (idtab_put(&e->jobs, j->id, j) != 0) engine_oom();
+    engine_set_next_id(e, in->id + 1);
+    if (in->lane_seq) engine_set_next_id(e, in->lane_seq + 1);
+    if (in->key) {
+        j->ln = engine_lane_get(e, t, q, in->key);
+        j->ln->refs++;
+    }
+    switch (in->state) {
+    case ENGINE_DEAD:
+        if (!j->x->finished_at) j->x->finished_at = now;
+        engine_set_state(e, j, ENGINE_DEAD);
+        engine_morgue_insert(e, j);
+        break;
+    case ENGINE_LEASED:
+    case ENGINE_RUNNING:
+        if (j->ln) engine_lane_append(e, j->ln, j);
+        j->x->deadline = in->lease_until ? in->lease_until : now;
+        engine_set_state(e, j, in->state);
+        engine_lease_heap_push(e, j);
+        engine_take_slot(e, j);
+        break;
+    default:
+        engine_set_state(e, j, ENGINE_BLOCKED);
+        if (j->ln) engine_lane_append(e, j->ln, j);
+        if (!j->ln || j->ln->head == j) {
+            engine_make_runnable(e, j, now);
+            /* A job that was ready keeps its ready_at: it has waited that long. */
+            if (in->state == ENGINE_READY && j->state == ENGINE_READY && in->ready_at)
+                j->ready_at = in->ready_at;
+        }
+        break;
+    }
+    if (j->state <= ENGINE_RUNNING) engine_uniq_add(e, j);
+    return 0;
+}

@@ -1,0 +1,724 @@
+/* Scheduling: which job runs next.
+ *
+ * Three levels of heaps, each element carrying its own heap position:
+ *   queue->shards   shards (queue, type) keyed by their best node
+ *   shard->nodes    nodes (shard, tenant) that are eligible, keyed by
+ *                   fifo: their best job; fair: their pair's pass, then job
+ *   node->jobs      ready jobs by priority desc, run_at, id
+ * A lease takes the top of each requested queue (or of each requested
+ * (queue, type) shard), so it costs O(log n) per job whatever the backlog.
+ */
+#include "internal.h"
+
+/* ---- job heaps: 4-ary, keys inline -------------------------------------------- */
+
+static inline bool jent_less(const jent *a, const jent *b)
+{
+    return a->k < b->k || (a->k == b->k && a->id < b->id);
+}
+
+/* Ready order: higher priority first, then earlier run_at; packed into one
+ * word (run_at is below 2^48 ms, about 8,900 years). */
+static inline uint64_t ready_key(const job *j)
+{
+    uint64_t run = j->run_at < 0 ? 0 : (uint64_t)j->run_at;
+    if (run > 0xffffffffffffULL) run = 0xffffffffffffULL;
+    return ((uint64_t)(ENGINE_PRIORITY_MAX - j->priority) << 48) | run;
+}
+
+static void jh_place(jheap *h, uint32_t i, jent x)
+{
+    h->a[i] = x;
+    x.j->hidx = i;
+}
+
+static void jh_up(jheap *h, uint32_t i)
+{
+    jent x = h->a[i];
+    while (i > 0) {
+        uint32_t p = (i - 1) / 4;
+        if (!jent_less(&x, &h->a[p])) break;
+        jh_place(h, i, h->a[p]);
+        i = p;
+    }
+    jh_place(h, i, x);
+}
+
+static void jh_down(jheap *h, uint32_t i)
+{
+    jent x = h->a[i];
+    for (;;) {
+        uint32_t c = 4 * i + 1;
+        if (c >= h->n) break;
+        uint32_t end = c + 4 < h->n ? c + 4 : h->n, best = c;
+        for (uint32_t k = c + 1; k < end; k++)
+            if (jent_less(&h->a[k], &h->a[best])) best = k;
+        if (!jent_less(&h->a[best], &x)) break;
+        jh_place(h, i, h->a[best]);
+        i = best;
+    }
+    jh_place(h, i, x);
+}
+
+static void jh_push(jheap *h, job *j, uint64_t k)
+{
+    if (h->n == h->cap) {
+        h->cap = h->cap ? h->cap * 2 : 4;
+        h->a = xrealloc(h->a, (size_t)h->cap * sizeof(jent));
+    }
+    h->a[h->n] = (jent){k, j->id, j};
+    j->hidx = h->n++;
+    jh_up(h, h->n - 1);
+}
+
+static inline job *jh_top(const jheap *h)
+{
+    return h->n ? h->a[0].j : NULL;
+}
+
+static void jh_remove(jheap *h, job *j)
+{
+    uint32_t i = j->hidx;
+    j->hidx = HEAP_NONE;
+    h->n--;
+    if (i != h->n) {
+        h->a[i] = h->a[h->n];
+        h->a[i].j->hidx = i;
+        if (i > 0 && jent_less(&h->a[i], &h->a[(i - 1) / 4]))
+            jh_up(h, i);
+        else
+            jh_down(h, i);
+    }
+    if (h->cap > 64 && h->n < h->cap / 4) {
+        h->cap /= 2;
+        h->a = xrealloc(h->a, (size_t)h->cap * sizeof(jent));
+    }
+}
+
+static void jh_rekey(jheap *h, job *j, uint64_t k)
+{
+    uint32_t i = j->hidx;
+    h->a[i].k = k;
+    if (i > 0 && jent_less(&h->a[i], &h->a[(i - 1) / 4]))
+        jh_up(h, i);
+    else
+        jh_down(h, i);
+}
+
+/* ---- node heaps: untracked, with lazy deletion --------------------------------
+ *
+ * A lease pops a node's top; everything else that takes a ready job out of
+ * its node (cancel, a re-key on requeue) leaves the entry where it is and
+ * records (id, key) in e->stale; entries are dropped when they surface.
+ * So sifting never writes into the jobs it moves, which at a large backlog
+ * are cold.  The top of a node heap is always live. */
+
+static void nh_up(jheap *h, uint32_t i)
+{
+    jent x = h->a[i];
+    while (i > 0) {
+        uint32_t p = (i - 1) / 4;
+        if (!jent_less(&x, &h->a[p])) break;
+        h->a[i] = h->a[p];
+        i = p;
+    }
+    h->a[i] = x;
+}
+
+static void nh_down(jheap *h, uint32_t i)
+{
+    jent x = h->a[i];
+    for (;;) {
+        uint32_t c = 4 * i + 1;
+        if (c >= h->n) break;
+        uint32_t end = c + 4 < h->n ? c + 4 : h->n, best = c;
+        for (uint32_t k = c + 1; k < end; k++)
+            if (jent_less(&h->a[k], &h->a[best])) best = k;
+        if (!jent_less(&h->a[best], &x)) break;
+        h->a[i] = h->a[best];
+        i = best;
+    }
+    h->a[i] = x;
+}
+
+static void nh_push(jheap *h, jent x)
+{
+    if (h->n == h->cap) {
+        h->cap = h->cap ? h->cap * 2 : 4;
+        h->a = xrealloc(h->a, (size_t)h->cap * sizeof(jent));
+    }
+    h->a[h->n++] = x;
+    nh_up(h, h->n - 1);
+}
+
+static void nh_pop(jheap *h)
+{
+    h->a[0] = h->a[--h->n];
+    if (h->n) nh_down(h, 0);
+    if (h->cap > 64 && h->n < h->cap / 4) {
+        h->cap /= 2;
+        h->a = xrealloc(h->a, (size_t)h->cap * sizeof(jent));
+    }
+}
+
+typedef struct stale_ent {
+    uint64_t id, k;
+} stale_ent;
+
+static uint64_t stale_hash(uint64_t id, uint64_t k)
+{
+    return hash_u64(id ^ hash_u64(k));
+}
+
+static bool stale_eq(const void *item, const void *key)
+{
+    const stale_ent *a = item, *b = key;
+    return a->id == b->id && a->k == b->k;
+}
+
+/* Takes the marker of (id, k) if there is one. */
+static bool stale_take(engine_t *e, uint64_t id, uint64_t k)
+{
+    if (e->stale.len == 0) return false;
+    stale_ent key = {id, k};
+    uint64_t h = stale_hash(id, k);
+    stale_ent *s = htab_find(&e->stale, h, stale_eq, &key);
+    if (!s) return false;
+    htab_remove(&e->stale, h, s);
+    free(s);
+    return true;
+}
+
+static void stale_add(engine_t *e, uint64_t id, uint64_t k)
+{
+    stale_ent *s = xmalloc(sizeof(*s));
+    s->id = id;
+    s->k = k;
+    if (htab_insert(&e->stale, stale_hash(id, k), s) != 0) engine_oom();
+}
+
+/* Restores "the top is live", or empties the heap when nothing is. */
+static void node_prune(engine_t *e, node *n)
+{
+    jheap *h = &n->jobs;
+    if (n->n_ready == 0) {
+        for (uint32_t i = 0; i < h->n; i++) stale_take(e, h->a[i].id, h->a[i].k);
+        h->n = 0;
+        if (h->cap > 64) {
+            free(h->a);
+            h->a = NULL;
+            h->cap = 0;
+        }
+        return;
+    }
+    while (h->n && stale_take(e, h->a[0].id, h->a[0].k)) nh_pop(h);
+}
+
+void engine_stale_free(engine_t *e)
+{
+    for (size_t i = 0; i < htab_cap(&e->stale); i++) free(e->stale.slots[i].item);
+    htab_free(&e->stale);
+}
+
+void jheap_free(jheap *h)
+{
+    free(h->a);
+    h->a = NULL;
+    h->n = h->cap = 0;
+}
+
+/* ---- node and shard heaps -------------------------------------------------- */
+
+/* Nodes compare on keys cached in the node, refreshed by node_update. */
+static inline bool node_before(const node *a, const node *b)
+{
+    if (a->fair && a->pass != b->pass) return a->pass < b->pass;
+    return a->k < b->k || (a->k == b->k && a->kid < b->kid);
+}
+HEAP_DEFINE(nq, node, sidx, node_before)
+
+static inline bool shard_before(const shard *a, const shard *b)
+{
+    return node_before(a->nodes.a[0], b->nodes.a[0]);
+}
+HEAP_DEFINE(sq, shard, qidx, shard_before)
+
+/* Across queues the best job wins on (priority, run_at, id). */
+static inline bool job_before(const job *a, const job *b)
+{
+    uint64_t ka = ready_key(a), kb = ready_key(b);
+    return ka < kb || (ka == kb && a->id < b->id);
+}
+
+job_extra *engine_extra(engine_t *e, job *j)
+{
+    (void)e;
+    if (!j->x) j->x = xcalloc(1, sizeof(job_extra));
+    return j->x;
+}
+
+static inline void counters_add(counters *c, engine_state s, int d)
+{
+    c->n[s] += (uint64_t)(int64_t)d;
+}
+
+void engine_set_state(engine_t *e, job *j, engine_state s)
+{
+    pair *p = job_pair(j);
+    engine_state old = (engine_state)j->state;
+    if (old < ENGINE_SUCCEEDED) {
+        counters_add(&p->c, old, -1);
+        counters_add(&p->q->c, old, -1);
+        counters_add(&p->t->c, old, -1);
+        counters_add(&e->c, old, -1);
+    }
+    if (s < ENGINE_SUCCEEDED) {
+        counters_add(&p->c, s, 1);
+        counters_add(&p->q->c, s, 1);
+        counters_add(&p->t->c, s, 1);
+        counters_add(&e->c, s, 1);
+    }
+    j->state = (uint8_t)s;
+}
+
+/* ---- eligibility -------------------------------------------------------- */
+
+static void shard_update(shard *sh)
+{
+    queue *q = sh->q;
+    if (sh->nodes.n > 0) {
+        if (sh->qidx == HEAP_NONE) {
+            if (sq_push(&q->shards, sh) != 0) engine_oom();
+        } else {
+            sq_fix(&q->shards, sh);
+        }
+    } else if (sh->qidx != HEAP_NONE) {
+        sq_remove(&q->shards, sh);
+    }
+}
+
+void engine_node_update(engine_t *e, node *n)
+{
+    shard *sh = n->sh;
+    queue *q = sh->q;
+    bool want = n->n_ready > 0 && tenant_has_room(n->t) && pair_has_room(n->p);
+    if (want) {
+        n->k = n->jobs.a[0].k;
+        n->kid = n->jobs.a[0].id;
+        n->fair = q->s.order == ENGINE_ORDER_FAIR;
+        if (n->sidx == HEAP_NONE) {
+            /* A tenant that comes back after idling starts at the queue's
+             * clock, so it cannot claim the turns it did not use. */
+            if (n->fair && n->p->n_eligible == 0 && n->p->pass < q->vclock) n->p->pass = q->vclock;
+            n->pass = n->p->pass;
+            n->p->n_eligible++;
+            if (nq_push(&sh->nodes, n) != 0) engine_oom();
+            engine_note_wake(e, q);
+        } else {
+            n->pass = n->p->pass;
+            nq_fix(&sh->nodes, n);
+        }
+    } else if (n->sidx != HEAP_NONE) {
+        nq_remove(&sh->nodes, n);
+        n->p->n_eligible--;
+    }
+    shard_update(sh);
+}
+
+void engine_tenant_room_changed(engine_t *e, tenant *t)
+{
+    DLIST_FOREACH(it, &t->ready_nodes)
+    {
+        engine_node_update(e, DLIST_ITEM(it, node, in_tenant));
+    }
+}
+
+void engine_pair_room_changed(engine_t *e, pair *p)
+{
+    DLIST_FOREACH(it, &p->ready_nodes)
+    {
+        engine_node_update(e, DLIST_ITEM(it, node, in_pair));
+    }
+}
+
+void engine_queue_reorder(engine_t *e, queue *q)
+{
+    /* The keys of every node changed meaning: take them all out, put back. */
+    DLIST_FOREACH(it, &q->all_shards)
+    {
+        shard *sh = DLIST_ITEM(it, shard, in_queue);
+        while (sh->nodes.n > 0) {
+            node *n = nq_pop(&sh->nodes);
+            n->p->n_eligible--;
+        }
+        shard_update(sh);
+    }
+    DLIST_FOREACH(it, &q->pairs)
+    {
+        pair *p = DLIST_ITEM(it, pair, in_queue);
+        p->pass = 0;
+        DLIST_FOREACH(it2, &p->ready_nodes)
+        {
+            engine_node_update(e, DLIST_ITEM(it2, node, in_pair));
+        }
+    }
+    q->vclock = 0;
+}
+
+void engine_take_slot(engine_t *e, job *j)
+{
+    tenant *t = job_tenant(j);
+    pair *p = job_pair(j);
+    bool t_had = tenant_has_room(t), p_had = pair_has_room(p);
+    t->active++;
+    p->active++;
+    if (t_had && !tenant_has_room(t)) engine_tenant_room_changed(e, t);
+    if (p_had && !pair_has_room(p)) engine_pair_room_changed(e, p);
+}
+
+void engine_release_slot(engine_t *e, job *j)
+{
+    tenant *t = job_tenant(j);
+    pair *p = job_pair(j);
+    bool t_had = tenant_has_room(t), p_had = pair_has_room(p);
+    t->active--;
+    p->active--;
+    if (!t_had && tenant_has_room(t)) engine_tenant_room_changed(e, t);
+    if (!p_had && pair_has_room(p)) engine_pair_room_changed(e, p);
+}
+
+/* ---- ready jobs ----------------------------------------------------------- */
+
+static void ready_push(engine_t *e, job *j)
+{
+    node *n = j->nd;
+    bool was_empty = n->n_ready == 0;
+    uint64_t k = ready_key(j);
+    n->n_ready++;
+    /* An identical entry left behind earlier is this one again. */
+    if (!stale_take(e, j->id, k)) nh_push(&n->jobs, (jent){k, j->id, j});
+    if (was_empty) {
+        dlist_push_back(&n->t->ready_nodes, &n->in_tenant);
+        dlist_push_back(&n->p->ready_nodes, &n->in_pair);
+    }
+    if (was_empty || (n->jobs.a[0].id == j->id && n->jobs.a[0].k == k)) engine_node_update(e, n);
+}
+
+static void ready_remove(engine_t *e, job *j)
+{
+    node *n = j->nd;
+    jheap *h = &n->jobs;
+    uint64_t k = ready_key(j);
+    bool was_top = h->a[0].id == j->id && h->a[0].k == k;
+    n->n_ready--;
+    if (was_top)
+        nh_pop(h);
+    else
+        stale_add(e, j->id, k);
+    node_prune(e, n);
+    if (n->n_ready == 0) {
+        dlist_remove(&n->in_tenant);
+        dlist_remove(&n->in_pair);
+    }
+    if (was_top) engine_node_update(e, n);
+}
+
+void engine_timer_push(engine_t *e, job *j)
+{
+    jh_push(&e->timers, j, (uint64_t)j->run_at);
+}
+
+void engine_lease_heap_push(engine_t *e, job *j)
+{
+    jh_push(&e->leases, j, (uint64_t)j->x->deadline);
+}
+
+void engine_lease_heap_fix(engine_t *e, job *j)
+{
+    jh_rekey(&e->leases, j, (uint64_t)j->x->deadline);
+}
+
+void engine_make_runnable(engine_t *e, job *j, int64_t now)
+{
+    if (j->run_at > now) {
+        engine_set_state(e, j, ENGINE_SCHEDULED);
+        engine_timer_push(e, j);
+    } else {
+        j->ready_at = now;
+        engine_set_state(e, j, ENGINE_READY);
+        ready_push(e, j);
+    }
+    engine_note_job(e, j, 0);
+}
+
+void engine_unplace(engine_t *e, job *j)
+{
+    switch ((engine_state)j->state) {
+    case ENGINE_READY: ready_remove(e, j); break;
+    case ENGINE_SCHEDULED: jh_remove(&e->timers, j); break;
+    case ENGINE_LEASED:
+    case ENGINE_RUNNING: jh_remove(&e->leases, j); break;
+    case ENGINE_DEAD: engine_morgue_remove(e, j); break;
+    default: break;
+    }
+}
+
+/* ---- lanes ------------------------------------------------------------------ */
+
+void engine_lane_append(engine_t *e, lane *l, job *j)
+{
+    (void)e;
+    j->lprev = l->tail;
+    j->lnext = NULL;
+    if (l->tail)
+        l->tail->lnext = j;
+    else
+        l->head = j;
+    l->tail = j;
+    l->len++;
+}
+
+static inline bool in_lane_list(const job *j)
+{
+    return j->ln && j->state <= ENGINE_RUNNING;
+}
+
+void engine_lane_unlink(engine_t *e, job *j, int64_t now)
+{
+    if (!in_lane_list(j)) return;
+    lane *l = j->ln;
+    bool was_head = l->head == j;
+    if (j->lprev)
+        j->lprev->lnext = j->lnext;
+    else
+        l->head = j->lnext;
+    if (j->lnext)
+        j->lnext->lprev = j->lprev;
+    else
+        l->tail = j->lprev;
+    j->lprev = j->lnext = NULL;
+    l->len--;
+    if (was_head && l->head && l->head->state == ENGINE_BLOCKED)
+        engine_make_runnable(e, l->head, now);
+}
+
+/* ---- lease ---------------------------------------------------------------- */
+
+static void lease_one(engine_t *e, int64_t now, job *j, const char *worker)
+{
+    node *n = j->nd;
+    pair *p = n->p;
+    queue *q = p->q;
+    ready_remove(e, j);
+    engine_set_state(e, j, ENGINE_LEASED);
+    job_extra *x = engine_extra(e, j);
+    j->token++;
+    j->attempts++;
+    x->leased_at = now;
+    x->started_at = 0;
+    x->deadline = now + q->s.lease_ms;
+    if (!x->worker || strcmp(x->worker, worker) != 0) {
+        if (x->worker) engine_worker_release(e, x->worker);
+        x->worker = engine_worker_intern(e, worker);
+    }
+    engine_lease_heap_push(e, j);
+    if (q->s.order == ENGINE_ORDER_FAIR) {
+        if (p->pass > q->vclock) q->vclock = p->pass;
+        p->pass += FAIR_STRIDE / n->t->s.weight;
+        /* Every node of the pair moved back in line. */
+        engine_pair_room_changed(e, p);
+    }
+    engine_take_slot(e, j);
+    engine_note_job(e, j, 0);
+}
+
+#define LEASE_MAX_QUEUES 64
+
+size_t engine_lease(engine_t *e, int64_t now, const engine_lease_req *req, engine_job **out)
+{
+    queue *qs[LEASE_MAX_QUEUES];
+    size_t nq = 0;
+    for (size_t i = 0; i < req->n_queues && nq < LEASE_MAX_QUEUES; i++) {
+        queue *q = engine_queue_find(e, req->queues[i]);
+        if (!q) continue;
+        bool dup = false;
+        for (size_t k = 0; k < nq; k++) dup |= qs[k] == q;
+        if (!dup) qs[nq++] = q;
+    }
+    if (nq == 0 || req->max == 0) return 0;
+    /* With a type filter the candidates are (queue, type) shards. */
+    ptr_vec *sv = &e->scratch;
+    sv->n = 0;
+    size_t shard_start[LEASE_MAX_QUEUES + 1];
+    if (req->n_types) {
+        for (size_t k = 0; k < nq; k++) {
+            shard_start[k] = sv->n;
+            for (size_t i = 0; i < req->n_types; i++) {
+                shard *sh = engine_shard_find(e, qs[k], req->types[i]);
+                if (sh) ptr_vec_push(sv, sh);
+            }
+        }
+        shard_start[nq] = sv->n;
+    }
+    const char *worker = req->worker ? req->worker : "";
+    size_t got = 0;
+    while (got < req->max) {
+        job *best = NULL;
+        for (size_t k = 0; k < nq; k++) {
+            node *cand = NULL;
+            if (!req->n_types) {
+                shard *sh = sq_top(&qs[k]->shards);
+                if (sh) cand = nq_top(&sh->nodes);
+            } else {
+                for (size_t i = shard_start[k]; i < shard_start[k + 1]; i++) {
+                    shard *sh = sv->v[i];
+                    node *nd = nq_top(&sh->nodes);
+                    if (nd && (!cand || node_before(nd, cand))) cand = nd;
+                }
+            }
+            if (!cand) continue;
+            job *j = jh_top(&cand->jobs);
+            if (!best || job_before(j, best)) best = j;
+        }
+        if (!best) break;
+        lease_one(e, now, best, worker);
+        out[got++] = best;
+    }
+    return got;
+}
+
+/* ---- time ------------------------------------------------------------------ */
+
+int64_t engine_next_timer(const engine_t *e)
+{
+    int64_t t = INT64_MAX;
+    if (e->timers.n) t = (int64_t)e->timers.a[0].k;
+    if (e->leases.n && (int64_t)e->leases.a[0].k < t) t = (int64_t)e->leases.a[0].k;
+    if (!dlist_empty(&e->idem_order)) {
+        const idem_entry *ie = DLIST_ITEM(e->idem_order.head.next, idem_entry, in_order);
+        int64_t due = ie->info.created_at + e->cfg.idempotency_ttl_ms;
+        if (due < t) t = due;
+    }
+    return t;
+}
+
+job *engine_timer_due(engine_t *e, int64_t now)
+{
+    job *j = jh_top(&e->timers);
+    if (!j || j->run_at > now) return NULL;
+    jh_remove(&e->timers, j);
+    return j;
+}
+
+job *engine_lease_due(engine_t *e, int64_t now)
+{
+    job *j = jh_top(&e->leases);
+    if (!j || j->x->deadline > now) return NULL;
+    return j;
+}
+
+/* ---- worker names ------------------------------------------------------------ */
+
+static bool worker_eq(const void *item, const void *key)
+{
+    return strcmp(((const worker_name *)item)->name, key) == 0;
+}
+
+const char *engine_worker_intern(engine_t *e, const char *name)
+{
+    size_t len = strlen(name);
+    uint64_t h = hash_bytes(&e->hk, name, len);
+    worker_name *w = htab_find(&e->workers, h, worker_eq, name);
+    if (!w) {
+        w = xmalloc(sizeof(*w) + len + 1);
+        w->hash = h;
+        w->refs = 0;
+        memcpy(w->name, name, len + 1);
+        if (htab_insert(&e->workers, h, w) != 0) engine_oom();
+    }
+    w->refs++;
+    return w->name;
+}
+
+void engine_worker_release(engine_t *e, const char *name)
+{
+    worker_name *w = (worker_name *)(name - offsetof(worker_name, name));
+    if (--w->refs > 0) return;
+    htab_remove(&e->workers, w->hash, w);
+    free(w);
+}
+
+/* ---- checks (check.c uses these to verify heap positions) ---------------- */
+
+long engine_heap_check_node(engine_t *e, node *n)
+{
+    jheap *h = &n->jobs;
+    long live = 0;
+    htab seen = {0};
+    for (uint32_t i = 0; i < h->n; i++) {
+        const jent *x = &h->a[i];
+        if (i > 0 && jent_less(x, &h->a[(i - 1) / 4])) live = -1;
+        stale_ent key = {x->id, x->k};
+        bool stale = htab_find(&e->stale, stale_hash(x->id, x->k), stale_eq, &key) != NULL;
+        if (i == 0 && stale) live = -1; /* the top must be live */
+        if (live < 0) break;
+        if (stale) continue;
+        job *j = engine_job_find(e, x->id);
+        if (!j || j != x->j || j->state != ENGINE_READY || j->nd != n || ready_key(j) != x->k ||
+            htab_find(&seen, hash_u64(x->id), stale_eq, &key)) {
+            live = -1;
+            break;
+        }
+        stale_ent *mark = xmalloc(sizeof *mark);
+        *mark = key;
+        htab_insert(&seen, hash_u64(x->id), mark);
+        live++;
+    }
+    for (size_t i = 0; i < htab_cap(&seen); i++) free(seen.slots[i].item);
+    htab_free(&seen);
+    return live;
+}
+
+bool engine_heap_check_jobs(const jheap *h, int kind)
+{
+    for (uint32_t i = 0; i < h->n; i++) {
+        const jent *x = &h->a[i];
+        const job *j = x->j;
+        if (j->hidx != i || x->id != j->id) return false;
+        uint64_t want = kind == 1 ? (uint64_t)j->run_at : (uint64_t)j->x->deadline;
+        if (x->k != want) return false;
+        if (i > 0 && jent_less(x, &h->a[(i - 1) / 4])) return false;
+    }
+    return true;
+}
+
+bool engine_heap_check_nodes(const heap *h)
+{
+    for (uint32_t i = 0; i < h->n; i++) {
+        const node *n = h->a[i];
+        if (n->sidx != i) return false;
+        if (i > 0 && node_before(n, h->a[(i - 1) / 2])) return false;
+    }
+    return true;
+}
+
+bool engine_heap_check_shards(const heap *h)
+{
+    for (uint32_t i = 0; i < h->n; i++) {
+        const shard *s = h->a[i];
+        if (s->qidx != i) return false;
+        if (i > 0 && shard_before(s, h->a[(i - 1) / 2])) return false;
+    }
+    return true;
+}
+
+/* Re-key a ready job whose priority or run_at changed. */
+/* Re-key a ready job whose run_at changed (old_run_at: its previous run_at). */
+void engine_ready_fix(engine_t *e, job *j, int64_t old_run_at)
+{
+    int64_t now_run = j->run_at;
+    j->run_at = old_run_at;
+    ready_remove(e, j);
+    j->run_at = now_run;
+    ready_push(e, j);
+}

@@ -1,0 +1,514 @@
+/* The randomized model test: millions of random operations against the
+ * engine, checking after every step that
+ *   - leased+running per tenant never goes above its slots through a lease
+ *     (nor above a queue's tenant cap);
+ *   - at most one job per lane is active, and the jobs of a lane start in
+ *     lane order;
+ *   - no job is leased twice at once (tracked by the test's own clock of
+ *     lease deadlines, not by asking the engine);
+ *   - every job is in exactly one state and every count equals a recount
+ *     (engine_check).
+ * Every few thousand steps the engine is "restarted": its jobs are copied
+ * out as a store would and loaded into a fresh engine, which carries on.
+ *
+ * TEST_SEED=n replays a run; MODEL_OPS=n sets the number of operations.
+ */
+#include "engine_helpers.h"
+
+#define NT   5
+#define NQ   4
+#define NK   4
+#define MAXJ 3000000
+
+static const char *tenants[NT] = {"t0", "t1", "t2", "t3", "t4"};
+static const char *queues[NQ] = {"fifo", "fair", "merge", "once"};
+static const char *types[2] = {"A", "B"};
+
+typedef struct live_lease {
+    bool live;
+    uint64_t token;
+    int64_t deadline;
+    int tenant, queue;
+} live_lease;
+
+static struct model {
+    uint64_t rng;
+    int64_t now;
+    engine_t *e;
+    uint32_t slots[NT];
+    uint32_t cap[NQ];
+    live_lease *lease; /* by id */
+    uint64_t *live;    /* ids with a live lease */
+    size_t n_live;
+    uint64_t max_id;
+    /* last lane_seq started per (tenant, queue, key) */
+    uint64_t lane_last[NT][NQ][NK];
+    uint64_t steps;
+    uint64_t n_leased, n_acked, n_failed, n_expired, n_restarts, n_merged, n_dead;
+} M;
+
+static uint64_t rnd(void)
+{
+    uint64_t z = (M.rng += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+static int rn(int n)
+{
+    return (int)(rnd() % (uint64_t)n);
+}
+
+static int idx_of(const char *const *names, int n, const char *s)
+{
+    for (int i = 0; i < n; i++)
+        if (strcmp(names[i], s) == 0) return i;
+    test_fail(__FILE__, __LINE__, "unknown name %s", s);
+}
+
+static int key_index(const char *key)
+{
+    return key ? key[1] - '0' : -1;
+}
+
+static engine_config model_config(void)
+{
+    engine_config c;
+    engine_config_defaults(&c);
+    c.seed = M.rng;
+    return c;
+}
+
+static void setup_queues(engine_t *e)
+{
+    for (int q = 0; q < NQ; q++) {
+        engine_queue_settings s;
+        engine_queue_settings_defaults(&s);
+        s.lease_ms = 200;
+        s.max_attempts = 3;
+        s.backoff = ENGINE_BACKOFF_FIXED;
+        s.backoff_base_ms = 30;
+        s.dedup_window_ms = 500;
+        s.tenant_cap = M.cap[q];
+        if (q == 1) s.order = ENGINE_ORDER_FAIR;
+        if (q == 2) s.merge = true;
+        if (q == 3) s.delivery = ENGINE_AT_MOST_ONCE;
+        set_queue(e, queues[q], s);
+    }
+    for (int t = 0; t < NT; t++) set_slots(e, tenants[t], M.slots[t], 1 + (uint32_t)t % 3);
+}
+
+/* Ends the test's record of leases whose deadline passed at a tick. */
+static void expire_model_leases(void)
+{
+    for (size_t i = 0; i < M.n_live; i++) {
+        live_lease *l = &M.lease[M.live[i]];
+        if (l->live && l->deadline <= M.now) {
+            l->live = false;
+            M.n_expired++;
+        }
+    }
+}
+
+/* Drops ended leases from the live list. */
+static void compact_live(void)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < M.n_live; i++)
+        if (M.lease[M.live[i]].live) M.live[k++] = M.live[i];
+    M.n_live = k;
+}
+
+static int tenant_active(int t)
+{
+    engine_counts c;
+    if (engine_tenant_get(M.e, M.now, tenants[t], NULL, &c) != 0) return 0;
+    return (int)(c.leased + c.running);
+}
+
+static void op_submit(void)
+{
+    int t = rn(NT), q = rn(NQ);
+    char key[4] = {'k', (char)('0' + rn(NK)), 0};
+    char args[32];
+    snprintf(args, sizeof args, "{\"v\":%d}", rn(5));
+    char ukey[8], idem[16];
+    snprintf(ukey, sizeof ukey, "u%d", rn(3));
+    snprintf(idem, sizeof idem, "i%d", rn(50));
+    sub_opts o = {0};
+    o.key = rn(3) ? key : NULL;
+    o.args = args;
+    o.priority = rn(4) == 0 ? rn(5) - 2 : 0;
+    o.run_at = rn(5) == 0 ? M.now + rn(300) : 0;
+    o.unique_key = rn(8) == 0 ? ukey : NULL;
+    o.idem = rn(10) == 0 ? idem : NULL;
+    o.has_score = rn(2);
+    o.score = rn(100);
+    engine_submit_res r = submit_x(M.e, M.now, tenants[t], queues[q], types[rn(2)], o);
+    ASSERT_MSG(r.code == 0, "submit: %s", r.err.message);
+    if (r.id > M.max_id) M.max_id = r.id;
+    if (r.merged) M.n_merged++;
+}
+
+typedef struct pair_ctx {
+    const char *q, *t;
+    engine_counts *out;
+} pair_ctx;
+
+static void pair_cb(void *c, const char *qn, const char *tn, const engine_counts *cnt)
+{
+    pair_ctx *cx = c;
+    if (strcmp(qn, cx->q) == 0 && strcmp(tn, cx->t) == 0) *cx->out = *cnt;
+}
+
+static void op_lease(void)
+{
+    const char *qs[NQ];
+    int nq = 1 + rn(NQ);
+    for (int i = 0; i < nq; i++) qs[i] = queues[rn(NQ)];
+    const char *tp[1] = {types[rn(2)]};
+    engine_lease_req req = {
+        .queues = qs, .n_queues = (size_t)nq, .max = (size_t)(1 + rn(4)), .worker = "w"};
+    if (rn(4) == 0) {
+        req.types = tp;
+        req.n_types = 1;
+    }
+    int before[NT];
+    for (int t = 0; t < NT; t++) before[t] = tenant_active(t);
+    engine_job *out[8];
+    size_t n = engine_lease(M.e, M.now, &req, out);
+    int got[NT] = {0};
+    int got_q[NT][NQ] = {{0}};
+    for (size_t i = 0; i < n; i++) {
+        engine_job_info in;
+        engine_job_get(out[i], &in);
+        live_lease *l = &M.lease[in.id];
+        ASSERT_MSG(!l->live, "job %llu leased twice at once (step %llu)", (unsigned long long)in.id,
+                   (unsigned long long)M.steps);
+        ASSERT_MSG(!(in.queue[0] == 'o' && in.attempts > 1),
+                   "at-most-once job %llu handed out twice", (unsigned long long)in.id);
+        int t = idx_of(tenants, NT, in.tenant), q = idx_of(queues, NQ, in.queue);
+        l->live = true;
+        M.live[M.n_live++] = in.id;
+        l->token = in.token;
+        l->deadline = in.lease_until;
+        l->tenant = t;
+        l->queue = q;
+        got[t]++;
+        got_q[t][q]++;
+        int k = key_index(in.key);
+        if (k >= 0) {
+            ASSERT_MSG(in.lane_seq >= M.lane_last[t][q][k],
+                       "lane %s/%s/%s started seq %llu after %llu", in.tenant, in.queue, in.key,
+                       (unsigned long long)in.lane_seq, (unsigned long long)M.lane_last[t][q][k]);
+            M.lane_last[t][q][k] = in.lane_seq;
+        }
+        M.n_leased++;
+    }
+    for (int t = 0; t < NT; t++) {
+        if (!got[t]) continue;
+        int after = tenant_active(t);
+        ASSERT_EQ(after, before[t] + got[t]);
+        ASSERT_MSG((uint32_t)after <= M.slots[t], "tenant %s has %d active, slots %u", tenants[t],
+                   after, M.slots[t]);
+        for (int q = 0; q < NQ; q++) {
+            if (!got_q[t][q]) continue;
+            engine_counts pc = {0};
+            /* pair counts through foreach is O(pairs); fine at this size */
+            pair_ctx cx = {queues[q], tenants[t], &pc};
+            engine_foreach_pair(M.e, M.now, pair_cb, &cx);
+            ASSERT_MSG(pc.leased + pc.running <= M.cap[q], "pair %s/%s above cap %u", queues[q],
+                       tenants[t], M.cap[q]);
+        }
+    }
+}
+
+/* A live lease at random (or 0). */
+static uint64_t pick_live(void)
+{
+    compact_live();
+    return M.n_live ? M.live[rnd() % M.n_live] : 0;
+}
+
+static void op_worker(void)
+{
+    uint64_t id = pick_live();
+    if (!id) return;
+    live_lease *l = &M.lease[id];
+    engine_err err;
+    /* sometimes a stale token, which must be refused */
+    if (rn(20) == 0 && l->token > 1) {
+        ASSERT_EQ(engine_ack(M.e, M.now, id, l->token - 1, NULL, NULL, &err), TENQ_ECONFLICT);
+        return;
+    }
+    int what = rn(10);
+    if (what < 2) {
+        ASSERT_EQ(engine_start(M.e, M.now, id, l->token, &err), 0);
+    } else if (what < 4) {
+        int64_t until;
+        bool cancel;
+        ASSERT_EQ(engine_heartbeat(M.e, M.now, id, l->token, "0.5", &until, &cancel, &err), 0);
+        l->deadline = until;
+    } else if (what < 7) {
+        ASSERT_MSG(engine_ack(M.e, M.now, id, l->token, "{}", NULL, &err) == 0, "%s", err.message);
+        l->live = false;
+        M.n_acked++;
+    } else {
+        engine_fail_req f = {.error = "x"};
+        int k = rn(4);
+        if (k == 0) f.no_retry = true;
+        if (k == 1) {
+            f.has_retry_in = true;
+            f.retry_in_ms = rn(100);
+        }
+        if (k == 2 && rn(3) == 0) f.cancelled = true;
+        engine_state s;
+        ASSERT_MSG(engine_fail(M.e, M.now, id, l->token, &f, &s, &err) == 0, "%s", err.message);
+        if (s == ENGINE_DEAD) M.n_dead++;
+        l->live = false;
+        M.n_failed++;
+    }
+}
+
+static void op_cancel(void)
+{
+    if (!M.max_id) return;
+    uint64_t back = rnd() % 400; /* recent ids: most older ones are finished */
+    uint64_t id = M.max_id > back ? M.max_id - back : 1;
+    engine_state s;
+    int rc = engine_cancel(M.e, M.now, id, &s, NULL);
+    ASSERT(rc == 0 || rc == TENQ_ECONFLICT || rc == TENQ_ENOT_FOUND);
+}
+
+static void op_morgue(void)
+{
+    engine_job *out[4];
+    engine_morgue_filter f = {0};
+    if (rn(2)) f.tenant = tenants[rn(NT)];
+    size_t n = engine_morgue_list(M.e, &f, rn(2) ? ENGINE_MORGUE_NEWEST : ENGINE_MORGUE_BY_ID, NULL,
+                                  4, out);
+    if (!n) return;
+    uint64_t id = engine_job_id(out[rn((int)n)]);
+    if (rn(3))
+        ASSERT_EQ(engine_morgue_requeue(M.e, M.now, id, NULL), 0);
+    else
+        ASSERT_EQ(engine_morgue_delete(M.e, M.now, id, NULL), 0);
+}
+
+static void op_settings(void)
+{
+    if (rn(2)) {
+        int t = rn(NT);
+        M.slots[t] = (uint32_t)rn(5);
+        set_slots(M.e, tenants[t], M.slots[t], 1 + (uint32_t)rn(3));
+    } else {
+        int q = rn(NQ);
+        M.cap[q] = rn(3) ? ENGINE_UNLIMITED : (uint32_t)(1 + rn(3));
+        engine_queue_settings s = queue_settings(M.e, queues[q]);
+        s.tenant_cap = M.cap[q];
+        if (q == 1 && rn(4) == 0)
+            s.order = s.order == ENGINE_ORDER_FAIR ? ENGINE_ORDER_FIFO : ENGINE_ORDER_FAIR;
+        set_queue(M.e, queues[q], s);
+    }
+}
+
+static char *dupn(const char *s)
+{
+    return s ? strdup(s) : NULL;
+}
+
+static int cmp_seq(const void *a, const void *b)
+{
+    const engine_job_info *x = a, *y = b;
+    return x->lane_seq < y->lane_seq ? -1 : x->lane_seq > y->lane_seq;
+}
+
+/* A restart: copy every resident job out (as the store holds them) and load
+ * them into a fresh engine. */
+static void op_restart(void)
+{
+    engine_changes_clear(M.e);
+    engine_job_info *v = calloc(M.max_id + 1, sizeof *v);
+    size_t n = 0;
+    for (uint64_t id = 1; id <= M.max_id; id++) {
+        engine_job *j = engine_find(M.e, id);
+        if (!j) continue;
+        engine_job_info *in = &v[n++];
+        engine_job_get(j, in);
+        in->tenant = dupn(in->tenant);
+        in->queue = dupn(in->queue);
+        in->type = dupn(in->type);
+        in->key = dupn(in->key);
+        in->args = dupn(in->args);
+        in->worker = dupn(in->worker);
+        in->error = dupn(in->error);
+        in->progress = dupn(in->progress);
+        in->unique_key = dupn(in->unique_key);
+        in->idempotency_key = dupn(in->idempotency_key);
+        if (in->n_payloads) {
+            engine_payload *p = calloc(in->n_payloads, sizeof *p);
+            for (uint32_t i = 0; i < in->n_payloads; i++) {
+                p[i] = in->payloads[i];
+                p[i].data = dupn(in->payloads[i].data);
+            }
+            in->payloads = p;
+        }
+    }
+    qsort(v, n, sizeof *v, cmp_seq);
+    uint64_t next = engine_next_id(M.e);
+    engine_destroy(M.e);
+    engine_config c = model_config();
+    M.e = engine_create(&c);
+    setup_queues(M.e);
+    engine_set_next_id(M.e, next);
+    for (size_t i = 0; i < n; i++) {
+        engine_err err;
+        ASSERT_MSG(engine_load_job(M.e, M.now, &v[i], &err) == 0, "load: %s", err.message);
+        engine_job_info *in = &v[i];
+        free((char *)in->tenant);
+        free((char *)in->queue);
+        free((char *)in->type);
+        free((char *)in->key);
+        free((char *)in->args);
+        free((char *)in->worker);
+        free((char *)in->error);
+        free((char *)in->progress);
+        free((char *)in->unique_key);
+        free((char *)in->idempotency_key);
+        for (uint32_t k = 0; k < in->n_payloads; k++) free((char *)in->payloads[k].data);
+        free((void *)in->payloads);
+    }
+    free(v);
+    engine_changes_clear(M.e);
+    M.n_restarts++;
+}
+
+static uint64_t trace_id(void)
+{
+    static int init;
+    static uint64_t id;
+    if (!init) {
+        const char *s = getenv("TRACE_ID");
+        id = s ? strtoull(s, NULL, 10) : 0;
+        init = 1;
+    }
+    return id;
+}
+
+static void trace_step(const char *what)
+{
+    uint64_t id = trace_id();
+    if (!id) return;
+    engine_job *j = engine_find(M.e, id);
+    static int last = -2;
+    int st = j ? (int)engine_job_state(j) : -1;
+    if (st != last) {
+        fprintf(stderr, "step %llu now %lld after %s: job %llu %s live=%d\n",
+                (unsigned long long)M.steps, (long long)M.now, what, (unsigned long long)id,
+                st < 0 ? "gone" : engine_state_name((engine_state)st), M.lease[id].live);
+        last = st;
+    }
+}
+
+static void check_live_leases_agree(void)
+{
+    compact_live();
+    for (size_t i = 0; i < M.n_live; i++) {
+        uint64_t id = M.live[i];
+        live_lease *l = &M.lease[id];
+        engine_job *j = engine_find(M.e, id);
+        ASSERT_MSG(j, "live lease on job %llu the engine lost", (unsigned long long)id);
+        engine_job_info in;
+        engine_job_get(j, &in);
+        ASSERT_MSG(in.state == ENGINE_LEASED || in.state == ENGINE_RUNNING,
+                   "job %llu should be leased, is %s", (unsigned long long)id,
+                   engine_state_name(in.state));
+        ASSERT_EQ(in.token, l->token);
+        ASSERT_EQ(in.lease_until, l->deadline);
+    }
+}
+
+static void run_model(uint64_t seed, uint64_t ops)
+{
+    memset(&M, 0, sizeof M);
+    M.rng = seed;
+    M.now = 1700000000000LL;
+    M.lease = calloc(MAXJ + 1, sizeof(live_lease));
+    M.live = calloc(MAXJ + 1, sizeof(uint64_t));
+    for (int t = 0; t < NT; t++) M.slots[t] = (uint32_t)(1 + rn(4));
+    for (int q = 0; q < NQ; q++) M.cap[q] = ENGINE_UNLIMITED;
+    engine_config c = model_config();
+    M.e = engine_create(&c);
+    setup_queues(M.e);
+    char buf[512];
+    for (M.steps = 0; M.steps < ops; M.steps++) {
+        engine_counts tot;
+        engine_totals(M.e, M.now, &tot);
+        uint64_t resident = tot.ready + tot.scheduled + tot.blocked + tot.leased + tot.running;
+        int r = rn(100);
+        if (r < 28) {
+            if (resident < 120 && M.max_id < MAXJ - 10) op_submit();
+        } else if (r < 48) {
+            op_lease();
+        } else if (r < 70) {
+            op_worker();
+        } else if (r < 75) {
+            op_cancel();
+        } else if (r < 79 || (tot.dead > 40 && r < 85)) {
+            op_morgue();
+        } else if (r < 81) {
+            op_settings();
+        } else if (r < 97) {
+            M.now += rn(8) == 0 ? 150 + rn(300) : rn(40);
+            engine_tick(M.e, M.now);
+            expire_model_leases();
+        } else if (rn(300) == 0) {
+            op_restart();
+        } else {
+            engine_changes_clear(M.e);
+        }
+        M.max_id = engine_next_id(M.e) - 1; /* the engine makes ids too (merge splits) */
+        trace_step(r < 28   ? "submit"
+                   : r < 48 ? "lease"
+                   : r < 70 ? "worker"
+                   : r < 75 ? "cancel"
+                   : r < 79 ? "morgue"
+                   : r < 81 ? "settings"
+                   : r < 97 ? "tick"
+                            : "restart/clear");
+        if (engine_check(M.e, M.now, buf, sizeof buf) != 0)
+            test_fail(__FILE__, __LINE__, "step %llu: %s", (unsigned long long)M.steps, buf);
+        if (M.steps % 16 == 0) check_live_leases_agree();
+        if (M.max_id >= MAXJ - 10) break;
+    }
+    fprintf(stderr,
+            "  %llu steps: %llu leases, %llu acks, %llu fails, %llu expired, %llu dead, %llu "
+            "merged, %llu restarts, %llu jobs\n",
+            (unsigned long long)M.steps, (unsigned long long)M.n_leased,
+            (unsigned long long)M.n_acked, (unsigned long long)M.n_failed,
+            (unsigned long long)M.n_expired, (unsigned long long)M.n_dead,
+            (unsigned long long)M.n_merged, (unsigned long long)M.n_restarts,
+            (unsigned long long)M.max_id);
+    ASSERT(M.n_leased > ops / 50);
+    ASSERT(M.n_expired > 0 && M.n_dead > 0 && M.n_merged > 0 && M.n_restarts > 0);
+    engine_destroy(M.e);
+    free(M.lease);
+    free(M.live);
+}
+
+static uint64_t model_ops(uint64_t dflt)
+{
+    const char *s = getenv("MODEL_OPS");
+    return s && *s ? strtoull(s, NULL, 10) : dflt;
+}
+
+#ifdef TENQ_SANITIZE
+#define DEFAULT_OPS 300000
+#else
+#define DEFAULT_OPS 2000000
+#endif
+
+TEST_T(model_random_operations_keep_every_invariant, 900)
+{
+    run_model(test_seed(), model_ops(DEFAULT_OPS));
+}
