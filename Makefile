@@ -7,7 +7,7 @@ JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_ARGS ?=
 
 .PHONY: all build asan run test test-plain test-asan format format-check clean \
-        bench-engine deps
+        bench-engine bench-store deps
 
 all: build
 
@@ -57,3 +57,6 @@ bench-engine: build
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD)
+
+bench-store: build
+	tests/with-pg.sh ./$(BUILD)/bench_store both

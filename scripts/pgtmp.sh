@@ -6,12 +6,13 @@
 #
 #   scripts/pgtmp.sh start DIR [PORT]   prints the connection URL on stdout
 #   scripts/pgtmp.sh stop DIR
+#   scripts/pgtmp.sh resume DIR         starts a stopped instance again
 #   scripts/pgtmp.sh url DIR            prints the URL of a running instance
 set -eu
 
 cmd=${1:-}
 dir=${2:-}
-[ -n "$cmd" ] && [ -n "$dir" ] || { echo "usage: $0 start|stop|url DIR [PORT]" >&2; exit 2; }
+[ -n "$cmd" ] && [ -n "$dir" ] || { echo "usage: $0 start|stop|resume|url DIR [PORT]" >&2; exit 2; }
 
 bindir=""
 for d in /usr/lib/postgresql/*/bin; do [ -x "$d/initdb" ] && bindir=$d; done
@@ -49,6 +50,10 @@ CONF
         { cat "$dir/server.log" >&2; exit 1; }
     echo "postgresql://$user@127.0.0.1:$port/postgres" >"$dir/url"
     cat "$dir/url"
+    ;;
+resume)
+    as_user "$bindir/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start >/dev/null ||
+        { cat "$dir/server.log" >&2; exit 1; }
     ;;
 stop)
     [ -f "$dir/data/postmaster.pid" ] || exit 0

@@ -1,0 +1,223 @@
+/* The store's insides: batches, the backend vtable, shared helpers. */
+#ifndef TENQ_STORE_INTERNAL_H
+#define TENQ_STORE_INTERNAL_H
+
+#include "store.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Strings inside a batch live in one arena and are named by offset (the
+ * arena may move as it grows).  SNULL: no string. */
+typedef uint32_t soff;
+#define SNULL UINT32_MAX
+
+typedef enum {
+    OP_JOB_INSERT,
+    OP_JOB_UPDATE,
+    OP_JOB_DELETE,
+    OP_TENANT,
+    OP_QUEUE,
+    OP_IDEM,
+    OP_TOKEN,
+    OP_TOKEN_REVOKE
+} op_kind;
+
+typedef struct job_row {
+    uint64_t id;
+    uint32_t fields;
+    int32_t priority;
+    uint8_t state;
+    bool cancel_requested;
+    uint32_t attempts, max_attempts;
+    int64_t run_at, created_at, ready_at, leased_at, started_at, finished_at, lease_until;
+    uint64_t token, merged_into, lane_seq;
+    soff tenant, queue, type, key, args, payloads, worker, error, result, stats, progress,
+        unique_key, idem_key;
+} job_row;
+
+typedef struct store_op {
+    op_kind kind;
+    union {
+        job_row job;
+        uint64_t id; /* JOB_DELETE */
+        struct {
+            soff name;
+            engine_tenant_settings s;
+        } tenant;
+        struct {
+            soff name;
+            engine_queue_settings s;
+        } queue;
+        struct {
+            soff tenant, key;
+            uint64_t id;
+            uint8_t state;
+            bool duplicate, merged;
+            int64_t created_at;
+        } idem;
+        struct {
+            int64_t id, created_at, revoked_at;
+            soff hash, role, queues;
+        } token;
+    } u;
+} store_op;
+
+struct store_batch {
+    store_op *ops;
+    size_t n, cap;
+    char *arena;
+    size_t alen, acap;
+    uint64_t seq;
+    uint64_t epoch;
+    struct store_batch *next;
+};
+
+static inline const char *bstr(const store_batch *b, soff o)
+{
+    return o == SNULL ? NULL : b->arena + o;
+}
+
+/* Rows for reads: the row array plus every string allocated for them. */
+typedef struct rows_builder {
+    engine_job_info *v;
+    size_t n, cap;
+    void **mem;
+    size_t nmem, capmem;
+} rows_builder;
+engine_job_info *rows_add(rows_builder *rb);
+/* A copy of s (NULL stays NULL) that lives as long as the rows. */
+const char *rows_str(rows_builder *rb, const char *s);
+void rows_keep(rows_builder *rb, void *p);
+void rows_free(rows_builder *rb);
+
+/* A finished piece of work waiting for store_dispatch. */
+typedef struct store_result {
+    int kind; /* 0 commit, 1 read */
+    uint64_t seq;
+    int rc;
+    /* reads */
+    store_rows_fn fn;
+    void *ctx;
+    rows_builder rows;
+    struct store_result *next;
+} store_result;
+
+typedef struct read_req {
+    uint64_t id; /* get one job when nonzero */
+    store_job_query q;
+    char *qstrings; /* owned copies of the query's strings */
+    store_rows_fn fn;
+    void *ctx;
+    struct read_req *next;
+} read_req;
+
+/* A job row ready to write: strings point into the batches' arenas. */
+typedef struct jrow {
+    uint64_t id;
+    int32_t priority;
+    uint8_t state;
+    bool cancel_requested;
+    uint32_t attempts, max_attempts;
+    int64_t run_at, created_at, ready_at, leased_at, started_at, finished_at, lease_until;
+    uint64_t token, merged_into, lane_seq;
+    const char *tenant, *queue, *type, *key, *args, *payloads, *worker, *error, *result, *stats,
+        *progress, *unique_key, *idem_key;
+    bool dropped;
+} jrow;
+
+/* What one transaction writes, folded: every job appears once, as an
+ * insert (new in this group, with its latest state) or an update (its
+ * latest state; payloads, result, stats as last set), and deletes last.
+ * Other operations keep their order. */
+typedef struct store_group {
+    jrow *ins, *upd;
+    size_t nins, nupd;
+    uint64_t *del;
+    size_t ndel;
+    const store_op **other;
+    const store_batch **other_b;
+    size_t nother;
+} store_group;
+
+void store_group_build(store_group *g, store_batch *const *batches, size_t n);
+void store_group_free(store_group *g);
+
+typedef struct store_driver {
+    const char *name;
+    /* Writes a group in one transaction (the write connection). */
+    int (*apply)(store_t *s, const store_group *g);
+    int (*load)(store_t *s, engine_t *e, int64_t now, store_load_stats *st);
+    int (*load_tokens)(store_t *s, store_token_fn fn, void *ctx);
+    /* A read on the read connection: one job by id, or a page. */
+    int (*query)(store_t *s, uint64_t id, const store_job_query *q, rows_builder *rows);
+    long (*prune)(store_t *s, int64_t now);
+    /* Called by the writer when idle after a failure: try to get back. */
+    void (*heal)(store_t *s);
+    void (*close)(store_t *s);
+} store_driver;
+
+struct store {
+    const store_driver *be;
+    void *impl;
+    store_opts opts;
+    char where[256];
+    char err[512];
+    pthread_mutex_t err_lock;
+
+    /* writer */
+    pthread_t writer;
+    pthread_mutex_t lock; /* guards the fields below */
+    pthread_cond_t cond;
+    store_batch *pending, *pending_tail;
+    bool stopping;
+    uint64_t next_seq;
+    uint64_t epoch;         /* batches carry the epoch they were handed over in */
+    uint64_t ok_epoch;      /* batches of older epochs fail */
+    int fail_rc;            /* why they fail */
+    uint64_t committed_seq; /* highest committed */
+    bool writer_busy;
+    uint64_t n_transactions, n_batches;
+
+    /* write connection: the writer, load and prune share it */
+    pthread_mutex_t db_lock;
+
+    /* reader */
+    pthread_t reader;
+    read_req *reads, *reads_tail;
+    pthread_cond_t read_cond;
+    pthread_mutex_t read_db_lock; /* the read connection */
+
+    /* results for the caller's thread */
+    int efd;
+    store_result *results, *results_tail;
+
+    store_commit_fn on_commit;
+    void *on_commit_ctx;
+    uint64_t sync_seq;
+    int sync_rc;
+    bool sync_done;
+};
+
+void store_set_err(store_t *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Backends. */
+int store_sqlite_open(store_t *s, const char *path, char *errbuf, size_t errlen);
+int store_pg_open(store_t *s, const char *url, char *errbuf, size_t errlen);
+
+/* Names of states and settings as stored. */
+const char *store_order_name(engine_order o);
+const char *store_delivery_name(engine_delivery d);
+const char *store_backoff_name(engine_backoff_kind b);
+int store_order_parse(const char *s);
+int store_delivery_parse(const char *s);
+int store_backoff_parse(const char *s);
+
+/* Parses a stored payloads array into engine payloads (data is canonical
+ * JSON, malloc'd; free with store_payloads_free). */
+int store_payloads_parse(const char *text, engine_payload **out, uint32_t *n);
+void store_payloads_free(engine_payload *p, uint32_t n);
+
+#endif

@@ -1,0 +1,954 @@
+/* The PostgreSQL backend: a real server named by a connection string; every
+ * object in the `tenq` schema.
+ *
+ * A group of batches goes out in libpq's pipeline mode: every statement of
+ * the group is sent, then one Sync, which makes them one implicit
+ * transaction committed with one WAL flush; the results are read after.  So
+ * a group costs one round trip, not one per job.  Job rows go as arrays, one
+ * statement for all inserts and one for all updates.  (Very large groups are
+ * sent in chunks of 4,096 statements with a flush request in between, so
+ * neither side's socket buffer can fill and deadlock the pipeline.) */
+#include "internal.h"
+#include "schema.h"
+
+#include "base/xalloc.h"
+
+#include <libpq-fe.h>
+#include <time.h>
+
+/* Statements that write one row; job rows go many at a time (below). */
+enum { ST_TENANT, ST_QUEUE, ST_IDEM, ST_TOKEN, ST_REVOKE, ST_N };
+
+static const char *const stmt_name[ST_N] = {"tenant", "queue", "idem", "token", "revoke"};
+static const char *const stmt_sql[ST_N] = {
+    STORE_SQL_UPSERT_TENANT, STORE_SQL_UPSERT_QUEUE, STORE_SQL_UPSERT_IDEM,
+    STORE_SQL_INSERT_TOKEN,  STORE_SQL_REVOKE_TOKEN,
+};
+
+typedef struct pg {
+    PGconn *w, *r;
+    bool prepared;
+    char url[1024];
+} pg;
+
+#define CHUNK 4096
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ---- errors ------------------------------------------------------------------- */
+
+static int map_result(PGconn *c, const PGresult *res)
+{
+    if (PQstatus(c) != CONNECTION_OK) return TENQ_ECONNECT;
+    const char *code = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+    if (!code) return TENQ_EIO;
+    if (strncmp(code, "23", 2) == 0) return TENQ_ECONSTRAINT;
+    if (strcmp(code, "53100") == 0) return TENQ_ENOSPACE;
+    if (strncmp(code, "53", 2) == 0) return TENQ_EUNAVAILABLE;
+    if (strncmp(code, "57P", 3) == 0 || strncmp(code, "08", 2) == 0) return TENQ_ECONNECT;
+    if (strncmp(code, "XX", 2) == 0) return TENQ_ECORRUPT;
+    return TENQ_EIO;
+}
+
+static int fail(store_t *s, PGconn *c, const PGresult *res, const char *what)
+{
+    const char *msg = res ? PQresultErrorMessage(res) : "";
+    if (!msg || !*msg) msg = PQerrorMessage(c);
+    char clean[400];
+    snprintf(clean, sizeof clean, "%s", msg ? msg : "");
+    size_t n = strlen(clean);
+    while (n && (clean[n - 1] == '\n' || clean[n - 1] == ' ')) clean[--n] = 0;
+    store_set_err(s, "postgres: %s: %s", what, clean);
+    return map_result(c, res);
+}
+
+/* Runs SQL with no parameters; 0 or an error. */
+static int run(store_t *s, PGconn *c, const char *sql, const char *what)
+{
+    PGresult *res = PQexec(c, sql);
+    ExecStatusType st = PQresultStatus(res);
+    int rc = (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) ? 0 : fail(s, c, res, what);
+    PQclear(res);
+    return rc;
+}
+
+/* ---- connecting ------------------------------------------------------------------- */
+
+static void quiet(void *arg, const char *msg)
+{
+    (void)arg;
+    (void)msg; /* NOTICEs ("schema already exists") are not for the log */
+}
+
+static PGconn *connect_to(const char *url, char *errbuf, size_t errlen)
+{
+    PGconn *c = PQconnectdb(url);
+    if (PQstatus(c) != CONNECTION_OK) {
+        snprintf(errbuf, errlen, "cannot connect to PostgreSQL: %s", PQerrorMessage(c));
+        size_t n = strlen(errbuf);
+        while (n && errbuf[n - 1] == '\n') errbuf[--n] = 0;
+        PQfinish(c);
+        return NULL;
+    }
+    PQsetNoticeProcessor(c, quiet, NULL);
+    return c;
+}
+
+static int ensure_connected(store_t *s, pg *p)
+{
+    if (PQstatus(p->w) == CONNECTION_OK) return 0;
+    PQreset(p->w);
+    p->prepared = false;
+    if (PQstatus(p->w) != CONNECTION_OK) {
+        store_set_err(s, "postgres: connection lost and not back yet: %s", PQerrorMessage(p->w));
+        return TENQ_ECONNECT;
+    }
+    PQsetNoticeProcessor(p->w, quiet, NULL);
+    return 0;
+}
+
+static int prepare_all(store_t *s, pg *p)
+{
+    if (p->prepared) return 0;
+    for (int i = 0; i < ST_N; i++) {
+        char *sql = store_sql(stmt_sql[i], true);
+        PGresult *res = PQprepare(p->w, stmt_name[i], sql, 0, NULL);
+        free(sql);
+        bool ok = PQresultStatus(res) == PGRES_COMMAND_OK;
+        int rc = ok ? 0 : fail(s, p->w, res, "prepare");
+        PQclear(res);
+        if (rc) return rc;
+    }
+    p->prepared = true;
+    return 0;
+}
+
+/* The schema version (0: no tenq schema yet) or a negative error. */
+static int current_version(PGconn *c, char *errbuf, size_t errlen)
+{
+    PGresult *res = PQexec(c, "SELECT to_regclass('tenq.tenq_info') IS NOT NULL, "
+                              "(SELECT count(*) FROM pg_tables WHERE schemaname = 'tenq')");
+    if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+        snprintf(errbuf, errlen, "postgres: %s", PQresultErrorMessage(res));
+        PQclear(res);
+        return TENQ_EIO;
+    }
+    bool has_info = PQgetvalue(res, 0, 0)[0] == 't';
+    long tables = strtol(PQgetvalue(res, 0, 1), NULL, 10);
+    PQclear(res);
+    if (!has_info) {
+        if (tables > 0) {
+            snprintf(errbuf, errlen,
+                     "the schema \"tenq\" in this database holds tables that are not tenq's");
+            return TENQ_ENOT_TENQ;
+        }
+        return 0;
+    }
+    res = PQexec(c, "SELECT (SELECT value FROM tenq.tenq_info WHERE key = 'application'), "
+                    "(SELECT max(version) FROM tenq.schema_version)");
+    if (PQresultStatus(res) != PGRES_TUPLES_OK || PQgetisnull(res, 0, 0) ||
+        strcmp(PQgetvalue(res, 0, 0), "tenq") != 0) {
+        snprintf(errbuf, errlen, "the schema \"tenq\" is not a tenq database");
+        PQclear(res);
+        return TENQ_ENOT_TENQ;
+    }
+    int v = PQgetisnull(res, 0, 1) ? 0 : (int)strtol(PQgetvalue(res, 0, 1), NULL, 10);
+    PQclear(res);
+    return v;
+}
+
+static const store_driver pg_backend;
+
+static void pg_free(pg *p)
+{
+    if (p->w) PQfinish(p->w);
+    if (p->r) PQfinish(p->r);
+    free(p);
+}
+
+int store_pg_open(store_t *s, const char *url, char *errbuf, size_t errlen)
+{
+    pg *p = xcalloc(1, sizeof(*p));
+    snprintf(p->url, sizeof p->url, "%s", url);
+    p->w = connect_to(url, errbuf, errlen);
+    if (!p->w) {
+        free(p);
+        return TENQ_ECONNECT;
+    }
+    snprintf(s->where, sizeof s->where, "%s:%s/%s", PQhost(p->w), PQport(p->w), PQdb(p->w));
+    /* Two servers starting together must not migrate at once. */
+    char tmp[256];
+    int rc = run(s, p->w,
+                 "BEGIN; CREATE SCHEMA IF NOT EXISTS tenq; "
+                 "SELECT pg_advisory_xact_lock(7364746);",
+                 "locking the schema");
+    if (rc) {
+        snprintf(errbuf, errlen, "%s", s->err);
+        pg_free(p);
+        return rc;
+    }
+    int v = current_version(p->w, errbuf, errlen);
+    int known = store_schema_versions();
+    if (v >= 0 && v > known) {
+        snprintf(errbuf, errlen,
+                 "this database is from a newer tenq (schema version %d; this tenq knows up to "
+                 "%d): upgrade tenq",
+                 v, known);
+        v = TENQ_EVERSION;
+    }
+    int target = s->opts.max_version > 0 ? s->opts.max_version : known;
+    for (int m = v + 1; v >= 0 && m <= target; m++) {
+        char *sql = store_schema_sql(m, true);
+        rc = run(s, p->w, sql, "migrating");
+        free(sql);
+        snprintf(tmp, sizeof tmp, "INSERT INTO tenq.schema_version VALUES (%d, %lld)", m,
+                 (long long)now_ms());
+        if (!rc) rc = run(s, p->w, tmp, "migrating");
+        if (rc) {
+            snprintf(errbuf, errlen, "migration to schema version %d failed: %s", m, s->err);
+            v = rc;
+        }
+    }
+    if (v < 0) {
+        run(s, p->w, "ROLLBACK", "rollback");
+        pg_free(p);
+        return v;
+    }
+    rc = run(s, p->w, "COMMIT", "migrating");
+    if (!rc) p->r = connect_to(url, errbuf, errlen);
+    if (rc || !p->r) {
+        if (rc) snprintf(errbuf, errlen, "%s", s->err);
+        pg_free(p);
+        return rc ? rc : TENQ_ECONNECT;
+    }
+    s->be = &pg_backend;
+    s->impl = p;
+    return 0;
+}
+
+static void pg_close(store_t *s)
+{
+    pg_free(s->impl);
+}
+
+static void pg_heal(store_t *s)
+{
+    pg *p = s->impl;
+    ensure_connected(s, p);
+    if (PQstatus(p->r) != CONNECTION_OK) PQreset(p->r);
+}
+
+/* ---- writing ------------------------------------------------------------------------ */
+
+typedef struct params {
+    const char *v[32];
+    char num[32][24];
+    int n;
+} params;
+
+static void p_text(params *ps, const char *v)
+{
+    ps->v[ps->n++] = v;
+}
+static void p_i64(params *ps, long long v)
+{
+    snprintf(ps->num[ps->n], sizeof ps->num[0], "%lld", v);
+    ps->v[ps->n] = ps->num[ps->n];
+    ps->n++;
+}
+static void p_time(params *ps, long long v)
+{
+    if (v)
+        p_i64(ps, v);
+    else
+        p_text(ps, NULL);
+}
+static void p_bool(params *ps, bool v)
+{
+    p_text(ps, v ? "true" : "false");
+}
+
+/* Parameters of the statements that write one row: tenants, queues,
+ * idempotency keys, tokens. */
+static int op_params(const store_batch *b, const store_op *o, params *ps)
+{
+    ps->n = 0;
+    switch (o->kind) {
+    case OP_TENANT:
+        p_text(ps, bstr(b, o->u.tenant.name));
+        if (o->u.tenant.s.slots == ENGINE_UNLIMITED)
+            p_text(ps, NULL);
+        else
+            p_i64(ps, o->u.tenant.s.slots);
+        p_i64(ps, o->u.tenant.s.weight);
+        p_i64(ps, now_ms());
+        return ST_TENANT;
+    case OP_QUEUE: {
+        const engine_queue_settings *q = &o->u.queue.s;
+        p_text(ps, bstr(b, o->u.queue.name));
+        p_text(ps, store_order_name(q->order));
+        p_text(ps, store_delivery_name(q->delivery));
+        p_i64(ps, q->lease_ms);
+        p_i64(ps, q->max_attempts);
+        p_text(ps, store_backoff_name(q->backoff));
+        p_i64(ps, q->backoff_base_ms);
+        p_i64(ps, q->backoff_max_ms);
+        p_bool(ps, q->merge);
+        p_i64(ps, q->dedup_window_ms);
+        p_i64(ps, q->retention_ms);
+        p_i64(ps, q->max_payload_bytes);
+        if (q->tenant_cap == ENGINE_UNLIMITED)
+            p_text(ps, NULL);
+        else
+            p_i64(ps, q->tenant_cap);
+        p_i64(ps, now_ms());
+        return ST_QUEUE;
+    }
+    case OP_IDEM:
+        p_text(ps, bstr(b, o->u.idem.tenant));
+        p_text(ps, bstr(b, o->u.idem.key));
+        p_i64(ps, (long long)o->u.idem.id);
+        p_text(ps, engine_state_name((engine_state)o->u.idem.state));
+        p_bool(ps, o->u.idem.duplicate);
+        p_bool(ps, o->u.idem.merged);
+        p_i64(ps, o->u.idem.created_at);
+        return ST_IDEM;
+    case OP_TOKEN:
+        p_i64(ps, o->u.token.id);
+        p_text(ps, bstr(b, o->u.token.hash));
+        p_text(ps, bstr(b, o->u.token.role));
+        p_text(ps, bstr(b, o->u.token.queues));
+        p_i64(ps, o->u.token.created_at);
+        p_time(ps, o->u.token.revoked_at);
+        return ST_TOKEN;
+    case OP_TOKEN_REVOKE:
+        p_i64(ps, o->u.token.id);
+        p_i64(ps, o->u.token.revoked_at);
+        return ST_REVOKE;
+    default: break;
+    }
+    return -1;
+}
+
+/* ---- many job rows in one statement ---------------------------------------------
+ * Job rows go as arrays, one per column, unpacked with unnest(): one
+ * statement inserts (or updates) thousands of rows, where one statement per
+ * row would spend the server's time parsing, planning and replying. */
+
+typedef struct abuf {
+    char *p;
+    size_t n, cap;
+    bool first;
+} abuf;
+
+static void a_put(abuf *a, const char *s, size_t n)
+{
+    if (a->n + n + 1 > a->cap) {
+        while (a->n + n + 1 > a->cap) a->cap = a->cap ? a->cap * 2 : 256;
+        a->p = xrealloc(a->p, a->cap);
+    }
+    memcpy(a->p + a->n, s, n);
+    a->n += n;
+    a->p[a->n] = 0;
+}
+
+static void a_sep(abuf *a)
+{
+    if (a->first) {
+        a_put(a, "{", 1);
+        a->first = false;
+    } else {
+        a_put(a, ",", 1);
+    }
+}
+
+static void a_i64(abuf *a, long long v)
+{
+    char num[24];
+    a_sep(a);
+    a_put(a, num, (size_t)snprintf(num, sizeof num, "%lld", v));
+}
+
+static void a_time(abuf *a, long long v)
+{
+    if (v) {
+        a_i64(a, v);
+    } else {
+        a_sep(a);
+        a_put(a, "NULL", 4);
+    }
+}
+
+static void a_bool(abuf *a, bool v)
+{
+    a_sep(a);
+    a_put(a, v ? "t" : "f", 1);
+}
+
+/* An array element: quoted, with \ and " escaped; NULL unquoted. */
+static void a_text(abuf *a, const char *v)
+{
+    a_sep(a);
+    if (!v) {
+        a_put(a, "NULL", 4);
+        return;
+    }
+    a_put(a, "\"", 1);
+    const char *run = v;
+    for (const char *c = v; *c; c++) {
+        if (*c != '"' && *c != '\\') continue;
+        a_put(a, run, (size_t)(c - run));
+        a_put(a, "\\", 1);
+        run = c;
+    }
+    a_put(a, run, strlen(run));
+    a_put(a, "\"", 1);
+}
+
+static void a_end(abuf *a)
+{
+    if (a->first) a_put(a, "{", 1);
+    a_put(a, "}", 1);
+}
+
+#define INS_COLS 29
+#define UPD_COLS 21
+
+static const char *const SQL_INS =
+    "INSERT INTO tenq.jobs (" STORE_JOB_COLUMNS ") SELECT * FROM unnest($1::bigint[], "
+    "$2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bigint[], "
+    "$9::text[], $10::bigint[], $11::bigint[], $12::bigint[], $13::bigint[], $14::bigint[], "
+    "$15::bigint[], $16::bigint[], $17::bigint[], $18::text[], $19::text[], $20::text[], "
+    "$21::text[], $22::text[], $23::text[], $24::text[], $25::bigint[], $26::bigint[], "
+    "$27::boolean[], $28::bigint[], $29::bigint[])";
+
+static const char *const SQL_UPD =
+    "UPDATE tenq.jobs AS j SET priority = u.priority, state = u.state, attempts = u.attempts, "
+    "max_attempts = u.max_attempts, run_at = u.run_at, ready_at = u.ready_at, leased_at = "
+    "u.leased_at, started_at = u.started_at, finished_at = u.finished_at, worker = u.worker, "
+    "error = u.error, progress = u.progress, lease_token = u.lease_token, lease_until = "
+    "u.lease_until, cancel_requested = u.cancel_requested, merged_into = u.merged_into, "
+    "lane_seq = u.lane_seq, payloads = coalesce(u.payloads, j.payloads), result = "
+    "coalesce(u.result, j.result), stats = coalesce(u.stats, j.stats) FROM unnest($1::bigint[], "
+    "$2::bigint[], $3::text[], $4::bigint[], $5::bigint[], $6::bigint[], $7::bigint[], "
+    "$8::bigint[], $9::bigint[], $10::bigint[], $11::text[], $12::text[], $13::text[], "
+    "$14::bigint[], $15::bigint[], $16::boolean[], $17::bigint[], $18::bigint[], $19::text[], "
+    "$20::text[], $21::text[]) AS u(id, priority, state, attempts, max_attempts, run_at, "
+    "ready_at, leased_at, started_at, finished_at, worker, error, progress, lease_token, "
+    "lease_until, cancel_requested, merged_into, lane_seq, payloads, result, stats) "
+    "WHERE j.id = u.id";
+
+static const char *const SQL_DEL = "DELETE FROM tenq.jobs WHERE id = ANY($1::bigint[])";
+
+static void ins_row(abuf *c, const jrow *r)
+{
+    a_i64(&c[0], (long long)r->id);
+    a_text(&c[1], r->tenant);
+    a_text(&c[2], r->queue);
+    a_text(&c[3], r->type);
+    a_text(&c[4], r->key);
+    a_text(&c[5], r->args);
+    a_text(&c[6], r->payloads);
+    a_i64(&c[7], r->priority);
+    a_text(&c[8], engine_state_name((engine_state)r->state));
+    a_i64(&c[9], r->attempts);
+    a_i64(&c[10], r->max_attempts);
+    a_i64(&c[11], r->run_at);
+    a_i64(&c[12], r->created_at);
+    a_time(&c[13], r->ready_at);
+    a_time(&c[14], r->leased_at);
+    a_time(&c[15], r->started_at);
+    a_time(&c[16], r->finished_at);
+    a_text(&c[17], r->worker);
+    a_text(&c[18], r->error);
+    a_text(&c[19], r->result);
+    a_text(&c[20], r->stats);
+    a_text(&c[21], r->progress);
+    a_text(&c[22], r->unique_key);
+    a_text(&c[23], r->idem_key);
+    a_i64(&c[24], (long long)r->token);
+    a_time(&c[25], r->lease_until);
+    a_bool(&c[26], r->cancel_requested);
+    a_time(&c[27], (long long)r->merged_into);
+    a_i64(&c[28], (long long)r->lane_seq);
+}
+
+static void upd_row(abuf *c, const jrow *r)
+{
+    a_i64(&c[0], (long long)r->id);
+    a_i64(&c[1], r->priority);
+    a_text(&c[2], engine_state_name((engine_state)r->state));
+    a_i64(&c[3], r->attempts);
+    a_i64(&c[4], r->max_attempts);
+    a_i64(&c[5], r->run_at);
+    a_time(&c[6], r->ready_at);
+    a_time(&c[7], r->leased_at);
+    a_time(&c[8], r->started_at);
+    a_time(&c[9], r->finished_at);
+    a_text(&c[10], r->worker);
+    a_text(&c[11], r->error);
+    a_text(&c[12], r->progress);
+    a_i64(&c[13], (long long)r->token);
+    a_time(&c[14], r->lease_until);
+    a_bool(&c[15], r->cancel_requested);
+    a_time(&c[16], (long long)r->merged_into);
+    a_i64(&c[17], (long long)r->lane_seq);
+    a_text(&c[18], r->payloads);
+    a_text(&c[19], r->result);
+    a_text(&c[20], r->stats);
+}
+
+#define ROWS_PER_STATEMENT 5000
+
+/* Sends the rows as statements of up to ROWS_PER_STATEMENT rows; returns how
+ * many statements were sent, or -1. */
+static long send_rows(pg *p, const jrow *rows, size_t n, bool insert)
+{
+    int ncols = insert ? INS_COLS : UPD_COLS;
+    abuf cols[INS_COLS];
+    long sent = 0;
+    size_t i = 0;
+    while (i < n) {
+        memset(cols, 0, sizeof cols);
+        for (int c = 0; c < ncols; c++) cols[c].first = true;
+        size_t in_stmt = 0;
+        for (; i < n && in_stmt < ROWS_PER_STATEMENT; i++) {
+            if (rows[i].dropped) continue;
+            if (insert)
+                ins_row(cols, &rows[i]);
+            else
+                upd_row(cols, &rows[i]);
+            in_stmt++;
+        }
+        if (in_stmt) {
+            const char *vals[INS_COLS];
+            for (int c = 0; c < ncols; c++) {
+                a_end(&cols[c]);
+                vals[c] = cols[c].p;
+            }
+            int ok = PQsendQueryParams(p->w, insert ? SQL_INS : SQL_UPD, ncols, NULL, vals, NULL,
+                                       NULL, 0);
+            if (!ok) sent = -1;
+            if (ok) sent++;
+        }
+        for (int c = 0; c < ncols; c++) free(cols[c].p);
+        if (sent < 0) return -1;
+    }
+    return sent;
+}
+
+static long send_deletes(pg *p, const uint64_t *ids, size_t n)
+{
+    if (n == 0) return 0;
+    abuf a = {.first = true};
+    for (size_t i = 0; i < n; i++) a_i64(&a, (long long)ids[i]);
+    a_end(&a);
+    const char *v[1] = {a.p};
+    int ok = PQsendQueryParams(p->w, SQL_DEL, 1, NULL, v, NULL, NULL, 0);
+    free(a.p);
+    return ok ? 1 : -1;
+}
+
+/* Reads the results of `count` queued statements; the first error wins. */
+static int read_results(store_t *s, PGconn *c, size_t count, int rc)
+{
+    for (size_t i = 0; i < count; i++) {
+        PGresult *res;
+        bool first = true;
+        while ((res = PQgetResult(c)) != NULL) {
+            ExecStatusType st = PQresultStatus(res);
+            if (first && rc == 0 && st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
+                rc = st == PGRES_PIPELINE_ABORTED ? TENQ_EIO : fail(s, c, res, "writing");
+            first = false;
+            PQclear(res);
+        }
+        if (PQstatus(c) != CONNECTION_OK) return rc ? rc : fail(s, c, NULL, "writing");
+    }
+    return rc;
+}
+
+static int pg_apply(store_t *s, const store_group *g)
+{
+    pg *p = s->impl;
+    int rc = ensure_connected(s, p);
+    if (!rc) rc = prepare_all(s, p);
+    if (rc) return rc;
+    if (!PQenterPipelineMode(p->w)) return fail(s, p->w, NULL, "pipeline");
+    params ps;
+    long sent = 0;
+    for (size_t i = 0; i < g->nother && !rc; i++) {
+        int st = op_params(g->other_b[i], g->other[i], &ps);
+        if (!PQsendQueryPrepared(p->w, stmt_name[st], ps.n, ps.v, NULL, NULL, 0))
+            rc = fail(s, p->w, NULL, "sending");
+        else
+            sent++;
+        if (sent == CHUNK) {
+            /* Let the server flush what it has answered so far. */
+            if (!PQsendFlushRequest(p->w) || PQflush(p->w) != 0)
+                rc = fail(s, p->w, NULL, "sending");
+            else
+                rc = read_results(s, p->w, (size_t)sent, 0);
+            sent = 0;
+        }
+    }
+    long k;
+    if (!rc && (k = send_rows(p, g->ins, g->nins, true)) >= 0)
+        sent += k;
+    else if (!rc)
+        rc = fail(s, p->w, NULL, "sending");
+    if (!rc && (k = send_rows(p, g->upd, g->nupd, false)) >= 0)
+        sent += k;
+    else if (!rc)
+        rc = fail(s, p->w, NULL, "sending");
+    if (!rc && (k = send_deletes(p, g->del, g->ndel)) >= 0)
+        sent += k;
+    else if (!rc)
+        rc = fail(s, p->w, NULL, "sending");
+    /* Always end with a Sync, even after an error: it closes the pipeline and
+     * commits the group as one implicit transaction. */
+    if (!PQpipelineSync(p->w) && !rc) rc = fail(s, p->w, NULL, "sync");
+    rc = read_results(s, p->w, (size_t)sent, rc);
+    PGresult *res;
+    while (PQstatus(p->w) == CONNECTION_OK && (res = PQgetResult(p->w)) != NULL) {
+        ExecStatusType st = PQresultStatus(res);
+        PQclear(res);
+        if (st == PGRES_PIPELINE_SYNC) break;
+    }
+    if (PQstatus(p->w) != CONNECTION_OK) {
+        if (!rc) rc = fail(s, p->w, NULL, "commit");
+        return rc;
+    }
+    PQexitPipelineMode(p->w);
+    if (rc && PQtransactionStatus(p->w) != PQTRANS_IDLE) run(s, p->w, "ROLLBACK", "rollback");
+    return rc;
+}
+
+/* ---- reading ------------------------------------------------------------------------ */
+
+typedef struct pgrow {
+    PGresult *res;
+    int row;
+} pgrow;
+
+static bool acc_null(void *r, int c)
+{
+    pgrow *x = r;
+    return PQgetisnull(x->res, x->row, c);
+}
+static long long acc_i64(void *r, int c)
+{
+    pgrow *x = r;
+    const char *v = PQgetvalue(x->res, x->row, c);
+    if (v[0] == 't') return 1; /* booleans */
+    if (v[0] == 'f') return 0;
+    return strtoll(v, NULL, 10);
+}
+static const char *acc_text(void *r, int c)
+{
+    pgrow *x = r;
+    return PQgetvalue(x->res, x->row, c);
+}
+static const store_rowacc pg_acc = {acc_null, acc_i64, acc_text};
+
+static int load_settings(store_t *s, pg *p, engine_t *e, int64_t now, store_load_stats *st)
+{
+    PGresult *res = PQexec(p->w, "SELECT name, slots, weight FROM tenq.tenants");
+    if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+        int rc = fail(s, p->w, res, "loading tenants");
+        PQclear(res);
+        return rc;
+    }
+    for (int i = 0; i < PQntuples(res); i++) {
+        engine_tenant_settings ts = {PQgetisnull(res, i, 1)
+                                         ? ENGINE_UNLIMITED
+                                         : (uint32_t)strtoll(PQgetvalue(res, i, 1), NULL, 10),
+                                     (uint32_t)strtoll(PQgetvalue(res, i, 2), NULL, 10)};
+        engine_err err;
+        if (engine_tenant_set(e, now, PQgetvalue(res, i, 0), &ts, &err) != 0) {
+            store_set_err(s, "tenant %s: %s", PQgetvalue(res, i, 0), err.message);
+            PQclear(res);
+            return TENQ_ECORRUPT;
+        }
+        st->tenants++;
+    }
+    PQclear(res);
+    res = PQexec(p->w, "SELECT name, \"order\", delivery, lease_ms, max_attempts, backoff, "
+                       "backoff_base_ms, backoff_max_ms, merge, dedup_window_ms, retention_ms, "
+                       "max_payload_bytes, tenant_cap FROM tenq.queues");
+    if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+        int rc = fail(s, p->w, res, "loading queues");
+        PQclear(res);
+        return rc;
+    }
+    for (int i = 0; i < PQntuples(res); i++) {
+        pgrow r = {res, i};
+        engine_queue_settings qs;
+        engine_queue_settings_defaults(&qs);
+        int o = store_order_parse(acc_text(&r, 1));
+        int d = store_delivery_parse(acc_text(&r, 2));
+        int bk = store_backoff_parse(acc_text(&r, 5));
+        qs.order = (engine_order)o;
+        qs.delivery = (engine_delivery)d;
+        qs.lease_ms = acc_i64(&r, 3);
+        qs.max_attempts = (uint32_t)acc_i64(&r, 4);
+        qs.backoff = (engine_backoff_kind)bk;
+        qs.backoff_base_ms = acc_i64(&r, 6);
+        qs.backoff_max_ms = acc_i64(&r, 7);
+        qs.merge = acc_i64(&r, 8) != 0;
+        qs.dedup_window_ms = acc_i64(&r, 9);
+        qs.retention_ms = acc_i64(&r, 10);
+        qs.max_payload_bytes = (uint32_t)acc_i64(&r, 11);
+        qs.tenant_cap = acc_null(&r, 12) ? ENGINE_UNLIMITED : (uint32_t)acc_i64(&r, 12);
+        engine_err err = {0};
+        if (o < 0 || d < 0 || bk < 0 || engine_queue_set(e, now, acc_text(&r, 0), &qs, &err)) {
+            store_set_err(s, "queue %s has bad settings %s", acc_text(&r, 0), err.message);
+            PQclear(res);
+            return TENQ_ECORRUPT;
+        }
+        st->queues++;
+    }
+    PQclear(res);
+    return 0;
+}
+
+static int pg_load(store_t *s, engine_t *e, int64_t now, store_load_stats *st)
+{
+    pg *p = s->impl;
+    int rc = ensure_connected(s, p);
+    if (!rc) rc = run(s, p->w, "BEGIN ISOLATION LEVEL REPEATABLE READ", "loading");
+    if (!rc) rc = load_settings(s, p, e, now, st);
+    if (rc) goto out;
+    /* Stream the jobs row by row: a million rows never sit in memory twice. */
+    char *sql = store_sql(STORE_SQL_LOAD_JOBS, true);
+    int ok = PQsendQuery(p->w, sql);
+    free(sql);
+    if (!ok || !PQsetSingleRowMode(p->w)) {
+        rc = fail(s, p->w, NULL, "loading jobs");
+        goto out;
+    }
+    PGresult *res;
+    char msg[256];
+    while ((res = PQgetResult(p->w)) != NULL) {
+        ExecStatusType est = PQresultStatus(res);
+        if (est == PGRES_SINGLE_TUPLE && !rc) {
+            pgrow r = {res, 0};
+            engine_job_info in;
+            engine_payload *pl;
+            rc = store_row_to_job(&pg_acc, &r, &in, &pl, msg, sizeof msg);
+            engine_err err;
+            if (rc == 0 && engine_load_job(e, now, &in, &err) != 0) {
+                snprintf(msg, sizeof msg, "job %llu: %s", (unsigned long long)in.id, err.message);
+                rc = TENQ_ECORRUPT;
+            }
+            store_payloads_free(pl, in.n_payloads);
+            if (rc)
+                store_set_err(s, "loading: %s", msg);
+            else
+                st->jobs++;
+        } else if (est != PGRES_TUPLES_OK && est != PGRES_SINGLE_TUPLE && !rc) {
+            rc = fail(s, p->w, res, "loading jobs");
+        }
+        PQclear(res);
+    }
+    if (rc) goto out;
+    char q[256];
+    snprintf(q, sizeof q,
+             "SELECT tenant, key, job_id, state, duplicate, merged, created_at "
+             "FROM tenq.idempotency WHERE created_at > %lld",
+             (long long)(now - 24LL * 3600 * 1000));
+    res = PQexec(p->w, q);
+    if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+        rc = fail(s, p->w, res, "loading idempotency keys");
+        PQclear(res);
+        goto out;
+    }
+    for (int i = 0; i < PQntuples(res); i++) {
+        pgrow r = {res, i};
+        int state = engine_state_parse(acc_text(&r, 3));
+        engine_idem_info ii = {acc_text(&r, 0),
+                               acc_text(&r, 1),
+                               (uint64_t)acc_i64(&r, 2),
+                               state < 0 ? ENGINE_READY : (engine_state)state,
+                               acc_i64(&r, 4) != 0,
+                               acc_i64(&r, 5) != 0,
+                               acc_i64(&r, 6)};
+        if (engine_load_idem(e, &ii, NULL) == 0) st->idem++;
+    }
+    PQclear(res);
+    res = PQexec(p->w, "SELECT coalesce(max(id), 0) FROM tenq.jobs");
+    if (PQresultStatus(res) == PGRES_TUPLES_OK)
+        engine_set_next_id(e, (uint64_t)strtoll(PQgetvalue(res, 0, 0), NULL, 10) + 1);
+    PQclear(res);
+out:
+    if (PQstatus(p->w) == CONNECTION_OK) run(s, p->w, rc ? "ROLLBACK" : "COMMIT", "loading");
+    return rc;
+}
+
+static int pg_load_tokens(store_t *s, store_token_fn fn, void *ctx)
+{
+    pg *p = s->impl;
+    int rc = ensure_connected(s, p);
+    if (rc) return rc;
+    PGresult *res = PQexec(p->w, "SELECT id, hash, role, queues, created_at FROM tenq.tokens "
+                                 "WHERE revoked_at IS NULL ORDER BY id");
+    if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+        rc = fail(s, p->w, res, "loading tokens");
+        PQclear(res);
+        return rc;
+    }
+    for (int i = 0; i < PQntuples(res); i++) {
+        pgrow r = {res, i};
+        store_token t = {acc_i64(&r, 0),  acc_text(&r, 1),
+                         acc_text(&r, 2), acc_null(&r, 3) ? NULL : acc_text(&r, 3),
+                         acc_i64(&r, 4),  0};
+        fn(ctx, &t);
+    }
+    PQclear(res);
+    return 0;
+}
+
+static int pg_query(store_t *s, uint64_t id, const store_job_query *jq, rows_builder *rows)
+{
+    pg *p = s->impl;
+    if (PQstatus(p->r) != CONNECTION_OK) PQreset(p->r);
+    char sql[1024];
+    const char *vals[10];
+    char nums[3][24];
+    int nv = 0;
+    if (id) {
+        snprintf(nums[0], sizeof nums[0], "%llu", (unsigned long long)id);
+        vals[nv++] = nums[0];
+        snprintf(sql, sizeof sql, "SELECT " STORE_JOB_COLUMNS " FROM tenq.jobs WHERE id = $1");
+    } else {
+        int n = snprintf(sql, sizeof sql, "SELECT " STORE_JOB_COLUMNS " FROM tenq.jobs WHERE true");
+        const char *cols[4] = {"tenant", "queue", "type", "key"};
+        const char *src[4] = {jq->tenant, jq->queue, jq->type, jq->key};
+        for (int i = 0; i < 4; i++) {
+            if (!src[i]) continue;
+            vals[nv++] = src[i];
+            n += snprintf(sql + n, sizeof sql - (size_t)n, " AND %s = $%d", cols[i], nv);
+        }
+        if (jq->state >= 0) {
+            vals[nv++] = engine_state_name((engine_state)jq->state);
+            n += snprintf(sql + n, sizeof sql - (size_t)n, " AND state = $%d", nv);
+        }
+        if (jq->before_id) {
+            snprintf(nums[1], sizeof nums[1], "%llu", (unsigned long long)jq->before_id);
+            vals[nv++] = nums[1];
+            n += snprintf(sql + n, sizeof sql - (size_t)n, " AND id < $%d", nv);
+        }
+        snprintf(nums[2], sizeof nums[2], "%u", jq->limit ? jq->limit : 100);
+        vals[nv++] = nums[2];
+        snprintf(sql + n, sizeof sql - (size_t)n, " ORDER BY id DESC LIMIT $%d", nv);
+    }
+    PGresult *res = PQexecParams(p->r, sql, nv, NULL, vals, NULL, NULL, 0);
+    if (PQresultStatus(res) != PGRES_TUPLES_OK && PQstatus(p->r) != CONNECTION_OK) {
+        /* The server restarted since the last read: reads are safe to retry. */
+        PQclear(res);
+        PQreset(p->r);
+        res = PQexecParams(p->r, sql, nv, NULL, vals, NULL, NULL, 0);
+    }
+    if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+        int rc = fail(s, p->r, res, "query");
+        PQclear(res);
+        return rc;
+    }
+    int rc = 0;
+    char msg[256];
+    for (int i = 0; i < PQntuples(res) && !rc; i++) {
+        pgrow r = {res, i};
+        engine_job_info in;
+        engine_payload *pl;
+        rc = store_row_to_job(&pg_acc, &r, &in, &pl, msg, sizeof msg);
+        if (rc) {
+            store_set_err(s, "%s", msg);
+            break;
+        }
+        engine_job_info *o = rows_add(rows);
+        *o = in;
+#define COPY(f) o->f = rows_str(rows, in.f)
+        COPY(tenant);
+        COPY(queue);
+        COPY(type);
+        COPY(key);
+        COPY(args);
+        COPY(worker);
+        COPY(error);
+        COPY(result);
+        COPY(stats);
+        COPY(progress);
+        COPY(unique_key);
+        COPY(idempotency_key);
+#undef COPY
+        if (pl) {
+            rows_keep(rows, pl);
+            for (uint32_t k = 0; k < in.n_payloads; k++) rows_keep(rows, (void *)pl[k].data);
+        }
+    }
+    PQclear(res);
+    return rc;
+}
+
+static long pg_prune(store_t *s, int64_t now)
+{
+    pg *p = s->impl;
+    if (ensure_connected(s, p)) return TENQ_ECONNECT;
+    long limit = s->opts.retention_batch, done = 0;
+    int rc = run(s, p->w, "BEGIN", "retention");
+    if (rc) return rc;
+    PGresult *qs =
+        PQexec(p->w, "SELECT name, retention_ms FROM tenq.queues WHERE retention_ms > 0");
+    if (PQresultStatus(qs) != PGRES_TUPLES_OK) rc = fail(s, p->w, qs, "retention");
+    char *del_jobs = store_sql(STORE_SQL_PRUNE_JOBS, true);
+    char *del_idem = store_sql(STORE_SQL_PRUNE_IDEM, true);
+    for (int i = 0; !rc && i < PQntuples(qs) && done < limit; i++) {
+        char cut[24], lim[24];
+        snprintf(cut, sizeof cut, "%lld",
+                 (long long)(now - strtoll(PQgetvalue(qs, i, 1), NULL, 10)));
+        snprintf(lim, sizeof lim, "%ld", limit - done);
+        const char *v[3] = {PQgetvalue(qs, i, 0), cut, lim};
+        PGresult *r = PQexecParams(p->w, del_jobs, 3, NULL, v, NULL, NULL, 0);
+        if (PQresultStatus(r) != PGRES_COMMAND_OK)
+            rc = fail(s, p->w, r, "retention");
+        else
+            done += strtol(PQcmdTuples(r), NULL, 10);
+        PQclear(r);
+    }
+    PQclear(qs);
+    if (!rc && done < limit) {
+        char cut[24], lim[24];
+        snprintf(cut, sizeof cut, "%lld", (long long)(now - 24LL * 3600 * 1000));
+        snprintf(lim, sizeof lim, "%ld", limit - done);
+        const char *v[2] = {cut, lim};
+        PGresult *r = PQexecParams(p->w, del_idem, 2, NULL, v, NULL, NULL, 0);
+        if (PQresultStatus(r) != PGRES_COMMAND_OK)
+            rc = fail(s, p->w, r, "retention");
+        else
+            done += strtol(PQcmdTuples(r), NULL, 10);
+        PQclear(r);
+    }
+    free(del_jobs);
+    free(del_idem);
+    if (!rc) rc = run(s, p->w, "COMMIT", "retention");
+    if (rc) {
+        if (PQstatus(p->w) == CONNECTION_OK) run(s, p->w, "ROLLBACK", "rollback");
+        return rc;
+    }
+    return done;
+}
+
+static const store_driver pg_backend = {
+    .name = "postgres",
+    .apply = pg_apply,
+    .load = pg_load,
+    .load_tokens = pg_load_tokens,
+    .query = pg_query,
+    .prune = pg_prune,
+    .heal = pg_heal,
+    .close = pg_close,
+};

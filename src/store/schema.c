@@ -1,0 +1,228 @@
+/* The schema, once for both backends.  docs/schema.md documents it.
+ *
+ * Templates use $ID (the id column type), $I64 (64-bit integers), $BOOL,
+ * and $S (the schema prefix: "" in SQLite, "tenq." in PostgreSQL).  Each
+ * migration runs in its own transaction and records its version. */
+#include "schema.h"
+
+#include "base/xalloc.h"
+
+#include <string.h>
+
+static const char *const migrations[] = {
+    /* 1: the first layout */
+    "CREATE TABLE $Stenq_info (key TEXT PRIMARY KEY, value TEXT NOT NULL);\n"
+    "INSERT INTO $Stenq_info (key, value) VALUES ('application', 'tenq');\n"
+    "CREATE TABLE $Sschema_version (version $I64 PRIMARY KEY, applied_at $I64 NOT NULL);\n"
+    "CREATE TABLE $Stenants (\n"
+    "  name TEXT PRIMARY KEY,\n"
+    "  slots $I64,\n" /* NULL: unlimited */
+    "  weight $I64 NOT NULL,\n"
+    "  updated_at $I64 NOT NULL);\n"
+    "CREATE TABLE $Squeues (\n"
+    "  name TEXT PRIMARY KEY,\n"
+    "  \"order\" TEXT NOT NULL,\n"
+    "  delivery TEXT NOT NULL,\n"
+    "  lease_ms $I64 NOT NULL,\n"
+    "  max_attempts $I64 NOT NULL,\n"
+    "  backoff TEXT NOT NULL,\n"
+    "  backoff_base_ms $I64 NOT NULL,\n"
+    "  backoff_max_ms $I64 NOT NULL,\n"
+    "  merge $BOOL NOT NULL,\n"
+    "  dedup_window_ms $I64 NOT NULL,\n"
+    "  retention_ms $I64 NOT NULL,\n"
+    "  max_payload_bytes $I64 NOT NULL,\n"
+    "  tenant_cap $I64,\n" /* NULL: none */
+    "  updated_at $I64 NOT NULL);\n"
+    "CREATE TABLE $Sjobs (\n"
+    "  id $ID PRIMARY KEY,\n"
+    "  tenant TEXT NOT NULL,\n"
+    "  queue TEXT NOT NULL,\n"
+    "  type TEXT NOT NULL,\n"
+    "  key TEXT,\n"
+    "  args TEXT,\n"
+    "  payloads TEXT,\n"
+    "  priority $I64 NOT NULL,\n"
+    "  state TEXT NOT NULL,\n"
+    "  attempts $I64 NOT NULL,\n"
+    "  max_attempts $I64 NOT NULL,\n"
+    "  run_at $I64 NOT NULL,\n"
+    "  created_at $I64 NOT NULL,\n"
+    "  ready_at $I64,\n"
+    "  leased_at $I64,\n"
+    "  started_at $I64,\n"
+    "  finished_at $I64,\n"
+    "  worker TEXT,\n"
+    "  error TEXT,\n"
+    "  result TEXT,\n"
+    "  stats TEXT,\n"
+    "  progress TEXT,\n"
+    "  unique_key TEXT,\n"
+    "  idempotency_key TEXT,\n"
+    "  lease_token $I64 NOT NULL DEFAULT 0,\n"
+    "  lease_until $I64,\n"
+    "  cancel_requested $BOOL NOT NULL DEFAULT $FALSE);\n"
+    "CREATE INDEX jobs_live ON $Sjobs (id)\n"
+    "  WHERE state IN ('scheduled', 'blocked', 'ready', 'leased', 'running', 'dead');\n"
+    "CREATE INDEX jobs_tenant ON $Sjobs (tenant, id);\n"
+    "CREATE TABLE $Sidempotency (\n"
+    "  tenant TEXT NOT NULL,\n"
+    "  key TEXT NOT NULL,\n"
+    "  job_id $I64 NOT NULL,\n"
+    "  state TEXT NOT NULL,\n"
+    "  duplicate $BOOL NOT NULL,\n"
+    "  merged $BOOL NOT NULL,\n"
+    "  created_at $I64 NOT NULL,\n"
+    "  PRIMARY KEY (tenant, key));\n"
+    "CREATE TABLE $Stokens (\n"
+    "  id $ID PRIMARY KEY,\n"
+    "  hash TEXT NOT NULL UNIQUE,\n"
+    "  role TEXT NOT NULL,\n"
+    "  queues TEXT,\n"
+    "  created_at $I64 NOT NULL,\n"
+    "  revoked_at $I64);\n",
+
+    /* 2: merging (merged_into), lane order after requeue (lane_seq),
+     * recovery in lane order, and indexes for retention. */
+    "ALTER TABLE $Sjobs ADD COLUMN merged_into $I64;\n"
+    "ALTER TABLE $Sjobs ADD COLUMN lane_seq $I64;\n"
+    "UPDATE $Sjobs SET lane_seq = id;\n"
+    "DROP INDEX $Sjobs_live;\n"
+    "CREATE INDEX jobs_live ON $Sjobs (lane_seq) WHERE " STORE_LIVE ";\n"
+    "CREATE INDEX jobs_finished ON $Sjobs (queue, finished_at) WHERE " STORE_FINAL ";\n"
+    "CREATE INDEX idempotency_created ON $Sidempotency (created_at);\n",
+};
+
+int store_schema_versions(void)
+{
+    return (int)(sizeof(migrations) / sizeof(migrations[0]));
+}
+
+static void append(char **buf, size_t *len, size_t *cap, const char *s, size_t n)
+{
+    if (*len + n + 1 > *cap) {
+        while (*len + n + 1 > *cap) *cap = *cap ? *cap * 2 : 1024;
+        *buf = xrealloc(*buf, *cap);
+    }
+    memcpy(*buf + *len, s, n);
+    *len += n;
+    (*buf)[*len] = 0;
+}
+
+static char *expand(const char *t, bool pg);
+
+char *store_schema_sql(int version, bool pg)
+{
+    if (version < 1 || version > store_schema_versions()) return NULL;
+    return expand(migrations[version - 1], pg);
+}
+
+char *store_sql(const char *tmpl, bool pg)
+{
+    return expand(tmpl, pg);
+}
+
+static char *expand(const char *t, bool pg)
+{
+    static const struct {
+        const char *var, *sqlite, *pg;
+    } subst[] = {
+        {"$ID", "INTEGER", "BIGINT"},
+        {"$I64", "INTEGER", "BIGINT"},
+        {"$BOOL", "INTEGER", "BOOLEAN"},
+        {"$FALSE", "0", "false"},
+        {"$S", "", "tenq."},
+    };
+    char *out = NULL;
+    size_t len = 0, cap = 0;
+    append(&out, &len, &cap, "", 0);
+    while (*t) {
+        bool done = false;
+        if (*t == '$') {
+            for (size_t i = 0; i < sizeof(subst) / sizeof(subst[0]); i++) {
+                size_t vl = strlen(subst[i].var);
+                if (strncmp(t, subst[i].var, vl) == 0) {
+                    const char *r = pg ? subst[i].pg : subst[i].sqlite;
+                    append(&out, &len, &cap, r, strlen(r));
+                    t += vl;
+                    done = true;
+                    break;
+                }
+            }
+        }
+        if (!done && *t == '?' && pg) {
+            append(&out, &len, &cap, "$", 1); /* ?N -> $N */
+            t++;
+            done = true;
+        }
+        if (!done) append(&out, &len, &cap, t++, 1);
+    }
+    return out;
+}
+
+/* ---- rows --------------------------------------------------------------------- */
+
+#include "internal.h"
+
+#include <stdio.h>
+
+int store_row_to_job(const store_rowacc *a, void *row, engine_job_info *j,
+                     engine_payload **payloads, char *err, size_t errlen)
+{
+#define I64(c) (a->is_null(row, (c)) ? 0 : a->i64(row, (c)))
+#define TXT(c) (a->is_null(row, (c)) ? NULL : a->text(row, (c)))
+    memset(j, 0, sizeof(*j));
+    *payloads = NULL;
+    j->id = (uint64_t)I64(0);
+    j->tenant = TXT(1);
+    j->queue = TXT(2);
+    j->type = TXT(3);
+    j->key = TXT(4);
+    j->args = TXT(5);
+    j->args_len = j->args ? (uint32_t)strlen(j->args) : 0;
+    const char *pl = TXT(6);
+    j->priority = (int32_t)I64(7);
+    const char *st = TXT(8);
+    int state = st ? engine_state_parse(st) : -1;
+    if (state < 0) {
+        snprintf(err, errlen, "job %llu has an unknown state \"%s\"", (unsigned long long)j->id,
+                 st ? st : "(null)");
+        return TENQ_ECORRUPT;
+    }
+    j->state = (engine_state)state;
+    j->attempts = (uint32_t)I64(9);
+    j->max_attempts = (uint32_t)I64(10);
+    j->run_at = I64(11);
+    j->created_at = I64(12);
+    j->ready_at = I64(13);
+    j->leased_at = I64(14);
+    j->started_at = I64(15);
+    j->finished_at = I64(16);
+    j->worker = TXT(17);
+    j->error = TXT(18);
+    j->result = TXT(19);
+    j->stats = TXT(20);
+    j->progress = TXT(21);
+    j->unique_key = TXT(22);
+    j->idempotency_key = TXT(23);
+    j->token = (uint64_t)I64(24);
+    j->lease_until = I64(25);
+    j->cancel_requested = I64(26) != 0;
+    j->merged_into = (uint64_t)I64(27);
+    j->lane_seq = (uint64_t)I64(28);
+    if (!j->lane_seq) j->lane_seq = j->id;
+    if (pl) {
+        if (store_payloads_parse(pl, payloads, &j->n_payloads) != 0) {
+            snprintf(err, errlen, "job %llu has unreadable payloads", (unsigned long long)j->id);
+            return TENQ_ECORRUPT;
+        }
+        j->payloads = *payloads; /* never NULL, even for [] */
+    }
+    if (!j->tenant || !j->queue || !j->type) {
+        snprintf(err, errlen, "job %llu lacks tenant, queue or type", (unsigned long long)j->id);
+        return TENQ_ECORRUPT;
+    }
+    return 0;
+#undef I64
+#undef TXT
+}

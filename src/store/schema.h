@@ -1,0 +1,93 @@
+/* The schema shared by both backends, and reading a jobs row into an
+ * engine_job_info whatever the backend. */
+#ifndef TENQ_STORE_SCHEMA_H
+#define TENQ_STORE_SCHEMA_H
+
+#include "engine/engine.h"
+
+#include <stdbool.h>
+
+int store_schema_versions(void);
+/* The SQL of one migration for a backend (malloc'd), or NULL. */
+char *store_schema_sql(int version, bool pg);
+
+/* The columns of jobs, in the order every SELECT of a job uses. */
+#define STORE_JOB_COLUMNS                                                                          \
+    "id, tenant, queue, type, key, args, payloads, priority, state, attempts, max_attempts, "      \
+    "run_at, created_at, ready_at, leased_at, started_at, finished_at, worker, error, result, "    \
+    "stats, progress, unique_key, idempotency_key, lease_token, lease_until, cancel_requested, "   \
+    "merged_into, lane_seq"
+#define STORE_JOB_NCOLS 29
+
+/* The same, for INSERT: $1..$29 in this order. */
+#define STORE_JOB_INSERT_COLUMNS STORE_JOB_COLUMNS
+
+/* Statements, written once for both backends: $S is the schema prefix and
+ * ?N the N-th parameter (store_sql turns them into each backend's form). */
+/* Written as comparisons, not IN lists: SQLite evaluates an IN list of
+ * constants through a temporary table, built again on every row write that
+ * maintains a partial index (it cost two thirds of the write throughput). */
+#define STORE_LIVE  "(state <> 'succeeded' AND state <> 'cancelled' AND state <> 'merged')"
+#define STORE_FINAL "(state = 'succeeded' OR state = 'cancelled' OR state = 'merged')"
+
+#define STORE_SQL_INSERT_JOB                                                                       \
+    "INSERT INTO $Sjobs (" STORE_JOB_COLUMNS ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, " \
+    "?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, "   \
+    "?29)"
+#define STORE_SQL_UPDATE_JOB                                                                       \
+    "UPDATE $Sjobs SET priority = ?2, state = ?3, attempts = ?4, max_attempts = ?5, run_at = ?6, " \
+    "ready_at = ?7, leased_at = ?8, started_at = ?9, finished_at = ?10, worker = ?11, error = "    \
+    "?12, progress = ?13, lease_token = ?14, lease_until = ?15, cancel_requested = ?16, "          \
+    "merged_into = ?17, lane_seq = ?18, payloads = coalesce(?19, payloads), result = "             \
+    "coalesce(?20, result), stats = coalesce(?21, stats) WHERE id = ?1"
+#define STORE_SQL_DELETE_JOB "DELETE FROM $Sjobs WHERE id = ?1"
+#define STORE_SQL_UPSERT_TENANT                                                                    \
+    "INSERT INTO $Stenants (name, slots, weight, updated_at) VALUES (?1, ?2, ?3, ?4) "             \
+    "ON CONFLICT (name) DO UPDATE SET slots = excluded.slots, weight = excluded.weight, "          \
+    "updated_at = excluded.updated_at"
+#define STORE_SQL_UPSERT_QUEUE                                                                     \
+    "INSERT INTO $Squeues (name, \"order\", delivery, lease_ms, max_attempts, backoff, "           \
+    "backoff_base_ms, backoff_max_ms, merge, dedup_window_ms, retention_ms, max_payload_bytes, "   \
+    "tenant_cap, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, "     \
+    "?14) ON CONFLICT (name) DO UPDATE SET \"order\" = excluded.\"order\", delivery = "            \
+    "excluded.delivery, lease_ms = excluded.lease_ms, max_attempts = excluded.max_attempts, "      \
+    "backoff = excluded.backoff, backoff_base_ms = excluded.backoff_base_ms, backoff_max_ms = "    \
+    "excluded.backoff_max_ms, merge = excluded.merge, dedup_window_ms = "                          \
+    "excluded.dedup_window_ms, retention_ms = excluded.retention_ms, max_payload_bytes = "         \
+    "excluded.max_payload_bytes, tenant_cap = excluded.tenant_cap, updated_at = "                  \
+    "excluded.updated_at"
+#define STORE_SQL_UPSERT_IDEM                                                                      \
+    "INSERT INTO $Sidempotency (tenant, key, job_id, state, duplicate, merged, created_at) "       \
+    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT (tenant, key) DO UPDATE SET job_id = "        \
+    "excluded.job_id, state = excluded.state, duplicate = excluded.duplicate, merged = "           \
+    "excluded.merged, created_at = excluded.created_at"
+#define STORE_SQL_INSERT_TOKEN                                                                     \
+    "INSERT INTO $Stokens (id, hash, role, queues, created_at, revoked_at) VALUES (?1, ?2, ?3, "   \
+    "?4, ?5, ?6)"
+#define STORE_SQL_REVOKE_TOKEN "UPDATE $Stokens SET revoked_at = ?2 WHERE id = ?1"
+#define STORE_SQL_LOAD_JOBS                                                                        \
+    "SELECT " STORE_JOB_COLUMNS " FROM $Sjobs WHERE " STORE_LIVE " ORDER BY lane_seq"
+#define STORE_SQL_PRUNE_JOBS                                                                       \
+    "DELETE FROM $Sjobs WHERE id IN (SELECT id FROM $Sjobs WHERE queue = ?1 AND " STORE_FINAL      \
+    " AND finished_at < ?2 LIMIT ?3)"
+#define STORE_SQL_PRUNE_IDEM                                                                       \
+    "DELETE FROM $Sidempotency WHERE (tenant, key) IN (SELECT tenant, key FROM $Sidempotency "     \
+    "WHERE created_at < ?1 LIMIT ?2)"
+
+/* A statement for a backend (malloc'd). */
+char *store_sql(const char *tmpl, bool pg);
+
+/* How a backend hands over one result row. */
+typedef struct store_rowacc {
+    bool (*is_null)(void *row, int col);
+    long long (*i64)(void *row, int col);
+    const char *(*text)(void *row, int col);
+} store_rowacc;
+
+/* Fills j from a row (strings point into the row, payloads are parsed into
+ * *payloads which the caller frees with store_payloads_free).  Returns 0, or
+ * TENQ_ECORRUPT with a message in err. */
+int store_row_to_job(const store_rowacc *acc, void *row, engine_job_info *j,
+                     engine_payload **payloads, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,936 @@
+/* The SQLite backend: one file, WAL mode, synchronous=FULL by default.
+ *
+ * Every file is opened through a thin VFS of our own that forwards to the
+ * default one.  It exists for one reason: tests give it a byte budget, after
+ * which writes fail with SQLITE_FULL, so "the disk is full" is tested through
+ * SQLite's real error paths (beanstalkd's "replaced by tests to simulate
+ * failures" seam, placed under the database). */
+#include "internal.h"
+#include "schema.h"
+
+#include "base/xalloc.h"
+
+#include <errno.h>
+#include <sqlite3.h>
+#include <sys/stat.h>
+#include <time.h>
+
+enum {
+    ST_INS_JOB,
+    ST_UPD_JOB,
+    ST_DEL_JOB,
+    ST_TENANT,
+    ST_QUEUE,
+    ST_IDEM,
+    ST_TOKEN,
+    ST_REVOKE,
+    ST_N
+};
+
+typedef struct fault_file {
+    sqlite3_file base;
+    sqlite3_file *real;
+    long long *budget;
+} fault_file;
+
+typedef struct sq {
+    sqlite3 *db, *rdb;
+    sqlite3_vfs vfs;
+    sqlite3_vfs *real_vfs;
+    char vfs_name[64];
+    long long budget; /* -1: no limit */
+    sqlite3_stmt *st[ST_N];
+    char path[4096];
+} sq;
+
+/* ---- the VFS shim --------------------------------------------------------- */
+
+#define REAL(f) (((fault_file *)(f))->real)
+
+static int ff_close(sqlite3_file *f)
+{
+    return REAL(f)->pMethods->xClose(REAL(f));
+}
+static int ff_read(sqlite3_file *f, void *buf, int amt, sqlite3_int64 off)
+{
+    return REAL(f)->pMethods->xRead(REAL(f), buf, amt, off);
+}
+static int ff_write(sqlite3_file *f, const void *buf, int amt, sqlite3_int64 off)
+{
+    long long *b = ((fault_file *)f)->budget;
+    long long left = __atomic_load_n(b, __ATOMIC_RELAXED);
+    if (left >= 0) {
+        if (amt > left) return SQLITE_FULL;
+        __atomic_fetch_sub(b, amt, __ATOMIC_RELAXED);
+    }
+    return REAL(f)->pMethods->xWrite(REAL(f), buf, amt, off);
+}
+static int ff_truncate(sqlite3_file *f, sqlite3_int64 size)
+{
+    return REAL(f)->pMethods->xTruncate(REAL(f), size);
+}
+static int ff_sync(sqlite3_file *f, int flags)
+{
+    return REAL(f)->pMethods->xSync(REAL(f), flags);
+}
+static int ff_size(sqlite3_file *f, sqlite3_int64 *size)
+{
+    return REAL(f)->pMethods->xFileSize(REAL(f), size);
+}
+static int ff_lock(sqlite3_file *f, int l)
+{
+    return REAL(f)->pMethods->xLock(REAL(f), l);
+}
+static int ff_unlock(sqlite3_file *f, int l)
+{
+    return REAL(f)->pMethods->xUnlock(REAL(f), l);
+}
+static int ff_reserved(sqlite3_file *f, int *out)
+{
+    return REAL(f)->pMethods->xCheckReservedLock(REAL(f), out);
+}
+static int ff_fcntl(sqlite3_file *f, int op, void *arg)
+{
+    return REAL(f)->pMethods->xFileControl(REAL(f), op, arg);
+}
+static int ff_sector(sqlite3_file *f)
+{
+    return REAL(f)->pMethods->xSectorSize(REAL(f));
+}
+static int ff_devchar(sqlite3_file *f)
+{
+    return REAL(f)->pMethods->xDeviceCharacteristics(REAL(f));
+}
+static int ff_shm_map(sqlite3_file *f, int pg, int sz, int ext, void volatile **pp)
+{
+    return REAL(f)->pMethods->xShmMap(REAL(f), pg, sz, ext, pp);
+}
+static int ff_shm_lock(sqlite3_file *f, int off, int n, int flags)
+{
+    return REAL(f)->pMethods->xShmLock(REAL(f), off, n, flags);
+}
+static void ff_shm_barrier(sqlite3_file *f)
+{
+    REAL(f)->pMethods->xShmBarrier(REAL(f));
+}
+static int ff_shm_unmap(sqlite3_file *f, int del)
+{
+    return REAL(f)->pMethods->xShmUnmap(REAL(f), del);
+}
+static int ff_fetch(sqlite3_file *f, sqlite3_int64 off, int amt, void **pp)
+{
+    /* No memory-mapped reads: keep every access visible to the shim. */
+    (void)f;
+    (void)off;
+    (void)amt;
+    *pp = NULL;
+    return SQLITE_OK;
+}
+static int ff_unfetch(sqlite3_file *f, sqlite3_int64 off, void *p)
+{
+    (void)f;
+    (void)off;
+    (void)p;
+    return SQLITE_OK;
+}
+
+static const sqlite3_io_methods ff_methods = {
+    3,           ff_close,       ff_read,      ff_write, ff_truncate, ff_sync,    ff_size,
+    ff_lock,     ff_unlock,      ff_reserved,  ff_fcntl, ff_sector,   ff_devchar, ff_shm_map,
+    ff_shm_lock, ff_shm_barrier, ff_shm_unmap, ff_fetch, ff_unfetch,
+};
+
+static int fv_open(sqlite3_vfs *vfs, const char *name, sqlite3_file *f, int flags, int *out)
+{
+    sq *q = vfs->pAppData;
+    fault_file *ff = (fault_file *)f;
+    ff->real = (sqlite3_file *)(ff + 1);
+    ff->budget = &q->budget;
+    ff->base.pMethods = NULL;
+    int rc = q->real_vfs->xOpen(q->real_vfs, name, ff->real, flags, out);
+    if (rc == SQLITE_OK) ff->base.pMethods = &ff_methods;
+    return rc;
+}
+
+#define RV(v) (((sq *)(v)->pAppData)->real_vfs)
+static int fv_delete(sqlite3_vfs *v, const char *n, int sync)
+{
+    return RV(v)->xDelete(RV(v), n, sync);
+}
+static int fv_access(sqlite3_vfs *v, const char *n, int flags, int *out)
+{
+    return RV(v)->xAccess(RV(v), n, flags, out);
+}
+static int fv_fullpath(sqlite3_vfs *v, const char *n, int len, char *out)
+{
+    return RV(v)->xFullPathname(RV(v), n, len, out);
+}
+static void *fv_dlopen(sqlite3_vfs *v, const char *n)
+{
+    return RV(v)->xDlOpen(RV(v), n);
+}
+static void fv_dlerror(sqlite3_vfs *v, int n, char *msg)
+{
+    RV(v)->xDlError(RV(v), n, msg);
+}
+static void (*fv_dlsym(sqlite3_vfs *v, void *h, const char *s))(void)
+{
+    return RV(v)->xDlSym(RV(v), h, s);
+}
+static void fv_dlclose(sqlite3_vfs *v, void *h)
+{
+    RV(v)->xDlClose(RV(v), h);
+}
+static int fv_random(sqlite3_vfs *v, int n, char *out)
+{
+    return RV(v)->xRandomness(RV(v), n, out);
+}
+static int fv_sleep(sqlite3_vfs *v, int us)
+{
+    return RV(v)->xSleep(RV(v), us);
+}
+static int fv_time(sqlite3_vfs *v, double *out)
+{
+    return RV(v)->xCurrentTime(RV(v), out);
+}
+static int fv_lasterr(sqlite3_vfs *v, int n, char *out)
+{
+    return RV(v)->xGetLastError(RV(v), n, out);
+}
+static int fv_time64(sqlite3_vfs *v, sqlite3_int64 *out)
+{
+    return RV(v)->xCurrentTimeInt64(RV(v), out);
+}
+
+static int vfs_register(sq *q)
+{
+    q->real_vfs = sqlite3_vfs_find(NULL);
+    if (!q->real_vfs) return SQLITE_ERROR;
+    memset(&q->vfs, 0, sizeof(q->vfs));
+    q->vfs.iVersion = 2;
+    q->vfs.szOsFile = (int)sizeof(fault_file) + q->real_vfs->szOsFile;
+    q->vfs.mxPathname = q->real_vfs->mxPathname;
+    snprintf(q->vfs_name, sizeof(q->vfs_name), "tenq-%p", (void *)q);
+    q->vfs.zName = q->vfs_name;
+    q->vfs.pAppData = q;
+    q->vfs.xOpen = fv_open;
+    q->vfs.xDelete = fv_delete;
+    q->vfs.xAccess = fv_access;
+    q->vfs.xFullPathname = fv_fullpath;
+    q->vfs.xDlOpen = fv_dlopen;
+    q->vfs.xDlError = fv_dlerror;
+    q->vfs.xDlSym = fv_dlsym;
+    q->vfs.xDlClose = fv_dlclose;
+    q->vfs.xRandomness = fv_random;
+    q->vfs.xSleep = fv_sleep;
+    q->vfs.xCurrentTime = fv_time;
+    q->vfs.xGetLastError = fv_lasterr;
+    q->vfs.xCurrentTimeInt64 = fv_time64;
+    q->budget = -1;
+    return sqlite3_vfs_register(&q->vfs, 0);
+}
+
+void store_test_set_write_budget(store_t *s, long long bytes)
+{
+    if (strcmp(s->be->name, "sqlite") != 0) return;
+    sq *q = s->impl;
+    __atomic_store_n(&q->budget, bytes, __ATOMIC_RELAXED);
+}
+
+/* ---- errors ----------------------------------------------------------------- */
+
+static int map_rc(int rc)
+{
+    switch (rc & 0xff) {
+    case SQLITE_OK:
+    case SQLITE_DONE:
+    case SQLITE_ROW: return 0;
+    case SQLITE_FULL: return TENQ_ENOSPACE;
+    case SQLITE_CORRUPT: return TENQ_ECORRUPT;
+    case SQLITE_NOTADB: return TENQ_ENOT_TENQ;
+    case SQLITE_CONSTRAINT: return TENQ_ECONSTRAINT;
+    case SQLITE_NOMEM: return TENQ_ENOMEM;
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED: return TENQ_EUNAVAILABLE;
+    default: return TENQ_EIO;
+    }
+}
+
+static int fail(store_t *s, sqlite3 *db, int rc, const char *what)
+{
+    store_set_err(s, "sqlite: %s: %s", what, db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+    return map_rc(rc);
+}
+
+static int exec(sqlite3 *db, const char *sql)
+{
+    return sqlite3_exec(db, sql, NULL, NULL, NULL);
+}
+
+/* ---- opening and migrating ------------------------------------------------------ */
+
+static int mkdirs(const char *path)
+{
+    char buf[4096];
+    snprintf(buf, sizeof buf, "%s", path);
+    char *slash = strrchr(buf, '/');
+    if (!slash || slash == buf) return 0;
+    *slash = 0;
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = 0;
+        if (mkdir(buf, 0755) != 0 && errno != EEXIST) return -1;
+        *p = '/';
+    }
+    if (mkdir(buf, 0755) != 0 && errno != EEXIST) return -1;
+    return 0;
+}
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Returns the schema version (0 for an empty file) or a negative error. */
+static int current_version(sqlite3 *db, char *errbuf, size_t errlen, const char *path)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(db, "SELECT count(*) FROM sqlite_master", -1, &st, NULL);
+    if (rc == SQLITE_OK) rc = sqlite3_step(st);
+    if (rc != SQLITE_ROW) {
+        snprintf(errbuf, errlen, "%s is not a tenq database (%s)", path, sqlite3_errmsg(db));
+        sqlite3_finalize(st);
+        return (rc & 0xff) == SQLITE_NOTADB ? TENQ_ENOT_TENQ : map_rc(rc);
+    }
+    int tables = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    if (tables == 0) return 0;
+    rc = sqlite3_prepare_v2(db, "SELECT value FROM tenq_info WHERE key = 'application'", -1, &st,
+                            NULL);
+    bool ok = rc == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW &&
+              strcmp((const char *)sqlite3_column_text(st, 0), "tenq") == 0;
+    sqlite3_finalize(st);
+    if (!ok) {
+        snprintf(errbuf, errlen,
+                 "%s is not a tenq database: it is an SQLite file with other tables; "
+                 "point tenq at a new file",
+                 path);
+        return TENQ_ENOT_TENQ;
+    }
+    rc = sqlite3_prepare_v2(db, "SELECT max(version) FROM schema_version", -1, &st, NULL);
+    int v = -1;
+    if (rc == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW) v = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    if (v < 0) {
+        snprintf(errbuf, errlen, "%s: cannot read its schema version (%s)", path,
+                 sqlite3_errmsg(db));
+        return TENQ_ECORRUPT;
+    }
+    return v;
+}
+
+static int migrate(sqlite3 *db, int from, int to, char *errbuf, size_t errlen)
+{
+    for (int v = from + 1; v <= to; v++) {
+        char *sql = store_schema_sql(v, false);
+        char ins[128];
+        snprintf(ins, sizeof ins, "INSERT INTO schema_version VALUES (%d, %lld);", v,
+                 (long long)now_ms());
+        int rc = exec(db, "BEGIN IMMEDIATE");
+        if (rc == SQLITE_OK) rc = exec(db, sql);
+        if (rc == SQLITE_OK) rc = exec(db, ins);
+        if (rc == SQLITE_OK) rc = exec(db, "COMMIT");
+        free(sql);
+        if (rc != SQLITE_OK) {
+            snprintf(errbuf, errlen, "migration to schema version %d failed: %s", v,
+                     sqlite3_errmsg(db));
+            exec(db, "ROLLBACK");
+            return map_rc(rc);
+        }
+    }
+    return 0;
+}
+
+static const store_driver sqlite_backend;
+
+int store_sqlite_open(store_t *s, const char *path, char *errbuf, size_t errlen)
+{
+    if (!*path) {
+        snprintf(errbuf, errlen, "sqlite: empty path");
+        return TENQ_EINVALID;
+    }
+    sq *q = xcalloc(1, sizeof(*q));
+    snprintf(q->path, sizeof q->path, "%s", path);
+    snprintf(s->where, sizeof s->where, "%s", path);
+    int rc = 0;
+    if (mkdirs(path) != 0) {
+        snprintf(errbuf, errlen, "cannot create the folder for %s: %s", path, strerror(errno));
+        free(q);
+        return TENQ_EIO;
+    }
+    if (vfs_register(q) != SQLITE_OK) {
+        snprintf(errbuf, errlen, "sqlite: cannot register the VFS");
+        free(q);
+        return TENQ_EIO;
+    }
+    int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
+    int src = sqlite3_open_v2(path, &q->db, flags, q->vfs_name);
+    if (src != SQLITE_OK) {
+        snprintf(errbuf, errlen, "cannot open %s: %s", path,
+                 q->db ? sqlite3_errmsg(q->db) : sqlite3_errstr(src));
+        rc = map_rc(src);
+        goto fail;
+    }
+    sqlite3_busy_timeout(q->db, 5000);
+    int v = current_version(q->db, errbuf, errlen, path);
+    if (v < 0) {
+        rc = v;
+        goto fail;
+    }
+    int known = store_schema_versions();
+    if (v > known) {
+        snprintf(errbuf, errlen,
+                 "%s is from a newer tenq (schema version %d; this tenq knows up to %d): "
+                 "upgrade tenq",
+                 path, v, known);
+        rc = TENQ_EVERSION;
+        goto fail;
+    }
+    char pragmas[256];
+    snprintf(pragmas, sizeof pragmas,
+             "PRAGMA journal_mode=WAL; PRAGMA synchronous=%s; PRAGMA cache_size=-65536;"
+             "PRAGMA temp_store=MEMORY; PRAGMA mmap_size=0;",
+             s->opts.sync == STORE_SYNC_NORMAL ? "NORMAL" : "FULL");
+    src = exec(q->db, pragmas);
+    if (src != SQLITE_OK) {
+        snprintf(errbuf, errlen, "%s: %s", path, sqlite3_errmsg(q->db));
+        rc = map_rc(src);
+        goto fail;
+    }
+    int target = s->opts.max_version > 0 ? s->opts.max_version : known;
+    if (target > v && (rc = migrate(q->db, v, target, errbuf, errlen)) != 0) goto fail;
+    src = sqlite3_open_v2(path, &q->rdb, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, q->vfs_name);
+    if (src != SQLITE_OK) {
+        snprintf(errbuf, errlen, "cannot open %s for reading: %s", path, sqlite3_errstr(src));
+        rc = map_rc(src);
+        goto fail;
+    }
+    sqlite3_busy_timeout(q->rdb, 5000);
+    s->be = &sqlite_backend;
+    s->impl = q;
+    return 0;
+fail:
+    sqlite3_close(q->rdb);
+    sqlite3_close(q->db);
+    sqlite3_vfs_unregister(&q->vfs);
+    free(q);
+    return rc;
+}
+
+static void sq_close(store_t *s)
+{
+    sq *q = s->impl;
+    for (int i = 0; i < ST_N; i++) sqlite3_finalize(q->st[i]);
+    /* Fold the WAL into the file so the next start reads one file. */
+    sqlite3_wal_checkpoint_v2(q->db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
+    sqlite3_close(q->rdb);
+    sqlite3_close(q->db);
+    sqlite3_vfs_unregister(&q->vfs);
+    free(q);
+}
+
+/* ---- writing ----------------------------------------------------------------------- */
+
+static const char *const stmt_sql[ST_N] = {
+    [ST_INS_JOB] = STORE_SQL_INSERT_JOB, [ST_UPD_JOB] = STORE_SQL_UPDATE_JOB,
+    [ST_DEL_JOB] = STORE_SQL_DELETE_JOB, [ST_TENANT] = STORE_SQL_UPSERT_TENANT,
+    [ST_QUEUE] = STORE_SQL_UPSERT_QUEUE, [ST_IDEM] = STORE_SQL_UPSERT_IDEM,
+    [ST_TOKEN] = STORE_SQL_INSERT_TOKEN, [ST_REVOKE] = STORE_SQL_REVOKE_TOKEN,
+};
+
+static int prepare_all(store_t *s, sq *q)
+{
+    for (int i = 0; i < ST_N; i++) {
+        if (q->st[i]) continue;
+        char *sql = store_sql(stmt_sql[i], false);
+        int rc = sqlite3_prepare_v3(q->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &q->st[i], NULL);
+        free(sql);
+        if (rc != SQLITE_OK) return fail(s, q->db, rc, "prepare");
+    }
+    return 0;
+}
+
+static void bind_text(sqlite3_stmt *st, int i, const char *v)
+{
+    if (v)
+        sqlite3_bind_text(st, i, v, -1, SQLITE_STATIC);
+    else
+        sqlite3_bind_null(st, i);
+}
+
+static void bind_i64(sqlite3_stmt *st, int i, long long v)
+{
+    sqlite3_bind_int64(st, i, v);
+}
+
+/* 0 means "not yet": NULL in the table. */
+static void bind_time(sqlite3_stmt *st, int i, long long v)
+{
+    if (v)
+        sqlite3_bind_int64(st, i, v);
+    else
+        sqlite3_bind_null(st, i);
+}
+
+static void bind_insert(sqlite3_stmt *st, const jrow *r)
+{
+    bind_i64(st, 1, (long long)r->id);
+    bind_text(st, 2, r->tenant);
+    bind_text(st, 3, r->queue);
+    bind_text(st, 4, r->type);
+    bind_text(st, 5, r->key);
+    bind_text(st, 6, r->args);
+    bind_text(st, 7, r->payloads);
+    bind_i64(st, 8, r->priority);
+    bind_text(st, 9, engine_state_name((engine_state)r->state));
+    bind_i64(st, 10, r->attempts);
+    bind_i64(st, 11, r->max_attempts);
+    bind_i64(st, 12, r->run_at);
+    bind_i64(st, 13, r->created_at);
+    bind_time(st, 14, r->ready_at);
+    bind_time(st, 15, r->leased_at);
+    bind_time(st, 16, r->started_at);
+    bind_time(st, 17, r->finished_at);
+    bind_text(st, 18, r->worker);
+    bind_text(st, 19, r->error);
+    bind_text(st, 20, r->result);
+    bind_text(st, 21, r->stats);
+    bind_text(st, 22, r->progress);
+    bind_text(st, 23, r->unique_key);
+    bind_text(st, 24, r->idem_key);
+    bind_i64(st, 25, (long long)r->token);
+    bind_time(st, 26, r->lease_until);
+    bind_i64(st, 27, r->cancel_requested);
+    bind_time(st, 28, (long long)r->merged_into);
+    bind_i64(st, 29, (long long)r->lane_seq);
+}
+
+static void bind_update(sqlite3_stmt *st, const jrow *r)
+{
+    bind_i64(st, 1, (long long)r->id);
+    bind_i64(st, 2, r->priority);
+    bind_text(st, 3, engine_state_name((engine_state)r->state));
+    bind_i64(st, 4, r->attempts);
+    bind_i64(st, 5, r->max_attempts);
+    bind_i64(st, 6, r->run_at);
+    bind_time(st, 7, r->ready_at);
+    bind_time(st, 8, r->leased_at);
+    bind_time(st, 9, r->started_at);
+    bind_time(st, 10, r->finished_at);
+    bind_text(st, 11, r->worker);
+    bind_text(st, 12, r->error);
+    bind_text(st, 13, r->progress);
+    bind_i64(st, 14, (long long)r->token);
+    bind_time(st, 15, r->lease_until);
+    bind_i64(st, 16, r->cancel_requested);
+    bind_time(st, 17, (long long)r->merged_into);
+    bind_i64(st, 18, (long long)r->lane_seq);
+    bind_text(st, 19, r->payloads);
+    bind_text(st, 20, r->result);
+    bind_text(st, 21, r->stats);
+}
+
+/* Tenants, queues, idempotency keys, tokens. */
+static void bind_other(sqlite3_stmt *st, const store_batch *b, const store_op *o)
+{
+    switch (o->kind) {
+    case OP_TENANT:
+        bind_text(st, 1, bstr(b, o->u.tenant.name));
+        if (o->u.tenant.s.slots == ENGINE_UNLIMITED)
+            sqlite3_bind_null(st, 2);
+        else
+            bind_i64(st, 2, o->u.tenant.s.slots);
+        bind_i64(st, 3, o->u.tenant.s.weight);
+        bind_i64(st, 4, now_ms());
+        break;
+    case OP_QUEUE: {
+        const engine_queue_settings *q = &o->u.queue.s;
+        bind_text(st, 1, bstr(b, o->u.queue.name));
+        bind_text(st, 2, store_order_name(q->order));
+        bind_text(st, 3, store_delivery_name(q->delivery));
+        bind_i64(st, 4, q->lease_ms);
+        bind_i64(st, 5, q->max_attempts);
+        bind_text(st, 6, store_backoff_name(q->backoff));
+        bind_i64(st, 7, q->backoff_base_ms);
+        bind_i64(st, 8, q->backoff_max_ms);
+        bind_i64(st, 9, q->merge);
+        bind_i64(st, 10, q->dedup_window_ms);
+        bind_i64(st, 11, q->retention_ms);
+        bind_i64(st, 12, q->max_payload_bytes);
+        if (q->tenant_cap == ENGINE_UNLIMITED)
+            sqlite3_bind_null(st, 13);
+        else
+            bind_i64(st, 13, q->tenant_cap);
+        bind_i64(st, 14, now_ms());
+        break;
+    }
+    case OP_IDEM:
+        bind_text(st, 1, bstr(b, o->u.idem.tenant));
+        bind_text(st, 2, bstr(b, o->u.idem.key));
+        bind_i64(st, 3, (long long)o->u.idem.id);
+        bind_text(st, 4, engine_state_name((engine_state)o->u.idem.state));
+        bind_i64(st, 5, o->u.idem.duplicate);
+        bind_i64(st, 6, o->u.idem.merged);
+        bind_i64(st, 7, o->u.idem.created_at);
+        break;
+    case OP_TOKEN:
+        bind_i64(st, 1, o->u.token.id);
+        bind_text(st, 2, bstr(b, o->u.token.hash));
+        bind_text(st, 3, bstr(b, o->u.token.role));
+        bind_text(st, 4, bstr(b, o->u.token.queues));
+        bind_i64(st, 5, o->u.token.created_at);
+        bind_time(st, 6, o->u.token.revoked_at);
+        break;
+    case OP_TOKEN_REVOKE:
+        bind_i64(st, 1, o->u.token.id);
+        bind_i64(st, 2, o->u.token.revoked_at);
+        break;
+    default: break; /* job rows are bound by bind_insert and bind_update */
+    }
+}
+
+static const int op_stmt[] = {
+    [OP_JOB_INSERT] = ST_INS_JOB, [OP_JOB_UPDATE] = ST_UPD_JOB,  [OP_JOB_DELETE] = ST_DEL_JOB,
+    [OP_TENANT] = ST_TENANT,      [OP_QUEUE] = ST_QUEUE,         [OP_IDEM] = ST_IDEM,
+    [OP_TOKEN] = ST_TOKEN,        [OP_TOKEN_REVOKE] = ST_REVOKE,
+};
+
+/* Steps one statement; on failure rolls back and says why. */
+static int step(store_t *s, sq *q, sqlite3_stmt *st, const char *what)
+{
+    int src = sqlite3_step(st);
+    sqlite3_reset(st);
+    if (src == SQLITE_DONE) return 0;
+    int rc = fail(s, q->db, src, what);
+    exec(q->db, "ROLLBACK");
+    return rc;
+}
+
+static int sq_apply(store_t *s, const store_group *g)
+{
+    sq *q = s->impl;
+    int rc = prepare_all(s, q);
+    if (rc) return rc;
+    int src = exec(q->db, "BEGIN IMMEDIATE");
+    if (src != SQLITE_OK) return fail(s, q->db, src, "begin");
+    for (size_t i = 0; i < g->nother; i++) {
+        sqlite3_stmt *st = q->st[op_stmt[g->other[i]->kind]];
+        bind_other(st, g->other_b[i], g->other[i]);
+        if ((rc = step(s, q, st, "writing"))) return rc;
+    }
+    for (size_t i = 0; i < g->nins; i++) {
+        if (g->ins[i].dropped) continue;
+        bind_insert(q->st[ST_INS_JOB], &g->ins[i]);
+        if ((rc = step(s, q, q->st[ST_INS_JOB], "writing a job"))) return rc;
+    }
+    for (size_t i = 0; i < g->nupd; i++) {
+        if (g->upd[i].dropped) continue;
+        bind_update(q->st[ST_UPD_JOB], &g->upd[i]);
+        if ((rc = step(s, q, q->st[ST_UPD_JOB], "updating a job"))) return rc;
+    }
+    for (size_t i = 0; i < g->ndel; i++) {
+        bind_i64(q->st[ST_DEL_JOB], 1, (long long)g->del[i]);
+        if ((rc = step(s, q, q->st[ST_DEL_JOB], "deleting a job"))) return rc;
+    }
+    src = exec(q->db, "COMMIT");
+    if (src != SQLITE_OK) {
+        rc = fail(s, q->db, src, "commit");
+        exec(q->db, "ROLLBACK");
+        return rc;
+    }
+    return 0;
+}
+
+/* ---- reading rows ------------------------------------------------------------------- */
+
+static bool acc_null(void *row, int c)
+{
+    return sqlite3_column_type(row, c) == SQLITE_NULL;
+}
+static long long acc_i64(void *row, int c)
+{
+    return sqlite3_column_int64(row, c);
+}
+static const char *acc_text(void *row, int c)
+{
+    return (const char *)sqlite3_column_text(row, c);
+}
+static const store_rowacc sq_acc = {acc_null, acc_i64, acc_text};
+
+static int load_settings(store_t *s, sq *q, engine_t *e, int64_t now, store_load_stats *st)
+{
+    sqlite3_stmt *t = NULL;
+    int rc = sqlite3_prepare_v2(q->db, "SELECT name, slots, weight FROM tenants", -1, &t, NULL);
+    if (rc != SQLITE_OK) return fail(s, q->db, rc, "loading tenants");
+    while ((rc = sqlite3_step(t)) == SQLITE_ROW) {
+        engine_tenant_settings ts = {sqlite3_column_type(t, 1) == SQLITE_NULL
+                                         ? ENGINE_UNLIMITED
+                                         : (uint32_t)sqlite3_column_int64(t, 1),
+                                     (uint32_t)sqlite3_column_int64(t, 2)};
+        engine_err err;
+        if (engine_tenant_set(e, now, (const char *)sqlite3_column_text(t, 0), &ts, &err) != 0) {
+            store_set_err(s, "tenant %s: %s", sqlite3_column_text(t, 0), err.message);
+            sqlite3_finalize(t);
+            return TENQ_ECORRUPT;
+        }
+        st->tenants++;
+    }
+    sqlite3_finalize(t);
+    if (rc != SQLITE_DONE) return fail(s, q->db, rc, "loading tenants");
+    rc = sqlite3_prepare_v2(q->db,
+                            "SELECT name, \"order\", delivery, lease_ms, max_attempts, backoff, "
+                            "backoff_base_ms, backoff_max_ms, merge, dedup_window_ms, "
+                            "retention_ms, max_payload_bytes, tenant_cap FROM queues",
+                            -1, &t, NULL);
+    if (rc != SQLITE_OK) return fail(s, q->db, rc, "loading queues");
+    while ((rc = sqlite3_step(t)) == SQLITE_ROW) {
+        engine_queue_settings qs;
+        engine_queue_settings_defaults(&qs);
+        int o = store_order_parse((const char *)sqlite3_column_text(t, 1));
+        int d = store_delivery_parse((const char *)sqlite3_column_text(t, 2));
+        int bk = store_backoff_parse((const char *)sqlite3_column_text(t, 5));
+        qs.order = (engine_order)o;
+        qs.delivery = (engine_delivery)d;
+        qs.lease_ms = sqlite3_column_int64(t, 3);
+        qs.max_attempts = (uint32_t)sqlite3_column_int64(t, 4);
+        qs.backoff = (engine_backoff_kind)bk;
+        qs.backoff_base_ms = sqlite3_column_int64(t, 6);
+        qs.backoff_max_ms = sqlite3_column_int64(t, 7);
+        qs.merge = sqlite3_column_int64(t, 8) != 0;
+        qs.dedup_window_ms = sqlite3_column_int64(t, 9);
+        qs.retention_ms = sqlite3_column_int64(t, 10);
+        qs.max_payload_bytes = (uint32_t)sqlite3_column_int64(t, 11);
+        qs.tenant_cap = sqlite3_column_type(t, 12) == SQLITE_NULL
+                            ? ENGINE_UNLIMITED
+                            : (uint32_t)sqlite3_column_int64(t, 12);
+        engine_err err = {0};
+        if (o < 0 || d < 0 || bk < 0 ||
+            engine_queue_set(e, now, (const char *)sqlite3_column_text(t, 0), &qs, &err) != 0) {
+            store_set_err(s, "queue %s has bad settings %s", sqlite3_column_text(t, 0),
+                          err.message);
+            sqlite3_finalize(t);
+            return TENQ_ECORRUPT;
+        }
+        st->queues++;
+    }
+    sqlite3_finalize(t);
+    if (rc != SQLITE_DONE) return fail(s, q->db, rc, "loading queues");
+    return 0;
+}
+
+static int sq_load(store_t *s, engine_t *e, int64_t now, store_load_stats *st)
+{
+    sq *q = s->impl;
+    int rc = load_settings(s, q, e, now, st);
+    if (rc) return rc;
+    sqlite3_stmt *t = NULL;
+    char *sql = store_sql(STORE_SQL_LOAD_JOBS, false);
+    int src = sqlite3_prepare_v2(q->db, sql, -1, &t, NULL);
+    free(sql);
+    if (src != SQLITE_OK) return fail(s, q->db, src, "loading jobs");
+    char msg[256];
+    while ((src = sqlite3_step(t)) == SQLITE_ROW) {
+        engine_job_info in;
+        engine_payload *pl;
+        rc = store_row_to_job(&sq_acc, t, &in, &pl, msg, sizeof msg);
+        engine_err err;
+        if (rc == 0 && engine_load_job(e, now, &in, &err) != 0) {
+            snprintf(msg, sizeof msg, "job %llu: %s", (unsigned long long)in.id, err.message);
+            rc = TENQ_ECORRUPT;
+        }
+        store_payloads_free(pl, in.n_payloads);
+        if (rc) {
+            store_set_err(s, "loading: %s", msg);
+            sqlite3_finalize(t);
+            return rc;
+        }
+        st->jobs++;
+    }
+    sqlite3_finalize(t);
+    if (src != SQLITE_DONE) return fail(s, q->db, src, "loading jobs");
+
+    src = sqlite3_prepare_v2(q->db,
+                             "SELECT tenant, key, job_id, state, duplicate, merged, created_at "
+                             "FROM idempotency WHERE created_at > ?",
+                             -1, &t, NULL);
+    if (src != SQLITE_OK) return fail(s, q->db, src, "loading idempotency keys");
+    sqlite3_bind_int64(t, 1, now - 24LL * 3600 * 1000);
+    while ((src = sqlite3_step(t)) == SQLITE_ROW) {
+        int state = engine_state_parse((const char *)sqlite3_column_text(t, 3));
+        engine_idem_info ii = {(const char *)sqlite3_column_text(t, 0),
+                               (const char *)sqlite3_column_text(t, 1),
+                               (uint64_t)sqlite3_column_int64(t, 2),
+                               state < 0 ? ENGINE_READY : (engine_state)state,
+                               sqlite3_column_int64(t, 4) != 0,
+                               sqlite3_column_int64(t, 5) != 0,
+                               sqlite3_column_int64(t, 6)};
+        if (engine_load_idem(e, &ii, NULL) == 0) st->idem++;
+    }
+    sqlite3_finalize(t);
+    if (src != SQLITE_DONE) return fail(s, q->db, src, "loading idempotency keys");
+
+    src = sqlite3_prepare_v2(q->db, "SELECT max(id) FROM jobs", -1, &t, NULL);
+    if (src == SQLITE_OK && sqlite3_step(t) == SQLITE_ROW)
+        engine_set_next_id(e, (uint64_t)sqlite3_column_int64(t, 0) + 1);
+    sqlite3_finalize(t);
+    return 0;
+}
+
+static int sq_load_tokens(store_t *s, store_token_fn fn, void *ctx)
+{
+    sq *q = s->impl;
+    sqlite3_stmt *t = NULL;
+    int src = sqlite3_prepare_v2(q->db,
+                                 "SELECT id, hash, role, queues, created_at FROM tokens "
+                                 "WHERE revoked_at IS NULL ORDER BY id",
+                                 -1, &t, NULL);
+    if (src != SQLITE_OK) return fail(s, q->db, src, "loading tokens");
+    while ((src = sqlite3_step(t)) == SQLITE_ROW) {
+        store_token tk = {sqlite3_column_int64(t, 0),
+                          (const char *)sqlite3_column_text(t, 1),
+                          (const char *)sqlite3_column_text(t, 2),
+                          (const char *)sqlite3_column_text(t, 3),
+                          sqlite3_column_int64(t, 4),
+                          0};
+        fn(ctx, &tk);
+    }
+    sqlite3_finalize(t);
+    return src == SQLITE_DONE ? 0 : fail(s, q->db, src, "loading tokens");
+}
+
+static int sq_query(store_t *s, uint64_t id, const store_job_query *jq, rows_builder *rows)
+{
+    sq *q = s->impl;
+    char sql[1024];
+    const char *binds[8];
+    int nb = 0;
+    if (id) {
+        snprintf(sql, sizeof sql, "SELECT " STORE_JOB_COLUMNS " FROM jobs WHERE id = ?");
+    } else {
+        int n = snprintf(sql, sizeof sql, "SELECT " STORE_JOB_COLUMNS " FROM jobs WHERE 1=1");
+        const char *cols[4] = {"tenant", "queue", "type", "key"};
+        const char *vals[4] = {jq->tenant, jq->queue, jq->type, jq->key};
+        for (int i = 0; i < 4; i++) {
+            if (!vals[i]) continue;
+            n += snprintf(sql + n, sizeof sql - (size_t)n, " AND %s = ?", cols[i]);
+            binds[nb++] = vals[i];
+        }
+        if (jq->state >= 0) {
+            n += snprintf(sql + n, sizeof sql - (size_t)n, " AND state = ?");
+            binds[nb++] = engine_state_name((engine_state)jq->state);
+        }
+        if (jq->before_id) n += snprintf(sql + n, sizeof sql - (size_t)n, " AND id < ?");
+        snprintf(sql + n, sizeof sql - (size_t)n, " ORDER BY id DESC LIMIT ?");
+    }
+    sqlite3_stmt *t = NULL;
+    int src = sqlite3_prepare_v2(q->rdb, sql, -1, &t, NULL);
+    if (src != SQLITE_OK) return fail(s, q->rdb, src, "query");
+    int bi = 1;
+    if (id) {
+        sqlite3_bind_int64(t, bi++, (long long)id);
+    } else {
+        for (int i = 0; i < nb; i++) sqlite3_bind_text(t, bi++, binds[i], -1, SQLITE_STATIC);
+        if (jq->before_id) sqlite3_bind_int64(t, bi++, (long long)jq->before_id);
+        sqlite3_bind_int64(t, bi++, jq->limit ? jq->limit : 100);
+    }
+    char msg[256];
+    int rc = 0;
+    while ((src = sqlite3_step(t)) == SQLITE_ROW) {
+        engine_job_info in;
+        engine_payload *pl;
+        rc = store_row_to_job(&sq_acc, t, &in, &pl, msg, sizeof msg);
+        if (rc) {
+            store_set_err(s, "%s", msg);
+            break;
+        }
+        engine_job_info *o = rows_add(rows);
+        *o = in;
+#define COPY(f) o->f = rows_str(rows, in.f)
+        COPY(tenant);
+        COPY(queue);
+        COPY(type);
+        COPY(key);
+        COPY(args);
+        COPY(worker);
+        COPY(error);
+        COPY(result);
+        COPY(stats);
+        COPY(progress);
+        COPY(unique_key);
+        COPY(idempotency_key);
+#undef COPY
+        if (pl) {
+            rows_keep(rows, pl);
+            for (uint32_t i = 0; i < in.n_payloads; i++) rows_keep(rows, (void *)pl[i].data);
+        }
+    }
+    sqlite3_finalize(t);
+    if (rc) return rc;
+    return src == SQLITE_DONE ? 0 : fail(s, q->rdb, src, "query");
+}
+
+static long sq_prune(store_t *s, int64_t now)
+{
+    sq *q = s->impl;
+    long limit = s->opts.retention_batch, done = 0;
+    sqlite3_stmt *qs = NULL, *del = NULL;
+    int src = exec(q->db, "BEGIN IMMEDIATE");
+    if (src != SQLITE_OK) return fail(s, q->db, src, "retention");
+    src = sqlite3_prepare_v2(q->db, "SELECT name, retention_ms FROM queues WHERE retention_ms > 0",
+                             -1, &qs, NULL);
+    char *sql = store_sql(STORE_SQL_PRUNE_JOBS, false);
+    if (src == SQLITE_OK) src = sqlite3_prepare_v2(q->db, sql, -1, &del, NULL);
+    free(sql);
+    while (src == SQLITE_OK && done < limit && sqlite3_step(qs) == SQLITE_ROW) {
+        sqlite3_bind_text(del, 1, (const char *)sqlite3_column_text(qs, 0), -1, SQLITE_TRANSIENT);
+        sqlite3_bind_int64(del, 2, now - sqlite3_column_int64(qs, 1));
+        sqlite3_bind_int64(del, 3, limit - done);
+        if (sqlite3_step(del) != SQLITE_DONE) src = sqlite3_errcode(q->db);
+        done += sqlite3_changes(q->db);
+        sqlite3_reset(del);
+    }
+    sqlite3_finalize(qs);
+    sqlite3_finalize(del);
+    if (src == SQLITE_OK && done < limit) {
+        sql = store_sql(STORE_SQL_PRUNE_IDEM, false);
+        src = sqlite3_prepare_v2(q->db, sql, -1, &del, NULL);
+        free(sql);
+        if (src == SQLITE_OK) {
+            sqlite3_bind_int64(del, 1, now - 24LL * 3600 * 1000);
+            sqlite3_bind_int64(del, 2, limit - done);
+            if (sqlite3_step(del) != SQLITE_DONE) src = sqlite3_errcode(q->db);
+            done += sqlite3_changes(q->db);
+            sqlite3_finalize(del);
+        }
+    }
+    if (src == SQLITE_OK) src = exec(q->db, "COMMIT");
+    if (src != SQLITE_OK) {
+        long rc = fail(s, q->db, src, "retention");
+        exec(q->db, "ROLLBACK");
+        return rc;
+    }
+    return done;
+}
+
+static const store_driver sqlite_backend = {
+    .name = "sqlite",
+    .apply = sq_apply,
+    .load = sq_load,
+    .load_tokens = sq_load_tokens,
+    .query = sq_query,
+    .prune = sq_prune,
+    .heal = NULL,
+    .close = sq_close,
+};

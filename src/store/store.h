@@ -1,0 +1,169 @@
+/* store — durability.  One interface, two backends: SQLite (embedded, the
+ * default) and PostgreSQL (a real server, what several tenq servers share).
+ *
+ * Writes: the caller turns the engine's changes into a batch and hands it
+ * over (store_commit).  A writer thread takes every batch that is waiting,
+ * writes them all in one transaction, commits with one fsync, and reports
+ * each batch's outcome through the event fd: "group commit".  Batches are
+ * committed in the order handed over.  A batch that fails is never reported
+ * committed; after a failure every batch handed over before
+ * store_clear_failure() fails too, since it was built on changes that were
+ * not kept (the caller rebuilds its engine with store_load, then clears).
+ *
+ * Reads (a job, a page of jobs) run on a reader thread with their own
+ * connection and report through the same event fd, so a slow query never
+ * stalls the caller's event loop.
+ *
+ * Threads: every function is called from one thread (the caller's event
+ * loop); callbacks run in store_dispatch() on that thread.
+ *
+ * Errors: 0 or a negative TENQ_E* code; store_errmsg() tells more.
+ * Ownership: batches are owned by the store once handed to store_commit;
+ * rows given to read callbacks are valid during the callback only.
+ */
+#ifndef TENQ_STORE_H
+#define TENQ_STORE_H
+
+#include "engine/engine.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct store store_t;
+typedef struct store_batch store_batch;
+
+#define STORE_SCHEMA_VERSION 2
+
+typedef enum { STORE_SYNC_FULL, STORE_SYNC_NORMAL } store_sync;
+
+typedef struct store_opts {
+    /* SQLite: FULL (default) fsyncs every commit, so an acknowledged job
+     * survives power loss.  NORMAL fsyncs only at checkpoints: a crash of
+     * the process loses nothing, but a power cut or kernel crash may lose
+     * the last commits (acknowledged ones included). */
+    store_sync sync;
+    /* Tests: migrate only up to this version (0: the newest). */
+    int max_version;
+    /* Retention runs in the background unless this is set. */
+    bool no_retention;
+    /* Rows a retention step deletes at most (default 1000). */
+    int retention_batch;
+} store_opts;
+
+/* Opens "sqlite:PATH" (or a bare path ending in .db) or "postgresql://..."
+ * / "postgres://...", creating or migrating the schema.  A file that is not
+ * a tenq database, or one from a newer tenq, is refused (TENQ_ENOT_TENQ,
+ * TENQ_EVERSION) with a message saying so in errbuf. */
+int store_open(const char *url, const store_opts *opts, store_t **out, char *errbuf, size_t errlen);
+/* Waits for batches already handed over, stops the threads, closes. */
+void store_close(store_t *s);
+const char *store_backend(const store_t *s); /* "sqlite" or "postgres" */
+const char *store_errmsg(const store_t *s);  /* the last error, for people */
+/* Where it is: the file path, or the PostgreSQL host:port/db. */
+const char *store_where(const store_t *s);
+
+/* ---- batches ----------------------------------------------------------- */
+
+store_batch *store_batch_new(void);
+void store_batch_free(store_batch *b); /* NULL is fine */
+size_t store_batch_ops(const store_batch *b);
+/* A job row: every field when fields has ENGINE_JF_NEW, else the mutable
+ * ones (payloads when ENGINE_JF_PAYLOADS, result and stats when
+ * ENGINE_JF_RESULT).  The job's data is copied. */
+void store_batch_job(store_batch *b, const engine_job_info *j, uint32_t fields);
+void store_batch_job_delete(store_batch *b, uint64_t id);
+void store_batch_tenant(store_batch *b, const char *name, const engine_tenant_settings *s);
+void store_batch_queue(store_batch *b, const char *name, const engine_queue_settings *s);
+void store_batch_idem(store_batch *b, const engine_idem_info *i);
+
+typedef struct store_token {
+    int64_t id;
+    const char *hash;   /* hex SHA-256 of the secret; the secret is never stored */
+    const char *role;   /* "admin", "worker", "tenant:NAME" */
+    const char *queues; /* JSON array or NULL (all) */
+    int64_t created_at;
+    int64_t revoked_at; /* 0: live */
+} store_token;
+void store_batch_token(store_batch *b, const store_token *t);
+void store_batch_token_revoke(store_batch *b, int64_t id, int64_t at);
+
+/* Appends every change in the engine's change list (not clearing it). */
+void store_batch_changes(store_batch *b, engine_t *e);
+
+/* Hands the batch over (the store owns it from now) and returns its
+ * sequence number; the outcome comes to on_commit in store_dispatch(). */
+uint64_t store_commit(store_t *s, store_batch *b);
+/* Hands over and waits: 0 once committed, or the error. */
+int store_commit_wait(store_t *s, store_batch *b);
+
+typedef void (*store_commit_fn)(void *ctx, uint64_t seq, int rc);
+void store_on_commit(store_t *s, store_commit_fn fn, void *ctx);
+/* Readable when outcomes or read results wait; then call store_dispatch. */
+int store_event_fd(const store_t *s);
+/* Runs the callbacks of everything that finished; returns how many. */
+size_t store_dispatch(store_t *s);
+/* The highest sequence number known committed (every lower one is too,
+ * unless it failed). */
+uint64_t store_committed_seq(const store_t *s);
+/* Transactions committed and batches in them since open (group commit:
+ * batches / transactions is how many shared each fsync). */
+void store_counters(const store_t *s, uint64_t *transactions, uint64_t *batches);
+/* After a failure: the caller has reloaded its state; new batches may go. */
+void store_clear_failure(store_t *s);
+bool store_failed(const store_t *s);
+
+/* ---- recovery ------------------------------------------------------------ */
+
+typedef struct store_load_stats {
+    size_t jobs, tenants, queues, idem, tokens;
+    double seconds;
+} store_load_stats;
+
+/* Loads every tenant, queue, unfinished and dead job, and recent
+ * idempotency key into the engine (clearing its change list after), and
+ * sets its next id above every id ever used.  Runs on the caller's thread;
+ * call it before handing over batches, or after a failure. */
+int store_load(store_t *s, engine_t *e, int64_t now, store_load_stats *st);
+
+typedef void (*store_token_fn)(void *ctx, const store_token *t);
+/* Every live token. */
+int store_load_tokens(store_t *s, store_token_fn fn, void *ctx);
+
+/* ---- reads --------------------------------------------------------------- */
+
+typedef struct store_rows {
+    engine_job_info *jobs;
+    size_t n;
+} store_rows;
+
+typedef struct store_job_query {
+    const char *tenant, *queue, *type, *key; /* NULL: any */
+    int state;                               /* -1: any */
+    uint64_t before_id;                      /* newest first, ids below this; 0: newest */
+    uint32_t limit;
+} store_job_query;
+
+typedef void (*store_rows_fn)(void *ctx, int rc, const store_rows *rows);
+/* One job by id (rows->n is 0 when there is none). */
+void store_get_job(store_t *s, uint64_t id, store_rows_fn fn, void *ctx);
+void store_list_jobs(store_t *s, const store_job_query *q, store_rows_fn fn, void *ctx);
+/* The same, on the caller's thread (tests, tools). */
+int store_get_job_sync(store_t *s, uint64_t id, store_rows_fn fn, void *ctx);
+int store_list_jobs_sync(store_t *s, const store_job_query *q, store_rows_fn fn, void *ctx);
+
+/* ---- retention ----------------------------------------------------------- */
+
+/* One retention step now (tests): deletes up to the batch size of finished
+ * jobs older than their queue's retention, and idempotency keys older than
+ * a day.  Returns rows deleted or an error. */
+long store_prune_now(store_t *s, int64_t now);
+
+/* ---- tests ----------------------------------------------------------------- */
+
+/* SQLite: after this many more bytes written to files of this store, writes
+ * fail as if the disk were full (-1: no limit).  The fault is raised by the
+ * VFS under SQLite, so SQLite sees a real SQLITE_FULL. */
+void store_test_set_write_budget(store_t *s, long long bytes);
+
+#endif

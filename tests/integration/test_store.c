@@ -1,0 +1,867 @@
+/* The store, against real SQLite files and a real PostgreSQL (started by
+ * tests/with-pg.sh).  Every test runs on both backends. */
+#include "../unit/engine_helpers.h"
+
+#include "store/store.h"
+
+#include <errno.h>
+#include <libpq-fe.h>
+#include <poll.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define T0 1700000000000LL
+
+/* ---- fixtures ---------------------------------------------------------------- */
+
+static const char *pg_base(void)
+{
+    const char *u = getenv("TENQ_TEST_PG_URL");
+    if (!u || !*u)
+        test_fail(__FILE__, __LINE__,
+                  "PostgreSQL is required: run this under tests/with-pg.sh (ctest does)");
+    return u;
+}
+
+static void pg_exec(const char *url, const char *sql)
+{
+    PGconn *c = PQconnectdb(url);
+    ASSERT_MSG(PQstatus(c) == CONNECTION_OK, "connect: %s", PQerrorMessage(c));
+    PGresult *r = PQexec(c, sql);
+    ASSERT_MSG(PQresultStatus(r) == PGRES_COMMAND_OK || PQresultStatus(r) == PGRES_TUPLES_OK,
+               "%s: %s", sql, PQresultErrorMessage(r));
+    PQclear(r);
+    PQfinish(c);
+}
+
+/* A fresh, empty store URL for this backend. */
+static char *fresh_url(const char *backend)
+{
+    static int counter;
+    char *url = malloc(1024);
+    if (strcmp(backend, "sqlite") == 0) {
+        char dir[] = "/tmp/tenq-store-XXXXXX";
+        ASSERT(mkdtemp(dir));
+        snprintf(url, 1024, "sqlite:%s/tenq.db", dir);
+        return url;
+    }
+    const char *base = pg_base();
+    char db[64], sql[128];
+    snprintf(db, sizeof db, "t_%d_%d", (int)getpid(), ++counter);
+    snprintf(sql, sizeof sql, "CREATE DATABASE %s", db);
+    pg_exec(base, sql);
+    const char *slash = strrchr(base, '/');
+    snprintf(url, 1024, "%.*s/%s", (int)(slash - base), base, db);
+    return url;
+}
+
+static store_t *open_ok(const char *url, const store_opts *o)
+{
+    store_t *s = NULL;
+    char err[512] = "";
+    int rc = store_open(url, o, &s, err, sizeof err);
+    ASSERT_MSG(rc == 0, "store_open(%s): %s (%d)", url, err, rc);
+    return s;
+}
+
+static store_opts quiet_opts(void)
+{
+    store_opts o = {0};
+    o.no_retention = true;
+    return o;
+}
+
+static int commit_changes(store_t *s, engine_t *e)
+{
+    store_batch *b = store_batch_new();
+    store_batch_changes(b, e);
+    int rc = store_commit_wait(s, b);
+    engine_changes_clear(e);
+    return rc;
+}
+
+/* ---- deep copies of job records ----------------------------------------------- */
+
+static char *dupn(const char *s)
+{
+    return s ? strdup(s) : NULL;
+}
+
+static engine_job_info info_dup(const engine_job_info *in)
+{
+    engine_job_info o = *in;
+    o.tenant = dupn(in->tenant);
+    o.queue = dupn(in->queue);
+    o.type = dupn(in->type);
+    o.key = dupn(in->key);
+    o.args = dupn(in->args);
+    o.worker = dupn(in->worker);
+    o.error = dupn(in->error);
+    o.result = dupn(in->result);
+    o.stats = dupn(in->stats);
+    o.progress = dupn(in->progress);
+    o.unique_key = dupn(in->unique_key);
+    o.idempotency_key = dupn(in->idempotency_key);
+    if (in->payloads) {
+        engine_payload *p = calloc(in->n_payloads + 1, sizeof *p);
+        for (uint32_t i = 0; i < in->n_payloads; i++) {
+            p[i] = in->payloads[i];
+            p[i].data = dupn(in->payloads[i].data);
+        }
+        o.payloads = p;
+    }
+    return o;
+}
+
+static bool str_eq(const char *a, const char *b)
+{
+    return (!a && !b) || (a && b && strcmp(a, b) == 0);
+}
+
+static void expect_same(const engine_job_info *a, const engine_job_info *b, bool with_result)
+{
+    unsigned long long id = (unsigned long long)a->id;
+#define SAME_INT(f)                                                                                \
+    ASSERT_MSG(a->f == b->f, "job %llu: " #f " %lld != %lld", id, (long long)a->f, (long long)b->f)
+#define SAME_STR(f)                                                                                \
+    ASSERT_MSG(str_eq(a->f, b->f), "job %llu: " #f " \"%s\" != \"%s\"", id,                        \
+               a->f ? a->f : "(null)", b->f ? b->f : "(null)")
+    SAME_INT(id);
+    SAME_STR(tenant);
+    SAME_STR(queue);
+    SAME_STR(type);
+    SAME_STR(key);
+    SAME_STR(args);
+    SAME_INT(priority);
+    SAME_INT(state);
+    SAME_INT(attempts);
+    SAME_INT(max_attempts);
+    SAME_INT(run_at);
+    SAME_INT(created_at);
+    SAME_INT(ready_at);
+    SAME_INT(leased_at);
+    SAME_INT(started_at);
+    SAME_INT(finished_at);
+    SAME_STR(worker);
+    SAME_STR(error);
+    if (with_result) {
+        SAME_STR(result);
+        SAME_STR(stats);
+    }
+    SAME_STR(progress);
+    SAME_STR(unique_key);
+    SAME_STR(idempotency_key);
+    SAME_INT(token);
+    SAME_INT(lease_until);
+    SAME_INT(cancel_requested);
+    SAME_INT(merged_into);
+    SAME_INT(lane_seq);
+    SAME_INT(n_payloads);
+    ASSERT_MSG((a->payloads == NULL) == (b->payloads == NULL), "job %llu: payloads presence", id);
+    for (uint32_t i = 0; i < a->n_payloads; i++) {
+        ASSERT_MSG(str_eq(a->payloads[i].data, b->payloads[i].data), "job %llu payload %u", id, i);
+        ASSERT_MSG(a->payloads[i].score == b->payloads[i].score, "job %llu score %u", id, i);
+    }
+#undef SAME_INT
+#undef SAME_STR
+}
+
+typedef struct got {
+    engine_job_info v[64];
+    size_t n;
+    int rc;
+} got;
+
+static void collect_rows(void *ctx, int rc, const store_rows *rows)
+{
+    got *g = ctx;
+    g->rc = rc;
+    for (size_t i = 0; i < rows->n && g->n < 64; i++) g->v[g->n++] = info_dup(&rows->jobs[i]);
+}
+
+static engine_job_info read_job(store_t *s, uint64_t id)
+{
+    got g = {0};
+    ASSERT_EQ(store_get_job_sync(s, id, collect_rows, &g), 0);
+    ASSERT_MSG(g.n == 1, "job %llu: %zu rows", (unsigned long long)id, g.n);
+    return g.v[0];
+}
+
+/* Jobs in every state, with every field set somewhere. */
+typedef struct world {
+    engine_t *e;
+    uint64_t ids[32];
+    size_t n;
+} world;
+
+static void add_id(world *w, uint64_t id)
+{
+    for (size_t i = 0; i < w->n; i++)
+        if (w->ids[i] == id) return;
+    w->ids[w->n++] = id;
+}
+
+static void populate(world *w)
+{
+    engine_t *e = w->e = mk_engine();
+    set_slots(e, "acme", 10, 3);
+    engine_queue_settings ms = queue_settings(e, "merging");
+    ms.merge = true;
+    ms.order = ENGINE_ORDER_FAIR;
+    ms.tenant_cap = 4;
+    ms.backoff = ENGINE_BACKOFF_EXPONENTIAL;
+    set_queue(e, "merging", ms);
+    engine_queue_settings qs = queue_settings(e, "reports");
+    qs.lease_ms = 60000;
+    qs.retention_ms = 5000;
+    set_queue(e, "reports", qs);
+    add_id(w, SUB(e, T0, "acme", "reports", .args = "{\"report\":42,\"name\":\"ü\"}", .priority = 7,
+                  .unique_key = "u-1", .idem = "idem-1"));
+    add_id(w, SUB(e, T0, "acme", "reports", .run_at = T0 + 999999));              /* scheduled */
+    add_id(w, SUB(e, T0, "acme", "reports", .key = "lane:1"));                    /* will lease */
+    add_id(w, SUB(e, T0, "acme", "reports", .key = "lane:1", .max_attempts = 9)); /* blocked */
+    add_id(w, SUB(e, T0, "beta", "reports", .args = "[1,2,3]"));
+    engine_submit_res m =
+        submit_x(e, T0, "acme", "merging", "Merge.it",
+                 (sub_opts){.key = "K", .args = "{\"p\":1}", .has_score = true, .score = 2.5});
+    submit_x(e, T0, "acme", "merging", "Merge.it",
+             (sub_opts){.key = "K", .args = "{\"p\":0}", .has_score = true, .score = 1.25});
+    add_id(w, m.id);
+    /* leased, running with progress, cancel requested */
+    uint64_t got_ids[8];
+    size_t n = lease_q(e, T0 + 10, "reports", 3, got_ids);
+    ASSERT_EQ(n, 3);
+    for (size_t i = 0; i < n; i++) add_id(w, got_ids[i]);
+    engine_start(e, T0 + 11, got_ids[1], token_of(e, got_ids[1]), NULL);
+    engine_heartbeat(e, T0 + 12, got_ids[1], token_of(e, got_ids[1]), "{\"pct\":40}", NULL, NULL,
+                     NULL);
+    engine_cancel(e, T0 + 13, got_ids[2], NULL, NULL);
+    /* succeeded with a result; dead with an error; cancelled */
+    uint64_t ok = SUB(e, T0 + 20, "acme", "fast");
+    lease1(e, T0 + 20, "fast");
+    engine_ack(e, T0 + 21, ok, token_of(e, ok), "{\"rows\":3}", "{\"ms\":12}", NULL);
+    add_id(w, ok);
+    uint64_t dead = SUB(e, T0 + 20, "beta", "fast");
+    lease1(e, T0 + 20, "fast");
+    fail_ok(e, T0 + 22, dead, (engine_fail_req){.error = "boom: no such file", .no_retry = true});
+    add_id(w, dead);
+    uint64_t canc = SUB(e, T0 + 20, "beta", "fast", .run_at = T0 + 50000);
+    engine_cancel(e, T0 + 23, canc, NULL, NULL);
+    add_id(w, canc);
+    /* a retry: attempt failed, scheduled with an error */
+    uint64_t retry = SUB(e, T0 + 24, "gamma", "slow");
+    lease1(e, T0 + 24, "slow");
+    fail_ok(e, T0 + 25, retry,
+            (engine_fail_req){.error = "try again", .has_retry_in = true, .retry_in_ms = 100000});
+    add_id(w, retry);
+}
+
+/* ---- the tests -------------------------------------------------------------- */
+
+#define BOTH(name)                                                                                 \
+    static void body_##name(const char *backend);                                                  \
+    TEST_T(name##_sqlite, 120)                                                                     \
+    {                                                                                              \
+        body_##name("sqlite");                                                                     \
+    }                                                                                              \
+    TEST_T(name##_postgres, 120)                                                                   \
+    {                                                                                              \
+        body_##name("postgres");                                                                   \
+    }                                                                                              \
+    static void body_##name(const char *backend)
+
+BOTH(round_trip_of_every_field)
+{
+    char *url = fresh_url(backend);
+    store_opts o = quiet_opts();
+    store_t *s = open_ok(url, &o);
+    ASSERT_STR(store_backend(s), backend);
+    world w = {0};
+    populate(&w);
+    engine_job_info before[32];
+    for (size_t i = 0; i < w.n; i++) {
+        engine_job_info in;
+        engine_job_get(engine_find(w.e, w.ids[i]), &in);
+        before[i] = info_dup(&in);
+    }
+    ASSERT_EQ(commit_changes(s, w.e), 0);
+    for (size_t i = 0; i < w.n; i++) {
+        engine_job_info after = read_job(s, w.ids[i]);
+        expect_same(&before[i], &after, true);
+    }
+    /* nothing for an id that does not exist */
+    got g = {0};
+    ASSERT_EQ(store_get_job_sync(s, 999999, collect_rows, &g), 0);
+    ASSERT_EQ(g.n, 0);
+    /* pages, newest first, filtered, with a cursor */
+    store_job_query q = {.tenant = "acme", .state = -1, .limit = 3};
+    g = (got){0};
+    ASSERT_EQ(store_list_jobs_sync(s, &q, collect_rows, &g), 0);
+    ASSERT_EQ(g.n, 3);
+    ASSERT(g.v[0].id > g.v[1].id && g.v[1].id > g.v[2].id);
+    for (size_t i = 0; i < g.n; i++) ASSERT_STR(g.v[i].tenant, "acme");
+    q.before_id = g.v[2].id;
+    got g2 = {0};
+    ASSERT_EQ(store_list_jobs_sync(s, &q, collect_rows, &g2), 0);
+    ASSERT(g2.n > 0 && g2.v[0].id < g.v[2].id);
+    store_job_query qd = {.state = ENGINE_DEAD, .limit = 10};
+    got g3 = {0};
+    ASSERT_EQ(store_list_jobs_sync(s, &qd, collect_rows, &g3), 0);
+    ASSERT_EQ(g3.n, 1);
+    ASSERT_STR(g3.v[0].error, "boom: no such file");
+    store_close(s);
+    engine_destroy(w.e);
+}
+
+typedef struct async_ctx {
+    int done;
+    size_t n;
+} async_ctx;
+
+static void async_rows(void *ctx, int rc, const store_rows *rows)
+{
+    async_ctx *a = ctx;
+    ASSERT_EQ(rc, 0);
+    a->n = rows->n;
+    a->done++;
+}
+
+BOTH(reads_run_on_their_own_thread_and_come_back_through_the_event_fd)
+{
+    char *url = fresh_url(backend);
+    store_opts o = quiet_opts();
+    store_t *s = open_ok(url, &o);
+    world w = {0};
+    populate(&w);
+    ASSERT_EQ(commit_changes(s, w.e), 0);
+    async_ctx a = {0};
+    store_get_job(s, w.ids[0], async_rows, &a);
+    store_job_query q = {.state = -1, .limit = 100};
+    async_ctx b = {0};
+    store_list_jobs(s, &q, async_rows, &b);
+    for (int i = 0; i < 100 && (a.done == 0 || b.done == 0); i++) {
+        struct pollfd p = {.fd = store_event_fd(s), .events = POLLIN};
+        poll(&p, 1, 100);
+        store_dispatch(s);
+    }
+    ASSERT_EQ(a.done, 1);
+    ASSERT_EQ(a.n, 1);
+    ASSERT_EQ(b.done, 1);
+    ASSERT(b.n >= w.n);
+    store_close(s);
+    engine_destroy(w.e);
+}
+
+typedef struct commits {
+    uint64_t seqs[4096];
+    int rcs[4096];
+    size_t n;
+} commits;
+
+static void on_commit(void *ctx, uint64_t seq, int rc)
+{
+    commits *c = ctx;
+    c->seqs[c->n] = seq;
+    c->rcs[c->n++] = rc;
+}
+
+static void drain(store_t *s, commits *c, size_t want)
+{
+    for (int i = 0; i < 600 && c->n < want; i++) {
+        struct pollfd p = {.fd = store_event_fd(s), .events = POLLIN};
+        poll(&p, 1, 100);
+        store_dispatch(s);
+    }
+    ASSERT_MSG(c->n == want, "%zu of %zu outcomes", c->n, want);
+}
+
+BOTH(batches_arriving_together_share_one_commit)
+{
+    char *url = fresh_url(backend);
+    store_opts o = quiet_opts();
+    store_t *s = open_ok(url, &o);
+    commits c = {0};
+    store_on_commit(s, on_commit, &c);
+    engine_t *e = mk_engine();
+    enum { N = 2000 };
+    for (int i = 0; i < N; i++) {
+        SUB(e, T0, "t", "q", .args = "{}");
+        store_batch *b = store_batch_new();
+        store_batch_changes(b, e);
+        engine_changes_clear(e);
+        store_commit(s, b);
+    }
+    drain(s, &c, N);
+    for (size_t i = 0; i < c.n; i++) {
+        ASSERT_EQ(c.rcs[i], 0);
+        ASSERT_EQ(c.seqs[i], i + 1); /* in order */
+    }
+    ASSERT_EQ(store_committed_seq(s), N);
+    uint64_t tx, batches;
+    store_counters(s, &tx, &batches);
+    ASSERT_EQ(batches, N);
+    fprintf(stderr, "  %s: %d batches in %llu transactions\n", backend, N, (unsigned long long)tx);
+    ASSERT_MSG(tx < N / 4, "%llu transactions for %d batches: no group commit",
+               (unsigned long long)tx, N);
+    /* every row is there */
+    store_job_query q = {.state = -1, .limit = 5};
+    got g = {0};
+    store_list_jobs_sync(s, &q, collect_rows, &g);
+    ASSERT_EQ(g.v[0].id, N);
+    store_close(s);
+    engine_destroy(e);
+}
+
+BOTH(recovery_restores_every_state_lanes_slots_and_leases)
+{
+    char *url = fresh_url(backend);
+    store_opts o = quiet_opts();
+    store_t *s = open_ok(url, &o);
+    world w = {0};
+    populate(&w);
+    ASSERT_EQ(commit_changes(s, w.e), 0);
+    store_close(s);
+
+    s = open_ok(url, &o);
+    engine_t *b = mk_engine();
+    store_load_stats st;
+    ASSERT_EQ(store_load(s, b, T0 + 30, &st), 0);
+    must_check(b, T0 + 30);
+    size_t resident = 0;
+    for (size_t i = 0; i < w.n; i++) {
+        engine_job *ja = engine_find(w.e, w.ids[i]);
+        engine_job *jb = engine_find(b, w.ids[i]);
+        if (!ja) {
+            ASSERT(!jb); /* finished: history only */
+            continue;
+        }
+        ASSERT_MSG(jb, "job %llu did not come back", (unsigned long long)w.ids[i]);
+        engine_job_info x, y;
+        engine_job_get(ja, &x);
+        engine_job_get(jb, &y);
+        expect_same(&x, &y, false);
+        resident++;
+    }
+    ASSERT_EQ(st.jobs, resident);
+    ASSERT(st.tenants >= 3 && st.queues >= 4 && st.idem == 1);
+    ASSERT(engine_next_id(b) >= engine_next_id(w.e));
+    /* settings came back */
+    engine_tenant_settings ts;
+    ASSERT_EQ(engine_tenant_get(b, 0, "acme", &ts, NULL), 0);
+    ASSERT_EQ(ts.slots, 10);
+    ASSERT_EQ(ts.weight, 3);
+    engine_queue_settings mq;
+    ASSERT_EQ(engine_queue_get(b, 0, "merging", &mq, NULL), 0);
+    ASSERT(mq.merge && mq.order == ENGINE_ORDER_FAIR && mq.tenant_cap == 4 &&
+           mq.backoff == ENGINE_BACKOFF_EXPONENTIAL);
+    /* leases live on: the leased job can still be acked with its token */
+    uint64_t leased = 0;
+    for (size_t i = 0; i < w.n && !leased; i++)
+        if (state_of(w.e, w.ids[i]) == ENGINE_LEASED) leased = w.ids[i];
+    ASSERT(leased);
+    ASSERT_EQ(engine_ack(b, T0 + 31, leased, token_of(w.e, leased), NULL, NULL, NULL), 0);
+    /* idempotency came back */
+    engine_submit_res r =
+        submit_x(b, T0 + 32, "acme", "reports", "T", (sub_opts){.idem = "idem-1"});
+    ASSERT(r.replayed);
+    ASSERT_EQ(r.id, w.ids[0]);
+    must_check(b, T0 + 32);
+    store_close(s);
+    engine_destroy(b);
+    engine_destroy(w.e);
+}
+
+BOTH(a_failed_batch_is_never_reported_committed)
+{
+    char *url = fresh_url(backend);
+    store_opts o = quiet_opts();
+    store_t *s = open_ok(url, &o);
+    engine_t *e = mk_engine();
+    uint64_t first = SUB(e, T0, "t", "q");
+    ASSERT_EQ(commit_changes(s, e), 0);
+    /* A batch that inserts the same id again violates the primary key. */
+    store_batch *b = store_batch_new();
+    uint64_t other = SUB(e, T0, "t", "q");
+    store_batch_changes(b, e);
+    engine_changes_clear(e);
+    engine_job_info dupe = read_job(s, first);
+    store_batch_job(b, &dupe, ENGINE_JF_NEW);
+    int rc = store_commit_wait(s, b);
+    ASSERT_EQ(rc, TENQ_ECONSTRAINT);
+    ASSERT(strlen(store_errmsg(s)) > 0);
+    ASSERT(store_failed(s));
+    /* nothing of it was kept: the other job of that batch is not there */
+    got g = {0};
+    store_get_job_sync(s, other, collect_rows, &g);
+    ASSERT_EQ(g.n, 0);
+    /* later batches fail too until the caller has reloaded */
+    SUB(e, T0, "t", "q");
+    ASSERT_EQ(commit_changes(s, e), TENQ_ECONSTRAINT);
+    store_clear_failure(s);
+    uint64_t after = SUB(e, T0, "t", "q");
+    ASSERT_EQ(commit_changes(s, e), 0);
+    (void)read_job(s, after);
+    store_close(s);
+    engine_destroy(e);
+}
+
+static void sqlite_exec(const char *path, const char *sql)
+{
+    sqlite3 *db;
+    ASSERT_EQ(sqlite3_open(path, &db), SQLITE_OK);
+    char *msg = NULL;
+    int rc = sqlite3_exec(db, sql, NULL, NULL, &msg);
+    ASSERT_MSG(rc == SQLITE_OK, "%s: %s", sql, msg ? msg : "");
+    sqlite3_close(db);
+}
+
+/* Runs SQL on the test database whatever the backend ($S: the schema). */
+static void raw_sql(const char *backend, const char *url, const char *sql)
+{
+    char buf[4096];
+    size_t k = 0;
+    for (const char *p = sql; *p && k < sizeof buf - 8; p++) {
+        if (p[0] == '$' && p[1] == 'S') {
+            if (strcmp(backend, "postgres") == 0) {
+                memcpy(buf + k, "tenq.", 5);
+                k += 5;
+            }
+            p++;
+        } else {
+            buf[k++] = *p;
+        }
+    }
+    buf[k] = 0;
+    if (strcmp(backend, "sqlite") == 0)
+        sqlite_exec(url + 7, buf);
+    else
+        pg_exec(url, buf);
+}
+
+BOTH(migrations_upgrade_an_old_database)
+{
+    char *url = fresh_url(backend);
+    store_opts o = quiet_opts();
+    o.max_version = 1;
+    store_t *s = open_ok(url, &o);
+    store_close(s);
+    /* rows written by the first layout */
+    raw_sql(backend, url,
+            "INSERT INTO $Squeues VALUES ('old', 'fifo', 'at-least-once', 300000, 25, 'default', "
+            "1000, 3600000, false, 600000, 604800000, 1048576, NULL, 1);"
+            "INSERT INTO $Sjobs (id, tenant, queue, type, key, args, priority, state, attempts, "
+            "max_attempts, run_at, created_at, ready_at) VALUES "
+            "(5, 'acme', 'old', 'T', 'L', '{\"a\":1}', 0, 'ready', 0, 25, 1, 1, 1),"
+            "(6, 'acme', 'old', 'T', 'L', '{\"a\":2}', 0, 'blocked', 0, 25, 2, 2, NULL),"
+            "(7, 'acme', 'old', 'T', NULL, '{}', 0, 'succeeded', 1, 25, 3, 3, 3);");
+    o.max_version = 0;
+    s = open_ok(url, &o);
+    engine_t *e = mk_engine();
+    store_load_stats st;
+    ASSERT_EQ(store_load(s, e, T0, &st), 0);
+    ASSERT_EQ(st.jobs, 2);
+    ASSERT_EQ(state_of(e, 5), ENGINE_READY);
+    ASSERT_EQ(state_of(e, 6), ENGINE_BLOCKED);
+    ASSERT_EQ(info_of(e, 6).lane_seq, 6); /* backfilled */
+    ASSERT_EQ(engine_next_id(e), 8);
+    /* and the new columns work */
+    ASSERT_EQ(lease1(e, T0, "old"), 5);
+    ASSERT_EQ(commit_changes(s, e), 0);
+    ASSERT_EQ(read_job(s, 5).state, ENGINE_LEASED);
+    store_close(s);
+    engine_destroy(e);
+}
+
+BOTH(refuses_a_newer_schema_with_a_message)
+{
+    char *url = fresh_url(backend);
+    store_opts o = quiet_opts();
+    store_close(open_ok(url, &o));
+    raw_sql(backend, url, "INSERT INTO $Sschema_version VALUES (99, 1)");
+    store_t *s = NULL;
+    char err[512];
+    ASSERT_EQ(store_open(url, &o, &s, err, sizeof err), TENQ_EVERSION);
+    ASSERT_MSG(strstr(err, "newer tenq") && strstr(err, "99"), "%s", err);
+}
+
+TEST(refuses_a_file_that_is_not_a_tenq_database_sqlite)
+{
+    char *url = fresh_url("sqlite");
+    const char *path = url + 7;
+    FILE *f = fopen(path, "w");
+    for (int i = 0; i < 5000; i++) fputs("this is not a database\n", f);
+    fclose(f);
+    store_t *s = NULL;
+    char err[512];
+    store_opts o = quiet_opts();
+    ASSERT_EQ(store_open(url, &o, &s, err, sizeof err), TENQ_ENOT_TENQ);
+    ASSERT_MSG(strstr(err, "not a tenq database"), "%s", err);
+    /* an SQLite file of some other application */
+    unlink(path);
+    sqlite_exec(path, "CREATE TABLE customers (id INTEGER PRIMARY KEY)");
+    ASSERT_EQ(store_open(url, &o, &s, err, sizeof err), TENQ_ENOT_TENQ);
+    ASSERT_MSG(strstr(err, "not a tenq database"), "%s", err);
+}
+
+TEST(refuses_a_schema_that_is_not_tenqs_postgres)
+{
+    char *url = fresh_url("postgres");
+    pg_exec(url, "CREATE SCHEMA tenq; CREATE TABLE tenq.customers (id int)");
+    store_t *s = NULL;
+    char err[512];
+    store_opts o = quiet_opts();
+    ASSERT_EQ(store_open(url, &o, &s, err, sizeof err), TENQ_ENOT_TENQ);
+    ASSERT_MSG(strstr(err, "not tenq"), "%s", err);
+}
+
+TEST(refuses_an_unknown_store_url)
+{
+    store_t *s = NULL;
+    char err[512];
+    ASSERT_EQ(store_open("mysql://x", NULL, &s, err, sizeof err), TENQ_EINVALID);
+    ASSERT_MSG(strstr(err, "sqlite:PATH"), "%s", err);
+    ASSERT_EQ(store_open("postgresql://127.0.0.1:1/none", NULL, &s, err, sizeof err),
+              TENQ_ECONNECT);
+}
+
+BOTH(retention_prunes_old_finished_jobs_in_small_batches)
+{
+    char *url = fresh_url(backend);
+    store_opts o = quiet_opts();
+    o.retention_batch = 7;
+    store_t *s = open_ok(url, &o);
+    engine_t *e = mk_engine();
+    engine_queue_settings qs = queue_settings(e, "short");
+    qs.retention_ms = 1000;
+    set_queue(e, "short", qs);
+    engine_queue_settings keep = queue_settings(e, "forever");
+    keep.retention_ms = 0;
+    set_queue(e, "forever", keep);
+    uint64_t old_done[20];
+    for (int i = 0; i < 20; i++) {
+        old_done[i] = SUB(e, T0, "t", "short");
+        lease1(e, T0, "short");
+        ack_ok(e, T0 + 10, old_done[i]);
+    }
+    uint64_t kept = SUB(e, T0, "t", "forever");
+    lease1(e, T0, "forever");
+    ack_ok(e, T0 + 10, kept);
+    uint64_t waiting = SUB(e, T0, "t", "short");
+    uint64_t dead = SUB(e, T0, "t", "short", .idem = "old-key");
+    lease1(e, T0, "short");
+    lease1(e, T0, "short");
+    fail_ok(e, T0 + 10, dead, (engine_fail_req){.error = "x", .no_retry = true});
+    uint64_t recent = SUB(e, T0 + 5000, "t", "short");
+    lease1(e, T0 + 5000, "short");
+    ack_ok(e, T0 + 5000, recent);
+    ASSERT_EQ(commit_changes(s, e), 0);
+    int64_t now = T0 + 5500;
+    long total = 0, n;
+    int steps = 0;
+    while ((n = store_prune_now(s, now)) > 0) {
+        ASSERT(n <= 7);
+        total += n;
+        steps++;
+    }
+    ASSERT_EQ(n, 0);
+    ASSERT_EQ(total, 20);
+    ASSERT(steps >= 3);
+    got g = {0};
+    store_get_job_sync(s, old_done[3], collect_rows, &g);
+    ASSERT_EQ(g.n, 0);
+    (void)read_job(s, kept);    /* retention 0 keeps forever */
+    (void)read_job(s, waiting); /* unfinished */
+    (void)read_job(s, dead);    /* in the morgue */
+    (void)read_job(s, recent);  /* not old enough */
+    /* idempotency keys older than a day go too */
+    ASSERT_EQ(store_prune_now(s, T0 + 25LL * 3600 * 1000) >= 1, 1);
+    engine_t *b = mk_engine();
+    store_load_stats st;
+    ASSERT_EQ(store_load(s, b, T0 + 10, &st), 0);
+    ASSERT_EQ(st.idem, 0);
+    store_close(s);
+    engine_destroy(e);
+    engine_destroy(b);
+}
+
+TEST(disk_full_fails_the_batch_cleanly_and_keeps_what_was_durable_sqlite)
+{
+    char *url = fresh_url("sqlite");
+    store_opts o = quiet_opts();
+    store_t *s = open_ok(url, &o);
+    engine_t *e = mk_engine();
+    uint64_t kept[50];
+    for (int i = 0; i < 50; i++) kept[i] = SUB(e, T0, "t", "q", .args = "{\"n\":1}");
+    ASSERT_EQ(commit_changes(s, e), 0);
+    /* the disk fills: a big batch cannot be written */
+    store_test_set_write_budget(s, 4096);
+    char big[4000];
+    memset(big, 'x', sizeof big);
+    big[0] = '"';
+    big[sizeof big - 2] = '"';
+    big[sizeof big - 1] = 0;
+    uint64_t lost[200];
+    for (int i = 0; i < 200; i++) lost[i] = SUB(e, T0, "t", "q", .args = big);
+    int rc = commit_changes(s, e);
+    ASSERT_EQ(rc, TENQ_ENOSPACE);
+    ASSERT_MSG(strstr(store_errmsg(s), "full"), "%s", store_errmsg(s));
+    /* space comes back: after the caller reloads, writes go on */
+    store_test_set_write_budget(s, -1);
+    store_clear_failure(s);
+    uint64_t later = SUB(e, T0, "t", "q");
+    ASSERT_EQ(commit_changes(s, e), 0);
+    store_close(s);
+    /* everything reported durable is there, nothing of the failed batch */
+    s = open_ok(url, &o);
+    for (int i = 0; i < 50; i++) (void)read_job(s, kept[i]);
+    (void)read_job(s, later);
+    got g = {0};
+    store_get_job_sync(s, lost[7], collect_rows, &g);
+    ASSERT_EQ(g.n, 0);
+    store_close(s);
+    engine_destroy(e);
+}
+
+TEST(reconnects_when_postgres_comes_back_postgres)
+{
+    char *url = fresh_url("postgres");
+    const char *dir = getenv("TENQ_TEST_PG_DIR");
+    const char *src = getenv("TENQ_SOURCE_DIR");
+    ASSERT_MSG(dir && src, "needs TENQ_TEST_PG_DIR and TENQ_SOURCE_DIR");
+    store_opts o = quiet_opts();
+    store_t *s = open_ok(url, &o);
+    engine_t *e = mk_engine();
+    SUB(e, T0, "t", "q");
+    ASSERT_EQ(commit_changes(s, e), 0);
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "%s/scripts/pgtmp.sh stop %s", src, dir);
+    ASSERT_EQ(system(cmd), 0);
+    SUB(e, T0, "t", "q");
+    int rc = commit_changes(s, e);
+    ASSERT_MSG(rc == TENQ_ECONNECT || rc == TENQ_EIO, "rc %d: %s", rc, store_errmsg(s));
+    snprintf(cmd, sizeof cmd, "%s/scripts/pgtmp.sh resume %s", src, dir);
+    ASSERT_EQ(system(cmd), 0);
+    /* the caller reloads (which reconnects), then carries on */
+    engine_t *b = mk_engine();
+    int tries = 0;
+    while (store_load(s, b, T0, NULL) != 0 && tries++ < 50) {
+        engine_destroy(b);
+        b = mk_engine();
+        usleep(100000);
+    }
+    ASSERT(tries < 50);
+    store_clear_failure(s);
+    uint64_t id = SUB(b, T0, "t", "q");
+    ASSERT_EQ(commit_changes(s, b), 0);
+    ASSERT_EQ(read_job(s, id).id, id);
+    store_close(s);
+    engine_destroy(e);
+    engine_destroy(b);
+}
+
+/* ---- crashes ------------------------------------------------------------------ */
+
+/* The child: commits batches of jobs (each batch: K inserts plus updates of
+ * the previous batch's jobs) and reports each committed batch on the pipe.
+ * Its ids continue from what the store already holds. */
+static void crash_child(const char *url, int fd)
+{
+    store_opts o = quiet_opts();
+    store_t *s = open_ok(url, &o);
+    engine_t *e = mk_engine();
+    ASSERT_EQ(store_load(s, e, T0, NULL), 0);
+    int64_t now = T0;
+    for (uint64_t round = 0;; round++) {
+        uint64_t first = 0, last = 0;
+        for (int k = 0; k < 25; k++) {
+            char args[64];
+            snprintf(args, sizeof args, "{\"round\":%llu}", (unsigned long long)round);
+            uint64_t id = SUB(e, now, "t", "q", .args = args);
+            if (!first) first = id;
+            last = id;
+        }
+        uint64_t leased[25];
+        size_t n = lease_q(e, now, "q", 10, leased);
+        for (size_t i = 0; i < n; i++) ack_ok(e, now, leased[i]);
+        store_batch *b = store_batch_new();
+        store_batch_changes(b, e);
+        engine_changes_clear(e);
+        ASSERT_EQ(store_commit_wait(s, b), 0);
+        char line[64];
+        int len = snprintf(line, sizeof line, "%llu %llu\n", (unsigned long long)first,
+                           (unsigned long long)last);
+        ASSERT(write(fd, line, (size_t)len) == len);
+        now++;
+    }
+}
+
+BOTH(crash_at_random_points_loses_nothing_committed)
+{
+    char *url = fresh_url(backend);
+    store_close(open_ok(url, NULL));
+    srand((unsigned)test_seed());
+    uint64_t max_reported = 0;
+    for (int iter = 0; iter < 20; iter++) {
+        int p[2];
+        ASSERT(pipe(p) == 0);
+        pid_t pid = fork();
+        if (pid == 0) {
+            close(p[0]);
+            crash_child(url, p[1]);
+            _exit(0);
+        }
+        close(p[1]);
+        usleep((useconds_t)(20000 + rand() % 200000));
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+        /* what the child said was committed */
+        uint64_t pairs[20000][2];
+        size_t np = 0;
+        FILE *f = fdopen(p[0], "r");
+        unsigned long long a, b;
+        while (np < 20000 && fscanf(f, "%llu %llu", &a, &b) == 2) {
+            pairs[np][0] = a;
+            pairs[np][1] = b;
+            np++;
+        }
+        fclose(f);
+        /* the database opens cleanly and holds every reported batch whole */
+        store_opts o = quiet_opts();
+        store_t *s = open_ok(url, &o);
+        engine_t *e = mk_engine();
+        ASSERT_EQ(store_load(s, e, T0, NULL), 0);
+        must_check(e, T0);
+        for (size_t i = 0; i < np; i++) {
+            for (uint64_t id = pairs[i][0]; id <= pairs[i][1]; id += 8) {
+                got g = {0};
+                ASSERT_EQ(store_get_job_sync(s, id, collect_rows, &g), 0);
+                ASSERT_MSG(g.n == 1, "iteration %d: committed job %llu is missing", iter,
+                           (unsigned long long)id);
+            }
+            got g = {0};
+            store_get_job_sync(s, pairs[i][1], collect_rows, &g);
+            ASSERT_MSG(g.n == 1, "iteration %d: last job %llu of a batch is missing", iter,
+                       (unsigned long long)pairs[i][1]);
+            if (pairs[i][1] > max_reported) max_reported = pairs[i][1];
+        }
+        store_close(s);
+        engine_destroy(e);
+    }
+    if (strcmp(backend, "sqlite") == 0) {
+        sqlite3 *db;
+        ASSERT_EQ(sqlite3_open(url + 7, &db), SQLITE_OK);
+        sqlite3_stmt *st;
+        ASSERT_EQ(sqlite3_prepare_v2(db, "PRAGMA integrity_check", -1, &st, NULL), SQLITE_OK);
+        ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
+        ASSERT_STR((const char *)sqlite3_column_text(st, 0), "ok");
+        sqlite3_finalize(st);
+        sqlite3_close(db);
+    }
+    fprintf(stderr, "  %s: 20 kills, %llu jobs committed\n", backend,
+            (unsigned long long)max_reported);
+    ASSERT(max_reported > 100);
+}
