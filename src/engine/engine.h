@@ -82,6 +82,10 @@ typedef struct engine_err {
     char message[200];
 } engine_err;
 
+/* Fills an engine_err (err may be NULL). */
+void engine_errf(engine_err *err, int code, const char *field, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
 /* ---- settings ---------------------------------------------------------- */
 
 typedef enum { ENGINE_ORDER_FIFO, ENGINE_ORDER_FAIR } engine_order;

@@ -385,7 +385,5 @@ static inline uint64_t engine_rand(engine_t *e)
     uint64_t z = (e->rng += 0x9e3779b97f4a7c15ULL);
     return hash_u64(z);
 }
-void engine_errf(engine_err *err, int code, const char *field, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
 
 #endif

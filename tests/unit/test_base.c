@@ -248,3 +248,22 @@ TEST(idtab_matches_a_model_and_frees_sparse_pages)
     idtab_free(&t);
     free(present);
 }
+
+#include "base/sha256.h"
+
+TEST(sha256_matches_the_published_test_vectors)
+{
+    char hex[65];
+    sha256_hex("abc", 3, hex);
+    ASSERT_STR(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    sha256_hex("", 0, hex);
+    ASSERT_STR(hex, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+    const char *two = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
+    sha256_hex(two, strlen(two), hex);
+    ASSERT_STR(hex, "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+    char *mil = malloc(1000000);
+    memset(mil, 'a', 1000000);
+    sha256_hex(mil, 1000000, hex);
+    ASSERT_STR(hex, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+    free(mil);
+}

@@ -1,0 +1,402 @@
+/* Workers: lease (long poll), start, heartbeat, ack, fail, batched outcomes. */
+#include "internal.h"
+
+#define LEASE_MAX  1000
+#define MAX_QUEUES 64
+
+static void free_list(char **v, size_t n)
+{
+    for (size_t i = 0; i < n; i++) free(v[i]);
+    free(v);
+}
+
+/* A JSON array of names into a malloc'd list; replies 400 and returns false
+ * on error. */
+static bool name_list(http_req *req, json_t *body, const char *key, bool required, char ***out,
+                      size_t *n)
+{
+    *out = NULL;
+    *n = 0;
+    json_t *a = json_object_get(body, key);
+    if (!a || json_is_null(a)) {
+        if (required) reply_error(req, TENQ_EINVALID, key, "%s is required", key);
+        return !required;
+    }
+    if (!json_is_array(a) || json_array_size(a) == 0 || json_array_size(a) > MAX_QUEUES) {
+        reply_error(req, TENQ_EINVALID, key, "%s must be a list of 1 to %d names", key, MAX_QUEUES);
+        return false;
+    }
+    size_t cnt = json_array_size(a);
+    char **v = xcalloc(cnt, sizeof(char *));
+    for (size_t i = 0; i < cnt; i++) {
+        const char *s = json_string_value(json_array_get(a, i));
+        if (!s || !*s || strlen(s) > ENGINE_TYPE_MAX) {
+            free_list(v, i);
+            reply_error(req, TENQ_EINVALID, key, "%s must hold names", key);
+            return false;
+        }
+        v[i] = xstrdup(s);
+    }
+    *out = v;
+    *n = cnt;
+    return true;
+}
+
+bool try_lease(server *s, http_req *req, const principal *who, char **queues, size_t nq,
+               char **types, size_t nt, size_t max, const char *worker)
+{
+    (void)who;
+    engine_lease_req lr = {
+        (const char *const *)queues, nq, (const char *const *)types, nt, max, worker};
+    engine_job **out = xmalloc(max * sizeof(engine_job *));
+    size_t got = engine_lease(s->e, srv_now(s), &lr, out);
+    if (got == 0) {
+        free(out);
+        return false;
+    }
+    jbuf b;
+    jb_init(&b);
+    jb_obj(&b);
+    jb_key(&b, "jobs");
+    jb_arr(&b);
+    for (size_t i = 0; i < got; i++) {
+        engine_job_info in;
+        engine_job_get(out[i], &in);
+        json_job(&b, &in, JOB_LEASE, true);
+    }
+    jb_arr_end(&b);
+    jb_obj_end(&b);
+    free(out);
+    srv_commit_reply(s, req, 200, &b);
+    return true;
+}
+
+void h_lease(server *s, http_req *req, const principal *who, const char **args)
+{
+    (void)args;
+    json_t *body = parse_body(req);
+    if (!body) return;
+    static const char *const fields[] = {"worker", "queues", "types", "max", "wait_ms", NULL};
+    char **queues = NULL, **types = NULL;
+    size_t nq = 0, nt = 0;
+    const char *worker = NULL;
+    long long max = 1, wait_ms = 0;
+    if (!only_fields(req, body, fields) || !get_str(req, body, "worker", &worker, false) ||
+        !get_int(req, body, "max", &max, NULL, 1, LEASE_MAX) ||
+        !get_int(req, body, "wait_ms", &wait_ms, NULL, 0, 3600000) ||
+        !name_list(req, body, "queues", true, &queues, &nq) ||
+        !name_list(req, body, "types", false, &types, &nt)) {
+        free_list(queues, nq);
+        json_decref(body);
+        return;
+    }
+    if (worker && strlen(worker) > 256) {
+        reply_error(req, TENQ_EINVALID, "worker", "worker must be at most 256 characters");
+        goto out;
+    }
+    for (size_t i = 0; i < nq; i++) {
+        if (!engine_name_valid(queues[i])) {
+            reply_error(req, TENQ_EINVALID, "queues", "bad queue name %s", queues[i]);
+            goto out;
+        }
+        if (who->tok && !token_allows_queue(who->tok, queues[i])) {
+            reply_error(req, TENQ_EFORBIDDEN, "queues", "this token may not lease from %s",
+                        queues[i]);
+            goto out;
+        }
+    }
+    char wbuf[320];
+    if (!worker) {
+        snprintf(wbuf, sizeof wbuf, "%s", req->peer);
+        worker = wbuf;
+    }
+    if (try_lease(s, req, who, queues, nq, types, nt, (size_t)max, worker)) goto out;
+    if (wait_ms > s->cfg.max_wait_ms) wait_ms = s->cfg.max_wait_ms;
+    if (wait_ms == 0 || s->stopping) {
+        static const char empty[] = "{\"jobs\":[]}";
+        http_reply(req, 200, "application/json", NULL, empty, sizeof empty - 1);
+        goto out;
+    }
+    lease_waiter *w = xcalloc(1, sizeof(*w));
+    w->req = req;
+    w->who = *who;
+    w->queues = queues;
+    w->nqueues = nq;
+    w->types = types;
+    w->ntypes = nt;
+    w->max = (size_t)max;
+    w->worker = xstrdup(worker);
+    queues = types = NULL;
+    nq = nt = 0;
+    lease_waiter_add(s, w, wait_ms);
+out:
+    free_list(queues, nq);
+    free_list(types, nt);
+    json_decref(body);
+}
+
+/* The job a worker call is about, if this principal may touch it. */
+static bool worker_job(server *s, http_req *req, const principal *who, const char *seg,
+                       uint64_t *id)
+{
+    *id = path_id(req, seg);
+    if (!*id) return false;
+    engine_job *j = engine_find(s->e, *id);
+    if (!j || !may_see_job(who, engine_job_tenant(j), engine_job_queue(j))) {
+        reply_error(req, TENQ_ENOT_FOUND, "id", "no job %llu in hand (finished, or never leased)",
+                    (unsigned long long)*id);
+        return false;
+    }
+    return true;
+}
+
+static void state_reply(server *s, http_req *req, uint64_t id)
+{
+    engine_job *j = engine_find(s->e, id);
+    jbuf b;
+    jb_init(&b);
+    jb_obj(&b);
+    jb_kint(&b, "id", (long long)id);
+    if (j) {
+        engine_job_info in;
+        engine_job_get(j, &in);
+        jb_kstr(&b, "state", engine_state_name(in.state));
+        if (in.state == ENGINE_SCHEDULED) jb_kint(&b, "run_at", in.run_at);
+    }
+    jb_obj_end(&b);
+    srv_commit_reply(s, req, 200, &b);
+}
+
+void h_start(server *s, http_req *req, const principal *who, const char **args)
+{
+    uint64_t id;
+    if (!worker_job(s, req, who, args[0], &id)) return;
+    json_t *body = parse_body(req);
+    if (!body) return;
+    static const char *const fields[] = {"token", NULL};
+    long long tok = 0;
+    bool has = false;
+    if (only_fields(req, body, fields) && get_int(req, body, "token", &tok, &has, 1, INT64_MAX)) {
+        engine_err err;
+        if (!has)
+            reply_error(req, TENQ_EINVALID, "token", "token is required");
+        else if (engine_start(s->e, srv_now(s), id, (uint64_t)tok, &err) != 0)
+            reply_engine_err(req, &err);
+        else
+            state_reply(s, req, id);
+    }
+    json_decref(body);
+}
+
+void h_heartbeat(server *s, http_req *req, const principal *who, const char **args)
+{
+    uint64_t id;
+    if (!worker_job(s, req, who, args[0], &id)) return;
+    json_t *body = parse_body(req);
+    if (!body) return;
+    static const char *const fields[] = {"token", "progress", NULL};
+    long long tok = 0;
+    bool has = false;
+    if (only_fields(req, body, fields) && get_int(req, body, "token", &tok, &has, 1, INT64_MAX)) {
+        char *progress = NULL;
+        json_t *p = json_object_get(body, "progress");
+        if (p && !json_is_null(p)) progress = canonical_json(p);
+        int64_t until = 0;
+        bool cancel = false;
+        engine_err err;
+        if (!has) {
+            reply_error(req, TENQ_EINVALID, "token", "token is required");
+        } else if (progress && strlen(progress) > 65536) {
+            reply_error(req, TENQ_ETOO_LARGE, "progress", "progress is larger than 64 KiB");
+        } else if (engine_heartbeat(s->e, srv_now(s), id, (uint64_t)tok, progress, &until, &cancel,
+                                    &err) != 0) {
+            reply_engine_err(req, &err);
+        } else {
+            jbuf b;
+            jb_init(&b);
+            jb_obj(&b);
+            jb_kint(&b, "lease_until", until);
+            jb_kbool(&b, "cancel", cancel);
+            jb_obj_end(&b);
+            srv_commit_reply(s, req, 200, &b);
+        }
+        free(progress);
+    }
+    json_decref(body);
+}
+
+/* One outcome (ack or fail) from a JSON object; 0 or an error in err. */
+static int outcome(server *s, uint64_t id, json_t *o, bool ok, engine_err *err)
+{
+    json_t *t = json_object_get(o, "token");
+    if (!json_is_integer(t) || json_integer_value(t) < 1) {
+        engine_errf(err, TENQ_EINVALID, "token", "token must be a positive integer");
+        return TENQ_EINVALID;
+    }
+    uint64_t tok = (uint64_t)json_integer_value(t);
+    int64_t now = srv_now(s);
+    if (ok) {
+        json_t *r = json_object_get(o, "result"), *st = json_object_get(o, "stats");
+        char *result = r && !json_is_null(r) ? canonical_json(r) : NULL;
+        char *stats = st && !json_is_null(st) ? canonical_json(st) : NULL;
+        int rc;
+        if ((result && strlen(result) > (size_t)s->cfg.max_job_bytes) ||
+            (stats && strlen(stats) > 65536)) {
+            engine_errf(err, TENQ_ETOO_LARGE,
+                        result && strlen(result) > (size_t)s->cfg.max_job_bytes ? "result"
+                                                                                : "stats",
+                        "result or stats too large");
+            rc = TENQ_ETOO_LARGE;
+        } else {
+            rc = engine_ack(s->e, now, id, tok, result, stats, err);
+        }
+        free(result);
+        free(stats);
+        return rc;
+    }
+    engine_fail_req f = {0};
+    json_t *e = json_object_get(o, "error");
+    if (e && !json_is_null(e) && !json_is_string(e)) {
+        engine_errf(err, TENQ_EINVALID, "error", "error must be a string");
+        return TENQ_EINVALID;
+    }
+    f.error = e ? json_string_value(e) : NULL;
+    json_t *ri = json_object_get(o, "retry_in_ms");
+    if (ri && !json_is_null(ri)) {
+        if (!json_is_integer(ri) || json_integer_value(ri) < 0) {
+            engine_errf(err, TENQ_EINVALID, "retry_in_ms", "retry_in_ms must be an integer >= 0");
+            return TENQ_EINVALID;
+        }
+        f.has_retry_in = true;
+        f.retry_in_ms = json_integer_value(ri);
+    }
+    json_t *rt = json_object_get(o, "retry");
+    if (rt && !json_is_null(rt)) {
+        if (!json_is_boolean(rt)) {
+            engine_errf(err, TENQ_EINVALID, "retry", "retry must be true or false");
+            return TENQ_EINVALID;
+        }
+        f.no_retry = !json_is_true(rt);
+    }
+    json_t *c = json_object_get(o, "cancelled");
+    if (c && !json_is_null(c)) {
+        if (!json_is_boolean(c)) {
+            engine_errf(err, TENQ_EINVALID, "cancelled", "cancelled must be true or false");
+            return TENQ_EINVALID;
+        }
+        f.cancelled = json_is_true(c);
+    }
+    engine_state st;
+    return engine_fail(s->e, now, id, tok, &f, &st, err);
+}
+
+static void single_outcome(server *s, http_req *req, const principal *who, const char *seg, bool ok)
+{
+    uint64_t id;
+    if (!worker_job(s, req, who, seg, &id)) return;
+    json_t *body = parse_body(req);
+    if (!body) return;
+    static const char *const ack_fields[] = {"token", "result", "stats", NULL};
+    static const char *const fail_fields[] = {"token",     "error", "retry_in_ms", "retry",
+                                              "cancelled", "stats", NULL};
+    if (only_fields(req, body, ok ? ack_fields : fail_fields)) {
+        engine_err err;
+        if (outcome(s, id, body, ok, &err) != 0)
+            reply_engine_err(req, &err);
+        else
+            state_reply(s, req, id);
+    }
+    json_decref(body);
+}
+
+void h_ack(server *s, http_req *req, const principal *who, const char **args)
+{
+    single_outcome(s, req, who, args[0], true);
+}
+
+void h_fail(server *s, http_req *req, const principal *who, const char **args)
+{
+    single_outcome(s, req, who, args[0], false);
+}
+
+void h_outcomes(server *s, http_req *req, const principal *who, const char **args)
+{
+    (void)args;
+    json_t *body = parse_body(req);
+    if (!body) return;
+    static const char *const fields[] = {"outcomes", NULL};
+    if (!only_fields(req, body, fields)) {
+        json_decref(body);
+        return;
+    }
+    json_t *list = json_object_get(body, "outcomes");
+    if (!json_is_array(list) || json_array_size(list) == 0 || json_array_size(list) > 10000) {
+        reply_error(req, TENQ_EINVALID, "outcomes", "outcomes must be a list of 1 to 10,000");
+        json_decref(body);
+        return;
+    }
+    static const char *const ofields[] = {"id",    "token",       "ok",    "result",    "stats",
+                                          "error", "retry_in_ms", "retry", "cancelled", NULL};
+    jbuf b;
+    jb_init(&b);
+    jb_obj(&b);
+    jb_key(&b, "results");
+    jb_arr(&b);
+    size_t i;
+    json_t *o;
+    json_array_foreach(list, i, o)
+    {
+        engine_err err = {0};
+        int rc = 0;
+        uint64_t id = 0;
+        json_t *jid = json_object_get(o, "id"), *jok = json_object_get(o, "ok");
+        if (!json_is_object(o)) {
+            rc = TENQ_EINVALID;
+            engine_errf(&err, rc, NULL, "outcome %zu is not an object", i);
+        } else if (!json_is_integer(jid) || json_integer_value(jid) < 1) {
+            rc = TENQ_EINVALID;
+            engine_errf(&err, rc, "id", "id must be a job id");
+        } else if (!json_is_boolean(jok)) {
+            rc = TENQ_EINVALID;
+            engine_errf(&err, rc, "ok", "ok must be true or false");
+        } else {
+            const char *k;
+            json_t *v;
+            json_object_foreach(o, k, v)
+            {
+                bool known = false;
+                for (const char *const *f = ofields; *f && !known; f++) known = !strcmp(*f, k);
+                if (!known) {
+                    rc = TENQ_EINVALID;
+                    engine_errf(&err, rc, k, "unknown field \"%s\"", k);
+                    break;
+                }
+            }
+            id = (uint64_t)json_integer_value(jid);
+            engine_job *j = rc ? NULL : engine_find(s->e, id);
+            if (!rc && (!j || !may_see_job(who, engine_job_tenant(j), engine_job_queue(j)))) {
+                rc = TENQ_ENOT_FOUND;
+                engine_errf(&err, rc, "id", "no job %llu in hand", (unsigned long long)id);
+            }
+            if (!rc) rc = outcome(s, id, o, json_is_true(jok), &err);
+        }
+        jb_obj(&b);
+        if (id) jb_kint(&b, "id", (long long)id);
+        if (rc) {
+            jb_key(&b, "error");
+            jb_obj(&b);
+            jb_kstr(&b, "code", tenq_err_word(rc));
+            jb_kstr(&b, "message", err.message);
+            if (err.field) jb_kstr(&b, "field", err.field);
+            jb_obj_end(&b);
+        } else {
+            engine_job *j = engine_find(s->e, id);
+            jb_kstr(&b, "state", j ? engine_state_name(engine_job_state(j)) : "succeeded");
+        }
+        jb_obj_end(&b);
+    }
+    jb_arr_end(&b);
+    jb_obj_end(&b);
+    json_decref(body);
+    srv_commit_reply(s, req, 200, &b);
+}

@@ -1,0 +1,302 @@
+/* Settings of `tenq serve`: one table drives the flags, the TENQ_*
+ * environment, the config file and --help. */
+#include "api.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef enum { T_STR, T_INT, T_MS, T_BYTES, T_BOOL, T_SLOTS } vtype;
+
+typedef struct setting {
+    const char *name; /* the flag is --name; the variable TENQ_NAME */
+    vtype type;
+    size_t off, size;
+    const char *deflt;
+    bool env_only; /* secrets: never on the command line */
+    const char *help;
+} setting;
+
+#define F(field) offsetof(api_config, field), sizeof(((api_config *)0)->field)
+
+static const setting settings[] = {
+    {"listen", T_STR, F(listen), "127.0.0.1:7070", false,
+     "address:port to listen on (port 0: any free port)"},
+    {"store", T_STR, F(store), "sqlite:./tenq-data/tenq.db", false,
+     "sqlite:PATH, or a postgresql:// connection string"},
+    {"sqlite-sync", T_STR, F(sqlite_sync), "full", false,
+     "full: fsync every commit (survives power loss); normal: fsync at checkpoints "
+     "(survives a crash of tenq, not of the machine)"},
+    {"default-slots", T_SLOTS, F(default_slots), "unlimited", false,
+     "slots of a tenant created on first use (a number, or unlimited)"},
+    {"default-weight", T_INT, F(default_weight), "1", false,
+     "weight of a tenant created on first use"},
+    {"strict-tenants", T_BOOL, F(strict_tenants), "false", false,
+     "refuse jobs for tenants that were not created first"},
+    {"max-job-bytes", T_BYTES, F(max_job_bytes), "1MiB", false,
+     "largest body of a single-job submit"},
+    {"max-batch-bytes", T_BYTES, F(max_batch_bytes), "32MiB", false, "largest request body"},
+    {"max-header-bytes", T_BYTES, F(max_header_bytes), "16KiB", false,
+     "largest request line and headers"},
+    {"max-headers", T_INT, F(max_headers), "100", false, "most headers in a request"},
+    {"header-timeout", T_MS, F(header_timeout_ms), "10s", false,
+     "time to receive a whole request head"},
+    {"body-timeout", T_MS, F(body_timeout_ms), "60s", false, "time to receive a whole body"},
+    {"idle-timeout", T_MS, F(idle_timeout_ms), "60s", false,
+     "keep-alive connections idle this long are closed"},
+    {"write-timeout", T_MS, F(write_timeout_ms), "30s", false,
+     "a client that reads nothing of its reply this long is dropped"},
+    {"max-connections", T_INT, F(max_connections), "10000", false, "open connections at most"},
+    {"max-wait", T_MS, F(max_wait_ms), "60s", false, "longest long poll (lease, wait)"},
+    {"log-format", T_STR, F(log_format), "text", false, "text or json"},
+    {"log-level", T_STR, F(log_level), "info", false, "debug, info, warn or error"},
+    {"admin-token", T_STR, F(admin_token), "", true,
+     "creates (or keeps) an admin token with this secret"},
+    {"port-file", T_STR, F(port_file), "", false,
+     "write the port listened on to this file once listening"},
+    {"allow-open-network", T_BOOL, F(allow_open_network), "false", false,
+     "listen beyond loopback even with no tokens (anyone can do anything)"},
+    {"config", T_STR, F(config_file), "", false, "a file of name = value lines"},
+};
+
+#define NSETTINGS (sizeof(settings) / sizeof(settings[0]))
+
+static void env_name(const setting *st, char *out, size_t len)
+{
+    snprintf(out, len, "TENQ_");
+    size_t k = strlen(out);
+    for (const char *p = st->name; *p && k + 1 < len; p++)
+        out[k++] = *p == '-' ? '_' : (char)toupper((unsigned char)*p);
+    out[k] = 0;
+}
+
+static int parse_ll(const char *v, long long *out)
+{
+    char *end;
+    errno = 0;
+    long long n = strtoll(v, &end, 10);
+    if (errno || end == v) return -1;
+    *out = n;
+    return (int)(end - v);
+}
+
+static int set_value(api_config *c, const setting *st, const char *v, char *why, size_t wl)
+{
+    void *dst = (char *)c + st->off;
+    switch (st->type) {
+    case T_STR:
+        if (strlen(v) >= st->size) {
+            snprintf(why, wl, "too long");
+            return -1;
+        }
+        memcpy(dst, v, strlen(v) + 1);
+        return 0;
+    case T_BOOL:
+        if (!strcmp(v, "true") || !strcmp(v, "1") || !strcmp(v, "yes") || !strcmp(v, "on"))
+            *(bool *)dst = true;
+        else if (!strcmp(v, "false") || !strcmp(v, "0") || !strcmp(v, "no") || !strcmp(v, "off"))
+            *(bool *)dst = false;
+        else {
+            snprintf(why, wl, "expected true or false");
+            return -1;
+        }
+        return 0;
+    case T_SLOTS:
+        if (!strcmp(v, "unlimited")) {
+            *(long long *)dst = -1;
+            return 0;
+        }
+        /* fall through */
+    case T_INT: {
+        long long n = 0;
+        int used = parse_ll(v, &n);
+        if (used < 0 || v[used] || n < 0) {
+            snprintf(why, wl, "expected a number >= 0");
+            return -1;
+        }
+        *(long long *)dst = n;
+        return 0;
+    }
+    case T_MS: {
+        long long n = 0;
+        int used = parse_ll(v, &n);
+        const char *u = v + (used > 0 ? used : 0);
+        long long mul = !*u || !strcmp(u, "ms") ? 1
+                        : !strcmp(u, "s")       ? 1000
+                        : !strcmp(u, "m")       ? 60000
+                                                : 0;
+        if (used < 0 || !mul || n < 0) {
+            snprintf(why, wl, "expected a duration such as 500ms, 10s or 2m");
+            return -1;
+        }
+        *(long long *)dst = n * mul;
+        return 0;
+    }
+    case T_BYTES: {
+        long long n = 0;
+        int used = parse_ll(v, &n);
+        const char *u = v + (used > 0 ? used : 0);
+        long long mul = 0;
+        if (!*u || !strcmp(u, "B"))
+            mul = 1;
+        else if (!strcasecmp(u, "k") || !strcmp(u, "KiB") || !strcmp(u, "KB"))
+            mul = 1024;
+        else if (!strcasecmp(u, "m") || !strcmp(u, "MiB") || !strcmp(u, "MB"))
+            mul = 1024 * 1024;
+        else if (!strcasecmp(u, "g") || !strcmp(u, "GiB") || !strcmp(u, "GB"))
+            mul = 1024LL * 1024 * 1024;
+        if (used < 0 || !mul || n < 0) {
+            snprintf(why, wl, "expected a size such as 512KiB or 32MiB");
+            return -1;
+        }
+        *(long long *)dst = n * mul;
+        return 0;
+    }
+    }
+    return -1;
+}
+
+void api_config_defaults(api_config *c)
+{
+    memset(c, 0, sizeof(*c));
+    char why[128];
+    for (size_t i = 0; i < NSETTINGS; i++)
+        set_value(c, &settings[i], settings[i].deflt, why, sizeof why);
+}
+
+static const setting *find(const char *name, size_t len)
+{
+    for (size_t i = 0; i < NSETTINGS; i++)
+        if (strlen(settings[i].name) == len && strncmp(settings[i].name, name, len) == 0)
+            return &settings[i];
+    return NULL;
+}
+
+static int load_file(api_config *c, const char *path, FILE *err)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        fprintf(err, "tenq: cannot read the config file %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    char line[2048];
+    int lineno = 0, rc = 0;
+    while (fgets(line, sizeof line, f)) {
+        lineno++;
+        char *p = line;
+        while (isspace((unsigned char)*p)) p++;
+        if (!*p || *p == '#') continue;
+        char *eq = strchr(p, '=');
+        if (!eq) {
+            fprintf(err, "tenq: %s:%d: expected name = value\n", path, lineno);
+            rc = -1;
+            break;
+        }
+        char *ne = eq;
+        while (ne > p && isspace((unsigned char)ne[-1])) ne--;
+        char *v = eq + 1;
+        while (isspace((unsigned char)*v)) v++;
+        char *ve = v + strlen(v);
+        while (ve > v && isspace((unsigned char)ve[-1])) *--ve = 0;
+        const setting *st = find(p, (size_t)(ne - p));
+        char why[128];
+        if (!st || !strcmp(st->name, "config")) {
+            fprintf(err, "tenq: %s:%d: unknown setting %.*s\n", path, lineno, (int)(ne - p), p);
+            rc = -1;
+            break;
+        }
+        if (set_value(c, st, v, why, sizeof why) != 0) {
+            fprintf(err, "tenq: %s:%d: %s: %s\n", path, lineno, st->name, why);
+            rc = -1;
+            break;
+        }
+    }
+    fclose(f);
+    return rc;
+}
+
+int api_config_load(api_config *c, int argc, char **argv, FILE *err)
+{
+    api_config_defaults(c);
+    /* The config file is named first by flag or environment. */
+    const char *file = getenv("TENQ_CONFIG");
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--config") && i + 1 < argc) file = argv[i + 1];
+        if (!strncmp(argv[i], "--config=", 9)) file = argv[i] + 9;
+    }
+    if (file && *file && load_file(c, file, err) != 0) return -1;
+    char why[128];
+    for (size_t i = 0; i < NSETTINGS; i++) {
+        char env[64];
+        env_name(&settings[i], env, sizeof env);
+        const char *v = getenv(env);
+        if (!v) continue;
+        if (set_value(c, &settings[i], v, why, sizeof why) != 0) {
+            fprintf(err, "tenq: %s=%s: %s\n", env, v, why);
+            return -1;
+        }
+    }
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            api_config_help(stdout);
+            return 1;
+        }
+        if (strncmp(a, "--", 2) != 0) {
+            fprintf(err, "tenq serve: unexpected argument %s (see --help)\n", a);
+            return -1;
+        }
+        const char *name = a + 2;
+        const char *eq = strchr(name, '=');
+        size_t nl = eq ? (size_t)(eq - name) : strlen(name);
+        const setting *st = find(name, nl);
+        if (!st || st->env_only) {
+            fprintf(err, "tenq serve: unknown flag --%.*s (see --help)%s\n", (int)nl, name,
+                    st ? "; set it in the environment" : "");
+            return -1;
+        }
+        const char *v;
+        if (eq)
+            v = eq + 1;
+        else if (st->type == T_BOOL)
+            v = "true";
+        else if (i + 1 < argc)
+            v = argv[++i];
+        else {
+            fprintf(err, "tenq serve: --%s needs a value\n", st->name);
+            return -1;
+        }
+        if (set_value(c, st, v, why, sizeof why) != 0) {
+            fprintf(err, "tenq serve: --%s %s: %s\n", st->name, v, why);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+void api_config_help(FILE *out)
+{
+    fprintf(out, "usage: tenq serve [--setting value ...]\n\n"
+                 "Every setting can also come from the environment (TENQ_NAME) or a config\n"
+                 "file (name = value lines, --config FILE); flags win over the environment,\n"
+                 "which wins over the file.\n\n");
+    for (size_t i = 0; i < NSETTINGS; i++) {
+        const setting *st = &settings[i];
+        char env[64];
+        env_name(st, env, sizeof env);
+        const char *kind = st->type == T_MS      ? "DURATION"
+                           : st->type == T_BYTES ? "SIZE"
+                           : st->type == T_BOOL  ? ""
+                           : st->type == T_STR   ? "TEXT"
+                                                 : "N";
+        if (st->env_only)
+            fprintf(out, "  %-28s %s\n", env, st->help);
+        else
+            fprintf(out, "  --%s %-*s %s\n", st->name, (int)(24 - strlen(st->name)), kind,
+                    st->help);
+        fprintf(out, "  %-28s default: %s%s%s\n", "", *st->deflt ? st->deflt : "(none)",
+                st->env_only ? "" : "; env ", st->env_only ? "" : env);
+    }
+}

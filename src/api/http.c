@@ -1,0 +1,760 @@
+/* A small, strict HTTP/1.1 server.  See http.h for what and why. */
+#include "http.h"
+
+#include "base/xalloc.h"
+
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/listener.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+typedef enum { C_HEAD, C_BODY, C_CHUNK, C_HANDLING, C_CLOSING } cstate;
+typedef enum { K_SIZE, K_DATA, K_DATA_END, K_TRAILER } kphase;
+
+typedef struct http_conn {
+    http_server *srv;
+    struct bufferevent *bev;
+    struct event *timer;
+    cstate st;
+    char peer[64];
+    http_req req;
+    char *head;
+    char *body;
+    size_t body_len, body_cap;
+    size_t want; /* C_BODY: bytes still to read; C_CHUNK/K_DATA: of this chunk */
+    kphase kphase;
+    size_t trailer_bytes;
+    size_t scanned;  /* C_HEAD: bytes already searched for the blank line */
+    bool started;    /* C_HEAD: a byte of the next request arrived */
+    bool processing; /* inside process(): replies only flag, process loops */
+    bool dead;       /* socket gone while a handler holds the request */
+    bool aborting;   /* inside on_abort: replies are ignored */
+    bool close_after;
+    struct http_conn *prev, *next;
+} http_conn;
+
+struct http_server {
+    struct event_base *base;
+    struct evconnlistener *lis;
+    http_limits lim;
+    http_handler fn;
+    void *ctx;
+    http_conn *conns;
+    size_t nconns;
+    char date[40];
+    time_t date_sec;
+};
+
+void http_limits_defaults(http_limits *l)
+{
+    l->max_header_bytes = 16 * 1024;
+    l->max_headers = 100;
+    l->max_body_bytes = 32u * 1024 * 1024;
+    l->header_timeout_ms = 10000;
+    l->body_timeout_ms = 60000;
+    l->idle_timeout_ms = 60000;
+    l->write_timeout_ms = 30000;
+    l->max_connections = 10000;
+}
+
+const char *http_status_text(int status)
+{
+    switch (status) {
+    case 100: return "Continue";
+    case 200: return "OK";
+    case 201: return "Created";
+    case 204: return "No Content";
+    case 304: return "Not Modified";
+    case 400: return "Bad Request";
+    case 401: return "Unauthorized";
+    case 403: return "Forbidden";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 408: return "Request Timeout";
+    case 409: return "Conflict";
+    case 411: return "Length Required";
+    case 413: return "Content Too Large";
+    case 415: return "Unsupported Media Type";
+    case 417: return "Expectation Failed";
+    case 429: return "Too Many Requests";
+    case 431: return "Request Header Fields Too Large";
+    case 500: return "Internal Server Error";
+    case 501: return "Not Implemented";
+    case 502: return "Bad Gateway";
+    case 503: return "Service Unavailable";
+    case 504: return "Gateway Timeout";
+    case 505: return "HTTP Version Not Supported";
+    default: return "Unknown";
+    }
+}
+
+static int64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* ---- connections -------------------------------------------------------------- */
+
+static void conn_free(http_conn *c)
+{
+    http_server *s = c->srv;
+    if (c->prev)
+        c->prev->next = c->next;
+    else if (s->conns == c)
+        s->conns = c->next;
+    if (c->next) c->next->prev = c->prev;
+    s->nconns--;
+    if (c->bev) bufferevent_free(c->bev);
+    if (c->timer) event_free(c->timer);
+    free(c->head);
+    free(c->body);
+    free(c);
+}
+
+static void arm(http_conn *c, int ms)
+{
+    if (ms <= 0) {
+        event_del(c->timer);
+        return;
+    }
+    struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+    event_add(c->timer, &tv);
+}
+
+static void reset_request(http_conn *c)
+{
+    free(c->head);
+    c->head = NULL;
+    free(c->body);
+    c->body = NULL;
+    c->body_len = c->body_cap = 0;
+    memset(&c->req, 0, sizeof(c->req));
+    c->req.conn = c;
+    c->scanned = 0;
+    c->started = false;
+    c->trailer_bytes = 0;
+}
+
+static const char *date_header(http_server *s)
+{
+    time_t now = time(NULL);
+    if (now != s->date_sec) {
+        struct tm tm;
+        gmtime_r(&now, &tm);
+        strftime(s->date, sizeof s->date, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+        s->date_sec = now;
+    }
+    return s->date;
+}
+
+static void process(http_conn *c);
+
+/* Writes a reply; the connection carries on or closes after. */
+static void send_reply(http_conn *c, int status, const char *ctype, const char *extra,
+                       const char *body, size_t len, bool close)
+{
+    struct evbuffer *out = bufferevent_get_output(c->bev);
+    bool keep = !close && c->req.keep_alive && !c->close_after;
+    evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\nDate: %s\r\nContent-Length: %zu\r\n%s%s%s%s%s\r\n",
+                        status, http_status_text(status), date_header(c->srv), len,
+                        ctype ? "Content-Type: " : "", ctype ? ctype : "", ctype ? "\r\n" : "",
+                        extra ? extra : "", keep ? "" : "Connection: close\r\n");
+    if (len) evbuffer_add(out, body, len);
+    reset_request(c);
+    if (!keep) {
+        c->st = C_CLOSING;
+        arm(c, c->srv->lim.write_timeout_ms);
+        bufferevent_disable(c->bev, EV_READ);
+        /* freed by the write callback once the reply is out */
+        return;
+    }
+    c->st = C_HEAD;
+    arm(c, c->srv->lim.idle_timeout_ms);
+    bufferevent_enable(c->bev, EV_READ);
+    if (!c->processing) process(c);
+}
+
+static void error_reply(http_conn *c, int status, const char *msg)
+{
+    char body[512];
+    const char *code = status == 413 || status == 431 ? "too_large"
+                       : status == 408                ? "timeout"
+                       : status == 503                ? "unavailable"
+                                                      : "invalid";
+    int n =
+        snprintf(body, sizeof body, "{\"error\":{\"code\":\"%s\",\"message\":\"%s\"}}", code, msg);
+    c->close_after = true;
+    c->req.keep_alive = false;
+    send_reply(c, status, "application/json", NULL, body, (size_t)n, true);
+}
+
+/* ---- parsing the head ---------------------------------------------------------- */
+
+static bool is_tchar(unsigned char ch)
+{
+    return isalnum(ch) || strchr("!#$%&'*+-.^_`|~", ch) != NULL;
+}
+
+static bool ieq(const char *a, const char *b)
+{
+    return strcasecmp(a, b) == 0;
+}
+
+/* Does a comma-separated header value hold this token? */
+static bool has_token(const char *v, const char *tok)
+{
+    size_t tl = strlen(tok);
+    while (*v) {
+        while (*v == ' ' || *v == '\t' || *v == ',') v++;
+        const char *end = v;
+        while (*end && *end != ',') end++;
+        const char *e = end;
+        while (e > v && (e[-1] == ' ' || e[-1] == '\t')) e--;
+        if ((size_t)(e - v) == tl && strncasecmp(v, tok, tl) == 0) return true;
+        v = end;
+    }
+    return false;
+}
+
+/* Parses the head in c->head (NUL-terminated, ends with CRLF CRLF).
+ * Returns 0, or an HTTP status with *msg set. */
+static int parse_head(http_conn *c, const char **msg)
+{
+    http_req *r = &c->req;
+    char *p = c->head;
+    /* request line: METHOD SP target SP HTTP/1.x CRLF */
+    char *sp1 = strchr(p, ' ');
+    if (!sp1 || sp1 == p) return *msg = "bad request line", 400;
+    *sp1 = 0;
+    for (char *m = p; *m; m++)
+        if (!is_tchar((unsigned char)*m)) return *msg = "bad method", 400;
+    r->method = p;
+    char *target = sp1 + 1;
+    char *sp2 = strchr(target, ' ');
+    char *eol = strstr(target, "\r\n");
+    if (!sp2 || !eol || sp2 > eol) return *msg = "bad request line", 400;
+    *sp2 = 0;
+    *eol = 0;
+    const char *ver = sp2 + 1;
+    int minor;
+    if (strcmp(ver, "HTTP/1.1") == 0)
+        minor = 1;
+    else if (strcmp(ver, "HTTP/1.0") == 0)
+        minor = 0;
+    else if (strncmp(ver, "HTTP/", 5) == 0)
+        return *msg = "only HTTP/1.0 and HTTP/1.1", 505;
+    else
+        return *msg = "bad request line", 400;
+    if (target[0] != '/') return *msg = "the target must be a path", 400;
+    for (char *t = target; *t; t++)
+        if ((unsigned char)*t <= 0x20 || *t == 0x7f) return *msg = "bad target", 400;
+    char *q = strchr(target, '?');
+    if (q) {
+        *q = 0;
+        r->query = q + 1;
+    } else {
+        r->query = "";
+    }
+    r->path = target;
+    /* headers */
+    p = eol + 2;
+    const char *cl = NULL, *te = NULL, *conn_hdr = NULL;
+    bool expect_continue = false;
+    while (!(p[0] == '\r' && p[1] == '\n')) {
+        char *end = strstr(p, "\r\n");
+        if (!end) return *msg = "bad header line", 400;
+        *end = 0;
+        if (*p == ' ' || *p == '\t') return *msg = "folded headers are not accepted", 400;
+        char *colon = strchr(p, ':');
+        if (!colon || colon == p) return *msg = "bad header line", 400;
+        *colon = 0;
+        for (char *n = p; *n; n++)
+            if (!is_tchar((unsigned char)*n)) return *msg = "bad header name", 400;
+        char *v = colon + 1;
+        while (*v == ' ' || *v == '\t') v++;
+        char *ve = v + strlen(v);
+        while (ve > v && (ve[-1] == ' ' || ve[-1] == '\t')) *--ve = 0;
+        for (char *x = v; *x; x++)
+            if (((unsigned char)*x < 0x20 && *x != '\t') || *x == 0x7f)
+                return *msg = "bad header value", 400;
+        if (r->nheaders >= c->srv->lim.max_headers || r->nheaders >= HTTP_MAX_HEADERS)
+            return *msg = "too many headers", 431;
+        r->headers[r->nheaders].name = p;
+        r->headers[r->nheaders].value = v;
+        r->nheaders++;
+        if (ieq(p, "content-length")) {
+            if (cl && strcmp(cl, v) != 0) return *msg = "differing Content-Length headers", 400;
+            cl = v;
+        } else if (ieq(p, "transfer-encoding")) {
+            if (te) return *msg = "more than one Transfer-Encoding header", 400;
+            te = v;
+        } else if (ieq(p, "connection")) {
+            conn_hdr = v;
+        } else if (ieq(p, "expect")) {
+            if (!ieq(v, "100-continue")) return *msg = "only Expect: 100-continue", 417;
+            expect_continue = true;
+        }
+        p = end + 2;
+    }
+    if (cl && te) return *msg = "both Content-Length and Transfer-Encoding", 400;
+    r->keep_alive = minor == 1 ? !(conn_hdr && has_token(conn_hdr, "close"))
+                               : (conn_hdr && has_token(conn_hdr, "keep-alive"));
+    c->want = 0;
+    if (te) {
+        if (!ieq(te, "chunked")) return *msg = "only chunked transfer coding", 501;
+        if (minor == 0) return *msg = "chunked in HTTP/1.0", 400;
+        c->st = C_CHUNK;
+        c->kphase = K_SIZE;
+    } else if (cl) {
+        if (!*cl || strlen(cl) > 12) return *msg = "bad Content-Length", 400;
+        for (const char *d = cl; *d; d++)
+            if (!isdigit((unsigned char)*d)) return *msg = "bad Content-Length", 400;
+        unsigned long long n = strtoull(cl, NULL, 10);
+        if (n > c->srv->lim.max_body_bytes) return *msg = "the body is too large", 413;
+        c->want = (size_t)n;
+        c->st = C_BODY;
+    } else {
+        c->st = C_BODY; /* empty */
+    }
+    if (expect_continue && (c->want > 0 || c->st == C_CHUNK))
+        evbuffer_add(bufferevent_get_output(c->bev), "HTTP/1.1 100 Continue\r\n\r\n", 25);
+    return 0;
+}
+
+/* ---- the body ------------------------------------------------------------------- */
+
+static void body_append(http_conn *c, struct evbuffer *in, size_t n)
+{
+    if (c->body_len + n + 1 > c->body_cap) {
+        size_t cap = c->body_cap ? c->body_cap : 1024;
+        while (cap < c->body_len + n + 1) cap *= 2;
+        c->body = xrealloc(c->body, cap);
+        c->body_cap = cap;
+    }
+    evbuffer_remove(in, c->body + c->body_len, n);
+    c->body_len += n;
+    c->body[c->body_len] = 0;
+}
+
+/* Reads a CRLF-terminated line of at most max bytes; 1 got it, 0 need
+ * more, -1 too long. */
+static int read_line(struct evbuffer *in, char *buf, size_t max)
+{
+    struct evbuffer_ptr p = evbuffer_search(in, "\r\n", 2, NULL);
+    if (p.pos < 0) return evbuffer_get_length(in) > max ? -1 : 0;
+    if ((size_t)p.pos >= max) return -1;
+    evbuffer_remove(in, buf, (size_t)p.pos);
+    buf[p.pos] = 0;
+    evbuffer_drain(in, 2);
+    return 1;
+}
+
+/* Returns 1 when the chunked body is complete, 0 for more, or an error
+ * status with *msg. */
+static int read_chunked(http_conn *c, struct evbuffer *in, const char **msg)
+{
+    for (;;) {
+        char line[128];
+        switch (c->kphase) {
+        case K_SIZE: {
+            int rc = read_line(in, line, sizeof line - 1);
+            if (rc < 0) return *msg = "bad chunk size", 400;
+            if (rc == 0) return 0;
+            char *semi = strchr(line, ';'); /* extensions are ignored */
+            if (semi) *semi = 0;
+            if (!*line || strlen(line) > 8) return *msg = "bad chunk size", 400;
+            for (char *d = line; *d; d++)
+                if (!isxdigit((unsigned char)*d)) return *msg = "bad chunk size", 400;
+            size_t n = strtoul(line, NULL, 16);
+            if (c->body_len + n > c->srv->lim.max_body_bytes)
+                return *msg = "the body is too large", 413;
+            c->want = n;
+            c->kphase = n ? K_DATA : K_TRAILER;
+            break;
+        }
+        case K_DATA: {
+            size_t have = evbuffer_get_length(in);
+            if (!have) return 0;
+            size_t take = have < c->want ? have : c->want;
+            body_append(c, in, take);
+            c->want -= take;
+            if (c->want) return 0;
+            c->kphase = K_DATA_END;
+            break;
+        }
+        case K_DATA_END: {
+            if (evbuffer_get_length(in) < 2) return 0;
+            char crlf[2];
+            evbuffer_remove(in, crlf, 2);
+            if (crlf[0] != '\r' || crlf[1] != '\n') return *msg = "bad chunk end", 400;
+            c->kphase = K_SIZE;
+            break;
+        }
+        case K_TRAILER: {
+            char tl[1024];
+            int rc = read_line(in, tl, sizeof tl - 1);
+            if (rc < 0) return *msg = "bad trailer", 400;
+            if (rc == 0) return 0;
+            c->trailer_bytes += strlen(tl) + 2;
+            if (c->trailer_bytes > c->srv->lim.max_header_bytes)
+                return *msg = "trailers too large", 431;
+            if (!*tl) return 1; /* the blank line: done (trailers are dropped) */
+            break;
+        }
+        }
+    }
+}
+
+/* ---- the state machine -------------------------------------------------------- */
+
+static void dispatch(http_conn *c)
+{
+    if (!c->body) {
+        c->body = xmalloc(1);
+        c->body[0] = 0;
+    }
+    c->req.body = c->body;
+    c->req.body_len = c->body_len;
+    c->req.peer = c->peer;
+    c->req.conn = c;
+    c->req.start_ns = mono_ns();
+    c->st = C_HANDLING;
+    event_del(c->timer); /* a handler may wait as long as it needs (long polls) */
+    c->srv->fn(c->srv->ctx, &c->req);
+}
+
+static void process(http_conn *c)
+{
+    c->processing = true;
+    struct evbuffer *in = bufferevent_get_input(c->bev);
+    const http_limits *lim = &c->srv->lim;
+    for (;;) {
+        if (c->st == C_HEAD) {
+            size_t len = evbuffer_get_length(in);
+            if (len == 0) break;
+            if (!c->started) {
+                c->started = true;
+                arm(c, lim->header_timeout_ms);
+            }
+            struct evbuffer_ptr start;
+            evbuffer_ptr_set(in, &start, c->scanned > 3 ? c->scanned - 3 : 0, EVBUFFER_PTR_SET);
+            struct evbuffer_ptr end = evbuffer_search(in, "\r\n\r\n", 4, &start);
+            if (end.pos < 0) {
+                if (len > lim->max_header_bytes) {
+                    error_reply(c, 431, "the request head is too large");
+                    break;
+                }
+                c->scanned = len;
+                break;
+            }
+            size_t hlen = (size_t)end.pos + 4;
+            if (hlen > lim->max_header_bytes) {
+                error_reply(c, 431, "the request head is too large");
+                break;
+            }
+            c->head = xmalloc(hlen + 1);
+            evbuffer_remove(in, c->head, hlen);
+            c->head[hlen] = 0;
+            const char *msg = NULL;
+            int st = parse_head(c, &msg);
+            if (st) {
+                error_reply(c, st, msg);
+                break;
+            }
+            arm(c, lim->body_timeout_ms);
+            continue;
+        }
+        if (c->st == C_BODY) {
+            size_t have = evbuffer_get_length(in);
+            if (c->want) {
+                size_t take = have < c->want ? have : c->want;
+                if (take) body_append(c, in, take);
+                c->want -= take;
+                if (c->want) break;
+            }
+            dispatch(c);
+            continue;
+        }
+        if (c->st == C_CHUNK) {
+            const char *msg = NULL;
+            int rc = read_chunked(c, in, &msg);
+            if (rc == 0) break;
+            if (rc != 1) {
+                error_reply(c, rc, msg);
+                break;
+            }
+            dispatch(c);
+            continue;
+        }
+        break; /* C_HANDLING or C_CLOSING: wait */
+    }
+    c->processing = false;
+    if (c->st == C_CLOSING && evbuffer_get_length(bufferevent_get_output(c->bev)) == 0)
+        conn_free(c);
+}
+
+static void on_read(struct bufferevent *bev, void *arg)
+{
+    (void)bev;
+    http_conn *c = arg;
+    if (c->st == C_HANDLING || c->st == C_CLOSING) return; /* pipelined: later */
+    process(c);
+}
+
+static void on_write(struct bufferevent *bev, void *arg)
+{
+    http_conn *c = arg;
+    if (c->st == C_CLOSING && evbuffer_get_length(bufferevent_get_output(bev)) == 0) conn_free(c);
+}
+
+/* The peer is gone (or the socket failed). */
+static void conn_lost(http_conn *c)
+{
+    if (c->st == C_HANDLING) {
+        bufferevent_free(c->bev);
+        c->bev = NULL;
+        event_del(c->timer);
+        c->dead = true;
+        if (c->req.on_abort) {
+            c->aborting = true;
+            c->req.on_abort(&c->req);
+            conn_free(c);
+        }
+        /* else: freed when the handler replies */
+        return;
+    }
+    conn_free(c);
+}
+
+static void on_event(struct bufferevent *bev, short what, void *arg)
+{
+    (void)bev;
+    http_conn *c = arg;
+    if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR | BEV_EVENT_TIMEOUT)) conn_lost(c);
+}
+
+static void on_timer(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    http_conn *c = arg;
+    if (c->st == C_HEAD && c->started) {
+        error_reply(c, 408, "the request head took too long");
+    } else if (c->st == C_BODY || c->st == C_CHUNK) {
+        error_reply(c, 408, "the request body took too long");
+    } else {
+        conn_lost(c); /* idle keep-alive, or a reply nobody reads */
+    }
+}
+
+static void on_accept(struct evconnlistener *lis, evutil_socket_t fd, struct sockaddr *addr,
+                      int alen, void *arg)
+{
+    (void)lis;
+    (void)alen;
+    http_server *s = arg;
+    if (s->nconns >= (size_t)s->lim.max_connections) {
+        static const char busy[] =
+            "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+        ssize_t w = send(fd, busy, sizeof busy - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+        (void)w;
+        close(fd);
+        return;
+    }
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    http_conn *c = xcalloc(1, sizeof(*c));
+    c->srv = s;
+    c->bev = bufferevent_socket_new(s->base, fd, BEV_OPT_CLOSE_ON_FREE);
+    c->timer = evtimer_new(s->base, on_timer, c);
+    if (addr->sa_family == AF_INET) {
+        struct sockaddr_in *in = (struct sockaddr_in *)addr;
+        char ip[INET_ADDRSTRLEN];
+        inet_ntop(AF_INET, &in->sin_addr, ip, sizeof ip);
+        snprintf(c->peer, sizeof c->peer, "%s:%d", ip, ntohs(in->sin_port));
+    } else if (addr->sa_family == AF_INET6) {
+        struct sockaddr_in6 *in = (struct sockaddr_in6 *)addr;
+        char ip[INET6_ADDRSTRLEN];
+        inet_ntop(AF_INET6, &in->sin6_addr, ip, sizeof ip);
+        snprintf(c->peer, sizeof c->peer, "[%s]:%d", ip, ntohs(in->sin6_port));
+    }
+    c->next = s->conns;
+    if (s->conns) s->conns->prev = c;
+    s->conns = c;
+    s->nconns++;
+    reset_request(c);
+    c->st = C_HEAD;
+    bufferevent_setcb(c->bev, on_read, on_write, on_event, c);
+    bufferevent_setwatermark(c->bev, EV_READ, 0, s->lim.max_header_bytes + 65536);
+    struct timeval wt = {s->lim.write_timeout_ms / 1000, (s->lim.write_timeout_ms % 1000) * 1000};
+    bufferevent_set_timeouts(c->bev, NULL, &wt);
+    bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+    arm(c, s->lim.idle_timeout_ms);
+}
+
+/* ---- public --------------------------------------------------------------------- */
+
+http_server *http_server_new(struct event_base *base, const http_limits *lim, http_handler fn,
+                             void *ctx)
+{
+    http_server *s = xcalloc(1, sizeof(*s));
+    s->base = base;
+    if (lim)
+        s->lim = *lim;
+    else
+        http_limits_defaults(&s->lim);
+    s->fn = fn;
+    s->ctx = ctx;
+    return s;
+}
+
+int http_server_listen(http_server *s, const char *host, int port, char *err, size_t errlen)
+{
+    struct sockaddr_storage ss;
+    memset(&ss, 0, sizeof ss);
+    socklen_t slen;
+    if (strchr(host, ':')) {
+        struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss;
+        a->sin6_family = AF_INET6;
+        a->sin6_port = htons((uint16_t)port);
+        if (inet_pton(AF_INET6, host, &a->sin6_addr) != 1) {
+            snprintf(err, errlen, "bad listen address %s", host);
+            return -1;
+        }
+        slen = sizeof *a;
+    } else {
+        struct sockaddr_in *a = (struct sockaddr_in *)&ss;
+        a->sin_family = AF_INET;
+        a->sin_port = htons((uint16_t)port);
+        if (inet_pton(AF_INET, host, &a->sin_addr) != 1) {
+            snprintf(err, errlen, "bad listen address %s (use an IP address)", host);
+            return -1;
+        }
+        slen = sizeof *a;
+    }
+    s->lis =
+        evconnlistener_new_bind(s->base, on_accept, s, LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE,
+                                1024, (struct sockaddr *)&ss, (int)slen);
+    if (!s->lis) {
+        snprintf(err, errlen, "cannot listen on %s:%d: %s", host, port, strerror(errno));
+        return -1;
+    }
+    struct sockaddr_storage bound;
+    socklen_t bl = sizeof bound;
+    getsockname(evconnlistener_get_fd(s->lis), (struct sockaddr *)&bound, &bl);
+    if (bound.ss_family == AF_INET) return ntohs(((struct sockaddr_in *)&bound)->sin_port);
+    return ntohs(((struct sockaddr_in6 *)&bound)->sin6_port);
+}
+
+void http_server_stop_accepting(http_server *s)
+{
+    if (s->lis) {
+        evconnlistener_free(s->lis);
+        s->lis = NULL;
+    }
+    for (http_conn *c = s->conns, *n; c; c = n) {
+        n = c->next;
+        if (c->st == C_HEAD && !c->started) conn_free(c);
+    }
+}
+
+void http_server_free(http_server *s)
+{
+    if (!s) return;
+    if (s->lis) evconnlistener_free(s->lis);
+    while (s->conns) {
+        http_conn *c = s->conns;
+        if (c->st == C_HANDLING && c->req.on_abort) {
+            c->aborting = true;
+            c->req.on_abort(&c->req);
+        }
+        conn_free(c);
+    }
+    free(s);
+}
+
+size_t http_server_connections(const http_server *s)
+{
+    return s->nconns;
+}
+
+const char *http_header_get(const http_req *r, const char *name)
+{
+    for (int i = 0; i < r->nheaders; i++)
+        if (ieq(r->headers[i].name, name)) return r->headers[i].value;
+    return NULL;
+}
+
+static int hexval(char ch)
+{
+    if (ch >= '0' && ch <= '9') return ch - '0';
+    if (ch >= 'a' && ch <= 'f') return ch - 'a' + 10;
+    if (ch >= 'A' && ch <= 'F') return ch - 'A' + 10;
+    return -1;
+}
+
+const char *http_query_get(const http_req *r, const char *name, char *buf, size_t len)
+{
+    size_t nl = strlen(name);
+    const char *p = r->query;
+    while (p && *p) {
+        const char *amp = strchr(p, '&');
+        const char *end = amp ? amp : p + strlen(p);
+        const char *eq = memchr(p, '=', (size_t)(end - p));
+        const char *kend = eq ? eq : end;
+        if ((size_t)(kend - p) == nl && strncmp(p, name, nl) == 0) {
+            size_t k = 0;
+            for (const char *v = eq ? eq + 1 : end; v < end && k + 1 < len; v++) {
+                if (*v == '+') {
+                    buf[k++] = ' ';
+                } else if (*v == '%' && v + 2 < end && hexval(v[1]) >= 0 && hexval(v[2]) >= 0) {
+                    buf[k++] = (char)(hexval(v[1]) * 16 + hexval(v[2]));
+                    v += 2;
+                } else {
+                    buf[k++] = *v;
+                }
+            }
+            buf[k] = 0;
+            return buf;
+        }
+        p = amp ? amp + 1 : NULL;
+    }
+    return NULL;
+}
+
+void http_reply(http_req *r, int status, const char *content_type, const char *extra_headers,
+                const char *body, size_t len)
+{
+    http_conn *c = r->conn;
+    if (c->aborting) return;
+    if (c->dead) {
+        conn_free(c);
+        return;
+    }
+    send_reply(c, status, content_type, extra_headers, body, len, false);
+}
+
+void http_reply_close(http_req *r, int status, const char *body, size_t len)
+{
+    http_conn *c = r->conn;
+    if (c->aborting) return;
+    if (c->dead) {
+        conn_free(c);
+        return;
+    }
+    c->close_after = true;
+    send_reply(c, status, "application/json", NULL, body, len, true);
+}

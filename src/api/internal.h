@@ -1,0 +1,276 @@
+/* The API server's insides, shared by its .c files. */
+#ifndef TENQ_API_INTERNAL_H
+#define TENQ_API_INTERNAL_H
+
+#include "api.h"
+#include "http.h"
+#include "jbuf.h"
+
+#include "base/htab.h"
+#include "base/xalloc.h"
+#include "engine/engine.h"
+#include "store/store.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct event;
+struct event_base;
+
+/* ---- auth ------------------------------------------------------------------- */
+
+typedef enum { ROLE_NONE = 0, ROLE_ADMIN = 1, ROLE_TENANT = 2, ROLE_WORKER = 4 } role_kind;
+#define ROLES_ALL (ROLE_ADMIN | ROLE_TENANT | ROLE_WORKER)
+
+typedef struct token {
+    int64_t id;
+    char hash[65];
+    role_kind role;
+    char tenant[ENGINE_NAME_MAX + 1]; /* ROLE_TENANT */
+    char **queues;                    /* NULL: every queue */
+    size_t nqueues;
+    char *queues_json;
+    int64_t created_at;
+    bool revoked; /* kept until exit: requests in flight may point here */
+} token;
+
+/* Who is asking: a token, or everyone (no tokens configured). */
+typedef struct principal {
+    role_kind role;
+    const token *tok; /* NULL when no tokens exist */
+} principal;
+
+typedef struct auth {
+    htab by_hash;
+    token **all;
+    size_t n, cap;
+    int64_t next_id;
+} auth;
+
+void auth_init(auth *a);
+void auth_free(auth *a);
+token *auth_add(auth *a, int64_t id, const char *hash, const char *role, const char *queues_json,
+                int64_t created_at);
+token *auth_find_secret(auth *a, const char *secret);
+token *auth_find_id(auth *a, int64_t id);
+/* Revokes at once: the token no longer authenticates. */
+void auth_revoke(auth *a, token *t);
+/* Parses "admin", "worker", "tenant:NAME". */
+bool auth_parse_role(const char *role, role_kind *kind, char *tenant);
+bool token_allows_queue(const token *t, const char *queue);
+/* A new random secret: "tq_" + 43 base64url characters. */
+void auth_new_secret(char out[64]);
+
+/* ---- the server --------------------------------------------------------------- */
+
+/* A reply held until the batch with its changes is committed. */
+typedef struct pending {
+    http_req *req; /* NULL when the client went away */
+    int status;
+    char *body;
+    size_t len;
+    struct pending *next;
+} pending;
+
+/* Ids of jobs that reached a final state in a batch (for waiters). */
+typedef struct idvec {
+    uint64_t *v;
+    size_t n, cap;
+} idvec;
+
+typedef struct inflight {
+    uint64_t seq;
+    pending *replies, *replies_tail;
+    idvec done;
+    struct inflight *next;
+} inflight;
+
+typedef struct lease_waiter {
+    struct server *srv;
+    http_req *req;
+    principal who;
+    char **queues;
+    size_t nqueues;
+    char **types;
+    size_t ntypes;
+    size_t max;
+    char *worker;
+    struct event *timer;
+    struct lease_waiter *prev, *next;
+} lease_waiter;
+
+typedef struct job_waiter {
+    struct server *srv;
+    http_req *req;
+    uint64_t id;
+    principal who;
+    struct event *timer;
+    struct job_waiter *prev, *next;
+} job_waiter;
+
+/* A read from the store on behalf of a request that may go away meanwhile. */
+typedef struct read_ctx {
+    struct server *srv;
+    http_req *req; /* NULL once the client left */
+    principal who;
+    uint64_t id;
+    uint64_t committed_before; /* for wait: re-read if a commit landed meanwhile */
+    int kind;                  /* what to do with the rows */
+    int64_t timeout_ms;
+    bool want_token;
+    uint32_t limit;
+} read_ctx;
+
+read_ctx *read_ctx_new(struct server *s, http_req *req, const principal *who);
+/* Detaches the context from its request; returns the request or NULL. */
+http_req *read_ctx_take(read_ctx *c);
+/* Attaches the context to its request again (for a second read). */
+void read_ctx_rearm(read_ctx *c, http_req *req);
+
+/* A ring of per-second samples of a counter pair, for rates. */
+typedef struct rate_ring {
+    uint64_t hash;
+    char *name;
+    uint64_t ok[61], bad[61];
+    int head, filled;
+} rate_ring;
+
+typedef struct server {
+    api_config cfg;
+    struct event_base *base;
+    http_server *http;
+    engine_t *e;
+    store_t *st;
+    auth auth;
+    int port;
+
+    int64_t wall0_ms, mono0_ns;
+
+    store_batch *batch;
+    pending *cur, *cur_tail; /* replies waiting for the batch being built */
+    idvec cur_done;          /* jobs finished in the batch being built */
+    inflight *inflight, *inflight_tail;
+    uint64_t last_seq;
+    struct event *flush_ev;
+    struct event *store_ev;
+
+    lease_waiter *lwait;
+    size_t n_lwait;
+    job_waiter *jwait;
+
+    struct event *tick_ev;
+    int64_t tick_at;
+    struct event *sample_ev;
+    htab rates_q, rates_t;
+    struct event *resync_ev;
+    bool resyncing;
+
+    struct event *sig_term, *sig_int;
+    bool stopping;
+    bool open_network; /* listening beyond loopback: tokens always required */
+    int exit_code;
+
+    /* counters for /metrics */
+    uint64_t n_requests, n_errors;
+    uint64_t n_commits_ok, n_commits_failed;
+} server;
+
+int64_t srv_now(server *s);
+
+/* Errors in the protocol's shape; `field` may be NULL. */
+void reply_error(http_req *req, int err, const char *field, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+void reply_json(http_req *req, int status, jbuf *b);
+void reply_engine_err(http_req *req, const engine_err *err);
+
+/* After a handler changed the engine: collects its changes into the batch
+ * being built and answers req with (status, body) once they are committed.
+ * With nothing to commit it answers once everything handed over so far is
+ * committed (at once if that is all done).  Takes the jbuf's text. */
+void srv_commit_reply(server *s, http_req *req, int status, jbuf *b);
+/* Collects the engine's changes without a reply (ticks). */
+void srv_collect(server *s);
+
+/* Long polls. */
+void srv_wake_leases(server *s, const char *queue);
+/* Answers every waiter of this job with its committed state. */
+void srv_answer_waiters(server *s, uint64_t id);
+void api_rates_start(server *s);
+
+/* Routes. */
+typedef void (*route_fn)(server *s, http_req *req, const principal *who, const char **args);
+typedef struct route {
+    const char *method;
+    const char *pattern; /* "/v1/jobs/{}/ack": {} takes one segment */
+    route_fn fn;
+    int roles;
+} route;
+
+/* Job JSON. */
+typedef enum { JOB_FULL, JOB_LEASE } job_view;
+void json_job(jbuf *b, const engine_job_info *j, job_view view, bool show_token);
+
+/* Request bodies. */
+json_t *parse_body(http_req *req); /* replies 400 itself and returns NULL on error */
+/* Checks that every key of obj is in the NULL-terminated list; replies 400 otherwise. */
+bool only_fields(http_req *req, json_t *obj, const char *const *allowed);
+bool get_str(http_req *req, json_t *obj, const char *key, const char **out, bool required);
+bool get_int(http_req *req, json_t *obj, const char *key, long long *out, bool *present,
+             long long min, long long max);
+bool get_bool(http_req *req, json_t *obj, const char *key, bool *out, bool *present);
+/* Canonical JSON text (keys sorted, compact); malloc'd. */
+char *canonical_json(const json_t *v);
+
+/* Permission helpers: true when the principal may see this job. */
+bool may_see_job(const principal *who, const char *tenant, const char *queue);
+
+/* Handlers (api_jobs.c, api_work.c, api_admin.c). */
+void h_submit(server *s, http_req *req, const principal *who, const char **args);
+void h_get_job(server *s, http_req *req, const principal *who, const char **args);
+void h_list_jobs(server *s, http_req *req, const principal *who, const char **args);
+void h_wait_job(server *s, http_req *req, const principal *who, const char **args);
+void h_cancel(server *s, http_req *req, const principal *who, const char **args);
+void h_lease(server *s, http_req *req, const principal *who, const char **args);
+void h_start(server *s, http_req *req, const principal *who, const char **args);
+void h_heartbeat(server *s, http_req *req, const principal *who, const char **args);
+void h_ack(server *s, http_req *req, const principal *who, const char **args);
+void h_fail(server *s, http_req *req, const principal *who, const char **args);
+void h_outcomes(server *s, http_req *req, const principal *who, const char **args);
+void h_tenants(server *s, http_req *req, const principal *who, const char **args);
+void h_tenant_get(server *s, http_req *req, const principal *who, const char **args);
+void h_tenant_put(server *s, http_req *req, const principal *who, const char **args);
+void h_queues(server *s, http_req *req, const principal *who, const char **args);
+void h_queue_get(server *s, http_req *req, const principal *who, const char **args);
+void h_queue_put(server *s, http_req *req, const principal *who, const char **args);
+void h_morgue(server *s, http_req *req, const principal *who, const char **args);
+void h_morgue_requeue(server *s, http_req *req, const principal *who, const char **args);
+void h_morgue_delete(server *s, http_req *req, const principal *who, const char **args);
+void h_morgue_requeue_where(server *s, http_req *req, const principal *who, const char **args);
+void h_morgue_delete_where(server *s, http_req *req, const principal *who, const char **args);
+void h_tokens(server *s, http_req *req, const principal *who, const char **args);
+void h_token_create(server *s, http_req *req, const principal *who, const char **args);
+void h_token_revoke(server *s, http_req *req, const principal *who, const char **args);
+void h_stats(server *s, http_req *req, const principal *who, const char **args);
+void h_metrics(server *s, http_req *req, const principal *who, const char **args);
+void h_healthz(server *s, http_req *req, const principal *who, const char **args);
+void h_dashboard(server *s, http_req *req, const principal *who, const char **args);
+void h_lanes(server *s, http_req *req, const principal *who, const char **args);
+
+/* Rates (api_admin.c). */
+void rates_sample(server *s);
+void rates_get(server *s, bool queue, const char *name, double *ok_per_s, double *bad_per_s);
+void rates_free(server *s);
+
+/* Waiters (server.c). */
+void lease_waiter_add(server *s, lease_waiter *w, int64_t wait_ms);
+void job_waiter_add(server *s, job_waiter *w, int64_t wait_ms);
+/* A lease for a request, answered now (or NULL when nothing was eligible). */
+bool try_lease(server *s, http_req *req, const principal *who, char **queues, size_t nq,
+               char **types, size_t nt, size_t max, const char *worker);
+
+/* Parses a positive id from a path segment; replies 404 and returns 0 if bad. */
+uint64_t path_id(http_req *req, const char *seg);
+
+#endif

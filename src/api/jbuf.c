@@ -1,0 +1,254 @@
+#include "jbuf.h"
+
+#include "base/xalloc.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void jb_init(jbuf *b)
+{
+    memset(b, 0, sizeof(*b));
+    b->first[0] = true;
+}
+
+void jb_free(jbuf *b)
+{
+    free(b->p);
+    memset(b, 0, sizeof(*b));
+}
+
+void jb_reset(jbuf *b)
+{
+    b->n = 0;
+    b->depth = 0;
+    b->first[0] = true;
+    b->after_key = false;
+    if (b->p) b->p[0] = 0;
+}
+
+char *jb_take(jbuf *b, size_t *len)
+{
+    if (!b->p) {
+        b->p = xmalloc(1);
+        b->p[0] = 0;
+    }
+    char *p = b->p;
+    if (len) *len = b->n;
+    b->p = NULL;
+    b->n = b->cap = 0;
+    return p;
+}
+
+static void put(jbuf *b, const char *s, size_t n)
+{
+    if (b->n + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap < b->n + n + 1) cap *= 2;
+        b->p = xrealloc(b->p, cap);
+        b->cap = cap;
+    }
+    memcpy(b->p + b->n, s, n);
+    b->n += n;
+    b->p[b->n] = 0;
+}
+
+static void putc1(jbuf *b, char ch)
+{
+    put(b, &ch, 1);
+}
+
+/* Before a value: a comma unless it is the first in its container, or it
+ * follows a key. */
+static void value(jbuf *b)
+{
+    if (b->after_key) {
+        b->after_key = false;
+        return;
+    }
+    if (!b->first[b->depth]) putc1(b, ',');
+    b->first[b->depth] = false;
+}
+
+static void open(jbuf *b, char ch)
+{
+    value(b);
+    putc1(b, ch);
+    if (b->depth < JBUF_DEPTH - 1) b->depth++;
+    b->first[b->depth] = true;
+}
+
+static void close_(jbuf *b, char ch)
+{
+    putc1(b, ch);
+    if (b->depth > 0) b->depth--;
+}
+
+void jb_obj(jbuf *b)
+{
+    open(b, '{');
+}
+void jb_obj_end(jbuf *b)
+{
+    close_(b, '}');
+}
+void jb_arr(jbuf *b)
+{
+    open(b, '[');
+}
+void jb_arr_end(jbuf *b)
+{
+    close_(b, ']');
+}
+
+static void quoted(jbuf *b, const char *s, size_t n)
+{
+    putc1(b, '"');
+    size_t run = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        const char *esc = NULL;
+        char tmp[8];
+        if (ch == '"')
+            esc = "\\\"";
+        else if (ch == '\\')
+            esc = "\\\\";
+        else if (ch == '\n')
+            esc = "\\n";
+        else if (ch == '\r')
+            esc = "\\r";
+        else if (ch == '\t')
+            esc = "\\t";
+        else if (ch < 0x20) {
+            snprintf(tmp, sizeof tmp, "\\u%04x", ch);
+            esc = tmp;
+        }
+        if (!esc) continue;
+        put(b, s + run, i - run);
+        put(b, esc, strlen(esc));
+        run = i + 1;
+    }
+    put(b, s + run, n - run);
+    putc1(b, '"');
+}
+
+void jb_key(jbuf *b, const char *k)
+{
+    value(b);
+    quoted(b, k, strlen(k));
+    putc1(b, ':');
+    b->after_key = true;
+}
+
+void jb_str(jbuf *b, const char *s)
+{
+    if (!s) {
+        jb_null(b);
+        return;
+    }
+    jb_strn(b, s, strlen(s));
+}
+
+void jb_strn(jbuf *b, const char *s, size_t n)
+{
+    value(b);
+    quoted(b, s, n);
+}
+
+void jb_int(jbuf *b, long long v)
+{
+    char tmp[24];
+    value(b);
+    put(b, tmp, (size_t)snprintf(tmp, sizeof tmp, "%lld", v));
+}
+
+void jb_uint(jbuf *b, unsigned long long v)
+{
+    char tmp[24];
+    value(b);
+    put(b, tmp, (size_t)snprintf(tmp, sizeof tmp, "%llu", v));
+}
+
+void jb_num(jbuf *b, double v)
+{
+    char tmp[32];
+    value(b);
+    if (!isfinite(v)) {
+        put(b, "null", 4);
+        return;
+    }
+    put(b, tmp, (size_t)snprintf(tmp, sizeof tmp, "%.17g", v));
+}
+
+void jb_bool(jbuf *b, bool v)
+{
+    value(b);
+    put(b, v ? "true" : "false", v ? 4 : 5);
+}
+
+void jb_null(jbuf *b)
+{
+    value(b);
+    put(b, "null", 4);
+}
+
+void jb_raw(jbuf *b, const char *json, size_t len)
+{
+    if (!json) {
+        jb_null(b);
+        return;
+    }
+    value(b);
+    put(b, json, len);
+}
+
+void jb_text(jbuf *b, const char *s, size_t n)
+{
+    put(b, s, n);
+}
+
+void jb_printf(jbuf *b, const char *fmt, ...)
+{
+    char tmp[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    if (n < 0) return;
+    if ((size_t)n < sizeof tmp) {
+        put(b, tmp, (size_t)n);
+        return;
+    }
+    char *big = xmalloc((size_t)n + 1);
+    va_start(ap, fmt);
+    vsnprintf(big, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    put(b, big, (size_t)n);
+    free(big);
+}
+
+void jb_kstr(jbuf *b, const char *k, const char *v)
+{
+    jb_key(b, k);
+    jb_str(b, v);
+}
+
+void jb_kint(jbuf *b, const char *k, long long v)
+{
+    jb_key(b, k);
+    jb_int(b, v);
+}
+
+void jb_kbool(jbuf *b, const char *k, bool v)
+{
+    jb_key(b, k);
+    jb_bool(b, v);
+}
+
+void jb_kraw(jbuf *b, const char *k, const char *json)
+{
+    jb_key(b, k);
+    jb_raw(b, json, json ? strlen(json) : 0);
+}

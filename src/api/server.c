@@ -1,0 +1,919 @@
+/* tenq serve: the loop, routing, "answer after commit", long polls, time. */
+#include "internal.h"
+
+#include "base/hash.h"
+#include "base/sha256.h"
+
+#include <errno.h>
+#include <event2/event.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---- time ------------------------------------------------------------------
+ * The engine's clock is the wall clock at start-up advanced by the monotonic
+ * clock: a jump of the wall clock neither fires scheduled work early nor
+ * expires leases early. */
+
+static int64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+int64_t srv_now(server *s)
+{
+    return s->wall0_ms + (mono_ns() - s->mono0_ns) / 1000000;
+}
+
+/* ---- routes -------------------------------------------------------------------- */
+
+static const route routes[] = {
+    {"POST", "/v1/jobs", h_submit, ROLE_ADMIN | ROLE_TENANT},
+    {"GET", "/v1/jobs", h_list_jobs, ROLE_ADMIN | ROLE_TENANT},
+    {"GET", "/v1/jobs/{}", h_get_job, ROLES_ALL},
+    {"GET", "/v1/jobs/{}/wait", h_wait_job, ROLE_ADMIN | ROLE_TENANT},
+    {"POST", "/v1/jobs/{}/cancel", h_cancel, ROLE_ADMIN | ROLE_TENANT},
+    {"POST", "/v1/lease", h_lease, ROLE_ADMIN | ROLE_WORKER},
+    {"POST", "/v1/jobs/{}/start", h_start, ROLE_ADMIN | ROLE_WORKER},
+    {"POST", "/v1/jobs/{}/heartbeat", h_heartbeat, ROLE_ADMIN | ROLE_WORKER},
+    {"POST", "/v1/jobs/{}/ack", h_ack, ROLE_ADMIN | ROLE_WORKER},
+    {"POST", "/v1/jobs/{}/fail", h_fail, ROLE_ADMIN | ROLE_WORKER},
+    {"POST", "/v1/outcomes", h_outcomes, ROLE_ADMIN | ROLE_WORKER},
+    {"GET", "/v1/tenants", h_tenants, ROLE_ADMIN | ROLE_TENANT},
+    {"GET", "/v1/tenants/{}", h_tenant_get, ROLE_ADMIN | ROLE_TENANT},
+    {"PUT", "/v1/tenants/{}", h_tenant_put, ROLE_ADMIN},
+    {"GET", "/v1/queues", h_queues, ROLES_ALL},
+    {"GET", "/v1/queues/{}", h_queue_get, ROLES_ALL},
+    {"PUT", "/v1/queues/{}", h_queue_put, ROLE_ADMIN},
+    {"GET", "/v1/morgue", h_morgue, ROLE_ADMIN | ROLE_TENANT},
+    {"POST", "/v1/morgue/requeue", h_morgue_requeue_where, ROLE_ADMIN | ROLE_TENANT},
+    {"POST", "/v1/morgue/delete", h_morgue_delete_where, ROLE_ADMIN | ROLE_TENANT},
+    {"POST", "/v1/morgue/{}/requeue", h_morgue_requeue, ROLE_ADMIN | ROLE_TENANT},
+    {"DELETE", "/v1/morgue/{}", h_morgue_delete, ROLE_ADMIN | ROLE_TENANT},
+    {"GET", "/v1/tokens", h_tokens, ROLE_ADMIN},
+    {"POST", "/v1/tokens", h_token_create, ROLE_ADMIN},
+    {"DELETE", "/v1/tokens/{}", h_token_revoke, ROLE_ADMIN},
+    {"GET", "/v1/stats", h_stats, ROLES_ALL},
+    {"GET", "/v1/lanes", h_lanes, ROLE_ADMIN | ROLE_TENANT},
+    {"GET", "/metrics", h_metrics, ROLE_ADMIN},
+    {"GET", "/healthz", h_healthz, 0},
+    {"GET", "/", h_dashboard, 0},
+    {"GET", "/ui/{}", h_dashboard, 0},
+};
+
+#define NROUTES  (sizeof(routes) / sizeof(routes[0]))
+#define MAX_ARGS 4
+
+/* Matches a path against a pattern; fills args with the {} segments
+ * (pointers into buf). */
+static bool match(const char *pattern, const char *path, char *buf, size_t blen, const char **args)
+{
+    snprintf(buf, blen, "%s", path);
+    char *p = buf;
+    const char *t = pattern;
+    int na = 0;
+    while (*t && *p) {
+        if (t[0] == '{' && t[1] == '}') {
+            char *end = strchr(p, '/');
+            size_t len = end ? (size_t)(end - p) : strlen(p);
+            if (len == 0 || na >= MAX_ARGS) return false;
+            args[na++] = p;
+            t += 2;
+            p += len;
+            if (*p == '/') {
+                if (*t != '/') return false;
+                *p++ = 0;
+                t++;
+            }
+            continue;
+        }
+        if (*t != *p) return false;
+        t++;
+        p++;
+    }
+    return !*t && !*p;
+}
+
+/* ---- replies --------------------------------------------------------------------- */
+
+void reply_json(http_req *req, int status, jbuf *b)
+{
+    size_t len;
+    char *body = jb_take(b, &len);
+    http_reply(req, status, "application/json", NULL, body, len);
+    free(body);
+}
+
+static void error_body(jbuf *b, int err, const char *field, const char *msg)
+{
+    jb_obj(b);
+    jb_key(b, "error");
+    jb_obj(b);
+    jb_kstr(b, "code", tenq_err_word(err));
+    jb_kstr(b, "message", msg);
+    if (field) jb_kstr(b, "field", field);
+    jb_obj_end(b);
+    jb_obj_end(b);
+}
+
+void reply_error(http_req *req, int err, const char *field, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    jbuf b;
+    jb_init(&b);
+    error_body(&b, err, field, msg);
+    reply_json(req, tenq_err_http_status(err), &b);
+}
+
+void reply_engine_err(http_req *req, const engine_err *err)
+{
+    reply_error(req, err->code, err->field, "%s", err->message);
+}
+
+/* ---- answering after commit ---------------------------------------------------------- */
+
+static void pending_abort(http_req *req)
+{
+    pending *p = req->user;
+    p->req = NULL;
+}
+
+static pending *pending_new(http_req *req, int status, jbuf *b)
+{
+    pending *p = xcalloc(1, sizeof(*p));
+    p->req = req;
+    p->status = status;
+    p->body = jb_take(b, &p->len);
+    req->user = p;
+    req->on_abort = pending_abort;
+    return p;
+}
+
+static void pending_send(pending *p, int rc, const char *why)
+{
+    if (!p->req) return;
+    p->req->on_abort = NULL;
+    if (rc == 0) {
+        http_reply(p->req, p->status, "application/json", NULL, p->body, p->len);
+    } else {
+        reply_error(p->req, rc, NULL, "not committed: %s", why);
+    }
+}
+
+static void flush_now(server *s);
+
+static void schedule_flush(server *s)
+{
+    if (!event_pending(s->flush_ev, EV_TIMEOUT, NULL)) event_active(s->flush_ev, EV_TIMEOUT, 1);
+}
+
+/* Is a job final (for waiters)? */
+static bool final_state(engine_state st)
+{
+    return st == ENGINE_SUCCEEDED || st == ENGINE_CANCELLED || st == ENGINE_MERGED ||
+           st == ENGINE_DEAD;
+}
+
+typedef struct jw_slot {
+    uint64_t id;
+    job_waiter *head;
+} jw_slot;
+
+static bool jw_eq(const void *item, const void *key)
+{
+    return ((const jw_slot *)item)->id == *(const uint64_t *)key;
+}
+
+static htab jw_index; /* id -> waiters (the server is a singleton per process) */
+
+static bool has_waiter(uint64_t id)
+{
+    return jw_index.len && htab_find(&jw_index, hash_u64(id), jw_eq, &id) != NULL;
+}
+
+/* Moves the engine's changes into the batch being built; remembers which
+ * jobs finished for waiters, and which queues got work for long polls. */
+static void collect(server *s, char ***wake, size_t *nwake)
+{
+    size_t n;
+    const engine_change *c = engine_changes(s->e, &n);
+    *wake = NULL;
+    *nwake = 0;
+    if (n == 0) return;
+    for (size_t i = 0; i < n; i++) {
+        if (c[i].kind == ENGINE_CH_WAKE) {
+            *wake = xrealloc(*wake, (*nwake + 1) * sizeof(char *));
+            (*wake)[(*nwake)++] = xstrdup(c[i].name);
+        } else if (c[i].kind == ENGINE_CH_JOB && final_state(engine_job_state(c[i].job))) {
+            idvec *d = &s->cur_done;
+            if (d->n == d->cap) {
+                d->cap = d->cap ? d->cap * 2 : 64;
+                d->v = xrealloc(d->v, d->cap * sizeof(uint64_t));
+            }
+            d->v[d->n++] = c[i].id;
+        }
+    }
+    store_batch_changes(s->batch, s->e);
+    engine_changes_clear(s->e);
+    schedule_flush(s);
+}
+
+static void wake_all(server *s, char **wake, size_t nwake)
+{
+    for (size_t i = 0; i < nwake; i++) {
+        srv_wake_leases(s, wake[i]);
+        free(wake[i]);
+    }
+    free(wake);
+}
+
+void srv_collect(server *s)
+{
+    char **wake;
+    size_t nwake;
+    collect(s, &wake, &nwake);
+    wake_all(s, wake, nwake);
+}
+
+void srv_commit_reply(server *s, http_req *req, int status, jbuf *b)
+{
+    size_t n;
+    engine_changes(s->e, &n);
+    char **wake = NULL;
+    size_t nwake = 0;
+    if (n) collect(s, &wake, &nwake);
+    if (store_batch_ops(s->batch) > 0) {
+        pending *p = pending_new(req, status, b);
+        if (s->cur_tail)
+            s->cur_tail->next = p;
+        else
+            s->cur = p;
+        s->cur_tail = p;
+    } else if (s->inflight_tail) {
+        /* Nothing of its own to commit, but what it answers may rest on
+         * batches not committed yet (an idempotent replay, say). */
+        pending *p = pending_new(req, status, b);
+        inflight *f = s->inflight_tail;
+        if (f->replies_tail)
+            f->replies_tail->next = p;
+        else
+            f->replies = p;
+        f->replies_tail = p;
+    } else {
+        reply_json(req, status, b);
+    }
+    wake_all(s, wake, nwake);
+}
+
+static void flush_now(server *s)
+{
+    if (store_batch_ops(s->batch) == 0) return;
+    inflight *f = xcalloc(1, sizeof(*f));
+    f->replies = s->cur;
+    f->replies_tail = s->cur_tail;
+    f->done = s->cur_done;
+    s->cur = s->cur_tail = NULL;
+    memset(&s->cur_done, 0, sizeof s->cur_done);
+    f->seq = store_commit(s->st, s->batch);
+    s->batch = store_batch_new();
+    s->last_seq = f->seq;
+    if (s->inflight_tail)
+        s->inflight_tail->next = f;
+    else
+        s->inflight = f;
+    s->inflight_tail = f;
+}
+
+static void on_flush(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    flush_now(arg);
+}
+
+static void maybe_finish_stop(server *s);
+static void start_resync(server *s);
+
+static void on_commit(void *ctx, uint64_t seq, int rc)
+{
+    server *s = ctx;
+    inflight *f = s->inflight;
+    if (!f || f->seq != seq) {
+        log_event(LOG_ERROR, "commit", "seq=%llu arrived out of order", (unsigned long long)seq);
+        return;
+    }
+    s->inflight = f->next;
+    if (!s->inflight) s->inflight_tail = NULL;
+    if (rc == 0)
+        s->n_commits_ok++;
+    else
+        s->n_commits_failed++;
+    for (pending *p = f->replies, *nx; p; p = nx) {
+        nx = p->next;
+        pending_send(p, rc, store_errmsg(s->st));
+        free(p->body);
+        free(p);
+    }
+    if (rc == 0)
+        for (size_t i = 0; i < f->done.n; i++)
+            if (has_waiter(f->done.v[i])) srv_answer_waiters(s, f->done.v[i]);
+    free(f->done.v);
+    free(f);
+    if (rc != 0 && !s->resyncing) {
+        log_event(LOG_ERROR, "store", "commit failed: %s; reloading from the store",
+                  store_errmsg(s->st));
+        start_resync(s);
+    }
+    maybe_finish_stop(s);
+}
+
+static void on_store_event(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    store_dispatch(((server *)arg)->st);
+}
+
+/* ---- after a failed commit: rebuild the engine from the store ---------------------- */
+
+static engine_t *new_engine(server *s)
+{
+    engine_config ec;
+    engine_config_defaults(&ec);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ec.seed = (uint64_t)ts.tv_nsec ^ ((uint64_t)getpid() << 32);
+    ec.tenant_defaults.slots =
+        s->cfg.default_slots < 0 ? ENGINE_UNLIMITED : (uint32_t)s->cfg.default_slots;
+    ec.tenant_defaults.weight = (uint32_t)(s->cfg.default_weight ? s->cfg.default_weight : 1);
+    ec.strict_tenants = s->cfg.strict_tenants;
+    return engine_create(&ec);
+}
+
+static void on_resync(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    server *s = arg;
+    if (s->inflight) {
+        /* wait until every batch built on the lost changes has reported */
+        struct timeval tv = {0, 20000};
+        event_add(s->resync_ev, &tv);
+        return;
+    }
+    engine_t *e = new_engine(s);
+    store_load_stats st;
+    int rc = store_load(s->st, e, srv_now(s), &st);
+    if (rc != 0) {
+        engine_destroy(e);
+        log_event(LOG_WARN, "store", "reload failed (%s); retrying in 1 s", store_errmsg(s->st));
+        struct timeval tv = {1, 0};
+        event_add(s->resync_ev, &tv);
+        return;
+    }
+    engine_destroy(s->e);
+    s->e = e;
+    store_batch_free(s->batch);
+    s->batch = store_batch_new();
+    store_clear_failure(s->st);
+    s->resyncing = false;
+    log_event(LOG_INFO, "store", "reloaded jobs=%zu seconds=%.2f", st.jobs, st.seconds);
+    /* leases waiting may find work in the reloaded state */
+    for (lease_waiter *w = s->lwait; w; w = w->next)
+        for (size_t i = 0; i < w->nqueues; i++) srv_wake_leases(s, w->queues[i]);
+}
+
+static void start_resync(server *s)
+{
+    s->resyncing = true;
+    /* Changes not yet handed over rest on the lost state too. */
+    for (pending *p = s->cur, *nx; p; p = nx) {
+        nx = p->next;
+        pending_send(p, TENQ_EUNAVAILABLE, "the store failed; reloading");
+        free(p->body);
+        free(p);
+    }
+    s->cur = s->cur_tail = NULL;
+    s->cur_done.n = 0;
+    store_batch_free(s->batch);
+    s->batch = store_batch_new();
+    event_active(s->resync_ev, EV_TIMEOUT, 1);
+}
+
+/* ---- ticks --------------------------------------------------------------------------- */
+
+static void rearm_tick(server *s)
+{
+    int64_t next = engine_next_timer(s->e);
+    if (next == INT64_MAX) {
+        if (s->tick_at) event_del(s->tick_ev);
+        s->tick_at = 0;
+        return;
+    }
+    if (s->tick_at && s->tick_at <= next && event_pending(s->tick_ev, EV_TIMEOUT, NULL)) return;
+    int64_t delay = next - srv_now(s);
+    if (delay < 0) delay = 0;
+    struct timeval tv = {(time_t)(delay / 1000), (suseconds_t)((delay % 1000) * 1000)};
+    event_add(s->tick_ev, &tv);
+    s->tick_at = next;
+}
+
+static void on_tick(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    server *s = arg;
+    s->tick_at = 0;
+    if (!s->resyncing) {
+        engine_tick(s->e, srv_now(s));
+        srv_collect(s);
+    }
+    rearm_tick(s);
+}
+
+/* ---- lease long polls ------------------------------------------------------------------ */
+
+static void lease_waiter_free(server *s, lease_waiter *w)
+{
+    if (w->prev)
+        w->prev->next = w->next;
+    else
+        s->lwait = w->next;
+    if (w->next) w->next->prev = w->prev;
+    s->n_lwait--;
+    event_free(w->timer);
+    for (size_t i = 0; i < w->nqueues; i++) free(w->queues[i]);
+    for (size_t i = 0; i < w->ntypes; i++) free(w->types[i]);
+    free(w->queues);
+    free(w->types);
+    free(w->worker);
+    free(w);
+}
+
+static void lease_waiter_abort(http_req *req)
+{
+    lease_waiter *w = req->user;
+    lease_waiter_free(w->srv, w);
+}
+
+static void reply_no_jobs(http_req *req)
+{
+    static const char empty[] = "{\"jobs\":[]}";
+    http_reply(req, 200, "application/json", NULL, empty, sizeof empty - 1);
+}
+
+static void on_lease_timeout(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    lease_waiter *w = arg;
+    server *s = w->srv;
+    http_req *req = w->req;
+    req->on_abort = NULL;
+    lease_waiter_free(s, w);
+    reply_no_jobs(req);
+}
+
+void lease_waiter_add(server *s, lease_waiter *w, int64_t wait_ms)
+{
+    w->srv = s;
+    w->timer = evtimer_new(s->base, on_lease_timeout, w);
+    struct timeval tv = {(time_t)(wait_ms / 1000), (suseconds_t)((wait_ms % 1000) * 1000)};
+    evtimer_add(w->timer, &tv);
+    /* oldest first: append */
+    w->next = NULL;
+    w->prev = NULL;
+    if (!s->lwait) {
+        s->lwait = w;
+    } else {
+        lease_waiter *t = s->lwait;
+        while (t->next) t = t->next;
+        t->next = w;
+        w->prev = t;
+    }
+    s->n_lwait++;
+    w->req->user = w;
+    w->req->on_abort = lease_waiter_abort;
+}
+
+void srv_wake_leases(server *s, const char *queue)
+{
+    if (s->resyncing) return;
+    for (lease_waiter *w = s->lwait, *nx; w; w = nx) {
+        nx = w->next;
+        bool wants = false;
+        for (size_t i = 0; i < w->nqueues && !wants; i++) wants = !strcmp(w->queues[i], queue);
+        if (!wants) continue;
+        http_req *req = w->req;
+        req->on_abort = NULL;
+        if (try_lease(s, req, &w->who, w->queues, w->nqueues, w->types, w->ntypes, w->max,
+                      w->worker)) {
+            /* the reply now waits for the commit; the waiter is done */
+            nx = w->next;
+            lease_waiter_free(s, w);
+            continue;
+        }
+        req->user = w;
+        req->on_abort = lease_waiter_abort;
+        if (!w->ntypes) break; /* nothing eligible for this queue any more */
+    }
+}
+
+/* ---- job waits -------------------------------------------------------------------------- */
+
+static void jw_unlink(job_waiter *w)
+{
+    uint64_t h = hash_u64(w->id);
+    jw_slot *slot = htab_find(&jw_index, h, jw_eq, &w->id);
+    if (!slot) return;
+    if (w->prev)
+        w->prev->next = w->next;
+    else
+        slot->head = w->next;
+    if (w->next) w->next->prev = w->prev;
+    if (!slot->head) {
+        htab_remove(&jw_index, h, slot);
+        free(slot);
+    }
+}
+
+static void jw_free(job_waiter *w)
+{
+    jw_unlink(w);
+    event_free(w->timer);
+    free(w);
+}
+
+static void jw_abort(http_req *req)
+{
+    jw_free(req->user);
+}
+
+static void on_wait_timeout(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    job_waiter *w = arg;
+    http_req *req = w->req;
+    server *s = w->srv;
+    principal who = w->who;
+    uint64_t id = w->id;
+    req->on_abort = NULL;
+    jw_free(w);
+    /* the job as it stands now (h_get_job answers from memory or the store) */
+    char idbuf[32];
+    snprintf(idbuf, sizeof idbuf, "%llu", (unsigned long long)id);
+    const char *args[1] = {idbuf};
+    h_get_job(s, req, &who, args);
+}
+
+void job_waiter_add(server *s, job_waiter *w, int64_t wait_ms)
+{
+    w->srv = s;
+    w->timer = evtimer_new(s->base, on_wait_timeout, w);
+    struct timeval tv = {(time_t)(wait_ms / 1000), (suseconds_t)((wait_ms % 1000) * 1000)};
+    evtimer_add(w->timer, &tv);
+    uint64_t h = hash_u64(w->id);
+    jw_slot *slot = htab_find(&jw_index, h, jw_eq, &w->id);
+    if (!slot) {
+        slot = xcalloc(1, sizeof(*slot));
+        slot->id = w->id;
+        htab_insert(&jw_index, h, slot);
+    }
+    w->prev = NULL;
+    w->next = slot->head;
+    if (slot->head) slot->head->prev = w;
+    slot->head = w;
+    w->req->user = w;
+    w->req->on_abort = jw_abort;
+}
+
+/* The job's final state is committed: every waiter gets it from the store. */
+static void on_final_rows(void *ctx, int rc, const store_rows *rows)
+{
+    read_ctx *c = ctx;
+    server *s = c->srv;
+    uint64_t id = c->id;
+    free(c);
+    jbuf b;
+    jb_init(&b);
+    if (rc == 0 && rows->n == 1) json_job(&b, &rows->jobs[0], JOB_FULL, false);
+    size_t len;
+    char *body = jb_take(&b, &len);
+    jw_slot *slot;
+    while ((slot = htab_find(&jw_index, hash_u64(id), jw_eq, &id)) && slot->head) {
+        job_waiter *w = slot->head;
+        http_req *req = w->req;
+        bool visible = rc == 0 && rows->n == 1 &&
+                       may_see_job(&w->who, rows->jobs[0].tenant, rows->jobs[0].queue);
+        req->on_abort = NULL;
+        jw_free(w);
+        if (visible)
+            http_reply(req, 200, "application/json", NULL, body, len);
+        else
+            reply_error(req, rc ? rc : TENQ_ENOT_FOUND, "id", "no job %llu",
+                        (unsigned long long)id);
+    }
+    free(body);
+    (void)s;
+}
+
+void srv_answer_waiters(server *s, uint64_t id)
+{
+    read_ctx *c = xcalloc(1, sizeof(*c));
+    c->srv = s;
+    c->id = id;
+    store_get_job(s->st, id, on_final_rows, c);
+}
+
+bool srv_has_waiter(uint64_t id)
+{
+    return has_waiter(id);
+}
+
+/* ---- requests ----------------------------------------------------------------------------- */
+
+static void on_request(void *ctx, http_req *req)
+{
+    server *s = ctx;
+    s->n_requests++;
+    char buf[1024];
+    const char *args[MAX_ARGS] = {0};
+    const route *rt = NULL;
+    bool path_known = false;
+    for (size_t i = 0; i < NROUTES; i++) {
+        if (!match(routes[i].pattern, req->path, buf, sizeof buf, args)) continue;
+        path_known = true;
+        if (strcmp(routes[i].method, req->method) == 0) {
+            rt = &routes[i];
+            break;
+        }
+    }
+    if (!rt) {
+        s->n_errors++;
+        if (path_known)
+            reply_error(req, TENQ_EINVALID, NULL, "%s is not allowed on %s", req->method,
+                        req->path);
+        else
+            reply_error(req, TENQ_ENOT_FOUND, NULL, "no such endpoint: %s %s", req->method,
+                        req->path);
+        return;
+    }
+    principal who = {ROLE_ADMIN, NULL};
+    /* Tokens are required once any exists, and always off loopback (revoking
+     * the last token must not open the server to the network). */
+    if (rt->roles && (s->auth.by_hash.len > 0 || s->open_network)) {
+        const char *h = http_header_get(req, "authorization");
+        if (!h || strncasecmp(h, "Bearer ", 7) != 0) {
+            s->n_errors++;
+            reply_error(req, TENQ_EUNAUTHENTICATED, NULL,
+                        "this server needs a token: Authorization: Bearer <token>");
+            return;
+        }
+        const token *t = auth_find_secret(&s->auth, h + 7);
+        if (!t) {
+            s->n_errors++;
+            reply_error(req, TENQ_EUNAUTHENTICATED, NULL, "unknown or revoked token");
+            return;
+        }
+        who.role = t->role;
+        who.tok = t;
+        if (!(rt->roles & t->role)) {
+            s->n_errors++;
+            reply_error(req, TENQ_EFORBIDDEN, NULL, "a %s token may not do this",
+                        t->role == ROLE_TENANT   ? "tenant"
+                        : t->role == ROLE_WORKER ? "worker"
+                                                 : "admin");
+            return;
+        }
+    }
+    bool mutating = strcmp(req->method, "GET") != 0;
+    if (mutating && (s->resyncing || s->stopping) && rt->fn != h_healthz) {
+        reply_error(req, TENQ_EUNAVAILABLE, NULL,
+                    s->stopping ? "the server is stopping" : "the store failed; reloading");
+        return;
+    }
+    rt->fn(s, req, &who, args);
+    rearm_tick(s);
+}
+
+/* ---- stopping ---------------------------------------------------------------------------------
+ */
+
+static void maybe_finish_stop(server *s)
+{
+    if (!s->stopping) return;
+    if (s->inflight || s->cur || store_batch_ops(s->batch) > 0) return;
+    event_base_loopexit(s->base, NULL);
+}
+
+static void on_signal(evutil_socket_t sig, short what, void *arg)
+{
+    (void)what;
+    server *s = arg;
+    if (s->stopping) {
+        log_event(LOG_WARN, "stop", "second signal: exiting at once");
+        _exit(1);
+    }
+    s->stopping = true;
+    log_event(LOG_INFO, "stop", "signal=%d: no new connections; finishing what is in flight",
+              (int)sig);
+    http_server_stop_accepting(s->http);
+    /* long polls answer now */
+    while (s->lwait) {
+        lease_waiter *w = s->lwait;
+        http_req *req = w->req;
+        req->on_abort = NULL;
+        lease_waiter_free(s, w);
+        reply_no_jobs(req);
+    }
+    flush_now(s);
+    maybe_finish_stop(s);
+}
+
+/* ---- start-up -----------------------------------------------------------------------------------
+ */
+
+static void load_token(void *ctx, const store_token *t)
+{
+    server *s = ctx;
+    auth_add(&s->auth, t->id, t->hash, t->role, t->queues, t->created_at);
+}
+
+static bool loopback(const char *host)
+{
+    return !strcmp(host, "127.0.0.1") || !strcmp(host, "::1") || !strncmp(host, "127.", 4) ||
+           !strcmp(host, "localhost");
+}
+
+static int ensure_admin_token(server *s)
+{
+    const char *secret = s->cfg.admin_token;
+    if (!*secret) return 0;
+    if (strlen(secret) < 16) {
+        log_event(LOG_ERROR, "auth", "TENQ_ADMIN_TOKEN must be at least 16 characters");
+        return -1;
+    }
+    const token *t = auth_find_secret(&s->auth, secret);
+    if (t) {
+        if (t->role != ROLE_ADMIN) {
+            log_event(LOG_ERROR, "auth", "TENQ_ADMIN_TOKEN is already a %s token",
+                      t->role == ROLE_TENANT ? "tenant" : "worker");
+            return -1;
+        }
+        return 0;
+    }
+    char hex[65];
+    sha256_hex(secret, strlen(secret), hex);
+    store_token st = {s->auth.next_id, hex, "admin", NULL, srv_now(s), 0};
+    store_batch *b = store_batch_new();
+    store_batch_token(b, &st);
+    if (store_commit_wait(s->st, b) != 0) {
+        log_event(LOG_ERROR, "auth", "cannot store the admin token: %s", store_errmsg(s->st));
+        return -1;
+    }
+    auth_add(&s->auth, st.id, hex, "admin", NULL, st.created_at);
+    log_event(LOG_INFO, "auth", "created the admin token from TENQ_ADMIN_TOKEN (id %lld)",
+              (long long)st.id);
+    return 0;
+}
+
+int api_serve(const api_config *cfg)
+{
+    signal(SIGPIPE, SIG_IGN);
+    log_setup(cfg->log_format, cfg->log_level);
+    server *s = xcalloc(1, sizeof(*s));
+    s->cfg = *cfg;
+    int rc = 1;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    s->wall0_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    s->mono0_ns = mono_ns();
+    auth_init(&s->auth);
+
+    char host[256];
+    int port = 7070;
+    snprintf(host, sizeof host, "%s", cfg->listen);
+    char *colon = strrchr(host, ':');
+    if (colon) {
+        *colon = 0;
+        port = atoi(colon + 1);
+    }
+    if (host[0] == '[') { /* [::1]:7070 */
+        memmove(host, host + 1, strlen(host));
+        char *rb = strchr(host, ']');
+        if (rb) *rb = 0;
+    }
+    if (!strcmp(host, "localhost")) snprintf(host, sizeof host, "127.0.0.1");
+
+    store_opts so = {0};
+    so.sync = !strcmp(cfg->sqlite_sync, "normal") ? STORE_SYNC_NORMAL : STORE_SYNC_FULL;
+    char err[512];
+    if (store_open(cfg->store, &so, &s->st, err, sizeof err) != 0) {
+        log_event(LOG_ERROR, "store", "%s", err);
+        goto out;
+    }
+    log_event(LOG_INFO, "store", "backend=%s at=%s sync=%s", store_backend(s->st),
+              store_where(s->st),
+              strcmp(store_backend(s->st), "sqlite") ? "commit" : cfg->sqlite_sync);
+    s->e = new_engine(s);
+    store_load_stats ls;
+    if (store_load(s->st, s->e, srv_now(s), &ls) != 0) {
+        log_event(LOG_ERROR, "store", "loading failed: %s", store_errmsg(s->st));
+        goto out;
+    }
+    log_event(LOG_INFO, "store", "loaded jobs=%zu tenants=%zu queues=%zu seconds=%.2f", ls.jobs,
+              ls.tenants, ls.queues, ls.seconds);
+    if (store_load_tokens(s->st, load_token, s) != 0) {
+        log_event(LOG_ERROR, "store", "loading tokens failed: %s", store_errmsg(s->st));
+        goto out;
+    }
+    if (ensure_admin_token(s) != 0) goto out;
+    s->open_network = !loopback(host) && !cfg->allow_open_network;
+    if (s->auth.by_hash.len == 0 && s->open_network) {
+        log_event(LOG_ERROR, "auth",
+                  "refusing to listen on %s with no tokens: anyone could do anything. Set "
+                  "TENQ_ADMIN_TOKEN=<secret> (or create one with `tenq token create --role admin` "
+                  "against a loopback server), or listen on 127.0.0.1",
+                  host);
+        goto out;
+    }
+
+    s->base = event_base_new();
+    http_limits lim;
+    http_limits_defaults(&lim);
+    lim.max_header_bytes = (size_t)cfg->max_header_bytes;
+    lim.max_headers = (int)cfg->max_headers;
+    lim.max_body_bytes = (size_t)(cfg->max_batch_bytes > cfg->max_job_bytes ? cfg->max_batch_bytes
+                                                                            : cfg->max_job_bytes);
+    lim.header_timeout_ms = (int)cfg->header_timeout_ms;
+    lim.body_timeout_ms = (int)cfg->body_timeout_ms;
+    lim.idle_timeout_ms = (int)cfg->idle_timeout_ms;
+    lim.write_timeout_ms = (int)cfg->write_timeout_ms;
+    lim.max_connections = (int)cfg->max_connections;
+    s->http = http_server_new(s->base, &lim, on_request, s);
+    s->port = http_server_listen(s->http, host, port, err, sizeof err);
+    if (s->port < 0) {
+        log_event(LOG_ERROR, "listen", "%s", err);
+        goto out;
+    }
+    s->batch = store_batch_new();
+    s->flush_ev = event_new(s->base, -1, 0, on_flush, s);
+    s->tick_ev = evtimer_new(s->base, on_tick, s);
+    s->resync_ev = evtimer_new(s->base, on_resync, s);
+    store_on_commit(s->st, on_commit, s);
+    s->store_ev =
+        event_new(s->base, store_event_fd(s->st), EV_READ | EV_PERSIST, on_store_event, s);
+    event_add(s->store_ev, NULL);
+    s->sig_term = evsignal_new(s->base, SIGTERM, on_signal, s);
+    s->sig_int = evsignal_new(s->base, SIGINT, on_signal, s);
+    evsignal_add(s->sig_term, NULL);
+    evsignal_add(s->sig_int, NULL);
+    extern void api_rates_start(server * s);
+    api_rates_start(s);
+    rearm_tick(s);
+    log_event(LOG_INFO, "listen", "listening on %s:%d (auth: %s)", host, s->port,
+              s->auth.by_hash.len ? "tokens" : "none, loopback only");
+    printf("tenq: listening on %s:%d\n", host, s->port);
+    fflush(stdout);
+    if (*cfg->port_file) {
+        char tmp[1100];
+        snprintf(tmp, sizeof tmp, "%s.tmp", cfg->port_file);
+        FILE *f = fopen(tmp, "w");
+        if (f) {
+            fprintf(f, "%d\n", s->port);
+            fclose(f);
+            rename(tmp, cfg->port_file);
+        }
+    }
+    event_base_dispatch(s->base);
+    log_event(LOG_INFO, "stop", "stopped");
+    rc = 0;
+out:
+    if (s->http) http_server_free(s->http);
+    while (s->lwait) lease_waiter_free(s, s->lwait);
+    if (s->st) store_close(s->st);
+    engine_destroy(s->e);
+    store_batch_free(s->batch);
+    rates_free(s);
+    auth_free(&s->auth);
+    if (s->flush_ev) event_free(s->flush_ev);
+    if (s->tick_ev) event_free(s->tick_ev);
+    if (s->resync_ev) event_free(s->resync_ev);
+    if (s->store_ev) event_free(s->store_ev);
+    if (s->sample_ev) event_free(s->sample_ev);
+    if (s->sig_term) event_free(s->sig_term);
+    if (s->sig_int) event_free(s->sig_int);
+    for (size_t i = 0; i < htab_cap(&jw_index); i++) free(jw_index.slots[i].item);
+    htab_free(&jw_index);
+    if (s->base) event_base_free(s->base);
+    free(s);
+    return rc;
+}

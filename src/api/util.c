@@ -1,0 +1,189 @@
+/* Reading requests and writing jobs: shared by the handlers. */
+#include "internal.h"
+
+#include <errno.h>
+#include <math.h>
+
+json_t *parse_body(http_req *req)
+{
+    if (req->body_len == 0) {
+        reply_error(req, TENQ_EINVALID, NULL, "a JSON body is required");
+        return NULL;
+    }
+    json_error_t jerr;
+    json_t *v = json_loadb(req->body, req->body_len, JSON_REJECT_DUPLICATES, &jerr);
+    if (!v) {
+        reply_error(req, TENQ_EINVALID, NULL, "malformed JSON at line %d column %d: %s", jerr.line,
+                    jerr.column, jerr.text);
+        return NULL;
+    }
+    if (!json_is_object(v)) {
+        json_decref(v);
+        reply_error(req, TENQ_EINVALID, NULL, "the body must be a JSON object");
+        return NULL;
+    }
+    return v;
+}
+
+bool only_fields(http_req *req, json_t *obj, const char *const *allowed)
+{
+    const char *k;
+    json_t *v;
+    json_object_foreach(obj, k, v)
+    {
+        bool ok = false;
+        for (const char *const *a = allowed; *a && !ok; a++) ok = !strcmp(*a, k);
+        if (!ok) {
+            reply_error(req, TENQ_EINVALID, k, "unknown field \"%s\"", k);
+            return false;
+        }
+    }
+    return true;
+}
+
+bool get_str(http_req *req, json_t *obj, const char *key, const char **out, bool required)
+{
+    json_t *v = json_object_get(obj, key);
+    *out = NULL;
+    if (!v || json_is_null(v)) {
+        if (required) reply_error(req, TENQ_EINVALID, key, "%s is required", key);
+        return !required;
+    }
+    if (!json_is_string(v)) {
+        reply_error(req, TENQ_EINVALID, key, "%s must be a string", key);
+        return false;
+    }
+    if (strlen(json_string_value(v)) != json_string_length(v)) {
+        reply_error(req, TENQ_EINVALID, key, "%s must not contain NUL characters", key);
+        return false;
+    }
+    *out = json_string_value(v);
+    return true;
+}
+
+bool get_int(http_req *req, json_t *obj, const char *key, long long *out, bool *present,
+             long long min, long long max)
+{
+    json_t *v = json_object_get(obj, key);
+    if (present) *present = false;
+    if (!v || json_is_null(v)) return true;
+    if (!json_is_integer(v)) {
+        reply_error(req, TENQ_EINVALID, key, "%s must be an integer", key);
+        return false;
+    }
+    long long n = json_integer_value(v);
+    if (n < min || n > max) {
+        reply_error(req, TENQ_EINVALID, key, "%s must be between %lld and %lld", key, min, max);
+        return false;
+    }
+    *out = n;
+    if (present) *present = true;
+    return true;
+}
+
+bool get_bool(http_req *req, json_t *obj, const char *key, bool *out, bool *present)
+{
+    json_t *v = json_object_get(obj, key);
+    if (present) *present = false;
+    if (!v || json_is_null(v)) return true;
+    if (!json_is_boolean(v)) {
+        reply_error(req, TENQ_EINVALID, key, "%s must be true or false", key);
+        return false;
+    }
+    *out = json_is_true(v);
+    if (present) *present = true;
+    return true;
+}
+
+char *canonical_json(const json_t *v)
+{
+    return json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY | JSON_REAL_PRECISION(17));
+}
+
+bool may_see_job(const principal *who, const char *tenant, const char *queue)
+{
+    if (!who->tok) return true;
+    if (who->role == ROLE_TENANT && strcmp(who->tok->tenant, tenant) != 0) return false;
+    return token_allows_queue(who->tok, queue);
+}
+
+uint64_t path_id(http_req *req, const char *seg)
+{
+    char *end;
+    errno = 0;
+    unsigned long long id = strtoull(seg, &end, 10);
+    if (errno || *end || !*seg || id == 0 || seg[0] == '-' || seg[0] == '+') {
+        reply_error(req, TENQ_ENOT_FOUND, "id", "no job %s", seg);
+        return 0;
+    }
+    return id;
+}
+
+static void time_field(jbuf *b, const char *k, int64_t v)
+{
+    jb_key(b, k);
+    if (v)
+        jb_int(b, v);
+    else
+        jb_null(b);
+}
+
+void json_job(jbuf *b, const engine_job_info *j, job_view view, bool show_token)
+{
+    jb_obj(b);
+    jb_kint(b, "id", (long long)j->id);
+    if (view == JOB_LEASE) {
+        jb_kint(b, "token", (long long)j->token);
+        jb_kint(b, "lease_until", j->lease_until);
+    }
+    jb_kstr(b, "tenant", j->tenant);
+    jb_kstr(b, "queue", j->queue);
+    jb_kstr(b, "type", j->type);
+    jb_kstr(b, "key", j->key);
+    if (j->payloads) {
+        jb_key(b, "payloads");
+        jb_arr(b);
+        for (uint32_t i = 0; i < j->n_payloads; i++) {
+            jb_obj(b);
+            jb_key(b, "payload");
+            jb_raw(b, j->payloads[i].data, j->payloads[i].len);
+            jb_key(b, "score");
+            jb_num(b, j->payloads[i].score);
+            jb_obj_end(b);
+        }
+        jb_arr_end(b);
+    } else {
+        jb_key(b, "args");
+        jb_raw(b, j->args, j->args_len);
+    }
+    jb_kint(b, "priority", j->priority);
+    if (view == JOB_LEASE) {
+        jb_kint(b, "attempt", j->attempts ? j->attempts - 1 : 0);
+        jb_kint(b, "max_attempts", j->max_attempts);
+        jb_kint(b, "run_at", j->run_at);
+        jb_kint(b, "created_at", j->created_at);
+        jb_obj_end(b);
+        return;
+    }
+    jb_kstr(b, "state", engine_state_name(j->state));
+    jb_kint(b, "attempts", j->attempts);
+    jb_kint(b, "max_attempts", j->max_attempts);
+    jb_kint(b, "run_at", j->run_at);
+    time_field(b, "created_at", j->created_at);
+    time_field(b, "ready_at", j->ready_at);
+    time_field(b, "leased_at", j->leased_at);
+    time_field(b, "started_at", j->started_at);
+    time_field(b, "finished_at", j->finished_at);
+    jb_kstr(b, "worker", j->worker);
+    jb_kstr(b, "error", j->error);
+    jb_kraw(b, "result", j->result);
+    jb_kraw(b, "stats", j->stats);
+    jb_kraw(b, "progress", j->progress);
+    jb_kstr(b, "unique_key", j->unique_key);
+    jb_kstr(b, "idempotency_key", j->idempotency_key);
+    time_field(b, "lease_until", j->lease_until);
+    jb_kbool(b, "cancel_requested", j->cancel_requested);
+    if (j->merged_into) jb_kint(b, "merged_into", (long long)j->merged_into);
+    if (show_token) jb_kint(b, "token", (long long)j->token);
+    jb_obj_end(b);
+}
