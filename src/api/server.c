@@ -256,6 +256,7 @@ void srv_commit_reply(server *s, http_req *req, int status, jbuf *b)
         else
             s->cur = p;
         s->cur_tail = p;
+        schedule_flush(s); /* ops may come from the handler itself (tokens) */
     } else if (s->inflight_tail) {
         /* Nothing of its own to commit, but what it answers may rest on
          * batches not committed yet (an idempotent replay, say). */
@@ -658,10 +659,14 @@ static void on_request(void *ctx, http_req *req)
     }
     if (!rt) {
         s->n_errors++;
-        if (path_known)
-            reply_error(req, TENQ_EINVALID, NULL, "%s is not allowed on %s", req->method,
-                        req->path);
-        else
+        if (path_known) {
+            char body[512];
+            int n = snprintf(body, sizeof body,
+                             "{\"error\":{\"code\":\"invalid\",\"message\":\"%.32s is not "
+                             "allowed on this path\"}}",
+                             req->method);
+            http_reply(req, 405, "application/json", NULL, body, (size_t)n);
+        } else
             reply_error(req, TENQ_ENOT_FOUND, NULL, "no such endpoint: %s %s", req->method,
                         req->path);
         return;

@@ -1,0 +1,851 @@
+"""tenq serve over real sockets: every endpoint with its errors, the rules
+of SEMANTICS.md end to end, tenant isolation, protocol abuse, crashes."""
+import json
+import os
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+import unittest
+
+from harness import Server, ServerTest, raw_socket, main
+
+
+def err_code(body):
+    return body["error"]["code"] if isinstance(body, dict) and "error" in body else None
+
+
+class Submit(ServerTest):
+    def test_submit_one_job_answers_201_with_its_id(self):
+        r = self.srv.submit(queue="sub", args={"b": 2, "a": 1})
+        self.assertEqual(r["state"], "ready")
+        self.assertFalse(r["duplicate"])
+        job = self.srv.job(r["id"])
+        self.assertEqual(job["args"], {"a": 1, "b": 2})
+        self.assertEqual(job["tenant"], "acme")
+
+    def test_batch_answers_each_job_at_its_index(self):
+        status, body = self.srv.req("POST", "/v1/jobs", {"jobs": [
+            {"tenant": "acme", "queue": "sub", "type": "T"},
+            {"tenant": "acme", "queue": "bad queue", "type": "T"},
+            {"tenant": "acme", "queue": "sub", "type": "T", "priority": "high"},
+            {"tenant": "acme", "queue": "sub", "type": "T"}]})
+        self.assertEqual(status, 201)
+        res = body["jobs"]
+        self.assertEqual(len(res), 4)
+        self.assertIn("id", res[0])
+        self.assertEqual(res[1]["error"]["field"], "queue")
+        self.assertEqual(res[2]["error"]["field"], "priority")
+        self.assertGreater(res[3]["id"], res[0]["id"])
+
+    def test_malformed_json_is_400_and_changes_nothing(self):
+        before = self.srv.ok("GET", "/v1/stats")["totals"]["submitted_total"]
+        for bad in [b"{", b"[1,2]", b'{"tenant":"a",}', b"null", b'"text"']:
+            status, body = self.srv.req("POST", "/v1/jobs", bad)
+            self.assertEqual(status, 400, bad)
+            self.assertEqual(err_code(body), "invalid")
+        after = self.srv.ok("GET", "/v1/stats")["totals"]["submitted_total"]
+        self.assertEqual(before, after)
+
+    def test_wrong_types_and_unknown_fields_name_the_field(self):
+        cases = [({"queue": 5}, "queue"), ({"type": ["x"]}, "type"),
+                 ({"priority": 1.5}, "priority"), ({"run_at": "soon"}, "run_at"),
+                 ({"max_attempts": 0}, "max_attempts"), ({"unique": "yes"}, "unique"),
+                 ({"score": "1"}, "score"), ({"max_atempts": 3}, "max_atempts"),
+                 ({"tenant": "bad/name"}, "tenant"), ({"key": "a\nb"}, "key")]
+        for extra, field in cases:
+            job = {"tenant": "acme", "queue": "sub", "type": "T"}
+            job.update(extra)
+            status, body = self.srv.req("POST", "/v1/jobs", job)
+            self.assertEqual(status, 400, extra)
+            self.assertEqual(body["error"]["field"], field, extra)
+
+    def test_missing_required_fields(self):
+        for missing in ["tenant", "queue", "type"]:
+            job = {"tenant": "acme", "queue": "sub", "type": "T"}
+            del job[missing]
+            status, body = self.srv.req("POST", "/v1/jobs", job)
+            self.assertEqual(status, 400)
+            self.assertEqual(body["error"]["field"], missing)
+
+    def test_a_single_job_over_1_mib_is_413(self):
+        big = "x" * (1024 * 1024 + 10)
+        status, body = self.srv.req("POST", "/v1/jobs", {"tenant": "acme", "queue": "sub",
+                                                         "type": "T", "args": big})
+        self.assertEqual(status, 413)
+        self.assertEqual(err_code(body), "too_large")
+
+    def test_batches_hold_1_to_10000_jobs(self):
+        status, body = self.srv.req("POST", "/v1/jobs", {"jobs": []})
+        self.assertEqual(status, 400)
+        many = [{"tenant": "acme", "queue": "big", "type": "T"}] * 10001
+        status, body = self.srv.req("POST", "/v1/jobs", {"jobs": many})
+        self.assertEqual(status, 400)
+        status, body = self.srv.req("POST", "/v1/jobs", {"jobs": many[:10000]})
+        self.assertEqual(status, 201)
+        self.assertEqual(len(body["jobs"]), 10000)
+        status, body = self.srv.req("POST", "/v1/jobs", {"jobs": many[:2], "extra": 1})
+        self.assertEqual(status, 400)
+
+    def test_idempotent_submit_returns_the_same_answer(self):
+        a = self.srv.submit(queue="idem", idempotency_key="k-1")
+        status, b = self.srv.req("POST", "/v1/jobs", {"tenant": "acme", "queue": "idem",
+                                                      "type": "T", "idempotency_key": "k-1"})
+        self.assertEqual(status, 200)
+        self.assertEqual(b["id"], a["id"])
+        self.assertTrue(b["replayed"])
+
+    def test_dedup_by_unique_key_and_by_unique_args(self):
+        a = self.srv.submit(queue="dd", unique_key="u1")
+        b = self.srv.submit(queue="dd", unique_key="u1")
+        self.assertTrue(b["duplicate"])
+        self.assertEqual(a["id"], b["id"])
+        c = self.srv.submit(queue="dd", unique=True, args={"x": 1, "y": 2})
+        d = self.srv.submit(queue="dd", unique=True, args={"y": 2, "x": 1})
+        self.assertEqual(c["id"], d["id"])
+        self.assertTrue(d["duplicate"])
+
+
+class ReadAndList(ServerTest):
+    def test_get_unknown_or_malformed_id_is_404(self):
+        for path in ["/v1/jobs/999999", "/v1/jobs/abc", "/v1/jobs/0", "/v1/jobs/-1"]:
+            status, body = self.srv.req("GET", path)
+            self.assertEqual(status, 404, path)
+            self.assertEqual(err_code(body), "not_found")
+
+    def test_finished_jobs_are_read_from_the_store(self):
+        r = self.srv.submit(queue="rd")
+        j = self.srv.lease(["rd"])[0]
+        self.srv.ack(j, result={"rows": 3}, stats={"ms": 5})
+        job = self.srv.job(r["id"])
+        self.assertEqual(job["state"], "succeeded")
+        self.assertEqual(job["result"], {"rows": 3})
+        self.assertEqual(job["stats"], {"ms": 5})
+        self.assertIsNotNone(job["finished_at"])
+        self.assertEqual(job["worker"], "w-test")
+
+    def test_list_pages_newest_first_with_filters(self):
+        ids = [self.srv.submit(queue="lst", tenant="lister", type="A" if i % 2 else "B")["id"]
+               for i in range(7)]
+        page = self.srv.ok("GET", "/v1/jobs?tenant=lister&limit=3")
+        self.assertEqual([j["id"] for j in page["jobs"]], ids[::-1][:3])
+        nxt = page["next"]
+        page2 = self.srv.ok("GET", "/v1/jobs?tenant=lister&limit=3&after_id=%d" % nxt)
+        self.assertEqual([j["id"] for j in page2["jobs"]], ids[::-1][3:6])
+        typed = self.srv.ok("GET", "/v1/jobs?tenant=lister&type=A&limit=100")
+        self.assertEqual(len(typed["jobs"]), 3)
+        self.assertTrue(all(j["type"] == "A" for j in typed["jobs"]))
+        st = self.srv.ok("GET", "/v1/jobs?tenant=lister&state=ready&limit=100")
+        self.assertEqual(len(st["jobs"]), 7)
+        self.assertEqual(self.srv.req("GET", "/v1/jobs?state=bogus")[0], 400)
+        self.assertEqual(self.srv.req("GET", "/v1/jobs?limit=0")[0], 400)
+        self.assertEqual(self.srv.req("GET", "/v1/jobs?after_id=x")[0], 400)
+
+    def test_unknown_endpoint_404_and_wrong_method_405(self):
+        self.assertEqual(self.srv.req("GET", "/v1/nope")[0], 404)
+        self.assertEqual(self.srv.req("DELETE", "/v1/jobs")[0], 405)
+        self.assertEqual(self.srv.req("PUT", "/v1/lease", {})[0], 405)
+
+
+class Wait(ServerTest):
+    def test_wait_answers_when_the_job_finishes(self):
+        r = self.srv.submit(queue="wt")
+        got = {}
+
+        def waiter():
+            got["t0"] = time.time()
+            got["res"] = self.srv.req("GET", "/v1/jobs/%d/wait?timeout_ms=20000" % r["id"],
+                                      conn="waiter")
+            got["t1"] = time.time()
+
+        t = threading.Thread(target=waiter)
+        t.start()
+        time.sleep(0.3)
+        j = self.srv.lease(["wt"])[0]
+        self.srv.ack(j, result={"done": True})
+        t.join(10)
+        status, body = got["res"]
+        self.assertEqual(status, 200)
+        self.assertEqual(body["state"], "succeeded")
+        self.assertEqual(body["result"], {"done": True})
+        self.assertLess(got["t1"] - got["t0"], 5)
+
+    def test_wait_timeout_answers_with_the_current_state(self):
+        r = self.srv.submit(queue="wt2")
+        t0 = time.time()
+        body = self.srv.ok("GET", "/v1/jobs/%d/wait?timeout_ms=300" % r["id"])
+        self.assertEqual(body["state"], "ready")
+        self.assertGreaterEqual(time.time() - t0, 0.25)
+
+    def test_wait_on_a_finished_job_answers_at_once(self):
+        r = self.srv.submit(queue="wt3")
+        self.srv.ok("POST", "/v1/jobs/%d/cancel" % r["id"])
+        t0 = time.time()
+        body = self.srv.ok("GET", "/v1/jobs/%d/wait?timeout_ms=10000" % r["id"])
+        self.assertEqual(body["state"], "cancelled")
+        self.assertLess(time.time() - t0, 2)
+        self.assertEqual(self.srv.req("GET", "/v1/jobs/888888/wait")[0], 404)
+        self.assertEqual(self.srv.req("GET", "/v1/jobs/1/wait?timeout_ms=x")[0], 400)
+
+
+class Workers(ServerTest):
+    def test_lease_start_heartbeat_ack(self):
+        r = self.srv.submit(queue="wk", args={"n": 1})
+        j = self.srv.lease(["wk"], worker="host-1/pid-7")[0]
+        self.assertEqual(j["id"], r["id"])
+        self.assertEqual(j["attempt"], 0)
+        self.assertEqual(j["args"], {"n": 1})
+        self.assertGreater(j["lease_until"], 0)
+        base = "/v1/jobs/%d" % j["id"]
+        self.assertEqual(self.srv.ok("POST", base + "/start", {"token": j["token"]})["state"],
+                         "running")
+        hb = self.srv.ok("POST", base + "/heartbeat", {"token": j["token"], "progress": 0.5})
+        self.assertFalse(hb["cancel"])
+        self.assertGreaterEqual(hb["lease_until"], j["lease_until"])
+        self.assertEqual(self.srv.job(j["id"])["progress"], 0.5)
+        self.assertEqual(self.srv.ack(j)["state"], "succeeded")
+
+    def test_stale_token_is_409_and_changes_nothing(self):
+        self.srv.ok("PUT", "/v1/queues/stale", {"lease_ms": 300, "backoff": "fixed",
+                                                "backoff_base_ms": 0})
+        self.srv.submit(queue="stale")
+        first = self.srv.lease(["stale"])[0]
+        time.sleep(0.6)  # the first worker froze; its lease expires
+        second = self.srv.lease(["stale"], wait_ms=2000)[0]
+        self.assertEqual(second["id"], first["id"])
+        self.assertGreater(second["token"], first["token"])
+        for op, body in [("ack", {}), ("fail", {"error": "late"}), ("heartbeat", {}),
+                         ("start", {})]:
+            body["token"] = first["token"]
+            status, res = self.srv.req("POST", "/v1/jobs/%d/%s" % (first["id"], op), body)
+            self.assertEqual(status, 409, op)
+            self.assertEqual(res["error"]["field"], "token")
+        self.assertEqual(self.srv.job(first["id"])["state"], "leased")
+        self.srv.ack(second)
+
+    def test_worker_call_errors(self):
+        r = self.srv.submit(queue="we")
+        status, _ = self.srv.req("POST", "/v1/jobs/%d/ack" % r["id"], {"token": 1})
+        self.assertEqual(status, 409)  # ready, not leased
+        self.assertEqual(self.srv.req("POST", "/v1/jobs/777777/ack", {"token": 1})[0], 404)
+        j = self.srv.lease(["we"])[0]
+        status, body = self.srv.req("POST", "/v1/jobs/%d/ack" % j["id"], {})
+        self.assertEqual(status, 400)
+        status, body = self.srv.req("POST", "/v1/jobs/%d/fail" % j["id"],
+                                    {"token": j["token"], "retry_in_ms": -1})
+        self.assertEqual(status, 400)
+        status, body = self.srv.req("POST", "/v1/lease", {"queues": "we"})
+        self.assertEqual(status, 400)
+        status, body = self.srv.req("POST", "/v1/lease", {"queues": ["we"], "max": 0})
+        self.assertEqual(status, 400)
+        status, body = self.srv.req("POST", "/v1/lease", {"worker": "w"})
+        self.assertEqual(body["error"]["field"], "queues")
+
+    def test_fail_retries_by_backoff_then_the_morgue(self):
+        self.srv.ok("PUT", "/v1/queues/retry", {"max_attempts": 2, "backoff": "fixed",
+                                                "backoff_base_ms": 100})
+        r = self.srv.submit(queue="retry")
+        j = self.srv.lease(["retry"])[0]
+        res = self.srv.fail(j, error="boom")
+        self.assertEqual(res["state"], "scheduled")
+        j2 = self.srv.lease(["retry"], wait_ms=3000)[0]
+        self.assertEqual(j2["attempt"], 1)
+        self.assertEqual(self.srv.fail(j2, error="boom again")["state"], "dead")
+        job = self.srv.job(r["id"])
+        self.assertEqual(job["state"], "dead")
+        self.assertEqual(job["error"], "boom again")
+        morgue = self.srv.ok("GET", "/v1/morgue?queue=retry")["jobs"]
+        self.assertEqual([m["id"] for m in morgue], [r["id"]])
+
+    def test_retry_false_goes_to_the_morgue_at_once(self):
+        self.srv.submit(queue="nore")
+        j = self.srv.lease(["nore"])[0]
+        self.assertEqual(self.srv.fail(j, error="bad input", retry=False)["state"], "dead")
+
+    def test_outcomes_in_one_request(self):
+        for _ in range(3):
+            self.srv.submit(queue="oc")
+        jobs = self.srv.lease(["oc"], max=3)
+        body = {"outcomes": [
+            {"id": jobs[0]["id"], "token": jobs[0]["token"], "ok": True, "result": {"r": 1}},
+            {"id": jobs[1]["id"], "token": jobs[1]["token"], "ok": False, "error": "x",
+             "retry": False},
+            {"id": jobs[2]["id"], "token": 999, "ok": True},
+            {"id": 424242, "token": 1, "ok": True}]}
+        res = self.srv.ok("POST", "/v1/outcomes", body)["results"]
+        self.assertEqual(res[0]["state"], "succeeded")
+        self.assertEqual(res[1]["state"], "dead")
+        self.assertEqual(res[2]["error"]["code"], "conflict")
+        self.assertEqual(res[3]["error"]["code"], "not_found")
+        self.assertEqual(self.srv.req("POST", "/v1/outcomes", {"outcomes": []})[0], 400)
+
+    def test_long_poll_answers_as_soon_as_a_job_arrives(self):
+        got = {}
+
+        def poller():
+            t0 = time.time()
+            got["jobs"] = self.srv.lease(["lp"], wait_ms=10000, conn="poller")
+            got["dt"] = time.time() - t0
+
+        t = threading.Thread(target=poller)
+        t.start()
+        time.sleep(0.3)
+        t_submit = time.time()
+        self.srv.submit(queue="lp")
+        t.join(10)
+        self.assertEqual(len(got["jobs"]), 1)
+        self.assertLess(got["dt"], 3)
+        self.assertLess(time.time() - t_submit, 1.0)
+
+    def test_long_poll_times_out_empty(self):
+        t0 = time.time()
+        self.assertEqual(self.srv.lease(["never"], wait_ms=300), [])
+        self.assertGreaterEqual(time.time() - t0, 0.25)
+
+    def test_type_filter(self):
+        self.srv.submit(queue="tf", type="Mail.send")
+        self.srv.submit(queue="tf", type="Report.run")
+        jobs = self.srv.lease(["tf"], max=5, types=["Report.run"])
+        self.assertEqual([j["type"] for j in jobs], ["Report.run"])
+
+
+class Semantics(ServerTest):
+    def test_slots_limit_a_tenant_and_free_when_jobs_end(self):
+        self.srv.ok("PUT", "/v1/tenants/slotted", {"slots": 2})
+        for _ in range(5):
+            self.srv.submit(queue="sl", tenant="slotted")
+        jobs = self.srv.lease(["sl"], max=5)
+        self.assertEqual(len(jobs), 2)
+        self.assertEqual(self.srv.ok("GET", "/v1/tenants/slotted")["in_use"], 2)
+        self.srv.ack(jobs[0])
+        self.assertEqual(len(self.srv.lease(["sl"], max=5)), 1)
+        self.srv.ok("PUT", "/v1/tenants/slotted", {"slots": 0})
+        self.srv.ack(jobs[1])
+        self.assertEqual(self.srv.lease(["sl"], max=5), [])  # paused
+        self.srv.ok("PUT", "/v1/tenants/slotted", {"slots": None})
+        self.assertEqual(len(self.srv.lease(["sl"], max=5)), 2)
+
+    def test_a_freed_slot_wakes_a_waiting_worker(self):
+        self.srv.ok("PUT", "/v1/tenants/one", {"slots": 1})
+        self.srv.submit(queue="sw", tenant="one")
+        self.srv.submit(queue="sw", tenant="one")
+        first = self.srv.lease(["sw"])[0]
+        got = {}
+
+        def poller():
+            got["jobs"] = self.srv.lease(["sw"], wait_ms=10000, conn="p2")
+
+        t = threading.Thread(target=poller)
+        t.start()
+        time.sleep(0.3)
+        self.srv.ack(first)
+        t.join(10)
+        self.assertEqual(len(got["jobs"]), 1)
+
+    def test_lanes_run_one_at_a_time_in_order(self):
+        ids = [self.srv.submit(queue="ln", key="order-7")["id"] for _ in range(3)]
+        self.assertEqual(self.srv.job(ids[1])["state"], "blocked")
+        got = []
+        for _ in range(3):
+            jobs = self.srv.lease(["ln"], max=5)
+            self.assertEqual(len(jobs), 1)
+            got.append(jobs[0]["id"])
+            self.srv.ack(jobs[0])
+        self.assertEqual(got, ids)
+        lanes = self.srv.ok("GET", "/v1/lanes")
+        self.assertIn("lanes", lanes)
+
+    def test_fair_order_between_tenants(self):
+        self.srv.ok("PUT", "/v1/queues/fair", {"order": "fair"})
+        self.srv.ok("POST", "/v1/jobs", {"jobs": [{"tenant": "big", "queue": "fair",
+                                                   "type": "T"}] * 50})
+        self.srv.ok("POST", "/v1/jobs", {"jobs": [{"tenant": "small", "queue": "fair",
+                                                   "type": "T"}] * 5})
+        jobs = self.srv.lease(["fair"], max=10)
+        small = sum(1 for j in jobs if j["tenant"] == "small")
+        self.assertGreaterEqual(small, 4)
+
+    def test_merge_queue_merges_payloads(self):
+        self.srv.ok("PUT", "/v1/queues/mrg", {"merge": True})
+        a = self.srv.submit(queue="mrg", key="k", args={"n": 1}, score=2)
+        b = self.srv.submit(queue="mrg", key="k", args={"n": 0}, score=1)
+        self.assertTrue(b["merged"])
+        self.assertEqual(a["id"], b["id"])
+        j = self.srv.lease(["mrg"])[0]
+        self.assertEqual([p["payload"] for p in j["payloads"]], [{"n": 0}, {"n": 1}])
+
+    def test_cancel_in_each_state(self):
+        r = self.srv.submit(queue="cx")
+        res = self.srv.ok("POST", "/v1/jobs/%d/cancel" % r["id"])
+        self.assertEqual(res["state"], "cancelled")
+        status, body = self.srv.req("POST", "/v1/jobs/%d/cancel" % r["id"])
+        self.assertEqual(status, 409)
+        self.srv.submit(queue="cx")
+        j = self.srv.lease(["cx"])[0]
+        res = self.srv.ok("POST", "/v1/jobs/%d/cancel" % j["id"])
+        self.assertTrue(res["cancel_requested"])
+        hb = self.srv.ok("POST", "/v1/jobs/%d/heartbeat" % j["id"], {"token": j["token"]})
+        self.assertTrue(hb["cancel"])
+        self.assertEqual(self.srv.fail(j, cancelled=True)["state"], "cancelled")
+        self.assertEqual(self.srv.req("POST", "/v1/jobs/5555555/cancel")[0], 404)
+
+    def test_scheduled_job_runs_at_its_time(self):
+        r = self.srv.submit(queue="sch", run_at=int(time.time() * 1000) + 700)
+        self.assertEqual(self.srv.job(r["id"])["state"], "scheduled")
+        self.assertEqual(self.srv.lease(["sch"]), [])
+        jobs = self.srv.lease(["sch"], wait_ms=5000)
+        self.assertEqual(jobs[0]["id"], r["id"])
+
+    def test_expired_lease_retries(self):
+        self.srv.ok("PUT", "/v1/queues/exp", {"lease_ms": 200, "backoff": "fixed",
+                                              "backoff_base_ms": 0})
+        r = self.srv.submit(queue="exp")
+        self.srv.lease(["exp"])
+        j = self.srv.lease(["exp"], wait_ms=3000)
+        self.assertEqual(j[0]["id"], r["id"])
+        self.assertEqual(self.srv.job(r["id"])["error"], "lease expired")
+
+
+class AdminEndpoints(ServerTest):
+    def test_tenants(self):
+        t = self.srv.ok("PUT", "/v1/tenants/t1", {"slots": 5, "weight": 3})
+        self.assertEqual((t["slots"], t["weight"]), (5, 3))
+        self.assertEqual(self.srv.ok("GET", "/v1/tenants/t1")["slots"], 5)
+        names = [x["name"] for x in self.srv.ok("GET", "/v1/tenants")["tenants"]]
+        self.assertIn("t1", names)
+        self.assertEqual(self.srv.req("GET", "/v1/tenants/nobody")[0], 404)
+        for bad in [{"weight": 0}, {"slots": -1}, {"slots": "many"}, {"color": "red"}]:
+            status, body = self.srv.req("PUT", "/v1/tenants/t1", bad)
+            self.assertEqual(status, 400, bad)
+        self.assertEqual(self.srv.req("PUT", "/v1/tenants/bad%20name", {"slots": 1})[0], 400)
+        self.assertEqual(self.srv.ok("GET", "/v1/tenants/t1")["weight"], 3)
+
+    def test_queues(self):
+        q = self.srv.ok("PUT", "/v1/queues/qs", {"order": "fair", "lease_ms": 60000,
+                                                 "tenant_cap": 3, "merge": True})
+        self.assertEqual((q["order"], q["lease_ms"], q["tenant_cap"], q["merge"]),
+                         ("fair", 60000, 3, True))
+        self.assertEqual(self.srv.ok("GET", "/v1/queues/qs")["order"], "fair")
+        for bad, field in [({"order": "random"}, "order"), ({"lease_ms": 1}, "lease_ms"),
+                           ({"tenant_cap": 0}, "tenant_cap"), ({"speed": 9}, "speed"),
+                           ({"merge": "yes"}, "merge"), ({"delivery": "maybe"}, "delivery")]:
+            status, body = self.srv.req("PUT", "/v1/queues/qs", bad)
+            self.assertEqual(status, 400, bad)
+            self.assertEqual(body["error"]["field"], field, bad)
+        self.assertEqual(self.srv.ok("GET", "/v1/queues/qs")["lease_ms"], 60000)
+        self.assertEqual(self.srv.req("GET", "/v1/queues/nothing")[0], 404)
+
+    def test_morgue_list_requeue_delete(self):
+        ids = []
+        for _ in range(4):
+            r = self.srv.submit(queue="mq", tenant="mt")
+            j = self.srv.lease(["mq"])[0]
+            self.srv.fail(j, retry=False, error="dead")
+            ids.append(r["id"])
+        page = self.srv.ok("GET", "/v1/morgue?queue=mq&limit=2")
+        self.assertEqual([j["id"] for j in page["jobs"]], ids[::-1][:2])
+        page2 = self.srv.ok("GET", "/v1/morgue?queue=mq&limit=2&after=" + page["next"])
+        self.assertEqual([j["id"] for j in page2["jobs"]], ids[::-1][2:])
+        by_id = self.srv.ok("GET", "/v1/morgue?queue=mq&sort=id")
+        self.assertEqual([j["id"] for j in by_id["jobs"]], ids)
+        self.assertEqual(self.srv.ok("POST", "/v1/morgue/%d/requeue" % ids[0])["state"],
+                         "ready")
+        self.assertEqual(self.srv.ok("DELETE", "/v1/morgue/%d" % ids[1])["deleted"], True)
+        self.assertEqual(self.srv.req("DELETE", "/v1/morgue/%d" % ids[1])[0], 404)
+        self.assertEqual(self.srv.req("POST", "/v1/morgue/%d/requeue" % ids[0])[0], 409)
+        self.assertEqual(self.srv.ok("POST", "/v1/morgue/requeue", {"queue": "mq"})["requeued"],
+                         2)
+        self.assertEqual(self.srv.ok("GET", "/v1/morgue?queue=mq")["jobs"], [])
+        self.assertEqual(self.srv.req("GET", "/v1/morgue?sort=size")[0], 400)
+        self.assertEqual(self.srv.req("POST", "/v1/morgue/delete", {"q": 1})[0], 400)
+
+    def test_stats_metrics_health_dashboard(self):
+        self.srv.submit(queue="obs")
+        st = self.srv.ok("GET", "/v1/stats")
+        q = [x for x in st["queues"] if x["name"] == "obs"][0]
+        self.assertEqual(q["ready"], 1)
+        self.assertIn("lag_ms", q)
+        self.assertIn("completed_per_s", q)
+        self.assertEqual(st["server"]["store"], os.environ.get("TENQ_TEST_STORE", "sqlite")
+                         .replace("postgres", "postgres"))
+        status, text = self.srv.req("GET", "/metrics")
+        self.assertEqual(status, 200)
+        self.assertIn('tenq_queue_jobs{queue="obs",state="ready"} 1', text)
+        status, body = self.srv.req("GET", "/healthz")
+        self.assertEqual((status, body["status"]), (200, "ok"))
+        status, html, hdrs = self.srv.raw("GET", "/")
+        self.assertEqual(status, 200)
+        self.assertIn("<html", html)
+        self.assertIn("frame-ancestors 'none'", hdrs.get("Content-Security-Policy", ""))
+
+
+class Auth(unittest.TestCase):
+    """Tokens, roles and tenant isolation, endpoint by endpoint."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.admin = "admin-secret-for-tests-0001"
+        cls.srv = Server(env={"TENQ_ADMIN_TOKEN": cls.admin})
+        mk = lambda role, **kw: cls.srv.ok("POST", "/v1/tokens", dict(role=role, **kw),
+                                           cls.admin)["token"]
+        cls.acme = mk("tenant:acme")
+        cls.other = mk("tenant:other")
+        cls.worker = mk("worker")
+        cls.qworker = mk("worker", queues=["wq"])
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.srv.cleanup()
+
+    def test_no_token_or_a_bad_token_is_401(self):
+        self.assertEqual(self.srv.req("GET", "/v1/stats")[0], 401)
+        self.assertEqual(self.srv.req("GET", "/v1/stats", token="nope")[0], 401)
+        self.assertEqual(self.srv.req("GET", "/healthz")[0], 200)
+
+    def test_roles(self):
+        self.assertEqual(self.srv.req("POST", "/v1/lease", {"queues": ["q"]},
+                                      token=self.acme)[0], 403)
+        self.assertEqual(self.srv.req("POST", "/v1/jobs", {"queue": "q", "type": "T"},
+                                      token=self.worker)[0], 403)
+        self.assertEqual(self.srv.req("PUT", "/v1/tenants/acme", {"slots": 1},
+                                      token=self.acme)[0], 403)
+        self.assertEqual(self.srv.req("GET", "/v1/tokens", token=self.acme)[0], 403)
+        self.assertEqual(self.srv.req("GET", "/metrics", token=self.worker)[0], 403)
+        self.assertEqual(self.srv.req("POST", "/v1/lease", {"queues": ["other"]},
+                                      token=self.qworker)[0], 403)
+
+    def test_a_tenant_token_submits_for_its_own_tenant_only(self):
+        r = self.srv.submit(token=self.acme, queue="iso")
+        self.assertEqual(self.srv.job(r["id"], token=self.admin)["tenant"], "acme")
+        status, body = self.srv.req("POST", "/v1/jobs", {"tenant": "other", "queue": "iso",
+                                                         "type": "T"}, self.acme)
+        self.assertEqual(status, 403)
+
+    def test_another_tenants_job_is_404_everywhere_and_leaks_nothing(self):
+        theirs = self.srv.submit(token=self.other, queue="iso2", args={"secret": "s3cr3t"})
+        tid = theirs["id"]
+        leased_other = self.srv.submit(token=self.other, queue="iso3")
+        lj = self.srv.lease(["iso3"], token=self.worker)[0]
+        self.assertEqual(lj["id"], leased_other["id"])
+        dead = self.srv.submit(token=self.other, queue="iso4")
+        dj = self.srv.lease(["iso4"], token=self.worker)[0]
+        self.srv.fail(dj, token=self.worker, retry=False)
+        checks = [("GET", "/v1/jobs/%d" % tid, None),
+                  ("GET", "/v1/jobs/%d/wait?timeout_ms=10" % tid, None),
+                  ("POST", "/v1/jobs/%d/cancel" % tid, None),
+                  ("POST", "/v1/jobs/%d/cancel" % lj["id"], None),
+                  ("POST", "/v1/morgue/%d/requeue" % dead["id"], None),
+                  ("DELETE", "/v1/morgue/%d" % dead["id"], None),
+                  ("GET", "/v1/tenants/other", None)]
+        for method, path, body in checks:
+            status, res = self.srv.req(method, path, body, token=self.acme)
+            self.assertEqual(status, 404, path)
+            self.assertNotIn("s3cr3t", json.dumps(res))
+            self.assertNotIn('"other"', json.dumps(res).replace('"tenant":"other"', "X"))
+        # lists and stats show nothing of other
+        for path in ["/v1/jobs", "/v1/jobs?limit=1000", "/v1/morgue", "/v1/stats",
+                     "/v1/tenants", "/v1/queues", "/v1/lanes"]:
+            status, res = self.srv.req("GET", path, token=self.acme)
+            self.assertEqual(status, 200, path)
+            text = json.dumps(res)
+            self.assertNotIn("s3cr3t", text, path)
+            self.assertNotIn('"other"', text, path)
+        for path in ["/v1/jobs?tenant=other", "/v1/morgue?tenant=other"]:
+            status, res = self.srv.req("GET", path, token=self.acme)
+            self.assertEqual(status, 403, path)
+            self.assertNotIn("s3cr3t", json.dumps(res))
+        status, res = self.srv.req("POST", "/v1/morgue/requeue", {"tenant": "other"},
+                                   token=self.acme)
+        self.assertEqual(status, 403)
+        # the admin still sees it all
+        self.assertEqual(self.srv.job(tid, token=self.admin)["args"], {"secret": "s3cr3t"})
+
+    def test_revoked_token_stops_at_once(self):
+        t = self.srv.ok("POST", "/v1/tokens", {"role": "tenant:gone"}, self.admin)
+        self.assertEqual(self.srv.req("GET", "/v1/stats", token=t["token"])[0], 200)
+        self.srv.ok("DELETE", "/v1/tokens/%d" % t["id"], token=self.admin)
+        self.assertEqual(self.srv.req("GET", "/v1/stats", token=t["token"])[0], 401)
+        listed = self.srv.ok("GET", "/v1/tokens", token=self.admin)["tokens"]
+        self.assertNotIn(t["id"], [x["id"] for x in listed])
+        self.assertTrue(all("token" not in x for x in listed))
+        self.assertEqual(self.srv.req("DELETE", "/v1/tokens/%d" % t["id"],
+                                      token=self.admin)[0], 404)
+        for bad in [{"role": "god"}, {"role": "tenant:bad name"}, {"role": "worker", "queues": []},
+                    {}]:
+            self.assertEqual(self.srv.req("POST", "/v1/tokens", bad, self.admin)[0], 400)
+
+    def test_tokens_are_stored_hashed(self):
+        t = self.srv.ok("POST", "/v1/tokens", {"role": "worker"}, self.admin)
+        if self.srv.store_url.startswith("sqlite:"):
+            with open(self.srv.store_url[7:], "rb") as f:
+                data = f.read()
+            for suffix in ["-wal", ""]:
+                try:
+                    with open(self.srv.store_url[7:] + suffix, "rb") as f:
+                        data += f.read()
+                except OSError:
+                    pass
+            self.assertNotIn(t["token"].encode(), data)
+        else:
+            out = subprocess.run(["psql", self.srv.store_url, "-Atc",
+                                  "select hash from tenq.tokens"], capture_output=True, text=True)
+            self.assertNotIn(t["token"], out.stdout)
+            self.assertEqual(len(out.stdout.split()[0]), 64)
+
+    def test_tokens_survive_a_restart(self):
+        t = self.srv.ok("POST", "/v1/tokens", {"role": "tenant:persist"}, self.admin)
+        self.srv.stop()
+        self.srv.start()
+        self.assertEqual(self.srv.req("GET", "/v1/stats", token=t["token"])[0], 200)
+
+
+class Protocol(ServerTest):
+    server_args = ("--header-timeout", "1500ms", "--body-timeout", "1500ms",
+                   "--max-header-bytes", "4KiB", "--max-headers", "20",
+                   "--max-batch-bytes", "64KiB", "--max-job-bytes", "8KiB")
+
+    def test_oversized_body_is_413(self):
+        status, body = self.srv.req("POST", "/v1/jobs",
+                                    b'{"jobs":[' + b'{"a":1},' * 20000 + b'{}]}')
+        self.assertEqual(status, 413)
+
+    def test_oversized_and_too_many_headers_are_431(self):
+        out = raw_socket(self.srv.port, b"GET /healthz HTTP/1.1\r\nX-Big: " + b"a" * 5000 +
+                         b"\r\n\r\n")
+        self.assertTrue(out.startswith(b"HTTP/1.1 431"), out[:80])
+        hdrs = b"".join(b"X-%d: y\r\n" % i for i in range(25))
+        out = raw_socket(self.srv.port, b"GET /healthz HTTP/1.1\r\n" + hdrs + b"\r\n")
+        self.assertTrue(out.startswith(b"HTTP/1.1 431"), out[:80])
+
+    def test_smuggling_shapes_are_refused_and_the_connection_closed(self):
+        both = (b"POST /v1/jobs HTTP/1.1\r\nContent-Length: 4\r\n"
+                b"Transfer-Encoding: chunked\r\n\r\n0\r\n\r\nGET /healthz HTTP/1.1\r\n\r\n")
+        out = raw_socket(self.srv.port, both)
+        self.assertTrue(out.startswith(b"HTTP/1.1 400"), out[:80])
+        self.assertEqual(out.count(b"HTTP/1.1 "), 1)  # nothing after: closed
+        self.assertIn(b"Connection: close", out)
+        two = (b"POST /v1/jobs HTTP/1.1\r\nContent-Length: 3\r\nContent-Length: 5\r\n\r\n"
+               b"{}{}{")
+        out = raw_socket(self.srv.port, two)
+        self.assertTrue(out.startswith(b"HTTP/1.1 400"), out[:80])
+        self.assertEqual(out.count(b"HTTP/1.1 "), 1)
+        folded = b"GET /healthz HTTP/1.1\r\nX-A: 1\r\n continued\r\n\r\n"
+        self.assertTrue(raw_socket(self.srv.port, folded).startswith(b"HTTP/1.1 400"))
+        te = b"POST /v1/jobs HTTP/1.1\r\nTransfer-Encoding: gzip, chunked\r\n\r\n"
+        self.assertTrue(raw_socket(self.srv.port, te).startswith(b"HTTP/1.1 501"))
+
+    def test_bad_request_lines(self):
+        for line, code in [(b"GARBAGE\r\n\r\n", b"400"), (b"GET / HTTP/2.0\r\n\r\n", b"505"),
+                           (b"GET nopath HTTP/1.1\r\n\r\n", b"400"),
+                           (b"G@T / HTTP/1.1\r\n\r\n", b"400")]:
+            out = raw_socket(self.srv.port, line)
+            self.assertTrue(out.startswith(b"HTTP/1.1 " + code), (line, out[:60]))
+
+    def test_chunked_bodies_expect_continue_and_pipelining(self):
+        body = json.dumps({"tenant": "acme", "queue": "pr", "type": "T"}).encode()
+        chunked = (b"POST /v1/jobs HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n" +
+                   b"%x\r\n" % 10 + body[:10] + b"\r\n" + b"%x\r\n" % (len(body) - 10) +
+                   body[10:] + b"\r\n0\r\n\r\n")
+        pipelined = chunked + b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+        out = raw_socket(self.srv.port, pipelined)
+        self.assertTrue(out.startswith(b"HTTP/1.1 201"), out[:80])
+        self.assertIn(b"HTTP/1.1 200", out[12:])  # the second answer, in order
+        s = socket.create_connection(("127.0.0.1", self.srv.port), timeout=5)
+        s.sendall(b"POST /v1/jobs HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n"
+                  b"Expect: 100-continue\r\n\r\n" % len(body))
+        self.assertTrue(s.recv(100).startswith(b"HTTP/1.1 100 Continue"))
+        s.sendall(body)
+        self.assertTrue(s.recv(1000).startswith(b"HTTP/1.1 201"))
+        s.close()
+
+    def test_a_slow_client_is_closed_while_others_are_served(self):
+        s = socket.create_connection(("127.0.0.1", self.srv.port), timeout=10)
+        closed_at = None
+        t0 = time.time()
+        request = b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"a" * 100
+        for i, byte in enumerate(request):
+            try:
+                s.send(bytes([byte]))
+            except OSError:
+                closed_at = time.time() - t0
+                break
+            # meanwhile another client is served at once
+            if i == 2:
+                t1 = time.time()
+                self.assertEqual(self.srv.req("GET", "/healthz", conn="fast")[0], 200)
+                self.assertLess(time.time() - t1, 0.5)
+            s.settimeout(0.25)
+            try:
+                data = s.recv(1000)
+                if data == b"" or data.startswith(b"HTTP/1.1 408"):
+                    closed_at = time.time() - t0
+                    break
+            except socket.timeout:
+                pass
+        s.close()
+        self.assertIsNotNone(closed_at, "the slow client was never closed")
+        self.assertLess(closed_at, 5)
+
+    def test_idle_keep_alive_connections_survive_between_requests(self):
+        for _ in range(3):
+            self.assertEqual(self.srv.req("GET", "/healthz", conn="ka")[0], 200)
+
+
+class Lifecycle(unittest.TestCase):
+    def test_sigterm_stops_cleanly_and_data_survives(self):
+        srv = Server()
+        try:
+            r = srv.submit(queue="life")
+            self.assertEqual(srv.stop(), 0)
+            srv.start()
+            self.assertEqual(srv.job(r["id"])["state"], "ready")
+        finally:
+            srv.cleanup()
+
+    def test_refuses_an_open_network_without_tokens(self):
+        tmp = tempfile.mkdtemp()
+        from harness import BIN
+        p = subprocess.run([BIN, "serve", "--listen", "0.0.0.0:0", "--store",
+                            "sqlite:%s/t.db" % tmp], capture_output=True, text=True, timeout=30)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("TENQ_ADMIN_TOKEN", p.stderr)
+
+    def test_help_lists_every_setting_and_bad_flags_fail(self):
+        from harness import BIN
+        p = subprocess.run([BIN, "serve", "--help"], capture_output=True, text=True)
+        self.assertEqual(p.returncode, 0)
+        for word in ["--listen", "--store", "TENQ_ADMIN_TOKEN", "--max-batch-bytes",
+                     "--header-timeout"]:
+            self.assertIn(word, p.stdout)
+        p = subprocess.run([BIN, "serve", "--no-such-flag"], capture_output=True, text=True)
+        self.assertEqual(p.returncode, 2)
+        p = subprocess.run([BIN, "serve", "--header-timeout", "soon"], capture_output=True,
+                           text=True)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("duration", p.stderr)
+
+    def test_settings_from_a_config_file_and_the_environment(self):
+        tmp = tempfile.mkdtemp()
+        conf = os.path.join(tmp, "tenq.conf")
+        with open(conf, "w") as f:
+            f.write("# comment\nmax-wait = 1s\nlog-format = json\n")
+        srv = Server(args=("--config", conf), env={"TENQ_DEFAULT_SLOTS": "3"})
+        try:
+            srv.submit(queue="cfg", tenant="newbie")
+            self.assertEqual(srv.ok("GET", "/v1/tenants/newbie")["slots"], 3)
+            t0 = time.time()
+            srv.lease(["empty"], wait_ms=30000)  # capped at 1 s by the file
+            self.assertLess(time.time() - t0, 5)
+            self.assertIn('"event":"listen"', srv.log_text())
+        finally:
+            srv.cleanup()
+
+    def test_wall_clock_jumps_neither_expire_leases_nor_fire_schedules_early(self):
+        tmp = tempfile.mkdtemp()
+        stamp = os.path.join(tmp, "faketime")
+        with open(stamp, "w") as f:
+            f.write("+0\n")
+        lib = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
+        if not os.path.exists(lib):
+            self.fail("libfaketime is missing (apt-get install faketime)")
+        env = {"LD_PRELOAD": lib, "FAKETIME_TIMESTAMP_FILE": stamp, "FAKETIME_NO_CACHE": "1",
+               "FAKETIME_DONT_FAKE_MONOTONIC": "1", "FAKETIME_DONT_RESET": "1",
+               # under ASan the preloaded library comes first; that is fine here
+               "ASAN_OPTIONS": os.environ.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0"}
+        srv = Server(env=env, tmp=tmp)
+        try:
+            srv.ok("PUT", "/v1/queues/clock", {"lease_ms": 3000})
+            srv.submit(queue="clock")
+            later = srv.submit(queue="clock", run_at=int(time.time() * 1000) + 3600 * 1000)
+            j = srv.lease(["clock"])[0]
+            with open(stamp, "w") as f:
+                f.write("+2h\n")  # the wall clock leaps two hours ahead
+            time.sleep(1.0)
+            hb = srv.req("POST", "/v1/jobs/%d/heartbeat" % j["id"], {"token": j["token"]})
+            self.assertEqual(hb[0], 200, hb)
+            self.assertEqual(srv.job(later["id"])["state"], "scheduled")
+            srv.ack(j)
+        finally:
+            srv.cleanup()
+
+
+class Crash(unittest.TestCase):
+    def test_sigkill_loses_nothing_acknowledged_and_leases_live_on(self):
+        srv = Server()
+        try:
+            srv.ok("PUT", "/v1/queues/crash", {"lease_ms": 120000})
+            held = srv.submit(queue="crash-held")
+            held_job = srv.lease(["crash-held"])[0]
+            acked_submits, acked_outcomes = [], []
+            lock = threading.Lock()
+            stop = threading.Event()
+
+            def submitter(n):
+                conn = "s%d" % n
+                while not stop.is_set():
+                    try:
+                        st, body = srv.req("POST", "/v1/jobs", {"jobs": [
+                            {"tenant": "t%d" % n, "queue": "crash", "type": "T"}] * 20},
+                            conn=conn)
+                    except Exception:
+                        return
+                    if st == 201:
+                        with lock:
+                            acked_submits.extend(x["id"] for x in body["jobs"])
+
+            def worker(n):
+                conn = "w%d" % n
+                while not stop.is_set():
+                    try:
+                        jobs = srv.lease(["crash"], max=10, conn=conn)
+                        if not jobs:
+                            continue
+                        st, body = srv.req("POST", "/v1/outcomes", {"outcomes": [
+                            {"id": j["id"], "token": j["token"], "ok": True,
+                             "result": {"by": n}} for j in jobs]}, conn=conn)
+                    except Exception:
+                        return
+                    if st == 200:
+                        with lock:
+                            acked_outcomes.extend(r["id"] for r in body["results"]
+                                                  if r.get("state") == "succeeded")
+
+            threads = [threading.Thread(target=submitter, args=(i,)) for i in range(3)]
+            threads += [threading.Thread(target=worker, args=(i,)) for i in range(2)]
+            for t in threads:
+                t.start()
+            deadline = time.time() + 30
+            while time.time() < deadline:
+                with lock:
+                    if len(acked_submits) > 3000 and len(acked_outcomes) > 500:
+                        break
+                time.sleep(0.05)
+            srv.proc.kill()  # SIGKILL with requests in flight
+            srv.proc.wait()
+            stop.set()
+            for t in threads:
+                t.join(30)
+            self.assertGreater(len(acked_submits), 1000)
+            srv.start()
+            with lock:
+                subs, outs = list(acked_submits), set(acked_outcomes)
+            # every acknowledged submit is there, every acknowledged ack too
+            for jid in subs[::7] + subs[-20:]:
+                self.assertEqual(srv.req("GET", "/v1/jobs/%d" % jid)[0], 200, jid)
+            for jid in list(outs)[::5]:
+                job = srv.job(jid)
+                self.assertEqual(job["state"], "succeeded", jid)
+            # the worker holding a lease across the restart carries on
+            hb = srv.req("POST", "/v1/jobs/%d/heartbeat" % held_job["id"],
+                         {"token": held_job["token"]})
+            self.assertEqual(hb[0], 200, hb)
+            self.assertEqual(srv.ack(held_job)["state"], "succeeded")
+            self.assertEqual(srv.job(held["id"])["state"], "succeeded")
+        finally:
+            srv.cleanup()
+
+
+if __name__ == "__main__":
+    main()
