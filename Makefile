@@ -7,7 +7,7 @@ JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_ARGS ?=
 
 .PHONY: all build asan run test test-plain test-asan format format-check clean \
-        bench-engine bench-store deps
+        bench-engine bench-store bench-server deps
 
 all: build
 
@@ -60,3 +60,6 @@ clean:
 
 bench-store: build
 	tests/with-pg.sh ./$(BUILD)/bench_store both
+
+bench-server: build
+	tests/with-pg.sh ./$(BUILD)/bench_server ./$(BUILD)/tenq both

@@ -465,7 +465,7 @@ void h_queue_put(server *s, http_req *req, const principal *who, const char **ar
 void h_morgue(server *s, http_req *req, const principal *who, const char **args)
 {
     (void)args;
-    char tenant[128], queue[128], type[256], sort[16], limit[16], after[64];
+    char tenant[128], queue[128], type[256], sort[16], after[64];
     engine_morgue_filter f = {0};
     f.tenant = http_query_get(req, "tenant", tenant, sizeof tenant);
     f.queue = http_query_get(req, "queue", queue, sizeof queue);
@@ -486,14 +486,8 @@ void h_morgue(server *s, http_req *req, const principal *who, const char **args)
             return;
         }
     }
-    long lim = 50;
-    if (http_query_get(req, "limit", limit, sizeof limit)) {
-        lim = strtol(limit, NULL, 10);
-        if (lim < 1 || lim > 1000) {
-            reply_error(req, TENQ_EINVALID, "limit", "limit must be 1 to 1000");
-            return;
-        }
-    }
+    long long lim;
+    if (!query_num(req, "limit", 50, 1, 1000, &lim)) return;
     engine_morgue_cursor cur = {0};
     if (http_query_get(req, "after", after, sizeof after)) {
         char *end;
@@ -839,15 +833,8 @@ void h_stats(server *s, http_req *req, const principal *who, const char **args)
 void h_lanes(server *s, http_req *req, const principal *who, const char **args)
 {
     (void)args;
-    char lim[16];
-    long k = 20;
-    if (http_query_get(req, "limit", lim, sizeof lim)) {
-        k = strtol(lim, NULL, 10);
-        if (k < 1 || k > 1000) {
-            reply_error(req, TENQ_EINVALID, "limit", "limit must be 1 to 1000");
-            return;
-        }
-    }
+    long long k;
+    if (!query_num(req, "limit", 20, 1, 1000, &k)) return;
     size_t want = who->role == ROLE_TENANT ? 1000 : (size_t)k;
     engine_lane_info *lanes = xmalloc(want * sizeof(*lanes));
     size_t n = engine_top_lanes(s->e, want, lanes);
@@ -966,6 +953,22 @@ void h_metrics(server *s, http_req *req, const principal *who, const char **args
               (unsigned long long)tx, (unsigned long long)batches,
               (unsigned long long)s->n_commits_failed, (unsigned long long)s->n_requests,
               http_server_connections(s->http), s->n_lwait, engine_lane_count(s->e));
+    store_timing tm;
+    store_commit_timing(s->st, &tm);
+    jb_printf(&b, "# HELP tenq_store_commit_seconds Time to write and sync a group commit.\n"
+                  "# TYPE tenq_store_commit_seconds histogram\n");
+    uint64_t cum = 0;
+    for (int i = 0; i < STORE_HIST_BUCKETS; i++) {
+        cum += tm.counts[i];
+        if (i == STORE_HIST_BUCKETS - 1)
+            jb_printf(&b, "tenq_store_commit_seconds_bucket{le=\"+Inf\"} %llu\n",
+                      (unsigned long long)cum);
+        else
+            jb_printf(&b, "tenq_store_commit_seconds_bucket{le=\"%g\"} %llu\n",
+                      store_hist_bounds_us[i] / 1e6, (unsigned long long)cum);
+    }
+    jb_printf(&b, "tenq_store_commit_seconds_sum %.6f\ntenq_store_commit_seconds_count %llu\n",
+              tm.total_us / 1e6, (unsigned long long)cum);
     size_t len;
     char *body = jb_take(&b, &len);
     http_reply(req, 200, "text/plain; version=0.0.4", NULL, body, len);

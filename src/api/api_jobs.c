@@ -30,11 +30,6 @@ http_req *read_ctx_take(read_ctx *c)
     return req;
 }
 
-static bool shows_token(const principal *who)
-{
-    return who->role == ROLE_ADMIN || who->role == ROLE_WORKER;
-}
-
 /* ---- submit ------------------------------------------------------------------------- */
 
 static const char *const job_fields[] = {
@@ -325,7 +320,7 @@ static void on_list_rows(void *ctx, int rc, const store_rows *rows)
 void h_list_jobs(server *s, http_req *req, const principal *who, const char **args)
 {
     (void)args;
-    char tenant[128], queue[128], type[256], key[512], state[32], after[32], limit[32];
+    char tenant[128], queue[128], type[256], key[512], state[32], after[32];
     store_job_query q = {0};
     q.state = -1;
     q.tenant = http_query_get(req, "tenant", tenant, sizeof tenant);
@@ -347,15 +342,9 @@ void h_list_jobs(server *s, http_req *req, const principal *who, const char **ar
             return;
         }
     }
-    q.limit = 50;
-    if (http_query_get(req, "limit", limit, sizeof limit)) {
-        long l = strtol(limit, NULL, 10);
-        if (l < 1 || l > 1000) {
-            reply_error(req, TENQ_EINVALID, "limit", "limit must be 1 to 1000");
-            return;
-        }
-        q.limit = (uint32_t)l;
-    }
+    long long lim;
+    if (!query_num(req, "limit", 50, 1, 1000, &lim)) return;
+    q.limit = (uint32_t)lim;
     if (who->role == ROLE_TENANT && who->tok) {
         if (q.tenant && strcmp(q.tenant, who->tok->tenant) != 0) {
             reply_error(req, TENQ_EFORBIDDEN, "tenant", "a tenant token lists only its own jobs");
@@ -402,7 +391,7 @@ static void on_wait_rows(void *ctx, int rc, const store_rows *rows)
     } else if (is_final(rows->jobs[0].state) || c->timeout_ms == 0) {
         jbuf b;
         jb_init(&b);
-        json_job(&b, &rows->jobs[0], JOB_FULL, false);
+        json_job(&b, &rows->jobs[0], JOB_FULL, shows_token(&c->who));
         reply_json(req, 200, &b);
     } else if (engine_find(s->e, c->id)) {
         wait_register(s, req, &c->who, c->id, c->timeout_ms);
@@ -432,17 +421,8 @@ void h_wait_job(server *s, http_req *req, const principal *who, const char **arg
 {
     uint64_t id = path_id(req, args[0]);
     if (!id) return;
-    char tbuf[32];
-    int64_t timeout = 30000;
-    if (http_query_get(req, "timeout_ms", tbuf, sizeof tbuf)) {
-        char *end;
-        long long t = strtoll(tbuf, &end, 10);
-        if (*end || t < 0) {
-            reply_error(req, TENQ_EINVALID, "timeout_ms", "timeout_ms must be 0 or more");
-            return;
-        }
-        timeout = t;
-    }
+    long long timeout;
+    if (!query_num(req, "timeout_ms", 30000, 0, 86400000, &timeout)) return;
     if (timeout > s->cfg.max_wait_ms) timeout = s->cfg.max_wait_ms;
     engine_job *j = engine_find(s->e, id);
     if (j) {
@@ -455,7 +435,7 @@ void h_wait_job(server *s, http_req *req, const principal *who, const char **arg
         if (is_final(in.state) || timeout == 0) {
             jbuf b;
             jb_init(&b);
-            json_job(&b, &in, JOB_FULL, false);
+            json_job(&b, &in, JOB_FULL, shows_token(who));
             reply_json(req, 200, &b);
             return;
         }

@@ -59,15 +59,31 @@ bool try_lease(server *s, http_req *req, const principal *who, char **queues, si
     jb_obj(&b);
     jb_key(&b, "jobs");
     jb_arr(&b);
+    bool at_most_once = false;
+    const char *last_queue = NULL;
     for (size_t i = 0; i < got; i++) {
         engine_job_info in;
         engine_job_get(out[i], &in);
         json_job(&b, &in, JOB_LEASE, true);
+        if (last_queue != in.queue) {
+            engine_queue_settings qs;
+            if (engine_queue_get(s->e, 0, in.queue, &qs, NULL) == 0 &&
+                qs.delivery == ENGINE_AT_MOST_ONCE)
+                at_most_once = true;
+            last_queue = in.queue;
+        }
     }
     jb_arr_end(&b);
     jb_obj_end(&b);
     free(out);
-    srv_commit_reply(s, req, 200, &b);
+    /* A lease acknowledges nothing of the client's: it may go out before its
+     * commit, because a token is never handed out twice (token_floor) and an
+     * unstored lease just means the job runs again.  At-most-once jobs are
+     * the exception: those must never be handed out twice. */
+    if (at_most_once)
+        srv_commit_reply(s, req, 200, &b);
+    else
+        srv_commit_reply_now(s, req, 200, &b);
     return true;
 }
 

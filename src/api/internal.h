@@ -190,6 +190,10 @@ void reply_engine_err(http_req *req, const engine_err *err);
  * With nothing to commit it answers once everything handed over so far is
  * committed (at once if that is all done).  Takes the jbuf's text. */
 void srv_commit_reply(server *s, http_req *req, int status, jbuf *b);
+/* The same, but answers at once: the changes commit with the batch being
+ * built, after the answer.  Only for leases of at-least-once queues (see
+ * docs/SEMANTICS.md "Durability"). */
+void srv_commit_reply_now(server *s, http_req *req, int status, jbuf *b);
 /* Collects the engine's changes without a reply (ticks). */
 void srv_collect(server *s);
 
@@ -222,6 +226,13 @@ bool get_int(http_req *req, json_t *obj, const char *key, long long *out, bool *
 bool get_bool(http_req *req, json_t *obj, const char *key, bool *out, bool *present);
 /* Canonical JSON text (keys sorted, compact); malloc'd. */
 char *canonical_json(const json_t *v);
+
+/* A numeric query parameter from lo to hi (dflt when absent); replies 400
+ * and returns false when it is not a whole number in range. */
+bool query_num(http_req *req, const char *name, long long dflt, long long lo, long long hi,
+               long long *out);
+/* Admin and worker tokens see a job's lease token; tenants do not. */
+bool shows_token(const principal *who);
 
 /* Permission helpers: true when the principal may see this job. */
 bool may_see_job(const principal *who, const char *tenant, const char *queue);

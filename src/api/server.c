@@ -273,6 +273,17 @@ void srv_commit_reply(server *s, http_req *req, int status, jbuf *b)
     wake_all(s, wake, nwake);
 }
 
+void srv_commit_reply_now(server *s, http_req *req, int status, jbuf *b)
+{
+    size_t n;
+    engine_changes(s->e, &n);
+    char **wake = NULL;
+    size_t nwake = 0;
+    if (n) collect(s, &wake, &nwake);
+    reply_json(req, status, b);
+    wake_all(s, wake, nwake);
+}
+
 static void flush_now(server *s)
 {
     if (store_batch_ops(s->batch) == 0) return;
@@ -344,8 +355,11 @@ static void on_store_event(evutil_socket_t fd, short what, void *arg)
 
 /* ---- after a failed commit: rebuild the engine from the store ---------------------- */
 
+/* A fresh engine whose fencing tokens start above every earlier run's. */
 static engine_t *new_engine(server *s)
 {
+    uint64_t epoch = 0;
+    if (store_next_epoch(s->st, &epoch) != 0) return NULL;
     engine_config ec;
     engine_config_defaults(&ec);
     struct timespec ts;
@@ -355,6 +369,7 @@ static engine_t *new_engine(server *s)
         s->cfg.default_slots < 0 ? ENGINE_UNLIMITED : (uint32_t)s->cfg.default_slots;
     ec.tenant_defaults.weight = (uint32_t)(s->cfg.default_weight ? s->cfg.default_weight : 1);
     ec.strict_tenants = s->cfg.strict_tenants;
+    ec.token_floor = epoch << 32;
     return engine_create(&ec);
 }
 
@@ -371,7 +386,7 @@ static void on_resync(evutil_socket_t fd, short what, void *arg)
     }
     engine_t *e = new_engine(s);
     store_load_stats st;
-    int rc = store_load(s->st, e, srv_now(s), &st);
+    int rc = e ? store_load(s->st, e, srv_now(s), &st) : TENQ_EUNAVAILABLE;
     if (rc != 0) {
         engine_destroy(e);
         log_event(LOG_WARN, "store", "reload failed (%s); retrying in 1 s", store_errmsg(s->st));
@@ -603,26 +618,31 @@ static void on_final_rows(void *ctx, int rc, const store_rows *rows)
     server *s = c->srv;
     uint64_t id = c->id;
     free(c);
-    jbuf b;
-    jb_init(&b);
-    if (rc == 0 && rows->n == 1) json_job(&b, &rows->jobs[0], JOB_FULL, false);
-    size_t len;
-    char *body = jb_take(&b, &len);
+    char *bodies[2] = {NULL, NULL}; /* without and with the lease token */
+    size_t lens[2] = {0, 0};
+    for (int t = 0; t < 2 && rc == 0 && rows->n == 1; t++) {
+        jbuf b;
+        jb_init(&b);
+        json_job(&b, &rows->jobs[0], JOB_FULL, t == 1);
+        bodies[t] = jb_take(&b, &lens[t]);
+    }
     jw_slot *slot;
     while ((slot = htab_find(&jw_index, hash_u64(id), jw_eq, &id)) && slot->head) {
         job_waiter *w = slot->head;
         http_req *req = w->req;
         bool visible = rc == 0 && rows->n == 1 &&
                        may_see_job(&w->who, rows->jobs[0].tenant, rows->jobs[0].queue);
+        int t = shows_token(&w->who) ? 1 : 0;
         req->on_abort = NULL;
         jw_free(w);
         if (visible)
-            http_reply(req, 200, "application/json", NULL, body, len);
+            http_reply(req, 200, "application/json", NULL, bodies[t], lens[t]);
         else
             reply_error(req, rc ? rc : TENQ_ENOT_FOUND, "id", "no job %llu",
                         (unsigned long long)id);
     }
-    free(body);
+    free(bodies[0]);
+    free(bodies[1]);
     (void)s;
 }
 
@@ -820,6 +840,9 @@ int api_serve(const api_config *cfg)
 
     store_opts so = {0};
     so.sync = !strcmp(cfg->sqlite_sync, "normal") ? STORE_SYNC_NORMAL : STORE_SYNC_FULL;
+    /* a fault-injection seam for crash tests; not a setting */
+    const char *delay = getenv("TENQ_TEST_COMMIT_DELAY_MS");
+    if (delay) so.test_commit_delay_ms = atoi(delay);
     char err[512];
     if (store_open(cfg->store, &so, &s->st, err, sizeof err) != 0) {
         log_event(LOG_ERROR, "store", "%s", err);
@@ -829,6 +852,10 @@ int api_serve(const api_config *cfg)
               store_where(s->st),
               strcmp(store_backend(s->st), "sqlite") ? "commit" : cfg->sqlite_sync);
     s->e = new_engine(s);
+    if (!s->e) {
+        log_event(LOG_ERROR, "store", "cannot count this start: %s", store_errmsg(s->st));
+        goto out;
+    }
     store_load_stats ls;
     if (store_load(s->st, s->e, srv_now(s), &ls) != 0) {
         log_event(LOG_ERROR, "store", "loading failed: %s", store_errmsg(s->st));

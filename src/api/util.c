@@ -100,6 +100,29 @@ char *canonical_json(const json_t *v)
     return json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY | JSON_REAL_PRECISION(17));
 }
 
+bool query_num(http_req *req, const char *name, long long dflt, long long lo, long long hi,
+               long long *out)
+{
+    char buf[32];
+    *out = dflt;
+    if (!http_query_get(req, name, buf, sizeof buf)) return true;
+    char *end;
+    errno = 0;
+    long long v = strtoll(buf, &end, 10);
+    if (errno || end == buf || *end || v < lo || v > hi) {
+        reply_error(req, TENQ_EINVALID, name, "%s must be a whole number from %lld to %lld", name,
+                    lo, hi);
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
+bool shows_token(const principal *who)
+{
+    return who->role == ROLE_ADMIN || who->role == ROLE_WORKER;
+}
+
 bool may_see_job(const principal *who, const char *tenant, const char *queue)
 {
     if (!who->tok) return true;

@@ -1,18 +1,103 @@
-/* tenq: one binary, many subcommands. */
+/* tenq: one binary, many subcommands.  `tenq serve` runs the server; every
+ * other command is a client of it, on libtenq. */
 #include "api/api.h"
+#include "cli/cli.h"
 
 #include <stdio.h>
 #include <string.h>
 
+static int cmd_serve(cli *c, int argc, char **argv)
+{
+    (void)c;
+    api_config cfg;
+    int rc = api_config_load(&cfg, argc - 1, argv + 1, stderr);
+    if (rc != 0) return rc > 0 ? 0 : 2;
+    return api_serve(&cfg);
+}
+
+/* One row per command: the dispatch, `tenq --help` and nothing else. */
+static const cli_cmd commands[] = {
+    {"serve", cmd_serve, "run the server (tenq serve --help lists its settings)"},
+    {"submit", cmd_submit, "submit a job, or many as JSON lines on stdin"},
+    {"status", cmd_status, "show a job"},
+    {"wait", cmd_wait, "wait for a job to finish"},
+    {"cancel", cmd_cancel, "cancel a job"},
+    {"jobs", cmd_jobs, "list jobs"},
+    {"stats", cmd_stats, "counts per queue and per tenant"},
+    {"morgue", cmd_morgue, "dead jobs: ls, requeue, rm"},
+    {"tenant", cmd_tenant, "tenants: ls, show, set"},
+    {"queue", cmd_queue, "queues: ls, show, set"},
+    {"token", cmd_token, "tokens: create, ls, revoke"},
+    {NULL, NULL, NULL},
+};
+
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: tenq [--server URL]... [--token TOKEN] [--json] <command> [flags]\n\n"
+                 "commands:\n");
+    for (const cli_cmd *t = commands; t->name; t++) fprintf(out, "  %-8s %s\n", t->name, t->help);
+    fprintf(out, "\n'tenq <command> --help' tells more.  The server is TENQ_SERVER (comma-\n"
+                 "separated URLs, tried in order) or http://127.0.0.1:7070; the token is\n"
+                 "TENQ_TOKEN.  Exit status: 0 ok, 1 error, 2 usage error (tenq wait: see its\n"
+                 "help).\n");
+}
+
 int main(int argc, char **argv)
 {
-    if (argc > 1 && strcmp(argv[1], "serve") == 0) {
-        api_config cfg;
-        int rc = api_config_load(&cfg, argc - 2, argv + 2, stderr);
-        if (rc != 0) return rc > 0 ? 0 : 2;
-        return api_serve(&cfg);
+    /* `tenq serve` takes its own flags: hand them over untouched */
+    if (argc > 1 && strcmp(argv[1], "serve") == 0) return cmd_serve(NULL, argc - 1, argv + 1);
+    cli c;
+    cli_init(&c);
+    int i = 1, rc = CLI_USAGE;
+    /* global flags may come before the command too */
+    for (; i < argc && argv[i][0] == '-'; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            usage(stdout);
+            rc = CLI_OK;
+            goto out;
+        }
+        if (!strcmp(argv[i], "--version")) {
+            printf("tenq %s\n", TENQ_CLIENT_VERSION);
+            rc = CLI_OK;
+            goto out;
+        }
+        int g = cli_global_flag(&c, argc, argv, &i);
+        if (g == CLI_USAGE) goto out;
+        if (g == 0) {
+            cli_usage(&c, "unknown flag %s", argv[i]);
+            goto out;
+        }
     }
-    fprintf(stderr,
-            "usage: tenq <serve|work|submit|status|wait|cancel|stats|morgue|tenant|queue|token>\n");
-    return 2;
+    if (i >= argc) {
+        usage(stderr);
+        goto out;
+    }
+    if (!strcmp(argv[i], "help")) {
+        if (i + 1 < argc) {
+            /* `tenq help CMD` is `tenq CMD --help` */
+            char *hargv[] = {argv[i + 1], "--help", NULL};
+            for (const cli_cmd *t = commands; t->name; t++) {
+                if (strcmp(t->name, argv[i + 1]) != 0) continue;
+                snprintf(c.cmd, sizeof c.cmd, "%s", t->name);
+                rc = t->run(&c, 2, hargv);
+                goto out;
+            }
+            cli_usage(&c, "unknown command \"%s\"", argv[i + 1]);
+            goto out;
+        }
+        usage(stdout);
+        rc = CLI_OK;
+        goto out;
+    }
+    for (const cli_cmd *t = commands; t->name; t++) {
+        if (strcmp(t->name, argv[i]) != 0) continue;
+        snprintf(c.cmd, sizeof c.cmd, "%s", t->name);
+        rc = t->run(&c, argc - i, argv + i);
+        goto out;
+    }
+    cli_usage(&c, "unknown command \"%s\"", argv[i]);
+out:
+    fflush(stdout);
+    cli_free(&c);
+    return rc;
 }

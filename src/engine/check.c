@@ -121,7 +121,7 @@ static int check_jobs_(engine_t *e, chk *c, int64_t now, rtab *rt, ptr_vec *allv
             rget(rt, p->t)->active++;
             CHECK(c, j->x && j->hidx < e->leases.n && e->leases.a[j->hidx].j == j,
                   "leased job %llu is not in the lease heap", (unsigned long long)j->id);
-            CHECK(c, j->token > 0, "leased job %llu has no token", (unsigned long long)j->id);
+            CHECK(c, j->x->token > 0, "leased job %llu has no token", (unsigned long long)j->id);
         } else if (s == ENGINE_READY) {
             CHECK(c, j->hidx == HEAP_NONE, "ready job %llu has a heap position",
                   (unsigned long long)j->id);

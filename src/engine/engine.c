@@ -493,7 +493,7 @@ void engine_job_get(const engine_job *j, engine_job_info *o)
     o->run_at = j->run_at;
     o->created_at = j->created_at;
     o->ready_at = j->ready_at;
-    o->token = j->token;
+    o->token = j->x ? j->x->token : 0;
     o->cancel_requested = (j->flags & JF_CANCEL_REQ) != 0;
     o->lane_seq = j->id;
     if (x) {

@@ -120,7 +120,12 @@ typedef struct engine_config {
     uint64_t seed; /* backoff jitter and hash keys */
     engine_tenant_settings tenant_defaults;
     engine_queue_settings queue_defaults;
-    bool strict_tenants;        /* submit to an unknown tenant is an error */
+    bool strict_tenants; /* submit to an unknown tenant is an error */
+    /* New leases get tokens of at least this.  A server gives every run a
+     * higher floor (its start count << 32): a lease answered just before a
+     * crash, and so never stored, can then never be answered again with the
+     * same token, and its late ack is refused. */
+    uint64_t token_floor;
     int64_t idempotency_ttl_ms; /* 24 h */
 } engine_config;
 
@@ -356,6 +361,7 @@ typedef enum {
 #define ENGINE_JF_NEW      1u /* the job is new: write every field */
 #define ENGINE_JF_PAYLOADS 2u /* payloads changed */
 #define ENGINE_JF_RESULT   4u /* result and stats were set */
+#define ENGINE_JF_LANE     8u /* lane_seq moved or finished_at was cleared (requeue) */
 
 typedef struct engine_idem_info {
     const char *tenant, *key;

@@ -184,6 +184,7 @@ typedef struct dead_links {
 /* Fields most queued jobs never need: allocated on first use. */
 typedef struct job_extra {
     int64_t leased_at, started_at, finished_at, deadline;
+    uint64_t token;     /* fencing token of the current (or last) lease */
     const char *worker; /* interned */
     char *error, *result, *stats, *progress;
     char *unique_key;
@@ -206,7 +207,6 @@ struct engine_job {
     int64_t run_at, created_at, ready_at;
     job_extra *x;
     uint32_t hidx; /* position in the timer or lease heap */
-    uint32_t token;
     uint32_t args_len;
     uint32_t chg; /* 1 + index in the change list, or 0 */
     int16_t priority;

@@ -555,10 +555,10 @@ static job *leased_job(engine_t *e, uint64_t id, uint64_t token, engine_err *err
                     (unsigned long long)id, engine_state_name((engine_state)j->state));
         return NULL;
     }
-    if (token != j->token) {
-        engine_errf(err, TENQ_ECONFLICT, "token",
-                    "stale token %llu: job %llu is leased with token %u", (unsigned long long)token,
-                    (unsigned long long)id, j->token);
+    if (token != j->x->token) {
+        engine_errf(
+            err, TENQ_ECONFLICT, "token", "stale token %llu: job %llu is leased with token %llu",
+            (unsigned long long)token, (unsigned long long)id, (unsigned long long)j->x->token);
         return NULL;
     }
     return j;

@@ -36,14 +36,15 @@ int engine_load_job(engine_t *e, int64_t now, const engine_job_info *in, engine_
     j->run_at = in->run_at;
     j->created_at = in->created_at;
     j->ready_at = in->ready_at;
-    j->token = (uint32_t)in->token;
     if (in->cancel_requested) j->flags |= JF_CANCEL_REQ;
-    bool need_x = has_pl || in->leased_at || in->started_at || in->finished_at || in->worker ||
-                  in->error || in->progress || in->unique_key || in->idempotency_key ||
-                  (in->lane_seq && in->lane_seq != in->id) || in->state == ENGINE_DEAD ||
-                  in->state == ENGINE_LEASED || in->state == ENGINE_RUNNING;
+    bool need_x = has_pl || in->token || in->leased_at || in->started_at || in->finished_at ||
+                  in->worker || in->error || in->progress || in->unique_key ||
+                  in->idempotency_key || (in->lane_seq && in->lane_seq != in->id) ||
+                  in->state == ENGINE_DEAD || in->state == ENGINE_LEASED ||
+                  in->state == ENGINE_RUNNING;
     if (need_x) {
         job_extra *x = engine_extra(e, j);
+        x->token = in->token;
         x->leased_at = in->leased_at;
         x->started_at = in->started_at;
         x->finished_at = in->finished_at;

@@ -209,7 +209,7 @@ int engine_morgue_requeue(engine_t *e, int64_t now, uint64_t id, engine_err *err
         engine_make_runnable(e, j, now);
     }
     engine_uniq_add(e, j);
-    engine_note_job(e, j, 0);
+    engine_note_job(e, j, ENGINE_JF_LANE);
     return 0;
 }
 

@@ -512,7 +512,10 @@ static void lease_one(engine_t *e, int64_t now, job *j, const char *worker)
     ready_remove(e, j);
     engine_set_state(e, j, ENGINE_LEASED);
     job_extra *x = engine_extra(e, j);
-    j->token++;
+    /* Tokens grow with every lease of a job and never fall below the floor
+     * of this run, so a token handed out before a crash is never handed out
+     * again (see engine_config.token_floor). */
+    x->token = x->token + 1 > e->cfg.token_floor ? x->token + 1 : e->cfg.token_floor;
     j->attempts++;
     x->leased_at = now;
     x->started_at = 0;

@@ -117,6 +117,7 @@ typedef struct read_req {
 /* A job row ready to write: strings point into the batches' arenas. */
 typedef struct jrow {
     uint64_t id;
+    uint32_t fields; /* ENGINE_JF_*, of every operation folded in */
     int32_t priority;
     uint8_t state;
     bool cancel_requested;
@@ -143,6 +144,16 @@ typedef struct store_group {
 } store_group;
 
 void store_group_build(store_group *g, store_batch *const *batches, size_t n);
+/* Is the row's job live after this write (unfinished or dead)? */
+static inline bool jrow_live(const jrow *r)
+{
+    return r->state < ENGINE_SUCCEEDED;
+}
+/* May this update skip every index (the job stays live in its lane place)? */
+static inline bool jrow_hot(const jrow *r)
+{
+    return jrow_live(r) && r->state != ENGINE_DEAD && !(r->fields & ENGINE_JF_LANE);
+}
 void store_group_free(store_group *g);
 
 typedef struct store_driver {
@@ -154,6 +165,7 @@ typedef struct store_driver {
     /* A read on the read connection: one job by id, or a page. */
     int (*query)(store_t *s, uint64_t id, const store_job_query *q, rows_builder *rows);
     long (*prune)(store_t *s, int64_t now);
+    int (*next_epoch)(store_t *s, uint64_t *epoch);
     /* Called by the writer when idle after a failure: try to get back. */
     void (*heal)(store_t *s);
     void (*close)(store_t *s);
@@ -180,6 +192,7 @@ struct store {
     uint64_t committed_seq; /* highest committed */
     bool writer_busy;
     uint64_t n_transactions, n_batches;
+    store_timing timing;
 
     /* write connection: the writer, load and prune share it */
     pthread_mutex_t db_lock;

@@ -416,16 +416,16 @@ static void a_end(abuf *a)
     a_put(a, "}", 1);
 }
 
-#define INS_COLS 29
-#define UPD_COLS 21
+#define INS_COLS 30
+#define UPD_COLS 22
 
 static const char *const SQL_INS =
-    "INSERT INTO tenq.jobs (" STORE_JOB_COLUMNS ") SELECT * FROM unnest($1::bigint[], "
+    "INSERT INTO tenq.jobs (" STORE_JOB_INSERT_COLUMNS ") SELECT * FROM unnest($1::bigint[], "
     "$2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bigint[], "
     "$9::text[], $10::bigint[], $11::bigint[], $12::bigint[], $13::bigint[], $14::bigint[], "
     "$15::bigint[], $16::bigint[], $17::bigint[], $18::text[], $19::text[], $20::text[], "
     "$21::text[], $22::text[], $23::text[], $24::text[], $25::bigint[], $26::bigint[], "
-    "$27::boolean[], $28::bigint[], $29::bigint[])";
+    "$27::boolean[], $28::bigint[], $29::bigint[], $30::bigint[])";
 
 static const char *const SQL_UPD =
     "UPDATE tenq.jobs AS j SET priority = u.priority, state = u.state, attempts = u.attempts, "
@@ -434,13 +434,14 @@ static const char *const SQL_UPD =
     "error = u.error, progress = u.progress, lease_token = u.lease_token, lease_until = "
     "u.lease_until, cancel_requested = u.cancel_requested, merged_into = u.merged_into, "
     "lane_seq = u.lane_seq, payloads = coalesce(u.payloads, j.payloads), result = "
-    "coalesce(u.result, j.result), stats = coalesce(u.stats, j.stats) FROM unnest($1::bigint[], "
+    "coalesce(u.result, j.result), stats = coalesce(u.stats, j.stats), live = u.live "
+    "FROM unnest($1::bigint[], "
     "$2::bigint[], $3::text[], $4::bigint[], $5::bigint[], $6::bigint[], $7::bigint[], "
     "$8::bigint[], $9::bigint[], $10::bigint[], $11::text[], $12::text[], $13::text[], "
     "$14::bigint[], $15::bigint[], $16::boolean[], $17::bigint[], $18::bigint[], $19::text[], "
-    "$20::text[], $21::text[]) AS u(id, priority, state, attempts, max_attempts, run_at, "
-    "ready_at, leased_at, started_at, finished_at, worker, error, progress, lease_token, "
-    "lease_until, cancel_requested, merged_into, lane_seq, payloads, result, stats) "
+    "$20::text[], $21::text[], $22::bigint[]) AS u(id, priority, state, attempts, max_attempts, "
+    "run_at, ready_at, leased_at, started_at, finished_at, worker, error, progress, lease_token, "
+    "lease_until, cancel_requested, merged_into, lane_seq, payloads, result, stats, live) "
     "WHERE j.id = u.id";
 
 static const char *const SQL_DEL = "DELETE FROM tenq.jobs WHERE id = ANY($1::bigint[])";
@@ -476,6 +477,7 @@ static void ins_row(abuf *c, const jrow *r)
     a_bool(&c[26], r->cancel_requested);
     a_time(&c[27], (long long)r->merged_into);
     a_i64(&c[28], (long long)r->lane_seq);
+    a_time(&c[29], jrow_live(r));
 }
 
 static void upd_row(abuf *c, const jrow *r)
@@ -501,6 +503,7 @@ static void upd_row(abuf *c, const jrow *r)
     a_text(&c[18], r->payloads);
     a_text(&c[19], r->result);
     a_text(&c[20], r->stats);
+    a_time(&c[21], jrow_live(r));
 }
 
 #define ROWS_PER_STATEMENT 5000
@@ -942,7 +945,24 @@ static long pg_prune(store_t *s, int64_t now)
     return done;
 }
 
+static int pg_next_epoch(store_t *s, uint64_t *epoch)
+{
+    pg *p = s->impl;
+    int rc = ensure_connected(s, p);
+    if (rc) return rc;
+    char *sql = store_sql(STORE_SQL_NEXT_EPOCH, true);
+    PGresult *res = PQexec(p->w, sql);
+    free(sql);
+    if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1)
+        *epoch = strtoull(PQgetvalue(res, 0, 0), NULL, 10);
+    else
+        rc = fail(s, p->w, res, "epoch");
+    PQclear(res);
+    return rc;
+}
+
 static const store_driver pg_backend = {
+    .next_epoch = pg_next_epoch,
     .name = "postgres",
     .apply = pg_apply,
     .load = pg_load,

@@ -88,9 +88,25 @@ static const char *const migrations[] = {
     "ALTER TABLE $Sjobs ADD COLUMN lane_seq $I64;\n"
     "UPDATE $Sjobs SET lane_seq = id;\n"
     "DROP INDEX $Sjobs_live;\n"
+    "CREATE INDEX jobs_live ON $Sjobs (lane_seq) WHERE state <> 'succeeded' AND "
+    "state <> 'cancelled' AND state <> 'merged';\n"
+    "CREATE INDEX jobs_finished ON $Sjobs (queue, finished_at) WHERE state = 'succeeded' OR "
+    "state = 'cancelled' OR state = 'merged';\n"
+    "CREATE INDEX idempotency_created ON $Sidempotency (created_at);\n",
+
+    /* 3: the partial indexes hang on `live` (1 while a job is unfinished or
+     * dead, NULL once final) instead of `state`: most updates change the state
+     * but keep a job live, and an index whose predicate reads a column that an
+     * UPDATE sets must be rewritten (SQLite), or rules out a HOT update
+     * (PostgreSQL).  Room left in pages for those HOT updates. */
+    "ALTER TABLE $Sjobs ADD COLUMN live $I64;\n"
+    "UPDATE $Sjobs SET live = 1 WHERE state <> 'succeeded' AND state <> 'cancelled' AND "
+    "state <> 'merged';\n"
+    "DROP INDEX $Sjobs_live;\n"
+    "DROP INDEX $Sjobs_finished;\n"
     "CREATE INDEX jobs_live ON $Sjobs (lane_seq) WHERE " STORE_LIVE ";\n"
     "CREATE INDEX jobs_finished ON $Sjobs (queue, finished_at) WHERE " STORE_FINAL ";\n"
-    "CREATE INDEX idempotency_created ON $Sidempotency (created_at);\n",
+    "$FILLFACTOR",
 };
 
 int store_schema_versions(void)
@@ -131,6 +147,7 @@ static char *expand(const char *t, bool pg)
         {"$I64", "INTEGER", "BIGINT"},
         {"$BOOL", "INTEGER", "BOOLEAN"},
         {"$FALSE", "0", "false"},
+        {"$FILLFACTOR", "", "ALTER TABLE tenq.jobs SET (fillfactor = 85);\n"},
         {"$S", "", "tenq."},
     };
     char *out = NULL;

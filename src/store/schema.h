@@ -19,8 +19,8 @@ char *store_schema_sql(int version, bool pg);
     "merged_into, lane_seq"
 #define STORE_JOB_NCOLS 29
 
-/* The same, for INSERT: $1..$29 in this order. */
-#define STORE_JOB_INSERT_COLUMNS STORE_JOB_COLUMNS
+/* The same and `live`, for INSERT: ?1..?30 in this order. */
+#define STORE_JOB_INSERT_COLUMNS STORE_JOB_COLUMNS ", live"
 
 /* Statements, written once for both backends: $S is the schema prefix and
  * ?N the N-th parameter (store_sql turns them into each backend's form). */
@@ -31,15 +31,24 @@ char *store_schema_sql(int version, bool pg);
 #define STORE_FINAL "(state = 'succeeded' OR state = 'cancelled' OR state = 'merged')"
 
 #define STORE_SQL_INSERT_JOB                                                                       \
-    "INSERT INTO $Sjobs (" STORE_JOB_COLUMNS ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, " \
-    "?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, "   \
-    "?29)"
+    "INSERT INTO $Sjobs (" STORE_JOB_INSERT_COLUMNS                                                \
+    ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, "                                               \
+    "?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, "   \
+    "?28, ?29, ?30)"
 #define STORE_SQL_UPDATE_JOB                                                                       \
     "UPDATE $Sjobs SET priority = ?2, state = ?3, attempts = ?4, max_attempts = ?5, run_at = ?6, " \
     "ready_at = ?7, leased_at = ?8, started_at = ?9, finished_at = ?10, worker = ?11, error = "    \
     "?12, progress = ?13, lease_token = ?14, lease_until = ?15, cancel_requested = ?16, "          \
     "merged_into = ?17, lane_seq = ?18, payloads = coalesce(?19, payloads), result = "             \
-    "coalesce(?20, result), stats = coalesce(?21, stats) WHERE id = ?1"
+    "coalesce(?20, result), stats = coalesce(?21, stats), live = ?22 WHERE id = ?1"
+/* The same for a job that stays live in its lane place: it sets no indexed
+ * column (lane_seq, finished_at, live), so no index is touched. */
+#define STORE_SQL_UPDATE_JOB_HOT                                                                   \
+    "UPDATE $Sjobs SET priority = ?2, state = ?3, attempts = ?4, max_attempts = ?5, run_at = ?6, " \
+    "ready_at = ?7, leased_at = ?8, started_at = ?9, worker = ?11, error = ?12, progress = ?13, "  \
+    "lease_token = ?14, lease_until = ?15, cancel_requested = ?16, merged_into = ?17, payloads = " \
+    "coalesce(?19, payloads), result = coalesce(?20, result), stats = coalesce(?21, stats) "       \
+    "WHERE id = ?1"
 #define STORE_SQL_DELETE_JOB "DELETE FROM $Sjobs WHERE id = ?1"
 #define STORE_SQL_UPSERT_TENANT                                                                    \
     "INSERT INTO $Stenants (name, slots, weight, updated_at) VALUES (?1, ?2, ?3, ?4) "             \
@@ -73,6 +82,10 @@ char *store_schema_sql(int version, bool pg);
 #define STORE_SQL_PRUNE_IDEM                                                                       \
     "DELETE FROM $Sidempotency WHERE (tenant, key) IN (SELECT tenant, key FROM $Sidempotency "     \
     "WHERE created_at < ?1 LIMIT ?2)"
+
+#define STORE_SQL_NEXT_EPOCH                                                                       \
+    "INSERT INTO $Stenq_info (key, value) VALUES ('epoch', '1') ON CONFLICT (key) DO UPDATE SET "  \
+    "value = CAST(CAST($Stenq_info.value AS BIGINT) + 1 AS TEXT) RETURNING value"
 
 /* A statement for a backend (malloc'd). */
 char *store_sql(const char *tmpl, bool pg);

@@ -368,6 +368,7 @@ static bool fold_eq(const void *item, const void *key)
 static void row_from(jrow *r, const store_batch *b, const job_row *x, bool all)
 {
     r->id = x->id;
+    r->fields |= x->fields;
     r->priority = x->priority;
     r->state = x->state;
     r->cancel_requested = x->cancel_requested;
@@ -540,6 +541,17 @@ void store_counters(const store_t *s, uint64_t *transactions, uint64_t *batches)
     pthread_mutex_unlock(&m->lock);
 }
 
+const double store_hist_bounds_us[STORE_HIST_BUCKETS] = {100,  200,  300,   500,   1000,
+                                                         2000, 5000, 10000, 50000, 1e30};
+
+void store_commit_timing(const store_t *s, store_timing *out)
+{
+    store_t *m = (store_t *)s;
+    pthread_mutex_lock(&m->lock);
+    *out = m->timing;
+    pthread_mutex_unlock(&m->lock);
+}
+
 void store_clear_failure(store_t *s)
 {
     pthread_mutex_lock(&s->lock);
@@ -605,13 +617,20 @@ static void *writer_main(void *arg)
         for (store_batch *b = list; b; b = b->next) arr[k++] = b;
         while (live < n && arr[live]->epoch < ok_epoch) live++;
         int rc = 0;
+        double us = 0;
+        if (live < n && s->opts.test_commit_delay_ms > 0)
+            usleep((useconds_t)s->opts.test_commit_delay_ms * 1000);
         if (live < n) {
+            struct timespec ta, tb;
+            clock_gettime(CLOCK_MONOTONIC, &ta);
             store_group g;
             store_group_build(&g, arr + live, n - live);
             pthread_mutex_lock(&s->db_lock);
             rc = s->be->apply(s, &g);
             pthread_mutex_unlock(&s->db_lock);
             store_group_free(&g);
+            clock_gettime(CLOCK_MONOTONIC, &tb);
+            us = (double)(tb.tv_sec - ta.tv_sec) * 1e6 + (double)(tb.tv_nsec - ta.tv_nsec) / 1e3;
         }
         pthread_mutex_lock(&s->lock);
         if (rc != 0) {
@@ -623,6 +642,10 @@ static void *writer_main(void *arg)
             __atomic_store_n(&s->committed_seq, arr[n - 1]->seq, __ATOMIC_RELEASE);
             s->n_transactions++;
             s->n_batches += n - live;
+            int k = 0;
+            while (k < STORE_HIST_BUCKETS - 1 && us > store_hist_bounds_us[k]) k++;
+            s->timing.counts[k]++;
+            s->timing.total_us += us;
         }
         s->writer_busy = false;
         pthread_mutex_unlock(&s->lock);
@@ -796,6 +819,14 @@ int store_load_tokens(store_t *s, store_token_fn fn, void *ctx)
 {
     pthread_mutex_lock(&s->db_lock);
     int rc = s->be->load_tokens(s, fn, ctx);
+    pthread_mutex_unlock(&s->db_lock);
+    return rc;
+}
+
+int store_next_epoch(store_t *s, uint64_t *epoch)
+{
+    pthread_mutex_lock(&s->db_lock);
+    int rc = s->be->next_epoch(s, epoch);
     pthread_mutex_unlock(&s->db_lock);
     return rc;
 }

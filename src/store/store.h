@@ -33,7 +33,7 @@
 typedef struct store store_t;
 typedef struct store_batch store_batch;
 
-#define STORE_SCHEMA_VERSION 2
+#define STORE_SCHEMA_VERSION 3
 
 typedef enum { STORE_SYNC_FULL, STORE_SYNC_NORMAL } store_sync;
 
@@ -49,6 +49,9 @@ typedef struct store_opts {
     bool no_retention;
     /* Rows a retention step deletes at most (default 1000). */
     int retention_batch;
+    /* Tests: the writer waits this long before each commit, so that a crash
+     * can land between an answer and its commit. */
+    int test_commit_delay_ms;
 } store_opts;
 
 /* Opens "sqlite:PATH" (or a bare path ending in .db) or "postgresql://..."
@@ -109,6 +112,16 @@ uint64_t store_committed_seq(const store_t *s);
 /* Transactions committed and batches in them since open (group commit:
  * batches / transactions is how many shared each fsync). */
 void store_counters(const store_t *s, uint64_t *transactions, uint64_t *batches);
+/* How long commits took (writing and syncing a group), as a histogram:
+ * counts[i] commits took at most bounds_us[i] microseconds (the last bound is
+ * "more"), and their total time. */
+#define STORE_HIST_BUCKETS 10
+typedef struct store_timing {
+    uint64_t counts[STORE_HIST_BUCKETS];
+    double total_us;
+} store_timing;
+extern const double store_hist_bounds_us[STORE_HIST_BUCKETS];
+void store_commit_timing(const store_t *s, store_timing *out);
 /* After a failure: the caller has reloaded its state; new batches may go. */
 void store_clear_failure(store_t *s);
 bool store_failed(const store_t *s);
@@ -125,6 +138,11 @@ typedef struct store_load_stats {
  * sets its next id above every id ever used.  Runs on the caller's thread;
  * call it before handing over batches, or after a failure. */
 int store_load(store_t *s, engine_t *e, int64_t now, store_load_stats *st);
+
+/* Counts this start: returns a number higher than every earlier start's (kept
+ * in the store, committed before it returns).  Servers use it as the floor of
+ * their fencing tokens. */
+int store_next_epoch(store_t *s, uint64_t *epoch);
 
 typedef void (*store_token_fn)(void *ctx, const store_token *t);
 /* Every live token. */

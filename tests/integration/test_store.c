@@ -195,8 +195,21 @@ static engine_job_info read_job(store_t *s, uint64_t id)
 typedef struct world {
     engine_t *e;
     uint64_t ids[32];
+    engine_job_info snap[32]; /* each job's last known fields */
     size_t n;
 } world;
+
+/* Records the fields of every job of the world still in memory. */
+static void snapshot(world *w)
+{
+    for (size_t i = 0; i < w->n; i++) {
+        engine_job *j = engine_find(w->e, w->ids[i]);
+        if (!j) continue;
+        engine_job_info in;
+        engine_job_get(j, &in);
+        w->snap[i] = info_dup(&in);
+    }
+}
 
 static void add_id(world *w, uint64_t id)
 {
@@ -205,7 +218,7 @@ static void add_id(world *w, uint64_t id)
     w->ids[w->n++] = id;
 }
 
-static void populate(world *w)
+static void populate(world *w, store_t *s)
 {
     engine_t *e = w->e = mk_engine();
     set_slots(e, "acme", 10, 3);
@@ -258,6 +271,18 @@ static void populate(world *w)
     fail_ok(e, T0 + 25, retry,
             (engine_fail_req){.error = "try again", .has_retry_in = true, .retry_in_ms = 100000});
     add_id(w, retry);
+    /* a lane job that died and was requeued behind a newer one: its lane_seq
+     * moved and its finished_at was cleared (not an index-free update) */
+    uint64_t l1 = SUB(e, T0 + 26, "gamma", "lanes", .key = "L");
+    uint64_t l2 = SUB(e, T0 + 26, "gamma", "lanes", .key = "L");
+    lease1(e, T0 + 26, "lanes");
+    fail_ok(e, T0 + 27, l1, (engine_fail_req){.error = "x", .no_retry = true});
+    add_id(w, l2);
+    snapshot(w);                        /* finished jobs leave memory once committed */
+    ASSERT_EQ(commit_changes(s, e), 0); /* the death is stored, then the requeue */
+    ASSERT_EQ(engine_morgue_requeue(e, T0 + 28, l1, NULL), 0);
+    add_id(w, l1);
+    snapshot(w);
 }
 
 /* ---- the tests -------------------------------------------------------------- */
@@ -281,17 +306,11 @@ BOTH(round_trip_of_every_field)
     store_t *s = open_ok(url, &o);
     ASSERT_STR(store_backend(s), backend);
     world w = {0};
-    populate(&w);
-    engine_job_info before[32];
-    for (size_t i = 0; i < w.n; i++) {
-        engine_job_info in;
-        engine_job_get(engine_find(w.e, w.ids[i]), &in);
-        before[i] = info_dup(&in);
-    }
+    populate(&w, s);
     ASSERT_EQ(commit_changes(s, w.e), 0);
     for (size_t i = 0; i < w.n; i++) {
         engine_job_info after = read_job(s, w.ids[i]);
-        expect_same(&before[i], &after, true);
+        expect_same(&w.snap[i], &after, true);
     }
     /* nothing for an id that does not exist */
     got g = {0};
@@ -336,7 +355,7 @@ BOTH(reads_run_on_their_own_thread_and_come_back_through_the_event_fd)
     store_opts o = quiet_opts();
     store_t *s = open_ok(url, &o);
     world w = {0};
-    populate(&w);
+    populate(&w, s);
     ASSERT_EQ(commit_changes(s, w.e), 0);
     async_ctx a = {0};
     store_get_job(s, w.ids[0], async_rows, &a);
@@ -371,7 +390,8 @@ static void on_commit(void *ctx, uint64_t seq, int rc)
 
 static void drain(store_t *s, commits *c, size_t want)
 {
-    for (int i = 0; i < 600 && c->n < want; i++) {
+    time_t deadline = time(NULL) + 60;
+    while (c->n < want && time(NULL) < deadline) {
         struct pollfd p = {.fd = store_event_fd(s), .events = POLLIN};
         poll(&p, 1, 100);
         store_dispatch(s);
@@ -422,7 +442,7 @@ BOTH(recovery_restores_every_state_lanes_slots_and_leases)
     store_opts o = quiet_opts();
     store_t *s = open_ok(url, &o);
     world w = {0};
-    populate(&w);
+    populate(&w, s);
     ASSERT_EQ(commit_changes(s, w.e), 0);
     store_close(s);
 
@@ -864,4 +884,20 @@ BOTH(crash_at_random_points_loses_nothing_committed)
     fprintf(stderr, "  %s: 20 kills, %llu jobs committed\n", backend,
             (unsigned long long)max_reported);
     ASSERT(max_reported > 100);
+}
+
+BOTH(every_start_gets_a_higher_epoch)
+{
+    char *url = fresh_url(backend);
+    store_opts o = quiet_opts();
+    uint64_t last = 0;
+    for (int i = 0; i < 3; i++) {
+        store_t *s = open_ok(url, &o);
+        uint64_t e;
+        ASSERT_EQ(store_next_epoch(s, &e), 0);
+        ASSERT(e > last);
+        last = e;
+        store_close(s);
+    }
+    ASSERT_EQ(last, 3);
 }

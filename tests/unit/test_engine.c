@@ -1530,3 +1530,36 @@ TEST(recovery_restores_idempotency_keys)
     ASSERT_EQ(r.id, 55);
     engine_destroy(b);
 }
+
+TEST(token_floor_never_repeats_a_token_across_runs)
+{
+    engine_config c;
+    engine_config_defaults(&c);
+    c.token_floor = 1ULL << 32; /* run 1 */
+    engine_t *a = engine_create(&c);
+    uint64_t id = SUB(a, T0, "t", "q");
+    snap s = take_snapshot(a, engine_next_id(a)); /* stored: ready, never leased */
+    ASSERT_EQ(lease1(a, T0, "q"), id);
+    uint64_t first = token_of(a, id);
+    ASSERT_EQ(first, 1ULL << 32);
+    /* the server died before the lease was stored; run 2 has a higher floor */
+    c.token_floor = 2ULL << 32;
+    engine_t *b = engine_create(&c);
+    ASSERT_EQ(engine_load_job(b, T0 + 1, &s.v[0], NULL), 0);
+    ASSERT_EQ(lease1(b, T0 + 1, "q"), id);
+    uint64_t second = token_of(b, id);
+    ASSERT(second > first);
+    engine_err err;
+    ASSERT_EQ(engine_ack(b, T0 + 2, id, first, NULL, NULL, &err), TENQ_ECONFLICT);
+    ASSERT_EQ(engine_ack(b, T0 + 2, id, second, NULL, NULL, &err), 0);
+    /* within a run tokens keep growing by one */
+    uint64_t id2 = SUB(b, T0 + 3, "t", "q", .max_attempts = 5);
+    lease1(b, T0 + 3, "q");
+    uint64_t t1 = token_of(b, id2);
+    fail_ok(b, T0 + 3, id2, (engine_fail_req){.error = "x", .has_retry_in = true});
+    engine_tick(b, T0 + 3);
+    lease1(b, T0 + 3, "q");
+    ASSERT_EQ(token_of(b, id2), t1 + 1);
+    engine_destroy(a);
+    engine_destroy(b);
+}

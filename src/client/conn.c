@@ -1,0 +1,301 @@
+/* The handle's one connection: connecting (with failover between servers),
+ * sending a request, reading its answer.  Sockets are non-blocking and every
+ * wait goes through poll() with the request's deadline. */
+#include "client/internal.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+/* read_answer/send_all results besides 0 and TENQ_E* codes */
+enum { R_LOST = 1, R_TIMEOUT = 2 };
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void tq_disconnect(tenq_client *c)
+{
+    if (c->fd >= 0) close(c->fd);
+    c->fd = -1;
+}
+
+/* Waits until fd is ready for events or the deadline passes: 1 ready (or in
+ * error: the next call on fd tells), 0 timed out, -1 poll failed. */
+static int wait_fd(int fd, short events, int64_t deadline)
+{
+    for (;;) {
+        int64_t left = deadline - now_ms();
+        if (left <= 0) return 0;
+        struct pollfd p = {fd, events, 0};
+        int r = poll(&p, 1, left > INT_MAX ? INT_MAX : (int)left);
+        if (r > 0) return 1;
+        if (r == 0) return 0;
+        if (errno != EINTR) return -1;
+    }
+}
+
+/* A connected socket to one server, or -1 with the reason in why. */
+static int connect_one(const tq_url *u, int timeout_ms, char *why, size_t wl)
+{
+    struct addrinfo hints, *res = NULL;
+    memset(&hints, 0, sizeof hints);
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    int g = getaddrinfo(u->host, u->port, &hints, &res);
+    if (g != 0) {
+        snprintf(why, wl, "%s", gai_strerror(g));
+        return -1;
+    }
+    int64_t deadline = now_ms() + timeout_ms;
+    int fd = -1;
+    for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
+        fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai->ai_protocol);
+        if (fd < 0) {
+            snprintf(why, wl, "%s", strerror(errno));
+            continue;
+        }
+        if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0) break;
+        int err = errno;
+        if (err == EINPROGRESS) {
+            int w = wait_fd(fd, POLLOUT, deadline);
+            if (w == 1) {
+                socklen_t l = sizeof err;
+                if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &l) != 0) err = errno;
+                if (err == 0) break;
+            } else {
+                err = w == 0 ? ETIMEDOUT : errno;
+            }
+        }
+        snprintf(why, wl, "%s", err == ETIMEDOUT ? "connect timed out" : strerror(err));
+        close(fd);
+        fd = -1;
+    }
+    freeaddrinfo(res);
+    if (fd >= 0) {
+        int one = 1;
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    }
+    return fd;
+}
+
+/* Connects to the first server that accepts, starting with the last one
+ * that did. */
+static int connect_any(tenq_client *c)
+{
+    char why[256], all[800];
+    size_t al = 0;
+    all[0] = 0;
+    for (size_t k = 0; k < c->nservers; k++) {
+        size_t i = (c->cur + k) % c->nservers;
+        int fd = connect_one(&c->servers[i], c->connect_ms, why, sizeof why);
+        if (fd >= 0) {
+            c->fd = fd;
+            c->fd_server = i;
+            c->cur = i;
+            return 0;
+        }
+        if (al < sizeof all)
+            al += (size_t)snprintf(all + al, sizeof all - al, "%shttp://%s (%s)", k ? ", " : "",
+                                   c->servers[i].hostport, why);
+    }
+    if (c->nservers == 1)
+        return tq_seterr(c, TENQ_ECONNECT, "cannot connect to http://%s: %s",
+                         c->servers[0].hostport, why);
+    return tq_seterr(c, TENQ_ECONNECT, "cannot connect to any server: %s", all);
+}
+
+/* Is a kept connection unusable?  Between requests the server sends nothing,
+ * so anything readable is its close (or garbage): either way, reconnect. */
+static bool conn_stale(int fd)
+{
+    struct pollfd p = {fd, POLLIN, 0};
+    return poll(&p, 1, 0) != 0;
+}
+
+static int send_all(int fd, const char *p, size_t n, bool more, int64_t deadline)
+{
+    while (n > 0) {
+        ssize_t w = send(fd, p, n, MSG_NOSIGNAL | (more ? MSG_MORE : 0));
+        if (w > 0) {
+            p += w;
+            n -= (size_t)w;
+            continue;
+        }
+        if (w < 0 && errno == EINTR) continue;
+        if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            int r = wait_fd(fd, POLLOUT, deadline);
+            if (r == 0) return R_TIMEOUT;
+            if (r < 0) return R_LOST;
+            continue;
+        }
+        return R_LOST;
+    }
+    return 0;
+}
+
+static int grow(tenq_client *c, size_t want)
+{
+    if (want <= c->bcap) return 0;
+    size_t cap = c->bcap ? c->bcap : 16384;
+    while (cap < want) cap *= 2;
+    char *b = realloc(c->buf, cap);
+    if (!b) return tq_seterr(c, TENQ_ENOMEM, "out of memory reading an answer");
+    c->buf = b;
+    c->bcap = cap;
+    return 0;
+}
+
+/* Reads one answer into c->buf, c->body and c->status.  Returns 0, R_LOST
+ * (*got: whether any byte came), R_TIMEOUT, or TENQ_EPROTOCOL/TENQ_ENOMEM
+ * with the message set.  *close_after: the connection cannot carry another
+ * request. */
+static int read_answer(tenq_client *c, int64_t deadline, bool *got, bool *close_after)
+{
+    const tq_url *u = &c->servers[c->fd_server];
+    tq_http_head h;
+    size_t start = 0; /* where the head being read begins (after any 1xx) */
+    bool have_head = false;
+    c->blen = 0;
+    for (;;) {
+        if (!have_head && c->blen > start) {
+            const char *why;
+            int r = tq_http_head_parse(c->buf + start, c->blen - start, &h, &why);
+            if (r < 0)
+                return tq_seterr(c, TENQ_EPROTOCOL, "bad answer from http://%s: %s", u->hostport,
+                                 why);
+            if (r == 1 && h.status < 200) {
+                start += h.head_len; /* 100 Continue and the like: no body, skip */
+                continue;
+            }
+            if (r == 1) {
+                have_head = true;
+                if (h.content_length > TQ_BODY_MAX)
+                    return tq_seterr(c, TENQ_EPROTOCOL, "the answer from http://%s is too large",
+                                     u->hostport);
+                if (h.content_length >= 0 &&
+                    grow(c, start + h.head_len + (size_t)h.content_length + 1) != 0)
+                    return TENQ_ENOMEM;
+            }
+        }
+        if (have_head && h.content_length >= 0 &&
+            c->blen - start - h.head_len >= (size_t)h.content_length)
+            break;
+        if (have_head && h.content_length < 0 && c->blen - start - h.head_len > TQ_BODY_MAX)
+            return tq_seterr(c, TENQ_EPROTOCOL, "the answer from http://%s is too large",
+                             u->hostport);
+        if (c->bcap - c->blen < 4097 && grow(c, c->blen + 16384) != 0) return TENQ_ENOMEM;
+        ssize_t n = recv(c->fd, c->buf + c->blen, c->bcap - c->blen - 1, 0);
+        if (n > 0) {
+            c->blen += (size_t)n;
+            *got = true;
+            continue;
+        }
+        if (n == 0) {
+            if (have_head && h.content_length < 0) break; /* the body ran to the close */
+            errno = ECONNRESET;
+            return R_LOST;
+        }
+        if (errno == EINTR) continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) {
+            int r = wait_fd(c->fd, POLLIN, deadline);
+            if (r == 0) return R_TIMEOUT;
+            if (r < 0) return R_LOST;
+            continue;
+        }
+        return R_LOST;
+    }
+    c->body = c->buf + start + h.head_len;
+    size_t avail = c->blen - start - h.head_len;
+    c->body_len = h.content_length >= 0 ? (size_t)h.content_length : avail;
+    /* bytes past the answer were never asked for: do not trust the stream */
+    *close_after = h.close || avail > c->body_len;
+    c->body[c->body_len] = 0;
+    c->status = h.status;
+    return 0;
+}
+
+#define HEAD_FMT                                                                                   \
+    "%s %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: libtenq/" TENQ_CLIENT_VERSION                       \
+    "\r\nAccept: application/json\r\n%s%s%s"
+
+int tq_exchange(tenq_client *c, const char *method, const char *path, const char *body, size_t len,
+                int64_t extra_ms)
+{
+    c->status = 0;
+    c->body = NULL;
+    c->body_len = 0;
+    bool has_body = body != NULL || (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0 &&
+                                     strcmp(method, "DELETE") != 0);
+    char extra[160] = "";
+    if (has_body)
+        snprintf(extra, sizeof extra,
+                 "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n", len);
+    else
+        snprintf(extra, sizeof extra, "\r\n");
+    /* an idempotent request may be sent again when its connection broke
+     * before any answer; others only when the break was a kept connection
+     * that the server had closed (it closes idle ones only, so the request
+     * never reached it) */
+    bool idempotent = !strcmp(method, "GET") || !strcmp(method, "HEAD");
+    char *head = NULL;
+    int rc = 0;
+    for (int attempt = 0;; attempt++) {
+        bool reused = c->fd >= 0;
+        if (reused && conn_stale(c->fd)) {
+            tq_disconnect(c);
+            reused = false;
+        }
+        if (c->fd < 0 && (rc = connect_any(c)) != 0) goto out;
+        const tq_url *u = &c->servers[c->fd_server];
+        free(head);
+        int hl = snprintf(NULL, 0, HEAD_FMT, method, path, u->hostport,
+                          c->token ? "Authorization: Bearer " : "", c->token ? c->token : "",
+                          c->token ? "\r\n" : "");
+        head = malloc((size_t)hl + strlen(extra) + 1);
+        if (!head) {
+            rc = tq_seterr(c, TENQ_ENOMEM, "out of memory");
+            goto out;
+        }
+        snprintf(head, (size_t)hl + 1, HEAD_FMT, method, path, u->hostport,
+                 c->token ? "Authorization: Bearer " : "", c->token ? c->token : "",
+                 c->token ? "\r\n" : "");
+        strcpy(head + hl, extra);
+        int64_t deadline = now_ms() + c->request_ms + (extra_ms > 0 ? extra_ms : 0);
+        bool got = false, close_after = false;
+        int r = send_all(c->fd, head, strlen(head), len > 0, deadline);
+        if (r == 0 && len > 0) r = send_all(c->fd, body, len, false, deadline);
+        if (r == 0) r = read_answer(c, deadline, &got, &close_after);
+        if (r == 0) {
+            if (close_after) tq_disconnect(c);
+            goto out;
+        }
+        int err = errno;
+        tq_disconnect(c);
+        if (r == R_LOST && !got && attempt == 0 && (reused || idempotent)) continue;
+        if (r == R_TIMEOUT)
+            rc = tq_seterr(c, TENQ_ETIMEOUT, "no answer from http://%s within %lld ms", u->hostport,
+                           (long long)c->request_ms + (extra_ms > 0 ? extra_ms : 0));
+        else if (r == R_LOST)
+            rc = tq_seterr(c, TENQ_ECONNECT, "lost the connection to http://%s: %s", u->hostport,
+                           got ? "the answer was cut short" : strerror(err));
+        else
+            rc = r;
+        goto out;
+    }
+out:
+    free(head);
+    return rc;
+}

@@ -1,0 +1,86 @@
+/* libtenq internals: the handle, the exchange of one request, JSON helpers.
+ * Not installed; the public contract is include/tenq/tenq.h. */
+#ifndef TENQ_CLIENT_INTERNAL_H
+#define TENQ_CLIENT_INTERNAL_H
+
+#include "client/http.h"
+#include "tenq/tenq.h"
+
+#include <jansson.h>
+#include <stdarg.h>
+
+/* The largest answer read (a page of 1,000 jobs with large args fits). */
+#define TQ_BODY_MAX (512LL * 1024 * 1024)
+
+struct tenq_client {
+    tq_url *servers;
+    size_t nservers;
+    size_t cur; /* the server tried first: the last one that answered */
+    char *token;
+    int connect_ms, request_ms;
+    int fd;           /* -1: no connection */
+    size_t fd_server; /* the server fd talks to */
+    /* the last answer: bytes as read; body points into buf, NUL-terminated */
+    char *buf;
+    size_t blen, bcap;
+    char *body;
+    size_t body_len;
+    int status;     /* of the last answer; 0: none */
+    char err[1024]; /* tenq_errmsg */
+    char field[64]; /* tenq_errfield; "" when none */
+};
+
+/* ---- errors (client.c) ---- */
+/* Sets the message and returns code (for `return tq_seterr(...)`). */
+int tq_seterr(tenq_client *c, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void tq_clearerr(tenq_client *c);
+
+/* ---- the exchange (conn.c) ---- */
+/* Sends one request and reads its answer into c->status and c->body.
+ * Returns 0 when an answer came, whatever its status; else a local error
+ * (TENQ_ECONNECT, TENQ_ETIMEOUT, TENQ_EPROTOCOL, TENQ_ENOMEM) with the
+ * message set.  extra_ms lengthens the request timeout (long polls). */
+int tq_exchange(tenq_client *c, const char *method, const char *path, const char *body, size_t len,
+                int64_t extra_ms);
+/* Closes the connection (the next request opens a new one). */
+void tq_disconnect(tenq_client *c);
+
+/* ---- calls (client.c) ---- */
+/* tq_exchange, then a non-2xx answer becomes its error code with the
+ * server's message and field set.  0 for a 2xx answer. */
+int tq_call(tenq_client *c, const char *method, const char *path, const char *body, size_t len,
+            int64_t extra_ms);
+/* tq_call with a JSON body (NULL: none; always released) and the answer
+ * parsed into *answer (may be NULL when not needed; else the caller
+ * json_decref's it; a 2xx answer that is not a JSON object is
+ * TENQ_EPROTOCOL). */
+int tq_call_json(tenq_client *c, const char *method, const char *path, json_t *body,
+                 int64_t extra_ms, json_t **answer);
+
+/* ---- JSON helpers (json.c) ---- */
+/* Parses caller-given JSON text for a request field; TENQ_EINVALID naming
+ * the field when malformed.  *out is a new reference. */
+int tq_json_arg(tenq_client *c, const char *field, const char *text, json_t **out);
+/* Sets o[key] to the string v (nothing when v is NULL): TENQ_EINVALID
+ * naming the field when v is not UTF-8, TENQ_ENOMEM. */
+int tq_put_str(tenq_client *c, json_t *o, const char *key, const char *v);
+/* Sets o[key] to the JSON text v (nothing when v is NULL), checked. */
+int tq_put_json(tenq_client *c, json_t *o, const char *key, const char *v);
+/* Sets o[key] = v (stealing v); on failure marks *bad. */
+void tq_jset(json_t *o, const char *key, json_t *v, bool *bad);
+/* A malloc'd copy of the string at o[key]; NULL when absent or null;
+ * marks *bad when not a string or out of memory. */
+char *tq_jstr(const json_t *o, const char *key, bool *bad);
+/* A malloc'd compact JSON text of o[key]; NULL when absent or null. */
+char *tq_jtext(const json_t *o, const char *key, bool *bad);
+/* o[key] as an integer; 0 when absent or null. */
+long long tq_jint(const json_t *o, const char *key);
+/* Fills *j from a job object (zeroing it first); 0, TENQ_ENOMEM or
+ * TENQ_EPROTOCOL.  On error *j holds nothing to free. */
+int tq_job_from_json(const json_t *o, tenq_job *j);
+/* Frees the strings of *j (not j itself). */
+void tq_job_clear(tenq_job *j);
+/* An error object {"code", "message", "field"} into err/message/field. */
+void tq_item_error(const json_t *e, int *err, char *message, size_t mlen, char *field, size_t flen);
+
+#endif

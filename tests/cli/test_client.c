@@ -1,0 +1,811 @@
+/* libtenq against a real `tenq serve` (TENQ_BIN) on port 0 with a private
+ * SQLite file, over real sockets: every call, errors, keep-alive, failover,
+ * timeouts, and answers that are not HTTP. */
+#include "../unit/runner.h"
+
+#include "tenq/tenq.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---- a server per test ------------------------------------------------------------------------
+ */
+
+static pid_t server_pid;
+static char server_dir[64];
+static char server_url[64];
+
+static void server_stop(void)
+{
+    if (server_pid > 0) {
+        kill(server_pid, SIGTERM);
+        int st;
+        waitpid(server_pid, &st, 0);
+        server_pid = 0;
+    }
+    if (server_dir[0]) {
+        char cmd[128];
+        snprintf(cmd, sizeof cmd, "rm -rf %s", server_dir);
+        if (system(cmd) != 0) fprintf(stderr, "  could not remove %s\n", server_dir);
+        server_dir[0] = 0;
+    }
+}
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
+    nanosleep(&ts, NULL);
+}
+
+/* Starts `tenq serve` with extra flags (NULL-terminated); sets server_url. */
+static void server_start(const char *const *extra)
+{
+    const char *bin = getenv("TENQ_BIN");
+    ASSERT_MSG(bin && *bin, "set TENQ_BIN to the tenq binary");
+    snprintf(server_dir, sizeof server_dir, "/tmp/tenq-libtest-XXXXXX");
+    ASSERT(mkdtemp(server_dir) != NULL);
+    char store[128], portfile[128], log[128];
+    snprintf(store, sizeof store, "sqlite:%s/t.db", server_dir);
+    snprintf(portfile, sizeof portfile, "%s/port", server_dir);
+    snprintf(log, sizeof log, "%s/log", server_dir);
+    atexit(server_stop);
+    pid_t parent = getpid();
+    server_pid = fork();
+    ASSERT(server_pid >= 0);
+    if (server_pid == 0) {
+        /* the server dies with its test, even one killed by the runner's alarm */
+        prctl(PR_SET_PDEATHSIG, SIGTERM);
+        if (getppid() != parent) _exit(1);
+        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fd >= 0) {
+            dup2(fd, 1);
+            dup2(fd, 2);
+        }
+        const char *argv[32] = {"tenq", "serve",       "--listen", "127.0.0.1:0",   "--store",
+                                store,  "--port-file", portfile,   "--sqlite-sync", "normal"};
+        int n = 10;
+        for (int i = 0; extra && extra[i] && n < 30; i++) argv[n++] = extra[i];
+        argv[n] = NULL;
+        execv(bin, (char *const *)argv);
+        _exit(127);
+    }
+    for (int i = 0; i < 1000; i++) {
+        FILE *f = fopen(portfile, "r");
+        int port = 0;
+        if (f) {
+            if (fscanf(f, "%d", &port) != 1) port = 0;
+            fclose(f);
+        }
+        if (port > 0) {
+            snprintf(server_url, sizeof server_url, "http://127.0.0.1:%d", port);
+            return;
+        }
+        int st;
+        ASSERT_MSG(waitpid(server_pid, &st, WNOHANG) == 0, "the server exited (see its log)");
+        sleep_ms(10);
+    }
+    test_fail(__FILE__, __LINE__, "the server did not start within 10 s");
+}
+
+static tenq_client *client_for(const char *const *urls, size_t n, const char *token)
+{
+    tenq_options o;
+    tenq_options_init(&o);
+    o.servers = urls;
+    o.nservers = n;
+    o.token = token;
+    o.connect_timeout_ms = 2000;
+    o.request_timeout_ms = 10000;
+    tenq_client *c = NULL;
+    int rc = tenq_client_new(&o, &c);
+    ASSERT_MSG(rc == 0, "tenq_client_new: %d %s", rc, tenq_errmsg(c));
+    return c;
+}
+
+static tenq_client *client(void)
+{
+    const char *urls[] = {server_url};
+    return client_for(urls, 1, NULL);
+}
+
+/* A port nothing listens on: bound, then closed. */
+static int dead_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {0};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT(bind(fd, (struct sockaddr *)&a, sizeof a) == 0);
+    socklen_t l = sizeof a;
+    getsockname(fd, (struct sockaddr *)&a, &l);
+    close(fd);
+    return ntohs(a.sin_port);
+}
+
+static uint64_t submit(tenq_client *c, const char *queue, const char *type, const char *args)
+{
+    tenq_submit_req r = {0};
+    r.tenant = "acme";
+    r.queue = queue;
+    r.type = type;
+    r.args_json = args;
+    tenq_submit_res res;
+    int rc = tenq_submit(c, &r, &res);
+    ASSERT_MSG(rc == 0, "submit: %s", tenq_errmsg(c));
+    ASSERT(res.created);
+    return res.id;
+}
+
+/* ---- tests ------------------------------------------------------------------------------------
+ */
+
+TEST(options_and_bad_urls)
+{
+    tenq_client *c = NULL;
+    ASSERT_EQ(tenq_client_new(NULL, &c), 0); /* the default server, nothing connected yet */
+    tenq_client_free(c);
+    tenq_client_free(NULL);
+    const char *bad[] = {"http://127.0.0.1:7070", "https://x"};
+    tenq_options o;
+    tenq_options_init(&o);
+    o.servers = bad;
+    o.nservers = 2;
+    ASSERT_EQ(tenq_client_new(&o, &c), TENQ_EINVALID);
+    ASSERT(c != NULL);
+    ASSERT(strstr(tenq_errmsg(c), "https") != NULL);
+    tenq_client_free(c);
+    ASSERT(tenq_errmsg(NULL) != NULL);
+}
+
+TEST(submit_status_wait_cancel)
+{
+    server_start(NULL);
+    tenq_client *c = client();
+    tenq_submit_req r = {0};
+    r.tenant = "acme";
+    r.queue = "reports";
+    r.type = "DataReport.execute";
+    r.args_json = "{\"report_id\": 42, \"b\": [1, 2]}";
+    r.key = "report:42";
+    r.has_priority = true;
+    r.priority = 7;
+    r.max_attempts = 3;
+    tenq_submit_res res;
+    ASSERT_EQ(tenq_submit(c, &r, &res), 0);
+    ASSERT(res.id > 0 && res.created && !res.duplicate);
+    ASSERT_EQ(res.state, TENQ_STATE_READY);
+    ASSERT_STR(tenq_errmsg(c), "");
+    ASSERT_EQ(tenq_errstatus(c), 201);
+
+    tenq_job *j = NULL;
+    ASSERT_EQ(tenq_status(c, res.id, &j), 0);
+    ASSERT_EQ(j->id, res.id);
+    ASSERT_STR(j->tenant, "acme");
+    ASSERT_STR(j->queue, "reports");
+    ASSERT_STR(j->type, "DataReport.execute");
+    ASSERT_STR(j->key, "report:42");
+    ASSERT_STR(j->args_json, "{\"b\":[1,2],\"report_id\":42}");
+    ASSERT_EQ(j->priority, 7);
+    ASSERT_EQ(j->max_attempts, 3);
+    ASSERT_EQ(j->state, TENQ_STATE_READY);
+    ASSERT(j->created_at > 0 && j->finished_at == 0);
+    ASSERT(j->result_json == NULL && j->error == NULL && j->worker == NULL);
+    ASSERT(strstr(j->json, "\"report_id\":42") != NULL);
+    tenq_job_free(j);
+
+    /* a wait on an unfinished job answers at its timeout, with the state */
+    ASSERT_EQ(tenq_wait(c, res.id, 200, &j), 0);
+    ASSERT_EQ(j->state, TENQ_STATE_READY);
+    ASSERT(!tenq_state_finished(j->state));
+    tenq_job_free(j);
+
+    tenq_state st;
+    bool requested = true;
+    ASSERT_EQ(tenq_cancel(c, res.id, &st, &requested), 0);
+    ASSERT_EQ(st, TENQ_STATE_CANCELLED);
+    ASSERT(!requested);
+    ASSERT_EQ(tenq_wait(c, res.id, 5000, &j), 0);
+    ASSERT_EQ(j->state, TENQ_STATE_CANCELLED);
+    ASSERT(tenq_state_finished(j->state));
+    tenq_job_free(j);
+    /* finished jobs cannot be cancelled */
+    ASSERT_EQ(tenq_cancel(c, res.id, NULL, NULL), TENQ_ECONFLICT);
+    ASSERT_EQ(tenq_errstatus(c), 409);
+    ASSERT(strstr(tenq_errmsg(c), "cannot be cancelled") != NULL);
+
+    ASSERT_EQ(tenq_status(c, 999999, &j), TENQ_ENOT_FOUND);
+    ASSERT(j == NULL);
+    ASSERT_STR(tenq_errmsg(c), "no job 999999");
+    ASSERT_STR(tenq_errfield(c), "id");
+    tenq_client_free(c);
+    server_stop();
+}
+
+TEST(submit_errors_local_and_remote)
+{
+    server_start(NULL);
+    tenq_client *c = client();
+    tenq_submit_req r = {0};
+    tenq_submit_res res;
+    r.tenant = "acme";
+    r.queue = "q";
+    r.type = "t";
+    r.args_json = "{not json";
+    ASSERT_EQ(tenq_submit(c, &r, &res), TENQ_EINVALID);
+    ASSERT_EQ(res.err, TENQ_EINVALID);
+    ASSERT_STR(tenq_errfield(c), "args");
+    ASSERT_EQ(tenq_errstatus(c), 0); /* refused before sending */
+    r.args_json = NULL;
+    r.has_priority = true;
+    r.priority = 100000;
+    ASSERT_EQ(tenq_submit(c, &r, &res), TENQ_EINVALID);
+    ASSERT_EQ(tenq_errstatus(c), 400);
+    ASSERT_STR(tenq_errfield(c), "priority");
+    ASSERT_STR(res.field, "priority");
+    ASSERT(strstr(res.message, "priority") != NULL);
+    r.has_priority = false;
+    r.queue = NULL;
+    ASSERT_EQ(tenq_submit(c, &r, &res), TENQ_EINVALID);
+    /* JSON submits: unknown fields are the server's to refuse */
+    ASSERT_EQ(
+        tenq_submit_json(c, "{\"queue\":\"q\",\"type\":\"t\",\"tenant\":\"a\",\"bogus\":1}", &res),
+        TENQ_EINVALID);
+    ASSERT(strstr(tenq_errmsg(c), "bogus") != NULL);
+    ASSERT_EQ(tenq_submit_json(c, "[1]", &res), TENQ_EINVALID);
+    ASSERT_EQ(tenq_submit_json(c, "{\"queue\":\"q\",\"type\":\"t\",\"tenant\":\"a\"}", &res), 0);
+    ASSERT(res.id > 0);
+    tenq_client_free(c);
+    server_stop();
+}
+
+TEST(dedup_and_idempotency_answers)
+{
+    server_start(NULL);
+    tenq_client *c = client();
+    tenq_submit_req r = {0};
+    tenq_submit_res a, b;
+    r.tenant = "acme";
+    r.queue = "q";
+    r.type = "t";
+    r.unique_key = "u1";
+    ASSERT_EQ(tenq_submit(c, &r, &a), 0);
+    ASSERT_EQ(tenq_submit(c, &r, &b), 0);
+    ASSERT_EQ(b.id, a.id);
+    ASSERT(b.duplicate && !b.created);
+    r.unique_key = NULL;
+    r.idempotency_key = "idem-1";
+    ASSERT_EQ(tenq_submit(c, &r, &a), 0);
+    ASSERT_EQ(tenq_submit(c, &r, &b), 0);
+    ASSERT_EQ(b.id, a.id);
+    ASSERT(b.replayed && !b.created);
+    tenq_client_free(c);
+    server_stop();
+}
+
+TEST(batches_answer_per_index)
+{
+    server_start(NULL);
+    tenq_client *c = client();
+    enum { N = 2500 };
+    tenq_submit_req *jobs = calloc(N, sizeof(*jobs));
+    tenq_submit_res *res = calloc(N, sizeof(*res));
+    for (int i = 0; i < N; i++) {
+        jobs[i].tenant = "acme";
+        jobs[i].queue = "bulk";
+        jobs[i].type = "t";
+        jobs[i].args_json = "{\"n\":1}";
+    }
+    jobs[7].type = NULL;            /* refused locally */
+    jobs[9].max_attempts = 1000000; /* refused by the server */
+    ASSERT_EQ(tenq_submit_batch(c, jobs, N, res), 0);
+    uint64_t last = 0;
+    for (int i = 0; i < N; i++) {
+        if (i == 7 || i == 9) {
+            ASSERT_EQ(res[i].err, TENQ_EINVALID);
+            ASSERT(res[i].message[0]);
+            continue;
+        }
+        ASSERT_MSG(res[i].err == 0, "job %d: %s", i, res[i].message);
+        ASSERT(res[i].id > last); /* in submission order */
+        last = res[i].id;
+    }
+    ASSERT_STR(res[9].field, "max_attempts");
+    ASSERT_EQ(tenq_submit_batch(c, jobs, 0, res), TENQ_EINVALID);
+    ASSERT_EQ(tenq_submit_batch(c, jobs, TENQ_BATCH_MAX + 1, res), TENQ_EINVALID);
+
+    const char *texts[] = {"{\"tenant\":\"a\",\"queue\":\"q\",\"type\":\"t\"}",
+                           "not json",
+                           "{\"tenant\":\"a\",\"queue\":\"q\"}",
+                           "[]",
+                           NULL,
+                           "{\"tenant\":\"a\",\"queue\":\"q\",\"type\":\"t2\",\"args\":[1]}"};
+    tenq_submit_res r6[6];
+    ASSERT_EQ(tenq_submit_batch_json(c, texts, 6, r6), 0);
+    ASSERT(r6[0].err == 0 && r6[0].id > 0);
+    ASSERT_EQ(r6[1].err, TENQ_EINVALID);
+    ASSERT_EQ(r6[2].err, TENQ_EINVALID); /* the server's: no type */
+    ASSERT_EQ(r6[3].err, TENQ_EINVALID);
+    ASSERT_EQ(r6[4].err, TENQ_EINVALID);
+    ASSERT(r6[5].err == 0 && r6[5].id > r6[0].id);
+    free(jobs);
+    free(res);
+    tenq_client_free(c);
+    server_stop();
+}
+
+TEST(worker_lease_start_heartbeat_ack)
+{
+    server_start(NULL);
+    tenq_client *c = client();
+    uint64_t id = submit(c, "work", "Echo", "{\"x\":1}");
+    const char *queues[] = {"work"};
+    tenq_lease_req lr = {0};
+    lr.worker = "test/1";
+    lr.queues = queues;
+    lr.nqueues = 1;
+    lr.max = 10;
+    tenq_job *jobs = NULL;
+    size_t n = 0;
+    ASSERT_EQ(tenq_lease(c, &lr, &jobs, &n), 0);
+    ASSERT_EQ(n, 1);
+    ASSERT_EQ(jobs[0].id, id);
+    ASSERT(jobs[0].token > 0 && jobs[0].lease_until > 0);
+    ASSERT_EQ(jobs[0].state, TENQ_STATE_LEASED);
+    ASSERT_EQ(jobs[0].attempt, 0);
+    ASSERT_STR(jobs[0].args_json, "{\"x\":1}");
+    ASSERT_STR(jobs[0].tenant, "acme");
+    ASSERT_STR(jobs[0].type, "Echo");
+    uint64_t tok = jobs[0].token;
+    int64_t until0 = jobs[0].lease_until;
+    tenq_jobs_free(jobs, n);
+
+    /* nothing else: an empty lease after the wait */
+    ASSERT_EQ(tenq_lease(c, &lr, &jobs, &n), 0);
+    ASSERT(n == 0 && jobs == NULL);
+
+    ASSERT_EQ(tenq_start(c, id, tok), 0);
+    ASSERT_EQ(tenq_start(c, id, tok + 1), TENQ_ECONFLICT);
+    ASSERT_STR(tenq_errfield(c), "token");
+    int64_t until = 0;
+    bool cancel = true;
+    sleep_ms(5);
+    ASSERT_EQ(tenq_heartbeat(c, id, tok, "{\"done\":0.5}", &until, &cancel), 0);
+    ASSERT(until >= until0);
+    ASSERT(!cancel);
+    ASSERT_EQ(tenq_heartbeat(c, id, tok, "{oops", NULL, NULL), TENQ_EINVALID);
+    tenq_job *j;
+    ASSERT_EQ(tenq_status(c, id, &j), 0);
+    ASSERT_EQ(j->state, TENQ_STATE_RUNNING);
+    ASSERT_STR(j->progress_json, "{\"done\":0.5}");
+    ASSERT_STR(j->worker, "test/1");
+    tenq_job_free(j);
+    /* a cancel reaches the worker through the heartbeat */
+    tenq_state st;
+    bool requested;
+    ASSERT_EQ(tenq_cancel(c, id, &st, &requested), 0);
+    ASSERT_EQ(st, TENQ_STATE_RUNNING);
+    ASSERT(requested);
+    ASSERT_EQ(tenq_heartbeat(c, id, tok, NULL, &until, &cancel), 0);
+    ASSERT(cancel);
+    /* the worker finished it anyway: succeeded */
+    ASSERT_EQ(tenq_ack(c, id, tok, "{\"rows\":3}", "{\"ms\":12}"), 0);
+    ASSERT_EQ(tenq_ack(c, id, tok, NULL, NULL), TENQ_ENOT_FOUND);
+    ASSERT_EQ(tenq_wait(c, id, 5000, &j), 0);
+    ASSERT_EQ(j->state, TENQ_STATE_SUCCEEDED);
+    ASSERT_STR(j->result_json, "{\"rows\":3}");
+    ASSERT_STR(j->stats_json, "{\"ms\":12}");
+    ASSERT_EQ(j->attempts, 1);
+    tenq_job_free(j);
+    tenq_client_free(c);
+    server_stop();
+}
+
+TEST(worker_fail_retry_and_morgue)
+{
+    server_start(NULL);
+    tenq_client *c = client();
+    uint64_t id = submit(c, "work", "Flaky", NULL);
+    const char *queues[] = {"work"};
+    const char *types[] = {"Flaky"};
+    tenq_lease_req lr = {0};
+    lr.queues = queues;
+    lr.nqueues = 1;
+    lr.types = types;
+    lr.ntypes = 1;
+    lr.wait_ms = 2000;
+    tenq_job *jobs;
+    size_t n;
+    ASSERT_EQ(tenq_lease(c, &lr, &jobs, &n), 0);
+    ASSERT_EQ(n, 1);
+    uint64_t tok = jobs[0].token;
+    tenq_jobs_free(jobs, n);
+    tenq_fail_req f = {0};
+    f.error = "disk full";
+    f.has_retry_in = true;
+    f.retry_in_ms = 0;
+    tenq_state st;
+    int64_t run_at = -1;
+    ASSERT_EQ(tenq_fail(c, id, tok, &f, &st, &run_at), 0);
+    ASSERT(st == TENQ_STATE_SCHEDULED || st == TENQ_STATE_READY);
+    /* retried at once: the long poll sees it */
+    ASSERT_EQ(tenq_lease(c, &lr, &jobs, &n), 0);
+    ASSERT_EQ(n, 1);
+    ASSERT_EQ(jobs[0].attempt, 1);
+    ASSERT(jobs[0].token > tok);
+    ASSERT_EQ(tenq_fail(c, id, tok, NULL, NULL, NULL), TENQ_ECONFLICT); /* stale token */
+    tok = jobs[0].token;
+    tenq_jobs_free(jobs, n);
+    memset(&f, 0, sizeof f);
+    f.error = "bad input";
+    f.no_retry = true;
+    ASSERT_EQ(tenq_fail(c, id, tok, &f, &st, NULL), 0);
+    ASSERT_EQ(st, TENQ_STATE_DEAD);
+    tenq_job *j;
+    ASSERT_EQ(tenq_wait(c, id, 1000, &j), 0);
+    ASSERT_EQ(j->state, TENQ_STATE_DEAD);
+    ASSERT_STR(j->error, "bad input");
+    tenq_job_free(j);
+    tenq_client_free(c);
+    server_stop();
+}
+
+TEST(worker_outcomes_in_one_request)
+{
+    server_start(NULL);
+    tenq_client *c = client();
+    uint64_t a = submit(c, "w", "t", NULL), b = submit(c, "w", "t", NULL);
+    const char *queues[] = {"w"};
+    tenq_lease_req lr = {0};
+    lr.queues = queues;
+    lr.nqueues = 1;
+    lr.max = 2;
+    tenq_job *jobs;
+    size_t n;
+    ASSERT_EQ(tenq_lease(c, &lr, &jobs, &n), 0);
+    ASSERT_EQ(n, 2);
+    tenq_outcome oc[3] = {{0}};
+    for (int i = 0; i < 2; i++) {
+        oc[i].id = jobs[i].id;
+        oc[i].token = jobs[i].token;
+    }
+    oc[0].ok = true;
+    oc[0].result_json = "[1,2,3]";
+    oc[1].ok = false;
+    oc[1].fail.error = "nope";
+    oc[1].fail.no_retry = true;
+    oc[2].id = 424242;
+    oc[2].token = 1;
+    oc[2].ok = true;
+    tenq_outcome_res res[3];
+    ASSERT_EQ(tenq_outcomes(c, oc, 3, res), 0);
+    tenq_jobs_free(jobs, n);
+    ASSERT_EQ(res[0].err, 0);
+    ASSERT_EQ(res[0].state, TENQ_STATE_SUCCEEDED);
+    ASSERT_EQ(res[1].err, 0);
+    ASSERT_EQ(res[1].state, TENQ_STATE_DEAD);
+    ASSERT_EQ(res[2].err, TENQ_ENOT_FOUND);
+    ASSERT(res[2].message[0]);
+    tenq_job *j;
+    ASSERT_EQ(tenq_status(c, oc[0].id == a ? a : b, &j), 0);
+    ASSERT_STR(j->result_json, "[1,2,3]");
+    tenq_job_free(j);
+    oc[0].result_json = "[";
+    ASSERT_EQ(tenq_outcomes(c, oc, 1, res), TENQ_EINVALID);
+    ASSERT_EQ(tenq_outcomes(c, oc, 0, res), TENQ_EINVALID);
+    tenq_client_free(c);
+    server_stop();
+}
+
+TEST(generic_requests)
+{
+    server_start(NULL);
+    tenq_client *c = client();
+    int status = 0;
+    char *resp = NULL;
+    const char *body = "{\"slots\": 3}";
+    ASSERT_EQ(tenq_request(c, "PUT", "/v1/tenants/acme", body, strlen(body), &status, &resp), 0);
+    ASSERT_EQ(status, 200);
+    ASSERT(strstr(resp, "\"slots\":3") != NULL);
+    tenq_free(resp);
+    ASSERT_EQ(tenq_request(c, "GET", "/v1/queues/nope", NULL, 0, &status, &resp), TENQ_ENOT_FOUND);
+    ASSERT_EQ(status, 404);
+    ASSERT(strstr(resp, "not_found") != NULL); /* the error body is handed over too */
+    tenq_free(resp);
+    ASSERT_EQ(tenq_request(c, "GET", "/healthz", NULL, 0, NULL, NULL), 0);
+    ASSERT_EQ(tenq_request(c, "GET", "no-slash", NULL, 0, &status, &resp), TENQ_EINVALID);
+    ASSERT(status == 0 && resp == NULL);
+    ASSERT_EQ(tenq_request(c, "GET", "/metrics", NULL, 0, &status, &resp), 0);
+    ASSERT(strstr(resp, "tenq_store_commits_total") != NULL); /* any text, not only JSON */
+    tenq_free(resp);
+    tenq_client_free(c);
+    server_stop();
+}
+
+/* Many calls on one handle use one connection. */
+TEST(keep_alive_reuses_one_connection)
+{
+    server_start(NULL);
+    tenq_client *c = client();
+    for (int i = 0; i < 50; i++) submit(c, "q", "t", NULL);
+    char *resp = NULL;
+    ASSERT_EQ(tenq_request(c, "GET", "/v1/stats", NULL, 0, NULL, &resp), 0);
+    ASSERT_MSG(strstr(resp, "\"connections\":1,") != NULL, "stats: %s", resp);
+    tenq_free(resp);
+    tenq_client_free(c);
+    server_stop();
+}
+
+/* The server closes idle connections; the next call reconnects unseen. */
+TEST(reconnects_after_the_server_closed_an_idle_connection)
+{
+    const char *extra[] = {"--idle-timeout", "150ms", NULL};
+    server_start(extra);
+    tenq_client *c = client();
+    submit(c, "q", "t", NULL);
+    for (int i = 0; i < 3; i++) {
+        sleep_ms(400);
+        uint64_t id = submit(c, "q", "t", NULL);
+        tenq_job *j;
+        ASSERT_EQ(tenq_status(c, id, &j), 0);
+        tenq_job_free(j);
+    }
+    tenq_client_free(c);
+    server_stop();
+}
+
+/* A server that went away between calls: the next call finds another. */
+TEST(failover_to_the_next_server)
+{
+    server_start(NULL);
+    char dead[64];
+    snprintf(dead, sizeof dead, "http://127.0.0.1:%d", dead_port());
+    const char *urls[] = {dead, server_url};
+    tenq_client *c = client_for(urls, 2, NULL);
+    uint64_t id = submit(c, "q", "t", NULL);
+    tenq_job *j;
+    ASSERT_EQ(tenq_status(c, id, &j), 0);
+    tenq_job_free(j);
+    tenq_client_free(c);
+
+    /* every server down: a connection error naming them */
+    const char *none[] = {dead, dead};
+    c = client_for(none, 2, NULL);
+    ASSERT_EQ(tenq_status(c, 1, &j), TENQ_ECONNECT);
+    ASSERT(strstr(tenq_errmsg(c), "cannot connect to any server") != NULL);
+    ASSERT_EQ(tenq_errstatus(c), 0);
+    tenq_client_free(c);
+
+    /* the server stops while a handle holds a connection to it */
+    const char *one[] = {server_url};
+    c = client_for(one, 1, NULL);
+    submit(c, "q", "t", NULL);
+    server_stop();
+    ASSERT_EQ(tenq_status(c, id, &j), TENQ_ECONNECT);
+    tenq_client_free(c);
+}
+
+TEST(tokens_and_tenants)
+{
+    setenv("TENQ_ADMIN_TOKEN", "admin-secret-0123456789", 1);
+    server_start(NULL);
+    unsetenv("TENQ_ADMIN_TOKEN");
+    const char *urls[] = {server_url};
+    tenq_client *anon = client_for(urls, 1, NULL);
+    tenq_job *j;
+    ASSERT_EQ(tenq_status(anon, 1, &j), TENQ_EUNAUTHENTICATED);
+    tenq_client *admin = client_for(urls, 1, "admin-secret-0123456789");
+    char *resp = NULL;
+    const char *body = "{\"role\":\"tenant:acme\"}";
+    ASSERT_EQ(tenq_request(admin, "POST", "/v1/tokens", body, strlen(body), NULL, &resp), 0);
+    char secret[128] = "";
+    const char *p = strstr(resp, "\"token\":\"");
+    ASSERT(p != NULL);
+    sscanf(p + 9, "%127[^\"]", secret);
+    tenq_free(resp);
+    tenq_client *acme = client_for(urls, 1, secret);
+    tenq_submit_req r = {0};
+    r.queue = "q";
+    r.type = "t";
+    tenq_submit_res res;
+    ASSERT_EQ(tenq_submit(acme, &r, &res), 0); /* the tenant comes from the token */
+    r.tenant = "other";
+    ASSERT_EQ(tenq_submit(acme, &r, &res), TENQ_EFORBIDDEN);
+    ASSERT_EQ(tenq_submit(admin, &r, &res), 0);
+    ASSERT_EQ(tenq_status(acme, res.id, &j), TENQ_ENOT_FOUND); /* another tenant's job */
+    tenq_client_free(anon);
+    tenq_client_free(admin);
+    tenq_client_free(acme);
+    server_stop();
+}
+
+/* ---- peers that are not a tenq server
+ * ------------------------------------------------------------ */
+
+/* A listening socket in a child that answers each connection with reply
+ * (NULL: never answers); returns its port. */
+static pid_t fake_pid;
+
+static void fake_stop(void)
+{
+    if (fake_pid > 0) {
+        kill(fake_pid, SIGKILL);
+        waitpid(fake_pid, NULL, 0);
+        fake_pid = 0;
+    }
+}
+
+static int fake_server(const char *reply)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {0};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT(bind(fd, (struct sockaddr *)&a, sizeof a) == 0);
+    ASSERT(listen(fd, 16) == 0);
+    socklen_t l = sizeof a;
+    getsockname(fd, (struct sockaddr *)&a, &l);
+    atexit(fake_stop);
+    fake_pid = fork();
+    if (fake_pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        for (;;) {
+            int cfd = accept(fd, NULL, NULL);
+            if (cfd < 0) continue;
+            char buf[4096];
+            ssize_t n = read(cfd, buf, sizeof buf);
+            (void)n;
+            if (!reply) {
+                sleep(60);
+                _exit(0);
+            }
+            ssize_t w = write(cfd, reply, strlen(reply));
+            (void)w;
+            close(cfd);
+        }
+    }
+    close(fd);
+    return ntohs(a.sin_port);
+}
+
+static tenq_client *fake_client(int port, int request_ms)
+{
+    char url[64];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d", port);
+    const char *urls[] = {url};
+    tenq_options o;
+    tenq_options_init(&o);
+    o.servers = urls;
+    o.nservers = 1;
+    o.request_timeout_ms = request_ms;
+    tenq_client *c;
+    ASSERT_EQ(tenq_client_new(&o, &c), 0);
+    return c;
+}
+
+TEST(a_silent_server_times_out)
+{
+    tenq_client *c = fake_client(fake_server(NULL), 300);
+    tenq_job *j;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    ASSERT_EQ(tenq_status(c, 1, &j), TENQ_ETIMEOUT);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+    ASSERT_MSG(ms >= 250 && ms < 3000, "timed out after %.0f ms", ms);
+    ASSERT(strstr(tenq_errmsg(c), "no answer") != NULL);
+    tenq_client_free(c);
+    fake_stop();
+}
+
+TEST(answers_that_are_not_http_or_not_json)
+{
+    tenq_client *c = fake_client(fake_server("SSH-2.0-OpenSSH_9.2\r\n"), 2000);
+    tenq_job *j;
+    ASSERT_EQ(tenq_status(c, 1, &j), TENQ_EPROTOCOL);
+    tenq_client_free(c);
+    fake_stop();
+
+    c = fake_client(fake_server("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello"), 2000);
+    ASSERT_EQ(tenq_status(c, 1, &j), TENQ_EPROTOCOL);
+    tenq_state st;
+    ASSERT_EQ(tenq_cancel(c, 1, &st, NULL), TENQ_EPROTOCOL);
+    ASSERT(strstr(tenq_errmsg(c), "not a JSON object") != NULL);
+    tenq_client_free(c);
+    fake_stop();
+
+    /* cut short: fewer bytes than Content-Length, then the close */
+    c = fake_client(fake_server("HTTP/1.1 200 OK\r\nContent-Length: 50\r\n\r\n{\"id\":"), 2000);
+    ASSERT_EQ(tenq_status(c, 1, &j), TENQ_ECONNECT);
+    ASSERT(strstr(tenq_errmsg(c), "cut short") != NULL);
+    tenq_client_free(c);
+    fake_stop();
+
+    /* an error from something else than tenq (a proxy): by its status */
+    c = fake_client(fake_server("HTTP/1.1 502 Bad Gateway\r\nContent-Length: 3\r\n\r\nbad"), 2000);
+    ASSERT_EQ(tenq_status(c, 1, &j), TENQ_EPROTOCOL);
+    ASSERT_EQ(tenq_errstatus(c), 502);
+    ASSERT(strstr(tenq_errmsg(c), "HTTP 502") != NULL);
+    tenq_client_free(c);
+    fake_stop();
+
+    /* no Content-Length: the body runs to the close */
+    c = fake_client(fake_server("HTTP/1.0 200 OK\r\n\r\n{\"status\":\"ok\"}"), 2000);
+    char *resp = NULL;
+    ASSERT_EQ(tenq_request(c, "GET", "/healthz", NULL, 0, NULL, &resp), 0);
+    ASSERT_STR(resp, "{\"status\":\"ok\"}");
+    tenq_free(resp);
+    tenq_client_free(c);
+    fake_stop();
+}
+
+/* Waits longer than the server's --max-wait are several long polls, and a
+ * long poll may outlast the request timeout by its own wait. */
+TEST(long_waits_span_several_polls)
+{
+    const char *extra[] = {"--max-wait", "300ms", NULL};
+    server_start(extra);
+    const char *urls[] = {server_url};
+    tenq_options o;
+    tenq_options_init(&o);
+    o.servers = urls;
+    o.nservers = 1;
+    o.request_timeout_ms = 500;
+    tenq_client *c;
+    ASSERT_EQ(tenq_client_new(&o, &c), 0);
+    uint64_t id = submit(c, "q", "t", NULL);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    tenq_job *j;
+    ASSERT_EQ(tenq_wait(c, id, 1200, &j), 0);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+    ASSERT_MSG(ms >= 1100 && ms < 5000, "waited %.0f ms", ms);
+    ASSERT_EQ(j->state, TENQ_STATE_READY);
+    tenq_job_free(j);
+    /* another process cancels it while we wait */
+    pid_t pid = fork();
+    if (pid == 0) {
+        sleep_ms(700);
+        tenq_client *c2 = client();
+        int rc = tenq_cancel(c2, id, NULL, NULL);
+        tenq_client_free(c2);
+        _exit(rc == 0 ? 0 : 1);
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    ASSERT_EQ(tenq_wait(c, id, 10000, &j), 0);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+    ASSERT_EQ(j->state, TENQ_STATE_CANCELLED);
+    ASSERT_MSG(ms >= 600 && ms < 5000, "waited %.0f ms", ms);
+    tenq_job_free(j);
+    int st;
+    ASSERT(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    /* a lease long poll outlasts a shorter request timeout */
+    tenq_client_free(c);
+    o.request_timeout_ms = 100;
+    ASSERT_EQ(tenq_client_new(&o, &c), 0);
+    const char *queues[] = {"empty"};
+    tenq_lease_req lr = {0};
+    lr.queues = queues;
+    lr.nqueues = 1;
+    lr.wait_ms = 250;
+    tenq_job *jobs;
+    size_t n;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    ASSERT_MSG(tenq_lease(c, &lr, &jobs, &n) == 0, "lease: %s", tenq_errmsg(c));
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+    ASSERT_EQ(n, 0);
+    ASSERT_MSG(ms >= 200, "the lease answered after %.0f ms", ms);
+    tenq_client_free(c);
+    server_stop();
+}
