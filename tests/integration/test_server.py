@@ -607,8 +607,38 @@ class Auth(unittest.TestCase):
 
 class Protocol(ServerTest):
     server_args = ("--header-timeout", "1500ms", "--body-timeout", "1500ms",
+                   "--idle-timeout", "2s", "--max-connections", "12",
                    "--max-header-bytes", "4KiB", "--max-headers", "20",
                    "--max-batch-bytes", "64KiB", "--max-job-bytes", "8KiB")
+
+    def test_a_body_that_never_completes_times_out(self):
+        t0 = time.time()
+        out = raw_socket(self.srv.port, b"POST /v1/jobs HTTP/1.1\r\nContent-Length: 50\r\n\r\n{\"te",
+                         read_timeout=6)
+        self.assertTrue(out.startswith(b"HTTP/1.1 408"), out[:80])
+        self.assertLess(time.time() - t0, 5)
+
+    def test_idle_connections_are_closed(self):
+        s = socket.create_connection(("127.0.0.1", self.srv.port), timeout=6)
+        t0 = time.time()
+        self.assertEqual(s.recv(100), b"")  # closed by the server, nothing sent
+        self.assertGreater(time.time() - t0, 1.5)
+        self.assertLess(time.time() - t0, 5)
+        s.close()
+
+    def test_connections_beyond_the_cap_are_refused_politely(self):
+        held = [socket.create_connection(("127.0.0.1", self.srv.port)) for _ in range(14)]
+        try:
+            time.sleep(0.2)
+            last = held[-1]
+            last.settimeout(2)
+            data = last.recv(200)
+            self.assertTrue(data.startswith(b"HTTP/1.1 503"), data)
+        finally:
+            for h in held:
+                h.close()
+        time.sleep(0.2)
+        self.assertEqual(self.srv.req("GET", "/healthz", conn="after")[0], 200)
 
     def test_oversized_body_is_413(self):
         status, body = self.srv.req("POST", "/v1/jobs",
