@@ -29,6 +29,7 @@ typedef struct api_config {
     long long header_timeout_ms, body_timeout_ms, idle_timeout_ms, write_timeout_ms;
     long long max_connections;
     long long max_wait_ms; /* longest long poll */
+    long long lease_write_delay_ms;
     char log_format[16];   /* text | json */
     char log_level[16];    /* debug | info | warn | error */
     char admin_token[256]; /* TENQ_ADMIN_TOKEN */

@@ -50,6 +50,9 @@ static const setting settings[] = {
      "a client that reads nothing of its reply this long is dropped"},
     {"max-connections", T_INT, F(max_connections), "10000", false, "open connections at most"},
     {"max-wait", T_MS, F(max_wait_ms), "60s", false, "longest long poll (lease, wait)"},
+    {"lease-write-delay", T_MS, F(lease_write_delay_ms), "200ms", false,
+     "a lease is stored this long after it is granted, unless its job ended first "
+     "(then only the end is written); 0 stores every lease at once"},
     {"log-format", T_STR, F(log_format), "text", false, "text or json"},
     {"log-level", T_STR, F(log_level), "info", false, "debug, info, warn or error"},
     {"admin-token", T_STR, F(admin_token), "", true,

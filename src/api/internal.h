@@ -162,6 +162,10 @@ typedef struct server {
 
     struct event *tick_ev;
     int64_t tick_at;
+    /* leases granted but not yet written (see collect() in server.c) */
+    htab deferred;
+    struct deferred_lease *dfirst, *dlast;
+    struct event *defer_ev;
     struct event *sample_ev;
     htab rates_q, rates_t;
     struct event *resync_ev;

@@ -198,6 +198,119 @@ static bool has_waiter(uint64_t id)
     return jw_index.len && htab_find(&jw_index, hash_u64(id), jw_eq, &id) != NULL;
 }
 
+/* ---- leases written late --------------------------------------------------------
+ * Most jobs end within milliseconds of their lease.  Writing the lease and
+ * then the end costs the store two row writes; so a lease is written only
+ * lease_write_delay after it was granted, and not at all when its job ends
+ * (or changes again) first: the later row carries the lease fields too.  A
+ * crash inside that window loses the lease, which is safe (the job runs again
+ * under a new token, see SEMANTICS.md "Durability").  At-most-once leases are
+ * never deferred: they are answered only once stored. */
+
+typedef struct deferred_lease {
+    uint64_t id;
+    int64_t at;
+    struct deferred_lease *prev, *next;
+} deferred_lease;
+
+static bool dl_eq(const void *item, const void *key)
+{
+    return ((const deferred_lease *)item)->id == *(const uint64_t *)key;
+}
+
+static deferred_lease *dl_find(server *s, uint64_t id)
+{
+    return s->deferred.len ? htab_find(&s->deferred, hash_u64(id), dl_eq, &id) : NULL;
+}
+
+static void dl_drop(server *s, deferred_lease *d)
+{
+    htab_remove(&s->deferred, hash_u64(d->id), d);
+    if (d->prev)
+        d->prev->next = d->next;
+    else
+        s->dfirst = d->next;
+    if (d->next)
+        d->next->prev = d->prev;
+    else
+        s->dlast = d->prev;
+    free(d);
+}
+
+static void arm_defer(server *s)
+{
+    if (!s->dfirst || event_pending(s->defer_ev, EV_TIMEOUT, NULL)) return;
+    int64_t due = s->dfirst->at + s->cfg.lease_write_delay_ms - srv_now(s);
+    if (due < 1) due = 1;
+    struct timeval tv = {(time_t)(due / 1000), (suseconds_t)((due % 1000) * 1000)};
+    event_add(s->defer_ev, &tv);
+}
+
+/* Writes the deferred leases granted before `before` (all with INT64_MAX). */
+static void write_deferred(server *s, int64_t before)
+{
+    bool any = false;
+    while (s->dfirst && s->dfirst->at < before) {
+        deferred_lease *d = s->dfirst;
+        engine_job *j = engine_find(s->e, d->id);
+        if (j && (engine_job_state(j) == ENGINE_LEASED || engine_job_state(j) == ENGINE_RUNNING)) {
+            engine_job_info in;
+            engine_job_get(j, &in);
+            store_batch_job(s->batch, &in, 0);
+            any = true;
+        }
+        dl_drop(s, d);
+    }
+    if (any) schedule_flush(s);
+}
+
+static void on_defer(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    server *s = arg;
+    write_deferred(s, srv_now(s) - s->cfg.lease_write_delay_ms + 1);
+    arm_defer(s);
+}
+
+static void drop_all_deferred(server *s)
+{
+    while (s->dfirst) dl_drop(s, s->dfirst);
+}
+
+/* Changes left out of the batch: fresh leases of at-least-once queues. */
+static bool defer_change(void *ctx, const engine_change *c)
+{
+    server *s = ctx;
+    if (c->kind != ENGINE_CH_JOB) return false;
+    deferred_lease *d = dl_find(s, c->id);
+    engine_state st = engine_job_state(c->job);
+    bool lease_only = c->fields == 0 && st == ENGINE_LEASED && s->cfg.lease_write_delay_ms > 0;
+    if (lease_only) {
+        engine_queue_settings qs;
+        if (engine_queue_get(s->e, 0, engine_job_queue(c->job), &qs, NULL) == 0 &&
+            qs.delivery == ENGINE_AT_MOST_ONCE)
+            lease_only = false;
+    }
+    if (!lease_only) {
+        if (d) dl_drop(s, d); /* this row carries the lease fields too */
+        return false;
+    }
+    if (!d) {
+        d = xcalloc(1, sizeof(*d));
+        d->id = c->id;
+        d->at = srv_now(s);
+        d->prev = s->dlast;
+        if (s->dlast)
+            s->dlast->next = d;
+        else
+            s->dfirst = d;
+        s->dlast = d;
+        htab_insert(&s->deferred, hash_u64(d->id), d);
+    }
+    return true;
+}
+
 /* Moves the engine's changes into the batch being built; remembers which
  * jobs finished for waiters, and which queues got work for long polls. */
 static void collect(server *s, char ***wake, size_t *nwake)
@@ -220,9 +333,10 @@ static void collect(server *s, char ***wake, size_t *nwake)
             d->v[d->n++] = c[i].id;
         }
     }
-    store_batch_changes(s->batch, s->e);
+    store_batch_changes_except(s->batch, s->e, defer_change, s);
     engine_changes_clear(s->e);
-    schedule_flush(s);
+    if (store_batch_ops(s->batch)) schedule_flush(s);
+    arm_defer(s);
 }
 
 static void wake_all(server *s, char **wake, size_t nwake)
@@ -409,6 +523,7 @@ static void on_resync(evutil_socket_t fd, short what, void *arg)
 static void start_resync(server *s)
 {
     s->resyncing = true;
+    drop_all_deferred(s); /* the engine they point into is being rebuilt */
     /* Changes not yet handed over rest on the lost state too. */
     for (pending *p = s->cur, *nx; p; p = nx) {
         nx = p->next;
@@ -759,6 +874,7 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
         lease_waiter_free(s, w);
         reply_no_jobs(req);
     }
+    write_deferred(s, INT64_MAX); /* a clean stop keeps every lease */
     flush_now(s);
     maybe_finish_stop(s);
 }
@@ -900,6 +1016,7 @@ int api_serve(const api_config *cfg)
     s->flush_ev = event_new(s->base, -1, 0, on_flush, s);
     s->tick_ev = evtimer_new(s->base, on_tick, s);
     s->resync_ev = evtimer_new(s->base, on_resync, s);
+    s->defer_ev = evtimer_new(s->base, on_defer, s);
     store_on_commit(s->st, on_commit, s);
     s->store_ev =
         event_new(s->base, store_event_fd(s->st), EV_READ | EV_PERSIST, on_store_event, s);
@@ -939,6 +1056,9 @@ out:
     if (s->flush_ev) event_free(s->flush_ev);
     if (s->tick_ev) event_free(s->tick_ev);
     if (s->resync_ev) event_free(s->resync_ev);
+    if (s->defer_ev) event_free(s->defer_ev);
+    drop_all_deferred(s);
+    htab_free(&s->deferred);
     if (s->store_ev) event_free(s->store_ev);
     if (s->sample_ev) event_free(s->sample_ev);
     if (s->sig_term) event_free(s->sig_term);

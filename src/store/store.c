@@ -320,9 +320,15 @@ void store_batch_token_revoke(store_batch *b, int64_t id, int64_t at)
 
 void store_batch_changes(store_batch *b, engine_t *e)
 {
+    store_batch_changes_except(b, e, NULL, NULL);
+}
+
+void store_batch_changes_except(store_batch *b, engine_t *e, store_change_filter skip, void *ctx)
+{
     size_t n;
     const engine_change *c = engine_changes(e, &n);
     for (size_t i = 0; i < n; i++) {
+        if (skip && skip(ctx, &c[i])) continue;
         switch (c[i].kind) {
         case ENGINE_CH_JOB: {
             engine_job_info in;

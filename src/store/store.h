@@ -93,6 +93,9 @@ void store_batch_token_revoke(store_batch *b, int64_t id, int64_t at);
 
 /* Appends every change in the engine's change list (not clearing it). */
 void store_batch_changes(store_batch *b, engine_t *e);
+/* The same, leaving out the changes for which skip() says true. */
+typedef bool (*store_change_filter)(void *ctx, const engine_change *c);
+void store_batch_changes_except(store_batch *b, engine_t *e, store_change_filter skip, void *ctx);
 
 /* Hands the batch over (the store owns it from now) and returns its
  * sequence number; the outcome comes to on_commit in store_dispatch(). */

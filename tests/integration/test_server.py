@@ -812,6 +812,9 @@ class Crash(unittest.TestCase):
             srv.ok("PUT", "/v1/queues/crash", {"lease_ms": 120000})
             held = srv.submit(queue="crash-held")
             held_job = srv.lease(["crash-held"])[0]
+            # leases are stored --lease-write-delay (200 ms) after they are granted
+            # (sooner if their job ends); this one must be older than that
+            time.sleep(0.5)
             acked_submits, acked_outcomes = [], []
             lock = threading.Lock()
             stop = threading.Event()
