@@ -1,0 +1,91 @@
+"""tenq as two systems of the peer benchmark: tenq-sqlite and tenq-postgres.
+
+They run once a tenq driver exists: an executable that takes the arguments and
+prints the JSON of bench/peers/README.md ("The driver contract"). Its path is
+$TENQ_PEER_DRIVER, or bench/peers/tenq/driver by default. The server is
+$TENQ_BIN, or build/tenq by default. Until both exist, `run.py --list` shows
+these systems as unavailable and the default run leaves them out.
+"""
+import os
+import subprocess
+import urllib.request
+
+
+def register_systems(register, base):
+    class Tenq(base.System):
+        family = "tenq"
+
+        def __init__(self, name, store):
+            self.name = name
+            self.store = store
+            self.proc = None
+            self.pgdir = None
+
+        def bin(self):
+            return os.environ.get("TENQ_BIN", os.path.join(base.REPO, "build", "tenq"))
+
+        def drv(self):
+            return os.environ.get("TENQ_PEER_DRIVER", os.path.join(base.HERE, "tenq", "driver"))
+
+        def available(self):
+            if not os.access(self.bin(), os.X_OK):
+                return f"{self.bin()} is not built (make)"
+            if not os.access(self.drv(), os.X_OK):
+                return f"no tenq driver at {self.drv()} (set TENQ_PEER_DRIVER)"
+            return None
+
+        def versions(self):
+            try:
+                out = subprocess.run([self.bin(), "--version"], capture_output=True, text=True, timeout=10)
+                return {"tenq": (out.stdout or out.stderr).strip().splitlines()[0]}
+            except (OSError, IndexError, subprocess.TimeoutExpired):
+                return {"tenq": "?"}
+
+        def start(self, tmpdir):
+            if self.store == "sqlite":
+                store = "sqlite:" + os.path.join(tmpdir, "tenq.db")
+            else:
+                os.chmod(tmpdir, 0o755)
+                self.pgdir = os.path.join(tmpdir, "pg")
+                r = subprocess.run(["sh", os.path.join(base.REPO, "scripts", "pgtmp.sh"), "start", self.pgdir],
+                                   capture_output=True, text=True)
+                if r.returncode != 0:
+                    raise RuntimeError("pgtmp.sh start failed: " + r.stderr[-500:])
+                store = r.stdout.strip()
+            port = base.free_port()
+            self.logf = open(os.path.join(tmpdir, "tenq.log"), "w")
+            self.proc = subprocess.Popen([self.bin(), "serve", "--listen", f"127.0.0.1:{port}", "--store", store],
+                                         stdout=self.logf, stderr=subprocess.STDOUT, start_new_session=True)
+            base.wait_port(port, self.proc)
+            self.url = f"http://127.0.0.1:{port}"
+            return self.url
+
+        def stop(self):
+            base.stop_pid(self.proc)
+            self.proc = None
+            if self.pgdir:
+                subprocess.run(["sh", os.path.join(base.REPO, "scripts", "pgtmp.sh"), "stop", self.pgdir],
+                               capture_output=True)
+                self.pgdir = None
+
+        def pids(self):
+            return [self.proc.pid] if self.proc else []
+
+        def durability(self, url):
+            if self.store == "sqlite":
+                return "tenq on SQLite (its default settings; see docs/ARCHITECTURE.md)"
+            return "tenq on PostgreSQL: " + ", ".join(
+                f"{k}={v}" for k, v in base.psql_show(self._pgurl(), "synchronous_commit", "fsync").items())
+
+        def _pgurl(self):
+            try:
+                with open(os.path.join(self.pgdir, "url")) as f:
+                    return f.read().strip()
+            except (OSError, TypeError):
+                return ""
+
+        def driver(self):
+            return [self.drv(), "--system", self.name]
+
+    register(Tenq("tenq-sqlite", "sqlite"))
+    register(Tenq("tenq-postgres", "postgres"))

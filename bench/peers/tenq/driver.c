@@ -1,0 +1,428 @@
+/* The tenq driver of the peer benchmark (bench/peers/README.md, "The driver
+ * contract"): runs one workload against a running tenq server with libtenq
+ * and prints one JSON line.
+ *
+ * Workers are threads, each with its own client: lease up to `batch` jobs
+ * (long poll), run each (a blank job: note its start and end), report all
+ * outcomes in one request.  Concurrency 5 means 5 such threads.
+ */
+#include "tenq/tenq.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static struct {
+    const char *system, *workload, *url;
+    int concurrency;
+    long jobs, interval_ms, flood, probe, keys, per_key, burst, backlog, measure, timeout_s;
+} opt = {.concurrency = 5,
+         .jobs = 100000,
+         .interval_ms = 5,
+         .flood = 50000,
+         .probe = 200,
+         .keys = 1000,
+         .per_key = 20,
+         .burst = 5,
+         .backlog = 10000,
+         .measure = 20000,
+         .timeout_s = 1800};
+
+static double mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static void die(const char *what, tenq_client *c)
+{
+    fprintf(stderr, "tenq driver: %s: %s\n", what, c ? tenq_errmsg(c) : "");
+    exit(1);
+}
+
+static tenq_client *client(void)
+{
+    tenq_options o;
+    tenq_options_init(&o);
+    const char *servers[1] = {opt.url};
+    o.servers = servers;
+    o.nservers = 1;
+    o.request_timeout_ms = 120000;
+    tenq_client *c;
+    if (tenq_client_new(&o, &c) != 0) die("client", NULL);
+    return c;
+}
+
+/* ---- what the handlers saw ------------------------------------------------ */
+
+static atomic_long done;
+static double *lat; /* W2, W3: start - submit of probe jobs */
+static atomic_long nlat;
+static double *k_start, *k_end;        /* W4: by key * per_key + seq */
+static atomic_long a_held, a_held_max; /* W3: tenant A jobs leased and not yet reported */
+
+/* Reads a number after "name": in a small JSON object, or returns -1. */
+static double json_num(const char *json, const char *name)
+{
+    if (!json) return -1;
+    char pat[32];
+    snprintf(pat, sizeof pat, "\"%s\":", name);
+    const char *p = strstr(json, pat);
+    return p ? strtod(p + strlen(pat), NULL) : -1;
+}
+
+typedef struct worker_arg {
+    const char *queue;
+    unsigned batch;
+    long stop_at; /* stop once this many are done (0: when told) */
+} worker_arg;
+
+static atomic_bool stop_workers;
+
+static void *worker(void *p)
+{
+    worker_arg *a = p;
+    tenq_client *c = client();
+    const char *queues[1] = {a->queue};
+    tenq_lease_req lr = {
+        .worker = "bench", .queues = queues, .nqueues = 1, .max = a->batch, .wait_ms = 200};
+    tenq_outcome *outs = calloc(a->batch, sizeof(*outs));
+    tenq_outcome_res *res = calloc(a->batch, sizeof(*res));
+    while (!atomic_load(&stop_workers) && (!a->stop_at || atomic_load(&done) < a->stop_at)) {
+        tenq_job *jobs = NULL;
+        size_t n = 0;
+        if (tenq_lease(c, &lr, &jobs, &n) != 0) die("lease", c);
+        long a_jobs = 0;
+        for (size_t i = 0; i < n; i++) {
+            const char *args = jobs[i].args_json;
+            if (jobs[i].tenant && !strcmp(jobs[i].tenant, "A")) a_jobs++;
+            double t = mono_ms();
+            double sent = json_num(args, "s");
+            if (sent >= 0) {
+                long k = atomic_fetch_add(&nlat, 1);
+                lat[k] = t - sent;
+            }
+            double key = json_num(args, "k");
+            if (key >= 0) {
+                long idx = (long)key * opt.per_key + (long)json_num(args, "q");
+                k_start[idx] = t;
+                k_end[idx] = mono_ms(); /* the blank job's work is nothing */
+            }
+            outs[i] = (tenq_outcome){.id = jobs[i].id, .token = jobs[i].token, .ok = true};
+        }
+        if (a_jobs) {
+            long held = atomic_fetch_add(&a_held, a_jobs) + a_jobs;
+            long m = atomic_load(&a_held_max);
+            while (held > m && !atomic_compare_exchange_weak(&a_held_max, &m, held)) {
+            }
+        }
+        if (n && tenq_outcomes(c, outs, n, res) != 0) die("outcomes", c);
+        if (a_jobs) atomic_fetch_sub(&a_held, a_jobs);
+        atomic_fetch_add(&done, (long)n);
+        tenq_jobs_free(jobs, n);
+    }
+    free(outs);
+    free(res);
+    tenq_client_free(c);
+    return NULL;
+}
+
+typedef struct pool {
+    pthread_t th[64];
+    worker_arg arg;
+    int n;
+} pool;
+
+static void pool_start(pool *p, const char *queue, unsigned batch, long stop_at)
+{
+    p->arg = (worker_arg){queue, batch, stop_at};
+    p->n = opt.concurrency;
+    atomic_store(&stop_workers, false);
+    for (int i = 0; i < p->n; i++) pthread_create(&p->th[i], NULL, worker, &p->arg);
+}
+
+static void pool_stop(pool *p)
+{
+    atomic_store(&stop_workers, true);
+    for (int i = 0; i < p->n; i++) pthread_join(p->th[i], NULL);
+}
+
+/* Waits until `n` jobs are done. */
+static void wait_done(long n)
+{
+    double deadline = mono_ms() + (double)opt.timeout_s * 1000;
+    while (atomic_load(&done) < n) {
+        if (mono_ms() > deadline) {
+            fprintf(stderr, "tenq driver: timed out with %ld of %ld jobs done\n",
+                    atomic_load(&done), n);
+            exit(1);
+        }
+        usleep(1000);
+    }
+}
+
+/* ---- submitting ------------------------------------------------------------- */
+
+/* Submits n jobs in requests of `per` jobs; args_for(i, buf) writes job i's
+ * args (NULL: blank jobs). */
+static void bulk(tenq_client *c, const char *tenant, const char *queue, long n, int per,
+                 void (*args_for)(long i, char *buf), const char *(*key_for)(long i, char *buf))
+{
+    tenq_submit_req *reqs = calloc((size_t)per, sizeof(*reqs));
+    tenq_submit_res *res = calloc((size_t)per, sizeof(*res));
+    char(*abuf)[64] = calloc((size_t)per, 64);
+    char(*kbuf)[32] = calloc((size_t)per, 32);
+    for (long at = 0; at < n; at += per) {
+        long m = n - at < per ? n - at : per;
+        for (long i = 0; i < m; i++) {
+            reqs[i] = (tenq_submit_req){.tenant = tenant, .queue = queue, .type = "Blank"};
+            if (args_for) {
+                args_for(at + i, abuf[i]);
+                reqs[i].args_json = abuf[i];
+            }
+            if (key_for) reqs[i].key = key_for(at + i, kbuf[i]);
+        }
+        if (tenq_submit_batch(c, reqs, (size_t)m, res) != 0) die("submit", c);
+        for (long i = 0; i < m; i++)
+            if (res[i].err) {
+                fprintf(stderr, "tenq driver: job refused: %s\n", res[i].message);
+                exit(1);
+            }
+    }
+    free(reqs);
+    free(res);
+    free(abuf);
+    free(kbuf);
+}
+
+static int cmpd(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double pct(double *v, long n, int p)
+{
+    if (n == 0) return 0;
+    long i = (long)ceil((double)p / 100.0 * (double)n) - 1;
+    if (i < 0) i = 0;
+    return v[i];
+}
+
+static void head(void)
+{
+    printf("{\"system\":\"%s\",\"workload\":\"%s\",\"concurrency\":%d,\"driver_note\":\"C, "
+           "libtenq: POST /v1/jobs with 1,000 jobs a request; %d worker threads, each leasing "
+           "up to its batch and reporting every outcome in one POST /v1/outcomes\"",
+           opt.system, opt.workload, opt.concurrency, opt.concurrency);
+}
+
+/* ---- workloads ---------------------------------------------------------------- */
+
+static void w4_args(long i, char *buf);
+static const char *w4_key(long i, char *buf);
+static long w4_count;
+static long *w4_order_k, *w4_order_q;
+
+static void w4_args(long i, char *buf)
+{
+    snprintf(buf, 64, "{\"k\":%ld,\"q\":%ld}", w4_order_k[i], w4_order_q[i]);
+}
+
+static const char *w4_key(long i, char *buf)
+{
+    snprintf(buf, 32, "k%ld", w4_order_k[i]);
+    return buf;
+}
+
+static void put(tenq_client *c, const char *path, const char *body)
+{
+    int status;
+    if (tenq_request(c, "PUT", path, body, strlen(body), &status, NULL) != 0) die(path, c);
+}
+
+static void run(void)
+{
+    tenq_client *c = client();
+    pool p;
+    if (!strcmp(opt.workload, "W1")) {
+        long n = opt.jobs;
+        double t0 = mono_ms();
+        bulk(c, "acme", "bench", n, 1000, NULL, NULL);
+        double t1 = mono_ms();
+        pool_start(&p, "bench", 100, n);
+        wait_done(n);
+        double t2 = mono_ms();
+        pool_stop(&p);
+        head();
+        printf(",\"jobs\":%ld,\"enqueue_jobs_per_s\":%.1f,\"drain_jobs_per_s\":%.1f,"
+               "\"ms_per_job\":%.4f}\n",
+               n, n / (t1 - t0) * 1000, n / (t2 - t1) * 1000, (t2 - t1) / n);
+    } else if (!strcmp(opt.workload, "W2")) {
+        long n = opt.jobs;
+        lat = calloc((size_t)n, sizeof(double));
+        pool_start(&p, "lat", 1, 0);
+        usleep(500000);
+        double t0 = mono_ms();
+        for (long i = 0; i < n; i++) {
+            double due = t0 + (double)(i * opt.interval_ms);
+            while (mono_ms() < due) usleep(100);
+            char args[64];
+            snprintf(args, sizeof args, "{\"s\":%.4f}", mono_ms());
+            tenq_submit_req r = {
+                .tenant = "acme", .queue = "lat", .type = "Blank", .args_json = args};
+            if (tenq_submit(c, &r, NULL) != 0) die("submit", c);
+        }
+        wait_done(n);
+        pool_stop(&p);
+        qsort(lat, (size_t)n, sizeof(double), cmpd);
+        head();
+        printf(",\"jobs\":%ld,\"interval_ms\":%ld,\"p50_ms\":%.4f,\"p90_ms\":%.4f,\"p99_ms\":%.4f,"
+               "\"max_ms\":%.4f}\n",
+               n, opt.interval_ms, pct(lat, n, 50), pct(lat, n, 90), pct(lat, n, 99), lat[n - 1]);
+    } else if (!strcmp(opt.workload, "W3")) {
+        long a = opt.flood, b = opt.probe;
+        lat = calloc((size_t)b, sizeof(double));
+        /* what a tenq user does for this: A gets 3 slots, and the queue takes
+         * tenants in turns (fair order), so B need not wait behind A's flood */
+        put(c, "/v1/tenants/A", "{\"slots\":3}");
+        put(c, "/v1/queues/shared", "{\"order\":\"fair\"}");
+        pool_start(&p, "shared", 1, 0);
+        usleep(500000);
+        double t0 = mono_ms();
+        bulk(c, "A", "shared", a, 1000, NULL, NULL);
+        for (long i = 0; i < b; i++) {
+            char args[64];
+            snprintf(args, sizeof args, "{\"s\":%.4f}", mono_ms());
+            tenq_submit_req r = {
+                .tenant = "B", .queue = "shared", .type = "Blank", .args_json = args};
+            if (tenq_submit(c, &r, NULL) != 0) die("submit", c);
+        }
+        wait_done(a + b);
+        double t1 = mono_ms();
+        pool_stop(&p);
+        long nb = atomic_load(&nlat);
+        qsort(lat, (size_t)nb, sizeof(double), cmpd);
+        head();
+        printf(
+            ",\"tenant_slots\":\"supported\",\"a_jobs\":%ld,\"b_jobs\":%ld,\"b_wait_p50_ms\":%.3f,"
+            "\"b_wait_p99_ms\":%.3f,\"b_wait_max_ms\":%.3f,\"total_jobs_per_s\":%.1f,"
+            "\"a_max_running\":%ld,\"note\":\"tenant A limited to 3 slots; one queue, fair order "
+            "between tenants; A never held more than %ld jobs at once\"}\n",
+            a, nb, pct(lat, nb, 50), pct(lat, nb, 99), nb ? lat[nb - 1] : 0,
+            (a + b) / (t1 - t0) * 1000, atomic_load(&a_held_max), atomic_load(&a_held_max));
+    } else if (!strcmp(opt.workload, "W4")) {
+        long keys = opt.keys, per = opt.per_key, burst = opt.burst < per ? opt.burst : per;
+        w4_count = keys * per;
+        w4_order_k = calloc((size_t)w4_count, sizeof(long));
+        w4_order_q = calloc((size_t)w4_count, sizeof(long));
+        k_start = calloc((size_t)w4_count, sizeof(double));
+        k_end = calloc((size_t)w4_count, sizeof(double));
+        long at = 0;
+        for (long round = 0; round * burst < per; round++)
+            for (long k = 0; k < keys; k++)
+                for (long j = 0; j < burst; j++) {
+                    long q = round * burst + j;
+                    if (q >= per) continue;
+                    w4_order_k[at] = k;
+                    w4_order_q[at] = q;
+                    at++;
+                }
+        bulk(c, "acme", "ordered", w4_count, 1000, w4_args, w4_key);
+        double t0 = mono_ms();
+        pool_start(&p, "ordered", 100, w4_count);
+        wait_done(w4_count);
+        double t1 = mono_ms();
+        pool_stop(&p);
+        long viol = 0;
+        for (long k = 0; k < keys; k++)
+            for (long q = 1; q < per; q++) {
+                double st = k_start[k * per + q], pst = k_start[k * per + q - 1],
+                       pen = k_end[k * per + q - 1];
+                if (st < pen || st < pst) viol++;
+            }
+        head();
+        printf(",\"ordered\":true,\"ordering\":\"key = lane: one job of a key at a time, in "
+               "submission order\",\"keys\":%ld,\"per_key\":%ld,\"jobs\":%ld,\"jobs_per_s\":%.1f,"
+               "\"order_violations\":%ld}\n",
+               keys, per, w4_count, w4_count / (t1 - t0) * 1000, viol);
+    } else if (!strcmp(opt.workload, "W5")) {
+        long bl = opt.backlog, m = opt.measure < bl ? opt.measure : bl;
+        double t0 = mono_ms();
+        bulk(c, "acme", "backlog", bl, 10000, NULL, NULL);
+        double t1 = mono_ms();
+        pool_start(&p, "backlog", 100, m);
+        wait_done(m);
+        double t2 = mono_ms();
+        pool_stop(&p);
+        head();
+        printf(",\"backlog\":%ld,\"measured_jobs\":%ld,\"fill_jobs_per_s\":%.1f,"
+               "\"drain_jobs_per_s\":%.1f}\n",
+               bl, m, bl / (t1 - t0) * 1000, m / (t2 - t1) * 1000);
+    } else if (!strcmp(opt.workload, "MEM")) {
+        long n = opt.jobs;
+        double t0 = mono_ms();
+        bulk(c, "acme", "mem", n, 10000, NULL, NULL);
+        double t1 = mono_ms();
+        head();
+        printf(",\"jobs\":%ld,\"enqueue_jobs_per_s\":%.1f,\"store_note\":\"the jobs stay in the "
+               "server's memory (its scheduler) and in its store\"}\n",
+               n, n / (t1 - t0) * 1000);
+    } else {
+        fprintf(stderr, "tenq driver: unknown workload %s\n", opt.workload);
+        exit(2);
+    }
+    fflush(stdout);
+    tenq_client_free(c);
+}
+
+int main(int argc, char **argv)
+{
+    for (int i = 1; i + 1 < argc; i += 2) {
+        const char *k = argv[i], *v = argv[i + 1];
+        if (!strcmp(k, "--system"))
+            opt.system = v;
+        else if (!strcmp(k, "--workload"))
+            opt.workload = v;
+        else if (!strcmp(k, "--url"))
+            opt.url = v;
+        else if (!strcmp(k, "--concurrency"))
+            opt.concurrency = atoi(v);
+        else if (!strcmp(k, "--jobs"))
+            opt.jobs = atol(v);
+        else if (!strcmp(k, "--interval-ms"))
+            opt.interval_ms = atol(v);
+        else if (!strcmp(k, "--flood"))
+            opt.flood = atol(v);
+        else if (!strcmp(k, "--probe"))
+            opt.probe = atol(v);
+        else if (!strcmp(k, "--keys"))
+            opt.keys = atol(v);
+        else if (!strcmp(k, "--per-key"))
+            opt.per_key = atol(v);
+        else if (!strcmp(k, "--burst"))
+            opt.burst = atol(v);
+        else if (!strcmp(k, "--backlog"))
+            opt.backlog = atol(v);
+        else if (!strcmp(k, "--measure"))
+            opt.measure = atol(v);
+        else if (!strcmp(k, "--timeout"))
+            opt.timeout_s = atol(v);
+        else {
+            fprintf(stderr, "tenq driver: unknown option %s\n", k);
+            return 2;
+        }
+    }
+    if (!opt.system || !opt.workload || !opt.url || opt.concurrency < 1 || opt.concurrency > 64) {
+        fprintf(stderr, "usage: driver --system S --workload W --url URL [--concurrency N] ...\n");
+        return 2;
+    }
+    run();
+    return 0;
+}
