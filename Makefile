@@ -7,7 +7,8 @@ JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_ARGS ?=
 
 .PHONY: all build asan run test test-plain test-asan format format-check clean \
-        bench-engine bench-store bench-server deps
+        bench-engine bench-store bench-server deps install bench-worker \
+        screenshots bench-peers bench-peers-quick
 
 all: build
 
@@ -58,8 +59,25 @@ bench-engine: build
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD)
 
+# Reruns the dashboard's browser tests and refreshes docs/screenshots/ from them.
+screenshots: build
+	TENQ_BIN=$(CURDIR)/$(BUILD)/tenq tests/browser/run.sh
+
 bench-store: build
 	tests/with-pg.sh ./$(BUILD)/bench_store both
 
 bench-server: build
 	tests/with-pg.sh ./$(BUILD)/bench_server ./$(BUILD)/tenq both
+
+# ---- workers: make install, make bench-worker (docs/WORKER.md) --------------------------------
+PREFIX  ?= /usr/local
+DESTDIR ?=
+
+# tenq, libtenq (shared and static), include/tenq/*.h and tenq.pc under $(PREFIX);
+# staged under $(DESTDIR) when it is set (cmake --install reads DESTDIR).
+install: build
+	DESTDIR="$(DESTDIR)" cmake --install $(BUILD) --prefix "$(PREFIX)"
+
+# tenq work (lines, exec) and the in-process C API draining a fresh SQLite server.
+bench-worker: build
+	./$(BUILD)/bench_worker ./$(BUILD)/tenq ./$(BUILD)/bench_lines_handler

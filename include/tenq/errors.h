@@ -29,6 +29,11 @@
     XX(CONSTRAINT, -19, 409, "conflict", "constraint violated")                                    \
     XX(INTERNAL, -20, 500, "internal", "internal error")
 
+/* Exported from the shared libtenq (built with -fvisibility=hidden). */
+#ifndef TENQ_API
+#define TENQ_API __attribute__((visibility("default")))
+#endif
+
 typedef enum tenq_err {
     TENQ_OK = 0,
 #define TENQ_ERR_ENUM_(name, val, http, word, msg) TENQ_E##name = (val),
@@ -37,12 +42,12 @@ typedef enum tenq_err {
 } tenq_err;
 
 /* The protocol's error word ("invalid", "not_found", ...); "ok" for 0. Never NULL. */
-const char *tenq_err_word(int err);
+TENQ_API const char *tenq_err_word(int err);
 /* A short message for people; never NULL. */
-const char *tenq_err_message(int err);
+TENQ_API const char *tenq_err_message(int err);
 /* The HTTP status for the error (200 for 0). */
-int tenq_err_http_status(int err);
+TENQ_API int tenq_err_http_status(int err);
 /* The symbolic name ("TENQ_EINVAL" style: "EINVALID"). */
-const char *tenq_err_name(int err);
+TENQ_API const char *tenq_err_name(int err);
 
 #endif

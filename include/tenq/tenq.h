@@ -308,4 +308,7 @@ TENQ_API int tenq_request(tenq_client *c, const char *method, const char *path, 
 }
 #endif
 
+/* Workers that run C functions as handlers: tenq_worker_*, tenq_task_*. */
+#include "tenq/worker.h"
+
 #endif

@@ -2,6 +2,7 @@
  * other command is a client of it, on libtenq. */
 #include "api/api.h"
 #include "cli/cli.h"
+#include "worker/work.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -28,6 +29,7 @@ static const cli_cmd commands[] = {
     {"tenant", cmd_tenant, "tenants: ls, show, set"},
     {"queue", cmd_queue, "queues: ls, show, set"},
     {"token", cmd_token, "tokens: create, ls, revoke"},
+    {"work", cmd_work, "run jobs: lease them and run a handler for each"},
     {NULL, NULL, NULL},
 };
 

@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 /* read_answer/send_all results besides 0 and TENQ_E* codes */
-enum { R_LOST = 1, R_TIMEOUT = 2 };
+enum { R_LOST = 1, R_TIMEOUT = 2, R_ABORT = 3 };
 
 static int64_t now_ms(void)
 {
@@ -33,22 +33,32 @@ void tq_disconnect(tenq_client *c)
 }
 
 /* Waits until fd is ready for events or the deadline passes: 1 ready (or in
- * error: the next call on fd tells), 0 timed out, -1 poll failed. */
-static int wait_fd(int fd, short events, int64_t deadline)
+ * error: the next call on fd tells), 0 timed out, -1 poll failed, -2 the
+ * abort fd (-1: none) became readable at or after abort_from (a worker
+ * stopping: see worker.c).  A ready fd wins over the abort fd. */
+static int wait_fd(int fd, short events, int64_t deadline, int abort_fd, int64_t abort_from)
 {
     for (;;) {
-        int64_t left = deadline - now_ms();
+        int64_t now = now_ms(), left = deadline - now;
         if (left <= 0) return 0;
-        struct pollfd p = {fd, events, 0};
-        int r = poll(&p, 1, left > INT_MAX ? INT_MAX : (int)left);
-        if (r > 0) return 1;
-        if (r == 0) return 0;
-        if (errno != EINTR) return -1;
+        bool watch = abort_fd >= 0 && now >= abort_from;
+        if (abort_fd >= 0 && !watch && abort_from - now < left) left = abort_from - now;
+        struct pollfd p[2] = {{fd, events, 0}, {abort_fd, POLLIN, 0}};
+        int r = poll(p, watch ? 2 : 1, left > INT_MAX ? INT_MAX : (int)left);
+        if (r > 0 && p[0].revents) return 1;
+        if (r > 0) return -2;
+        if (r < 0 && errno != EINTR) return -1;
     }
 }
 
+/* The fd that interrupts this handle's waits, or -1. */
+static int abort_fd(const tenq_client *c)
+{
+    return c->abort_set ? c->abort_fd : -1;
+}
+
 /* A connected socket to one server, or -1 with the reason in why. */
-static int connect_one(const tq_url *u, int timeout_ms, char *why, size_t wl)
+static int connect_one(const tq_url *u, int timeout_ms, int abort, char *why, size_t wl)
 {
     struct addrinfo hints, *res = NULL;
     memset(&hints, 0, sizeof hints);
@@ -70,7 +80,13 @@ static int connect_one(const tq_url *u, int timeout_ms, char *why, size_t wl)
         if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0) break;
         int err = errno;
         if (err == EINPROGRESS) {
-            int w = wait_fd(fd, POLLOUT, deadline);
+            int w = wait_fd(fd, POLLOUT, deadline, abort, 0);
+            if (w == -2) {
+                snprintf(why, wl, "interrupted");
+                close(fd);
+                fd = -1;
+                break;
+            }
             if (w == 1) {
                 socklen_t l = sizeof err;
                 if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &l) != 0) err = errno;
@@ -100,7 +116,7 @@ static int connect_any(tenq_client *c)
     all[0] = 0;
     for (size_t k = 0; k < c->nservers; k++) {
         size_t i = (c->cur + k) % c->nservers;
-        int fd = connect_one(&c->servers[i], c->connect_ms, why, sizeof why);
+        int fd = connect_one(&c->servers[i], c->connect_ms, abort_fd(c), why, sizeof why);
         if (fd >= 0) {
             c->fd = fd;
             c->fd_server = i;
@@ -125,7 +141,7 @@ static bool conn_stale(int fd)
     return poll(&p, 1, 0) != 0;
 }
 
-static int send_all(int fd, const char *p, size_t n, bool more, int64_t deadline)
+static int send_all(int fd, const char *p, size_t n, bool more, int64_t deadline, int abort)
 {
     while (n > 0) {
         ssize_t w = send(fd, p, n, MSG_NOSIGNAL | (more ? MSG_MORE : 0));
@@ -136,8 +152,9 @@ static int send_all(int fd, const char *p, size_t n, bool more, int64_t deadline
         }
         if (w < 0 && errno == EINTR) continue;
         if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            int r = wait_fd(fd, POLLOUT, deadline);
+            int r = wait_fd(fd, POLLOUT, deadline, abort, 0);
             if (r == 0) return R_TIMEOUT;
+            if (r == -2) return R_ABORT;
             if (r < 0) return R_LOST;
             continue;
         }
@@ -164,6 +181,7 @@ static int grow(tenq_client *c, size_t want)
  * request. */
 static int read_answer(tenq_client *c, int64_t deadline, bool *got, bool *close_after)
 {
+    int64_t abort_from = now_ms() + c->abort_after_ms;
     const tq_url *u = &c->servers[c->fd_server];
     tq_http_head h;
     size_t start = 0; /* where the head being read begins (after any 1xx) */
@@ -210,8 +228,13 @@ static int read_answer(tenq_client *c, int64_t deadline, bool *got, bool *close_
         }
         if (errno == EINTR) continue;
         if (errno == EAGAIN || errno == EWOULDBLOCK) {
-            int r = wait_fd(c->fd, POLLIN, deadline);
+            /* A request aborted once the server may have acted on it could
+             * lose what it answers (a lease): abort only after abort_after_ms,
+             * when a lease answered at once would have come, and so the
+             * server is waiting in a long poll. */
+            int r = wait_fd(c->fd, POLLIN, deadline, abort_fd(c), abort_from);
             if (r == 0) return R_TIMEOUT;
+            if (r == -2) return R_ABORT;
             if (r < 0) return R_LOST;
             continue;
         }
@@ -275,8 +298,8 @@ int tq_exchange(tenq_client *c, const char *method, const char *path, const char
         strcpy(head + hl, extra);
         int64_t deadline = now_ms() + c->request_ms + (extra_ms > 0 ? extra_ms : 0);
         bool got = false, close_after = false;
-        int r = send_all(c->fd, head, strlen(head), len > 0, deadline);
-        if (r == 0 && len > 0) r = send_all(c->fd, body, len, false, deadline);
+        int r = send_all(c->fd, head, strlen(head), len > 0, deadline, abort_fd(c));
+        if (r == 0 && len > 0) r = send_all(c->fd, body, len, false, deadline, abort_fd(c));
         if (r == 0) r = read_answer(c, deadline, &got, &close_after);
         if (r == 0) {
             if (close_after) tq_disconnect(c);
@@ -285,7 +308,9 @@ int tq_exchange(tenq_client *c, const char *method, const char *path, const char
         int err = errno;
         tq_disconnect(c);
         if (r == R_LOST && !got && attempt == 0 && (reused || idempotent)) continue;
-        if (r == R_TIMEOUT)
+        if (r == R_ABORT)
+            rc = tq_seterr(c, TENQ_ETIMEOUT, "interrupted (the worker is stopping)");
+        else if (r == R_TIMEOUT)
             rc = tq_seterr(c, TENQ_ETIMEOUT, "no answer from http://%s within %lld ms", u->hostport,
                            (long long)c->request_ms + (extra_ms > 0 ? extra_ms : 0));
         else if (r == R_LOST)

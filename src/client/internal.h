@@ -28,6 +28,13 @@ struct tenq_client {
     int status;     /* of the last answer; 0: none */
     char err[1024]; /* tenq_errmsg */
     char field[64]; /* tenq_errfield; "" when none */
+    /* A worker's thread sets an fd that interrupts its waits when it becomes
+     * readable (the request then fails, its connection closed): how
+     * tenq_worker_stop() ends a long poll at once.  Unset: none.  The wait
+     * for an answer is interrupted only once it lasted abort_after_ms. */
+    bool abort_set;
+    int abort_fd;
+    int abort_after_ms;
 };
 
 /* ---- errors (client.c) ---- */

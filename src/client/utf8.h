@@ -1,0 +1,12 @@
+/* client/utf8 — bytes into valid UTF-8, for text that must cross the
+ * protocol as a JSON string (a handler's error, its output). */
+#ifndef TENQ_CLIENT_UTF8_H
+#define TENQ_CLIENT_UTF8_H
+
+#include <stddef.h>
+
+/* A malloc'd copy of s[0..n) that is valid UTF-8 (each bad byte becomes
+ * U+FFFD) and holds no NUL; NULL when out of memory.  The caller frees it. */
+char *tq_utf8_fix(const char *s, size_t n);
+
+#endif

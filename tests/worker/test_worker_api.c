@@ -1,0 +1,591 @@
+/* libtenq's in-process worker (tenq/worker.h) against a real `tenq serve`
+ * (TENQ_BIN) on port 0 with a private SQLite file: outcomes, concurrency,
+ * progress and stats, cancel, lost leases, stopping (from a signal handler,
+ * with a grace period, twice), and the errors of the API. */
+#include "../unit/runner.h"
+
+#include "tenq/tenq.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---- a server per test ------------------------------------------------------------------------
+ */
+
+static pid_t server_pid;
+static char server_dir[64];
+static char server_url[64];
+
+static void server_kill(int sig)
+{
+    if (server_pid > 0) {
+        kill(server_pid, sig);
+        waitpid(server_pid, NULL, 0);
+        server_pid = 0;
+    }
+}
+
+static void server_cleanup(void)
+{
+    server_kill(SIGTERM);
+    if (server_dir[0]) {
+        char cmd[128];
+        snprintf(cmd, sizeof cmd, "rm -rf %s", server_dir);
+        if (system(cmd) != 0) fprintf(stderr, "  could not remove %s\n", server_dir);
+        server_dir[0] = 0;
+    }
+}
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
+    nanosleep(&ts, NULL);
+}
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void server_start(void)
+{
+    const char *bin = getenv("TENQ_BIN");
+    ASSERT_MSG(bin && *bin, "set TENQ_BIN to the tenq binary");
+    snprintf(server_dir, sizeof server_dir, "/tmp/tenq-wapi-XXXXXX");
+    ASSERT(mkdtemp(server_dir) != NULL);
+    char store[128], portfile[128], log[128];
+    snprintf(store, sizeof store, "sqlite:%s/t.db", server_dir);
+    snprintf(portfile, sizeof portfile, "%s/port", server_dir);
+    snprintf(log, sizeof log, "%s/log", server_dir);
+    atexit(server_cleanup);
+    pid_t parent = getpid();
+    server_pid = fork();
+    ASSERT(server_pid >= 0);
+    if (server_pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGTERM);
+        if (getppid() != parent) _exit(1);
+        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fd >= 0) {
+            dup2(fd, 1);
+            dup2(fd, 2);
+        }
+        execl(bin, "tenq", "serve", "--listen", "127.0.0.1:0", "--store", store, "--port-file",
+              portfile, "--sqlite-sync", "normal", (char *)NULL);
+        _exit(127);
+    }
+    for (int i = 0; i < 1000; i++) {
+        FILE *f = fopen(portfile, "r");
+        int port = 0;
+        if (f) {
+            if (fscanf(f, "%d", &port) != 1) port = 0;
+            fclose(f);
+        }
+        if (port > 0) {
+            snprintf(server_url, sizeof server_url, "http://127.0.0.1:%d", port);
+            return;
+        }
+        sleep_ms(10);
+    }
+    test_fail(__FILE__, __LINE__, "the server did not start within 10 s");
+}
+
+static tenq_client *client(void)
+{
+    tenq_options o;
+    tenq_options_init(&o);
+    const char *urls[] = {server_url};
+    o.servers = urls;
+    o.nservers = 1;
+    tenq_client *c = NULL;
+    ASSERT(tenq_client_new(&o, &c) == 0);
+    return c;
+}
+
+static uint64_t submit(tenq_client *c, const char *queue, const char *type, const char *args)
+{
+    tenq_submit_req r = {0};
+    r.tenant = "acme";
+    r.queue = queue;
+    r.type = type;
+    r.args_json = args;
+    tenq_submit_res res;
+    ASSERT_MSG(tenq_submit(c, &r, &res) == 0, "submit: %s", tenq_errmsg(c));
+    return res.id;
+}
+
+static void set_queue(tenq_client *c, const char *queue, const char *settings)
+{
+    char path[128];
+    snprintf(path, sizeof path, "/v1/queues/%s", queue);
+    ASSERT_MSG(tenq_request(c, "PUT", path, settings, strlen(settings), NULL, NULL) == 0, "%s",
+               tenq_errmsg(c));
+}
+
+/* Waits for the job to leave leased/running (or to finish with finished). */
+static tenq_job *wait_done(tenq_client *c, uint64_t id, bool finished)
+{
+    int64_t until = now_ms() + 20000;
+    for (;;) {
+        tenq_job *j = NULL;
+        ASSERT(tenq_status(c, id, &j) == 0);
+        bool done = finished ? tenq_state_finished(j->state)
+                             : j->state != TENQ_STATE_LEASED && j->state != TENQ_STATE_RUNNING &&
+                                   j->state != TENQ_STATE_READY;
+        if (done) return j;
+        ASSERT_MSG(now_ms() < until, "job %llu still %s", (unsigned long long)id,
+                   tenq_state_name(j->state));
+        tenq_job_free(j);
+        sleep_ms(20);
+    }
+}
+
+/* ---- a worker on a thread ---------------------------------------------------------------------
+ */
+
+typedef struct running {
+    tenq_worker *w;
+    pthread_t th;
+    int rc;
+} running;
+
+static tenq_worker *worker(const char *queue, unsigned concurrency, int64_t grace_ms)
+{
+    tenq_worker_options o;
+    tenq_worker_options_init(&o);
+    const char *urls[] = {server_url};
+    const char *queues[] = {queue};
+    o.servers = urls;
+    o.nservers = 1;
+    o.queues = queues;
+    o.nqueues = 1;
+    o.concurrency = concurrency;
+    o.grace_ms = grace_ms;
+    o.poll_ms = 5000;
+    o.name = "test-worker";
+    tenq_worker *w = NULL;
+    int rc = tenq_worker_new(&o, &w);
+    ASSERT_MSG(rc == 0, "tenq_worker_new: %s", tenq_worker_errmsg(w));
+    return w;
+}
+
+static void *run_main(void *arg)
+{
+    running *r = arg;
+    r->rc = tenq_worker_run(r->w);
+    return NULL;
+}
+
+static void run_start(running *r, tenq_worker *w)
+{
+    r->w = w;
+    r->rc = -999;
+    ASSERT(pthread_create(&r->th, NULL, run_main, r) == 0);
+}
+
+/* Stops the worker and waits for tenq_worker_run(); returns its code. */
+static int run_stop(running *r)
+{
+    tenq_worker_stop(r->w);
+    pthread_join(r->th, NULL);
+    int rc = r->rc;
+    tenq_worker_free(r->w);
+    r->w = NULL;
+    return rc;
+}
+
+/* ---- handlers ------------------------------------------------------------------------------- */
+
+static atomic_int busy, peak;
+
+static tenq_result h_ok(tenq_task *t, void *ctx)
+{
+    (void)ctx;
+    int now = atomic_fetch_add(&busy, 1) + 1;
+    int p = atomic_load(&peak);
+    while (now > p && !atomic_compare_exchange_weak(&peak, &p, now)) continue;
+    sleep_ms(30);
+    atomic_fetch_sub(&busy, 1);
+    char r[256];
+    snprintf(r, sizeof r, "{\"echo\":%s,\"slot\":%u}", tenq_task_job(t)->args_json,
+             tenq_task_slot(t));
+    return tenq_result_ok(r);
+}
+
+static tenq_result h_fail(tenq_task *t, void *ctx)
+{
+    (void)t;
+    (void)ctx;
+    return tenq_result_fail("not today", 60000);
+}
+
+static tenq_result h_dead(tenq_task *t, void *ctx)
+{
+    (void)t;
+    (void)ctx;
+    return tenq_result_no_retry("never");
+}
+
+static tenq_result h_bad_json(tenq_task *t, void *ctx)
+{
+    (void)t;
+    (void)ctx;
+    return tenq_result_ok("{not json");
+}
+
+TEST(outcomes_types_and_concurrency)
+{
+    server_start();
+    tenq_client *c = client();
+    uint64_t ok[12];
+    for (int i = 0; i < 12; i++) {
+        char args[32];
+        snprintf(args, sizeof args, "{\"i\":%d}", i);
+        ok[i] = submit(c, "wq", "Ok", args);
+    }
+    uint64_t fail = submit(c, "wq", "Fail", NULL), dead = submit(c, "wq", "Dead", NULL);
+    uint64_t bad = submit(c, "wq", "Bad", NULL), other = submit(c, "wq", "Unhandled", NULL);
+    tenq_worker *w = worker("wq", 3, 5000);
+    ASSERT(tenq_worker_handle(w, "Ok", h_ok, NULL) == 0);
+    ASSERT(tenq_worker_handle(w, "Fail", h_fail, NULL) == 0);
+    ASSERT(tenq_worker_handle(w, "Dead", h_dead, NULL) == 0);
+    ASSERT(tenq_worker_handle(w, "Bad", h_bad_json, NULL) == 0);
+    running r;
+    run_start(&r, w);
+    for (int i = 0; i < 12; i++) {
+        tenq_job *j = wait_done(c, ok[i], true);
+        ASSERT_EQ(j->state, TENQ_STATE_SUCCEEDED);
+        char want[32];
+        snprintf(want, sizeof want, "{\"i\":%d}", i);
+        ASSERT_MSG(strstr(j->result_json, want), "%s", j->result_json);
+        ASSERT_STR(j->worker, "test-worker");
+        tenq_job_free(j);
+    }
+    tenq_job *j = wait_done(c, fail, false);
+    ASSERT_EQ(j->state, TENQ_STATE_SCHEDULED);
+    ASSERT_STR(j->error, "not today");
+    tenq_job_free(j);
+    j = wait_done(c, dead, true);
+    ASSERT_EQ(j->state, TENQ_STATE_DEAD);
+    ASSERT_STR(j->error, "never");
+    tenq_job_free(j);
+    j = wait_done(c, bad, false);
+    ASSERT_EQ(j->state, TENQ_STATE_SCHEDULED);
+    ASSERT_MSG(!strncmp(j->error, "invalid result JSON", 19), "%s", j->error);
+    tenq_job_free(j);
+    /* a type without a handler is never leased */
+    ASSERT(tenq_status(c, other, &j) == 0);
+    ASSERT_EQ(j->state, TENQ_STATE_READY);
+    tenq_job_free(j);
+    tenq_worker_counts n;
+    tenq_worker_counts_get(w, &n);
+    ASSERT_EQ(n.leased, 15);
+    ASSERT_EQ(n.succeeded, 12);
+    ASSERT_EQ(n.failed, 3);
+    ASSERT_EQ(run_stop(&r), 0);
+    ASSERT_EQ(atomic_load(&peak), 3); /* three at once, never more */
+    tenq_client_free(c);
+}
+
+/* ---- progress and stats ---- */
+
+static tenq_result h_progress(tenq_task *t, void *ctx)
+{
+    (void)ctx;
+    ASSERT(tenq_task_progress(t, "{\"step\":1}") == 0);
+    ASSERT_EQ(tenq_task_progress(t, "{bad"), TENQ_EINVALID);
+    /* the test sees the progress on the server before we return */
+    tenq_client *c = client();
+    int64_t until = now_ms() + 5000;
+    for (;;) {
+        tenq_job *j = NULL;
+        ASSERT(tenq_status(c, tenq_task_job(t)->id, &j) == 0);
+        bool seen = j->progress_json && !strcmp(j->progress_json, "{\"step\":1}");
+        tenq_job_free(j);
+        if (seen) break;
+        ASSERT_MSG(now_ms() < until, "the progress did not reach the server");
+        sleep_ms(20);
+    }
+    tenq_client_free(c);
+    ASSERT(tenq_task_stats(t, "{\"rows\":42}") == 0);
+    return tenq_result_ok("\"fine\"");
+}
+
+TEST(progress_and_stats)
+{
+    server_start();
+    tenq_client *c = client();
+    uint64_t id = submit(c, "wp", "P", NULL);
+    tenq_worker *w = worker("wp", 1, 5000);
+    ASSERT(tenq_worker_handle(w, NULL, h_progress, NULL) == 0); /* every type */
+    running r;
+    run_start(&r, w);
+    tenq_job *j = wait_done(c, id, true);
+    ASSERT_EQ(j->state, TENQ_STATE_SUCCEEDED);
+    ASSERT_STR(j->result_json, "\"fine\"");
+    ASSERT_STR(j->stats_json, "{\"rows\":42}");
+    tenq_job_free(j);
+    ASSERT_EQ(run_stop(&r), 0);
+    tenq_client_free(c);
+}
+
+/* ---- cancel and lost leases ---- */
+
+static tenq_result h_wait_stop(tenq_task *t, void *ctx)
+{
+    atomic_int *seen = ctx;
+    struct pollfd p = {tenq_task_stop_fd(t), POLLIN, 0};
+    int64_t until = now_ms() + 10000;
+    tenq_stop why;
+    while ((why = tenq_task_stopping(t)) == TENQ_STOP_NONE && now_ms() < until) poll(&p, 1, 1000);
+    atomic_store(seen, (int)why);
+    return tenq_result_fail("stopped", TENQ_RETRY_BACKOFF);
+}
+
+TEST(cancel_reaches_the_handler)
+{
+    server_start();
+    tenq_client *c = client();
+    set_queue(c, "wc", "{\"lease_ms\":900}"); /* heartbeats every 300 ms */
+    uint64_t id = submit(c, "wc", "C", NULL);
+    atomic_int seen = 0;
+    tenq_worker *w = worker("wc", 1, 5000);
+    ASSERT(tenq_worker_handle(w, "C", h_wait_stop, &seen) == 0);
+    running r;
+    run_start(&r, w);
+    tenq_job *j = NULL;
+    for (int i = 0; i < 500; i++) {
+        ASSERT(tenq_status(c, id, &j) == 0);
+        bool running = j->state == TENQ_STATE_RUNNING;
+        tenq_job_free(j);
+        if (running) break;
+        sleep_ms(10);
+    }
+    tenq_state st;
+    bool requested;
+    ASSERT(tenq_cancel(c, id, &st, &requested) == 0);
+    ASSERT(requested);
+    j = wait_done(c, id, true);
+    ASSERT_EQ(j->state, TENQ_STATE_CANCELLED);
+    tenq_job_free(j);
+    ASSERT_EQ(atomic_load(&seen), TENQ_STOP_CANCELLED);
+    ASSERT_EQ(run_stop(&r), 0);
+    tenq_client_free(c);
+}
+
+TEST(lost_lease_reaches_the_handler)
+{
+    server_start();
+    tenq_client *c = client();
+    set_queue(c, "wl", "{\"lease_ms\":600}");
+    uint64_t id = submit(c, "wl", "L", NULL);
+    atomic_int seen = 0;
+    tenq_worker *w = worker("wl", 1, 5000);
+    ASSERT(tenq_worker_handle(w, "L", h_wait_stop, &seen) == 0);
+    running r;
+    run_start(&r, w);
+    /* someone else ends the attempt: the worker's next heartbeat is refused */
+    tenq_job *j = NULL;
+    for (int i = 0; i < 500; i++) {
+        ASSERT(tenq_status(c, id, &j) == 0);
+        if (j->state == TENQ_STATE_RUNNING) break;
+        tenq_job_free(j);
+        j = NULL;
+        sleep_ms(10);
+    }
+    ASSERT(j != NULL);
+    tenq_fail_req f = {0};
+    f.error = "taken away";
+    f.no_retry = true;
+    ASSERT(tenq_fail(c, id, j->token, &f, NULL, NULL) == 0);
+    tenq_job_free(j);
+    int64_t until = now_ms() + 5000;
+    while (atomic_load(&seen) == 0 && now_ms() < until) sleep_ms(10);
+    ASSERT_EQ(atomic_load(&seen), TENQ_STOP_LOST);
+    sleep_ms(100);
+    tenq_worker_counts n;
+    tenq_worker_counts_get(w, &n);
+    ASSERT_EQ(n.lost, 1);
+    ASSERT_EQ(n.in_hand, 0); /* its outcome was dropped, not sent */
+    ASSERT_EQ(run_stop(&r), 0);
+    j = wait_done(c, id, true);
+    ASSERT_STR(j->error, "taken away");
+    tenq_job_free(j);
+    tenq_client_free(c);
+}
+
+/* ---- stopping ---- */
+
+static tenq_worker *signalled;
+
+static void on_usr1(int sig)
+{
+    (void)sig;
+    tenq_worker_stop(signalled);
+}
+
+static tenq_result h_raise(tenq_task *t, void *ctx)
+{
+    (void)t;
+    (void)ctx;
+    raise(SIGUSR1); /* the worker stops while this job runs: it still finishes */
+    sleep_ms(200);
+    return tenq_result_ok("{\"finished\":true}");
+}
+
+TEST(stop_from_a_signal_handler_lets_the_job_finish)
+{
+    server_start();
+    tenq_client *c = client();
+    uint64_t id = submit(c, "ws", "S", NULL);
+    submit(c, "ws", "S", NULL); /* never leased: the worker stopped */
+    tenq_worker *w = worker("ws", 1, 5000);
+    ASSERT(tenq_worker_handle(w, "S", h_raise, NULL) == 0);
+    signalled = w;
+    struct sigaction sa = {0};
+    sa.sa_handler = on_usr1;
+    ASSERT(sigaction(SIGUSR1, &sa, NULL) == 0);
+    int64_t t0 = now_ms();
+    ASSERT_EQ(tenq_worker_run(w), 0); /* on this thread: returns after the stop */
+    ASSERT(now_ms() - t0 < 3000);
+    tenq_job *j = NULL;
+    ASSERT(tenq_status(c, id, &j) == 0);
+    ASSERT_EQ(j->state, TENQ_STATE_SUCCEEDED);
+    tenq_job_free(j);
+    ASSERT(tenq_status(c, id + 1, &j) == 0);
+    ASSERT_EQ(j->state, TENQ_STATE_READY);
+    tenq_job_free(j);
+    ASSERT_EQ(tenq_worker_run(w), TENQ_EINVALID); /* once */
+    tenq_worker_free(w);
+    tenq_client_free(c);
+}
+
+TEST(stop_before_run_returns_at_once)
+{
+    server_start();
+    tenq_worker *w = worker("wb", 2, 5000);
+    ASSERT(tenq_worker_handle(w, "X", h_ok, NULL) == 0);
+    tenq_worker_stop(w);
+    int64_t t0 = now_ms();
+    ASSERT_EQ(tenq_worker_run(w), 0);
+    ASSERT(now_ms() - t0 < 1000);
+    tenq_worker_free(w);
+}
+
+TEST(grace_period_then_shutdown)
+{
+    server_start();
+    tenq_client *c = client();
+    uint64_t id = submit(c, "wg", "G", NULL);
+    atomic_int seen = 0;
+    tenq_worker *w = worker("wg", 1, 300);
+    ASSERT(tenq_worker_handle(w, "G", h_wait_stop, &seen) == 0);
+    running r;
+    run_start(&r, w);
+    tenq_job *j = NULL;
+    for (int i = 0; i < 500; i++) {
+        ASSERT(tenq_status(c, id, &j) == 0);
+        bool running = j->state == TENQ_STATE_RUNNING;
+        tenq_job_free(j);
+        if (running) break;
+        sleep_ms(10);
+    }
+    int64_t t0 = now_ms();
+    ASSERT_EQ(run_stop(&r), 0);
+    int64_t took = now_ms() - t0;
+    ASSERT_MSG(took >= 250 && took < 3000, "took %lld ms", (long long)took);
+    ASSERT_EQ(atomic_load(&seen), TENQ_STOP_SHUTDOWN);
+    ASSERT(tenq_status(c, id, &j) == 0);
+    ASSERT_EQ(j->state, TENQ_STATE_SCHEDULED);
+    ASSERT_STR(j->error, "stopped");
+    tenq_job_free(j);
+    tenq_client_free(c);
+}
+
+static tenq_result h_slow(tenq_task *t, void *ctx)
+{
+    (void)t;
+    atomic_int *n = ctx;
+    atomic_fetch_add(n, 1);
+    sleep_ms(300); /* the server goes away meanwhile */
+    return tenq_result_ok(NULL);
+}
+
+TEST(server_away_then_second_stop_abandons)
+{
+    server_start();
+    tenq_client *c = client();
+    set_queue(c, "wa", "{\"lease_ms\":60000}");
+    atomic_int ran = 0;
+    tenq_worker *w = worker("wa", 1, 60000);
+    ASSERT(tenq_worker_handle(w, "A", h_slow, &ran) == 0);
+    running r;
+    run_start(&r, w);
+    /* the server goes away with the job leased: its outcome is kept */
+    submit(c, "wa", "A", NULL);
+    int64_t until = now_ms() + 5000;
+    while (atomic_load(&ran) == 0 && now_ms() < until) sleep_ms(1);
+    server_kill(SIGKILL);
+    sleep_ms(600);
+    tenq_worker_counts n;
+    tenq_worker_counts_get(w, &n);
+    ASSERT_EQ(n.in_hand, 1);
+    tenq_worker_stop(w); /* graceful: would wait out the 60 s grace */
+    sleep_ms(100);
+    int64_t t0 = now_ms();
+    ASSERT_EQ(run_stop(&r), 0); /* the second stop: at once */
+    ASSERT(now_ms() - t0 < 2000);
+    tenq_client_free(c);
+}
+
+/* ---- errors ---- */
+
+TEST(api_errors)
+{
+    tenq_worker_options o;
+    tenq_worker_options_init(&o);
+    tenq_worker *w = NULL;
+    ASSERT_EQ(tenq_worker_new(&o, &w), TENQ_EINVALID); /* no queue */
+    ASSERT(strstr(tenq_worker_errmsg(w), "queue"));
+    tenq_worker_free(w);
+    const char *q[] = {"q"};
+    o.queues = q;
+    o.nqueues = 1;
+    o.concurrency = TENQ_WORKER_MAX_CONCURRENCY + 1;
+    ASSERT_EQ(tenq_worker_new(&o, &w), TENQ_EINVALID);
+    tenq_worker_free(w);
+    o.concurrency = 2;
+    ASSERT_EQ(tenq_worker_new(&o, &w), 0);
+    ASSERT_EQ(tenq_worker_run(w), TENQ_EINVALID); /* no handler */
+    tenq_worker_free(w);
+    ASSERT_EQ(tenq_worker_new(&o, &w), 0);
+    ASSERT_EQ(tenq_worker_handle(w, "has space", h_ok, NULL), TENQ_EINVALID);
+    ASSERT_EQ(tenq_worker_handle(w, "", h_ok, NULL), TENQ_EINVALID);
+    ASSERT_EQ(tenq_worker_handle(w, "T", NULL, NULL), TENQ_EINVALID);
+    ASSERT_EQ(tenq_worker_handle(w, "T", h_ok, NULL), 0);
+    ASSERT_EQ(tenq_worker_handle(w, "T", h_ok, NULL), TENQ_EINVALID); /* twice */
+    ASSERT_EQ(tenq_worker_handle(w, NULL, h_ok, NULL), 0);
+    ASSERT_EQ(tenq_worker_handle(w, NULL, h_ok, NULL), TENQ_EINVALID);
+    char *text = NULL;
+    ASSERT_EQ(tenq_worker_status(w, &text), 0);
+    ASSERT_STR(text, "0 job(s) in hand\n");
+    tenq_free(text);
+    tenq_worker_free(w);
+    tenq_worker_free(NULL);
+    tenq_worker_stop(NULL);
+    tenq_result r = tenq_result_fail("x", -5);
+    ASSERT_EQ(r.retry_in_ms, TENQ_RETRY_BACKOFF);
+    free(r.error);
+    r = tenq_result_no_retry(NULL);
+    ASSERT(!r.ok && r.no_retry && !r.error);
+    r = tenq_result_ok(NULL);
+    ASSERT(r.ok && !r.result_json);
+}
