@@ -1,0 +1,310 @@
+// Jobs: search with filters and paging; a job's page with every field, its
+// timings, its data, and cancel / requeue / delete.
+import { h, s, fmtDur, fmtTime, fmtRel, timeEl, badge, jsonView, KeyedTable, field, STATES, UNFINISHED, replaceKeepFocus } from './dom.js';
+import { api, qs } from './api.js';
+import { ctx, now, toast, describe, denied, confirmDialog, link, jobsHref } from './ctx.js';
+
+const FILTERS = ['tenant', 'queue', 'type', 'state', 'key'];
+
+function datalist(id, names) {
+  return h('datalist', { id }, names.map((n) => h('option', { value: n })));
+}
+
+function errorSnippet(e) {
+  if (!e) return '';
+  const one = String(e).split('\n')[0];
+  return h('span', { class: 'err-snippet', title: String(e), text: one.length > 80 ? one.slice(0, 79) + '…' : one });
+}
+
+export function jobColumns() {
+  const t = now();
+  return [
+    { key: 'id', label: 'ID', num: true, render: (j) => link('#/job/' + j.id, String(j.id), { 'data-fk': 'job-' + j.id, 'aria-label': 'Job ' + j.id }) },
+    { key: 'state', label: 'State', render: (j) => h('span', null, badge(j.state), j.cancel_requested ? h('span', { class: 'badge st-cancelling', text: 'cancel requested' }) : null) },
+    { key: 'tenant', label: 'Tenant', render: (j) => j.tenant },
+    { key: 'queue', label: 'Queue', render: (j) => j.queue },
+    { key: 'type', label: 'Type', render: (j) => h('code', { text: j.type }) },
+    { key: 'key', label: 'Key', render: (j) => (j.key === null ? h('span', { class: 'muted', text: '—' }) : h('code', { text: j.key })) },
+    { key: 'attempts', label: 'Attempts', num: true, render: (j) => `${j.attempts} / ${j.max_attempts}` },
+    { key: 'created', label: 'Created', render: (j) => timeEl(j.created_at, t) },
+    { key: 'finished', label: 'Finished', render: (j) => timeEl(j.finished_at, t) },
+    { key: 'error', label: 'Last error', render: (j) => errorSnippet(j.error) },
+  ];
+}
+
+export function mountList(root, { params }) {
+  const tenantLocked = ctx.role === 'tenant' && ctx.tenant;
+  const f = {};
+  f.id = h('input', { type: 'text', inputmode: 'numeric', name: 'id', placeholder: 'e.g. 123', spellcheck: 'false' });
+  f.tenant = h('input', { type: 'text', name: 'tenant', list: 'dl-tenants', spellcheck: 'false', value: params.get('tenant') || '' });
+  if (tenantLocked) { f.tenant.value = ctx.tenant; f.tenant.readOnly = true; }
+  f.queue = h('input', { type: 'text', name: 'queue', list: 'dl-queues', spellcheck: 'false', value: params.get('queue') || '' });
+  f.type = h('input', { type: 'text', name: 'type', spellcheck: 'false', value: params.get('type') || '' });
+  f.state = h('select', { name: 'state', value: params.get('state') || '' },
+    h('option', { value: '', text: 'any' }), STATES.map((st) => h('option', { value: st, text: st })));
+  f.key = h('input', { type: 'text', name: 'key', spellcheck: 'false', value: params.get('key') || '' });
+  const err = h('p', { class: 'error-text', role: 'alert', hidden: true });
+  const st = ctx.stats || {};
+  const form = h('form', {
+    class: 'filters', role: 'search', 'aria-label': 'Search jobs',
+    onsubmit: (e) => {
+      e.preventDefault();
+      const id = f.id.value.trim();
+      if (id) {
+        if (!/^\d+$/.test(id)) { err.textContent = 'An id is a number.'; err.hidden = false; return; }
+        location.hash = '#/job/' + id;
+        return;
+      }
+      const filter = {};
+      for (const k of FILTERS) filter[k] = f[k].value.trim();
+      if (tenantLocked) delete filter.tenant;
+      const target = jobsHref(filter);
+      if (location.hash === target) ctx.refresh(); else location.hash = target;
+    },
+  }, field('ID', f.id), field('Tenant', f.tenant), field('Queue', f.queue), field('Type', f.type), field('State', f.state), field('Key', f.key),
+  h('div', { class: 'filter-actions' }, h('button', { type: 'submit', class: 'primary' }, 'Search'),
+    h('a', { href: '#/jobs', class: 'button ghost' }, 'Clear')), err,
+  datalist('dl-tenants', (st.tenants || []).map((t) => t.name)), datalist('dl-queues', (st.queues || []).map((q) => q.name)));
+
+  const filter = {};
+  for (const k of FILTERS) if (params.get(k)) filter[k] = params.get(k);
+  const table = new KeyedTable({ caption: 'Jobs', columns: jobColumns(), rowKey: (j) => j.id, empty: 'No job matches.', rowClass: (j) => 'row-' + j.state });
+  const status = h('div');
+  const more = h('button', { type: 'button', hidden: true, onclick: () => loadMore() }, 'Load more');
+  const count = h('p', { class: 'muted small', role: 'status' });
+  let rows = [];
+  let next = null;
+
+  async function loadMore() {
+    more.disabled = true;
+    try {
+      const r = await api('GET', 'v1/jobs' + qs({ ...filter, after_id: next, limit: 50 }));
+      rows = rows.concat(r.jobs);
+      next = r.next;
+      show();
+    } catch (e) { toast(describe(e), 'error'); }
+    more.disabled = false;
+  }
+  function show() {
+    table.update(rows);
+    more.hidden = next === null;
+    count.textContent = `${rows.length} job${rows.length === 1 ? '' : 's'} shown${next !== null ? ', newest first; more below' : ''}.`;
+  }
+
+  root.append(h('div', { class: 'page-head' }, h('h1', { text: 'Jobs' }),
+    h('p', { class: 'muted', text: 'Newest first. An id opens that job.' })), form, status, count, table.el, h('div', { class: 'more' }, more));
+  if (!params.toString()) setTimeout(() => f.id.focus(), 0);
+
+  return {
+    title: 'Jobs',
+    async refresh() {
+      if (rows.length > 1000) return; // a long list stays as loaded
+      try {
+        const r = await api('GET', 'v1/jobs' + qs({ ...filter, limit: Math.min(1000, Math.max(50, rows.length)) }));
+        rows = r.jobs;
+        next = r.next;
+        status.replaceChildren();
+        show();
+      } catch (e) {
+        if (e.status === 401) throw e;
+        status.replaceChildren(denied(e, 'Jobs'));
+      }
+    },
+  };
+}
+
+// ---- one job -------------------------------------------------------------------------------
+
+const KNOWN = new Set(['id', 'tenant', 'queue', 'type', 'key', 'args', 'payloads', 'priority', 'state', 'attempts', 'max_attempts',
+  'run_at', 'created_at', 'ready_at', 'leased_at', 'started_at', 'finished_at', 'worker', 'error', 'result', 'stats', 'progress',
+  'unique_key', 'idempotency_key', 'lease_until', 'cancel_requested', 'merged_into', 'token']);
+
+function timings(j, t) {
+  const live = UNFINISHED.includes(j.state);
+  // one row: from -> to; with no "to" yet on an unfinished job, "so far"
+  const row = (label, from, to, cls, what, running) => {
+    let ms = null, so = false, end = to;
+    if (from && to) ms = to - from;
+    else if (from && !to && live && running) { end = t; ms = t - from; so = true; }
+    if (ms !== null && ms < 0) ms = null; // the stamps of different attempts
+    return { label, from, to: end, ms, cls, so, what };
+  };
+  const rows = [];
+  if (j.ready_at && j.ready_at > j.created_at)
+    rows.push(row('Until ready', j.created_at, j.ready_at, 't-before', 'ready_at − created_at: delayed by run_at, or blocked behind its lane'));
+  rows.push(row('Waited', j.ready_at, j.leased_at, 't-wait', 'leased_at − ready_at: ready until a worker leased it', j.state === 'ready'));
+  rows.push(row('Picked up', j.leased_at, j.started_at, 't-pick', 'started_at − leased_at: leased until its handler started (grows when workers are too few)', j.state === 'leased'));
+  rows.push(row('Ran', j.started_at, j.finished_at, 't-run', 'finished_at − started_at: its handler', j.state === 'running'));
+  return rows;
+}
+
+function timeline(j, segs, t) {
+  const start = j.created_at;
+  const end = j.finished_at || t;
+  const span = Math.max(1, end - start);
+  const W = 1000;
+  const X = (v) => ((v - start) / span) * W;
+  const bars = segs.filter((sg) => sg.ms !== null).map((sg) => s('rect', { class: 'seg ' + sg.cls, x: X(sg.from), y: 4, height: 20, width: Math.max(3, X(sg.to) - X(sg.from)) },
+    s('title', { text: `${sg.label}: ${fmtDur(sg.ms)}` })));
+  return s('svg', { class: 'timeline', viewBox: `0 0 ${W} 28`, preserveAspectRatio: 'none', role: 'img',
+    'aria-label': 'Timeline: ' + segs.filter((sg) => sg.ms !== null).map((sg) => `${sg.label} ${fmtDur(sg.ms)}`).join(', ') },
+  s('rect', { class: 'seg t-bg', x: 0, y: 4, width: W, height: 20 }), bars);
+}
+
+function kv(pairs) {
+  return h('dl', { class: 'kv' }, pairs.filter(Boolean).flatMap(([k, v, key]) => [h('dt', { text: k }), h('dd', { 'data-field': key || null }, v)]));
+}
+// A link to a section further down the page (not a route).
+function jump(id) {
+  return h('a', { href: '#' + id, onclick: (e) => {
+    e.preventDefault();
+    const el = document.getElementById(id);
+    if (el) { el.scrollIntoView({ block: 'start' }); el.focus({ preventScroll: true }); }
+  } }, 'shown below');
+}
+const code = (v) => (v === null || v === undefined ? h('span', { class: 'muted', text: '—' }) : h('code', { text: String(v) }));
+
+export function mountJob(root, { arg }) {
+  const id = arg;
+  const body = h('div');
+  root.append(body);
+  let lastJson = null;
+  let job = null;
+  let timesBox = null;
+
+  async function act(what) {
+    const j = job;
+    try {
+      if (what === 'cancel') {
+        const ok = await confirmDialog({ title: `Cancel job ${j.id}?`, ok: 'Cancel the job', danger: true,
+          body: j.state === 'leased' || j.state === 'running'
+            ? 'It is with a worker: it will be asked to stop (cancel_requested), and ends cancelled.'
+            : 'It has not started: it becomes cancelled at once.' });
+        if (!ok) return;
+        const r = await api('POST', `v1/jobs/${j.id}/cancel`);
+        toast(r.cancel_requested ? `Job ${j.id}: cancel requested.` : `Job ${j.id} ${r.state}.`);
+      } else if (what === 'requeue') {
+        const r = await api('POST', `v1/morgue/${j.id}/requeue`);
+        toast(r.state === 'merged' ? `Job ${j.id} requeued: joined job ${r.merged_into}.` : `Job ${j.id} requeued: ${r.state}.`);
+      } else if (what === 'delete') {
+        const ok = await confirmDialog({ title: `Delete job ${j.id}?`, ok: 'Delete', danger: true,
+          body: 'It is removed from the morgue and from the store, for good.' });
+        if (!ok) return;
+        await api('DELETE', `v1/morgue/${j.id}`);
+        toast(`Job ${j.id} deleted.`);
+      }
+    } catch (e) {
+      toast(describe(e), 'error');
+    }
+    ctx.refresh();
+  }
+
+  function renderTimes(j) {
+    const t = now();
+    const segs = timings(j, t);
+    return h('div', { class: 'timings' },
+      segs.some((sg) => sg.ms !== null) ? timeline(j, segs, t) : null,
+      segs.some((sg) => sg.ms !== null) ? h('div', { class: 'tl-axis muted small' }, h('span', { text: 'created ' + fmtTime(j.created_at) }),
+        h('span', { text: j.finished_at ? 'finished ' + fmtTime(j.finished_at) : 'now' })) : null,
+      h('dl', { class: 'kv timing-kv' }, segs.flatMap((sg) => [
+        h('dt', null, h('span', { class: 'swatch ' + sg.cls, 'aria-hidden': 'true' }), sg.label),
+        h('dd', { 'data-timing': sg.label.toLowerCase().replace(/ /g, '-'), title: sg.what }, sg.ms === null ? '—' : fmtDur(sg.ms) + (sg.so ? ' so far' : ''),
+          h('small', { class: 'muted', text: ' ' + sg.what.split(':')[0] }))])),
+      j.finished_at ? h('p', { class: 'muted small', text: `Total from creation to finish: ${fmtDur(j.finished_at - j.created_at)}.` }) : null);
+
+  }
+
+  function render(j) {
+    const t = now();
+    const unfinished = UNFINISHED.includes(j.state);
+    const actions = h('div', { class: 'actions' },
+      unfinished ? h('button', { type: 'button', class: 'danger', disabled: j.cancel_requested, 'data-fk': 'cancel', onclick: () => act('cancel') },
+        j.cancel_requested ? 'Cancel requested' : 'Cancel') : null,
+      j.state === 'dead' ? h('button', { type: 'button', class: 'primary', 'data-fk': 'requeue', onclick: () => act('requeue') }, 'Requeue') : null,
+      j.state === 'dead' ? h('button', { type: 'button', class: 'ghost danger-text', 'data-fk': 'delete', onclick: () => act('delete') }, 'Delete') : null,
+      j.key !== null ? h('a', { class: 'button ghost', href: jobsHref({ tenant: j.tenant, queue: j.queue, key: j.key }) }, 'Jobs of this lane') : null);
+
+    timesBox = h('div', null, renderTimes(j));
+
+    const fields = kv([
+      ['ID', code(j.id), 'id'],
+      ['State', h('span', null, badge(j.state), j.cancel_requested ? h('span', { class: 'badge st-cancelling', text: 'cancel requested' }) : null), 'state'],
+      ['Tenant', link(jobsHref({ tenant: j.tenant }), j.tenant), 'tenant'],
+      ['Queue', link(jobsHref({ queue: j.queue }), j.queue), 'queue'],
+      ['Type', code(j.type), 'type'],
+      ['Key (lane)', code(j.key), 'key'],
+      ['Priority', String(j.priority), 'priority'],
+      ['Attempts', `${j.attempts} of ${j.max_attempts}`, 'attempts'],
+      ['Run at', timeEl(j.run_at, t, true), 'run_at'],
+      ['Created', timeEl(j.created_at, t, true), 'created_at'],
+      ['Ready at', timeEl(j.ready_at, t, true), 'ready_at'],
+      ['Leased at', timeEl(j.leased_at, t, true), 'leased_at'],
+      ['Started at', timeEl(j.started_at, t, true), 'started_at'],
+      ['Finished at', timeEl(j.finished_at, t, true), 'finished_at'],
+      ['Lease until', j.lease_until ? h('span', null, timeEl(j.lease_until, t, true), ' ', h('small', { class: 'muted', text: fmtRel(j.lease_until, t) })) : code(null), 'lease_until'],
+      ['Worker', code(j.worker), 'worker'],
+      ['Cancel requested', j.cancel_requested ? 'yes' : 'no', 'cancel_requested'],
+      ['Unique key', code(j.unique_key), 'unique_key'],
+      ['Idempotency key', code(j.idempotency_key), 'idempotency_key'],
+      ['Error', j.error === null || j.error === undefined ? code(null) : jump('d-error'), 'error'],
+      ['Result', j.result === null || j.result === undefined ? code(null) : jump('d-result'), 'result'],
+      ['Stats', j.stats === null || j.stats === undefined ? code(null) : jump('d-stats'), 'stats'],
+      ['Progress', j.progress === null || j.progress === undefined ? code(null) : jump('d-progress'), 'progress'],
+      'merged_into' in j ? ['Merged into', j.merged_into ? link('#/job/' + j.merged_into, 'job ' + j.merged_into) : code(null), 'merged_into'] : null,
+      'token' in j ? ['Lease token', code(j.token), 'token'] : null,
+      ...Object.keys(j).filter((k) => !KNOWN.has(k)).map((k) => [k, typeof j[k] === 'object' ? jsonView(j[k]) : code(j[k]), k]),
+    ]);
+
+    const data = [];
+    if ('payloads' in j) {
+      data.push(h('section', { class: 'data', 'aria-labelledby': 'd-payloads' }, h('h3', { id: 'd-payloads', text: `Payloads (${(j.payloads || []).length}, by score)` }),
+        h('div', { class: 'table-wrap' }, h('table', { class: 'grid' }, h('thead', null, h('tr', null, h('th', { class: 'num', text: 'Score' }), h('th', { text: 'Payload' }))),
+          h('tbody', null, (j.payloads || []).map((p) => h('tr', null, h('td', { class: 'num', text: String(p.score) }), h('td', null, jsonView(p.payload)))))))));
+    } else {
+      data.push(h('section', { class: 'data', 'aria-labelledby': 'd-args' }, h('h3', { id: 'd-args', text: 'Args' }), jsonView(j.args === undefined ? null : j.args)));
+    }
+    if (j.error !== null && j.error !== undefined) {
+      data.push(h('section', { class: 'data', 'aria-labelledby': 'd-error' }, h('h3', { id: 'd-error', tabindex: '-1', text: 'Error (the last attempt\'s)' }),
+        h('pre', { class: 'errtext', tabindex: '0', text: j.error })));
+    }
+    for (const [k, label] of [['result', 'Result'], ['stats', 'Stats'], ['progress', 'Progress']]) {
+      if (j[k] === null || j[k] === undefined) continue;
+      data.push(h('section', { class: 'data', 'aria-labelledby': 'd-' + k }, h('h3', { id: 'd-' + k, tabindex: '-1', text: label }), jsonView(j[k])));
+    }
+    const none = [['error', 'error'], ['result', 'result'], ['stats', 'stats'], ['progress', 'progress']]
+      .filter(([k]) => j[k] === null || j[k] === undefined).map(([, w]) => w);
+
+    replaceKeepFocus(body,
+      h('div', { class: 'page-head job-head' }, h('p', { class: 'crumbs' }, link(jobsHref({ tenant: j.tenant }), '← Jobs of ' + j.tenant)),
+        h('h1', null, `Job ${j.id} `, badge(j.state)), h('p', { class: 'muted' }, h('code', { text: j.type }), ` in ${j.queue} for ${j.tenant}`), actions),
+      h('div', { class: 'job-grid' },
+        h('section', { class: 'panel', 'aria-labelledby': 'job-fields' }, h('h2', { id: 'job-fields', text: 'Fields' }), fields),
+        h('section', { class: 'panel', 'aria-labelledby': 'job-times' }, h('h2', { id: 'job-times', text: 'Timings' }), timesBox)),
+      h('div', { class: 'data-grid' }, data),
+      none.length ? h('p', { class: 'muted small', text: `No ${none.join(', ').replace(/, ([^,]*)$/, ' or $1')} recorded.` }) : null);
+  }
+
+  return {
+    title: 'Job ' + id,
+    async refresh() {
+      if (!/^\d+$/.test(id)) { body.replaceChildren(h('div', { class: 'banner error', text: 'A job id is a number.' })); return; }
+      try {
+        const j = await api('GET', 'v1/jobs/' + id);
+        job = j;
+        const js = JSON.stringify(j);
+        if (js !== lastJson) render(j);
+        // unfinished jobs show times "so far": redraw those
+        else if (UNFINISHED.includes(j.state) && timesBox) timesBox.replaceChildren(renderTimes(j));
+        lastJson = js;
+      } catch (e) {
+        if (e.status === 401) throw e;
+        lastJson = null;
+        job = null;
+        body.replaceChildren(h('div', { class: 'page-head' }, h('h1', { text: 'Job ' + id })),
+          e.status === 404 ? h('div', { class: 'banner info', text: `No job ${id} that this token may see (it may have been deleted, or pruned after its queue's retention).` })
+            : denied(e, 'Job ' + id),
+          h('p', null, link('#/jobs', '← Search jobs')));
+      }
+    },
+  };
+}
