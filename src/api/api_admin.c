@@ -26,6 +26,10 @@ static rate_ring *ring_get(server *s, bool queue, const char *name, bool create)
     r->hash = h;
     r->name = xstrdup(name);
     htab_insert(t, h, r);
+    /* A queue or tenant first seen after start was born since the last
+     * sample, at zero: without this, work done in its first second would
+     * never show as a rate. */
+    if (s->rate_samples > 0) r->filled = 1;
     return r;
 }
 
@@ -55,6 +59,11 @@ void rates_sample(server *s)
 {
     engine_foreach_queue(s->e, srv_now(s), sample_queue, s);
     engine_foreach_tenant(s->e, srv_now(s), sample_tenant, s);
+    /* the totals: "" is no queue's name */
+    engine_counts tot;
+    engine_totals(s->e, srv_now(s), &tot);
+    ring_push(ring_get(s, true, "", true), tot.succeeded_total, tot.failed_total);
+    s->rate_samples++;
 }
 
 void rates_get(server *s, bool queue, const char *name, double *ok, double *bad)
@@ -312,11 +321,21 @@ static void json_queue(jbuf *b, server *s, const principal *who, const char *nam
     jb_obj_end(b);
 }
 
+/* A tenant sees a queue its token names, or one where it has jobs: queue
+ * names are other tenants' business otherwise. */
+static bool tenant_sees_queue(server *s, const principal *who, const char *name)
+{
+    if (!who->tok) return true;
+    if (!token_allows_queue(who->tok, name)) return false;
+    if (who->role != ROLE_TENANT || who->tok->queues) return true;
+    return engine_pair_exists(s->e, name, who->tok->tenant);
+}
+
 static void list_queue(void *ctx, const char *name, const engine_queue_settings *qs,
                        const engine_counts *c)
 {
     list_ctx *l = ctx;
-    if (l->who->tok && !token_allows_queue(l->who->tok, name)) return;
+    if (!tenant_sees_queue(l->s, l->who, name)) return;
     json_queue(l->b, l->s, l->who, name, qs, c);
 }
 
@@ -341,7 +360,7 @@ static void queue_reply(server *s, http_req *req, const principal *who, const ch
     engine_queue_settings qs;
     engine_counts c;
     if (engine_queue_get(s->e, srv_now(s), name, &qs, &c) != 0 ||
-        (who->tok && !token_allows_queue(who->tok, name))) {
+        !tenant_sees_queue(s, who, name)) {
         reply_error(req, TENQ_ENOT_FOUND, "name", "no queue %s", name);
         return;
     }
@@ -810,6 +829,7 @@ void h_stats(server *s, http_req *req, const principal *who, const char **args)
         jb_key(&b, "totals");
         jb_obj(&b);
         json_counts(&b, &tot, now);
+        json_rates(&b, s, true, "");
         jb_obj_end(&b);
         uint64_t tx, batches;
         store_counters(s->st, &tx, &batches);
@@ -830,23 +850,28 @@ void h_stats(server *s, http_req *req, const principal *who, const char **args)
 
 /* ---- lanes ----------------------------------------------------------------------------------- */
 
+static bool lane_visible(void *ctx, const char *tenant, const char *queue)
+{
+    return may_see_job(ctx, tenant, queue);
+}
+
 void h_lanes(server *s, http_req *req, const principal *who, const char **args)
 {
     (void)args;
     long long k;
     if (!query_num(req, "limit", 20, 1, 1000, &k)) return;
-    size_t want = who->role == ROLE_TENANT ? 1000 : (size_t)k;
-    engine_lane_info *lanes = xmalloc(want * sizeof(*lanes));
-    size_t n = engine_top_lanes(s->e, want, lanes);
+    engine_lane_info *lanes = xmalloc((size_t)k * sizeof(*lanes));
+    size_t total;
+    /* a tenant's view (lanes and their count) is its own lanes only */
+    size_t n = engine_top_lanes(s->e, (size_t)k, lanes, who->tok ? lane_visible : NULL, (void *)who,
+                                &total);
     jbuf b;
     jb_init(&b);
     jb_obj(&b);
-    jb_kint(&b, "lanes_total", (long long)engine_lane_count(s->e));
+    jb_kint(&b, "lanes_total", (long long)total);
     jb_key(&b, "lanes");
     jb_arr(&b);
-    long shown = 0;
-    for (size_t i = 0; i < n && shown < k; i++) {
-        if (!may_see_job(who, lanes[i].tenant, lanes[i].queue)) continue;
+    for (size_t i = 0; i < n; i++) {
         jb_obj(&b);
         jb_kstr(&b, "tenant", lanes[i].tenant);
         jb_kstr(&b, "queue", lanes[i].queue);
@@ -856,11 +881,46 @@ void h_lanes(server *s, http_req *req, const principal *who, const char **args)
         jb_kstr(&b, "head_state", engine_state_name(lanes[i].head_state));
         jb_kint(&b, "head_run_at", lanes[i].head_run_at);
         jb_obj_end(&b);
-        shown++;
     }
     jb_arr_end(&b);
     jb_obj_end(&b);
     free(lanes);
+    reply_json(req, 200, &b);
+}
+
+/* ---- whoami ---------------------------------------------------------------------------------- */
+
+void h_whoami(server *s, http_req *req, const principal *who, const char **args)
+{
+    (void)s;
+    (void)args;
+    jbuf b;
+    jb_init(&b);
+    jb_obj(&b);
+    if (!who->tok) {
+        /* no tokens: everyone is admin (loopback only) */
+        jb_kstr(&b, "role", "admin");
+        jb_key(&b, "token_id");
+        jb_null(&b);
+        jb_kbool(&b, "auth", false);
+    } else {
+        const token *t = who->tok;
+        jb_kstr(&b, "role",
+                t->role == ROLE_TENANT   ? "tenant"
+                : t->role == ROLE_WORKER ? "worker"
+                                         : "admin");
+        if (t->role == ROLE_TENANT) jb_kstr(&b, "tenant", t->tenant);
+        jb_key(&b, "queues");
+        if (t->queues) {
+            jb_arr(&b);
+            for (size_t i = 0; i < t->nqueues; i++) jb_str(&b, t->queues[i]);
+            jb_arr_end(&b);
+        } else
+            jb_null(&b);
+        jb_kint(&b, "token_id", t->id);
+        jb_kbool(&b, "auth", true);
+    }
+    jb_obj_end(&b);
     reply_json(req, 200, &b);
 }
 

@@ -302,8 +302,18 @@ static int outcome(server *s, uint64_t id, json_t *o, bool ok, engine_err *err)
         }
         f.cancelled = json_is_true(c);
     }
+    json_t *sj = json_object_get(o, "stats");
+    char *stats = sj && !json_is_null(sj) ? canonical_json(sj) : NULL;
+    if (stats && strlen(stats) > 65536) {
+        free(stats);
+        engine_errf(err, TENQ_ETOO_LARGE, "stats", "stats larger than 65536 bytes");
+        return TENQ_ETOO_LARGE;
+    }
+    f.stats = stats;
     engine_state st;
-    return engine_fail(s->e, now, id, tok, &f, &st, err);
+    int rc = engine_fail(s->e, now, id, tok, &f, &st, err);
+    free(stats);
+    return rc;
 }
 
 static void single_outcome(server *s, http_req *req, const principal *who, const char *seg, bool ok)

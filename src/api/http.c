@@ -172,7 +172,8 @@ static void send_reply(http_conn *c, int status, const char *ctype, const char *
                         status, http_status_text(status), date_header(c->srv), len,
                         ctype ? "Content-Type: " : "", ctype ? ctype : "", ctype ? "\r\n" : "",
                         extra ? extra : "", keep ? "" : "Connection: close\r\n");
-    if (len) evbuffer_add(out, body, len);
+    /* HEAD: the same head as GET, without the body */
+    if (len && !(c->req.method && strcmp(c->req.method, "HEAD") == 0)) evbuffer_add(out, body, len);
     reset_request(c);
     if (!keep) {
         c->st = C_CLOSING;

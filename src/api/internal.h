@@ -168,6 +168,7 @@ typedef struct server {
     struct event *defer_ev;
     struct event *sample_ev;
     htab rates_q, rates_t;
+    uint64_t rate_samples; /* samples taken since start */
     struct event *resync_ev;
     bool resyncing;
 
@@ -272,6 +273,7 @@ void h_metrics(server *s, http_req *req, const principal *who, const char **args
 void h_healthz(server *s, http_req *req, const principal *who, const char **args);
 void h_dashboard(server *s, http_req *req, const principal *who, const char **args);
 void h_lanes(server *s, http_req *req, const principal *who, const char **args);
+void h_whoami(server *s, http_req *req, const principal *who, const char **args);
 
 /* Rates (api_admin.c). */
 void rates_sample(server *s);

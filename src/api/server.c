@@ -58,6 +58,7 @@ static const route routes[] = {
     {"DELETE", "/v1/tokens/{}", h_token_revoke, ROLE_ADMIN},
     {"GET", "/v1/stats", h_stats, ROLES_ALL},
     {"GET", "/v1/lanes", h_lanes, ROLE_ADMIN | ROLE_TENANT},
+    {"GET", "/v1/whoami", h_whoami, ROLES_ALL},
     {"GET", "/metrics", h_metrics, ROLE_ADMIN},
     {"GET", "/healthz", h_healthz, 0},
     {"GET", "/", h_dashboard, 0},
@@ -784,10 +785,12 @@ static void on_request(void *ctx, http_req *req)
     const char *args[MAX_ARGS] = {0};
     const route *rt = NULL;
     bool path_known = false;
+    /* HEAD is GET without the body (http.c drops it) */
+    const char *method = strcmp(req->method, "HEAD") == 0 ? "GET" : req->method;
     for (size_t i = 0; i < NROUTES; i++) {
         if (!match(routes[i].pattern, req->path, buf, sizeof buf, args)) continue;
         path_known = true;
-        if (strcmp(routes[i].method, req->method) == 0) {
+        if (strcmp(routes[i].method, method) == 0) {
             rt = &routes[i];
             break;
         }
@@ -834,7 +837,7 @@ static void on_request(void *ctx, http_req *req)
             return;
         }
     }
-    bool mutating = strcmp(req->method, "GET") != 0;
+    bool mutating = strcmp(method, "GET") != 0;
     if (mutating && (s->resyncing || s->stopping) && rt->fn != h_healthz) {
         reply_error(req, TENQ_EUNAVAILABLE, NULL,
                     s->stopping ? "the server is stopping" : "the store failed; reloading");

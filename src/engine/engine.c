@@ -761,6 +761,15 @@ void engine_foreach_queue(engine_t *e, int64_t now, engine_queue_fn fn, void *ct
     }
 }
 
+bool engine_pair_exists(engine_t *e, const char *queue_name, const char *tenant_name)
+{
+    queue *q = engine_queue_find(e, queue_name);
+    tenant *t = engine_tenant_find(e, tenant_name);
+    if (!q || !t) return false;
+    pair_key k = {q, t};
+    return htab_find(&e->pairs, hash_combine(q->hash, t->hash), pair_eq, &k) != NULL;
+}
+
 void engine_foreach_pair(engine_t *e, int64_t now, engine_pair_fn fn, void *ctx)
 {
     (void)now;
@@ -789,15 +798,17 @@ void engine_totals(engine_t *e, int64_t now, engine_counts *o)
     }
 }
 
-size_t engine_top_lanes(engine_t *e, size_t k, engine_lane_info *out)
+size_t engine_top_lanes(engine_t *e, size_t k, engine_lane_info *out, engine_lane_filter keep,
+                        void *ctx, size_t *total)
 {
-    if (k == 0) return 0;
     /* A small sorted insertion over all lanes: O(lanes * k) with k tiny. */
-    size_t n = 0;
+    size_t n = 0, all = 0;
     for (size_t i = 0; i < htab_cap(&e->lanes); i++) {
         lane *l = e->lanes.slots[i].item;
         if (!l || l->len == 0) continue;
-        if (n == k && l->len <= out[n - 1].length) continue;
+        if (keep && !keep(ctx, l->t->name, l->q->name)) continue;
+        all++;
+        if (k == 0 || (n == k && l->len <= out[n - 1].length)) continue;
         size_t pos = n < k ? n : k - 1;
         while (pos > 0 && out[pos - 1].length < l->len) {
             out[pos] = out[pos - 1];
@@ -813,6 +824,7 @@ size_t engine_top_lanes(engine_t *e, size_t k, engine_lane_info *out)
         o->head_run_at = l->head->run_at;
         if (n < k) n++;
     }
+    if (total) *total = all;
     return n;
 }
 

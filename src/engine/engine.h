@@ -253,8 +253,9 @@ typedef struct engine_fail_req {
     const char *error;
     bool has_retry_in;
     int64_t retry_in_ms;
-    bool no_retry;  /* "retry": false -> the morgue now */
-    bool cancelled; /* the worker stopped a cancelled job */
+    bool no_retry;     /* "retry": false -> the morgue now */
+    bool cancelled;    /* the worker stopped a cancelled job */
+    const char *stats; /* the attempt's stats (JSON text), NULL: keep */
 } engine_fail_req;
 
 /* The attempt failed.  *state_out (may be NULL) tells where the job went. */
@@ -333,6 +334,8 @@ typedef void (*engine_pair_fn)(void *ctx, const char *queue, const char *tenant,
 void engine_foreach_tenant(engine_t *e, int64_t now, engine_tenant_fn fn, void *ctx);
 void engine_foreach_queue(engine_t *e, int64_t now, engine_queue_fn fn, void *ctx);
 void engine_foreach_pair(engine_t *e, int64_t now, engine_pair_fn fn, void *ctx);
+/* Has this tenant ever had a job in this queue (since the engine was built)? */
+bool engine_pair_exists(engine_t *e, const char *queue_name, const char *tenant_name);
 /* Totals over all queues. */
 void engine_totals(engine_t *e, int64_t now, engine_counts *c);
 
@@ -344,7 +347,11 @@ typedef struct engine_lane_info {
     int64_t head_run_at;
 } engine_lane_info;
 /* The k longest lanes, longest first.  O(lanes). */
-size_t engine_top_lanes(engine_t *e, size_t k, engine_lane_info *out);
+/* The k longest lanes that keep() accepts (NULL: all), longest first;
+ * *total (if not NULL) gets how many lanes keep() accepted. */
+typedef bool (*engine_lane_filter)(void *ctx, const char *tenant, const char *queue);
+size_t engine_top_lanes(engine_t *e, size_t k, engine_lane_info *out, engine_lane_filter keep,
+                        void *ctx, size_t *total);
 size_t engine_lane_count(const engine_t *e);
 
 /* ---- changes ------------------------------------------------------------- */

@@ -651,7 +651,8 @@ static engine_state attempt_failed(engine_t *e, job *j, int64_t now, const engin
 {
     queue *q = job_queue(j);
     set_str(&j->x->error, f->error ? f->error : "failed");
-    engine_note_job(e, j, 0);
+    if (f->stats) set_str(&j->x->stats, f->stats);
+    engine_note_job(e, j, f->stats ? ENGINE_JF_RESULT : 0);
     if (f->cancelled || (j->flags & JF_CANCEL_REQ)) {
         engine_finish(e, j, ENGINE_CANCELLED, now);
         return ENGINE_CANCELLED;

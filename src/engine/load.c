@@ -38,7 +38,7 @@ int engine_load_job(engine_t *e, int64_t now, const engine_job_info *in, engine_
     j->ready_at = in->ready_at;
     if (in->cancel_requested) j->flags |= JF_CANCEL_REQ;
     bool need_x = has_pl || in->token || in->leased_at || in->started_at || in->finished_at ||
-                  in->worker || in->error || in->progress || in->unique_key ||
+                  in->worker || in->error || in->progress || in->stats || in->unique_key ||
                   in->idempotency_key || (in->lane_seq && in->lane_seq != in->id) ||
                   in->state == ENGINE_DEAD || in->state == ENGINE_LEASED ||
                   in->state == ENGINE_RUNNING;
@@ -51,6 +51,7 @@ int engine_load_job(engine_t *e, int64_t now, const engine_job_info *in, engine_
         x->worker = in->worker ? engine_worker_intern(e, in->worker) : NULL;
         x->error = dup_or_null(in->error);
         x->progress = dup_or_null(in->progress);
+        x->stats = dup_or_null(in->stats);
         x->unique_key = dup_or_null(in->unique_key);
         x->idem_key = dup_or_null(in->idempotency_key);
         if (in->lane_seq && in->lane_seq != in->id) x->lane_seq = in->lane_seq;

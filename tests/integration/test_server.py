@@ -152,6 +152,16 @@ class ReadAndList(ServerTest):
         self.assertEqual(self.srv.req("DELETE", "/v1/jobs")[0], 405)
         self.assertEqual(self.srv.req("PUT", "/v1/lease", {})[0], 405)
 
+    def test_head_is_get_without_a_body(self):
+        status, body, hdrs = self.srv.raw("HEAD", "/healthz")
+        self.assertEqual((status, body), (200, ""))
+        _, full, _ = self.srv.raw("GET", "/healthz")
+        self.assertEqual(int(hdrs["Content-Length"]), len(json.dumps(full, separators=(",", ":"))))
+        self.assertEqual(self.srv.raw("HEAD", "/")[0], 200)
+        self.assertEqual(self.srv.raw("HEAD", "/v1/lease")[0], 405)
+        # the connection is still good for the next request
+        self.assertEqual(self.srv.req("GET", "/healthz")[0], 200)
+
 
 class Wait(ServerTest):
     def test_wait_answers_when_the_job_finishes(self):
@@ -267,6 +277,25 @@ class Workers(ServerTest):
         self.srv.submit(queue="nore")
         j = self.srv.lease(["nore"])[0]
         self.assertEqual(self.srv.fail(j, error="bad input", retry=False)["state"], "dead")
+
+    def test_a_failed_attempt_keeps_its_stats(self):
+        r = self.srv.submit(queue="fstats")
+        j = self.srv.lease(["fstats"])[0]
+        self.srv.fail(j, error="x", stats={"ms": 5}, retry_in_ms=0)
+        self.assertEqual(self.srv.job(r["id"])["stats"], {"ms": 5})
+        j = self.srv.lease(["fstats"], wait_ms=2000)[0]
+        self.assertEqual(self.srv.req("POST", "/v1/jobs/%d/fail" % j["id"],
+                                      {"token": j["token"], "stats": {"big": "x" * 70000}})[0],
+                         413)
+        self.assertEqual(self.srv.job(r["id"])["state"], "leased")  # nothing changed
+        self.srv.ok("POST", "/v1/outcomes", {"outcomes": [
+            {"id": j["id"], "token": j["token"], "ok": False, "error": "y", "retry": False,
+             "stats": {"ms": 7}}]})
+        job = self.srv.job(r["id"])
+        self.assertEqual((job["state"], job["stats"]), ("dead", {"ms": 7}))
+        self.srv.stop()
+        self.srv.start()
+        self.assertEqual(self.srv.job(r["id"])["stats"], {"ms": 7})
 
     def test_outcomes_in_one_request(self):
         for _ in range(3):
@@ -465,6 +494,22 @@ class AdminEndpoints(ServerTest):
         self.assertEqual(self.srv.req("GET", "/v1/morgue?sort=size")[0], 400)
         self.assertEqual(self.srv.req("POST", "/v1/morgue/delete", {"q": 1})[0], 400)
 
+    def test_rates_per_queue_and_in_the_totals(self):
+        for _ in range(6):
+            self.srv.submit(queue="rate")
+        for j in self.srv.lease(["rate"], max=6):
+            self.srv.ack(j)
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            st = self.srv.ok("GET", "/v1/stats")
+            q = [x for x in st["queues"] if x["name"] == "rate"][0]
+            if st["totals"]["completed_per_s"] > 0 and q["completed_per_s"] > 0:
+                break
+            time.sleep(0.2)
+        self.assertGreater(q["completed_per_s"], 0)
+        self.assertGreaterEqual(st["totals"]["completed_per_s"], q["completed_per_s"])
+        self.assertGreaterEqual(st["totals"]["failed_per_s"], 0)
+
     def test_stats_metrics_health_dashboard(self):
         self.srv.submit(queue="obs")
         st = self.srv.ok("GET", "/v1/stats")
@@ -565,6 +610,43 @@ class Auth(unittest.TestCase):
         self.assertEqual(status, 403)
         # the admin still sees it all
         self.assertEqual(self.srv.job(tid, token=self.admin)["args"], {"secret": "s3cr3t"})
+
+    def test_a_tenant_sees_only_its_own_queues_and_lanes(self):
+        self.srv.submit(token=self.other, queue="globex-payroll", key="theirs")
+        self.srv.submit(token=self.other, queue="globex-payroll", key="theirs")
+        self.srv.submit(token=self.acme, queue="acme-mail", key="mine")
+        names = [q["name"] for q in
+                 self.srv.ok("GET", "/v1/queues", token=self.acme)["queues"]]
+        self.assertIn("acme-mail", names)
+        self.assertNotIn("globex-payroll", names)
+        self.assertEqual(self.srv.req("GET", "/v1/queues/globex-payroll",
+                                      token=self.acme)[0], 404)
+        self.assertEqual(self.srv.ok("GET", "/v1/queues/acme-mail",
+                                     token=self.acme)["name"], "acme-mail")
+        # a token that names a queue may read it before it has jobs there
+        named = self.srv.ok("POST", "/v1/tokens", {"role": "tenant:acme",
+                                                   "queues": ["globex-payroll"]},
+                            self.admin)["token"]
+        q = self.srv.ok("GET", "/v1/queues/globex-payroll", token=named)
+        self.assertEqual(q["ready"], 0)  # its own jobs: none
+        lanes = self.srv.ok("GET", "/v1/lanes", token=self.acme)
+        self.assertEqual([l["key"] for l in lanes["lanes"]], ["mine"])
+        self.assertEqual(lanes["lanes_total"], 1)
+        everyone = self.srv.ok("GET", "/v1/lanes?limit=1000", token=self.admin)
+        self.assertGreaterEqual(everyone["lanes_total"], 2)
+        self.assertIn("theirs", [l["key"] for l in everyone["lanes"]])
+
+    def test_whoami(self):
+        me = self.srv.ok("GET", "/v1/whoami", token=self.acme)
+        self.assertEqual((me["role"], me["tenant"], me["queues"]), ("tenant", "acme", None))
+        self.assertTrue(me["auth"])
+        w = self.srv.ok("GET", "/v1/whoami", token=self.qworker)
+        self.assertEqual((w["role"], w["queues"]), ("worker", ["wq"]))
+        self.assertNotIn("tenant", w)
+        a = self.srv.ok("GET", "/v1/whoami", token=self.admin)
+        self.assertEqual(a["role"], "admin")
+        self.assertEqual(self.srv.req("GET", "/v1/whoami")[0], 401)
+        self.assertEqual(self.srv.req("GET", "/v1/whoami", token="nope")[0], 401)
 
     def test_revoked_token_stops_at_once(self):
         t = self.srv.ok("POST", "/v1/tokens", {"role": "tenant:gone"}, self.admin)

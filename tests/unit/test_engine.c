@@ -502,7 +502,7 @@ TEST(lanes_with_different_keys_run_in_parallel)
     ASSERT_EQ(lease_q(e, T0, "q", 200, ids), 50);
     ASSERT_EQ(engine_lane_count(e), 50);
     engine_lane_info top[3];
-    ASSERT_EQ(engine_top_lanes(e, 3, top), 3);
+    ASSERT_EQ(engine_top_lanes(e, 3, top, NULL, NULL, NULL), 3);
     ASSERT_EQ(top[0].length, 3);
     ASSERT_EQ(top[0].head_state, ENGINE_LEASED);
     must_check(e, T0);
