@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -168,12 +169,39 @@ static void send_reply(http_conn *c, int status, const char *ctype, const char *
 {
     struct evbuffer *out = bufferevent_get_output(c->bev);
     bool keep = !close && c->req.keep_alive && !c->close_after;
-    evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\nDate: %s\r\nContent-Length: %zu\r\n%s%s%s%s%s\r\n",
-                        status, http_status_text(status), date_header(c->srv), len,
-                        ctype ? "Content-Type: " : "", ctype ? ctype : "", ctype ? "\r\n" : "",
-                        extra ? extra : "", keep ? "" : "Connection: close\r\n");
+    char head[1024];
+    int hn = snprintf(head, sizeof head,
+                      "HTTP/1.1 %d %s\r\nDate: %s\r\nContent-Length: %zu\r\n%s%s%s%s%s\r\n", status,
+                      http_status_text(status), date_header(c->srv), len,
+                      ctype ? "Content-Type: " : "", ctype ? ctype : "", ctype ? "\r\n" : "",
+                      extra ? extra : "", keep ? "" : "Connection: close\r\n");
+    if (hn < 0) hn = 0;
+    if ((size_t)hn >= sizeof head) hn = (int)sizeof head - 1; /* extra headers are ours: short */
     /* HEAD: the same head as GET, without the body */
-    if (len && !(c->req.method && strcmp(c->req.method, "HEAD") == 0)) evbuffer_add(out, body, len);
+    if (c->req.method && strcmp(c->req.method, "HEAD") == 0) len = 0;
+    /* A reply to a request that waited (a long poll that work woke up) is
+     * written at once, rather than on the next turn of the loop: it leaves
+     * before whatever this turn does next (such as waking the store's writer
+     * thread, which would take the CPU from the worker this reply wakes).
+     * Other replies go out together at the end of the turn, which costs
+     * fewer context switches under load (measured: direct writes for every
+     * reply cut the drain rate by about 10% on 2 cores).  What the socket
+     * does not take goes to the bufferevent (whose output buffer only it
+     * may drain).  A reply that closes is left to the bufferevent, whose
+     * write callback frees the connection. */
+    size_t sent = 0;
+    if (keep && c->req.write_now && evbuffer_get_length(out) == 0) {
+        struct iovec iov[2] = {{head, (size_t)hn}, {(void *)body, len}};
+        struct msghdr mh = {.msg_iov = iov, .msg_iovlen = len ? 2 : 1};
+        ssize_t w = sendmsg(bufferevent_getfd(c->bev), &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (w > 0) sent = (size_t)w;
+    }
+    if (sent < (size_t)hn) {
+        evbuffer_add(out, head + sent, (size_t)hn - sent);
+        if (len) evbuffer_add(out, body, len);
+    } else if (sent - (size_t)hn < len) {
+        evbuffer_add(out, body + (sent - (size_t)hn), len - (sent - (size_t)hn));
+    }
     reset_request(c);
     if (!keep) {
         c->st = C_CLOSING;

@@ -57,6 +57,7 @@ struct http_req {
     const char *peer; /* "ip:port" */
     int64_t start_ns; /* monotonic, when the head was complete */
     /* for the handler */
+    bool write_now; /* reply with a direct write (see send_reply) */
     void *user;
     void (*on_abort)(http_req *req);
     struct http_conn *conn;

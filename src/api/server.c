@@ -645,6 +645,7 @@ void srv_wake_leases(server *s, const char *queue)
         if (!wants) continue;
         http_req *req = w->req;
         req->on_abort = NULL;
+        req->write_now = true; /* a worker waits on this: see send_reply */
         if (try_lease(s, req, &w->who, w->queues, w->nqueues, w->types, w->ntypes, w->max,
                       w->worker)) {
             /* the reply now waits for the commit; the waiter is done */
@@ -652,6 +653,7 @@ void srv_wake_leases(server *s, const char *queue)
             lease_waiter_free(s, w);
             continue;
         }
+        req->write_now = false;
         req->user = w;
         req->on_abort = lease_waiter_abort;
         if (!w->ntypes) break; /* nothing eligible for this queue any more */

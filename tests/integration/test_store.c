@@ -38,13 +38,35 @@ static void pg_exec(const char *url, const char *sql)
     PQfinish(c);
 }
 
+/* The SQLite stores live in one folder per run of this program, made by the
+ * parent before it forks the tests and removed when it exits (the forked
+ * tests leave with _exit, so their own atexit handlers would not run). */
+static char sqlite_base[] = "/tmp/tenq-store-XXXXXX";
+
+static void remove_sqlite_base(void)
+{
+    char cmd[64];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", sqlite_base);
+    if (system(cmd) != 0) fprintf(stderr, "  could not remove %s\n", sqlite_base);
+}
+
+__attribute__((constructor)) static void make_sqlite_base(void)
+{
+    if (!mkdtemp(sqlite_base)) {
+        perror("mkdtemp");
+        exit(1);
+    }
+    atexit(remove_sqlite_base);
+}
+
 /* A fresh, empty store URL for this backend. */
 static char *fresh_url(const char *backend)
 {
     static int counter;
     char *url = malloc(1024);
     if (strcmp(backend, "sqlite") == 0) {
-        char dir[] = "/tmp/tenq-store-XXXXXX";
+        char dir[64];
+        snprintf(dir, sizeof dir, "%s/XXXXXX", sqlite_base);
         ASSERT(mkdtemp(dir));
         snprintf(url, 1024, "sqlite:%s/tenq.db", dir);
         return url;

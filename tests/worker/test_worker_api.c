@@ -60,13 +60,16 @@ static void server_start(void)
 {
     const char *bin = getenv("TENQ_BIN");
     ASSERT_MSG(bin && *bin, "set TENQ_BIN to the tenq binary");
+    server_cleanup(); /* the previous test's server and folder */
     snprintf(server_dir, sizeof server_dir, "/tmp/tenq-wapi-XXXXXX");
     ASSERT(mkdtemp(server_dir) != NULL);
     char store[128], portfile[128], log[128];
     snprintf(store, sizeof store, "sqlite:%s/t.db", server_dir);
     snprintf(portfile, sizeof portfile, "%s/port", server_dir);
     snprintf(log, sizeof log, "%s/log", server_dir);
-    atexit(server_cleanup);
+    static bool registered;
+    if (!registered) atexit(server_cleanup);
+    registered = true;
     pid_t parent = getpid();
     server_pid = fork();
     ASSERT(server_pid >= 0);
