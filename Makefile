@@ -81,3 +81,25 @@ install: build
 # tenq work (lines, exec) and the in-process C API draining a fresh SQLite server.
 bench-worker: build
 	./$(BUILD)/bench_worker ./$(BUILD)/tenq ./$(BUILD)/bench_lines_handler
+
+# ---- the peer comparison (bench/peers/README.md) ----------------------------------------------
+# Installs the peers (apt-get, npm), then runs W1-W4 three times on every system (about 35
+# minutes on 2 cores) and W5 and MEM once (the 5M backlogs take the longest: pg-boss drains
+# about 25 jobs/s there, so it measures 1,000 jobs).  Writes bench/peers/last-run.{json,md},
+# the "Peers" section of bench/RESULTS.md and the headline table of README.md.
+PEERS = python3 bench/peers/run.py --baseline tenq-sqlite --results bench/RESULTS.md --readme README.md
+
+bench-peers: build
+	bench/peers/setup.sh
+	$(PEERS) --runs 3 --workloads W1,W2,W3,W4
+	$(PEERS) --runs 1 --workloads W5,MEM --w5-backlogs 10000,1000000 --merge --timeout 1800
+	$(PEERS) --runs 1 --workloads W5 --w5-backlogs 5000000 --merge --timeout 1800 \
+	    --only beanstalkd,beanstalkd-binlog,sidekiq,graphile-worker,bullmq,tenq-sqlite,tenq-postgres
+	$(PEERS) --runs 1 --workloads W5 --w5-backlogs 5000000 --w5-measure 1000 --merge --timeout 1800 \
+	    --only pg-boss
+
+# Small counts, one run, every system: a smoke test that the harness and every driver work
+# (CI runs it); writes bench/out/peers-quick.{json,md} only.
+bench-peers-quick: build
+	bench/peers/setup.sh
+	python3 bench/peers/run.py --quick --baseline tenq-sqlite

@@ -381,7 +381,8 @@ METRICS = {
     "W2": [("p50_ms", "p50 ms", "low"), ("p90_ms", "p90 ms", "low"), ("p99_ms", "p99 ms", "low"),
            ("max_ms", "max ms", "low")],
     "W3": [("b_wait_p50_ms", "B wait p50 ms", "low"), ("b_wait_p99_ms", "B wait p99 ms", "low"),
-           ("total_jobs_per_s", "all jobs/s", "high")],
+           ("total_jobs_per_s", "all jobs/s", "high"),
+           ("a_max_running", "A's most at once (limit 3)", "low")],
     "W4": [("jobs_per_s", "jobs/s", "high"), ("order_violations", "order violations", "low")],
     "W5": [("fill_jobs_per_s", "fill jobs/s", "high"), ("drain_jobs_per_s", "drain jobs/s", "high"),
            ("measured_jobs", "jobs measured", "")],
@@ -631,6 +632,117 @@ NOTES = [
 ]
 
 
+# The headline: tenq against the best peer, metric by metric.  "Durable" peers
+# fsync every commit before they acknowledge it, as tenq does (PostgreSQL with
+# synchronous_commit=on); beanstalkd's binlog fsyncs at most every 50 ms and
+# the Redis peers run in memory.
+DURABLE_PEERS = {"graphile-worker", "pg-boss"}
+TENQ_SYSTEMS = ["tenq-sqlite", "tenq-postgres"]
+HEADLINE = [
+    # (case, key, label, better, only peers that keep order)
+    ("W1", "drain_jobs_per_s", "W1 drain, jobs/s", "high", False),
+    ("W1", "enqueue_jobs_per_s", "W1 enqueue (bulk), jobs/s", "high", False),
+    ("W2", "p50_ms", "W2 latency p50, ms", "low", False),
+    ("W2", "p99_ms", "W2 latency p99, ms", "low", False),
+    ("W3", "b_wait_p99_ms", "W3 tenant B's wait p99, ms", "low", False),
+    ("W4", "jobs_per_s", "W4 ordered keys, jobs/s (peers that keep order)", "high", True),
+    ("W5@1000000", "drain_jobs_per_s", "W5 drain with 1M queued, jobs/s", "high", False),
+    ("W5@5000000", "drain_jobs_per_s", "W5 drain with 5M queued, jobs/s", "high", False),
+    ("MEM", "bytes_per_job", "bytes per queued job (1M)", "low", False),
+]
+
+
+def _median(r, key):
+    if r is None:
+        return None
+    if key == "bytes_per_job":  # process memory, or the table size for the PostgreSQL-backed systems
+        m = r["summary"].get("rss_bytes_per_job") or r["summary"].get("store_bytes_per_job")
+    else:
+        m = r["summary"].get(key)
+    return m["median"] if m else None
+
+
+def _better(a, b, better):
+    """How many times a is better than b (>1: a wins)."""
+    if a is None or b is None or a <= 0 or b <= 0:
+        return None
+    return a / b if better == "high" else b / a
+
+
+def render_headline(doc, link):
+    res = {(r["system"], r["case"]): r for r in doc["results"]}
+    peers = [n for n in dict.fromkeys(r["system"] for r in doc["results"]) if n not in TENQ_SYSTEMS]
+    out = ["| metric | tenq-sqlite | tenq-postgres | best peer | tenq-sqlite: × better |"
+           " best peer with fsync'd commits | tenq-postgres: × better |",
+           "| --- | ---: | ---: | --- | ---: | --- | ---: |"]
+    for case, key, label, better, ordered_only in HEADLINE:
+        if not any(c == case for _, c in res):
+            continue
+        ts, tp = (_median(res.get((t, case)), key) for t in TENQ_SYSTEMS)
+
+        def best(names):
+            cands = []
+            for n in names:
+                r = res.get((n, case))
+                v = _median(r, key)
+                if v is None or (ordered_only and not r["text"].get("ordered")):
+                    continue
+                cands.append((v, n))
+            if not cands:
+                return None, None
+            return (max if better == "high" else min)(cands)
+
+        bv, bn = best(peers)
+        dv, dn = best([p for p in peers if p in DURABLE_PEERS])
+        def ratio(a, b):
+            x = _better(a, b, better)
+            return f"**{x:.1f}×**" if x is not None and x >= 1 else (f"{x:.2f}× (behind)" if x else "–")
+
+        def peer(n, v):
+            if case == "W3":  # no peer has tenant slots: their B wait is plain FIFO, shown for honesty
+                return f"not supported (FIFO: {n} {fmt(v)})" if n else "not supported"
+            return f"{n} {fmt(v)}" if n else "not supported"
+
+        if case == "W3":
+            a = [_median(res.get((t, case)), "a_max_running") for t in TENQ_SYSTEMS]
+            label += f" (A's most at once: {', '.join(fmt(x) for x in a if x is not None)}; limit 3)"
+        out.append(f"| {label} | {fmt(ts)} | {fmt(tp)} | {peer(bn, bv)} | "
+                   f"{ratio(ts, bv) if case != 'W3' else '–'} | {peer(dn, dv)} | "
+                   f"{ratio(tp, dv) if case != 'W3' else '–'} |")
+    out.append("")
+    out.append("Each cell is the median of the runs; “× better” is tenq's figure over the peer's for rates and"
+               " the peer's over tenq's for times and bytes, so above 1 means tenq is ahead. W3 needs per-tenant"
+               " slots, which no peer has. The full tables, with min–max and every system: "
+               f"[last-run.md]({link}).")
+    return "\n".join(out) + "\n"
+
+
+def splice(path, begin, end, text):
+    """Replaces what lies between the marker lines begin and end in path."""
+    with open(path) as f:
+        s = f.read()
+    i, j = s.find(begin), s.find(end)
+    if i < 0 or j < i:
+        raise SystemExit(f"{path}: markers {begin} ... {end} not found")
+    s = s[:i + len(begin)] + "\n" + text + s[j:]
+    with open(path, "w") as f:
+        f.write(s)
+
+
+def write_reports(doc, args):
+    """--results and --readme: the headline (and for --results the whole report) into marked sections."""
+    if args.results:
+        md = render_md(doc, args.baseline)
+        body = md.split("\n", 2)[2].replace("\n## ", "\n### ")  # the report, one heading level down
+        splice(args.results, "<!-- peers:begin -->", "<!-- peers:end -->",
+               "### Headline\n\n" + render_headline(doc, "peers/last-run.md") + "\n" + body)
+        print(f"results: {args.results}")
+    if args.readme:
+        splice(args.readme, "<!-- peers-headline:begin -->", "<!-- peers-headline:end -->",
+               render_headline(doc, "bench/peers/last-run.md"))
+        print(f"readme:  {args.readme}")
+
+
 def print_table(doc):
     for case in order_cases(doc["results"]):
         rows = [r for r in doc["results"] if r["case"] == case]
@@ -655,6 +767,10 @@ def main():
     ap.add_argument("--md", help="Markdown table (default bench/peers/last-run.md; with --quick bench/out/peers-quick.md)")
     ap.add_argument("--merge", action="store_true",
                     help="keep the results already in --out for the (system, case) pairs not run now")
+    ap.add_argument("--results", help="also write the headline and the tables into the marked section of this"
+                    " file (bench/RESULTS.md: <!-- peers:begin --> ... <!-- peers:end -->)")
+    ap.add_argument("--readme", help="also write the headline table into the marked section of this file"
+                    " (README.md: <!-- peers-headline:begin --> ... <!-- peers-headline:end -->)")
     ap.add_argument("--baseline", help="add 'metric ÷ SYSTEM' ratio columns (e.g. tenq-sqlite)")
     ap.add_argument("--timeout", type=int, default=3600, help="seconds per driver run")
     ap.add_argument("--keep-logs", action="store_true", help="keep the temporary server folders")
@@ -696,6 +812,7 @@ def main():
             f.write(render_md(doc, args.baseline))
         print_table(doc)
         print(f"\ntable: {out_md}")
+        write_reports(doc, args)
         return 0
     if args.only:
         names = [n.strip() for n in args.only.split(",") if n.strip()]
@@ -795,6 +912,7 @@ def main():
             f.write(render_md(doc, args.baseline))
         print_table(doc)
         print(f"\nresults: {out_json}\ntable:   {out_md}")
+        write_reports(doc, args)
         if failures:
             print("\nFAILURES:\n" + "\n".join("  " + f for f in failures))
     return 1 if failures else 0

@@ -37,7 +37,8 @@ def register_systems(register, base):
         def versions(self):
             try:
                 out = subprocess.run([self.bin(), "--version"], capture_output=True, text=True, timeout=10)
-                return {"tenq": (out.stdout or out.stderr).strip().splitlines()[0]}
+                v = (out.stdout or out.stderr).strip().splitlines()[0]
+                return {"tenq": v[5:] if v.startswith("tenq ") else v}
             except (OSError, IndexError, subprocess.TimeoutExpired):
                 return {"tenq": "?"}
 
@@ -73,8 +74,9 @@ def register_systems(register, base):
 
         def durability(self, url):
             if self.store == "sqlite":
-                return "tenq on SQLite (its default settings; see docs/ARCHITECTURE.md)"
-            return "tenq on PostgreSQL: " + ", ".join(
+                return ("SQLite WAL, synchronous=FULL (the default): every submit and outcome fsync'd before"
+                        " it is answered (group commit)")
+            return "PostgreSQL 15, every submit and outcome committed before it is answered: " + ", ".join(
                 f"{k}={v}" for k, v in base.psql_show(self._pgurl(), "synchronous_commit", "fsync").items())
 
         def _pgurl(self):
