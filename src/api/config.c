@@ -51,8 +51,8 @@ static const setting settings[] = {
     {"max-connections", T_INT, F(max_connections), "10000", false, "open connections at most"},
     {"max-wait", T_MS, F(max_wait_ms), "60s", false, "longest long poll (lease, wait)"},
     {"lease-write-delay", T_MS, F(lease_write_delay_ms), "200ms", false,
-     "a lease is stored this long after it is granted, unless its job ended first "
-     "(then only the end is written); 0 stores every lease at once"},
+     "a lease (or a job becoming ready) is stored this long after it happens, unless the "
+     "job changed again first (then only the later row is written); 0 stores them at once"},
     {"log-format", T_STR, F(log_format), "text", false, "text or json"},
     {"log-level", T_STR, F(log_level), "info", false, "debug, info, warn or error"},
     {"admin-token", T_STR, F(admin_token), "", true,

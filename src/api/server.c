@@ -206,7 +206,10 @@ static bool has_waiter(uint64_t id)
  * (or changes again) first: the later row carries the lease fields too.  A
  * crash inside that window loses the lease, which is safe (the job runs again
  * under a new token, see SEMANTICS.md "Durability").  At-most-once leases are
- * never deferred: they are answered only once stored. */
+ * never deferred: they are answered only once stored.  A job becoming ready
+ * (blocked -> ready when its lane moves on, scheduled -> ready when its time
+ * comes) is deferred alike: recovery derives readiness from lanes and run_at,
+ * so the stored "blocked" or "scheduled" loses nothing but ready_at. */
 
 typedef struct deferred_lease {
     uint64_t id;
@@ -254,7 +257,8 @@ static void write_deferred(server *s, int64_t before)
     while (s->dfirst && s->dfirst->at < before) {
         deferred_lease *d = s->dfirst;
         engine_job *j = engine_find(s->e, d->id);
-        if (j && (engine_job_state(j) == ENGINE_LEASED || engine_job_state(j) == ENGINE_RUNNING)) {
+        engine_state st = j ? engine_job_state(j) : ENGINE_DEAD;
+        if (st == ENGINE_READY || st == ENGINE_LEASED || st == ENGINE_RUNNING) {
             engine_job_info in;
             engine_job_get(j, &in);
             store_batch_job(s->batch, &in, 0);
@@ -286,8 +290,12 @@ static bool defer_change(void *ctx, const engine_change *c)
     if (c->kind != ENGINE_CH_JOB) return false;
     deferred_lease *d = dl_find(s, c->id);
     engine_state st = engine_job_state(c->job);
-    bool lease_only = c->fields == 0 && st == ENGINE_LEASED && s->cfg.lease_write_delay_ms > 0;
-    if (lease_only) {
+    /* A job that became ready (its lane moved on, its time came) is deferred
+     * the same way: recovery works readiness out again from lanes and run_at,
+     * and most such jobs are leased and done within the delay. */
+    bool lease_only = c->fields == 0 && (st == ENGINE_LEASED || st == ENGINE_READY) &&
+                      s->cfg.lease_write_delay_ms > 0;
+    if (lease_only && st == ENGINE_LEASED) {
         engine_queue_settings qs;
         if (engine_queue_get(s->e, 0, engine_job_queue(c->job), &qs, NULL) == 0 &&
             qs.delivery == ENGINE_AT_MOST_ONCE)

@@ -1418,6 +1418,23 @@ static snap take_snapshot(engine_t *e, uint64_t max_id)
     return s;
 }
 
+static void snap_free(snap *s)
+{
+    for (size_t i = 0; i < s->n; i++) {
+        engine_job_info *in = &s->v[i];
+        const char *strs[] = {in->tenant,     in->queue,          in->type,  in->key,
+                              in->args,       in->worker,         in->error, in->progress,
+                              in->unique_key, in->idempotency_key};
+        for (size_t k = 0; k < sizeof strs / sizeof *strs; k++) free((char *)strs[k]);
+        if (in->n_payloads) {
+            engine_payload *p = (engine_payload *)in->payloads;
+            for (uint32_t k = 0; k < in->n_payloads; k++) free((char *)p[k].data);
+            free(p);
+        }
+    }
+    free(s->v);
+}
+
 TEST(recovery_restores_every_state_lanes_slots_and_leases)
 {
     engine_t *a = merge_engine();
@@ -1496,6 +1513,7 @@ TEST(recovery_restores_every_state_lanes_slots_and_leases)
     ASSERT(msub(b, T0 + 7, "\"p3\"", 3).merged);
     ASSERT_EQ(info_of(b, m.id).n_payloads, 3);
     must_check(b, T0 + 7);
+    snap_free(&s);
     engine_destroy(a);
     engine_destroy(b);
 }
@@ -1515,6 +1533,7 @@ TEST(recovery_expired_leases_expire_at_the_next_tick)
     ASSERT_EQ(in.state, ENGINE_SCHEDULED);
     ASSERT_STR(in.error, "lease expired");
     must_check(b, later);
+    snap_free(&s);
     engine_destroy(a);
     engine_destroy(b);
 }
@@ -1560,6 +1579,7 @@ TEST(token_floor_never_repeats_a_token_across_runs)
     engine_tick(b, T0 + 3);
     lease1(b, T0 + 3, "q");
     ASSERT_EQ(token_of(b, id2), t1 + 1);
+    snap_free(&s);
     engine_destroy(a);
     engine_destroy(b);
 }
