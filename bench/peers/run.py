@@ -583,15 +583,16 @@ def render_md(doc, baseline=None):
         extra = TEXT_FIELDS.get(wl, [])
         heads += extra
         base = next((r for r in rows if r["system"] == baseline), None) if baseline else None
+        rated = [m for m in present if m[2]]  # no ratio for counts such as "jobs measured"
         if base:
-            heads += [f"{lab} ÷ {baseline}" for _, lab, _ in present]
+            heads += [f"{lab} ÷ {baseline}" for _, lab, _ in rated]
         out.append("| " + " | ".join(heads) + " |")
         out.append("|" + " --- |" * len(heads))
         for r in rows:
             cells = [r["system"], str(r["n_runs"])] + [cell(r["summary"], k, None) for k, _, _ in present]
             cells += [str(r["text"].get(k, "")) for k in extra]
             if base:
-                for k, _, _ in present:
+                for k, _, _ in rated:
                     a, b = r["summary"].get(k), base["summary"].get(k)
                     cells.append(f"{a['median'] / b['median']:.2f}" if a and b and b["median"] else "–")
             out.append("| " + " | ".join(cells) + " |")
