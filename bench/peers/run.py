@@ -429,7 +429,16 @@ def on_signal(signum, frame):
     raise Interrupted(f"signal {signum}")
 
 
+def settle():
+    """A quiet machine for the next run: the previous system's dirty pages (a PostgreSQL
+    checkpoint at shutdown, a binlog, a deleted data folder) are written out now, not while
+    the next system fsyncs its own commits."""
+    os.sync()
+    time.sleep(1.0)
+
+
 def run_once(system, workload, params, concurrency, timeout, keep_logs):
+    settle()
     tmp = tempfile.mkdtemp(prefix=f"peers-{system.name}-")
     try:
         url = system.start(tmp)

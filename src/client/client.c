@@ -153,8 +153,16 @@ int tq_call_json(tenq_client *c, const char *method, const char *path, json_t *b
         json_decref(body);
         if (!text) return tq_seterr(c, TENQ_ENOMEM, "out of memory");
     }
-    int rc = tq_call(c, method, path, text, text ? strlen(text) : 0, extra_ms);
+    int rc = tq_call_text(c, method, path, text, text ? strlen(text) : 0, extra_ms, answer);
     free(text);
+    return rc;
+}
+
+int tq_call_text(tenq_client *c, const char *method, const char *path, const char *body, size_t len,
+                 int64_t extra_ms, json_t **answer)
+{
+    if (answer) *answer = NULL;
+    int rc = tq_call(c, method, path, body, len, extra_ms);
     if (rc != 0 || !answer) return rc;
     json_error_t jerr;
     json_t *a = json_loadb(c->body, c->body_len, 0, &jerr);

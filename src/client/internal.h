@@ -63,6 +63,23 @@ int tq_call(tenq_client *c, const char *method, const char *path, const char *bo
  * TENQ_EPROTOCOL). */
 int tq_call_json(tenq_client *c, const char *method, const char *path, json_t *body,
                  int64_t extra_ms, json_t **answer);
+/* The same with the body as text (not released). */
+int tq_call_text(tenq_client *c, const char *method, const char *path, const char *body, size_t len,
+                 int64_t extra_ms, json_t **answer);
+
+/* ---- JSON text written directly (json.c): for bodies built in bulk,
+ * where building a jansson tree and dumping it would cost more than the
+ * request.  A failed append (out of memory) sets oom and appends nothing
+ * more; the text is then not to be sent. */
+typedef struct tq_buf {
+    char *p;
+    size_t len, cap;
+    bool oom;
+} tq_buf;
+void tq_buf_raw(tq_buf *b, const char *s, size_t n);
+/* ,"key":"escaped value" (without the comma when first); TENQ_EINVALID
+ * naming the field when v is not UTF-8.  Nothing when v is NULL. */
+int tq_buf_str(tenq_client *c, tq_buf *b, const char *key, const char *v, bool first);
 
 /* ---- JSON helpers (json.c) ---- */
 /* Parses caller-given JSON text for a request field; TENQ_EINVALID naming

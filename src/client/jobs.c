@@ -1,6 +1,7 @@
 /* Jobs: submit (one, a batch), status, wait, cancel. */
 #include "client/internal.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +40,53 @@ out:
     else
         *out = o;
     return rc;
+}
+
+/* The same job as JSON text appended to b (the batch path: no tree, no dump). */
+static int job_text(tenq_client *c, const tenq_submit_req *r, tq_buf *b)
+{
+    if (!r || !r->queue || !r->type) {
+        int rc = tq_seterr(c, TENQ_EINVALID, "a job needs a queue and a type");
+        snprintf(c->field, sizeof c->field, "%s", r && r->queue ? "type" : "queue");
+        return rc;
+    }
+    int rc = 0;
+    tq_buf_raw(b, "{", 1);
+    if ((rc = tq_buf_str(c, b, "queue", r->queue, true)) ||
+        (rc = tq_buf_str(c, b, "type", r->type, false)) ||
+        (rc = tq_buf_str(c, b, "tenant", r->tenant, false)) ||
+        (rc = tq_buf_str(c, b, "key", r->key, false)) ||
+        (rc = tq_buf_str(c, b, "unique_key", r->unique_key, false)) ||
+        (rc = tq_buf_str(c, b, "idempotency_key", r->idempotency_key, false)))
+        return rc;
+    if (r->args_json) { /* checked, then sent as the caller wrote it */
+        json_t *a;
+        if ((rc = tq_json_arg(c, "args", r->args_json, &a)) != 0) return rc;
+        json_decref(a);
+        tq_buf_raw(b, ",\"args\":", 8);
+        tq_buf_raw(b, r->args_json, strlen(r->args_json));
+    }
+    char num[64];
+    if (r->unique) tq_buf_raw(b, ",\"unique\":true", 14);
+    if (r->has_priority)
+        tq_buf_raw(b, num, (size_t)snprintf(num, sizeof num, ",\"priority\":%d", (int)r->priority));
+    if (r->run_at)
+        tq_buf_raw(b, num,
+                   (size_t)snprintf(num, sizeof num, ",\"run_at\":%lld", (long long)r->run_at));
+    if (r->max_attempts)
+        tq_buf_raw(b, num,
+                   (size_t)snprintf(num, sizeof num, ",\"max_attempts\":%lld",
+                                    (long long)r->max_attempts));
+    if (r->has_score) {
+        if (!isfinite(r->score)) {
+            rc = tq_seterr(c, TENQ_EINVALID, "score must be a finite number");
+            snprintf(c->field, sizeof c->field, "score");
+            return rc;
+        }
+        tq_buf_raw(b, num, (size_t)snprintf(num, sizeof num, ",\"score\":%.17g", r->score));
+    }
+    tq_buf_raw(b, "}", 1);
+    return b->oom ? tq_seterr(c, TENQ_ENOMEM, "out of memory") : 0;
 }
 
 /* One job's answer: {"id", "state", ...} or {"error": {...}}. */
@@ -113,6 +161,9 @@ int tenq_submit_json(tenq_client *c, const char *job_json, tenq_submit_res *res)
     return submit_one(c, o, res);
 }
 
+static int batch_results(tenq_client *c, int rc, json_t *a, size_t m, const size_t *idx,
+                         tenq_submit_res *res);
+
 /* Sends the objects in jobs (an array, stolen) for the indexes in idx;
  * results land at res[idx[k]]. */
 static int send_batch(tenq_client *c, json_t *jobs, const size_t *idx, tenq_submit_res *res)
@@ -129,6 +180,13 @@ static int send_batch(tenq_client *c, json_t *jobs, const size_t *idx, tenq_subm
     }
     json_t *a = NULL;
     int rc = tq_call_json(c, "POST", "/v1/jobs", body, 0, &a);
+    return batch_results(c, rc, a, m, idx, res);
+}
+
+/* The answer a (released) of a batch of m jobs, into res[idx[k]]. */
+static int batch_results(tenq_client *c, int rc, json_t *a, size_t m, const size_t *idx,
+                         tenq_submit_res *res)
+{
     if (rc != 0) {
         for (size_t k = 0; k < m; k++) fail_result(c, rc, &res[idx[k]]);
         return rc;
@@ -157,37 +215,33 @@ int tenq_submit_batch(tenq_client *c, const tenq_submit_req *jobs, size_t n, ten
     tq_clearerr(c);
     int rc = batch_check(c, n, jobs, res);
     if (rc != 0) return rc;
-    json_t *arr = json_array();
     size_t *idx = malloc(n * sizeof(size_t));
-    if (!arr || !idx) {
-        json_decref(arr);
-        free(idx);
-        return tq_seterr(c, TENQ_ENOMEM, "out of memory");
-    }
+    if (!idx) return tq_seterr(c, TENQ_ENOMEM, "out of memory");
+    tq_buf b = {0};
+    tq_buf_raw(&b, "{\"jobs\":[", 9);
     size_t m = 0;
-    for (size_t i = 0; i < n; i++) {
-        json_t *o;
-        int jrc = job_object(c, &jobs[i], &o);
-        if (jrc == TENQ_ENOMEM) {
-            rc = jrc;
-            break;
-        }
-        if (jrc != 0) {
+    for (size_t i = 0; i < n && !b.oom; i++) {
+        size_t mark = b.len;
+        if (m) tq_buf_raw(&b, ",", 1);
+        int jrc = job_text(c, &jobs[i], &b);
+        if (jrc == TENQ_ENOMEM || b.oom) break;
+        if (jrc != 0) { /* this job is answered here; the others go */
+            b.len = mark;
             fail_result(c, jrc, &res[i]);
             continue;
         }
-        if (json_array_append_new(arr, o) != 0) {
-            rc = tq_seterr(c, TENQ_ENOMEM, "out of memory");
-            break;
-        }
         idx[m++] = i;
     }
-    if (rc == 0) {
+    tq_buf_raw(&b, "]}", 2);
+    if (b.oom) {
+        rc = tq_seterr(c, TENQ_ENOMEM, "out of memory");
+    } else if (m) {
         tq_clearerr(c);
-        rc = send_batch(c, arr, idx, res);
-    } else {
-        json_decref(arr);
+        json_t *a = NULL;
+        rc = tq_call_text(c, "POST", "/v1/jobs", b.p, b.len, 0, &a);
+        rc = batch_results(c, rc, a, m, idx, res);
     }
+    free(b.p);
     free(idx);
     return rc;
 }

@@ -55,3 +55,18 @@ char *tq_utf8_fix(const char *s, size_t n)
     out[o] = 0;
     return out;
 }
+
+int tq_utf8_valid(const char *s, size_t n)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    for (size_t i = 0; i < n;) {
+        if (p[i] >= 0x20 && p[i] < 0x80) { /* the common case */
+            i++;
+            continue;
+        }
+        size_t l = seq_len(p + i, n - i);
+        if (!l) return 0;
+        i += l;
+    }
+    return 1;
+}

@@ -9,4 +9,7 @@
  * U+FFFD) and holds no NUL; NULL when out of memory.  The caller frees it. */
 char *tq_utf8_fix(const char *s, size_t n);
 
+/* Whether s[0..n) is valid UTF-8 without NUL. */
+int tq_utf8_valid(const char *s, size_t n);
+
 #endif

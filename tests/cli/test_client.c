@@ -304,12 +304,22 @@ TEST(batches_answer_per_index)
         jobs[i].type = "t";
         jobs[i].args_json = "{\"n\":1}";
     }
-    jobs[7].type = NULL;            /* refused locally */
-    jobs[9].max_attempts = 1000000; /* refused by the server */
+    jobs[7].type = NULL;                                  /* refused locally */
+    jobs[9].max_attempts = 1000000;                       /* refused by the server */
+    jobs[11].key = "bad \xff key";                        /* not UTF-8: refused locally */
+    jobs[12].args_json = "{\"n\":";                       /* not JSON: refused locally */
+    jobs[13].unique_key = "quote\" back\\slash \xc3\xa9"; /* escaped on the way */
+    jobs[13].args_json = " {\"s\": \"a\\\"b\", \"x\": [1, 2.5e3]} "; /* sent as written */
     ASSERT_EQ(tenq_submit_batch(c, jobs, N, res), 0);
+    ASSERT_STR(res[11].field, "key");
+    ASSERT_STR(res[12].field, "args");
+    /* the escaped unique key arrived exactly: the same key again is a duplicate */
+    tenq_submit_res again;
+    ASSERT_EQ(tenq_submit_batch(c, &jobs[13], 1, &again), 0);
+    ASSERT_MSG(again.err == 0 && again.duplicate && again.id == res[13].id, "%s", again.message);
     uint64_t last = 0;
     for (int i = 0; i < N; i++) {
-        if (i == 7 || i == 9) {
+        if (i == 7 || i == 9 || i == 11 || i == 12) {
             ASSERT_EQ(res[i].err, TENQ_EINVALID);
             ASSERT(res[i].message[0]);
             continue;
