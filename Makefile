@@ -45,7 +45,7 @@ test-asan: asan
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 	    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j 2
 
-FORMAT_FILES = $(shell find src tests bench include examples -name '*.[ch]' 2>/dev/null)
+FORMAT_FILES = $(shell find src tests bench include examples tools -name '*.[ch]' 2>/dev/null)
 
 format:
 	clang-format -i $(FORMAT_FILES)

@@ -74,11 +74,13 @@ static void print_object(const json_t *o)
     }
 }
 
-/* GET path; prints the JSON, or hands the answer to show. */
-static int show(cli *c, const char *path, void (*show)(const json_t *))
+/* Calls method path with body (taken; may be NULL); prints the JSON
+ * answer, or hands it to show. */
+static int call_show(cli *c, const char *method, const char *path, json_t *body,
+                     void (*show)(const json_t *))
 {
     json_t *a;
-    int rc = cli_call(c, "GET", path, NULL, &a);
+    int rc = cli_call(c, method, path, body, &a);
     if (rc) return rc;
     if (c->json)
         cli_print_answer(c);
@@ -86,6 +88,11 @@ static int show(cli *c, const char *path, void (*show)(const json_t *))
         show(a);
     json_decref(a);
     return 0;
+}
+
+static int show(cli *c, const char *path, void (*fn)(const json_t *))
+{
+    return call_show(c, "GET", path, NULL, fn);
 }
 
 /* ---- stats -------------------------------------------------------------------------------------
@@ -245,14 +252,7 @@ static int tenant_set(cli *c, int argc, char **argv)
     }
     char path[512];
     cli_path(path, sizeof path, "/v1/tenants/", pos[0]);
-    json_t *a;
-    if ((rc = cli_call(c, "PUT", path, body, &a)) != 0) return rc;
-    if (c->json)
-        cli_print_answer(c);
-    else
-        print_object(a);
-    json_decref(a);
-    return 0;
+    return call_show(c, "PUT", path, body, print_object);
 }
 
 int cmd_tenant(cli *c, int argc, char **argv)
@@ -412,14 +412,7 @@ static int queue_set(cli *c, int argc, char **argv)
     }
     char path[512];
     cli_path(path, sizeof path, "/v1/queues/", pos[0]);
-    json_t *a;
-    if ((rc = cli_call(c, "PUT", path, body, &a)) != 0) return rc;
-    if (c->json)
-        cli_print_answer(c);
-    else
-        print_object(a);
-    json_decref(a);
-    return 0;
+    return call_show(c, "PUT", path, body, print_object);
 }
 
 int cmd_queue(cli *c, int argc, char **argv)

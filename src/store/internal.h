@@ -92,6 +92,10 @@ engine_job_info *rows_add(rows_builder *rb);
 const char *rows_str(rows_builder *rb, const char *s);
 void rows_keep(rows_builder *rb, void *p);
 void rows_free(rows_builder *rb);
+struct store_rowacc;
+/* Adds the job of a database row (read through acc), its strings and
+ * payloads copied into the rows.  0, or TENQ_ECORRUPT with the store's error set. */
+int rows_add_row(store_t *s, rows_builder *rb, const struct store_rowacc *acc, void *row);
 
 /* A finished piece of work waiting for store_dispatch. */
 typedef struct store_result {

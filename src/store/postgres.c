@@ -862,36 +862,9 @@ static int pg_query(store_t *s, uint64_t id, const store_job_query *jq, rows_bui
         return rc;
     }
     int rc = 0;
-    char msg[256];
     for (int i = 0; i < PQntuples(res) && !rc; i++) {
         pgrow r = {res, i};
-        engine_job_info in;
-        engine_payload *pl;
-        rc = store_row_to_job(&pg_acc, &r, &in, &pl, msg, sizeof msg);
-        if (rc) {
-            store_set_err(s, "%s", msg);
-            break;
-        }
-        engine_job_info *o = rows_add(rows);
-        *o = in;
-#define COPY(f) o->f = rows_str(rows, in.f)
-        COPY(tenant);
-        COPY(queue);
-        COPY(type);
-        COPY(key);
-        COPY(args);
-        COPY(worker);
-        COPY(error);
-        COPY(result);
-        COPY(stats);
-        COPY(progress);
-        COPY(unique_key);
-        COPY(idempotency_key);
-#undef COPY
-        if (pl) {
-            rows_keep(rows, pl);
-            for (uint32_t k = 0; k < in.n_payloads; k++) rows_keep(rows, (void *)pl[k].data);
-        }
+        rc = rows_add_row(s, rows, &pg_acc, &r);
     }
     PQclear(res);
     return rc;

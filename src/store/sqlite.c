@@ -937,37 +937,8 @@ static int sq_query(store_t *s, uint64_t id, const store_job_query *jq, rows_bui
         if (jq->before_id) sqlite3_bind_int64(t, bi++, (long long)jq->before_id);
         sqlite3_bind_int64(t, bi++, jq->limit ? jq->limit : 100);
     }
-    char msg[256];
     int rc = 0;
-    while ((src = sqlite3_step(t)) == SQLITE_ROW) {
-        engine_job_info in;
-        engine_payload *pl;
-        rc = store_row_to_job(&sq_acc, t, &in, &pl, msg, sizeof msg);
-        if (rc) {
-            store_set_err(s, "%s", msg);
-            break;
-        }
-        engine_job_info *o = rows_add(rows);
-        *o = in;
-#define COPY(f) o->f = rows_str(rows, in.f)
-        COPY(tenant);
-        COPY(queue);
-        COPY(type);
-        COPY(key);
-        COPY(args);
-        COPY(worker);
-        COPY(error);
-        COPY(result);
-        COPY(stats);
-        COPY(progress);
-        COPY(unique_key);
-        COPY(idempotency_key);
-#undef COPY
-        if (pl) {
-            rows_keep(rows, pl);
-            for (uint32_t i = 0; i < in.n_payloads; i++) rows_keep(rows, (void *)pl[i].data);
-        }
-    }
+    while (!rc && (src = sqlite3_step(t)) == SQLITE_ROW) rc = rows_add_row(s, rows, &sq_acc, t);
     sqlite3_finalize(t);
     if (rc) return rc;
     return src == SQLITE_DONE ? 0 : fail(s, q->rdb, src, "query");

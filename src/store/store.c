@@ -1,6 +1,7 @@
 /* The backend-independent part of the store: batches, the writer thread
  * (group commit), the reader thread, and handing results back. */
 #include "internal.h"
+#include "schema.h"
 
 #include "base/xalloc.h"
 
@@ -144,6 +145,39 @@ const char *rows_str(rows_builder *rb, const char *s)
     char *c = xstrdup(s);
     rows_keep(rb, c);
     return c;
+}
+
+int rows_add_row(store_t *s, rows_builder *rb, const store_rowacc *acc, void *row)
+{
+    engine_job_info in;
+    engine_payload *pl;
+    char msg[256];
+    int rc = store_row_to_job(acc, row, &in, &pl, msg, sizeof msg);
+    if (rc) {
+        store_set_err(s, "%s", msg);
+        return rc;
+    }
+    engine_job_info *o = rows_add(rb);
+    *o = in;
+#define COPY(f) o->f = rows_str(rb, in.f)
+    COPY(tenant);
+    COPY(queue);
+    COPY(type);
+    COPY(key);
+    COPY(args);
+    COPY(worker);
+    COPY(error);
+    COPY(result);
+    COPY(stats);
+    COPY(progress);
+    COPY(unique_key);
+    COPY(idempotency_key);
+#undef COPY
+    if (pl) {
+        rows_keep(rb, pl);
+        for (uint32_t k = 0; k < in.n_payloads; k++) rows_keep(rb, (void *)pl[k].data);
+    }
+    return 0;
 }
 
 void rows_free(rows_builder *rb)

@@ -2,6 +2,7 @@
  * SQLite file, over real sockets: every call, errors, keep-alive, failover,
  * timeouts, and answers that are not HTTP. */
 #include "../unit/runner.h"
+#include "../unit/server_proc.h"
 
 #include "tenq/tenq.h"
 
@@ -20,82 +21,6 @@
 /* ---- a server per test ------------------------------------------------------------------------
  */
 
-static pid_t server_pid;
-static char server_dir[64];
-static char server_url[64];
-
-static void server_stop(void)
-{
-    if (server_pid > 0) {
-        kill(server_pid, SIGTERM);
-        int st;
-        waitpid(server_pid, &st, 0);
-        server_pid = 0;
-    }
-    if (server_dir[0]) {
-        char cmd[128];
-        snprintf(cmd, sizeof cmd, "rm -rf %s", server_dir);
-        if (system(cmd) != 0) fprintf(stderr, "  could not remove %s\n", server_dir);
-        server_dir[0] = 0;
-    }
-}
-
-static void sleep_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
-    nanosleep(&ts, NULL);
-}
-
-/* Starts `tenq serve` with extra flags (NULL-terminated); sets server_url. */
-static void server_start(const char *const *extra)
-{
-    const char *bin = getenv("TENQ_BIN");
-    ASSERT_MSG(bin && *bin, "set TENQ_BIN to the tenq binary");
-    snprintf(server_dir, sizeof server_dir, "/tmp/tenq-libtest-XXXXXX");
-    ASSERT(mkdtemp(server_dir) != NULL);
-    char store[128], portfile[128], log[128];
-    snprintf(store, sizeof store, "sqlite:%s/t.db", server_dir);
-    snprintf(portfile, sizeof portfile, "%s/port", server_dir);
-    snprintf(log, sizeof log, "%s/log", server_dir);
-    atexit(server_stop);
-    pid_t parent = getpid();
-    server_pid = fork();
-    ASSERT(server_pid >= 0);
-    if (server_pid == 0) {
-        /* the server dies with its test, even one killed by the runner's alarm */
-        prctl(PR_SET_PDEATHSIG, SIGTERM);
-        if (getppid() != parent) _exit(1);
-        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        if (fd >= 0) {
-            dup2(fd, 1);
-            dup2(fd, 2);
-        }
-        const char *argv[32] = {"tenq", "serve",       "--listen", "127.0.0.1:0",   "--store",
-                                store,  "--port-file", portfile,   "--sqlite-sync", "normal"};
-        int n = 10;
-        for (int i = 0; extra && extra[i] && n < 30; i++) argv[n++] = extra[i];
-        argv[n] = NULL;
-        execv(bin, (char *const *)argv);
-        _exit(127);
-    }
-    for (int i = 0; i < 1000; i++) {
-        FILE *f = fopen(portfile, "r");
-        int port = 0;
-        if (f) {
-            if (fscanf(f, "%d", &port) != 1) port = 0;
-            fclose(f);
-        }
-        if (port > 0) {
-            snprintf(server_url, sizeof server_url, "http://127.0.0.1:%d", port);
-            return;
-        }
-        int st;
-        ASSERT_MSG(waitpid(server_pid, &st, WNOHANG) == 0, "the server exited (see its log)");
-        sleep_ms(10);
-    }
-    test_fail(__FILE__, __LINE__, "the server did not start within 10 s");
-}
-
 static tenq_client *client_for(const char *const *urls, size_t n, const char *token)
 {
     tenq_options o;
@@ -113,7 +38,7 @@ static tenq_client *client_for(const char *const *urls, size_t n, const char *to
 
 static tenq_client *client(void)
 {
-    const char *urls[] = {server_url};
+    const char *urls[] = {test_server_url};
     return client_for(urls, 1, NULL);
 }
 
@@ -168,7 +93,7 @@ TEST(options_and_bad_urls)
 
 TEST(submit_status_wait_cancel)
 {
-    server_start(NULL);
+    test_server_start(NULL);
     tenq_client *c = client();
     tenq_submit_req r = {0};
     r.tenant = "acme";
@@ -227,12 +152,12 @@ TEST(submit_status_wait_cancel)
     ASSERT_STR(tenq_errmsg(c), "no job 999999");
     ASSERT_STR(tenq_errfield(c), "id");
     tenq_client_free(c);
-    server_stop();
+    test_server_stop();
 }
 
 TEST(submit_errors_local_and_remote)
 {
-    server_start(NULL);
+    test_server_start(NULL);
     tenq_client *c = client();
     tenq_submit_req r = {0};
     tenq_submit_res res;
@@ -264,12 +189,12 @@ TEST(submit_errors_local_and_remote)
     ASSERT_EQ(tenq_submit_json(c, "{\"queue\":\"q\",\"type\":\"t\",\"tenant\":\"a\"}", &res), 0);
     ASSERT(res.id > 0);
     tenq_client_free(c);
-    server_stop();
+    test_server_stop();
 }
 
 TEST(dedup_and_idempotency_answers)
 {
-    server_start(NULL);
+    test_server_start(NULL);
     tenq_client *c = client();
     tenq_submit_req r = {0};
     tenq_submit_res a, b;
@@ -288,12 +213,12 @@ TEST(dedup_and_idempotency_answers)
     ASSERT_EQ(b.id, a.id);
     ASSERT(b.replayed && !b.created);
     tenq_client_free(c);
-    server_stop();
+    test_server_stop();
 }
 
 TEST(batches_answer_per_index)
 {
-    server_start(NULL);
+    test_server_start(NULL);
     tenq_client *c = client();
     enum { N = 2500 };
     tenq_submit_req *jobs = calloc(N, sizeof(*jobs));
@@ -349,12 +274,12 @@ TEST(batches_answer_per_index)
     free(jobs);
     free(res);
     tenq_client_free(c);
-    server_stop();
+    test_server_stop();
 }
 
 TEST(worker_lease_start_heartbeat_ack)
 {
-    server_start(NULL);
+    test_server_start(NULL);
     tenq_client *c = client();
     uint64_t id = submit(c, "work", "Echo", "{\"x\":1}");
     const char *queues[] = {"work"};
@@ -387,7 +312,7 @@ TEST(worker_lease_start_heartbeat_ack)
     ASSERT_STR(tenq_errfield(c), "token");
     int64_t until = 0;
     bool cancel = true;
-    sleep_ms(5);
+    test_sleep_ms(5);
     ASSERT_EQ(tenq_heartbeat(c, id, tok, "{\"done\":0.5}", &until, &cancel), 0);
     ASSERT(until >= until0);
     ASSERT(!cancel);
@@ -416,12 +341,12 @@ TEST(worker_lease_start_heartbeat_ack)
     ASSERT_EQ(j->attempts, 1);
     tenq_job_free(j);
     tenq_client_free(c);
-    server_stop();
+    test_server_stop();
 }
 
 TEST(worker_fail_retry_and_morgue)
 {
-    server_start(NULL);
+    test_server_start(NULL);
     tenq_client *c = client();
     uint64_t id = submit(c, "work", "Flaky", NULL);
     const char *queues[] = {"work"};
@@ -465,12 +390,12 @@ TEST(worker_fail_retry_and_morgue)
     ASSERT_STR(j->error, "bad input");
     tenq_job_free(j);
     tenq_client_free(c);
-    server_stop();
+    test_server_stop();
 }
 
 TEST(worker_outcomes_in_one_request)
 {
-    server_start(NULL);
+    test_server_start(NULL);
     tenq_client *c = client();
     uint64_t a = submit(c, "w", "t", NULL), b = submit(c, "w", "t", NULL);
     const char *queues[] = {"w"};
@@ -512,12 +437,12 @@ TEST(worker_outcomes_in_one_request)
     ASSERT_EQ(tenq_outcomes(c, oc, 1, res), TENQ_EINVALID);
     ASSERT_EQ(tenq_outcomes(c, oc, 0, res), TENQ_EINVALID);
     tenq_client_free(c);
-    server_stop();
+    test_server_stop();
 }
 
 TEST(generic_requests)
 {
-    server_start(NULL);
+    test_server_start(NULL);
     tenq_client *c = client();
     int status = 0;
     char *resp = NULL;
@@ -537,13 +462,13 @@ TEST(generic_requests)
     ASSERT(strstr(resp, "tenq_store_commits_total") != NULL); /* any text, not only JSON */
     tenq_free(resp);
     tenq_client_free(c);
-    server_stop();
+    test_server_stop();
 }
 
 /* Many calls on one handle use one connection. */
 TEST(keep_alive_reuses_one_connection)
 {
-    server_start(NULL);
+    test_server_start(NULL);
     tenq_client *c = client();
     for (int i = 0; i < 50; i++) submit(c, "q", "t", NULL);
     char *resp = NULL;
@@ -551,34 +476,34 @@ TEST(keep_alive_reuses_one_connection)
     ASSERT_MSG(strstr(resp, "\"connections\":1,") != NULL, "stats: %s", resp);
     tenq_free(resp);
     tenq_client_free(c);
-    server_stop();
+    test_server_stop();
 }
 
 /* The server closes idle connections; the next call reconnects unseen. */
 TEST(reconnects_after_the_server_closed_an_idle_connection)
 {
     const char *extra[] = {"--idle-timeout", "150ms", NULL};
-    server_start(extra);
+    test_server_start(extra);
     tenq_client *c = client();
     submit(c, "q", "t", NULL);
     for (int i = 0; i < 3; i++) {
-        sleep_ms(400);
+        test_sleep_ms(400);
         uint64_t id = submit(c, "q", "t", NULL);
         tenq_job *j;
         ASSERT_EQ(tenq_status(c, id, &j), 0);
         tenq_job_free(j);
     }
     tenq_client_free(c);
-    server_stop();
+    test_server_stop();
 }
 
 /* A server that went away between calls: the next call finds another. */
 TEST(failover_to_the_next_server)
 {
-    server_start(NULL);
+    test_server_start(NULL);
     char dead[64];
     snprintf(dead, sizeof dead, "http://127.0.0.1:%d", dead_port());
-    const char *urls[] = {dead, server_url};
+    const char *urls[] = {dead, test_server_url};
     tenq_client *c = client_for(urls, 2, NULL);
     uint64_t id = submit(c, "q", "t", NULL);
     tenq_job *j;
@@ -595,10 +520,10 @@ TEST(failover_to_the_next_server)
     tenq_client_free(c);
 
     /* the server stops while a handle holds a connection to it */
-    const char *one[] = {server_url};
+    const char *one[] = {test_server_url};
     c = client_for(one, 1, NULL);
     submit(c, "q", "t", NULL);
-    server_stop();
+    test_server_stop();
     ASSERT_EQ(tenq_status(c, id, &j), TENQ_ECONNECT);
     tenq_client_free(c);
 }
@@ -606,9 +531,9 @@ TEST(failover_to_the_next_server)
 TEST(tokens_and_tenants)
 {
     setenv("TENQ_ADMIN_TOKEN", "admin-secret-0123456789", 1);
-    server_start(NULL);
+    test_server_start(NULL);
     unsetenv("TENQ_ADMIN_TOKEN");
-    const char *urls[] = {server_url};
+    const char *urls[] = {test_server_url};
     tenq_client *anon = client_for(urls, 1, NULL);
     tenq_job *j;
     ASSERT_EQ(tenq_status(anon, 1, &j), TENQ_EUNAUTHENTICATED);
@@ -634,7 +559,7 @@ TEST(tokens_and_tenants)
     tenq_client_free(anon);
     tenq_client_free(admin);
     tenq_client_free(acme);
-    server_stop();
+    test_server_stop();
 }
 
 /* ---- peers that are not a tenq server
@@ -762,8 +687,8 @@ TEST(answers_that_are_not_http_or_not_json)
 TEST(long_waits_span_several_polls)
 {
     const char *extra[] = {"--max-wait", "300ms", NULL};
-    server_start(extra);
-    const char *urls[] = {server_url};
+    test_server_start(extra);
+    const char *urls[] = {test_server_url};
     tenq_options o;
     tenq_options_init(&o);
     o.servers = urls;
@@ -784,7 +709,7 @@ TEST(long_waits_span_several_polls)
     /* another process cancels it while we wait */
     pid_t pid = fork();
     if (pid == 0) {
-        sleep_ms(700);
+        test_sleep_ms(700);
         tenq_client *c2 = client();
         int rc = tenq_cancel(c2, id, NULL, NULL);
         tenq_client_free(c2);
@@ -817,5 +742,5 @@ TEST(long_waits_span_several_polls)
     ASSERT_EQ(n, 0);
     ASSERT_MSG(ms >= 200, "the lease answered after %.0f ms", ms);
     tenq_client_free(c);
-    server_stop();
+    test_server_stop();
 }

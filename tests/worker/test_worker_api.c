@@ -3,6 +3,7 @@
  * progress and stats, cancel, lost leases, stopping (from a signal handler,
  * with a grace period, twice), and the errors of the API. */
 #include "../unit/runner.h"
+#include "../unit/server_proc.h"
 
 #include "tenq/tenq.h"
 
@@ -19,93 +20,11 @@
 /* ---- a server per test ------------------------------------------------------------------------
  */
 
-static pid_t server_pid;
-static char server_dir[64];
-static char server_url[64];
-
-static void server_kill(int sig)
-{
-    if (server_pid > 0) {
-        kill(server_pid, sig);
-        waitpid(server_pid, NULL, 0);
-        server_pid = 0;
-    }
-}
-
-static void server_cleanup(void)
-{
-    server_kill(SIGTERM);
-    if (server_dir[0]) {
-        char cmd[128];
-        snprintf(cmd, sizeof cmd, "rm -rf %s", server_dir);
-        if (system(cmd) != 0) fprintf(stderr, "  could not remove %s\n", server_dir);
-        server_dir[0] = 0;
-    }
-}
-
-static void sleep_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
-    nanosleep(&ts, NULL);
-}
-
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void server_start(void)
-{
-    const char *bin = getenv("TENQ_BIN");
-    ASSERT_MSG(bin && *bin, "set TENQ_BIN to the tenq binary");
-    server_cleanup(); /* the previous test's server and folder */
-    snprintf(server_dir, sizeof server_dir, "/tmp/tenq-wapi-XXXXXX");
-    ASSERT(mkdtemp(server_dir) != NULL);
-    char store[128], portfile[128], log[128];
-    snprintf(store, sizeof store, "sqlite:%s/t.db", server_dir);
-    snprintf(portfile, sizeof portfile, "%s/port", server_dir);
-    snprintf(log, sizeof log, "%s/log", server_dir);
-    static bool registered;
-    if (!registered) atexit(server_cleanup);
-    registered = true;
-    pid_t parent = getpid();
-    server_pid = fork();
-    ASSERT(server_pid >= 0);
-    if (server_pid == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGTERM);
-        if (getppid() != parent) _exit(1);
-        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        if (fd >= 0) {
-            dup2(fd, 1);
-            dup2(fd, 2);
-        }
-        execl(bin, "tenq", "serve", "--listen", "127.0.0.1:0", "--store", store, "--port-file",
-              portfile, "--sqlite-sync", "normal", (char *)NULL);
-        _exit(127);
-    }
-    for (int i = 0; i < 1000; i++) {
-        FILE *f = fopen(portfile, "r");
-        int port = 0;
-        if (f) {
-            if (fscanf(f, "%d", &port) != 1) port = 0;
-            fclose(f);
-        }
-        if (port > 0) {
-            snprintf(server_url, sizeof server_url, "http://127.0.0.1:%d", port);
-            return;
-        }
-        sleep_ms(10);
-    }
-    test_fail(__FILE__, __LINE__, "the server did not start within 10 s");
-}
-
 static tenq_client *client(void)
 {
     tenq_options o;
     tenq_options_init(&o);
-    const char *urls[] = {server_url};
+    const char *urls[] = {test_server_url};
     o.servers = urls;
     o.nservers = 1;
     tenq_client *c = NULL;
@@ -136,7 +55,7 @@ static void set_queue(tenq_client *c, const char *queue, const char *settings)
 /* Waits for the job to leave leased/running (or to finish with finished). */
 static tenq_job *wait_done(tenq_client *c, uint64_t id, bool finished)
 {
-    int64_t until = now_ms() + 20000;
+    int64_t until = test_now_ms() + 20000;
     for (;;) {
         tenq_job *j = NULL;
         ASSERT(tenq_status(c, id, &j) == 0);
@@ -144,10 +63,10 @@ static tenq_job *wait_done(tenq_client *c, uint64_t id, bool finished)
                              : j->state != TENQ_STATE_LEASED && j->state != TENQ_STATE_RUNNING &&
                                    j->state != TENQ_STATE_READY;
         if (done) return j;
-        ASSERT_MSG(now_ms() < until, "job %llu still %s", (unsigned long long)id,
+        ASSERT_MSG(test_now_ms() < until, "job %llu still %s", (unsigned long long)id,
                    tenq_state_name(j->state));
         tenq_job_free(j);
-        sleep_ms(20);
+        test_sleep_ms(20);
     }
 }
 
@@ -164,7 +83,7 @@ static tenq_worker *worker(const char *queue, unsigned concurrency, int64_t grac
 {
     tenq_worker_options o;
     tenq_worker_options_init(&o);
-    const char *urls[] = {server_url};
+    const char *urls[] = {test_server_url};
     const char *queues[] = {queue};
     o.servers = urls;
     o.nservers = 1;
@@ -215,7 +134,7 @@ static tenq_result h_ok(tenq_task *t, void *ctx)
     int now = atomic_fetch_add(&busy, 1) + 1;
     int p = atomic_load(&peak);
     while (now > p && !atomic_compare_exchange_weak(&peak, &p, now)) continue;
-    sleep_ms(30);
+    test_sleep_ms(30);
     atomic_fetch_sub(&busy, 1);
     char r[256];
     snprintf(r, sizeof r, "{\"echo\":%s,\"slot\":%u}", tenq_task_job(t)->args_json,
@@ -246,7 +165,7 @@ static tenq_result h_bad_json(tenq_task *t, void *ctx)
 
 TEST(outcomes_types_and_concurrency)
 {
-    server_start();
+    test_server_start(NULL);
     tenq_client *c = client();
     uint64_t ok[12];
     for (int i = 0; i < 12; i++) {
@@ -307,15 +226,15 @@ static tenq_result h_progress(tenq_task *t, void *ctx)
     ASSERT_EQ(tenq_task_progress(t, "{bad"), TENQ_EINVALID);
     /* the test sees the progress on the server before we return */
     tenq_client *c = client();
-    int64_t until = now_ms() + 5000;
+    int64_t until = test_now_ms() + 5000;
     for (;;) {
         tenq_job *j = NULL;
         ASSERT(tenq_status(c, tenq_task_job(t)->id, &j) == 0);
         bool seen = j->progress_json && !strcmp(j->progress_json, "{\"step\":1}");
         tenq_job_free(j);
         if (seen) break;
-        ASSERT_MSG(now_ms() < until, "the progress did not reach the server");
-        sleep_ms(20);
+        ASSERT_MSG(test_now_ms() < until, "the progress did not reach the server");
+        test_sleep_ms(20);
     }
     tenq_client_free(c);
     ASSERT(tenq_task_stats(t, "{\"rows\":42}") == 0);
@@ -324,7 +243,7 @@ static tenq_result h_progress(tenq_task *t, void *ctx)
 
 TEST(progress_and_stats)
 {
-    server_start();
+    test_server_start(NULL);
     tenq_client *c = client();
     uint64_t id = submit(c, "wp", "P", NULL);
     tenq_worker *w = worker("wp", 1, 5000);
@@ -346,16 +265,17 @@ static tenq_result h_wait_stop(tenq_task *t, void *ctx)
 {
     atomic_int *seen = ctx;
     struct pollfd p = {tenq_task_stop_fd(t), POLLIN, 0};
-    int64_t until = now_ms() + 10000;
+    int64_t until = test_now_ms() + 10000;
     tenq_stop why;
-    while ((why = tenq_task_stopping(t)) == TENQ_STOP_NONE && now_ms() < until) poll(&p, 1, 1000);
+    while ((why = tenq_task_stopping(t)) == TENQ_STOP_NONE && test_now_ms() < until)
+        poll(&p, 1, 1000);
     atomic_store(seen, (int)why);
     return tenq_result_fail("stopped", TENQ_RETRY_BACKOFF);
 }
 
 TEST(cancel_reaches_the_handler)
 {
-    server_start();
+    test_server_start(NULL);
     tenq_client *c = client();
     set_queue(c, "wc", "{\"lease_ms\":900}"); /* heartbeats every 300 ms */
     uint64_t id = submit(c, "wc", "C", NULL);
@@ -370,7 +290,7 @@ TEST(cancel_reaches_the_handler)
         bool running = j->state == TENQ_STATE_RUNNING;
         tenq_job_free(j);
         if (running) break;
-        sleep_ms(10);
+        test_sleep_ms(10);
     }
     tenq_state st;
     bool requested;
@@ -386,7 +306,7 @@ TEST(cancel_reaches_the_handler)
 
 TEST(lost_lease_reaches_the_handler)
 {
-    server_start();
+    test_server_start(NULL);
     tenq_client *c = client();
     set_queue(c, "wl", "{\"lease_ms\":600}");
     uint64_t id = submit(c, "wl", "L", NULL);
@@ -402,7 +322,7 @@ TEST(lost_lease_reaches_the_handler)
         if (j->state == TENQ_STATE_RUNNING) break;
         tenq_job_free(j);
         j = NULL;
-        sleep_ms(10);
+        test_sleep_ms(10);
     }
     ASSERT(j != NULL);
     tenq_fail_req f = {0};
@@ -410,10 +330,10 @@ TEST(lost_lease_reaches_the_handler)
     f.no_retry = true;
     ASSERT(tenq_fail(c, id, j->token, &f, NULL, NULL) == 0);
     tenq_job_free(j);
-    int64_t until = now_ms() + 5000;
-    while (atomic_load(&seen) == 0 && now_ms() < until) sleep_ms(10);
+    int64_t until = test_now_ms() + 5000;
+    while (atomic_load(&seen) == 0 && test_now_ms() < until) test_sleep_ms(10);
     ASSERT_EQ(atomic_load(&seen), TENQ_STOP_LOST);
-    sleep_ms(100);
+    test_sleep_ms(100);
     tenq_worker_counts n;
     tenq_worker_counts_get(w, &n);
     ASSERT_EQ(n.lost, 1);
@@ -440,13 +360,13 @@ static tenq_result h_raise(tenq_task *t, void *ctx)
     (void)t;
     (void)ctx;
     raise(SIGUSR1); /* the worker stops while this job runs: it still finishes */
-    sleep_ms(200);
+    test_sleep_ms(200);
     return tenq_result_ok("{\"finished\":true}");
 }
 
 TEST(stop_from_a_signal_handler_lets_the_job_finish)
 {
-    server_start();
+    test_server_start(NULL);
     tenq_client *c = client();
     uint64_t id = submit(c, "ws", "S", NULL);
     submit(c, "ws", "S", NULL); /* never leased: the worker stopped */
@@ -456,9 +376,9 @@ TEST(stop_from_a_signal_handler_lets_the_job_finish)
     struct sigaction sa = {0};
     sa.sa_handler = on_usr1;
     ASSERT(sigaction(SIGUSR1, &sa, NULL) == 0);
-    int64_t t0 = now_ms();
+    int64_t t0 = test_now_ms();
     ASSERT_EQ(tenq_worker_run(w), 0); /* on this thread: returns after the stop */
-    ASSERT(now_ms() - t0 < 3000);
+    ASSERT(test_now_ms() - t0 < 3000);
     tenq_job *j = NULL;
     ASSERT(tenq_status(c, id, &j) == 0);
     ASSERT_EQ(j->state, TENQ_STATE_SUCCEEDED);
@@ -473,19 +393,19 @@ TEST(stop_from_a_signal_handler_lets_the_job_finish)
 
 TEST(stop_before_run_returns_at_once)
 {
-    server_start();
+    test_server_start(NULL);
     tenq_worker *w = worker("wb", 2, 5000);
     ASSERT(tenq_worker_handle(w, "X", h_ok, NULL) == 0);
     tenq_worker_stop(w);
-    int64_t t0 = now_ms();
+    int64_t t0 = test_now_ms();
     ASSERT_EQ(tenq_worker_run(w), 0);
-    ASSERT(now_ms() - t0 < 1000);
+    ASSERT(test_now_ms() - t0 < 1000);
     tenq_worker_free(w);
 }
 
 TEST(grace_period_then_shutdown)
 {
-    server_start();
+    test_server_start(NULL);
     tenq_client *c = client();
     uint64_t id = submit(c, "wg", "G", NULL);
     atomic_int seen = 0;
@@ -499,11 +419,11 @@ TEST(grace_period_then_shutdown)
         bool running = j->state == TENQ_STATE_RUNNING;
         tenq_job_free(j);
         if (running) break;
-        sleep_ms(10);
+        test_sleep_ms(10);
     }
-    int64_t t0 = now_ms();
+    int64_t t0 = test_now_ms();
     ASSERT_EQ(run_stop(&r), 0);
-    int64_t took = now_ms() - t0;
+    int64_t took = test_now_ms() - t0;
     ASSERT_MSG(took >= 250 && took < 3000, "took %lld ms", (long long)took);
     ASSERT_EQ(atomic_load(&seen), TENQ_STOP_SHUTDOWN);
     ASSERT(tenq_status(c, id, &j) == 0);
@@ -518,13 +438,13 @@ static tenq_result h_slow(tenq_task *t, void *ctx)
     (void)t;
     atomic_int *n = ctx;
     atomic_fetch_add(n, 1);
-    sleep_ms(300); /* the server goes away meanwhile */
+    test_sleep_ms(300); /* the server goes away meanwhile */
     return tenq_result_ok(NULL);
 }
 
 TEST(server_away_then_second_stop_abandons)
 {
-    server_start();
+    test_server_start(NULL);
     tenq_client *c = client();
     set_queue(c, "wa", "{\"lease_ms\":60000}");
     atomic_int ran = 0;
@@ -534,18 +454,18 @@ TEST(server_away_then_second_stop_abandons)
     run_start(&r, w);
     /* the server goes away with the job leased: its outcome is kept */
     submit(c, "wa", "A", NULL);
-    int64_t until = now_ms() + 5000;
-    while (atomic_load(&ran) == 0 && now_ms() < until) sleep_ms(1);
-    server_kill(SIGKILL);
-    sleep_ms(600);
+    int64_t until = test_now_ms() + 5000;
+    while (atomic_load(&ran) == 0 && test_now_ms() < until) test_sleep_ms(1);
+    test_server_kill(SIGKILL);
+    test_sleep_ms(600);
     tenq_worker_counts n;
     tenq_worker_counts_get(w, &n);
     ASSERT_EQ(n.in_hand, 1);
     tenq_worker_stop(w); /* graceful: would wait out the 60 s grace */
-    sleep_ms(100);
-    int64_t t0 = now_ms();
+    test_sleep_ms(100);
+    int64_t t0 = test_now_ms();
     ASSERT_EQ(run_stop(&r), 0); /* the second stop: at once */
-    ASSERT(now_ms() - t0 < 2000);
+    ASSERT(test_now_ms() - t0 < 2000);
     tenq_client_free(c);
 }
 
