@@ -106,18 +106,19 @@ void tq_clearerr(tenq_client *c)
 /* A non-2xx answer: its error word, message and field. */
 static int answer_error(tenq_client *c)
 {
-    json_t *a = json_loadb(c->body, c->body_len, 0, NULL);
-    json_t *e = json_object_get(a, "error");
-    const char *word = json_string_value(json_object_get(e, "code"));
-    const char *msg = json_string_value(json_object_get(e, "message"));
-    const char *field = json_string_value(json_object_get(e, "field"));
-    int code = tq_err_from_answer(word, c->status);
-    if (msg && *msg) {
+    tq_span a, e = {0}, v;
+    if (!tq_scan_object(c->body, c->body_len, &a) || !tq_obj_get(a, "error", &e)) e = (tq_span){0};
+    char word[64], msg[sizeof c->err - 96], field[sizeof c->field];
+    tq_span_str_to(tq_obj_get(e, "code", &v) ? v : (tq_span){0}, word, sizeof word);
+    tq_span_str_to(tq_obj_get(e, "message", &v) ? v : (tq_span){0}, msg, sizeof msg);
+    tq_span_str_to(tq_obj_get(e, "field", &v) ? v : (tq_span){0}, field, sizeof field);
+    int code = tq_err_from_answer(word[0] ? word : NULL, c->status);
+    if (*msg) {
         /* a refused argument's field goes into the message too, unless it
          * already says it (for "no job 42" the field "id" would be noise) */
         bool name_field =
             code == TENQ_EINVALID || code == TENQ_ETOO_LARGE || code == TENQ_EFORBIDDEN;
-        if (name_field && field && *field && !strstr(msg, field))
+        if (name_field && *field && !strstr(msg, field))
             snprintf(c->err, sizeof c->err, "%s (field %s)", msg, field);
         else
             snprintf(c->err, sizeof c->err, "%s", msg);
@@ -125,11 +126,10 @@ static int answer_error(tenq_client *c)
         snprintf(c->err, sizeof c->err, "HTTP %d from the server%s%.200s", c->status,
                  c->body_len ? ": " : "", c->body);
     }
-    snprintf(c->field, sizeof c->field, "%s", field ? field : "");
+    snprintf(c->field, sizeof c->field, "%s", field);
     /* one line, whatever a proxy put in its page */
     for (char *p = c->err; *p; p++)
         if ((unsigned char)*p < 0x20) *p = ' ';
-    json_decref(a);
     return code;
 }
 
@@ -143,35 +143,14 @@ int tq_call(tenq_client *c, const char *method, const char *path, const char *bo
     return answer_error(c);
 }
 
-int tq_call_json(tenq_client *c, const char *method, const char *path, json_t *body,
-                 int64_t extra_ms, json_t **answer)
-{
-    if (answer) *answer = NULL;
-    char *text = NULL;
-    if (body) {
-        text = json_dumps(body, JSON_COMPACT | JSON_REAL_PRECISION(17));
-        json_decref(body);
-        if (!text) return tq_seterr(c, TENQ_ENOMEM, "out of memory");
-    }
-    int rc = tq_call_text(c, method, path, text, text ? strlen(text) : 0, extra_ms, answer);
-    free(text);
-    return rc;
-}
-
 int tq_call_text(tenq_client *c, const char *method, const char *path, const char *body, size_t len,
-                 int64_t extra_ms, json_t **answer)
+                 int64_t extra_ms, tq_span *answer)
 {
-    if (answer) *answer = NULL;
+    if (answer) *answer = (tq_span){0};
     int rc = tq_call(c, method, path, body, len, extra_ms);
     if (rc != 0 || !answer) return rc;
-    json_error_t jerr;
-    json_t *a = json_loadb(c->body, c->body_len, 0, &jerr);
-    if (!json_is_object(a)) {
-        json_decref(a);
-        return tq_seterr(c, TENQ_EPROTOCOL, "the server's answer is not a JSON object%s%s",
-                         a ? "" : ": ", a ? "" : jerr.text);
-    }
-    *answer = a;
+    if (!tq_scan_object(c->body, c->body_len, answer))
+        return tq_seterr(c, TENQ_EPROTOCOL, "the server's answer is not a JSON object");
     return 0;
 }
 
@@ -194,5 +173,15 @@ int tenq_request(tenq_client *c, const char *method, const char *path, const cha
         memcpy(r, c->body, c->body_len + 1);
         *response = r;
     }
+    return rc;
+}
+
+int tq_post_buf(tenq_client *c, const char *path, tq_buf *b, int64_t extra_ms, tq_span *a)
+{
+    if (a) *a = (tq_span){0};
+    int rc = b->oom ? tq_seterr(c, TENQ_ENOMEM, "out of memory")
+                    : tq_call_text(c, "POST", path, b->p, b->len, extra_ms, a);
+    free(b->p);
+    *b = (tq_buf){0};
     return rc;
 }

@@ -4,9 +4,9 @@
 #define TENQ_CLIENT_INTERNAL_H
 
 #include "client/http.h"
+#include "client/scan.h"
 #include "tenq/tenq.h"
 
-#include <jansson.h>
 #include <stdarg.h>
 
 /* The largest answer read (a page of 1,000 jobs with large args fits). */
@@ -57,20 +57,15 @@ void tq_disconnect(tenq_client *c);
  * server's message and field set.  0 for a 2xx answer. */
 int tq_call(tenq_client *c, const char *method, const char *path, const char *body, size_t len,
             int64_t extra_ms);
-/* tq_call with a JSON body (NULL: none; always released) and the answer
- * parsed into *answer (may be NULL when not needed; else the caller
- * json_decref's it; a 2xx answer that is not a JSON object is
- * TENQ_EPROTOCOL). */
-int tq_call_json(tenq_client *c, const char *method, const char *path, json_t *body,
-                 int64_t extra_ms, json_t **answer);
-/* The same with the body as text (not released). */
+/* tq_call, and the answer object in *answer (may be NULL when not
+ * needed): a span of c->body, good until the next request; a 2xx answer
+ * that is not a JSON object is TENQ_EPROTOCOL. */
 int tq_call_text(tenq_client *c, const char *method, const char *path, const char *body, size_t len,
-                 int64_t extra_ms, json_t **answer);
+                 int64_t extra_ms, tq_span *answer);
 
-/* ---- JSON text written directly (json.c): for bodies built in bulk,
- * where building a jansson tree and dumping it would cost more than the
- * request.  A failed append (out of memory) sets oom and appends nothing
- * more; the text is then not to be sent. */
+/* ---- JSON text written directly (json.c): every request body; a tree
+ * built and dumped would cost more than the request.  A failed append (out of memory) sets oom and
+ * appends nothing more; the text is then not to be sent. */
 typedef struct tq_buf {
     char *p;
     size_t len, cap;
@@ -80,31 +75,29 @@ void tq_buf_raw(tq_buf *b, const char *s, size_t n);
 /* ,"key":"escaped value" (without the comma when first); TENQ_EINVALID
  * naming the field when v is not UTF-8.  Nothing when v is NULL. */
 int tq_buf_str(tenq_client *c, tq_buf *b, const char *key, const char *v, bool first);
+/* ,"key":v for JSON text v, checked (TENQ_EINVALID naming the field);
+ * nothing when v is NULL. */
+int tq_buf_json(tenq_client *c, tq_buf *b, const char *key, const char *v);
+/* ,"key":v (key needs no escaping). */
+void tq_buf_int(tq_buf *b, const char *key, long long v);
+/* ,"key":["v0",...]; TENQ_EINVALID when a name is NULL or not UTF-8. */
+int tq_buf_names(tenq_client *c, tq_buf *b, const char *key, const char *const *v, size_t n);
+/* Sends b (then freed) as a POST to path, the answer object in *a (may be
+ * NULL): tq_call_text, with TENQ_ENOMEM when b ran out of memory. */
+int tq_post_buf(tenq_client *c, const char *path, tq_buf *b, int64_t extra_ms, tq_span *a);
 
-/* ---- JSON helpers (json.c) ---- */
-/* Parses caller-given JSON text for a request field; TENQ_EINVALID naming
- * the field when malformed.  *out is a new reference. */
-int tq_json_arg(tenq_client *c, const char *field, const char *text, json_t **out);
-/* Sets o[key] to the string v (nothing when v is NULL): TENQ_EINVALID
- * naming the field when v is not UTF-8, TENQ_ENOMEM. */
-int tq_put_str(tenq_client *c, json_t *o, const char *key, const char *v);
-/* Sets o[key] to the JSON text v (nothing when v is NULL), checked. */
-int tq_put_json(tenq_client *c, json_t *o, const char *key, const char *v);
-/* Sets o[key] = v (stealing v); on failure marks *bad. */
-void tq_jset(json_t *o, const char *key, json_t *v, bool *bad);
-/* A malloc'd copy of the string at o[key]; NULL when absent or null;
- * marks *bad when not a string or out of memory. */
-char *tq_jstr(const json_t *o, const char *key, bool *bad);
-/* A malloc'd compact JSON text of o[key]; NULL when absent or null. */
-char *tq_jtext(const json_t *o, const char *key, bool *bad);
-/* o[key] as an integer; 0 when absent or null. */
-long long tq_jint(const json_t *o, const char *key);
-/* Fills *j from a job object (zeroing it first); 0, TENQ_ENOMEM or
- * TENQ_EPROTOCOL.  On error *j holds nothing to free. */
-int tq_job_from_json(const json_t *o, tenq_job *j);
+/* ---- answers (json.c) ---- */
+/* Member name of the answer object a: an integer (0 when absent or not
+ * one), a state (UNKNOWN when absent), or true. */
+long long tq_aint(tq_span a, const char *name);
+tenq_state tq_astate(tq_span a, const char *name);
+bool tq_atrue(tq_span a, const char *name);
+/* Fills *j from a job object (zeroing it first); 0 or TENQ_EPROTOCOL (also
+ * when out of memory).  On error *j holds nothing to free. */
+int tq_job_from_span(tq_span o, tenq_job *j);
 /* Frees the strings of *j (not j itself). */
 void tq_job_clear(tenq_job *j);
 /* An error object {"code", "message", "field"} into err/message/field. */
-void tq_item_error(const json_t *e, int *err, char *message, size_t mlen, char *field, size_t flen);
+void tq_item_error(tq_span e, int *err, char *message, size_t mlen, char *field, size_t flen);
 
 #endif

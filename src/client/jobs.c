@@ -9,40 +9,7 @@
 
 /* ---- submitting -------------------------------------------------------------------------- */
 
-/* The JSON object of one job; *out is a new reference. */
-static int job_object(tenq_client *c, const tenq_submit_req *r, json_t **out)
-{
-    *out = NULL;
-    if (!r || !r->queue || !r->type) {
-        int rc = tq_seterr(c, TENQ_EINVALID, "a job needs a queue and a type");
-        snprintf(c->field, sizeof c->field, "%s", r && r->queue ? "type" : "queue");
-        return rc;
-    }
-    json_t *o = json_object();
-    if (!o) return tq_seterr(c, TENQ_ENOMEM, "out of memory");
-    bool bad = false;
-    int rc = 0;
-    if ((rc = tq_put_str(c, o, "tenant", r->tenant)) ||
-        (rc = tq_put_str(c, o, "queue", r->queue)) || (rc = tq_put_str(c, o, "type", r->type)) ||
-        (rc = tq_put_json(c, o, "args", r->args_json)) || (rc = tq_put_str(c, o, "key", r->key)) ||
-        (rc = tq_put_str(c, o, "unique_key", r->unique_key)) ||
-        (rc = tq_put_str(c, o, "idempotency_key", r->idempotency_key)))
-        goto out;
-    if (r->unique) tq_jset(o, "unique", json_true(), &bad);
-    if (r->has_priority) tq_jset(o, "priority", json_integer(r->priority), &bad);
-    if (r->run_at) tq_jset(o, "run_at", json_integer(r->run_at), &bad);
-    if (r->max_attempts) tq_jset(o, "max_attempts", json_integer(r->max_attempts), &bad);
-    if (r->has_score) tq_jset(o, "score", json_real(r->score), &bad);
-    if (bad) rc = tq_seterr(c, TENQ_ENOMEM, "out of memory");
-out:
-    if (rc != 0)
-        json_decref(o);
-    else
-        *out = o;
-    return rc;
-}
-
-/* The same job as JSON text appended to b (the batch path: no tree, no dump). */
+/* One job as JSON text appended to b (no tree, no dump). */
 static int job_text(tenq_client *c, const tenq_submit_req *r, tq_buf *b)
 {
     if (!r || !r->queue || !r->type) {
@@ -60,29 +27,25 @@ static int job_text(tenq_client *c, const tenq_submit_req *r, tq_buf *b)
         (rc = tq_buf_str(c, b, "idempotency_key", r->idempotency_key, false)))
         return rc;
     if (r->args_json) { /* checked, then sent as the caller wrote it */
-        json_t *a;
-        if ((rc = tq_json_arg(c, "args", r->args_json, &a)) != 0) return rc;
-        json_decref(a);
+        if (!tq_scan_valid(r->args_json, strlen(r->args_json))) {
+            rc = tq_seterr(c, TENQ_EINVALID, "args is not valid JSON");
+            snprintf(c->field, sizeof c->field, "args");
+            return rc;
+        }
         tq_buf_raw(b, ",\"args\":", 8);
         tq_buf_raw(b, r->args_json, strlen(r->args_json));
     }
-    char num[64];
     if (r->unique) tq_buf_raw(b, ",\"unique\":true", 14);
-    if (r->has_priority)
-        tq_buf_raw(b, num, (size_t)snprintf(num, sizeof num, ",\"priority\":%d", (int)r->priority));
-    if (r->run_at)
-        tq_buf_raw(b, num,
-                   (size_t)snprintf(num, sizeof num, ",\"run_at\":%lld", (long long)r->run_at));
-    if (r->max_attempts)
-        tq_buf_raw(b, num,
-                   (size_t)snprintf(num, sizeof num, ",\"max_attempts\":%lld",
-                                    (long long)r->max_attempts));
+    if (r->has_priority) tq_buf_int(b, "priority", r->priority);
+    if (r->run_at) tq_buf_int(b, "run_at", r->run_at);
+    if (r->max_attempts) tq_buf_int(b, "max_attempts", r->max_attempts);
     if (r->has_score) {
         if (!isfinite(r->score)) {
             rc = tq_seterr(c, TENQ_EINVALID, "score must be a finite number");
             snprintf(c->field, sizeof c->field, "score");
             return rc;
         }
+        char num[64];
         tq_buf_raw(b, num, (size_t)snprintf(num, sizeof num, ",\"score\":%.17g", r->score));
     }
     tq_buf_raw(b, "}", 1);
@@ -90,19 +53,32 @@ static int job_text(tenq_client *c, const tenq_submit_req *r, tq_buf *b)
 }
 
 /* One job's answer: {"id", "state", ...} or {"error": {...}}. */
-static void read_result(const json_t *a, tenq_submit_res *r)
+static void read_result(tq_span a, tenq_submit_res *r)
 {
     memset(r, 0, sizeof(*r));
-    json_t *e = json_object_get(a, "error");
-    if (e) {
-        tq_item_error(e, &r->err, r->message, sizeof r->message, r->field, sizeof r->field);
-        return;
+    tq_iter it;
+    tq_span k, v;
+    if (!tq_obj_begin(&it, a)) return; /* no id: the caller's protocol error */
+    while (tq_obj_next(&it, &k, &v) > 0) {
+        if (tq_key_is(k, "error")) {
+            memset(r, 0, sizeof(*r));
+            tq_item_error(v, &r->err, r->message, sizeof r->message, r->field, sizeof r->field);
+            return;
+        }
+        if (tq_key_is(k, "id")) {
+            r->id = (uint64_t)tq_span_int(v);
+        } else if (tq_key_is(k, "state")) {
+            char word[16];
+            tq_span_str_to(v, word, sizeof word);
+            r->state = tenq_state_parse(word);
+        } else if (tq_key_is(k, "duplicate")) {
+            r->duplicate = tq_span_true(v);
+        } else if (tq_key_is(k, "merged")) {
+            r->merged = tq_span_true(v);
+        } else if (tq_key_is(k, "replayed")) {
+            r->replayed = tq_span_true(v);
+        }
     }
-    r->id = (uint64_t)tq_jint(a, "id");
-    r->state = tenq_state_parse(json_string_value(json_object_get(a, "state")));
-    r->duplicate = json_is_true(json_object_get(a, "duplicate"));
-    r->merged = json_is_true(json_object_get(a, "merged"));
-    r->replayed = json_is_true(json_object_get(a, "replayed"));
     r->created = !r->duplicate && !r->merged && !r->replayed;
 }
 
@@ -114,11 +90,11 @@ static void fail_result(tenq_client *c, int rc, tenq_submit_res *r)
     snprintf(r->field, sizeof r->field, "%s", c->field);
 }
 
-/* Sends one job object (stolen). */
-static int submit_one(tenq_client *c, json_t *job, tenq_submit_res *res)
+/* Sends b (then freed) as one job; its answer into *res (may be NULL). */
+static int submit_one(tenq_client *c, tq_buf *b, tenq_submit_res *res)
 {
-    json_t *a = NULL;
-    int rc = tq_call_json(c, "POST", "/v1/jobs", job, 0, &a);
+    tq_span a;
+    int rc = tq_post_buf(c, "/v1/jobs", b, 0, &a);
     tenq_submit_res tmp;
     if (!res) res = &tmp;
     if (rc != 0) {
@@ -126,7 +102,6 @@ static int submit_one(tenq_client *c, json_t *job, tenq_submit_res *res)
         return rc;
     }
     read_result(a, res);
-    json_decref(a);
     if (!res->id) {
         rc = tq_seterr(c, TENQ_EPROTOCOL, "the submit answer has no id");
         fail_result(c, rc, res);
@@ -137,69 +112,64 @@ static int submit_one(tenq_client *c, json_t *job, tenq_submit_res *res)
 int tenq_submit(tenq_client *c, const tenq_submit_req *job, tenq_submit_res *res)
 {
     tq_clearerr(c);
-    json_t *o;
-    int rc = job_object(c, job, &o);
+    tq_buf b = {0};
+    int rc = job_text(c, job, &b);
     if (rc != 0) {
+        free(b.p);
         if (res) fail_result(c, rc, res);
         return rc;
     }
-    return submit_one(c, o, res);
+    return submit_one(c, &b, res);
+}
+
+/* A caller's job text appended to b, checked to be one JSON object. */
+static int job_json_text(tenq_client *c, const char *text, tq_buf *b)
+{
+    tq_span o;
+    if (!text) return tq_seterr(c, TENQ_EINVALID, "no job text");
+    if (!tq_scan_object(text, strlen(text), &o)) {
+        int rc = tq_seterr(c, TENQ_EINVALID, "a job is one JSON object");
+        snprintf(c->field, sizeof c->field, "job");
+        return rc;
+    }
+    tq_buf_raw(b, o.p, o.n);
+    return b->oom ? tq_seterr(c, TENQ_ENOMEM, "out of memory") : 0;
 }
 
 int tenq_submit_json(tenq_client *c, const char *job_json, tenq_submit_res *res)
 {
     tq_clearerr(c);
-    json_t *o = NULL;
-    int rc = job_json ? tq_json_arg(c, "job", job_json, &o) : TENQ_EINVALID;
-    if (rc == 0 && !json_is_object(o)) rc = TENQ_EINVALID;
+    tq_buf b = {0};
+    int rc = job_json_text(c, job_json, &b);
     if (rc != 0) {
-        json_decref(o);
-        if (!c->err[0]) tq_seterr(c, rc, "a job is a JSON object");
+        free(b.p);
         if (res) fail_result(c, rc, res);
         return rc;
     }
-    return submit_one(c, o, res);
+    return submit_one(c, &b, res);
 }
 
-static int batch_results(tenq_client *c, int rc, json_t *a, size_t m, const size_t *idx,
-                         tenq_submit_res *res);
-
-/* Sends the objects in jobs (an array, stolen) for the indexes in idx;
- * results land at res[idx[k]]. */
-static int send_batch(tenq_client *c, json_t *jobs, const size_t *idx, tenq_submit_res *res)
-{
-    size_t m = json_array_size(jobs);
-    if (m == 0) {
-        json_decref(jobs);
-        return 0;
-    }
-    json_t *body = json_object();
-    if (!body || json_object_set_new(body, "jobs", jobs) != 0) {
-        json_decref(body);
-        return tq_seterr(c, TENQ_ENOMEM, "out of memory");
-    }
-    json_t *a = NULL;
-    int rc = tq_call_json(c, "POST", "/v1/jobs", body, 0, &a);
-    return batch_results(c, rc, a, m, idx, res);
-}
-
-/* The answer a (released) of a batch of m jobs, into res[idx[k]]. */
-static int batch_results(tenq_client *c, int rc, json_t *a, size_t m, const size_t *idx,
+/* The answer a of a batch of m jobs, into res[idx[k]]. */
+static int batch_results(tenq_client *c, int rc, tq_span a, size_t m, const size_t *idx,
                          tenq_submit_res *res)
 {
     if (rc != 0) {
         for (size_t k = 0; k < m; k++) fail_result(c, rc, &res[idx[k]]);
         return rc;
     }
-    json_t *list = json_object_get(a, "jobs");
-    if (json_array_size(list) != m) {
-        json_decref(a);
+    tq_span list = {0}, v;
+    tq_iter it;
+    size_t k = 0;
+    if (tq_obj_get(a, "jobs", &list) && tq_arr_begin(&it, list))
+        while (tq_arr_next(&it, &v) > 0) {
+            if (k < m) read_result(v, &res[idx[k]]);
+            k++;
+        }
+    if (k != m) {
         rc = tq_seterr(c, TENQ_EPROTOCOL, "the batch answer does not hold %zu results", m);
-        for (size_t k = 0; k < m; k++) fail_result(c, rc, &res[idx[k]]);
+        for (k = 0; k < m; k++) fail_result(c, rc, &res[idx[k]]);
         return rc;
     }
-    for (size_t k = 0; k < m; k++) read_result(json_array_get(list, k), &res[idx[k]]);
-    json_decref(a);
     return 0;
 }
 
@@ -210,7 +180,11 @@ static int batch_check(tenq_client *c, size_t n, const void *jobs, tenq_submit_r
     return 0;
 }
 
-int tenq_submit_batch(tenq_client *c, const tenq_submit_req *jobs, size_t n, tenq_submit_res *res)
+/* Sends n jobs, each written into the batch by put (a struct or a text):
+ * a job put refuses is answered at once in res, the others go in one
+ * request. */
+static int submit_many(tenq_client *c, size_t n, const void *jobs, tenq_submit_res *res,
+                       int (*put)(tenq_client *c, const void *jobs, size_t i, tq_buf *b))
 {
     tq_clearerr(c);
     int rc = batch_check(c, n, jobs, res);
@@ -223,7 +197,7 @@ int tenq_submit_batch(tenq_client *c, const tenq_submit_req *jobs, size_t n, ten
     for (size_t i = 0; i < n && !b.oom; i++) {
         size_t mark = b.len;
         if (m) tq_buf_raw(&b, ",", 1);
-        int jrc = job_text(c, &jobs[i], &b);
+        int jrc = put(c, jobs, i, &b);
         if (jrc == TENQ_ENOMEM || b.oom) break;
         if (jrc != 0) { /* this job is answered here; the others go */
             b.len = mark;
@@ -237,8 +211,8 @@ int tenq_submit_batch(tenq_client *c, const tenq_submit_req *jobs, size_t n, ten
         rc = tq_seterr(c, TENQ_ENOMEM, "out of memory");
     } else if (m) {
         tq_clearerr(c);
-        json_t *a = NULL;
-        rc = tq_call_text(c, "POST", "/v1/jobs", b.p, b.len, 0, &a);
+        tq_span a;
+        rc = tq_post_buf(c, "/v1/jobs", &b, 0, &a);
         rc = batch_results(c, rc, a, m, idx, res);
     }
     free(b.p);
@@ -246,47 +220,25 @@ int tenq_submit_batch(tenq_client *c, const tenq_submit_req *jobs, size_t n, ten
     return rc;
 }
 
+static int put_req(tenq_client *c, const void *jobs, size_t i, tq_buf *b)
+{
+    return job_text(c, &((const tenq_submit_req *)jobs)[i], b);
+}
+
+static int put_text(tenq_client *c, const void *jobs, size_t i, tq_buf *b)
+{
+    return job_json_text(c, ((const char *const *)jobs)[i], b);
+}
+
+int tenq_submit_batch(tenq_client *c, const tenq_submit_req *jobs, size_t n, tenq_submit_res *res)
+{
+    return submit_many(c, n, jobs, res, put_req);
+}
+
 int tenq_submit_batch_json(tenq_client *c, const char *const *jobs_json, size_t n,
                            tenq_submit_res *res)
 {
-    tq_clearerr(c);
-    int rc = batch_check(c, n, jobs_json, res);
-    if (rc != 0) return rc;
-    json_t *arr = json_array();
-    size_t *idx = malloc(n * sizeof(size_t));
-    if (!arr || !idx) {
-        json_decref(arr);
-        free(idx);
-        return tq_seterr(c, TENQ_ENOMEM, "out of memory");
-    }
-    size_t m = 0;
-    for (size_t i = 0; i < n; i++) {
-        json_t *o = NULL;
-        int jrc = jobs_json[i] ? tq_json_arg(c, "job", jobs_json[i], &o) : TENQ_EINVALID;
-        if (jrc == 0 && !json_is_object(o)) {
-            tq_seterr(c, TENQ_EINVALID, "a job is a JSON object");
-            jrc = TENQ_EINVALID;
-        }
-        if (jrc != 0) {
-            json_decref(o);
-            if (!jobs_json[i]) tq_seterr(c, TENQ_EINVALID, "no job text");
-            fail_result(c, jrc, &res[i]);
-            continue;
-        }
-        if (json_array_append_new(arr, o) != 0) {
-            rc = tq_seterr(c, TENQ_ENOMEM, "out of memory");
-            break;
-        }
-        idx[m++] = i;
-    }
-    if (rc == 0) {
-        tq_clearerr(c);
-        rc = send_batch(c, arr, idx, res);
-    } else {
-        json_decref(arr);
-    }
-    free(idx);
-    return rc;
+    return submit_many(c, n, jobs_json, res, put_text);
 }
 
 /* ---- reading --------------------------------------------------------------------------------- */
@@ -294,17 +246,12 @@ int tenq_submit_batch_json(tenq_client *c, const char *const *jobs_json, size_t 
 /* The job in the last answer; *job is malloc'd. */
 static int answer_job(tenq_client *c, tenq_job **job)
 {
-    json_t *a = json_loadb(c->body, c->body_len, 0, NULL);
+    tq_span a;
     tenq_job *j = calloc(1, sizeof(*j));
-    int rc = j ? tq_job_from_json(a, j) : TENQ_ENOMEM;
-    json_decref(a);
+    int rc = !j                                          ? TENQ_ENOMEM
+             : !tq_scan_object(c->body, c->body_len, &a) ? TENQ_EPROTOCOL
+                                                         : tq_job_from_span(a, j);
     if (rc == 0) {
-        /* the text exactly as the server sent it */
-        char *text = strdup(c->body);
-        if (text) {
-            free(j->json);
-            j->json = text;
-        }
         *job = j;
         return 0;
     }
@@ -364,11 +311,10 @@ int tenq_cancel(tenq_client *c, uint64_t id, tenq_state *state, bool *cancel_req
     tq_clearerr(c);
     char path[64];
     snprintf(path, sizeof path, "/v1/jobs/%llu/cancel", (unsigned long long)id);
-    json_t *a;
-    int rc = tq_call_json(c, "POST", path, NULL, 0, &a);
+    tq_span a;
+    int rc = tq_call_text(c, "POST", path, NULL, 0, 0, &a);
     if (rc != 0) return rc;
-    if (state) *state = tenq_state_parse(json_string_value(json_object_get(a, "state")));
-    if (cancel_requested) *cancel_requested = json_is_true(json_object_get(a, "cancel_requested"));
-    json_decref(a);
+    if (state) *state = tq_astate(a, "state");
+    if (cancel_requested) *cancel_requested = tq_atrue(a, "cancel_requested");
     return 0;
 }

@@ -1,80 +1,31 @@
-/* JSON in and out of the library: caller text checked before it is sent,
- * answers turned into structs. */
+/* JSON in and out of the library: request bodies written as text (caller
+ * text checked before it is sent), answers read in place into structs. */
 #include "client/internal.h"
 #include "client/utf8.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define DUMP_FLAGS (JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(17))
-
-int tq_json_arg(tenq_client *c, const char *field, const char *text, json_t **out)
+long long tq_aint(tq_span a, const char *name)
 {
-    json_error_t jerr;
-    *out = json_loads(text, JSON_DECODE_ANY, &jerr);
-    if (*out) return 0;
-    c->status = 0;
-    int rc = tq_seterr(c, TENQ_EINVALID, "%s is not valid JSON: %s (column %d)", field, jerr.text,
-                       jerr.column);
-    snprintf(c->field, sizeof c->field, "%s", field);
-    return rc;
+    tq_span v;
+    return tq_obj_get(a, name, &v) ? tq_span_int(v) : 0;
 }
 
-int tq_put_str(tenq_client *c, json_t *o, const char *key, const char *v)
+tenq_state tq_astate(tq_span a, const char *name)
 {
-    if (!v) return 0;
-    json_t *s = json_string(v);
-    if (!s) {
-        int rc = tq_seterr(c, TENQ_EINVALID, "%s is not valid UTF-8", key);
-        snprintf(c->field, sizeof c->field, "%s", key);
-        return rc;
-    }
-    if (json_object_set_new(o, key, s) != 0) return tq_seterr(c, TENQ_ENOMEM, "out of memory");
-    return 0;
+    tq_span v = {0};
+    char word[16];
+    tq_span_str_to(tq_obj_get(a, name, &v) ? v : (tq_span){0}, word, sizeof word);
+    return tenq_state_parse(word);
 }
 
-int tq_put_json(tenq_client *c, json_t *o, const char *key, const char *v)
+bool tq_atrue(tq_span a, const char *name)
 {
-    if (!v) return 0;
-    json_t *j;
-    int rc = tq_json_arg(c, key, v, &j);
-    if (rc != 0) return rc;
-    if (json_object_set_new(o, key, j) != 0) return tq_seterr(c, TENQ_ENOMEM, "out of memory");
-    return 0;
-}
-
-void tq_jset(json_t *o, const char *key, json_t *v, bool *bad)
-{
-    if (!v || json_object_set_new(o, key, v) != 0) *bad = true;
-}
-
-char *tq_jstr(const json_t *o, const char *key, bool *bad)
-{
-    json_t *v = json_object_get(o, key);
-    if (!v || json_is_null(v)) return NULL;
-    if (!json_is_string(v)) {
-        *bad = true;
-        return NULL;
-    }
-    char *s = strdup(json_string_value(v));
-    if (!s) *bad = true;
-    return s;
-}
-
-char *tq_jtext(const json_t *o, const char *key, bool *bad)
-{
-    json_t *v = json_object_get(o, key);
-    if (!v || json_is_null(v)) return NULL;
-    char *s = json_dumps(v, DUMP_FLAGS);
-    if (!s) *bad = true;
-    return s;
-}
-
-long long tq_jint(const json_t *o, const char *key)
-{
-    json_t *v = json_object_get(o, key);
-    return json_is_integer(v) ? json_integer_value(v) : 0;
+    tq_span v;
+    return tq_obj_get(a, name, &v) && tq_span_true(v);
 }
 
 void tq_job_clear(tenq_job *j)
@@ -89,73 +40,125 @@ void tq_job_clear(tenq_job *j)
     }
 }
 
-int tq_job_from_json(const json_t *o, tenq_job *j)
+/* How each member of a job object lands in tenq_job. */
+enum { F_STR, F_TEXT, F_RAW, F_I64, F_U64, F_INT, F_U32, F_BOOL, F_STATE, F_ATTEMPTS, F_ATTEMPT };
+static const struct {
+    const char *name;
+    unsigned char kind;
+    size_t off;
+} job_fields[] = {
+#define FIELD(name, kind)                                                                          \
+    {                                                                                              \
+#name, kind, offsetof(tenq_job, name)                                                      \
+    }
+    FIELD(id, F_U64),
+    FIELD(token, F_U64),
+    FIELD(lease_until, F_I64),
+    FIELD(tenant, F_STR),
+    FIELD(queue, F_STR),
+    FIELD(type, F_STR),
+    FIELD(key, F_STR),
+    {"args", F_RAW, offsetof(tenq_job, args_json)},
+    FIELD(priority, F_INT),
+    {"attempt", F_ATTEMPT, 0},
+    {"attempts", F_ATTEMPTS, 0},
+    FIELD(max_attempts, F_U32),
+    FIELD(run_at, F_I64),
+    FIELD(created_at, F_I64),
+    FIELD(ready_at, F_I64),
+    FIELD(leased_at, F_I64),
+    FIELD(started_at, F_I64),
+    FIELD(finished_at, F_I64),
+    FIELD(state, F_STATE),
+    FIELD(worker, F_STR),
+    FIELD(error, F_STR),
+    {"payloads", F_TEXT, offsetof(tenq_job, payloads_json)},
+    {"result", F_TEXT, offsetof(tenq_job, result_json)},
+    {"stats", F_TEXT, offsetof(tenq_job, stats_json)},
+    {"progress", F_TEXT, offsetof(tenq_job, progress_json)},
+    FIELD(unique_key, F_STR),
+    FIELD(idempotency_key, F_STR),
+    FIELD(cancel_requested, F_BOOL),
+    FIELD(merged_into, F_U64),
+#undef FIELD
+};
+
+int tq_job_from_span(tq_span o, tenq_job *j)
 {
     memset(j, 0, sizeof(*j));
-    if (!json_is_object(o) || !json_is_integer(json_object_get(o, "id"))) return TENQ_EPROTOCOL;
-    bool bad = false;
-    j->id = (uint64_t)tq_jint(o, "id");
-    j->tenant = tq_jstr(o, "tenant", &bad);
-    j->queue = tq_jstr(o, "queue", &bad);
-    j->type = tq_jstr(o, "type", &bad);
-    j->key = tq_jstr(o, "key", &bad);
-    const char *st = json_string_value(json_object_get(o, "state"));
+    tq_iter it;
+    if (!tq_obj_begin(&it, o)) return TENQ_EPROTOCOL;
+    bool bad = false, has_state = false, has_lease = false, has_attempts = false;
+    long long attempt = 0;
+    tq_span k, v;
+    int r;
+    while (!bad && (r = tq_obj_next(&it, &k, &v)) > 0) {
+        size_t f = 0, nf = sizeof job_fields / sizeof job_fields[0];
+        while (f < nf && !tq_key_is(k, job_fields[f].name)) f++;
+        if (f == nf) continue; /* a field newer than this library */
+        char *at = (char *)j + job_fields[f].off;
+        switch (job_fields[f].kind) {
+        case F_STR:
+        case F_TEXT:
+        case F_RAW: { /* F_RAW keeps a null as "null" (args: tenq.h) */
+            char **dst = (char **)at;
+            free(*dst);
+            unsigned kind = job_fields[f].kind;
+            *dst = kind == F_STR                        ? tq_span_str(v, &bad)
+                   : kind == F_TEXT || !tq_span_null(v) ? tq_span_text(v, &bad)
+                                                        : strdup("null");
+            if (kind == F_RAW && !*dst) bad = true;
+            break;
+        }
+        case F_I64: *(int64_t *)at = tq_span_int(v); break;
+        case F_U64: *(uint64_t *)at = (uint64_t)tq_span_int(v); break;
+        case F_INT: *(int *)at = (int)tq_span_int(v); break;
+        case F_U32: *(uint32_t *)at = (uint32_t)tq_span_int(v); break;
+        case F_BOOL: *(bool *)at = tq_span_true(v); break;
+        case F_STATE: {
+            char name[16];
+            tq_span_str_to(v, name, sizeof name);
+            j->state = tenq_state_parse(name);
+            has_state = true;
+            break;
+        }
+        case F_ATTEMPTS:
+            j->attempts = (uint32_t)tq_span_int(v);
+            has_attempts = true;
+            break;
+        case F_ATTEMPT: attempt = tq_span_int(v); break;
+        }
+        if (!strcmp(job_fields[f].name, "lease_until")) has_lease = true;
+    }
+    if (r < 0 || !j->id) bad = true;
     /* a leased job's answer has no state: it is leased */
-    j->state = st                                  ? tenq_state_parse(st)
-               : json_object_get(o, "lease_until") ? TENQ_STATE_LEASED
-                                                   : TENQ_STATE_UNKNOWN;
-    j->priority = (int)tq_jint(o, "priority");
-    if (json_object_get(o, "attempts")) {
-        j->attempts = (uint32_t)tq_jint(o, "attempts");
+    if (!has_state) j->state = has_lease ? TENQ_STATE_LEASED : TENQ_STATE_UNKNOWN;
+    if (has_attempts) {
         j->attempt = j->attempts ? j->attempts - 1 : 0;
     } else {
-        j->attempt = (uint32_t)tq_jint(o, "attempt");
+        j->attempt = (uint32_t)attempt;
         j->attempts = j->attempt + 1;
     }
-    j->max_attempts = (uint32_t)tq_jint(o, "max_attempts");
-    j->run_at = tq_jint(o, "run_at");
-    j->created_at = tq_jint(o, "created_at");
-    j->ready_at = tq_jint(o, "ready_at");
-    j->leased_at = tq_jint(o, "leased_at");
-    j->started_at = tq_jint(o, "started_at");
-    j->finished_at = tq_jint(o, "finished_at");
-    j->lease_until = tq_jint(o, "lease_until");
-    j->token = (uint64_t)tq_jint(o, "token");
-    j->worker = tq_jstr(o, "worker", &bad);
-    j->error = tq_jstr(o, "error", &bad);
-    json_t *args = json_object_get(o, "args");
-    if (args) {
-        j->args_json = json_dumps(args, DUMP_FLAGS);
-        if (!j->args_json) bad = true;
-    }
-    j->payloads_json = tq_jtext(o, "payloads", &bad);
-    j->result_json = tq_jtext(o, "result", &bad);
-    j->stats_json = tq_jtext(o, "stats", &bad);
-    j->progress_json = tq_jtext(o, "progress", &bad);
-    j->unique_key = tq_jstr(o, "unique_key", &bad);
-    j->idempotency_key = tq_jstr(o, "idempotency_key", &bad);
-    j->cancel_requested = json_is_true(json_object_get(o, "cancel_requested"));
-    j->merged_into = (uint64_t)tq_jint(o, "merged_into");
-    j->json = json_dumps(o, DUMP_FLAGS);
-    if (!j->json) bad = true;
+    if (!bad) j->json = tq_span_text(o, &bad);
     if (bad) {
         tq_job_clear(j);
-        /* a wrong type is the server's fault, a NULL from strdup ours; both
+        /* a wrong type is the server's fault, a NULL from malloc ours; both
          * are rare enough that one code serves */
         return TENQ_EPROTOCOL;
     }
     return 0;
 }
 
-void tq_item_error(const json_t *e, int *err, char *message, size_t mlen, char *field, size_t flen)
+void tq_item_error(tq_span e, int *err, char *message, size_t mlen, char *field, size_t flen)
 {
-    const char *word = json_string_value(json_object_get(e, "code"));
-    const char *msg = json_string_value(json_object_get(e, "message"));
-    const char *f = json_string_value(json_object_get(e, "field"));
-    *err = tq_err_from_answer(word, 0);
+    char word[64];
+    tq_span v = {0};
+    tq_span_str_to(tq_obj_get(e, "code", &v) ? v : (tq_span){0}, word, sizeof word);
+    *err = tq_err_from_answer(word[0] ? word : NULL, 0);
     if (*err == TENQ_EPROTOCOL) *err = TENQ_EINVALID; /* an item error without a known word */
-    snprintf(message, mlen, "%s", msg ? msg : tenq_err_message(*err));
-    snprintf(field, flen, "%s", f ? f : "");
+    tq_span_str_to(tq_obj_get(e, "message", &v) ? v : (tq_span){0}, message, mlen);
+    if (!message[0]) snprintf(message, mlen, "%s", tenq_err_message(*err));
+    tq_span_str_to(tq_obj_get(e, "field", &v) ? v : (tq_span){0}, field, flen);
 }
 
 void tenq_job_free(tenq_job *job)
@@ -260,5 +263,45 @@ int tq_buf_str(tenq_client *c, tq_buf *b, const char *key, const char *v, bool f
     buf_escaped(b, key, strlen(key));
     tq_buf_raw(b, ":", 1);
     buf_escaped(b, v, n);
+    return 0;
+}
+
+int tq_buf_json(tenq_client *c, tq_buf *b, const char *key, const char *v)
+{
+    if (!v) return 0;
+    size_t n = strlen(v);
+    if (!tq_scan_valid(v, n)) {
+        int rc = tq_seterr(c, TENQ_EINVALID, "%s is not valid JSON", key);
+        snprintf(c->field, sizeof c->field, "%s", key);
+        return rc;
+    }
+    tq_buf_raw(b, ",", 1);
+    buf_escaped(b, key, strlen(key));
+    tq_buf_raw(b, ":", 1);
+    tq_buf_raw(b, v, n);
+    return 0;
+}
+
+void tq_buf_int(tq_buf *b, const char *key, long long v)
+{
+    char num[160];
+    tq_buf_raw(b, num, (size_t)snprintf(num, sizeof num, ",\"%s\":%lld", key, v));
+}
+
+int tq_buf_names(tenq_client *c, tq_buf *b, const char *key, const char *const *v, size_t n)
+{
+    tq_buf_raw(b, ",", 1);
+    buf_escaped(b, key, strlen(key));
+    tq_buf_raw(b, ":[", 2);
+    for (size_t i = 0; i < n; i++) {
+        if (!v[i] || !tq_utf8_valid(v[i], strlen(v[i]))) {
+            int rc = tq_seterr(c, TENQ_EINVALID, "%s must hold UTF-8 names", key);
+            snprintf(c->field, sizeof c->field, "%s", key);
+            return rc;
+        }
+        if (i) tq_buf_raw(b, ",", 1);
+        buf_escaped(b, v[i], strlen(v[i]));
+    }
+    tq_buf_raw(b, "]", 1);
     return 0;
 }

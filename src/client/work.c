@@ -5,26 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static json_t *name_array(tenq_client *c, const char *field, const char *const *v, size_t n,
-                          int *rc)
-{
-    json_t *a = json_array();
-    if (!a) {
-        *rc = tq_seterr(c, TENQ_ENOMEM, "out of memory");
-        return NULL;
-    }
-    for (size_t i = 0; i < n; i++) {
-        json_t *s = v[i] ? json_string(v[i]) : NULL;
-        if (!s || json_array_append_new(a, s) != 0) {
-            json_decref(a);
-            *rc = tq_seterr(c, TENQ_EINVALID, "%s must hold UTF-8 names", field);
-            snprintf(c->field, sizeof c->field, "%s", field);
-            return NULL;
-        }
-    }
-    return a;
-}
-
 int tenq_lease(tenq_client *c, const tenq_lease_req *req, tenq_job **jobs, size_t *n)
 {
     *jobs = NULL;
@@ -32,86 +12,79 @@ int tenq_lease(tenq_client *c, const tenq_lease_req *req, tenq_job **jobs, size_
     tq_clearerr(c);
     if (!req || !req->queues || req->nqueues == 0)
         return tq_seterr(c, TENQ_EINVALID, "a lease names at least one queue");
-    int rc = 0;
-    json_t *body = json_object(), *a = NULL;
-    if (!body) return tq_seterr(c, TENQ_ENOMEM, "out of memory");
-    bool bad = false;
-    if ((rc = tq_put_str(c, body, "worker", req->worker)) != 0) goto out;
-    json_t *q = name_array(c, "queues", req->queues, req->nqueues, &rc);
-    if (!q) goto out;
-    tq_jset(body, "queues", q, &bad);
-    if (req->types && req->ntypes) {
-        json_t *t = name_array(c, "types", req->types, req->ntypes, &rc);
-        if (!t) goto out;
-        tq_jset(body, "types", t, &bad);
+    int rc;
+    int64_t wait = req->wait_ms > 0 ? req->wait_ms : 0;
+    tq_buf b = {0};
+    tq_span a, list = {0}, v;
+    char head[64];
+    tq_buf_raw(&b, head,
+               (size_t)snprintf(head, sizeof head, "{\"max\":%u", req->max ? req->max : 1));
+    tq_buf_int(&b, "wait_ms", wait);
+    if ((rc = tq_buf_str(c, &b, "worker", req->worker, false)) ||
+        (rc = tq_buf_names(c, &b, "queues", req->queues, req->nqueues)) ||
+        (req->types && req->ntypes &&
+         (rc = tq_buf_names(c, &b, "types", req->types, req->ntypes)))) {
+        free(b.p);
+        return rc;
     }
-    tq_jset(body, "max", json_integer(req->max ? req->max : 1), &bad);
-    tq_jset(body, "wait_ms", json_integer(req->wait_ms > 0 ? req->wait_ms : 0), &bad);
-    if (bad) {
-        rc = tq_seterr(c, TENQ_ENOMEM, "out of memory");
-        goto out;
-    }
-    rc = tq_call_json(c, "POST", "/v1/lease", body, req->wait_ms > 0 ? req->wait_ms : 0, &a);
-    body = NULL;
-    if (rc != 0) goto out;
-    json_t *list = json_object_get(a, "jobs");
-    if (!json_is_array(list)) {
-        rc = tq_seterr(c, TENQ_EPROTOCOL, "the lease answer has no jobs");
-        goto out;
-    }
-    size_t m = json_array_size(list);
-    if (m == 0) goto out;
-    tenq_job *v = calloc(m, sizeof(tenq_job));
-    if (!v) {
-        rc = tq_seterr(c, TENQ_ENOMEM, "out of memory");
-        goto out;
-    }
-    for (size_t i = 0; i < m; i++) {
-        int jrc = tq_job_from_json(json_array_get(list, i), &v[i]);
-        if (jrc != 0) {
-            /* the jobs are leased already; they come back when their leases
-             * expire, which is all a client could do about a bad answer */
-            tenq_jobs_free(v, i);
-            rc = tq_seterr(c, jrc, "a leased job in the answer is malformed");
-            goto out;
+    tq_buf_raw(&b, "}", 1);
+    if ((rc = tq_post_buf(c, "/v1/lease", &b, wait, &a)) != 0) return rc;
+    tq_iter it;
+    if (!tq_obj_get(a, "jobs", &list) || !tq_arr_begin(&it, list))
+        return tq_seterr(c, TENQ_EPROTOCOL, "the lease answer has no jobs");
+    size_t m = 0, cap = 0;
+    tenq_job *got = NULL;
+    int r;
+    while ((r = tq_arr_next(&it, &v)) > 0) {
+        if (m == cap) {
+            cap = cap ? cap * 2 : (req->max ? req->max : 1);
+            tenq_job *g = realloc(got, cap * sizeof(tenq_job));
+            if (!g) {
+                tenq_jobs_free(got, m);
+                return tq_seterr(c, TENQ_ENOMEM, "out of memory");
+            }
+            got = g;
         }
-        v[i].state = TENQ_STATE_LEASED;
+        if (tq_job_from_span(v, &got[m]) != 0) {
+            r = -1;
+            break;
+        }
+        got[m++].state = TENQ_STATE_LEASED;
     }
-    *jobs = v;
+    if (r < 0) {
+        /* the jobs are leased already; they come back when their leases
+         * expire, which is all a client could do about a bad answer */
+        tenq_jobs_free(got, m);
+        return tq_seterr(c, TENQ_EPROTOCOL, "a leased job in the answer is malformed");
+    }
+    *jobs = got;
     *n = m;
-out:
-    json_decref(body);
-    json_decref(a);
-    return rc;
+    return 0;
 }
 
-/* POST /v1/jobs/{id}/{verb} with body (stolen); the answer in *a. */
-static int job_call(tenq_client *c, uint64_t id, const char *verb, json_t *body, json_t **a)
+/* {"token":N as the start of a job call's body. */
+static void token_open(tq_buf *b, uint64_t token)
+{
+    char head[48];
+    tq_buf_raw(b, head,
+               (size_t)snprintf(head, sizeof head, "{\"token\":%llu", (unsigned long long)token));
+}
+
+/* Closes b and POSTs it to /v1/jobs/{id}/{verb}; the answer in *a. */
+static int job_call(tenq_client *c, uint64_t id, const char *verb, tq_buf *b, tq_span *a)
 {
     char path[96];
     snprintf(path, sizeof path, "/v1/jobs/%llu/%s", (unsigned long long)id, verb);
-    return tq_call_json(c, "POST", path, body, 0, a);
-}
-
-static json_t *token_body(tenq_client *c, uint64_t token)
-{
-    json_t *o = json_object();
-    bool bad = !o;
-    if (o) tq_jset(o, "token", json_integer((json_int_t)token), &bad);
-    if (bad) {
-        json_decref(o);
-        tq_seterr(c, TENQ_ENOMEM, "out of memory");
-        return NULL;
-    }
-    return o;
+    tq_buf_raw(b, "}", 1);
+    return tq_post_buf(c, path, b, 0, a);
 }
 
 int tenq_start(tenq_client *c, uint64_t id, uint64_t token)
 {
     tq_clearerr(c);
-    json_t *o = token_body(c, token);
-    if (!o) return TENQ_ENOMEM;
-    return job_call(c, id, "start", o, NULL);
+    tq_buf b = {0};
+    token_open(&b, token);
+    return job_call(c, id, "start", &b, NULL);
 }
 
 int tenq_heartbeat(tenq_client *c, uint64_t id, uint64_t token, const char *progress_json,
@@ -120,50 +93,44 @@ int tenq_heartbeat(tenq_client *c, uint64_t id, uint64_t token, const char *prog
     if (lease_until) *lease_until = 0;
     if (cancel) *cancel = false;
     tq_clearerr(c);
-    json_t *o = token_body(c, token), *a = NULL;
-    if (!o) return TENQ_ENOMEM;
-    int rc = tq_put_json(c, o, "progress", progress_json);
-    if (rc != 0) {
-        json_decref(o);
-        return rc;
-    }
-    rc = job_call(c, id, "heartbeat", o, &a);
+    tq_buf b = {0};
+    tq_span a;
+    token_open(&b, token);
+    int rc = tq_buf_json(c, &b, "progress", progress_json);
+    if (rc == 0) rc = job_call(c, id, "heartbeat", &b, &a);
+    free(b.p);
     if (rc != 0) return rc;
-    if (lease_until) *lease_until = tq_jint(a, "lease_until");
-    if (cancel) *cancel = json_is_true(json_object_get(a, "cancel"));
-    json_decref(a);
+    if (lease_until) *lease_until = tq_aint(a, "lease_until");
+    if (cancel) *cancel = tq_atrue(a, "cancel");
     return 0;
+}
+
+/* The fields of an ack (f NULL) or a failure, appended to b. */
+static int outcome_fields(tenq_client *c, tq_buf *b, const char *result, const tenq_fail_req *f,
+                          const char *stats)
+{
+    int rc = 0;
+    if (!f) {
+        rc = tq_buf_json(c, b, "result", result);
+    } else {
+        rc = tq_buf_str(c, b, "error", f->error, false);
+        if (f->has_retry_in) tq_buf_int(b, "retry_in_ms", f->retry_in_ms > 0 ? f->retry_in_ms : 0);
+        if (f->no_retry) tq_buf_raw(b, ",\"retry\":false", 14);
+        if (f->cancelled) tq_buf_raw(b, ",\"cancelled\":true", 17);
+    }
+    return rc ? rc : tq_buf_json(c, b, "stats", stats);
 }
 
 int tenq_ack(tenq_client *c, uint64_t id, uint64_t token, const char *result_json,
              const char *stats_json)
 {
     tq_clearerr(c);
-    json_t *o = token_body(c, token);
-    if (!o) return TENQ_ENOMEM;
-    int rc;
-    if ((rc = tq_put_json(c, o, "result", result_json)) != 0 ||
-        (rc = tq_put_json(c, o, "stats", stats_json)) != 0) {
-        json_decref(o);
-        return rc;
-    }
-    return job_call(c, id, "ack", o, NULL);
-}
-
-/* The fields of a failure into o. */
-static int fail_fields(tenq_client *c, json_t *o, const tenq_fail_req *f, const char *stats)
-{
-    int rc;
-    bool bad = false;
-    if (f) {
-        if ((rc = tq_put_str(c, o, "error", f->error)) != 0) return rc;
-        if (f->has_retry_in)
-            tq_jset(o, "retry_in_ms", json_integer(f->retry_in_ms > 0 ? f->retry_in_ms : 0), &bad);
-        if (f->no_retry) tq_jset(o, "retry", json_false(), &bad);
-        if (f->cancelled) tq_jset(o, "cancelled", json_true(), &bad);
-    }
-    if ((rc = tq_put_json(c, o, "stats", stats)) != 0) return rc;
-    return bad ? tq_seterr(c, TENQ_ENOMEM, "out of memory") : 0;
+    tq_buf b = {0};
+    token_open(&b, token);
+    int rc = outcome_fields(c, &b, result_json, NULL, stats_json);
+    if (rc == 0) rc = job_call(c, id, "ack", &b, NULL);
+    free(b.p);
+    return rc;
 }
 
 int tenq_fail(tenq_client *c, uint64_t id, uint64_t token, const tenq_fail_req *f,
@@ -172,18 +139,16 @@ int tenq_fail(tenq_client *c, uint64_t id, uint64_t token, const tenq_fail_req *
     if (state) *state = TENQ_STATE_UNKNOWN;
     if (run_at) *run_at = 0;
     tq_clearerr(c);
-    json_t *o = token_body(c, token), *a = NULL;
-    if (!o) return TENQ_ENOMEM;
-    int rc = fail_fields(c, o, f, f ? f->stats_json : NULL);
-    if (rc != 0) {
-        json_decref(o);
-        return rc;
-    }
-    rc = job_call(c, id, "fail", o, &a);
+    static const tenq_fail_req none;
+    tq_buf b = {0};
+    tq_span a;
+    token_open(&b, token);
+    int rc = outcome_fields(c, &b, NULL, f ? f : &none, f ? f->stats_json : NULL);
+    if (rc == 0) rc = job_call(c, id, "fail", &b, &a);
+    free(b.p);
     if (rc != 0) return rc;
-    if (state) *state = tenq_state_parse(json_string_value(json_object_get(a, "state")));
-    if (run_at) *run_at = tq_jint(a, "run_at");
-    json_decref(a);
+    if (state) *state = tq_astate(a, "state");
+    if (run_at) *run_at = tq_aint(a, "run_at");
     return 0;
 }
 
@@ -193,44 +158,40 @@ int tenq_outcomes(tenq_client *c, const tenq_outcome *list, size_t n, tenq_outco
     if (!list || !res || n == 0 || n > TENQ_BATCH_MAX)
         return tq_seterr(c, TENQ_EINVALID, "outcomes come 1 to %d at a time", TENQ_BATCH_MAX);
     memset(res, 0, n * sizeof(*res));
-    json_t *arr = json_array(), *body = json_object(), *a = NULL;
+    tq_buf b = {0};
+    tq_buf_raw(&b, "{\"outcomes\":[", 13);
     int rc = 0;
-    bool bad = !arr || !body;
-    for (size_t i = 0; i < n && !bad && rc == 0; i++) {
+    for (size_t i = 0; i < n && rc == 0; i++) {
         const tenq_outcome *oc = &list[i];
-        json_t *o = json_object();
-        if (!o || json_array_append_new(arr, o) != 0) {
-            bad = true;
-            break;
-        }
-        tq_jset(o, "id", json_integer((json_int_t)oc->id), &bad);
-        tq_jset(o, "token", json_integer((json_int_t)oc->token), &bad);
-        tq_jset(o, "ok", json_boolean(oc->ok), &bad);
-        if (oc->ok) rc = tq_put_json(c, o, "result", oc->result_json);
-        if (rc == 0) rc = fail_fields(c, o, oc->ok ? NULL : &oc->fail, oc->stats_json);
+        char head[96];
+        tq_buf_raw(&b, head,
+                   (size_t)snprintf(head, sizeof head, "%s{\"id\":%llu,\"token\":%llu,\"ok\":%s",
+                                    i ? "," : "", (unsigned long long)oc->id,
+                                    (unsigned long long)oc->token, oc->ok ? "true" : "false"));
+        rc = outcome_fields(c, &b, oc->result_json, oc->ok ? NULL : &oc->fail, oc->stats_json);
+        tq_buf_raw(&b, "}", 1);
     }
-    if (rc == 0 && !bad && json_object_set(body, "outcomes", arr) != 0) bad = true;
-    json_decref(arr);
-    if (rc == 0 && bad) rc = tq_seterr(c, TENQ_ENOMEM, "out of memory");
+    tq_buf_raw(&b, "]}", 2);
+    tq_span a, results = {0}, r, e;
     if (rc != 0) {
-        json_decref(body);
+        free(b.p);
         return rc;
     }
-    rc = tq_call_json(c, "POST", "/v1/outcomes", body, 0, &a);
-    if (rc != 0) return rc;
-    json_t *results = json_object_get(a, "results");
-    if (json_array_size(results) != n) {
-        json_decref(a);
+    if ((rc = tq_post_buf(c, "/v1/outcomes", &b, 0, &a)) != 0) return rc;
+    tq_iter it;
+    size_t k = 0;
+    if (tq_obj_get(a, "results", &results) && tq_arr_begin(&it, results))
+        for (; tq_arr_next(&it, &r) > 0; k++) {
+            if (k >= n) continue;
+            if (tq_obj_get(r, "error", &e))
+                tq_item_error(e, &res[k].err, res[k].message, sizeof res[k].message, res[k].field,
+                              sizeof res[k].field);
+            else
+                res[k].state = tq_astate(r, "state");
+        }
+    if (k != n) {
+        memset(res, 0, n * sizeof(*res));
         return tq_seterr(c, TENQ_EPROTOCOL, "the outcomes answer does not hold %zu results", n);
     }
-    for (size_t i = 0; i < n; i++) {
-        json_t *r = json_array_get(results, i), *e = json_object_get(r, "error");
-        if (e)
-            tq_item_error(e, &res[i].err, res[i].message, sizeof res[i].message, res[i].field,
-                          sizeof res[i].field);
-        else
-            res[i].state = tenq_state_parse(json_string_value(json_object_get(r, "state")));
-    }
-    json_decref(a);
     return 0;
 }

@@ -183,15 +183,11 @@ static void check_result(tenq_task *t)
 {
     tenq_result *r = &t->res;
     if (r->ok && r->result_json) {
-        json_error_t jerr;
-        json_t *j = json_loads(r->result_json, JSON_DECODE_ANY, &jerr);
-        if (!j) {
-            char msg[300];
-            snprintf(msg, sizeof msg, "invalid result JSON: %s", jerr.text);
+        if (!tq_scan_valid(r->result_json, strlen(r->result_json))) {
             free(r->result_json);
-            *r = tenq_result_fail(msg, TENQ_RETRY_BACKOFF);
+            *r = tenq_result_fail("invalid result JSON: the handler's result is not one JSON value",
+                                  TENQ_RETRY_BACKOFF);
         }
-        json_decref(j);
     }
     if (!r->ok && r->error) {
         char *fixed = tq_utf8_fix(r->error, strlen(r->error));
@@ -201,12 +197,11 @@ static void check_result(tenq_task *t)
         }
     }
     if (t->stats) {
-        json_t *j = json_loads(t->stats, 0, NULL);
-        if (!json_is_object(j)) {
+        tq_span o;
+        if (!tq_scan_object(t->stats, strlen(t->stats), &o)) {
             free(t->stats);
             t->stats = NULL;
         }
-        json_decref(j);
     }
 }
 

@@ -641,6 +641,76 @@ TEST(a_silent_server_times_out)
     fake_stop();
 }
 
+/* A fake server answering every request with 200 and this JSON body. */
+static tenq_client *fake_json(const char *body)
+{
+    static char reply[1024];
+    snprintf(reply, sizeof reply, "HTTP/1.1 200 OK\r\nContent-Length: %zu\r\n\r\n%s", strlen(body),
+             body);
+    return fake_client(fake_server(reply), 2000);
+}
+
+/* Answers read in place: what a lease, an outcome batch and a submit batch
+ * refuse, and that a refused lease hands back nothing. */
+TEST(malformed_work_answers_are_protocol_errors)
+{
+    const char *q[] = {"q"};
+    tenq_lease_req lr = {.queues = q, .nqueues = 1, .max = 5};
+    const char *bad_leases[] = {
+        "{\"jobs\":[{\"id\":1,\"token\":2},{\"tenant\":\"no id\"}]}", /* the second job */
+        "{\"jobs\":{}}",
+        "{\"work\":[]}",
+        "{\"jobs\":[{\"id\":1,\"queue\":7}]}",
+        "{\"jobs\":[{\"id\":1,\"tenant\":\"\\ud800\"}]}", /* a lone surrogate */
+        "{\"jobs\":[]} trailing"};
+    for (size_t i = 0; i < sizeof bad_leases / sizeof bad_leases[0]; i++) {
+        tenq_client *c = fake_json(bad_leases[i]);
+        tenq_job *jobs = (tenq_job *)1;
+        size_t n = 7;
+        ASSERT_MSG(tenq_lease(c, &lr, &jobs, &n) == TENQ_EPROTOCOL, "took %s", bad_leases[i]);
+        ASSERT(jobs == NULL && n == 0);
+        tenq_client_free(c);
+        fake_stop();
+    }
+    /* an empty lease is no error */
+    tenq_client *c = fake_json(" { \"jobs\" : [ ] } ");
+    tenq_job *jobs;
+    size_t n = 7;
+    ASSERT_EQ(tenq_lease(c, &lr, &jobs, &n), 0);
+    ASSERT(jobs == NULL && n == 0);
+    tenq_client_free(c);
+    fake_stop();
+
+    /* two outcomes, one result: refused as a whole */
+    tenq_outcome oc[2] = {{.id = 1, .token = 2, .ok = true}, {.id = 3, .token = 4, .ok = true}};
+    tenq_outcome_res res[2];
+    c = fake_json("{\"results\":[{\"id\":1,\"state\":\"succeeded\"}]}");
+    ASSERT_EQ(tenq_outcomes(c, oc, 2, res), TENQ_EPROTOCOL);
+    ASSERT(strstr(tenq_errmsg(c), "2 results") != NULL);
+    tenq_client_free(c);
+    fake_stop();
+    /* per item: a state, and an error with its words decoded */
+    c = fake_json("{\"results\":[{\"id\":1,\"state\":\"succeeded\"},{\"error\":{\"code\":"
+                  "\"conflict\",\"message\":\"stale \\\"token\\\"\",\"field\":\"token\"}}]}");
+    ASSERT_EQ(tenq_outcomes(c, oc, 2, res), 0);
+    ASSERT_EQ(res[0].state, TENQ_STATE_SUCCEEDED);
+    ASSERT_EQ(res[1].err, TENQ_ECONFLICT);
+    ASSERT_STR(res[1].message, "stale \"token\"");
+    ASSERT_STR(res[1].field, "token");
+    tenq_client_free(c);
+    fake_stop();
+
+    /* a submit batch answered with too few results */
+    tenq_submit_req sr[2] = {{.queue = "q", .type = "t"}, {.queue = "q", .type = "t"}};
+    tenq_submit_res sres[2];
+    c = fake_json("{\"jobs\":[{\"id\":5,\"state\":\"ready\"}]}");
+    ASSERT_EQ(tenq_submit_batch(c, sr, 2, sres), TENQ_EPROTOCOL);
+    ASSERT_EQ(sres[0].err, TENQ_EPROTOCOL);
+    ASSERT_EQ(sres[1].err, TENQ_EPROTOCOL);
+    tenq_client_free(c);
+    fake_stop();
+}
+
 TEST(answers_that_are_not_http_or_not_json)
 {
     tenq_client *c = fake_client(fake_server("SSH-2.0-OpenSSH_9.2\r\n"), 2000);

@@ -1,8 +1,13 @@
-/* libtenq's pure HTTP parts: server URLs, response heads, error words. */
+/* libtenq's pure parts: server URLs, response heads, error words, and JSON
+ * read in place (client/scan.h) with the job it fills. */
 #include "../unit/runner.h"
 
 #include "client/http.h"
+#include "client/internal.h"
+#include "client/scan.h"
 #include "tenq/errors.h"
+
+#include <jansson.h>
 
 static int parse(const char *s, tq_http_head *h)
 {
@@ -204,4 +209,243 @@ TEST(error_words_and_statuses_map_to_codes)
     ASSERT_EQ(tq_err_from_answer(NULL, 418), TENQ_EINVALID);
     ASSERT_EQ(tq_err_from_answer(NULL, 599), TENQ_EINTERNAL);
     ASSERT_EQ(tq_err_from_answer(NULL, 302), TENQ_EPROTOCOL);
+}
+
+/* ---- JSON read in place ------------------------------------------------------------------- */
+
+static bool valid(const char *s)
+{
+    return tq_scan_valid(s, strlen(s));
+}
+
+static tq_span span(const char *s)
+{
+    return (tq_span){s, strlen(s)};
+}
+
+TEST(scan_accepts_json)
+{
+    const char *good[] = {"0",
+                          "-0",
+                          "1",
+                          "-12",
+                          "1.5",
+                          "0.25e3",
+                          "1E-2",
+                          "1e+2",
+                          "-0.0e0",
+                          "true",
+                          "false",
+                          "null",
+                          "\"\"",
+                          "\"a\"",
+                          "\"\\\"\\\\\\/\\b\\f\\n\\r\\t\"",
+                          "\"\\u00e9\\u20AC\"",
+                          "\"\\ud83d\\ude00\"",
+                          "\"h\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80\"",
+                          "[]",
+                          "{}",
+                          " [ ] ",
+                          "[1,2,[3,{}]]",
+                          "{\"a\":1,\"b\":[true,null],\"c\":{\"d\":\"e\"}}",
+                          "\t{ \"a\" : 1 ,\n\"a\":2 }\r\n"};
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++)
+        ASSERT_MSG(valid(good[i]), "refused %s", good[i]);
+}
+
+TEST(scan_refuses_what_is_not_json)
+{
+    const char *bad[] = {"",
+                         " ",
+                         "01",
+                         "-",
+                         "1.",
+                         ".5",
+                         "1e",
+                         "1e+",
+                         "+1",
+                         "0x1",
+                         "NaN",
+                         "Infinity",
+                         "tru",
+                         "nul",
+                         "True",
+                         "\"",
+                         "\"abc",
+                         "\"\\x\"",
+                         "\"\\u12\"",
+                         "\"\\u12g4\"",
+                         "\"\\u0000\"",
+                         "\"\\ud83d\"",
+                         "\"\\ude00\"",
+                         "\"\\ud83d\\u0041\"",
+                         "\"tab\there\"",
+                         "\"\xc3\"",
+                         "\"\xff\"",
+                         "\"\xed\xa0\x80\"",
+                         "[",
+                         "[1,]",
+                         "[,1]",
+                         "[1 2]",
+                         "{\"a\"}",
+                         "{\"a\":}",
+                         "{a:1}",
+                         "{\"a\":1,}",
+                         "{,}",
+                         "1 2",
+                         "[1]]",
+                         "{}x",
+                         "[1]\x01"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        ASSERT_MSG(!valid(bad[i]), "accepted %s", bad[i]);
+    /* 64 levels are fine, deeper is refused (not a stack overflow) */
+    char deep[300];
+    memset(deep, '[', 64);
+    memset(deep + 64, ']', 64);
+    deep[128] = 0;
+    ASSERT(valid(deep));
+    memset(deep, '[', 100);
+    memset(deep + 100, ']', 100);
+    deep[200] = 0;
+    ASSERT(!valid(deep));
+}
+
+/* Mutated documents, judged by jansson and by the scanner: they agree. */
+TEST(scan_agrees_with_jansson_on_mutations)
+{
+    const char *seeds[] = {
+        "{\"jobs\":[{\"id\":12,\"token\":4294967296,\"tenant\":\"a\",\"args\":{\"n\":[1,2.5,-3e2],"
+        "\"s\":\"h\\u00e9\\n\"},\"key\":null,\"ok\":true}]}",
+        "[\"\\ud83d\\ude00\",{\"a\":{\"b\":[false,null,0.5]}},\"x\\\\y\\\"z\"]",
+        "{\"results\":[{\"error\":{\"code\":\"invalid\",\"message\":\"bad \\/ thing\"}}]}"};
+    const char alphabet[] = "{}[]\",:\\/u0123456789abcdefentrulsx.-+eE \t\n\x80\xc3\xa9";
+    uint64_t seed = test_seed();
+    int agreed = 0;
+    for (int round = 0; round < 20000; round++) {
+        seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+        const char *src = seeds[(seed >> 33) % 3];
+        char doc[256];
+        size_t n = strlen(src);
+        memcpy(doc, src, n + 1);
+        int edits = 1 + (int)((seed >> 40) % 3);
+        for (int k = 0; k < edits; k++) {
+            seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+            size_t at = (seed >> 33) % n;
+            doc[at] = alphabet[(seed >> 20) % (sizeof alphabet - 1)];
+        }
+        json_error_t err;
+        json_t *j = json_loadb(doc, n, JSON_DECODE_ANY, &err);
+        bool theirs = j != NULL, ours = tq_scan_valid(doc, n);
+        json_decref(j);
+        /* jansson refuses numbers beyond 64-bit integers and doubles; JSON
+         * has no such limit */
+        if (!theirs && (strstr(err.text, "too big") || strstr(err.text, "overflow"))) continue;
+        ASSERT_MSG(theirs == ours, "jansson %s, scanner %s: %s (seed %" PRIu64 ")",
+                   theirs ? "accepts" : "refuses", ours ? "accepts" : "refuses", doc, seed);
+        agreed++;
+    }
+    ASSERT(agreed > 15000);
+}
+
+TEST(scan_walks_objects_and_decodes_strings)
+{
+    tq_span o, k, v;
+    const char *text = " {\"a\":1, \"b\\u0062\":\"x\\ty\\u00e9\\ud83d\\ude00\", \"a\":[2,3],"
+                       "\"n\":null} ";
+    ASSERT(tq_scan_object(text, strlen(text), &o));
+    ASSERT(o.p[0] == '{' && o.p[o.n - 1] == '}');
+    tq_iter it;
+    ASSERT(tq_obj_begin(&it, o));
+    ASSERT_EQ(tq_obj_next(&it, &k, &v), 1);
+    ASSERT(tq_key_is(k, "a") && !tq_key_is(k, "ab"));
+    ASSERT_EQ(tq_span_int(v), 1);
+    ASSERT_EQ(tq_obj_next(&it, &k, &v), 1);
+    ASSERT(tq_key_is(k, "bb")); /* an escaped key */
+    bool bad = false;
+    char *s = tq_span_str(v, &bad);
+    ASSERT_STR(s, "x\ty\xc3\xa9\xf0\x9f\x98\x80");
+    free(s);
+    ASSERT_EQ(tq_obj_next(&it, &k, &v), 1);
+    ASSERT_EQ(tq_obj_next(&it, &k, &v), 1);
+    ASSERT(tq_span_null(v));
+    ASSERT_EQ(tq_obj_next(&it, &k, &v), 0);
+    /* the last of duplicate keys, as jansson; arrays walk in order */
+    ASSERT(tq_obj_get(o, "a", &v));
+    ASSERT(tq_arr_begin(&it, v) && !tq_obj_begin(&it, v));
+    tq_span e;
+    ASSERT(tq_arr_next(&it, &e) == 1 && tq_span_int(e) == 2);
+    ASSERT(tq_arr_next(&it, &e) == 1 && tq_span_int(e) == 3);
+    ASSERT_EQ(tq_arr_next(&it, &e), 0);
+    ASSERT(!tq_obj_get(o, "missing", &v));
+    ASSERT(tq_obj_get(o, "n", &v) && tq_span_str(v, &bad) == NULL && !bad);
+    ASSERT(tq_span_text(v, &bad) == NULL && !bad);
+    /* a string asked for where there is none */
+    ASSERT(tq_obj_get(o, "a", &v) && tq_span_str(v, &bad) == NULL && bad);
+    char *t = tq_span_text(v, &bad);
+    ASSERT_STR(t, "[2,3]");
+    free(t);
+    /* only objects are objects */
+    ASSERT(!tq_scan_object("[1]", 3, &o));
+    ASSERT(!tq_scan_object("{\"a\":1", 6, &o));
+}
+
+TEST(scan_numbers_and_cut_strings)
+{
+    ASSERT_EQ(tq_span_int(span("9007199254740993")), 9007199254740993LL);
+    ASSERT_EQ(tq_span_int(span("-42")), -42);
+    ASSERT_EQ(tq_span_int(span("1.5")), 0);
+    ASSERT_EQ(tq_span_int(span("1e3")), 0);
+    ASSERT_EQ(tq_span_int(span("\"7\"")), 0);
+    ASSERT_EQ(tq_span_int(span("99999999999999999999")), 0); /* beyond 64 bits */
+    ASSERT(tq_span_true(span("true")) && !tq_span_true(span("false")));
+    char buf[6];
+    tq_span_str_to(span("\"ab\\u00e9\\u00e9\""), buf, sizeof buf); /* a b é é: 6 bytes */
+    ASSERT_STR(buf, "ab\xc3\xa9");                                 /* not half an é */
+    tq_span_str_to(span("12"), buf, sizeof buf);
+    ASSERT_STR(buf, "");
+}
+
+TEST(job_from_a_lease_answer)
+{
+    const char *text =
+        "{\"id\":7,\"token\":4294967297,\"lease_until\":1795318198236,\"tenant\":\"a\","
+        "\"queue\":\"q\",\"type\":\"T\",\"key\":null,\"args\":{\"n\":[1,2500.0],\"x\":\"h\\u00e9\"}"
+        ","
+        "\"priority\":-3,\"attempt\":2,\"max_attempts\":25,\"run_at\":5,\"created_at\":4,"
+        "\"future_field\":{\"x\":[1]}}";
+    tenq_job j;
+    ASSERT_EQ(tq_job_from_span(span(text), &j), 0);
+    ASSERT_EQ(j.id, 7);
+    ASSERT_EQ(j.token, 4294967297ULL);
+    ASSERT_EQ(j.lease_until, 1795318198236LL);
+    ASSERT_EQ(j.state, TENQ_STATE_LEASED); /* no state: leased */
+    ASSERT_STR(j.tenant, "a");
+    ASSERT(j.key == NULL);
+    ASSERT_STR(j.args_json, "{\"n\":[1,2500.0],\"x\":\"h\\u00e9\"}"); /* as sent */
+    ASSERT_EQ(j.priority, -3);
+    ASSERT_EQ(j.attempt, 2);
+    ASSERT_EQ(j.attempts, 3);
+    ASSERT_EQ(j.max_attempts, 25);
+    ASSERT_STR(j.json, text);
+    tq_job_clear(&j);
+
+    ASSERT_EQ(tq_job_from_span(span("{\"id\":1,\"state\":\"dead\",\"attempts\":4,\"args\":null,"
+                                    "\"cancel_requested\":true,\"error\":\"x\\ny\"}"),
+                               &j),
+              0);
+    ASSERT_EQ(j.state, TENQ_STATE_DEAD);
+    ASSERT_EQ(j.attempts, 4);
+    ASSERT_EQ(j.attempt, 3);
+    ASSERT_STR(j.args_json, "null"); /* tenq.h: "null" when none */
+    ASSERT(j.cancel_requested);
+    ASSERT_STR(j.error, "x\ny");
+    tq_job_clear(&j);
+
+    /* no id, a string where a string must not be, not an object: refused, nothing to free */
+    const char *bad[] = {"{\"tenant\":\"a\"}", "{\"id\":\"7\"}", "{\"id\":1,\"tenant\":5}",
+                         "{\"id\":1,\"queue\":[\"q\"]}", "[1]"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        ASSERT_MSG(tq_job_from_span(span(bad[i]), &j) == TENQ_EPROTOCOL, "took %s", bad[i]);
+        ASSERT(j.tenant == NULL && j.json == NULL);
+    }
 }

@@ -1,0 +1,404 @@
+/* JSON read in place (client/scan.h). */
+#include "client/scan.h"
+#include "client/utf8.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DEPTH_MAX 64
+
+static const char *ws(const char *p, const char *e)
+{
+    while (p < e && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t')) p++;
+    return p;
+}
+
+static int hexval(char ch)
+{
+    if (ch >= '0' && ch <= '9') return ch - '0';
+    if (ch >= 'a' && ch <= 'f') return ch - 'a' + 10;
+    if (ch >= 'A' && ch <= 'F') return ch - 'A' + 10;
+    return -1;
+}
+
+/* The 4 hex digits at p (p + 4 <= e) as a code unit; -1 when not hex. */
+static long hex4(const char *p)
+{
+    long v = 0;
+    for (int i = 0; i < 4; i++) {
+        int h = hexval(p[i]);
+        if (h < 0) return -1;
+        v = v * 16 + h;
+    }
+    return v;
+}
+
+/* The \u escape at p ('\\' then 'u'; may be a surrogate pair) into *cp;
+ * returns past it, NULL when malformed (bad hex, a lone surrogate, NUL). */
+static const char *unicode_escape(const char *p, const char *e, uint32_t *cp)
+{
+    if (e - p < 6) return NULL;
+    long u = hex4(p + 2);
+    if (u <= 0 || (u >= 0xDC00 && u <= 0xDFFF)) return NULL;
+    p += 6;
+    if (u >= 0xD800 && u <= 0xDBFF) {
+        if (e - p < 6 || p[0] != '\\' || p[1] != 'u') return NULL;
+        long lo = hex4(p + 2);
+        if (lo < 0xDC00 || lo > 0xDFFF) return NULL;
+        u = 0x10000 + ((u - 0xD800) << 10) + (lo - 0xDC00);
+        p += 6;
+    }
+    *cp = (uint32_t)u;
+    return p;
+}
+
+/* p at the opening quote: past the closing one, or NULL. */
+static const char *skip_string(const char *p, const char *e)
+{
+    const char *start = ++p;
+    unsigned char high = 0; /* any byte >= 0x80: then the UTF-8 check */
+    while (p < e) {
+        unsigned char ch = (unsigned char)*p;
+        if (ch == '"') {
+            if (high && !tq_utf8_valid(start, (size_t)(p - start))) return NULL;
+            return p + 1;
+        }
+        if (ch < 0x20) return NULL;
+        high |= ch & 0x80;
+        if (ch != '\\') {
+            p++;
+            continue;
+        }
+        if (p + 1 >= e) return NULL;
+        switch (p[1]) {
+        case '"':
+        case '\\':
+        case '/':
+        case 'b':
+        case 'f':
+        case 'n':
+        case 'r':
+        case 't': p += 2; break;
+        case 'u': {
+            uint32_t cp;
+            if (!(p = unicode_escape(p, e, &cp))) return NULL;
+            break;
+        }
+        default: return NULL;
+        }
+    }
+    return NULL;
+}
+
+static const char *skip_digits(const char *p, const char *e)
+{
+    const char *s = p;
+    while (p < e && *p >= '0' && *p <= '9') p++;
+    return p > s ? p : NULL;
+}
+
+static const char *skip_number(const char *p, const char *e)
+{
+    if (*p == '-') p++;
+    if (p >= e) return NULL;
+    if (*p == '0')
+        p++;
+    else if (!(p = skip_digits(p, e)))
+        return NULL;
+    if (p < e && *p == '.' && !(p = skip_digits(p + 1, e))) return NULL;
+    if (p < e && (*p == 'e' || *p == 'E')) {
+        p++;
+        if (p < e && (*p == '+' || *p == '-')) p++;
+        if (!(p = skip_digits(p, e))) return NULL;
+    }
+    return p;
+}
+
+static const char *skip_word(const char *p, const char *e, const char *w, size_t n)
+{
+    return (size_t)(e - p) >= n && !memcmp(p, w, n) ? p + n : NULL;
+}
+
+static const char *skip_value(const char *p, const char *e, int depth);
+
+/* p at '{' or '[': past the matching close, or NULL. */
+static const char *skip_container(const char *p, const char *e, int depth)
+{
+    if (depth >= DEPTH_MAX) return NULL;
+    char close = *p == '{' ? '}' : ']';
+    bool obj = *p == '{';
+    p = ws(p + 1, e);
+    if (p < e && *p == close) return p + 1;
+    for (;;) {
+        if (obj) {
+            if (p >= e || *p != '"' || !(p = skip_string(p, e))) return NULL;
+            p = ws(p, e);
+            if (p >= e || *p != ':') return NULL;
+            p = ws(p + 1, e);
+        }
+        if (!(p = skip_value(p, e, depth + 1))) return NULL;
+        p = ws(p, e);
+        if (p >= e) return NULL;
+        if (*p == close) return p + 1;
+        if (*p != ',') return NULL;
+        p = ws(p + 1, e);
+    }
+}
+
+static const char *skip_value(const char *p, const char *e, int depth)
+{
+    if (p >= e) return NULL;
+    switch (*p) {
+    case '"': return skip_string(p, e);
+    case '{':
+    case '[': return skip_container(p, e, depth);
+    case 't': return skip_word(p, e, "true", 4);
+    case 'f': return skip_word(p, e, "false", 5);
+    case 'n': return skip_word(p, e, "null", 4);
+    default: return *p == '-' || (*p >= '0' && *p <= '9') ? skip_number(p, e) : NULL;
+    }
+}
+
+const char *tq_scan_value(const char *p, const char *e)
+{
+    return skip_value(p, e, 0);
+}
+
+/* The one value in s[0..n) into *v. */
+static bool only_value(const char *s, size_t n, tq_span *v)
+{
+    const char *e = s + n, *p = ws(s, e), *end = skip_value(p, e, 0);
+    if (!end || ws(end, e) != e) return false;
+    *v = (tq_span){p, (size_t)(end - p)};
+    return true;
+}
+
+bool tq_scan_valid(const char *s, size_t n)
+{
+    tq_span v;
+    return only_value(s, n, &v);
+}
+
+bool tq_scan_object(const char *s, size_t n, tq_span *obj)
+{
+    return only_value(s, n, obj) && obj->p[0] == '{';
+}
+
+/* ---- walking ----------------------------------------------------------------------------------
+ */
+
+static bool begin(tq_iter *it, tq_span v, char open)
+{
+    if (v.n < 2 || v.p[0] != open) return false;
+    *it = (tq_iter){v.p + 1, v.p + v.n - 1, true};
+    return true;
+}
+
+bool tq_obj_begin(tq_iter *it, tq_span v)
+{
+    return begin(it, v, '{');
+}
+
+bool tq_arr_begin(tq_iter *it, tq_span v)
+{
+    return begin(it, v, '[');
+}
+
+/* Past the separator before the next item: 1 at an item, 0 at the end. */
+static int next_item(tq_iter *it)
+{
+    const char *p = ws(it->p, it->e);
+    if (p >= it->e) return 0;
+    if (!it->first) {
+        if (*p != ',') return -1;
+        p = ws(p + 1, it->e);
+    }
+    it->first = false;
+    it->p = p;
+    return 1;
+}
+
+static int take_value(tq_iter *it, tq_span *val)
+{
+    const char *end = skip_value(it->p, it->e, 1);
+    if (!end) return -1;
+    *val = (tq_span){it->p, (size_t)(end - it->p)};
+    it->p = end;
+    return 1;
+}
+
+int tq_obj_next(tq_iter *it, tq_span *key, tq_span *val)
+{
+    int r = next_item(it);
+    if (r <= 0) return r;
+    const char *p = it->p, *end = *p == '"' ? skip_string(p, it->e) : NULL;
+    if (!end) return -1;
+    *key = (tq_span){p + 1, (size_t)(end - p - 2)};
+    p = ws(end, it->e);
+    if (p >= it->e || *p != ':') return -1;
+    it->p = ws(p + 1, it->e);
+    return take_value(it, val);
+}
+
+int tq_arr_next(tq_iter *it, tq_span *val)
+{
+    int r = next_item(it);
+    return r <= 0 ? r : take_value(it, val);
+}
+
+/* ---- values -----------------------------------------------------------------------------------
+ */
+
+static size_t put_utf8(char *o, uint32_t cp)
+{
+    if (cp < 0x80) {
+        o[0] = (char)cp;
+        return 1;
+    }
+    if (cp < 0x800) {
+        o[0] = (char)(0xC0 | (cp >> 6));
+        o[1] = (char)(0x80 | (cp & 0x3F));
+        return 2;
+    }
+    if (cp < 0x10000) {
+        o[0] = (char)(0xE0 | (cp >> 12));
+        o[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
+        o[2] = (char)(0x80 | (cp & 0x3F));
+        return 3;
+    }
+    o[0] = (char)(0xF0 | (cp >> 18));
+    o[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
+    o[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
+    o[3] = (char)(0x80 | (cp & 0x3F));
+    return 4;
+}
+
+/* Decodes the checked string text s[0..n) (inside the quotes) into o,
+ * which has room for n + 1 bytes (a decoded string is never longer). */
+static size_t decode(const char *s, size_t n, char *o)
+{
+    const char *p = s, *e = s + n;
+    size_t k = 0;
+    while (p < e) {
+        const char *bs = memchr(p, '\\', (size_t)(e - p));
+        size_t run = (size_t)((bs ? bs : e) - p);
+        memcpy(o + k, p, run);
+        k += run;
+        if (!bs) break;
+        p = bs + 2;
+        switch (bs[1]) {
+        case 'b': o[k++] = '\b'; break;
+        case 'f': o[k++] = '\f'; break;
+        case 'n': o[k++] = '\n'; break;
+        case 'r': o[k++] = '\r'; break;
+        case 't': o[k++] = '\t'; break;
+        case 'u': {
+            uint32_t cp = '?';
+            const char *q = unicode_escape(bs, e, &cp);
+            p = q ? q : bs + 6; /* checked already: q is never NULL */
+            k += put_utf8(o + k, cp);
+            break;
+        }
+        default: o[k++] = bs[1]; /* " \ / */
+        }
+    }
+    o[k] = 0;
+    return k;
+}
+
+bool tq_key_is(tq_span key, const char *lit)
+{
+    size_t n = strlen(lit);
+    if (!memchr(key.p, '\\', key.n)) return key.n == n && !memcmp(key.p, lit, n);
+    if (key.n < n) return false; /* an escape never makes a key longer */
+    char *d = malloc(key.n + 1);
+    bool same = d && decode(key.p, key.n, d) == n && !memcmp(d, lit, n);
+    free(d);
+    return same;
+}
+
+bool tq_obj_get(tq_span obj, const char *name, tq_span *val)
+{
+    tq_iter it;
+    tq_span k, v;
+    bool found = false;
+    if (!tq_obj_begin(&it, obj)) return false;
+    while (tq_obj_next(&it, &k, &v) > 0)
+        if (tq_key_is(k, name)) { /* the last of duplicate keys, as jansson */
+            *val = v;
+            found = true;
+        }
+    return found;
+}
+
+bool tq_span_null(tq_span v)
+{
+    return v.n == 4 && !memcmp(v.p, "null", 4);
+}
+
+bool tq_span_true(tq_span v)
+{
+    return v.n == 4 && !memcmp(v.p, "true", 4);
+}
+
+long long tq_span_int(tq_span v)
+{
+    if (!v.n || !(v.p[0] == '-' || (v.p[0] >= '0' && v.p[0] <= '9'))) return 0;
+    for (size_t i = 0; i < v.n; i++)
+        if (v.p[i] == '.' || v.p[i] == 'e' || v.p[i] == 'E') return 0;
+    char buf[32];
+    if (v.n >= sizeof buf) return 0;
+    memcpy(buf, v.p, v.n);
+    buf[v.n] = 0;
+    errno = 0;
+    long long x = strtoll(buf, NULL, 10);
+    return errno ? 0 : x;
+}
+
+char *tq_span_str(tq_span v, bool *bad)
+{
+    if (tq_span_null(v)) return NULL;
+    if (v.n < 2 || v.p[0] != '"') {
+        *bad = true;
+        return NULL;
+    }
+    char *o = malloc(v.n - 1);
+    if (!o) {
+        *bad = true;
+        return NULL;
+    }
+    decode(v.p + 1, v.n - 2, o);
+    return o;
+}
+
+void tq_span_str_to(tq_span v, char *buf, size_t len)
+{
+    if (!len) return;
+    buf[0] = 0;
+    bool bad = false;
+    char *s = v.n && v.p[0] == '"' ? tq_span_str(v, &bad) : NULL;
+    if (!s) return;
+    size_t n = strlen(s);
+    if (n >= len) { /* cut, and not inside a character */
+        n = len - 1;
+        while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80) n--;
+    }
+    memcpy(buf, s, n);
+    buf[n] = 0;
+    free(s);
+}
+
+char *tq_span_text(tq_span v, bool *bad)
+{
+    if (tq_span_null(v)) return NULL;
+    char *o = malloc(v.n + 1);
+    if (!o) {
+        *bad = true;
+        return NULL;
+    }
+    memcpy(o, v.p, v.n);
+    o[v.n] = 0;
+    return o;
+}

@@ -1,0 +1,65 @@
+/* client/scan — JSON read in place: the server's answers walked without
+ * building a tree, and caller text checked without parsing it into one.
+ *
+ * A lease of 100 jobs parsed by jansson cost the benchmark's workers more
+ * CPU than the server spent leasing and committing them (ARCHITECTURE.md,
+ * "The client reads answers in place").  Here a value is a span of the
+ * text; iterating an object or array checks each member as it passes
+ * (strict JSON: RFC 8259 grammar, UTF-8, no \u0000, paired surrogates), and
+ * only the fields a caller wants are decoded. */
+#ifndef TENQ_CLIENT_SCAN_H
+#define TENQ_CLIENT_SCAN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+typedef struct tq_span {
+    const char *p;
+    size_t n;
+} tq_span;
+
+/* The end of the one JSON value at p (p < e; no leading whitespace), or
+ * NULL when it is malformed or nested deeper than 64. */
+const char *tq_scan_value(const char *p, const char *e);
+
+/* Whether s[0..n) is one JSON value, whitespace around it allowed. */
+bool tq_scan_valid(const char *s, size_t n);
+
+/* The one JSON object in s[0..n) (whitespace around allowed) into *obj;
+ * false when s is anything else. */
+bool tq_scan_object(const char *s, size_t n, tq_span *obj);
+
+/* Walks an object's members or an array's elements.  v must be a value
+ * tq_scan_value accepted (a member's value, tq_scan_object's answer). */
+typedef struct tq_iter {
+    const char *p, *e;
+    bool first;
+} tq_iter;
+/* false when v is not an object (tq_obj_begin) or array (tq_arr_begin). */
+bool tq_obj_begin(tq_iter *it, tq_span v);
+bool tq_arr_begin(tq_iter *it, tq_span v);
+/* 1 with the next member (key: its text inside the quotes, escapes
+ * undecoded), 0 at the end, -1 when malformed. */
+int tq_obj_next(tq_iter *it, tq_span *key, tq_span *val);
+int tq_arr_next(tq_iter *it, tq_span *val);
+
+/* Whether a key (as tq_obj_next gives it) is the name lit. */
+bool tq_key_is(tq_span key, const char *lit);
+/* Member name of v in the object obj into *val; false when absent. */
+bool tq_obj_get(tq_span obj, const char *name, tq_span *val);
+
+bool tq_span_null(tq_span v);
+bool tq_span_true(tq_span v);
+/* v as an integer; 0 when v is not one (or does not fit 64 bits). */
+long long tq_span_int(tq_span v);
+/* A malloc'd copy of the string v, decoded; NULL for null (and for
+ * anything but a string, with *bad set; also when out of memory). */
+char *tq_span_str(tq_span v, bool *bad);
+/* The string v decoded into buf (cut at len - 1 bytes); "" when v is not
+ * a string. */
+void tq_span_str_to(tq_span v, char *buf, size_t len);
+/* A malloc'd copy of v's text; NULL for null (*bad set when out of
+ * memory). */
+char *tq_span_text(tq_span v, bool *bad);
+
+#endif
