@@ -96,6 +96,16 @@ int tq_seterr(tenq_client *c, int code, const char *fmt, ...)
     return code;
 }
 
+int tq_refuse(tenq_client *c, const char *field, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->err, sizeof c->err, fmt, ap);
+    va_end(ap);
+    snprintf(c->field, sizeof c->field, "%s", field);
+    return TENQ_EINVALID;
+}
+
 void tq_clearerr(tenq_client *c)
 {
     c->err[0] = 0;
@@ -106,13 +116,10 @@ void tq_clearerr(tenq_client *c)
 /* A non-2xx answer: its error word, message and field. */
 static int answer_error(tenq_client *c)
 {
-    tq_span a, e = {0}, v;
+    tq_span a, e = {0};
     if (!tq_scan_object(c->body, c->body_len, &a) || !tq_obj_get(a, "error", &e)) e = (tq_span){0};
-    char word[64], msg[sizeof c->err - 96], field[sizeof c->field];
-    tq_span_str_to(tq_obj_get(e, "code", &v) ? v : (tq_span){0}, word, sizeof word);
-    tq_span_str_to(tq_obj_get(e, "message", &v) ? v : (tq_span){0}, msg, sizeof msg);
-    tq_span_str_to(tq_obj_get(e, "field", &v) ? v : (tq_span){0}, field, sizeof field);
-    int code = tq_err_from_answer(word[0] ? word : NULL, c->status);
+    char msg[sizeof c->err - 96], field[sizeof c->field];
+    int code = tq_error_read(e, c->status, msg, sizeof msg, field, sizeof field);
     if (*msg) {
         /* a refused argument's field goes into the message too, unless it
          * already says it (for "no job 42" the field "id" would be noise) */

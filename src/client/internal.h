@@ -40,6 +40,9 @@ struct tenq_client {
 /* ---- errors (client.c) ---- */
 /* Sets the message and returns code (for `return tq_seterr(...)`). */
 int tq_seterr(tenq_client *c, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* TENQ_EINVALID with the message set, naming the caller's field. */
+int tq_refuse(tenq_client *c, const char *field, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 void tq_clearerr(tenq_client *c);
 
 /* ---- the exchange (conn.c) ---- */
@@ -91,13 +94,19 @@ int tq_post_buf(tenq_client *c, const char *path, tq_buf *b, int64_t extra_ms, t
  * one), a state (UNKNOWN when absent), or true. */
 long long tq_aint(tq_span a, const char *name);
 tenq_state tq_astate(tq_span a, const char *name);
+/* A state name (a string span) as a state; UNKNOWN when it is none. */
+tenq_state tq_span_state(tq_span v);
 bool tq_atrue(tq_span a, const char *name);
 /* Fills *j from a job object (zeroing it first); 0 or TENQ_EPROTOCOL (also
  * when out of memory).  On error *j holds nothing to free. */
 int tq_job_from_span(tq_span o, tenq_job *j);
 /* Frees the strings of *j (not j itself). */
 void tq_job_clear(tenq_job *j);
-/* An error object {"code", "message", "field"} into err/message/field. */
+/* An error object {"code", "message", "field"}: its code (by the word,
+ * else by status), message and field ("" when absent). */
+int tq_error_read(tq_span e, int status, char *message, size_t mlen, char *field, size_t flen);
+/* One item's error object (a batch's) into err/message/field: an unknown
+ * word is TENQ_EINVALID, a missing message the code's own. */
 void tq_item_error(tq_span e, int *err, char *message, size_t mlen, char *field, size_t flen);
 
 #endif

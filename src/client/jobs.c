@@ -12,11 +12,8 @@
 /* One job as JSON text appended to b (no tree, no dump). */
 static int job_text(tenq_client *c, const tenq_submit_req *r, tq_buf *b)
 {
-    if (!r || !r->queue || !r->type) {
-        int rc = tq_seterr(c, TENQ_EINVALID, "a job needs a queue and a type");
-        snprintf(c->field, sizeof c->field, "%s", r && r->queue ? "type" : "queue");
-        return rc;
-    }
+    if (!r || !r->queue || !r->type)
+        return tq_refuse(c, r && r->queue ? "type" : "queue", "a job needs a queue and a type");
     int rc = 0;
     tq_buf_raw(b, "{", 1);
     if ((rc = tq_buf_str(c, b, "queue", r->queue, true)) ||
@@ -24,27 +21,15 @@ static int job_text(tenq_client *c, const tenq_submit_req *r, tq_buf *b)
         (rc = tq_buf_str(c, b, "tenant", r->tenant, false)) ||
         (rc = tq_buf_str(c, b, "key", r->key, false)) ||
         (rc = tq_buf_str(c, b, "unique_key", r->unique_key, false)) ||
-        (rc = tq_buf_str(c, b, "idempotency_key", r->idempotency_key, false)))
+        (rc = tq_buf_str(c, b, "idempotency_key", r->idempotency_key, false)) ||
+        (rc = tq_buf_json(c, b, "args", r->args_json))) /* checked, sent as written */
         return rc;
-    if (r->args_json) { /* checked, then sent as the caller wrote it */
-        if (!tq_scan_valid(r->args_json, strlen(r->args_json))) {
-            rc = tq_seterr(c, TENQ_EINVALID, "args is not valid JSON");
-            snprintf(c->field, sizeof c->field, "args");
-            return rc;
-        }
-        tq_buf_raw(b, ",\"args\":", 8);
-        tq_buf_raw(b, r->args_json, strlen(r->args_json));
-    }
     if (r->unique) tq_buf_raw(b, ",\"unique\":true", 14);
     if (r->has_priority) tq_buf_int(b, "priority", r->priority);
     if (r->run_at) tq_buf_int(b, "run_at", r->run_at);
     if (r->max_attempts) tq_buf_int(b, "max_attempts", r->max_attempts);
     if (r->has_score) {
-        if (!isfinite(r->score)) {
-            rc = tq_seterr(c, TENQ_EINVALID, "score must be a finite number");
-            snprintf(c->field, sizeof c->field, "score");
-            return rc;
-        }
+        if (!isfinite(r->score)) return tq_refuse(c, "score", "score must be a finite number");
         char num[64];
         tq_buf_raw(b, num, (size_t)snprintf(num, sizeof num, ",\"score\":%.17g", r->score));
     }
@@ -68,9 +53,7 @@ static void read_result(tq_span a, tenq_submit_res *r)
         if (tq_key_is(k, "id")) {
             r->id = (uint64_t)tq_span_int(v);
         } else if (tq_key_is(k, "state")) {
-            char word[16];
-            tq_span_str_to(v, word, sizeof word);
-            r->state = tenq_state_parse(word);
+            r->state = tq_span_state(v);
         } else if (tq_key_is(k, "duplicate")) {
             r->duplicate = tq_span_true(v);
         } else if (tq_key_is(k, "merged")) {
@@ -90,63 +73,15 @@ static void fail_result(tenq_client *c, int rc, tenq_submit_res *r)
     snprintf(r->field, sizeof r->field, "%s", c->field);
 }
 
-/* Sends b (then freed) as one job; its answer into *res (may be NULL). */
-static int submit_one(tenq_client *c, tq_buf *b, tenq_submit_res *res)
-{
-    tq_span a;
-    int rc = tq_post_buf(c, "/v1/jobs", b, 0, &a);
-    tenq_submit_res tmp;
-    if (!res) res = &tmp;
-    if (rc != 0) {
-        fail_result(c, rc, res);
-        return rc;
-    }
-    read_result(a, res);
-    if (!res->id) {
-        rc = tq_seterr(c, TENQ_EPROTOCOL, "the submit answer has no id");
-        fail_result(c, rc, res);
-    }
-    return rc;
-}
-
-int tenq_submit(tenq_client *c, const tenq_submit_req *job, tenq_submit_res *res)
-{
-    tq_clearerr(c);
-    tq_buf b = {0};
-    int rc = job_text(c, job, &b);
-    if (rc != 0) {
-        free(b.p);
-        if (res) fail_result(c, rc, res);
-        return rc;
-    }
-    return submit_one(c, &b, res);
-}
-
 /* A caller's job text appended to b, checked to be one JSON object. */
 static int job_json_text(tenq_client *c, const char *text, tq_buf *b)
 {
     tq_span o;
     if (!text) return tq_seterr(c, TENQ_EINVALID, "no job text");
-    if (!tq_scan_object(text, strlen(text), &o)) {
-        int rc = tq_seterr(c, TENQ_EINVALID, "a job is one JSON object");
-        snprintf(c->field, sizeof c->field, "job");
-        return rc;
-    }
+    if (!tq_scan_object(text, strlen(text), &o))
+        return tq_refuse(c, "job", "a job is one JSON object");
     tq_buf_raw(b, o.p, o.n);
     return b->oom ? tq_seterr(c, TENQ_ENOMEM, "out of memory") : 0;
-}
-
-int tenq_submit_json(tenq_client *c, const char *job_json, tenq_submit_res *res)
-{
-    tq_clearerr(c);
-    tq_buf b = {0};
-    int rc = job_json_text(c, job_json, &b);
-    if (rc != 0) {
-        free(b.p);
-        if (res) fail_result(c, rc, res);
-        return rc;
-    }
-    return submit_one(c, &b, res);
 }
 
 /* The answer a of a batch of m jobs, into res[idx[k]]. */
@@ -222,12 +157,48 @@ static int submit_many(tenq_client *c, size_t n, const void *jobs, tenq_submit_r
 
 static int put_req(tenq_client *c, const void *jobs, size_t i, tq_buf *b)
 {
-    return job_text(c, &((const tenq_submit_req *)jobs)[i], b);
+    const tenq_submit_req *r = jobs;
+    return job_text(c, r ? &r[i] : NULL, b);
 }
 
 static int put_text(tenq_client *c, const void *jobs, size_t i, tq_buf *b)
 {
     return job_json_text(c, ((const char *const *)jobs)[i], b);
+}
+
+/* Sends one job, written by put (job[0]); its answer into *res (may be
+ * NULL). */
+static int submit_one(tenq_client *c, const void *job, tenq_submit_res *res,
+                      int (*put)(tenq_client *c, const void *jobs, size_t i, tq_buf *b))
+{
+    tq_clearerr(c);
+    tenq_submit_res tmp;
+    if (!res) res = &tmp;
+    tq_buf b = {0};
+    tq_span a;
+    int rc = put(c, job, 0, &b);
+    if (rc == 0) rc = tq_post_buf(c, "/v1/jobs", &b, 0, &a);
+    free(b.p); /* a refused job's text; tq_post_buf left it empty */
+    if (rc != 0) {
+        fail_result(c, rc, res);
+        return rc;
+    }
+    read_result(a, res);
+    if (!res->id) {
+        rc = tq_seterr(c, TENQ_EPROTOCOL, "the submit answer has no id");
+        fail_result(c, rc, res);
+    }
+    return rc;
+}
+
+int tenq_submit(tenq_client *c, const tenq_submit_req *job, tenq_submit_res *res)
+{
+    return submit_one(c, job, res, put_req);
+}
+
+int tenq_submit_json(tenq_client *c, const char *job_json, tenq_submit_res *res)
+{
+    return submit_one(c, &job_json, res, put_text);
 }
 
 int tenq_submit_batch(tenq_client *c, const tenq_submit_req *jobs, size_t n, tenq_submit_res *res)

@@ -14,12 +14,17 @@ long long tq_aint(tq_span a, const char *name)
     return tq_obj_get(a, name, &v) ? tq_span_int(v) : 0;
 }
 
+tenq_state tq_span_state(tq_span v)
+{
+    char word[16];
+    tq_span_str_to(v, word, sizeof word);
+    return tenq_state_parse(word);
+}
+
 tenq_state tq_astate(tq_span a, const char *name)
 {
-    tq_span v = {0};
-    char word[16];
-    tq_span_str_to(tq_obj_get(a, name, &v) ? v : (tq_span){0}, word, sizeof word);
-    return tenq_state_parse(word);
+    tq_span v;
+    return tq_obj_get(a, name, &v) ? tq_span_state(v) : TENQ_STATE_UNKNOWN;
 }
 
 bool tq_atrue(tq_span a, const char *name)
@@ -115,20 +120,17 @@ int tq_job_from_span(tq_span o, tenq_job *j)
         case F_INT: *(int *)at = (int)tq_span_int(v); break;
         case F_U32: *(uint32_t *)at = (uint32_t)tq_span_int(v); break;
         case F_BOOL: *(bool *)at = tq_span_true(v); break;
-        case F_STATE: {
-            char name[16];
-            tq_span_str_to(v, name, sizeof name);
-            j->state = tenq_state_parse(name);
+        case F_STATE:
+            j->state = tq_span_state(v);
             has_state = true;
             break;
-        }
         case F_ATTEMPTS:
             j->attempts = (uint32_t)tq_span_int(v);
             has_attempts = true;
             break;
         case F_ATTEMPT: attempt = tq_span_int(v); break;
         }
-        if (!strcmp(job_fields[f].name, "lease_until")) has_lease = true;
+        if (job_fields[f].off == offsetof(tenq_job, lease_until)) has_lease = true;
     }
     if (r < 0 || !j->id) bad = true;
     /* a leased job's answer has no state: it is leased */
@@ -149,16 +151,20 @@ int tq_job_from_span(tq_span o, tenq_job *j)
     return 0;
 }
 
-void tq_item_error(tq_span e, int *err, char *message, size_t mlen, char *field, size_t flen)
+int tq_error_read(tq_span e, int status, char *message, size_t mlen, char *field, size_t flen)
 {
     char word[64];
-    tq_span v = {0};
-    tq_span_str_to(tq_obj_get(e, "code", &v) ? v : (tq_span){0}, word, sizeof word);
-    *err = tq_err_from_answer(word[0] ? word : NULL, 0);
+    tq_obj_str_to(e, "code", word, sizeof word);
+    tq_obj_str_to(e, "message", message, mlen);
+    tq_obj_str_to(e, "field", field, flen);
+    return tq_err_from_answer(word[0] ? word : NULL, status);
+}
+
+void tq_item_error(tq_span e, int *err, char *message, size_t mlen, char *field, size_t flen)
+{
+    *err = tq_error_read(e, 0, message, mlen, field, flen);
     if (*err == TENQ_EPROTOCOL) *err = TENQ_EINVALID; /* an item error without a known word */
-    tq_span_str_to(tq_obj_get(e, "message", &v) ? v : (tq_span){0}, message, mlen);
     if (!message[0]) snprintf(message, mlen, "%s", tenq_err_message(*err));
-    tq_span_str_to(tq_obj_get(e, "field", &v) ? v : (tq_span){0}, field, flen);
 }
 
 void tenq_job_free(tenq_job *job)
@@ -250,18 +256,20 @@ static void buf_escaped(tq_buf *b, const char *v, size_t n)
     tq_buf_raw(b, "\"", 1);
 }
 
+/* ,"key": (without the comma when first) */
+static void buf_key(tq_buf *b, const char *key, bool first)
+{
+    if (!first) tq_buf_raw(b, ",", 1);
+    buf_escaped(b, key, strlen(key));
+    tq_buf_raw(b, ":", 1);
+}
+
 int tq_buf_str(tenq_client *c, tq_buf *b, const char *key, const char *v, bool first)
 {
     if (!v) return 0;
     size_t n = strlen(v);
-    if (!tq_utf8_valid(v, n)) {
-        int rc = tq_seterr(c, TENQ_EINVALID, "%s is not valid UTF-8", key);
-        snprintf(c->field, sizeof c->field, "%s", key);
-        return rc;
-    }
-    if (!first) tq_buf_raw(b, ",", 1);
-    buf_escaped(b, key, strlen(key));
-    tq_buf_raw(b, ":", 1);
+    if (!tq_utf8_valid(v, n)) return tq_refuse(c, key, "%s is not valid UTF-8", key);
+    buf_key(b, key, first);
     buf_escaped(b, v, n);
     return 0;
 }
@@ -270,35 +278,26 @@ int tq_buf_json(tenq_client *c, tq_buf *b, const char *key, const char *v)
 {
     if (!v) return 0;
     size_t n = strlen(v);
-    if (!tq_scan_valid(v, n)) {
-        int rc = tq_seterr(c, TENQ_EINVALID, "%s is not valid JSON", key);
-        snprintf(c->field, sizeof c->field, "%s", key);
-        return rc;
-    }
-    tq_buf_raw(b, ",", 1);
-    buf_escaped(b, key, strlen(key));
-    tq_buf_raw(b, ":", 1);
+    if (!tq_scan_valid(v, n)) return tq_refuse(c, key, "%s is not valid JSON", key);
+    buf_key(b, key, false);
     tq_buf_raw(b, v, n);
     return 0;
 }
 
 void tq_buf_int(tq_buf *b, const char *key, long long v)
 {
-    char num[160];
-    tq_buf_raw(b, num, (size_t)snprintf(num, sizeof num, ",\"%s\":%lld", key, v));
+    char num[32];
+    buf_key(b, key, false);
+    tq_buf_raw(b, num, (size_t)snprintf(num, sizeof num, "%lld", v));
 }
 
 int tq_buf_names(tenq_client *c, tq_buf *b, const char *key, const char *const *v, size_t n)
 {
-    tq_buf_raw(b, ",", 1);
-    buf_escaped(b, key, strlen(key));
-    tq_buf_raw(b, ":[", 2);
+    buf_key(b, key, false);
+    tq_buf_raw(b, "[", 1);
     for (size_t i = 0; i < n; i++) {
-        if (!v[i] || !tq_utf8_valid(v[i], strlen(v[i]))) {
-            int rc = tq_seterr(c, TENQ_EINVALID, "%s must hold UTF-8 names", key);
-            snprintf(c->field, sizeof c->field, "%s", key);
-            return rc;
-        }
+        if (!v[i] || !tq_utf8_valid(v[i], strlen(v[i])))
+            return tq_refuse(c, key, "%s must hold UTF-8 names", key);
         if (i) tq_buf_raw(b, ",", 1);
         buf_escaped(b, v[i], strlen(v[i]));
     }

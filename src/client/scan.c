@@ -311,8 +311,10 @@ static size_t decode(const char *s, size_t n, char *o)
 bool tq_key_is(tq_span key, const char *lit)
 {
     size_t n = strlen(lit);
-    if (!memchr(key.p, '\\', key.n)) return key.n == n && !memcmp(key.p, lit, n);
-    if (key.n < n) return false; /* an escape never makes a key longer */
+    /* an escape makes the text longer than what it stands for: a key of
+     * lit's length or shorter matches only as it is */
+    if (key.n <= n) return key.n == n && !memcmp(key.p, lit, n);
+    if (!memchr(key.p, '\\', key.n)) return false;
     char *d = malloc(key.n + 1);
     bool same = d && decode(key.p, key.n, d) == n && !memcmp(d, lit, n);
     free(d);
@@ -377,8 +379,13 @@ void tq_span_str_to(tq_span v, char *buf, size_t len)
 {
     if (!len) return;
     buf[0] = 0;
+    if (v.n < 2 || v.p[0] != '"') return;
+    if (v.n - 1 <= len) { /* fits as it is (a state, a code): no copy */
+        decode(v.p + 1, v.n - 2, buf);
+        return;
+    }
     bool bad = false;
-    char *s = v.n && v.p[0] == '"' ? tq_span_str(v, &bad) : NULL;
+    char *s = tq_span_str(v, &bad);
     if (!s) return;
     size_t n = strlen(s);
     if (n >= len) { /* cut, and not inside a character */
@@ -388,6 +395,12 @@ void tq_span_str_to(tq_span v, char *buf, size_t len)
     memcpy(buf, s, n);
     buf[n] = 0;
     free(s);
+}
+
+void tq_obj_str_to(tq_span obj, const char *name, char *buf, size_t len)
+{
+    tq_span v = {0};
+    tq_span_str_to(tq_obj_get(obj, name, &v) ? v : (tq_span){0}, buf, len);
 }
 
 char *tq_span_text(tq_span v, bool *bad)

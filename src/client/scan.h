@@ -58,6 +58,8 @@ char *tq_span_str(tq_span v, bool *bad);
 /* The string v decoded into buf (cut at len - 1 bytes); "" when v is not
  * a string. */
 void tq_span_str_to(tq_span v, char *buf, size_t len);
+/* Member name of obj as in tq_span_str_to; "" when absent. */
+void tq_obj_str_to(tq_span obj, const char *name, char *buf, size_t len);
 /* A malloc'd copy of v's text; NULL for null (*bad set when out of
  * memory). */
 char *tq_span_text(tq_span v, bool *bad);
