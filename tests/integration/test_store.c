@@ -825,6 +825,63 @@ TEST(reconnects_when_postgres_comes_back_postgres)
     engine_destroy(b);
 }
 
+/* The sequential scans of tenq.jobs counted so far, once every other session
+ * of this database (the store's, whose counts arrive when it exits) is gone. */
+static long long jobs_seq_scans(const char *url)
+{
+    PGconn *c = PQconnectdb(url);
+    ASSERT_MSG(PQstatus(c) == CONNECTION_OK, "connect: %s", PQerrorMessage(c));
+    long long n = -1;
+    for (int tries = 0; tries < 100 && n < 0; tries++) {
+        PGresult *r = PQexec(c, "SELECT count(*) FROM pg_stat_activity WHERE datname = "
+                                "current_database() AND pid <> pg_backend_pid()");
+        ASSERT(PQresultStatus(r) == PGRES_TUPLES_OK);
+        bool alone = atoi(PQgetvalue(r, 0, 0)) == 0;
+        PQclear(r);
+        if (!alone) {
+            usleep(50000);
+            continue;
+        }
+        r = PQexec(c, "SELECT pg_stat_clear_snapshot(); SELECT seq_scan FROM pg_stat_user_tables "
+                      "WHERE relid = 'tenq.jobs'::regclass");
+        ASSERT_MSG(PQresultStatus(r) == PGRES_TUPLES_OK, "%s", PQresultErrorMessage(r));
+        n = atoll(PQgetvalue(r, 0, 0));
+        PQclear(r);
+    }
+    PQfinish(c);
+    ASSERT_MSG(n >= 0, "the store's session never went away");
+    return n;
+}
+
+/* A freshly filled table has stale statistics; left to itself the planner
+ * hashed the whole table for every group of updates (5 ms a group at 20,000
+ * rows, the whole cost of an ordered drain). Updates go by primary key. */
+TEST(updates_find_their_rows_by_key_not_by_scanning_the_table_postgres)
+{
+    char *url = fresh_url("postgres");
+    store_opts o = quiet_opts();
+    store_t *s = open_ok(url, &o);
+    engine_t *e = mk_engine();
+    for (int i = 0; i < 20000; i++) SUB(e, T0, "t", "q", .key = i % 2 ? "odd" : NULL);
+    ASSERT_EQ(commit_changes(s, e), 0);
+    store_close(s);
+    long long before = jobs_seq_scans(url);
+    s = open_ok(url, &o);
+    int groups = 0;
+    for (; groups < 20; groups++) {
+        uint64_t ids[250];
+        size_t n = lease_q(e, T0 + 1, "q", 250, ids);
+        ASSERT(n > 0);
+        for (size_t i = 0; i < n; i++) ack_ok(e, T0 + 2, ids[i]);
+        ASSERT_EQ(commit_changes(s, e), 0);
+    }
+    store_close(s);
+    long long after = jobs_seq_scans(url);
+    ASSERT_MSG(after - before < groups / 4, "%lld sequential scans for %d groups of updates",
+               after - before, groups);
+    engine_destroy(e);
+}
+
 /* ---- crashes ------------------------------------------------------------------ */
 
 /* The child: commits batches of jobs (each batch: K inserts plus updates of
