@@ -5,7 +5,9 @@
  * the group is sent, then one Sync, which makes them one implicit
  * transaction committed with one WAL flush; the results are read after.  So
  * a group costs one round trip, not one per job.  Job rows go as arrays, one
- * statement for all inserts and one for all updates.  (Very large groups are
+ * statement for all inserts and one for all updates; a group with many new
+ * rows sends them by COPY first, in an explicit transaction the pipeline's
+ * last statement commits.  (Very large groups are
  * sent in chunks of 4,096 statements with a flush request in between, so
  * neither side's socket buffer can fill and deadlock the pipeline.) */
 #include "internal.h"
@@ -451,64 +453,135 @@ static const char *const SQL_PLAN_BY_KEY =
 
 static const char *const SQL_DEL = "DELETE FROM tenq.jobs WHERE id = ANY($1::bigint[])";
 
-static void ins_row(abuf *c, const jrow *r)
+/* Where a row's values go: one array per column (`cols`, for the
+ * statements above), or one line of COPY's text format (`line`). */
+typedef struct rowsink {
+    abuf *cols;
+    abuf *line;
+    int col;
+} rowsink;
+
+/* COPY text: tab between values, \N for NULL, a backslash before \, tab,
+ * newline and carriage return (so "\." can never end the data early). */
+static void line_text(abuf *a, const char *v)
 {
-    a_i64(&c[0], (long long)r->id);
-    a_text(&c[1], r->tenant);
-    a_text(&c[2], r->queue);
-    a_text(&c[3], r->type);
-    a_text(&c[4], r->key);
-    a_text(&c[5], r->args);
-    a_text(&c[6], r->payloads);
-    a_i64(&c[7], r->priority);
-    a_text(&c[8], engine_state_name((engine_state)r->state));
-    a_i64(&c[9], r->attempts);
-    a_i64(&c[10], r->max_attempts);
-    a_i64(&c[11], r->run_at);
-    a_i64(&c[12], r->created_at);
-    a_time(&c[13], r->ready_at);
-    a_time(&c[14], r->leased_at);
-    a_time(&c[15], r->started_at);
-    a_time(&c[16], r->finished_at);
-    a_text(&c[17], r->worker);
-    a_text(&c[18], r->error);
-    a_text(&c[19], r->result);
-    a_text(&c[20], r->stats);
-    a_text(&c[21], r->progress);
-    a_text(&c[22], r->unique_key);
-    a_text(&c[23], r->idem_key);
-    a_i64(&c[24], (long long)r->token);
-    a_time(&c[25], r->lease_until);
-    a_bool(&c[26], r->cancel_requested);
-    a_time(&c[27], (long long)r->merged_into);
-    a_i64(&c[28], (long long)r->lane_seq);
-    a_time(&c[29], jrow_live(r));
+    const char *run = v;
+    for (const char *c = v; *c; c++) {
+        const char *esc = *c == '\\'   ? "\\\\"
+                          : *c == '\t' ? "\\t"
+                          : *c == '\n' ? "\\n"
+                          : *c == '\r' ? "\\r"
+                                       : NULL;
+        if (!esc) continue;
+        a_put(a, run, (size_t)(c - run));
+        a_put(a, esc, 2);
+        run = c + 1;
+    }
+    a_put(a, run, strlen(run));
 }
 
-static void upd_row(abuf *c, const jrow *r)
+static void k_text(rowsink *k, const char *v)
 {
-    a_i64(&c[0], (long long)r->id);
-    a_i64(&c[1], r->priority);
-    a_text(&c[2], engine_state_name((engine_state)r->state));
-    a_i64(&c[3], r->attempts);
-    a_i64(&c[4], r->max_attempts);
-    a_i64(&c[5], r->run_at);
-    a_time(&c[6], r->ready_at);
-    a_time(&c[7], r->leased_at);
-    a_time(&c[8], r->started_at);
-    a_time(&c[9], r->finished_at);
-    a_text(&c[10], r->worker);
-    a_text(&c[11], r->error);
-    a_text(&c[12], r->progress);
-    a_i64(&c[13], (long long)r->token);
-    a_time(&c[14], r->lease_until);
-    a_bool(&c[15], r->cancel_requested);
-    a_time(&c[16], (long long)r->merged_into);
-    a_i64(&c[17], (long long)r->lane_seq);
-    a_text(&c[18], r->payloads);
-    a_text(&c[19], r->result);
-    a_text(&c[20], r->stats);
-    a_time(&c[21], jrow_live(r));
+    if (!k->line) {
+        a_text(&k->cols[k->col++], v);
+        return;
+    }
+    if (k->col++) a_put(k->line, "\t", 1);
+    if (v)
+        line_text(k->line, v);
+    else
+        a_put(k->line, "\\N", 2);
+}
+
+static void k_i64(rowsink *k, long long v)
+{
+    if (!k->line) {
+        a_i64(&k->cols[k->col++], v);
+        return;
+    }
+    char num[24];
+    k_text(k, (snprintf(num, sizeof num, "%lld", v), num));
+}
+
+static void k_time(rowsink *k, long long v)
+{
+    if (v)
+        k_i64(k, v);
+    else if (k->line)
+        k_text(k, NULL);
+    else
+        a_time(&k->cols[k->col++], 0);
+}
+
+static void k_bool(rowsink *k, bool v)
+{
+    if (k->line)
+        k_text(k, v ? "t" : "f");
+    else
+        a_bool(&k->cols[k->col++], v);
+}
+
+static void ins_row(rowsink *k, const jrow *r)
+{
+    k->col = 0;
+    k_i64(k, (long long)r->id);
+    k_text(k, r->tenant);
+    k_text(k, r->queue);
+    k_text(k, r->type);
+    k_text(k, r->key);
+    k_text(k, r->args);
+    k_text(k, r->payloads);
+    k_i64(k, r->priority);
+    k_text(k, engine_state_name((engine_state)r->state));
+    k_i64(k, r->attempts);
+    k_i64(k, r->max_attempts);
+    k_i64(k, r->run_at);
+    k_i64(k, r->created_at);
+    k_time(k, r->ready_at);
+    k_time(k, r->leased_at);
+    k_time(k, r->started_at);
+    k_time(k, r->finished_at);
+    k_text(k, r->worker);
+    k_text(k, r->error);
+    k_text(k, r->result);
+    k_text(k, r->stats);
+    k_text(k, r->progress);
+    k_text(k, r->unique_key);
+    k_text(k, r->idem_key);
+    k_i64(k, (long long)r->token);
+    k_time(k, r->lease_until);
+    k_bool(k, r->cancel_requested);
+    k_time(k, (long long)r->merged_into);
+    k_i64(k, (long long)r->lane_seq);
+    k_time(k, jrow_live(r));
+    if (k->line) a_put(k->line, "\n", 1);
+}
+
+static void upd_row(rowsink *k, const jrow *r)
+{
+    k->col = 0;
+    k_i64(k, (long long)r->id);
+    k_i64(k, r->priority);
+    k_text(k, engine_state_name((engine_state)r->state));
+    k_i64(k, r->attempts);
+    k_i64(k, r->max_attempts);
+    k_i64(k, r->run_at);
+    k_time(k, r->ready_at);
+    k_time(k, r->leased_at);
+    k_time(k, r->started_at);
+    k_time(k, r->finished_at);
+    k_text(k, r->worker);
+    k_text(k, r->error);
+    k_text(k, r->progress);
+    k_i64(k, (long long)r->token);
+    k_time(k, r->lease_until);
+    k_bool(k, r->cancel_requested);
+    k_time(k, (long long)r->merged_into);
+    k_i64(k, (long long)r->lane_seq);
+    k_text(k, r->payloads);
+    k_text(k, r->result);
+    k_text(k, r->stats);
+    k_time(k, jrow_live(r));
 }
 
 #define ROWS_PER_STATEMENT 5000
@@ -527,10 +600,11 @@ static long send_rows(pg *p, const jrow *rows, size_t n, bool insert)
         size_t in_stmt = 0;
         for (; i < n && in_stmt < ROWS_PER_STATEMENT; i++) {
             if (rows[i].dropped) continue;
+            rowsink k = {.cols = cols};
             if (insert)
-                ins_row(cols, &rows[i]);
+                ins_row(&k, &rows[i]);
             else
-                upd_row(cols, &rows[i]);
+                upd_row(&k, &rows[i]);
             in_stmt++;
         }
         if (in_stmt) {
@@ -562,6 +636,52 @@ static long send_deletes(pg *p, const uint64_t *ids, size_t n)
     return ok ? 1 : -1;
 }
 
+/* Inserts this many rows or more go by COPY (cheaper to parse than arrays:
+ * measured in docs/ARCHITECTURE.md), inside an explicit transaction that the
+ * pipeline's last statement commits; fewer go in the pipeline's one round
+ * trip. */
+#define COPY_MIN_ROWS 200
+
+static const char *const SQL_COPY = "COPY tenq.jobs (" STORE_JOB_INSERT_COLUMNS ") FROM STDIN";
+
+static size_t live_rows(const jrow *rows, size_t n)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) k += !rows[i].dropped;
+    return k;
+}
+
+/* Sends the rows with COPY, in the transaction already begun. */
+static int copy_rows(store_t *s, pg *p, const jrow *rows, size_t n)
+{
+    PGresult *res = PQexec(p->w, SQL_COPY);
+    if (PQresultStatus(res) != PGRES_COPY_IN) {
+        int rc = fail(s, p->w, res, "copy");
+        PQclear(res);
+        return rc;
+    }
+    PQclear(res);
+    abuf a = {0};
+    bool ok = true;
+    for (size_t i = 0; i < n && ok; i++) {
+        if (rows[i].dropped) continue;
+        rowsink k = {.line = &a};
+        ins_row(&k, &rows[i]);
+        if (a.n >= 256 * 1024) {
+            ok = PQputCopyData(p->w, a.p, (int)a.n) == 1;
+            a.n = 0;
+        }
+    }
+    if (ok && a.n) ok = PQputCopyData(p->w, a.p, (int)a.n) == 1;
+    free(a.p);
+    if (PQputCopyEnd(p->w, ok ? NULL : "tenq: sending the rows failed") != 1) ok = false;
+    res = PQgetResult(p->w);
+    int rc = ok && PQresultStatus(res) == PGRES_COMMAND_OK ? 0 : fail(s, p->w, res, "copy");
+    PQclear(res);
+    while ((res = PQgetResult(p->w)) != NULL) PQclear(res);
+    return rc;
+}
+
 /* Reads the results of `count` queued statements; the first error wins. */
 static int read_results(store_t *s, PGconn *c, size_t count, int rc)
 {
@@ -586,7 +706,20 @@ static int pg_apply(store_t *s, const store_group *g)
     int rc = ensure_connected(s, p);
     if (!rc) rc = prepare_all(s, p);
     if (rc) return rc;
-    if (!PQenterPipelineMode(p->w)) return fail(s, p->w, NULL, "pipeline");
+    bool copy = live_rows(g->ins, g->nins) >= COPY_MIN_ROWS;
+    if (copy) {
+        rc = run(s, p->w, "BEGIN", "begin");
+        if (!rc) rc = copy_rows(s, p, g->ins, g->nins);
+        if (rc) {
+            if (PQstatus(p->w) == CONNECTION_OK) run(s, p->w, "ROLLBACK", "rollback");
+            return rc;
+        }
+    }
+    if (!PQenterPipelineMode(p->w)) {
+        rc = fail(s, p->w, NULL, "pipeline");
+        if (copy) run(s, p->w, "ROLLBACK", "rollback");
+        return rc;
+    }
     params ps;
     long sent = 0;
     for (size_t i = 0; i < g->nother && !rc; i++) {
@@ -605,7 +738,7 @@ static int pg_apply(store_t *s, const store_group *g)
         }
     }
     long k;
-    if (!rc && (k = send_rows(p, g->ins, g->nins, true)) >= 0)
+    if (!rc && (k = copy ? 0 : send_rows(p, g->ins, g->nins, true)) >= 0)
         sent += k;
     else if (!rc)
         rc = fail(s, p->w, NULL, "sending");
@@ -627,8 +760,15 @@ static int pg_apply(store_t *s, const store_group *g)
         sent += k;
     else if (!rc)
         rc = fail(s, p->w, NULL, "sending");
+    if (!rc && copy) {
+        if (PQsendQueryParams(p->w, "COMMIT", 0, NULL, NULL, NULL, NULL, 0))
+            sent++;
+        else
+            rc = fail(s, p->w, NULL, "sending");
+    }
     /* Always end with a Sync, even after an error: it closes the pipeline and
-     * commits the group as one implicit transaction. */
+     * commits the group as one implicit transaction (or ends the explicit one
+     * COPY began, whose COMMIT is the last statement). */
     if (!PQpipelineSync(p->w) && !rc) rc = fail(s, p->w, NULL, "sync");
     rc = read_results(s, p->w, (size_t)sent, rc);
     PGresult *res;

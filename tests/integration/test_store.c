@@ -378,6 +378,51 @@ BOTH(round_trip_of_every_field)
     engine_destroy(w.e);
 }
 
+/* A group this large goes to PostgreSQL by COPY, whose text format has its
+ * own escapes: every byte must come back as it went. */
+BOTH(a_large_group_keeps_every_byte)
+{
+    static const char *const nasty[] = {"tab\there", "new\nline", "cr\rlf\r\n", "back\\slash",
+                                        "\\.",       "\\N",       "\\\\two",    "quote\"s",
+                                        "ü and ✓",   "",          "NULL",       "end\\"};
+    size_t nn = sizeof nasty / sizeof nasty[0];
+    char *url = fresh_url(backend);
+    store_opts o = quiet_opts();
+    store_t *s = open_ok(url, &o);
+    engine_t *e = mk_engine();
+    uint64_t ids[300];
+    char args[300][64];
+    for (int i = 0; i < 300; i++) {
+        snprintf(args[i], sizeof args[i], "{\"i\":%d,\"s\":\"a\\tb\\\\c\\u0001\"}", i);
+        ids[i] = SUB(e, T0, "t", "q", .args = args[i]);
+    }
+    uint64_t leased[250];
+    size_t n = lease_q(e, T0 + 1, "q", 250, leased);
+    ASSERT_EQ(n, 250);
+    bool dead[300] = {0};
+    for (size_t i = 0; i < n; i++) {
+        fail_ok(e, T0 + 2, leased[i],
+                (engine_fail_req){.error = nasty[leased[i] % nn], .no_retry = true});
+        dead[leased[i] - ids[0]] = true;
+    }
+    ASSERT_EQ(commit_changes(s, e), 0);
+    store_close(s);
+    s = open_ok(url, &o);
+    for (int i = 0; i < 300; i++) {
+        engine_job_info j = read_job(s, ids[i]);
+        ASSERT_STR(j.args, args[i]);
+        if (dead[i]) {
+            ASSERT_EQ(j.state, ENGINE_DEAD);
+            ASSERT_STR(j.error, nasty[ids[i] % nn]);
+        } else {
+            ASSERT_EQ(j.state, ENGINE_READY);
+            ASSERT(j.error == NULL);
+        }
+    }
+    store_close(s);
+    engine_destroy(e);
+}
+
 typedef struct async_ctx {
     int done;
     size_t n;
