@@ -609,6 +609,20 @@ BOTH(a_failed_batch_is_never_reported_committed)
     SUB(e, T0, "t", "q");
     ASSERT_EQ(commit_changes(s, e), TENQ_ECONSTRAINT);
     store_clear_failure(s);
+    /* the same in a group large enough to go by COPY (PostgreSQL) */
+    b = store_batch_new();
+    uint64_t many[250];
+    for (int i = 0; i < 250; i++) many[i] = SUB(e, T0, "t", "q");
+    store_batch_changes(b, e);
+    engine_changes_clear(e);
+    store_batch_job(b, &dupe, ENGINE_JF_NEW);
+    ASSERT_EQ(store_commit_wait(s, b), TENQ_ECONSTRAINT);
+    for (int i = 0; i < 250; i += 49) {
+        g = (got){0};
+        store_get_job_sync(s, many[i], collect_rows, &g);
+        ASSERT_EQ(g.n, 0);
+    }
+    store_clear_failure(s);
     uint64_t after = SUB(e, T0, "t", "q");
     ASSERT_EQ(commit_changes(s, e), 0);
     (void)read_job(s, after);
