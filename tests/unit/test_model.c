@@ -447,7 +447,10 @@ static void run_model(uint64_t seed, uint64_t ops)
         uint64_t resident = tot.ready + tot.scheduled + tot.blocked + tot.leased + tot.running;
         int r = rn(100);
         if (r < 28) {
-            if (resident < 120 && M.max_id < MAXJ - 10) op_submit();
+            /* The morgue is bounded too: engine_check walks every dead job
+             * at every step, and a seed whose jobs die faster than the
+             * morgue is emptied once took the run past its time limit. */
+            if (resident < 120 && tot.dead < 150 && M.max_id < MAXJ - 10) op_submit();
         } else if (r < 48) {
             op_lease();
         } else if (r < 70) {
