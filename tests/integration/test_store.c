@@ -893,7 +893,8 @@ static long long jobs_seq_scans(const char *url)
     long long n = -1;
     for (int tries = 0; tries < 100 && n < 0; tries++) {
         PGresult *r = PQexec(c, "SELECT count(*) FROM pg_stat_activity WHERE datname = "
-                                "current_database() AND pid <> pg_backend_pid()");
+                                "current_database() AND pid <> pg_backend_pid() AND "
+                                "backend_type = 'client backend'");
         ASSERT(PQresultStatus(r) == PGRES_TUPLES_OK);
         bool alone = atoi(PQgetvalue(r, 0, 0)) == 0;
         PQclear(r);
