@@ -91,7 +91,8 @@ TENQ_API unsigned tenq_task_slot(const tenq_task *t);
 /* Records the job's progress (any JSON); sent with the next heartbeat,
  * within a second.  TENQ_EINVALID if progress_json is not JSON. */
 TENQ_API int tenq_task_progress(tenq_task *t, const char *progress_json);
-/* Stats to send with the outcome (any JSON object text; NULL: none). */
+/* Stats to send with the outcome (any JSON object text; NULL: none).
+ * TENQ_EINVALID if stats_json is not a JSON object. */
 TENQ_API int tenq_task_stats(tenq_task *t, const char *stats_json);
 
 typedef enum tenq_stop {

@@ -42,10 +42,12 @@ unsigned tenq_task_slot(const tenq_task *t)
     return t->slot;
 }
 
-/* A malloc'd copy of JSON text, checked; NULL with *rc set when bad. */
-static char *checked_json(const char *text, int *rc)
+/* A malloc'd copy of JSON text (an object when `object`), checked; NULL
+ * with *rc set when bad. */
+static char *checked_json(const char *text, bool object, int *rc)
 {
-    if (!tq_scan_valid(text, strlen(text))) {
+    tq_span o;
+    if (object ? !tq_scan_object(text, strlen(text), &o) : !tq_scan_valid(text, strlen(text))) {
         *rc = TENQ_EINVALID;
         return NULL;
     }
@@ -58,7 +60,7 @@ int tenq_task_progress(tenq_task *t, const char *progress_json)
 {
     if (!t || !progress_json) return TENQ_EINVALID;
     int rc = 0;
-    char *p = checked_json(progress_json, &rc);
+    char *p = checked_json(progress_json, false, &rc);
     if (!p) return rc;
     tenq_worker *w = t->w;
     pthread_mutex_lock(&w->mu);
@@ -75,7 +77,7 @@ int tenq_task_stats(tenq_task *t, const char *stats_json)
     if (!t) return TENQ_EINVALID;
     int rc = 0;
     char *s = NULL;
-    if (stats_json && !(s = checked_json(stats_json, &rc))) return rc;
+    if (stats_json && !(s = checked_json(stats_json, true, &rc))) return rc;
     /* the stats belong to the running handler: no lock */
     free(t->stats);
     t->stats = s;

@@ -117,6 +117,13 @@ static int ensure_connected(store_t *s, pg *p)
 static int prepare_all(store_t *s, pg *p)
 {
     if (p->prepared) return 0;
+    /* This connection writes groups, loads and prunes: every row it looks
+     * for it finds by key. Left to itself, the planner, seeing a small or
+     * freshly filled table (stale statistics), hashed the whole table for
+     * each group's UPDATE ... FROM unnest: 5 ms a group at 20,000 rows, the
+     * whole cost of an ordered drain. */
+    int rc = run(s, p->w, "SET enable_hashjoin = off; SET enable_mergejoin = off", "settings");
+    if (rc) return rc;
     for (int i = 0; i < ST_N; i++) {
         char *sql = store_sql(stmt_sql[i], true);
         PGresult *res = PQprepare(p->w, stmt_name[i], sql, 0, NULL);
@@ -429,27 +436,23 @@ static const char *const SQL_INS =
     "$21::text[], $22::text[], $23::text[], $24::text[], $25::bigint[], $26::bigint[], "
     "$27::boolean[], $28::bigint[], $29::bigint[], $30::bigint[])";
 
+/* The columns an update may change, in the insert's order (write_row). */
 static const char *const SQL_UPD =
-    "UPDATE tenq.jobs AS j SET priority = u.priority, state = u.state, attempts = u.attempts, "
-    "max_attempts = u.max_attempts, run_at = u.run_at, ready_at = u.ready_at, leased_at = "
-    "u.leased_at, started_at = u.started_at, finished_at = u.finished_at, worker = u.worker, "
-    "error = u.error, progress = u.progress, lease_token = u.lease_token, lease_until = "
-    "u.lease_until, cancel_requested = u.cancel_requested, merged_into = u.merged_into, "
-    "lane_seq = u.lane_seq, payloads = coalesce(u.payloads, j.payloads), result = "
-    "coalesce(u.result, j.result), stats = coalesce(u.stats, j.stats), live = u.live "
-    "FROM unnest($1::bigint[], "
-    "$2::bigint[], $3::text[], $4::bigint[], $5::bigint[], $6::bigint[], $7::bigint[], "
-    "$8::bigint[], $9::bigint[], $10::bigint[], $11::text[], $12::text[], $13::text[], "
-    "$14::bigint[], $15::bigint[], $16::boolean[], $17::bigint[], $18::bigint[], $19::text[], "
-    "$20::text[], $21::text[], $22::bigint[]) AS u(id, priority, state, attempts, max_attempts, "
-    "run_at, ready_at, leased_at, started_at, finished_at, worker, error, progress, lease_token, "
-    "lease_until, cancel_requested, merged_into, lane_seq, payloads, result, stats, live) "
+    "UPDATE tenq.jobs AS j SET payloads = coalesce(u.payloads, j.payloads), priority = "
+    "u.priority, state = u.state, attempts = u.attempts, max_attempts = u.max_attempts, run_at = "
+    "u.run_at, ready_at = u.ready_at, leased_at = u.leased_at, started_at = u.started_at, "
+    "finished_at = u.finished_at, worker = u.worker, error = u.error, result = coalesce(u.result, "
+    "j.result), stats = coalesce(u.stats, j.stats), progress = u.progress, lease_token = "
+    "u.lease_token, lease_until = u.lease_until, cancel_requested = u.cancel_requested, "
+    "merged_into = u.merged_into, lane_seq = u.lane_seq, live = u.live "
+    "FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::bigint[], $6::bigint[], "
+    "$7::bigint[], $8::bigint[], $9::bigint[], $10::bigint[], $11::bigint[], $12::text[], "
+    "$13::text[], $14::text[], $15::text[], $16::text[], $17::bigint[], $18::bigint[], "
+    "$19::boolean[], $20::bigint[], $21::bigint[], $22::bigint[]) AS u(id, payloads, priority, "
+    "state, attempts, max_attempts, run_at, ready_at, leased_at, started_at, finished_at, worker, "
+    "error, result, stats, progress, lease_token, lease_until, cancel_requested, merged_into, "
+    "lane_seq, live) "
     "WHERE j.id = u.id";
-
-/* For this transaction only (the implicit one a pipeline's Sync ends). */
-static const char *const SQL_PLAN_BY_KEY =
-    "SELECT set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', "
-    "true)";
 
 static const char *const SQL_DEL = "DELETE FROM tenq.jobs WHERE id = ANY($1::bigint[])";
 
@@ -521,22 +524,26 @@ static void k_bool(rowsink *k, bool v)
         a_bool(&k->cols[k->col++], v);
 }
 
-static void ins_row(rowsink *k, const jrow *r)
+/* A job's row: every column for an insert (STORE_JOB_INSERT_COLUMNS), the
+ * ones that can change for an update (SQL_UPD), in the same order. */
+static void write_row(rowsink *k, const jrow *r, bool insert)
 {
     k->col = 0;
     k_i64(k, (long long)r->id);
-    k_text(k, r->tenant);
-    k_text(k, r->queue);
-    k_text(k, r->type);
-    k_text(k, r->key);
-    k_text(k, r->args);
+    if (insert) {
+        k_text(k, r->tenant);
+        k_text(k, r->queue);
+        k_text(k, r->type);
+        k_text(k, r->key);
+        k_text(k, r->args);
+    }
     k_text(k, r->payloads);
     k_i64(k, r->priority);
     k_text(k, engine_state_name((engine_state)r->state));
     k_i64(k, r->attempts);
     k_i64(k, r->max_attempts);
     k_i64(k, r->run_at);
-    k_i64(k, r->created_at);
+    if (insert) k_i64(k, r->created_at);
     k_time(k, r->ready_at);
     k_time(k, r->leased_at);
     k_time(k, r->started_at);
@@ -546,8 +553,10 @@ static void ins_row(rowsink *k, const jrow *r)
     k_text(k, r->result);
     k_text(k, r->stats);
     k_text(k, r->progress);
-    k_text(k, r->unique_key);
-    k_text(k, r->idem_key);
+    if (insert) {
+        k_text(k, r->unique_key);
+        k_text(k, r->idem_key);
+    }
     k_i64(k, (long long)r->token);
     k_time(k, r->lease_until);
     k_bool(k, r->cancel_requested);
@@ -555,33 +564,6 @@ static void ins_row(rowsink *k, const jrow *r)
     k_i64(k, (long long)r->lane_seq);
     k_time(k, jrow_live(r));
     if (k->line) a_put(k->line, "\n", 1);
-}
-
-static void upd_row(rowsink *k, const jrow *r)
-{
-    k->col = 0;
-    k_i64(k, (long long)r->id);
-    k_i64(k, r->priority);
-    k_text(k, engine_state_name((engine_state)r->state));
-    k_i64(k, r->attempts);
-    k_i64(k, r->max_attempts);
-    k_i64(k, r->run_at);
-    k_time(k, r->ready_at);
-    k_time(k, r->leased_at);
-    k_time(k, r->started_at);
-    k_time(k, r->finished_at);
-    k_text(k, r->worker);
-    k_text(k, r->error);
-    k_text(k, r->progress);
-    k_i64(k, (long long)r->token);
-    k_time(k, r->lease_until);
-    k_bool(k, r->cancel_requested);
-    k_time(k, (long long)r->merged_into);
-    k_i64(k, (long long)r->lane_seq);
-    k_text(k, r->payloads);
-    k_text(k, r->result);
-    k_text(k, r->stats);
-    k_time(k, jrow_live(r));
 }
 
 #define ROWS_PER_STATEMENT 5000
@@ -601,10 +583,7 @@ static long send_rows(pg *p, const jrow *rows, size_t n, bool insert)
         for (; i < n && in_stmt < ROWS_PER_STATEMENT; i++) {
             if (rows[i].dropped) continue;
             rowsink k = {.cols = cols};
-            if (insert)
-                ins_row(&k, &rows[i]);
-            else
-                upd_row(&k, &rows[i]);
+            write_row(&k, &rows[i], insert);
             in_stmt++;
         }
         if (in_stmt) {
@@ -622,6 +601,12 @@ static long send_rows(pg *p, const jrow *rows, size_t n, bool insert)
         if (sent < 0) return -1;
     }
     return sent;
+}
+
+/* Queues a statement without parameters: 1, or -1. */
+static long send_plain(pg *p, const char *sql)
+{
+    return PQsendQueryParams(p->w, sql, 0, NULL, NULL, NULL, NULL, 0) ? 1 : -1;
 }
 
 static long send_deletes(pg *p, const uint64_t *ids, size_t n)
@@ -666,7 +651,7 @@ static int copy_rows(store_t *s, pg *p, const jrow *rows, size_t n)
     for (size_t i = 0; i < n && ok; i++) {
         if (rows[i].dropped) continue;
         rowsink k = {.line = &a};
-        ins_row(&k, &rows[i]);
+        write_row(&k, &rows[i], true);
         if (a.n >= 256 * 1024) {
             ok = PQputCopyData(p->w, a.p, (int)a.n) == 1;
             a.n = 0;
@@ -737,35 +722,20 @@ static int pg_apply(store_t *s, const store_group *g)
             sent = 0;
         }
     }
-    long k;
-    if (!rc && (k = copy ? 0 : send_rows(p, g->ins, g->nins, true)) >= 0)
-        sent += k;
-    else if (!rc)
-        rc = fail(s, p->w, NULL, "sending");
-    /* Updates find their rows by primary key, one index probe each. The
-     * planner, seeing a small or freshly filled table (stale statistics),
-     * would rather hash the whole table and scan it for every group: 5 ms a
-     * group at 20,000 rows, the whole cost of an ordered drain. */
-    if (!rc && g->nupd > 0) {
-        if (PQsendQueryParams(p->w, SQL_PLAN_BY_KEY, 0, NULL, NULL, NULL, NULL, 0))
-            sent++;
-        else
-            rc = fail(s, p->w, NULL, "sending");
-    }
-    if (!rc && (k = send_rows(p, g->upd, g->nupd, false)) >= 0)
-        sent += k;
-    else if (!rc)
-        rc = fail(s, p->w, NULL, "sending");
-    if (!rc && (k = send_deletes(p, g->del, g->ndel)) >= 0)
-        sent += k;
-    else if (!rc)
-        rc = fail(s, p->w, NULL, "sending");
-    if (!rc && copy) {
-        if (PQsendQueryParams(p->w, "COMMIT", 0, NULL, NULL, NULL, NULL, 0))
-            sent++;
-        else
-            rc = fail(s, p->w, NULL, "sending");
-    }
+    /* Each step queues its statements (k of them) or fails the group. */
+#define STEP(expr)                                                                                 \
+    do {                                                                                           \
+        long k = rc ? 0 : (expr);                                                                  \
+        if (k < 0)                                                                                 \
+            rc = fail(s, p->w, NULL, "sending");                                                   \
+        else                                                                                       \
+            sent += k;                                                                             \
+    } while (0)
+    STEP(copy ? 0 : send_rows(p, g->ins, g->nins, true));
+    STEP(send_rows(p, g->upd, g->nupd, false));
+    STEP(send_deletes(p, g->del, g->ndel));
+    STEP(copy ? send_plain(p, "COMMIT") : 0);
+#undef STEP
     /* Always end with a Sync, even after an error: it closes the pipeline and
      * commits the group as one implicit transaction (or ends the explicit one
      * COPY began, whose COMMIT is the last statement). */

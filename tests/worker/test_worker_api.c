@@ -237,6 +237,8 @@ static tenq_result h_progress(tenq_task *t, void *ctx)
         test_sleep_ms(20);
     }
     tenq_client_free(c);
+    ASSERT_EQ(tenq_task_stats(t, "[1,2]"), TENQ_EINVALID); /* stats are an object */
+    ASSERT_EQ(tenq_task_stats(t, "{bad"), TENQ_EINVALID);
     ASSERT(tenq_task_stats(t, "{\"rows\":42}") == 0);
     return tenq_result_ok("\"fine\"");
 }
