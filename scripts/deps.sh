@@ -9,7 +9,7 @@ what=${1:-build}
 pkgs="build-essential cmake pkg-config libevent-dev libjansson-dev libsqlite3-dev libpq-dev"
 case "$what" in
 build) ;;
-test) pkgs="$pkgs postgresql python3 clang-format curl procps chromium"; command -v npm >/dev/null 2>&1 || pkgs="$pkgs nodejs npm" ;;
+test) pkgs="$pkgs postgresql python3 clang-format curl procps chromium faketime"; command -v npm >/dev/null 2>&1 || pkgs="$pkgs nodejs npm" ;;
 bench) pkgs="$pkgs postgresql python3 curl procps" ;;
 *) echo "usage: $0 build|test|bench" >&2; exit 2 ;;
 esac

@@ -390,6 +390,11 @@ METRICS = {
             ("store_bytes_per_job", "table+index bytes/job", "low"),
             ("enqueue_jobs_per_s", "enqueue jobs/s", "high")],
 }
+# the host's CPU steal while the driver ran (a shared VM: the hypervisor ran
+# someone else on our cores); a run with much of it is slower for reasons
+# outside the system measured
+for _m in METRICS.values():
+    _m.append(("host_steal_pct", "host steal %", ""))
 TEXT_FIELDS = {"W3": ["tenant_slots"], "W4": ["ordering"]}
 
 TITLES = {
@@ -437,6 +442,16 @@ def settle():
     time.sleep(1.0)
 
 
+def cpu_ticks():
+    """(steal, total) jiffies of every CPU so far, or None off Linux."""
+    try:
+        with open("/proc/stat") as f:
+            v = [int(x) for x in f.readline().split()[1:]]
+        return (v[7] if len(v) > 7 else 0), sum(v[:8])
+    except (OSError, ValueError):
+        return None
+
+
 def run_once(system, workload, params, concurrency, timeout, keep_logs):
     settle()
     tmp = tempfile.mkdtemp(prefix=f"peers-{system.name}-")
@@ -449,6 +464,7 @@ def run_once(system, workload, params, concurrency, timeout, keep_logs):
             cmd += [f"--{k}", str(v)]
         log(" ".join(shlex.quote(c) for c in cmd))
         t0 = time.time()
+        ticks0 = cpu_ticks()
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                 start_new_session=True, cwd=HERE)
         try:
@@ -464,6 +480,9 @@ def run_once(system, workload, params, concurrency, timeout, keep_logs):
             raise RuntimeError(f"driver printed no JSON; stderr: {err.strip()[-3000:]}")
         res = json.loads(lines[-1])
         res["wall_s"] = round(time.time() - t0, 2)
+        ticks1 = cpu_ticks()
+        if ticks0 and ticks1 and ticks1[1] > ticks0[1]:
+            res["host_steal_pct"] = round(100.0 * (ticks1[0] - ticks0[0]) / (ticks1[1] - ticks0[1]), 1)
         if workload == "MEM":
             pids = system.pids()
             if pids:
@@ -635,6 +654,9 @@ NOTES = [
     " rarely overlap).",
     "- pg-boss polls (no LISTEN/NOTIFY in v10): each of its 5 work() loops takes a batch of 100 jobs at"
     " most every 0.5 s, hence about 1,000 jobs/s and up to 0.5 s of latency; see README.md.",
+    "- host steal % is the CPU time the hypervisor gave to other guests while the driver ran"
+    " (/proc/stat); on a shared VM it is the main source of the spread between runs, above all"
+    " in W2's tail.",
     "- MEM: server RSS per job is the growth of the server's resident memory divided by the jobs;"
     " for the PostgreSQL peers it is the table+index size per job (on disk, cached in shared"
     " buffers), not process memory.",

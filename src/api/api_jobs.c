@@ -32,104 +32,6 @@ http_req *read_ctx_take(read_ctx *c)
 
 /* ---- submit ------------------------------------------------------------------------- */
 
-static const char *const job_fields[] = {
-    "tenant", "queue",           "type",         "args",  "key", "priority", "run_at", "unique_key",
-    "unique", "idempotency_key", "max_attempts", "score", NULL};
-
-/* A job's fields into req; strings point into the JSON or into *args_out
- * (malloc'd canonical args).  On error fills err and returns false. */
-static bool read_job(json_t *o, const principal *who, engine_submit_req *r, char **args_out,
-                     engine_err *err)
-{
-    memset(r, 0, sizeof(*r));
-    *args_out = NULL;
-    const char *k;
-    json_t *v;
-    json_object_foreach(o, k, v)
-    {
-        bool known = false;
-        for (const char *const *f = job_fields; *f && !known; f++) known = !strcmp(*f, k);
-        if (!known) {
-            engine_errf(err, TENQ_EINVALID, k, "unknown field \"%s\"", k);
-            return false;
-        }
-    }
-#define STR(name, dst)                                                                             \
-    do {                                                                                           \
-        json_t *x = json_object_get(o, name);                                                      \
-        if (x && !json_is_null(x)) {                                                               \
-            if (!json_is_string(x) || strlen(json_string_value(x)) != json_string_length(x)) {     \
-                engine_errf(err, TENQ_EINVALID, name, name " must be a string");                   \
-                return false;                                                                      \
-            }                                                                                      \
-            dst = json_string_value(x);                                                            \
-        }                                                                                          \
-    } while (0)
-#define INT(name, dst, lo, hi, has)                                                                \
-    do {                                                                                           \
-        json_t *x = json_object_get(o, name);                                                      \
-        if (x && !json_is_null(x)) {                                                               \
-            if (!json_is_integer(x) || json_integer_value(x) < (lo) ||                             \
-                json_integer_value(x) > (hi)) {                                                    \
-                engine_errf(err, TENQ_EINVALID, name,                                              \
-                            name " must be an integer from %lld to %lld", (long long)(lo),         \
-                            (long long)(hi));                                                      \
-                return false;                                                                      \
-            }                                                                                      \
-            dst = json_integer_value(x);                                                           \
-            has;                                                                                   \
-        }                                                                                          \
-    } while (0)
-    STR("tenant", r->tenant);
-    STR("queue", r->queue);
-    STR("type", r->type);
-    STR("key", r->key);
-    STR("unique_key", r->unique_key);
-    STR("idempotency_key", r->idempotency_key);
-    INT("priority", r->priority, ENGINE_PRIORITY_MIN, ENGINE_PRIORITY_MAX, r->has_priority = true);
-    INT("run_at", r->run_at, 0, (1LL << 53), (void)0);
-    INT("max_attempts", r->max_attempts, 1, ENGINE_ATTEMPTS_MAX, (void)0);
-    json_t *u = json_object_get(o, "unique");
-    if (u && !json_is_null(u)) {
-        if (!json_is_boolean(u)) {
-            engine_errf(err, TENQ_EINVALID, "unique", "unique must be true or false");
-            return false;
-        }
-        r->unique = json_is_true(u);
-    }
-    json_t *sc = json_object_get(o, "score");
-    if (sc && !json_is_null(sc)) {
-        if (!json_is_number(sc)) {
-            engine_errf(err, TENQ_EINVALID, "score", "score must be a number");
-            return false;
-        }
-        r->has_score = true;
-        r->score = json_number_value(sc);
-    }
-#undef STR
-#undef INT
-    /* the tenant comes from a tenant token */
-    if (who->role == ROLE_TENANT && who->tok) {
-        if (r->tenant && strcmp(r->tenant, who->tok->tenant) != 0) {
-            engine_errf(err, TENQ_EFORBIDDEN, "tenant", "this token submits for tenant %s only",
-                        who->tok->tenant);
-            return false;
-        }
-        r->tenant = who->tok->tenant;
-    }
-    if (r->queue && who->tok && !token_allows_queue(who->tok, r->queue)) {
-        engine_errf(err, TENQ_EFORBIDDEN, "queue", "this token may not use queue %s", r->queue);
-        return false;
-    }
-    json_t *a = json_object_get(o, "args");
-    if (a) {
-        *args_out = canonical_json(a);
-        r->args = *args_out;
-        r->args_len = (uint32_t)strlen(*args_out);
-    }
-    return true;
-}
-
 static void submit_result(jbuf *b, const engine_submit_res *res)
 {
     jb_obj(b);
@@ -150,13 +52,107 @@ static void submit_result(jbuf *b, const engine_submit_res *res)
     jb_obj_end(b);
 }
 
+/* Submits reqs[0..n) (ok[i] false: res[i] holds the job's refusal already)
+ * and replies: the one job's answer, or {"jobs": [...]} for a batch. */
+static void submit_and_reply(server *s, http_req *req, const engine_submit_req *reqs,
+                             const bool *ok, size_t n, bool batch, engine_submit_res *res)
+{
+    int64_t now = srv_now(s);
+    bool any_created = false;
+    for (size_t i = 0; i < n; i++) {
+        if (!ok[i]) continue;
+        engine_submit(s->e, now, &reqs[i], &res[i]);
+        any_created |= res[i].created;
+    }
+    srv_wake_first(s);
+    if (!batch && res[0].code) {
+        reply_engine_err(req, &res[0].err);
+        return;
+    }
+    jbuf b;
+    jb_init(&b);
+    if (batch) {
+        jb_obj(&b);
+        jb_key(&b, "jobs");
+        jb_arr(&b);
+    }
+    for (size_t i = 0; i < n; i++) submit_result(&b, &res[i]);
+    if (batch) {
+        jb_arr_end(&b);
+        jb_obj_end(&b);
+    }
+    srv_commit_reply(s, req, any_created ? 201 : 200, &b);
+}
+
+#define BATCH_MAX 10000
+
+/* The body read in place (read_job_text): true when submitted and
+ * answered; false when it must go through jansson (nothing done yet). */
+static bool submit_in_place(server *s, http_req *req, const principal *who)
+{
+    tq_span body, jobs = {0}, k, v;
+    tq_iter it;
+    int rc;
+    if (!tq_scan_object(req->body, req->body_len, &body)) return false;
+    if (!tq_obj_begin(&it, body)) return false;
+    bool batch = false, other = false;
+    while ((rc = tq_obj_next(&it, &k, &v)) > 0) {
+        if (tq_key_is(k, "jobs") && k.n == 4) {
+            if (batch) return false; /* twice */
+            batch = true;
+            jobs = v;
+        } else
+            other = true;
+    }
+    if (rc < 0 || (batch && other)) return false;
+    if (!batch && (long long)req->body_len > s->cfg.max_job_bytes) return false;
+    size_t n = 0, cap = batch ? 64 : 1;
+    engine_submit_req *reqs = xmalloc(cap * sizeof(*reqs));
+    char **mem = xmalloc(cap * sizeof(*mem));
+    bool done = false;
+    if (!batch) {
+        done = read_job_text(body, who, &reqs[0], &mem[0]);
+        n = done;
+    } else if (tq_arr_begin(&it, jobs)) {
+        done = true;
+        while (done && (rc = tq_arr_next(&it, &v)) > 0) {
+            if (n == BATCH_MAX || v.p[0] != '{') {
+                done = false;
+                break;
+            }
+            if (n == cap) {
+                cap *= 4;
+                reqs = xrealloc(reqs, cap * sizeof(*reqs));
+                mem = xrealloc(mem, cap * sizeof(*mem));
+            }
+            if (!read_job_text(v, who, &reqs[n], &mem[n]))
+                done = false;
+            else
+                n++;
+        }
+        if (rc < 0 || n == 0) done = false;
+    }
+    if (done) {
+        bool *ok = xmalloc(n * sizeof(bool));
+        for (size_t i = 0; i < n; i++) ok[i] = true;
+        engine_submit_res *res = xcalloc(n, sizeof(*res));
+        submit_and_reply(s, req, reqs, ok, n, batch, res);
+        free(res);
+        free(ok);
+    }
+    for (size_t i = 0; i < n; i++) free(mem[i]);
+    free(mem);
+    free(reqs);
+    return done;
+}
+
 void h_submit(server *s, http_req *req, const principal *who, const char **args)
 {
     (void)args;
+    if (submit_in_place(s, req, who)) return;
     json_t *body = parse_body(req);
     if (!body) return;
     json_t *jobs = json_object_get(body, "jobs");
-    int64_t now = srv_now(s);
     if (!jobs) {
         if ((long long)req->body_len > s->cfg.max_job_bytes) {
             json_decref(body);
@@ -170,16 +166,9 @@ void h_submit(server *s, http_req *req, const principal *who, const char **args)
         engine_submit_res res;
         char *canon = NULL;
         memset(&res, 0, sizeof res);
-        if (!read_job(body, who, &r, &canon, &res.err)) {
-            reply_engine_err(req, &res.err);
-        } else if (engine_submit(s->e, now, &r, &res) != 0) {
-            reply_engine_err(req, &res.err);
-        } else {
-            jbuf b;
-            jb_init(&b);
-            submit_result(&b, &res);
-            srv_commit_reply(s, req, res.created ? 201 : 200, &b);
-        }
+        bool ok = read_job(body, who, &r, &canon, &res.err);
+        if (!ok) res.code = res.err.code;
+        submit_and_reply(s, req, &r, &ok, 1, false, &res);
         free(canon);
         json_decref(body);
         return;
@@ -192,40 +181,32 @@ void h_submit(server *s, http_req *req, const principal *who, const char **args)
         json_decref(body);
         return;
     }
-    if (!json_is_array(jobs) || json_array_size(jobs) == 0 || json_array_size(jobs) > 10000) {
+    if (!json_is_array(jobs) || json_array_size(jobs) == 0 || json_array_size(jobs) > BATCH_MAX) {
         reply_error(req, TENQ_EINVALID, "jobs", "jobs must be an array of 1 to 10,000 jobs");
         json_decref(body);
         return;
     }
     size_t n = json_array_size(jobs);
     engine_submit_res *res = xcalloc(n, sizeof(*res));
-    bool any_created = false;
+    engine_submit_req *reqs = xcalloc(n, sizeof(*reqs));
+    char **canon = xcalloc(n, sizeof(*canon));
+    bool *ok = xcalloc(n, sizeof(*ok));
     for (size_t i = 0; i < n; i++) {
         json_t *o = json_array_get(jobs, i);
-        engine_submit_req r;
-        char *canon = NULL;
         if (!json_is_object(o)) {
             engine_errf(&res[i].err, TENQ_EINVALID, NULL, "job %zu is not an object", i);
             res[i].code = TENQ_EINVALID;
-        } else if (!read_job(o, who, &r, &canon, &res[i].err)) {
+        } else if (!(ok[i] = read_job(o, who, &reqs[i], &canon[i], &res[i].err))) {
             res[i].code = res[i].err.code;
-        } else {
-            engine_submit(s->e, now, &r, &res[i]);
-            any_created |= res[i].created;
         }
-        free(canon);
     }
-    jbuf b;
-    jb_init(&b);
-    jb_obj(&b);
-    jb_key(&b, "jobs");
-    jb_arr(&b);
-    for (size_t i = 0; i < n; i++) submit_result(&b, &res[i]);
-    jb_arr_end(&b);
-    jb_obj_end(&b);
+    submit_and_reply(s, req, reqs, ok, n, true, res);
+    for (size_t i = 0; i < n; i++) free(canon[i]);
+    free(canon);
+    free(ok);
+    free(reqs);
     free(res);
     json_decref(body);
-    srv_commit_reply(s, req, any_created ? 201 : 200, &b);
 }
 
 /* ---- reading a job ---------------------------------------------------------------------- */

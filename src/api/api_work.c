@@ -241,78 +241,37 @@ void h_heartbeat(server *s, http_req *req, const principal *who, const char **ar
     json_decref(body);
 }
 
-/* One outcome (ack or fail) from a JSON object; 0 or an error in err. */
-static int outcome(server *s, uint64_t id, json_t *o, bool ok, engine_err *err)
+/* Acks or fails job id with what was read; 0 or an error in err. */
+static int outcome_apply(server *s, uint64_t id, outcome_in *in, engine_err *err)
 {
-    json_t *t = json_object_get(o, "token");
-    if (!json_is_integer(t) || json_integer_value(t) < 1) {
-        engine_errf(err, TENQ_EINVALID, "token", "token must be a positive integer");
-        return TENQ_EINVALID;
-    }
-    uint64_t tok = (uint64_t)json_integer_value(t);
     int64_t now = srv_now(s);
-    if (ok) {
-        json_t *r = json_object_get(o, "result"), *st = json_object_get(o, "stats");
-        char *result = r && !json_is_null(r) ? canonical_json(r) : NULL;
-        char *stats = st && !json_is_null(st) ? canonical_json(st) : NULL;
-        int rc;
-        if ((result && strlen(result) > (size_t)s->cfg.max_job_bytes) ||
-            (stats && strlen(stats) > 65536)) {
+    if (in->ok) {
+        if ((in->result && strlen(in->result) > (size_t)s->cfg.max_job_bytes) ||
+            (in->stats && strlen(in->stats) > 65536)) {
             engine_errf(err, TENQ_ETOO_LARGE,
-                        result && strlen(result) > (size_t)s->cfg.max_job_bytes ? "result"
-                                                                                : "stats",
+                        in->result && strlen(in->result) > (size_t)s->cfg.max_job_bytes ? "result"
+                                                                                        : "stats",
                         "result or stats too large");
-            rc = TENQ_ETOO_LARGE;
-        } else {
-            rc = engine_ack(s->e, now, id, tok, result, stats, err);
+            return TENQ_ETOO_LARGE;
         }
-        free(result);
-        free(stats);
-        return rc;
+        return engine_ack(s->e, now, id, in->token, in->result, in->stats, err);
     }
-    engine_fail_req f = {0};
-    json_t *e = json_object_get(o, "error");
-    if (e && !json_is_null(e) && !json_is_string(e)) {
-        engine_errf(err, TENQ_EINVALID, "error", "error must be a string");
-        return TENQ_EINVALID;
-    }
-    f.error = e ? json_string_value(e) : NULL;
-    json_t *ri = json_object_get(o, "retry_in_ms");
-    if (ri && !json_is_null(ri)) {
-        if (!json_is_integer(ri) || json_integer_value(ri) < 0) {
-            engine_errf(err, TENQ_EINVALID, "retry_in_ms", "retry_in_ms must be an integer >= 0");
-            return TENQ_EINVALID;
-        }
-        f.has_retry_in = true;
-        f.retry_in_ms = json_integer_value(ri);
-    }
-    json_t *rt = json_object_get(o, "retry");
-    if (rt && !json_is_null(rt)) {
-        if (!json_is_boolean(rt)) {
-            engine_errf(err, TENQ_EINVALID, "retry", "retry must be true or false");
-            return TENQ_EINVALID;
-        }
-        f.no_retry = !json_is_true(rt);
-    }
-    json_t *c = json_object_get(o, "cancelled");
-    if (c && !json_is_null(c)) {
-        if (!json_is_boolean(c)) {
-            engine_errf(err, TENQ_EINVALID, "cancelled", "cancelled must be true or false");
-            return TENQ_EINVALID;
-        }
-        f.cancelled = json_is_true(c);
-    }
-    json_t *sj = json_object_get(o, "stats");
-    char *stats = sj && !json_is_null(sj) ? canonical_json(sj) : NULL;
-    if (stats && strlen(stats) > 65536) {
-        free(stats);
+    if (in->stats && strlen(in->stats) > 65536) {
         engine_errf(err, TENQ_ETOO_LARGE, "stats", "stats larger than 65536 bytes");
         return TENQ_ETOO_LARGE;
     }
-    f.stats = stats;
+    in->f.error = in->error;
+    in->f.stats = in->stats;
     engine_state st;
-    int rc = engine_fail(s->e, now, id, tok, &f, &st, err);
-    free(stats);
+    return engine_fail(s->e, now, id, in->token, &in->f, &st, err);
+}
+
+static int outcome(server *s, uint64_t id, json_t *o, bool ok, engine_err *err)
+{
+    outcome_in in;
+    int rc = outcome_read(o, ok, &in, err);
+    if (!rc) rc = outcome_apply(s, id, &in, err);
+    outcome_in_free(&in);
     return rc;
 }
 
@@ -345,9 +304,99 @@ void h_fail(server *s, http_req *req, const principal *who, const char **args)
     single_outcome(s, req, who, args[0], false);
 }
 
+/* One outcome's answer in a batch: its state, or why it was refused. */
+static void outcome_answer(server *s, jbuf *b, uint64_t id, int rc, const engine_err *err)
+{
+    jb_obj(b);
+    if (id) jb_kint(b, "id", (long long)id);
+    if (rc) {
+        jb_key(b, "error");
+        jb_obj(b);
+        jb_kstr(b, "code", tenq_err_word(rc));
+        jb_kstr(b, "message", err->message);
+        if (err->field) jb_kstr(b, "field", err->field);
+        jb_obj_end(b);
+    } else {
+        engine_job *j = engine_find(s->e, id);
+        jb_kstr(b, "state", j ? engine_state_name(engine_job_state(j)) : "succeeded");
+    }
+    jb_obj_end(b);
+}
+
+/* A job a worker reports on: in hand and visible to it; 0 or an error. */
+static int reported_job(server *s, const principal *who, uint64_t id, engine_err *err)
+{
+    engine_job *j = engine_find(s->e, id);
+    if (!j || !may_see_job(who, engine_job_tenant(j), engine_job_queue(j))) {
+        engine_errf(err, TENQ_ENOT_FOUND, "id", "no job %llu in hand", (unsigned long long)id);
+        return TENQ_ENOT_FOUND;
+    }
+    return 0;
+}
+
+#define OUTCOMES_MAX 10000
+
+/* The batch read in place (outcome_read_text): true when applied and
+ * answered; false when jansson must read it (nothing done yet). */
+static bool outcomes_in_place(server *s, http_req *req, const principal *who)
+{
+    tq_span body, list = {0}, k, v;
+    tq_iter it;
+    int rc;
+    if (!tq_scan_object(req->body, req->body_len, &body) || !tq_obj_begin(&it, body)) return false;
+    int keys = 0;
+    while ((rc = tq_obj_next(&it, &k, &v)) > 0) {
+        if (++keys > 1 || k.n != 8 || memcmp(k.p, "outcomes", 8)) return false;
+        list = v;
+    }
+    if (rc < 0 || keys != 1 || !tq_arr_begin(&it, list)) return false;
+    size_t n = 0, cap = 16;
+    outcome_in *ins = xmalloc(cap * sizeof(*ins));
+    uint64_t *ids = xmalloc(cap * sizeof(*ids));
+    bool done = true;
+    while ((rc = tq_arr_next(&it, &v)) > 0) {
+        if (n == OUTCOMES_MAX) {
+            done = false;
+            break;
+        }
+        if (n == cap) {
+            cap *= 4;
+            ins = xrealloc(ins, cap * sizeof(*ins));
+            ids = xrealloc(ids, cap * sizeof(*ids));
+        }
+        if (!outcome_read_text(v, &ins[n], &ids[n])) {
+            done = false;
+            break;
+        }
+        n++;
+    }
+    if (rc < 0 || n == 0) done = false;
+    if (done) {
+        jbuf b;
+        jb_init(&b);
+        jb_obj(&b);
+        jb_key(&b, "results");
+        jb_arr(&b);
+        for (size_t i = 0; i < n; i++) {
+            engine_err err = {0};
+            int orc = reported_job(s, who, ids[i], &err);
+            if (!orc) orc = outcome_apply(s, ids[i], &ins[i], &err);
+            outcome_answer(s, &b, ids[i], orc, &err);
+        }
+        jb_arr_end(&b);
+        jb_obj_end(&b);
+        srv_commit_reply(s, req, 200, &b);
+    }
+    for (size_t i = 0; i < n; i++) outcome_in_free(&ins[i]);
+    free(ins);
+    free(ids);
+    return done;
+}
+
 void h_outcomes(server *s, http_req *req, const principal *who, const char **args)
 {
     (void)args;
+    if (outcomes_in_place(s, req, who)) return;
     json_t *body = parse_body(req);
     if (!body) return;
     static const char *const fields[] = {"outcomes", NULL};
@@ -356,7 +405,8 @@ void h_outcomes(server *s, http_req *req, const principal *who, const char **arg
         return;
     }
     json_t *list = json_object_get(body, "outcomes");
-    if (!json_is_array(list) || json_array_size(list) == 0 || json_array_size(list) > 10000) {
+    if (!json_is_array(list) || json_array_size(list) == 0 ||
+        json_array_size(list) > OUTCOMES_MAX) {
         reply_error(req, TENQ_EINVALID, "outcomes", "outcomes must be a list of 1 to 10,000");
         json_decref(body);
         return;
@@ -399,27 +449,10 @@ void h_outcomes(server *s, http_req *req, const principal *who, const char **arg
                 }
             }
             id = (uint64_t)json_integer_value(jid);
-            engine_job *j = rc ? NULL : engine_find(s->e, id);
-            if (!rc && (!j || !may_see_job(who, engine_job_tenant(j), engine_job_queue(j)))) {
-                rc = TENQ_ENOT_FOUND;
-                engine_errf(&err, rc, "id", "no job %llu in hand", (unsigned long long)id);
-            }
+            if (!rc) rc = reported_job(s, who, id, &err);
             if (!rc) rc = outcome(s, id, o, json_is_true(jok), &err);
         }
-        jb_obj(&b);
-        if (id) jb_kint(&b, "id", (long long)id);
-        if (rc) {
-            jb_key(&b, "error");
-            jb_obj(&b);
-            jb_kstr(&b, "code", tenq_err_word(rc));
-            jb_kstr(&b, "message", err.message);
-            if (err.field) jb_kstr(&b, "field", err.field);
-            jb_obj_end(&b);
-        } else {
-            engine_job *j = engine_find(s->e, id);
-            jb_kstr(&b, "state", j ? engine_state_name(engine_job_state(j)) : "succeeded");
-        }
-        jb_obj_end(&b);
+        outcome_answer(s, &b, id, rc, &err);
     }
     jb_arr_end(&b);
     jb_obj_end(&b);

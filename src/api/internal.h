@@ -7,6 +7,7 @@
 #include "jbuf.h"
 
 #include "base/htab.h"
+#include "base/jscan.h"
 #include "base/xalloc.h"
 #include "engine/engine.h"
 #include "store/store.h"
@@ -199,6 +200,11 @@ void srv_commit_reply(server *s, http_req *req, int status, jbuf *b);
  * built, after the answer.  Only for leases of at-least-once queues (see
  * docs/SEMANTICS.md "Durability"). */
 void srv_commit_reply_now(server *s, http_req *req, int status, jbuf *b);
+/* Wakes the long polls of queues that just got work, before the caller
+ * builds its reply and before the changes go into the batch: the woken
+ * worker's lease leaves first (measured in W2: ARCHITECTURE.md).  Changes
+ * are collected as before, and a queue woken twice costs one empty try. */
+void srv_wake_first(server *s);
 /* Collects the engine's changes without a reply (ticks). */
 void srv_collect(server *s);
 
@@ -231,6 +237,38 @@ bool get_int(http_req *req, json_t *obj, const char *key, long long *out, bool *
 bool get_bool(http_req *req, json_t *obj, const char *key, bool *out, bool *present);
 /* Canonical JSON text (keys sorted, compact); malloc'd. */
 char *canonical_json(const json_t *v);
+
+/* A submitted job's fields into r (jobread.c).  read_job reads a jansson
+ * tree: strings point into it or into *args_out (the canonical args,
+ * malloc'd); on a refusal it fills err and returns false.  read_job_text
+ * reads the object's text in place and gives what read_job would, or
+ * declines (false, nothing to free): then read_job must read the job, and
+ * words any refusal.  Its strings and args point into *mem (free it). */
+bool read_job(json_t *o, const principal *who, engine_submit_req *r, char **args_out,
+              engine_err *err);
+bool read_job_text(tq_span obj, const principal *who, engine_submit_req *r, char **mem);
+/* An outcome's fields once read (jobread.c). */
+typedef struct outcome_in {
+    uint64_t token;
+    bool ok;
+    char *result, *stats; /* canonical JSON (malloc'd), or NULL */
+    char *error;          /* malloc'd, or NULL */
+    engine_fail_req f;    /* retry_in_ms, retry, cancelled (error and stats set at the end) */
+} outcome_in;
+void outcome_in_free(outcome_in *in);
+/* From a JSON object (an ack when ok, else a failure), checked in the order
+ * that picks which refusal a bad outcome gets; 0 or an error in err.  The
+ * caller checked id and ok, and that every key is an outcome's. */
+int outcome_read(json_t *o, bool ok, outcome_in *in, engine_err *err);
+/* From an outcome's text in place, with its id; false when outcome_read
+ * must read it instead (anything unusual, and every refusal). */
+bool outcome_read_text(tq_span o, outcome_in *in, uint64_t *id);
+
+/* canonical_json's text for a checked value read in place (malloc'd), or
+ * NULL when jansson must write it (escapes, deep nesting, big numbers). */
+char *canonical_text(tq_span v);
+/* An integer token of at most 18 digits (it fits whatever they are). */
+bool json_text_int(tq_span v, long long *out);
 
 /* A numeric query parameter from lo to hi (dflt when absent); replies 400
  * and returns false when it is not a whole number in range. */

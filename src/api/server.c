@@ -357,6 +357,20 @@ static void wake_all(server *s, char **wake, size_t nwake)
     free(wake);
 }
 
+void srv_wake_first(server *s)
+{
+    size_t n, k = 0;
+    const engine_change *c = engine_changes(s->e, &n);
+    char *names[8];
+    for (size_t i = 0; i < n && k < 8; i++)
+        if (c[i].kind == ENGINE_CH_WAKE) names[k++] = xstrdup(c[i].name);
+    /* a lease's reply collects the changes: names are copies */
+    for (size_t i = 0; i < k; i++) {
+        srv_wake_leases(s, names[i]);
+        free(names[i]);
+    }
+}
+
 void srv_collect(server *s)
 {
     char **wake;

@@ -4,7 +4,7 @@
 #define TENQ_CLIENT_INTERNAL_H
 
 #include "client/http.h"
-#include "client/scan.h"
+#include "base/jscan.h"
 #include "tenq/tenq.h"
 
 #include <stdarg.h>

@@ -17,7 +17,7 @@
 #ifndef TENQ_CLIENT_WORKER_INT_H
 #define TENQ_CLIENT_WORKER_INT_H
 
-#include "client/utf8.h"
+#include "base/utf8.h"
 #include "tenq/tenq.h"
 
 #include <pthread.h>

@@ -26,6 +26,8 @@ enum {
     ST_IDEM,
     ST_TOKEN,
     ST_REVOKE,
+    ST_BEGIN, /* prepared once: sqlite3_exec parses its text at every commit */
+    ST_COMMIT,
     ST_N
 };
 
@@ -536,11 +538,17 @@ static void sq_close(store_t *s)
 /* ---- writing ----------------------------------------------------------------------- */
 
 static const char *const stmt_sql[ST_N] = {
-    [ST_INS_JOB] = STORE_SQL_INSERT_JOB,     [ST_UPD_JOB] = STORE_SQL_UPDATE_JOB,
-    [ST_UPD_HOT] = STORE_SQL_UPDATE_JOB_HOT, [ST_DEL_JOB] = STORE_SQL_DELETE_JOB,
-    [ST_TENANT] = STORE_SQL_UPSERT_TENANT,   [ST_QUEUE] = STORE_SQL_UPSERT_QUEUE,
-    [ST_IDEM] = STORE_SQL_UPSERT_IDEM,       [ST_TOKEN] = STORE_SQL_INSERT_TOKEN,
+    [ST_INS_JOB] = STORE_SQL_INSERT_JOB,
+    [ST_UPD_JOB] = STORE_SQL_UPDATE_JOB,
+    [ST_UPD_HOT] = STORE_SQL_UPDATE_JOB_HOT,
+    [ST_DEL_JOB] = STORE_SQL_DELETE_JOB,
+    [ST_TENANT] = STORE_SQL_UPSERT_TENANT,
+    [ST_QUEUE] = STORE_SQL_UPSERT_QUEUE,
+    [ST_IDEM] = STORE_SQL_UPSERT_IDEM,
+    [ST_TOKEN] = STORE_SQL_INSERT_TOKEN,
     [ST_REVOKE] = STORE_SQL_REVOKE_TOKEN,
+    [ST_BEGIN] = "BEGIN IMMEDIATE",
+    [ST_COMMIT] = "COMMIT",
 };
 
 static int prepare_all(store_t *s, sq *q)
@@ -718,8 +726,9 @@ static int sq_apply(store_t *s, const store_group *g)
     sq *q = s->impl;
     int rc = prepare_all(s, q);
     if (rc) return rc;
-    int src = exec(q->db, "BEGIN IMMEDIATE");
-    if (src != SQLITE_OK) return fail(s, q->db, src, "begin");
+    int src = sqlite3_step(q->st[ST_BEGIN]);
+    sqlite3_reset(q->st[ST_BEGIN]);
+    if (src != SQLITE_DONE) return fail(s, q->db, src, "begin");
     for (size_t i = 0; i < g->nother; i++) {
         sqlite3_stmt *st = q->st[op_stmt[g->other[i]->kind]];
         bind_other(st, g->other_b[i], g->other[i]);
@@ -740,8 +749,9 @@ static int sq_apply(store_t *s, const store_group *g)
         bind_i64(q->st[ST_DEL_JOB], 1, (long long)g->del[i]);
         if ((rc = step(s, q, q->st[ST_DEL_JOB], "deleting a job"))) return rc;
     }
-    src = exec(q->db, "COMMIT");
-    if (src != SQLITE_OK) {
+    src = sqlite3_step(q->st[ST_COMMIT]);
+    sqlite3_reset(q->st[ST_COMMIT]);
+    if (src != SQLITE_DONE) {
         rc = fail(s, q->db, src, "commit");
         exec(q->db, "ROLLBACK");
         return rc;

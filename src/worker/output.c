@@ -2,7 +2,7 @@
  * string; bounded either way, because the server refuses results over its
  * limit (1 MiB by default) and a runaway handler must not take the
  * worker's memory. */
-#include "client/utf8.h"
+#include "base/utf8.h"
 #include "worker/work.h"
 
 #include <jansson.h>

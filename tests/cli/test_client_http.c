@@ -4,7 +4,7 @@
 
 #include "client/http.h"
 #include "client/internal.h"
-#include "client/scan.h"
+#include "base/jscan.h"
 #include "tenq/errors.h"
 
 #include <jansson.h>

@@ -1,5 +1,5 @@
 /* Bytes into valid UTF-8 (see utf8.h). */
-#include "client/utf8.h"
+#include "base/utf8.h"
 
 #include <stdlib.h>
 

@@ -1,4 +1,4 @@
-/* client/scan — JSON read in place: the server's answers walked without
+/* base/jscan — JSON read in place: the server's answers walked without
  * building a tree, and caller text checked without parsing it into one.
  *
  * A lease of 100 jobs parsed by jansson cost the benchmark's workers more
@@ -7,8 +7,8 @@
  * text; iterating an object or array checks each member as it passes
  * (strict JSON: RFC 8259 grammar, UTF-8, no \u0000, paired surrogates), and
  * only the fields a caller wants are decoded. */
-#ifndef TENQ_CLIENT_SCAN_H
-#define TENQ_CLIENT_SCAN_H
+#ifndef TENQ_BASE_JSCAN_H
+#define TENQ_BASE_JSCAN_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,6 +1,6 @@
-/* JSON read in place (client/scan.h). */
-#include "client/scan.h"
-#include "client/utf8.h"
+/* JSON read in place (base/jscan.h). */
+#include "base/jscan.h"
+#include "base/utf8.h"
 
 #include <errno.h>
 #include <stdint.h>

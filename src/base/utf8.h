@@ -1,7 +1,7 @@
-/* client/utf8 — bytes into valid UTF-8, for text that must cross the
+/* base/utf8 — bytes into valid UTF-8, for text that must cross the
  * protocol as a JSON string (a handler's error, its output). */
-#ifndef TENQ_CLIENT_UTF8_H
-#define TENQ_CLIENT_UTF8_H
+#ifndef TENQ_BASE_UTF8_H
+#define TENQ_BASE_UTF8_H
 
 #include <stddef.h>
 

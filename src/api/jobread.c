@@ -1,0 +1,542 @@
+/* What clients send, read: a submitted job's fields and a worker's
+ * outcomes, from a jansson tree (every case, and the words of every
+ * refusal) or in place from the request's text (the usual case, without a
+ * tree).  See internal.h. */
+#include "internal.h"
+
+#include "base/jscan.h"
+
+#include <errno.h>
+#include <math.h>
+
+static const char *const job_fields[] = {
+    "tenant", "queue",           "type",         "args",  "key", "priority", "run_at", "unique_key",
+    "unique", "idempotency_key", "max_attempts", "score", NULL};
+enum {
+    F_TENANT,
+    F_QUEUE,
+    F_TYPE,
+    F_ARGS,
+    F_KEY,
+    F_PRIORITY,
+    F_RUN_AT,
+    F_UNIQUE_KEY,
+    F_UNIQUE,
+    F_IDEM,
+    F_MAX_ATTEMPTS,
+    F_SCORE
+};
+
+#define RUN_AT_MAX (1LL << 53)
+
+/* What a token allows: the tenant comes from a tenant token, and a token
+ * may be limited to some queues.  False with err filled when refused. */
+static bool job_who(const principal *who, engine_submit_req *r, engine_err *err)
+{
+    if (who->role == ROLE_TENANT && who->tok) {
+        if (r->tenant && strcmp(r->tenant, who->tok->tenant) != 0) {
+            engine_errf(err, TENQ_EFORBIDDEN, "tenant", "this token submits for tenant %s only",
+                        who->tok->tenant);
+            return false;
+        }
+        r->tenant = who->tok->tenant;
+    }
+    if (r->queue && who->tok && !token_allows_queue(who->tok, r->queue)) {
+        engine_errf(err, TENQ_EFORBIDDEN, "queue", "this token may not use queue %s", r->queue);
+        return false;
+    }
+    return true;
+}
+
+bool read_job(json_t *o, const principal *who, engine_submit_req *r, char **args_out,
+              engine_err *err)
+{
+    memset(r, 0, sizeof(*r));
+    *args_out = NULL;
+    const char *k;
+    json_t *v;
+    json_object_foreach(o, k, v)
+    {
+        bool known = false;
+        for (const char *const *f = job_fields; *f && !known; f++) known = !strcmp(*f, k);
+        if (!known) {
+            engine_errf(err, TENQ_EINVALID, k, "unknown field \"%s\"", k);
+            return false;
+        }
+    }
+#define STR(name, dst)                                                                             \
+    do {                                                                                           \
+        json_t *x = json_object_get(o, name);                                                      \
+        if (x && !json_is_null(x)) {                                                               \
+            if (!json_is_string(x) || strlen(json_string_value(x)) != json_string_length(x)) {     \
+                engine_errf(err, TENQ_EINVALID, name, name " must be a string");                   \
+                return false;                                                                      \
+            }                                                                                      \
+            dst = json_string_value(x);                                                            \
+        }                                                                                          \
+    } while (0)
+#define INT(name, dst, lo, hi, has)                                                                \
+    do {                                                                                           \
+        json_t *x = json_object_get(o, name);                                                      \
+        if (x && !json_is_null(x)) {                                                               \
+            if (!json_is_integer(x) || json_integer_value(x) < (lo) ||                             \
+                json_integer_value(x) > (hi)) {                                                    \
+                engine_errf(err, TENQ_EINVALID, name,                                              \
+                            name " must be an integer from %lld to %lld", (long long)(lo),         \
+                            (long long)(hi));                                                      \
+                return false;                                                                      \
+            }                                                                                      \
+            dst = json_integer_value(x);                                                           \
+            has;                                                                                   \
+        }                                                                                          \
+    } while (0)
+    STR("tenant", r->tenant);
+    STR("queue", r->queue);
+    STR("type", r->type);
+    STR("key", r->key);
+    STR("unique_key", r->unique_key);
+    STR("idempotency_key", r->idempotency_key);
+    INT("priority", r->priority, ENGINE_PRIORITY_MIN, ENGINE_PRIORITY_MAX, r->has_priority = true);
+    INT("run_at", r->run_at, 0, RUN_AT_MAX, (void)0);
+    INT("max_attempts", r->max_attempts, 1, ENGINE_ATTEMPTS_MAX, (void)0);
+    json_t *u = json_object_get(o, "unique");
+    if (u && !json_is_null(u)) {
+        if (!json_is_boolean(u)) {
+            engine_errf(err, TENQ_EINVALID, "unique", "unique must be true or false");
+            return false;
+        }
+        r->unique = json_is_true(u);
+    }
+    json_t *sc = json_object_get(o, "score");
+    if (sc && !json_is_null(sc)) {
+        if (!json_is_number(sc)) {
+            engine_errf(err, TENQ_EINVALID, "score", "score must be a number");
+            return false;
+        }
+        r->has_score = true;
+        r->score = json_number_value(sc);
+    }
+#undef STR
+#undef INT
+    if (!job_who(who, r, err)) return false;
+    json_t *a = json_object_get(o, "args");
+    if (a) {
+        *args_out = canonical_json(a);
+        r->args = *args_out;
+        r->args_len = (uint32_t)strlen(*args_out);
+    }
+    return true;
+}
+
+/* ---- in place ------------------------------------------------------------------------------
+ *
+ * The reader below gives what read_job gives, or declines: it takes the
+ * shapes clients send (plain strings, integers that fit, args in any shape
+ * whose strings and keys hold no escapes) and leaves everything else to
+ * read_job, every refusal included, so both paths answer alike.  A test
+ * holds it to read_job on generated and mutated bodies (tests/unit/
+ * test_jobread.c).  Args come out in canonical_json's form: keys sorted,
+ * no spaces, "-0" as 0, reals as jansson writes them. */
+
+typedef struct obuf {
+    char *p;
+    size_t n, cap;
+} obuf;
+
+static void ob_put(obuf *b, const char *s, size_t n)
+{
+    if (b->n + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 64;
+        while (cap < b->n + n + 1) cap *= 2;
+        b->p = xrealloc(b->p, cap);
+        b->cap = cap;
+    }
+    memcpy(b->p + b->n, s, n);
+    b->n += n;
+    b->p[b->n] = 0;
+}
+
+#define CANON_DEPTH 32 /* deeper args go to jansson (which takes 2048) */
+
+/* A string token without escapes (its text is then what it stands for). */
+static bool plain_string(tq_span v)
+{
+    return v.n >= 2 && v.p[0] == '"' && !memchr(v.p + 1, '\\', v.n - 2);
+}
+
+static bool is_real(tq_span v)
+{
+    for (size_t i = 0; i < v.n; i++)
+        if (v.p[i] == '.' || v.p[i] == 'e' || v.p[i] == 'E') return true;
+    return false;
+}
+
+/* An integer token (no fraction, no exponent) of at most 18 digits into
+ * *out: it fits a long long whatever its digits. */
+bool json_text_int(tq_span v, long long *out)
+{
+    size_t digits = v.n - (v.n && v.p[0] == '-');
+    if (!v.n || digits == 0 || digits > 18 || is_real(v)) return false;
+    if (!(v.p[0] == '-' || (v.p[0] >= '0' && v.p[0] <= '9'))) return false;
+    long long x = 0;
+    for (size_t i = v.p[0] == '-'; i < v.n; i++) x = x * 10 + (v.p[i] - '0');
+    *out = v.p[0] == '-' ? -x : x;
+    return true;
+}
+
+/* A real token as jansson reads it; false when it overflows (jansson
+ * refuses those). */
+static bool real_value(tq_span v, double *out)
+{
+    char buf[64];
+    char *heap = NULL, *s = buf;
+    if (v.n >= sizeof buf) s = heap = xmalloc(v.n + 1);
+    memcpy(s, v.p, v.n);
+    s[v.n] = 0;
+    errno = 0;
+    double d = strtod(s, NULL);
+    bool ok = !(errno == ERANGE && isinf(d));
+    free(heap);
+    *out = d;
+    return ok;
+}
+
+static int key_cmp(tq_span a, tq_span b)
+{
+    int c = memcmp(a.p, b.p, a.n < b.n ? a.n : b.n);
+    return c ? c : (a.n > b.n) - (a.n < b.n);
+}
+
+typedef struct member {
+    tq_span k, v;
+} member;
+
+static bool canon(obuf *b, tq_span v, int depth);
+
+static bool canon_object(obuf *b, tq_span v, int depth)
+{
+    member stack[16], *m = stack;
+    size_t n = 0, cap = 16;
+    tq_iter it;
+    tq_span k, x;
+    bool ok = tq_obj_begin(&it, v);
+    int rc;
+    while (ok && (rc = tq_obj_next(&it, &k, &x)) > 0) {
+        if (memchr(k.p, '\\', k.n)) {
+            ok = false;
+            break;
+        }
+        if (n == cap) {
+            cap *= 2;
+            if (m == stack) {
+                m = xmalloc(cap * sizeof(*m));
+                memcpy(m, stack, sizeof stack);
+            } else {
+                m = xrealloc(m, cap * sizeof(*m));
+            }
+        }
+        /* insertion in key order: args objects are small, and mostly sorted */
+        size_t at = n;
+        while (at > 0 && key_cmp(m[at - 1].k, k) > 0) at--;
+        if (at > 0 && key_cmp(m[at - 1].k, k) == 0) {
+            ok = false; /* a duplicate key: jansson refuses it */
+            break;
+        }
+        memmove(m + at + 1, m + at, (n - at) * sizeof(*m));
+        m[at] = (member){k, x};
+        n++;
+    }
+    if (ok && rc < 0) ok = false;
+    if (ok) {
+        ob_put(b, "{", 1);
+        for (size_t i = 0; i < n && ok; i++) {
+            if (i) ob_put(b, ",", 1);
+            ob_put(b, m[i].k.p - 1, m[i].k.n + 2); /* with its quotes */
+            ob_put(b, ":", 1);
+            ok = canon(b, m[i].v, depth + 1);
+        }
+        ob_put(b, "}", 1);
+    }
+    if (m != stack) free(m);
+    return ok;
+}
+
+static bool canon(obuf *b, tq_span v, int depth)
+{
+    if (depth > CANON_DEPTH || !v.n) return false;
+    switch (v.p[0]) {
+    case '{': return canon_object(b, v, depth);
+    case '[': {
+        tq_iter it;
+        tq_span x;
+        int rc;
+        bool first = true;
+        if (!tq_arr_begin(&it, v)) return false;
+        ob_put(b, "[", 1);
+        while ((rc = tq_arr_next(&it, &x)) > 0) {
+            if (!first) ob_put(b, ",", 1);
+            first = false;
+            if (!canon(b, x, depth + 1)) return false;
+        }
+        ob_put(b, "]", 1);
+        return rc == 0;
+    }
+    case '"':
+        if (!plain_string(v)) return false;
+        ob_put(b, v.p, v.n);
+        return true;
+    case 't':
+    case 'f':
+    case 'n': ob_put(b, v.p, v.n); return true;
+    default:
+        if (is_real(v)) {
+            double d;
+            if (!real_value(v, &d)) return false;
+            /* jansson writes reals its own way (at 17 digits, a ".0" or an
+             * exponent always there): ask it, for this one number */
+            char tmp[64];
+            json_t *r = json_real(d);
+            size_t n = r ? json_dumpb(r, tmp, sizeof tmp,
+                                      JSON_ENCODE_ANY | JSON_COMPACT | JSON_REAL_PRECISION(17))
+                         : 0;
+            json_decref(r);
+            if (n == 0 || n > sizeof tmp) return false;
+            ob_put(b, tmp, n);
+            return true;
+        }
+        long long x;
+        if (!json_text_int(v, &x)) return false; /* jansson decides what is too big */
+        if (x == 0)
+            ob_put(b, "0", 1); /* "-0" */
+        else
+            ob_put(b, v.p, v.n);
+        return true;
+    }
+}
+
+char *canonical_text(tq_span v)
+{
+    obuf b = {0};
+    if (!canon(&b, v, 0)) {
+        free(b.p);
+        return NULL;
+    }
+    return b.p;
+}
+
+static int field_of(tq_span k)
+{
+    for (int i = 0; job_fields[i]; i++)
+        if (strlen(job_fields[i]) == k.n && !memcmp(job_fields[i], k.p, k.n)) return i;
+    return -1;
+}
+
+bool read_job_text(tq_span obj, const principal *who, engine_submit_req *r, char **mem)
+{
+    memset(r, 0, sizeof(*r));
+    *mem = NULL;
+    tq_iter it;
+    tq_span k, v, fv[F_SCORE + 1];
+    unsigned seen = 0;
+    int rc;
+    if (!tq_obj_begin(&it, obj)) return false;
+    while ((rc = tq_obj_next(&it, &k, &v)) > 0) {
+        int f = field_of(k);
+        if (f < 0 || (seen & (1u << f))) return false; /* unknown, escaped or twice */
+        seen |= 1u << f;
+        fv[f] = v;
+    }
+    if (rc < 0) return false;
+    /* one block: the canonical args, then each string with its NUL */
+    obuf b = {0};
+    size_t at[F_SCORE + 1];
+    long long x;
+    if ((seen & (1u << F_ARGS)) && !canon(&b, fv[F_ARGS], 0)) goto decline;
+    size_t args_len = b.n;
+    if (b.p) ob_put(&b, "", 1); /* keep the args' NUL */
+    for (int f = 0; f <= F_SCORE; f++) {
+        if (!(seen & (1u << f)) || f == F_ARGS || tq_span_null(fv[f])) continue;
+        v = fv[f];
+        switch (f) {
+        case F_PRIORITY:
+            if (!json_text_int(v, &x) || x < ENGINE_PRIORITY_MIN || x > ENGINE_PRIORITY_MAX)
+                goto decline;
+            r->priority = (int32_t)x;
+            r->has_priority = true;
+            break;
+        case F_RUN_AT:
+            if (!json_text_int(v, &x) || x < 0 || x > RUN_AT_MAX) goto decline;
+            r->run_at = x;
+            break;
+        case F_MAX_ATTEMPTS:
+            if (!json_text_int(v, &x) || x < 1 || x > ENGINE_ATTEMPTS_MAX) goto decline;
+            r->max_attempts = (uint32_t)x;
+            break;
+        case F_UNIQUE:
+            if (v.p[0] != 't' && v.p[0] != 'f') goto decline;
+            r->unique = tq_span_true(v);
+            break;
+        case F_SCORE:
+            if (v.p[0] != '-' && (v.p[0] < '0' || v.p[0] > '9')) goto decline;
+            if (is_real(v)) {
+                if (!real_value(v, &r->score)) goto decline;
+            } else {
+                if (!json_text_int(v, &x)) goto decline;
+                r->score = (double)x;
+            }
+            r->has_score = true;
+            break;
+        default: /* the strings */
+            if (!plain_string(v)) goto decline;
+            at[f] = b.n;
+            ob_put(&b, v.p + 1, v.n - 2);
+            ob_put(&b, "", 1);
+        }
+    }
+    /* b no longer moves: point into it */
+    const char **strs[] = {
+        [F_TENANT] = &r->tenant, [F_QUEUE] = &r->queue,           [F_TYPE] = &r->type,
+        [F_KEY] = &r->key,       [F_UNIQUE_KEY] = &r->unique_key, [F_IDEM] = &r->idempotency_key};
+    for (int f = 0; f <= F_IDEM; f++)
+        if (strs[f] && (seen & (1u << f)) && !tq_span_null(fv[f])) *strs[f] = b.p + at[f];
+    if (seen & (1u << F_ARGS)) {
+        r->args = b.p;
+        r->args_len = (uint32_t)args_len;
+    }
+    engine_err err;
+    if (!job_who(who, r, &err)) goto decline; /* read_job words the refusal */
+    *mem = b.p;
+    return true;
+decline:
+    free(b.p);
+    memset(r, 0, sizeof(*r));
+    return false;
+}
+
+/* ---- outcomes ------------------------------------------------------------------------------ */
+
+void outcome_in_free(outcome_in *in)
+{
+    free(in->result);
+    free(in->stats);
+    free(in->error);
+}
+
+/* An outcome's fields from a JSON object, checked in the order that picks
+ * which refusal a bad outcome gets; 0 or an error in err. */
+int outcome_read(json_t *o, bool ok, outcome_in *in, engine_err *err)
+{
+    memset(in, 0, sizeof(*in));
+    in->ok = ok;
+    json_t *t = json_object_get(o, "token");
+    if (!json_is_integer(t) || json_integer_value(t) < 1) {
+        engine_errf(err, TENQ_EINVALID, "token", "token must be a positive integer");
+        return TENQ_EINVALID;
+    }
+    in->token = (uint64_t)json_integer_value(t);
+    if (ok) {
+        json_t *r = json_object_get(o, "result");
+        if (r && !json_is_null(r)) in->result = canonical_json(r);
+    } else {
+        json_t *e = json_object_get(o, "error");
+        if (e && !json_is_null(e) && !json_is_string(e)) {
+            engine_errf(err, TENQ_EINVALID, "error", "error must be a string");
+            return TENQ_EINVALID;
+        }
+        if (e && json_is_string(e)) in->error = xstrdup(json_string_value(e));
+        json_t *ri = json_object_get(o, "retry_in_ms");
+        if (ri && !json_is_null(ri)) {
+            if (!json_is_integer(ri) || json_integer_value(ri) < 0) {
+                engine_errf(err, TENQ_EINVALID, "retry_in_ms",
+                            "retry_in_ms must be an integer >= 0");
+                return TENQ_EINVALID;
+            }
+            in->f.has_retry_in = true;
+            in->f.retry_in_ms = json_integer_value(ri);
+        }
+        json_t *rt = json_object_get(o, "retry");
+        if (rt && !json_is_null(rt)) {
+            if (!json_is_boolean(rt)) {
+                engine_errf(err, TENQ_EINVALID, "retry", "retry must be true or false");
+                return TENQ_EINVALID;
+            }
+            in->f.no_retry = !json_is_true(rt);
+        }
+        json_t *c = json_object_get(o, "cancelled");
+        if (c && !json_is_null(c)) {
+            if (!json_is_boolean(c)) {
+                engine_errf(err, TENQ_EINVALID, "cancelled", "cancelled must be true or false");
+                return TENQ_EINVALID;
+            }
+            in->f.cancelled = json_is_true(c);
+        }
+    }
+    json_t *sj = json_object_get(o, "stats");
+    if (sj && !json_is_null(sj)) in->stats = canonical_json(sj);
+    return 0;
+}
+
+/* The same from an outcome's text in place, or false: then outcome_read
+ * reads it (anything unusual, and every refusal). */
+bool outcome_read_text(tq_span o, outcome_in *in, uint64_t *id)
+{
+    static const char *const names[] = {"id",    "token",       "ok",    "result",   "stats",
+                                        "error", "retry_in_ms", "retry", "cancelled"};
+    enum { O_ID, O_TOKEN, O_OK, O_RESULT, O_STATS, O_ERROR, O_RETRY_IN, O_RETRY, O_CANCELLED, O_N };
+    tq_span fv[O_N], k, v;
+    unsigned seen = 0;
+    tq_iter it;
+    int rc;
+    memset(in, 0, sizeof(*in));
+    if (o.p[0] != '{' || !tq_obj_begin(&it, o)) return false;
+    while ((rc = tq_obj_next(&it, &k, &v)) > 0) {
+        int f = -1;
+        for (int i = 0; i < O_N && f < 0; i++)
+            if (strlen(names[i]) == k.n && !memcmp(names[i], k.p, k.n)) f = i;
+        if (f < 0 || (seen & (1u << f))) return false;
+        seen |= 1u << f;
+        fv[f] = v;
+    }
+    long long x;
+#define HAS(f) ((seen & (1u << (f))) && !tq_span_null(fv[f]))
+    if (rc < 0 || !HAS(O_ID) || !HAS(O_TOKEN) || !HAS(O_OK)) return false;
+    if (!json_text_int(fv[O_ID], &x) || x < 1) return false;
+    *id = (uint64_t)x;
+    if (!json_text_int(fv[O_TOKEN], &x) || x < 1) return false;
+    in->token = (uint64_t)x;
+    if (fv[O_OK].p[0] != 't' && fv[O_OK].p[0] != 'f') return false;
+    in->ok = tq_span_true(fv[O_OK]);
+    /* every field is checked, used or not: what declines here, jansson reads */
+    bool bad = false;
+    if (HAS(O_RETRY_IN)) {
+        if (!json_text_int(fv[O_RETRY_IN], &x) || x < 0) return false;
+        in->f.has_retry_in = true;
+        in->f.retry_in_ms = x;
+    }
+    if (HAS(O_RETRY)) {
+        if (fv[O_RETRY].p[0] != 't' && fv[O_RETRY].p[0] != 'f') return false;
+        in->f.no_retry = !tq_span_true(fv[O_RETRY]);
+    }
+    if (HAS(O_CANCELLED)) {
+        if (fv[O_CANCELLED].p[0] != 't' && fv[O_CANCELLED].p[0] != 'f') return false;
+        in->f.cancelled = tq_span_true(fv[O_CANCELLED]);
+    }
+    if (HAS(O_ERROR) && (fv[O_ERROR].p[0] != '"' || !(in->error = tq_span_str(fv[O_ERROR], &bad))))
+        goto decline;
+    if (HAS(O_RESULT) && !(in->result = canonical_text(fv[O_RESULT]))) goto decline;
+    if (HAS(O_STATS) && !(in->stats = canonical_text(fv[O_STATS]))) goto decline;
+#undef HAS
+    if (in->ok) { /* an ack keeps none of a failure's fields */
+        free(in->error);
+        in->error = NULL;
+        in->f = (engine_fail_req){0};
+    } else {
+        free(in->result);
+        in->result = NULL;
+    }
+    return true;
+decline:
+    outcome_in_free(in);
+    memset(in, 0, sizeof(*in));
+    return false;
+}

@@ -1,0 +1,532 @@
+/* The server's text.  First the submit reader that works in place (read_job_text) against the one
+ * that reads a jansson tree (read_job): on every body the first accepts,
+ * the second must accept too and read the same fields and the same
+ * canonical args; bodies of the shapes clients send must not be declined.
+ * Bodies are generated (every field, right and wrong types, args of every
+ * JSON shape, escapes, duplicates, reals jansson rewrites) and mutated. */
+#include "runner.h"
+
+#include "api/internal.h"
+
+typedef struct rng {
+    uint64_t s;
+} rng;
+
+static uint64_t next(rng *r)
+{
+    r->s ^= r->s << 13;
+    r->s ^= r->s >> 7;
+    r->s ^= r->s << 17;
+    return r->s;
+}
+
+static int pick(rng *r, int n)
+{
+    return (int)(next(r) % (uint64_t)n);
+}
+
+typedef struct sb {
+    char *p;
+    size_t n, cap;
+} sb;
+
+static void put(sb *b, const char *s)
+{
+    size_t n = strlen(s);
+    if (b->n + n + 1 > b->cap) {
+        b->cap = (b->n + n + 1) * 2;
+        b->p = realloc(b->p, b->cap);
+    }
+    memcpy(b->p + b->n, s, n + 1);
+    b->n += n;
+}
+
+/* plain: only the shapes the in-place reader must take */
+static void gen_string(rng *r, sb *b, bool plain)
+{
+    static const char *plains[] = {
+        "acme", "reports", "DataReport.execute", "k1",     "", "caf\xc3\xa9",
+        "a/b",  "x y",     "\xe2\x82\xac",       "order:7"};
+    static const char *escaped[] = {"a\\nb", "\\u00e9",        "\\\"q\\\"", "\\\\",
+                                    "\\/",   "\\ud83d\\ude00", "t\\tab",    "\\u0041"};
+    put(b, "\"");
+    if (plain || pick(r, 4))
+        put(b, plains[pick(r, 10)]);
+    else
+        put(b, escaped[pick(r, 8)]);
+    put(b, "\"");
+}
+
+static void gen_number(rng *r, sb *b, bool plain)
+{
+    static const char *plains[] = {"0",
+                                   "1",
+                                   "-1",
+                                   "42",
+                                   "-0",
+                                   "123456789012345678",
+                                   "0.5",
+                                   "1e5",
+                                   "-2.5E-3",
+                                   "1.0",
+                                   "3.14159265358979",
+                                   "1e-400",
+                                   "100",
+                                   "7E+2",
+                                   "0.1",
+                                   "-0.0",
+                                   "2e308"};
+    static const char *wild[] = {"12345678901234567890", "-9223372036854775808",
+                                 "9223372036854775807", "99999999999999999999999"};
+    if (plain || pick(r, 6))
+        put(b, plains[pick(r, plain ? 16 : 17)]); /* 2e308 overflows: jansson refuses it */
+    else
+        put(b, wild[pick(r, 4)]);
+}
+
+static void gen_value(rng *r, sb *b, int depth, bool plain);
+
+static void gen_object(rng *r, sb *b, int depth, bool plain)
+{
+    static const char *keys[] = {"a", "b", "c", "s", "k", "q", "id", "name", "Z", "aa", "\xc3\xa9"};
+    int n = pick(r, 5);
+    put(b, "{");
+    for (int i = 0; i < n; i++) {
+        if (i) put(b, pick(r, 8) ? "," : " , ");
+        if (!plain && !pick(r, 12))
+            put(b, "\"\\u0061\"");
+        else {
+            put(b, "\"");
+            put(b, keys[plain ? i * 2 + pick(r, 2) : pick(r, 11)]);
+            put(b, "\"");
+        }
+        put(b, pick(r, 6) ? ":" : " : ");
+        gen_value(r, b, depth + 1, plain);
+    }
+    put(b, "}");
+}
+
+static void gen_value(rng *r, sb *b, int depth, bool plain)
+{
+    int k = pick(r, depth > 3 ? 5 : 7);
+    switch (k) {
+    case 0: gen_string(r, b, plain); break;
+    case 1: gen_number(r, b, plain); break;
+    case 2: put(b, "true"); break;
+    case 3: put(b, pick(r, 2) ? "false" : "null"); break;
+    case 4: gen_number(r, b, plain); break;
+    case 5: gen_object(r, b, depth, plain); break;
+    default: {
+        int n = pick(r, 4);
+        put(b, "[");
+        for (int i = 0; i < n; i++) {
+            if (i) put(b, ",");
+            gen_value(r, b, depth + 1, plain);
+        }
+        put(b, "]");
+    }
+    }
+}
+
+static const char *fields[] = {"tenant", "queue",           "type",         "args",
+                               "key",    "priority",        "run_at",       "unique_key",
+                               "unique", "idempotency_key", "max_attempts", "score"};
+
+static void gen_field(rng *r, sb *b, int f, bool plain)
+{
+    put(b, "\"");
+    put(b, fields[f]);
+    put(b, "\":");
+    if (!plain && !pick(r, 8)) { /* any value at all, often of the wrong type */
+        gen_value(r, b, 1, false);
+        return;
+    }
+    if (!plain && !pick(r, 10)) {
+        put(b, "null");
+        return;
+    }
+    char tmp[64];
+    switch (f) {
+    case 3: gen_value(r, b, 0, plain); break;
+    case 5:
+        snprintf(tmp, sizeof tmp, "%d",
+                 plain || pick(r, 3) ? pick(r, 21) - 10 : pick(r, 100000) - 50000);
+        put(b, tmp);
+        break;
+    case 6: put(b, pick(r, 2) ? "0" : "1700000000000"); break;
+    case 10: put(b, plain ? "3" : (pick(r, 2) ? "0" : "25")); break;
+    case 8: put(b, pick(r, 2) ? "true" : "false"); break;
+    case 11: gen_number(r, b, plain); break;
+    default: gen_string(r, b, plain);
+    }
+}
+
+static void gen_job(rng *r, sb *b, bool plain)
+{
+    put(b, pick(r, 5) ? "{" : " { ");
+    int order[12], n = 0;
+    for (int f = 0; f < 12; f++)
+        if (f < 3 || pick(r, 3) == 0) order[n++] = f;
+    for (int i = n - 1; i > 0; i--) { /* any order */
+        int j = pick(r, i + 1), t = order[i];
+        order[i] = order[j];
+        order[j] = t;
+    }
+    for (int i = 0; i < n; i++) {
+        if (i) put(b, ",");
+        gen_field(r, b, order[i], plain);
+    }
+    if (!plain && !pick(r, 15)) { /* a field twice, or one nobody knows */
+        put(b, ",");
+        if (pick(r, 2))
+            gen_field(r, b, order[pick(r, n)], false);
+        else
+            put(b, "\"color\":\"red\"");
+    }
+    put(b, pick(r, 5) ? "}" : "} ");
+}
+
+static bool same_str(const char *a, const char *b)
+{
+    return (!a && !b) || (a && b && !strcmp(a, b));
+}
+
+typedef struct verdict {
+    bool text_ok, tree_ok;
+} verdict;
+
+/* Both readers on one body; fails the test if the in-place one accepts what
+ * the tree one refuses or reads it differently. */
+static verdict compare(const char *body, size_t n, const principal *who)
+{
+    verdict v = {false, false};
+    engine_submit_req rt, rj;
+    char *mem = NULL, *canon = NULL;
+    tq_span obj;
+    if (tq_scan_object(body, n, &obj)) v.text_ok = read_job_text(obj, who, &rt, &mem);
+    json_error_t jerr;
+    json_t *o = json_loadb(body, n, JSON_REJECT_DUPLICATES, &jerr);
+    engine_err err;
+    if (o && json_is_object(o)) v.tree_ok = read_job(o, who, &rj, &canon, &err);
+    if (v.text_ok) {
+        ASSERT_MSG(v.tree_ok, "in place accepted what jansson's reader refuses: %.*s", (int)n,
+                   body);
+        ASSERT_MSG(same_str(rt.tenant, rj.tenant) && same_str(rt.queue, rj.queue) &&
+                       same_str(rt.type, rj.type) && same_str(rt.key, rj.key) &&
+                       same_str(rt.unique_key, rj.unique_key) &&
+                       same_str(rt.idempotency_key, rj.idempotency_key),
+                   "strings differ: %.*s", (int)n, body);
+        ASSERT_MSG(rt.has_priority == rj.has_priority && rt.priority == rj.priority &&
+                       rt.run_at == rj.run_at && rt.max_attempts == rj.max_attempts &&
+                       rt.unique == rj.unique && rt.has_score == rj.has_score &&
+                       (rt.score == rj.score || (rt.score != rt.score && rj.score != rj.score)),
+                   "numbers differ: %.*s", (int)n, body);
+        ASSERT_MSG(same_str(rt.args, rj.args) && rt.args_len == rj.args_len,
+                   "args differ: %s vs %s in %.*s", rt.args ? rt.args : "(none)",
+                   rj.args ? rj.args : "(none)", (int)n, body);
+    }
+    free(mem);
+    free(canon);
+    json_decref(o);
+    return v;
+}
+
+static const principal admin = {ROLE_ADMIN, NULL};
+
+TEST(the_usual_shapes_are_read_in_place_exactly_as_jansson_reads_them)
+{
+    uint64_t seed = test_seed();
+    rng r = {seed | 1};
+    int n = 0;
+    for (int i = 0; i < 20000; i++) {
+        sb b = {0};
+        gen_job(&r, &b, true);
+        verdict v = compare(b.p, b.n, &admin);
+        ASSERT_MSG(v.tree_ok, "the generator made a bad plain job: %s", b.p);
+        ASSERT_MSG(v.text_ok, "declined a plain job: %s", b.p);
+        n++;
+        free(b.p);
+    }
+    ASSERT_EQ(n, 20000);
+}
+
+TEST(anything_else_is_read_alike_or_left_to_jansson)
+{
+    uint64_t seed = test_seed();
+    rng r = {seed | 1};
+    int text = 0, tree = 0, both_refuse = 0;
+    for (int i = 0; i < 30000; i++) {
+        sb b = {0};
+        gen_job(&r, &b, false);
+        if (pick(&r, 3) == 0 && b.n > 2) { /* mutate: a byte changed, cut, or inserted */
+            size_t at = (size_t)pick(&r, (int)b.n);
+            static const char bytes[] = "{}[]\",:\\ 0-.eEtnu\x01\xc3\xff";
+            switch (pick(&r, 3)) {
+            case 0: b.p[at] = bytes[pick(&r, (int)sizeof bytes - 1)]; break;
+            case 1: b.n = at; break;
+            default:
+                put(&b, " ");
+                memmove(b.p + at + 1, b.p + at, b.n - at - 1);
+                b.p[at] = bytes[pick(&r, (int)sizeof bytes - 1)];
+            }
+        }
+        verdict v = compare(b.p, b.n, &admin);
+        text += v.text_ok;
+        tree += v.tree_ok;
+        both_refuse += !v.text_ok && !v.tree_ok;
+        free(b.p);
+    }
+    /* the mix exercised all three outcomes */
+    ASSERT_MSG(text > 3000 && tree > text && both_refuse > 3000,
+               "in place %d, jansson %d, both refused %d", text, tree, both_refuse);
+}
+
+TEST(args_come_out_canonical)
+{
+    static const struct {
+        const char *body, *args;
+    } cases[] = {
+        {"{\"args\": { \"b\" : 1 , \"a\" : [ 2 , -0 , {\"y\":null,\"x\":true} ] } }",
+         "{\"a\":[2,0,{\"x\":true,\"y\":null}],\"b\":1}"},
+        {"{\"args\":{\"s\":1234.5678}}", NULL}, /* a real: as jansson writes it */
+        {"{\"args\":1e5}", "100000.0"},
+        {"{\"args\":\"caf\xc3\xa9\"}", "\"caf\xc3\xa9\""},
+        {"{\"args\":[]}", "[]"},
+        {"{\"args\":{}}", "{}"},
+        {"{\"args\":null}", "null"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *body = cases[i].body;
+        verdict v = compare(body, strlen(body), &admin);
+        ASSERT_MSG(v.text_ok && v.tree_ok, "case %zu", i);
+        if (!cases[i].args) continue;
+        tq_span obj;
+        engine_submit_req r;
+        char *mem;
+        ASSERT(tq_scan_object(body, strlen(body), &obj));
+        ASSERT(read_job_text(obj, &admin, &r, &mem));
+        ASSERT_STR(r.args, cases[i].args);
+        free(mem);
+    }
+}
+
+TEST(refusals_and_unusual_shapes_are_declined)
+{
+    static const char *bodies[] = {
+        "{\"tenant\":1}",                      /* wrong type: jansson's reader words it */
+        "{\"tenant\":\"a\",\"tenant\":\"b\"}", /* twice */
+        "{\"colour\":\"red\"}",                /* unknown */
+        "{\"priority\":1.0}",                  /* a real where an integer goes */
+        "{\"priority\":100000}",               /* out of range */
+        "{\"max_attempts\":0}",
+        "{\"run_at\":-1}",
+        "{\"unique\":1}",
+        "{\"score\":\"1\"}",
+        "{\"args\":{\"a\":1,\"a\":2}}",    /* duplicate key inside args */
+        "{\"args\":{\"a\":2e308}}",        /* overflows */
+        "{\"args\":12345678901234567890}", /* jansson decides */
+        "{\"t\\u0065nant\":\"a\"}",        /* an escaped key */
+        "{\"tenant\":\"a\\u0000b\"}",      /* NUL: refused by both */
+        "{\"tenant\":\"a\"",               /* cut */
+    };
+    for (size_t i = 0; i < sizeof bodies / sizeof bodies[0]; i++) {
+        verdict v = compare(bodies[i], strlen(bodies[i]), &admin);
+        ASSERT_MSG(!v.text_ok, "accepted in place: %s", bodies[i]);
+    }
+}
+
+TEST(tenant_tokens_bind_the_tenant_and_queues_alike)
+{
+    token t = {0};
+    t.role = ROLE_TENANT;
+    snprintf(t.tenant, sizeof t.tenant, "acme");
+    char *qs[] = {"reports"};
+    t.queues = qs;
+    t.nqueues = 1;
+    principal who = {ROLE_TENANT, &t};
+    const char *mine = "{\"queue\":\"reports\",\"type\":\"T\"}";
+    verdict v = compare(mine, strlen(mine), &who);
+    ASSERT(v.text_ok && v.tree_ok);
+    tq_span obj;
+    engine_submit_req r;
+    char *mem;
+    ASSERT(tq_scan_object(mine, strlen(mine), &obj));
+    ASSERT(read_job_text(obj, &who, &r, &mem));
+    ASSERT_STR(r.tenant, "acme");
+    free(mem);
+    const char *other_tenant = "{\"tenant\":\"evil\",\"queue\":\"reports\",\"type\":\"T\"}";
+    const char *other_queue = "{\"queue\":\"billing\",\"type\":\"T\"}";
+    v = compare(other_tenant, strlen(other_tenant), &who);
+    ASSERT(!v.text_ok && !v.tree_ok);
+    v = compare(other_queue, strlen(other_queue), &who);
+    ASSERT(!v.text_ok && !v.tree_ok);
+}
+
+TEST(integers_are_written_as_snprintf_writes_them)
+{
+    static const long long v[] = {0,
+                                  1,
+                                  -1,
+                                  9,
+                                  10,
+                                  -10,
+                                  4294967296LL,
+                                  -32768,
+                                  32767,
+                                  9223372036854775807LL,
+                                  -9223372036854775807LL - 1};
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+        jbuf b;
+        jb_init(&b);
+        jb_arr(&b);
+        jb_int(&b, v[i]);
+        jb_uint(&b, (unsigned long long)v[i]);
+        jb_arr_end(&b);
+        char want[64];
+        snprintf(want, sizeof want, "[%lld,%llu]", v[i], (unsigned long long)v[i]);
+        size_t n;
+        char *got = jb_take(&b, &n);
+        ASSERT_STR(got, want);
+        ASSERT_EQ(n, strlen(want));
+        free(got);
+    }
+}
+
+/* ---- outcomes ---------------------------------------------------------------------------- */
+
+static const char *ofields[] = {"id",    "token",       "ok",    "result",   "stats",
+                                "error", "retry_in_ms", "retry", "cancelled"};
+
+static void gen_outcome(rng *r, sb *b, bool plain)
+{
+    put(b, "{");
+    int order[9], n = 0;
+    for (int f = 0; f < 9; f++)
+        if (f < 3 || pick(r, 3) == 0) order[n++] = f;
+    for (int i = n - 1; i > 0; i--) {
+        int j = pick(r, i + 1), t = order[i];
+        order[i] = order[j];
+        order[j] = t;
+    }
+    char tmp[64];
+    for (int i = 0; i < n; i++) {
+        int f = order[i];
+        if (i) put(b, pick(r, 6) ? "," : " , ");
+        put(b, "\"");
+        put(b, ofields[f]);
+        put(b, "\":");
+        if (!plain && !pick(r, 8)) {
+            gen_value(r, b, 1, false);
+            continue;
+        }
+        if (!plain && f > 2 && !pick(r, 6)) {
+            put(b, "null");
+            continue;
+        }
+        switch (f) {
+        case 0:
+        case 1:
+            snprintf(tmp, sizeof tmp, "%lld",
+                     plain || pick(r, 4) ? 1 + (long long)(next(r) % 4294967296000ULL)
+                                         : -(long long)pick(r, 3));
+            put(b, tmp);
+            break;
+        case 2:
+        case 7:
+        case 8: put(b, pick(r, 2) ? "true" : "false"); break;
+        case 6:
+            snprintf(tmp, sizeof tmp, "%d", plain || pick(r, 4) ? pick(r, 100000) : -5);
+            put(b, tmp);
+            break;
+        case 5:
+            if (plain || pick(r, 2))
+                gen_string(r, b, false); /* errors may hold escapes: decoded like jansson */
+            else
+                gen_number(r, b, false);
+            break;
+        default: gen_value(r, b, 0, plain);
+        }
+    }
+    if (!plain && !pick(r, 15)) put(b, ",\"colour\":1");
+    put(b, "}");
+}
+
+/* jansson's verdict on one outcome as h_outcomes reads it (0: read into *in) */
+static int tree_outcome(json_t *o, outcome_in *in, uint64_t *id)
+{
+    engine_err err;
+    json_t *jid = json_object_get(o, "id"), *jok = json_object_get(o, "ok");
+    if (!json_is_object(o) || !json_is_integer(jid) || json_integer_value(jid) < 1 ||
+        !json_is_boolean(jok))
+        return -1;
+    const char *k;
+    json_t *v;
+    json_object_foreach(o, k, v)
+    {
+        bool known = false;
+        for (size_t i = 0; i < 9 && !known; i++) known = !strcmp(ofields[i], k);
+        if (!known) return -1;
+    }
+    *id = (uint64_t)json_integer_value(jid);
+    return outcome_read(o, json_is_true(jok), in, &err);
+}
+
+static verdict compare_outcome(const char *text, size_t n)
+{
+    verdict v = {false, false};
+    outcome_in a, t;
+    uint64_t ida = 0, idt = 0;
+    tq_span obj;
+    if (tq_scan_object(text, n, &obj)) v.text_ok = outcome_read_text(obj, &a, &ida);
+    json_error_t jerr;
+    json_t *o = json_loadb(text, n, JSON_REJECT_DUPLICATES, &jerr);
+    memset(&t, 0, sizeof t);
+    if (o) v.tree_ok = tree_outcome(o, &t, &idt) == 0;
+    if (v.text_ok) {
+        ASSERT_MSG(v.tree_ok, "in place accepted an outcome jansson's reader refuses: %.*s", (int)n,
+                   text);
+        ASSERT_MSG(ida == idt && a.token == t.token && a.ok == t.ok, "id/token/ok differ: %.*s",
+                   (int)n, text);
+        ASSERT_MSG(same_str(a.result, t.result) && same_str(a.stats, t.stats) &&
+                       same_str(a.error, t.error),
+                   "result/stats/error differ: %.*s", (int)n, text);
+        ASSERT_MSG(a.f.has_retry_in == t.f.has_retry_in && a.f.retry_in_ms == t.f.retry_in_ms &&
+                       a.f.no_retry == t.f.no_retry && a.f.cancelled == t.f.cancelled,
+                   "failure fields differ: %.*s", (int)n, text);
+        outcome_in_free(&a);
+    }
+    outcome_in_free(&t);
+    json_decref(o);
+    return v;
+}
+
+TEST(outcomes_are_read_in_place_exactly_as_jansson_reads_them)
+{
+    uint64_t seed = test_seed();
+    rng r = {seed | 1};
+    int text = 0, tree = 0, both_refuse = 0;
+    for (int i = 0; i < 20000; i++) {
+        sb b = {0};
+        bool plain = i % 2 == 0;
+        gen_outcome(&r, &b, plain);
+        if (!plain && pick(&r, 3) == 0 && b.n > 2) {
+            size_t at = (size_t)pick(&r, (int)b.n);
+            static const char bytes[] = "{}[]\",:\\ 0-.etn\xc3";
+            if (pick(&r, 2))
+                b.p[at] = bytes[pick(&r, (int)sizeof bytes - 1)];
+            else
+                b.n = at;
+        }
+        verdict v = compare_outcome(b.p, b.n);
+        if (plain) {
+            ASSERT_MSG(v.tree_ok, "the generator made a bad plain outcome: %s", b.p);
+            ASSERT_MSG(v.text_ok, "declined a plain outcome: %s", b.p);
+        }
+        text += v.text_ok;
+        tree += v.tree_ok;
+        both_refuse += !v.text_ok && !v.tree_ok;
+        free(b.p);
+    }
+    ASSERT_MSG(text > 10000 && tree > text && both_refuse > 1000,
+               "in place %d, jansson %d, both refused %d", text, tree, both_refuse);
+}
