@@ -412,12 +412,14 @@ void srv_commit_reply(server *s, http_req *req, int status, jbuf *b)
 
 void srv_commit_reply_now(server *s, http_req *req, int status, jbuf *b)
 {
+    /* the reply first: it waits for nothing, and a worker may be waiting
+     * for it (collecting the changes into the batch comes after) */
+    reply_json(req, status, b);
     size_t n;
     engine_changes(s->e, &n);
     char **wake = NULL;
     size_t nwake = 0;
     if (n) collect(s, &wake, &nwake);
-    reply_json(req, status, b);
     wake_all(s, wake, nwake);
 }
 
