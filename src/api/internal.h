@@ -159,6 +159,11 @@ typedef struct server {
 
     lease_waiter *lwait;
     size_t n_lwait;
+    /* srv_wake_leases is running: a lease's reply collected more wake-ups,
+     * which wait here for the pass in progress (it walks the waiters) */
+    bool waking;
+    char **wake_later;
+    size_t n_wake_later;
     job_waiter *jwait;
 
     struct event *tick_ev;

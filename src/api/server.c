@@ -659,9 +659,9 @@ void lease_waiter_add(server *s, lease_waiter *w, int64_t wait_ms)
     w->req->on_abort = lease_waiter_abort;
 }
 
-void srv_wake_leases(server *s, const char *queue)
+/* One pass over the waiters of a queue, oldest first. */
+static void wake_queue(server *s, const char *queue)
 {
-    if (s->resyncing) return;
     for (lease_waiter *w = s->lwait, *nx; w; w = nx) {
         nx = w->next;
         bool wants = false;
@@ -682,6 +682,31 @@ void srv_wake_leases(server *s, const char *queue)
         req->on_abort = lease_waiter_abort;
         if (!w->ntypes) break; /* nothing eligible for this queue any more */
     }
+}
+
+void srv_wake_leases(server *s, const char *queue)
+{
+    if (s->resyncing) return;
+    if (s->waking) {
+        /* from inside a pass (a lease's reply collected the engine's
+         * changes): a nested pass would free waiters the outer one is
+         * about to visit, so it waits for the outer pass to end */
+        for (size_t i = 0; i < s->n_wake_later; i++)
+            if (!strcmp(s->wake_later[i], queue)) return;
+        s->wake_later = xrealloc(s->wake_later, (s->n_wake_later + 1) * sizeof(char *));
+        s->wake_later[s->n_wake_later++] = xstrdup(queue);
+        return;
+    }
+    s->waking = true;
+    wake_queue(s, queue);
+    while (s->n_wake_later > 0) {
+        char *q = s->wake_later[--s->n_wake_later];
+        if (!s->resyncing) wake_queue(s, q);
+        free(q);
+    }
+    free(s->wake_later);
+    s->wake_later = NULL;
+    s->waking = false;
 }
 
 /* ---- job waits -------------------------------------------------------------------------- */
