@@ -52,15 +52,16 @@ static void submit_result(jbuf *b, const engine_submit_res *res)
     jb_obj_end(b);
 }
 
-/* Submits reqs[0..n) (ok[i] false: res[i] holds the job's refusal already)
- * and replies: the one job's answer, or {"jobs": [...]} for a batch. */
+/* Submits reqs[0..n) (ok[i] false: res[i] holds the job's refusal already;
+ * ok NULL: every job was read) and replies: the one job's answer, or {"jobs": [...]} for a batch.
+ */
 static void submit_and_reply(server *s, http_req *req, const engine_submit_req *reqs,
                              const bool *ok, size_t n, bool batch, engine_submit_res *res)
 {
     int64_t now = srv_now(s);
     bool any_created = false;
     for (size_t i = 0; i < n; i++) {
-        if (!ok[i]) continue;
+        if (ok && !ok[i]) continue;
         engine_submit(s->e, now, &reqs[i], &res[i]);
         any_created |= res[i].created;
     }
@@ -93,11 +94,11 @@ static bool submit_in_place(server *s, http_req *req, const principal *who)
     tq_span body, jobs = {0}, k, v;
     tq_iter it;
     int rc;
-    if (!tq_scan_object(req->body, req->body_len, &body)) return false;
-    if (!tq_obj_begin(&it, body)) return false;
+    /* this walk checks the whole body; the ones below walk checked text */
+    if (!tq_obj_outline(req->body, req->body_len, &body) || !tq_obj_begin(&it, body)) return false;
     bool batch = false, other = false;
     while ((rc = tq_obj_next(&it, &k, &v)) > 0) {
-        if (tq_key_is(k, "jobs") && k.n == 4) {
+        if (k.n == 4 && !memcmp(k.p, "jobs", 4)) {
             if (batch) return false; /* twice */
             batch = true;
             jobs = v;
@@ -133,12 +134,9 @@ static bool submit_in_place(server *s, http_req *req, const principal *who)
         if (rc < 0 || n == 0) done = false;
     }
     if (done) {
-        bool *ok = xmalloc(n * sizeof(bool));
-        for (size_t i = 0; i < n; i++) ok[i] = true;
         engine_submit_res *res = xcalloc(n, sizeof(*res));
-        submit_and_reply(s, req, reqs, ok, n, batch, res);
+        submit_and_reply(s, req, reqs, NULL, n, batch, res);
         free(res);
-        free(ok);
     }
     for (size_t i = 0; i < n; i++) free(mem[i]);
     free(mem);

@@ -42,7 +42,7 @@ char *jb_take(jbuf *b, size_t *len)
     return p;
 }
 
-static void put(jbuf *b, const char *s, size_t n)
+void jb_put(jbuf *b, const char *s, size_t n)
 {
     if (b->n + n + 1 > b->cap) {
         size_t cap = b->cap ? b->cap : 256;
@@ -57,7 +57,7 @@ static void put(jbuf *b, const char *s, size_t n)
 
 static void putc1(jbuf *b, char ch)
 {
-    put(b, &ch, 1);
+    jb_put(b, &ch, 1);
 }
 
 /* Before a value: a comma unless it is the first in its container, or it
@@ -126,11 +126,11 @@ static void quoted(jbuf *b, const char *s, size_t n)
             esc = tmp;
         }
         if (!esc) continue;
-        put(b, s + run, i - run);
-        put(b, esc, strlen(esc));
+        jb_put(b, s + run, i - run);
+        jb_put(b, esc, strlen(esc));
         run = i + 1;
     }
-    put(b, s + run, n - run);
+    jb_put(b, s + run, n - run);
     putc1(b, '"');
 }
 
@@ -174,7 +174,7 @@ void jb_int(jbuf *b, long long v)
     value(b);
     char *p = digits(end, v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v);
     if (v < 0) *--p = '-';
-    put(b, p, (size_t)(end - p));
+    jb_put(b, p, (size_t)(end - p));
 }
 
 void jb_uint(jbuf *b, unsigned long long v)
@@ -182,7 +182,7 @@ void jb_uint(jbuf *b, unsigned long long v)
     char tmp[24], *end = tmp + sizeof tmp;
     value(b);
     char *p = digits(end, v);
-    put(b, p, (size_t)(end - p));
+    jb_put(b, p, (size_t)(end - p));
 }
 
 void jb_num(jbuf *b, double v)
@@ -190,22 +190,22 @@ void jb_num(jbuf *b, double v)
     char tmp[32];
     value(b);
     if (!isfinite(v)) {
-        put(b, "null", 4);
+        jb_put(b, "null", 4);
         return;
     }
-    put(b, tmp, (size_t)snprintf(tmp, sizeof tmp, "%.17g", v));
+    jb_put(b, tmp, (size_t)snprintf(tmp, sizeof tmp, "%.17g", v));
 }
 
 void jb_bool(jbuf *b, bool v)
 {
     value(b);
-    put(b, v ? "true" : "false", v ? 4 : 5);
+    jb_put(b, v ? "true" : "false", v ? 4 : 5);
 }
 
 void jb_null(jbuf *b)
 {
     value(b);
-    put(b, "null", 4);
+    jb_put(b, "null", 4);
 }
 
 void jb_raw(jbuf *b, const char *json, size_t len)
@@ -215,12 +215,12 @@ void jb_raw(jbuf *b, const char *json, size_t len)
         return;
     }
     value(b);
-    put(b, json, len);
+    jb_put(b, json, len);
 }
 
 void jb_text(jbuf *b, const char *s, size_t n)
 {
-    put(b, s, n);
+    jb_put(b, s, n);
 }
 
 void jb_printf(jbuf *b, const char *fmt, ...)
@@ -232,14 +232,14 @@ void jb_printf(jbuf *b, const char *fmt, ...)
     va_end(ap);
     if (n < 0) return;
     if ((size_t)n < sizeof tmp) {
-        put(b, tmp, (size_t)n);
+        jb_put(b, tmp, (size_t)n);
         return;
     }
     char *big = xmalloc((size_t)n + 1);
     va_start(ap, fmt);
     vsnprintf(big, (size_t)n + 1, fmt, ap);
     va_end(ap);
-    put(b, big, (size_t)n);
+    jb_put(b, big, (size_t)n);
     free(big);
 }
 

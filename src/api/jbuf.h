@@ -26,6 +26,10 @@ void jb_reset(jbuf *b);
 /* The text so far (NUL-terminated); ownership passes to the caller. */
 char *jb_take(jbuf *b, size_t *len);
 
+/* n bytes as they are: no comma, no quoting (text that is already JSON,
+ * written piece by piece: jobread.c's canonical args). */
+void jb_put(jbuf *b, const char *s, size_t n);
+
 void jb_obj(jbuf *b);
 void jb_obj_end(jbuf *b);
 void jb_arr(jbuf *b);

@@ -138,24 +138,6 @@ bool read_job(json_t *o, const principal *who, engine_submit_req *r, char **args
  * test_jobread.c).  Args come out in canonical_json's form: keys sorted,
  * no spaces, "-0" as 0, reals as jansson writes them. */
 
-typedef struct obuf {
-    char *p;
-    size_t n, cap;
-} obuf;
-
-static void ob_put(obuf *b, const char *s, size_t n)
-{
-    if (b->n + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 64;
-        while (cap < b->n + n + 1) cap *= 2;
-        b->p = xrealloc(b->p, cap);
-        b->cap = cap;
-    }
-    memcpy(b->p + b->n, s, n);
-    b->n += n;
-    b->p[b->n] = 0;
-}
-
 #define CANON_DEPTH 32 /* deeper args go to jansson (which takes 2048) */
 
 /* A string token without escapes (its text is then what it stands for). */
@@ -211,9 +193,9 @@ typedef struct member {
     tq_span k, v;
 } member;
 
-static bool canon(obuf *b, tq_span v, int depth);
+static bool canon(jbuf *b, tq_span v, int depth);
 
-static bool canon_object(obuf *b, tq_span v, int depth)
+static bool canon_object(jbuf *b, tq_span v, int depth)
 {
     member stack[16], *m = stack;
     size_t n = 0, cap = 16;
@@ -248,20 +230,20 @@ static bool canon_object(obuf *b, tq_span v, int depth)
     }
     if (ok && rc < 0) ok = false;
     if (ok) {
-        ob_put(b, "{", 1);
+        jb_put(b, "{", 1);
         for (size_t i = 0; i < n && ok; i++) {
-            if (i) ob_put(b, ",", 1);
-            ob_put(b, m[i].k.p - 1, m[i].k.n + 2); /* with its quotes */
-            ob_put(b, ":", 1);
+            if (i) jb_put(b, ",", 1);
+            jb_put(b, m[i].k.p - 1, m[i].k.n + 2); /* with its quotes */
+            jb_put(b, ":", 1);
             ok = canon(b, m[i].v, depth + 1);
         }
-        ob_put(b, "}", 1);
+        jb_put(b, "}", 1);
     }
     if (m != stack) free(m);
     return ok;
 }
 
-static bool canon(obuf *b, tq_span v, int depth)
+static bool canon(jbuf *b, tq_span v, int depth)
 {
     if (depth > CANON_DEPTH || !v.n) return false;
     switch (v.p[0]) {
@@ -272,22 +254,22 @@ static bool canon(obuf *b, tq_span v, int depth)
         int rc;
         bool first = true;
         if (!tq_arr_begin(&it, v)) return false;
-        ob_put(b, "[", 1);
+        jb_put(b, "[", 1);
         while ((rc = tq_arr_next(&it, &x)) > 0) {
-            if (!first) ob_put(b, ",", 1);
+            if (!first) jb_put(b, ",", 1);
             first = false;
             if (!canon(b, x, depth + 1)) return false;
         }
-        ob_put(b, "]", 1);
+        jb_put(b, "]", 1);
         return rc == 0;
     }
     case '"':
         if (!plain_string(v)) return false;
-        ob_put(b, v.p, v.n);
+        jb_put(b, v.p, v.n);
         return true;
     case 't':
     case 'f':
-    case 'n': ob_put(b, v.p, v.n); return true;
+    case 'n': jb_put(b, v.p, v.n); return true;
     default:
         if (is_real(v)) {
             double d;
@@ -301,22 +283,22 @@ static bool canon(obuf *b, tq_span v, int depth)
                          : 0;
             json_decref(r);
             if (n == 0 || n > sizeof tmp) return false;
-            ob_put(b, tmp, n);
+            jb_put(b, tmp, n);
             return true;
         }
         long long x;
         if (!json_text_int(v, &x)) return false; /* jansson decides what is too big */
         if (x == 0)
-            ob_put(b, "0", 1); /* "-0" */
+            jb_put(b, "0", 1); /* "-0" */
         else
-            ob_put(b, v.p, v.n);
+            jb_put(b, v.p, v.n);
         return true;
     }
 }
 
 char *canonical_text(tq_span v)
 {
-    obuf b = {0};
+    jbuf b = {0};
     if (!canon(&b, v, 0)) {
         free(b.p);
         return NULL;
@@ -324,10 +306,11 @@ char *canonical_text(tq_span v)
     return b.p;
 }
 
-static int field_of(tq_span k)
+/* The index of key k in names[0..n), or -1 (an escaped key is never one). */
+static int name_at(const char *const *names, int n, tq_span k)
 {
-    for (int i = 0; job_fields[i]; i++)
-        if (strlen(job_fields[i]) == k.n && !memcmp(job_fields[i], k.p, k.n)) return i;
+    for (int i = 0; i < n; i++)
+        if (!strncmp(names[i], k.p, k.n) && names[i][k.n] == 0) return i;
     return -1;
 }
 
@@ -341,19 +324,19 @@ bool read_job_text(tq_span obj, const principal *who, engine_submit_req *r, char
     int rc;
     if (!tq_obj_begin(&it, obj)) return false;
     while ((rc = tq_obj_next(&it, &k, &v)) > 0) {
-        int f = field_of(k);
+        int f = name_at(job_fields, F_SCORE + 1, k);
         if (f < 0 || (seen & (1u << f))) return false; /* unknown, escaped or twice */
         seen |= 1u << f;
         fv[f] = v;
     }
     if (rc < 0) return false;
     /* one block: the canonical args, then each string with its NUL */
-    obuf b = {0};
+    jbuf b = {0};
     size_t at[F_SCORE + 1];
     long long x;
     if ((seen & (1u << F_ARGS)) && !canon(&b, fv[F_ARGS], 0)) goto decline;
     size_t args_len = b.n;
-    if (b.p) ob_put(&b, "", 1); /* keep the args' NUL */
+    if (b.p) jb_put(&b, "", 1); /* keep the args' NUL */
     for (int f = 0; f <= F_SCORE; f++) {
         if (!(seen & (1u << f)) || f == F_ARGS || tq_span_null(fv[f])) continue;
         v = fv[f];
@@ -389,8 +372,8 @@ bool read_job_text(tq_span obj, const principal *who, engine_submit_req *r, char
         default: /* the strings */
             if (!plain_string(v)) goto decline;
             at[f] = b.n;
-            ob_put(&b, v.p + 1, v.n - 2);
-            ob_put(&b, "", 1);
+            jb_put(&b, v.p + 1, v.n - 2);
+            jb_put(&b, "", 1);
         }
     }
     /* b no longer moves: point into it */
@@ -490,9 +473,7 @@ bool outcome_read_text(tq_span o, outcome_in *in, uint64_t *id)
     memset(in, 0, sizeof(*in));
     if (o.p[0] != '{' || !tq_obj_begin(&it, o)) return false;
     while ((rc = tq_obj_next(&it, &k, &v)) > 0) {
-        int f = -1;
-        for (int i = 0; i < O_N && f < 0; i++)
-            if (strlen(names[i]) == k.n && !memcmp(names[i], k.p, k.n)) f = i;
+        int f = name_at(names, O_N, k);
         if (f < 0 || (seen & (1u << f))) return false;
         seen |= 1u << f;
         fv[f] = v;

@@ -364,7 +364,8 @@ void srv_wake_first(server *s)
     char *names[8];
     for (size_t i = 0; i < n && k < 8; i++)
         if (c[i].kind == ENGINE_CH_WAKE) names[k++] = xstrdup(c[i].name);
-    /* a lease's reply collects the changes: names are copies */
+    /* a lease's reply collects the changes: names are copies (queues past
+     * the eighth are woken when the changes are collected, as before) */
     for (size_t i = 0; i < k; i++) {
         srv_wake_leases(s, names[i]);
         free(names[i]);

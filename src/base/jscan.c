@@ -186,6 +186,15 @@ bool tq_scan_object(const char *s, size_t n, tq_span *obj)
     return only_value(s, n, obj) && obj->p[0] == '{';
 }
 
+bool tq_obj_outline(const char *s, size_t n, tq_span *obj)
+{
+    const char *e = s + n, *p = ws(s, e);
+    while (e > p && (e[-1] == ' ' || e[-1] == '\n' || e[-1] == '\r' || e[-1] == '\t')) e--;
+    if (e - p < 2 || p[0] != '{' || e[-1] != '}') return false;
+    *obj = (tq_span){p, (size_t)(e - p)};
+    return true;
+}
+
 /* ---- walking ----------------------------------------------------------------------------------
  */
 

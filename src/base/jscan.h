@@ -29,13 +29,22 @@ bool tq_scan_valid(const char *s, size_t n);
  * false when s is anything else. */
 bool tq_scan_object(const char *s, size_t n, tq_span *obj);
 
+/* The object s[0..n) holds, found by its outer braces alone (whitespace
+ * around allowed), nothing inside checked yet; false when s does not start
+ * and end as an object.  Walking it checks each member as it passes, so a
+ * caller that walks every member to the end (tq_obj_next answers 0) has
+ * checked all of s once, where tq_scan_object then the walk would check it
+ * twice. */
+bool tq_obj_outline(const char *s, size_t n, tq_span *obj);
+
 /* Walks an object's members or an array's elements.  v must be a value
  * tq_scan_value accepted (a member's value, tq_scan_object's answer). */
 typedef struct tq_iter {
     const char *p, *e;
     bool first;
 } tq_iter;
-/* false when v is not an object (tq_obj_begin) or array (tq_arr_begin). */
+/* false when v is not an object (tq_obj_begin) or array (tq_arr_begin).
+ * v may also come from tq_obj_outline. */
 bool tq_obj_begin(tq_iter *it, tq_span v);
 bool tq_arr_begin(tq_iter *it, tq_span v);
 /* 1 with the next member (key: its text inside the quotes, escapes

@@ -337,6 +337,19 @@ TEST(scan_agrees_with_jansson_on_mutations)
         json_t *j = json_loadb(doc, n, JSON_DECODE_ANY, &err);
         bool theirs = j != NULL, ours = tq_scan_valid(doc, n);
         json_decref(j);
+        /* an object outlined and walked to its end is checked as a whole */
+        tq_span obj, k, v;
+        tq_iter it;
+        if (tq_obj_outline(doc, n, &obj) && tq_obj_begin(&it, obj)) {
+            int rc;
+            while ((rc = tq_obj_next(&it, &k, &v)) > 0) {
+            }
+            ASSERT_MSG((rc == 0) == ours, "walked %s, scanner %s: %s (seed %" PRIu64 ")",
+                       rc == 0 ? "to the end" : "to an error", ours ? "accepts" : "refuses", doc,
+                       seed);
+        } else {
+            ASSERT_MSG(!ours || doc[strspn(doc, " \t\r\n")] != '{', "not outlined: %s", doc);
+        }
         /* jansson refuses numbers beyond 64-bit integers and doubles; JSON
          * has no such limit */
         if (!theirs && (strstr(err.text, "too big") || strstr(err.text, "overflow"))) continue;

@@ -25,6 +25,21 @@ static int pick(rng *r, int n)
     return (int)(next(r) % (uint64_t)n);
 }
 
+/* The first three of nfields fields and a third of the others, in any
+ * order, into order; returns how many. */
+static int some_fields(rng *r, int nfields, int *order)
+{
+    int n = 0;
+    for (int f = 0; f < nfields; f++)
+        if (f < 3 || pick(r, 3) == 0) order[n++] = f;
+    for (int i = n - 1; i > 0; i--) {
+        int j = pick(r, i + 1), t = order[i];
+        order[i] = order[j];
+        order[j] = t;
+    }
+    return n;
+}
+
 typedef struct sb {
     char *p;
     size_t n, cap;
@@ -164,14 +179,7 @@ static void gen_field(rng *r, sb *b, int f, bool plain)
 static void gen_job(rng *r, sb *b, bool plain)
 {
     put(b, pick(r, 5) ? "{" : " { ");
-    int order[12], n = 0;
-    for (int f = 0; f < 12; f++)
-        if (f < 3 || pick(r, 3) == 0) order[n++] = f;
-    for (int i = n - 1; i > 0; i--) { /* any order */
-        int j = pick(r, i + 1), t = order[i];
-        order[i] = order[j];
-        order[j] = t;
-    }
+    int order[12], n = some_fields(r, 12, order);
     for (int i = 0; i < n; i++) {
         if (i) put(b, ",");
         gen_field(r, b, order[i], plain);
@@ -400,14 +408,7 @@ static const char *ofields[] = {"id",    "token",       "ok",    "result",   "st
 static void gen_outcome(rng *r, sb *b, bool plain)
 {
     put(b, "{");
-    int order[9], n = 0;
-    for (int f = 0; f < 9; f++)
-        if (f < 3 || pick(r, 3) == 0) order[n++] = f;
-    for (int i = n - 1; i > 0; i--) {
-        int j = pick(r, i + 1), t = order[i];
-        order[i] = order[j];
-        order[j] = t;
-    }
+    int order[9], n = some_fields(r, 9, order);
     char tmp[64];
     for (int i = 0; i < n; i++) {
         int f = order[i];
