@@ -1,5 +1,6 @@
 #include "jbuf.h"
 
+#include "base/jscan.h"
 #include "base/xalloc.h"
 
 #include <math.h>
@@ -42,14 +43,19 @@ char *jb_take(jbuf *b, size_t *len)
     return p;
 }
 
+/* Room for n more bytes and the NUL after them. */
+static void reserve(jbuf *b, size_t n)
+{
+    if (b->n + n + 1 <= b->cap) return;
+    size_t cap = b->cap ? b->cap : 256;
+    while (cap < b->n + n + 1) cap *= 2;
+    b->p = xrealloc(b->p, cap);
+    b->cap = cap;
+}
+
 void jb_put(jbuf *b, const char *s, size_t n)
 {
-    if (b->n + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->n + n + 1) cap *= 2;
-        b->p = xrealloc(b->p, cap);
-        b->cap = cap;
-    }
+    reserve(b, n);
     memcpy(b->p + b->n, s, n);
     b->n += n;
     b->p[b->n] = 0;
@@ -57,7 +63,9 @@ void jb_put(jbuf *b, const char *s, size_t n)
 
 static void putc1(jbuf *b, char ch)
 {
-    jb_put(b, &ch, 1);
+    reserve(b, 1);
+    b->p[b->n++] = ch;
+    b->p[b->n] = 0;
 }
 
 /* Before a value: a comma unless it is the first in its container, or it
@@ -107,9 +115,9 @@ static void quoted(jbuf *b, const char *s, size_t n)
 {
     putc1(b, '"');
     size_t run = 0;
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = tq_json_plain(s, n); i < n; i = run + tq_json_plain(s + run, n - run)) {
         unsigned char ch = (unsigned char)s[i];
-        const char *esc = NULL;
+        const char *esc;
         char tmp[8];
         if (ch == '"')
             esc = "\\\"";
@@ -121,17 +129,19 @@ static void quoted(jbuf *b, const char *s, size_t n)
             esc = "\\r";
         else if (ch == '\t')
             esc = "\\t";
-        else if (ch < 0x20) {
+        else {
             snprintf(tmp, sizeof tmp, "\\u%04x", ch);
             esc = tmp;
         }
-        if (!esc) continue;
         jb_put(b, s + run, i - run);
         jb_put(b, esc, strlen(esc));
         run = i + 1;
     }
-    jb_put(b, s + run, n - run);
-    putc1(b, '"');
+    reserve(b, n - run + 1);
+    memcpy(b->p + b->n, s + run, n - run);
+    b->n += n - run;
+    b->p[b->n++] = '"';
+    b->p[b->n] = 0;
 }
 
 void jb_key(jbuf *b, const char *k)

@@ -54,12 +54,60 @@ static const char *unicode_escape(const char *p, const char *e, uint32_t *cp)
     return p;
 }
 
+#define ONES  0x0101010101010101ULL
+#define HIGHS 0x8080808080808080ULL
+
+/* Of the 8 bytes at p, the quotes, backslashes and control characters, as
+ * the top bit of each byte of the result, in memory order from the lowest.
+ * Bytes >= 0x80 are never marked and never borrow.  The borrow tricks may
+ * also mark a byte above a marked one, never the lowest alone: the lowest
+ * mark is always one of those. */
+static uint64_t special8(uint64_t v)
+{
+    uint64_t q = v ^ (ONES * '"'), b = v ^ (ONES * '\\');
+    return (((q - ONES) & ~q) | ((b - ONES) & ~b) | ((v - ONES * 0x20) & ~v)) & HIGHS;
+}
+
+static uint64_t load8(const char *p)
+{
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return v;
+}
+
+#if defined(__GNUC__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define WORDS 1 /* the lowest mark is the first byte in memory */
+#endif
+
+size_t tq_json_plain(const char *s, size_t n)
+{
+    size_t i = 0;
+#ifdef WORDS
+    for (; n - i >= 8; i += 8) {
+        uint64_t m = special8(load8(s + i));
+        if (m) return i + ((size_t)__builtin_ctzll(m) >> 3);
+    }
+#endif
+    while (i < n && (unsigned char)s[i] >= 0x20 && s[i] != '"' && s[i] != '\\') i++;
+    return i;
+}
+
 /* p at the opening quote: past the closing one, or NULL. */
 static const char *skip_string(const char *p, const char *e)
 {
     const char *start = ++p;
     unsigned char high = 0; /* any byte >= 0x80: then the UTF-8 check */
     while (p < e) {
+#ifdef WORDS
+        if (e - p >= 8) { /* straight to the next byte to look at (or >= 0x80) */
+            uint64_t v = load8(p), m = special8(v) | (v & HIGHS);
+            if (!m) {
+                p += 8;
+                continue;
+            }
+            p += __builtin_ctzll(m) >> 3;
+        }
+#endif
         unsigned char ch = (unsigned char)*p;
         if (ch == '"') {
             if (high && !tq_utf8_valid(start, (size_t)(p - start))) return NULL;

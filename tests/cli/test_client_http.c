@@ -310,6 +310,40 @@ TEST(scan_refuses_what_is_not_json)
     ASSERT(!valid(deep));
 }
 
+/* Strings are skipped 8 bytes a step while no byte needs a look: every byte
+ * value at every place of strings around that width is judged as jansson
+ * judges it, and so is a two-byte character across each word boundary. */
+TEST(scan_strings_byte_by_byte_as_jansson)
+{
+    char doc[40];
+    int checked = 0;
+    for (size_t len = 1; len <= 26; len++)
+        for (size_t at = 0; at < len; at++)
+            for (int ch = 0; ch < 257; ch++) {
+                doc[0] = '"';
+                memset(doc + 1, 'a', len);
+                size_t n = len + 2;
+                if (ch < 256) {
+                    doc[1 + at] = (char)ch;
+                } else { /* é, its second byte after the last place */
+                    if (at + 1 >= len) continue;
+                    doc[1 + at] = '\xc3';
+                    doc[2 + at] = '\xa9';
+                }
+                doc[n - 1] = '"';
+                doc[n] = 0;
+                json_error_t err;
+                json_t *j = json_loadb(doc, n, JSON_DECODE_ANY, &err);
+                bool theirs = j != NULL, ours = tq_scan_valid(doc, n);
+                json_decref(j);
+                ASSERT_MSG(theirs == ours, "jansson %s, scanner %s: byte %d at %zu of %zu",
+                           theirs ? "accepts" : "refuses", ours ? "accepts" : "refuses", ch, at,
+                           len);
+                checked++;
+            }
+    ASSERT(checked > 80000);
+}
+
 /* Mutated documents, judged by jansson and by the scanner: they agree. */
 TEST(scan_agrees_with_jansson_on_mutations)
 {

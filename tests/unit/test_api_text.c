@@ -7,6 +7,7 @@
 #include "runner.h"
 
 #include "api/internal.h"
+#include "base/jscan.h"
 
 typedef struct rng {
     uint64_t s;
@@ -398,6 +399,52 @@ TEST(integers_are_written_as_snprintf_writes_them)
         ASSERT_EQ(n, strlen(want));
         free(got);
     }
+}
+
+/* Strings are copied 8 bytes a step up to the next byte to escape: every
+ * byte value at every place of strings around that width comes out escaped
+ * as a byte-by-byte writer escapes it. */
+TEST(strings_are_escaped_byte_by_byte_alike)
+{
+    char s[40], want[256];
+    for (size_t len = 1; len <= 26; len++)
+        for (size_t at = 0; at < len; at++)
+            for (int ch = 0; ch < 256; ch++) {
+                memset(s, 'a', len);
+                s[at] = (char)ch;
+                if (at + 3 < len) s[at + 3] = '"'; /* a second one after it */
+                size_t w = 0;
+                want[w++] = '"';
+                for (size_t i = 0; i < len; i++) {
+                    unsigned char c = (unsigned char)s[i];
+                    if (c == '"' || c == '\\') {
+                        want[w++] = '\\';
+                        want[w++] = (char)c;
+                    } else if (c == '\n' || c == '\r' || c == '\t') {
+                        want[w++] = '\\';
+                        want[w++] = c == '\n' ? 'n' : c == '\r' ? 'r' : 't';
+                    } else if (c < 0x20) {
+                        w += (size_t)snprintf(want + w, sizeof want - w, "\\u%04x", c);
+                    } else {
+                        want[w++] = (char)c;
+                    }
+                }
+                want[w++] = '"';
+                want[w] = 0;
+                jbuf b;
+                jb_init(&b);
+                jb_strn(&b, s, len);
+                size_t n;
+                char *got = jb_take(&b, &n);
+                ASSERT_MSG(n == w && !memcmp(got, want, w), "byte %d at %zu of %zu: %s", ch, at,
+                           len, got);
+                free(got);
+                size_t plain = 0;
+                while (plain < len && (unsigned char)s[plain] >= 0x20 && s[plain] != '"' &&
+                       s[plain] != '\\')
+                    plain++;
+                ASSERT_EQ(tq_json_plain(s, len), plain);
+            }
 }
 
 /* ---- outcomes ---------------------------------------------------------------------------- */

@@ -66,7 +66,8 @@ static tenq_client *client(void)
 static atomic_long done;
 static double *lat; /* W2, W3: start - submit of probe jobs */
 static atomic_long nlat;
-static double *k_start, *k_end;        /* W4: by key * per_key + seq */
+static double *lat_sent;        /* W2: the submit time of each lat[k], for TENQ_DRIVER_DUMP */
+static double *k_start, *k_end; /* W4: by key * per_key + seq */
 static atomic_long a_held, a_held_max; /* W3: tenant A jobs leased and not yet reported */
 
 /* Reads a number after "name": in a small JSON object, or returns -1. */
@@ -109,6 +110,7 @@ static void *worker(void *p)
             if (sent >= 0) {
                 long k = atomic_fetch_add(&nlat, 1);
                 lat[k] = t - sent;
+                if (lat_sent) lat_sent[k] = sent;
             }
             double key = json_num(args, "k");
             if (key >= 0) {
@@ -254,6 +256,17 @@ static void put(tenq_client *c, const char *path, const char *body)
     if (tenq_request(c, "PUT", path, body, strlen(body), &status, NULL) != 0) die(path, c);
 }
 
+/* TENQ_DRIVER_DUMP=FILE: W2's samples in the order they arrived, "submit_ms latency_ms" a
+ * line, to see when the slow ones happen (a tool for looking, not part of the results) */
+static void dump_latencies(long n)
+{
+    const char *path = getenv("TENQ_DRIVER_DUMP");
+    FILE *f = path ? fopen(path, "w") : NULL;
+    if (!f) return;
+    for (long k = 0; k < n; k++) fprintf(f, "%.4f %.4f\n", lat_sent[k], lat[k]);
+    fclose(f);
+}
+
 static void run(void)
 {
     tenq_client *c = client();
@@ -274,6 +287,7 @@ static void run(void)
     } else if (!strcmp(opt.workload, "W2")) {
         long n = opt.jobs;
         lat = calloc((size_t)n, sizeof(double));
+        if (getenv("TENQ_DRIVER_DUMP")) lat_sent = calloc((size_t)n, sizeof(double));
         pool_start(&p, "lat", 1, 0);
         usleep(500000);
         double t0 = mono_ms();
@@ -289,6 +303,7 @@ static void run(void)
         }
         wait_done(n);
         pool_stop(&p);
+        dump_latencies(n);
         qsort(lat, (size_t)n, sizeof(double), cmpd);
         head();
         printf(",\"jobs\":%ld,\"interval_ms\":%ld,\"p50_ms\":%.4f,\"p90_ms\":%.4f,\"p99_ms\":%.4f,"
