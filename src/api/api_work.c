@@ -437,17 +437,10 @@ void h_outcomes(server *s, http_req *req, const principal *who, const char **arg
             rc = TENQ_EINVALID;
             engine_errf(&err, rc, "ok", "ok must be true or false");
         } else {
-            const char *k;
-            json_t *v;
-            json_object_foreach(o, k, v)
-            {
-                bool known = false;
-                for (const char *const *f = ofields; *f && !known; f++) known = !strcmp(*f, k);
-                if (!known) {
-                    rc = TENQ_EINVALID;
-                    engine_errf(&err, rc, k, "unknown field \"%s\"", k);
-                    break;
-                }
+            const char *k = unknown_field(o, ofields);
+            if (k) {
+                rc = TENQ_EINVALID;
+                engine_errf(&err, rc, k, "unknown field \"%s\"", k);
             }
             id = (uint64_t)json_integer_value(jid);
             if (!rc) rc = reported_job(s, who, id, &err);

@@ -1,6 +1,7 @@
 /* A small, strict HTTP/1.1 server.  See http.h for what and why. */
 #include "http.h"
 
+#include "base/jscan.h"
 #include "base/xalloc.h"
 
 #include <arpa/inet.h>
@@ -769,14 +770,6 @@ const char *http_header_get(const http_req *r, const char *name)
     return NULL;
 }
 
-static int hexval(char ch)
-{
-    if (ch >= '0' && ch <= '9') return ch - '0';
-    if (ch >= 'a' && ch <= 'f') return ch - 'a' + 10;
-    if (ch >= 'A' && ch <= 'F') return ch - 'A' + 10;
-    return -1;
-}
-
 const char *http_query_get(const http_req *r, const char *name, char *buf, size_t len)
 {
     size_t nl = strlen(name);
@@ -791,8 +784,9 @@ const char *http_query_get(const http_req *r, const char *name, char *buf, size_
             for (const char *v = eq ? eq + 1 : end; v < end && k + 1 < len; v++) {
                 if (*v == '+') {
                     buf[k++] = ' ';
-                } else if (*v == '%' && v + 2 < end && hexval(v[1]) >= 0 && hexval(v[2]) >= 0) {
-                    buf[k++] = (char)(hexval(v[1]) * 16 + hexval(v[2]));
+                } else if (*v == '%' && v + 2 < end && tq_hexval(v[1]) >= 0 &&
+                           tq_hexval(v[2]) >= 0) {
+                    buf[k++] = (char)(tq_hexval(v[1]) * 16 + tq_hexval(v[2]));
                     v += 2;
                 } else {
                     buf[k++] = *v;

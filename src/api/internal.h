@@ -234,6 +234,8 @@ void json_job(jbuf *b, const engine_job_info *j, job_view view, bool show_token)
 
 /* Request bodies. */
 json_t *parse_body(http_req *req); /* replies 400 itself and returns NULL on error */
+/* The first key of obj not in allowed (NULL-terminated), or NULL. */
+const char *unknown_field(json_t *obj, const char *const *allowed);
 /* Checks that every key of obj is in the NULL-terminated list; replies 400 otherwise. */
 bool only_fields(http_req *req, json_t *obj, const char *const *allowed);
 bool get_str(http_req *req, json_t *obj, const char *key, const char **out, bool required);

@@ -137,11 +137,8 @@ static void quoted(jbuf *b, const char *s, size_t n)
         jb_put(b, esc, strlen(esc));
         run = i + 1;
     }
-    reserve(b, n - run + 1);
-    memcpy(b->p + b->n, s + run, n - run);
-    b->n += n - run;
-    b->p[b->n++] = '"';
-    b->p[b->n] = 0;
+    jb_put(b, s + run, n - run);
+    putc1(b, '"');
 }
 
 void jb_key(jbuf *b, const char *k)

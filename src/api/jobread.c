@@ -53,16 +53,10 @@ bool read_job(json_t *o, const principal *who, engine_submit_req *r, char **args
 {
     memset(r, 0, sizeof(*r));
     *args_out = NULL;
-    const char *k;
-    json_t *v;
-    json_object_foreach(o, k, v)
-    {
-        bool known = false;
-        for (const char *const *f = job_fields; *f && !known; f++) known = !strcmp(*f, k);
-        if (!known) {
-            engine_errf(err, TENQ_EINVALID, k, "unknown field \"%s\"", k);
-            return false;
-        }
+    const char *k = unknown_field(o, job_fields);
+    if (k) {
+        engine_errf(err, TENQ_EINVALID, k, "unknown field \"%s\"", k);
+        return false;
     }
 #define STR(name, dst)                                                                             \
     do {                                                                                           \

@@ -25,7 +25,7 @@ json_t *parse_body(http_req *req)
     return v;
 }
 
-bool only_fields(http_req *req, json_t *obj, const char *const *allowed)
+const char *unknown_field(json_t *obj, const char *const *allowed)
 {
     const char *k;
     json_t *v;
@@ -33,12 +33,16 @@ bool only_fields(http_req *req, json_t *obj, const char *const *allowed)
     {
         bool ok = false;
         for (const char *const *a = allowed; *a && !ok; a++) ok = !strcmp(*a, k);
-        if (!ok) {
-            reply_error(req, TENQ_EINVALID, k, "unknown field \"%s\"", k);
-            return false;
-        }
+        if (!ok) return k;
     }
-    return true;
+    return NULL;
+}
+
+bool only_fields(http_req *req, json_t *obj, const char *const *allowed)
+{
+    const char *k = unknown_field(obj, allowed);
+    if (k) reply_error(req, TENQ_EINVALID, k, "unknown field \"%s\"", k);
+    return !k;
 }
 
 bool get_str(http_req *req, json_t *obj, const char *key, const char **out, bool required)

@@ -15,7 +15,7 @@ static const char *ws(const char *p, const char *e)
     return p;
 }
 
-static int hexval(char ch)
+int tq_hexval(char ch)
 {
     if (ch >= '0' && ch <= '9') return ch - '0';
     if (ch >= 'a' && ch <= 'f') return ch - 'a' + 10;
@@ -28,7 +28,7 @@ static long hex4(const char *p)
 {
     long v = 0;
     for (int i = 0; i < 4; i++) {
-        int h = hexval(p[i]);
+        int h = tq_hexval(p[i]);
         if (h < 0) return -1;
         v = v * 16 + h;
     }

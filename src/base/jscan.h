@@ -24,6 +24,8 @@ const char *tq_scan_value(const char *p, const char *e);
 
 /* Whether s[0..n) is one JSON value, whitespace around it allowed. */
 bool tq_scan_valid(const char *s, size_t n);
+/* The value of a hex digit (either case), or -1 (also for URLs' %XX). */
+int tq_hexval(char ch);
 /* How many bytes from the start of s[0..n) a JSON string holds as they are:
  * up to the first quote, backslash or control character (or n). */
 size_t tq_json_plain(const char *s, size_t n);

@@ -446,15 +446,6 @@ static void sqlite_setup(void)
     sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0); /* refused if SQLite already started: harmless */
 }
 
-/* A connection's lookaside: room for the small blocks a statement's every
- * step allocates and frees (record buffers, index keys, bound text).  The
- * default (40 slots of 1,200 bytes) is taken up by the prepared statements
- * themselves, so every step went to malloc and free: 8 of each a statement. */
-static void lookaside(sqlite3 *db)
-{
-    sqlite3_db_config(db, SQLITE_DBCONFIG_LOOKASIDE, NULL, 1200, 1000);
-}
-
 int store_sqlite_open(store_t *s, const char *path, char *errbuf, size_t errlen)
 {
     static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -485,7 +476,6 @@ int store_sqlite_open(store_t *s, const char *path, char *errbuf, size_t errlen)
         rc = map_rc(src);
         goto fail;
     }
-    lookaside(q->db);
     sqlite3_busy_timeout(q->db, 5000);
     int v = current_version(q->db, errbuf, errlen, path);
     if (v < 0) {

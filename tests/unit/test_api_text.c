@@ -41,24 +41,13 @@ static int some_fields(rng *r, int nfields, int *order)
     return n;
 }
 
-typedef struct sb {
-    char *p;
-    size_t n, cap;
-} sb;
-
-static void put(sb *b, const char *s)
+static void put(jbuf *b, const char *s)
 {
-    size_t n = strlen(s);
-    if (b->n + n + 1 > b->cap) {
-        b->cap = (b->n + n + 1) * 2;
-        b->p = realloc(b->p, b->cap);
-    }
-    memcpy(b->p + b->n, s, n + 1);
-    b->n += n;
+    jb_put(b, s, strlen(s));
 }
 
 /* plain: only the shapes the in-place reader must take */
-static void gen_string(rng *r, sb *b, bool plain)
+static void gen_string(rng *r, jbuf *b, bool plain)
 {
     static const char *plains[] = {
         "acme", "reports", "DataReport.execute", "k1",     "", "caf\xc3\xa9",
@@ -73,7 +62,7 @@ static void gen_string(rng *r, sb *b, bool plain)
     put(b, "\"");
 }
 
-static void gen_number(rng *r, sb *b, bool plain)
+static void gen_number(rng *r, jbuf *b, bool plain)
 {
     static const char *plains[] = {"0",
                                    "1",
@@ -100,9 +89,9 @@ static void gen_number(rng *r, sb *b, bool plain)
         put(b, wild[pick(r, 4)]);
 }
 
-static void gen_value(rng *r, sb *b, int depth, bool plain);
+static void gen_value(rng *r, jbuf *b, int depth, bool plain);
 
-static void gen_object(rng *r, sb *b, int depth, bool plain)
+static void gen_object(rng *r, jbuf *b, int depth, bool plain)
 {
     static const char *keys[] = {"a", "b", "c", "s", "k", "q", "id", "name", "Z", "aa", "\xc3\xa9"};
     int n = pick(r, 5);
@@ -122,7 +111,7 @@ static void gen_object(rng *r, sb *b, int depth, bool plain)
     put(b, "}");
 }
 
-static void gen_value(rng *r, sb *b, int depth, bool plain)
+static void gen_value(rng *r, jbuf *b, int depth, bool plain)
 {
     int k = pick(r, depth > 3 ? 5 : 7);
     switch (k) {
@@ -148,7 +137,7 @@ static const char *fields[] = {"tenant", "queue",           "type",         "arg
                                "key",    "priority",        "run_at",       "unique_key",
                                "unique", "idempotency_key", "max_attempts", "score"};
 
-static void gen_field(rng *r, sb *b, int f, bool plain)
+static void gen_field(rng *r, jbuf *b, int f, bool plain)
 {
     put(b, "\"");
     put(b, fields[f]);
@@ -177,7 +166,7 @@ static void gen_field(rng *r, sb *b, int f, bool plain)
     }
 }
 
-static void gen_job(rng *r, sb *b, bool plain)
+static void gen_job(rng *r, jbuf *b, bool plain)
 {
     put(b, pick(r, 5) ? "{" : " { ");
     int order[12], n = some_fields(r, 12, order);
@@ -248,13 +237,14 @@ TEST(the_usual_shapes_are_read_in_place_exactly_as_jansson_reads_them)
     rng r = {seed | 1};
     int n = 0;
     for (int i = 0; i < 20000; i++) {
-        sb b = {0};
+        jbuf b;
+        jb_init(&b);
         gen_job(&r, &b, true);
         verdict v = compare(b.p, b.n, &admin);
         ASSERT_MSG(v.tree_ok, "the generator made a bad plain job: %s", b.p);
         ASSERT_MSG(v.text_ok, "declined a plain job: %s", b.p);
         n++;
-        free(b.p);
+        jb_free(&b);
     }
     ASSERT_EQ(n, 20000);
 }
@@ -265,7 +255,8 @@ TEST(anything_else_is_read_alike_or_left_to_jansson)
     rng r = {seed | 1};
     int text = 0, tree = 0, both_refuse = 0;
     for (int i = 0; i < 30000; i++) {
-        sb b = {0};
+        jbuf b;
+        jb_init(&b);
         gen_job(&r, &b, false);
         if (pick(&r, 3) == 0 && b.n > 2) { /* mutate: a byte changed, cut, or inserted */
             size_t at = (size_t)pick(&r, (int)b.n);
@@ -283,7 +274,7 @@ TEST(anything_else_is_read_alike_or_left_to_jansson)
         text += v.text_ok;
         tree += v.tree_ok;
         both_refuse += !v.text_ok && !v.tree_ok;
-        free(b.p);
+        jb_free(&b);
     }
     /* the mix exercised all three outcomes */
     ASSERT_MSG(text > 3000 && tree > text && both_refuse > 3000,
@@ -452,7 +443,7 @@ TEST(strings_are_escaped_byte_by_byte_alike)
 static const char *ofields[] = {"id",    "token",       "ok",    "result",   "stats",
                                 "error", "retry_in_ms", "retry", "cancelled"};
 
-static void gen_outcome(rng *r, sb *b, bool plain)
+static void gen_outcome(rng *r, jbuf *b, bool plain)
 {
     put(b, "{");
     int order[9], n = some_fields(r, 9, order);
@@ -554,7 +545,8 @@ TEST(outcomes_are_read_in_place_exactly_as_jansson_reads_them)
     rng r = {seed | 1};
     int text = 0, tree = 0, both_refuse = 0;
     for (int i = 0; i < 20000; i++) {
-        sb b = {0};
+        jbuf b;
+        jb_init(&b);
         bool plain = i % 2 == 0;
         gen_outcome(&r, &b, plain);
         if (!plain && pick(&r, 3) == 0 && b.n > 2) {
@@ -573,7 +565,7 @@ TEST(outcomes_are_read_in_place_exactly_as_jansson_reads_them)
         text += v.text_ok;
         tree += v.tree_ok;
         both_refuse += !v.text_ok && !v.tree_ok;
-        free(b.p);
+        jb_free(&b);
     }
     ASSERT_MSG(text > 10000 && tree > text && both_refuse > 1000,
                "in place %d, jansson %d, both refused %d", text, tree, both_refuse);
