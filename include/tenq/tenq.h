@@ -183,7 +183,9 @@ TENQ_API int tenq_submit_batch_json(tenq_client *c, const char *const *jobs_json
  */
 
 /* A job as GET /v1/jobs/{id} or POST /v1/lease returns it.  Every pointer
- * is owned by the job (NULL when the server sent null or nothing). */
+ * is owned by the job (NULL when the server sent null or nothing); the
+ * strings share one allocation, so they are freed only with the job
+ * (tenq_job_free, tenq_jobs_free), never one by one. */
 typedef struct tenq_job {
     uint64_t id;
     char *tenant, *queue, *type;

@@ -88,36 +88,30 @@ static void submit_and_reply(server *s, http_req *req, const engine_submit_req *
 #define BATCH_MAX 10000
 
 /* The body read in place (read_job_text): true when submitted and
- * answered; false when it must go through jansson (nothing done yet). */
+ * answered; false when it must go through jansson (nothing done yet).  One
+ * walk reads and checks it all: a body whose first member is "jobs" is a
+ * batch (the list, then nothing else), any other is one job. */
 static bool submit_in_place(server *s, http_req *req, const principal *who)
 {
-    tq_span body, jobs = {0}, k, v;
-    tq_iter it;
+    tq_span body, k;
+    tq_iter top, list;
     int rc;
-    /* this walk checks the whole body; the ones below walk checked text */
-    if (!tq_obj_outline(req->body, req->body_len, &body) || !tq_obj_begin(&it, body)) return false;
-    bool batch = false, other = false;
-    while ((rc = tq_obj_next(&it, &k, &v)) > 0) {
-        if (k.n == 4 && !memcmp(k.p, "jobs", 4)) {
-            if (batch) return false; /* twice */
-            batch = true;
-            jobs = v;
-        } else
-            other = true;
-    }
-    if (rc < 0 || (batch && other)) return false;
+    if (!tq_obj_outline(req->body, req->body_len, &body) || !tq_obj_begin(&top, body)) return false;
+    bool batch = tq_obj_key(&top, &k) > 0 && k.n == 4 && !memcmp(k.p, "jobs", 4);
     if (!batch && (long long)req->body_len > s->cfg.max_job_bytes) return false;
     size_t n = 0, cap = batch ? 64 : 1;
     engine_submit_req *reqs = xmalloc(cap * sizeof(*reqs));
     char **mem = xmalloc(cap * sizeof(*mem));
     bool done = false;
     if (!batch) {
-        done = read_job_text(body, who, &reqs[0], &mem[0]);
+        tq_iter at = tq_iter_at(body);
+        done = read_job_text(&at, who, &reqs[0], &mem[0]);
         n = done;
-    } else if (tq_arr_begin(&it, jobs)) {
+        if (done && at.p != body.p + body.n) done = false; /* {...}{...} */
+    } else if (tq_iter_enter(&top, &list, '[')) {
         done = true;
-        while (done && (rc = tq_arr_next(&it, &v)) > 0) {
-            if (n == BATCH_MAX || v.p[0] != '{') {
+        while (done && (rc = tq_arr_step(&list)) > 0) {
+            if (n == BATCH_MAX || *list.p != '{') {
                 done = false;
                 break;
             }
@@ -126,12 +120,14 @@ static bool submit_in_place(server *s, http_req *req, const principal *who)
                 reqs = xrealloc(reqs, cap * sizeof(*reqs));
                 mem = xrealloc(mem, cap * sizeof(*mem));
             }
-            if (!read_job_text(v, who, &reqs[n], &mem[n]))
+            if (!read_job_text(&list, who, &reqs[n], &mem[n]))
                 done = false;
             else
                 n++;
         }
-        if (rc < 0 || n == 0) done = false;
+        if (done && rc == 0) tq_iter_leave(&top, &list);
+        /* an empty list, a bad one, or anything after it: jansson words it */
+        if (rc < 0 || n == 0 || (done && tq_obj_key(&top, &k) != 0)) done = false;
     }
     if (done) {
         engine_submit_res *res = xcalloc(n, sizeof(*res));

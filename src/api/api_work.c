@@ -340,22 +340,19 @@ static int reported_job(server *s, const principal *who, uint64_t id, engine_err
  * answered; false when jansson must read it (nothing done yet). */
 static bool outcomes_in_place(server *s, http_req *req, const principal *who)
 {
-    tq_span body, list = {0}, k, v;
-    tq_iter it;
+    tq_span body, k;
+    tq_iter top, list;
     int rc;
-    /* this walk checks the whole body; the ones below walk checked text */
-    if (!tq_obj_outline(req->body, req->body_len, &body) || !tq_obj_begin(&it, body)) return false;
-    int keys = 0;
-    while ((rc = tq_obj_next(&it, &k, &v)) > 0) {
-        if (++keys > 1 || k.n != 8 || memcmp(k.p, "outcomes", 8)) return false;
-        list = v;
-    }
-    if (rc < 0 || keys != 1 || !tq_arr_begin(&it, list)) return false;
+    /* one walk reads and checks it all: {"outcomes": [...]} and nothing else */
+    if (!tq_obj_outline(req->body, req->body_len, &body) || !tq_obj_begin(&top, body) ||
+        tq_obj_key(&top, &k) <= 0 || k.n != 8 || memcmp(k.p, "outcomes", 8) ||
+        !tq_iter_enter(&top, &list, '['))
+        return false;
     size_t n = 0, cap = 16;
     outcome_in *ins = xmalloc(cap * sizeof(*ins));
     uint64_t *ids = xmalloc(cap * sizeof(*ids));
     bool done = true;
-    while ((rc = tq_arr_next(&it, &v)) > 0) {
+    while ((rc = tq_arr_step(&list)) > 0) {
         if (n == OUTCOMES_MAX) {
             done = false;
             break;
@@ -365,13 +362,14 @@ static bool outcomes_in_place(server *s, http_req *req, const principal *who)
             ins = xrealloc(ins, cap * sizeof(*ins));
             ids = xrealloc(ids, cap * sizeof(*ids));
         }
-        if (!outcome_read_text(v, &ins[n], &ids[n])) {
+        if (!outcome_read_text(&list, &ins[n], &ids[n])) {
             done = false;
             break;
         }
         n++;
     }
-    if (rc < 0 || n == 0) done = false;
+    if (done && rc == 0) tq_iter_leave(&top, &list);
+    if (rc < 0 || n == 0 || (done && tq_obj_key(&top, &k) != 0)) done = false;
     if (done) {
         jbuf b;
         jb_init(&b);

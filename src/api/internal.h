@@ -253,7 +253,7 @@ char *canonical_json(const json_t *v);
  * words any refusal.  Its strings and args point into *mem (free it). */
 bool read_job(json_t *o, const principal *who, engine_submit_req *r, char **args_out,
               engine_err *err);
-bool read_job_text(tq_span obj, const principal *who, engine_submit_req *r, char **mem);
+bool read_job_text(tq_iter *obj, const principal *who, engine_submit_req *r, char **mem);
 /* An outcome's fields once read (jobread.c). */
 typedef struct outcome_in {
     uint64_t token;
@@ -268,8 +268,10 @@ void outcome_in_free(outcome_in *in);
  * caller checked id and ok, and that every key is an outcome's. */
 int outcome_read(json_t *o, bool ok, outcome_in *in, engine_err *err);
 /* From an outcome's text in place, with its id; false when outcome_read
- * must read it instead (anything unusual, and every refusal). */
-bool outcome_read_text(tq_span o, outcome_in *in, uint64_t *id);
+ * must read it instead (anything unusual, and every refusal).  Both text
+ * readers read the object obj/o stands at (tq_iter_at, or a step of a
+ * walk), checking it as they go, and leave it past the object. */
+bool outcome_read_text(tq_iter *o, outcome_in *in, uint64_t *id);
 
 /* canonical_json's text for a checked value read in place (malloc'd), or
  * NULL when jansson must write it (escapes, deep nesting, big numbers). */

@@ -111,8 +111,25 @@ void jb_arr_end(jbuf *b)
     close_(b, ']');
 }
 
+/* '"', then s[0..n) (nothing to escape in it), then tail[0..m): one
+ * reservation for the usual string or key (a lease reply is mostly these) */
+static void quoted_plain(jbuf *b, const char *s, size_t n, const char *tail, size_t m)
+{
+    reserve(b, n + 1 + m);
+    char *o = b->p + b->n;
+    o[0] = '"';
+    memcpy(o + 1, s, n);
+    memcpy(o + 1 + n, tail, m);
+    b->n += n + 1 + m;
+    b->p[b->n] = 0;
+}
+
 static void quoted(jbuf *b, const char *s, size_t n)
 {
+    if (tq_json_plain(s, n) == n) {
+        quoted_plain(b, s, n, "\"", 1);
+        return;
+    }
     putc1(b, '"');
     size_t run = 0;
     for (size_t i = tq_json_plain(s, n); i < n; i = run + tq_json_plain(s + run, n - run)) {
@@ -143,9 +160,14 @@ static void quoted(jbuf *b, const char *s, size_t n)
 
 void jb_key(jbuf *b, const char *k)
 {
+    size_t n = strlen(k);
     value(b);
-    quoted(b, k, strlen(k));
-    putc1(b, ':');
+    if (tq_json_plain(k, n) == n) {
+        quoted_plain(b, k, n, "\":", 2);
+    } else {
+        quoted(b, k, n);
+        putc1(b, ':');
+    }
     b->after_key = true;
 }
 
@@ -164,22 +186,11 @@ void jb_strn(jbuf *b, const char *s, size_t n)
     quoted(b, s, n);
 }
 
-/* Decimal digits of v, written backwards from end; returns where they start
- * (snprintf took a tenth of a lease reply's time). */
-static char *digits(char *end, unsigned long long v)
-{
-    do {
-        *--end = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    return end;
-}
-
 void jb_int(jbuf *b, long long v)
 {
     char tmp[24], *end = tmp + sizeof tmp;
     value(b);
-    char *p = digits(end, v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v);
+    char *p = tq_digits(end, v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v);
     if (v < 0) *--p = '-';
     jb_put(b, p, (size_t)(end - p));
 }
@@ -188,7 +199,7 @@ void jb_uint(jbuf *b, unsigned long long v)
 {
     char tmp[24], *end = tmp + sizeof tmp;
     value(b);
-    char *p = digits(end, v);
+    char *p = tq_digits(end, v);
     jb_put(b, p, (size_t)(end - p));
 }
 

@@ -308,7 +308,7 @@ static int name_at(const char *const *names, int n, tq_span k)
     return -1;
 }
 
-bool read_job_text(tq_span obj, const principal *who, engine_submit_req *r, char **mem)
+bool read_job_text(tq_iter *obj, const principal *who, engine_submit_req *r, char **mem)
 {
     memset(r, 0, sizeof(*r));
     *mem = NULL;
@@ -316,7 +316,7 @@ bool read_job_text(tq_span obj, const principal *who, engine_submit_req *r, char
     tq_span k, v, fv[F_SCORE + 1];
     unsigned seen = 0;
     int rc;
-    if (!tq_obj_begin(&it, obj)) return false;
+    if (!tq_iter_enter(obj, &it, '{')) return false;
     while ((rc = tq_obj_next(&it, &k, &v)) > 0) {
         int f = name_at(job_fields, F_SCORE + 1, k);
         if (f < 0 || (seen & (1u << f))) return false; /* unknown, escaped or twice */
@@ -324,6 +324,7 @@ bool read_job_text(tq_span obj, const principal *who, engine_submit_req *r, char
         fv[f] = v;
     }
     if (rc < 0) return false;
+    tq_iter_leave(obj, &it);
     /* one block: the canonical args, then each string with its NUL */
     jbuf b = {0};
     size_t at[F_SCORE + 1];
@@ -455,7 +456,7 @@ int outcome_read(json_t *o, bool ok, outcome_in *in, engine_err *err)
 
 /* The same from an outcome's text in place, or false: then outcome_read
  * reads it (anything unusual, and every refusal). */
-bool outcome_read_text(tq_span o, outcome_in *in, uint64_t *id)
+bool outcome_read_text(tq_iter *o, outcome_in *in, uint64_t *id)
 {
     static const char *const names[] = {"id",    "token",       "ok",    "result",   "stats",
                                         "error", "retry_in_ms", "retry", "cancelled"};
@@ -465,13 +466,14 @@ bool outcome_read_text(tq_span o, outcome_in *in, uint64_t *id)
     tq_iter it;
     int rc;
     memset(in, 0, sizeof(*in));
-    if (o.p[0] != '{' || !tq_obj_begin(&it, o)) return false;
+    if (!tq_iter_enter(o, &it, '{')) return false;
     while ((rc = tq_obj_next(&it, &k, &v)) > 0) {
         int f = name_at(names, O_N, k);
         if (f < 0 || (seen & (1u << f))) return false;
         seen |= 1u << f;
         fv[f] = v;
     }
+    if (rc == 0) tq_iter_leave(o, &it);
     long long x;
 #define HAS(f) ((seen & (1u << (f))) && !tq_span_null(fv[f]))
     if (rc < 0 || !HAS(O_ID) || !HAS(O_TOKEN) || !HAS(O_OK)) return false;

@@ -15,6 +15,15 @@ static const char *ws(const char *p, const char *e)
     return p;
 }
 
+char *tq_digits(char *end, unsigned long long v)
+{
+    do {
+        *--end = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    return end;
+}
+
 int tq_hexval(char ch)
 {
     if (ch >= '0' && ch <= '9') return ch - '0';
@@ -249,7 +258,7 @@ bool tq_obj_outline(const char *s, size_t n, tq_span *obj)
 static bool begin(tq_iter *it, tq_span v, char open)
 {
     if (v.n < 2 || v.p[0] != open) return false;
-    *it = (tq_iter){v.p + 1, v.p + v.n - 1, true};
+    *it = (tq_iter){v.p + 1, v.p + v.n - 1, true, 0};
     return true;
 }
 
@@ -267,7 +276,16 @@ bool tq_arr_begin(tq_iter *it, tq_span v)
 static int next_item(tq_iter *it)
 {
     const char *p = ws(it->p, it->e);
-    if (p >= it->e) return 0;
+    if (it->close) { /* entered: the end is the bracket, wherever it is */
+        if (p >= it->e) return -1;
+        if (*p == it->close) {
+            it->p = it->e = p + 1;
+            it->close = 0; /* and stays at the end */
+            return 0;
+        }
+    } else if (p >= it->e) {
+        return 0;
+    }
     if (!it->first) {
         if (*p != ',') return -1;
         p = ws(p + 1, it->e);
@@ -286,7 +304,7 @@ static int take_value(tq_iter *it, tq_span *val)
     return 1;
 }
 
-int tq_obj_next(tq_iter *it, tq_span *key, tq_span *val)
+int tq_obj_key(tq_iter *it, tq_span *key)
 {
     int r = next_item(it);
     if (r <= 0) return r;
@@ -296,13 +314,46 @@ int tq_obj_next(tq_iter *it, tq_span *key, tq_span *val)
     p = ws(end, it->e);
     if (p >= it->e || *p != ':') return -1;
     it->p = ws(p + 1, it->e);
-    return take_value(it, val);
+    return 1;
+}
+
+int tq_obj_next(tq_iter *it, tq_span *key, tq_span *val)
+{
+    int r = tq_obj_key(it, key);
+    return r <= 0 ? r : take_value(it, val);
+}
+
+int tq_arr_step(tq_iter *it)
+{
+    return next_item(it);
 }
 
 int tq_arr_next(tq_iter *it, tq_span *val)
 {
     int r = next_item(it);
     return r <= 0 ? r : take_value(it, val);
+}
+
+int tq_iter_value(tq_iter *it, tq_span *val)
+{
+    return take_value(it, val);
+}
+
+bool tq_iter_enter(tq_iter *it, tq_iter *in, char open)
+{
+    if (it->p >= it->e || *it->p != open) return false;
+    *in = (tq_iter){it->p + 1, it->e, true, open == '{' ? '}' : ']'};
+    return true;
+}
+
+void tq_iter_leave(tq_iter *it, const tq_iter *in)
+{
+    it->p = in->p;
+}
+
+tq_iter tq_iter_at(tq_span v)
+{
+    return (tq_iter){v.p, v.p + v.n, true, 0};
 }
 
 /* ---- values -----------------------------------------------------------------------------------
@@ -404,6 +455,15 @@ bool tq_span_true(tq_span v)
 
 long long tq_span_int(tq_span v)
 {
+    /* up to 18 digits cannot overflow: read them here */
+    const char *p = v.p, *e = v.p + v.n;
+    bool neg = p < e && *p == '-';
+    p += neg;
+    if (p < e && e - p <= 18) {
+        long long x = 0;
+        while (p < e && *p >= '0' && *p <= '9') x = x * 10 + (*p++ - '0');
+        if (p == e) return neg ? -x : x;
+    }
     if (!v.n || !(v.p[0] == '-' || (v.p[0] >= '0' && v.p[0] <= '9'))) return 0;
     for (size_t i = 0; i < v.n; i++)
         if (v.p[i] == '.' || v.p[i] == 'e' || v.p[i] == 'E') return 0;
@@ -430,6 +490,11 @@ char *tq_span_str(tq_span v, bool *bad)
     }
     decode(v.p + 1, v.n - 2, o);
     return o;
+}
+
+size_t tq_span_str_into(tq_span v, char *o)
+{
+    return decode(v.p + 1, v.n - 2, o);
 }
 
 void tq_span_str_to(tq_span v, char *buf, size_t len)

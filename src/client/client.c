@@ -192,3 +192,12 @@ int tq_post_buf(tenq_client *c, const char *path, tq_buf *b, int64_t extra_ms, t
     *b = (tq_buf){0};
     return rc;
 }
+
+int tq_post_walk(tenq_client *c, const char *path, tq_buf *b, int64_t extra_ms, tq_iter *top)
+{
+    int rc = tq_post_buf(c, path, b, extra_ms, NULL);
+    tq_span a;
+    if (rc == 0 && !(tq_obj_outline(c->body, c->body_len, &a) && tq_obj_begin(top, a)))
+        rc = tq_seterr(c, TENQ_EPROTOCOL, "the server's answer is not a JSON object");
+    return rc;
+}

@@ -88,6 +88,12 @@ int tq_buf_names(tenq_client *c, tq_buf *b, const char *key, const char *const *
 /* Sends b (then freed) as a POST to path, the answer object in *a (may be
  * NULL): tq_call_text, with TENQ_ENOMEM when b ran out of memory. */
 int tq_post_buf(tenq_client *c, const char *path, tq_buf *b, int64_t extra_ms, tq_span *a);
+/* tq_post_buf for the answers read whole in steps (leases, outcomes,
+ * batches: a walk that enters what it reads checks each byte once, where
+ * checking the text first would be a second pass): *top walks the answer
+ * object, found by its braces alone.  The caller walks to its end (0),
+ * which checks it; until then nothing in it is known to be JSON. */
+int tq_post_walk(tenq_client *c, const char *path, tq_buf *b, int64_t extra_ms, tq_iter *top);
 
 /* ---- answers (json.c) ---- */
 /* Member name of the answer object a: an integer (0 when absent or not
@@ -100,6 +106,20 @@ bool tq_atrue(tq_span a, const char *name);
 /* Fills *j from a job object (zeroing it first); 0 or TENQ_EPROTOCOL (also
  * when out of memory).  On error *j holds nothing to free. */
 int tq_job_from_span(tq_span o, tenq_job *j);
+/* The same for the job object at->p is at, walked (and checked) where it
+ * stands; at is then past it. */
+int tq_job_read(tq_iter *at, tenq_job *j);
+/* The answer object top walked to its end (checking it all), the elements
+ * of its array `name` handed to each (at: at the element, which each takes
+ * or enters; k: its place); *count of them.  0, or TENQ_EPROTOCOL when the
+ * answer is malformed, has no such array or more than one, or each refused
+ * an element (answered nonzero). */
+typedef int (*tq_each_fn)(tq_iter *at, size_t k, void *ctx);
+int tq_walk_list(tq_iter *top, const char *name, tq_each_fn each, void *ctx, size_t *count);
+/* An item object of such a list (at: at it; then past it): the members
+ * named in names[0..n) into v[] ({0} when absent; the last of
+ * duplicates), an "error" member into *e.  0, or -1 when malformed. */
+int tq_item_read(tq_iter *at, const char *const *names, size_t n, tq_span *v, tq_span *e);
 /* Frees the strings of *j (not j itself). */
 void tq_job_clear(tenq_job *j);
 /* An error object {"code", "message", "field"}: its code (by the word,

@@ -38,31 +38,39 @@ static int job_text(tenq_client *c, const tenq_submit_req *r, tq_buf *b)
 }
 
 /* One job's answer: {"id", "state", ...} or {"error": {...}}. */
-static void read_result(tq_span a, tenq_submit_res *r)
+static void read_result(tq_span e, const tq_span *v, tenq_submit_res *r)
 {
     memset(r, 0, sizeof(*r));
-    tq_iter it;
-    tq_span k, v;
-    if (!tq_obj_begin(&it, a)) return; /* no id: the caller's protocol error */
-    while (tq_obj_next(&it, &k, &v) > 0) {
-        if (tq_key_is(k, "error")) {
-            memset(r, 0, sizeof(*r));
-            tq_item_error(v, &r->err, r->message, sizeof r->message, r->field, sizeof r->field);
-            return;
-        }
-        if (tq_key_is(k, "id")) {
-            r->id = (uint64_t)tq_span_int(v);
-        } else if (tq_key_is(k, "state")) {
-            r->state = tq_span_state(v);
-        } else if (tq_key_is(k, "duplicate")) {
-            r->duplicate = tq_span_true(v);
-        } else if (tq_key_is(k, "merged")) {
-            r->merged = tq_span_true(v);
-        } else if (tq_key_is(k, "replayed")) {
-            r->replayed = tq_span_true(v);
-        }
+    if (e.p) {
+        tq_item_error(e, &r->err, r->message, sizeof r->message, r->field, sizeof r->field);
+        return;
     }
+    r->id = (uint64_t)tq_span_int(v[0]);
+    r->state = v[1].p ? tq_span_state(v[1]) : TENQ_STATE_UNKNOWN;
+    r->duplicate = tq_span_true(v[2]);
+    r->merged = tq_span_true(v[3]);
+    r->replayed = tq_span_true(v[4]);
     r->created = !r->duplicate && !r->merged && !r->replayed;
+}
+
+static const char *const result_names[] = {"id", "state", "duplicate", "merged", "replayed"};
+enum { NRESULT = sizeof result_names / sizeof result_names[0] };
+
+typedef struct batch_answer {
+    size_t m;
+    const size_t *idx;
+    tenq_submit_res *res;
+} batch_answer;
+
+/* Result k of a batch's answer into res[idx[k]] (tq_walk_list's each);
+ * those past m are read and dropped (then the count is wrong). */
+static int batch_one(tq_iter *at, size_t k, void *ctx)
+{
+    batch_answer *ba = ctx;
+    tq_span v[NRESULT], e;
+    if (tq_item_read(at, result_names, NRESULT, v, &e) != 0) return -1;
+    if (k < ba->m) read_result(e, v, &ba->res[ba->idx[k]]);
+    return 0;
 }
 
 static void fail_result(tenq_client *c, int rc, tenq_submit_res *r)
@@ -84,23 +92,17 @@ static int job_json_text(tenq_client *c, const char *text, tq_buf *b)
     return b->oom ? tq_seterr(c, TENQ_ENOMEM, "out of memory") : 0;
 }
 
-/* The answer a of a batch of m jobs, into res[idx[k]]. */
-static int batch_results(tenq_client *c, int rc, tq_span a, size_t m, const size_t *idx,
+/* The answer of a batch of m jobs (top walks it), into res[idx[k]]. */
+static int batch_results(tenq_client *c, int rc, tq_iter *top, size_t m, const size_t *idx,
                          tenq_submit_res *res)
 {
     if (rc != 0) {
         for (size_t k = 0; k < m; k++) fail_result(c, rc, &res[idx[k]]);
         return rc;
     }
-    tq_span list = {0}, v;
-    tq_iter it;
-    size_t k = 0;
-    if (tq_obj_get(a, "jobs", &list) && tq_arr_begin(&it, list))
-        while (tq_arr_next(&it, &v) > 0) {
-            if (k < m) read_result(v, &res[idx[k]]);
-            k++;
-        }
-    if (k != m) {
+    batch_answer ba = {m, idx, res};
+    size_t k;
+    if (tq_walk_list(top, "jobs", batch_one, &ba, &k) != 0 || k != m) {
         rc = tq_seterr(c, TENQ_EPROTOCOL, "the batch answer does not hold %zu results", m);
         for (k = 0; k < m; k++) fail_result(c, rc, &res[idx[k]]);
         return rc;
@@ -146,9 +148,9 @@ static int submit_many(tenq_client *c, size_t n, const void *jobs, tenq_submit_r
         rc = tq_seterr(c, TENQ_ENOMEM, "out of memory");
     } else if (m) {
         tq_clearerr(c);
-        tq_span a;
-        rc = tq_post_buf(c, "/v1/jobs", &b, 0, &a);
-        rc = batch_results(c, rc, a, m, idx, res);
+        tq_iter top;
+        rc = tq_post_walk(c, "/v1/jobs", &b, 0, &top);
+        rc = batch_results(c, rc, &top, m, idx, res);
     }
     free(b.p);
     free(idx);
@@ -183,7 +185,12 @@ static int submit_one(tenq_client *c, const void *job, tenq_submit_res *res,
         fail_result(c, rc, res);
         return rc;
     }
-    read_result(a, res);
+    tq_iter at = tq_iter_at(a);
+    tq_span v[NRESULT], e;
+    if (tq_item_read(&at, result_names, NRESULT, v, &e) == 0)
+        read_result(e, v, res);
+    else
+        memset(res, 0, sizeof(*res));
     if (!res->id) {
         rc = tq_seterr(c, TENQ_EPROTOCOL, "the submit answer has no id");
         fail_result(c, rc, res);

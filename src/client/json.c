@@ -33,29 +33,31 @@ bool tq_atrue(tq_span a, const char *name)
     return tq_obj_get(a, name, &v) && tq_span_true(v);
 }
 
+/* A job's strings share one block, which j->json starts (tq_job_read). */
 void tq_job_clear(tenq_job *j)
 {
+    free(j->json);
     char **strs[] = {&j->tenant,          &j->queue,      &j->type,          &j->key,
                      &j->worker,          &j->error,      &j->args_json,     &j->payloads_json,
                      &j->result_json,     &j->stats_json, &j->progress_json, &j->unique_key,
                      &j->idempotency_key, &j->json};
-    for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++) {
-        free(*strs[i]);
-        *strs[i] = NULL;
-    }
+    for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++) *strs[i] = NULL;
 }
 
 /* How each member of a job object lands in tenq_job. */
 enum { F_STR, F_TEXT, F_RAW, F_I64, F_U64, F_INT, F_U32, F_BOOL, F_STATE, F_ATTEMPTS, F_ATTEMPT };
 static const struct {
     const char *name;
-    unsigned char kind;
+    unsigned char len, kind;
     size_t off;
 } job_fields[] = {
-#define FIELD(name, kind)                                                                          \
+#define NAMED(name, kind, member)                                                                  \
     {                                                                                              \
-#name, kind, offsetof(tenq_job, name)                                                      \
+        name, sizeof name - 1, kind, offsetof(tenq_job, member)                                    \
     }
+#define FIELD(member, kind) NAMED(#member, kind, member)
+    /* in the order the server writes a leased job's members: a walk finds
+     * each one where the last one left off */
     FIELD(id, F_U64),
     FIELD(token, F_U64),
     FIELD(lease_until, F_I64),
@@ -63,10 +65,10 @@ static const struct {
     FIELD(queue, F_STR),
     FIELD(type, F_STR),
     FIELD(key, F_STR),
-    {"args", F_RAW, offsetof(tenq_job, args_json)},
+    NAMED("args", F_RAW, args_json),
     FIELD(priority, F_INT),
-    {"attempt", F_ATTEMPT, 0},
-    {"attempts", F_ATTEMPTS, 0},
+    NAMED("attempt", F_ATTEMPT, attempt),
+    NAMED("attempts", F_ATTEMPTS, attempts),
     FIELD(max_attempts, F_U32),
     FIELD(run_at, F_I64),
     FIELD(created_at, F_I64),
@@ -77,49 +79,91 @@ static const struct {
     FIELD(state, F_STATE),
     FIELD(worker, F_STR),
     FIELD(error, F_STR),
-    {"payloads", F_TEXT, offsetof(tenq_job, payloads_json)},
-    {"result", F_TEXT, offsetof(tenq_job, result_json)},
-    {"stats", F_TEXT, offsetof(tenq_job, stats_json)},
-    {"progress", F_TEXT, offsetof(tenq_job, progress_json)},
+    NAMED("payloads", F_TEXT, payloads_json),
+    NAMED("result", F_TEXT, result_json),
+    NAMED("stats", F_TEXT, stats_json),
+    NAMED("progress", F_TEXT, progress_json),
     FIELD(unique_key, F_STR),
     FIELD(idempotency_key, F_STR),
     FIELD(cancel_requested, F_BOOL),
     FIELD(merged_into, F_U64),
 #undef FIELD
+#undef NAMED
 };
+enum { NFIELDS = sizeof job_fields / sizeof job_fields[0] };
 
-int tq_job_from_span(tq_span o, tenq_job *j)
+/* The field named k, looked for from `from` on (wrapping); NFIELDS when
+ * none (a field newer than this library). */
+static size_t field_of(tq_span k, size_t from)
+{
+    bool escaped = memchr(k.p, '\\', k.n) != NULL;
+    for (size_t i = 0, f = from; i < NFIELDS; i++, f = f + 1 < NFIELDS ? f + 1 : 0) {
+        if (escaped ? tq_key_is(k, job_fields[f].name)
+                    : k.n == job_fields[f].len && !memcmp(k.p, job_fields[f].name, k.n))
+            return f;
+    }
+    return NFIELDS;
+}
+
+/* The string members' text into one block after the job's own text, which
+ * starts it (j->json): one allocation a job, freed by tq_job_clear. */
+static bool copy_strings(tenq_job *j, tq_span whole, const tq_span *str)
+{
+    size_t need = whole.n + 1;
+    for (size_t f = 0; f < NFIELDS; f++)
+        if (str[f].p) need += str[f].n + 1;
+    char *block = malloc(need), *o = block;
+    if (!block) return false;
+    memcpy(o, whole.p, whole.n);
+    o[whole.n] = 0;
+    j->json = o;
+    o += whole.n + 1;
+    for (size_t f = 0; f < NFIELDS; f++) {
+        tq_span v = str[f];
+        if (!v.p) continue;
+        char **dst = (char **)((char *)j + job_fields[f].off);
+        *dst = o;
+        if (job_fields[f].kind == F_STR) {
+            o += tq_span_str_into(v, o) + 1;
+        } else {
+            memcpy(o, v.p, v.n);
+            o[v.n] = 0;
+            o += v.n + 1;
+        }
+    }
+    return true;
+}
+
+int tq_job_read(tq_iter *at, tenq_job *j)
 {
     memset(j, 0, sizeof(*j));
+    const char *start = at->p;
     tq_iter it;
-    if (!tq_obj_begin(&it, o)) return TENQ_EPROTOCOL;
+    if (!tq_iter_enter(at, &it, '{')) return TENQ_EPROTOCOL;
     bool bad = false, has_state = false, has_lease = false, has_attempts = false;
     long long attempt = 0;
-    tq_span k, v;
+    tq_span k, v, str[NFIELDS] = {{0}};
+    size_t f, next = 0;
     int r;
-    while (!bad && (r = tq_obj_next(&it, &k, &v)) > 0) {
-        size_t f = 0, nf = sizeof job_fields / sizeof job_fields[0];
-        while (f < nf && !tq_key_is(k, job_fields[f].name)) f++;
-        if (f == nf) continue; /* a field newer than this library */
-        char *at = (char *)j + job_fields[f].off;
-        switch (job_fields[f].kind) {
-        case F_STR:
-        case F_TEXT:
-        case F_RAW: { /* F_RAW keeps a null as "null" (args: tenq.h) */
-            char **dst = (char **)at;
-            free(*dst);
-            unsigned kind = job_fields[f].kind;
-            *dst = kind == F_STR                        ? tq_span_str(v, &bad)
-                   : kind == F_TEXT || !tq_span_null(v) ? tq_span_text(v, &bad)
-                                                        : strdup("null");
-            if (kind == F_RAW && !*dst) bad = true;
+    while (!bad && (r = tq_obj_key(&it, &k)) > 0) {
+        if (tq_iter_value(&it, &v) < 0) {
+            r = -1;
             break;
         }
-        case F_I64: *(int64_t *)at = tq_span_int(v); break;
-        case F_U64: *(uint64_t *)at = (uint64_t)tq_span_int(v); break;
-        case F_INT: *(int *)at = (int)tq_span_int(v); break;
-        case F_U32: *(uint32_t *)at = (uint32_t)tq_span_int(v); break;
-        case F_BOOL: *(bool *)at = tq_span_true(v); break;
+        if ((f = field_of(k, next)) == NFIELDS) continue;
+        next = f + 1 < NFIELDS ? f + 1 : 0;
+        char *at_field = (char *)j + job_fields[f].off;
+        switch (job_fields[f].kind) {
+        case F_STR: /* a string or null */
+            bad = !tq_span_null(v) && v.p[0] != '"';
+            /* fall through */
+        case F_TEXT: str[f] = tq_span_null(v) ? (tq_span){0} : v; break;
+        case F_RAW: str[f] = v; break; /* args: a null stays "null" (tenq.h) */
+        case F_I64: *(int64_t *)at_field = tq_span_int(v); break;
+        case F_U64: *(uint64_t *)at_field = (uint64_t)tq_span_int(v); break;
+        case F_INT: *(int *)at_field = (int)tq_span_int(v); break;
+        case F_U32: *(uint32_t *)at_field = (uint32_t)tq_span_int(v); break;
+        case F_BOOL: *(bool *)at_field = tq_span_true(v); break;
         case F_STATE:
             j->state = tq_span_state(v);
             has_state = true;
@@ -133,6 +177,7 @@ int tq_job_from_span(tq_span o, tenq_job *j)
         if (job_fields[f].off == offsetof(tenq_job, lease_until)) has_lease = true;
     }
     if (r < 0 || !j->id) bad = true;
+    if (!bad) tq_iter_leave(at, &it);
     /* a leased job's answer has no state: it is leased */
     if (!has_state) j->state = has_lease ? TENQ_STATE_LEASED : TENQ_STATE_UNKNOWN;
     if (has_attempts) {
@@ -141,13 +186,64 @@ int tq_job_from_span(tq_span o, tenq_job *j)
         j->attempt = (uint32_t)attempt;
         j->attempts = j->attempt + 1;
     }
-    if (!bad) j->json = tq_span_text(o, &bad);
-    if (bad) {
+    if (bad || !copy_strings(j, (tq_span){start, (size_t)(at->p - start)}, str)) {
         tq_job_clear(j);
         /* a wrong type is the server's fault, a NULL from malloc ours; both
          * are rare enough that one code serves */
         return TENQ_EPROTOCOL;
     }
+    return 0;
+}
+
+int tq_job_from_span(tq_span o, tenq_job *j)
+{
+    tq_iter at = tq_iter_at(o);
+    return tq_job_read(&at, j);
+}
+
+int tq_walk_list(tq_iter *top, const char *name, tq_each_fn each, void *ctx, size_t *count)
+{
+    tq_span k;
+    tq_iter list;
+    bool listed = false;
+    int r;
+    *count = 0;
+    while ((r = tq_obj_key(top, &k)) > 0) {
+        if (!tq_key_is(k, name)) { /* passed over, and so checked */
+            if (tq_iter_value(top, &k) < 0) return TENQ_EPROTOCOL;
+            continue;
+        }
+        if (listed || !tq_iter_enter(top, &list, '[')) return TENQ_EPROTOCOL; /* one list */
+        listed = true;
+        while ((r = tq_arr_step(&list)) > 0)
+            if (each(&list, (*count)++, ctx) != 0) return TENQ_EPROTOCOL;
+        if (r < 0) return TENQ_EPROTOCOL;
+        tq_iter_leave(top, &list);
+    }
+    return r == 0 && listed ? 0 : TENQ_EPROTOCOL;
+}
+
+/* The item object at `at`: its members by the names in `names` (the last
+ * of duplicates) into v, and whether it holds an error object (*e). */
+int tq_item_read(tq_iter *at, const char *const *names, size_t n, tq_span *v, tq_span *e)
+{
+    tq_iter it;
+    tq_span k, x;
+    int r;
+    *e = (tq_span){0};
+    for (size_t i = 0; i < n; i++) v[i] = (tq_span){0};
+    if (!tq_iter_enter(at, &it, '{')) return -1;
+    while ((r = tq_obj_key(&it, &k)) > 0) {
+        if (tq_iter_value(&it, &x) < 0) return -1;
+        if (tq_key_is(k, "error")) {
+            *e = x;
+            continue;
+        }
+        for (size_t i = 0; i < n; i++)
+            if (tq_key_is(k, names[i])) v[i] = x;
+    }
+    if (r < 0) return -1;
+    tq_iter_leave(at, &it);
     return 0;
 }
 

@@ -5,6 +5,29 @@
 #include <stdlib.h>
 #include <string.h>
 
+typedef struct leased {
+    tenq_job *got;
+    size_t m, cap;
+    bool oom;
+} leased;
+
+/* A leased job of the answer into l->got (tq_walk_list's each). */
+static int lease_one(tq_iter *at, size_t k, void *ctx)
+{
+    leased *l = ctx;
+    (void)k;
+    if (!l->got || l->m == l->cap) {
+        size_t cap = l->got ? l->cap * 2 : l->cap;
+        tenq_job *g = realloc(l->got, cap * sizeof(tenq_job));
+        if (!g) return l->oom = true;
+        l->got = g;
+        l->cap = cap;
+    }
+    if (tq_job_read(at, &l->got[l->m]) != 0) return -1;
+    l->got[l->m++].state = TENQ_STATE_LEASED;
+    return 0;
+}
+
 int tenq_lease(tenq_client *c, const tenq_lease_req *req, tenq_job **jobs, size_t *n)
 {
     *jobs = NULL;
@@ -15,7 +38,7 @@ int tenq_lease(tenq_client *c, const tenq_lease_req *req, tenq_job **jobs, size_
     int rc;
     int64_t wait = req->wait_ms > 0 ? req->wait_ms : 0;
     tq_buf b = {0};
-    tq_span a, list = {0}, v;
+    tq_iter top;
     char head[64];
     tq_buf_raw(&b, head,
                (size_t)snprintf(head, sizeof head, "{\"max\":%u", req->max ? req->max : 1));
@@ -28,35 +51,18 @@ int tenq_lease(tenq_client *c, const tenq_lease_req *req, tenq_job **jobs, size_
         return rc;
     }
     tq_buf_raw(&b, "}", 1);
-    if ((rc = tq_post_buf(c, "/v1/lease", &b, wait, &a)) != 0) return rc;
-    tq_iter it;
-    if (!tq_obj_get(a, "jobs", &list) || !tq_arr_begin(&it, list))
-        return tq_seterr(c, TENQ_EPROTOCOL, "the lease answer has no jobs");
-    size_t m = 0, cap = 0;
-    tenq_job *got = NULL;
-    int r;
-    while ((r = tq_arr_next(&it, &v)) > 0) {
-        if (m == cap) {
-            cap = cap ? cap * 2 : (req->max ? req->max : 1);
-            tenq_job *g = realloc(got, cap * sizeof(tenq_job));
-            if (!g) {
-                tenq_jobs_free(got, m);
-                return tq_seterr(c, TENQ_ENOMEM, "out of memory");
-            }
-            got = g;
-        }
-        if (tq_job_from_span(v, &got[m]) != 0) {
-            r = -1;
-            break;
-        }
-        got[m++].state = TENQ_STATE_LEASED;
-    }
-    if (r < 0) {
+    if ((rc = tq_post_walk(c, "/v1/lease", &b, wait, &top)) != 0) return rc;
+    leased l = {.cap = req->max ? req->max : 1};
+    size_t count;
+    if (tq_walk_list(&top, "jobs", lease_one, &l, &count) != 0 || l.oom) {
         /* the jobs are leased already; they come back when their leases
          * expire, which is all a client could do about a bad answer */
-        tenq_jobs_free(got, m);
-        return tq_seterr(c, TENQ_EPROTOCOL, "a leased job in the answer is malformed");
+        tenq_jobs_free(l.got, l.m);
+        return l.oom ? tq_seterr(c, TENQ_ENOMEM, "out of memory")
+                     : tq_seterr(c, TENQ_EPROTOCOL, "the lease answer is not a list of jobs");
     }
+    tenq_job *got = l.got;
+    size_t m = l.m;
     *jobs = got;
     *n = m;
     return 0;
@@ -152,6 +158,28 @@ int tenq_fail(tenq_client *c, uint64_t id, uint64_t token, const tenq_fail_req *
     return 0;
 }
 
+typedef struct outcome_results {
+    tenq_outcome_res *res;
+    size_t n;
+} outcome_results;
+
+/* Result k of an outcomes answer: its state, or its error (tq_walk_list's
+ * each); those past n are read and dropped (then the count is wrong). */
+static int outcome_one(tq_iter *at, size_t k, void *ctx)
+{
+    outcome_results *o = ctx;
+    static const char *const names[] = {"state"};
+    tq_span v, e;
+    if (tq_item_read(at, names, 1, &v, &e) != 0) return -1;
+    if (k >= o->n) return 0;
+    tenq_outcome_res *r = &o->res[k];
+    if (e.p)
+        tq_item_error(e, &r->err, r->message, sizeof r->message, r->field, sizeof r->field);
+    else
+        r->state = v.p ? tq_span_state(v) : TENQ_STATE_UNKNOWN;
+    return 0;
+}
+
 int tenq_outcomes(tenq_client *c, const tenq_outcome *list, size_t n, tenq_outcome_res *res)
 {
     tq_clearerr(c);
@@ -163,32 +191,28 @@ int tenq_outcomes(tenq_client *c, const tenq_outcome *list, size_t n, tenq_outco
     int rc = 0;
     for (size_t i = 0; i < n && rc == 0; i++) {
         const tenq_outcome *oc = &list[i];
-        char head[96];
-        tq_buf_raw(&b, head,
-                   (size_t)snprintf(head, sizeof head, "%s{\"id\":%llu,\"token\":%llu,\"ok\":%s",
-                                    i ? "," : "", (unsigned long long)oc->id,
-                                    (unsigned long long)oc->token, oc->ok ? "true" : "false"));
+        char num[24], *end = num + sizeof num, *d;
+        if (i) tq_buf_raw(&b, ",", 1);
+        tq_buf_raw(&b, "{\"id\":", 6);
+        d = tq_digits(end, oc->id);
+        tq_buf_raw(&b, d, (size_t)(end - d));
+        tq_buf_raw(&b, ",\"token\":", 9);
+        d = tq_digits(end, oc->token);
+        tq_buf_raw(&b, d, (size_t)(end - d));
+        tq_buf_raw(&b, oc->ok ? ",\"ok\":true" : ",\"ok\":false", oc->ok ? 10 : 11);
         rc = outcome_fields(c, &b, oc->result_json, oc->ok ? NULL : &oc->fail, oc->stats_json);
         tq_buf_raw(&b, "}", 1);
     }
     tq_buf_raw(&b, "]}", 2);
-    tq_span a, results = {0}, r, e;
     if (rc != 0) {
         free(b.p);
         return rc;
     }
-    if ((rc = tq_post_buf(c, "/v1/outcomes", &b, 0, &a)) != 0) return rc;
-    tq_iter it;
-    size_t k = 0;
-    if (tq_obj_get(a, "results", &results) && tq_arr_begin(&it, results))
-        for (; tq_arr_next(&it, &r) > 0; k++) {
-            if (k >= n) continue;
-            if (tq_obj_get(r, "error", &e))
-                tq_item_error(e, &res[k].err, res[k].message, sizeof res[k].message, res[k].field,
-                              sizeof res[k].field);
-            else
-                res[k].state = tq_astate(r, "state");
-        }
+    tq_iter top;
+    if ((rc = tq_post_walk(c, "/v1/outcomes", &b, 0, &top)) != 0) return rc;
+    outcome_results o = {res, n};
+    size_t k;
+    if (tq_walk_list(&top, "results", outcome_one, &o, &k) != 0) k = SIZE_MAX;
     if (k != n) {
         memset(res, 0, n * sizeof(*res));
         return tq_seterr(c, TENQ_EPROTOCOL, "the outcomes answer does not hold %zu results", n);

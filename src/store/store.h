@@ -186,5 +186,9 @@ long store_prune_now(store_t *s, int64_t now);
  * fail as if the disk were full (-1: no limit).  The fault is raised by the
  * VFS under SQLite, so SQLite sees a real SQLITE_FULL. */
 void store_test_set_write_budget(store_t *s, long long bytes);
+/* SQLite's statement that writes 16 job rows at once (kind 0: inserts, 1:
+ * updates, 2: updates that keep jobs in their lane place); malloc'd.  For
+ * the tests that read its program. */
+char *store_sqlite_rows_sql(int kind);
 
 #endif

@@ -344,6 +344,27 @@ TEST(scan_strings_byte_by_byte_as_jansson)
     ASSERT(checked > 80000);
 }
 
+/* Walks the value at `at` by entering every object and array and taking
+ * the leaves (the way the answers are read): 0 when all of it is JSON. */
+static int walk_entering(tq_iter *at)
+{
+    if (at->p >= at->e) return -1;
+    char open = *at->p;
+    if (open != '{' && open != '[') {
+        tq_span v;
+        return tq_iter_value(at, &v) > 0 ? 0 : -1;
+    }
+    tq_iter in;
+    tq_span k;
+    int r;
+    if (!tq_iter_enter(at, &in, open)) return -1;
+    while ((r = open == '{' ? tq_obj_key(&in, &k) : tq_arr_step(&in)) > 0)
+        if (walk_entering(&in) != 0) return -1;
+    if (r < 0) return -1;
+    tq_iter_leave(at, &in);
+    return 0;
+}
+
 /* Mutated documents, judged by jansson and by the scanner: they agree. */
 TEST(scan_agrees_with_jansson_on_mutations)
 {
@@ -380,6 +401,12 @@ TEST(scan_agrees_with_jansson_on_mutations)
             }
             ASSERT_MSG((rc == 0) == ours, "walked %s, scanner %s: %s (seed %" PRIu64 ")",
                        rc == 0 ? "to the end" : "to an error", ours ? "accepts" : "refuses", doc,
+                       seed);
+            /* and entered where it stands, every container in it too */
+            tq_iter at = tq_iter_at(obj);
+            bool entered = walk_entering(&at) == 0 && at.p == obj.p + obj.n;
+            ASSERT_MSG(entered == ours, "entered %s, scanner %s: %s (seed %" PRIu64 ")",
+                       entered ? "to the end" : "to an error", ours ? "accepts" : "refuses", doc,
                        seed);
         } else {
             ASSERT_MSG(!ours || doc[strspn(doc, " \t\r\n")] != '{', "not outlined: %s", doc);
@@ -436,8 +463,50 @@ TEST(scan_walks_objects_and_decodes_strings)
     ASSERT(!tq_scan_object("{\"a\":1", 6, &o));
 }
 
+TEST(scan_enters_containers_where_they_stand)
+{
+    const char *text = "{\"a\" : [ {\"x\":1} , {\"y\":\"s\",\"z\":[]} ], \"b\":2}";
+    tq_span o, k, v;
+    ASSERT(tq_obj_outline(text, strlen(text), &o));
+    tq_iter top, list, item;
+    ASSERT(tq_obj_begin(&top, o));
+    ASSERT_EQ(tq_obj_key(&top, &k), 1);
+    ASSERT(tq_key_is(k, "a") && *top.p == '[');
+    ASSERT(!tq_iter_enter(&top, &list, '{')); /* it is an array */
+    ASSERT(tq_iter_enter(&top, &list, '['));
+    ASSERT_EQ(tq_arr_step(&list), 1);
+    ASSERT(tq_iter_enter(&list, &item, '{'));
+    ASSERT(tq_obj_key(&item, &k) == 1 && tq_key_is(k, "x"));
+    ASSERT(tq_iter_value(&item, &v) == 1 && tq_span_int(v) == 1);
+    ASSERT_EQ(tq_obj_key(&item, &k), 0);
+    ASSERT_EQ(tq_obj_key(&item, &k), 0); /* the end stays the end */
+    tq_iter_leave(&list, &item);
+    ASSERT_EQ(tq_arr_step(&list), 1);
+    ASSERT_EQ(tq_iter_value(&list, &v), 1); /* taken whole this time */
+    ASSERT(v.n == strlen("{\"y\":\"s\",\"z\":[]}") && !memcmp(v.p, "{\"y\"", 4));
+    ASSERT_EQ(tq_arr_step(&list), 0);
+    tq_iter_leave(&top, &list);
+    ASSERT(tq_obj_key(&top, &k) == 1 && tq_key_is(k, "b"));
+    ASSERT(tq_iter_value(&top, &v) == 1 && tq_span_int(v) == 2);
+    ASSERT_EQ(tq_obj_key(&top, &k), 0);
+
+    /* what an entered walk refuses: a trailing comma, a missing close, a
+     * bad member, a close of the other kind */
+    const char *bad[] = {"[1,]", "[1", "{\"a\"1}", "{\"a\":1]", "[{\"a\":tru}]", "[1 2]"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        tq_iter at = tq_iter_at(span(bad[i]));
+        ASSERT_MSG(walk_entering(&at) != 0, "entered %s", bad[i]);
+    }
+}
+
 TEST(scan_numbers_and_cut_strings)
 {
+    ASSERT_EQ(tq_span_int(span("999999999999999999")), 999999999999999999LL); /* 18 digits */
+    ASSERT_EQ(tq_span_int(span("9223372036854775807")), 9223372036854775807LL);
+    ASSERT_EQ(tq_span_int(span("-9223372036854775808")), -9223372036854775807LL - 1);
+    ASSERT_EQ(tq_span_int(span("9223372036854775808")), 0); /* one past */
+    ASSERT_EQ(tq_span_int(span("-")), 0);
+    ASSERT_EQ(tq_span_int(span("-0")), 0);
     ASSERT_EQ(tq_span_int(span("9007199254740993")), 9007199254740993LL);
     ASSERT_EQ(tq_span_int(span("-42")), -42);
     ASSERT_EQ(tq_span_int(span("1.5")), 0);
@@ -487,6 +556,20 @@ TEST(job_from_a_lease_answer)
     ASSERT(j.cancel_requested);
     ASSERT_STR(j.error, "x\ny");
     tq_job_clear(&j);
+
+    /* an escaped member name is still its name; the last of duplicates
+     * counts; every string lands in the job's one block, after its text */
+    const char *dup = "{\"id\":3,\"t\\u0065nant\":\"t1\",\"queue\":\"q1\",\"queue\":\"q\\u00e9\","
+                      "\"result\":[1],\"worker\":\"w\",\"args\":{}}";
+    ASSERT_EQ(tq_job_from_span(span(dup), &j), 0);
+    ASSERT_STR(j.tenant, "t1");
+    ASSERT_STR(j.queue, "q\xc3\xa9");
+    ASSERT_STR(j.result_json, "[1]");
+    ASSERT_STR(j.worker, "w");
+    ASSERT_STR(j.json, dup);
+    ASSERT(j.tenant > j.json + strlen(dup) && j.args_json > j.json + strlen(dup));
+    tq_job_clear(&j);
+    ASSERT(j.json == NULL && j.tenant == NULL && j.args_json == NULL);
 
     /* no id, a string where a string must not be, not an object: refused, nothing to free */
     const char *bad[] = {"{\"tenant\":\"a\"}", "{\"id\":\"7\"}", "{\"id\":1,\"tenant\":5}",

@@ -424,6 +424,101 @@ BOTH(a_large_group_keeps_every_byte)
     engine_destroy(e);
 }
 
+/* SQLite writes job rows 16 a statement (inserts; updates; updates that
+ * keep a job in its lane place), the last few of a group one at a time:
+ * groups of 40 jobs go through all of them, and every field comes back as
+ * the engine had it. */
+BOTH(rows_written_many_a_statement_keep_every_field)
+{
+    enum { N = 40 };
+    char *url = fresh_url(backend);
+    store_opts o = quiet_opts();
+    store_t *s = open_ok(url, &o);
+    engine_t *e = mk_engine();
+    uint64_t ids[N];
+    char args[N][48], uniq[N][16];
+    engine_job_info snap[N];
+    for (int i = 0; i < N; i++) {
+        snprintf(args[i], sizeof args[i], "{\"i\":%d,\"s\":\"x\\ny\"}", i);
+        snprintf(uniq[i], sizeof uniq[i], "u%d", i);
+        ids[i] =
+            SUB(e, T0 + i, i % 3 ? "acme" : "beta", "q", .args = args[i], .priority = i % 5 - 2,
+                .unique_key = i % 4 ? NULL : uniq[i], .max_attempts = (uint32_t)(2 + i % 3));
+    }
+    for (int step = 0; step < 3; step++) {
+        if (step == 1) { /* leases and starts: they keep the jobs in place */
+            uint64_t leased[N];
+            ASSERT_EQ(lease_q(e, T0 + 100, "q", 37, leased), 37);
+            for (int i = 0; i < 20; i++) {
+                engine_start(e, T0 + 101, leased[i], token_of(e, leased[i]), NULL);
+                engine_heartbeat(e, T0 + 101, leased[i], token_of(e, leased[i]), "{\"pct\":5}",
+                                 NULL, NULL, NULL);
+            }
+        } else if (step == 2) { /* they move: finished, dead, retried */
+            for (int i = 0; i < N; i++) {
+                if (state_of(e, ids[i]) != ENGINE_LEASED && state_of(e, ids[i]) != ENGINE_RUNNING)
+                    continue;
+                if (i % 4 == 0)
+                    fail_ok(e, T0 + 102, ids[i],
+                            (engine_fail_req){.error = "no", .no_retry = true});
+                else if (i % 4 == 1)
+                    fail_ok(e, T0 + 102, ids[i],
+                            (engine_fail_req){
+                                .error = "later", .has_retry_in = true, .retry_in_ms = 5000});
+                else
+                    engine_ack(e, T0 + 103, ids[i], token_of(e, ids[i]), "{\"r\":1}", "{\"ms\":3}",
+                               NULL);
+            }
+        }
+        for (int i = 0; i < N; i++) { /* finished jobs leave memory once committed */
+            engine_job *j = engine_find(e, ids[i]);
+            if (!j) continue;
+            engine_job_info in;
+            engine_job_get(j, &in);
+            snap[i] = info_dup(&in);
+        }
+        ASSERT_EQ(commit_changes(s, e), 0);
+        for (int i = 0; i < N; i++) {
+            engine_job_info after = read_job(s, ids[i]);
+            expect_same(&snap[i], &after, true);
+        }
+    }
+    store_close(s);
+    engine_destroy(e);
+}
+
+/* An update whose job is not in the store breaks an invariant: SQLite
+ * refuses the group (nothing of it is written) instead of inserting the row
+ * (the 16-row form is an INSERT that turns into updates) or skipping it. */
+TEST(an_update_of_a_job_not_in_the_store_is_refused_sqlite)
+{
+    for (int n = 1; n <= 16; n += 15) { /* the one-row form, the 16-row form */
+        char *url = fresh_url("sqlite");
+        store_opts o = quiet_opts();
+        store_t *s = open_ok(url, &o);
+        engine_t *e = mk_engine();
+        uint64_t ids[16];
+        for (int i = 0; i < n; i++) ids[i] = SUB(e, T0, "t", "q");
+        engine_changes_clear(e); /* submitted, never written */
+        uint64_t kept = SUB(e, T0, "t", "other");
+        uint64_t leased[16];
+        ASSERT_EQ(lease_q(e, T0 + 1, "q", (size_t)n, leased), (size_t)n);
+        int rc = commit_changes(s, e);
+        ASSERT_MSG(rc == TENQ_ECORRUPT, "%d rows: rc %d", n, rc);
+        ASSERT(strstr(store_errmsg(s), "not in the store") != NULL);
+        got g = {0};
+        ASSERT_EQ(store_get_job_sync(s, kept, collect_rows, &g), 0);
+        ASSERT_EQ(g.n, 0); /* the group's insert was rolled back with it */
+        for (int i = 0; i < n; i++) {
+            g = (got){0};
+            ASSERT_EQ(store_get_job_sync(s, ids[i], collect_rows, &g), 0);
+            ASSERT_EQ(g.n, 0);
+        }
+        store_close(s);
+        engine_destroy(e);
+    }
+}
+
 typedef struct async_ctx {
     int done;
     size_t n;
@@ -979,6 +1074,18 @@ TEST(updates_of_live_jobs_write_no_index_entry_sqlite)
     ASSERT_EQ(sqlite3_open(url + 7, &db), SQLITE_OK);
     ASSERT_EQ(index_writes(db, STORE_SQL_UPDATE_JOB_HOT), 0);
     ASSERT(index_writes(db, STORE_SQL_UPDATE_JOB) > 0); /* a job that finishes moves */
+    /* the 16-row forms (an INSERT whose conflicts become updates): the hot
+     * one writes no more index entries than its insert side, which a job in
+     * the store never takes; the other one more */
+    int w[3];
+    for (int kind = 0; kind < 3; kind++) {
+        char *sql = store_sqlite_rows_sql(kind);
+        w[kind] = index_writes(db, sql);
+        free(sql);
+    }
+    ASSERT(w[0] > 0);
+    ASSERT_EQ(w[2], w[0]);
+    ASSERT(w[1] > w[0]);
     sqlite3_close(db);
 }
 
