@@ -19,7 +19,10 @@ static int lease_one(tq_iter *at, size_t k, void *ctx)
     if (!l->got || l->m == l->cap) {
         size_t cap = l->got ? l->cap * 2 : l->cap;
         tenq_job *g = realloc(l->got, cap * sizeof(tenq_job));
-        if (!g) return l->oom = true;
+        if (!g) {
+            l->oom = true;
+            return -1;
+        }
         l->got = g;
         l->cap = cap;
     }
@@ -61,10 +64,8 @@ int tenq_lease(tenq_client *c, const tenq_lease_req *req, tenq_job **jobs, size_
         return l.oom ? tq_seterr(c, TENQ_ENOMEM, "out of memory")
                      : tq_seterr(c, TENQ_EPROTOCOL, "the lease answer is not a list of jobs");
     }
-    tenq_job *got = l.got;
-    size_t m = l.m;
-    *jobs = got;
-    *n = m;
+    *jobs = l.got;
+    *n = l.m;
     return 0;
 }
 

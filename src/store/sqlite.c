@@ -618,13 +618,13 @@ static char *row_sql(int kind)
     sql[0] = 0;
     if (kind == ST_INS_ROWS) {
         put(sql, cap, &n, "INSERT INTO jobs (" STORE_JOB_INSERT_COLUMNS ") VALUES ");
-        for (int r = 0; r < JOB_ROWS; r++)
+        for (int r = 0; r < JOB_ROWS; r++) {
+            put(sql, cap, &n, "%s(", r ? ", " : "");
             for (int c = 1; c <= INS_PARAMS; c++)
-                put(sql, cap, &n, "%s?%d%s",
-                    c > 1 ? ", "
-                    : r   ? ", ("
-                          : "(",
-                    r * INS_PARAMS + c, c == INS_PARAMS ? ")" : "");
+                put(sql, cap, &n, "%s?%d", c > 1 ? ", " : "", r * INS_PARAMS + c);
+            put(sql, cap, &n, ")");
+        }
+        if (n >= cap) abort(); /* the sizes are fixed */
         return sql;
     }
     put(sql, cap, &n, "INSERT INTO jobs (");
@@ -646,7 +646,7 @@ static char *row_sql(int kind)
             put(sql, cap, &n, "%s%s = excluded.%s", first ? "" : ", ", col, col);
         first = false;
     }
-    if (n >= cap) abort(); /* the sizes above are fixed */
+    if (n >= cap) abort(); /* the sizes are fixed */
     return sql;
 }
 
