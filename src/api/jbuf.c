@@ -124,15 +124,17 @@ static void quoted_plain(jbuf *b, const char *s, size_t n, const char *tail, siz
     b->p[b->n] = 0;
 }
 
-static void quoted(jbuf *b, const char *s, size_t n)
+/* s[0..n) as a JSON string, and the ':' after it when it is a key. */
+static void quoted(jbuf *b, const char *s, size_t n, bool key)
 {
-    if (tq_json_plain(s, n) == n) {
-        quoted_plain(b, s, n, "\"", 1);
+    size_t i = tq_json_plain(s, n);
+    if (i == n) {
+        quoted_plain(b, s, n, key ? "\":" : "\"", key ? 2 : 1);
         return;
     }
     putc1(b, '"');
     size_t run = 0;
-    for (size_t i = tq_json_plain(s, n); i < n; i = run + tq_json_plain(s + run, n - run)) {
+    for (; i < n; i = run + tq_json_plain(s + run, n - run)) {
         unsigned char ch = (unsigned char)s[i];
         const char *esc;
         char tmp[8];
@@ -156,18 +158,13 @@ static void quoted(jbuf *b, const char *s, size_t n)
     }
     jb_put(b, s + run, n - run);
     putc1(b, '"');
+    if (key) putc1(b, ':');
 }
 
 void jb_key(jbuf *b, const char *k)
 {
-    size_t n = strlen(k);
     value(b);
-    if (tq_json_plain(k, n) == n) {
-        quoted_plain(b, k, n, "\":", 2);
-    } else {
-        quoted(b, k, n);
-        putc1(b, ':');
-    }
+    quoted(b, k, strlen(k), true);
     b->after_key = true;
 }
 
@@ -183,7 +180,7 @@ void jb_str(jbuf *b, const char *s)
 void jb_strn(jbuf *b, const char *s, size_t n)
 {
     value(b);
-    quoted(b, s, n);
+    quoted(b, s, n, false);
 }
 
 void jb_int(jbuf *b, long long v)

@@ -488,7 +488,7 @@ char *tq_span_str(tq_span v, bool *bad)
         *bad = true;
         return NULL;
     }
-    decode(v.p + 1, v.n - 2, o);
+    tq_span_str_into(v, o);
     return o;
 }
 

@@ -145,11 +145,7 @@ int tq_job_read(tq_iter *at, tenq_job *j)
     tq_span k, v, str[NFIELDS] = {{0}};
     size_t f, next = 0;
     int r;
-    while (!bad && (r = tq_obj_key(&it, &k)) > 0) {
-        if (tq_iter_value(&it, &v) < 0) {
-            r = -1;
-            break;
-        }
+    while (!bad && (r = tq_obj_next(&it, &k, &v)) > 0) {
         if ((f = field_of(k, next)) == NFIELDS) continue;
         next = f + 1 < NFIELDS ? f + 1 : 0;
         char *at_field = (char *)j + job_fields[f].off;
@@ -233,8 +229,7 @@ int tq_item_read(tq_iter *at, const char *const *names, size_t n, tq_span *v, tq
     *e = (tq_span){0};
     for (size_t i = 0; i < n; i++) v[i] = (tq_span){0};
     if (!tq_iter_enter(at, &it, '{')) return -1;
-    while ((r = tq_obj_key(&it, &k)) > 0) {
-        if (tq_iter_value(&it, &x) < 0) return -1;
+    while ((r = tq_obj_next(&it, &k, &x)) > 0) {
         if (tq_key_is(k, "error")) {
             *e = x;
             continue;

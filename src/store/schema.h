@@ -36,20 +36,6 @@ char *store_schema_sql(int version, bool pg);
     ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, "                                               \
     "?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, "   \
     "?28, ?29, ?30)"
-#define STORE_SQL_UPDATE_JOB                                                                       \
-    "UPDATE $Sjobs SET priority = ?2, state = ?3, attempts = ?4, max_attempts = ?5, run_at = ?6, " \
-    "ready_at = ?7, leased_at = ?8, started_at = ?9, finished_at = ?10, worker = ?11, error = "    \
-    "?12, progress = ?13, lease_token = ?14, lease_until = ?15, cancel_requested = ?16, "          \
-    "merged_into = ?17, lane_seq = ?18, payloads = coalesce(?19, payloads), result = "             \
-    "coalesce(?20, result), stats = coalesce(?21, stats), live = ?22 WHERE id = ?1"
-/* The same for a job that stays live in its lane place: it sets no indexed
- * column (lane_seq, finished_at, live), so no index is touched. */
-#define STORE_SQL_UPDATE_JOB_HOT                                                                   \
-    "UPDATE $Sjobs SET priority = ?2, state = ?3, attempts = ?4, max_attempts = ?5, run_at = ?6, " \
-    "ready_at = ?7, leased_at = ?8, started_at = ?9, worker = ?11, error = ?12, progress = ?13, "  \
-    "lease_token = ?14, lease_until = ?15, cancel_requested = ?16, merged_into = ?17, payloads = " \
-    "coalesce(?19, payloads), result = coalesce(?20, result), stats = coalesce(?21, stats) "       \
-    "WHERE id = ?1"
 #define STORE_SQL_DELETE_JOB "DELETE FROM $Sjobs WHERE id = ?1"
 #define STORE_SQL_UPSERT_TENANT                                                                    \
     "INSERT INTO $Stenants (name, slots, weight, updated_at) VALUES (?1, ?2, ?3, ?4) "             \

@@ -22,7 +22,7 @@ enum {
     ST_INS_JOB,
     ST_UPD_JOB,
     ST_UPD_HOT,
-    ST_INS_ROWS, /* the same three, JOB_ROWS rows a statement (row_sql) */
+    ST_INS_ROWS, /* the same three, JOB_ROWS rows a statement (job_sql) */
     ST_UPD_ROWS,
     ST_HOT_ROWS,
     ST_DEL_JOB,
@@ -554,8 +554,6 @@ static void sq_close(store_t *s)
 
 static const char *const stmt_sql[ST_N] = {
     [ST_INS_JOB] = STORE_SQL_INSERT_JOB,
-    [ST_UPD_JOB] = STORE_SQL_UPDATE_JOB,
-    [ST_UPD_HOT] = STORE_SQL_UPDATE_JOB_HOT,
     [ST_DEL_JOB] = STORE_SQL_DELETE_JOB,
     [ST_TENANT] = STORE_SQL_UPSERT_TENANT,
     [ST_QUEUE] = STORE_SQL_UPSERT_QUEUE,
@@ -575,7 +573,10 @@ static const char *const stmt_sql[ST_N] = {
 
 /* The columns an update binds, in bind_update's order (?1 is the id), and
  * how it sets them: `hot` also in an update that keeps a job live in its
- * lane place (ST_UPD_HOT), `kept` when a NULL keeps the stored value. */
+ * lane place (ST_UPD_HOT, ST_HOT_ROWS: no indexed column, lane_seq,
+ * finished_at, live, so no index entry is written), `kept` when a NULL
+ * keeps the stored value.  Every update statement is made from this list
+ * (job_sql). */
 static const struct {
     const char *name;
     bool hot, kept;
@@ -605,18 +606,46 @@ static void put(char *sql, size_t cap, size_t *n, const char *fmt, ...)
     *n += k > 0 ? (size_t)k : 0;
 }
 
-/* The JOB_ROWS forms.  Inserts: one INSERT with JOB_ROWS rows of values.
- * Updates: an INSERT of JOB_ROWS rows whose ids are there already, turned
- * into updates by ON CONFLICT (SQLite's one statement that updates many
- * rows by their own values without a join).  Its insert side never runs
- * for a job in the store; the columns an update does not carry get
- * placeholders there, and sq_apply checks that nothing was inserted. */
-static char *row_sql(int kind)
+/* The SET list of an update: the values are the parameters (one-row
+ * form) or the conflicting row's (excluded.*); the hot form skips the
+ * indexed columns. */
+static void put_set(char *sql, size_t cap, size_t *n, bool hot, bool excluded)
+{
+    bool first = true;
+    for (int c = 1; c < UPD_PARAMS; c++) {
+        if (hot && !upd_cols[c].hot) continue;
+        const char *col = upd_cols[c].name;
+        char val[64];
+        if (excluded)
+            snprintf(val, sizeof val, "excluded.%s", col);
+        else
+            snprintf(val, sizeof val, "?%d", c + 1);
+        if (upd_cols[c].kept)
+            put(sql, cap, n, "%s%s = coalesce(%s, %s)", first ? "" : ", ", col, val, col);
+        else
+            put(sql, cap, n, "%s%s = %s", first ? "" : ", ", col, val);
+        first = false;
+    }
+}
+
+/* The job statements made from the column lists.  Updates of one row: an
+ * UPDATE by id.  Inserts of JOB_ROWS rows: one INSERT with that many rows
+ * of values.  Updates of JOB_ROWS rows: an INSERT of rows whose ids are
+ * there already, turned into updates by ON CONFLICT (SQLite's one statement
+ * that updates many rows by their own values without a join).  Its insert
+ * side never runs for a job in the store; the columns an update does not
+ * carry get placeholders there, and sq_apply checks that nothing was
+ * inserted. */
+static char *job_sql(int kind)
 {
     size_t cap = 32768, n = 0;
     char *sql = xmalloc(cap);
     sql[0] = 0;
-    if (kind == ST_INS_ROWS) {
+    if (kind == ST_UPD_JOB || kind == ST_UPD_HOT) {
+        put(sql, cap, &n, "UPDATE jobs SET ");
+        put_set(sql, cap, &n, kind == ST_UPD_HOT, false);
+        put(sql, cap, &n, " WHERE id = ?1");
+    } else if (kind == ST_INS_ROWS) {
         put(sql, cap, &n, "INSERT INTO jobs (" STORE_JOB_INSERT_COLUMNS ") VALUES ");
         for (int r = 0; r < JOB_ROWS; r++) {
             put(sql, cap, &n, "%s(", r ? ", " : "");
@@ -624,42 +653,37 @@ static char *row_sql(int kind)
                 put(sql, cap, &n, "%s?%d", c > 1 ? ", " : "", r * INS_PARAMS + c);
             put(sql, cap, &n, ")");
         }
-        if (n >= cap) abort(); /* the sizes are fixed */
-        return sql;
-    }
-    put(sql, cap, &n, "INSERT INTO jobs (");
-    for (int c = 0; c < UPD_PARAMS; c++) put(sql, cap, &n, "%s, ", upd_cols[c].name);
-    put(sql, cap, &n, "tenant, queue, type, created_at) VALUES ");
-    for (int r = 0; r < JOB_ROWS; r++) {
-        put(sql, cap, &n, "%s(", r ? ", " : "");
-        for (int c = 1; c <= UPD_PARAMS; c++) put(sql, cap, &n, "?%d, ", r * UPD_PARAMS + c);
-        put(sql, cap, &n, "'', '', '', 0)");
-    }
-    put(sql, cap, &n, " ON CONFLICT (id) DO UPDATE SET ");
-    bool first = true;
-    for (int c = 1; c < UPD_PARAMS; c++) {
-        if (kind == ST_HOT_ROWS && !upd_cols[c].hot) continue;
-        const char *col = upd_cols[c].name;
-        if (upd_cols[c].kept)
-            put(sql, cap, &n, "%s%s = coalesce(excluded.%s, %s)", first ? "" : ", ", col, col, col);
-        else
-            put(sql, cap, &n, "%s%s = excluded.%s", first ? "" : ", ", col, col);
-        first = false;
+    } else {
+        put(sql, cap, &n, "INSERT INTO jobs (");
+        for (int c = 0; c < UPD_PARAMS; c++) put(sql, cap, &n, "%s, ", upd_cols[c].name);
+        put(sql, cap, &n, "tenant, queue, type, created_at) VALUES ");
+        for (int r = 0; r < JOB_ROWS; r++) {
+            put(sql, cap, &n, "%s(", r ? ", " : "");
+            for (int c = 1; c <= UPD_PARAMS; c++) put(sql, cap, &n, "?%d, ", r * UPD_PARAMS + c);
+            put(sql, cap, &n, "'', '', '', 0)");
+        }
+        put(sql, cap, &n, " ON CONFLICT (id) DO UPDATE SET ");
+        put_set(sql, cap, &n, kind == ST_HOT_ROWS, true);
     }
     if (n >= cap) abort(); /* the sizes are fixed */
     return sql;
 }
 
-char *store_sqlite_rows_sql(int kind)
+char *store_sqlite_job_sql(bool many, bool hot)
 {
-    return row_sql(kind == 0 ? ST_INS_ROWS : kind == 1 ? ST_UPD_ROWS : ST_HOT_ROWS);
+    return job_sql(many ? (hot ? ST_HOT_ROWS : ST_UPD_ROWS) : (hot ? ST_UPD_HOT : ST_UPD_JOB));
+}
+
+char *store_sqlite_insert_rows_sql(void)
+{
+    return job_sql(ST_INS_ROWS);
 }
 
 static int prepare_all(store_t *s, sq *q)
 {
     for (int i = 0; i < ST_N; i++) {
         if (q->st[i]) continue;
-        char *sql = stmt_sql[i] ? store_sql(stmt_sql[i], false) : row_sql(i);
+        char *sql = stmt_sql[i] ? store_sql(stmt_sql[i], false) : job_sql(i);
         int rc = sqlite3_prepare_v3(q->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &q->st[i], NULL);
         free(sql);
         if (rc != SQLITE_OK) return fail(s, q->db, rc, "prepare");
@@ -747,7 +771,7 @@ static void bind_update(sqlite3_stmt *st, int o, const jrow *r)
     bind_text(st, o + 19, r->payloads);
     bind_text(st, o + 20, r->result);
     bind_text(st, o + 21, r->stats);
-    bind_time(st, o + 22, jrow_live(r)); /* the hot statement has no ?22: ignored */
+    bind_time(st, o + 22, jrow_live(r)); /* the one-row hot form has no ?22: ignored */
 }
 
 /* Tenants, queues, idempotency keys, tokens. */

@@ -186,9 +186,10 @@ long store_prune_now(store_t *s, int64_t now);
  * fail as if the disk were full (-1: no limit).  The fault is raised by the
  * VFS under SQLite, so SQLite sees a real SQLITE_FULL. */
 void store_test_set_write_budget(store_t *s, long long bytes);
-/* SQLite's statement that writes 16 job rows at once (kind 0: inserts, 1:
- * updates, 2: updates that keep jobs in their lane place); malloc'd.  For
- * the tests that read its program. */
-char *store_sqlite_rows_sql(int kind);
+/* SQLite's statements that update jobs (one row, or 16 at once; `hot`:
+ * the form for updates that keep jobs in their lane place) and insert 16
+ * at once; malloc'd.  For the tests that read their programs. */
+char *store_sqlite_job_sql(bool many, bool hot);
+char *store_sqlite_insert_rows_sql(void);
 
 #endif

@@ -1072,16 +1072,20 @@ TEST(updates_of_live_jobs_write_no_index_entry_sqlite)
     store_close(open_ok(url, &o));
     sqlite3 *db;
     ASSERT_EQ(sqlite3_open(url + 7, &db), SQLITE_OK);
-    ASSERT_EQ(index_writes(db, STORE_SQL_UPDATE_JOB_HOT), 0);
-    ASSERT(index_writes(db, STORE_SQL_UPDATE_JOB) > 0); /* a job that finishes moves */
+    char *hot = store_sqlite_job_sql(false, true), *full = store_sqlite_job_sql(false, false);
+    ASSERT_EQ(index_writes(db, hot), 0);
+    ASSERT(index_writes(db, full) > 0); /* a job that finishes moves */
+    free(hot);
+    free(full);
     /* the 16-row forms (an INSERT whose conflicts become updates): the hot
      * one writes no more index entries than its insert side, which a job in
      * the store never takes; the other one more */
+    char *sql[3] = {store_sqlite_insert_rows_sql(), store_sqlite_job_sql(true, false),
+                    store_sqlite_job_sql(true, true)};
     int w[3];
     for (int kind = 0; kind < 3; kind++) {
-        char *sql = store_sqlite_rows_sql(kind);
-        w[kind] = index_writes(db, sql);
-        free(sql);
+        w[kind] = index_writes(db, sql[kind]);
+        free(sql[kind]);
     }
     ASSERT(w[0] > 0);
     ASSERT_EQ(w[2], w[0]);
