@@ -52,6 +52,8 @@ static void submit_result(jbuf *b, const engine_submit_res *res)
     jb_obj_end(b);
 }
 
+#define HAND_OVER_JOBS 2000
+
 /* Submits reqs[0..n) (ok[i] false: res[i] holds the job's refusal already;
  * ok NULL: every job was read) and replies: the one job's answer, or {"jobs": [...]} for a batch.
  */
@@ -61,6 +63,9 @@ static void submit_and_reply(server *s, http_req *req, const engine_submit_req *
     int64_t now = srv_now(s);
     bool any_created = false;
     for (size_t i = 0; i < n; i++) {
+        /* a big batch goes to the writer in parts, written while the rest
+         * is submitted (and committed with it: ARCHITECTURE.md) */
+        if (i && i % HAND_OVER_JOBS == 0) srv_hand_over(s);
         if (ok && !ok[i]) continue;
         engine_submit(s->e, now, &reqs[i], &res[i]);
         any_created |= res[i].created;
@@ -68,6 +73,7 @@ static void submit_and_reply(server *s, http_req *req, const engine_submit_req *
     srv_wake_first(s);
     if (!batch && res[0].code) {
         reply_engine_err(req, &res[0].err);
+        srv_end_chain(s);
         return;
     }
     jbuf b;
@@ -83,6 +89,7 @@ static void submit_and_reply(server *s, http_req *req, const engine_submit_req *
         jb_obj_end(&b);
     }
     srv_commit_reply(s, req, any_created ? 201 : 200, &b);
+    srv_end_chain(s);
 }
 
 #define BATCH_MAX 10000

@@ -154,6 +154,7 @@ typedef struct server {
     idvec cur_done;          /* jobs finished in the batch being built */
     inflight *inflight, *inflight_tail;
     uint64_t last_seq;
+    bool chain_open; /* srv_hand_over gave the writer a part; srv_end_chain ends it */
     struct event *flush_ev;
     struct event *store_ev;
 
@@ -212,6 +213,14 @@ void srv_commit_reply_now(server *s, http_req *req, int status, jbuf *b);
 void srv_wake_first(server *s);
 /* Collects the engine's changes without a reply (ticks). */
 void srv_collect(server *s);
+/* Inside a handler making many changes (a big batch of submits): hands
+ * those made so far to the writer, which writes them while the handler
+ * goes on but commits them only with the rest (store_commit_part): the
+ * request is kept whole or not at all.  The handler must call
+ * srv_end_chain after its srv_commit_reply, before it returns.  Does
+ * nothing on a store that takes no chains. */
+void srv_hand_over(server *s);
+void srv_end_chain(server *s);
 
 /* Long polls. */
 void srv_wake_leases(server *s, const char *queue);

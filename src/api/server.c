@@ -424,16 +424,18 @@ void srv_commit_reply_now(server *s, http_req *req, int status, jbuf *b)
     wake_all(s, wake, nwake);
 }
 
-static void flush_now(server *s)
+/* Hands the batch being built to the writer, with the replies waiting for
+ * it; more: a part of a chain (srv_hand_over), which may be empty only
+ * when it ends one. */
+static void flush_batch(server *s, bool more)
 {
-    if (store_batch_ops(s->batch) == 0) return;
     inflight *f = xcalloc(1, sizeof(*f));
     f->replies = s->cur;
     f->replies_tail = s->cur_tail;
     f->done = s->cur_done;
     s->cur = s->cur_tail = NULL;
     memset(&s->cur_done, 0, sizeof s->cur_done);
-    f->seq = store_commit(s->st, s->batch);
+    f->seq = more ? store_commit_part(s->st, s->batch) : store_commit(s->st, s->batch);
     s->batch = store_batch_new();
     s->last_seq = f->seq;
     if (s->inflight_tail)
@@ -441,6 +443,27 @@ static void flush_now(server *s)
     else
         s->inflight = f;
     s->inflight_tail = f;
+}
+
+static void flush_now(server *s)
+{
+    if (store_batch_ops(s->batch) > 0) flush_batch(s, false);
+}
+
+void srv_hand_over(server *s)
+{
+    if (!store_can_chain(s->st)) return;
+    srv_collect(s);
+    if (store_batch_ops(s->batch) == 0) return;
+    flush_batch(s, true);
+    s->chain_open = true;
+}
+
+void srv_end_chain(server *s)
+{
+    if (!s->chain_open) return;
+    s->chain_open = false;
+    flush_batch(s, false);
 }
 
 static void on_flush(evutil_socket_t fd, short what, void *arg)

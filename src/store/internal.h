@@ -72,6 +72,7 @@ struct store_batch {
     size_t alen, acap;
     uint64_t seq;
     uint64_t epoch;
+    bool more; /* a part of a chain whose end is still to come */
     struct store_batch *next;
 };
 
@@ -162,8 +163,14 @@ void store_group_free(store_group *g);
 
 typedef struct store_driver {
     const char *name;
-    /* Writes a group in one transaction (the write connection). */
-    int (*apply)(store_t *s, const store_group *g);
+    /* Writes a group in one transaction (the write connection): begins it
+     * unless `begin` is false (a chain's transaction is open already), and
+     * commits it unless `commit` is false (more of the chain follows).  On
+     * an error the transaction is rolled back, chain and all. */
+    int (*apply)(store_t *s, const store_group *g, bool begin, bool commit);
+    /* Rolls back a chain's open transaction; NULL when the backend takes
+     * no chains (apply is then always called to begin and commit). */
+    void (*abandon)(store_t *s);
     int (*load)(store_t *s, engine_t *e, int64_t now, store_load_stats *st);
     int (*load_tokens)(store_t *s, store_token_fn fn, void *ctx);
     /* A read on the read connection: one job by id, or a page. */

@@ -685,8 +685,10 @@ static int read_results(store_t *s, PGconn *c, size_t count, int rc)
     return rc;
 }
 
-static int pg_apply(store_t *s, const store_group *g)
+static int pg_apply(store_t *s, const store_group *g, bool begin, bool commit)
 {
+    (void)begin; /* no chains here (no .abandon): every group begins and commits */
+    (void)commit;
     pg *p = s->impl;
     int rc = ensure_connected(s, p);
     if (!rc) rc = prepare_all(s, p);

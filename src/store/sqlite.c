@@ -912,13 +912,16 @@ static int run_end(store_t *s, sq *q, row_run *r)
     return 0;
 }
 
-static int sq_apply(store_t *s, const store_group *g)
+static int sq_apply(store_t *s, const store_group *g, bool begin, bool commit)
 {
     sq *q = s->impl;
     int rc = prepare_all(s, q);
-    if (rc) return rc;
-    int src = sqlite3_step(q->st[ST_BEGIN]);
-    sqlite3_reset(q->st[ST_BEGIN]);
+    if (rc) {
+        if (!begin) exec(q->db, "ROLLBACK");
+        return rc;
+    }
+    int src = begin ? sqlite3_step(q->st[ST_BEGIN]) : SQLITE_DONE;
+    if (begin) sqlite3_reset(q->st[ST_BEGIN]);
     if (src != SQLITE_DONE) return fail(s, q->db, src, "begin");
     for (size_t i = 0; i < g->nother; i++) {
         sqlite3_stmt *st = q->st[op_stmt[g->other[i]->kind]];
@@ -939,6 +942,7 @@ static int sq_apply(store_t *s, const store_group *g)
         bind_i64(q->st[ST_DEL_JOB], 1, (long long)g->del[i]);
         if ((rc = step(s, q, q->st[ST_DEL_JOB], "deleting a job"))) return rc;
     }
+    if (!commit) return 0;
     src = sqlite3_step(q->st[ST_COMMIT]);
     sqlite3_reset(q->st[ST_COMMIT]);
     if (src != SQLITE_DONE) {
@@ -947,6 +951,11 @@ static int sq_apply(store_t *s, const store_group *g)
         return rc;
     }
     return 0;
+}
+
+static void sq_abandon(store_t *s)
+{
+    exec(((sq *)s->impl)->db, "ROLLBACK");
 }
 
 /* ---- reading rows ------------------------------------------------------------------- */
@@ -1209,6 +1218,7 @@ static const store_driver sqlite_backend = {
     .next_epoch = sq_next_epoch,
     .name = "sqlite",
     .apply = sq_apply,
+    .abandon = sq_abandon,
     .load = sq_load,
     .load_tokens = sq_load_tokens,
     .query = sq_query,

@@ -608,12 +608,33 @@ static int64_t wall_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* Reports each batch of arr[0..n) with its outcome (in the order handed
+ * over) and frees them. */
+static void post_batches(store_t *s, store_batch **arr, size_t n, size_t failed, int fail_rc,
+                         int rc)
+{
+    for (size_t i = 0; i < n; i++) {
+        store_result *r = xcalloc(1, sizeof(*r));
+        r->kind = 0;
+        r->seq = arr[i]->seq;
+        r->rc = i < failed ? (fail_rc ? fail_rc : TENQ_EUNAVAILABLE) : rc;
+        post_result(s, r);
+        store_batch_free(arr[i]);
+    }
+}
+
 static void *writer_main(void *arg)
 {
     store_t *s = arg;
     int64_t last_prune = 0;
+    /* A chain (store_commit_part) applied so far, in a transaction left
+     * open, with the write connection kept (db_lock held) until its end. */
+    store_batch **chain = NULL;
+    size_t nchain = 0, capchain = 0;
+    double chain_us = 0;
     pthread_mutex_lock(&s->lock);
     for (;;) {
+        while (!s->pending && !s->stopping && nchain) pthread_cond_wait(&s->cond, &s->lock);
         while (!s->pending && !s->stopping) {
             struct timespec until;
             clock_gettime(CLOCK_REALTIME, &until);
@@ -649,29 +670,46 @@ static void *writer_main(void *arg)
         s->writer_busy = true;
         pthread_mutex_unlock(&s->lock);
 
-        /* Batches from before a failure fail; the rest go in one transaction. */
+        /* Batches from before a failure fail; the rest go in one transaction,
+         * left open when the last of them says more of its chain follows. */
         size_t n = 0;
         for (store_batch *b = list; b; b = b->next) n++;
         store_batch **arr = xmalloc((n ? n : 1) * sizeof(*arr));
         size_t k = 0, live = 0;
         for (store_batch *b = list; b; b = b->next) arr[k++] = b;
         while (live < n && arr[live]->epoch < ok_epoch) live++;
+        bool more = live < n && arr[n - 1]->more;
         int rc = 0;
         double us = 0;
-        if (live < n && s->opts.test_commit_delay_ms > 0)
+        if (live < n && s->opts.test_commit_delay_ms > 0 && !more)
             usleep((useconds_t)s->opts.test_commit_delay_ms * 1000);
         if (live < n) {
             struct timespec ta, tb;
             clock_gettime(CLOCK_MONOTONIC, &ta);
             store_group g;
             store_group_build(&g, arr + live, n - live);
-            pthread_mutex_lock(&s->db_lock);
-            rc = s->be->apply(s, &g);
-            pthread_mutex_unlock(&s->db_lock);
+            if (!nchain) pthread_mutex_lock(&s->db_lock);
+            rc = s->be->apply(s, &g, nchain == 0, !more);
+            if (rc || !more) pthread_mutex_unlock(&s->db_lock);
             store_group_free(&g);
             clock_gettime(CLOCK_MONOTONIC, &tb);
             us = (double)(tb.tv_sec - ta.tv_sec) * 1e6 + (double)(tb.tv_nsec - ta.tv_nsec) / 1e3;
         }
+        if (more && !rc) {
+            /* Applied, not committed: the chain's end reports them all. */
+            post_batches(s, arr, live, live, fail_rc, 0);
+            if (nchain + n - live > capchain) {
+                capchain = (nchain + n - live) * 2;
+                chain = xrealloc(chain, capchain * sizeof(*chain));
+            }
+            for (size_t i = live; i < n; i++) chain[nchain++] = arr[i];
+            chain_us += us;
+            free(arr);
+            pthread_mutex_lock(&s->lock);
+            continue;
+        }
+        us += chain_us;
+        chain_us = 0;
         pthread_mutex_lock(&s->lock);
         if (rc != 0) {
             /* Everything handed over so far was built on changes that were
@@ -681,7 +719,7 @@ static void *writer_main(void *arg)
         } else if (live < n) {
             __atomic_store_n(&s->committed_seq, arr[n - 1]->seq, __ATOMIC_RELEASE);
             s->n_transactions++;
-            s->n_batches += n - live;
+            s->n_batches += nchain + n - live;
             int k = 0;
             while (k < STORE_HIST_BUCKETS - 1 && us > store_hist_bounds_us[k]) k++;
             s->timing.counts[k]++;
@@ -689,23 +727,25 @@ static void *writer_main(void *arg)
         }
         s->writer_busy = false;
         pthread_mutex_unlock(&s->lock);
-        for (size_t i = 0; i < n; i++) {
-            store_result *r = xcalloc(1, sizeof(*r));
-            r->kind = 0;
-            r->seq = arr[i]->seq;
-            r->rc = i < live ? (fail_rc ? fail_rc : TENQ_EUNAVAILABLE) : rc;
-            post_result(s, r);
-            store_batch_free(arr[i]);
-        }
+        post_batches(s, chain, nchain, 0, fail_rc, rc);
+        nchain = 0;
+        post_batches(s, arr, n, live, fail_rc, rc);
         free(arr);
         pthread_mutex_lock(&s->lock);
     }
     pthread_mutex_unlock(&s->lock);
+    if (nchain) { /* stopped inside a chain (a caller that never ended it) */
+        s->be->abandon(s);
+        pthread_mutex_unlock(&s->db_lock);
+        post_batches(s, chain, nchain, 0, 0, TENQ_EUNAVAILABLE);
+    }
+    free(chain);
     return NULL;
 }
 
-uint64_t store_commit(store_t *s, store_batch *b)
+static uint64_t hand_over(store_t *s, store_batch *b, bool more)
 {
+    b->more = more;
     pthread_mutex_lock(&s->lock);
     uint64_t seq = b->seq = ++s->next_seq; /* b may be gone once unlocked */
     b->epoch = s->epoch;
@@ -718,6 +758,21 @@ uint64_t store_commit(store_t *s, store_batch *b)
     pthread_cond_signal(&s->cond);
     pthread_mutex_unlock(&s->lock);
     return seq;
+}
+
+uint64_t store_commit(store_t *s, store_batch *b)
+{
+    return hand_over(s, b, false);
+}
+
+uint64_t store_commit_part(store_t *s, store_batch *b)
+{
+    return hand_over(s, b, s->be->abandon != NULL);
+}
+
+bool store_can_chain(const store_t *s)
+{
+    return s->be->abandon != NULL;
 }
 
 int store_commit_wait(store_t *s, store_batch *b)

@@ -100,6 +100,17 @@ void store_batch_changes_except(store_batch *b, engine_t *e, store_change_filter
 /* Hands the batch over (the store owns it from now) and returns its
  * sequence number; the outcome comes to on_commit in store_dispatch(). */
 uint64_t store_commit(store_t *s, store_batch *b);
+/* A part of a chain: the writer applies it at once but commits it only with
+ * the chain's end, the next batch handed over by store_commit, all in one
+ * transaction (so a big request is written while its caller still builds
+ * the rest, and is kept whole or not at all).  The caller must end the
+ * chain in the same turn of its loop: the writer keeps the write
+ * connection, and store_load, store_prune_now and store_next_epoch wait
+ * for the chain's end.  Every part is reported when the chain ends.  A
+ * backend that takes no chains (store_can_chain false) commits each part
+ * on its own. */
+uint64_t store_commit_part(store_t *s, store_batch *b);
+bool store_can_chain(const store_t *s);
 /* Hands over and waits: 0 once committed, or the error. */
 int store_commit_wait(store_t *s, store_batch *b);
 

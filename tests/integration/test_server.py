@@ -1044,6 +1044,72 @@ class Crash(unittest.TestCase):
             srv.cleanup()
 
 
+    def test_a_big_batch_is_kept_whole_or_not_at_all_across_a_crash(self):
+        """A batch of more than 2,000 jobs goes to the SQLite writer in parts
+        while the server submits the rest, all in one transaction: whenever
+        the server dies, all of the batch is stored or none of it (and all
+        of it once answered)."""
+        n = 5000
+        import harness
+        for kill_after in (0.3, 1.5, 2.7):
+            # every commit waits 1 s: were the parts committed one by one,
+            # a kill at 1.5 s or 2.7 s would leave the first one or two
+            srv = Server(env={"TENQ_TEST_COMMIT_DELAY_MS": "1000"})
+            try:
+                q = "whole-%d" % int(kill_after * 10)
+                body = {"jobs": [{"tenant": "acme", "queue": q, "type": "T",
+                                  "args": {"i": i}} for i in range(n)]}
+                answer = []
+
+                def send():
+                    try:
+                        answer.append(srv.req("POST", "/v1/jobs", body, conn="big")[0])
+                    except Exception:
+                        answer.append(None)
+
+                t = threading.Thread(target=send)
+                t.start()
+                time.sleep(kill_after)
+                srv.kill()
+                t.join(60)
+                srv.start()
+                st, qb = srv.req("GET", "/v1/queues/" + q)
+                self.assertIn(st, (200, 404), qb)
+                stored = qb["ready"] if st == 200 else 0  # 404: no job made the queue
+                self.assertIn(stored, (0, n), "kill at %.1f s" % kill_after)
+                if answer == [201]:
+                    self.assertEqual(stored, n)
+                if kill_after > 2:
+                    self.assertEqual(stored, n)  # answered (and committed) by then
+                if kill_after < 1:
+                    self.assertEqual(stored, 0)
+            finally:
+                srv.cleanup()
+        # the parts are real: one transaction, several batches (SQLite)
+        srv = Server()
+
+        def counters():
+            st, text = srv.req("GET", "/metrics")
+            self.assertEqual(st, 200)
+            return {k: int(v) for k, v in (line.split() for line in text.splitlines()
+                                           if line.startswith(("tenq_store_commits_total ",
+                                                               "tenq_store_batches_total ")))}
+        try:
+            before = counters()
+            srv.ok("POST", "/v1/jobs", {"jobs": [{"tenant": "acme", "queue": "parts",
+                                                  "type": "T"}] * n})
+            after = counters()
+            tx = after["tenq_store_commits_total"] - before["tenq_store_commits_total"]
+            batches = after["tenq_store_batches_total"] - before["tenq_store_batches_total"]
+            if harness.STORE == "sqlite":
+                self.assertEqual((tx, batches), (1, 3))
+            else:  # PostgreSQL takes no chains: one batch
+                self.assertEqual((tx, batches), (1, 1))
+            self.assertEqual(srv.ok("GET", "/v1/queues/parts")["ready"], n)
+        finally:
+            srv.cleanup()
+
+
 class LeaseBeforeCommit(unittest.TestCase):
     """A lease is answered before its commit (at-least-once queues). If the
     server dies before the commit, the job must run again under a new token,

@@ -619,6 +619,118 @@ BOTH(batches_arriving_together_share_one_commit)
     engine_destroy(e);
 }
 
+/* Hands the engine's changes over as a part of a chain (more = true) or as
+ * its end. */
+static void hand(store_t *s, engine_t *e, bool more)
+{
+    store_batch *b = store_batch_new();
+    store_batch_changes(b, e);
+    engine_changes_clear(e);
+    if (more)
+        store_commit_part(s, b);
+    else
+        store_commit(s, b);
+}
+
+/* A chain (a big request handed over in parts) is applied as its parts come
+ * but committed only with its end, in one transaction: until then nothing of
+ * it is reported or visible.  PostgreSQL takes no chains: each part commits
+ * on its own there (and the server hands over no parts). */
+BOTH(a_chain_commits_whole_at_its_end)
+{
+    char *url = fresh_url(backend);
+    store_opts o = quiet_opts();
+    store_t *s = open_ok(url, &o);
+    commits c = {0};
+    store_on_commit(s, on_commit, &c);
+    engine_t *e = mk_engine();
+    bool chains = strcmp(backend, "sqlite") == 0;
+    ASSERT_EQ(store_can_chain(s), chains);
+    uint64_t first = 0, last = 0;
+    for (int part = 0; part < 3; part++) {
+        for (int i = 0; i < 40; i++) {
+            last = SUB(e, T0, "t", "q", .args = "{\"n\":1}");
+            if (!first) first = last;
+        }
+        hand(s, e, true);
+    }
+    if (!chains) {
+        drain(s, &c, 3);
+        (void)read_job(s, first);
+        store_close(s);
+        engine_destroy(e);
+        return;
+    }
+    usleep(300 * 1000); /* time for the writer to apply every part */
+    store_dispatch(s);
+    ASSERT_EQ(c.n, 0);
+    got g = {0};
+    store_get_job_sync(s, first, collect_rows, &g);
+    ASSERT_EQ(g.n, 0); /* applied, not committed */
+    uint64_t end = SUB(e, T0, "t", "q");
+    hand(s, e, false);
+    drain(s, &c, 4);
+    for (size_t i = 0; i < c.n; i++) {
+        ASSERT_EQ(c.rcs[i], 0);
+        ASSERT_EQ(c.seqs[i], i + 1);
+    }
+    uint64_t tx, batches;
+    store_counters(s, &tx, &batches);
+    ASSERT_EQ(tx, 1);
+    ASSERT_EQ(batches, 4);
+    (void)read_job(s, first);
+    (void)read_job(s, last);
+    (void)read_job(s, end);
+    /* a batch after the chain commits on its own */
+    SUB(e, T0, "t", "q");
+    hand(s, e, false);
+    drain(s, &c, 5);
+    ASSERT_EQ(c.rcs[4], 0);
+    store_close(s);
+    engine_destroy(e);
+}
+
+/* A chain whose commit fails keeps nothing, its first parts included, and
+ * every part is reported failed. */
+TEST(a_chain_that_fails_keeps_nothing_of_it_sqlite)
+{
+    char *url = fresh_url("sqlite");
+    store_opts o = quiet_opts();
+    store_t *s = open_ok(url, &o);
+    commits c = {0};
+    store_on_commit(s, on_commit, &c);
+    engine_t *e = mk_engine();
+    uint64_t kept = SUB(e, T0, "t", "q");
+    hand(s, e, false);
+    drain(s, &c, 1);
+    ASSERT_EQ(c.rcs[0], 0);
+    uint64_t part1 = SUB(e, T0, "t", "q");
+    for (int i = 0; i < 30; i++) SUB(e, T0, "t", "q");
+    hand(s, e, true);
+    usleep(200 * 1000); /* part 1 is applied (and would be durable, were parts committed) */
+    store_test_set_write_budget(s, 4096);
+    char big[4000];
+    memset(big, 'x', sizeof big);
+    big[0] = '"';
+    big[sizeof big - 2] = '"';
+    big[sizeof big - 1] = 0;
+    for (int i = 0; i < 100; i++) SUB(e, T0, "t", "q", .args = big);
+    hand(s, e, true);
+    SUB(e, T0, "t", "q");
+    hand(s, e, false);
+    drain(s, &c, 4);
+    for (size_t i = 1; i < 4; i++) ASSERT_EQ(c.rcs[i], TENQ_ENOSPACE);
+    store_test_set_write_budget(s, -1);
+    store_close(s);
+    s = open_ok(url, &o);
+    (void)read_job(s, kept);
+    got g = {0};
+    store_get_job_sync(s, part1, collect_rows, &g);
+    ASSERT_EQ(g.n, 0);
+    store_close(s);
+    engine_destroy(e);
+}
+
 BOTH(recovery_restores_every_state_lanes_slots_and_leases)
 {
     char *url = fresh_url(backend);
