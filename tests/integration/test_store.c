@@ -686,6 +686,17 @@ BOTH(a_chain_commits_whole_at_its_end)
     hand(s, e, false);
     drain(s, &c, 5);
     ASSERT_EQ(c.rcs[4], 0);
+    /* a chain may end with nothing left to write (the batch's last jobs
+     * were all duplicates, say): the end still commits it */
+    uint64_t alone = SUB(e, T0, "t", "q");
+    hand(s, e, true);
+    hand(s, e, false);
+    drain(s, &c, 7);
+    ASSERT_EQ(c.rcs[5], 0);
+    ASSERT_EQ(c.rcs[6], 0);
+    (void)read_job(s, alone);
+    store_counters(s, &tx, &batches);
+    ASSERT_EQ(tx, 3);
     store_close(s);
     engine_destroy(e);
 }
