@@ -71,9 +71,8 @@ static void submit_and_reply(server *s, http_req *req, const engine_submit_req *
         any_created |= res[i].created;
     }
     srv_wake_first(s);
-    if (!batch && res[0].code) {
+    if (!batch && res[0].code) { /* one job: never handed over in parts */
         reply_engine_err(req, &res[0].err);
-        srv_end_chain(s);
         return;
     }
     jbuf b;

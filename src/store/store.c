@@ -767,7 +767,7 @@ uint64_t store_commit(store_t *s, store_batch *b)
 
 uint64_t store_commit_part(store_t *s, store_batch *b)
 {
-    return hand_over(s, b, s->be->abandon != NULL);
+    return hand_over(s, b, store_can_chain(s));
 }
 
 bool store_can_chain(const store_t *s)
