@@ -382,11 +382,9 @@ void srv_collect(server *s)
 
 void srv_commit_reply(server *s, http_req *req, int status, jbuf *b)
 {
-    size_t n;
-    engine_changes(s->e, &n);
     char **wake = NULL;
     size_t nwake = 0;
-    if (n) collect(s, &wake, &nwake);
+    if (engine_change_count(s->e)) collect(s, &wake, &nwake);
     if (store_batch_ops(s->batch) > 0) {
         pending *p = pending_new(req, status, b);
         if (s->cur_tail)
@@ -416,11 +414,9 @@ void srv_commit_reply_now(server *s, http_req *req, int status, jbuf *b)
     /* the reply first: it waits for nothing, and a worker may be waiting
      * for it (collecting the changes into the batch comes after) */
     reply_json(req, status, b);
-    size_t n;
-    engine_changes(s->e, &n);
     char **wake = NULL;
     size_t nwake = 0;
-    if (n) collect(s, &wake, &nwake);
+    if (engine_change_count(s->e)) collect(s, &wake, &nwake);
     wake_all(s, wake, nwake);
 }
 

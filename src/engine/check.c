@@ -141,11 +141,11 @@ static int check_jobs_(engine_t *e, chk *c, int64_t now, rtab *rt, ptr_vec *allv
                   (unsigned long long)j->id);
         }
         if (s == ENGINE_BLOCKED)
-            CHECK(c, j->ln && j->ln->head != j, "blocked job %llu is not behind a lane head",
+            CHECK(c, j->lk && j->lk->ln->head != j, "blocked job %llu is not behind a lane head",
                   (unsigned long long)j->id);
-        if (j->ln && s <= ENGINE_RUNNING && s != ENGINE_BLOCKED)
-            CHECK(c, j->ln->head == j, "%s job %llu is not its lane's head", engine_state_name(s),
-                  (unsigned long long)j->id);
+        if (j->lk && s <= ENGINE_RUNNING && s != ENGINE_BLOCKED)
+            CHECK(c, j->lk->ln->head == j, "%s job %llu is not its lane's head",
+                  engine_state_name(s), (unsigned long long)j->id);
         if (j->flags & JF_IN_UNIQ)
             CHECK(c, s <= ENGINE_RUNNING && j->x && j->x->unique_key,
                   "job %llu is in the dedup table while %s", (unsigned long long)j->id,
@@ -165,9 +165,11 @@ static int check_lanes(engine_t *e, chk *c)
         uint32_t n = 0, active = 0;
         uint64_t last_seq = 0;
         job *prev = NULL;
-        for (job *j = l->head; j; j = j->lnext) {
-            CHECK(c, j->lprev == prev, "lane %s: broken links", l->key);
-            CHECK(c, j->ln == l, "lane %s: job %llu points elsewhere", l->key,
+        for (job *j = l->head; j; j = lane_next(j)) {
+            CHECK(c, j->lk, "lane %s: job %llu has no lane link", l->key,
+                  (unsigned long long)j->id);
+            CHECK(c, j->lk->prev == prev, "lane %s: broken links", l->key);
+            CHECK(c, j->lk->ln == l, "lane %s: job %llu points elsewhere", l->key,
                   (unsigned long long)j->id);
             CHECK(c, j->state <= ENGINE_RUNNING, "lane %s holds %s job %llu", l->key,
                   engine_state_name((engine_state)j->state), (unsigned long long)j->id);

@@ -180,7 +180,7 @@ void engine_destroy(engine_t *e)
     for (size_t i = 0; i < htab_cap(&e->nodes); i++) {
         node *n = e->nodes.slots[i].item;
         if (!n) continue;
-        jheap_free(&n->jobs);
+        rheap_free(&n->jobs);
         free(n);
     }
     for (size_t i = 0; i < htab_cap(&e->shards); i++) {
@@ -389,7 +389,7 @@ void engine_node_unref(engine_t *e, node *n)
     if (--n->refs > 0) return;
     /* No job points here: the node has no ready jobs and is in no heap. */
     htab_remove(&e->nodes, n->hash, n);
-    jheap_free(&n->jobs);
+    rheap_free(&n->jobs);
     free(n);
 }
 
@@ -478,13 +478,13 @@ void engine_job_get(const engine_job *j, engine_job_info *o)
     o->tenant = j->nd->t->name;
     o->queue = j->nd->sh->q->name;
     o->type = j->nd->sh->type;
-    o->key = j->ln ? j->ln->key : NULL;
+    o->key = j->lk ? j->lk->ln->key : NULL;
     if (j->flags & JF_HAS_PAYLOADS) {
         o->payloads = x->pl.v;
         o->n_payloads = x->pl.n;
     } else {
         o->args = j->args;
-        o->args_len = j->args_len;
+        o->args_len = strlen(j->args);
     }
     o->priority = j->priority;
     o->state = (engine_state)j->state;
@@ -527,18 +527,20 @@ engine_change *engine_change_push(engine_t *e)
     return c;
 }
 
+/* A job is listed once per change list; its fields gather in j->noted (a
+ * byte, where an index into the list would take four) and are copied into
+ * the list when it is read. */
 void engine_note_job(engine_t *e, job *j, uint32_t fields)
 {
-    if (j->chg) {
-        e->changes.v[j->chg - 1].fields |= fields;
+    if (j->noted) {
+        j->noted |= (uint8_t)fields;
         return;
     }
     engine_change *c = engine_change_push(e);
     c->kind = ENGINE_CH_JOB;
-    c->fields = fields;
     c->job = j;
     c->id = j->id;
-    j->chg = (uint32_t)e->changes.n;
+    j->noted = (uint8_t)(JOB_NOTED | fields);
 }
 
 void engine_note_tenant(engine_t *e, tenant *t)
@@ -568,10 +570,19 @@ void engine_note_wake(engine_t *e, queue *q)
     c->name = q->name;
 }
 
-const engine_change *engine_changes(const engine_t *e, size_t *n)
+const engine_change *engine_changes(engine_t *e, size_t *n)
 {
+    for (size_t i = 0; i < e->changes.n; i++) {
+        engine_change *c = &e->changes.v[i];
+        if (c->kind == ENGINE_CH_JOB) c->fields = c->job->noted & ~JOB_NOTED;
+    }
     *n = e->changes.n;
     return e->changes.v;
+}
+
+size_t engine_change_count(const engine_t *e)
+{
+    return e->changes.n;
 }
 
 void engine_changes_clear(engine_t *e)
@@ -579,7 +590,7 @@ void engine_changes_clear(engine_t *e)
     for (size_t i = 0; i < e->changes.n; i++) {
         engine_change *c = &e->changes.v[i];
         switch (c->kind) {
-        case ENGINE_CH_JOB: c->job->chg = 0; break;
+        case ENGINE_CH_JOB: c->job->noted = 0; break;
         case ENGINE_CH_TENANT: {
             tenant *t = engine_tenant_find(e, c->name);
             if (t) t->chg = false;
@@ -652,40 +663,40 @@ static void counts_fill(engine_counts *o, const counters *c)
 
 /* Lag: how long each tenant's next eligible job has been ready; the
  * oldest of those counts. */
-static void node_eligible_add(node *n, engine_counts *o)
+static void node_eligible_add(engine_t *e, node *n, engine_counts *o)
 {
     if (n->sidx == HEAP_NONE || n->n_ready == 0) return;
     o->eligible += n->n_ready;
-    const job *j = n->jobs.a[0].j;
+    const job *j = engine_job_find(e, n->jobs.a[0].id);
     if (o->oldest_eligible == 0 || j->ready_at < o->oldest_eligible)
         o->oldest_eligible = j->ready_at;
 }
 
-static void tenant_counts(tenant *t, engine_counts *o)
+static void tenant_counts(engine_t *e, tenant *t, engine_counts *o)
 {
     counts_fill(o, &t->c);
     DLIST_FOREACH(it, &t->ready_nodes)
     {
-        node_eligible_add(DLIST_ITEM(it, node, in_tenant), o);
+        node_eligible_add(e, DLIST_ITEM(it, node, in_tenant), o);
     }
 }
 
-static void pair_counts(pair *p, engine_counts *o)
+static void pair_counts(engine_t *e, pair *p, engine_counts *o)
 {
     counts_fill(o, &p->c);
     DLIST_FOREACH(it, &p->ready_nodes)
     {
-        node_eligible_add(DLIST_ITEM(it, node, in_pair), o);
+        node_eligible_add(e, DLIST_ITEM(it, node, in_pair), o);
     }
 }
 
-static void queue_counts(queue *q, engine_counts *o)
+static void queue_counts(engine_t *e, queue *q, engine_counts *o)
 {
     counts_fill(o, &q->c);
     DLIST_FOREACH(it, &q->all_shards)
     {
         shard *sh = DLIST_ITEM(it, shard, in_queue);
-        for (uint32_t i = 0; i < sh->nodes.n; i++) node_eligible_add(sh->nodes.a[i], o);
+        for (uint32_t i = 0; i < sh->nodes.n; i++) node_eligible_add(e, sh->nodes.a[i], o);
     }
 }
 
@@ -696,7 +707,7 @@ int engine_tenant_get(engine_t *e, int64_t now, const char *name, engine_tenant_
     tenant *t = engine_tenant_find(e, name);
     if (!t) return TENQ_ENOT_FOUND;
     if (s) *s = t->s;
-    if (c) tenant_counts(t, c);
+    if (c) tenant_counts(e, t, c);
     return 0;
 }
 
@@ -733,7 +744,7 @@ int engine_queue_get(engine_t *e, int64_t now, const char *name, engine_queue_se
     queue *q = engine_queue_find(e, name);
     if (!q) return TENQ_ENOT_FOUND;
     if (s) *s = q->s;
-    if (c) queue_counts(q, c);
+    if (c) queue_counts(e, q, c);
     return 0;
 }
 
@@ -744,7 +755,7 @@ void engine_foreach_tenant(engine_t *e, int64_t now, engine_tenant_fn fn, void *
         tenant *t = e->tenants.slots[i].item;
         if (!t) continue;
         engine_counts c;
-        tenant_counts(t, &c);
+        tenant_counts(e, t, &c);
         fn(ctx, t->name, &t->s, &c);
     }
 }
@@ -756,7 +767,7 @@ void engine_foreach_queue(engine_t *e, int64_t now, engine_queue_fn fn, void *ct
         queue *q = e->queues.slots[i].item;
         if (!q) continue;
         engine_counts c;
-        queue_counts(q, &c);
+        queue_counts(e, q, &c);
         fn(ctx, q->name, &q->s, &c);
     }
 }
@@ -777,7 +788,7 @@ void engine_foreach_pair(engine_t *e, int64_t now, engine_pair_fn fn, void *ctx)
         pair *p = e->pairs.slots[i].item;
         if (!p) continue;
         engine_counts c;
-        pair_counts(p, &c);
+        pair_counts(e, p, &c);
         fn(ctx, p->q->name, p->t->name, &c);
     }
 }
@@ -790,7 +801,7 @@ void engine_totals(engine_t *e, int64_t now, engine_counts *o)
         queue *q = e->queues.slots[i].item;
         if (!q) continue;
         engine_counts c;
-        queue_counts(q, &c);
+        queue_counts(e, q, &c);
         o->eligible += c.eligible;
         if (c.oldest_eligible &&
             (o->oldest_eligible == 0 || c.oldest_eligible < o->oldest_eligible))

@@ -389,7 +389,9 @@ typedef struct engine_change {
 
 /* The changes since the last engine_changes_clear(), in the order made; a
  * job appears at most once however often it changed. */
-const engine_change *engine_changes(const engine_t *e, size_t *n);
+const engine_change *engine_changes(engine_t *e, size_t *n);
+/* How many changes engine_changes would return. */
+size_t engine_change_count(const engine_t *e);
 /* Forgets the change list and frees the finished jobs it held. */
 void engine_changes_clear(engine_t *e);
 

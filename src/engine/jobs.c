@@ -7,13 +7,12 @@
 
 job *engine_job_alloc(engine_t *e, uint64_t id, node *nd, const char *args, uint32_t args_len)
 {
-    job *j = xmalloc(sizeof(job) + args_len + 1);
-    memset(j, 0, sizeof(job));
+    job *j = xmalloc(offsetof(job, args) + args_len + 1);
+    memset(j, 0, offsetof(job, args));
     j->id = id;
     j->nd = nd;
     j->hidx = HEAP_NONE;
     j->state = ENGINE_NSTATES; /* not counted anywhere yet */
-    j->args_len = args_len;
     if (args_len) memcpy(j->args, args, args_len);
     j->args[args_len] = 0;
     nd->refs++;
@@ -48,9 +47,12 @@ void engine_job_free(engine_t *e, job *j)
         free(x->dl);
         free(x);
     }
-    e->data_bytes -= j->args_len;
+    e->data_bytes -= strlen(j->args);
     e->n_jobs--;
-    if (j->ln) engine_lane_unref(e, j->ln);
+    if (j->lk) {
+        engine_lane_unref(e, j->lk->ln);
+        free(j->lk);
+    }
     engine_node_unref(e, j->nd);
     free(j);
 }
@@ -151,7 +153,7 @@ void engine_ensure_payloads(engine_t *e, job *j)
 {
     if (j->flags & JF_HAS_PAYLOADS) return;
     job_extra *x = engine_extra(e, j);
-    engine_payload_add(e, &x->pl, (double)j->created_at, j->args, j->args_len);
+    engine_payload_add(e, &x->pl, (double)j->created_at, j->args, strlen(j->args));
     j->flags |= JF_HAS_PAYLOADS;
 }
 
@@ -491,8 +493,7 @@ int engine_submit(engine_t *e, int64_t now, const engine_submit_req *r, engine_s
     if (ukey) engine_uniq_add(e, j);
     if (r->key) {
         if (!ln) ln = engine_lane_get(e, t, q, r->key);
-        ln->refs++;
-        j->ln = ln;
+        engine_lane_join(ln, j);
         engine_lane_append(e, ln, j);
     }
     if (ln && ln->head != j) {
@@ -632,9 +633,9 @@ int64_t engine_backoff_ms(engine_t *e, const queue *q, uint32_t attempt)
  * leased: they are blocked behind it), their payloads join it. */
 static void absorb_waiting(engine_t *e, job *j, int64_t now)
 {
-    if (!(j->flags & JF_HAS_PAYLOADS) || !j->ln || !job_queue(j)->s.merge) return;
+    if (!(j->flags & JF_HAS_PAYLOADS) || !j->lk || !job_queue(j)->s.merge) return;
     job *k;
-    while ((k = j->lnext) && k->state == ENGINE_BLOCKED && k->nd == j->nd &&
+    while ((k = lane_next(j)) && k->state == ENGINE_BLOCKED && k->nd == j->nd &&
            j->x->pl.n < ENGINE_MERGE_MAX_PAYLOADS) {
         engine_ensure_payloads(e, k);
         engine_payload_move_all(e, &j->x->pl, &k->x->pl);
@@ -760,7 +761,7 @@ static void split_at_death(engine_t *e, job *j, int64_t now)
     memcpy(rest.hashes, pv->hashes + 1, rest.n * sizeof(*rest.hashes));
     pv->n = 1;
     engine_note_job(e, j, ENGINE_JF_PAYLOADS);
-    job *k = j->lnext;
+    job *k = lane_next(j);
     if (k && k->state == ENGINE_BLOCKED && k->nd == j->nd) {
         engine_ensure_payloads(e, k);
         engine_payload_move_all(e, &k->x->pl, &rest);
@@ -777,12 +778,11 @@ static void split_at_death(engine_t *e, job *j, int64_t now)
     l->priority = j->priority;
     l->max_attempts = j->max_attempts;
     if (idtab_put(&e->jobs, l->id, l) != 0) engine_oom();
-    if (j->ln) {
-        l->ln = j->ln;
-        l->ln->refs++;
-        engine_lane_append(e, l->ln, l);
+    if (j->lk) {
+        engine_lane_join(j->lk->ln, l);
+        engine_lane_append(e, j->lk->ln, l);
     }
-    if (l->ln && l->ln->head != l) {
+    if (l->lk && l->lk->ln->head != l) {
         engine_set_state(e, l, ENGINE_BLOCKED);
         engine_note_job(e, l, 0);
     } else {

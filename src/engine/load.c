@@ -66,8 +66,7 @@ int engine_load_job(engine_t *e, int64_t now, const engine_job_info *in, engine_
     engine_set_next_id(e, in->id + 1);
     if (in->lane_seq) engine_set_next_id(e, in->lane_seq + 1);
     if (in->key) {
-        j->ln = engine_lane_get(e, t, q, in->key);
-        j->ln->refs++;
+        engine_lane_join(engine_lane_get(e, t, q, in->key), j);
     }
     switch (in->state) {
     case ENGINE_DEAD:
@@ -77,7 +76,7 @@ int engine_load_job(engine_t *e, int64_t now, const engine_job_info *in, engine_
         break;
     case ENGINE_LEASED:
     case ENGINE_RUNNING:
-        if (j->ln) engine_lane_append(e, j->ln, j);
+        if (j->lk) engine_lane_append(e, j->lk->ln, j);
         j->x->deadline = in->lease_until ? in->lease_until : now;
         engine_set_state(e, j, in->state);
         engine_lease_heap_push(e, j);
@@ -85,8 +84,8 @@ int engine_load_job(engine_t *e, int64_t now, const engine_job_info *in, engine_
         break;
     default:
         engine_set_state(e, j, ENGINE_BLOCKED);
-        if (j->ln) engine_lane_append(e, j->ln, j);
-        if (!j->ln || j->ln->head == j) {
+        if (j->lk) engine_lane_append(e, j->lk->ln, j);
+        if (!j->lk || j->lk->ln->head == j) {
             engine_make_runnable(e, j, now);
             /* A job that was ready keeps its ready_at: it has waited that long. */
             if (in->state == ENGINE_READY && j->state == ENGINE_READY && in->ready_at)

@@ -167,7 +167,7 @@ int engine_morgue_requeue(engine_t *e, int64_t now, uint64_t id, engine_err *err
     job *j = dead_job(e, id, err);
     if (!j) return err ? err->code : TENQ_ENOT_FOUND;
     queue *q = job_queue(j);
-    lane *ln = j->ln;
+    lane *ln = job_lane(j);
     if (q->s.merge && ln && engine_can_merge_into(ln->tail, j->nd)) {
         /* Merge rule: a requeued job joins the waiting job of its lane,
          * which then runs now with its attempts reset. */
@@ -221,17 +221,16 @@ int engine_morgue_delete(engine_t *e, int64_t now, uint64_t id, engine_err *err)
     engine_morgue_remove(e, j);
     engine_set_state(e, j, ENGINE_NSTATES); /* out of every count */
     idtab_del(&e->jobs, j->id);
-    if (j->chg) {
-        /* Already listed as changed in this batch: the row goes instead. */
-        engine_change *c = &e->changes.v[j->chg - 1];
-        c->kind = ENGINE_CH_JOB_DELETED;
-        c->job = NULL;
-        c->fields = 0;
-    } else {
-        engine_change *c = engine_change_push(e);
-        c->kind = ENGINE_CH_JOB_DELETED;
-        c->id = j->id;
-    }
+    /* Already listed as changed (it died in the same request): that entry
+     * becomes the deletion.  Searched for, as only such a job is noted. */
+    engine_change *c = NULL;
+    for (size_t i = e->changes.n; j->noted && !c && i-- > 0;)
+        if (e->changes.v[i].kind == ENGINE_CH_JOB && e->changes.v[i].job == j) c = &e->changes.v[i];
+    if (!c) c = engine_change_push(e);
+    c->kind = ENGINE_CH_JOB_DELETED;
+    c->job = NULL;
+    c->id = j->id;
+    c->fields = 0;
     engine_job_free(e, j);
     return 0;
 }

@@ -113,51 +113,56 @@ static void jh_rekey(jheap *h, job *j, uint64_t k)
  * So sifting never writes into the jobs it moves, which at a large backlog
  * are cold.  The top of a node heap is always live. */
 
-static void nh_up(jheap *h, uint32_t i)
+static inline bool rent_less(const rent *a, const rent *b)
 {
-    jent x = h->a[i];
+    return a->k < b->k || (a->k == b->k && a->id < b->id);
+}
+
+static void nh_up(rheap *h, uint32_t i)
+{
+    rent x = h->a[i];
     while (i > 0) {
         uint32_t p = (i - 1) / 4;
-        if (!jent_less(&x, &h->a[p])) break;
+        if (!rent_less(&x, &h->a[p])) break;
         h->a[i] = h->a[p];
         i = p;
     }
     h->a[i] = x;
 }
 
-static void nh_down(jheap *h, uint32_t i)
+static void nh_down(rheap *h, uint32_t i)
 {
-    jent x = h->a[i];
+    rent x = h->a[i];
     for (;;) {
         uint32_t c = 4 * i + 1;
         if (c >= h->n) break;
         uint32_t end = c + 4 < h->n ? c + 4 : h->n, best = c;
         for (uint32_t k = c + 1; k < end; k++)
-            if (jent_less(&h->a[k], &h->a[best])) best = k;
-        if (!jent_less(&h->a[best], &x)) break;
+            if (rent_less(&h->a[k], &h->a[best])) best = k;
+        if (!rent_less(&h->a[best], &x)) break;
         h->a[i] = h->a[best];
         i = best;
     }
     h->a[i] = x;
 }
 
-static void nh_push(jheap *h, jent x)
+static void nh_push(rheap *h, rent x)
 {
     if (h->n == h->cap) {
         h->cap = h->cap ? h->cap * 2 : 4;
-        h->a = xrealloc(h->a, (size_t)h->cap * sizeof(jent));
+        h->a = xrealloc(h->a, (size_t)h->cap * sizeof(rent));
     }
     h->a[h->n++] = x;
     nh_up(h, h->n - 1);
 }
 
-static void nh_pop(jheap *h)
+static void nh_pop(rheap *h)
 {
     h->a[0] = h->a[--h->n];
     if (h->n) nh_down(h, 0);
     if (h->cap > 64 && h->n < h->cap / 4) {
         h->cap /= 2;
-        h->a = xrealloc(h->a, (size_t)h->cap * sizeof(jent));
+        h->a = xrealloc(h->a, (size_t)h->cap * sizeof(rent));
     }
 }
 
@@ -200,7 +205,7 @@ static void stale_add(engine_t *e, uint64_t id, uint64_t k)
 /* Restores "the top is live", or empties the heap when nothing is. */
 static void node_prune(engine_t *e, node *n)
 {
-    jheap *h = &n->jobs;
+    rheap *h = &n->jobs;
     if (n->n_ready == 0) {
         for (uint32_t i = 0; i < h->n; i++) stale_take(e, h->a[i].id, h->a[i].k);
         h->n = 0;
@@ -221,6 +226,13 @@ void engine_stale_free(engine_t *e)
 }
 
 void jheap_free(jheap *h)
+{
+    free(h->a);
+    h->a = NULL;
+    h->n = h->cap = 0;
+}
+
+void rheap_free(rheap *h)
 {
     free(h->a);
     h->a = NULL;
@@ -396,7 +408,7 @@ static void ready_push(engine_t *e, job *j)
     uint64_t k = ready_key(j);
     n->n_ready++;
     /* An identical entry left behind earlier is this one again. */
-    if (!stale_take(e, j->id, k)) nh_push(&n->jobs, (jent){k, j->id, j});
+    if (!stale_take(e, j->id, k)) nh_push(&n->jobs, (rent){k, j->id});
     if (was_empty) {
         dlist_push_back(&n->t->ready_nodes, &n->in_tenant);
         dlist_push_back(&n->p->ready_nodes, &n->in_pair);
@@ -407,7 +419,7 @@ static void ready_push(engine_t *e, job *j)
 static void ready_remove(engine_t *e, job *j)
 {
     node *n = j->nd;
-    jheap *h = &n->jobs;
+    rheap *h = &n->jobs;
     uint64_t k = ready_key(j);
     bool was_top = h->a[0].id == j->id && h->a[0].k == k;
     n->n_ready--;
@@ -465,13 +477,20 @@ void engine_unplace(engine_t *e, job *j)
 
 /* ---- lanes ------------------------------------------------------------------ */
 
+void engine_lane_join(lane *l, job *j)
+{
+    j->lk = xcalloc(1, sizeof(lane_link));
+    j->lk->ln = l;
+    l->refs++;
+}
+
 void engine_lane_append(engine_t *e, lane *l, job *j)
 {
     (void)e;
-    j->lprev = l->tail;
-    j->lnext = NULL;
+    j->lk->prev = l->tail;
+    j->lk->next = NULL;
     if (l->tail)
-        l->tail->lnext = j;
+        l->tail->lk->next = j;
     else
         l->head = j;
     l->tail = j;
@@ -480,23 +499,24 @@ void engine_lane_append(engine_t *e, lane *l, job *j)
 
 static inline bool in_lane_list(const job *j)
 {
-    return j->ln && j->state <= ENGINE_RUNNING;
+    return j->lk && j->state <= ENGINE_RUNNING;
 }
 
 void engine_lane_unlink(engine_t *e, job *j, int64_t now)
 {
     if (!in_lane_list(j)) return;
-    lane *l = j->ln;
+    lane_link *lk = j->lk;
+    lane *l = lk->ln;
     bool was_head = l->head == j;
-    if (j->lprev)
-        j->lprev->lnext = j->lnext;
+    if (lk->prev)
+        lk->prev->lk->next = lk->next;
     else
-        l->head = j->lnext;
-    if (j->lnext)
-        j->lnext->lprev = j->lprev;
+        l->head = lk->next;
+    if (lk->next)
+        lk->next->lk->prev = lk->prev;
     else
-        l->tail = j->lprev;
-    j->lprev = j->lnext = NULL;
+        l->tail = lk->prev;
+    lk->prev = lk->next = NULL;
     l->len--;
     if (was_head && l->head && l->head->state == ENGINE_BLOCKED)
         engine_make_runnable(e, l->head, now);
@@ -580,7 +600,7 @@ size_t engine_lease(engine_t *e, int64_t now, const engine_lease_req *req, engin
                 }
             }
             if (!cand) continue;
-            job *j = jh_top(&cand->jobs);
+            job *j = engine_job_find(e, cand->jobs.a[0].id);
             if (!best || job_before(j, best)) best = j;
         }
         if (!best) break;
@@ -655,19 +675,19 @@ void engine_worker_release(engine_t *e, const char *name)
 
 long engine_heap_check_node(engine_t *e, node *n)
 {
-    jheap *h = &n->jobs;
+    rheap *h = &n->jobs;
     long live = 0;
     htab seen = {0};
     for (uint32_t i = 0; i < h->n; i++) {
-        const jent *x = &h->a[i];
-        if (i > 0 && jent_less(x, &h->a[(i - 1) / 4])) live = -1;
+        const rent *x = &h->a[i];
+        if (i > 0 && rent_less(x, &h->a[(i - 1) / 4])) live = -1;
         stale_ent key = {x->id, x->k};
         bool stale = htab_find(&e->stale, stale_hash(x->id, x->k), stale_eq, &key) != NULL;
         if (i == 0 && stale) live = -1; /* the top must be live */
         if (live < 0) break;
         if (stale) continue;
         job *j = engine_job_find(e, x->id);
-        if (!j || j != x->j || j->state != ENGINE_READY || j->nd != n || ready_key(j) != x->k ||
+        if (!j || j->state != ENGINE_READY || j->nd != n || ready_key(j) != x->k ||
             htab_find(&seen, hash_u64(x->id), stale_eq, &key)) {
             live = -1;
             break;

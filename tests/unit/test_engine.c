@@ -1120,6 +1120,40 @@ TEST(morgue_delete_one_and_by_filter)
     engine_destroy(e);
 }
 
+/* A job is listed once however often it changes, with every change's
+ * fields; a deletion takes over its entry (the job is freed at once). */
+TEST(a_job_is_listed_once_and_a_deletion_takes_over_its_entry)
+{
+    engine_t *e = mk_engine();
+    uint64_t b = SUB(e, T0, "a", "other");
+    uint64_t a = kill_one(e, T0, "a", "q", "T"); /* submitted, leased, dead */
+    size_t n;
+    const engine_change *c = engine_changes(e, &n);
+    int listed = 0;
+    for (size_t i = 0; i < n; i++)
+        if (c[i].kind == ENGINE_CH_JOB && c[i].id == a) {
+            listed++;
+            ASSERT(c[i].fields & ENGINE_JF_NEW);
+        }
+    ASSERT_EQ(listed, 1);
+    ASSERT_EQ(engine_morgue_delete(e, T0, a, NULL), 0);
+    c = engine_changes(e, &n);
+    int deleted = 0, as_job = 0, other = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (c[i].id == a) {
+            deleted += c[i].kind == ENGINE_CH_JOB_DELETED;
+            as_job += c[i].kind == ENGINE_CH_JOB;
+        }
+        other += c[i].kind == ENGINE_CH_JOB && c[i].id == b;
+    }
+    ASSERT_EQ(deleted, 1);
+    ASSERT_EQ(as_job, 0);
+    ASSERT_EQ(other, 1);
+    engine_changes_clear(e);
+    must_check(e, T0);
+    engine_destroy(e);
+}
+
 TEST(morgue_requeue_by_filter)
 {
     engine_t *e = mk_engine();
