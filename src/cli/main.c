@@ -4,19 +4,12 @@
 #include "cli/cli.h"
 #include "worker/work.h"
 
-#include <malloc.h>
 #include <stdio.h>
 #include <string.h>
 
 static int cmd_serve(cli *c, int argc, char **argv)
 {
     (void)c;
-    /* Big buffers (request bodies, batches, heap arrays) are mapped and
-     * unmapped on their own.  glibc's default raises this threshold to the
-     * largest block freed so far, after which such buffers come from the
-     * heap and leave holes between the jobs (measured: 8 bytes per queued
-     * job at 1M jobs; docs/ARCHITECTURE.md, "Memory"). */
-    mallopt(M_MMAP_THRESHOLD, 256 * 1024);
     api_config cfg;
     int rc = api_config_load(&cfg, argc - 1, argv + 1, stderr);
     if (rc != 0) return rc > 0 ? 0 : 2;
