@@ -177,8 +177,7 @@ typedef struct lane {
 } lane;
 
 /* A laned job's lane and its neighbours there: only laned jobs carry one,
- * so an unlaned job is 16 bytes smaller (a blank one fits a 96-byte malloc
- * chunk instead of 112). */
+ * so every other job is 16 bytes smaller. */
 typedef struct lane_link {
     lane *ln;
     struct engine_job *prev, *next;
