@@ -1572,6 +1572,38 @@ TEST(recovery_expired_leases_expire_at_the_next_tick)
     engine_destroy(b);
 }
 
+/* A job keeps no args length: a stored row whose args hold a NUL (JSON text
+ * never does) is cut there, and the engine's count of args bytes stays true
+ * from load to the job's end. */
+TEST(recovery_cuts_args_at_a_nul_and_counts_what_it_kept)
+{
+    engine_t *a = mk_engine();
+    uint64_t id = SUB(a, T0, "t", "q");
+    snap s = take_snapshot(a, engine_next_id(a));
+    char *args = malloc(9);
+    memcpy(args, "{}\0{\"x\":1}", 9);
+    free((char *)s.v[0].args);
+    s.v[0].args = args;
+    s.v[0].args_len = 9;
+    engine_t *b = mk_engine();
+    ASSERT_EQ(engine_load_job(b, T0 + 1, &s.v[0], NULL), 0);
+    engine_memory m;
+    engine_memory_usage(b, &m);
+    ASSERT_EQ(m.data_bytes, 2);
+    engine_job_info in = info_of(b, id);
+    ASSERT_EQ(in.args_len, 2);
+    ASSERT_STR(in.args, "{}");
+    ASSERT_EQ(lease1(b, T0 + 2, "q"), id);
+    ASSERT_EQ(engine_ack(b, T0 + 3, id, token_of(b, id), NULL, NULL, NULL), 0);
+    engine_changes_clear(b); /* frees the finished job */
+    engine_memory_usage(b, &m);
+    ASSERT_EQ(m.data_bytes, 0);
+    must_check(b, T0 + 3);
+    snap_free(&s);
+    engine_destroy(a);
+    engine_destroy(b);
+}
+
 TEST(recovery_restores_idempotency_keys)
 {
     engine_t *b = mk_engine();
