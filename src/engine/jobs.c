@@ -7,9 +7,6 @@
 
 job *engine_job_alloc(engine_t *e, uint64_t id, node *nd, const char *args, uint32_t args_len)
 {
-    /* args are JSON text, which has no NUL; the job keeps no length, so a
-     * row that held one anyway is cut there (and counted as kept) */
-    if (args_len) args_len = (uint32_t)strnlen(args, args_len);
     job *j = xmalloc(offsetof(job, args) + args_len + 1);
     memset(j, 0, offsetof(job, args));
     j->id = id;

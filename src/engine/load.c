@@ -28,8 +28,11 @@ int engine_load_job(engine_t *e, int64_t now, const engine_job_info *in, engine_
     queue *q = engine_queue_get_or_create(e, in->queue);
     node *nd = engine_node_get(e, q, in->type, t);
     bool has_pl = in->payloads != NULL || (!in->args && in->n_payloads == 0 && q->s.merge);
-    job *j = engine_job_alloc(e, in->id, nd, has_pl ? NULL : (in->args ? in->args : "{}"),
-                              has_pl ? 0 : (in->args ? in->args_len : 2));
+    /* A job keeps no args length (JSON text has no NUL): a stored row whose
+     * args hold one anyway is cut there, so what is counted is what is kept. */
+    job *j =
+        engine_job_alloc(e, in->id, nd, has_pl ? NULL : (in->args ? in->args : "{}"),
+                         has_pl ? 0 : (in->args ? (uint32_t)strnlen(in->args, in->args_len) : 2));
     j->priority = (int16_t)in->priority;
     j->attempts = (uint16_t)in->attempts;
     j->max_attempts = (uint16_t)(in->max_attempts ? in->max_attempts : q->s.max_attempts);

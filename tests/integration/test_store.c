@@ -582,6 +582,19 @@ static void drain(store_t *s, commits *c, size_t want)
     ASSERT_MSG(c->n == want, "%zu of %zu outcomes", c->n, want);
 }
 
+/* Hands the engine's changes over as a batch (more = false) or as a part
+ * of a chain (more = true). */
+static void hand(store_t *s, engine_t *e, bool more)
+{
+    store_batch *b = store_batch_new();
+    store_batch_changes(b, e);
+    engine_changes_clear(e);
+    if (more)
+        store_commit_part(s, b);
+    else
+        store_commit(s, b);
+}
+
 BOTH(batches_arriving_together_share_one_commit)
 {
     char *url = fresh_url(backend);
@@ -593,10 +606,7 @@ BOTH(batches_arriving_together_share_one_commit)
     enum { N = 2000 };
     for (int i = 0; i < N; i++) {
         SUB(e, T0, "t", "q", .args = "{}");
-        store_batch *b = store_batch_new();
-        store_batch_changes(b, e);
-        engine_changes_clear(e);
-        store_commit(s, b);
+        hand(s, e, false);
     }
     drain(s, &c, N);
     for (size_t i = 0; i < c.n; i++) {
@@ -617,19 +627,6 @@ BOTH(batches_arriving_together_share_one_commit)
     ASSERT_EQ(g.v[0].id, N);
     store_close(s);
     engine_destroy(e);
-}
-
-/* Hands the engine's changes over as a part of a chain (more = true) or as
- * its end. */
-static void hand(store_t *s, engine_t *e, bool more)
-{
-    store_batch *b = store_batch_new();
-    store_batch_changes(b, e);
-    engine_changes_clear(e);
-    if (more)
-        store_commit_part(s, b);
-    else
-        store_commit(s, b);
 }
 
 /* A chain (a big request handed over in parts) is applied as its parts come
