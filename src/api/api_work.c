@@ -1,47 +1,6 @@
 /* Workers: lease (long poll), start, heartbeat, ack, fail, batched outcomes. */
 #include "internal.h"
 
-#define LEASE_MAX  1000
-#define MAX_QUEUES 64
-
-static void free_list(char **v, size_t n)
-{
-    for (size_t i = 0; i < n; i++) free(v[i]);
-    free(v);
-}
-
-/* A JSON array of names into a malloc'd list; replies 400 and returns false
- * on error. */
-static bool name_list(http_req *req, json_t *body, const char *key, bool required, char ***out,
-                      size_t *n)
-{
-    *out = NULL;
-    *n = 0;
-    json_t *a = json_object_get(body, key);
-    if (!a || json_is_null(a)) {
-        if (required) reply_error(req, TENQ_EINVALID, key, "%s is required", key);
-        return !required;
-    }
-    if (!json_is_array(a) || json_array_size(a) == 0 || json_array_size(a) > MAX_QUEUES) {
-        reply_error(req, TENQ_EINVALID, key, "%s must be a list of 1 to %d names", key, MAX_QUEUES);
-        return false;
-    }
-    size_t cnt = json_array_size(a);
-    char **v = xcalloc(cnt, sizeof(char *));
-    for (size_t i = 0; i < cnt; i++) {
-        const char *s = json_string_value(json_array_get(a, i));
-        if (!s || !*s || strlen(s) > ENGINE_TYPE_MAX) {
-            free_list(v, i);
-            reply_error(req, TENQ_EINVALID, key, "%s must hold names", key);
-            return false;
-        }
-        v[i] = xstrdup(s);
-    }
-    *out = v;
-    *n = cnt;
-    return true;
-}
-
 bool try_lease(server *s, http_req *req, const principal *who, char **queues, size_t nq,
                char **types, size_t nt, size_t max, const char *worker)
 {
@@ -90,43 +49,41 @@ bool try_lease(server *s, http_req *req, const principal *who, char **queues, si
 void h_lease(server *s, http_req *req, const principal *who, const char **args)
 {
     (void)args;
-    json_t *body = parse_body(req);
-    if (!body) return;
-    static const char *const fields[] = {"worker", "queues", "types", "max", "wait_ms", NULL};
-    char **queues = NULL, **types = NULL;
-    size_t nq = 0, nt = 0;
-    const char *worker = NULL;
-    long long max = 1, wait_ms = 0;
-    if (!only_fields(req, body, fields) || !get_str(req, body, "worker", &worker, false) ||
-        !get_int(req, body, "max", &max, NULL, 1, LEASE_MAX) ||
-        !get_int(req, body, "wait_ms", &wait_ms, NULL, 0, 3600000) ||
-        !name_list(req, body, "queues", true, &queues, &nq) ||
-        !name_list(req, body, "types", false, &types, &nt)) {
-        free_list(queues, nq);
+    lease_in in;
+    /* the usual body is read in place; jansson reads the rest and words
+     * every refusal */
+    if (!lease_read_text(req->body, req->body_len, &in)) {
+        json_t *body = parse_body(req);
+        if (!body) return;
+        engine_err err;
+        int rc = lease_read(body, &in, &err);
+        if (rc) reply_engine_err(req, &err);
         json_decref(body);
-        return;
+        if (rc) return;
     }
-    if (worker && strlen(worker) > 256) {
+    if (in.worker && strlen(in.worker) > 256) {
         reply_error(req, TENQ_EINVALID, "worker", "worker must be at most 256 characters");
         goto out;
     }
-    for (size_t i = 0; i < nq; i++) {
-        if (!engine_name_valid(queues[i])) {
-            reply_error(req, TENQ_EINVALID, "queues", "bad queue name %s", queues[i]);
+    for (size_t i = 0; i < in.nq; i++) {
+        if (!engine_name_valid(in.queues[i])) {
+            reply_error(req, TENQ_EINVALID, "queues", "bad queue name %s", in.queues[i]);
             goto out;
         }
-        if (who->tok && !token_allows_queue(who->tok, queues[i])) {
+        if (who->tok && !token_allows_queue(who->tok, in.queues[i])) {
             reply_error(req, TENQ_EFORBIDDEN, "queues", "this token may not lease from %s",
-                        queues[i]);
+                        in.queues[i]);
             goto out;
         }
     }
     char wbuf[320];
+    const char *worker = in.worker;
     if (!worker) {
         snprintf(wbuf, sizeof wbuf, "%s", req->peer);
         worker = wbuf;
     }
-    if (try_lease(s, req, who, queues, nq, types, nt, (size_t)max, worker)) goto out;
+    if (try_lease(s, req, who, in.queues, in.nq, in.types, in.nt, (size_t)in.max, worker)) goto out;
+    long long wait_ms = in.wait_ms;
     if (wait_ms > s->cfg.max_wait_ms) wait_ms = s->cfg.max_wait_ms;
     if (wait_ms == 0 || s->stopping) {
         static const char empty[] = "{\"jobs\":[]}";
@@ -136,19 +93,18 @@ void h_lease(server *s, http_req *req, const principal *who, const char **args)
     lease_waiter *w = xcalloc(1, sizeof(*w));
     w->req = req;
     w->who = *who;
-    w->queues = queues;
-    w->nqueues = nq;
-    w->types = types;
-    w->ntypes = nt;
-    w->max = (size_t)max;
-    w->worker = xstrdup(worker);
-    queues = types = NULL;
-    nq = nt = 0;
+    w->queues = in.queues;
+    w->nqueues = in.nq;
+    w->types = in.types;
+    w->ntypes = in.nt;
+    w->max = (size_t)in.max;
+    w->worker = in.worker ? in.worker : xstrdup(worker);
+    in.queues = in.types = NULL;
+    in.nq = in.nt = 0;
+    in.worker = NULL;
     lease_waiter_add(s, w, wait_ms);
 out:
-    free_list(queues, nq);
-    free_list(types, nt);
-    json_decref(body);
+    lease_in_free(&in);
 }
 
 /* The job a worker call is about, if this principal may touch it. */

@@ -282,6 +282,23 @@ int outcome_read(json_t *o, bool ok, outcome_in *in, engine_err *err);
  * walk), checking it as they go, and leave it past the object. */
 bool outcome_read_text(tq_iter *o, outcome_in *in, uint64_t *id);
 
+/* A lease request's fields (POST /v1/lease; jobread.c). */
+#define LEASE_MAX  1000 /* jobs a lease may ask for */
+#define MAX_QUEUES 64   /* names in queues and in types */
+typedef struct lease_in {
+    char *worker;           /* malloc'd, or NULL (not given) */
+    char **queues, **types; /* malloc'd lists of malloc'd names */
+    size_t nq, nt;
+    long long max, wait_ms;
+} lease_in;
+void lease_in_free(lease_in *in);
+/* From a jansson tree: 0, or the refusal in err (nothing to free). */
+int lease_read(json_t *body, lease_in *in, engine_err *err);
+/* From the body's text in place: what lease_read gives, or false (nothing
+ * to free) when lease_read must read it (anything unusual, and every
+ * refusal). */
+bool lease_read_text(const char *text, size_t n, lease_in *in);
+
 /* canonical_json's text for a checked value read in place (malloc'd), or
  * NULL when jansson must write it (escapes, deep nesting, big numbers). */
 char *canonical_text(tq_span v);

@@ -4,6 +4,7 @@
  * tree).  See internal.h. */
 #include "internal.h"
 
+#include "base/jreal.h"
 #include "base/jscan.h"
 
 #include <errno.h>
@@ -267,14 +268,20 @@ static bool canon(jbuf *b, tq_span v, int depth)
     default:
         if (is_real(v)) {
             double d;
+            char tmp[64];
+            size_t n;
+            /* the usual reals read and written exactly without jansson */
+            if (tq_real_read(v.p, v.n, &d) && (n = tq_real_write(d, tmp)) > 0) {
+                jb_put(b, tmp, n);
+                return true;
+            }
             if (!real_value(v, &d)) return false;
             /* jansson writes reals its own way (at 17 digits, a ".0" or an
              * exponent always there): ask it, for this one number */
-            char tmp[64];
             json_t *r = json_real(d);
-            size_t n = r ? json_dumpb(r, tmp, sizeof tmp,
-                                      JSON_ENCODE_ANY | JSON_COMPACT | JSON_REAL_PRECISION(17))
-                         : 0;
+            n = r ? json_dumpb(r, tmp, sizeof tmp,
+                               JSON_ENCODE_ANY | JSON_COMPACT | JSON_REAL_PRECISION(17))
+                  : 0;
             json_decref(r);
             if (n == 0 || n > sizeof tmp) return false;
             jb_put(b, tmp, n);
@@ -516,4 +523,157 @@ decline:
     outcome_in_free(in);
     memset(in, 0, sizeof(*in));
     return false;
+}
+
+/* ---- lease requests --------------------------------------------------------------------- */
+
+static const char *const lease_fields[] = {"worker", "queues", "types", "max", "wait_ms", NULL};
+enum { L_WORKER, L_QUEUES, L_TYPES, L_MAX, L_WAIT, L_N };
+
+void lease_in_free(lease_in *in)
+{
+    free(in->worker);
+    for (size_t i = 0; i < in->nq; i++) free(in->queues[i]);
+    for (size_t i = 0; i < in->nt; i++) free(in->types[i]);
+    free(in->queues);
+    free(in->types);
+    memset(in, 0, sizeof(*in));
+}
+
+static void lease_defaults(lease_in *in)
+{
+    memset(in, 0, sizeof(*in));
+    in->max = 1;
+}
+
+/* A list of names (queues, types) from the tree; 0 or the refusal. */
+static int tree_names(json_t *body, const char *key, bool required, char ***out, size_t *n,
+                      engine_err *err)
+{
+    json_t *a = json_object_get(body, key);
+    if (!a || json_is_null(a)) {
+        if (!required) return 0;
+        engine_errf(err, TENQ_EINVALID, key, "%s is required", key);
+        return TENQ_EINVALID;
+    }
+    if (!json_is_array(a) || json_array_size(a) == 0 || json_array_size(a) > MAX_QUEUES) {
+        engine_errf(err, TENQ_EINVALID, key, "%s must be a list of 1 to %d names", key, MAX_QUEUES);
+        return TENQ_EINVALID;
+    }
+    size_t cnt = json_array_size(a);
+    *out = xcalloc(cnt, sizeof(char *));
+    for (size_t i = 0; i < cnt; i++) {
+        const char *s = json_string_value(json_array_get(a, i));
+        if (!s || !*s || strlen(s) > ENGINE_TYPE_MAX) {
+            engine_errf(err, TENQ_EINVALID, key, "%s must hold names", key);
+            return TENQ_EINVALID;
+        }
+        (*out)[(*n)++] = xstrdup(s);
+    }
+    return 0;
+}
+
+/* An integer field from the tree (absent or null: *out unchanged). */
+static int tree_int(json_t *body, const char *key, long long lo, long long hi, long long *out,
+                    engine_err *err)
+{
+    json_t *v = json_object_get(body, key);
+    if (!v || json_is_null(v)) return 0;
+    if (!json_is_integer(v)) {
+        engine_errf(err, TENQ_EINVALID, key, "%s must be an integer", key);
+        return TENQ_EINVALID;
+    }
+    if (json_integer_value(v) < lo || json_integer_value(v) > hi) {
+        engine_errf(err, TENQ_EINVALID, key, "%s must be between %lld and %lld", key, lo, hi);
+        return TENQ_EINVALID;
+    }
+    *out = json_integer_value(v);
+    return 0;
+}
+
+int lease_read(json_t *body, lease_in *in, engine_err *err)
+{
+    lease_defaults(in);
+    const char *k = unknown_field(body, lease_fields);
+    if (k) {
+        engine_errf(err, TENQ_EINVALID, k, "unknown field \"%s\"", k);
+        return TENQ_EINVALID;
+    }
+    json_t *w = json_object_get(body, "worker");
+    if (w && !json_is_null(w)) {
+        if (!json_is_string(w)) {
+            engine_errf(err, TENQ_EINVALID, "worker", "worker must be a string");
+            return TENQ_EINVALID;
+        }
+        if (strlen(json_string_value(w)) != json_string_length(w)) {
+            engine_errf(err, TENQ_EINVALID, "worker", "worker must not contain NUL characters");
+            return TENQ_EINVALID;
+        }
+    }
+    int rc = tree_int(body, "max", 1, LEASE_MAX, &in->max, err);
+    if (!rc) rc = tree_int(body, "wait_ms", 0, 3600000, &in->wait_ms, err);
+    if (!rc) rc = tree_names(body, "queues", true, &in->queues, &in->nq, err);
+    if (!rc) rc = tree_names(body, "types", false, &in->types, &in->nt, err);
+    if (rc) {
+        lease_in_free(in);
+        return rc;
+    }
+    if (w && !json_is_null(w)) in->worker = xstrdup(json_string_value(w));
+    return 0;
+}
+
+/* A list of plain names in place; false declines. */
+static bool text_names(tq_span v, char ***out, size_t *n)
+{
+    tq_iter it;
+    tq_span x;
+    int rc;
+    if (!tq_arr_begin(&it, v)) return false;
+    char *names[MAX_QUEUES];
+    size_t cnt = 0;
+    bool ok = true;
+    while (ok && (rc = tq_arr_next(&it, &x)) > 0) {
+        ok = cnt < MAX_QUEUES && plain_string(x) && x.n > 2 && x.n - 2 <= ENGINE_TYPE_MAX;
+        if (ok) names[cnt++] = xstrndup(x.p + 1, x.n - 2);
+    }
+    if (!ok || rc < 0 || cnt == 0) {
+        for (size_t i = 0; i < cnt; i++) free(names[i]);
+        return false;
+    }
+    *out = xmalloc(cnt * sizeof(char *));
+    memcpy(*out, names, cnt * sizeof(char *));
+    *n = cnt;
+    return true;
+}
+
+bool lease_read_text(const char *text, size_t len, lease_in *in)
+{
+    tq_span body, k, v, fv[L_N];
+    tq_iter it;
+    unsigned seen = 0;
+    int rc;
+    lease_defaults(in);
+    if (!tq_obj_outline(text, len, &body) || !tq_obj_begin(&it, body)) return false;
+    while ((rc = tq_obj_next(&it, &k, &v)) > 0) {
+        int f = name_at(lease_fields, L_N, k);
+        if (f < 0 || (seen & (1u << f))) return false; /* unknown, escaped or twice */
+        seen |= 1u << f;
+        fv[f] = v;
+    }
+#define HAS(f) ((seen & (1u << (f))) && !tq_span_null(fv[f]))
+    if (rc < 0 || !HAS(L_QUEUES)) return false;
+    if (HAS(L_MAX) && (!json_text_int(fv[L_MAX], &in->max) || in->max < 1 || in->max > LEASE_MAX))
+        return false;
+    if (HAS(L_WAIT) &&
+        (!json_text_int(fv[L_WAIT], &in->wait_ms) || in->wait_ms < 0 || in->wait_ms > 3600000))
+        return false;
+    if (HAS(L_WORKER) && !plain_string(fv[L_WORKER])) return false;
+    if (!text_names(fv[L_QUEUES], &in->queues, &in->nq)) return false;
+    if (HAS(L_TYPES) && !text_names(fv[L_TYPES], &in->types, &in->nt)) {
+        lease_in_free(in);
+        return false;
+    }
+    if (HAS(L_WORKER)) in->worker = xstrndup(fv[L_WORKER].p + 1, fv[L_WORKER].n - 2);
+#undef HAS
+    return true;
 }

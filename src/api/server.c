@@ -69,33 +69,40 @@ static const route routes[] = {
 #define MAX_ARGS 4
 
 /* Matches a path against a pattern; fills args with the {} segments
- * (pointers into buf). */
+ * (pointers into buf).  The path is walked in place (one that does not fit
+ * buf as cut to it) and copied only when it matches: every route is tried
+ * in turn. */
 static bool match(const char *pattern, const char *path, char *buf, size_t blen, const char **args)
 {
-    snprintf(buf, blen, "%s", path);
-    char *p = buf;
-    const char *t = pattern;
+    size_t n = strnlen(path, blen - 1), at[MAX_ARGS];
+    const char *p = path, *e = path + n, *t = pattern;
     int na = 0;
-    while (*t && *p) {
+    while (*t && p < e) {
         if (t[0] == '{' && t[1] == '}') {
-            char *end = strchr(p, '/');
-            size_t len = end ? (size_t)(end - p) : strlen(p);
+            const char *end = memchr(p, '/', (size_t)(e - p));
+            size_t len = end ? (size_t)(end - p) : (size_t)(e - p);
             if (len == 0 || na >= MAX_ARGS) return false;
-            args[na++] = p;
+            at[na++] = (size_t)(p - path);
             t += 2;
             p += len;
-            if (*p == '/') {
+            if (p < e) { /* at a '/' */
                 if (*t != '/') return false;
-                *p++ = 0;
+                p++;
                 t++;
             }
             continue;
         }
-        if (*t != *p) return false;
-        t++;
-        p++;
+        if (*t++ != *p++) return false;
     }
-    return !*t && !*p;
+    if (*t || p < e) return false;
+    memcpy(buf, path, n);
+    buf[n] = 0;
+    for (int i = 0; i < na; i++) {
+        char *arg = buf + at[i], *slash = strchr(arg, '/');
+        if (slash) *slash = 0;
+        args[i] = arg;
+    }
+    return true;
 }
 
 /* ---- replies --------------------------------------------------------------------- */

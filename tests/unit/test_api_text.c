@@ -7,7 +7,10 @@
 #include "runner.h"
 
 #include "api/internal.h"
+#include "base/jreal.h"
 #include "base/jscan.h"
+
+#include <math.h>
 
 typedef struct rng {
     uint64_t s;
@@ -290,8 +293,9 @@ TEST(anything_else_is_read_alike_or_left_to_jansson)
         both_refuse += !v.text_ok && !v.tree_ok;
         jb_free(&b);
     }
-    /* the mix exercised all three outcomes */
-    ASSERT_MSG(text > 3000 && tree > text && both_refuse > 3000,
+    /* the mix exercised all three outcomes (in place: about 3,100 of 30,000,
+     * 3,000 to 3,200 over seeds; 3,000 was too close and failed 1 seed in 15) */
+    ASSERT_MSG(text > 2500 && tree > text && both_refuse > 3000,
                "in place %d, jansson %d, both refused %d", text, tree, both_refuse);
 }
 
@@ -569,7 +573,10 @@ static verdict compare_outcome(const char *text, size_t n)
     return v;
 }
 
-TEST(outcomes_are_read_in_place_exactly_as_jansson_reads_them)
+/* A reader in place held to jansson's on 20,000 bodies: every other one
+ * plain (both must read it), the rest wild and a third of those mutated. */
+static void fuzz_reader(void (*gen)(rng *, jbuf *, bool), verdict (*cmp)(const char *, size_t),
+                        const char *what)
 {
     uint64_t seed = test_seed();
     rng r = {seed | 1};
@@ -578,7 +585,7 @@ TEST(outcomes_are_read_in_place_exactly_as_jansson_reads_them)
         jbuf b;
         jb_init(&b);
         bool plain = i % 2 == 0;
-        gen_outcome(&r, &b, plain);
+        gen(&r, &b, plain);
         if (!plain && pick(&r, 3) == 0 && b.n > 2) {
             size_t at = (size_t)pick(&r, (int)b.n);
             static const char bytes[] = "{}[]\",:\\ 0-.etn\xc3";
@@ -587,10 +594,10 @@ TEST(outcomes_are_read_in_place_exactly_as_jansson_reads_them)
             else
                 b.n = at;
         }
-        verdict v = compare_outcome(b.p, b.n);
+        verdict v = cmp(b.p, b.n);
         if (plain) {
-            ASSERT_MSG(v.tree_ok, "the generator made a bad plain outcome: %s", b.p);
-            ASSERT_MSG(v.text_ok, "declined a plain outcome: %s", b.p);
+            ASSERT_MSG(v.tree_ok, "the generator made a bad plain %s: %s", what, b.p);
+            ASSERT_MSG(v.text_ok, "declined a plain %s: %s", what, b.p);
         }
         text += v.text_ok;
         tree += v.tree_ok;
@@ -598,5 +605,249 @@ TEST(outcomes_are_read_in_place_exactly_as_jansson_reads_them)
         jb_free(&b);
     }
     ASSERT_MSG(text > 10000 && tree > text && both_refuse > 1000,
-               "in place %d, jansson %d, both refused %d", text, tree, both_refuse);
+               "%s: in place %d, jansson %d, both refused %d", what, text, tree, both_refuse);
+}
+
+TEST(outcomes_are_read_in_place_exactly_as_jansson_reads_them)
+{
+    fuzz_reader(gen_outcome, compare_outcome, "outcome");
+}
+
+/* ---- lease requests ------------------------------------------------------------------------ */
+
+static const char *lfields[] = {"worker", "queues", "types", "max", "wait_ms"};
+
+static void gen_names(rng *r, jbuf *b, bool plain)
+{
+    static const char *names[] = {"\"bench\"", "\"reports\"", "\"a.b-c_d\"", "\"q\\u0031\"",
+                                  "\"\"",      "7",           "null",        "[\"x\"]"};
+    int n = plain ? 1 + pick(r, 3) : pick(r, 4) == 0 ? pick(r, 70) : pick(r, 4);
+    put(b, "[");
+    for (int i = 0; i < n; i++) {
+        if (i) put(b, ",");
+        put(b, names[plain ? pick(r, 3) : pick(r, pick(r, 3) ? 3 : 8)]);
+    }
+    put(b, "]");
+}
+
+static void gen_lease(rng *r, jbuf *b, bool plain)
+{
+    put(b, " {");
+    int order[5], n = 0;
+    for (int f = 0; f < 5; f++)
+        if (f == 1 || pick(r, 2)) order[n++] = f;
+    for (int i = n - 1; i > 0; i--) {
+        int j = pick(r, i + 1), t = order[i];
+        order[i] = order[j];
+        order[j] = t;
+    }
+    char tmp[64];
+    for (int i = 0; i < n; i++) {
+        int f = order[i];
+        if (i) put(b, pick(r, 6) ? "," : " , ");
+        put(b, "\"");
+        put(b, lfields[f]);
+        put(b, "\": ");
+        if (!plain && !pick(r, 8)) {
+            gen_value(r, b, 1, false);
+            continue;
+        }
+        if (!plain && f != 1 && !pick(r, 6)) {
+            put(b, "null");
+            continue;
+        }
+        switch (f) {
+        case 0: gen_string(r, b, plain); break;
+        case 1:
+        case 2: gen_names(r, b, plain); break;
+        case 3:
+            snprintf(tmp, sizeof tmp, "%d",
+                     plain || pick(r, 3) ? 1 + pick(r, 1000) : pick(r, 3000) - 5);
+            put(b, tmp);
+            break;
+        default:
+            snprintf(tmp, sizeof tmp, "%d",
+                     plain || pick(r, 3) ? pick(r, 3600001) : 3600000 + pick(r, 3) - pick(r, 3));
+            put(b, tmp);
+        }
+    }
+    if (!plain && !pick(r, 15)) put(b, ",\"colour\":1");
+    put(b, "} ");
+}
+
+static bool same_names(char **a, size_t na, char **b, size_t nb)
+{
+    if (na != nb) return false;
+    for (size_t i = 0; i < na; i++)
+        if (strcmp(a[i], b[i])) return false;
+    return true;
+}
+
+static verdict compare_lease(const char *text, size_t n)
+{
+    verdict v = {false, false};
+    lease_in a, t;
+    v.text_ok = lease_read_text(text, n, &a);
+    json_error_t jerr;
+    json_t *o = json_loadb(text, n, JSON_REJECT_DUPLICATES, &jerr);
+    engine_err err;
+    v.tree_ok = o && json_is_object(o) && lease_read(o, &t, &err) == 0;
+    if (v.text_ok) {
+        ASSERT_MSG(v.tree_ok, "in place accepted a lease jansson's reader refuses: %.*s", (int)n,
+                   text);
+        ASSERT_MSG(same_str(a.worker, t.worker) && a.max == t.max && a.wait_ms == t.wait_ms,
+                   "worker/max/wait_ms differ: %.*s", (int)n, text);
+        ASSERT_MSG(same_names(a.queues, a.nq, t.queues, t.nq) &&
+                       same_names(a.types, a.nt, t.types, t.nt),
+                   "queues/types differ: %.*s", (int)n, text);
+        lease_in_free(&a);
+    }
+    if (v.tree_ok) lease_in_free(&t);
+    json_decref(o);
+    return v;
+}
+
+TEST(lease_requests_are_read_in_place_exactly_as_jansson_reads_them)
+{
+    fuzz_reader(gen_lease, compare_lease, "lease");
+    /* and the jansson reader's words for what it refuses */
+    static const struct {
+        const char *body, *field, *msg;
+    } refusals[] = {
+        {"{\"queues\":[\"a\"],\"colour\":1}", "colour", "unknown field \"colour\""},
+        {"{\"max\":2}", "queues", "queues is required"},
+        {"{\"queues\":[]}", "queues", "queues must be a list of 1 to 64 names"},
+        {"{\"queues\":[\"\"]}", "queues", "queues must hold names"},
+        {"{\"queues\":[\"a\"],\"types\":\"t\"}", "types", "types must be a list of 1 to 64 names"},
+        {"{\"queues\":[\"a\"],\"max\":1001}", "max", "max must be between 1 and 1000"},
+        {"{\"queues\":[\"a\"],\"wait_ms\":1.5}", "wait_ms", "wait_ms must be an integer"},
+        {"{\"queues\":[\"a\"],\"worker\":7}", "worker", "worker must be a string"},
+    };
+    for (size_t i = 0; i < sizeof refusals / sizeof refusals[0]; i++) {
+        lease_in in;
+        engine_err err;
+        const char *body = refusals[i].body;
+        ASSERT_MSG(!lease_read_text(body, strlen(body), &in), "read in place: %s", body);
+        json_t *o = json_loads(body, 0, NULL);
+        ASSERT_MSG(o && lease_read(o, &in, &err) == TENQ_EINVALID, "jansson took %s", body);
+        ASSERT_MSG(!strcmp(err.field, refusals[i].field) && !strcmp(err.message, refusals[i].msg),
+                   "%s: %s: %s", body, err.field, err.message);
+        json_decref(o);
+    }
+}
+
+/* ---- reals ------------------------------------------------------------------------------- */
+
+/* jansson's text for v at 17 digits, as canonical_json writes a real */
+static size_t jansson_real(double v, char *out, size_t cap)
+{
+    json_t *r = json_real(v);
+    size_t n =
+        json_dumpb(r, out, cap - 1, JSON_ENCODE_ANY | JSON_COMPACT | JSON_REAL_PRECISION(17));
+    json_decref(r);
+    out[n] = 0;
+    return n;
+}
+
+/* One real through the fast writer: the same text as jansson's, or
+ * declined; returns whether it was written. */
+static bool write_alike(double v)
+{
+    char fast[32], slow[64];
+    size_t n = tq_real_write(v, fast);
+    if (!n) return false;
+    size_t m = jansson_real(v, slow, sizeof slow);
+    ASSERT_MSG(n == m && !memcmp(fast, slow, n), "%.17g: wrote %.*s, jansson %s", v, (int)n, fast,
+               slow);
+    return true;
+}
+
+TEST(reals_are_written_as_jansson_writes_them)
+{
+    uint64_t seed = test_seed();
+    rng r = {seed | 1};
+    int written = 0, declined = 0;
+    /* any bits: mantissas and binary exponents across the range and past it */
+    for (int i = 0; i < 200000; i++) {
+        uint64_t m = (next(&r) >> 11) | (1ULL << 52);
+        double v = ldexp((double)m, pick(&r, 140) - 120 + (i % 7 == 0 ? -900 : 0));
+        if (pick(&r, 2)) v = -v;
+        if (write_alike(v))
+            written++;
+        else
+            declined++;
+    }
+    /* decimals as clients write them (1234.5678), and few-bit values (ties) */
+    for (int i = 0; i < 100000; i++) {
+        char text[64], frac[8];
+        long long w = (long long)(next(&r) % 100000000000ULL) >> pick(&r, 30);
+        snprintf(frac, sizeof frac, "%06d", pick(&r, 1000000));
+        frac[1 + pick(&r, 6)] = 0;
+        snprintf(text, sizeof text, "%lld.%se%d", w, frac, pick(&r, 25) - 12);
+        written += write_alike(strtod(text, NULL));
+        written += write_alike(ldexp((double)(1 + 2 * pick(&r, 1 << 20)), -pick(&r, 60)));
+    }
+    /* around each power of ten the writer handles, where the exponent turns */
+    for (int x = -5; x <= 16; x++) {
+        double p = pow(10, x);
+        double around[] = {p,
+                           nextafter(p, 0),
+                           nextafter(p, INFINITY),
+                           p * (1 - 1e-16),
+                           p * (1 + 1e-16),
+                           p - 0.5 * p * 1e-17};
+        for (size_t i = 0; i < sizeof around / sizeof around[0]; i++) {
+            write_alike(around[i]);
+            write_alike(-around[i]);
+        }
+    }
+    char out[32];
+    ASSERT_EQ(tq_real_write(0.0, out), 0);
+    ASSERT_EQ(tq_real_write(-0.0, out), 0);
+    ASSERT_EQ(tq_real_write(NAN, out), 0);
+    ASSERT_EQ(tq_real_write(INFINITY, out), 0);
+    ASSERT_EQ(tq_real_write(9.9e-5, out), 0);
+    ASSERT_EQ(tq_real_write(9007199254740992.0, out), 0);
+    ASSERT_MSG(tq_real_write(1234.5678, out) && !strcmp(out, "1234.5678"), "wrote %s", out);
+    ASSERT_MSG(tq_real_write(0.1, out) && !strcmp(out, "0.10000000000000001"), "wrote %s", out);
+    ASSERT_MSG(tq_real_write(-2.0, out) && !strcmp(out, "-2.0"), "wrote %s", out);
+    ASSERT_MSG(written > 150000 && declined > 20000, "written %d, declined %d", written, declined);
+}
+
+TEST(reals_are_read_as_strtod_reads_them)
+{
+    uint64_t seed = test_seed();
+    rng r = {seed | 1};
+    int fast = 0, declined = 0;
+    for (int i = 0; i < 300000; i++) {
+        char text[64];
+        int n = 0;
+        if (pick(&r, 2)) text[n++] = '-';
+        int ip = 1 + pick(&r, 12), fp = pick(&r, 12);
+        for (int k = 0; k < ip; k++)
+            text[n++] = (char)('0' + (k == 0 && ip > 1 ? 1 + pick(&r, 9) : pick(&r, 10)));
+        if (fp) {
+            text[n++] = '.';
+            for (int k = 0; k < fp; k++) text[n++] = (char)('0' + pick(&r, 10));
+        }
+        if (!fp || pick(&r, 3) == 0)
+            n += snprintf(text + n, sizeof text - (size_t)n, "%s%s%d", pick(&r, 2) ? "e" : "E",
+                          pick(&r, 3) == 0 ? "+" : "", pick(&r, 70) - 35);
+        text[n] = 0;
+        double d;
+        if (!tq_real_read(text, (size_t)n, &d)) {
+            declined++;
+            continue;
+        }
+        fast++;
+        double want = strtod(text, NULL);
+        ASSERT_MSG(memcmp(&d, &want, sizeof d) == 0, "%s: read %.17g, strtod %.17g", text, d, want);
+    }
+    double d;
+    ASSERT_MSG(tq_real_read("1234.5678", 9, &d) && d == 1234.5678, "1234.5678");
+    ASSERT_MSG(!tq_real_read("12345678901234567890.5", 22, &d), "20 digits are strtod's");
+    ASSERT_MSG(!tq_real_read("1e23", 4, &d), "10^23 is not exact");
+    ASSERT_MSG(!tq_real_read("-0.0", 4, &d), "zero keeps its sign through strtod");
+    ASSERT_MSG(!tq_real_read("9007199254740993.0", 18, &d), "above 2^53");
+    ASSERT_MSG(fast > 100000 && declined > 50000, "fast %d, declined %d", fast, declined);
 }
