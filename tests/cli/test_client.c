@@ -626,6 +626,88 @@ static tenq_client *fake_client(int port, int request_ms)
     return c;
 }
 
+/* A child that accepts one connection, reads one request (its head, then
+ * Content-Length bytes of body), hands the bytes back through a pipe
+ * (*rd) and answers 200 {}; returns its port. */
+static int capture_server(int *rd)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0), p[2];
+    struct sockaddr_in a = {0};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT(bind(fd, (struct sockaddr *)&a, sizeof a) == 0 && listen(fd, 4) == 0 && pipe(p) == 0);
+    socklen_t l = sizeof a;
+    getsockname(fd, (struct sockaddr *)&a, &l);
+    atexit(fake_stop);
+    fake_pid = fork();
+    if (fake_pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        int cfd = accept(fd, NULL, NULL);
+        char buf[4096];
+        size_t n = 0, want = 0;
+        for (;;) {
+            ssize_t r = read(cfd, buf + n, sizeof buf - 1 - n);
+            if (r <= 0) _exit(1);
+            n += (size_t)r;
+            buf[n] = 0;
+            char *end = strstr(buf, "\r\n\r\n"), *cl = strstr(buf, "Content-Length: ");
+            if (end && !want)
+                want = (size_t)(end + 4 - buf) + (cl ? strtoul(cl + 16, NULL, 10) : 0);
+            if (want && n >= want) break;
+        }
+        ssize_t w = write(p[1], buf, n);
+        static const char ok[] = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}";
+        w = write(cfd, ok, sizeof ok - 1);
+        (void)w;
+        _exit(0);
+    }
+    close(fd);
+    close(p[1]);
+    *rd = p[0];
+    return ntohs(a.sin_port);
+}
+
+/* What the client writes, byte for byte: the head written by hand (no
+ * snprintf) and the body in the same system call. */
+TEST(requests_go_out_as_http_asks)
+{
+    for (int with_body = 0; with_body < 2; with_body++) {
+        int rd, port = capture_server(&rd);
+        char url[64], want[1024], got[4096];
+        snprintf(url, sizeof url, "127.0.0.1:%d", port);
+        const char *body = "{\"slots\":3}";
+        if (with_body)
+            snprintf(want, sizeof want,
+                     "PUT /v1/tenants/acme HTTP/1.1\r\nHost: %s\r\nUser-Agent: libtenq/%s\r\n"
+                     "Accept: application/json\r\nAuthorization: Bearer sekrit\r\n"
+                     "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n%s",
+                     url, TENQ_CLIENT_VERSION, strlen(body), body);
+        else
+            snprintf(want, sizeof want,
+                     "GET /v1/stats HTTP/1.1\r\nHost: %s\r\nUser-Agent: libtenq/%s\r\n"
+                     "Accept: application/json\r\n\r\n",
+                     url, TENQ_CLIENT_VERSION);
+        char full[80];
+        snprintf(full, sizeof full, "http://%s", url);
+        const char *urls[] = {full};
+        tenq_client *c = client_for(urls, 1, with_body ? "sekrit" : NULL);
+        int status = 0;
+        ASSERT_EQ(
+            tenq_request(c, with_body ? "PUT" : "GET", with_body ? "/v1/tenants/acme" : "/v1/stats",
+                         with_body ? body : NULL, with_body ? strlen(body) : 0, &status, NULL),
+            0);
+        ASSERT_EQ(status, 200);
+        size_t n = 0;
+        ssize_t r;
+        while ((r = read(rd, got + n, sizeof got - 1 - n)) > 0) n += (size_t)r;
+        got[n] = 0;
+        ASSERT_MSG(!strcmp(got, want), "sent:\n%s\nwanted:\n%s", got, want);
+        close(rd);
+        tenq_client_free(c);
+        fake_stop();
+    }
+}
+
 TEST(a_silent_server_times_out)
 {
     tenq_client *c = fake_client(fake_server(NULL), 300);
