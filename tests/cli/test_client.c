@@ -578,7 +578,8 @@ static void fake_stop(void)
     }
 }
 
-static int fake_server(const char *reply)
+/* A socket listening on loopback (a fake server's), its port in *port. */
+static int loopback_listener(int *port)
 {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     struct sockaddr_in a = {0};
@@ -588,7 +589,14 @@ static int fake_server(const char *reply)
     ASSERT(listen(fd, 16) == 0);
     socklen_t l = sizeof a;
     getsockname(fd, (struct sockaddr *)&a, &l);
+    *port = ntohs(a.sin_port);
     atexit(fake_stop);
+    return fd;
+}
+
+static int fake_server(const char *reply)
+{
+    int port, fd = loopback_listener(&port);
     fake_pid = fork();
     if (fake_pid == 0) {
         prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -608,7 +616,7 @@ static int fake_server(const char *reply)
         }
     }
     close(fd);
-    return ntohs(a.sin_port);
+    return port;
 }
 
 static tenq_client *fake_client(int port, int request_ms)
@@ -631,14 +639,8 @@ static tenq_client *fake_client(int port, int request_ms)
  * (*rd) and answers 200 {}; returns its port. */
 static int capture_server(int *rd)
 {
-    int fd = socket(AF_INET, SOCK_STREAM, 0), p[2];
-    struct sockaddr_in a = {0};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ASSERT(bind(fd, (struct sockaddr *)&a, sizeof a) == 0 && listen(fd, 4) == 0 && pipe(p) == 0);
-    socklen_t l = sizeof a;
-    getsockname(fd, (struct sockaddr *)&a, &l);
-    atexit(fake_stop);
+    int port, fd = loopback_listener(&port), p[2];
+    ASSERT(pipe(p) == 0);
     fake_pid = fork();
     if (fake_pid == 0) {
         prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -664,7 +666,7 @@ static int capture_server(int *rd)
     close(fd);
     close(p[1]);
     *rd = p[0];
-    return ntohs(a.sin_port);
+    return port;
 }
 
 /* What the client writes, byte for byte: the head written by hand (no
