@@ -1,6 +1,7 @@
 /* JSON reals, fast paths (base/jreal.h). */
 #include "base/jreal.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -43,8 +44,9 @@ bool tq_real_read(const char *p, size_t n, double *out)
         if (eneg) exp = -exp;
     }
     int q = exp - frac;
-    /* zero keeps its sign through strtod; and both operands must be exact */
-    if (p != e || w == 0 || w > TWO53 || q < -22 || q > 22) return false;
+    /* zero keeps its sign through strtod; and both operands must be exact,
+     * the one operation rounded once (not in x87's wider registers) */
+    if (p != e || w == 0 || w > TWO53 || q < -22 || q > 22 || FLT_EVAL_METHOD != 0) return false;
     double d = q >= 0 ? (double)w * exact_pow10[q] : (double)w / exact_pow10[-q];
     *out = neg ? -d : d;
     return true;
