@@ -247,6 +247,11 @@ json_t *parse_body(http_req *req); /* replies 400 itself and returns NULL on err
 const char *unknown_field(json_t *obj, const char *const *allowed);
 /* Checks that every key of obj is in the NULL-terminated list; replies 400 otherwise. */
 bool only_fields(http_req *req, json_t *obj, const char *const *allowed);
+/* A string or an integer member (absent or null: not given, *out NULL or
+ * unchanged): 0, or the refusal in err.  get_str and get_int reply it. */
+int field_str(json_t *obj, const char *key, bool required, const char **out, engine_err *err);
+int field_int(json_t *obj, const char *key, long long min, long long max, long long *out,
+              bool *present, engine_err *err);
 bool get_str(http_req *req, json_t *obj, const char *key, const char **out, bool required);
 bool get_int(http_req *req, json_t *obj, const char *key, long long *out, bool *present,
              long long min, long long max);

@@ -1,5 +1,5 @@
-/* What clients send, read: a submitted job's fields and a worker's
- * outcomes, from a jansson tree (every case, and the words of every
+/* What clients send, read: a submitted job's fields, a worker's lease
+ * request and its outcomes, from a jansson tree (every case, and the words of every
  * refusal) or in place from the request's text (the usual case, without a
  * tree).  See internal.h. */
 #include "internal.h"
@@ -573,24 +573,6 @@ static int tree_names(json_t *body, const char *key, bool required, char ***out,
     return 0;
 }
 
-/* An integer field from the tree (absent or null: *out unchanged). */
-static int tree_int(json_t *body, const char *key, long long lo, long long hi, long long *out,
-                    engine_err *err)
-{
-    json_t *v = json_object_get(body, key);
-    if (!v || json_is_null(v)) return 0;
-    if (!json_is_integer(v)) {
-        engine_errf(err, TENQ_EINVALID, key, "%s must be an integer", key);
-        return TENQ_EINVALID;
-    }
-    if (json_integer_value(v) < lo || json_integer_value(v) > hi) {
-        engine_errf(err, TENQ_EINVALID, key, "%s must be between %lld and %lld", key, lo, hi);
-        return TENQ_EINVALID;
-    }
-    *out = json_integer_value(v);
-    return 0;
-}
-
 int lease_read(json_t *body, lease_in *in, engine_err *err)
 {
     lease_defaults(in);
@@ -599,26 +581,17 @@ int lease_read(json_t *body, lease_in *in, engine_err *err)
         engine_errf(err, TENQ_EINVALID, k, "unknown field \"%s\"", k);
         return TENQ_EINVALID;
     }
-    json_t *w = json_object_get(body, "worker");
-    if (w && !json_is_null(w)) {
-        if (!json_is_string(w)) {
-            engine_errf(err, TENQ_EINVALID, "worker", "worker must be a string");
-            return TENQ_EINVALID;
-        }
-        if (strlen(json_string_value(w)) != json_string_length(w)) {
-            engine_errf(err, TENQ_EINVALID, "worker", "worker must not contain NUL characters");
-            return TENQ_EINVALID;
-        }
-    }
-    int rc = tree_int(body, "max", 1, LEASE_MAX, &in->max, err);
-    if (!rc) rc = tree_int(body, "wait_ms", 0, 3600000, &in->wait_ms, err);
+    const char *worker;
+    int rc = field_str(body, "worker", false, &worker, err);
+    if (!rc) rc = field_int(body, "max", 1, LEASE_MAX, &in->max, NULL, err);
+    if (!rc) rc = field_int(body, "wait_ms", 0, 3600000, &in->wait_ms, NULL, err);
     if (!rc) rc = tree_names(body, "queues", true, &in->queues, &in->nq, err);
     if (!rc) rc = tree_names(body, "types", false, &in->types, &in->nt, err);
     if (rc) {
         lease_in_free(in);
         return rc;
     }
-    if (w && !json_is_null(w)) in->worker = xstrdup(json_string_value(w));
+    if (worker) in->worker = xstrdup(worker);
     return 0;
 }
 

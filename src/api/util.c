@@ -45,44 +45,62 @@ bool only_fields(http_req *req, json_t *obj, const char *const *allowed)
     return !k;
 }
 
-bool get_str(http_req *req, json_t *obj, const char *key, const char **out, bool required)
+int field_str(json_t *obj, const char *key, bool required, const char **out, engine_err *err)
 {
     json_t *v = json_object_get(obj, key);
     *out = NULL;
     if (!v || json_is_null(v)) {
-        if (required) reply_error(req, TENQ_EINVALID, key, "%s is required", key);
-        return !required;
+        if (!required) return 0;
+        engine_errf(err, TENQ_EINVALID, key, "%s is required", key);
+        return TENQ_EINVALID;
     }
     if (!json_is_string(v)) {
-        reply_error(req, TENQ_EINVALID, key, "%s must be a string", key);
-        return false;
+        engine_errf(err, TENQ_EINVALID, key, "%s must be a string", key);
+        return TENQ_EINVALID;
     }
     if (strlen(json_string_value(v)) != json_string_length(v)) {
-        reply_error(req, TENQ_EINVALID, key, "%s must not contain NUL characters", key);
-        return false;
+        engine_errf(err, TENQ_EINVALID, key, "%s must not contain NUL characters", key);
+        return TENQ_EINVALID;
     }
     *out = json_string_value(v);
-    return true;
+    return 0;
+}
+
+int field_int(json_t *obj, const char *key, long long min, long long max, long long *out,
+              bool *present, engine_err *err)
+{
+    json_t *v = json_object_get(obj, key);
+    if (present) *present = false;
+    if (!v || json_is_null(v)) return 0;
+    if (!json_is_integer(v)) {
+        engine_errf(err, TENQ_EINVALID, key, "%s must be an integer", key);
+        return TENQ_EINVALID;
+    }
+    long long n = json_integer_value(v);
+    if (n < min || n > max) {
+        engine_errf(err, TENQ_EINVALID, key, "%s must be between %lld and %lld", key, min, max);
+        return TENQ_EINVALID;
+    }
+    *out = n;
+    if (present) *present = true;
+    return 0;
+}
+
+bool get_str(http_req *req, json_t *obj, const char *key, const char **out, bool required)
+{
+    engine_err err;
+    if (field_str(obj, key, required, out, &err) == 0) return true;
+    reply_engine_err(req, &err);
+    return false;
 }
 
 bool get_int(http_req *req, json_t *obj, const char *key, long long *out, bool *present,
              long long min, long long max)
 {
-    json_t *v = json_object_get(obj, key);
-    if (present) *present = false;
-    if (!v || json_is_null(v)) return true;
-    if (!json_is_integer(v)) {
-        reply_error(req, TENQ_EINVALID, key, "%s must be an integer", key);
-        return false;
-    }
-    long long n = json_integer_value(v);
-    if (n < min || n > max) {
-        reply_error(req, TENQ_EINVALID, key, "%s must be between %lld and %lld", key, min, max);
-        return false;
-    }
-    *out = n;
-    if (present) *present = true;
-    return true;
+    engine_err err;
+    if (field_int(obj, key, min, max, out, present, &err) == 0) return true;
+    reply_engine_err(req, &err);
+    return false;
 }
 
 bool get_bool(http_req *req, json_t *obj, const char *key, bool *out, bool *present)

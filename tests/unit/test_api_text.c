@@ -29,13 +29,13 @@ static int pick(rng *r, int n)
     return (int)(next(r) % (uint64_t)n);
 }
 
-/* The first three of nfields fields and a third of the others, in any
- * order, into order; returns how many. */
-static int some_fields(rng *r, int nfields, int *order)
+/* The first `required` of nfields fields and a third of the others, in
+ * any order, into order; returns how many. */
+static int some_fields(rng *r, int nfields, int required, int *order)
 {
     int n = 0;
     for (int f = 0; f < nfields; f++)
-        if (f < 3 || pick(r, 3) == 0) order[n++] = f;
+        if (f < required || pick(r, 3) == 0) order[n++] = f;
     for (int i = n - 1; i > 0; i--) {
         int j = pick(r, i + 1), t = order[i];
         order[i] = order[j];
@@ -172,7 +172,7 @@ static void gen_field(rng *r, jbuf *b, int f, bool plain)
 static void gen_job(rng *r, jbuf *b, bool plain)
 {
     put(b, pick(r, 5) ? "{" : " { ");
-    int order[12], n = some_fields(r, 12, order);
+    int order[12], n = some_fields(r, 12, 3, order);
     for (int i = 0; i < n; i++) {
         if (i) put(b, ",");
         gen_field(r, b, order[i], plain);
@@ -467,28 +467,39 @@ TEST(strings_are_escaped_byte_by_byte_alike)
 
 /* ---- outcomes ---------------------------------------------------------------------------- */
 
+/* Member i's separator and key (colon: ":" or ": "); then, when not plain,
+ * sometimes a value of any type (1 in 8) or, for a member that may be
+ * null, null (1 in 6): false when the value is written already. */
+static bool member_head(rng *r, jbuf *b, int i, const char *key, const char *colon, bool plain,
+                        bool nullable)
+{
+    if (i) put(b, pick(r, 6) ? "," : " , ");
+    put(b, "\"");
+    put(b, key);
+    put(b, "\"");
+    put(b, colon);
+    if (!plain && !pick(r, 8)) {
+        gen_value(r, b, 1, false);
+        return false;
+    }
+    if (!plain && nullable && !pick(r, 6)) {
+        put(b, "null");
+        return false;
+    }
+    return true;
+}
+
 static const char *ofields[] = {"id",    "token",       "ok",    "result",   "stats",
                                 "error", "retry_in_ms", "retry", "cancelled"};
 
 static void gen_outcome(rng *r, jbuf *b, bool plain)
 {
     put(b, "{");
-    int order[9], n = some_fields(r, 9, order);
+    int order[9], n = some_fields(r, 9, 3, order);
     char tmp[64];
     for (int i = 0; i < n; i++) {
         int f = order[i];
-        if (i) put(b, pick(r, 6) ? "," : " , ");
-        put(b, "\"");
-        put(b, ofields[f]);
-        put(b, "\":");
-        if (!plain && !pick(r, 8)) {
-            gen_value(r, b, 1, false);
-            continue;
-        }
-        if (!plain && f > 2 && !pick(r, 6)) {
-            put(b, "null");
-            continue;
-        }
+        if (!member_head(r, b, i, ofields[f], ":", plain, f > 2)) continue;
         switch (f) {
         case 0:
         case 1:
@@ -615,7 +626,7 @@ TEST(outcomes_are_read_in_place_exactly_as_jansson_reads_them)
 
 /* ---- lease requests ------------------------------------------------------------------------ */
 
-static const char *lfields[] = {"worker", "queues", "types", "max", "wait_ms"};
+static const char *lfields[] = {"queues", "worker", "types", "max", "wait_ms"};
 
 static void gen_names(rng *r, jbuf *b, bool plain)
 {
@@ -633,32 +644,14 @@ static void gen_names(rng *r, jbuf *b, bool plain)
 static void gen_lease(rng *r, jbuf *b, bool plain)
 {
     put(b, " {");
-    int order[5], n = 0;
-    for (int f = 0; f < 5; f++)
-        if (f == 1 || pick(r, 2)) order[n++] = f;
-    for (int i = n - 1; i > 0; i--) {
-        int j = pick(r, i + 1), t = order[i];
-        order[i] = order[j];
-        order[j] = t;
-    }
+    int order[5], n = some_fields(r, 5, 1, order); /* queues is required */
     char tmp[64];
     for (int i = 0; i < n; i++) {
         int f = order[i];
-        if (i) put(b, pick(r, 6) ? "," : " , ");
-        put(b, "\"");
-        put(b, lfields[f]);
-        put(b, "\": ");
-        if (!plain && !pick(r, 8)) {
-            gen_value(r, b, 1, false);
-            continue;
-        }
-        if (!plain && f != 1 && !pick(r, 6)) {
-            put(b, "null");
-            continue;
-        }
+        if (!member_head(r, b, i, lfields[f], ": ", plain, f != 0)) continue;
         switch (f) {
-        case 0: gen_string(r, b, plain); break;
-        case 1:
+        case 1: gen_string(r, b, plain); break;
+        case 0:
         case 2: gen_names(r, b, plain); break;
         case 3:
             snprintf(tmp, sizeof tmp, "%d",
