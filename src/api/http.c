@@ -1,6 +1,7 @@
 /* A small, strict HTTP/1.1 server.  See http.h for what and why. */
 #include "http.h"
 
+#include "base/clock.h"
 #include "base/jscan.h"
 #include "base/xalloc.h"
 
@@ -99,13 +100,6 @@ const char *http_status_text(int status)
     case 505: return "HTTP Version Not Supported";
     default: return "Unknown";
     }
-}
-
-static int64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 /* ---- connections -------------------------------------------------------------- */
@@ -502,7 +496,7 @@ static void dispatch(http_conn *c)
     c->req.body_len = c->body_len;
     c->req.peer = c->peer;
     c->req.conn = c;
-    c->req.start_ns = mono_ns();
+    c->req.start_ns = tq_mono_ns();
     c->st = C_HANDLING;
     event_del(c->timer); /* a handler may wait as long as it needs (long polls) */
     c->srv->fn(c->srv->ctx, &c->req);

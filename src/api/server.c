@@ -1,6 +1,7 @@
 /* tenq serve: the loop, routing, "answer after commit", long polls, time. */
 #include "internal.h"
 
+#include "base/clock.h"
 #include "base/hash.h"
 #include "base/sha256.h"
 
@@ -16,16 +17,9 @@
  * clock: a jump of the wall clock neither fires scheduled work early nor
  * expires leases early. */
 
-static int64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 int64_t srv_now(server *s)
 {
-    return s->wall0_ms + (mono_ns() - s->mono0_ns) / 1000000;
+    return s->wall0_ms + (tq_mono_ns() - s->mono0_ns) / 1000000;
 }
 
 /* ---- routes -------------------------------------------------------------------- */
@@ -1017,7 +1011,7 @@ int api_serve(const api_config *cfg)
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     s->wall0_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-    s->mono0_ns = mono_ns();
+    s->mono0_ns = tq_mono_ns();
     auth_init(&s->auth);
 
     char host[256];

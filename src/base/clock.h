@@ -1,0 +1,16 @@
+/* clock — the monotonic clock in nanoseconds, for timeouts and intervals
+ * (it never jumps with the wall clock). */
+#ifndef TENQ_BASE_CLOCK_H
+#define TENQ_BASE_CLOCK_H
+
+#include <stdint.h>
+#include <time.h>
+
+static inline int64_t tq_mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+#endif
