@@ -103,3 +103,4 @@ bench-peers: build
 bench-peers-quick: build
 	bench/peers/setup.sh
 	python3 bench/peers/run.py --quick --baseline tenq-sqlite
+	bench/peers/w2_paired.sh 1 20

@@ -293,6 +293,18 @@ static void *worker(void *arg)
     return NULL;
 }
 
+/* BS_BENCH_DUMP=FILE: W2's samples, "0 latency_ms" a line (the format of the
+ * tenq driver's TENQ_DRIVER_DUMP, without the submit times), for
+ * bench/peers/w2_paired.sh; not part of the results */
+static void dump_latencies(long n)
+{
+    const char *path = getenv("BS_BENCH_DUMP");
+    FILE *f = path ? fopen(path, "w") : NULL;
+    if (!f) return;
+    for (long k = 0; k < n; k++) fprintf(f, "0 %.4f\n", g_lat[k]);
+    fclose(f);
+}
+
 static pthread_t *g_threads;
 
 static void workers_start(long target, int idle_timeout)
@@ -476,6 +488,7 @@ int main(int argc, char **argv)
         workers_join();
         long n = atomic_load(&g_lat_n);
         qsort(g_lat, (size_t)n, sizeof *g_lat, cmp_double);
+        dump_latencies(n);
         print_head("W2");
         printf(", \"jobs\": %ld, \"interval_ms\": %ld, \"p50_ms\": %.3f, \"p90_ms\": %.3f, "
                "\"p99_ms\": %.3f, \"max_ms\": %.3f}\n",
