@@ -68,7 +68,7 @@ static const route routes[] = {
  * in turn. */
 static bool match(const char *pattern, const char *path, char *buf, size_t blen, const char **args)
 {
-    size_t n = strnlen(path, blen - 1), at[MAX_ARGS];
+    size_t n = strnlen(path, blen - 1), at[MAX_ARGS], alen[MAX_ARGS];
     const char *p = path, *e = path + n, *t = pattern;
     int na = 0;
     while (*t && p < e) {
@@ -76,7 +76,8 @@ static bool match(const char *pattern, const char *path, char *buf, size_t blen,
             const char *end = memchr(p, '/', (size_t)(e - p));
             size_t len = end ? (size_t)(end - p) : (size_t)(e - p);
             if (len == 0 || na >= MAX_ARGS) return false;
-            at[na++] = (size_t)(p - path);
+            at[na] = (size_t)(p - path);
+            alen[na++] = len;
             t += 2;
             p += len;
             if (p < e) { /* at a '/' */
@@ -92,9 +93,8 @@ static bool match(const char *pattern, const char *path, char *buf, size_t blen,
     memcpy(buf, path, n);
     buf[n] = 0;
     for (int i = 0; i < na; i++) {
-        char *arg = buf + at[i], *slash = strchr(arg, '/');
-        if (slash) *slash = 0;
-        args[i] = arg;
+        buf[at[i] + alen[i]] = 0; /* the '/' after it, or the end */
+        args[i] = buf + at[i];
     }
     return true;
 }
