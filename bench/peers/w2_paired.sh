@@ -10,7 +10,9 @@
 # Runs CHUNKS rounds (default 20) of JOBS jobs (default 400, 5 ms apart) on
 # each system, then prints the percentiles of all samples pooled per system,
 # and again over the rounds where neither chunk drew more than 2 ticks of
-# steal.  Needs build/tenq, build/tenq_peer_driver, beanstalkd and
+# steal, with each server's CPU time per job (all its threads, from
+# /proc/PID/task/*/schedstat: nanoseconds on a CPU, not sampled ticks).
+# Needs build/tenq, build/tenq_peer_driver, beanstalkd and
 # bench/peers/beanstalk/bs_bench (bench/peers/setup.sh builds them).
 set -eu
 here=$(cd "$(dirname "$0")/../.." && pwd)
@@ -41,23 +43,29 @@ until up "$tport" && up "$bport"; do
     sleep 0.1
 done
 steal() { awk '/^cpu /{print $9}' /proc/stat; }
+cpu() { cat /proc/"$1"/task/*/schedstat | awk '{s += $1} END {printf "%.0f\n", s}'; }
 for i in $(seq "$chunks"); do
     s0=$(steal)
+    t0=$(cpu $tpid)
     TENQ_DRIVER_DUMP=$tmp/t$i "$driver" --system tenq-sqlite --workload W2 \
         --url "http://127.0.0.1:$tport" --jobs "$jobs" --interval-ms 5 >/dev/null
     s1=$(steal)
+    t1=$(cpu $tpid)
+    b0=$(cpu $bpid)
     BS_BENCH_DUMP=$tmp/b$i "$bs" --system beanstalkd --workload W2 \
         --url "beanstalk://127.0.0.1:$bport" --concurrency 5 --jobs "$jobs" --interval-ms 5 >/dev/null
     s2=$(steal)
-    echo "$i $((s1 - s0)) $((s2 - s1))" >>"$tmp/steal"
+    b1=$(cpu $bpid)
+    echo "$i $((s1 - s0)) $((s2 - s1)) $((t1 - t0)) $((b1 - b0))" >>"$tmp/steal"
 done
-python3 - "$tmp" "$chunks" <<'EOF'
-import sys
-tmp, chunks = sys.argv[1], int(sys.argv[2])
-steal = {}
+python3 - "$tmp" "$chunks" "$jobs" <<'EOF'
+import statistics, sys
+tmp, chunks, jobs = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+steal, cpu = {}, {}
 for line in open(tmp + "/steal"):
-    i, t, b = map(int, line.split())
+    i, t, b, tc, bc = map(int, line.split())
     steal[i] = (t, b)
+    cpu[i] = (tc / jobs / 1000, bc / jobs / 1000)
 def samples(kind, rounds):
     out = []
     for i in rounds:
@@ -73,5 +81,7 @@ for label, rounds in (("all rounds", every), ("rounds with <= 2 steal ticks in b
     print("  ms       tenq-sqlite  beanstalkd")
     for q in (50, 90, 95, 99, 99.9):
         print(f"  p{q:<6} {pct(t, q):11.3f} {pct(b, q):11.3f}")
+print("server CPU a job, us, median over the rounds (tenq-sqlite/beanstalkd): %.0f/%.0f"
+      % tuple(statistics.median(c[k] for c in cpu.values()) for k in (0, 1)))
 print("steal ticks a chunk (tenq/beanstalkd):", " ".join(f"{t}/{b}" for t, b in steal.values()))
 EOF
