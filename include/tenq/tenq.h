@@ -293,6 +293,17 @@ typedef struct tenq_outcome_res {
  * answered, even if some outcomes were refused (res[i].err). */
 TENQ_API int tenq_outcomes(tenq_client *c, const tenq_outcome *list, size_t n,
                            tenq_outcome_res *res);
+/* tenq_outcomes and then tenq_lease in one request (a worker's loop: report
+ * what it ran, take what comes next).  The outcomes are applied first (an
+ * ack's slot and lane are free for this lease) and the lease is taken once
+ * they are committed, so an answer acknowledges them as tenq_outcomes does;
+ * then it waits for jobs as tenq_lease does.  n may be 0 (tenq_lease).
+ * After an error the outcomes may or may not be kept (the connection may
+ * have failed after the commit): report them again; one already kept is
+ * refused harmlessly (not_found). */
+TENQ_API int tenq_lease_report(tenq_client *c, const tenq_outcome *list, size_t n,
+                               tenq_outcome_res *res, const tenq_lease_req *req, tenq_job **jobs,
+                               size_t *njobs);
 
 /* ---- anything else -------------------------------------------------------------------------- */
 

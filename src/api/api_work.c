@@ -2,7 +2,7 @@
 #include "internal.h"
 
 bool try_lease(server *s, http_req *req, const principal *who, char **queues, size_t nq,
-               char **types, size_t nt, size_t max, const char *worker)
+               char **types, size_t nt, size_t max, const char *worker, const char *results)
 {
     (void)who;
     engine_lease_req lr = {
@@ -33,6 +33,7 @@ bool try_lease(server *s, http_req *req, const principal *who, char **queues, si
         }
     }
     jb_arr_end(&b);
+    if (results) jb_kraw(&b, "results", results);
     jb_obj_end(&b);
     free(out);
     /* A lease acknowledges nothing of the client's: it may go out before its
@@ -44,67 +45,6 @@ bool try_lease(server *s, http_req *req, const principal *who, char **queues, si
     else
         srv_commit_reply_now(s, req, 200, &b);
     return true;
-}
-
-void h_lease(server *s, http_req *req, const principal *who, const char **args)
-{
-    (void)args;
-    lease_in in;
-    /* the usual body is read in place; jansson reads the rest and words
-     * every refusal */
-    if (!lease_read_text(req->body, req->body_len, &in)) {
-        json_t *body = parse_body(req);
-        if (!body) return;
-        engine_err err;
-        int rc = lease_read(body, &in, &err);
-        if (rc) reply_engine_err(req, &err);
-        json_decref(body);
-        if (rc) return;
-    }
-    if (in.worker && strlen(in.worker) > 256) {
-        reply_error(req, TENQ_EINVALID, "worker", "worker must be at most 256 characters");
-        goto out;
-    }
-    for (size_t i = 0; i < in.nq; i++) {
-        if (!engine_name_valid(in.queues[i])) {
-            reply_error(req, TENQ_EINVALID, "queues", "bad queue name %s", in.queues[i]);
-            goto out;
-        }
-        if (who->tok && !token_allows_queue(who->tok, in.queues[i])) {
-            reply_error(req, TENQ_EFORBIDDEN, "queues", "this token may not lease from %s",
-                        in.queues[i]);
-            goto out;
-        }
-    }
-    char wbuf[320];
-    const char *worker = in.worker;
-    if (!worker) {
-        snprintf(wbuf, sizeof wbuf, "%s", req->peer);
-        worker = wbuf;
-    }
-    if (try_lease(s, req, who, in.queues, in.nq, in.types, in.nt, (size_t)in.max, worker)) goto out;
-    long long wait_ms = in.wait_ms;
-    if (wait_ms > s->cfg.max_wait_ms) wait_ms = s->cfg.max_wait_ms;
-    if (wait_ms == 0 || s->stopping) {
-        static const char empty[] = "{\"jobs\":[]}";
-        http_reply(req, 200, "application/json", NULL, empty, sizeof empty - 1);
-        goto out;
-    }
-    lease_waiter *w = xcalloc(1, sizeof(*w));
-    w->req = req;
-    w->who = *who;
-    w->queues = in.queues;
-    w->nqueues = in.nq;
-    w->types = in.types;
-    w->ntypes = in.nt;
-    w->max = (size_t)in.max;
-    w->worker = in.worker ? in.worker : xstrdup(worker);
-    in.queues = in.types = NULL;
-    in.nq = in.nt = 0;
-    in.worker = NULL;
-    lease_waiter_add(s, w, wait_ms);
-out:
-    lease_in_free(&in);
 }
 
 /* The job a worker call is about, if this principal may touch it. */
@@ -292,60 +232,132 @@ static int reported_job(server *s, const principal *who, uint64_t id, engine_err
 
 #define OUTCOMES_MAX 10000
 
-/* The batch read in place (outcome_read_text): true when applied and
- * answered; false when jansson must read it (nothing done yet). */
+/* A list of outcomes read in place, not applied yet. */
+typedef struct outcome_set {
+    size_t n, cap;
+    outcome_in *ins;
+    uint64_t *ids;
+} outcome_set;
+
+static void outcome_set_free(outcome_set *os)
+{
+    for (size_t i = 0; i < os->n; i++) outcome_in_free(&os->ins[i]);
+    free(os->ins);
+    free(os->ids);
+    memset(os, 0, sizeof(*os));
+}
+
+/* Every item of the list `list` walks (1 to OUTCOMES_MAX of them), read in
+ * place; false when jansson must read the list (nothing to free). */
+static bool outcome_set_read(tq_iter *list, outcome_set *os)
+{
+    int rc;
+    memset(os, 0, sizeof(*os));
+    os->cap = 16;
+    os->ins = xmalloc(os->cap * sizeof(*os->ins));
+    os->ids = xmalloc(os->cap * sizeof(*os->ids));
+    while ((rc = tq_arr_step(list)) > 0) {
+        if (os->n == OUTCOMES_MAX) break;
+        if (os->n == os->cap) {
+            os->cap *= 4;
+            os->ins = xrealloc(os->ins, os->cap * sizeof(*os->ins));
+            os->ids = xrealloc(os->ids, os->cap * sizeof(*os->ids));
+        }
+        if (!outcome_read_text(list, &os->ins[os->n], &os->ids[os->n])) break;
+        os->n++;
+    }
+    if (rc != 0 || os->n == 0) {
+        outcome_set_free(os);
+        return false;
+    }
+    return true;
+}
+
+/* Applies the outcomes in order, their answers into b as a list; frees them. */
+static void outcome_set_apply(server *s, const principal *who, outcome_set *os, jbuf *b)
+{
+    jb_arr(b);
+    for (size_t i = 0; i < os->n; i++) {
+        engine_err err = {0};
+        int orc = reported_job(s, who, os->ids[i], &err);
+        if (!orc) orc = outcome_apply(s, os->ids[i], &os->ins[i], &err);
+        outcome_answer(s, b, os->ids[i], orc, &err);
+    }
+    jb_arr_end(b);
+    outcome_set_free(os);
+}
+
+/* The same from a jansson tree: the refusal in err when list is not a list
+ * of 1 to OUTCOMES_MAX (nothing applied); a bad item gets its own answer. */
+static int outcome_tree_apply(server *s, const principal *who, json_t *list, jbuf *b,
+                              engine_err *err)
+{
+    if (!json_is_array(list) || json_array_size(list) == 0 ||
+        json_array_size(list) > OUTCOMES_MAX) {
+        engine_errf(err, TENQ_EINVALID, "outcomes", "outcomes must be a list of 1 to 10,000");
+        return TENQ_EINVALID;
+    }
+    static const char *const ofields[] = {"id",    "token",       "ok",    "result",    "stats",
+                                          "error", "retry_in_ms", "retry", "cancelled", NULL};
+    jb_arr(b);
+    size_t i;
+    json_t *o;
+    json_array_foreach(list, i, o)
+    {
+        engine_err e = {0};
+        int rc = 0;
+        uint64_t id = 0;
+        json_t *jid = json_object_get(o, "id"), *jok = json_object_get(o, "ok");
+        if (!json_is_object(o)) {
+            rc = TENQ_EINVALID;
+            engine_errf(&e, rc, NULL, "outcome %zu is not an object", i);
+        } else if (!json_is_integer(jid) || json_integer_value(jid) < 1) {
+            rc = TENQ_EINVALID;
+            engine_errf(&e, rc, "id", "id must be a job id");
+        } else if (!json_is_boolean(jok)) {
+            rc = TENQ_EINVALID;
+            engine_errf(&e, rc, "ok", "ok must be true or false");
+        } else {
+            const char *k = unknown_field(o, ofields);
+            if (k) {
+                rc = TENQ_EINVALID;
+                engine_errf(&e, rc, k, "unknown field \"%s\"", k);
+            }
+            id = (uint64_t)json_integer_value(jid);
+            if (!rc) rc = reported_job(s, who, id, &e);
+            if (!rc) rc = outcome(s, id, o, json_is_true(jok), &e);
+        }
+        outcome_answer(s, b, id, rc, &e);
+    }
+    jb_arr_end(b);
+    return 0;
+}
+
+/* The batch read in place: true when applied and answered; false when
+ * jansson must read it (nothing done yet). */
 static bool outcomes_in_place(server *s, http_req *req, const principal *who)
 {
     tq_span body, k;
     tq_iter top, list;
-    int rc;
+    outcome_set os;
     /* one walk reads and checks it all: {"outcomes": [...]} and nothing else */
     if (!tq_obj_outline(req->body, req->body_len, &body) || !tq_obj_begin(&top, body) ||
         tq_obj_key(&top, &k) <= 0 || k.n != 8 || memcmp(k.p, "outcomes", 8) ||
-        !tq_iter_enter(&top, &list, '['))
+        !tq_iter_enter(&top, &list, '[') || !outcome_set_read(&list, &os))
         return false;
-    size_t n = 0, cap = 16;
-    outcome_in *ins = xmalloc(cap * sizeof(*ins));
-    uint64_t *ids = xmalloc(cap * sizeof(*ids));
-    bool done = true;
-    while ((rc = tq_arr_step(&list)) > 0) {
-        if (n == OUTCOMES_MAX) {
-            done = false;
-            break;
-        }
-        if (n == cap) {
-            cap *= 4;
-            ins = xrealloc(ins, cap * sizeof(*ins));
-            ids = xrealloc(ids, cap * sizeof(*ids));
-        }
-        if (!outcome_read_text(&list, &ins[n], &ids[n])) {
-            done = false;
-            break;
-        }
-        n++;
+    tq_iter_leave(&top, &list);
+    if (tq_obj_key(&top, &k) != 0) {
+        outcome_set_free(&os);
+        return false;
     }
-    if (done && rc == 0) tq_iter_leave(&top, &list);
-    if (rc < 0 || n == 0 || (done && tq_obj_key(&top, &k) != 0)) done = false;
-    if (done) {
-        jbuf b;
-        jb_init(&b);
-        jb_obj(&b);
-        jb_key(&b, "results");
-        jb_arr(&b);
-        for (size_t i = 0; i < n; i++) {
-            engine_err err = {0};
-            int orc = reported_job(s, who, ids[i], &err);
-            if (!orc) orc = outcome_apply(s, ids[i], &ins[i], &err);
-            outcome_answer(s, &b, ids[i], orc, &err);
-        }
-        jb_arr_end(&b);
-        jb_obj_end(&b);
-        srv_commit_reply(s, req, 200, &b);
-    }
-    for (size_t i = 0; i < n; i++) outcome_in_free(&ins[i]);
-    free(ins);
-    free(ids);
-    return done;
+    jbuf b;
+    jb_init(&b);
+    jb_obj(&b);
+    jb_key(&b, "results");
+    outcome_set_apply(s, who, &os, &b);
+    jb_obj_end(&b);
+    srv_commit_reply(s, req, 200, &b);
+    return true;
 }
 
 void h_outcomes(server *s, http_req *req, const principal *who, const char **args)
@@ -359,51 +371,145 @@ void h_outcomes(server *s, http_req *req, const principal *who, const char **arg
         json_decref(body);
         return;
     }
-    json_t *list = json_object_get(body, "outcomes");
-    if (!json_is_array(list) || json_array_size(list) == 0 ||
-        json_array_size(list) > OUTCOMES_MAX) {
-        reply_error(req, TENQ_EINVALID, "outcomes", "outcomes must be a list of 1 to 10,000");
-        json_decref(body);
-        return;
-    }
-    static const char *const ofields[] = {"id",    "token",       "ok",    "result",    "stats",
-                                          "error", "retry_in_ms", "retry", "cancelled", NULL};
     jbuf b;
     jb_init(&b);
     jb_obj(&b);
     jb_key(&b, "results");
-    jb_arr(&b);
-    size_t i;
-    json_t *o;
-    json_array_foreach(list, i, o)
-    {
-        engine_err err = {0};
-        int rc = 0;
-        uint64_t id = 0;
-        json_t *jid = json_object_get(o, "id"), *jok = json_object_get(o, "ok");
-        if (!json_is_object(o)) {
-            rc = TENQ_EINVALID;
-            engine_errf(&err, rc, NULL, "outcome %zu is not an object", i);
-        } else if (!json_is_integer(jid) || json_integer_value(jid) < 1) {
-            rc = TENQ_EINVALID;
-            engine_errf(&err, rc, "id", "id must be a job id");
-        } else if (!json_is_boolean(jok)) {
-            rc = TENQ_EINVALID;
-            engine_errf(&err, rc, "ok", "ok must be true or false");
-        } else {
-            const char *k = unknown_field(o, ofields);
-            if (k) {
-                rc = TENQ_EINVALID;
-                engine_errf(&err, rc, k, "unknown field \"%s\"", k);
-            }
-            id = (uint64_t)json_integer_value(jid);
-            if (!rc) rc = reported_job(s, who, id, &err);
-            if (!rc) rc = outcome(s, id, o, json_is_true(jok), &err);
-        }
-        outcome_answer(s, &b, id, rc, &err);
+    engine_err err;
+    if (outcome_tree_apply(s, who, json_object_get(body, "outcomes"), &b, &err) != 0) {
+        jb_free(&b);
+        reply_engine_err(req, &err);
+    } else {
+        jb_obj_end(&b);
+        srv_commit_reply(s, req, 200, &b);
     }
-    jb_arr_end(&b);
-    jb_obj_end(&b);
     json_decref(body);
-    srv_commit_reply(s, req, 200, &b);
+}
+
+/* ---- leases ---------------------------------------------------------------------------- */
+
+/* The lease itself, once the request is checked (and the outcomes it
+ * reported are committed): answered at once, or a long poll.  Takes in
+ * and results (the answers to those outcomes, or NULL). */
+static void lease_go(server *s, http_req *req, const principal *who, lease_in *in, char *results)
+{
+    char wbuf[320];
+    const char *worker = in->worker;
+    if (!worker) {
+        snprintf(wbuf, sizeof wbuf, "%s", req->peer);
+        worker = wbuf;
+    }
+    long long wait_ms = in->wait_ms;
+    if (wait_ms > s->cfg.max_wait_ms) wait_ms = s->cfg.max_wait_ms;
+    if (try_lease(s, req, who, in->queues, in->nq, in->types, in->nt, (size_t)in->max, worker,
+                  results)) {
+    } else if (wait_ms == 0 || s->stopping) {
+        reply_no_jobs(req, results);
+    } else {
+        lease_waiter *w = xcalloc(1, sizeof(*w));
+        w->req = req;
+        w->who = *who;
+        w->queues = in->queues;
+        w->nqueues = in->nq;
+        w->types = in->types;
+        w->ntypes = in->nt;
+        w->max = (size_t)in->max;
+        w->worker = in->worker ? in->worker : xstrdup(worker);
+        w->results = results;
+        results = NULL;
+        in->queues = in->types = NULL;
+        in->nq = in->nt = 0;
+        in->worker = NULL;
+        lease_waiter_add(s, w, wait_ms);
+    }
+    free(results);
+    lease_in_free(in);
+}
+
+/* A lease that reported outcomes first: what is left once they are
+ * committed. */
+typedef struct lease_after {
+    principal who;
+    lease_in in;
+    char *results;
+} lease_after;
+
+static void lease_after_commit(server *s, http_req *req, void *ctx, int rc)
+{
+    lease_after *la = ctx;
+    if (req && rc == 0) {
+        lease_go(s, req, &la->who, &la->in, la->results);
+    } else {
+        free(la->results);
+        lease_in_free(&la->in);
+    }
+    free(la);
+}
+
+void h_lease(server *s, http_req *req, const principal *who, const char **args)
+{
+    (void)args;
+    lease_in in;
+    json_t *body = NULL;
+    /* the usual body is read in place; jansson reads the rest and words
+     * every refusal */
+    if (!lease_read_text(req->body, req->body_len, &in)) {
+        body = parse_body(req);
+        if (!body) return;
+        engine_err err;
+        if (lease_read(body, &in, &err) != 0) {
+            reply_engine_err(req, &err);
+            json_decref(body);
+            return;
+        }
+    }
+    if (in.worker && strlen(in.worker) > 256) {
+        reply_error(req, TENQ_EINVALID, "worker", "worker must be at most 256 characters");
+        goto refused;
+    }
+    for (size_t i = 0; i < in.nq; i++) {
+        if (!engine_name_valid(in.queues[i])) {
+            reply_error(req, TENQ_EINVALID, "queues", "bad queue name %s", in.queues[i]);
+            goto refused;
+        }
+        if (who->tok && !token_allows_queue(who->tok, in.queues[i])) {
+            reply_error(req, TENQ_EFORBIDDEN, "queues", "this token may not lease from %s",
+                        in.queues[i]);
+            goto refused;
+        }
+    }
+    if (!in.has_outcomes) {
+        json_decref(body);
+        lease_go(s, req, who, &in, NULL);
+        return;
+    }
+    /* Outcomes reported with the lease: applied first (an ack frees its
+     * slot and moves its lane on for this very lease), and the lease is
+     * taken only once they are committed, so its answer acknowledges them
+     * as POST /v1/outcomes would. */
+    jbuf rb;
+    jb_init(&rb);
+    tq_iter list;
+    outcome_set os;
+    if (!body && tq_arr_begin(&list, in.outcomes) && outcome_set_read(&list, &os)) {
+        outcome_set_apply(s, who, &os, &rb);
+    } else {
+        if (!body && !(body = parse_body(req))) goto refused;
+        engine_err err;
+        if (outcome_tree_apply(s, who, json_object_get(body, "outcomes"), &rb, &err) != 0) {
+            jb_free(&rb);
+            reply_engine_err(req, &err);
+            goto refused;
+        }
+    }
+    json_decref(body);
+    lease_after *la = xcalloc(1, sizeof(*la));
+    la->who = *who;
+    la->in = in;
+    la->results = jb_take(&rb, NULL);
+    srv_after_commit(s, req, lease_after_commit, la);
+    return;
+refused:
+    json_decref(body);
+    lease_in_free(&in);
 }

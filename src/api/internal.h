@@ -66,12 +66,21 @@ void auth_new_secret(char out[64]);
 
 /* ---- the server --------------------------------------------------------------- */
 
-/* A reply held until the batch with its changes is committed. */
+struct server;
+/* What a request does once its changes are committed (srv_after_commit):
+ * rc 0, or why they were not; req NULL when the client went away (then it
+ * only frees ctx). */
+typedef void (*commit_then)(struct server *s, http_req *req, void *ctx, int rc);
+
+/* A reply held until the batch with its changes is committed, or a step
+ * to take then (then, ctx). */
 typedef struct pending {
     http_req *req; /* NULL when the client went away */
     int status;
     char *body;
     size_t len;
+    commit_then then;
+    void *ctx;
     struct pending *next;
 } pending;
 
@@ -98,6 +107,7 @@ typedef struct lease_waiter {
     size_t ntypes;
     size_t max;
     char *worker;
+    char *results; /* the answers to outcomes reported with the lease, or NULL */
     struct event *timer;
     struct lease_waiter *prev, *next;
 } lease_waiter;
@@ -206,6 +216,10 @@ void srv_commit_reply(server *s, http_req *req, int status, jbuf *b);
  * built, after the answer.  Only for leases of at-least-once queues (see
  * docs/SEMANTICS.md "Durability"). */
 void srv_commit_reply_now(server *s, http_req *req, int status, jbuf *b);
+/* Collects the handler's changes and calls then(s, req, ctx, rc) once
+ * they, and everything handed over before them, are committed (at once
+ * when that is all done); the handler does not answer req itself. */
+void srv_after_commit(server *s, http_req *req, commit_then then, void *ctx);
 /* Wakes the long polls of queues that just got work, before the caller
  * builds its reply and before the changes go into the batch: the woken
  * worker's lease leaves first (measured in W2: ARCHITECTURE.md).  Changes
@@ -295,6 +309,8 @@ typedef struct lease_in {
     char **queues, **types; /* malloc'd lists of malloc'd names */
     size_t nq, nt;
     long long max, wait_ms;
+    bool has_outcomes; /* outcomes to report first (not null) */
+    tq_span outcomes;  /* lease_read_text: their list, in the body's text */
 } lease_in;
 void lease_in_free(lease_in *in);
 /* From a jansson tree: 0, or the refusal in err (nothing to free). */
@@ -361,9 +377,12 @@ void rates_free(server *s);
 /* Waiters (server.c). */
 void lease_waiter_add(server *s, lease_waiter *w, int64_t wait_ms);
 void job_waiter_add(server *s, job_waiter *w, int64_t wait_ms);
-/* A lease for a request, answered now (or NULL when nothing was eligible). */
+/* A lease for a request, answered now (false when nothing was eligible);
+ * results: the text of a "results" list to answer with too, or NULL. */
 bool try_lease(server *s, http_req *req, const principal *who, char **queues, size_t nq,
-               char **types, size_t nt, size_t max, const char *worker);
+               char **types, size_t nt, size_t max, const char *worker, const char *results);
+/* {"jobs":[]} (with the results list, when not NULL). */
+void reply_no_jobs(http_req *req, const char *results);
 
 /* Parses a positive id from a path segment; replies 404 and returns 0 if bad. */
 uint64_t path_id(http_req *req, const char *seg);

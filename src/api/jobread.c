@@ -527,8 +527,9 @@ decline:
 
 /* ---- lease requests --------------------------------------------------------------------- */
 
-static const char *const lease_fields[] = {"worker", "queues", "types", "max", "wait_ms", NULL};
-enum { L_WORKER, L_QUEUES, L_TYPES, L_MAX, L_WAIT, L_N };
+static const char *const lease_fields[] = {"worker",  "queues",   "types", "max",
+                                           "wait_ms", "outcomes", NULL};
+enum { L_WORKER, L_QUEUES, L_TYPES, L_MAX, L_WAIT, L_OUTCOMES, L_N };
 
 void lease_in_free(lease_in *in)
 {
@@ -592,6 +593,8 @@ int lease_read(json_t *body, lease_in *in, engine_err *err)
         return rc;
     }
     if (worker) in->worker = xstrdup(worker);
+    json_t *o = json_object_get(body, "outcomes");
+    in->has_outcomes = o && !json_is_null(o); /* checked where they are applied */
     return 0;
 }
 
@@ -647,6 +650,10 @@ bool lease_read_text(const char *text, size_t len, lease_in *in)
         return false;
     }
     if (HAS(L_WORKER)) in->worker = xstrndup(fv[L_WORKER].p + 1, fv[L_WORKER].n - 2);
+    if (HAS(L_OUTCOMES)) {
+        in->has_outcomes = true;
+        in->outcomes = fv[L_OUTCOMES];
+    }
 #undef HAS
     return true;
 }

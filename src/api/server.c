@@ -158,15 +158,25 @@ static pending *pending_new(http_req *req, int status, jbuf *b)
     return p;
 }
 
-static void pending_send(pending *p, int rc, const char *why)
+/* Answers a pending reply (or takes its step) and frees it. */
+static void pending_finish(server *s, pending *p, int rc, const char *why)
 {
-    if (!p->req) return;
-    p->req->on_abort = NULL;
-    if (rc == 0) {
-        http_reply(p->req, p->status, "application/json", NULL, p->body, p->len);
-    } else {
-        reply_error(p->req, rc, NULL, "not committed: %s", why);
+    if (p->req) p->req->on_abort = NULL;
+    if (p->then) {
+        if (p->req) p->req->user = NULL;
+        if (rc && p->req) {
+            reply_error(p->req, rc, NULL, "not committed: %s", why);
+            p->req = NULL;
+        }
+        p->then(s, p->req, p->ctx, rc);
+    } else if (p->req) {
+        if (rc == 0)
+            http_reply(p->req, p->status, "application/json", NULL, p->body, p->len);
+        else
+            reply_error(p->req, rc, NULL, "not committed: %s", why);
     }
+    free(p->body);
+    free(p);
 }
 
 static void flush_now(server *s);
@@ -381,31 +391,58 @@ void srv_collect(server *s)
     wake_all(s, wake, nwake);
 }
 
-void srv_commit_reply(server *s, http_req *req, int status, jbuf *b)
+/* Queues p behind the batch being built, when it has changes, or else
+ * behind the last batch handed over: false when neither is left to wait
+ * for.  Nothing of its own to commit, a reply may still rest on batches
+ * not committed yet (an idempotent replay, say). */
+static bool pending_queue(server *s, pending *p)
 {
-    char **wake = NULL;
-    size_t nwake = 0;
-    if (engine_change_count(s->e)) collect(s, &wake, &nwake);
     if (store_batch_ops(s->batch) > 0) {
-        pending *p = pending_new(req, status, b);
         if (s->cur_tail)
             s->cur_tail->next = p;
         else
             s->cur = p;
         s->cur_tail = p;
         schedule_flush(s); /* ops may come from the handler itself (tokens) */
-    } else if (s->inflight_tail) {
-        /* Nothing of its own to commit, but what it answers may rest on
-         * batches not committed yet (an idempotent replay, say). */
-        pending *p = pending_new(req, status, b);
-        inflight *f = s->inflight_tail;
-        if (f->replies_tail)
-            f->replies_tail->next = p;
-        else
-            f->replies = p;
-        f->replies_tail = p;
-    } else {
+        return true;
+    }
+    inflight *f = s->inflight_tail;
+    if (!f) return false;
+    if (f->replies_tail)
+        f->replies_tail->next = p;
+    else
+        f->replies = p;
+    f->replies_tail = p;
+    return true;
+}
+
+void srv_commit_reply(server *s, http_req *req, int status, jbuf *b)
+{
+    char **wake = NULL;
+    size_t nwake = 0;
+    if (engine_change_count(s->e)) collect(s, &wake, &nwake);
+    if (store_batch_ops(s->batch) > 0 || s->inflight_tail)
+        pending_queue(s, pending_new(req, status, b));
+    else
         reply_json(req, status, b);
+    wake_all(s, wake, nwake);
+}
+
+void srv_after_commit(server *s, http_req *req, commit_then then, void *ctx)
+{
+    char **wake = NULL;
+    size_t nwake = 0;
+    if (engine_change_count(s->e)) collect(s, &wake, &nwake);
+    pending *p = xcalloc(1, sizeof(*p));
+    p->req = req;
+    p->then = then;
+    p->ctx = ctx;
+    if (pending_queue(s, p)) {
+        req->user = p;
+        req->on_abort = pending_abort;
+    } else {
+        free(p);
+        then(s, req, ctx, 0);
     }
     wake_all(s, wake, nwake);
 }
@@ -489,9 +526,7 @@ static void on_commit(void *ctx, uint64_t seq, int rc)
         s->n_commits_failed++;
     for (pending *p = f->replies, *nx; p; p = nx) {
         nx = p->next;
-        pending_send(p, rc, store_errmsg(s->st));
-        free(p->body);
-        free(p);
+        pending_finish(s, p, rc, store_errmsg(s->st));
     }
     if (rc == 0)
         for (size_t i = 0; i < f->done.n; i++)
@@ -573,9 +608,7 @@ static void start_resync(server *s)
     /* Changes not yet handed over rest on the lost state too. */
     for (pending *p = s->cur, *nx; p; p = nx) {
         nx = p->next;
-        pending_send(p, TENQ_EUNAVAILABLE, "the store failed; reloading");
-        free(p->body);
-        free(p);
+        pending_finish(s, p, TENQ_EUNAVAILABLE, "the store failed; reloading");
     }
     s->cur = s->cur_tail = NULL;
     s->cur_done.n = 0;
@@ -631,6 +664,7 @@ static void lease_waiter_free(server *s, lease_waiter *w)
     free(w->queues);
     free(w->types);
     free(w->worker);
+    free(w->results);
     free(w);
 }
 
@@ -640,10 +674,22 @@ static void lease_waiter_abort(http_req *req)
     lease_waiter_free(w->srv, w);
 }
 
-static void reply_no_jobs(http_req *req)
+void reply_no_jobs(http_req *req, const char *results)
 {
     static const char empty[] = "{\"jobs\":[]}";
-    http_reply(req, 200, "application/json", NULL, empty, sizeof empty - 1);
+    if (!results) {
+        http_reply(req, 200, "application/json", NULL, empty, sizeof empty - 1);
+        return;
+    }
+    jbuf b;
+    jb_init(&b);
+    jb_obj(&b);
+    jb_key(&b, "jobs");
+    jb_arr(&b);
+    jb_arr_end(&b);
+    jb_kraw(&b, "results", results);
+    jb_obj_end(&b);
+    reply_json(req, 200, &b);
 }
 
 static void on_lease_timeout(evutil_socket_t fd, short what, void *arg)
@@ -654,8 +700,11 @@ static void on_lease_timeout(evutil_socket_t fd, short what, void *arg)
     server *s = w->srv;
     http_req *req = w->req;
     req->on_abort = NULL;
+    char *results = w->results;
+    w->results = NULL;
     lease_waiter_free(s, w);
-    reply_no_jobs(req);
+    reply_no_jobs(req, results);
+    free(results);
 }
 
 void lease_waiter_add(server *s, lease_waiter *w, int64_t wait_ms)
@@ -692,7 +741,7 @@ static void wake_queue(server *s, const char *queue)
         req->on_abort = NULL;
         req->write_now = true; /* a worker waits on this: see send_reply */
         if (try_lease(s, req, &w->who, w->queues, w->nqueues, w->types, w->ntypes, w->max,
-                      w->worker)) {
+                      w->worker, w->results)) {
             /* the reply now waits for the commit; the waiter is done */
             nx = w->next;
             lease_waiter_free(s, w);
@@ -946,8 +995,11 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
         lease_waiter *w = s->lwait;
         http_req *req = w->req;
         req->on_abort = NULL;
+        char *results = w->results;
+        w->results = NULL;
         lease_waiter_free(s, w);
-        reply_no_jobs(req);
+        reply_no_jobs(req, results);
+        free(results);
     }
     write_deferred(s, INT64_MAX); /* a clean stop keeps every lease */
     flush_now(s);

@@ -31,33 +31,30 @@ static int lease_one(tq_iter *at, size_t k, void *ctx)
     return 0;
 }
 
-int tenq_lease(tenq_client *c, const tenq_lease_req *req, tenq_job **jobs, size_t *n)
+/* A lease request's fields into b, the object left open. */
+static int lease_text(tenq_client *c, const tenq_lease_req *req, tq_buf *b)
 {
-    *jobs = NULL;
-    *n = 0;
-    tq_clearerr(c);
     if (!req || !req->queues || req->nqueues == 0)
         return tq_seterr(c, TENQ_EINVALID, "a lease names at least one queue");
     int rc;
-    int64_t wait = req->wait_ms > 0 ? req->wait_ms : 0;
-    tq_buf b = {0};
-    tq_iter top;
     char head[64];
-    tq_buf_raw(&b, head,
+    tq_buf_raw(b, head,
                (size_t)snprintf(head, sizeof head, "{\"max\":%u", req->max ? req->max : 1));
-    tq_buf_int(&b, "wait_ms", wait);
-    if ((rc = tq_buf_str(c, &b, "worker", req->worker, false)) ||
-        (rc = tq_buf_names(c, &b, "queues", req->queues, req->nqueues)) ||
-        (req->types && req->ntypes &&
-         (rc = tq_buf_names(c, &b, "types", req->types, req->ntypes)))) {
-        free(b.p);
+    tq_buf_int(b, "wait_ms", req->wait_ms > 0 ? req->wait_ms : 0);
+    if ((rc = tq_buf_str(c, b, "worker", req->worker, false)) ||
+        (rc = tq_buf_names(c, b, "queues", req->queues, req->nqueues)) ||
+        (req->types && req->ntypes && (rc = tq_buf_names(c, b, "types", req->types, req->ntypes))))
         return rc;
-    }
-    tq_buf_raw(&b, "}", 1);
-    if ((rc = tq_post_walk(c, "/v1/lease", &b, wait, &top)) != 0) return rc;
+    return 0;
+}
+
+/* The jobs of a lease's answer (top: the answer's object). */
+static int lease_answer(tenq_client *c, tq_iter *top, const tenq_lease_req *req, tenq_job **jobs,
+                        size_t *n)
+{
     leased l = {.cap = req->max ? req->max : 1};
     size_t count;
-    if (tq_walk_list(&top, "jobs", lease_one, &l, &count) != 0 || l.oom) {
+    if (tq_walk_list(top, "jobs", lease_one, &l, &count) != 0 || l.oom) {
         /* the jobs are leased already; they come back when their leases
          * expire, which is all a client could do about a bad answer */
         tenq_jobs_free(l.got, l.m);
@@ -67,6 +64,24 @@ int tenq_lease(tenq_client *c, const tenq_lease_req *req, tenq_job **jobs, size_
     *jobs = l.got;
     *n = l.m;
     return 0;
+}
+
+int tenq_lease(tenq_client *c, const tenq_lease_req *req, tenq_job **jobs, size_t *n)
+{
+    *jobs = NULL;
+    *n = 0;
+    tq_clearerr(c);
+    tq_buf b = {0};
+    tq_iter top;
+    int rc = lease_text(c, req, &b);
+    if (rc != 0) {
+        free(b.p);
+        return rc;
+    }
+    tq_buf_raw(&b, "}", 1);
+    if ((rc = tq_post_walk(c, "/v1/lease", &b, req->wait_ms > 0 ? req->wait_ms : 0, &top)) != 0)
+        return rc;
+    return lease_answer(c, &top, req, jobs, n);
 }
 
 /* {"token":N as the start of a job call's body. */
@@ -181,42 +196,91 @@ static int outcome_one(tq_iter *at, size_t k, void *ctx)
     return 0;
 }
 
-int tenq_outcomes(tenq_client *c, const tenq_outcome *list, size_t n, tenq_outcome_res *res)
+/* "outcomes":[...] into b. */
+static int outcomes_text(tenq_client *c, const tenq_outcome *list, size_t n, tq_buf *b)
 {
-    tq_clearerr(c);
-    if (!list || !res || n == 0 || n > TENQ_BATCH_MAX)
-        return tq_seterr(c, TENQ_EINVALID, "outcomes come 1 to %d at a time", TENQ_BATCH_MAX);
-    memset(res, 0, n * sizeof(*res));
-    tq_buf b = {0};
-    tq_buf_raw(&b, "{\"outcomes\":[", 13);
     int rc = 0;
+    tq_buf_raw(b, "\"outcomes\":[", 12);
     for (size_t i = 0; i < n && rc == 0; i++) {
         const tenq_outcome *oc = &list[i];
         char num[24], *end = num + sizeof num, *d;
-        if (i) tq_buf_raw(&b, ",", 1);
-        tq_buf_raw(&b, "{\"id\":", 6);
+        if (i) tq_buf_raw(b, ",", 1);
+        tq_buf_raw(b, "{\"id\":", 6);
         d = tq_digits(end, oc->id);
-        tq_buf_raw(&b, d, (size_t)(end - d));
-        tq_buf_raw(&b, ",\"token\":", 9);
+        tq_buf_raw(b, d, (size_t)(end - d));
+        tq_buf_raw(b, ",\"token\":", 9);
         d = tq_digits(end, oc->token);
-        tq_buf_raw(&b, d, (size_t)(end - d));
-        tq_buf_raw(&b, oc->ok ? ",\"ok\":true" : ",\"ok\":false", oc->ok ? 10 : 11);
-        rc = outcome_fields(c, &b, oc->result_json, oc->ok ? NULL : &oc->fail, oc->stats_json);
-        tq_buf_raw(&b, "}", 1);
+        tq_buf_raw(b, d, (size_t)(end - d));
+        tq_buf_raw(b, oc->ok ? ",\"ok\":true" : ",\"ok\":false", oc->ok ? 10 : 11);
+        rc = outcome_fields(c, b, oc->result_json, oc->ok ? NULL : &oc->fail, oc->stats_json);
+        tq_buf_raw(b, "}", 1);
     }
-    tq_buf_raw(&b, "]}", 2);
+    tq_buf_raw(b, "]", 1);
+    return rc;
+}
+
+/* The n answers of an outcomes answer's "results" into res. */
+static int outcomes_answer(tenq_client *c, tq_iter *top, size_t n, tenq_outcome_res *res)
+{
+    outcome_results o = {res, n};
+    size_t k;
+    if (tq_walk_list(top, "results", outcome_one, &o, &k) != 0) k = SIZE_MAX;
+    if (k != n) {
+        memset(res, 0, n * sizeof(*res));
+        return tq_seterr(c, TENQ_EPROTOCOL, "the answer does not hold %zu results", n);
+    }
+    return 0;
+}
+
+static int outcomes_check(tenq_client *c, const tenq_outcome *list, size_t n, tenq_outcome_res *res)
+{
+    if (!list || !res || n == 0 || n > TENQ_BATCH_MAX)
+        return tq_seterr(c, TENQ_EINVALID, "outcomes come 1 to %d at a time", TENQ_BATCH_MAX);
+    memset(res, 0, n * sizeof(*res));
+    return 0;
+}
+
+int tenq_outcomes(tenq_client *c, const tenq_outcome *list, size_t n, tenq_outcome_res *res)
+{
+    tq_clearerr(c);
+    int rc = outcomes_check(c, list, n, res);
+    if (rc != 0) return rc;
+    tq_buf b = {0};
+    tq_buf_raw(&b, "{", 1);
+    rc = outcomes_text(c, list, n, &b);
+    tq_buf_raw(&b, "}", 1);
     if (rc != 0) {
         free(b.p);
         return rc;
     }
     tq_iter top;
     if ((rc = tq_post_walk(c, "/v1/outcomes", &b, 0, &top)) != 0) return rc;
-    outcome_results o = {res, n};
-    size_t k;
-    if (tq_walk_list(&top, "results", outcome_one, &o, &k) != 0) k = SIZE_MAX;
-    if (k != n) {
-        memset(res, 0, n * sizeof(*res));
-        return tq_seterr(c, TENQ_EPROTOCOL, "the outcomes answer does not hold %zu results", n);
+    return outcomes_answer(c, &top, n, res);
+}
+
+int tenq_lease_report(tenq_client *c, const tenq_outcome *list, size_t n, tenq_outcome_res *res,
+                      const tenq_lease_req *req, tenq_job **jobs, size_t *njobs)
+{
+    if (n == 0) return tenq_lease(c, req, jobs, njobs);
+    *jobs = NULL;
+    *njobs = 0;
+    tq_clearerr(c);
+    int rc = outcomes_check(c, list, n, res);
+    if (rc != 0) return rc;
+    tq_buf b = {0};
+    if ((rc = lease_text(c, req, &b)) == 0) {
+        tq_buf_raw(&b, ",", 1);
+        rc = outcomes_text(c, list, n, &b);
     }
-    return 0;
+    tq_buf_raw(&b, "}", 1);
+    if (rc != 0) {
+        free(b.p);
+        return rc;
+    }
+    tq_iter top, again;
+    if ((rc = tq_post_walk(c, "/v1/lease", &b, req->wait_ms > 0 ? req->wait_ms : 0, &top)) != 0)
+        return rc;
+    again = top; /* two walks of the answer: its jobs, its results */
+    if ((rc = outcomes_answer(c, &again, n, res)) != 0) return rc;
+    return lease_answer(c, &top, req, jobs, njobs);
 }

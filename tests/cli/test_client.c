@@ -70,6 +70,16 @@ static uint64_t submit(tenq_client *c, const char *queue, const char *type, cons
     return res.id;
 }
 
+/* A lease request for one queue. */
+static tenq_lease_req lease_of(const char *const *queue, unsigned max)
+{
+    tenq_lease_req lr = {0};
+    lr.queues = queue;
+    lr.nqueues = 1;
+    lr.max = max;
+    return lr;
+}
+
 /* ---- tests ------------------------------------------------------------------------------------
  */
 
@@ -283,11 +293,8 @@ TEST(worker_lease_start_heartbeat_ack)
     tenq_client *c = client();
     uint64_t id = submit(c, "work", "Echo", "{\"x\":1}");
     const char *queues[] = {"work"};
-    tenq_lease_req lr = {0};
+    tenq_lease_req lr = lease_of(queues, 10);
     lr.worker = "test/1";
-    lr.queues = queues;
-    lr.nqueues = 1;
-    lr.max = 10;
     tenq_job *jobs = NULL;
     size_t n = 0;
     ASSERT_EQ(tenq_lease(c, &lr, &jobs, &n), 0);
@@ -351,9 +358,7 @@ TEST(worker_fail_retry_and_morgue)
     uint64_t id = submit(c, "work", "Flaky", NULL);
     const char *queues[] = {"work"};
     const char *types[] = {"Flaky"};
-    tenq_lease_req lr = {0};
-    lr.queues = queues;
-    lr.nqueues = 1;
+    tenq_lease_req lr = lease_of(queues, 0);
     lr.types = types;
     lr.ntypes = 1;
     lr.wait_ms = 2000;
@@ -399,10 +404,7 @@ TEST(worker_outcomes_in_one_request)
     tenq_client *c = client();
     uint64_t a = submit(c, "w", "t", NULL), b = submit(c, "w", "t", NULL);
     const char *queues[] = {"w"};
-    tenq_lease_req lr = {0};
-    lr.queues = queues;
-    lr.nqueues = 1;
-    lr.max = 2;
+    tenq_lease_req lr = lease_of(queues, 2);
     tenq_job *jobs;
     size_t n;
     ASSERT_EQ(tenq_lease(c, &lr, &jobs, &n), 0);
@@ -436,6 +438,61 @@ TEST(worker_outcomes_in_one_request)
     oc[0].result_json = "[";
     ASSERT_EQ(tenq_outcomes(c, oc, 1, res), TENQ_EINVALID);
     ASSERT_EQ(tenq_outcomes(c, oc, 0, res), TENQ_EINVALID);
+    tenq_client_free(c);
+    test_server_stop();
+}
+
+TEST(worker_outcomes_with_the_next_lease)
+{
+    test_server_start(NULL);
+    tenq_client *c = client();
+    uint64_t ids[2];
+    for (int i = 0; i < 2; i++) {
+        tenq_submit_req r = {0};
+        r.tenant = "acme";
+        r.queue = "lr";
+        r.type = "t";
+        r.key = "k"; /* one lane: the second is leased only once the first is acked */
+        tenq_submit_res res;
+        ASSERT_EQ(tenq_submit(c, &r, &res), 0);
+        ids[i] = res.id;
+    }
+    const char *queues[] = {"lr"};
+    tenq_lease_req lr = lease_of(queues, 5);
+    tenq_job *jobs;
+    size_t n;
+    ASSERT_EQ(tenq_lease_report(c, NULL, 0, NULL, &lr, &jobs, &n), 0); /* tenq_lease */
+    ASSERT_EQ(n, 1);
+    ASSERT_EQ(jobs[0].id, ids[0]);
+    tenq_outcome oc[2] = {{0}};
+    oc[0].id = oc[1].id = jobs[0].id;
+    oc[0].token = jobs[0].token;
+    oc[0].ok = true;
+    oc[0].result_json = "{\"r\":1}";
+    oc[1].token = jobs[0].token + 1;
+    oc[1].ok = true;
+    tenq_jobs_free(jobs, n);
+    tenq_outcome_res res[2];
+    const char *bad_queues[] = {"no good"};
+    tenq_lease_req bad = lr;
+    bad.queues = bad_queues;
+    ASSERT_EQ(tenq_lease_report(c, oc, 1, res, &bad, &jobs, &n), TENQ_EINVALID);
+    ASSERT_EQ(n, 0);
+    ASSERT_EQ(tenq_lease_report(c, oc, TENQ_BATCH_MAX + 1, res, &lr, &jobs, &n), TENQ_EINVALID);
+    tenq_job *j;
+    ASSERT_EQ(tenq_status(c, ids[0], &j), 0);
+    ASSERT_EQ(j->state, TENQ_STATE_LEASED); /* refused: nothing reported */
+    tenq_job_free(j);
+    ASSERT_EQ(tenq_lease_report(c, oc, 2, res, &lr, &jobs, &n), 0);
+    ASSERT_EQ(res[0].err, 0);
+    ASSERT_EQ(res[0].state, TENQ_STATE_SUCCEEDED);
+    ASSERT_EQ(res[1].err, TENQ_ECONFLICT); /* its token is stale */
+    ASSERT_EQ(n, 1);
+    ASSERT_EQ(jobs[0].id, ids[1]);
+    tenq_jobs_free(jobs, n);
+    ASSERT_EQ(tenq_status(c, ids[0], &j), 0);
+    ASSERT_STR(j->result_json, "{\"r\":1}");
+    tenq_job_free(j);
     tenq_client_free(c);
     test_server_stop();
 }
@@ -883,9 +940,7 @@ TEST(long_waits_span_several_polls)
     o.request_timeout_ms = 100;
     ASSERT_EQ(tenq_client_new(&o, &c), 0);
     const char *queues[] = {"empty"};
-    tenq_lease_req lr = {0};
-    lr.queues = queues;
-    lr.nqueues = 1;
+    tenq_lease_req lr = lease_of(queues, 0);
     lr.wait_ms = 250;
     tenq_job *jobs;
     size_t n;

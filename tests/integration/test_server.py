@@ -314,6 +314,88 @@ class Workers(ServerTest):
         self.assertEqual(res[3]["error"]["code"], "not_found")
         self.assertEqual(self.srv.req("POST", "/v1/outcomes", {"outcomes": []})[0], 400)
 
+    def test_outcomes_ride_with_the_next_lease(self):
+        first = self.srv.submit(queue="olr", key="k")
+        second = self.srv.submit(queue="olr", key="k")
+        other = self.srv.submit(queue="olr")
+        held = self.srv.lease(["olr"], max=2)
+        self.assertEqual([j["id"] for j in held], [first["id"], other["id"]])
+        # the lane's next job is free only once the first is acked: the ack
+        # goes first, so this very lease takes it
+        body = {"worker": "w-olr", "queues": ["olr"], "max": 5, "wait_ms": 0, "outcomes": [
+            {"id": first["id"], "token": held[0]["token"], "ok": True, "result": {"n": 1}},
+            {"id": other["id"], "token": held[1]["token"] + 1, "ok": True},
+            {"id": 4242424, "token": 1, "ok": False, "error": "x"}]}
+        got = self.srv.ok("POST", "/v1/lease", body)
+        self.assertEqual([j["id"] for j in got["jobs"]], [second["id"]])
+        res = got["results"]
+        self.assertEqual(res[0], {"id": first["id"], "state": "succeeded"})
+        self.assertEqual(res[1]["error"]["code"], "conflict")
+        self.assertEqual(res[2]["error"]["code"], "not_found")
+        self.assertEqual(self.srv.job(first["id"])["result"], {"n": 1})
+        self.assertEqual(self.srv.job(other["id"])["state"], "leased")
+        # with nothing to lease the answer still carries the results, after
+        # the wait; the outcomes were applied (and committed) before it
+        t0 = time.time()
+        got = self.srv.ok("POST", "/v1/lease", {
+            "queues": ["olr-empty"], "wait_ms": 300, "outcomes": [
+                {"id": second["id"], "token": got["jobs"][0]["token"], "ok": False,
+                 "error": "no", "retry": False}]})
+        self.assertGreaterEqual(time.time() - t0, 0.25)
+        self.assertEqual(got, {"jobs": [], "results": [{"id": second["id"], "state": "dead"}]})
+        # a plain lease's answer has no results
+        self.assertNotIn("results", self.srv.ok("POST", "/v1/lease", {"queues": ["olr"]}))
+
+    def test_a_long_poll_with_outcomes_has_them_applied_while_it_waits(self):
+        r = self.srv.submit(queue="olw")
+        j = self.srv.lease(["olw"])[0]
+        got = {}
+
+        def poller():
+            got["body"] = self.srv.ok("POST", "/v1/lease", {
+                "queues": ["olw"], "wait_ms": 10000, "outcomes": [
+                    {"id": j["id"], "token": j["token"], "ok": True}]}, conn="poller")
+
+        t = threading.Thread(target=poller)
+        t.start()
+        deadline = time.time() + 5
+        while self.srv.job(r["id"])["state"] != "succeeded" and time.time() < deadline:
+            time.sleep(0.02)
+        self.assertEqual(self.srv.job(r["id"])["state"], "succeeded")
+        self.assertTrue(t.is_alive())  # still waiting for work
+        nxt = self.srv.submit(queue="olw")
+        t.join(10)
+        self.assertEqual([x["id"] for x in got["body"]["jobs"]], [nxt["id"]])
+        self.assertEqual(got["body"]["results"], [{"id": j["id"], "state": "succeeded"}])
+
+    def test_a_refused_lease_reports_none_of_its_outcomes(self):
+        r = self.srv.submit(queue="olx")
+        j = self.srv.lease(["olx"])[0]
+        out = [{"id": j["id"], "token": j["token"], "ok": True}]
+        bad = [
+            ({"queues": ["bad name"], "outcomes": out}, 400, "queues"),
+            ({"queues": ["olx"], "max": "5", "outcomes": out}, 400, "max"),
+            ({"queues": ["olx"], "max": 0, "outcomes": out}, 400, "max"),
+            ({"queues": ["olx"], "outcomes": []}, 400, "outcomes"),
+            ({"queues": ["olx"], "outcomes": {"id": j["id"]}}, 400, "outcomes"),
+            ({"queues": ["olx"], "outcomes": out * 10001}, 400, "outcomes"),
+            ({"queues": ["olx"], "outcomes": out, "outcome": out}, 400, "outcome"),
+        ]
+        for body, status, field in bad:
+            st, b = self.srv.req("POST", "/v1/lease", body)
+            self.assertEqual((st, b["error"].get("field")), (status, field), body)
+        st, _ = self.srv.req("POST", "/v1/lease", '{"queues": ["olx"], "outcomes": [')
+        self.assertEqual(st, 400)
+        self.assertEqual(self.srv.job(r["id"])["state"], "leased")
+        self.assertEqual(self.srv.job(r["id"])["token"], j["token"])
+        # a bad item is answered on its own; the rest of the request goes on
+        got = self.srv.ok("POST", "/v1/lease", {"queues": ["olx"], "outcomes": [
+            {"id": j["id"], "token": j["token"], "ok": True, "surprise": 1}, 7,
+            {"id": j["id"], "token": j["token"], "ok": True}]})
+        self.assertEqual([x.get("error", {}).get("field") for x in got["results"]],
+                         ["surprise", None, None])
+        self.assertEqual(got["results"][2]["state"], "succeeded")
+
     def test_long_poll_answers_as_soon_as_a_job_arrives(self):
         got = {}
 
@@ -1147,6 +1229,55 @@ class LeaseBeforeCommit(unittest.TestCase):
         self.assertEqual(lost + kept, 12)
         self.assertGreater(lost, 6)
         print("  leases lost in the crash: %d, kept: %d" % (lost, kept), file=sys.stderr)
+
+    def test_a_lease_with_outcomes_is_answered_after_their_commit(self):
+        # commits wait 300 ms: a plain lease is answered before its commit,
+        # one that reports outcomes only once they are committed, so a kill
+        # right after its answer loses none of them
+        srv = Server(env={"TENQ_TEST_COMMIT_DELAY_MS": "300"})
+        try:
+            for i in range(4):
+                srv.submit(queue="olc")
+            a, b = srv.lease(["olc"], max=2)
+            t0 = time.time()
+            srv.lease(["olc"])
+            self.assertLess(time.time() - t0, 0.25)
+            t0 = time.time()
+            got = srv.ok("POST", "/v1/lease", {"queues": ["olc"], "outcomes": [
+                {"id": a["id"], "token": a["token"], "ok": True, "result": {"kept": True}},
+                {"id": b["id"], "token": b["token"], "ok": False, "error": "e",
+                 "retry": False}]})
+            self.assertGreaterEqual(time.time() - t0, 0.28)
+            self.assertEqual(len(got["jobs"]), 1)
+            srv.proc.kill()
+            srv.proc.wait()
+            srv.start()
+            self.assertEqual(srv.job(a["id"])["state"], "succeeded")
+            self.assertEqual(srv.job(a["id"])["result"], {"kept": True})
+            self.assertEqual(srv.job(b["id"])["state"], "dead")
+        finally:
+            srv.cleanup()
+
+    def test_outcomes_are_kept_when_their_lease_goes_away_before_the_commit(self):
+        srv = Server(env={"TENQ_TEST_COMMIT_DELAY_MS": "300"})
+        try:
+            r = srv.submit(queue="olg")
+            j = srv.lease(["olg"])[0]
+            body = json.dumps({"queues": ["olg"], "wait_ms": 5000, "outcomes": [
+                {"id": j["id"], "token": j["token"], "ok": True}]}).encode()
+            # the client hangs up while the outcome waits for its commit
+            raw_socket(srv.port, b"POST /v1/lease HTTP/1.1\r\nHost: x\r\nContent-Length: %d"
+                       b"\r\n\r\n%s" % (len(body), body), read_timeout=0.05)
+            time.sleep(0.5)
+            self.assertEqual(srv.job(r["id"])["state"], "succeeded")
+            nxt = srv.submit(queue="olg")  # no long poll left behind takes it
+            time.sleep(0.1)
+            self.assertEqual(srv.job(nxt["id"])["state"], "ready")
+            srv.kill()
+            srv.start()
+            self.assertEqual(srv.job(r["id"])["state"], "succeeded")
+        finally:
+            srv.cleanup()
 
     def test_at_most_once_leases_wait_for_their_commit(self):
         srv = Server()
