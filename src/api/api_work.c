@@ -506,6 +506,7 @@ void h_lease(server *s, http_req *req, const principal *who, const char **args)
     lease_after *la = xcalloc(1, sizeof(*la));
     la->who = *who;
     la->in = in;
+    la->in.outcomes = (tq_span){0}; /* their text goes with the request's body */
     la->results = jb_take(&rb, NULL);
     srv_after_commit(s, req, lease_after_commit, la);
     return;
