@@ -391,11 +391,17 @@ void srv_collect(server *s)
     wake_all(s, wake, nwake);
 }
 
+/* Is anything uncommitted, in the batch being built or handed over? */
+static bool uncommitted(const server *s)
+{
+    return store_batch_ops(s->batch) > 0 || s->inflight_tail;
+}
+
 /* Queues p behind the batch being built, when it has changes, or else
- * behind the last batch handed over: false when neither is left to wait
- * for.  Nothing of its own to commit, a reply may still rest on batches
- * not committed yet (an idempotent replay, say). */
-static bool pending_queue(server *s, pending *p)
+ * behind the last batch handed over (there is one: uncommitted).  Nothing
+ * of its own to commit, a reply may still rest on batches not committed
+ * yet (an idempotent replay, say). */
+static void pending_queue(server *s, pending *p)
 {
     if (store_batch_ops(s->batch) > 0) {
         if (s->cur_tail)
@@ -404,16 +410,14 @@ static bool pending_queue(server *s, pending *p)
             s->cur = p;
         s->cur_tail = p;
         schedule_flush(s); /* ops may come from the handler itself (tokens) */
-        return true;
+        return;
     }
     inflight *f = s->inflight_tail;
-    if (!f) return false;
     if (f->replies_tail)
         f->replies_tail->next = p;
     else
         f->replies = p;
     f->replies_tail = p;
-    return true;
 }
 
 void srv_commit_reply(server *s, http_req *req, int status, jbuf *b)
@@ -421,7 +425,7 @@ void srv_commit_reply(server *s, http_req *req, int status, jbuf *b)
     char **wake = NULL;
     size_t nwake = 0;
     if (engine_change_count(s->e)) collect(s, &wake, &nwake);
-    if (store_batch_ops(s->batch) > 0 || s->inflight_tail)
+    if (uncommitted(s))
         pending_queue(s, pending_new(req, status, b));
     else
         reply_json(req, status, b);
@@ -433,15 +437,15 @@ void srv_after_commit(server *s, http_req *req, commit_then then, void *ctx)
     char **wake = NULL;
     size_t nwake = 0;
     if (engine_change_count(s->e)) collect(s, &wake, &nwake);
-    pending *p = xcalloc(1, sizeof(*p));
-    p->req = req;
-    p->then = then;
-    p->ctx = ctx;
-    if (pending_queue(s, p)) {
+    if (uncommitted(s)) {
+        pending *p = xcalloc(1, sizeof(*p));
+        p->req = req;
+        p->then = then;
+        p->ctx = ctx;
         req->user = p;
         req->on_abort = pending_abort;
+        pending_queue(s, p);
     } else {
-        free(p);
         then(s, req, ctx, 0);
     }
     wake_all(s, wake, nwake);
@@ -668,6 +672,18 @@ static void lease_waiter_free(server *s, lease_waiter *w)
     free(w);
 }
 
+/* Frees a waiter and answers its request: no jobs (with its results). */
+static void lease_waiter_end(server *s, lease_waiter *w)
+{
+    http_req *req = w->req;
+    req->on_abort = NULL;
+    char *results = w->results;
+    w->results = NULL;
+    lease_waiter_free(s, w);
+    reply_no_jobs(req, results);
+    free(results);
+}
+
 static void lease_waiter_abort(http_req *req)
 {
     lease_waiter *w = req->user;
@@ -697,14 +713,7 @@ static void on_lease_timeout(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     lease_waiter *w = arg;
-    server *s = w->srv;
-    http_req *req = w->req;
-    req->on_abort = NULL;
-    char *results = w->results;
-    w->results = NULL;
-    lease_waiter_free(s, w);
-    reply_no_jobs(req, results);
-    free(results);
+    lease_waiter_end(w->srv, w);
 }
 
 void lease_waiter_add(server *s, lease_waiter *w, int64_t wait_ms)
@@ -991,16 +1000,7 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
               (int)sig);
     http_server_stop_accepting(s->http);
     /* long polls answer now */
-    while (s->lwait) {
-        lease_waiter *w = s->lwait;
-        http_req *req = w->req;
-        req->on_abort = NULL;
-        char *results = w->results;
-        w->results = NULL;
-        lease_waiter_free(s, w);
-        reply_no_jobs(req, results);
-        free(results);
-    }
+    while (s->lwait) lease_waiter_end(s, s->lwait);
     write_deferred(s, INT64_MAX); /* a clean stop keeps every lease */
     flush_now(s);
     maybe_finish_stop(s);
