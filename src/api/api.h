@@ -30,9 +30,10 @@ typedef struct api_config {
     long long max_connections;
     long long max_wait_ms; /* longest long poll */
     long long lease_write_delay_ms;
-    char log_format[16];   /* text | json */
-    char log_level[16];    /* debug | info | warn | error */
-    char admin_token[256]; /* TENQ_ADMIN_TOKEN */
+    char writer_priority[16]; /* auto | normal */
+    char log_format[16];      /* text | json */
+    char log_level[16];       /* debug | info | warn | error */
+    char admin_token[256];    /* TENQ_ADMIN_TOKEN */
     char config_file[1024];
     char port_file[1024]; /* write the bound port here (tests, supervisors) */
     bool allow_open_network;

@@ -53,6 +53,9 @@ static const setting settings[] = {
     {"lease-write-delay", T_MS, F(lease_write_delay_ms), "200ms", false,
      "a lease (or a job becoming ready) is stored this long after it happens, unless the "
      "job changed again first (then only the later row is written); 0 stores them at once"},
+    {"writer-priority", T_STR, F(writer_priority), "auto", false,
+     "auto: the thread that commits waits and commits at idle priority while the server is "
+     "quiet (needs CAP_SYS_NICE or RLIMIT_NICE 20, else normal); normal: always normal"},
     {"log-format", T_STR, F(log_format), "text", false, "text or json"},
     {"log-level", T_STR, F(log_level), "info", false, "debug, info, warn or error"},
     {"admin-token", T_STR, F(admin_token), "", true,
@@ -65,6 +68,23 @@ static const setting settings[] = {
 };
 
 #define NSETTINGS (sizeof(settings) / sizeof(settings[0]))
+
+/* Text settings that take one of a few words: anything else is refused. */
+static const struct {
+    const char *name, *choices;
+} choice_list[] = {
+    {"sqlite-sync", "full|normal"},
+    {"writer-priority", "auto|normal"},
+    {"log-format", "text|json"},
+    {"log-level", "debug|info|warn|error"},
+};
+
+static const char *choices_of(const setting *st)
+{
+    for (size_t i = 0; i < sizeof choice_list / sizeof choice_list[0]; i++)
+        if (!strcmp(choice_list[i].name, st->name)) return choice_list[i].choices;
+    return NULL;
+}
 
 static void env_name(const setting *st, char *out, size_t len)
 {
@@ -85,11 +105,29 @@ static int parse_ll(const char *v, long long *out)
     return (int)(end - v);
 }
 
+/* Is v one of "a|b|c"? */
+static bool is_choice(const char *choices, const char *v)
+{
+    size_t n = strlen(v);
+    for (const char *p = choices; *p;) {
+        const char *bar = strchr(p, '|');
+        size_t len = bar ? (size_t)(bar - p) : strlen(p);
+        if (len == n && !strncmp(p, v, n)) return true;
+        if (!bar) break;
+        p = bar + 1;
+    }
+    return false;
+}
+
 static int set_value(api_config *c, const setting *st, const char *v, char *why, size_t wl)
 {
     void *dst = (char *)c + st->off;
     switch (st->type) {
     case T_STR:
+        if (choices_of(st) && !is_choice(choices_of(st), v)) {
+            snprintf(why, wl, "expected one of %s", choices_of(st));
+            return -1;
+        }
         if (strlen(v) >= st->size) {
             snprintf(why, wl, "too long");
             return -1;
@@ -289,7 +327,8 @@ void api_config_help(FILE *out)
         const setting *st = &settings[i];
         char env[64];
         env_name(st, env, sizeof env);
-        const char *kind = st->type == T_MS      ? "DURATION"
+        const char *kind = choices_of(st)        ? choices_of(st)
+                           : st->type == T_MS    ? "DURATION"
                            : st->type == T_BYTES ? "SIZE"
                            : st->type == T_BOOL  ? ""
                            : st->type == T_STR   ? "TEXT"

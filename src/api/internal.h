@@ -167,6 +167,7 @@ typedef struct server {
     bool chain_open; /* srv_hand_over gave the writer a part; srv_end_chain ends it */
     struct event *flush_ev;
     struct event *store_ev;
+    struct event *writer_watch_ev; /* see watch_writer */
 
     lease_waiter *lwait;
     size_t n_lwait;

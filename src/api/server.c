@@ -180,6 +180,7 @@ static void pending_finish(server *s, pending *p, int rc, const char *why)
 }
 
 static void flush_now(server *s);
+static void watch_writer(server *s);
 
 static void schedule_flush(server *s)
 {
@@ -476,11 +477,35 @@ static void flush_batch(server *s, bool more)
     f->seq = more ? store_commit_part(s->st, s->batch) : store_commit(s->st, s->batch);
     s->batch = store_batch_new();
     s->last_seq = f->seq;
+    watch_writer(s);
     if (s->inflight_tail)
         s->inflight_tail->next = f;
     else
         s->inflight = f;
     s->inflight_tail = f;
+}
+
+/* The store's writer waits and commits at idle priority while the server
+ * is quiet (store_opts.writer_idle): if every CPU is kept busy, by our
+ * clients or other processes, it may get none.  So a few ms after a batch
+ * is handed over to an idle writer, store_writer_check gives it normal
+ * priority back when it has not committed and waits for a CPU. */
+#define WRITER_WATCH_MS 2
+
+static void on_writer_watch(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    server *s = arg;
+    if (store_writer_check(s->st, s->last_seq)) watch_writer(s);
+}
+
+static void watch_writer(server *s)
+{
+    if (!s->writer_watch_ev || !store_writer_idle(s->st)) return;
+    if (evtimer_pending(s->writer_watch_ev, NULL)) return;
+    struct timeval tv = {0, WRITER_WATCH_MS * 1000};
+    evtimer_add(s->writer_watch_ev, &tv);
 }
 
 static void flush_now(server *s)
@@ -1086,14 +1111,18 @@ int api_serve(const api_config *cfg)
     /* a fault-injection seam for crash tests; not a setting */
     const char *delay = getenv("TENQ_TEST_COMMIT_DELAY_MS");
     if (delay) so.test_commit_delay_ms = atoi(delay);
+    so.writer_idle = strcmp(cfg->writer_priority, "normal") != 0;
     char err[512];
     if (store_open(cfg->store, &so, &s->st, err, sizeof err) != 0) {
         log_event(LOG_ERROR, "store", "%s", err);
         goto out;
     }
-    log_event(LOG_INFO, "store", "backend=%s at=%s sync=%s", store_backend(s->st),
+    log_event(LOG_INFO, "store", "backend=%s at=%s sync=%s writer=%s", store_backend(s->st),
               store_where(s->st),
-              strcmp(store_backend(s->st), "sqlite") ? "commit" : cfg->sqlite_sync);
+              strcmp(store_backend(s->st), "sqlite") ? "commit" : cfg->sqlite_sync,
+              store_writer_may_idle(s->st) ? "idle-when-quiet"
+              : so.writer_idle ? "normal (idle priority needs CAP_SYS_NICE or RLIMIT_NICE 20)"
+                               : "normal");
     s->e = new_engine(s);
     if (!s->e) {
         log_event(LOG_ERROR, "store", "cannot count this start: %s", store_errmsg(s->st));
@@ -1141,6 +1170,7 @@ int api_serve(const api_config *cfg)
     }
     s->batch = store_batch_new();
     s->flush_ev = event_new(s->base, -1, 0, on_flush, s);
+    s->writer_watch_ev = evtimer_new(s->base, on_writer_watch, s);
     s->tick_ev = evtimer_new(s->base, on_tick, s);
     s->resync_ev = evtimer_new(s->base, on_resync, s);
     s->defer_ev = evtimer_new(s->base, on_defer, s);
@@ -1181,6 +1211,7 @@ out:
     rates_free(s);
     auth_free(&s->auth);
     if (s->flush_ev) event_free(s->flush_ev);
+    if (s->writer_watch_ev) event_free(s->writer_watch_ev);
     if (s->tick_ev) event_free(s->tick_ev);
     if (s->resync_ev) event_free(s->resync_ev);
     if (s->defer_ev) event_free(s->defer_ev);

@@ -204,6 +204,16 @@ struct store {
     bool writer_busy;
     uint64_t n_transactions, n_batches;
     store_timing timing;
+    /* The writer's priority while the server is quiet (see writer_rest):
+     * whether it may step aside, its policy now (read by the caller's
+     * watchdog), how long it waits for each batch (a moving average),
+     * and until when it keeps normal priority after the watchdog raised it. */
+    bool writer_may_idle;
+    int writer_policy;
+    double writer_wait_ns;
+    int64_t writer_normal_until_ns;
+    uint64_t n_writer_raised;
+    int writer_tid;
 
     /* write connection: the writer, load and prune share it */
     pthread_mutex_t db_lock;

@@ -393,6 +393,7 @@ static int wal_hook(void *arg, sqlite3 *db, const char *name, int pages)
 static void *ckpt_main(void *arg)
 {
     sq *q = arg;
+    pthread_setname_np(pthread_self(), "tenq-checkpoint");
     pthread_mutex_lock(&q->ckpt_lock);
     for (;;) {
         while (!q->ckpt_wanted && !q->ckpt_stop) pthread_cond_wait(&q->ckpt_cond, &q->ckpt_lock);

@@ -52,6 +52,13 @@ typedef struct store_opts {
     /* Tests: the writer waits this long before each commit, so that a crash
      * can land between an answer and its commit. */
     int test_commit_delay_ms;
+    /* The writer thread waits for work, and commits, at idle priority
+     * (SCHED_IDLE) while the server is quiet, so that a worker or request
+     * it would delay runs first; it goes back to normal priority as soon as
+     * work comes faster, or when the caller's watchdog finds it waiting for
+     * a CPU (store_writer_check).  Used only when the process may return
+     * the thread to normal priority (CAP_SYS_NICE, or RLIMIT_NICE of 20). */
+    bool writer_idle;
 } store_opts;
 
 /* Opens "sqlite:PATH" (or a bare path ending in .db) or "postgresql://..."
@@ -126,6 +133,19 @@ uint64_t store_committed_seq(const store_t *s);
 /* Transactions committed and batches in them since open (group commit:
  * batches / transactions is how many shared each fsync). */
 void store_counters(const store_t *s, uint64_t *transactions, uint64_t *batches);
+
+/* The writer at idle priority (store_opts.writer_idle): whether it may be
+ * (the option, and the process can undo it), and whether it is now. */
+bool store_writer_may_idle(const store_t *s);
+bool store_writer_idle(const store_t *s);
+/* The caller's watchdog, a few ms after handing over the batch `seq` while
+ * the writer was idle: a writer that still has not committed it and is
+ * waiting for a CPU (other threads or processes keep them all busy) gets
+ * normal priority back, and keeps it for a second.  Returns true when the
+ * caller should look again later (the writer waits on the disk). */
+bool store_writer_check(store_t *s, uint64_t seq);
+/* How many times the watchdog raised the writer. */
+uint64_t store_writer_raised(const store_t *s);
 /* How long commits took (writing and syncing a group), as a histogram:
  * counts[i] commits took at most bounds_us[i] microseconds (the last bound is
  * "more"), and their total time. */

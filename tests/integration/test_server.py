@@ -3,6 +3,7 @@ of SEMANTICS.md end to end, tenant isolation, protocol abuse, crashes."""
 import json
 import sys
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -11,7 +12,7 @@ import threading
 import time
 import unittest
 
-from harness import Server, ServerTest, raw_socket, main
+from harness import STORE, Server, ServerTest, raw_socket, main
 
 
 def err_code(body):
@@ -992,6 +993,146 @@ class Lifecycle(unittest.TestCase):
             srv.ack(j)
         finally:
             srv.cleanup()
+
+
+class WriterPriority(unittest.TestCase):
+    """The thread that commits waits and commits at idle priority while the
+    server is quiet (--writer-priority auto), at normal priority when work
+    comes faster, and gets normal priority back when busy CPUs starve it."""
+
+    @staticmethod
+    def writer_policy(srv):
+        for tid in os.listdir("/proc/%d/task" % srv.proc.pid):
+            with open("/proc/%d/task/%s/comm" % (srv.proc.pid, tid)) as f:
+                if f.read().strip() == "tenq-writer":
+                    return os.sched_getscheduler(int(tid))
+        raise AssertionError("no tenq-writer thread")
+
+    @staticmethod
+    def metric(srv, name):
+        status, text = srv.req("GET", "/metrics")
+        for line in text.splitlines():
+            if line.startswith(name + " "):
+                return float(line.split()[1])
+        raise AssertionError("no metric " + name)
+
+    def quiet_until_idle(self, srv, queue):
+        for _ in range(100):
+            srv.submit(queue=queue)
+            time.sleep(0.01)
+            if self.writer_policy(srv) == os.SCHED_IDLE:
+                return
+        self.fail("the writer of a quiet server never went to idle priority: " +
+                  srv.log_text())
+
+    def test_quiet_at_idle_priority_busy_at_normal_and_back(self):
+        if os.geteuid() != 0:
+            self.fail("run as root (CI does): the test needs CAP_SYS_NICE")
+        srv = Server()
+        try:
+            self.assertIn("writer=idle-when-quiet", srv.log_text())
+            self.quiet_until_idle(srv, "wp")
+            self.assertEqual(self.metric(srv, "tenq_store_writer_idle"), 1)
+            # four submitters at once: batches queue up, the writer runs at
+            # normal priority while they last
+            seen, stop = set(), threading.Event()
+
+            def submitter(k):
+                job = {"tenant": "acme", "queue": "wp", "type": "T"}
+                while not stop.is_set():
+                    srv.ok("POST", "/v1/jobs", job, conn="submitter%d" % k)
+            threads = [threading.Thread(target=submitter, args=(k,)) for k in range(4)]
+            for t in threads:
+                t.start()
+            deadline = time.time() + 20
+            while time.time() < deadline and os.SCHED_OTHER not in seen:
+                seen.add(self.writer_policy(srv))
+                time.sleep(0.002)
+            stop.set()
+            for t in threads:
+                t.join()
+            self.assertIn(os.SCHED_OTHER, seen, "the writer stayed at idle priority under load")
+            # and back once quiet again (the watchdog may have raised it
+            # meanwhile: the submitters alone can keep both CPUs busy)
+            self.quiet_until_idle(srv, "wp")
+        finally:
+            srv.cleanup()
+
+    def test_a_writer_starved_by_busy_cpus_gets_normal_priority_back(self):
+        if os.geteuid() != 0:
+            self.fail("run as root (CI does): the test needs CAP_SYS_NICE")
+        srv = Server()
+        spinners = []
+        try:
+            self.quiet_until_idle(srv, "starve")
+            # two busy processes per CPU at normal priority: a thread at idle
+            # priority gets next to nothing of a CPU
+            for _ in range(2 * os.cpu_count()):
+                spinners.append(subprocess.Popen(["sh", "-c", "while :; do :; done"]))
+            time.sleep(0.2)
+            took = []
+            for _ in range(30):
+                t0 = time.monotonic()
+                srv.submit(queue="starve")
+                took.append(time.monotonic() - t0)
+                time.sleep(0.03)
+            took.sort()
+            # measured here: at most 16 ms with the watchdog; without it
+            # the slowest tenth took 0.5-1.2 s
+            self.assertLess(took[len(took) // 2], 0.05, took)
+            self.assertLess(took[int(len(took) * 0.9)], 0.1, took)
+            self.assertLess(took[-1], 0.3, took)
+            self.assertGreaterEqual(self.metric(srv, "tenq_store_writer_raised_total"), 1)
+        finally:
+            for p in spinners:
+                p.kill()
+                p.wait()
+            srv.cleanup()
+
+    def stays_normal(self, srv, log_says):
+        try:
+            for _ in range(30):
+                srv.submit(queue="wn")
+                time.sleep(0.005)
+            self.assertEqual(self.writer_policy(srv), os.SCHED_OTHER)
+            self.assertIn(log_says, srv.log_text())
+        finally:
+            srv.cleanup()
+
+    def test_normal_priority_when_asked_or_when_it_could_not_be_undone(self):
+        self.stays_normal(Server(args=["--writer-priority", "normal"]), "writer=normal")
+        if STORE != "sqlite" or os.geteuid() != 0:
+            return
+        # without CAP_SYS_NICE (and RLIMIT_NICE 0) a thread cannot come back
+        # from idle priority, so the writer never goes there
+        tmp = tempfile.mkdtemp()
+        os.chmod(tmp, 0o777)
+        try:
+            self.stays_normal(
+                Server(tmp=tmp, wrap=["setpriv", "--reuid=nobody", "--regid=nogroup",
+                                      "--clear-groups", "--inh-caps=-all",
+                                      "--bounding-set=-all"]),
+                "idle priority needs CAP_SYS_NICE")
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    def test_words_outside_a_settings_choices_are_refused(self):
+        from harness import BIN
+        tmp = tempfile.mkdtemp()
+        try:
+            for args, env, word in [
+                    (["--sqlite-sync", "fuul"], {}, "full|normal"),
+                    (["--writer-priority", "high"], {}, "auto|normal"),
+                    ([], {"TENQ_LOG_LEVEL": "verbose"}, "debug|info|warn|error"),
+                    (["--log-format", "xml"], {}, "text|json")]:
+                p = subprocess.run([BIN, "serve", "--listen", "127.0.0.1:0", "--store",
+                                    "sqlite:%s/t.db" % tmp] + args, capture_output=True,
+                                   text=True, timeout=30, env=dict(os.environ, **env))
+                self.assertEqual(p.returncode, 2, p.stderr)
+                self.assertIn("expected one of " + word, p.stderr)
+            self.assertEqual(os.listdir(tmp), [])  # nothing was made
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 class Crash(unittest.TestCase):
