@@ -122,10 +122,11 @@ static bool is_choice(const char *choices, const char *v)
 static int set_value(api_config *c, const setting *st, const char *v, char *why, size_t wl)
 {
     void *dst = (char *)c + st->off;
+    const char *choices = choices_of(st);
     switch (st->type) {
     case T_STR:
-        if (choices_of(st) && !is_choice(choices_of(st), v)) {
-            snprintf(why, wl, "expected one of %s", choices_of(st));
+        if (choices && !is_choice(choices, v)) {
+            snprintf(why, wl, "expected one of %s", choices);
             return -1;
         }
         if (strlen(v) >= st->size) {
@@ -327,7 +328,8 @@ void api_config_help(FILE *out)
         const setting *st = &settings[i];
         char env[64];
         env_name(st, env, sizeof env);
-        const char *kind = choices_of(st)        ? choices_of(st)
+        const char *choices = choices_of(st);
+        const char *kind = choices               ? choices
                            : st->type == T_MS    ? "DURATION"
                            : st->type == T_BYTES ? "SIZE"
                            : st->type == T_BOOL  ? ""

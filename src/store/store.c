@@ -3,6 +3,7 @@
 #include "internal.h"
 #include "schema.h"
 
+#include "base/clock.h"
 #include "base/xalloc.h"
 
 #include <errno.h>
@@ -650,13 +651,6 @@ static void post_batches(store_t *s, store_batch **arr, size_t n, size_t failed,
 /* Quiet: the writer waited this long for each batch, on a moving average. */
 #define WRITER_QUIET_NS 1000000
 
-static int64_t mono_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
-}
-
 static void *probe_main(void *arg)
 {
     bool *ok = arg;
@@ -689,7 +683,7 @@ static void writer_set_policy(store_t *s, pthread_t t, int policy)
 static void writer_rest(store_t *s)
 {
     if (!s->writer_may_idle) return;
-    bool quiet = s->writer_wait_ns > WRITER_QUIET_NS && mono_ns() >= s->writer_normal_until_ns;
+    bool quiet = s->writer_wait_ns > WRITER_QUIET_NS && tq_mono_ns() >= s->writer_normal_until_ns;
     writer_set_policy(s, pthread_self(), quiet ? SCHED_IDLE : SCHED_OTHER);
 }
 
@@ -727,7 +721,7 @@ bool store_writer_check(store_t *s, uint64_t seq)
     if (s->writer_policy == SCHED_IDLE && waiting && s->writer_tid) {
         if (writer_runnable(s)) {
             writer_set_policy(s, s->writer, SCHED_OTHER);
-            s->writer_normal_until_ns = mono_ns() + 1000000000;
+            s->writer_normal_until_ns = tq_mono_ns() + 1000000000;
             s->n_writer_raised++;
         } else {
             again = true;
@@ -760,7 +754,7 @@ static void *writer_main(void *arg)
     s->writer_tid = (int)gettid();
     for (;;) {
         if (!s->pending && !s->stopping && !nchain) writer_rest(s);
-        int64_t waited_from = mono_ns();
+        int64_t waited_from = tq_mono_ns();
         while (!s->pending && !s->stopping && nchain) pthread_cond_wait(&s->cond, &s->lock);
         while (!s->pending && !s->stopping) {
             struct timespec until;
@@ -790,7 +784,7 @@ static void *writer_main(void *arg)
             }
         }
         if (!s->pending && s->stopping) break;
-        int64_t took_at = mono_ns();
+        int64_t took_at = tq_mono_ns();
         store_batch *list = s->pending;
         /* more than one batch waiting, or a chain: work comes faster than
          * one commit at a time, which a busy server's clients wait on */
