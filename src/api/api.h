@@ -37,6 +37,7 @@ typedef struct api_config {
     char config_file[1024];
     char port_file[1024]; /* write the bound port here (tests, supervisors) */
     bool allow_open_network;
+    bool idle_yield;
 } api_config;
 
 void api_config_defaults(api_config *c);

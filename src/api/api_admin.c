@@ -1020,6 +1020,16 @@ void h_metrics(server *s, http_req *req, const principal *who, const char **args
         (unsigned long long)s->n_commits_failed, (unsigned long long)s->n_requests,
         http_server_connections(s->http), s->n_lwait, engine_lane_count(s->e),
         store_writer_idle(s->st) ? 1 : 0, (unsigned long long)store_writer_raised(s->st));
+    uint64_t yields, yields_slow;
+    http_server_yields(s->http, &yields, &yields_slow);
+    jb_printf(&b,
+              "# HELP tenq_http_idle_yields_total Yields of the CPU for requests that woke an "
+              "idle server.\n# TYPE tenq_http_idle_yields_total counter\n"
+              "tenq_http_idle_yields_total %llu\n"
+              "# HELP tenq_http_idle_yields_slow_total Such yields that found the CPU busy "
+              "(each stops them for a second).\n# TYPE tenq_http_idle_yields_slow_total counter\n"
+              "tenq_http_idle_yields_slow_total %llu\n",
+              (unsigned long long)yields, (unsigned long long)yields_slow);
     store_timing tm;
     store_commit_timing(s->st, &tm);
     jb_printf(&b, "# HELP tenq_store_commit_seconds Time to write and sync a group commit.\n"

@@ -56,6 +56,10 @@ static const setting settings[] = {
     {"writer-priority", T_STR, F(writer_priority), "auto", false,
      "auto: the thread that commits waits and commits at idle priority while the server is "
      "quiet (needs CAP_SYS_NICE or RLIMIT_NICE 20, else normal); normal: always normal"},
+    {"idle-yield", T_BOOL, F(idle_yield), "true", false,
+     "a request that wakes an idle server yields the CPU once before and once after waking "
+     "a long poll, so the woken worker runs on this CPU at once (stops for a second when "
+     "the CPU is busy)"},
     {"log-format", T_STR, F(log_format), "text", false, "text or json"},
     {"log-level", T_STR, F(log_level), "info", false, "debug, info, warn or error"},
     {"admin-token", T_STR, F(admin_token), "", true,

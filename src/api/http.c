@@ -8,6 +8,7 @@
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
+#include <sched.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/event.h>
@@ -57,6 +58,9 @@ struct http_server {
     size_t nconns;
     char date[40];
     time_t date_sec;
+    int64_t last_dispatch_ns, yield_off_until_ns;
+    bool yield_armed; /* the request being handled woke an idle server */
+    uint64_t n_yields, n_yields_slow;
 };
 
 void http_limits_defaults(http_limits *l)
@@ -69,6 +73,7 @@ void http_limits_defaults(http_limits *l)
     l->idle_timeout_ms = 60000;
     l->write_timeout_ms = 30000;
     l->max_connections = 10000;
+    l->idle_yield = true;
 }
 
 const char *http_status_text(int status)
@@ -206,6 +211,44 @@ static int reply_head(char *buf, size_t cap, int status, const char *date, size_
     return (int)h.n;
 }
 
+/* ---- a request that wakes an idle server ------------------------------------ */
+
+/* When a request wakes a server that slept, the server has usually taken the
+ * CPU from the client that sent it, before that client could block waiting
+ * for the answer.  If the handler then wakes a long poll (a submit waking a
+ * worker), the scheduler sees two threads on this CPU and puts the worker on
+ * another one, which on a VM is an idle vCPU the host must schedule first:
+ * tens to hundreds of µs, and the host's steal lands there.  So such a
+ * request yields once before its handler (the client runs on to its read and
+ * blocks; the worker is then woken onto this CPU) and once after the woken
+ * reply leaves (the worker runs before the rest of the loop's turn).  Under
+ * load the loop never sleeps a millisecond, so this never happens.  A yield
+ * that took long means other threads want this CPU: yielding to them costs a
+ * time slice, so yields stop for a second (bench/RESULTS.md, "A request that
+ * wakes an idle server"). */
+#define IDLE_WAKE_NS   1000000LL    /* the loop handled nothing this long */
+#define YIELD_SLOW_NS  500000LL     /* a yield that took longer found the CPU busy */
+#define YIELD_PAUSE_NS 1000000000LL /* and stops yields this long */
+
+static void yield_once(http_server *s)
+{
+    int64_t t0 = tq_mono_ns();
+    sched_yield();
+    int64_t t1 = tq_mono_ns();
+    s->n_yields++;
+    if (t1 - t0 > YIELD_SLOW_NS) {
+        s->n_yields_slow++;
+        s->yield_off_until_ns = t1 + YIELD_PAUSE_NS;
+        s->yield_armed = false;
+    }
+}
+
+void http_server_yields(const http_server *s, uint64_t *yields, uint64_t *slow)
+{
+    *yields = s->n_yields;
+    *slow = s->n_yields_slow;
+}
+
 /* Writes a reply; the connection carries on or closes after. */
 static void send_reply(http_conn *c, int status, const char *ctype, const char *extra,
                        const char *body, size_t len, bool close)
@@ -232,6 +275,10 @@ static void send_reply(http_conn *c, int status, const char *ctype, const char *
         struct msghdr mh = {.msg_iov = iov, .msg_iovlen = len ? 2 : 1};
         ssize_t w = sendmsg(bufferevent_getfd(c->bev), &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (w > 0) sent = (size_t)w;
+        if (w > 0 && c->srv->yield_armed) {
+            c->srv->yield_armed = false;
+            yield_once(c->srv); /* the worker this woke runs now */
+        }
     }
     if (sent < (size_t)hn) {
         evbuffer_add(out, head + sent, (size_t)hn - sent);
@@ -499,7 +546,15 @@ static void dispatch(http_conn *c)
     c->req.start_ns = tq_mono_ns();
     c->st = C_HANDLING;
     event_del(c->timer); /* a handler may wait as long as it needs (long polls) */
-    c->srv->fn(c->srv->ctx, &c->req);
+    http_server *s = c->srv;
+    int64_t now = c->req.start_ns;
+    bool woke = s->lim.idle_yield && now - s->last_dispatch_ns > IDLE_WAKE_NS &&
+                now >= s->yield_off_until_ns;
+    s->last_dispatch_ns = now;
+    s->yield_armed = woke;
+    if (woke) yield_once(s);
+    s->fn(s->ctx, &c->req); /* may free c */
+    s->yield_armed = false;
 }
 
 static void process(http_conn *c)

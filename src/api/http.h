@@ -35,6 +35,7 @@ typedef struct http_limits {
     int idle_timeout_ms;     /* keep-alive with no request (60 s) */
     int write_timeout_ms;    /* a client that does not read its reply (30 s) */
     int max_connections;     /* default 10,000 */
+    bool idle_yield;         /* a request that wakes an idle server: see http.c (on) */
 } http_limits;
 
 void http_limits_defaults(http_limits *l);
@@ -77,6 +78,9 @@ void http_server_stop_accepting(http_server *s);
 /* Closes every connection (requests in flight are aborted) and frees. */
 void http_server_free(http_server *s);
 size_t http_server_connections(const http_server *s);
+/* Yields made for requests that woke an idle server, and how many of them
+ * found the CPU busy (which stops them for a second). */
+void http_server_yields(const http_server *s, uint64_t *yields, uint64_t *slow);
 
 /* A header's value (case-insensitive name), or NULL. */
 const char *http_header_get(const http_req *r, const char *name);

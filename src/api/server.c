@@ -1162,6 +1162,7 @@ int api_serve(const api_config *cfg)
     lim.idle_timeout_ms = (int)cfg->idle_timeout_ms;
     lim.write_timeout_ms = (int)cfg->write_timeout_ms;
     lim.max_connections = (int)cfg->max_connections;
+    lim.idle_yield = cfg->idle_yield;
     s->http = http_server_new(s->base, &lim, on_request, s);
     s->port = http_server_listen(s->http, host, port, err, sizeof err);
     if (s->port < 0) {

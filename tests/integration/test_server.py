@@ -1135,6 +1135,100 @@ class WriterPriority(unittest.TestCase):
             shutil.rmtree(tmp, ignore_errors=True)
 
 
+class IdleYield(unittest.TestCase):
+    """A request that wakes an idle server yields the CPU once before its
+    handler and once after the long poll it woke is answered (--idle-yield,
+    on by default); a yield that finds the CPU busy stops them for a second."""
+
+    metric = staticmethod(WriterPriority.metric)
+
+    def pickups(self, srv, queue, n, gap):
+        """n jobs submitted gap seconds apart to a worker that long-polls;
+        the time from each submit to its job in the worker's hands."""
+        took, got = [], threading.Event()
+
+        def worker():
+            for _ in range(n):
+                jobs = srv.lease([queue], wait_ms=5000, conn="worker")
+                self.assertEqual(len(jobs), 1)
+                took.append(time.monotonic() - sent[0])
+                srv.ok("POST", "/v1/jobs/%d/ack" % jobs[0]["id"], {"token": jobs[0]["token"]},
+                       conn="worker")
+                got.set()
+        sent = [0.0]
+        t = threading.Thread(target=worker)
+        t.start()
+        try:
+            for _ in range(n):
+                time.sleep(gap)  # the worker's long poll is waiting again
+                got.clear()
+                sent[0] = time.monotonic()
+                srv.submit(queue=queue)
+                self.assertTrue(got.wait(10), "a job was not picked up")
+        finally:
+            t.join(30)
+        return sorted(took)
+
+    def test_a_pickup_on_an_idle_server_yields_before_and_after(self):
+        srv = Server()
+        try:
+            # each pickup yields twice (before the submit's handler, after
+            # the woken lease's answer); a yield the host slows down pauses
+            # them for a second, so this goes on until enough were seen
+            deadline = time.monotonic() + 20
+            yields = 0
+            while yields < 20 and time.monotonic() < deadline:
+                self.pickups(srv, "iy", 10, 0.02)
+                yields = self.metric(srv, "tenq_http_idle_yields_total")
+            self.assertGreaterEqual(yields, 20, srv.log_text())
+        finally:
+            srv.cleanup()
+
+    def test_no_yields_when_turned_off(self):
+        srv = Server(args=["--idle-yield=false"])
+        try:
+            self.pickups(srv, "iyoff", 5, 0.02)
+            self.assertEqual(self.metric(srv, "tenq_http_idle_yields_total"), 0)
+        finally:
+            srv.cleanup()
+
+    def test_busy_cpus_stop_the_yields(self):
+        srv = Server()
+        spinners = []
+        try:
+            for _ in range(2 * os.cpu_count()):
+                spinners.append(subprocess.Popen(["sh", "-c", "while :; do :; done"]))
+            time.sleep(0.2)
+            took = self.pickups(srv, "iybusy", 20, 0.02)
+            yields = self.metric(srv, "tenq_http_idle_yields_total")
+            slow = self.metric(srv, "tenq_http_idle_yields_slow_total")
+            self.assertGreaterEqual(slow, 1, "no yield found the spinning CPUs busy")
+            # a slow yield stops them for a second: the 20 pickups take under
+            # two seconds, so few yields follow (without the pause every one
+            # of them yields twice, 40 and more)
+            self.assertLess(yields, 20, (yields, slow))
+            self.assertLess(took[len(took) // 2], 0.05, took)
+        finally:
+            for p in spinners:
+                p.kill()
+                p.wait()
+            srv.cleanup()
+
+    def test_a_bad_value_is_refused(self):
+        from harness import BIN
+        tmp = tempfile.mkdtemp()
+        try:
+            p = subprocess.run([BIN, "serve", "--listen", "127.0.0.1:0", "--store",
+                                "sqlite:%s/t.db" % tmp, "--idle-yield=sometimes"],
+                               capture_output=True, text=True, timeout=30)
+            self.assertEqual(p.returncode, 2, p.stderr)
+            self.assertIn("idle-yield", p.stderr)
+            self.assertIn("expected true or false", p.stderr)
+            self.assertEqual(os.listdir(tmp), [])
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
 class Crash(unittest.TestCase):
     def test_a_lane_moves_on_across_a_crash_before_its_next_job_is_stored_ready(self):
         # the second job of a lane becomes ready when the first is acked; that
