@@ -1001,34 +1001,32 @@ void h_metrics(server *s, http_req *req, const principal *who, const char **args
     engine_foreach_tenant(s->e, now, metric_tenant, &l);
     uint64_t tx, batches;
     store_counters(s->st, &tx, &batches);
-    jb_printf(
-        &b,
-        "# TYPE tenq_store_commits_total counter\ntenq_store_commits_total %llu\n"
-        "# TYPE tenq_store_batches_total counter\ntenq_store_batches_total %llu\n"
-        "# TYPE tenq_store_commit_failures_total counter\n"
-        "tenq_store_commit_failures_total %llu\n"
-        "# TYPE tenq_http_requests_total counter\ntenq_http_requests_total %llu\n"
-        "# TYPE tenq_http_connections gauge\ntenq_http_connections %zu\n"
-        "# TYPE tenq_lease_waiters gauge\ntenq_lease_waiters %zu\n"
-        "# TYPE tenq_lanes gauge\ntenq_lanes %zu\n"
-        "# HELP tenq_store_writer_idle 1 while the commit thread runs at idle priority "
-        "(a quiet server).\n# TYPE tenq_store_writer_idle gauge\ntenq_store_writer_idle %d\n"
-        "# HELP tenq_store_writer_raised_total Times the commit thread, at idle priority, "
-        "waited for a CPU and was given normal priority back.\n"
-        "# TYPE tenq_store_writer_raised_total counter\ntenq_store_writer_raised_total %llu\n",
-        (unsigned long long)tx, (unsigned long long)batches,
-        (unsigned long long)s->n_commits_failed, (unsigned long long)s->n_requests,
-        http_server_connections(s->http), s->n_lwait, engine_lane_count(s->e),
-        store_writer_idle(s->st) ? 1 : 0, (unsigned long long)store_writer_raised(s->st));
     uint64_t yields, yields_slow;
     http_server_yields(s->http, &yields, &yields_slow);
     jb_printf(&b,
+              "# TYPE tenq_store_commits_total counter\ntenq_store_commits_total %llu\n"
+              "# TYPE tenq_store_batches_total counter\ntenq_store_batches_total %llu\n"
+              "# TYPE tenq_store_commit_failures_total counter\n"
+              "tenq_store_commit_failures_total %llu\n"
+              "# TYPE tenq_http_requests_total counter\ntenq_http_requests_total %llu\n"
+              "# TYPE tenq_http_connections gauge\ntenq_http_connections %zu\n"
+              "# TYPE tenq_lease_waiters gauge\ntenq_lease_waiters %zu\n"
+              "# TYPE tenq_lanes gauge\ntenq_lanes %zu\n"
+              "# HELP tenq_store_writer_idle 1 while the commit thread runs at idle priority "
+              "(a quiet server).\n# TYPE tenq_store_writer_idle gauge\ntenq_store_writer_idle %d\n"
+              "# HELP tenq_store_writer_raised_total Times the commit thread, at idle priority, "
+              "waited for a CPU and was given normal priority back.\n"
+              "# TYPE tenq_store_writer_raised_total counter\ntenq_store_writer_raised_total %llu\n"
               "# HELP tenq_http_idle_yields_total Yields of the CPU for requests that woke an "
               "idle server.\n# TYPE tenq_http_idle_yields_total counter\n"
               "tenq_http_idle_yields_total %llu\n"
               "# HELP tenq_http_idle_yields_slow_total Such yields that found the CPU busy "
               "(each stops them for a second).\n# TYPE tenq_http_idle_yields_slow_total counter\n"
               "tenq_http_idle_yields_slow_total %llu\n",
+              (unsigned long long)tx, (unsigned long long)batches,
+              (unsigned long long)s->n_commits_failed, (unsigned long long)s->n_requests,
+              http_server_connections(s->http), s->n_lwait, engine_lane_count(s->e),
+              store_writer_idle(s->st) ? 1 : 0, (unsigned long long)store_writer_raised(s->st),
               (unsigned long long)yields, (unsigned long long)yields_slow);
     store_timing tm;
     store_commit_timing(s->st, &tm);

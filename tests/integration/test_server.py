@@ -1120,16 +1120,18 @@ class WriterPriority(unittest.TestCase):
         from harness import BIN
         tmp = tempfile.mkdtemp()
         try:
-            for args, env, word in [
-                    (["--sqlite-sync", "fuul"], {}, "full|normal"),
-                    (["--writer-priority", "high"], {}, "auto|normal"),
-                    ([], {"TENQ_LOG_LEVEL": "verbose"}, "debug|info|warn|error"),
-                    (["--log-format", "xml"], {}, "text|json")]:
+            for args, env, says in [
+                    (["--sqlite-sync", "fuul"], {}, ["expected one of full|normal"]),
+                    (["--writer-priority", "high"], {}, ["expected one of auto|normal"]),
+                    ([], {"TENQ_LOG_LEVEL": "verbose"}, ["expected one of debug|info|warn|error"]),
+                    (["--log-format", "xml"], {}, ["expected one of text|json"]),
+                    (["--idle-yield=sometimes"], {}, ["idle-yield", "expected true or false"])]:
                 p = subprocess.run([BIN, "serve", "--listen", "127.0.0.1:0", "--store",
                                     "sqlite:%s/t.db" % tmp] + args, capture_output=True,
                                    text=True, timeout=30, env=dict(os.environ, **env))
                 self.assertEqual(p.returncode, 2, p.stderr)
-                self.assertIn("expected one of " + word, p.stderr)
+                for text in says:
+                    self.assertIn(text, p.stderr)
             self.assertEqual(os.listdir(tmp), [])  # nothing was made
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -1213,20 +1215,6 @@ class IdleYield(unittest.TestCase):
                 p.kill()
                 p.wait()
             srv.cleanup()
-
-    def test_a_bad_value_is_refused(self):
-        from harness import BIN
-        tmp = tempfile.mkdtemp()
-        try:
-            p = subprocess.run([BIN, "serve", "--listen", "127.0.0.1:0", "--store",
-                                "sqlite:%s/t.db" % tmp, "--idle-yield=sometimes"],
-                               capture_output=True, text=True, timeout=30)
-            self.assertEqual(p.returncode, 2, p.stderr)
-            self.assertIn("idle-yield", p.stderr)
-            self.assertIn("expected true or false", p.stderr)
-            self.assertEqual(os.listdir(tmp), [])
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
 
 
 class Crash(unittest.TestCase):
