@@ -1,11 +1,16 @@
 /* The handle's one connection: connecting (with failover between servers),
- * sending a request, reading its answer.  Sockets are non-blocking and every
- * wait goes through poll() with the request's deadline. */
+ * sending a request, reading its answer.  A connected socket is blocking:
+ * sends and the reads that must not wait say MSG_DONTWAIT, and waiting for
+ * an answer is one recv() bounded by SO_RCVTIMEO, so the wake-up that brings
+ * the answer also returns it (poll() then recv() is a system call more on
+ * the path of every answer).  While a stop can interrupt the wait (a
+ * worker's abort fd), it goes through poll() on both fds. */
 #include "client/internal.h"
 
 #include "base/jscan.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -106,6 +111,12 @@ static int connect_one(const tq_url *u, int timeout_ms, int abort, char *why, si
     if (fd >= 0) {
         int one = 1;
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        int fl = fcntl(fd, F_GETFL);
+        if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0) {
+            snprintf(why, wl, "%s", strerror(errno));
+            close(fd);
+            fd = -1;
+        }
     }
     return fd;
 }
@@ -124,6 +135,7 @@ static int connect_any(tenq_client *c)
             c->fd = fd;
             c->fd_server = i;
             c->cur = i;
+            c->rcvtimeo_ms = 0;
             return 0;
         }
         if (al < sizeof all)
@@ -137,7 +149,14 @@ static int connect_any(tenq_client *c)
 }
 
 /* Is a kept connection unusable?  Between requests the server sends nothing,
- * so anything readable is its close (or garbage): either way, reconnect. */
+ * so anything readable is its close (or garbage): either way, reconnect.
+ * Asked only of a connection idle for STALE_CHECK_MS: the server closes a
+ * kept connection when it has been idle far longer (http_limits'
+ * idle_timeout_ms) or when it stops, and a request sent on a connection it
+ * had closed gets no byte back and is sent again on a new one (tq_exchange),
+ * so the check saves a failed send, not a request; on a connection in use it
+ * was a system call on the path of every request. */
+#define STALE_CHECK_MS 1000
 static bool conn_stale(int fd)
 {
     struct pollfd p = {fd, POLLIN, 0};
@@ -153,7 +172,7 @@ static int send_all(int fd, const char *a, size_t na, const char *b, size_t nb, 
     while (na + nb > 0) {
         struct iovec iov[2] = {{(void *)a, na}, {(void *)b, nb}};
         struct msghdr mh = {.msg_iov = na ? iov : iov + 1, .msg_iovlen = na && nb ? 2 : 1};
-        ssize_t w = sendmsg(fd, &mh, MSG_NOSIGNAL);
+        ssize_t w = sendmsg(fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (w > 0) {
             size_t took = (size_t)w < na ? (size_t)w : na;
             a += took;
@@ -173,6 +192,46 @@ static int send_all(int fd, const char *a, size_t na, const char *b, size_t nb, 
         return R_LOST;
     }
     return 0;
+}
+
+/* Bounds the socket's blocking reads by ms (> 0): a bound longer than ms
+ * would overrun the caller's deadline, and one far shorter would wake the
+ * wait for nothing, so it is set only then (not on every request: a worker
+ * alternates requests with and without a long poll). */
+static void bound_reads(tenq_client *c, int64_t ms)
+{
+    if (ms > INT_MAX) ms = INT_MAX;
+    if (c->rcvtimeo_ms > 0 && c->rcvtimeo_ms <= ms && c->rcvtimeo_ms >= ms / 2) return;
+    struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000};
+    if (setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) == 0) c->rcvtimeo_ms = (int)ms;
+}
+
+/* Reads what comes next into buf (up to len bytes), waiting until the
+ * deadline: > 0 bytes read, 0 the server closed, -1 failed (errno set; EINTR
+ * is retried here), or -R_TIMEOUT, -R_ABORT. */
+static ssize_t recv_wait(tenq_client *c, char *buf, size_t len, int64_t deadline,
+                         int64_t abort_from)
+{
+    int abort = abort_fd(c);
+    for (;;) {
+        int64_t now = now_ms(), left = deadline - now;
+        if (left <= 0) return -R_TIMEOUT;
+        if (abort < 0 || now < abort_from) {
+            bound_reads(c, abort >= 0 && abort_from - now < left ? abort_from - now : left);
+            ssize_t n = recv(c->fd, buf, len, 0);
+            if (n >= 0) return n;
+            if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) continue;
+            return -1;
+        }
+        ssize_t n = recv(c->fd, buf, len, MSG_DONTWAIT);
+        if (n >= 0) return n;
+        if (errno == EINTR) continue;
+        if (errno != EAGAIN && errno != EWOULDBLOCK) return -1;
+        int r = wait_fd(c->fd, POLLIN, deadline, abort, abort_from);
+        if (r == 0) return -R_TIMEOUT;
+        if (r == -2) return -R_ABORT;
+        if (r < 0) return -1;
+    }
 }
 
 static int grow(tenq_client *c, size_t want)
@@ -227,7 +286,11 @@ static int read_answer(tenq_client *c, int64_t deadline, bool *got, bool *close_
             return tq_seterr(c, TENQ_EPROTOCOL, "the answer from http://%s is too large",
                              u->hostport);
         if (c->bcap - c->blen < 4097 && grow(c, c->blen + 16384) != 0) return TENQ_ENOMEM;
-        ssize_t n = recv(c->fd, c->buf + c->blen, c->bcap - c->blen - 1, 0);
+        /* A request aborted once the server may have acted on it could lose
+         * what it answers (a lease): abort only after abort_after_ms, when a
+         * lease answered at once would have come, and so the server is
+         * waiting in a long poll. */
+        ssize_t n = recv_wait(c, c->buf + c->blen, c->bcap - c->blen - 1, deadline, abort_from);
         if (n > 0) {
             c->blen += (size_t)n;
             *got = true;
@@ -238,18 +301,8 @@ static int read_answer(tenq_client *c, int64_t deadline, bool *got, bool *close_
             errno = ECONNRESET;
             return R_LOST;
         }
-        if (errno == EINTR) continue;
-        if (errno == EAGAIN || errno == EWOULDBLOCK) {
-            /* A request aborted once the server may have acted on it could
-             * lose what it answers (a lease): abort only after abort_after_ms,
-             * when a lease answered at once would have come, and so the
-             * server is waiting in a long poll. */
-            int r = wait_fd(c->fd, POLLIN, deadline, abort_fd(c), abort_from);
-            if (r == 0) return R_TIMEOUT;
-            if (r == -2) return R_ABORT;
-            if (r < 0) return R_LOST;
-            continue;
-        }
+        if (n == -R_TIMEOUT) return R_TIMEOUT;
+        if (n == -R_ABORT) return R_ABORT;
         return R_LOST;
     }
     c->body = c->buf + start + h.head_len;
@@ -322,7 +375,7 @@ int tq_exchange(tenq_client *c, const char *method, const char *path, const char
     int rc = 0;
     for (int attempt = 0;; attempt++) {
         bool reused = c->fd >= 0;
-        if (reused && conn_stale(c->fd)) {
+        if (reused && now_ms() - c->fd_used_ms > STALE_CHECK_MS && conn_stale(c->fd)) {
             tq_disconnect(c);
             reused = false;
         }
@@ -340,7 +393,10 @@ int tq_exchange(tenq_client *c, const char *method, const char *path, const char
         int r = send_all(c->fd, head, hl, body, len, deadline, abort_fd(c));
         if (r == 0) r = read_answer(c, deadline, &got, &close_after);
         if (r == 0) {
-            if (close_after) tq_disconnect(c);
+            if (close_after)
+                tq_disconnect(c);
+            else
+                c->fd_used_ms = now_ms();
             goto out;
         }
         int err = errno;

@@ -18,8 +18,10 @@ struct tenq_client {
     size_t cur; /* the server tried first: the last one that answered */
     char *token;
     int connect_ms, request_ms;
-    int fd;           /* -1: no connection */
-    size_t fd_server; /* the server fd talks to */
+    int fd;             /* -1: no connection */
+    size_t fd_server;   /* the server fd talks to */
+    int64_t fd_used_ms; /* when fd last carried an answer (now_ms) */
+    int rcvtimeo_ms;    /* fd's SO_RCVTIMEO; 0: none set */
     /* the last answer: bytes as read; body points into buf, NUL-terminated */
     char *buf;
     size_t blen, bcap;

@@ -917,6 +917,128 @@ class Protocol(ServerTest):
             self.assertEqual(self.srv.req("GET", "/healthz", conn="ka")[0], 200)
 
 
+def split_answers(data):
+    """HTTP/1.1 answers one after another in data (each with a
+    Content-Length): [(status, body bytes)], and the bytes left over."""
+    out = []
+    while data:
+        end = data.find(b"\r\n\r\n")
+        if end < 0:
+            break
+        head = data[:end].decode()
+        length = 0
+        for line in head.split("\r\n")[1:]:
+            name, _, value = line.partition(":")
+            if name.lower() == "content-length":
+                length = int(value)
+        if len(data) < end + 4 + length:
+            break
+        out.append((int(head.split(" ")[1]), data[end + 4:end + 4 + length]))
+        data = data[end + 4 + length:]
+    return out, data
+
+
+def read_until_closed(s):
+    data = b""
+    while True:
+        try:
+            chunk = s.recv(1 << 20)
+        except ConnectionResetError:
+            break
+        if not chunk:
+            break
+        data += chunk
+    return data
+
+
+class ConnectionIO(ServerTest):
+    """The server's own reads and writes: a body far larger than its read
+    buffer arriving in pieces, pipelining past that buffer, a reply the
+    client reads late, and one it never reads."""
+    server_args = ("--write-timeout", "1500ms")
+    PAD = "x" * 8000
+
+    def batch(self, queue, n=1000):
+        return {"jobs": [{"tenant": "acme", "queue": queue, "type": "T",
+                          "args": {"pad": self.PAD, "i": i}} for i in range(n)]}
+
+    def connections(self):
+        _, text = self.srv.req("GET", "/metrics")
+        return int(text.split("\ntenq_http_connections ")[1].split()[0])
+
+    def test_a_large_body_in_pieces_then_a_pipelined_request(self):
+        body = json.dumps(self.batch("io-big")).encode()  # about 8 MB
+        s = socket.create_connection(("127.0.0.1", self.srv.port), timeout=30)
+        s.sendall(b"POST /v1/jobs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                  b"Content-Length: %d\r\n\r\n" % len(body) + body[:100])
+        cuts = [100, 5000, 70000, 3000000, 6000000, len(body) - 7]
+        for a, b in zip(cuts, cuts[1:]):
+            time.sleep(0.05)
+            s.sendall(body[a:b])
+        s.sendall(body[-7:] + b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        answers, rest = split_answers(read_until_closed(s))
+        s.close()
+        self.assertEqual([a[0] for a in answers], [201, 200], answers[:1])
+        self.assertEqual(rest, b"")
+        ids = [j["id"] for j in json.loads(answers[0][1])["jobs"]]
+        self.assertEqual(len(set(ids)), 1000)
+        page = self.srv.ok("GET", "/v1/jobs?queue=io-big&limit=1000")["jobs"]
+        self.assertEqual(sorted(j["args"]["i"] for j in page), list(range(1000)))
+        self.assertTrue(all(j["args"]["pad"] == self.PAD for j in page))
+
+    def test_pipelined_requests_past_the_read_buffer_are_answered_in_order(self):
+        # 4,000 requests in one send: about 130 KB, past the 80 KiB the server
+        # buffers while a request is handled
+        reqs, want = [], []
+        for i in range(4000):
+            path = b"/nope" if i % 3 == 2 else b"/healthz"
+            reqs.append(b"GET " + path + b" HTTP/1.1\r\nHost: x\r\n\r\n")
+            want.append(404 if i % 3 == 2 else 200)
+        reqs.append(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        want.append(200)
+        answers, rest = split_answers(raw_socket(self.srv.port, b"".join(reqs), read_timeout=20))
+        self.assertEqual([a[0] for a in answers], want)
+        self.assertEqual(rest, b"")
+
+    def late_reader(self, queue):
+        self.srv.ok("POST", "/v1/jobs", self.batch(queue))
+        s = socket.socket()
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        s.settimeout(30)
+        s.connect(("127.0.0.1", self.srv.port))
+        s.sendall(b"GET /v1/jobs?queue=" + queue.encode() + b"&limit=1000 HTTP/1.1\r\n"
+                  b"Host: x\r\nConnection: close\r\n\r\n")
+        return s
+
+    def test_a_reply_read_late_arrives_whole_and_others_are_served_meanwhile(self):
+        s = self.late_reader("io-late")
+        time.sleep(0.8)  # the 8 MB page waits in the server for the socket
+        t0 = time.time()
+        self.assertEqual(self.srv.req("GET", "/healthz", conn="other")[0], 200)
+        self.assertLess(time.time() - t0, 0.5)
+        answers, rest = split_answers(read_until_closed(s))
+        s.close()
+        self.assertEqual(len(answers), 1)
+        self.assertEqual(answers[0][0], 200)
+        self.assertEqual(rest, b"")
+        self.assertEqual(len(json.loads(answers[0][1])["jobs"]), 1000)
+
+    def test_a_reply_nobody_reads_is_dropped_after_the_write_timeout(self):
+        base = self.connections()
+        s = self.late_reader("io-never")
+        time.sleep(0.3)
+        self.assertEqual(self.connections(), base + 1)
+        deadline = time.time() + 6
+        while self.connections() > base and time.time() < deadline:
+            time.sleep(0.2)
+        self.assertEqual(self.connections(), base)  # gone after 1.5 s without progress
+        got = read_until_closed(s)
+        s.close()
+        answers, _ = split_answers(got)
+        self.assertEqual(answers, [])  # cut short: never a whole answer
+        self.assertTrue(got.startswith(b"HTTP/1.1 200"), got[:40])
+
+
 class Lifecycle(unittest.TestCase):
     def test_sigterm_stops_cleanly_and_data_survives(self):
         srv = Server()

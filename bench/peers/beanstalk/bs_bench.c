@@ -48,10 +48,10 @@ static void die(const char *fmt, ...)
     exit(1);
 }
 
-static double now_ms(void) /* wall clock, ms with fraction */
+static double now_ms(void) /* ms with fraction, on the clock the tenq driver uses */
 {
     struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
+    clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
@@ -229,6 +229,7 @@ static int g_idle_timeout; /* reserve-with-timeout seconds: 0 in drains */
 static atomic_long g_done; /* jobs finished */
 static double g_t_last;    /* mono_s() when the last job of the target finished */
 static double *g_lat;      /* W2: start - submit, per job; W3: B's waits */
+static double *g_lat_sub;  /* W2 with BS_BENCH_DUMP: the submit time of each g_lat[k] */
 static atomic_long g_lat_n;
 static double *g_kstart, *g_kend; /* W4: per (key, seq) start and end */
 
@@ -239,6 +240,7 @@ static void handle(const char *body, double t_start)
         double sub = atof(body + 2);
         long i = atomic_fetch_add(&g_lat_n, 1);
         g_lat[i] = t_start - sub;
+        if (g_lat_sub) g_lat_sub[i] = sub;
     } else if (body[0] == 'K') { /* "K <key> <seq>" */
         long k = 0, q = 0;
         sscanf(body + 2, "%ld %ld", &k, &q);
@@ -293,15 +295,15 @@ static void *worker(void *arg)
     return NULL;
 }
 
-/* BS_BENCH_DUMP=FILE: W2's samples, "0 latency_ms" a line (the format of the
- * tenq driver's TENQ_DRIVER_DUMP, without the submit times), for
+/* BS_BENCH_DUMP=FILE: W2's samples in the order they arrived, "submit_ms
+ * latency_ms" a line (the format of the tenq driver's TENQ_DRIVER_DUMP), for
  * bench/peers/w2_paired.sh; not part of the results */
 static void dump_latencies(long n)
 {
     const char *path = getenv("BS_BENCH_DUMP");
     FILE *f = path ? fopen(path, "w") : NULL;
     if (!f) return;
-    for (long k = 0; k < n; k++) fprintf(f, "0 %.4f\n", g_lat[k]);
+    for (long k = 0; k < n; k++) fprintf(f, "%.4f %.4f\n", g_lat_sub ? g_lat_sub[k] : 0, g_lat[k]);
     fclose(f);
 }
 
@@ -472,6 +474,7 @@ int main(int argc, char **argv)
     }
     case W2: {
         g_lat = calloc((size_t)g_jobs, sizeof *g_lat);
+        if (getenv("BS_BENCH_DUMP")) g_lat_sub = calloc((size_t)g_jobs, sizeof *g_lat_sub);
         workers_start(g_jobs, 1);
         usleep(200 * 1000); /* let the workers connect and block in reserve */
         double t0 = mono_s();
@@ -487,8 +490,8 @@ int main(int argc, char **argv)
         }
         workers_join();
         long n = atomic_load(&g_lat_n);
-        qsort(g_lat, (size_t)n, sizeof *g_lat, cmp_double);
         dump_latencies(n);
+        qsort(g_lat, (size_t)n, sizeof *g_lat, cmp_double);
         print_head("W2");
         printf(", \"jobs\": %ld, \"interval_ms\": %ld, \"p50_ms\": %.3f, \"p90_ms\": %.3f, "
                "\"p99_ms\": %.3f, \"max_ms\": %.3f}\n",
