@@ -197,13 +197,16 @@ static int send_all(int fd, const char *a, size_t na, const char *b, size_t nb, 
 /* Bounds the socket's blocking reads by ms (> 0): a bound longer than ms
  * would overrun the caller's deadline, and one far shorter would wake the
  * wait for nothing, so it is set only then (not on every request: a worker
- * alternates requests with and without a long poll). */
-static void bound_reads(tenq_client *c, int64_t ms)
+ * alternates requests with and without a long poll).  false: it could not
+ * be set (the caller then waits in poll()). */
+static bool bound_reads(tenq_client *c, int64_t ms)
 {
     if (ms > INT_MAX) ms = INT_MAX;
-    if (c->rcvtimeo_ms > 0 && c->rcvtimeo_ms <= ms && c->rcvtimeo_ms >= ms / 2) return;
+    if (c->rcvtimeo_ms > 0 && c->rcvtimeo_ms <= ms && c->rcvtimeo_ms >= ms / 2) return true;
     struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000};
-    if (setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) == 0) c->rcvtimeo_ms = (int)ms;
+    if (setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) != 0) return false;
+    c->rcvtimeo_ms = (int)ms;
+    return true;
 }
 
 /* Reads what comes next into buf (up to len bytes), waiting until the
@@ -216,8 +219,8 @@ static ssize_t recv_wait(tenq_client *c, char *buf, size_t len, int64_t deadline
     for (;;) {
         int64_t now = now_ms(), left = deadline - now;
         if (left <= 0) return -R_TIMEOUT;
-        if (abort < 0 || now < abort_from) {
-            bound_reads(c, abort >= 0 && abort_from - now < left ? abort_from - now : left);
+        if ((abort < 0 || now < abort_from) &&
+            bound_reads(c, abort >= 0 && abort_from - now < left ? abort_from - now : left)) {
             ssize_t n = recv(c->fd, buf, len, 0);
             if (n >= 0) return n;
             if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) continue;

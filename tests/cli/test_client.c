@@ -536,7 +536,11 @@ TEST(keep_alive_reuses_one_connection)
     test_server_stop();
 }
 
-/* The server closes idle connections; the next call reconnects unseen. */
+/* The server closes idle connections; the next call reconnects unseen.
+ * Within a second of its last answer a connection is not checked before a
+ * request (conn.c, STALE_CHECK_MS): the submit goes out on the closed
+ * connection, gets no byte back, and is sent once more on a new one; the
+ * server never saw the first, so each submit makes one job. */
 TEST(reconnects_after_the_server_closed_an_idle_connection)
 {
     const char *extra[] = {"--idle-timeout", "150ms", NULL};
@@ -550,6 +554,14 @@ TEST(reconnects_after_the_server_closed_an_idle_connection)
         ASSERT_EQ(tenq_status(c, id, &j), 0);
         tenq_job_free(j);
     }
+    test_sleep_ms(1300); /* and past the second: checked first, then a new connection */
+    submit(c, "q", "t", NULL);
+    char *resp = NULL;
+    ASSERT_EQ(tenq_request(c, "GET", "/v1/jobs?queue=q&limit=100", NULL, 0, NULL, &resp), 0);
+    int n = 0;
+    for (const char *p = resp; (p = strstr(p, "\"id\":")) != NULL; p++) n++;
+    ASSERT_MSG(n == 5, "%d jobs: %s", n, resp);
+    tenq_free(resp);
     tenq_client_free(c);
     test_server_stop();
 }
