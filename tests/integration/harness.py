@@ -189,6 +189,21 @@ class Server:
         return self.ok("GET", "/v1/jobs/%d" % id, token=token)
 
 
+def read_until_closed(s):
+    """What comes on socket s until the server closes it (or resets it, or
+    the socket's timeout passes)."""
+    out = b""
+    while True:
+        try:
+            chunk = s.recv(1 << 20)
+        except (socket.timeout, ConnectionResetError):
+            break
+        if not chunk:
+            break
+        out += chunk
+    return out
+
+
 def raw_socket(port, data, read_timeout=5.0):
     """Sends bytes on a fresh connection; returns what came back before the
     server closed it (or the timeout)."""
@@ -196,16 +211,7 @@ def raw_socket(port, data, read_timeout=5.0):
     try:
         if data:
             s.sendall(data)
-        out = b""
-        while True:
-            try:
-                chunk = s.recv(65536)
-            except socket.timeout:
-                break
-            if not chunk:
-                break
-            out += chunk
-        return out
+        return read_until_closed(s)
     finally:
         s.close()
 

@@ -12,7 +12,7 @@ import threading
 import time
 import unittest
 
-from harness import STORE, Server, ServerTest, raw_socket, main
+from harness import STORE, Server, ServerTest, raw_socket, read_until_closed, main
 
 
 def err_code(body):
@@ -936,19 +936,6 @@ def split_answers(data):
         out.append((int(head.split(" ")[1]), data[end + 4:end + 4 + length]))
         data = data[end + 4 + length:]
     return out, data
-
-
-def read_until_closed(s):
-    data = b""
-    while True:
-        try:
-            chunk = s.recv(1 << 20)
-        except ConnectionResetError:
-            break
-        if not chunk:
-            break
-        data += chunk
-    return data
 
 
 class ConnectionIO(ServerTest):
