@@ -95,6 +95,15 @@ def main():
             cells.append(f"{k} {pct(v, .5):.0f}/{pct(v, .9):.0f}")
         print(f"{name:12s} n={len(rows)} worker on the server's CPU {same:.0%}")
         print("    " + "  ".join(cells))
+        # the slowest 5 % of pickups: each segment's median among them
+        slow = sorted((r for r in rows if "total" in r), key=lambda r: r["total"])
+        slow = slow[int(len(slow) * 0.95):]
+        tail = []
+        for k in SEGMENTS:
+            v = sorted(r[k] for r in slow if k in r)
+            tail.append(f"{k} {pct(v, .5):.0f}")
+        same = sum(r["same_cpu"] for r in slow) / max(len(slow), 1)
+        print(f"    slowest 5 % (n={len(slow)}, {same:.0%} on the server's CPU), medians: " + "  ".join(tail))
 
 
 if __name__ == "__main__":

@@ -20,6 +20,8 @@ here=$(cd "$(dirname "$0")/../.." && pwd)
 rounds=${1:-3}
 jobs=${2:-400}
 command -v bpftrace >/dev/null || { echo "needs bpftrace (apt-get install bpftrace)" >&2; exit 1; }
+# a fresh machine may not have the tracing file system mounted
+[ -e /sys/kernel/tracing/events ] || mount -t tracefs nodev /sys/kernel/tracing
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cat >"$tmp/trace.bt" <<'BT'
