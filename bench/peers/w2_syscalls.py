@@ -84,27 +84,28 @@ def pct(v, q):
     return v[min(len(v) - 1, int(q * len(v)))] if v else float("nan")
 
 
+def cells(rows, qs):
+    """Each segment's percentiles qs over rows, and the share whose worker
+    ran on the server's CPU."""
+    out = []
+    for k in SEGMENTS:
+        v = sorted(r[k] for r in rows if k in r)
+        out.append(f"{k} " + "/".join(f"{pct(v, q):.0f}" for q in qs))
+    return "  ".join(out), sum(r["same_cpu"] for r in rows) / max(len(rows), 1)
+
+
 def main():
     for base in sys.argv[1:]:
         rows = analyse(base)
         name = "tenq-sqlite" if base.rsplit("/", 1)[-1].startswith("t") else "beanstalkd"
-        same = sum(r["same_cpu"] for r in rows) / max(len(rows), 1)
-        cells = []
-        for k in SEGMENTS:
-            v = sorted(r[k] for r in rows if k in r)
-            cells.append(f"{k} {pct(v, .5):.0f}/{pct(v, .9):.0f}")
+        text, same = cells(rows, (.5, .9))
         print(f"{name:12s} n={len(rows)} worker on the server's CPU {same:.0%}")
-        print("    " + "  ".join(cells))
+        print("    " + text)
         # the slowest 5 % of pickups: each segment's median among them
         slow = sorted((r for r in rows if "total" in r), key=lambda r: r["total"])
         slow = slow[int(len(slow) * 0.95):]
-        tail = []
-        for k in SEGMENTS:
-            v = sorted(r[k] for r in slow if k in r)
-            tail.append(f"{k} {pct(v, .5):.0f}")
-        same = sum(r["same_cpu"] for r in slow) / max(len(slow), 1)
-        print(f"    slowest 5 % (n={len(slow)}, {same:.0%} on the server's CPU), medians: " + "  ".join(tail))
-
+        text, same = cells(slow, (.5,))
+        print(f"    slowest 5 % (n={len(slow)}, {same:.0%} on the server's CPU), medians: " + text)
 
 if __name__ == "__main__":
     main()
