@@ -27,7 +27,8 @@
     XX(TIMEOUT, -17, 504, "timeout", "timed out")                                                  \
     XX(PROTOCOL, -18, 502, "protocol", "malformed response")                                       \
     XX(CONSTRAINT, -19, 409, "conflict", "constraint violated")                                    \
-    XX(INTERNAL, -20, 500, "internal", "internal error")
+    XX(INTERNAL, -20, 500, "internal", "internal error")                                           \
+    XX(NOT_LEADER, -21, 503, "not_leader", "not the leader")
 
 /* Exported from the shared libtenq (built with -fvisibility=hidden). */
 #ifndef TENQ_API

@@ -38,6 +38,8 @@ typedef struct api_config {
     char port_file[1024]; /* write the bound port here (tests, supervisors) */
     bool allow_open_network;
     bool idle_yield;
+    char advertise[256];     /* the URL clients reach this server at */
+    long long leader_ttl_ms; /* PostgreSQL: how long a renewal keeps the leadership */
 } api_config;
 
 void api_config_defaults(api_config *c);

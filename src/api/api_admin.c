@@ -1044,22 +1044,56 @@ void h_metrics(server *s, http_req *req, const principal *who, const char **args
     }
     jb_printf(&b, "tenq_store_commit_seconds_sum %.6f\ntenq_store_commit_seconds_count %llu\n",
               tm.total_us / 1e6, (unsigned long long)cum);
+    jb_printf(&b,
+              "# HELP tenq_leader 1 while this server leads its store and serves, else 0.\n"
+              "# TYPE tenq_leader gauge\ntenq_leader %d\n"
+              "# HELP tenq_leader_term The term this server leads under (0: none).\n"
+              "# TYPE tenq_leader_term gauge\ntenq_leader_term %llu\n",
+              srv_serving(s) ? 1 : 0, (unsigned long long)s->term);
     size_t len;
     char *body = jb_take(&b, &len);
     http_reply(req, 200, "text/plain; version=0.0.4", NULL, body, len);
     free(body);
 }
 
+/* This server's health and role (no token needed): 200 while it answers,
+ * whatever its role; 503 while it reloads or stops.  readyz: 200 only on
+ * the leader that serves (for load balancers). */
+static void health(server *s, http_req *req, bool ready)
+{
+    char url[256];
+    bool other = lead_leader(s, url, sizeof url);
+    const char *status = s->stopping ? "stopping" : s->resyncing ? "reloading" : "ok";
+    jbuf b;
+    jb_init(&b);
+    jb_obj(&b);
+    jb_kstr(&b, "status", status);
+    jb_kstr(&b, "role", s->leading ? "leader" : "standby");
+    jb_kstr(&b, "store", store_backend(s->st));
+    jb_kstr(&b, "node", lead_node(s));
+    jb_kstr(&b, "advertise", lead_advertise(s));
+    jb_kint(&b, "term", (long long)s->term);
+    if (s->leading)
+        jb_kstr(&b, "leader", lead_advertise(s));
+    else if (other)
+        jb_kstr(&b, "leader", url);
+    else
+        jb_kraw(&b, "leader", "null");
+    jb_obj_end(&b);
+    bool ok = ready ? srv_serving(s) && !s->stopping : !s->resyncing && !s->stopping;
+    reply_json(req, ok ? 200 : 503, &b);
+}
+
 void h_healthz(server *s, http_req *req, const principal *who, const char **args)
 {
     (void)who;
     (void)args;
-    jbuf b;
-    jb_init(&b);
-    jb_obj(&b);
-    jb_kstr(&b, "status", s->resyncing ? "reloading" : s->stopping ? "stopping" : "ok");
-    jb_kstr(&b, "role", "leader");
-    jb_kstr(&b, "store", store_backend(s->st));
-    jb_obj_end(&b);
-    reply_json(req, s->resyncing || s->stopping ? 503 : 200, &b);
+    health(s, req, false);
+}
+
+void h_readyz(server *s, http_req *req, const principal *who, const char **args)
+{
+    (void)who;
+    (void)args;
+    health(s, req, true);
 }

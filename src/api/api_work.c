@@ -401,9 +401,11 @@ static void lease_go(server *s, http_req *req, const principal *who, lease_in *i
     }
     long long wait_ms = in->wait_ms;
     if (wait_ms > s->cfg.max_wait_ms) wait_ms = s->cfg.max_wait_ms;
-    if (try_lease(s, req, who, in->queues, in->nq, in->types, in->nt, (size_t)in->max, worker,
-                  results)) {
-    } else if (wait_ms == 0 || s->stopping) {
+    /* (after outcomes committed, the leadership may have gone meanwhile) */
+    bool serving = srv_serving(s);
+    if (serving && try_lease(s, req, who, in->queues, in->nq, in->types, in->nt, (size_t)in->max,
+                             worker, results)) {
+    } else if (wait_ms == 0 || s->stopping || !serving) {
         reply_no_jobs(req, results);
     } else {
         lease_waiter *w = xcalloc(1, sizeof(*w));

@@ -68,6 +68,13 @@ static const setting settings[] = {
      "write the port listened on to this file once listening"},
     {"allow-open-network", T_BOOL, F(allow_open_network), "false", false,
      "listen beyond loopback even with no tokens (anyone can do anything)"},
+    {"advertise", T_STR, F(advertise), "", false,
+     "the URL clients reach this server at, which standbys send them to when it leads "
+     "(default: http://<listen address>, the host's name for 0.0.0.0)"},
+    {"leader-ttl", T_MS, F(leader_ttl_ms), "5s", false,
+     "PostgreSQL: a leader that stops renewing (a pause, a stall) is replaced this long after "
+     "its last renewal; one that dies is replaced at once.  Shorter: faster takeovers after a "
+     "stall; longer: fewer leaderships lost to a slow database (1s at least)"},
     {"config", T_STR, F(config_file), "", false, "a file of name = value lines"},
 };
 
@@ -318,6 +325,17 @@ int api_config_load(api_config *c, int argc, char **argv, FILE *err)
             fprintf(err, "tenq serve: --%s %s: %s\n", st->name, v, why);
             return -1;
         }
+    }
+    /* what one setting's type cannot say */
+    if (c->leader_ttl_ms < 1000) {
+        fprintf(err, "tenq serve: --leader-ttl %lldms: at least 1s\n", c->leader_ttl_ms);
+        return -1;
+    }
+    if (*c->advertise && strncmp(c->advertise, "http://", 7) != 0 &&
+        strncmp(c->advertise, "https://", 8) != 0) {
+        fprintf(err, "tenq serve: --advertise %s: expected a URL such as http://host:7070\n",
+                c->advertise);
+        return -1;
     }
     return 0;
 }

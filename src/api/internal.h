@@ -92,6 +92,7 @@ typedef struct idvec {
 
 typedef struct inflight {
     uint64_t seq;
+    uint64_t term; /* the term its changes were made under */
     pending *replies, *replies_tail;
     idvec done;
     struct inflight *next;
@@ -189,6 +190,12 @@ typedef struct server {
     uint64_t rate_samples; /* samples taken since start */
     struct event *resync_ev;
     bool resyncing;
+    /* the leadership (lead.c): leading is true while this server's engine
+     * is the store's (resyncing: reloading it; writes refused), under term */
+    struct lead *lead;
+    bool leading;
+    uint64_t term;
+    bool admin_token_refused; /* TENQ_ADMIN_TOKEN names another role's token */
 
     struct event *sig_term, *sig_int;
     bool stopping;
@@ -201,6 +208,45 @@ typedef struct server {
 } server;
 
 int64_t srv_now(server *s);
+
+/* ---- the leadership (lead.c, and the loop's side in server.c) ---------------- */
+
+/* A fresh engine whose fencing tokens start above every earlier term's (any
+ * thread). */
+engine_t *srv_engine_new(const api_config *cfg, uint64_t term);
+/* The loop's side: an engine loaded under a new term begins to serve; the
+ * leadership lost (to another server: standby now); the leadership not
+ * certain (writes refused until it is won again, or another server leads). */
+void srv_install(server *s, engine_t *e, uint64_t term, const store_load_stats *st,
+                 const store_token *tokens, size_t ntokens);
+void srv_step_down(server *s, const char *why);
+void srv_detach(server *s, const char *why);
+/* Leads, its engine current, its leadership certain: may change anything. */
+bool srv_serving(server *s);
+/* The answer of a server that does not lead: 307 to the leader, or 503. */
+void srv_not_leader(server *s, http_req *req);
+/* Tokens as the store has them (revoked ones too), merged into this
+ * server's; the TENQ_ADMIN_TOKEN one made when missing (-1: refused). */
+void srv_merge_tokens(server *s, const store_token *v, size_t n);
+int srv_ensure_admin_token(server *s);
+
+/* The leadership thread.  lead_start makes this start's node name's
+ * holder, campaigns once (and loads, when it wins) before the loop runs,
+ * then starts the thread; lead_stop (resign: give the leadership up) ends
+ * it. */
+void lead_node_name(char *out, size_t len);
+int lead_start(server *s, const char *node, const char *listen_host);
+void lead_stop(server *s, bool resign);
+/* The leadership is certain now (SQLite: always). */
+bool lead_valid(const server *s);
+/* After a failed commit, every batch reported: a new term, a new engine. */
+void lead_reload(server *s);
+/* Something says the leadership may be lost: the thread looks now. */
+void lead_recheck(server *s);
+/* The leader's URL when another server leads and its URL is known. */
+bool lead_leader(server *s, char *url, size_t len);
+const char *lead_node(const server *s);
+const char *lead_advertise(const server *s);
 
 /* Errors in the protocol's shape; `field` may be NULL. */
 void reply_error(http_req *req, int err, const char *field, const char *fmt, ...)
@@ -366,6 +412,7 @@ void h_token_revoke(server *s, http_req *req, const principal *who, const char *
 void h_stats(server *s, http_req *req, const principal *who, const char **args);
 void h_metrics(server *s, http_req *req, const principal *who, const char **args);
 void h_healthz(server *s, http_req *req, const principal *who, const char **args);
+void h_readyz(server *s, http_req *req, const principal *who, const char **args);
 void h_dashboard(server *s, http_req *req, const principal *who, const char **args);
 void h_lanes(server *s, http_req *req, const principal *who, const char **args);
 void h_whoami(server *s, http_req *req, const principal *who, const char **args);

@@ -55,6 +55,7 @@ static const route routes[] = {
     {"GET", "/v1/whoami", h_whoami, ROLES_ALL},
     {"GET", "/metrics", h_metrics, ROLE_ADMIN},
     {"GET", "/healthz", h_healthz, 0},
+    {"GET", "/readyz", h_readyz, 0},
     {"GET", "/", h_dashboard, 0},
     {"GET", "/ui/{}", h_dashboard, 0},
 };
@@ -474,6 +475,7 @@ static void flush_batch(server *s, bool more)
     f->done = s->cur_done;
     s->cur = s->cur_tail = NULL;
     memset(&s->cur_done, 0, sizeof s->cur_done);
+    f->term = s->term;
     f->seq = more ? store_commit_part(s->st, s->batch) : store_commit(s->st, s->batch);
     s->batch = store_batch_new();
     s->last_seq = f->seq;
@@ -560,9 +562,15 @@ static void on_commit(void *ctx, uint64_t seq, int rc)
     if (rc == 0)
         for (size_t i = 0; i < f->done.n; i++)
             if (has_waiter(f->done.v[i])) srv_answer_waiters(s, f->done.v[i]);
+    /* a batch of an earlier term (one that failed as its engine was
+     * dropped) says nothing of this one */
+    bool ours = f->term == s->term && s->leading;
     free(f->done.v);
     free(f);
-    if (rc != 0 && !s->resyncing) {
+    if (rc == TENQ_ENOT_LEADER && ours) {
+        srv_step_down(s, "a write was refused: another server leads the store");
+        lead_recheck(s);
+    } else if (rc != 0 && ours && !s->resyncing) {
         log_event(LOG_ERROR, "store", "commit failed: %s; reloading from the store",
                   store_errmsg(s->st));
         start_resync(s);
@@ -577,24 +585,50 @@ static void on_store_event(evutil_socket_t fd, short what, void *arg)
     store_dispatch(((server *)arg)->st);
 }
 
-/* ---- after a failed commit: rebuild the engine from the store ---------------------- */
+/* ---- the leadership: engines installed, reloads, stepping down (lead.c) ------------- */
 
-/* A fresh engine whose fencing tokens start above every earlier run's. */
-static engine_t *new_engine(server *s)
+static void rearm_tick(server *s);
+static void lease_waiter_end(server *s, lease_waiter *w);
+static void jw_free(job_waiter *w);
+
+engine_t *srv_engine_new(const api_config *cfg, uint64_t term)
 {
-    uint64_t epoch = 0;
-    if (store_next_epoch(s->st, &epoch) != 0) return NULL;
     engine_config ec;
     engine_config_defaults(&ec);
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
-    ec.seed = (uint64_t)ts.tv_nsec ^ ((uint64_t)getpid() << 32);
+    ec.seed = (uint64_t)ts.tv_nsec ^ ((uint64_t)getpid() << 32) ^ term;
     ec.tenant_defaults.slots =
-        s->cfg.default_slots < 0 ? ENGINE_UNLIMITED : (uint32_t)s->cfg.default_slots;
-    ec.tenant_defaults.weight = (uint32_t)(s->cfg.default_weight ? s->cfg.default_weight : 1);
-    ec.strict_tenants = s->cfg.strict_tenants;
-    ec.token_floor = epoch << 32;
+        cfg->default_slots < 0 ? ENGINE_UNLIMITED : (uint32_t)cfg->default_slots;
+    ec.tenant_defaults.weight = (uint32_t)(cfg->default_weight ? cfg->default_weight : 1);
+    ec.strict_tenants = cfg->strict_tenants;
+    ec.token_floor = term << 32; /* above every token of every earlier term */
     return engine_create(&ec);
+}
+
+/* What was not handed over yet rests on a state being dropped: its replies
+ * get rc, and the leases waiting to be written go (they point into it). */
+static void drop_uncommitted(server *s, int rc, const char *why)
+{
+    drop_all_deferred(s);
+    for (pending *p = s->cur, *nx; p; p = nx) {
+        nx = p->next;
+        pending_finish(s, p, rc, why);
+    }
+    s->cur = s->cur_tail = NULL;
+    s->cur_done.n = 0;
+    store_batch_free(s->batch);
+    s->batch = store_batch_new();
+}
+
+/* A commit failed: writes are refused (503) and reads go on from the engine
+ * as it was.  Once every batch built on the lost changes has reported, the
+ * leadership thread counts a new term and loads a new engine (srv_install). */
+static void start_resync(server *s)
+{
+    s->resyncing = true;
+    drop_uncommitted(s, TENQ_EUNAVAILABLE, "the store failed; reloading");
+    event_active(s->resync_ev, EV_TIMEOUT, 1);
 }
 
 static void on_resync(evutil_socket_t fd, short what, void *arg)
@@ -608,42 +642,101 @@ static void on_resync(evutil_socket_t fd, short what, void *arg)
         event_add(s->resync_ev, &tv);
         return;
     }
-    engine_t *e = new_engine(s);
-    store_load_stats st;
-    int rc = e ? store_load(s->st, e, srv_now(s), &st) : TENQ_EUNAVAILABLE;
-    if (rc != 0) {
-        engine_destroy(e);
-        log_event(LOG_WARN, "store", "reload failed (%s); retrying in 1 s", store_errmsg(s->st));
-        struct timeval tv = {1, 0};
-        event_add(s->resync_ev, &tv);
-        return;
-    }
-    engine_destroy(s->e);
-    s->e = e;
-    store_batch_free(s->batch);
-    s->batch = store_batch_new();
-    store_clear_failure(s->st);
-    s->resyncing = false;
-    log_event(LOG_INFO, "store", "reloaded jobs=%zu seconds=%.2f", st.jobs, st.seconds);
-    /* leases waiting may find work in the reloaded state */
-    for (lease_waiter *w = s->lwait; w; w = w->next)
-        for (size_t i = 0; i < w->nqueues; i++) srv_wake_leases(s, w->queues[i]);
+    if (s->resyncing && s->leading) lead_reload(s);
 }
 
-static void start_resync(server *s)
+void srv_detach(server *s, const char *why)
 {
+    log_event(LOG_WARN, "leader", "writes stop until the leadership is certain again: %s", why);
+    store_fail_pending(s->st, TENQ_ENOT_LEADER);
     s->resyncing = true;
-    drop_all_deferred(s); /* the engine they point into is being rebuilt */
-    /* Changes not yet handed over rest on the lost state too. */
-    for (pending *p = s->cur, *nx; p; p = nx) {
-        nx = p->next;
-        pending_finish(s, p, TENQ_EUNAVAILABLE, "the store failed; reloading");
+    drop_uncommitted(s, TENQ_ENOT_LEADER, "this server's leadership is not certain");
+}
+
+/* Answers every job waiter: this server no longer has the jobs. */
+static void end_job_waiters(server *s)
+{
+    job_waiter **all = NULL;
+    size_t n = 0;
+    for (size_t i = 0; i < htab_cap(&jw_index); i++) {
+        jw_slot *slot = jw_index.slots[i].item;
+        for (job_waiter *w = slot ? slot->head : NULL; w; w = w->next) {
+            all = xrealloc(all, (n + 1) * sizeof(*all));
+            all[n++] = w;
+        }
     }
-    s->cur = s->cur_tail = NULL;
-    s->cur_done.n = 0;
+    for (size_t i = 0; i < n; i++) {
+        http_req *req = all[i]->req;
+        req->on_abort = NULL;
+        jw_free(all[i]);
+        srv_not_leader(s, req);
+    }
+    free(all);
+}
+
+void srv_step_down(server *s, const char *why)
+{
+    log_event(LOG_WARN, "leader", "standby now: %s", why);
+    store_fail_pending(s->st, TENQ_ENOT_LEADER);
+    store_use_term(s->st, 0);
+    s->leading = false;
+    s->resyncing = false;
+    drop_uncommitted(s, TENQ_ENOT_LEADER, "this server no longer leads the store");
+    while (s->lwait) lease_waiter_end(s, s->lwait);
+    end_job_waiters(s);
+    engine_destroy(s->e);
+    s->e = srv_engine_new(&s->cfg, 0); /* a standby's: empty, never written */
+    s->term = 0;
+    rearm_tick(s);
+}
+
+void srv_install(server *s, engine_t *e, uint64_t term, const store_load_stats *st,
+                 const store_token *tokens, size_t ntokens)
+{
+    engine_destroy(s->e);
+    s->e = e;
+    s->term = term;
+    store_use_term(s->st, term);
+    store_clear_failure(s->st);
     store_batch_free(s->batch);
     s->batch = store_batch_new();
-    event_active(s->resync_ev, EV_TIMEOUT, 1);
+    s->leading = true;
+    s->resyncing = false;
+    srv_merge_tokens(s, tokens, ntokens);
+    s->admin_token_refused = srv_ensure_admin_token(s) != 0;
+    log_event(LOG_INFO, "leader",
+              "serving as the leader, term %llu: loaded jobs=%zu tenants=%zu "
+              "queues=%zu seconds=%.2f",
+              (unsigned long long)term, st->jobs, st->tenants, st->queues, st->seconds);
+    /* leases waiting may find work in the new state */
+    for (lease_waiter *w = s->lwait; w; w = w->next)
+        for (size_t i = 0; i < w->nqueues; i++) srv_wake_leases(s, w->queues[i]);
+    rearm_tick(s);
+}
+
+bool srv_serving(server *s)
+{
+    return s->leading && !s->resyncing && lead_valid(s);
+}
+
+void srv_not_leader(server *s, http_req *req)
+{
+    char url[256];
+    if (lead_leader(s, url, sizeof url)) {
+        char hdrs[1200], body[600];
+        snprintf(hdrs, sizeof hdrs, "Location: %s%s%s%s\r\nTenq-Leader: %s\r\n", url, req->path,
+                 *req->query ? "?" : "", req->query, url);
+        int n = snprintf(body, sizeof body,
+                         "{\"error\":{\"code\":\"not_leader\",\"message\":\"this server is a "
+                         "standby; the leader is %s\",\"leader\":\"%s\"}}",
+                         url, url);
+        http_reply(req, 307, "application/json", hdrs, body, (size_t)n);
+        return;
+    }
+    static const char body[] = "{\"error\":{\"code\":\"not_leader\",\"message\":\"this server "
+                               "does not lead the store, and no leader is known yet: try "
+                               "again\"}}";
+    http_reply(req, 503, "application/json", "Retry-After: 1\r\n", body, sizeof body - 1);
 }
 
 /* ---- ticks --------------------------------------------------------------------------- */
@@ -670,7 +763,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     (void)what;
     server *s = arg;
     s->tick_at = 0;
-    if (!s->resyncing) {
+    if (srv_serving(s)) {
         engine_tick(s->e, srv_now(s));
         srv_collect(s);
     }
@@ -790,7 +883,7 @@ static void wake_queue(server *s, const char *queue)
 
 void srv_wake_leases(server *s, const char *queue)
 {
-    if (s->resyncing) return;
+    if (!srv_serving(s)) return;
     if (s->waking) {
         /* from inside a pass (a lease's reply collected the engine's
          * changes): a nested pass would free waiters the outer one is
@@ -964,6 +1057,12 @@ static void on_request(void *ctx, http_req *req)
                         req->path);
         return;
     }
+    /* A standby has no jobs: the leader answers (every route but health,
+     * readiness and metrics, which are this server's own). */
+    if (!s->leading && rt->fn != h_healthz && rt->fn != h_readyz && rt->fn != h_metrics) {
+        srv_not_leader(s, req);
+        return;
+    }
     principal who = {ROLE_ADMIN, NULL};
     /* Tokens are required once any exists, and always off loopback (revoking
      * the last token must not open the server to the network). */
@@ -993,9 +1092,13 @@ static void on_request(void *ctx, http_req *req)
         }
     }
     bool mutating = strcmp(method, "GET") != 0;
-    if (mutating && (s->resyncing || s->stopping) && rt->fn != h_healthz) {
-        reply_error(req, TENQ_EUNAVAILABLE, NULL,
-                    s->stopping ? "the server is stopping" : "the store failed; reloading");
+    if (mutating && (s->stopping || !srv_serving(s))) {
+        if (s->stopping || s->resyncing)
+            reply_error(req, TENQ_EUNAVAILABLE, NULL,
+                        s->stopping ? "the server is stopping" : "the store failed; reloading");
+        else
+            reply_error(req, TENQ_ENOT_LEADER, NULL,
+                        "this server's leadership is not certain now; try again");
         return;
     }
     rt->fn(s, req, &who, args);
@@ -1034,10 +1137,15 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
 /* ---- start-up -----------------------------------------------------------------------------------
  */
 
-static void load_token(void *ctx, const store_token *t)
+void srv_merge_tokens(server *s, const store_token *v, size_t n)
 {
-    server *s = ctx;
-    auth_add(&s->auth, t->id, t->hash, t->role, t->queues, t->created_at);
+    for (size_t i = 0; i < n; i++) {
+        token *t = NULL;
+        for (size_t k = 0; k < s->auth.n && !t; k++)
+            if (s->auth.all[k]->id == v[i].id) t = s->auth.all[k];
+        if (!t) t = auth_add(&s->auth, v[i].id, v[i].hash, v[i].role, v[i].queues, v[i].created_at);
+        if (t && v[i].revoked_at) auth_revoke(&s->auth, t);
+    }
 }
 
 static bool loopback(const char *host)
@@ -1046,33 +1154,34 @@ static bool loopback(const char *host)
            !strcmp(host, "localhost");
 }
 
-static int ensure_admin_token(server *s)
+int srv_ensure_admin_token(server *s)
 {
     const char *secret = s->cfg.admin_token;
     if (!*secret) return 0;
-    if (strlen(secret) < 16) {
-        log_event(LOG_ERROR, "auth", "TENQ_ADMIN_TOKEN must be at least 16 characters");
+    token *t = auth_find_secret(&s->auth, secret);
+    if (t && t->role != ROLE_ADMIN) {
+        log_event(LOG_ERROR, "auth", "TENQ_ADMIN_TOKEN is already a %s token",
+                  t->role == ROLE_TENANT ? "tenant" : "worker");
         return -1;
     }
-    const token *t = auth_find_secret(&s->auth, secret);
-    if (t) {
-        if (t->role != ROLE_ADMIN) {
-            log_event(LOG_ERROR, "auth", "TENQ_ADMIN_TOKEN is already a %s token",
-                      t->role == ROLE_TENANT ? "tenant" : "worker");
-            return -1;
-        }
-        return 0;
-    }
+    if (t && t->id > 0) return 0;
     char hex[65];
     sha256_hex(secret, strlen(secret), hex);
-    store_token st = {s->auth.next_id, hex, "admin", NULL, srv_now(s), 0};
-    store_batch *b = store_batch_new();
-    store_batch_token(b, &st);
-    if (store_commit_wait(s->st, b) != 0) {
-        log_event(LOG_ERROR, "auth", "cannot store the admin token: %s", store_errmsg(s->st));
-        return -1;
+    if (!s->leading) {
+        /* a standby knows it (its own endpoints) but cannot store it: the
+         * leader it becomes stores it (id 0 until then) */
+        if (!t) auth_add(&s->auth, 0, hex, "admin", NULL, srv_now(s));
+        return 0;
     }
-    auth_add(&s->auth, st.id, hex, "admin", NULL, st.created_at);
+    store_token st = {s->auth.next_id, hex, "admin", NULL, srv_now(s), 0};
+    store_batch_token(s->batch, &st);
+    schedule_flush(s);
+    if (t) {
+        t->id = st.id;
+        s->auth.next_id = st.id + 1;
+    } else {
+        auth_add(&s->auth, st.id, hex, "admin", NULL, st.created_at);
+    }
     log_event(LOG_INFO, "auth", "created the admin token from TENQ_ADMIN_TOKEN (id %lld)",
               (long long)st.id);
     return 0;
@@ -1106,12 +1215,22 @@ int api_serve(const api_config *cfg)
     }
     if (!strcmp(host, "localhost")) snprintf(host, sizeof host, "127.0.0.1");
 
+    if (*cfg->admin_token && strlen(cfg->admin_token) < 16) {
+        log_event(LOG_ERROR, "auth", "TENQ_ADMIN_TOKEN must be at least 16 characters");
+        goto out;
+    }
+    /* this start's name in the store (lead.c makes it; the store's
+     * connections carry it from the first) */
+    char node[24];
+    lead_node_name(node, sizeof node);
     store_opts so = {0};
     so.sync = !strcmp(cfg->sqlite_sync, "normal") ? STORE_SYNC_NORMAL : STORE_SYNC_FULL;
     /* a fault-injection seam for crash tests; not a setting */
     const char *delay = getenv("TENQ_TEST_COMMIT_DELAY_MS");
     if (delay) so.test_commit_delay_ms = atoi(delay);
     so.writer_idle = strcmp(cfg->writer_priority, "normal") != 0;
+    so.elect = true;
+    so.node = node;
     char err[512];
     if (store_open(cfg->store, &so, &s->st, err, sizeof err) != 0) {
         log_event(LOG_ERROR, "store", "%s", err);
@@ -1123,34 +1242,14 @@ int api_serve(const api_config *cfg)
               store_writer_may_idle(s->st) ? "idle-when-quiet"
               : so.writer_idle ? "normal (idle priority needs CAP_SYS_NICE or RLIMIT_NICE 20)"
                                : "normal");
-    s->e = new_engine(s);
-    if (!s->e) {
-        log_event(LOG_ERROR, "store", "cannot count this start: %s", store_errmsg(s->st));
-        goto out;
-    }
-    store_load_stats ls;
-    if (store_load(s->st, s->e, srv_now(s), &ls) != 0) {
-        log_event(LOG_ERROR, "store", "loading failed: %s", store_errmsg(s->st));
-        goto out;
-    }
-    log_event(LOG_INFO, "store", "loaded jobs=%zu tenants=%zu queues=%zu seconds=%.2f", ls.jobs,
-              ls.tenants, ls.queues, ls.seconds);
-    if (store_load_tokens(s->st, load_token, s) != 0) {
-        log_event(LOG_ERROR, "store", "loading tokens failed: %s", store_errmsg(s->st));
-        goto out;
-    }
-    if (ensure_admin_token(s) != 0) goto out;
-    s->open_network = !loopback(host) && !cfg->allow_open_network;
-    if (s->auth.by_hash.len == 0 && s->open_network) {
-        log_event(LOG_ERROR, "auth",
-                  "refusing to listen on %s with no tokens: anyone could do anything. Set "
-                  "TENQ_ADMIN_TOKEN=<secret> (or create one with `tenq token create --role admin` "
-                  "against a loopback server), or listen on 127.0.0.1",
-                  host);
-        goto out;
-    }
+    s->e = srv_engine_new(&s->cfg, 0); /* until this server leads */
+    s->batch = store_batch_new();
 
     s->base = event_base_new();
+    if (!s->base) {
+        log_event(LOG_ERROR, "listen", "cannot make an event loop");
+        goto out;
+    }
     http_limits lim;
     http_limits_defaults(&lim);
     lim.max_header_bytes = (size_t)cfg->max_header_bytes;
@@ -1169,20 +1268,33 @@ int api_serve(const api_config *cfg)
         log_event(LOG_ERROR, "listen", "%s", err);
         goto out;
     }
-    s->batch = store_batch_new();
     s->flush_ev = event_new(s->base, -1, 0, on_flush, s);
     s->writer_watch_ev = evtimer_new(s->base, on_writer_watch, s);
     s->tick_ev = evtimer_new(s->base, on_tick, s);
     s->resync_ev = evtimer_new(s->base, on_resync, s);
     s->defer_ev = evtimer_new(s->base, on_defer, s);
-    store_on_commit(s->st, on_commit, s);
     s->store_ev =
         event_new(s->base, store_event_fd(s->st), EV_READ | EV_PERSIST, on_store_event, s);
-    event_add(s->store_ev, NULL);
     s->sig_term = evsignal_new(s->base, SIGTERM, on_signal, s);
     s->sig_int = evsignal_new(s->base, SIGINT, on_signal, s);
-    evsignal_add(s->sig_term, NULL);
-    evsignal_add(s->sig_int, NULL);
+    if (!s->flush_ev || !s->writer_watch_ev || !s->tick_ev || !s->resync_ev || !s->defer_ev ||
+        !s->store_ev || !s->sig_term || !s->sig_int || event_add(s->store_ev, NULL) != 0 ||
+        evsignal_add(s->sig_term, NULL) != 0 || evsignal_add(s->sig_int, NULL) != 0) {
+        log_event(LOG_ERROR, "listen", "cannot set up the event loop's events");
+        goto out;
+    }
+    store_on_commit(s->st, on_commit, s);
+    /* Leads, or stands by: loads the jobs and tokens when it leads. */
+    if (lead_start(s, node, host) != 0) goto out;
+    s->open_network = !loopback(host) && !cfg->allow_open_network;
+    if (s->auth.by_hash.len == 0 && s->open_network) {
+        log_event(LOG_ERROR, "auth",
+                  "refusing to listen on %s with no tokens: anyone could do anything. Set "
+                  "TENQ_ADMIN_TOKEN=<secret> (or create one with `tenq token create --role admin` "
+                  "against a loopback server), or listen on 127.0.0.1",
+                  host);
+        goto out;
+    }
     extern void api_rates_start(server * s);
     api_rates_start(s);
     rearm_tick(s);
@@ -1201,9 +1313,12 @@ int api_serve(const api_config *cfg)
         }
     }
     event_base_dispatch(s->base);
-    log_event(LOG_INFO, "stop", "stopped");
     rc = 0;
 out:
+    /* every commit is in: a leader gives the leadership up now, so that a
+     * standby takes over at once */
+    lead_stop(s, rc == 0);
+    if (rc == 0) log_event(LOG_INFO, "stop", "stopped");
     if (s->http) http_server_free(s->http);
     while (s->lwait) lease_waiter_free(s, s->lwait);
     if (s->st) store_close(s->st);

@@ -71,8 +71,9 @@ struct store_batch {
     char *arena;
     size_t alen, acap;
     uint64_t seq;
-    uint64_t epoch;
-    bool more; /* a part of a chain whose end is still to come */
+    uint64_t epoch; /* the failure generation it was handed over in */
+    uint64_t term;  /* the leadership term its changes were made under */
+    bool more;      /* a part of a chain whose end is still to come */
     struct store_batch *next;
 };
 
@@ -139,6 +140,7 @@ typedef struct jrow {
  * latest state; payloads, result, stats as last set), and deletes last.
  * Other operations keep their order. */
 typedef struct store_group {
+    uint64_t term; /* every batch's: the transaction checks it */
     jrow *ins, *upd;
     size_t nins, nupd;
     uint64_t *del;
@@ -175,10 +177,14 @@ typedef struct store_driver {
     int (*load_tokens)(store_t *s, store_token_fn fn, void *ctx);
     /* A read on the read connection: one job by id, or a page. */
     int (*query)(store_t *s, uint64_t id, const store_job_query *q, rows_builder *rows);
-    long (*prune)(store_t *s, int64_t now);
-    int (*next_epoch)(store_t *s, uint64_t *epoch);
-    /* Called by the writer when idle after a failure: try to get back. */
-    void (*heal)(store_t *s);
+    /* Retention, under the term (0: unfenced). */
+    long (*prune)(store_t *s, int64_t now, uint64_t term);
+    /* Leadership (store.h): campaign, new_term, renew, resign, wait. */
+    int (*campaign)(store_t *s, const store_node *me, uint64_t *term, store_leader *who);
+    int (*new_term)(store_t *s, const store_node *me, uint64_t term, uint64_t *next);
+    int (*renew)(store_t *s, const store_node *me, uint64_t term);
+    void (*resign)(store_t *s, const store_node *me, uint64_t term);
+    int (*leader_wait)(store_t *s, int wake_fd, int ms);
     void (*close)(store_t *s);
 } store_driver;
 
@@ -197,7 +203,8 @@ struct store {
     store_batch *pending, *pending_tail;
     bool stopping;
     uint64_t next_seq;
-    uint64_t epoch;         /* batches carry the epoch they were handed over in */
+    uint64_t term;          /* batches carry the term they were handed over in */
+    uint64_t epoch;         /* and the failure generation */
     uint64_t ok_epoch;      /* batches of older epochs fail */
     int fail_rc;            /* why they fail */
     uint64_t committed_seq; /* highest committed */
@@ -239,6 +246,10 @@ void store_set_err(store_t *s, const char *fmt, ...) __attribute__((format(print
 
 /* Backends. */
 int store_sqlite_open(store_t *s, const char *path, char *errbuf, size_t errlen);
+/* Takes the exclusive lock of one server on a SQLite file (sqlite_lock.c):
+ * 0 with *fd the descriptor that holds it, or TENQ_EUNAVAILABLE with a
+ * message naming the process that holds it. */
+int store_sqlite_lock(const char *path, int *fd, char *errbuf, size_t errlen);
 int store_pg_open(store_t *s, const char *url, char *errbuf, size_t errlen);
 
 /* Names of states and settings as stored. */

@@ -10,28 +10,21 @@
  * last statement commits.  (Very large groups are
  * sent in chunks of 4,096 statements with a flush request in between, so
  * neither side's socket buffer can fill and deadlock the pipeline.) */
-#include "internal.h"
+#include "pg.h"
 #include "schema.h"
 
 #include "base/xalloc.h"
 
-#include <libpq-fe.h>
 #include <time.h>
 
 /* Statements that write one row; job rows go many at a time (below). */
-enum { ST_TENANT, ST_QUEUE, ST_IDEM, ST_TOKEN, ST_REVOKE, ST_N };
+enum { ST_TENANT, ST_QUEUE, ST_IDEM, ST_TOKEN, ST_REVOKE, ST_FENCE, ST_N };
 
-static const char *const stmt_name[ST_N] = {"tenant", "queue", "idem", "token", "revoke"};
+static const char *const stmt_name[ST_N] = {"tenant", "queue", "idem", "token", "revoke", "fence"};
 static const char *const stmt_sql[ST_N] = {
     STORE_SQL_UPSERT_TENANT, STORE_SQL_UPSERT_QUEUE, STORE_SQL_UPSERT_IDEM,
-    STORE_SQL_INSERT_TOKEN,  STORE_SQL_REVOKE_TOKEN,
+    STORE_SQL_INSERT_TOKEN,  STORE_SQL_REVOKE_TOKEN, "SELECT tenq.fence(?1)",
 };
-
-typedef struct pg {
-    PGconn *w, *r;
-    bool prepared;
-    char url[1024];
-} pg;
 
 #define CHUNK 4096
 
@@ -49,6 +42,7 @@ static int map_result(PGconn *c, const PGresult *res)
     if (PQstatus(c) != CONNECTION_OK) return TENQ_ECONNECT;
     const char *code = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
     if (!code) return TENQ_EIO;
+    if (strcmp(code, STORE_PG_FENCE_STATE) == 0) return TENQ_ENOT_LEADER;
     if (strncmp(code, "23", 2) == 0) return TENQ_ECONSTRAINT;
     if (strcmp(code, "53100") == 0) return TENQ_ENOSPACE;
     if (strncmp(code, "53", 2) == 0) return TENQ_EUNAVAILABLE;
@@ -57,7 +51,7 @@ static int map_result(PGconn *c, const PGresult *res)
     return TENQ_EIO;
 }
 
-static int fail(store_t *s, PGconn *c, const PGresult *res, const char *what)
+int pg_fail(store_t *s, PGconn *c, const PGresult *res, const char *what)
 {
     const char *msg = res ? PQresultErrorMessage(res) : "";
     if (!msg || !*msg) msg = PQerrorMessage(c);
@@ -69,12 +63,11 @@ static int fail(store_t *s, PGconn *c, const PGresult *res, const char *what)
     return map_result(c, res);
 }
 
-/* Runs SQL with no parameters; 0 or an error. */
-static int run(store_t *s, PGconn *c, const char *sql, const char *what)
+int pg_run(store_t *s, PGconn *c, const char *sql, const char *what)
 {
     PGresult *res = PQexec(c, sql);
     ExecStatusType st = PQresultStatus(res);
-    int rc = (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) ? 0 : fail(s, c, res, what);
+    int rc = (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) ? 0 : pg_fail(s, c, res, what);
     PQclear(res);
     return rc;
 }
@@ -87,13 +80,32 @@ static void quiet(void *arg, const char *msg)
     (void)msg; /* NOTICEs ("schema already exists") are not for the log */
 }
 
-static PGconn *connect_to(const char *url, char *errbuf, size_t errlen)
+/* libpq's keywords before the URL (which may override them), then after it
+ * (which it may not). */
+static const char *const conn_defaults[][2] = {
+    {"connect_timeout", "3"},     {"keepalives", "1"},       {"keepalives_idle", "10"},
+    {"keepalives_interval", "3"}, {"keepalives_count", "3"}, {"tcp_user_timeout", "15000"},
+};
+#define N_DEFAULTS (sizeof conn_defaults / sizeof conn_defaults[0])
+
+PGconn *pg_connect(const pg *p, char *errbuf, size_t errlen)
 {
-    PGconn *c = PQconnectdb(url);
+    const char *keys[N_DEFAULTS + 3], *vals[N_DEFAULTS + 3];
+    size_t n = 0;
+    for (; n < N_DEFAULTS; n++) {
+        keys[n] = conn_defaults[n][0];
+        vals[n] = conn_defaults[n][1];
+    }
+    keys[n] = "dbname";
+    vals[n++] = p->url;
+    keys[n] = "application_name";
+    vals[n++] = p->app;
+    keys[n] = vals[n] = NULL;
+    PGconn *c = PQconnectdbParams(keys, vals, 1);
     if (PQstatus(c) != CONNECTION_OK) {
         snprintf(errbuf, errlen, "cannot connect to PostgreSQL: %s", PQerrorMessage(c));
-        size_t n = strlen(errbuf);
-        while (n && errbuf[n - 1] == '\n') errbuf[--n] = 0;
+        size_t len = strlen(errbuf);
+        while (len && errbuf[len - 1] == '\n') errbuf[--len] = 0;
         PQfinish(c);
         return NULL;
     }
@@ -101,6 +113,7 @@ static PGconn *connect_to(const char *url, char *errbuf, size_t errlen)
     return c;
 }
 
+/* The write connection, connected again if it was lost (under db_lock). */
 static int ensure_connected(store_t *s, pg *p)
 {
     if (PQstatus(p->w) == CONNECTION_OK) return 0;
@@ -122,14 +135,14 @@ static int prepare_all(store_t *s, pg *p)
      * freshly filled table (stale statistics), hashed the whole table for
      * each group's UPDATE ... FROM unnest: 5 ms a group at 20,000 rows, the
      * whole cost of an ordered drain. */
-    int rc = run(s, p->w, "SET enable_hashjoin = off; SET enable_mergejoin = off", "settings");
+    int rc = pg_run(s, p->w, "SET enable_hashjoin = off; SET enable_mergejoin = off", "settings");
     if (rc) return rc;
     for (int i = 0; i < ST_N; i++) {
         char *sql = store_sql(stmt_sql[i], true);
         PGresult *res = PQprepare(p->w, stmt_name[i], sql, 0, NULL);
         free(sql);
         bool ok = PQresultStatus(res) == PGRES_COMMAND_OK;
-        int rc = ok ? 0 : fail(s, p->w, res, "prepare");
+        int rc = ok ? 0 : pg_fail(s, p->w, res, "prepare");
         PQclear(res);
         if (rc) return rc;
     }
@@ -177,6 +190,7 @@ static void pg_free(pg *p)
 {
     if (p->w) PQfinish(p->w);
     if (p->r) PQfinish(p->r);
+    if (p->c) PQfinish(p->c);
     free(p);
 }
 
@@ -184,7 +198,9 @@ int store_pg_open(store_t *s, const char *url, char *errbuf, size_t errlen)
 {
     pg *p = xcalloc(1, sizeof(*p));
     snprintf(p->url, sizeof p->url, "%s", url);
-    p->w = connect_to(url, errbuf, errlen);
+    const char *node = s->opts.node ? s->opts.node : "";
+    snprintf(p->app, sizeof p->app, "tenq%s%.40s", *node ? ":" : "", node);
+    p->w = pg_connect(p, errbuf, errlen);
     if (!p->w) {
         free(p);
         return TENQ_ECONNECT;
@@ -192,10 +208,10 @@ int store_pg_open(store_t *s, const char *url, char *errbuf, size_t errlen)
     snprintf(s->where, sizeof s->where, "%s:%s/%s", PQhost(p->w), PQport(p->w), PQdb(p->w));
     /* Two servers starting together must not migrate at once. */
     char tmp[256];
-    int rc = run(s, p->w,
-                 "BEGIN; CREATE SCHEMA IF NOT EXISTS tenq; "
-                 "SELECT pg_advisory_xact_lock(7364746);",
-                 "locking the schema");
+    int rc = pg_run(s, p->w,
+                    "BEGIN; CREATE SCHEMA IF NOT EXISTS tenq; "
+                    "SELECT pg_advisory_xact_lock(7364746);",
+                    "locking the schema");
     if (rc) {
         snprintf(errbuf, errlen, "%s", s->err);
         pg_free(p);
@@ -213,23 +229,23 @@ int store_pg_open(store_t *s, const char *url, char *errbuf, size_t errlen)
     int target = s->opts.max_version > 0 ? s->opts.max_version : known;
     for (int m = v + 1; v >= 0 && m <= target; m++) {
         char *sql = store_schema_sql(m, true);
-        rc = run(s, p->w, sql, "migrating");
+        rc = pg_run(s, p->w, sql, "migrating");
         free(sql);
         snprintf(tmp, sizeof tmp, "INSERT INTO tenq.schema_version VALUES (%d, %lld)", m,
                  (long long)now_ms());
-        if (!rc) rc = run(s, p->w, tmp, "migrating");
+        if (!rc) rc = pg_run(s, p->w, tmp, "migrating");
         if (rc) {
             snprintf(errbuf, errlen, "migration to schema version %d failed: %s", m, s->err);
             v = rc;
         }
     }
     if (v < 0) {
-        run(s, p->w, "ROLLBACK", "rollback");
+        pg_run(s, p->w, "ROLLBACK", "rollback");
         pg_free(p);
         return v;
     }
-    rc = run(s, p->w, "COMMIT", "migrating");
-    if (!rc) p->r = connect_to(url, errbuf, errlen);
+    rc = pg_run(s, p->w, "COMMIT", "migrating");
+    if (!rc) p->r = pg_connect(p, errbuf, errlen);
     if (rc || !p->r) {
         if (rc) snprintf(errbuf, errlen, "%s", s->err);
         pg_free(p);
@@ -243,13 +259,6 @@ int store_pg_open(store_t *s, const char *url, char *errbuf, size_t errlen)
 static void pg_close(store_t *s)
 {
     pg_free(s->impl);
-}
-
-static void pg_heal(store_t *s)
-{
-    pg *p = s->impl;
-    ensure_connected(s, p);
-    if (PQstatus(p->r) != CONNECTION_OK) PQreset(p->r);
 }
 
 /* ---- writing ------------------------------------------------------------------------ */
@@ -641,7 +650,7 @@ static int copy_rows(store_t *s, pg *p, const jrow *rows, size_t n)
 {
     PGresult *res = PQexec(p->w, SQL_COPY);
     if (PQresultStatus(res) != PGRES_COPY_IN) {
-        int rc = fail(s, p->w, res, "copy");
+        int rc = pg_fail(s, p->w, res, "copy");
         PQclear(res);
         return rc;
     }
@@ -661,7 +670,7 @@ static int copy_rows(store_t *s, pg *p, const jrow *rows, size_t n)
     free(a.p);
     if (PQputCopyEnd(p->w, ok ? NULL : "tenq: sending the rows failed") != 1) ok = false;
     res = PQgetResult(p->w);
-    int rc = ok && PQresultStatus(res) == PGRES_COMMAND_OK ? 0 : fail(s, p->w, res, "copy");
+    int rc = ok && PQresultStatus(res) == PGRES_COMMAND_OK ? 0 : pg_fail(s, p->w, res, "copy");
     PQclear(res);
     while ((res = PQgetResult(p->w)) != NULL) PQclear(res);
     return rc;
@@ -676,12 +685,23 @@ static int read_results(store_t *s, PGconn *c, size_t count, int rc)
         while ((res = PQgetResult(c)) != NULL) {
             ExecStatusType st = PQresultStatus(res);
             if (first && rc == 0 && st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
-                rc = st == PGRES_PIPELINE_ABORTED ? TENQ_EIO : fail(s, c, res, "writing");
+                rc = st == PGRES_PIPELINE_ABORTED ? TENQ_EIO : pg_fail(s, c, res, "writing");
             first = false;
             PQclear(res);
         }
-        if (PQstatus(c) != CONNECTION_OK) return rc ? rc : fail(s, c, NULL, "writing");
+        if (PQstatus(c) != CONNECTION_OK) return rc ? rc : pg_fail(s, c, NULL, "writing");
     }
+    return rc;
+}
+
+/* The fence on its own, inside a transaction already begun: 0, or
+ * TENQ_ENOT_LEADER when the term is over (tenq.fence). */
+static int fence_now(store_t *s, pg *p, const char *term)
+{
+    const char *v[1] = {term};
+    PGresult *res = PQexecPrepared(p->w, stmt_name[ST_FENCE], 1, v, NULL, NULL, 0);
+    int rc = PQresultStatus(res) == PGRES_TUPLES_OK ? 0 : pg_fail(s, p->w, res, "fence");
+    PQclear(res);
     return rc;
 }
 
@@ -694,31 +714,42 @@ static int pg_apply(store_t *s, const store_group *g, bool begin, bool commit)
     if (!rc) rc = prepare_all(s, p);
     if (rc) return rc;
     bool copy = live_rows(g->ins, g->nins) >= COPY_MIN_ROWS;
+    char term[24];
+    snprintf(term, sizeof term, "%llu", (unsigned long long)g->term);
+    const char *fence_arg[1] = {term};
     if (copy) {
-        rc = run(s, p->w, "BEGIN", "begin");
+        rc = pg_run(s, p->w, "BEGIN", "begin");
+        if (!rc && g->term) rc = fence_now(s, p, term);
         if (!rc) rc = copy_rows(s, p, g->ins, g->nins);
         if (rc) {
-            if (PQstatus(p->w) == CONNECTION_OK) run(s, p->w, "ROLLBACK", "rollback");
+            if (PQstatus(p->w) == CONNECTION_OK) pg_run(s, p->w, "ROLLBACK", "rollback");
             return rc;
         }
     }
     if (!PQenterPipelineMode(p->w)) {
-        rc = fail(s, p->w, NULL, "pipeline");
-        if (copy) run(s, p->w, "ROLLBACK", "rollback");
+        rc = pg_fail(s, p->w, NULL, "pipeline");
+        if (copy) pg_run(s, p->w, "ROLLBACK", "rollback");
         return rc;
     }
     params ps;
     long sent = 0;
+    /* First in the transaction: the term still leads (tenq.fence). */
+    if (!copy && g->term) {
+        if (!PQsendQueryPrepared(p->w, stmt_name[ST_FENCE], 1, fence_arg, NULL, NULL, 0))
+            rc = pg_fail(s, p->w, NULL, "sending");
+        else
+            sent++;
+    }
     for (size_t i = 0; i < g->nother && !rc; i++) {
         int st = op_params(g->other_b[i], g->other[i], &ps);
         if (!PQsendQueryPrepared(p->w, stmt_name[st], ps.n, ps.v, NULL, NULL, 0))
-            rc = fail(s, p->w, NULL, "sending");
+            rc = pg_fail(s, p->w, NULL, "sending");
         else
             sent++;
         if (sent == CHUNK) {
             /* Let the server flush what it has answered so far. */
             if (!PQsendFlushRequest(p->w) || PQflush(p->w) != 0)
-                rc = fail(s, p->w, NULL, "sending");
+                rc = pg_fail(s, p->w, NULL, "sending");
             else
                 rc = read_results(s, p->w, (size_t)sent, 0);
             sent = 0;
@@ -729,7 +760,7 @@ static int pg_apply(store_t *s, const store_group *g, bool begin, bool commit)
     do {                                                                                           \
         long k = rc ? 0 : (expr);                                                                  \
         if (k < 0)                                                                                 \
-            rc = fail(s, p->w, NULL, "sending");                                                   \
+            rc = pg_fail(s, p->w, NULL, "sending");                                                \
         else                                                                                       \
             sent += k;                                                                             \
     } while (0)
@@ -741,7 +772,7 @@ static int pg_apply(store_t *s, const store_group *g, bool begin, bool commit)
     /* Always end with a Sync, even after an error: it closes the pipeline and
      * commits the group as one implicit transaction (or ends the explicit one
      * COPY began, whose COMMIT is the last statement). */
-    if (!PQpipelineSync(p->w) && !rc) rc = fail(s, p->w, NULL, "sync");
+    if (!PQpipelineSync(p->w) && !rc) rc = pg_fail(s, p->w, NULL, "sync");
     rc = read_results(s, p->w, (size_t)sent, rc);
     PGresult *res;
     while (PQstatus(p->w) == CONNECTION_OK && (res = PQgetResult(p->w)) != NULL) {
@@ -750,11 +781,11 @@ static int pg_apply(store_t *s, const store_group *g, bool begin, bool commit)
         if (st == PGRES_PIPELINE_SYNC) break;
     }
     if (PQstatus(p->w) != CONNECTION_OK) {
-        if (!rc) rc = fail(s, p->w, NULL, "commit");
+        if (!rc) rc = pg_fail(s, p->w, NULL, "commit");
         return rc;
     }
     PQexitPipelineMode(p->w);
-    if (rc && PQtransactionStatus(p->w) != PQTRANS_IDLE) run(s, p->w, "ROLLBACK", "rollback");
+    if (rc && PQtransactionStatus(p->w) != PQTRANS_IDLE) pg_run(s, p->w, "ROLLBACK", "rollback");
     return rc;
 }
 
@@ -789,7 +820,7 @@ static int load_settings(store_t *s, pg *p, engine_t *e, int64_t now, store_load
 {
     PGresult *res = PQexec(p->w, "SELECT name, slots, weight FROM tenq.tenants");
     if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-        int rc = fail(s, p->w, res, "loading tenants");
+        int rc = pg_fail(s, p->w, res, "loading tenants");
         PQclear(res);
         return rc;
     }
@@ -811,7 +842,7 @@ static int load_settings(store_t *s, pg *p, engine_t *e, int64_t now, store_load
                        "backoff_base_ms, backoff_max_ms, merge, dedup_window_ms, retention_ms, "
                        "max_payload_bytes, tenant_cap FROM tenq.queues");
     if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-        int rc = fail(s, p->w, res, "loading queues");
+        int rc = pg_fail(s, p->w, res, "loading queues");
         PQclear(res);
         return rc;
     }
@@ -850,7 +881,7 @@ static int pg_load(store_t *s, engine_t *e, int64_t now, store_load_stats *st)
 {
     pg *p = s->impl;
     int rc = ensure_connected(s, p);
-    if (!rc) rc = run(s, p->w, "BEGIN ISOLATION LEVEL REPEATABLE READ", "loading");
+    if (!rc) rc = pg_run(s, p->w, "BEGIN ISOLATION LEVEL REPEATABLE READ", "loading");
     if (!rc) rc = load_settings(s, p, e, now, st);
     if (rc) goto out;
     /* Stream the jobs row by row: a million rows never sit in memory twice. */
@@ -858,7 +889,7 @@ static int pg_load(store_t *s, engine_t *e, int64_t now, store_load_stats *st)
     int ok = PQsendQuery(p->w, sql);
     free(sql);
     if (!ok || !PQsetSingleRowMode(p->w)) {
-        rc = fail(s, p->w, NULL, "loading jobs");
+        rc = pg_fail(s, p->w, NULL, "loading jobs");
         goto out;
     }
     PGresult *res;
@@ -881,7 +912,7 @@ static int pg_load(store_t *s, engine_t *e, int64_t now, store_load_stats *st)
             else
                 st->jobs++;
         } else if (est != PGRES_TUPLES_OK && est != PGRES_SINGLE_TUPLE && !rc) {
-            rc = fail(s, p->w, res, "loading jobs");
+            rc = pg_fail(s, p->w, res, "loading jobs");
         }
         PQclear(res);
     }
@@ -893,7 +924,7 @@ static int pg_load(store_t *s, engine_t *e, int64_t now, store_load_stats *st)
              (long long)(now - 24LL * 3600 * 1000));
     res = PQexec(p->w, q);
     if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-        rc = fail(s, p->w, res, "loading idempotency keys");
+        rc = pg_fail(s, p->w, res, "loading idempotency keys");
         PQclear(res);
         goto out;
     }
@@ -915,7 +946,7 @@ static int pg_load(store_t *s, engine_t *e, int64_t now, store_load_stats *st)
         engine_set_next_id(e, (uint64_t)strtoll(PQgetvalue(res, 0, 0), NULL, 10) + 1);
     PQclear(res);
 out:
-    if (PQstatus(p->w) == CONNECTION_OK) run(s, p->w, rc ? "ROLLBACK" : "COMMIT", "loading");
+    if (PQstatus(p->w) == CONNECTION_OK) pg_run(s, p->w, rc ? "ROLLBACK" : "COMMIT", "loading");
     return rc;
 }
 
@@ -924,10 +955,10 @@ static int pg_load_tokens(store_t *s, store_token_fn fn, void *ctx)
     pg *p = s->impl;
     int rc = ensure_connected(s, p);
     if (rc) return rc;
-    PGresult *res = PQexec(p->w, "SELECT id, hash, role, queues, created_at FROM tenq.tokens "
-                                 "WHERE revoked_at IS NULL ORDER BY id");
+    PGresult *res = PQexec(p->w, "SELECT id, hash, role, queues, created_at, "
+                                 "coalesce(revoked_at, 0) FROM tenq.tokens ORDER BY id");
     if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-        rc = fail(s, p->w, res, "loading tokens");
+        rc = pg_fail(s, p->w, res, "loading tokens");
         PQclear(res);
         return rc;
     }
@@ -935,7 +966,7 @@ static int pg_load_tokens(store_t *s, store_token_fn fn, void *ctx)
         pgrow r = {res, i};
         store_token t = {acc_i64(&r, 0),  acc_text(&r, 1),
                          acc_text(&r, 2), acc_null(&r, 3) ? NULL : acc_text(&r, 3),
-                         acc_i64(&r, 4),  0};
+                         acc_i64(&r, 4),  acc_i64(&r, 5)};
         fn(ctx, &t);
     }
     PQclear(res);
@@ -984,7 +1015,7 @@ static int pg_query(store_t *s, uint64_t id, const store_job_query *jq, rows_bui
         res = PQexecParams(p->r, sql, nv, NULL, vals, NULL, NULL, 0);
     }
     if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-        int rc = fail(s, p->r, res, "query");
+        int rc = pg_fail(s, p->r, res, "query");
         PQclear(res);
         return rc;
     }
@@ -997,16 +1028,22 @@ static int pg_query(store_t *s, uint64_t id, const store_job_query *jq, rows_bui
     return rc;
 }
 
-static long pg_prune(store_t *s, int64_t now)
+static long pg_prune(store_t *s, int64_t now, uint64_t term)
 {
     pg *p = s->impl;
-    if (ensure_connected(s, p)) return TENQ_ECONNECT;
+    if (ensure_connected(s, p) || prepare_all(s, p)) return TENQ_ECONNECT;
     long limit = s->opts.retention_batch, done = 0;
-    int rc = run(s, p->w, "BEGIN", "retention");
+    int rc = pg_run(s, p->w, "BEGIN", "retention");
     if (rc) return rc;
+    char tbuf[24];
+    snprintf(tbuf, sizeof tbuf, "%llu", (unsigned long long)term);
+    if (term && (rc = fence_now(s, p, tbuf)) != 0) {
+        pg_run(s, p->w, "ROLLBACK", "rollback");
+        return rc;
+    }
     PGresult *qs =
         PQexec(p->w, "SELECT name, retention_ms FROM tenq.queues WHERE retention_ms > 0");
-    if (PQresultStatus(qs) != PGRES_TUPLES_OK) rc = fail(s, p->w, qs, "retention");
+    if (PQresultStatus(qs) != PGRES_TUPLES_OK) rc = pg_fail(s, p->w, qs, "retention");
     char *del_jobs = store_sql(STORE_SQL_PRUNE_JOBS, true);
     char *del_idem = store_sql(STORE_SQL_PRUNE_IDEM, true);
     for (int i = 0; !rc && i < PQntuples(qs) && done < limit; i++) {
@@ -1017,7 +1054,7 @@ static long pg_prune(store_t *s, int64_t now)
         const char *v[3] = {PQgetvalue(qs, i, 0), cut, lim};
         PGresult *r = PQexecParams(p->w, del_jobs, 3, NULL, v, NULL, NULL, 0);
         if (PQresultStatus(r) != PGRES_COMMAND_OK)
-            rc = fail(s, p->w, r, "retention");
+            rc = pg_fail(s, p->w, r, "retention");
         else
             done += strtol(PQcmdTuples(r), NULL, 10);
         PQclear(r);
@@ -1030,45 +1067,32 @@ static long pg_prune(store_t *s, int64_t now)
         const char *v[2] = {cut, lim};
         PGresult *r = PQexecParams(p->w, del_idem, 2, NULL, v, NULL, NULL, 0);
         if (PQresultStatus(r) != PGRES_COMMAND_OK)
-            rc = fail(s, p->w, r, "retention");
+            rc = pg_fail(s, p->w, r, "retention");
         else
             done += strtol(PQcmdTuples(r), NULL, 10);
         PQclear(r);
     }
     free(del_jobs);
     free(del_idem);
-    if (!rc) rc = run(s, p->w, "COMMIT", "retention");
+    if (!rc) rc = pg_run(s, p->w, "COMMIT", "retention");
     if (rc) {
-        if (PQstatus(p->w) == CONNECTION_OK) run(s, p->w, "ROLLBACK", "rollback");
+        if (PQstatus(p->w) == CONNECTION_OK) pg_run(s, p->w, "ROLLBACK", "rollback");
         return rc;
     }
     return done;
 }
 
-static int pg_next_epoch(store_t *s, uint64_t *epoch)
-{
-    pg *p = s->impl;
-    int rc = ensure_connected(s, p);
-    if (rc) return rc;
-    char *sql = store_sql(STORE_SQL_NEXT_EPOCH, true);
-    PGresult *res = PQexec(p->w, sql);
-    free(sql);
-    if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1)
-        *epoch = strtoull(PQgetvalue(res, 0, 0), NULL, 10);
-    else
-        rc = fail(s, p->w, res, "epoch");
-    PQclear(res);
-    return rc;
-}
-
 static const store_driver pg_backend = {
-    .next_epoch = pg_next_epoch,
     .name = "postgres",
     .apply = pg_apply,
     .load = pg_load,
     .load_tokens = pg_load_tokens,
     .query = pg_query,
     .prune = pg_prune,
-    .heal = pg_heal,
+    .campaign = pg_campaign,
+    .new_term = pg_new_term,
+    .renew = pg_renew,
+    .resign = pg_resign,
+    .leader_wait = pg_leader_wait,
     .close = pg_close,
 };

@@ -116,6 +116,28 @@ static const char *const migrations[] = {
     "DROP INDEX $Sjobs_finished;\n"
     "CREATE INDEX jobs_live ON $Sjobs (lane_seq) WHERE live = 1;\n"
     "CREATE INDEX jobs_finished ON $Sjobs (queue, finished_at) WHERE live IS NULL;\n",
+
+    /* 5: one leader per store.  The term (the start count that was
+     * tenq_info's 'epoch') moves to a row of its own, with who leads under
+     * it and until when (PostgreSQL: several servers share a database; the
+     * times are the database's clock, in ms).  tenq.fence(term), called
+     * first in every write transaction, refuses the transaction unless the
+     * term is still current, holding the row (FOR KEY SHARE) so that a new
+     * term waits for writes already under way. */
+    "CREATE TABLE $Sleader (\n"
+    "  id $I64 PRIMARY KEY,\n"
+    "  term $I64 NOT NULL,\n"
+    "  node TEXT,\n"
+    "  advertise TEXT,\n"
+    "  host TEXT,\n"
+    "  pid $I64,\n"
+    "  elected_at $I64,\n"
+    "  renewed_at $I64,\n"
+    "  expires_at $I64);\n"
+    "INSERT INTO $Sleader (id, term) VALUES (1, coalesce((SELECT CAST(value AS $I64) FROM "
+    "$Stenq_info WHERE key = 'epoch'), 0));\n"
+    "DELETE FROM $Stenq_info WHERE key = 'epoch';\n"
+    "$FENCE",
 };
 
 int store_schema_versions(void)
@@ -157,6 +179,7 @@ static char *expand(const char *t, bool pg)
         {"$BOOL", "INTEGER", "BOOLEAN"},
         {"$FALSE", "0", "false"},
         {"$FILLFACTOR", "", "ALTER TABLE tenq.jobs SET (fillfactor = 85);\n"},
+        {"$FENCE", "", STORE_PG_FENCE},
         {"$S", "", "tenq."},
     };
     char *out = NULL;

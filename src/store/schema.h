@@ -70,9 +70,23 @@ char *store_schema_sql(int version, bool pg);
     "DELETE FROM $Sidempotency WHERE (tenant, key) IN (SELECT tenant, key FROM $Sidempotency "     \
     "WHERE created_at < ?1 LIMIT ?2)"
 
-#define STORE_SQL_NEXT_EPOCH                                                                       \
-    "INSERT INTO $Stenq_info (key, value) VALUES ('epoch', '1') ON CONFLICT (key) DO UPDATE SET "  \
-    "value = CAST(CAST($Stenq_info.value AS BIGINT) + 1 AS TEXT) RETURNING value"
+/* A new term: the term above every earlier one (SQLite; PostgreSQL's
+ * elections set the leader's columns too, in pg_leader.c). */
+#define STORE_SQL_NEXT_TERM "UPDATE $Sleader SET term = term + 1 WHERE id = 1 RETURNING term"
+
+/* PostgreSQL's fence (migration 5): raises SQLSTATE TQ001 unless t is the
+ * current term, and holds the leader row until the transaction ends, so a
+ * new term (which updates the row) waits for the write under the old one. */
+#define STORE_PG_FENCE_STATE "TQ001"
+#define STORE_PG_FENCE                                                                             \
+    "CREATE FUNCTION tenq.fence(t BIGINT) RETURNS VOID LANGUAGE plpgsql AS $f$\n"                  \
+    "BEGIN\n"                                                                                      \
+    "  PERFORM 1 FROM tenq.leader WHERE id = 1 AND term = t FOR KEY SHARE;\n"                      \
+    "  IF NOT FOUND THEN\n"                                                                        \
+    "    RAISE EXCEPTION 'term % is over: another server leads this store', t\n"                   \
+    "      USING ERRCODE = '" STORE_PG_FENCE_STATE "';\n"                                          \
+    "  END IF;\n"                                                                                  \
+    "END $f$;\n"
 
 /* A statement for a backend (malloc'd). */
 char *store_sql(const char *tmpl, bool pg);

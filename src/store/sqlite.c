@@ -11,12 +11,14 @@
 #include "base/xalloc.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sqlite3.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 enum {
     ST_INS_JOB,
@@ -52,6 +54,7 @@ typedef struct sq {
     sqlite3_vfs *real_vfs;
     char vfs_name[64];
     long long budget; /* -1: no limit */
+    int lock_fd;      /* holds the file's one-server lock (sqlite_lock.c) */
     sqlite3_stmt *st[ST_N];
     char path[4096];
 } sq;
@@ -469,8 +472,13 @@ int store_sqlite_open(store_t *s, const char *path, char *errbuf, size_t errlen)
         free(q);
         return TENQ_EIO;
     }
+    if ((rc = store_sqlite_lock(path, &q->lock_fd, errbuf, errlen)) != 0) {
+        free(q);
+        return rc;
+    }
     if (vfs_register(q) != SQLITE_OK) {
         snprintf(errbuf, errlen, "sqlite: cannot register the VFS");
+        close(q->lock_fd);
         free(q);
         return TENQ_EIO;
     }
@@ -534,6 +542,7 @@ fail:
     sqlite3_close(q->rdb);
     sqlite3_close(q->db);
     sqlite3_vfs_unregister(&q->vfs);
+    close(q->lock_fd); /* after every connection: see sqlite_lock.c */
     free(q);
     return rc;
 }
@@ -548,6 +557,7 @@ static void sq_close(store_t *s)
     sqlite3_close(q->rdb);
     sqlite3_close(q->db);
     sqlite3_vfs_unregister(&q->vfs);
+    close(q->lock_fd);
     free(q);
 }
 
@@ -1099,8 +1109,8 @@ static int sq_load_tokens(store_t *s, store_token_fn fn, void *ctx)
     sq *q = s->impl;
     sqlite3_stmt *t = NULL;
     int src = sqlite3_prepare_v2(q->db,
-                                 "SELECT id, hash, role, queues, created_at FROM tokens "
-                                 "WHERE revoked_at IS NULL ORDER BY id",
+                                 "SELECT id, hash, role, queues, created_at, "
+                                 "coalesce(revoked_at, 0) FROM tokens ORDER BY id",
                                  -1, &t, NULL);
     if (src != SQLITE_OK) return fail(s, q->db, src, "loading tokens");
     while ((src = sqlite3_step(t)) == SQLITE_ROW) {
@@ -1109,7 +1119,7 @@ static int sq_load_tokens(store_t *s, store_token_fn fn, void *ctx)
                           (const char *)sqlite3_column_text(t, 2),
                           (const char *)sqlite3_column_text(t, 3),
                           sqlite3_column_int64(t, 4),
-                          0};
+                          sqlite3_column_int64(t, 5)};
         fn(ctx, &tk);
     }
     sqlite3_finalize(t);
@@ -1158,8 +1168,9 @@ static int sq_query(store_t *s, uint64_t id, const store_job_query *jq, rows_bui
     return src == SQLITE_DONE ? 0 : fail(s, q->rdb, src, "query");
 }
 
-static long sq_prune(store_t *s, int64_t now)
+static long sq_prune(store_t *s, int64_t now, uint64_t term)
 {
+    (void)term; /* the file's lock fences every write */
     sq *q = s->impl;
     long limit = s->opts.retention_batch, done = 0;
     sqlite3_stmt *qs = NULL, *del = NULL;
@@ -1201,22 +1212,76 @@ static long sq_prune(store_t *s, int64_t now)
     return done;
 }
 
-static int sq_next_epoch(store_t *s, uint64_t *epoch)
+/* ---- leadership ----------------------------------------------------------------------
+ * The server that holds the file's lock leads it (sqlite_lock.c); a campaign
+ * wins at once and, like a reload, only counts a new term. */
+
+/* The term above every earlier one, committed (a disk too full to take it
+ * refuses it: then no lease goes out under a term that could repeat). */
+static int sq_bump_term(store_t *s, uint64_t *term)
 {
     sq *q = s->impl;
-    char *sql = store_sql(STORE_SQL_NEXT_EPOCH, false);
+    pthread_mutex_lock(&s->db_lock);
+    char *sql = store_sql(STORE_SQL_NEXT_TERM, false);
     sqlite3_stmt *st = NULL;
-    int src = sqlite3_prepare_v2(q->db, sql, -1, &st, NULL);
+    int src = exec(q->db, "BEGIN IMMEDIATE");
+    if (src == SQLITE_OK) src = sqlite3_prepare_v2(q->db, sql, -1, &st, NULL);
     free(sql);
     if (src == SQLITE_OK) src = sqlite3_step(st);
-    if (src == SQLITE_ROW) *epoch = (uint64_t)sqlite3_column_int64(st, 0);
-    int rc = src == SQLITE_ROW ? 0 : fail(s, q->db, src, "epoch");
-    sqlite3_finalize(st);
+    if (src == SQLITE_ROW) {
+        *term = (uint64_t)sqlite3_column_int64(st, 0);
+        src = sqlite3_step(st);
+    }
+    int fin = st ? sqlite3_finalize(st) : SQLITE_OK;
+    if (src == SQLITE_DONE && fin == SQLITE_OK)
+        src = exec(q->db, "COMMIT");
+    else if (src == SQLITE_DONE)
+        src = fin;
+    int rc = src == SQLITE_OK ? 0 : fail(s, q->db, src, "counting a new term");
+    if (rc) exec(q->db, "ROLLBACK");
+    pthread_mutex_unlock(&s->db_lock);
     return rc;
 }
 
+static int sq_campaign(store_t *s, const store_node *me, uint64_t *term, store_leader *who)
+{
+    (void)me;
+    (void)who;
+    int rc = sq_bump_term(s, term);
+    return rc ? rc : 1;
+}
+
+static int sq_new_term(store_t *s, const store_node *me, uint64_t term, uint64_t *next)
+{
+    (void)me;
+    (void)term;
+    return sq_bump_term(s, next);
+}
+
+static int sq_renew(store_t *s, const store_node *me, uint64_t term)
+{
+    (void)s;
+    (void)me;
+    (void)term;
+    return 0;
+}
+
+static void sq_resign(store_t *s, const store_node *me, uint64_t term)
+{
+    (void)s;
+    (void)me;
+    (void)term;
+}
+
+static int sq_leader_wait(store_t *s, int wake_fd, int ms)
+{
+    (void)s;
+    struct pollfd p = {wake_fd, POLLIN, 0};
+    poll(&p, wake_fd >= 0 ? 1 : 0, ms);
+    return 0;
+}
+
 static const store_driver sqlite_backend = {
-    .next_epoch = sq_next_epoch,
     .name = "sqlite",
     .apply = sq_apply,
     .abandon = sq_abandon,
@@ -1224,6 +1289,10 @@ static const store_driver sqlite_backend = {
     .load_tokens = sq_load_tokens,
     .query = sq_query,
     .prune = sq_prune,
-    .heal = NULL,
+    .campaign = sq_campaign,
+    .new_term = sq_new_term,
+    .renew = sq_renew,
+    .resign = sq_resign,
+    .leader_wait = sq_leader_wait,
     .close = sq_close,
 };

@@ -595,6 +595,21 @@ void store_commit_timing(const store_t *s, store_timing *out)
     pthread_mutex_unlock(&m->lock);
 }
 
+void store_fail_pending(store_t *s, int rc)
+{
+    pthread_mutex_lock(&s->lock);
+    s->ok_epoch = s->epoch + 1;
+    s->fail_rc = rc;
+    pthread_mutex_unlock(&s->lock);
+}
+
+void store_use_term(store_t *s, uint64_t term)
+{
+    pthread_mutex_lock(&s->lock);
+    s->term = term;
+    pthread_mutex_unlock(&s->lock);
+}
+
 void store_clear_failure(store_t *s)
 {
     pthread_mutex_lock(&s->lock);
@@ -762,15 +777,15 @@ static void *writer_main(void *arg)
             until.tv_sec += 1;
             int w = pthread_cond_timedwait(&s->cond, &s->lock, &until);
             if (w == ETIMEDOUT && !s->pending) {
-                bool failed = s->ok_epoch > s->epoch;
+                /* retention only while healthy, and only by the leader */
+                bool prune = s->ok_epoch <= s->epoch && (!s->opts.elect || s->term);
+                uint64_t term = s->term;
                 pthread_mutex_unlock(&s->lock);
-                if (failed) {
-                    if (s->be->heal) s->be->heal(s);
-                } else if (!s->opts.no_retention && wall_ms() - last_prune >= 1000) {
+                if (prune && !s->opts.no_retention && wall_ms() - last_prune >= 1000) {
                     /* Prune in small steps; stop as soon as work comes in. */
                     for (;;) {
                         pthread_mutex_lock(&s->db_lock);
-                        long n = s->be->prune(s, wall_ms());
+                        long n = s->be->prune(s, wall_ms(), term);
                         pthread_mutex_unlock(&s->db_lock);
                         if (n < s->opts.retention_batch) break;
                         pthread_mutex_lock(&s->lock);
@@ -785,13 +800,22 @@ static void *writer_main(void *arg)
         }
         if (!s->pending && s->stopping) break;
         int64_t took_at = tq_mono_ns();
-        store_batch *list = s->pending;
+        /* The batches waiting, up to the first of another term: one
+         * transaction checks one term. */
+        store_batch *list = s->pending, *last = list;
+        while (last->next && last->next->term == list->term) last = last->next;
         /* more than one batch waiting, or a chain: work comes faster than
          * one commit at a time, which a busy server's clients wait on */
         if (list->next || list->more || nchain) writer_set_policy(s, pthread_self(), SCHED_OTHER);
-        s->pending = s->pending_tail = NULL;
+        s->pending = last->next;
+        if (!s->pending) s->pending_tail = NULL;
+        last->next = NULL;
         uint64_t ok_epoch = s->ok_epoch;
         int fail_rc = s->fail_rc;
+        if (s->opts.elect && list->term == 0) { /* made by no leader: never written */
+            ok_epoch = UINT64_MAX;
+            fail_rc = TENQ_ENOT_LEADER;
+        }
         s->writer_busy = true;
         pthread_mutex_unlock(&s->lock);
 
@@ -813,6 +837,7 @@ static void *writer_main(void *arg)
             clock_gettime(CLOCK_MONOTONIC, &ta);
             store_group g;
             store_group_build(&g, arr + live, n - live);
+            g.term = list->term;
             if (!nchain) pthread_mutex_lock(&s->db_lock);
             rc = s->be->apply(s, &g, nchain == 0, !more);
             if (rc || !more) pthread_mutex_unlock(&s->db_lock);
@@ -875,6 +900,7 @@ static uint64_t hand_over(store_t *s, store_batch *b, bool more)
     pthread_mutex_lock(&s->lock);
     uint64_t seq = b->seq = ++s->next_seq; /* b may be gone once unlocked */
     b->epoch = s->epoch;
+    b->term = s->term;
     b->next = NULL;
     if (s->pending_tail)
         s->pending_tail->next = b;
@@ -1045,20 +1071,44 @@ int store_load_tokens(store_t *s, store_token_fn fn, void *ctx)
     return rc;
 }
 
-int store_next_epoch(store_t *s, uint64_t *epoch)
-{
-    pthread_mutex_lock(&s->db_lock);
-    int rc = s->be->next_epoch(s, epoch);
-    pthread_mutex_unlock(&s->db_lock);
-    return rc;
-}
-
 long store_prune_now(store_t *s, int64_t now)
 {
+    pthread_mutex_lock(&s->lock);
+    uint64_t term = s->term;
+    pthread_mutex_unlock(&s->lock);
+    if (s->opts.elect && !term) return TENQ_ENOT_LEADER;
     pthread_mutex_lock(&s->db_lock);
-    long n = s->be->prune(s, now);
+    long n = s->be->prune(s, now, term);
     pthread_mutex_unlock(&s->db_lock);
     return n;
+}
+
+/* ---- leadership (store.h; each backend keeps its own connections) --------------------- */
+
+int store_campaign(store_t *s, const store_node *me, uint64_t *term, store_leader *who)
+{
+    memset(who, 0, sizeof(*who));
+    return s->be->campaign(s, me, term, who);
+}
+
+int store_new_term(store_t *s, const store_node *me, uint64_t term, uint64_t *next)
+{
+    return s->be->new_term(s, me, term, next);
+}
+
+int store_renew(store_t *s, const store_node *me, uint64_t term)
+{
+    return s->be->renew(s, me, term);
+}
+
+void store_resign(store_t *s, const store_node *me, uint64_t term)
+{
+    s->be->resign(s, me, term);
+}
+
+int store_leader_wait(store_t *s, int wake_fd, int ms)
+{
+    return s->be->leader_wait(s, wake_fd, ms);
 }
 
 /* ---- open and close ---------------------------------------------------------------- */

@@ -33,7 +33,7 @@
 typedef struct store store_t;
 typedef struct store_batch store_batch;
 
-#define STORE_SCHEMA_VERSION 4
+#define STORE_SCHEMA_VERSION 5
 
 typedef enum { STORE_SYNC_FULL, STORE_SYNC_NORMAL } store_sync;
 
@@ -59,6 +59,15 @@ typedef struct store_opts {
      * a CPU (store_writer_check).  Used only when the process may return
      * the thread to normal priority (CAP_SYS_NICE, or RLIMIT_NICE of 20). */
     bool writer_idle;
+    /* A server that leads the store by election (see "leadership"): every
+     * write, retention included, goes only under a term of its own
+     * (store_use_term), and batches without one fail.  Off (tools, tests
+     * that own the store alone): batches of term 0 are written unfenced. */
+    bool elect;
+    /* This server's name in the store (PostgreSQL: application_name
+     * "tenq:<node>" of its connections, how a standby finds the
+     * connections of a stalled leader); NULL: none. */
+    const char *node;
 } store_opts;
 
 /* Opens "sqlite:PATH" (or a bare path ending in .db) or "postgresql://..."
@@ -173,13 +182,74 @@ typedef struct store_load_stats {
  * call it before handing over batches, or after a failure. */
 int store_load(store_t *s, engine_t *e, int64_t now, store_load_stats *st);
 
-/* Counts this start: returns a number higher than every earlier start's (kept
- * in the store, committed before it returns).  Servers use it as the floor of
- * their fencing tokens. */
-int store_next_epoch(store_t *s, uint64_t *epoch);
+/* ---- leadership ------------------------------------------------------------
+ * One server leads a store at a time: it loads the jobs, schedules them and
+ * writes.  SQLite: the server that opened the file, which holds an exclusive
+ * lock on it from store_open to store_close (a second store_open of the file
+ * in another process is refused, naming the holder).  PostgreSQL: any number
+ * of servers open one database and elect a leader: a session advisory lock
+ * held by the leader's control connection, and a row (tenq.leader) it renews
+ * within a TTL; a standby ends the connections of a leader whose TTL passed,
+ * and one that died lets its lock go at once.
+ *
+ * Every leadership, and every reload after a failed commit, gets a new term,
+ * above every earlier one and committed before it is returned: the fencing
+ * tokens of a term start at term << 32.  Batches carry the term of the
+ * engine they come from (store_use_term) and every write transaction checks
+ * it (PostgreSQL: tenq.fence, inside the transaction), so a server that
+ * lost its leadership never commits a write after another took over: its
+ * batches fail with TENQ_ENOT_LEADER.
+ *
+ * The functions of this section run on one thread of the caller's (not its
+ * event loop): they may block on the store, each for at most its connect or
+ * lock timeout. */
+
+typedef struct store_node {
+    const char *node;      /* this server, unique per start (16 hex digits) */
+    const char *advertise; /* the URL clients reach it at; "" when unknown */
+    const char *host;
+    int pid;
+    int64_t ttl_ms; /* how long a renewal keeps the leadership */
+} store_node;
+
+/* Who leads, as the store says. */
+typedef struct store_leader {
+    uint64_t term;
+    char node[24];       /* "" when nobody has led yet, or the leader resigned */
+    char advertise[256]; /* "" when unknown */
+    char host[128];
+    int pid;
+    int64_t expires_in_ms; /* by the store's clock; <= 0: its TTL passed */
+    bool evicted;          /* its TTL had passed: its connections were ended */
+} store_leader;
+
+/* Tries to lead: 1 when this server now leads, under the new term *term; 0
+ * when another server does (*who says which; one whose TTL passed has its
+ * connections ended, so that a later campaign can win); or an error. */
+int store_campaign(store_t *s, const store_node *me, uint64_t *term, store_leader *who);
+/* While leading: a new term (to reload after a failed commit), or
+ * TENQ_ENOT_LEADER when this server no longer leads. */
+int store_new_term(store_t *s, const store_node *me, uint64_t term, uint64_t *next);
+/* While leading: holds the leadership for another TTL from now, or
+ * TENQ_ENOT_LEADER when it was lost. */
+int store_renew(store_t *s, const store_node *me, uint64_t term);
+/* Gives the leadership up (a clean stop): standbys hear of it at once. */
+void store_resign(store_t *s, const store_node *me, uint64_t term);
+/* Waits up to ms for news of the leadership: on PostgreSQL a standby hears
+ * of a resignation, and the control connection's loss shows at once.  The
+ * wait ends early when wake_fd (>= 0) becomes readable.  Returns 1 when
+ * there may be news (campaign or renew now), else 0. */
+int store_leader_wait(store_t *s, int wake_fd, int ms);
+/* Batches handed over from now on carry this term (the term of the engine
+ * they come from; the caller's thread). */
+void store_use_term(store_t *s, uint64_t term);
+/* Fails every batch handed over so far, with rc, without writing it (a
+ * server that stopped leading); store_clear_failure ends it as after a
+ * failed commit. */
+void store_fail_pending(store_t *s, int rc);
 
 typedef void (*store_token_fn)(void *ctx, const store_token *t);
-/* Every live token. */
+/* Every token, revoked ones too (revoked_at set): ids are never reused. */
 int store_load_tokens(store_t *s, store_token_fn fn, void *ctx);
 
 /* ---- reads --------------------------------------------------------------- */

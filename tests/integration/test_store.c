@@ -234,6 +234,14 @@ static engine_job_info read_job(store_t *s, uint64_t id)
     return g.v[0];
 }
 
+/* Whether the store has a row for the job. */
+static bool has_job(store_t *s, uint64_t id)
+{
+    got g = {0};
+    ASSERT_EQ(store_get_job_sync(s, id, collect_rows, &g), 0);
+    return g.n == 1;
+}
+
 /* Jobs in every state, with every field set somewhere. */
 typedef struct world {
     engine_t *e;
@@ -1376,18 +1384,200 @@ BOTH(crash_at_random_points_loses_nothing_committed)
     ASSERT(max_reported > 100);
 }
 
-BOTH(every_start_gets_a_higher_epoch)
+/* ---- leadership ----------------------------------------------------------------- */
+
+static store_node node_named(const char *node, int64_t ttl_ms)
+{
+    return (store_node){node, "http://127.0.0.1:1", "test-host", (int)getpid(), ttl_ms};
+}
+
+static store_opts elect_opts(const char *node)
+{
+    store_opts o = quiet_opts();
+    o.elect = true;
+    o.node = node;
+    return o;
+}
+
+BOTH(every_leadership_and_reload_gets_a_higher_term)
 {
     char *url = fresh_url(backend);
-    store_opts o = quiet_opts();
+    store_node me = node_named("00000000000000a1", 5000);
+    store_opts o = elect_opts(me.node);
     uint64_t last = 0;
     for (int i = 0; i < 3; i++) {
         store_t *s = open_ok(url, &o);
-        uint64_t e;
-        ASSERT_EQ(store_next_epoch(s, &e), 0);
-        ASSERT(e > last);
-        last = e;
+        uint64_t t = 0, t2 = 0;
+        store_leader who;
+        ASSERT_EQ(store_campaign(s, &me, &t, &who), 1);
+        ASSERT(t > last);
+        ASSERT_EQ(store_new_term(s, &me, t, &t2), 0);
+        ASSERT_EQ(t2, t + 1);
+        last = t2;
         store_close(s);
     }
-    ASSERT_EQ(last, 3);
+    ASSERT_EQ(last, 6);
+}
+
+/* A batch that no term stands behind is never written, on a store that
+ * elects its leader; one under the current term is. */
+BOTH(batches_go_only_under_a_term)
+{
+    char *url = fresh_url(backend);
+    store_node me = node_named("00000000000000b1", 5000);
+    store_opts o = elect_opts(me.node);
+    store_t *s = open_ok(url, &o);
+    engine_t *e = mk_engine();
+    uint64_t id = SUB(e, T0, "t", "q");
+    ASSERT_EQ(commit_changes(s, e), TENQ_ENOT_LEADER);
+    ASSERT(!has_job(s, id));
+    store_clear_failure(s);
+    uint64_t t;
+    store_leader who;
+    ASSERT_EQ(store_campaign(s, &me, &t, &who), 1);
+    store_use_term(s, t);
+    id = SUB(e, T0, "t", "q");
+    ASSERT_EQ(commit_changes(s, e), 0);
+    ASSERT_EQ(read_job(s, id).id, id);
+    store_close(s);
+    engine_destroy(e);
+}
+
+TEST(a_second_server_on_one_file_is_refused_naming_the_first_sqlite)
+{
+    char *url = fresh_url("sqlite");
+    store_opts o = quiet_opts();
+    store_t *s = open_ok(url, &o);
+    /* another process, as a second `tenq serve` would be */
+    int fds[2];
+    ASSERT_EQ(pipe(fds), 0);
+    pid_t pid = fork();
+    ASSERT(pid >= 0);
+    if (pid == 0) {
+        store_t *t = NULL;
+        char err[512] = "";
+        int rc = store_open(url, &o, &t, err, sizeof err);
+        char msg[600];
+        int n = snprintf(msg, sizeof msg, "%d %s", rc, err);
+        ssize_t w = write(fds[1], msg, (size_t)n);
+        (void)w;
+        _exit(0);
+    }
+    close(fds[1]);
+    char got[600] = "";
+    ssize_t n = read(fds[0], got, sizeof got - 1);
+    close(fds[0]);
+    waitpid(pid, NULL, 0);
+    ASSERT(n > 0);
+    got[n] = 0;
+    char want[64];
+    snprintf(want, sizeof want, "%d ", TENQ_EUNAVAILABLE);
+    ASSERT_MSG(strncmp(got, want, strlen(want)) == 0, "%s", got);
+    snprintf(want, sizeof want, "in use by process %d", (int)getpid());
+    ASSERT_MSG(strstr(got, want) != NULL, "%s", got);
+    store_close(s);
+    /* once the first is gone, the file opens */
+    store_close(open_ok(url, &o));
+}
+
+TEST(a_term_that_cannot_be_stored_is_refused_sqlite)
+{
+    char *url = fresh_url("sqlite");
+    store_node me = node_named("00000000000000c1", 5000);
+    store_opts o = elect_opts(me.node);
+    store_t *s = open_ok(url, &o);
+    uint64_t t, t2 = 0;
+    store_leader who;
+    ASSERT_EQ(store_campaign(s, &me, &t, &who), 1);
+    store_test_set_write_budget(s, 0);
+    int rc = store_new_term(s, &me, t, &t2);
+    ASSERT_MSG(rc == TENQ_ENOSPACE, "rc %d: %s", rc, store_errmsg(s));
+    store_test_set_write_budget(s, -1);
+    ASSERT_EQ(store_new_term(s, &me, t, &t2), 0);
+    ASSERT_EQ(t2, t + 1); /* the refused one was never counted */
+    store_close(s);
+    s = open_ok(url, &o);
+    ASSERT_EQ(store_campaign(s, &me, &t, &who), 1);
+    ASSERT_EQ(t, t2 + 1);
+    store_close(s);
+}
+
+/* Two servers on one database: one leads, the other knows who; once the
+ * leader resigns the other leads under a higher term, and a write of the
+ * old leader's, under its old term, is refused and leaves nothing. */
+TEST(one_leader_at_a_time_and_its_old_term_is_fenced_postgres)
+{
+    char *url = fresh_url("postgres");
+    store_node a = node_named("00000000000000d1", 5000), b = node_named("00000000000000d2", 5000);
+    store_opts oa = elect_opts(a.node), ob = elect_opts(b.node);
+    store_t *sa = open_ok(url, &oa), *sb = open_ok(url, &ob);
+    uint64_t ta = 0, tb = 0;
+    store_leader who;
+    ASSERT_EQ(store_campaign(sa, &a, &ta, &who), 1);
+    ASSERT_EQ(store_campaign(sb, &b, &tb, &who), 0);
+    ASSERT_STR(who.node, a.node);
+    ASSERT_STR(who.advertise, a.advertise);
+    ASSERT_EQ(who.term, ta);
+    ASSERT(who.expires_in_ms > 0 && who.expires_in_ms <= 5000);
+    ASSERT(!who.evicted);
+    ASSERT_EQ(store_renew(sa, &a, ta), 0);
+    store_use_term(sa, ta);
+    engine_t *e = mk_engine();
+    uint64_t kept = SUB(e, T0, "t", "q");
+    ASSERT_EQ(commit_changes(sa, e), 0);
+    store_resign(sa, &a, ta);
+    ASSERT_EQ(store_campaign(sb, &b, &tb, &who), 1);
+    ASSERT(tb > ta);
+    /* the old leader writes on, under its old term: refused, nothing kept */
+    uint64_t lost = SUB(e, T0, "t", "q");
+    int rc = commit_changes(sa, e);
+    ASSERT_MSG(rc == TENQ_ENOT_LEADER, "rc %d: %s", rc, store_errmsg(sa));
+    ASSERT(!has_job(sb, lost));
+    ASSERT_EQ(read_job(sb, kept).id, kept);
+    ASSERT_EQ(store_renew(sa, &a, ta), TENQ_ENOT_LEADER);
+    uint64_t t2;
+    ASSERT_EQ(store_new_term(sa, &a, ta, &t2), TENQ_ENOT_LEADER);
+    store_close(sa);
+    store_close(sb);
+    engine_destroy(e);
+}
+
+/* A leader that stops renewing without dying keeps its connections (and
+ * its lock): once its TTL has passed, a campaign ends them, and the next
+ * one wins.  The stalled leader's writes are refused after. */
+TEST(a_leader_past_its_ttl_is_evicted_postgres)
+{
+    char *url = fresh_url("postgres");
+    store_node a = node_named("00000000000000e1", 1000), b = node_named("00000000000000e2", 1000);
+    store_opts oa = elect_opts(a.node), ob = elect_opts(b.node);
+    store_t *sa = open_ok(url, &oa), *sb = open_ok(url, &ob);
+    uint64_t ta = 0, tb = 0;
+    store_leader who;
+    ASSERT_EQ(store_campaign(sa, &a, &ta, &who), 1);
+    store_use_term(sa, ta);
+    ASSERT_EQ(store_campaign(sb, &b, &tb, &who), 0);
+    ASSERT(!who.evicted);
+    usleep(1200 * 1000);
+    ASSERT_EQ(store_campaign(sb, &b, &tb, &who), 0);
+    ASSERT(who.evicted);
+    int won = 0;
+    for (int i = 0; i < 50 && won != 1; i++) {
+        won = store_campaign(sb, &b, &tb, &who);
+        if (won != 1) usleep(20000);
+    }
+    ASSERT_EQ(won, 1);
+    ASSERT(tb > ta);
+    engine_t *e = mk_engine();
+    uint64_t lost = SUB(e, T0, "t", "q");
+    int rc = commit_changes(sa, e);
+    ASSERT_MSG(rc == TENQ_ENOT_LEADER || rc == TENQ_ECONNECT || rc == TENQ_EIO, "rc %d: %s", rc,
+               store_errmsg(sa));
+    store_clear_failure(sa);
+    rc = commit_changes(sa, e); /* on a new connection: the fence */
+    ASSERT_MSG(rc == TENQ_ENOT_LEADER, "rc %d: %s", rc, store_errmsg(sa));
+    ASSERT(!has_job(sb, lost));
+    ASSERT_EQ(store_renew(sa, &a, ta), TENQ_ENOT_LEADER);
+    store_close(sa);
+    store_close(sb);
+    engine_destroy(e);
 }

@@ -1,0 +1,37 @@
+/* The PostgreSQL backend's insides, shared by postgres.c (the store) and
+ * pg_leader.c (elections).  Three connections, each used by one thread
+ * only: w (the writer thread's commits, retention; the leadership thread's
+ * loads; always under db_lock), r (the reader thread), c (the leadership
+ * thread: the advisory lock, the leader row, notifications). */
+#ifndef TENQ_STORE_PG_H
+#define TENQ_STORE_PG_H
+
+#include "internal.h"
+
+#include <libpq-fe.h>
+
+typedef struct pg {
+    PGconn *w, *r, *c;
+    bool prepared;
+    char url[1024];
+    char app[64]; /* application_name of every connection: "tenq:<node>" */
+} pg;
+
+/* A connection to p's database (connect timeout, TCP keepalives and a TCP
+ * user timeout set unless the URL says otherwise; application_name app),
+ * or NULL with the reason in errbuf. */
+PGconn *pg_connect(const pg *p, char *errbuf, size_t errlen);
+/* Runs SQL with no parameters: 0, or the error (store's message set). */
+int pg_run(store_t *s, PGconn *c, const char *sql, const char *what);
+/* Sets the store's message from a failed result (or the connection) and
+ * maps it to a TENQ_E* code. */
+int pg_fail(store_t *s, PGconn *c, const PGresult *res, const char *what);
+
+/* Elections (pg_leader.c): the store_driver's leadership functions. */
+int pg_campaign(store_t *s, const store_node *me, uint64_t *term, store_leader *who);
+int pg_new_term(store_t *s, const store_node *me, uint64_t term, uint64_t *next);
+int pg_renew(store_t *s, const store_node *me, uint64_t term);
+void pg_resign(store_t *s, const store_node *me, uint64_t term);
+int pg_leader_wait(store_t *s, int wake_fd, int ms);
+
+#endif
