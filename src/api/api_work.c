@@ -150,42 +150,49 @@ static int outcome_apply(server *s, uint64_t id, outcome_in *in, engine_err *err
                         "result or stats too large");
             return TENQ_ETOO_LARGE;
         }
-        return engine_ack(s->e, now, id, in->token, in->result, in->stats, err);
     }
-    if (in->stats && strlen(in->stats) > 65536) {
+    if (!in->ok && in->stats && strlen(in->stats) > 65536) {
         engine_errf(err, TENQ_ETOO_LARGE, "stats", "stats larger than 65536 bytes");
         return TENQ_ETOO_LARGE;
     }
     in->f.error = in->error;
     in->f.stats = in->stats;
     engine_state st;
-    return engine_fail(s->e, now, id, in->token, &in->f, &st, err);
+    int rc = in->ok ? engine_ack(s->e, now, id, in->token, in->result, in->stats, err)
+                    : engine_fail(s->e, now, id, in->token, &in->f, &st, err);
+    /* sent again (its answer was lost): answered as applied, which it was */
+    return rc == TENQ_ECONFLICT && outcome_already_applied(s, id, in) ? 0 : rc;
 }
 
-static int outcome(server *s, uint64_t id, json_t *o, bool ok, engine_err *err)
-{
-    outcome_in in;
-    int rc = outcome_read(o, ok, &in, err);
-    if (!rc) rc = outcome_apply(s, id, &in, err);
-    outcome_in_free(&in);
-    return rc;
-}
-
+/* An ack or fail of one job (POST /v1/jobs/{id}/ack or /fail).  A job not in
+ * hand may have finished with this very outcome: the store says. */
 static void single_outcome(server *s, http_req *req, const principal *who, const char *seg, bool ok)
 {
-    uint64_t id;
-    if (!worker_job(s, req, who, seg, &id)) return;
+    uint64_t id = path_id(req, seg);
+    if (!id) return;
+    engine_job *j = engine_find(s->e, id);
+    if (j && !may_see_job(who, engine_job_tenant(j), engine_job_queue(j))) {
+        reply_error(req, TENQ_ENOT_FOUND, "id", "no job %llu", (unsigned long long)id);
+        return;
+    }
     json_t *body = parse_body(req);
     if (!body) return;
     static const char *const ack_fields[] = {"token", "result", "stats", NULL};
     static const char *const fail_fields[] = {"token",     "error", "retry_in_ms", "retry",
                                               "cancelled", "stats", NULL};
-    if (only_fields(req, body, ok ? ack_fields : fail_fields)) {
-        engine_err err;
-        if (outcome(s, id, body, ok, &err) != 0)
+    outcome_in in;
+    engine_err err;
+    if (!only_fields(req, body, ok ? ack_fields : fail_fields)) {
+    } else if (outcome_read(body, ok, &in, &err) != 0) {
+        reply_engine_err(req, &err);
+    } else {
+        if (!j)
+            late_resolve_one(s, req, who, id, &in);
+        else if (outcome_apply(s, id, &in, &err) != 0)
             reply_engine_err(req, &err);
         else
             state_reply(s, req, id);
+        outcome_in_free(&in);
     }
     json_decref(body);
 }
@@ -273,25 +280,34 @@ static bool outcome_set_read(tq_iter *list, outcome_set *os)
     return true;
 }
 
-/* Applies the outcomes in order, their answers into b as a list; frees them. */
-static void outcome_set_apply(server *s, const principal *who, outcome_set *os, jbuf *b)
+/* Applies the outcomes in order, their answers into b as a list; frees them.
+ * Those of jobs not in hand get a placeholder, and come back in the late
+ * set (NULL: none) for late_resolve. */
+static late_set *outcome_set_apply(server *s, const principal *who, outcome_set *os, jbuf *b)
 {
+    late_set *late = NULL;
     jb_arr(b);
     for (size_t i = 0; i < os->n; i++) {
         engine_err err = {0};
         int orc = reported_job(s, who, os->ids[i], &err);
+        if (orc == TENQ_ENOT_FOUND && !engine_find(s->e, os->ids[i])) {
+            late = late_note(late, b, os->ids[i], &os->ins[i]);
+            continue;
+        }
         if (!orc) orc = outcome_apply(s, os->ids[i], &os->ins[i], &err);
         outcome_answer(s, b, os->ids[i], orc, &err);
     }
     jb_arr_end(b);
     outcome_set_free(os);
+    return late;
 }
 
 /* The same from a jansson tree: the refusal in err when list is not a list
  * of 1 to OUTCOMES_MAX (nothing applied); a bad item gets its own answer. */
 static int outcome_tree_apply(server *s, const principal *who, json_t *list, jbuf *b,
-                              engine_err *err)
+                              late_set **late, engine_err *err)
 {
+    *late = NULL;
     if (!json_is_array(list) || json_array_size(list) == 0 ||
         json_array_size(list) > OUTCOMES_MAX) {
         engine_errf(err, TENQ_EINVALID, "outcomes", "outcomes must be a list of 1 to 10,000");
@@ -324,14 +340,25 @@ static int outcome_tree_apply(server *s, const principal *who, json_t *list, jbu
                 engine_errf(&e, rc, k, "unknown field \"%s\"", k);
             }
             id = (uint64_t)json_integer_value(jid);
-            if (!rc) rc = reported_job(s, who, id, &e);
-            if (!rc) rc = outcome(s, id, o, json_is_true(jok), &e);
+            outcome_in in;
+            if (!rc && (rc = outcome_read(o, json_is_true(jok), &in, &e)) == 0) {
+                rc = reported_job(s, who, id, &e);
+                if (rc == TENQ_ENOT_FOUND && !engine_find(s->e, id)) {
+                    *late = late_note(*late, b, id, &in);
+                    outcome_in_free(&in);
+                    continue;
+                }
+                if (!rc) rc = outcome_apply(s, id, &in, &e);
+                outcome_in_free(&in);
+            }
         }
         outcome_answer(s, b, id, rc, &e);
     }
     jb_arr_end(b);
     return 0;
 }
+
+static void outcomes_reply(server *s, http_req *req, const principal *who, jbuf *b, late_set *late);
 
 /* The batch read in place: true when applied and answered; false when
  * jansson must read it (nothing done yet). */
@@ -354,10 +381,28 @@ static bool outcomes_in_place(server *s, http_req *req, const principal *who)
     jb_init(&b);
     jb_obj(&b);
     jb_key(&b, "results");
-    outcome_set_apply(s, who, &os, &b);
+    late_set *late = outcome_set_apply(s, who, &os, &b);
     jb_obj_end(&b);
-    srv_commit_reply(s, req, 200, &b);
+    outcomes_reply(s, req, who, &b, late);
     return true;
+}
+
+static void outcomes_late_done(server *s, http_req *req, char *text, void *ctx)
+{
+    (void)s;
+    (void)ctx;
+    if (req) http_reply(req, 200, "application/json", NULL, text, strlen(text));
+    free(text);
+}
+
+/* The answer to POST /v1/outcomes, once its outcomes are committed (and
+ * those of jobs not in hand read from the store). */
+static void outcomes_reply(server *s, http_req *req, const principal *who, jbuf *b, late_set *late)
+{
+    if (late)
+        late_resolve(s, req, who, late, jb_take(b, NULL), outcomes_late_done, NULL);
+    else
+        srv_commit_reply(s, req, 200, b);
 }
 
 void h_outcomes(server *s, http_req *req, const principal *who, const char **args)
@@ -376,12 +421,13 @@ void h_outcomes(server *s, http_req *req, const principal *who, const char **arg
     jb_obj(&b);
     jb_key(&b, "results");
     engine_err err;
-    if (outcome_tree_apply(s, who, json_object_get(body, "outcomes"), &b, &err) != 0) {
+    late_set *late;
+    if (outcome_tree_apply(s, who, json_object_get(body, "outcomes"), &b, &late, &err) != 0) {
         jb_free(&b);
         reply_engine_err(req, &err);
     } else {
         jb_obj_end(&b);
-        srv_commit_reply(s, req, 200, &b);
+        outcomes_reply(s, req, who, &b, late);
     }
     json_decref(body);
 }
@@ -448,6 +494,15 @@ static void lease_after_commit(server *s, http_req *req, void *ctx, int rc)
     free(la);
 }
 
+/* Outcomes of jobs not in hand were read from the store (and the others
+ * committed): the lease goes on with every answer. */
+static void lease_late_done(server *s, http_req *req, char *text, void *ctx)
+{
+    lease_after *la = ctx;
+    la->results = text;
+    lease_after_commit(s, req, la, req ? 0 : TENQ_EUNAVAILABLE);
+}
+
 void h_lease(server *s, http_req *req, const principal *who, const char **args)
 {
     (void)args;
@@ -493,12 +548,13 @@ void h_lease(server *s, http_req *req, const principal *who, const char **args)
     jb_init(&rb);
     tq_iter list;
     outcome_set os;
+    late_set *late = NULL;
     if (!body && tq_arr_begin(&list, in.outcomes) && outcome_set_read(&list, &os)) {
-        outcome_set_apply(s, who, &os, &rb);
+        late = outcome_set_apply(s, who, &os, &rb);
     } else {
         if (!body && !(body = parse_body(req))) goto refused;
         engine_err err;
-        if (outcome_tree_apply(s, who, json_object_get(body, "outcomes"), &rb, &err) != 0) {
+        if (outcome_tree_apply(s, who, json_object_get(body, "outcomes"), &rb, &late, &err) != 0) {
             jb_free(&rb);
             reply_engine_err(req, &err);
             goto refused;
@@ -509,6 +565,10 @@ void h_lease(server *s, http_req *req, const principal *who, const char **args)
     la->who = *who;
     la->in = in;
     la->in.outcomes = (tq_span){0}; /* their text goes with the request's body */
+    if (late) {
+        late_resolve(s, req, who, late, jb_take(&rb, NULL), lease_late_done, la);
+        return;
+    }
     la->results = jb_take(&rb, NULL);
     srv_after_commit(s, req, lease_after_commit, la);
     return;

@@ -100,6 +100,7 @@ const char *http_status_text(int status)
     case 201: return "Created";
     case 204: return "No Content";
     case 304: return "Not Modified";
+    case 307: return "Temporary Redirect";
     case 400: return "Bad Request";
     case 401: return "Unauthorized";
     case 403: return "Forbidden";

@@ -348,6 +348,26 @@ int outcome_read(json_t *o, bool ok, outcome_in *in, engine_err *err);
  * walk), checking it as they go, and leave it past the object. */
 bool outcome_read_text(tq_iter *o, outcome_in *in, uint64_t *id);
 
+/* Outcomes of jobs no longer in hand, answered from the store
+ * (outcome_late.c).  late_note writes a placeholder for one into the list
+ * being written in b and returns the set (made when ls is NULL);
+ * late_resolve waits for everything uncommitted, reads their rows, puts
+ * each answer in its place in text (taken) and calls done with the whole
+ * (malloc'd, the callee frees it), or with req and text NULL when the
+ * client left or the commit failed (answered already).  late_resolve_one
+ * answers a single ack or fail (POST /v1/jobs/{id}/ack) itself. */
+typedef struct late_set late_set;
+typedef void (*late_done)(struct server *s, http_req *req, char *text, void *ctx);
+late_set *late_note(late_set *ls, jbuf *b, uint64_t id, const outcome_in *in);
+void late_free(late_set *ls);
+void late_resolve(struct server *s, http_req *req, const principal *who, late_set *ls, char *text,
+                  late_done done, void *ctx);
+void late_resolve_one(struct server *s, http_req *req, const principal *who, uint64_t id,
+                      const outcome_in *in);
+/* Is this outcome of a job in hand already applied (sent again: the same
+ * token, and the job in the state it leads to)? */
+bool outcome_already_applied(struct server *s, uint64_t id, const outcome_in *in);
+
 /* A lease request's fields (POST /v1/lease; jobread.c). */
 #define LEASE_MAX  1000 /* jobs a lease may ask for */
 #define MAX_QUEUES 64   /* names in queues and in types */

@@ -18,12 +18,13 @@
 #include <time.h>
 
 /* Statements that write one row; job rows go many at a time (below). */
-enum { ST_TENANT, ST_QUEUE, ST_IDEM, ST_TOKEN, ST_REVOKE, ST_FENCE, ST_N };
+enum { ST_TENANT, ST_QUEUE, ST_IDEM, ST_TOKEN, ST_REVOKE, ST_FENCE, ST_ID_FLOOR, ST_N };
 
-static const char *const stmt_name[ST_N] = {"tenant", "queue", "idem", "token", "revoke", "fence"};
+static const char *const stmt_name[ST_N] = {"tenant", "queue", "idem",   "token",
+                                            "revoke", "fence", "idfloor"};
 static const char *const stmt_sql[ST_N] = {
-    STORE_SQL_UPSERT_TENANT, STORE_SQL_UPSERT_QUEUE, STORE_SQL_UPSERT_IDEM,
-    STORE_SQL_INSERT_TOKEN,  STORE_SQL_REVOKE_TOKEN, "SELECT tenq.fence(?1)",
+    STORE_SQL_UPSERT_TENANT, STORE_SQL_UPSERT_QUEUE,  STORE_SQL_UPSERT_IDEM, STORE_SQL_INSERT_TOKEN,
+    STORE_SQL_REVOKE_TOKEN,  "SELECT tenq.fence(?1)", STORE_SQL_ID_FLOOR,
 };
 
 #define CHUNK 4096
@@ -766,6 +767,8 @@ static int pg_apply(store_t *s, const store_group *g, bool begin, bool commit)
     } while (0)
     STEP(copy ? 0 : send_rows(p, g->ins, g->nins, true));
     STEP(send_rows(p, g->upd, g->nupd, false));
+    if (g->ndel)
+        STEP(PQsendQueryPrepared(p->w, stmt_name[ST_ID_FLOOR], 0, NULL, NULL, NULL, 0) ? 1 : -1);
     STEP(send_deletes(p, g->del, g->ndel));
     STEP(copy ? send_plain(p, "COMMIT") : 0);
 #undef STEP
@@ -941,9 +944,13 @@ static int pg_load(store_t *s, engine_t *e, int64_t now, store_load_stats *st)
         if (engine_load_idem(e, &ii, NULL) == 0) st->idem++;
     }
     PQclear(res);
-    res = PQexec(p->w, "SELECT coalesce(max(id), 0) FROM tenq.jobs");
+    char *max_id = store_sql(STORE_SQL_MAX_ID, true);
+    res = PQexec(p->w, max_id);
+    free(max_id);
     if (PQresultStatus(res) == PGRES_TUPLES_OK)
         engine_set_next_id(e, (uint64_t)strtoll(PQgetvalue(res, 0, 0), NULL, 10) + 1);
+    else
+        rc = pg_fail(s, p->w, res, "reading the highest id");
     PQclear(res);
 out:
     if (PQstatus(p->w) == CONNECTION_OK) pg_run(s, p->w, rc ? "ROLLBACK" : "COMMIT", "loading");
@@ -1038,6 +1045,13 @@ static long pg_prune(store_t *s, int64_t now, uint64_t term)
     char tbuf[24];
     snprintf(tbuf, sizeof tbuf, "%llu", (unsigned long long)term);
     if (term && (rc = fence_now(s, p, tbuf)) != 0) {
+        pg_run(s, p->w, "ROLLBACK", "rollback");
+        return rc;
+    }
+    PGresult *fl = PQexecPrepared(p->w, stmt_name[ST_ID_FLOOR], 0, NULL, NULL, NULL, 0);
+    rc = PQresultStatus(fl) == PGRES_COMMAND_OK ? 0 : pg_fail(s, p->w, fl, "keeping the id floor");
+    PQclear(fl);
+    if (rc) {
         pg_run(s, p->w, "ROLLBACK", "rollback");
         return rc;
     }

@@ -180,6 +180,7 @@ static char *expand(const char *t, bool pg)
         {"$FALSE", "0", "false"},
         {"$FILLFACTOR", "", "ALTER TABLE tenq.jobs SET (fillfactor = 85);\n"},
         {"$FENCE", "", STORE_PG_FENCE},
+        {"$GREATEST", "max", "greatest"},
         {"$S", "", "tenq."},
     };
     char *out = NULL;

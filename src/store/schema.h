@@ -70,6 +70,17 @@ char *store_schema_sql(int version, bool pg);
     "DELETE FROM $Sidempotency WHERE (tenant, key) IN (SELECT tenant, key FROM $Sidempotency "     \
     "WHERE created_at < ?1 LIMIT ?2)"
 
+/* Job ids are never used twice: a transaction that deletes jobs (retention,
+ * the morgue) first raises the floor to the highest id there is (writing
+ * only when it rises), and a load starts numbering above both. */
+#define STORE_SQL_ID_FLOOR                                                                         \
+    "INSERT INTO $Stenq_info (key, value) SELECT 'id_floor', CAST(coalesce(max(id), 0) AS TEXT) "  \
+    "FROM $Sjobs WHERE true ON CONFLICT (key) DO UPDATE SET value = excluded.value WHERE "         \
+    "CAST($Stenq_info.value AS $I64) < CAST(excluded.value AS $I64)"
+#define STORE_SQL_MAX_ID                                                                           \
+    "SELECT $GREATEST(coalesce((SELECT max(id) FROM $Sjobs), 0), coalesce((SELECT CAST(value AS "  \
+    "$I64) FROM $Stenq_info WHERE key = 'id_floor'), 0))"
+
 /* A new term: the term above every earlier one (SQLite; PostgreSQL's
  * elections set the leader's columns too, in pg_leader.c). */
 #define STORE_SQL_NEXT_TERM "UPDATE $Sleader SET term = term + 1 WHERE id = 1 RETURNING term"

@@ -28,6 +28,7 @@ enum {
     ST_UPD_ROWS,
     ST_HOT_ROWS,
     ST_DEL_JOB,
+    ST_ID_FLOOR,
     ST_TENANT,
     ST_QUEUE,
     ST_IDEM,
@@ -564,15 +565,11 @@ static void sq_close(store_t *s)
 /* ---- writing ----------------------------------------------------------------------- */
 
 static const char *const stmt_sql[ST_N] = {
-    [ST_INS_JOB] = STORE_SQL_INSERT_JOB,
-    [ST_DEL_JOB] = STORE_SQL_DELETE_JOB,
-    [ST_TENANT] = STORE_SQL_UPSERT_TENANT,
-    [ST_QUEUE] = STORE_SQL_UPSERT_QUEUE,
-    [ST_IDEM] = STORE_SQL_UPSERT_IDEM,
-    [ST_TOKEN] = STORE_SQL_INSERT_TOKEN,
-    [ST_REVOKE] = STORE_SQL_REVOKE_TOKEN,
-    [ST_BEGIN] = "BEGIN IMMEDIATE",
-    [ST_COMMIT] = "COMMIT",
+    [ST_INS_JOB] = STORE_SQL_INSERT_JOB, [ST_DEL_JOB] = STORE_SQL_DELETE_JOB,
+    [ST_ID_FLOOR] = STORE_SQL_ID_FLOOR,  [ST_TENANT] = STORE_SQL_UPSERT_TENANT,
+    [ST_QUEUE] = STORE_SQL_UPSERT_QUEUE, [ST_IDEM] = STORE_SQL_UPSERT_IDEM,
+    [ST_TOKEN] = STORE_SQL_INSERT_TOKEN, [ST_REVOKE] = STORE_SQL_REVOKE_TOKEN,
+    [ST_BEGIN] = "BEGIN IMMEDIATE",      [ST_COMMIT] = "COMMIT",
 };
 
 /* Job rows go JOB_ROWS to a statement while a group has that many: a
@@ -949,6 +946,7 @@ static int sq_apply(store_t *s, const store_group *g, bool begin, bool commit)
     if (rc || (rc = run_end(s, q, &ins)) || (rc = run_end(s, q, &upd)) ||
         (rc = run_end(s, q, &hot)))
         return rc;
+    if (g->ndel && (rc = step(s, q, q->st[ST_ID_FLOOR], "keeping the id floor"))) return rc;
     for (size_t i = 0; i < g->ndel; i++) {
         bind_i64(q->st[ST_DEL_JOB], 1, (long long)g->del[i]);
         if ((rc = step(s, q, q->st[ST_DEL_JOB], "deleting a job"))) return rc;
@@ -1097,11 +1095,13 @@ static int sq_load(store_t *s, engine_t *e, int64_t now, store_load_stats *st)
     sqlite3_finalize(t);
     if (src != SQLITE_DONE) return fail(s, q->db, src, "loading idempotency keys");
 
-    src = sqlite3_prepare_v2(q->db, "SELECT max(id) FROM jobs", -1, &t, NULL);
-    if (src == SQLITE_OK && sqlite3_step(t) == SQLITE_ROW)
-        engine_set_next_id(e, (uint64_t)sqlite3_column_int64(t, 0) + 1);
+    sql = store_sql(STORE_SQL_MAX_ID, false);
+    src = sqlite3_prepare_v2(q->db, sql, -1, &t, NULL);
+    free(sql);
+    if (src == SQLITE_OK) src = sqlite3_step(t);
+    if (src == SQLITE_ROW) engine_set_next_id(e, (uint64_t)sqlite3_column_int64(t, 0) + 1);
     sqlite3_finalize(t);
-    return 0;
+    return src == SQLITE_ROW ? 0 : fail(s, q->db, src, "reading the highest id");
 }
 
 static int sq_load_tokens(store_t *s, store_token_fn fn, void *ctx)
@@ -1176,8 +1176,11 @@ static long sq_prune(store_t *s, int64_t now, uint64_t term)
     sqlite3_stmt *qs = NULL, *del = NULL;
     int src = exec(q->db, "BEGIN IMMEDIATE");
     if (src != SQLITE_OK) return fail(s, q->db, src, "retention");
-    src = sqlite3_prepare_v2(q->db, "SELECT name, retention_ms FROM queues WHERE retention_ms > 0",
-                             -1, &qs, NULL);
+    if (sqlite3_step(q->st[ST_ID_FLOOR]) != SQLITE_DONE) src = sqlite3_errcode(q->db);
+    sqlite3_reset(q->st[ST_ID_FLOOR]);
+    if (src == SQLITE_OK)
+        src = sqlite3_prepare_v2(
+            q->db, "SELECT name, retention_ms FROM queues WHERE retention_ms > 0", -1, &qs, NULL);
     char *sql = store_sql(STORE_SQL_PRUNE_JOBS, false);
     if (src == SQLITE_OK) src = sqlite3_prepare_v2(q->db, sql, -1, &del, NULL);
     free(sql);

@@ -240,6 +240,44 @@ class Workers(ServerTest):
         self.assertEqual(self.srv.job(first["id"])["state"], "leased")
         self.srv.ack(second)
 
+    def test_an_outcome_sent_again_is_answered_as_applied(self):
+        """A worker that lost the answer to its ack sends it again: the
+        same token is told what happened (it was applied), whether the job
+        is still in memory or only in the store; another token is 409."""
+        self.srv.ok("PUT", "/v1/queues/again", {"backoff": "fixed", "backoff_base_ms": 60000})
+        done = self.srv.submit(queue="again")
+        j = self.srv.lease(["again"])[0]
+        self.assertEqual(self.srv.ack(j, result={"n": 1})["state"], "succeeded")
+        for _ in range(2):  # single ack, then the same in a batch and with a lease
+            self.assertEqual(self.srv.ack(j, result={"n": 1}),
+                             {"id": done["id"], "state": "succeeded"})
+        res = self.srv.ok("POST", "/v1/outcomes", {"outcomes": [
+            {"id": j["id"], "token": j["token"], "ok": True},
+            {"id": j["id"], "token": j["token"] + 1, "ok": True},
+            {"id": 987654, "token": 5, "ok": True}]})["results"]
+        self.assertEqual(res[0], {"id": j["id"], "state": "succeeded"})
+        self.assertEqual((res[1]["error"]["code"], res[1]["error"]["field"]), ("conflict", "token"))
+        self.assertEqual(res[2]["error"]["code"], "not_found")
+        leased = self.srv.ok("POST", "/v1/lease", {"worker": "w", "queues": ["again"],
+                                                   "outcomes": [{"id": j["id"], "token": j["token"],
+                                                                 "ok": True}]})
+        self.assertEqual(leased["results"], [{"id": j["id"], "state": "succeeded"}])
+        status, body = self.srv.req("POST", "/v1/jobs/%d/ack" % j["id"], {"token": j["token"] + 7})
+        self.assertEqual((status, body["error"]["field"]), (409, "token"))
+        status, body = self.srv.req("POST", "/v1/jobs/%d/fail" % j["id"],
+                                    {"token": j["token"], "error": "x"})
+        self.assertEqual(status, 409, body)  # it succeeded: a failure was never applied
+        self.assertEqual(self.srv.job(j["id"])["result"], {"n": 1})
+        # a failure sent again: the job waits for its retry, still in memory
+        self.srv.submit(queue="again")
+        f = self.srv.lease(["again"])[0]
+        first = self.srv.fail(f, error="boom")
+        self.assertEqual(first["state"], "scheduled")
+        self.assertEqual(self.srv.fail(f, error="boom")["state"], "scheduled")
+        self.assertEqual(self.srv.job(f["id"])["attempts"], 1)
+        status, _ = self.srv.req("POST", "/v1/jobs/%d/ack" % f["id"], {"token": f["token"]})
+        self.assertEqual(status, 409)  # an ack after the failure is not
+
     def test_worker_call_errors(self):
         r = self.srv.submit(queue="we")
         status, _ = self.srv.req("POST", "/v1/jobs/%d/ack" % r["id"], {"token": 1})

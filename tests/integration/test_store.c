@@ -1581,3 +1581,43 @@ TEST(a_leader_past_its_ttl_is_evicted_postgres)
     store_close(sb);
     engine_destroy(e);
 }
+
+/* A job id is never handed out twice: after retention deleted the newest
+ * jobs, and after the morgue's delete of the newest one, a load numbers
+ * above every id the store ever had. */
+BOTH(ids_are_never_reused_after_the_newest_jobs_are_deleted)
+{
+    char *url = fresh_url(backend);
+    store_opts o = quiet_opts();
+    store_t *s = open_ok(url, &o);
+    engine_t *e = mk_engine();
+    engine_queue_settings qs = queue_settings(e, "short");
+    qs.retention_ms = 1000;
+    set_queue(e, "short", qs);
+    uint64_t last = 0;
+    for (int i = 0; i < 3; i++) {
+        last = SUB(e, T0, "t", "short");
+        lease1(e, T0, "short");
+        ack_ok(e, T0 + 10, last);
+    }
+    ASSERT_EQ(commit_changes(s, e), 0);
+    ASSERT_EQ(store_prune_now(s, T0 + 5000), 3);
+    engine_t *b = mk_engine();
+    ASSERT_EQ(store_load(s, b, T0 + 5000, NULL), 0);
+    uint64_t next = SUB(b, T0 + 5000, "t", "short", .max_attempts = 1);
+    ASSERT_EQ(next, last + 1);
+    lease1(b, T0 + 5000, "short");
+    fail_ok(b, T0 + 5000, next, (engine_fail_req){.error = "x", .no_retry = true});
+    ASSERT_EQ(commit_changes(s, b), 0);
+    engine_err err;
+    ASSERT_EQ(engine_morgue_delete(b, T0 + 5000, next, &err), 0);
+    ASSERT_EQ(commit_changes(s, b), 0);
+    ASSERT(!has_job(s, next));
+    engine_t *c = mk_engine();
+    ASSERT_EQ(store_load(s, c, T0 + 6000, NULL), 0);
+    ASSERT_EQ(SUB(c, T0 + 6000, "t", "short"), next + 1);
+    store_close(s);
+    engine_destroy(e);
+    engine_destroy(b);
+    engine_destroy(c);
+}
