@@ -75,6 +75,15 @@ typedef struct tenq_options {
     /* Time to send a request and read its whole answer; 0: 30000.  Long
      * polls (tenq_wait, tenq_lease with wait_ms) add their wait to it. */
     int request_timeout_ms;
+    /* Several servers: a call that meets a standby goes to the leader it
+     * names; one that meets no server, a server that is away, or one that
+     * answers 503 (a takeover under way, a reload), goes on to the next
+     * server after a pause (50 ms doubling to 1 s) for up to this long
+     * before it fails.  A request whose connection broke once sent goes
+     * again only when that is harmless (reads, submits, which carry
+     * idempotency keys, a worker's calls; not token creation or the
+     * morgue's actions).  0: 15000; negative: never again. */
+    int failover_ms;
 } tenq_options;
 
 /* Fills *o with the defaults above and sets o->size. */

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 static const char *const default_server = "http://127.0.0.1:7070";
@@ -14,6 +15,7 @@ void tenq_options_init(tenq_options *o)
     o->size = sizeof(*o);
     o->connect_timeout_ms = 5000;
     o->request_timeout_ms = 30000;
+    o->failover_ms = 15000;
 }
 
 void tenq_free(void *p)
@@ -42,6 +44,7 @@ int tenq_client_new(const tenq_options *opts, tenq_client **out)
     c->fd = -1;
     c->connect_ms = o.connect_timeout_ms > 0 ? o.connect_timeout_ms : 5000;
     c->request_ms = o.request_timeout_ms > 0 ? o.request_timeout_ms : 30000;
+    c->failover_ms = o.failover_ms > 0 ? o.failover_ms : o.failover_ms < 0 ? 0 : 15000;
     size_t n = o.servers && o.nservers ? o.nservers : 1;
     c->servers = calloc(n, sizeof(tq_url));
     if (!c->servers || (o.token && !(c->token = strdup(o.token)))) {
@@ -140,14 +143,34 @@ static int answer_error(tenq_client *c)
     return code;
 }
 
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 int tq_call(tenq_client *c, const char *method, const char *path, const char *body, size_t len,
             int64_t extra_ms)
 {
-    tq_clearerr(c);
-    int rc = tq_exchange(c, method, path, body, len, extra_ms);
-    if (rc != 0) return rc;
-    if (c->status >= 200 && c->status < 300) return 0;
-    return answer_error(c);
+    int64_t until = mono_ms() + c->failover_ms;
+    int pause_ms = 50, hops = 0;
+    for (;;) {
+        tq_clearerr(c);
+        int rc = tq_exchange(c, method, path, body, len, extra_ms);
+        tq_next next = tq_failover_next(c, rc, method, path, &hops);
+        int64_t left = until - mono_ms();
+        if (next != TQ_DONE && left > 0) {
+            if (next == TQ_AGAIN_NOW) continue;
+            if (!tq_pause(c, (int)(pause_ms < left ? pause_ms : left)))
+                return rc ? rc : answer_error(c);
+            pause_ms = pause_ms * 2 > 1000 ? 1000 : pause_ms * 2;
+            continue;
+        }
+        if (rc != 0) return rc;
+        if (c->status >= 200 && c->status < 300) return 0;
+        return answer_error(c);
+    }
 }
 
 int tq_call_text(tenq_client *c, const char *method, const char *path, const char *body, size_t len,

@@ -367,6 +367,7 @@ int tq_exchange(tenq_client *c, const char *method, const char *path, const char
     c->status = 0;
     c->body = NULL;
     c->body_len = 0;
+    c->sent = c->interrupted = false;
     bool has_body = body != NULL || (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0 &&
                                      strcmp(method, "DELETE") != 0);
     /* an idempotent request may be sent again when its connection broke
@@ -393,6 +394,7 @@ int tq_exchange(tenq_client *c, const char *method, const char *path, const char
         }
         int64_t deadline = now_ms() + c->request_ms + (extra_ms > 0 ? extra_ms : 0);
         bool got = false, close_after = false;
+        c->sent = true;
         int r = send_all(c->fd, head, hl, body, len, deadline, abort_fd(c));
         if (r == 0) r = read_answer(c, deadline, &got, &close_after);
         if (r == 0) {
@@ -405,6 +407,7 @@ int tq_exchange(tenq_client *c, const char *method, const char *path, const char
         int err = errno;
         tq_disconnect(c);
         if (r == R_LOST && !got && attempt == 0 && (reused || idempotent)) continue;
+        c->interrupted = r == R_ABORT;
         if (r == R_ABORT)
             rc = tq_seterr(c, TENQ_ETIMEOUT, "interrupted (the worker is stopping)");
         else if (r == R_TIMEOUT)

@@ -13,15 +13,19 @@
 #define TQ_BODY_MAX (512LL * 1024 * 1024)
 
 struct tenq_client {
-    tq_url *servers;
+    tq_url *servers; /* the caller's, then leaders named by standbys (failover.c) */
     size_t nservers;
     size_t cur; /* the server tried first: the last one that answered */
     char *token;
     int connect_ms, request_ms;
-    int fd;             /* -1: no connection */
-    size_t fd_server;   /* the server fd talks to */
-    int64_t fd_used_ms; /* when fd last carried an answer (now_ms) */
-    int rcvtimeo_ms;    /* fd's SO_RCVTIMEO; 0: none set */
+    int failover_ms;              /* how long a call goes on through failures (failover.c) */
+    uint32_t key_salt, key_count; /* this handle's idempotency keys (jobs.c) */
+    bool sent;                    /* the last exchange sent (some of) its request */
+    bool interrupted;             /* and was cut short by the abort fd */
+    int fd;                       /* -1: no connection */
+    size_t fd_server;             /* the server fd talks to */
+    int64_t fd_used_ms;           /* when fd last carried an answer (now_ms) */
+    int rcvtimeo_ms;              /* fd's SO_RCVTIMEO; 0: none set */
     /* the last answer: bytes as read; body points into buf, NUL-terminated */
     char *buf;
     size_t blen, bcap;
@@ -56,6 +60,16 @@ int tq_exchange(tenq_client *c, const char *method, const char *path, const char
                 int64_t extra_ms);
 /* Closes the connection (the next request opens a new one). */
 void tq_disconnect(tenq_client *c);
+
+/* ---- several servers (failover.c) ---- */
+typedef enum { TQ_DONE, TQ_AGAIN_NOW, TQ_AGAIN_LATER } tq_next;
+/* After an exchange (rc: tq_exchange's): whether the call is over, or goes
+ * to the server now first in line (the leader a standby named, or the next
+ * one), at once or after a pause.  *hops counts redirects in a row. */
+tq_next tq_failover_next(tenq_client *c, int rc, const char *method, const char *path, int *hops);
+/* Waits ms, or less when the handle's abort fd becomes readable: false
+ * then (the call ends). */
+bool tq_pause(tenq_client *c, int ms);
 
 /* ---- calls (client.c) ---- */
 /* tq_exchange, then a non-2xx answer becomes its error code with the

@@ -57,6 +57,9 @@ tenq_client *wk_client(tenq_worker *w, int abort_fd, int abort_after_ms)
     o.token = w->token;
     if (w->connect_ms > 0) o.connect_timeout_ms = w->connect_ms;
     if (w->request_ms > 0) o.request_timeout_ms = w->request_ms;
+    /* a takeover is followed within a call; a server away longer is the
+     * worker's own loop's to wait for (backing off, saying so in its log) */
+    o.failover_ms = WK_FAILOVER_MS;
     tenq_client *c = NULL;
     int rc = tenq_client_new(&o, &c);
     if (rc != 0) {

@@ -32,6 +32,7 @@
 #define WK_PROGRESS_EVERY_MS    500
 /* Retries of a server that cannot be reached back off up to this. */
 #define WK_BACKOFF_MAX_MS       5000
+#define WK_FAILOVER_MS          1000 /* each call's own failover budget (failover.c) */
 /* A stop interrupts a lease request only once it waited this long for its
  * answer: a lease answered at once is read, never lost (see conn.c). */
 #define WK_LEASE_ABORT_AFTER_MS 50

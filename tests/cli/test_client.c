@@ -21,7 +21,8 @@
 /* ---- a server per test ------------------------------------------------------------------------
  */
 
-static tenq_client *client_for(const char *const *urls, size_t n, const char *token)
+static tenq_client *client_failover(const char *const *urls, size_t n, const char *token,
+                                    int failover_ms)
 {
     tenq_options o;
     tenq_options_init(&o);
@@ -30,10 +31,16 @@ static tenq_client *client_for(const char *const *urls, size_t n, const char *to
     o.token = token;
     o.connect_timeout_ms = 2000;
     o.request_timeout_ms = 10000;
+    o.failover_ms = failover_ms;
     tenq_client *c = NULL;
     int rc = tenq_client_new(&o, &c);
     ASSERT_MSG(rc == 0, "tenq_client_new: %d %s", rc, tenq_errmsg(c));
     return c;
+}
+
+static tenq_client *client_for(const char *const *urls, size_t n, const char *token)
+{
+    return client_failover(urls, n, token, 0);
 }
 
 static tenq_client *client(void)
@@ -340,7 +347,9 @@ TEST(worker_lease_start_heartbeat_ack)
     ASSERT(cancel);
     /* the worker finished it anyway: succeeded */
     ASSERT_EQ(tenq_ack(c, id, tok, "{\"rows\":3}", "{\"ms\":12}"), 0);
-    ASSERT_EQ(tenq_ack(c, id, tok, NULL, NULL), TENQ_ENOT_FOUND);
+    /* sent again (as after a lost answer): told it was applied */
+    ASSERT_EQ(tenq_ack(c, id, tok, NULL, NULL), 0);
+    ASSERT_EQ(tenq_ack(c, id, tok + 1, NULL, NULL), TENQ_ECONFLICT);
     ASSERT_EQ(tenq_wait(c, id, 5000, &j), 0);
     ASSERT_EQ(j->state, TENQ_STATE_SUCCEEDED);
     ASSERT_STR(j->result_json, "{\"rows\":3}");
@@ -580,17 +589,21 @@ TEST(failover_to_the_next_server)
     tenq_job_free(j);
     tenq_client_free(c);
 
-    /* every server down: a connection error naming them */
+    /* every server down: tried again until the failover budget is spent,
+     * then a connection error naming them */
     const char *none[] = {dead, dead};
-    c = client_for(none, 2, NULL);
+    c = client_failover(none, 2, NULL, 600);
+    int64_t t0 = test_now_ms();
     ASSERT_EQ(tenq_status(c, 1, &j), TENQ_ECONNECT);
+    int64_t took = test_now_ms() - t0;
+    ASSERT_MSG(took >= 550 && took < 3000, "gave up after %lld ms", (long long)took);
     ASSERT(strstr(tenq_errmsg(c), "cannot connect to any server") != NULL);
     ASSERT_EQ(tenq_errstatus(c), 0);
     tenq_client_free(c);
 
     /* the server stops while a handle holds a connection to it */
     const char *one[] = {test_server_url};
-    c = client_for(one, 1, NULL);
+    c = client_failover(one, 1, NULL, -1);
     submit(c, "q", "t", NULL);
     test_server_stop();
     ASSERT_EQ(tenq_status(c, id, &j), TENQ_ECONNECT);
@@ -698,9 +711,165 @@ static tenq_client *fake_client(int port, int request_ms)
     o.servers = urls;
     o.nservers = 1;
     o.request_timeout_ms = request_ms;
+    o.failover_ms = -1; /* one answer each: what the fake says is what is tested */
     tenq_client *c;
     ASSERT_EQ(tenq_client_new(&o, &c), 0);
     return c;
+}
+
+/* A request or an answer read whole from fd (head, then Content-Length
+ * bytes of body) into buf; its length, or -1. */
+static ssize_t read_message(int fd, char *buf, size_t cap)
+{
+    size_t n = 0;
+    for (;;) {
+        ssize_t r = read(fd, buf + n, cap - 1 - n);
+        if (r <= 0) return -1;
+        n += (size_t)r;
+        buf[n] = 0;
+        char *end = strstr(buf, "\r\n\r\n");
+        if (!end) continue;
+        const char *cl = strcasestr(buf, "content-length:");
+        size_t body = cl && cl < end ? (size_t)atol(cl + 15) : 0;
+        if (n >= (size_t)(end + 4 - buf) + body) return (ssize_t)n;
+    }
+}
+
+/* A proxy in front of the server at port that loses the answer to the
+ * first request it carries (the server got it and answered; the client
+ * sees its connection close), then carries every connection faithfully. */
+static int lossy_proxy(int port)
+{
+    int pport, fd = loopback_listener(&pport);
+    fake_pid = fork();
+    if (fake_pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        for (bool first = true;; first = false) {
+            int cfd = accept(fd, NULL, NULL);
+            if (cfd < 0) continue;
+            int sfd = socket(AF_INET, SOCK_STREAM, 0);
+            struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+            a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+            if (connect(sfd, (struct sockaddr *)&a, sizeof a) != 0) _exit(1);
+            static char buf[1 << 20];
+            for (;;) { /* one request, its answer; again */
+                ssize_t n = read_message(cfd, buf, sizeof buf);
+                if (n <= 0 || write(sfd, buf, (size_t)n) != n) break;
+                n = read_message(sfd, buf, sizeof buf);
+                if (n <= 0 || first || write(cfd, buf, (size_t)n) != n) break;
+            }
+            close(sfd);
+            close(cfd);
+        }
+    }
+    close(fd);
+    return pport;
+}
+
+/* Every job is sent with an idempotency key (the caller's, or one made,
+ * ordered by time): a submit whose answer was lost on the way is sent again
+ * and makes one job, for a job given as a struct and as JSON text. */
+TEST(a_submit_sent_again_after_a_lost_answer_makes_one_job)
+{
+    test_server_start(NULL);
+    tenq_client *direct = client();
+    int port = atoi(strrchr(test_server_url, ':') + 1);
+    for (int form = 0; form < 2; form++) {
+        char url[64];
+        snprintf(url, sizeof url, "http://127.0.0.1:%d", lossy_proxy(port));
+        const char *urls[] = {url};
+        tenq_client *c = client_for(urls, 1, NULL);
+        tenq_submit_res res;
+        char queue[32];
+        snprintf(queue, sizeof queue, "lost-%d", form);
+        if (form == 0) {
+            tenq_submit_req r = {.tenant = "acme", .queue = queue, .type = "T"};
+            ASSERT_EQ(tenq_submit(c, &r, &res), 0);
+        } else {
+            char text[128];
+            snprintf(text, sizeof text, "{ \"tenant\":\"acme\",\"queue\":\"%s\",\"type\":\"T\"}",
+                     queue);
+            ASSERT_EQ(tenq_submit_json(c, text, &res), 0);
+        }
+        ASSERT(res.replayed); /* the first copy made it; the second was told so */
+        tenq_job *j;
+        ASSERT_EQ(tenq_status(direct, res.id, &j), 0);
+        ASSERT(j->idempotency_key && strncmp(j->idempotency_key, "tq1", 3) == 0);
+        ASSERT_EQ(strlen(j->idempotency_key), 30);
+        tenq_job_free(j);
+        char path[96];
+        snprintf(path, sizeof path, "/v1/jobs?queue=%s", queue);
+        int status;
+        char *body;
+        ASSERT_EQ(tenq_request(direct, "GET", path, NULL, 0, &status, &body), 0);
+        size_t jobs = 0;
+        for (const char *p = body; (p = strstr(p, "\"queue\"")); p++) jobs++;
+        ASSERT_MSG(jobs == 1, "%zu jobs: %s", jobs, body);
+        tenq_free(body);
+        tenq_client_free(c);
+        fake_stop();
+    }
+    /* a caller's own key is kept as given */
+    tenq_submit_req r = {.tenant = "acme", .queue = "own", .type = "T", .idempotency_key = "mine"};
+    tenq_submit_res res;
+    ASSERT_EQ(tenq_submit(direct, &r, &res), 0);
+    tenq_job *j;
+    ASSERT_EQ(tenq_status(direct, res.id, &j), 0);
+    ASSERT_STR(j->idempotency_key, "mine");
+    tenq_job_free(j);
+    tenq_client_free(direct);
+}
+
+/* A fake standby: every request answered status (307 or 503) naming the
+ * leader (NULL: none). */
+static int fake_standby(int status, const char *leader)
+{
+    static char reply[1024];
+    char body[512];
+    int n = snprintf(body, sizeof body,
+                     "{\"error\":{\"code\":\"not_leader\",\"message\":\"a standby\"%s%s%s}}",
+                     leader ? ",\"leader\":\"" : "", leader ? leader : "", leader ? "\"" : "");
+    snprintf(reply, sizeof reply, "HTTP/1.1 %d %s\r\nContent-Length: %d\r\n\r\n%s", status,
+             status == 307 ? "Temporary Redirect" : "Service Unavailable", n, body);
+    return fake_server(reply);
+}
+
+/* Standbys send a call to the leader they name, which joins the list; one
+ * that names none is passed over for the next server; a redirect that
+ * leads nowhere fails once the failover budget is spent. */
+TEST(calls_follow_the_leader_a_standby_names)
+{
+    test_server_start(NULL);
+    char standby[64];
+    snprintf(standby, sizeof standby, "http://127.0.0.1:%d", fake_standby(307, test_server_url));
+    const char *urls[] = {standby};
+    tenq_client *c = client_for(urls, 1, NULL);
+    uint64_t id = submit(c, "follow", "t", NULL);
+    tenq_job *j;
+    ASSERT_EQ(tenq_status(c, id, &j), 0);
+    ASSERT_EQ(j->id, id);
+    tenq_job_free(j);
+    tenq_client_free(c);
+    fake_stop();
+
+    snprintf(standby, sizeof standby, "http://127.0.0.1:%d", fake_standby(503, NULL));
+    const char *two[] = {standby, test_server_url};
+    c = client_for(two, 2, NULL);
+    ASSERT_EQ(tenq_status(c, id, &j), 0);
+    tenq_job_free(j);
+    tenq_client_free(c);
+    fake_stop();
+
+    char dead[64];
+    snprintf(dead, sizeof dead, "http://127.0.0.1:%d", dead_port());
+    snprintf(standby, sizeof standby, "http://127.0.0.1:%d", fake_standby(307, dead));
+    c = client_failover(urls, 1, NULL, 500);
+    int64_t t0 = test_now_ms();
+    int rc = tenq_status(c, id, &j);
+    ASSERT_MSG(rc == TENQ_ENOT_LEADER || rc == TENQ_ECONNECT, "rc %d: %s", rc, tenq_errmsg(c));
+    ASSERT(test_now_ms() - t0 >= 450);
+    tenq_client_free(c);
+    fake_stop();
 }
 
 /* A child that accepts one connection, reads one request (its head, then
