@@ -6,13 +6,14 @@
 #
 #   scripts/pgtmp.sh start DIR [PORT]   prints the connection URL on stdout
 #   scripts/pgtmp.sh stop DIR
+#   scripts/pgtmp.sh crash DIR          stops it in immediate mode (as a crash: no checkpoint)
 #   scripts/pgtmp.sh resume DIR         starts a stopped instance again
 #   scripts/pgtmp.sh url DIR            prints the URL of a running instance
 set -eu
 
 cmd=${1:-}
 dir=${2:-}
-[ -n "$cmd" ] && [ -n "$dir" ] || { echo "usage: $0 start|stop|resume|url DIR [PORT]" >&2; exit 2; }
+[ -n "$cmd" ] && [ -n "$dir" ] || { echo "usage: $0 start|stop|crash|resume|url DIR [PORT]" >&2; exit 2; }
 
 bindir=""
 for d in /usr/lib/postgresql/*/bin; do [ -x "$d/initdb" ] && bindir=$d; done
@@ -55,6 +56,9 @@ resume)
     as_user "$bindir/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start >/dev/null ||
         { cat "$dir/server.log" >&2; exit 1; }
     ;;
+crash)
+    as_user "$bindir/pg_ctl" -D "$dir/data" -m immediate -w -t 60 stop >/dev/null
+    ;;
 stop)
     [ -f "$dir/data/postmaster.pid" ] || exit 0
     as_user "$bindir/pg_ctl" -D "$dir/data" -m fast -w -t 60 stop >/dev/null 2>&1 || {
@@ -66,7 +70,7 @@ url)
     cat "$dir/url"
     ;;
 *)
-    echo "usage: $0 start|stop|url DIR [PORT]" >&2
+    echo "usage: $0 start|stop|crash|resume|url DIR [PORT]" >&2
     exit 2
     ;;
 esac

@@ -447,8 +447,9 @@ static void lease_go(server *s, http_req *req, const principal *who, lease_in *i
     }
     long long wait_ms = in->wait_ms;
     if (wait_ms > s->cfg.max_wait_ms) wait_ms = s->cfg.max_wait_ms;
-    /* (after outcomes committed, the leadership may have gone meanwhile) */
-    bool serving = srv_serving(s);
+    /* (after outcomes committed, the leadership may have gone meanwhile,
+     * or a stop begun: a stopping server leases nothing) */
+    bool serving = srv_serving(s) && !s->stopping;
     if (serving && try_lease(s, req, who, in->queues, in->nq, in->types, in->nt, (size_t)in->max,
                              worker, results)) {
     } else if (wait_ms == 0 || s->stopping || !serving) {

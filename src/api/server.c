@@ -307,7 +307,7 @@ static bool defer_change(void *ctx, const engine_change *c)
      * the same way: recovery works readiness out again from lanes and run_at,
      * and most such jobs are leased and done within the delay. */
     bool lease_only = c->fields == 0 && (st == ENGINE_LEASED || st == ENGINE_READY) &&
-                      s->cfg.lease_write_delay_ms > 0;
+                      s->cfg.lease_write_delay_ms > 0 && !s->stopping;
     if (lease_only && st == ENGINE_LEASED) {
         engine_queue_settings qs;
         if (engine_queue_get(s->e, 0, engine_job_queue(c->job), &qs, NULL) == 0 &&

@@ -207,11 +207,12 @@ int store_pg_open(store_t *s, const char *url, char *errbuf, size_t errlen)
         return TENQ_ECONNECT;
     }
     snprintf(s->where, sizeof s->where, "%s:%s/%s", PQhost(p->w), PQport(p->w), PQdb(p->w));
-    /* Two servers starting together must not migrate at once. */
+    /* Two servers starting together must not migrate at once: the lock
+     * first (CREATE SCHEMA IF NOT EXISTS is not safe from a race). */
     char tmp[256];
     int rc = pg_run(s, p->w,
-                    "BEGIN; CREATE SCHEMA IF NOT EXISTS tenq; "
-                    "SELECT pg_advisory_xact_lock(7364746);",
+                    "BEGIN; SELECT pg_advisory_xact_lock(7364746); "
+                    "CREATE SCHEMA IF NOT EXISTS tenq;",
                     "locking the schema");
     if (rc) {
         snprintf(errbuf, errlen, "%s", s->err);

@@ -40,7 +40,7 @@ def pg_url_for_new_database():
 class Server:
     """One tenq serve process. Stop with stop() (SIGTERM) or kill()."""
 
-    def __init__(self, store_url=None, args=(), env=None, tmp=None, wrap=()):
+    def __init__(self, store_url=None, args=(), env=None, tmp=None, wrap=(), port=0):
         self.tmp = tmp or tempfile.mkdtemp(prefix="tenq-it-")
         self.own_tmp = tmp is None
         if store_url is None:
@@ -51,6 +51,7 @@ class Server:
         self.env = dict(os.environ)
         self.env.update(env or {})
         self.wrap = list(wrap)
+        self.listen_port = port  # 0: any free port, again at each start
         self.proc = None
         self.port = None
         self.conns = {}
@@ -60,8 +61,10 @@ class Server:
         port_file = os.path.join(self.tmp, "port")
         if os.path.exists(port_file):
             os.unlink(port_file)
+        if getattr(self, "log", None):
+            self.log.close()
         self.log = open(os.path.join(self.tmp, "server.log"), "ab")
-        cmd = self.wrap + [BIN, "serve", "--listen", "127.0.0.1:0", "--store",
+        cmd = self.wrap + [BIN, "serve", "--listen", "127.0.0.1:%d" % self.listen_port, "--store",
                            self.store_url, "--port-file", port_file] + self.args
         self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL,
                                      stderr=self.log, env=self.env)

@@ -1,0 +1,262 @@
+"""Load on a tenq cluster while it is being broken, and a record of
+everything the clients were told, for checker.py.
+
+Clients follow the protocol's rules for several servers (API.md): a
+standby's 307 names the leader; a 503 or a refused connection changed
+nothing, so the request goes to the next server after a pause; a request
+whose connection broke after it was sent goes again only when that is
+harmless (keyed submits, a worker's lease and outcomes). Every time here
+is time.monotonic() of this process, so times of different threads
+compare.
+
+The workload (Load.start):
+- keyed:    single submits with idempotency keys (tenant t-keyed, queue q);
+- unkeyed:  single submits without keys, never sent twice once sent
+            (tenant t-unkeyed): an answer lost on the way leaves an
+            "unknown" submit, which may or may not have made a job;
+- batches:  batches of 20 keyed jobs (tenant t-batch);
+- lanes:    keyed jobs on 8 lanes, one submitter, in order (queue lanes);
+- slotted:  batches of 10 for tenant slotted, which has SLOTS slots;
+- amo:      keyed single submits to an at-most-once queue;
+- workers:  W threads leasing from every queue with the outcomes of what
+            they ran (POST /v1/lease with outcomes), running each job for
+            0-15 ms, keeping outcomes that got no answer for the next try.
+"""
+import http.client
+import json
+import random
+import threading
+import time
+import uuid
+from urllib.parse import urlsplit
+
+SLOTS = 3
+LANES = 8
+QUEUES = ("q", "lanes", "amo")
+
+
+class Unknown(Exception):
+    """A request that was sent and got no answer: it may have been applied."""
+
+
+class GaveUp(Exception):
+    """No server answered usefully within the client's budget."""
+
+
+class Client:
+    """Requests to a list of servers, following the leader."""
+
+    def __init__(self, urls, budget=30.0, stop=None):
+        self.urls = list(urls)
+        self.cur = 0
+        self.budget = budget
+        self.stop = stop
+        self.conns = {}
+
+    def _conn(self, url):
+        c = self.conns.get(url)
+        if c is None:
+            u = urlsplit(url)
+            c = http.client.HTTPConnection(u.hostname, u.port, timeout=10)
+            self.conns[url] = c
+        return c
+
+    def _drop(self, url):
+        c = self.conns.pop(url, None)
+        if c:
+            c.close()
+
+    def _go(self, url):
+        url = url.rstrip("/")
+        if url not in self.urls:
+            self.urls.append(url)
+        self.cur = self.urls.index(url)
+
+    def request(self, method, path, body=None, repeatable=True):
+        """(status, parsed body) of the first useful answer. Raises Unknown
+        when an unrepeatable request was sent and its answer lost, GaveUp
+        after the budget."""
+        data = json.dumps(body) if body is not None else None
+        deadline = time.monotonic() + self.budget
+        pause = 0.05
+        while True:
+            url = self.urls[self.cur]
+            sent = False
+            try:
+                c = self._conn(url)
+                c.request(method, path, body=data,
+                          headers={"Content-Type": "application/json"} if data else {})
+                sent = True
+                r = c.getresponse()
+                raw = r.read()
+                status = r.status
+                parsed = json.loads(raw) if raw else None
+                if r.getheader("Connection", "").lower() == "close":
+                    self._drop(url)
+            except (OSError, http.client.HTTPException, ValueError):
+                self._drop(url)
+                if sent and not repeatable:
+                    raise Unknown(url)
+                status, parsed = 0, None
+            leader = None
+            if status in (307, 503) and isinstance(parsed, dict):
+                leader = (parsed.get("error") or {}).get("leader")
+            if status not in (0, 307, 503):
+                return status, parsed
+            if leader and leader.rstrip("/") != url:
+                self._go(leader)
+                continue
+            if time.monotonic() > deadline or (self.stop and self.stop.is_set()):
+                raise GaveUp("%s %s: last %s %s" % (method, path, status, parsed))
+            self.cur = (self.cur + 1) % len(self.urls)
+            time.sleep(pause)
+            pause = min(pause * 2, 0.5)
+
+    def close(self):
+        for url in list(self.conns):
+            self._drop(url)
+
+
+class Record:
+    """What the clients saw (appended under one lock)."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.submits = []   # (kind, id, key, tenant, queue, lane or None, t_answered)
+        self.unknown = 0    # unkeyed submits whose answer was lost
+        self.grants = []    # (job id, token, tenant, queue, lane, t_received, worker)
+        self.outcomes = []  # (job id, token, accepted, t_first_sent, answer)
+        self.errors = []    # requests that got an answer no client expects
+
+    def add(self, name, item):
+        with self.lock:
+            getattr(self, name).append(item)
+
+
+class Load:
+    def __init__(self, urls, workers=4, rate=150, budget=30.0):
+        self.urls = urls
+        self.nworkers = workers
+        self.rate = rate  # submits a second per submitter (batches count as one)
+        self.budget = budget
+        self.rec = Record()
+        self.stop_submits = threading.Event()
+        self.stop_all = threading.Event()
+        self.threads = []
+
+    def setup(self):
+        c = Client(self.urls, budget=60)
+        for path, body in [("/v1/queues/q", {"lease_ms": 3000, "backoff": "fixed",
+                                              "backoff_base_ms": 100}),
+                           ("/v1/queues/lanes", {"lease_ms": 3000, "backoff": "fixed",
+                                                  "backoff_base_ms": 100}),
+                           ("/v1/queues/amo", {"lease_ms": 3000, "delivery": "at-most-once"}),
+                           ("/v1/tenants/slotted", {"slots": SLOTS})]:
+            st, ans = c.request("PUT", path, body)
+            assert st == 200, (path, st, ans)
+        c.close()
+
+    # -- submitters ------------------------------------------------------
+    def _submitter(self, kind):
+        c = Client(self.urls, budget=self.budget, stop=self.stop_all)
+        lane_n = 0
+        while not self.stop_submits.is_set():
+            t0 = time.monotonic()
+            jobs, repeatable = [], True
+            if kind == "keyed":
+                jobs = [{"tenant": "t-keyed", "queue": "q", "type": "T"}]
+            elif kind == "unkeyed":
+                jobs = [{"tenant": "t-unkeyed", "queue": "q", "type": "T"}]
+                repeatable = False
+            elif kind == "batches":
+                jobs = [{"tenant": "t-batch", "queue": "q", "type": "T"} for _ in range(20)]
+            elif kind == "lanes":
+                jobs = [{"tenant": "t-lanes", "queue": "lanes", "type": "T",
+                         "key": "lane-%d" % (lane_n % LANES)}]
+                lane_n += 1
+            elif kind == "slotted":
+                jobs = [{"tenant": "slotted", "queue": "q", "type": "T"} for _ in range(10)]
+            elif kind == "amo":
+                jobs = [{"tenant": "t-amo", "queue": "amo", "type": "T"}]
+            if repeatable:
+                for j in jobs:
+                    j["idempotency_key"] = uuid.uuid4().hex
+            body = jobs[0] if len(jobs) == 1 else {"jobs": jobs}
+            try:
+                st, ans = c.request("POST", "/v1/jobs", body, repeatable=repeatable)
+            except Unknown:
+                with self.rec.lock:
+                    self.rec.unknown += 1
+                continue
+            except GaveUp:
+                continue
+            now = time.monotonic()
+            answers = [ans] if len(jobs) == 1 else (ans or {}).get("jobs", [])
+            if st not in (200, 201) or len(answers) != len(jobs):
+                self.rec.add("errors", ("submit", st, ans))
+                continue
+            for j, a in zip(jobs, answers):
+                if "id" not in a:
+                    self.rec.add("errors", ("submit item", st, a))
+                    continue
+                self.rec.add("submits", (kind, a["id"], j.get("idempotency_key"), j["tenant"],
+                                         j["queue"], j.get("key"), now))
+            left = 1.0 / self.rate - (time.monotonic() - t0)
+            if left > 0:
+                time.sleep(left)
+        c.close()
+
+    # -- workers ---------------------------------------------------------
+    def _worker(self, n):
+        c = Client(self.urls, budget=self.budget, stop=self.stop_all)
+        name = "w%d" % n
+        rnd = random.Random(n)
+        pending = []  # outcomes not answered yet: (body, t_first_sent or None)
+        while not self.stop_all.is_set():
+            body = {"worker": name, "queues": list(QUEUES), "max": 8, "wait_ms": 300}
+            if pending:
+                body["outcomes"] = [o for o, _ in pending]
+            t_send = time.monotonic()
+            pending = [(o, t if t is not None else t_send) for o, t in pending]
+            try:
+                st, ans = c.request("POST", "/v1/lease", body)
+            except GaveUp:
+                continue
+            t_recv = time.monotonic()
+            if st != 200:
+                self.rec.add("errors", ("lease", st, ans))
+                continue
+            results = ans.get("results") or []
+            if pending and len(results) != len(pending):
+                self.rec.add("errors", ("results", len(pending), results))
+            for (o, t_first), r in zip(pending, results):
+                accepted = "state" in r and "error" not in r
+                self.rec.add("outcomes", (o["id"], o["token"], accepted, t_first, r))
+            pending = []
+            for j in ans.get("jobs", []):
+                self.rec.add("grants", (j["id"], j["token"], j["tenant"], j["queue"], j.get("key"),
+                                        t_recv, name))
+            if ans.get("jobs"):
+                time.sleep(rnd.random() * 0.015)
+            for j in ans.get("jobs", []):
+                pending.append(({"id": j["id"], "token": j["token"], "ok": True}, None))
+        c.close()
+
+    def start(self):
+        self.setup()
+        kinds = ["keyed", "unkeyed", "batches", "lanes", "slotted", "amo"]
+        self.threads = [threading.Thread(target=self._submitter, args=(k,), daemon=True)
+                        for k in kinds]
+        self.threads += [threading.Thread(target=self._worker, args=(i,), daemon=True)
+                         for i in range(self.nworkers)]
+        for t in self.threads:
+            t.start()
+
+    def stop_submitting(self):
+        self.stop_submits.set()
+
+    def stop(self):
+        self.stop_submits.set()
+        self.stop_all.set()
+        for t in self.threads:
+            t.join(60)
