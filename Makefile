@@ -6,7 +6,7 @@ ASAN_BUILD ?= build-asan
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_ARGS ?=
 
-.PHONY: all build asan run test test-plain test-asan format format-check clean \
+.PHONY: all build asan run test test-plain test-asan format format-check clean chaos \
         bench-engine bench-store bench-server deps install bench-worker \
         screenshots bench-peers bench-peers-quick
 
@@ -44,6 +44,13 @@ test-plain: build
 test-asan: asan
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 	    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j 2
+
+# The chaos suite's long form: every run of tests/chaos five times over (kills, pauses,
+# PostgreSQL crashes, full disks); `make test` runs it once.
+chaos: build
+	TENQ_BIN=$(CURDIR)/$(BUILD)/tenq TENQ_CHAOS_ROUNDS=$${TENQ_CHAOS_ROUNDS:-5} \
+	    tests/with-pg.sh python3 tests/chaos/test_cluster.py
+	TENQ_BIN=$(CURDIR)/$(BUILD)/tenq python3 tests/chaos/test_disk.py
 
 FORMAT_FILES = $(shell find src tests bench include examples tools -name '*.[ch]' 2>/dev/null)
 

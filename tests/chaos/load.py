@@ -52,6 +52,7 @@ class Client:
         self.budget = budget
         self.stop = stop
         self.conns = {}
+        self.unavailable = 0  # 503 answers met by the last request
 
     def _conn(self, url):
         c = self.conns.get(url)
@@ -79,6 +80,7 @@ class Client:
         data = json.dumps(body) if body is not None else None
         deadline = time.monotonic() + self.budget
         pause = 0.05
+        self.unavailable = 0
         while True:
             url = self.urls[self.cur]
             sent = False
@@ -103,6 +105,7 @@ class Client:
                 leader = (parsed.get("error") or {}).get("leader")
             if status not in (0, 307, 503):
                 return status, parsed
+            self.unavailable += status == 503 and not leader
             if leader and leader.rstrip("/") != url:
                 self._go(leader)
                 continue
@@ -126,6 +129,7 @@ class Record:
         self.unknown = 0    # unkeyed submits whose answer was lost
         self.grants = []    # (job id, token, tenant, queue, lane, t_received, worker)
         self.outcomes = []  # (job id, token, accepted, t_first_sent, answer)
+        self.after_503 = 0  # accepted outcomes whose earlier sending was answered 503
         self.errors = []    # requests that got an answer no client expects
 
     def add(self, name, item):
@@ -232,6 +236,9 @@ class Load:
             for (o, t_first), r in zip(pending, results):
                 accepted = "state" in r and "error" not in r
                 self.rec.add("outcomes", (o["id"], o["token"], accepted, t_first, r))
+                if accepted and c.unavailable:
+                    with self.rec.lock:
+                        self.rec.after_503 += 1
             pending = []
             for j in ans.get("jobs", []):
                 self.rec.add("grants", (j["id"], j["token"], j["tenant"], j["queue"], j.get("key"),

@@ -245,6 +245,59 @@ class StandbyTest(unittest.TestCase):
         c.close()
 
 
+class WorkerTest(unittest.TestCase):
+    """`tenq work` (libtenq's worker) and the CLI through takeovers."""
+
+    def test_tenq_work_and_the_cli_follow_takeovers(self):
+        import subprocess
+        cluster.require_pg()
+        cl = Cluster(2)
+        servers = ",".join(cl.urls)
+        env = dict(os.environ, TENQ_SERVER=servers)
+        work = None
+        try:
+            def cli(*args):
+                return subprocess.run([cluster.harness.BIN] + list(args), env=env,
+                                      capture_output=True, text=True, timeout=60)
+            r = cli("queue", "set", "wq", "--lease", "2s", "--backoff", "fixed",
+                    "--backoff-base", "100ms")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            lines = "".join('{"args": {"n": %d}}\n' % i for i in range(400))
+            r = subprocess.run([cluster.harness.BIN, "submit", "--tenant", "w", "--queue", "wq",
+                                "--type", "T", "-"], input=lines, env=env, capture_output=True,
+                               text=True, timeout=60)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            work = subprocess.Popen([cluster.harness.BIN, "work", "--queue", "wq",
+                                     "--concurrency", "4", "--", "sh", "-c",
+                                     "cat >/dev/null; sleep 0.02; echo 1"],
+                                    env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                    text=True)
+            for _ in range(3):
+                time.sleep(1.0)
+                i = cl.wait_leader(30)
+                cl.kill(i)
+                cl.wait_leader(30, not_in=(i,))
+                cl.restart(i)
+                # the CLI finds the new leader from the same list
+                self.assertEqual(cli("stats").returncode, 0)
+            deadline = time.time() + 120
+            left = None
+            while time.time() < deadline:
+                left = psql(cl.store_url, "SELECT count(*) FROM tenq.jobs WHERE queue = 'wq' "
+                                          "AND state <> 'succeeded'")[0][0]
+                if left == "0":
+                    break
+                time.sleep(0.3)
+            self.assertEqual(left, "0", cl.logs()[-4000:])
+            self.assertIsNone(work.poll())  # the worker lived through every takeover
+            work.terminate()
+            self.assertEqual(work.wait(60), 0, work.stderr.read()[-3000:])
+        finally:
+            if work and work.poll() is None:
+                work.kill()
+            cl.cleanup()
+
+
 class SqliteTest(unittest.TestCase):
     def test_a_second_server_on_one_file_refuses_naming_the_first(self):
         import subprocess
