@@ -854,6 +854,8 @@ def main():
     else:
         names = [n for n in DEFAULT_ORDER if n in SYSTEMS] + [n for n in SYSTEMS if n not in DEFAULT_ORDER]
         names = [n for n in names if SYSTEMS[n].available() is None or n in DEFAULT_ORDER]
+        # variants run only when asked for (--only): tenq-postgres-standbys
+        names = [n for n in names if getattr(SYSTEMS[n], "by_default", True)]
     workloads = [w.strip().upper() for w in args.workloads.split(",") if w.strip()]
     for w in workloads:
         if w not in METRICS:

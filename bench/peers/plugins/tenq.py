@@ -1,4 +1,7 @@
-"""tenq as two systems of the peer benchmark: tenq-sqlite and tenq-postgres.
+"""tenq as systems of the peer benchmark: tenq-sqlite, tenq-postgres, and
+tenq-postgres-standbys (tenq-postgres with two standby servers attached to
+the same database, which the driver never talks to: what a leader pays for
+its fenced writes and renewals while others stand by).
 
 They run once a tenq driver exists: an executable that takes the arguments and
 prints the JSON of bench/peers/README.md ("The driver contract"). Its path is
@@ -15,10 +18,13 @@ def register_systems(register, base):
     class Tenq(base.System):
         family = "tenq"
 
-        def __init__(self, name, store):
+        def __init__(self, name, store, standbys=0):
             self.name = name
             self.store = store
+            self.standbys = standbys
+            self.by_default = standbys == 0  # the variant runs when named (--only)
             self.proc = None
+            self.others = []
             self.pgdir = None
 
         def bin(self):
@@ -59,9 +65,19 @@ def register_systems(register, base):
                                          stdout=self.logf, stderr=subprocess.STDOUT, start_new_session=True)
             base.wait_port(port, self.proc)
             self.url = f"http://127.0.0.1:{port}"
+            for i in range(self.standbys):
+                sport = base.free_port()
+                p = subprocess.Popen([self.bin(), "serve", "--listen", f"127.0.0.1:{sport}",
+                                      "--store", store], stdout=self.logf, stderr=subprocess.STDOUT,
+                                     start_new_session=True)
+                self.others.append(p)
+                base.wait_port(sport, p)
             return self.url
 
         def stop(self):
+            for p in self.others:  # first, so that none takes over from the leader
+                base.stop_pid(p)
+            self.others = []
             base.stop_pid(self.proc)
             self.proc = None
             if self.pgdir:
@@ -70,7 +86,7 @@ def register_systems(register, base):
                 self.pgdir = None
 
         def pids(self):
-            return [self.proc.pid] if self.proc else []
+            return ([self.proc.pid] if self.proc else []) + [p.pid for p in self.others]
 
         def durability(self, url):
             if self.store == "sqlite":
@@ -91,3 +107,4 @@ def register_systems(register, base):
 
     register(Tenq("tenq-sqlite", "sqlite"))
     register(Tenq("tenq-postgres", "postgres"))
+    register(Tenq("tenq-postgres-standbys", "postgres", standbys=2))
