@@ -151,7 +151,8 @@ typedef struct tenq_submit_req {
     int64_t run_at;        /* 0: now */
     uint32_t max_attempts; /* 0: the queue's */
     bool has_score;
-    double score; /* merging queues: the payload's order */
+    double score;            /* merging queues: the payload's order */
+    const char *traceparent; /* the caller's W3C trace context, handed out with the job */
 } tenq_submit_req;
 
 /* The answer for one job (of a single submit or of a batch). */
@@ -213,6 +214,7 @@ typedef struct tenq_job {
     char *payloads_json; /* merging queues: [{"payload": ..., "score": ...}, ...] */
     char *result_json, *stats_json, *progress_json;
     char *unique_key, *idempotency_key;
+    char *traceparent; /* the submitter's W3C trace context, or NULL */
     bool cancel_requested;
     uint64_t merged_into; /* state merged: the job that took its payloads */
     char *json;           /* the whole job as JSON text */

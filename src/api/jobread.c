@@ -11,8 +11,9 @@
 #include <math.h>
 
 static const char *const job_fields[] = {
-    "tenant", "queue",           "type",         "args",  "key", "priority", "run_at", "unique_key",
-    "unique", "idempotency_key", "max_attempts", "score", NULL};
+    "tenant",       "queue",  "type",        "args",   "key",
+    "priority",     "run_at", "unique_key",  "unique", "idempotency_key",
+    "max_attempts", "score",  "traceparent", NULL};
 enum {
     F_TENANT,
     F_QUEUE,
@@ -25,7 +26,9 @@ enum {
     F_UNIQUE,
     F_IDEM,
     F_MAX_ATTEMPTS,
-    F_SCORE
+    F_SCORE,
+    F_TRACE,
+    F_N
 };
 
 #define RUN_AT_MAX (1LL << 53)
@@ -91,6 +94,7 @@ bool read_job(json_t *o, const principal *who, engine_submit_req *r, char **args
     STR("key", r->key);
     STR("unique_key", r->unique_key);
     STR("idempotency_key", r->idempotency_key);
+    STR("traceparent", r->traceparent);
     INT("priority", r->priority, ENGINE_PRIORITY_MIN, ENGINE_PRIORITY_MAX, r->has_priority = true);
     INT("run_at", r->run_at, 0, RUN_AT_MAX, (void)0);
     INT("max_attempts", r->max_attempts, 1, ENGINE_ATTEMPTS_MAX, (void)0);
@@ -320,12 +324,12 @@ bool read_job_text(tq_iter *obj, const principal *who, engine_submit_req *r, cha
     memset(r, 0, sizeof(*r));
     *mem = NULL;
     tq_iter it;
-    tq_span k, v, fv[F_SCORE + 1];
+    tq_span k, v, fv[F_N];
     unsigned seen = 0;
     int rc;
     if (!tq_iter_enter(obj, &it, '{')) return false;
     while ((rc = tq_obj_next(&it, &k, &v)) > 0) {
-        int f = name_at(job_fields, F_SCORE + 1, k);
+        int f = name_at(job_fields, F_N, k);
         if (f < 0 || (seen & (1u << f))) return false; /* unknown, escaped or twice */
         seen |= 1u << f;
         fv[f] = v;
@@ -334,12 +338,12 @@ bool read_job_text(tq_iter *obj, const principal *who, engine_submit_req *r, cha
     tq_iter_leave(obj, &it);
     /* one block: the canonical args, then each string with its NUL */
     jbuf b = {0};
-    size_t at[F_SCORE + 1];
+    size_t at[F_N];
     long long x;
     if ((seen & (1u << F_ARGS)) && !canon(&b, fv[F_ARGS], 0)) goto decline;
     size_t args_len = b.n;
     if (b.p) jb_put(&b, "", 1); /* keep the args' NUL */
-    for (int f = 0; f <= F_SCORE; f++) {
+    for (int f = 0; f < F_N; f++) {
         if (!(seen & (1u << f)) || f == F_ARGS || tq_span_null(fv[f])) continue;
         v = fv[f];
         switch (f) {
@@ -379,10 +383,11 @@ bool read_job_text(tq_iter *obj, const principal *who, engine_submit_req *r, cha
         }
     }
     /* b no longer moves: point into it */
-    const char **strs[] = {
-        [F_TENANT] = &r->tenant, [F_QUEUE] = &r->queue,           [F_TYPE] = &r->type,
-        [F_KEY] = &r->key,       [F_UNIQUE_KEY] = &r->unique_key, [F_IDEM] = &r->idempotency_key};
-    for (int f = 0; f <= F_IDEM; f++)
+    const char **strs[F_N] = {
+        [F_TENANT] = &r->tenant,    [F_QUEUE] = &r->queue,           [F_TYPE] = &r->type,
+        [F_KEY] = &r->key,          [F_UNIQUE_KEY] = &r->unique_key, [F_IDEM] = &r->idempotency_key,
+        [F_TRACE] = &r->traceparent};
+    for (int f = 0; f < F_N; f++)
         if (strs[f] && (seen & (1u << f)) && !tq_span_null(fv[f])) *strs[f] = b.p + at[f];
     if (seen & (1u << F_ARGS)) {
         r->args = b.p;

@@ -202,6 +202,7 @@ void json_job(jbuf *b, const engine_job_info *j, job_view view, bool show_token)
         jb_raw(b, j->args, j->args_len);
     }
     jb_kint(b, "priority", j->priority);
+    if (j->traceparent) jb_kstr(b, "traceparent", j->traceparent);
     if (view == JOB_LEASE) {
         jb_kint(b, "attempt", j->attempts ? j->attempts - 1 : 0);
         jb_kint(b, "max_attempts", j->max_attempts);

@@ -12,7 +12,7 @@
 
 typedef struct flags {
     const char *tenant, *queue, *type, *args, *key, *priority, *run_at, *delay, *unique_key,
-        *idempotency_key, *max_attempts, *score;
+        *idempotency_key, *max_attempts, *score, *traceparent;
     bool unique;
 } flags;
 
@@ -28,7 +28,8 @@ static int defaults_from_flags(cli *c, const flags *f, json_t **out)
                 {"type", "type", f->type},
                 {"key", "key", f->key},
                 {"unique_key", "unique-key", f->unique_key},
-                {"idempotency_key", "idempotency-key", f->idempotency_key}};
+                {"idempotency_key", "idempotency-key", f->idempotency_key},
+                {"traceparent", "traceparent", f->traceparent}};
     json_t *v;
     for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++) {
         if (!strs[i].val) continue;
@@ -336,6 +337,9 @@ int cmd_submit(cli *c, int argc, char **argv)
         {"max-attempts", "N", "attempts before the morgue (default: the queue's)", &f.max_attempts,
          NULL},
         {"score", "X", "merging queues: the payload's order", &f.score, NULL},
+        {"traceparent", "CONTEXT",
+         "a W3C trace context (00-<trace id>-<span id>-<flags>), handed to the handler",
+         &f.traceparent, NULL},
         {NULL, NULL, NULL, NULL, NULL}};
     const cli_spec spec = {
         "submit --queue Q --type T [--args JSON] [flags]\n"

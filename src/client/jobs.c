@@ -59,6 +59,7 @@ static int job_text(tenq_client *c, const tenq_submit_req *r, tq_buf *b)
         (rc = tq_buf_str(c, b, "key", r->key, false)) ||
         (rc = tq_buf_str(c, b, "unique_key", r->unique_key, false)) ||
         (rc = idem_key(c, b, r->idempotency_key)) ||
+        (rc = tq_buf_str(c, b, "traceparent", r->traceparent, false)) ||
         (rc = tq_buf_json(c, b, "args", r->args_json))) /* checked, sent as written */
         return rc;
     if (r->unique) tq_buf_raw(b, ",\"unique\":true", 14);

@@ -37,10 +37,10 @@ bool tq_atrue(tq_span a, const char *name)
 void tq_job_clear(tenq_job *j)
 {
     free(j->json);
-    char **strs[] = {&j->tenant,          &j->queue,      &j->type,          &j->key,
-                     &j->worker,          &j->error,      &j->args_json,     &j->payloads_json,
-                     &j->result_json,     &j->stats_json, &j->progress_json, &j->unique_key,
-                     &j->idempotency_key, &j->json};
+    char **strs[] = {&j->tenant,          &j->queue,       &j->type,          &j->key,
+                     &j->worker,          &j->error,       &j->args_json,     &j->payloads_json,
+                     &j->result_json,     &j->stats_json,  &j->progress_json, &j->unique_key,
+                     &j->idempotency_key, &j->traceparent, &j->json};
     for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++) *strs[i] = NULL;
 }
 
@@ -67,6 +67,7 @@ static const struct {
     FIELD(key, F_STR),
     NAMED("args", F_RAW, args_json),
     FIELD(priority, F_INT),
+    FIELD(traceparent, F_STR),
     NAMED("attempt", F_ATTEMPT, attempt),
     NAMED("attempts", F_ATTEMPTS, attempts),
     FIELD(max_attempts, F_U32),

@@ -63,6 +63,31 @@ void engine_config_defaults(engine_config *c)
     c->idempotency_ttl_ms = 24LL * 3600 * 1000;
 }
 
+static bool hex_run(const char *s, size_t n, bool *zero)
+{
+    *zero = true;
+    for (size_t i = 0; i < n; i++) {
+        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f'))) return false;
+        if (s[i] != '0') *zero = false;
+    }
+    return true;
+}
+
+bool engine_traceparent_valid(const char *s)
+{
+    static const size_t len[4] = {2, 32, 16, 2};
+    bool zero;
+    if (s[0] == 'f' && s[1] == 'f') return false; /* the version kept invalid */
+    for (int i = 0; i < 4; i++) {
+        if (!hex_run(s, len[i], &zero)) return false;
+        if ((i == 1 || i == 2) && zero) return false;
+        s += len[i];
+        if (*s != (i < 3 ? '-' : 0)) return false;
+        s += i < 3;
+    }
+    return true;
+}
+
 bool engine_name_valid(const char *s)
 {
     if (!s) return false;
@@ -507,6 +532,7 @@ void engine_job_get(const engine_job *j, engine_job_info *o)
         o->progress = x->progress;
         o->unique_key = x->unique_key;
         o->idempotency_key = x->idem_key;
+        o->traceparent = x->traceparent;
         o->merged_into = x->merged_into;
         if (x->lane_seq) o->lane_seq = x->lane_seq;
         if (j->state == ENGINE_LEASED || j->state == ENGINE_RUNNING) o->lease_until = x->deadline;

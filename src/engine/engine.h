@@ -137,6 +137,9 @@ int engine_queue_settings_check(const engine_queue_settings *s, engine_err *err)
 int engine_tenant_settings_check(const engine_tenant_settings *s, engine_err *err);
 /* Name rules: [A-Za-z0-9._-]{1,64} for tenants and queues. */
 bool engine_name_valid(const char *s);
+/* A W3C trace context (traceparent): version-traceid-parentid-flags in
+ * lowercase hex, 2-32-16-2 digits, version not ff, neither id all zeros. */
+bool engine_traceparent_valid(const char *s);
 
 engine_t *engine_create(const engine_config *cfg);
 void engine_destroy(engine_t *e); /* NULL is fine */
@@ -170,8 +173,9 @@ typedef struct engine_job_info {
     const char *result, *stats; /* JSON text, set by ack */
     const char *progress;       /* JSON text, set by heartbeat */
     const char *unique_key, *idempotency_key;
-    uint64_t token;      /* fencing token of the current (or last) lease */
-    int64_t lease_until; /* while leased or running */
+    const char *traceparent; /* the submitter's W3C trace context, or NULL */
+    uint64_t token;          /* fencing token of the current (or last) lease */
+    int64_t lease_until;     /* while leased or running */
     bool cancel_requested;
     uint64_t merged_into; /* state MERGED: the job that took its payloads */
     uint64_t lane_seq;    /* order within its lane: the id, or later if requeued */
@@ -201,7 +205,8 @@ typedef struct engine_submit_req {
     const char *unique_key;
     bool unique; /* unique_key = hash of type and args */
     const char *idempotency_key;
-    uint32_t max_attempts; /* 0: the queue's */
+    const char *traceparent; /* W3C trace context, kept and handed out with the job */
+    uint32_t max_attempts;   /* 0: the queue's */
     bool has_score;
     double score; /* merging order; default now */
 } engine_submit_req;

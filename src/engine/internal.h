@@ -210,6 +210,7 @@ typedef struct job_extra {
     char *error, *result, *stats, *progress;
     char *unique_key;
     char *idem_key;
+    char *traceparent;
     payload_vec pl;
     uint64_t merged_into;
     uint64_t lane_seq; /* 0: same as id */

@@ -43,6 +43,7 @@ void engine_job_free(engine_t *e, job *j)
         free(x->progress);
         free(x->unique_key);
         free(x->idem_key);
+        free(x->traceparent);
         engine_payload_free(e, &x->pl);
         free(x->dl);
         free(x);
@@ -360,6 +361,12 @@ static int submit_check(engine_t *e, int64_t now, const engine_submit_req *r,
                     "idempotency_key must be 1-256 bytes without control characters");
         return TENQ_EINVALID;
     }
+    if (r->traceparent && !engine_traceparent_valid(r->traceparent)) {
+        engine_errf(err, TENQ_EINVALID, "traceparent",
+                    "traceparent must be a W3C trace context: "
+                    "00-<32 hex digits>-<16 hex digits>-<2 hex digits>, lowercase, ids not all 0");
+        return TENQ_EINVALID;
+    }
     if (r->max_attempts > ENGINE_ATTEMPTS_MAX) {
         engine_errf(err, TENQ_EINVALID, "max_attempts", "max_attempts must be between 1 and %d",
                     ENGINE_ATTEMPTS_MAX);
@@ -483,10 +490,11 @@ int engine_submit(engine_t *e, int64_t now, const engine_submit_req *r, engine_s
         engine_payload_add(e, &x->pl, score, args, args_len);
         j->flags |= JF_HAS_PAYLOADS;
     }
-    if (ukey || r->idempotency_key) {
+    if (ukey || r->idempotency_key || r->traceparent) {
         job_extra *x = engine_extra(e, j);
         if (ukey) x->unique_key = xstrdup(ukey);
         if (r->idempotency_key) x->idem_key = xstrdup(r->idempotency_key);
+        if (r->traceparent) x->traceparent = xstrdup(r->traceparent);
     }
     if (idtab_put(&e->jobs, j->id, j) != 0) engine_oom();
     if (found) engine_uniq_remove(e, found);

@@ -42,9 +42,9 @@ int engine_load_job(engine_t *e, int64_t now, const engine_job_info *in, engine_
     if (in->cancel_requested) j->flags |= JF_CANCEL_REQ;
     bool need_x = has_pl || in->token || in->leased_at || in->started_at || in->finished_at ||
                   in->worker || in->error || in->progress || in->stats || in->unique_key ||
-                  in->idempotency_key || (in->lane_seq && in->lane_seq != in->id) ||
-                  in->state == ENGINE_DEAD || in->state == ENGINE_LEASED ||
-                  in->state == ENGINE_RUNNING;
+                  in->idempotency_key || in->traceparent ||
+                  (in->lane_seq && in->lane_seq != in->id) || in->state == ENGINE_DEAD ||
+                  in->state == ENGINE_LEASED || in->state == ENGINE_RUNNING;
     if (need_x) {
         job_extra *x = engine_extra(e, j);
         x->token = in->token;
@@ -57,6 +57,7 @@ int engine_load_job(engine_t *e, int64_t now, const engine_job_info *in, engine_
         x->stats = dup_or_null(in->stats);
         x->unique_key = dup_or_null(in->unique_key);
         x->idem_key = dup_or_null(in->idempotency_key);
+        x->traceparent = dup_or_null(in->traceparent);
         if (in->lane_seq && in->lane_seq != in->id) x->lane_seq = in->lane_seq;
         if (has_pl) {
             j->flags |= JF_HAS_PAYLOADS;

@@ -35,7 +35,7 @@ typedef struct job_row {
     int64_t run_at, created_at, ready_at, leased_at, started_at, finished_at, lease_until;
     uint64_t token, merged_into, lane_seq;
     soff tenant, queue, type, key, args, payloads, worker, error, result, stats, progress,
-        unique_key, idem_key;
+        unique_key, idem_key, traceparent;
 } job_row;
 
 typedef struct store_op {
@@ -131,7 +131,7 @@ typedef struct jrow {
     int64_t run_at, created_at, ready_at, leased_at, started_at, finished_at, lease_until;
     uint64_t token, merged_into, lane_seq;
     const char *tenant, *queue, *type, *key, *args, *payloads, *worker, *error, *result, *stats,
-        *progress, *unique_key, *idem_key;
+        *progress, *unique_key, *idem_key, *traceparent;
     bool dropped;
 } jrow;
 

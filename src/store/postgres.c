@@ -436,7 +436,7 @@ static void a_end(abuf *a)
     a_put(a, "}", 1);
 }
 
-#define INS_COLS 30
+#define INS_COLS 31
 #define UPD_COLS 22
 
 static const char *const SQL_INS =
@@ -445,7 +445,7 @@ static const char *const SQL_INS =
     "$9::text[], $10::bigint[], $11::bigint[], $12::bigint[], $13::bigint[], $14::bigint[], "
     "$15::bigint[], $16::bigint[], $17::bigint[], $18::text[], $19::text[], $20::text[], "
     "$21::text[], $22::text[], $23::text[], $24::text[], $25::bigint[], $26::bigint[], "
-    "$27::boolean[], $28::bigint[], $29::bigint[], $30::bigint[])";
+    "$27::boolean[], $28::bigint[], $29::bigint[], $30::text[], $31::bigint[])";
 
 /* The columns an update may change, in the insert's order (write_row). */
 static const char *const SQL_UPD =
@@ -573,6 +573,7 @@ static void write_row(rowsink *k, const jrow *r, bool insert)
     k_bool(k, r->cancel_requested);
     k_time(k, (long long)r->merged_into);
     k_i64(k, (long long)r->lane_seq);
+    if (insert) k_text(k, r->traceparent);
     k_time(k, jrow_live(r));
     if (k->line) a_put(k->line, "\n", 1);
 }

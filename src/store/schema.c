@@ -138,6 +138,9 @@ static const char *const migrations[] = {
     "$Stenq_info WHERE key = 'epoch'), 0));\n"
     "DELETE FROM $Stenq_info WHERE key = 'epoch';\n"
     "$FENCE",
+
+    /* 6: the submitter's W3C trace context, handed out with the job. */
+    "ALTER TABLE $Sjobs ADD COLUMN traceparent TEXT;\n",
 };
 
 int store_schema_versions(void)
@@ -260,6 +263,7 @@ int store_row_to_job(const store_rowacc *a, void *row, engine_job_info *j,
     j->cancel_requested = I64(26) != 0;
     j->merged_into = (uint64_t)I64(27);
     j->lane_seq = (uint64_t)I64(28);
+    j->traceparent = TXT(29);
     if (!j->lane_seq) j->lane_seq = j->id;
     if (pl) {
         if (store_payloads_parse(pl, payloads, &j->n_payloads) != 0) {

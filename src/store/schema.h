@@ -16,10 +16,10 @@ char *store_schema_sql(int version, bool pg);
     "id, tenant, queue, type, key, args, payloads, priority, state, attempts, max_attempts, "      \
     "run_at, created_at, ready_at, leased_at, started_at, finished_at, worker, error, result, "    \
     "stats, progress, unique_key, idempotency_key, lease_token, lease_until, cancel_requested, "   \
-    "merged_into, lane_seq"
-#define STORE_JOB_NCOLS 29
+    "merged_into, lane_seq, traceparent"
+#define STORE_JOB_NCOLS 30
 
-/* The same and `live`, for INSERT: ?1..?30 in this order. */
+/* The same and `live`, for INSERT: ?1..?31 in this order. */
 #define STORE_JOB_INSERT_COLUMNS STORE_JOB_COLUMNS ", live"
 
 /* Statements, written once for both backends: $S is the schema prefix and
@@ -35,7 +35,7 @@ char *store_schema_sql(int version, bool pg);
     "INSERT INTO $Sjobs (" STORE_JOB_INSERT_COLUMNS                                                \
     ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, "                                               \
     "?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, "   \
-    "?28, ?29, ?30)"
+    "?28, ?29, ?30, ?31)"
 #define STORE_SQL_DELETE_JOB "DELETE FROM $Sjobs WHERE id = ?1"
 #define STORE_SQL_UPSERT_TENANT                                                                    \
     "INSERT INTO $Stenants (name, slots, weight, updated_at) VALUES (?1, ?2, ?3, ?4) "             \

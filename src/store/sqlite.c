@@ -601,7 +601,7 @@ static const struct {
     {"payloads", true, true},      {"result", true, true},
     {"stats", true, true},         {"live", false, false},
 };
-enum { UPD_PARAMS = sizeof upd_cols / sizeof upd_cols[0], INS_PARAMS = 30 };
+enum { UPD_PARAMS = sizeof upd_cols / sizeof upd_cols[0], INS_PARAMS = 31 };
 
 static void put(char *sql, size_t cap, size_t *n, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
@@ -753,7 +753,8 @@ static void bind_insert(sqlite3_stmt *st, int o, const jrow *r)
     bind_i64(st, o + 27, r->cancel_requested);
     bind_time(st, o + 28, (long long)r->merged_into);
     bind_i64(st, o + 29, (long long)r->lane_seq);
-    bind_time(st, o + 30, jrow_live(r));
+    bind_text(st, o + 30, r->traceparent);
+    bind_time(st, o + 31, jrow_live(r));
 }
 
 static void bind_update(sqlite3_stmt *st, int o, const jrow *r)

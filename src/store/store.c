@@ -175,6 +175,7 @@ int rows_add_row(store_t *s, rows_builder *rb, const store_rowacc *acc, void *ro
     COPY(progress);
     COPY(unique_key);
     COPY(idempotency_key);
+    COPY(traceparent);
 #undef COPY
     if (pl) {
         rows_keep(rb, pl);
@@ -293,6 +294,7 @@ void store_batch_job(store_batch *b, const engine_job_info *j, uint32_t fields)
     r->key = all ? astr(b, j->key) : SNULL;
     r->unique_key = all ? astr(b, j->unique_key) : SNULL;
     r->idem_key = all ? astr(b, j->idempotency_key) : SNULL;
+    r->traceparent = all ? astr(b, j->traceparent) : SNULL;
     r->args = all && j->args ? arena_put(b, j->args, j->args_len) : SNULL;
     r->payloads = (all || (fields & ENGINE_JF_PAYLOADS)) && j->payloads
                       ? payloads_text(b, j->payloads, j->n_payloads)
@@ -441,6 +443,7 @@ static void row_from(jrow *r, const store_batch *b, const job_row *x, bool all)
         r->args = bstr(b, x->args);
         r->unique_key = bstr(b, x->unique_key);
         r->idem_key = bstr(b, x->idem_key);
+        r->traceparent = bstr(b, x->traceparent);
     }
 }
 

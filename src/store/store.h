@@ -33,7 +33,7 @@
 typedef struct store store_t;
 typedef struct store_batch store_batch;
 
-#define STORE_SCHEMA_VERSION 5
+#define STORE_SCHEMA_VERSION 6
 
 typedef enum { STORE_SYNC_FULL, STORE_SYNC_NORMAL } store_sync;
 

@@ -242,8 +242,11 @@ void work_status_text(int status, char *buf, size_t n)
 
 /* ---- environment ---- */
 
-static const char *const job_vars[] = {"TENQ_JOB_ID=", "TENQ_TENANT=",  "TENQ_QUEUE=", "TENQ_TYPE=",
-                                       "TENQ_KEY=",    "TENQ_ATTEMPT=", "TENQ_TOKEN="};
+/* TRACEPARENT: the job's W3C trace context, where OpenTelemetry looks for
+ * one in a process's environment */
+static const char *const job_vars[] = {
+    "TENQ_JOB_ID=", "TENQ_TENANT=",  "TENQ_QUEUE=", "TENQ_TYPE=",
+    "TENQ_KEY=",    "TENQ_ATTEMPT=", "TENQ_TOKEN=", "TRACEPARENT="};
 #define NJOBVARS (sizeof job_vars / sizeof job_vars[0])
 
 static bool is_job_var(const char *e)
@@ -272,7 +275,7 @@ char **work_env(const tenq_job *job)
     snprintf(num[1], sizeof num[1], "%u", job->attempt);
     snprintf(num[2], sizeof num[2], "%llu", (unsigned long long)job->token);
     const char *vals[NJOBVARS] = {num[0],   job->tenant, job->queue, job->type,
-                                  job->key, num[1],      num[2]};
+                                  job->key, num[1],      num[2],     job->traceparent};
     if (job == &none) memset(vals, 0, sizeof vals); /* the worker's own, minus the token */
     for (size_t i = 0; i < NJOBVARS; i++) {
         if (!vals[i]) continue; /* no key: TENQ_KEY unset */

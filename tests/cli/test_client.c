@@ -809,14 +809,28 @@ TEST(a_submit_sent_again_after_a_lost_answer_makes_one_job)
         tenq_client_free(c);
         fake_stop();
     }
-    /* a caller's own key is kept as given */
-    tenq_submit_req r = {.tenant = "acme", .queue = "own", .type = "T", .idempotency_key = "mine"};
+    /* a caller's own key is kept as given (and a trace context goes along) */
+    const char *tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    tenq_submit_req r = {.tenant = "acme",
+                         .queue = "own",
+                         .type = "T",
+                         .idempotency_key = "mine",
+                         .traceparent = tp};
     tenq_submit_res res;
     ASSERT_EQ(tenq_submit(direct, &r, &res), 0);
     tenq_job *j;
     ASSERT_EQ(tenq_status(direct, res.id, &j), 0);
     ASSERT_STR(j->idempotency_key, "mine");
+    ASSERT_STR(j->traceparent, tp);
     tenq_job_free(j);
+    const char *queues[] = {"own"};
+    tenq_lease_req lr = lease_of(queues, 1);
+    tenq_job *leased = NULL;
+    size_t n = 0;
+    ASSERT_EQ(tenq_lease(direct, &lr, &leased, &n), 0);
+    ASSERT_EQ(n, 1);
+    ASSERT_STR(leased[0].traceparent, tp);
+    tenq_jobs_free(leased, n);
     tenq_client_free(direct);
 }
 

@@ -99,6 +99,25 @@ class Submit(ServerTest):
         self.assertEqual(b["id"], a["id"])
         self.assertTrue(b["replayed"])
 
+    def test_a_trace_context_goes_with_its_job(self):
+        tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+        one = self.srv.submit(queue="trace", traceparent=tp)
+        # a batch read by both readers: in place, and by jansson (an escape)
+        st, many = self.srv.req("POST", "/v1/jobs", {"jobs": [
+            {"tenant": "acme", "queue": "trace", "type": "T", "traceparent": tp},
+            {"tenant": "acme", "queue": "trace", "type": "T\u0041", "traceparent": tp}]})
+        self.assertEqual(st, 201)
+        ids = [one["id"]] + [j["id"] for j in many["jobs"]]
+        self.assertEqual([self.srv.job(i)["traceparent"] for i in ids], [tp] * 3)
+        leased = self.srv.lease(["trace"], max=3)
+        self.assertEqual([j["traceparent"] for j in leased], [tp] * 3)
+        plain = self.srv.submit(queue="trace")
+        self.assertNotIn("traceparent", self.srv.job(plain["id"]))
+        for bad in ("00-abc", 42, "00-00000000000000000000000000000000-00f067aa0ba902b7-01"):
+            st, body = self.srv.req("POST", "/v1/jobs", {"tenant": "acme", "queue": "trace",
+                                                         "type": "T", "traceparent": bad})
+            self.assertEqual((st, body["error"]["field"]), (400, "traceparent"), bad)
+
     def test_dedup_by_unique_key_and_by_unique_args(self):
         a = self.srv.submit(queue="dd", unique_key="u1")
         b = self.srv.submit(queue="dd", unique_key="u1")

@@ -149,6 +149,7 @@ static engine_job_info info_dup(const engine_job_info *in)
     o.progress = dupn(in->progress);
     o.unique_key = dupn(in->unique_key);
     o.idempotency_key = dupn(in->idempotency_key);
+    o.traceparent = dupn(in->traceparent);
     if (in->payloads) {
         engine_payload *p = keep(calloc(in->n_payloads + 1, sizeof *p));
         for (uint32_t i = 0; i < in->n_payloads; i++) {
@@ -198,6 +199,7 @@ static void expect_same(const engine_job_info *a, const engine_job_info *b, bool
     SAME_STR(progress);
     SAME_STR(unique_key);
     SAME_STR(idempotency_key);
+    SAME_STR(traceparent);
     SAME_INT(token);
     SAME_INT(lease_until);
     SAME_INT(cancel_requested);
@@ -284,7 +286,8 @@ static void populate(world *w, store_t *s)
     qs.retention_ms = 5000;
     set_queue(e, "reports", qs);
     add_id(w, SUB(e, T0, "acme", "reports", .args = "{\"report\":42,\"name\":\"ü\"}", .priority = 7,
-                  .unique_key = "u-1", .idem = "idem-1"));
+                  .unique_key = "u-1", .idem = "idem-1",
+                  .traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"));
     add_id(w, SUB(e, T0, "acme", "reports", .run_at = T0 + 999999));              /* scheduled */
     add_id(w, SUB(e, T0, "acme", "reports", .key = "lane:1"));                    /* will lease */
     add_id(w, SUB(e, T0, "acme", "reports", .key = "lane:1", .max_attempts = 9)); /* blocked */

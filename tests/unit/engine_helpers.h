@@ -21,7 +21,7 @@ static inline void must_check(engine_t *e, int64_t now)
 }
 
 typedef struct sub_opts {
-    const char *key, *args, *unique_key, *idem;
+    const char *key, *args, *unique_key, *idem, *traceparent;
     int32_t priority;
     int64_t run_at;
     uint32_t max_attempts;
@@ -45,6 +45,7 @@ static inline engine_submit_res submit_x(engine_t *e, int64_t now, const char *t
     r.unique_key = o.unique_key;
     r.unique = o.unique;
     r.idempotency_key = o.idem;
+    r.traceparent = o.traceparent;
     r.max_attempts = o.max_attempts;
     r.has_score = o.has_score;
     r.score = o.score;

@@ -55,6 +55,19 @@ TEST(bad_submit_names_the_field_and_changes_nothing)
     expect_invalid(e, (sub_opts){.idem = "x\x01"}, "a", "q", "T", TENQ_EINVALID, "idempotency_key");
     expect_invalid(e, (sub_opts){.has_score = true, .score = 1.0 / 0.0}, "a", "q", "T",
                    TENQ_EINVALID, "score");
+    static const char *const bad_traces[] = {
+        "",                                                         /* empty */
+        "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7",     /* no flags */
+        "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01",  /* upper case */
+        "00-00000000000000000000000000000000-00f067aa0ba902b7-01",  /* trace id all 0 */
+        "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",  /* parent id all 0 */
+        "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",  /* version ff */
+        "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01x", /* trailing */
+        "00_4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",  /* separator */
+    };
+    for (size_t i = 0; i < sizeof bad_traces / sizeof bad_traces[0]; i++)
+        expect_invalid(e, (sub_opts){.traceparent = bad_traces[i]}, "a", "q", "T", TENQ_EINVALID,
+                       "traceparent");
     char longkey[300];
     memset(longkey, 'k', 299);
     longkey[299] = 0;
@@ -63,6 +76,20 @@ TEST(bad_submit_names_the_field_and_changes_nothing)
     ASSERT_EQ(engine_tenant_get(e, T0, "a", NULL, NULL), TENQ_ENOT_FOUND);
     ASSERT_EQ(engine_queue_get(e, T0, "q", NULL, NULL), TENQ_ENOT_FOUND);
     must_check(e, T0);
+    engine_destroy(e);
+}
+
+TEST(a_trace_context_is_kept_with_its_job)
+{
+    engine_t *e = mk_engine();
+    const char *tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    uint64_t id = SUB(e, T0, "a", "q", .traceparent = tp);
+    uint64_t plain = SUB(e, T0, "a", "q");
+    engine_job_info in;
+    engine_job_get(engine_find(e, id), &in);
+    ASSERT_STR(in.traceparent, tp);
+    engine_job_get(engine_find(e, plain), &in);
+    ASSERT(in.traceparent == NULL);
     engine_destroy(e);
 }
 

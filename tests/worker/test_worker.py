@@ -228,7 +228,7 @@ import json, os, signal, sys, time
 args = json.load(sys.stdin)
 mode = args["mode"]
 env = {k: os.environ.get(k) for k in ("TENQ_JOB_ID", "TENQ_TENANT", "TENQ_QUEUE", "TENQ_TYPE",
-                                      "TENQ_KEY", "TENQ_ATTEMPT", "TENQ_TOKEN")}
+                                      "TENQ_KEY", "TENQ_ATTEMPT", "TENQ_TOKEN", "TRACEPARENT")}
 if mode == "json":
     print(json.dumps({"env": env, "args": args}))
 elif mode == "text":
@@ -418,7 +418,13 @@ class ExecTest(unittest.TestCase):
         self.assertEqual(env["TENQ_ATTEMPT"], "0")
         self.assertIsNone(env["TENQ_KEY"])  # no key: unset
         self.assertTrue(env["TENQ_TOKEN"].isdigit())
+        self.assertIsNone(env["TRACEPARENT"])  # none given
         self.assertEqual(t["result"], "text from python\nsecond line")
+
+    def test_a_handler_continues_its_submitters_trace(self):
+        tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+        jobs, _ = self.run_jobs("ex-trace", [PY, H("exec.py")], ["json"], traceparent=tp)
+        self.assertEqual(jobs[0]["result"]["env"]["TRACEPARENT"], tp)
 
     def test_shell_exit_statuses(self):
         jobs, _ = self.run_jobs("ex-sh-exit", [H("exec.sh")], ["exit75", "exit65", "exit3", "segv"])
