@@ -283,11 +283,37 @@ void srv_collect(server *s);
 void srv_hand_over(server *s);
 void srv_end_chain(server *s);
 
-/* Long polls. */
+/* The commit pipeline's own (commit.c): its events made (0, or -1 when one
+ * could not be) and freed; a flush of the batch being built at the end of
+ * this turn of the loop, or now; the leases waiting to be written, written
+ * (those granted before `before`) or dropped; what was not handed over yet
+ * answered rc and dropped (its engine is being replaced). */
+int srv_commit_start(server *s);
+void srv_commit_free(server *s);
+void srv_schedule_flush(server *s);
+void srv_flush_now(server *s);
+void srv_write_deferred(server *s, int64_t before);
+void srv_drop_deferred(server *s);
+void srv_drop_uncommitted(server *s, int rc, const char *why);
+
+/* Long polls and job waits (waiters.c). */
 void srv_wake_leases(server *s, const char *queue);
-/* Answers every waiter of this job with its committed state. */
+/* Whether a request waits for this job; answers every waiter of it with its
+ * committed state. */
+bool srv_has_waiter(uint64_t id);
 void srv_answer_waiters(server *s, uint64_t id);
-void api_rates_start(server *s);
+/* A lease long poll answered now with no jobs (its results, if any). */
+void srv_lease_waiter_end(server *s, lease_waiter *w);
+/* Every job waiter answered as a standby would (this server lost the jobs). */
+void srv_end_job_waiters(server *s);
+void srv_waiters_free(server *s);
+
+/* The loop (server.c, router.c). */
+void srv_on_request(void *ctx, http_req *req);
+void srv_rearm_tick(server *s);
+void srv_maybe_finish_stop(server *s);
+/* The rates' sampling timer (api_rates.c): 0, or -1 when it cannot start. */
+int api_rates_start(server *s);
 
 /* Routes. */
 typedef void (*route_fn)(server *s, http_req *req, const principal *who, const char **args);
@@ -438,6 +464,21 @@ void h_lanes(server *s, http_req *req, const principal *who, const char **args);
 void h_whoami(server *s, http_req *req, const principal *who, const char **args);
 
 /* Rates (api_admin.c). */
+/* What the engine's foreach callbacks of the list endpoints write into. */
+typedef struct api_list_ctx {
+    server *s;
+    jbuf *b;
+    const principal *who;
+} api_list_ctx;
+
+/* A tenant as GET /v1/tenants lists it, for engine_foreach_tenant with an
+ * api_list_ctx (api_settings.c; a tenant token sees its own only). */
+void api_list_tenant(void *ctx, const char *name, const engine_tenant_settings *ts,
+                     const engine_counts *c);
+
+/* A queue's or tenant's counts as JSON members, and its rates (api_rates.c). */
+void api_json_counts(jbuf *b, const engine_counts *c, int64_t now);
+void api_json_rates(jbuf *b, server *s, bool queue, const char *name);
 void rates_sample(server *s);
 void rates_get(server *s, bool queue, const char *name, double *ok_per_s, double *bad_per_s);
 void rates_free(server *s);

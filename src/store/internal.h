@@ -243,6 +243,13 @@ struct store {
 };
 
 void store_set_err(store_t *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A finished commit or read, for the caller's thread (store_dispatch). */
+void store_post_result(store_t *s, store_result *r);
+/* The threads (writer.c, reader.c). */
+void *store_writer_main(void *arg);
+void *store_reader_main(void *arg);
+/* Whether the writer may be put at idle priority and taken back (writer.c). */
+bool store_writer_may_leave_idle(void);
 
 /* Backends. */
 int store_sqlite_open(store_t *s, const char *path, char *errbuf, size_t errlen);

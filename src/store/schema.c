@@ -280,3 +280,47 @@ int store_row_to_job(const store_rowacc *a, void *row, engine_job_info *j,
 #undef I64
 #undef TXT
 }
+
+/* ---- payloads as stored -------------------------------------------------------- */
+
+#include <jansson.h>
+
+/* ---- payloads as stored --------------------------------------------------- */
+
+int store_payloads_parse(const char *text, engine_payload **out, uint32_t *n)
+{
+    *out = NULL;
+    *n = 0;
+    json_error_t jerr;
+    json_t *arr = json_loads(text, JSON_DECODE_ANY, &jerr);
+    if (!arr || !json_is_array(arr)) {
+        json_decref(arr);
+        return TENQ_ECORRUPT;
+    }
+    size_t cnt = json_array_size(arr);
+    engine_payload *v = xcalloc(cnt ? cnt : 1, sizeof(*v));
+    for (size_t i = 0; i < cnt; i++) {
+        json_t *el = json_array_get(arr, i);
+        json_t *p = json_object_get(el, "payload");
+        json_t *sc = json_object_get(el, "score");
+        if (!p || !json_is_number(sc)) {
+            store_payloads_free(v, (uint32_t)i);
+            json_decref(arr);
+            return TENQ_ECORRUPT;
+        }
+        char *d = json_dumps(p, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
+        v[i].data = d;
+        v[i].len = (uint32_t)strlen(d);
+        v[i].score = json_number_value(sc);
+    }
+    json_decref(arr);
+    *out = v;
+    *n = (uint32_t)cnt;
+    return 0;
+}
+
+void store_payloads_free(engine_payload *p, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++) free((char *)p[i].data);
+    free(p);
+}

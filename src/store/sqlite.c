@@ -1,12 +1,9 @@
 /* The SQLite backend: one file, WAL mode, synchronous=FULL by default.
- *
- * Every file is opened through a thin VFS of our own that forwards to the
- * default one.  It exists for one reason: tests give it a byte budget, after
- * which writes fail with SQLITE_FULL, so "the disk is full" is tested through
- * SQLite's real error paths (beanstalkd's "replaced by tests to simulate
- * failures" seam, placed under the database). */
+ * Every file is opened through the fault VFS (sqlite_vfs.c), so that tests
+ * can make the disk full under SQLite's real error paths. */
 #include "internal.h"
 #include "schema.h"
+#include "sqlite_vfs.h"
 
 #include "base/xalloc.h"
 
@@ -39,219 +36,23 @@ enum {
     ST_N
 };
 
-typedef struct fault_file {
-    sqlite3_file base;
-    sqlite3_file *real;
-    long long *budget;
-} fault_file;
-
 typedef struct sq {
     sqlite3 *db, *rdb, *cdb; /* writes; reads; checkpoints */
     pthread_t ckpt_thread;
     pthread_mutex_t ckpt_lock;
     pthread_cond_t ckpt_cond;
     bool ckpt_wanted, ckpt_stop, ckpt_running;
-    sqlite3_vfs vfs;
-    sqlite3_vfs *real_vfs;
-    char vfs_name[64];
-    long long budget; /* -1: no limit */
-    int lock_fd;      /* holds the file's one-server lock (sqlite_lock.c) */
+    fault_vfs vfs;
+    int lock_fd; /* holds the file's one-server lock (sqlite_lock.c) */
     sqlite3_stmt *st[ST_N];
     char path[4096];
 } sq;
-
-/* ---- the VFS shim --------------------------------------------------------- */
-
-#define REAL(f) (((fault_file *)(f))->real)
-
-static int ff_close(sqlite3_file *f)
-{
-    return REAL(f)->pMethods->xClose(REAL(f));
-}
-static int ff_read(sqlite3_file *f, void *buf, int amt, sqlite3_int64 off)
-{
-    return REAL(f)->pMethods->xRead(REAL(f), buf, amt, off);
-}
-static int ff_write(sqlite3_file *f, const void *buf, int amt, sqlite3_int64 off)
-{
-    long long *b = ((fault_file *)f)->budget;
-    long long left = __atomic_load_n(b, __ATOMIC_RELAXED);
-    if (left >= 0) {
-        if (amt > left) return SQLITE_FULL;
-        __atomic_fetch_sub(b, amt, __ATOMIC_RELAXED);
-    }
-    return REAL(f)->pMethods->xWrite(REAL(f), buf, amt, off);
-}
-static int ff_truncate(sqlite3_file *f, sqlite3_int64 size)
-{
-    return REAL(f)->pMethods->xTruncate(REAL(f), size);
-}
-static int ff_sync(sqlite3_file *f, int flags)
-{
-    return REAL(f)->pMethods->xSync(REAL(f), flags);
-}
-static int ff_size(sqlite3_file *f, sqlite3_int64 *size)
-{
-    return REAL(f)->pMethods->xFileSize(REAL(f), size);
-}
-static int ff_lock(sqlite3_file *f, int l)
-{
-    return REAL(f)->pMethods->xLock(REAL(f), l);
-}
-static int ff_unlock(sqlite3_file *f, int l)
-{
-    return REAL(f)->pMethods->xUnlock(REAL(f), l);
-}
-static int ff_reserved(sqlite3_file *f, int *out)
-{
-    return REAL(f)->pMethods->xCheckReservedLock(REAL(f), out);
-}
-static int ff_fcntl(sqlite3_file *f, int op, void *arg)
-{
-    return REAL(f)->pMethods->xFileControl(REAL(f), op, arg);
-}
-static int ff_sector(sqlite3_file *f)
-{
-    return REAL(f)->pMethods->xSectorSize(REAL(f));
-}
-static int ff_devchar(sqlite3_file *f)
-{
-    return REAL(f)->pMethods->xDeviceCharacteristics(REAL(f));
-}
-static int ff_shm_map(sqlite3_file *f, int pg, int sz, int ext, void volatile **pp)
-{
-    return REAL(f)->pMethods->xShmMap(REAL(f), pg, sz, ext, pp);
-}
-static int ff_shm_lock(sqlite3_file *f, int off, int n, int flags)
-{
-    return REAL(f)->pMethods->xShmLock(REAL(f), off, n, flags);
-}
-static void ff_shm_barrier(sqlite3_file *f)
-{
-    REAL(f)->pMethods->xShmBarrier(REAL(f));
-}
-static int ff_shm_unmap(sqlite3_file *f, int del)
-{
-    return REAL(f)->pMethods->xShmUnmap(REAL(f), del);
-}
-static int ff_fetch(sqlite3_file *f, sqlite3_int64 off, int amt, void **pp)
-{
-    /* No memory-mapped reads: keep every access visible to the shim. */
-    (void)f;
-    (void)off;
-    (void)amt;
-    *pp = NULL;
-    return SQLITE_OK;
-}
-static int ff_unfetch(sqlite3_file *f, sqlite3_int64 off, void *p)
-{
-    (void)f;
-    (void)off;
-    (void)p;
-    return SQLITE_OK;
-}
-
-static const sqlite3_io_methods ff_methods = {
-    3,           ff_close,       ff_read,      ff_write, ff_truncate, ff_sync,    ff_size,
-    ff_lock,     ff_unlock,      ff_reserved,  ff_fcntl, ff_sector,   ff_devchar, ff_shm_map,
-    ff_shm_lock, ff_shm_barrier, ff_shm_unmap, ff_fetch, ff_unfetch,
-};
-
-static int fv_open(sqlite3_vfs *vfs, const char *name, sqlite3_file *f, int flags, int *out)
-{
-    sq *q = vfs->pAppData;
-    fault_file *ff = (fault_file *)f;
-    ff->real = (sqlite3_file *)(ff + 1);
-    ff->budget = &q->budget;
-    ff->base.pMethods = NULL;
-    int rc = q->real_vfs->xOpen(q->real_vfs, name, ff->real, flags, out);
-    if (rc == SQLITE_OK) ff->base.pMethods = &ff_methods;
-    return rc;
-}
-
-#define RV(v) (((sq *)(v)->pAppData)->real_vfs)
-static int fv_delete(sqlite3_vfs *v, const char *n, int sync)
-{
-    return RV(v)->xDelete(RV(v), n, sync);
-}
-static int fv_access(sqlite3_vfs *v, const char *n, int flags, int *out)
-{
-    return RV(v)->xAccess(RV(v), n, flags, out);
-}
-static int fv_fullpath(sqlite3_vfs *v, const char *n, int len, char *out)
-{
-    return RV(v)->xFullPathname(RV(v), n, len, out);
-}
-static void *fv_dlopen(sqlite3_vfs *v, const char *n)
-{
-    return RV(v)->xDlOpen(RV(v), n);
-}
-static void fv_dlerror(sqlite3_vfs *v, int n, char *msg)
-{
-    RV(v)->xDlError(RV(v), n, msg);
-}
-static void (*fv_dlsym(sqlite3_vfs *v, void *h, const char *s))(void)
-{
-    return RV(v)->xDlSym(RV(v), h, s);
-}
-static void fv_dlclose(sqlite3_vfs *v, void *h)
-{
-    RV(v)->xDlClose(RV(v), h);
-}
-static int fv_random(sqlite3_vfs *v, int n, char *out)
-{
-    return RV(v)->xRandomness(RV(v), n, out);
-}
-static int fv_sleep(sqlite3_vfs *v, int us)
-{
-    return RV(v)->xSleep(RV(v), us);
-}
-static int fv_time(sqlite3_vfs *v, double *out)
-{
-    return RV(v)->xCurrentTime(RV(v), out);
-}
-static int fv_lasterr(sqlite3_vfs *v, int n, char *out)
-{
-    return RV(v)->xGetLastError(RV(v), n, out);
-}
-static int fv_time64(sqlite3_vfs *v, sqlite3_int64 *out)
-{
-    return RV(v)->xCurrentTimeInt64(RV(v), out);
-}
-
-static int vfs_register(sq *q)
-{
-    q->real_vfs = sqlite3_vfs_find(NULL);
-    if (!q->real_vfs) return SQLITE_ERROR;
-    memset(&q->vfs, 0, sizeof(q->vfs));
-    q->vfs.iVersion = 2;
-    q->vfs.szOsFile = (int)sizeof(fault_file) + q->real_vfs->szOsFile;
-    q->vfs.mxPathname = q->real_vfs->mxPathname;
-    snprintf(q->vfs_name, sizeof(q->vfs_name), "tenq-%p", (void *)q);
-    q->vfs.zName = q->vfs_name;
-    q->vfs.pAppData = q;
-    q->vfs.xOpen = fv_open;
-    q->vfs.xDelete = fv_delete;
-    q->vfs.xAccess = fv_access;
-    q->vfs.xFullPathname = fv_fullpath;
-    q->vfs.xDlOpen = fv_dlopen;
-    q->vfs.xDlError = fv_dlerror;
-    q->vfs.xDlSym = fv_dlsym;
-    q->vfs.xDlClose = fv_dlclose;
-    q->vfs.xRandomness = fv_random;
-    q->vfs.xSleep = fv_sleep;
-    q->vfs.xCurrentTime = fv_time;
-    q->vfs.xGetLastError = fv_lasterr;
-    q->vfs.xCurrentTimeInt64 = fv_time64;
-    q->budget = -1;
-    return sqlite3_vfs_register(&q->vfs, 0);
-}
 
 void store_test_set_write_budget(store_t *s, long long bytes)
 {
     if (strcmp(s->be->name, "sqlite") != 0) return;
     sq *q = s->impl;
-    __atomic_store_n(&q->budget, bytes, __ATOMIC_RELAXED);
+    __atomic_store_n(&q->vfs.budget, bytes, __ATOMIC_RELAXED);
 }
 
 /* ---- errors ----------------------------------------------------------------- */
@@ -414,7 +215,7 @@ static void *ckpt_main(void *arg)
 static int ckpt_start(sq *q, const char *path)
 {
     int rc =
-        sqlite3_open_v2(path, &q->cdb, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, q->vfs_name);
+        sqlite3_open_v2(path, &q->cdb, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, q->vfs.name);
     if (rc != SQLITE_OK) return rc;
     sqlite3_busy_timeout(q->cdb, 5000);
     /* connections open the file lazily: until then a checkpoint does nothing */
@@ -477,14 +278,14 @@ int store_sqlite_open(store_t *s, const char *path, char *errbuf, size_t errlen)
         free(q);
         return rc;
     }
-    if (vfs_register(q) != SQLITE_OK) {
+    if (fault_vfs_register(&q->vfs) != SQLITE_OK) {
         snprintf(errbuf, errlen, "sqlite: cannot register the VFS");
         close(q->lock_fd);
         free(q);
         return TENQ_EIO;
     }
     int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
-    int src = sqlite3_open_v2(path, &q->db, flags, q->vfs_name);
+    int src = sqlite3_open_v2(path, &q->db, flags, q->vfs.name);
     if (src != SQLITE_OK) {
         snprintf(errbuf, errlen, "cannot open %s: %s", path,
                  q->db ? sqlite3_errmsg(q->db) : sqlite3_errstr(src));
@@ -523,7 +324,7 @@ int store_sqlite_open(store_t *s, const char *path, char *errbuf, size_t errlen)
     }
     int target = s->opts.max_version > 0 ? s->opts.max_version : known;
     if (target > v && (rc = migrate(q->db, v, target, errbuf, errlen)) != 0) goto fail;
-    src = sqlite3_open_v2(path, &q->rdb, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, q->vfs_name);
+    src = sqlite3_open_v2(path, &q->rdb, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, q->vfs.name);
     if (src != SQLITE_OK) {
         snprintf(errbuf, errlen, "cannot open %s for reading: %s", path, sqlite3_errstr(src));
         rc = map_rc(src);
@@ -542,7 +343,7 @@ int store_sqlite_open(store_t *s, const char *path, char *errbuf, size_t errlen)
 fail:
     sqlite3_close(q->rdb);
     sqlite3_close(q->db);
-    sqlite3_vfs_unregister(&q->vfs);
+    fault_vfs_unregister(&q->vfs);
     close(q->lock_fd); /* after every connection: see sqlite_lock.c */
     free(q);
     return rc;
@@ -557,7 +358,7 @@ static void sq_close(store_t *s)
     sqlite3_wal_checkpoint_v2(q->db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
     sqlite3_close(q->rdb);
     sqlite3_close(q->db);
-    sqlite3_vfs_unregister(&q->vfs);
+    fault_vfs_unregister(&q->vfs);
     close(q->lock_fd);
     free(q);
 }

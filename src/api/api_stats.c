@@ -1,0 +1,290 @@
+/* What the server says of itself: stats (JSON), the longest lanes,
+ * Prometheus metrics, health and readiness. */
+#include "internal.h"
+
+/* ---- stats --------------------------------------------------------------------------------- */
+
+static void stat_pair(void *ctx, const char *queue, const char *tenant, const engine_counts *c)
+{
+    api_list_ctx *l = ctx;
+    if (!l->who->tok || strcmp(l->who->tok->tenant, tenant) != 0) return;
+    if (!token_allows_queue(l->who->tok, queue)) return;
+    jb_obj(l->b);
+    jb_kstr(l->b, "name", queue);
+    api_json_counts(l->b, c, srv_now(l->s));
+    jb_obj_end(l->b);
+}
+
+static void stat_queue(void *ctx, const char *name, const engine_queue_settings *qs,
+                       const engine_counts *c)
+{
+    (void)qs;
+    api_list_ctx *l = ctx;
+    if (l->who->tok && !token_allows_queue(l->who->tok, name)) return;
+    jb_obj(l->b);
+    jb_kstr(l->b, "name", name);
+    api_json_counts(l->b, c, srv_now(l->s));
+    api_json_rates(l->b, l->s, true, name);
+    jb_obj_end(l->b);
+}
+
+void h_stats(server *s, http_req *req, const principal *who, const char **args)
+{
+    (void)args;
+    int64_t now = srv_now(s);
+    jbuf b;
+    jb_init(&b);
+    jb_obj(&b);
+    jb_kint(&b, "time", now);
+    api_list_ctx l = {s, &b, who};
+    jb_key(&b, "queues");
+    jb_arr(&b);
+    if (who->role == ROLE_TENANT && who->tok)
+        engine_foreach_pair(s->e, now, stat_pair, &l);
+    else
+        engine_foreach_queue(s->e, now, stat_queue, &l);
+    jb_arr_end(&b);
+    if (who->role != ROLE_WORKER || !who->tok) {
+        jb_key(&b, "tenants");
+        jb_arr(&b);
+        engine_foreach_tenant(s->e, now, api_list_tenant, &l);
+        jb_arr_end(&b);
+    }
+    if (!who->tok || who->role == ROLE_ADMIN) {
+        engine_counts tot;
+        engine_totals(s->e, now, &tot);
+        jb_key(&b, "totals");
+        jb_obj(&b);
+        api_json_counts(&b, &tot, now);
+        api_json_rates(&b, s, true, "");
+        jb_obj_end(&b);
+        uint64_t tx, batches;
+        store_counters(s->st, &tx, &batches);
+        jb_key(&b, "server");
+        jb_obj(&b);
+        jb_kstr(&b, "store", store_backend(s->st));
+        jb_kint(&b, "connections", (long long)http_server_connections(s->http));
+        jb_kint(&b, "lease_waiters", (long long)s->n_lwait);
+        jb_kint(&b, "commits", (long long)tx);
+        jb_kint(&b, "batches", (long long)batches);
+        jb_kint(&b, "requests", (long long)s->n_requests);
+        jb_kint(&b, "uptime_ms", now - s->wall0_ms);
+        jb_obj_end(&b);
+    }
+    jb_obj_end(&b);
+    reply_json(req, 200, &b);
+}
+
+/* ---- lanes ----------------------------------------------------------------------------------- */
+
+static bool lane_visible(void *ctx, const char *tenant, const char *queue)
+{
+    return may_see_job(ctx, tenant, queue);
+}
+
+void h_lanes(server *s, http_req *req, const principal *who, const char **args)
+{
+    (void)args;
+    long long k;
+    if (!query_num(req, "limit", 20, 1, 1000, &k)) return;
+    engine_lane_info *lanes = xmalloc((size_t)k * sizeof(*lanes));
+    size_t total;
+    /* a tenant's view (lanes and their count) is its own lanes only */
+    size_t n = engine_top_lanes(s->e, (size_t)k, lanes, who->tok ? lane_visible : NULL, (void *)who,
+                                &total);
+    jbuf b;
+    jb_init(&b);
+    jb_obj(&b);
+    jb_kint(&b, "lanes_total", (long long)total);
+    jb_key(&b, "lanes");
+    jb_arr(&b);
+    for (size_t i = 0; i < n; i++) {
+        jb_obj(&b);
+        jb_kstr(&b, "tenant", lanes[i].tenant);
+        jb_kstr(&b, "queue", lanes[i].queue);
+        jb_kstr(&b, "key", lanes[i].key);
+        jb_kint(&b, "length", (long long)lanes[i].length);
+        jb_kint(&b, "head_id", (long long)lanes[i].head_id);
+        jb_kstr(&b, "head_state", engine_state_name(lanes[i].head_state));
+        jb_kint(&b, "head_run_at", lanes[i].head_run_at);
+        jb_obj_end(&b);
+    }
+    jb_arr_end(&b);
+    jb_obj_end(&b);
+    free(lanes);
+    reply_json(req, 200, &b);
+}
+
+/* ---- metrics (Prometheus text) ----------------------------------------------------------------
+ */
+
+static void metric_label(jbuf *b, const char *v)
+{
+    for (; *v; v++) {
+        if (*v == '\\' || *v == '"')
+            jb_printf(b, "\\%c", *v);
+        else if (*v == '\n')
+            jb_text(b, "\\n", 2);
+        else
+            jb_text(b, v, 1);
+    }
+}
+
+static void metric_counts(jbuf *b, const char *kind, const char *name, const engine_counts *c,
+                          int64_t now)
+{
+    static const char *const states[] = {"ready",  "scheduled", "blocked",
+                                         "leased", "running",   "dead"};
+    uint64_t v[] = {c->ready, c->scheduled, c->blocked, c->leased, c->running, c->dead};
+    for (int i = 0; i < 6; i++) {
+        jb_printf(b, "tenq_%s_jobs{%s=\"", kind, kind);
+        metric_label(b, name);
+        jb_printf(b, "\",state=\"%s\"} %llu\n", states[i], (unsigned long long)v[i]);
+    }
+    const char *totals[] = {"submitted", "succeeded", "failed", "dead", "cancelled"};
+    uint64_t tv[] = {c->submitted_total, c->succeeded_total, c->failed_total, c->dead_total,
+                     c->cancelled_total};
+    for (int i = 0; i < 5; i++) {
+        jb_printf(b, "tenq_%s_%s_total{%s=\"", kind, totals[i], kind);
+        metric_label(b, name);
+        jb_printf(b, "\"} %llu\n", (unsigned long long)tv[i]);
+    }
+    jb_printf(b, "tenq_%s_lag_seconds{%s=\"", kind, kind);
+    metric_label(b, name);
+    jb_printf(b, "\"} %.3f\n",
+              c->oldest_eligible ? (double)(now - c->oldest_eligible) / 1000.0 : 0);
+}
+
+static void metric_queue(void *ctx, const char *name, const engine_queue_settings *qs,
+                         const engine_counts *c)
+{
+    (void)qs;
+    api_list_ctx *l = ctx;
+    metric_counts(l->b, "queue", name, c, srv_now(l->s));
+}
+
+static void metric_tenant(void *ctx, const char *name, const engine_tenant_settings *ts,
+                          const engine_counts *c)
+{
+    api_list_ctx *l = ctx;
+    metric_counts(l->b, "tenant", name, c, srv_now(l->s));
+    jb_text(l->b, "tenq_tenant_slots{tenant=\"", 26);
+    metric_label(l->b, name);
+    if (ts->slots == ENGINE_UNLIMITED)
+        jb_printf(l->b, "\"} +Inf\n");
+    else
+        jb_printf(l->b, "\"} %u\n", ts->slots);
+}
+
+void h_metrics(server *s, http_req *req, const principal *who, const char **args)
+{
+    (void)who;
+    (void)args;
+    jbuf b;
+    jb_init(&b);
+    int64_t now = srv_now(s);
+    api_list_ctx l = {s, &b, who};
+    jb_printf(&b,
+              "# HELP tenq_queue_jobs Jobs per queue by state.\n# TYPE tenq_queue_jobs gauge\n");
+    engine_foreach_queue(s->e, now, metric_queue, &l);
+    jb_printf(&b,
+              "# HELP tenq_tenant_jobs Jobs per tenant by state.\n# TYPE tenq_tenant_jobs gauge\n");
+    engine_foreach_tenant(s->e, now, metric_tenant, &l);
+    uint64_t tx, batches;
+    store_counters(s->st, &tx, &batches);
+    uint64_t yields, yields_slow;
+    http_server_yields(s->http, &yields, &yields_slow);
+    jb_printf(&b,
+              "# TYPE tenq_store_commits_total counter\ntenq_store_commits_total %llu\n"
+              "# TYPE tenq_store_batches_total counter\ntenq_store_batches_total %llu\n"
+              "# TYPE tenq_store_commit_failures_total counter\n"
+              "tenq_store_commit_failures_total %llu\n"
+              "# TYPE tenq_http_requests_total counter\ntenq_http_requests_total %llu\n"
+              "# TYPE tenq_http_connections gauge\ntenq_http_connections %zu\n"
+              "# TYPE tenq_lease_waiters gauge\ntenq_lease_waiters %zu\n"
+              "# TYPE tenq_lanes gauge\ntenq_lanes %zu\n"
+              "# HELP tenq_store_writer_idle 1 while the commit thread runs at idle priority "
+              "(a quiet server).\n# TYPE tenq_store_writer_idle gauge\ntenq_store_writer_idle %d\n"
+              "# HELP tenq_store_writer_raised_total Times the commit thread, at idle priority, "
+              "waited for a CPU and was given normal priority back.\n"
+              "# TYPE tenq_store_writer_raised_total counter\ntenq_store_writer_raised_total %llu\n"
+              "# HELP tenq_http_idle_yields_total Yields of the CPU for requests that woke an "
+              "idle server.\n# TYPE tenq_http_idle_yields_total counter\n"
+              "tenq_http_idle_yields_total %llu\n"
+              "# HELP tenq_http_idle_yields_slow_total Such yields that found the CPU busy "
+              "(each stops them for a second).\n# TYPE tenq_http_idle_yields_slow_total counter\n"
+              "tenq_http_idle_yields_slow_total %llu\n",
+              (unsigned long long)tx, (unsigned long long)batches,
+              (unsigned long long)s->n_commits_failed, (unsigned long long)s->n_requests,
+              http_server_connections(s->http), s->n_lwait, engine_lane_count(s->e),
+              store_writer_idle(s->st) ? 1 : 0, (unsigned long long)store_writer_raised(s->st),
+              (unsigned long long)yields, (unsigned long long)yields_slow);
+    store_timing tm;
+    store_commit_timing(s->st, &tm);
+    jb_printf(&b, "# HELP tenq_store_commit_seconds Time to write and sync a group commit.\n"
+                  "# TYPE tenq_store_commit_seconds histogram\n");
+    uint64_t cum = 0;
+    for (int i = 0; i < STORE_HIST_BUCKETS; i++) {
+        cum += tm.counts[i];
+        if (i == STORE_HIST_BUCKETS - 1)
+            jb_printf(&b, "tenq_store_commit_seconds_bucket{le=\"+Inf\"} %llu\n",
+                      (unsigned long long)cum);
+        else
+            jb_printf(&b, "tenq_store_commit_seconds_bucket{le=\"%g\"} %llu\n",
+                      store_hist_bounds_us[i] / 1e6, (unsigned long long)cum);
+    }
+    jb_printf(&b, "tenq_store_commit_seconds_sum %.6f\ntenq_store_commit_seconds_count %llu\n",
+              tm.total_us / 1e6, (unsigned long long)cum);
+    jb_printf(&b,
+              "# HELP tenq_leader 1 while this server leads its store and serves, else 0.\n"
+              "# TYPE tenq_leader gauge\ntenq_leader %d\n"
+              "# HELP tenq_leader_term The term this server leads under (0: none).\n"
+              "# TYPE tenq_leader_term gauge\ntenq_leader_term %llu\n",
+              srv_serving(s) ? 1 : 0, (unsigned long long)s->term);
+    size_t len;
+    char *body = jb_take(&b, &len);
+    http_reply(req, 200, "text/plain; version=0.0.4", NULL, body, len);
+    free(body);
+}
+
+/* This server's health and role (no token needed): 200 while it answers,
+ * whatever its role; 503 while it reloads or stops.  readyz: 200 only on
+ * the leader that serves (for load balancers). */
+static void health(server *s, http_req *req, bool ready)
+{
+    char url[256];
+    bool other = lead_leader(s, url, sizeof url);
+    const char *status = s->stopping ? "stopping" : s->resyncing ? "reloading" : "ok";
+    jbuf b;
+    jb_init(&b);
+    jb_obj(&b);
+    jb_kstr(&b, "status", status);
+    jb_kstr(&b, "role", s->leading ? "leader" : "standby");
+    jb_kstr(&b, "store", store_backend(s->st));
+    jb_kstr(&b, "node", lead_node(s));
+    jb_kstr(&b, "advertise", lead_advertise(s));
+    jb_kint(&b, "term", (long long)s->term);
+    if (s->leading)
+        jb_kstr(&b, "leader", lead_advertise(s));
+    else if (other)
+        jb_kstr(&b, "leader", url);
+    else
+        jb_kraw(&b, "leader", "null");
+    jb_obj_end(&b);
+    bool ok = ready ? srv_serving(s) && !s->stopping : !s->resyncing && !s->stopping;
+    reply_json(req, ok ? 200 : 503, &b);
+}
+
+void h_healthz(server *s, http_req *req, const principal *who, const char **args)
+{
+    (void)who;
+    (void)args;
+    health(s, req, false);
+}
+
+void h_readyz(server *s, http_req *req, const principal *who, const char **args)
+{
+    (void)who;
+    (void)args;
+    health(s, req, true);
+}

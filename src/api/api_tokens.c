@@ -1,0 +1,147 @@
+/* Tokens (list, create, revoke) and who a token is (whoami). */
+#include "internal.h"
+
+#include "base/sha256.h"
+
+/* ---- tokens ------------------------------------------------------------------------------- */
+
+static void json_token(jbuf *b, const token *t)
+{
+    jb_kint(b, "id", t->id);
+    char role[ENGINE_NAME_MAX + 16];
+    snprintf(role, sizeof role, "%s%s",
+             t->role == ROLE_ADMIN    ? "admin"
+             : t->role == ROLE_WORKER ? "worker"
+                                      : "tenant:",
+             t->role == ROLE_TENANT ? t->tenant : "");
+    jb_kstr(b, "role", role);
+    jb_kraw(b, "queues", t->queues_json);
+    jb_kint(b, "created_at", t->created_at);
+}
+
+void h_tokens(server *s, http_req *req, const principal *who, const char **args)
+{
+    (void)who;
+    (void)args;
+    jbuf b;
+    jb_init(&b);
+    jb_obj(&b);
+    jb_key(&b, "tokens");
+    jb_arr(&b);
+    for (size_t i = 0; i < s->auth.n; i++) {
+        if (s->auth.all[i]->revoked) continue;
+        jb_obj(&b);
+        json_token(&b, s->auth.all[i]);
+        jb_obj_end(&b);
+    }
+    jb_arr_end(&b);
+    jb_obj_end(&b);
+    reply_json(req, 200, &b);
+}
+
+void h_token_create(server *s, http_req *req, const principal *who, const char **args)
+{
+    (void)who;
+    (void)args;
+    json_t *body = parse_body(req);
+    if (!body) return;
+    static const char *const fields[] = {"role", "queues", NULL};
+    const char *role = NULL;
+    if (!only_fields(req, body, fields) || !get_str(req, body, "role", &role, true)) {
+        json_decref(body);
+        return;
+    }
+    role_kind kind;
+    if (!auth_parse_role(role, &kind, NULL)) {
+        reply_error(req, TENQ_EINVALID, "role", "role is admin, worker or tenant:NAME");
+        json_decref(body);
+        return;
+    }
+    char *queues = NULL;
+    json_t *q = json_object_get(body, "queues");
+    if (q && !json_is_null(q)) {
+        bool ok = json_is_array(q) && json_array_size(q) > 0 && json_array_size(q) <= 64;
+        size_t i;
+        json_t *v;
+        json_array_foreach(q, i, v) ok =
+            ok && json_is_string(v) && engine_name_valid(json_string_value(v));
+        if (!ok) {
+            reply_error(req, TENQ_EINVALID, "queues", "queues must be a list of queue names");
+            json_decref(body);
+            return;
+        }
+        queues = canonical_json(q);
+    }
+    char secret[64], hex[65];
+    auth_new_secret(secret);
+    sha256_hex(secret, strlen(secret), hex);
+    store_token st = {s->auth.next_id, hex, role, queues, srv_now(s), 0};
+    token *t = auth_add(&s->auth, st.id, hex, role, queues, st.created_at);
+    store_batch_token(s->batch, &st);
+    jbuf b;
+    jb_init(&b);
+    jb_obj(&b);
+    json_token(&b, t);
+    jb_kstr(&b, "token", secret);
+    jb_obj_end(&b);
+    free(queues);
+    json_decref(body);
+    srv_commit_reply(s, req, 201, &b);
+}
+
+void h_token_revoke(server *s, http_req *req, const principal *who, const char **args)
+{
+    (void)who;
+    char *end;
+    long long id = strtoll(args[0], &end, 10);
+    token *t = *end ? NULL : auth_find_id(&s->auth, id);
+    if (!t) {
+        reply_error(req, TENQ_ENOT_FOUND, "id", "no token %s", args[0]);
+        return;
+    }
+    auth_revoke(&s->auth, t);
+    store_batch_token_revoke(s->batch, id, srv_now(s));
+    jbuf b;
+    jb_init(&b);
+    jb_obj(&b);
+    jb_kint(&b, "id", id);
+    jb_kbool(&b, "revoked", true);
+    jb_obj_end(&b);
+    srv_commit_reply(s, req, 200, &b);
+}
+
+/* ---- whoami ---------------------------------------------------------------------------------- */
+
+void h_whoami(server *s, http_req *req, const principal *who, const char **args)
+{
+    (void)s;
+    (void)args;
+    jbuf b;
+    jb_init(&b);
+    jb_obj(&b);
+    if (!who->tok) {
+        /* no tokens: everyone is admin (loopback only) */
+        jb_kstr(&b, "role", "admin");
+        jb_key(&b, "token_id");
+        jb_null(&b);
+        jb_kbool(&b, "auth", false);
+    } else {
+        const token *t = who->tok;
+        jb_kstr(&b, "role",
+                t->role == ROLE_TENANT   ? "tenant"
+                : t->role == ROLE_WORKER ? "worker"
+                                         : "admin");
+        if (t->role == ROLE_TENANT) jb_kstr(&b, "tenant", t->tenant);
+        jb_key(&b, "queues");
+        if (t->queues) {
+            jb_arr(&b);
+            for (size_t i = 0; i < t->nqueues; i++) jb_str(&b, t->queues[i]);
+            jb_arr_end(&b);
+        } else
+            jb_null(&b);
+        jb_kint(&b, "token_id", t->id);
+        jb_kbool(&b, "auth", true);
+    }
+    jb_obj_end(&b);
+    reply_json(req, 200, &b);
+}

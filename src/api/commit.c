@@ -1,0 +1,501 @@
+/* Answering after commit: the batch being built from the engine's changes,
+ * handed to the store's writer (flush), and the replies that wait for its
+ * commit; leases and readiness written late (a lease is stored only
+ * --lease-write-delay after it is granted, unless its job changes first);
+ * what a failed commit does (writes refused, the engine reloaded under a new
+ * term: lead.c).  See docs/ARCHITECTURE.md, "The commit pipeline". */
+#include "internal.h"
+
+#include "base/hash.h"
+
+#include <event2/event.h>
+/* ---- answering after commit ---------------------------------------------------------- */
+
+static void pending_abort(http_req *req)
+{
+    pending *p = req->user;
+    p->req = NULL;
+}
+
+static pending *pending_new(http_req *req, int status, jbuf *b)
+{
+    pending *p = xcalloc(1, sizeof(*p));
+    p->req = req;
+    p->status = status;
+    p->body = jb_take(b, &p->len);
+    req->user = p;
+    req->on_abort = pending_abort;
+    return p;
+}
+
+/* Answers a pending reply (or takes its step) and frees it. */
+static void pending_finish(server *s, pending *p, int rc, const char *why)
+{
+    if (p->req) p->req->on_abort = NULL;
+    if (p->then) {
+        if (p->req) p->req->user = NULL;
+        if (rc && p->req) {
+            reply_error(p->req, rc, NULL, "not committed: %s", why);
+            p->req = NULL;
+        }
+        p->then(s, p->req, p->ctx, rc);
+    } else if (p->req) {
+        if (rc == 0)
+            http_reply(p->req, p->status, "application/json", NULL, p->body, p->len);
+        else
+            reply_error(p->req, rc, NULL, "not committed: %s", why);
+    }
+    free(p->body);
+    free(p);
+}
+
+void srv_schedule_flush(server *s)
+{
+    if (!event_pending(s->flush_ev, EV_TIMEOUT, NULL)) event_active(s->flush_ev, EV_TIMEOUT, 1);
+}
+
+/* Is a job final (for waiters)? */
+static bool final_state(engine_state st)
+{
+    return st == ENGINE_SUCCEEDED || st == ENGINE_CANCELLED || st == ENGINE_MERGED ||
+           st == ENGINE_DEAD;
+}
+
+/* ---- leases written late --------------------------------------------------------
+ * Most jobs end within milliseconds of their lease.  Writing the lease and
+ * then the end costs the store two row writes; so a lease is written only
+ * lease_write_delay after it was granted, and not at all when its job ends
+ * (or changes again) first: the later row carries the lease fields too.  A
+ * crash inside that window loses the lease, which is safe (the job runs again
+ * under a new token, see SEMANTICS.md "Durability").  At-most-once leases are
+ * never deferred: they are answered only once stored.  A job becoming ready
+ * (blocked -> ready when its lane moves on, scheduled -> ready when its time
+ * comes) is deferred alike: recovery derives readiness from lanes and run_at,
+ * so the stored "blocked" or "scheduled" loses nothing but ready_at. */
+
+typedef struct deferred_lease {
+    uint64_t id;
+    int64_t at;
+    struct deferred_lease *prev, *next;
+} deferred_lease;
+
+static bool dl_eq(const void *item, const void *key)
+{
+    return ((const deferred_lease *)item)->id == *(const uint64_t *)key;
+}
+
+static deferred_lease *dl_find(server *s, uint64_t id)
+{
+    return s->deferred.len ? htab_find(&s->deferred, hash_u64(id), dl_eq, &id) : NULL;
+}
+
+static void dl_drop(server *s, deferred_lease *d)
+{
+    htab_remove(&s->deferred, hash_u64(d->id), d);
+    if (d->prev)
+        d->prev->next = d->next;
+    else
+        s->dfirst = d->next;
+    if (d->next)
+        d->next->prev = d->prev;
+    else
+        s->dlast = d->prev;
+    free(d);
+}
+
+static void arm_defer(server *s)
+{
+    if (!s->dfirst || event_pending(s->defer_ev, EV_TIMEOUT, NULL)) return;
+    int64_t due = s->dfirst->at + s->cfg.lease_write_delay_ms - srv_now(s);
+    if (due < 1) due = 1;
+    struct timeval tv = {(time_t)(due / 1000), (suseconds_t)((due % 1000) * 1000)};
+    event_add(s->defer_ev, &tv);
+}
+
+/* Writes the deferred leases granted before `before` (all with INT64_MAX). */
+void srv_write_deferred(server *s, int64_t before)
+{
+    bool any = false;
+    while (s->dfirst && s->dfirst->at < before) {
+        deferred_lease *d = s->dfirst;
+        engine_job *j = engine_find(s->e, d->id);
+        engine_state st = j ? engine_job_state(j) : ENGINE_DEAD;
+        if (st == ENGINE_READY || st == ENGINE_LEASED || st == ENGINE_RUNNING) {
+            engine_job_info in;
+            engine_job_get(j, &in);
+            store_batch_job(s->batch, &in, 0);
+            any = true;
+        }
+        dl_drop(s, d);
+    }
+    if (any) srv_schedule_flush(s);
+}
+
+static void on_defer(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    server *s = arg;
+    srv_write_deferred(s, srv_now(s) - s->cfg.lease_write_delay_ms + 1);
+    arm_defer(s);
+}
+
+void srv_drop_deferred(server *s)
+{
+    while (s->dfirst) dl_drop(s, s->dfirst);
+}
+
+/* Changes left out of the batch: fresh leases of at-least-once queues. */
+static bool defer_change(void *ctx, const engine_change *c)
+{
+    server *s = ctx;
+    if (c->kind != ENGINE_CH_JOB) return false;
+    deferred_lease *d = dl_find(s, c->id);
+    engine_state st = engine_job_state(c->job);
+    /* A job that became ready (its lane moved on, its time came) is deferred
+     * the same way: recovery works readiness out again from lanes and run_at,
+     * and most such jobs are leased and done within the delay. */
+    bool lease_only = c->fields == 0 && (st == ENGINE_LEASED || st == ENGINE_READY) &&
+                      s->cfg.lease_write_delay_ms > 0 && !s->stopping;
+    if (lease_only && st == ENGINE_LEASED) {
+        engine_queue_settings qs;
+        if (engine_queue_get(s->e, 0, engine_job_queue(c->job), &qs, NULL) == 0 &&
+            qs.delivery == ENGINE_AT_MOST_ONCE)
+            lease_only = false;
+    }
+    if (!lease_only) {
+        if (d) dl_drop(s, d); /* this row carries the lease fields too */
+        return false;
+    }
+    if (!d) {
+        d = xcalloc(1, sizeof(*d));
+        d->id = c->id;
+        d->at = srv_now(s);
+        d->prev = s->dlast;
+        if (s->dlast)
+            s->dlast->next = d;
+        else
+            s->dfirst = d;
+        s->dlast = d;
+        htab_insert(&s->deferred, hash_u64(d->id), d);
+    }
+    return true;
+}
+
+/* Moves the engine's changes into the batch being built; remembers which
+ * jobs finished for waiters, and which queues got work for long polls. */
+static void collect(server *s, char ***wake, size_t *nwake)
+{
+    size_t n;
+    const engine_change *c = engine_changes(s->e, &n);
+    *wake = NULL;
+    *nwake = 0;
+    if (n == 0) return;
+    for (size_t i = 0; i < n; i++) {
+        if (c[i].kind == ENGINE_CH_WAKE) {
+            *wake = xrealloc(*wake, (*nwake + 1) * sizeof(char *));
+            (*wake)[(*nwake)++] = xstrdup(c[i].name);
+        } else if (c[i].kind == ENGINE_CH_JOB && final_state(engine_job_state(c[i].job))) {
+            idvec *d = &s->cur_done;
+            if (d->n == d->cap) {
+                d->cap = d->cap ? d->cap * 2 : 64;
+                d->v = xrealloc(d->v, d->cap * sizeof(uint64_t));
+            }
+            d->v[d->n++] = c[i].id;
+        }
+    }
+    store_batch_changes_except(s->batch, s->e, defer_change, s);
+    engine_changes_clear(s->e);
+    if (store_batch_ops(s->batch)) srv_schedule_flush(s);
+    arm_defer(s);
+}
+
+static void wake_all(server *s, char **wake, size_t nwake)
+{
+    for (size_t i = 0; i < nwake; i++) {
+        srv_wake_leases(s, wake[i]);
+        free(wake[i]);
+    }
+    free(wake);
+}
+
+void srv_wake_first(server *s)
+{
+    size_t n, k = 0;
+    const engine_change *c = engine_changes(s->e, &n);
+    char *names[8];
+    for (size_t i = 0; i < n && k < 8; i++)
+        if (c[i].kind == ENGINE_CH_WAKE) names[k++] = xstrdup(c[i].name);
+    /* a lease's reply collects the changes: names are copies (queues past
+     * the eighth are woken when the changes are collected, as before) */
+    for (size_t i = 0; i < k; i++) {
+        srv_wake_leases(s, names[i]);
+        free(names[i]);
+    }
+}
+
+void srv_collect(server *s)
+{
+    char **wake;
+    size_t nwake;
+    collect(s, &wake, &nwake);
+    wake_all(s, wake, nwake);
+}
+
+/* Is anything uncommitted, in the batch being built or handed over? */
+static bool uncommitted(const server *s)
+{
+    return store_batch_ops(s->batch) > 0 || s->inflight_tail;
+}
+
+/* Queues p behind the batch being built, when it has changes, or else
+ * behind the last batch handed over (there is one: uncommitted).  Nothing
+ * of its own to commit, a reply may still rest on batches not committed
+ * yet (an idempotent replay, say). */
+static void pending_queue(server *s, pending *p)
+{
+    if (store_batch_ops(s->batch) > 0) {
+        if (s->cur_tail)
+            s->cur_tail->next = p;
+        else
+            s->cur = p;
+        s->cur_tail = p;
+        srv_schedule_flush(s); /* ops may come from the handler itself (tokens) */
+        return;
+    }
+    inflight *f = s->inflight_tail;
+    if (f->replies_tail)
+        f->replies_tail->next = p;
+    else
+        f->replies = p;
+    f->replies_tail = p;
+}
+
+void srv_commit_reply(server *s, http_req *req, int status, jbuf *b)
+{
+    char **wake = NULL;
+    size_t nwake = 0;
+    if (engine_change_count(s->e)) collect(s, &wake, &nwake);
+    if (uncommitted(s))
+        pending_queue(s, pending_new(req, status, b));
+    else
+        reply_json(req, status, b);
+    wake_all(s, wake, nwake);
+}
+
+void srv_after_commit(server *s, http_req *req, commit_then then, void *ctx)
+{
+    char **wake = NULL;
+    size_t nwake = 0;
+    if (engine_change_count(s->e)) collect(s, &wake, &nwake);
+    if (uncommitted(s)) {
+        pending *p = xcalloc(1, sizeof(*p));
+        p->req = req;
+        p->then = then;
+        p->ctx = ctx;
+        req->user = p;
+        req->on_abort = pending_abort;
+        pending_queue(s, p);
+    } else {
+        then(s, req, ctx, 0);
+    }
+    wake_all(s, wake, nwake);
+}
+
+void srv_commit_reply_now(server *s, http_req *req, int status, jbuf *b)
+{
+    /* the reply first: it waits for nothing, and a worker may be waiting
+     * for it (collecting the changes into the batch comes after) */
+    reply_json(req, status, b);
+    char **wake = NULL;
+    size_t nwake = 0;
+    if (engine_change_count(s->e)) collect(s, &wake, &nwake);
+    wake_all(s, wake, nwake);
+}
+
+/* The store's writer waits and commits at idle priority while the server
+ * is quiet (store_opts.writer_idle): if every CPU is kept busy, by our
+ * clients or other processes, it may get none.  So a few ms after a batch
+ * is handed over to an idle writer, store_writer_check gives it normal
+ * priority back when it has not committed and waits for a CPU. */
+#define WRITER_WATCH_MS 2
+
+static void watch_writer(server *s);
+
+static void on_writer_watch(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    server *s = arg;
+    if (store_writer_check(s->st, s->last_seq)) watch_writer(s);
+}
+
+static void watch_writer(server *s)
+{
+    if (!s->writer_watch_ev || !store_writer_idle(s->st)) return;
+    if (evtimer_pending(s->writer_watch_ev, NULL)) return;
+    struct timeval tv = {0, WRITER_WATCH_MS * 1000};
+    evtimer_add(s->writer_watch_ev, &tv);
+}
+
+/* Hands the batch being built to the writer, with the replies waiting for
+ * it; more: a part of a chain (srv_hand_over), which may be empty only
+ * when it ends one. */
+static void flush_batch(server *s, bool more)
+{
+    inflight *f = xcalloc(1, sizeof(*f));
+    f->replies = s->cur;
+    f->replies_tail = s->cur_tail;
+    f->done = s->cur_done;
+    s->cur = s->cur_tail = NULL;
+    memset(&s->cur_done, 0, sizeof s->cur_done);
+    f->term = s->term;
+    f->seq = more ? store_commit_part(s->st, s->batch) : store_commit(s->st, s->batch);
+    s->batch = store_batch_new();
+    s->last_seq = f->seq;
+    watch_writer(s);
+    if (s->inflight_tail)
+        s->inflight_tail->next = f;
+    else
+        s->inflight = f;
+    s->inflight_tail = f;
+}
+
+void srv_flush_now(server *s)
+{
+    if (store_batch_ops(s->batch) > 0) flush_batch(s, false);
+}
+
+void srv_hand_over(server *s)
+{
+    if (!store_can_chain(s->st)) return;
+    srv_collect(s);
+    if (store_batch_ops(s->batch) == 0) return;
+    flush_batch(s, true);
+    s->chain_open = true;
+}
+
+void srv_end_chain(server *s)
+{
+    if (!s->chain_open) return;
+    s->chain_open = false;
+    flush_batch(s, false);
+}
+
+static void on_flush(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    srv_flush_now(arg);
+}
+
+/* What was not handed over yet rests on a state being dropped: its replies
+ * get rc, and the leases waiting to be written go (they point into it). */
+void srv_drop_uncommitted(server *s, int rc, const char *why)
+{
+    srv_drop_deferred(s);
+    for (pending *p = s->cur, *nx; p; p = nx) {
+        nx = p->next;
+        pending_finish(s, p, rc, why);
+    }
+    s->cur = s->cur_tail = NULL;
+    s->cur_done.n = 0;
+    store_batch_free(s->batch);
+    s->batch = store_batch_new();
+}
+
+/* A commit failed: writes are refused (503) and reads go on from the engine
+ * as it was.  Once every batch built on the lost changes has reported, the
+ * leadership thread counts a new term and loads a new engine (srv_install). */
+static void start_resync(server *s)
+{
+    s->resyncing = true;
+    srv_drop_uncommitted(s, TENQ_EUNAVAILABLE, "the store failed; reloading");
+    event_active(s->resync_ev, EV_TIMEOUT, 1);
+}
+
+static void on_resync(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    server *s = arg;
+    if (s->inflight) {
+        /* wait until every batch built on the lost changes has reported */
+        struct timeval tv = {0, 20000};
+        event_add(s->resync_ev, &tv);
+        return;
+    }
+    if (s->resyncing && s->leading) lead_reload(s);
+}
+
+static void on_commit(void *ctx, uint64_t seq, int rc)
+{
+    server *s = ctx;
+    inflight *f = s->inflight;
+    if (!f || f->seq != seq) {
+        log_event(LOG_ERROR, "commit", "seq=%llu arrived out of order", (unsigned long long)seq);
+        return;
+    }
+    s->inflight = f->next;
+    if (!s->inflight) s->inflight_tail = NULL;
+    if (rc == 0)
+        s->n_commits_ok++;
+    else
+        s->n_commits_failed++;
+    for (pending *p = f->replies, *nx; p; p = nx) {
+        nx = p->next;
+        pending_finish(s, p, rc, store_errmsg(s->st));
+    }
+    if (rc == 0)
+        for (size_t i = 0; i < f->done.n; i++)
+            if (srv_has_waiter(f->done.v[i])) srv_answer_waiters(s, f->done.v[i]);
+    /* a batch of an earlier term (one that failed as its engine was
+     * dropped) says nothing of this one */
+    bool ours = f->term == s->term && s->leading;
+    free(f->done.v);
+    free(f);
+    if (rc == TENQ_ENOT_LEADER && ours) {
+        srv_step_down(s, "a write was refused: another server leads the store");
+        lead_recheck(s);
+    } else if (rc != 0 && ours && !s->resyncing) {
+        log_event(LOG_ERROR, "store", "commit failed: %s; reloading from the store",
+                  store_errmsg(s->st));
+        start_resync(s);
+    }
+    srv_maybe_finish_stop(s);
+}
+
+static void on_store_event(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    store_dispatch(((server *)arg)->st);
+}
+
+/* ---- the events of this file ------------------------------------------------------------- */
+
+int srv_commit_start(server *s)
+{
+    s->flush_ev = event_new(s->base, -1, 0, on_flush, s);
+    s->writer_watch_ev = evtimer_new(s->base, on_writer_watch, s);
+    s->resync_ev = evtimer_new(s->base, on_resync, s);
+    s->defer_ev = evtimer_new(s->base, on_defer, s);
+    s->store_ev =
+        event_new(s->base, store_event_fd(s->st), EV_READ | EV_PERSIST, on_store_event, s);
+    if (!s->flush_ev || !s->writer_watch_ev || !s->resync_ev || !s->defer_ev || !s->store_ev ||
+        event_add(s->store_ev, NULL) != 0)
+        return -1;
+    store_on_commit(s->st, on_commit, s);
+    return 0;
+}
+
+void srv_commit_free(server *s)
+{
+    if (s->flush_ev) event_free(s->flush_ev);
+    if (s->writer_watch_ev) event_free(s->writer_watch_ev);
+    if (s->resync_ev) event_free(s->resync_ev);
+    if (s->defer_ev) event_free(s->defer_ev);
+    if (s->store_ev) event_free(s->store_ev);
+    srv_drop_deferred(s);
+    htab_free(&s->deferred);
+}

@@ -1,0 +1,299 @@
+/* Requests that wait: lease long polls (woken when a queue gets work) and
+ * job waits (answered when the job's final state is committed). */
+#include "internal.h"
+
+#include "base/hash.h"
+
+#include <event2/event.h>
+typedef struct jw_slot {
+    uint64_t id;
+    job_waiter *head;
+} jw_slot;
+
+static bool jw_eq(const void *item, const void *key)
+{
+    return ((const jw_slot *)item)->id == *(const uint64_t *)key;
+}
+
+static htab jw_index; /* id -> waiters (the server is a singleton per process) */
+
+bool srv_has_waiter(uint64_t id)
+{
+    return jw_index.len && htab_find(&jw_index, hash_u64(id), jw_eq, &id) != NULL;
+}
+
+/* ---- lease long polls ------------------------------------------------------------------ */
+
+static void lease_waiter_free(server *s, lease_waiter *w)
+{
+    if (w->prev)
+        w->prev->next = w->next;
+    else
+        s->lwait = w->next;
+    if (w->next) w->next->prev = w->prev;
+    s->n_lwait--;
+    event_free(w->timer);
+    for (size_t i = 0; i < w->nqueues; i++) free(w->queues[i]);
+    for (size_t i = 0; i < w->ntypes; i++) free(w->types[i]);
+    free(w->queues);
+    free(w->types);
+    free(w->worker);
+    free(w->results);
+    free(w);
+}
+
+/* Frees a waiter and answers its request: no jobs (with its results). */
+void srv_lease_waiter_end(server *s, lease_waiter *w)
+{
+    http_req *req = w->req;
+    req->on_abort = NULL;
+    char *results = w->results;
+    w->results = NULL;
+    lease_waiter_free(s, w);
+    reply_no_jobs(req, results);
+    free(results);
+}
+
+static void lease_waiter_abort(http_req *req)
+{
+    lease_waiter *w = req->user;
+    lease_waiter_free(w->srv, w);
+}
+
+void reply_no_jobs(http_req *req, const char *results)
+{
+    static const char empty[] = "{\"jobs\":[]}";
+    if (!results) {
+        http_reply(req, 200, "application/json", NULL, empty, sizeof empty - 1);
+        return;
+    }
+    jbuf b;
+    jb_init(&b);
+    jb_obj(&b);
+    jb_key(&b, "jobs");
+    jb_arr(&b);
+    jb_arr_end(&b);
+    jb_kraw(&b, "results", results);
+    jb_obj_end(&b);
+    reply_json(req, 200, &b);
+}
+
+static void on_lease_timeout(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    lease_waiter *w = arg;
+    srv_lease_waiter_end(w->srv, w);
+}
+
+void lease_waiter_add(server *s, lease_waiter *w, int64_t wait_ms)
+{
+    w->srv = s;
+    w->timer = evtimer_new(s->base, on_lease_timeout, w);
+    struct timeval tv = {(time_t)(wait_ms / 1000), (suseconds_t)((wait_ms % 1000) * 1000)};
+    evtimer_add(w->timer, &tv);
+    /* oldest first: append */
+    w->next = NULL;
+    w->prev = NULL;
+    if (!s->lwait) {
+        s->lwait = w;
+    } else {
+        lease_waiter *t = s->lwait;
+        while (t->next) t = t->next;
+        t->next = w;
+        w->prev = t;
+    }
+    s->n_lwait++;
+    w->req->user = w;
+    w->req->on_abort = lease_waiter_abort;
+}
+
+/* One pass over the waiters of a queue, oldest first. */
+static void wake_queue(server *s, const char *queue)
+{
+    for (lease_waiter *w = s->lwait, *nx; w; w = nx) {
+        nx = w->next;
+        bool wants = false;
+        for (size_t i = 0; i < w->nqueues && !wants; i++) wants = !strcmp(w->queues[i], queue);
+        if (!wants) continue;
+        http_req *req = w->req;
+        req->on_abort = NULL;
+        req->write_now = true; /* a worker waits on this: see send_reply */
+        if (try_lease(s, req, &w->who, w->queues, w->nqueues, w->types, w->ntypes, w->max,
+                      w->worker, w->results)) {
+            /* the reply now waits for the commit; the waiter is done */
+            nx = w->next;
+            lease_waiter_free(s, w);
+            continue;
+        }
+        req->write_now = false;
+        req->user = w;
+        req->on_abort = lease_waiter_abort;
+        if (!w->ntypes) break; /* nothing eligible for this queue any more */
+    }
+}
+
+void srv_wake_leases(server *s, const char *queue)
+{
+    if (!srv_serving(s)) return;
+    if (s->waking) {
+        /* from inside a pass (a lease's reply collected the engine's
+         * changes): a nested pass would free waiters the outer one is
+         * about to visit, so it waits for the outer pass to end */
+        for (size_t i = 0; i < s->n_wake_later; i++)
+            if (!strcmp(s->wake_later[i], queue)) return;
+        s->wake_later = xrealloc(s->wake_later, (s->n_wake_later + 1) * sizeof(char *));
+        s->wake_later[s->n_wake_later++] = xstrdup(queue);
+        return;
+    }
+    s->waking = true;
+    wake_queue(s, queue);
+    while (s->n_wake_later > 0) {
+        char *q = s->wake_later[--s->n_wake_later];
+        if (!s->resyncing) wake_queue(s, q);
+        free(q);
+    }
+    free(s->wake_later);
+    s->wake_later = NULL;
+    s->waking = false;
+}
+
+/* ---- job waits -------------------------------------------------------------------------- */
+
+static void jw_unlink(job_waiter *w)
+{
+    uint64_t h = hash_u64(w->id);
+    jw_slot *slot = htab_find(&jw_index, h, jw_eq, &w->id);
+    if (!slot) return;
+    if (w->prev)
+        w->prev->next = w->next;
+    else
+        slot->head = w->next;
+    if (w->next) w->next->prev = w->prev;
+    if (!slot->head) {
+        htab_remove(&jw_index, h, slot);
+        free(slot);
+    }
+}
+
+static void jw_free(job_waiter *w)
+{
+    jw_unlink(w);
+    event_free(w->timer);
+    free(w);
+}
+
+static void jw_abort(http_req *req)
+{
+    jw_free(req->user);
+}
+
+static void on_wait_timeout(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    job_waiter *w = arg;
+    http_req *req = w->req;
+    server *s = w->srv;
+    principal who = w->who;
+    uint64_t id = w->id;
+    req->on_abort = NULL;
+    jw_free(w);
+    /* the job as it stands now (h_get_job answers from memory or the store) */
+    char idbuf[32];
+    snprintf(idbuf, sizeof idbuf, "%llu", (unsigned long long)id);
+    const char *args[1] = {idbuf};
+    h_get_job(s, req, &who, args);
+}
+
+void job_waiter_add(server *s, job_waiter *w, int64_t wait_ms)
+{
+    w->srv = s;
+    w->timer = evtimer_new(s->base, on_wait_timeout, w);
+    struct timeval tv = {(time_t)(wait_ms / 1000), (suseconds_t)((wait_ms % 1000) * 1000)};
+    evtimer_add(w->timer, &tv);
+    uint64_t h = hash_u64(w->id);
+    jw_slot *slot = htab_find(&jw_index, h, jw_eq, &w->id);
+    if (!slot) {
+        slot = xcalloc(1, sizeof(*slot));
+        slot->id = w->id;
+        htab_insert(&jw_index, h, slot);
+    }
+    w->prev = NULL;
+    w->next = slot->head;
+    if (slot->head) slot->head->prev = w;
+    slot->head = w;
+    w->req->user = w;
+    w->req->on_abort = jw_abort;
+}
+
+/* The job's final state is committed: every waiter gets it from the store. */
+static void on_final_rows(void *ctx, int rc, const store_rows *rows)
+{
+    read_ctx *c = ctx;
+    server *s = c->srv;
+    uint64_t id = c->id;
+    free(c);
+    char *bodies[2] = {NULL, NULL}; /* without and with the lease token */
+    size_t lens[2] = {0, 0};
+    for (int t = 0; t < 2 && rc == 0 && rows->n == 1; t++) {
+        jbuf b;
+        jb_init(&b);
+        json_job(&b, &rows->jobs[0], JOB_FULL, t == 1);
+        bodies[t] = jb_take(&b, &lens[t]);
+    }
+    jw_slot *slot;
+    while ((slot = htab_find(&jw_index, hash_u64(id), jw_eq, &id)) && slot->head) {
+        job_waiter *w = slot->head;
+        http_req *req = w->req;
+        bool visible = rc == 0 && rows->n == 1 &&
+                       may_see_job(&w->who, rows->jobs[0].tenant, rows->jobs[0].queue);
+        int t = shows_token(&w->who) ? 1 : 0;
+        req->on_abort = NULL;
+        jw_free(w);
+        if (visible)
+            http_reply(req, 200, "application/json", NULL, bodies[t], lens[t]);
+        else
+            reply_error(req, rc ? rc : TENQ_ENOT_FOUND, "id", "no job %llu",
+                        (unsigned long long)id);
+    }
+    free(bodies[0]);
+    free(bodies[1]);
+    (void)s;
+}
+
+void srv_answer_waiters(server *s, uint64_t id)
+{
+    read_ctx *c = xcalloc(1, sizeof(*c));
+    c->srv = s;
+    c->id = id;
+    store_get_job(s->st, id, on_final_rows, c);
+}
+
+/* Answers every job waiter: this server no longer has the jobs. */
+void srv_end_job_waiters(server *s)
+{
+    job_waiter **all = NULL;
+    size_t n = 0;
+    for (size_t i = 0; i < htab_cap(&jw_index); i++) {
+        jw_slot *slot = jw_index.slots[i].item;
+        for (job_waiter *w = slot ? slot->head : NULL; w; w = w->next) {
+            all = xrealloc(all, (n + 1) * sizeof(*all));
+            all[n++] = w;
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        http_req *req = all[i]->req;
+        req->on_abort = NULL;
+        jw_free(all[i]);
+        srv_not_leader(s, req);
+    }
+    free(all);
+}
+
+void srv_waiters_free(server *s)
+{
+    while (s->lwait) lease_waiter_free(s, s->lwait);
+    for (size_t i = 0; i < htab_cap(&jw_index); i++) free(jw_index.slots[i].item);
+    htab_free(&jw_index);
+}

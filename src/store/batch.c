@@ -1,0 +1,318 @@
+/* Batches: the engine's changes as rows to write (store_batch_*), strings
+ * in one arena each; and a group of batches folded for one transaction
+ * (store_group_build: every job once, as its insert or its latest update,
+ * deletes last). */
+#include "internal.h"
+
+#include "base/hash.h"
+#include "base/htab.h"
+#include "base/xalloc.h"
+
+/* ---- batches ------------------------------------------------------------------ */
+
+store_batch *store_batch_new(void)
+{
+    return xcalloc(1, sizeof(store_batch));
+}
+
+void store_batch_free(store_batch *b)
+{
+    if (!b) return;
+    free(b->ops);
+    free(b->arena);
+    free(b);
+}
+
+size_t store_batch_ops(const store_batch *b)
+{
+    return b->n;
+}
+
+static store_op *op_push(store_batch *b, op_kind k)
+{
+    if (b->n == b->cap) {
+        b->cap = b->cap ? b->cap * 2 : 16;
+        b->ops = xrealloc(b->ops, b->cap * sizeof(store_op));
+    }
+    store_op *o = &b->ops[b->n++];
+    memset(o, 0, sizeof(*o));
+    o->kind = k;
+    return o;
+}
+
+static soff arena_put(store_batch *b, const char *s, size_t len)
+{
+    if (b->alen + len + 1 > b->acap) {
+        size_t nc = b->acap ? b->acap * 2 : 1024;
+        while (nc < b->alen + len + 1) nc *= 2;
+        b->arena = xrealloc(b->arena, nc);
+        b->acap = nc;
+    }
+    soff o = (soff)b->alen;
+    memcpy(b->arena + b->alen, s, len);
+    b->arena[b->alen + len] = 0;
+    b->alen += len + 1;
+    return o;
+}
+
+static soff astr(store_batch *b, const char *s)
+{
+    return s ? arena_put(b, s, strlen(s)) : SNULL;
+}
+
+/* The payload list as stored: [{"payload":...,"score":...},...] */
+static soff payloads_text(store_batch *b, const engine_payload *p, uint32_t n)
+{
+    size_t need = 2;
+    for (uint32_t i = 0; i < n; i++) need += p[i].len + 48;
+    char *buf = xmalloc(need + 1);
+    size_t at = 0;
+    buf[at++] = '[';
+    for (uint32_t i = 0; i < n; i++) {
+        if (i) buf[at++] = ',';
+        memcpy(buf + at, "{\"payload\":", 11);
+        at += 11;
+        memcpy(buf + at, p[i].data, p[i].len);
+        at += p[i].len;
+        at += (size_t)snprintf(buf + at, need + 1 - at, ",\"score\":%.17g}", p[i].score);
+    }
+    buf[at++] = ']';
+    soff o = arena_put(b, buf, at);
+    free(buf);
+    return o;
+}
+
+void store_batch_job(store_batch *b, const engine_job_info *j, uint32_t fields)
+{
+    store_op *o = op_push(b, (fields & ENGINE_JF_NEW) ? OP_JOB_INSERT : OP_JOB_UPDATE);
+    job_row *r = &o->u.job;
+    r->id = j->id;
+    r->fields = fields;
+    r->priority = j->priority;
+    r->state = (uint8_t)j->state;
+    r->cancel_requested = j->cancel_requested;
+    r->attempts = j->attempts;
+    r->max_attempts = j->max_attempts;
+    r->run_at = j->run_at;
+    r->created_at = j->created_at;
+    r->ready_at = j->ready_at;
+    r->leased_at = j->leased_at;
+    r->started_at = j->started_at;
+    r->finished_at = j->finished_at;
+    r->lease_until = j->lease_until;
+    r->token = j->token;
+    r->merged_into = j->merged_into;
+    r->lane_seq = j->lane_seq;
+    bool all = fields & ENGINE_JF_NEW;
+    r->tenant = all ? astr(b, j->tenant) : SNULL;
+    r->queue = all ? astr(b, j->queue) : SNULL;
+    r->type = all ? astr(b, j->type) : SNULL;
+    r->key = all ? astr(b, j->key) : SNULL;
+    r->unique_key = all ? astr(b, j->unique_key) : SNULL;
+    r->idem_key = all ? astr(b, j->idempotency_key) : SNULL;
+    r->traceparent = all ? astr(b, j->traceparent) : SNULL;
+    r->args = all && j->args ? arena_put(b, j->args, j->args_len) : SNULL;
+    r->payloads = (all || (fields & ENGINE_JF_PAYLOADS)) && j->payloads
+                      ? payloads_text(b, j->payloads, j->n_payloads)
+                      : SNULL;
+    if (j->payloads == NULL && j->args == NULL && (fields & ENGINE_JF_PAYLOADS))
+        r->payloads = arena_put(b, "[]", 2);
+    r->worker = astr(b, j->worker);
+    r->error = astr(b, j->error);
+    r->progress = astr(b, j->progress);
+    r->result = (all || (fields & ENGINE_JF_RESULT)) ? astr(b, j->result) : SNULL;
+    r->stats = (all || (fields & ENGINE_JF_RESULT)) ? astr(b, j->stats) : SNULL;
+}
+
+void store_batch_job_delete(store_batch *b, uint64_t id)
+{
+    op_push(b, OP_JOB_DELETE)->u.id = id;
+}
+
+void store_batch_tenant(store_batch *b, const char *name, const engine_tenant_settings *s)
+{
+    store_op *o = op_push(b, OP_TENANT);
+    o->u.tenant.name = astr(b, name);
+    o->u.tenant.s = *s;
+}
+
+void store_batch_queue(store_batch *b, const char *name, const engine_queue_settings *s)
+{
+    store_op *o = op_push(b, OP_QUEUE);
+    o->u.queue.name = astr(b, name);
+    o->u.queue.s = *s;
+}
+
+void store_batch_idem(store_batch *b, const engine_idem_info *i)
+{
+    store_op *o = op_push(b, OP_IDEM);
+    o->u.idem.tenant = astr(b, i->tenant);
+    o->u.idem.key = astr(b, i->key);
+    o->u.idem.id = i->id;
+    o->u.idem.state = (uint8_t)i->state;
+    o->u.idem.duplicate = i->duplicate;
+    o->u.idem.merged = i->merged;
+    o->u.idem.created_at = i->created_at;
+}
+
+void store_batch_token(store_batch *b, const store_token *t)
+{
+    store_op *o = op_push(b, OP_TOKEN);
+    o->u.token.id = t->id;
+    o->u.token.hash = astr(b, t->hash);
+    o->u.token.role = astr(b, t->role);
+    o->u.token.queues = astr(b, t->queues);
+    o->u.token.created_at = t->created_at;
+    o->u.token.revoked_at = t->revoked_at;
+}
+
+void store_batch_token_revoke(store_batch *b, int64_t id, int64_t at)
+{
+    store_op *o = op_push(b, OP_TOKEN_REVOKE);
+    o->u.token.id = id;
+    o->u.token.revoked_at = at;
+}
+
+void store_batch_changes(store_batch *b, engine_t *e)
+{
+    store_batch_changes_except(b, e, NULL, NULL);
+}
+
+void store_batch_changes_except(store_batch *b, engine_t *e, store_change_filter skip, void *ctx)
+{
+    size_t n;
+    const engine_change *c = engine_changes(e, &n);
+    for (size_t i = 0; i < n; i++) {
+        if (skip && skip(ctx, &c[i])) continue;
+        switch (c[i].kind) {
+        case ENGINE_CH_JOB: {
+            engine_job_info in;
+            engine_job_get(c[i].job, &in);
+            store_batch_job(b, &in, c[i].fields);
+            break;
+        }
+        case ENGINE_CH_JOB_DELETED: store_batch_job_delete(b, c[i].id); break;
+        case ENGINE_CH_TENANT: {
+            engine_tenant_settings ts;
+            if (engine_tenant_get(e, 0, c[i].name, &ts, NULL) == 0)
+                store_batch_tenant(b, c[i].name, &ts);
+            break;
+        }
+        case ENGINE_CH_QUEUE: {
+            engine_queue_settings qs;
+            if (engine_queue_get(e, 0, c[i].name, &qs, NULL) == 0)
+                store_batch_queue(b, c[i].name, &qs);
+            break;
+        }
+        case ENGINE_CH_IDEM: store_batch_idem(b, c[i].idem); break;
+        case ENGINE_CH_WAKE: break;
+        }
+    }
+}
+
+typedef struct fold_ent {
+    uint64_t id;
+    bool ins; /* in g->ins, else g->upd */
+    size_t idx;
+} fold_ent;
+
+static bool fold_eq(const void *item, const void *key)
+{
+    return ((const fold_ent *)item)->id == *(const uint64_t *)key;
+}
+
+static void row_from(jrow *r, const store_batch *b, const job_row *x, bool all)
+{
+    r->id = x->id;
+    r->fields |= x->fields;
+    r->priority = x->priority;
+    r->state = x->state;
+    r->cancel_requested = x->cancel_requested;
+    r->attempts = x->attempts;
+    r->max_attempts = x->max_attempts;
+    r->run_at = x->run_at;
+    r->ready_at = x->ready_at;
+    r->leased_at = x->leased_at;
+    r->started_at = x->started_at;
+    r->finished_at = x->finished_at;
+    r->lease_until = x->lease_until;
+    r->token = x->token;
+    r->merged_into = x->merged_into;
+    r->lane_seq = x->lane_seq;
+    r->worker = bstr(b, x->worker);
+    r->error = bstr(b, x->error);
+    r->progress = bstr(b, x->progress);
+    if (x->payloads != SNULL || all) r->payloads = bstr(b, x->payloads);
+    if (x->result != SNULL || all) r->result = bstr(b, x->result);
+    if (x->stats != SNULL || all) r->stats = bstr(b, x->stats);
+    if (all) {
+        r->created_at = x->created_at;
+        r->tenant = bstr(b, x->tenant);
+        r->queue = bstr(b, x->queue);
+        r->type = bstr(b, x->type);
+        r->key = bstr(b, x->key);
+        r->args = bstr(b, x->args);
+        r->unique_key = bstr(b, x->unique_key);
+        r->idem_key = bstr(b, x->idem_key);
+        r->traceparent = bstr(b, x->traceparent);
+    }
+}
+
+void store_group_build(store_group *g, store_batch *const *batches, size_t n)
+{
+    memset(g, 0, sizeof(*g));
+    size_t total = 0;
+    for (size_t i = 0; i < n; i++) total += batches[i]->n;
+    g->ins = xcalloc(total + 1, sizeof(jrow));
+    g->upd = xcalloc(total + 1, sizeof(jrow));
+    g->del = xcalloc(total + 1, sizeof(uint64_t));
+    g->other = xcalloc(total + 1, sizeof(*g->other));
+    g->other_b = xcalloc(total + 1, sizeof(*g->other_b));
+    fold_ent *ents = xcalloc(total + 1, sizeof(fold_ent));
+    size_t nent = 0;
+    htab seen = {0};
+    for (size_t i = 0; i < n; i++) {
+        const store_batch *b = batches[i];
+        for (size_t k = 0; k < b->n; k++) {
+            const store_op *o = &b->ops[k];
+            if (o->kind > OP_JOB_DELETE) {
+                g->other[g->nother] = o;
+                g->other_b[g->nother++] = b;
+                continue;
+            }
+            uint64_t id = o->kind == OP_JOB_DELETE ? o->u.id : o->u.job.id;
+            uint64_t h = hash_u64(id);
+            fold_ent *f = htab_find(&seen, h, fold_eq, &id);
+            if (o->kind == OP_JOB_DELETE) {
+                if (f) (f->ins ? g->ins : g->upd)[f->idx].dropped = true;
+                if (!f || !f->ins) g->del[g->ndel++] = id; /* never written: nothing to delete */
+                if (f) htab_remove(&seen, h, f);
+                continue;
+            }
+            if (f) {
+                row_from(&(f->ins ? g->ins : g->upd)[f->idx], b, &o->u.job, false);
+                continue;
+            }
+            bool ins = o->kind == OP_JOB_INSERT;
+            jrow *r = ins ? &g->ins[g->nins] : &g->upd[g->nupd];
+            row_from(r, b, &o->u.job, ins);
+            f = &ents[nent++];
+            f->id = id;
+            f->ins = ins;
+            f->idx = ins ? g->nins++ : g->nupd++;
+            htab_insert(&seen, h, f);
+        }
+    }
+    htab_free(&seen);
+    free(ents);
+}
+
+void store_group_free(store_group *g)
+{
+    free(g->ins);
+    free(g->upd);
+    free(g->del);
+    free(g->other);
+    free(g->other_b);
+    memset(g, 0, sizeof(*g));
+}

@@ -1,0 +1,187 @@
+/* The reader thread: reads of jobs (one by id, a page) on their own
+ * connection, handed back through the event fd so that a slow query never
+ * stalls the caller's loop; the rows they return, each string copied. */
+#include "internal.h"
+#include "schema.h"
+
+#include "base/xalloc.h"
+
+#include <string.h>
+
+/* ---- rows for reads ---------------------------------------------------------- */
+
+engine_job_info *rows_add(rows_builder *rb)
+{
+    if (rb->n == rb->cap) {
+        rb->cap = rb->cap ? rb->cap * 2 : 16;
+        rb->v = xrealloc(rb->v, rb->cap * sizeof(*rb->v));
+    }
+    engine_job_info *j = &rb->v[rb->n++];
+    memset(j, 0, sizeof(*j));
+    return j;
+}
+
+void rows_keep(rows_builder *rb, void *p)
+{
+    if (rb->nmem == rb->capmem) {
+        rb->capmem = rb->capmem ? rb->capmem * 2 : 64;
+        rb->mem = xrealloc(rb->mem, rb->capmem * sizeof(void *));
+    }
+    rb->mem[rb->nmem++] = p;
+}
+
+const char *rows_str(rows_builder *rb, const char *s)
+{
+    if (!s) return NULL;
+    char *c = xstrdup(s);
+    rows_keep(rb, c);
+    return c;
+}
+
+int rows_add_row(store_t *s, rows_builder *rb, const store_rowacc *acc, void *row)
+{
+    engine_job_info in;
+    engine_payload *pl;
+    char msg[256];
+    int rc = store_row_to_job(acc, row, &in, &pl, msg, sizeof msg);
+    if (rc) {
+        store_set_err(s, "%s", msg);
+        return rc;
+    }
+    engine_job_info *o = rows_add(rb);
+    *o = in;
+#define COPY(f) o->f = rows_str(rb, in.f)
+    COPY(tenant);
+    COPY(queue);
+    COPY(type);
+    COPY(key);
+    COPY(args);
+    COPY(worker);
+    COPY(error);
+    COPY(result);
+    COPY(stats);
+    COPY(progress);
+    COPY(unique_key);
+    COPY(idempotency_key);
+    COPY(traceparent);
+#undef COPY
+    if (pl) {
+        rows_keep(rb, pl);
+        for (uint32_t k = 0; k < in.n_payloads; k++) rows_keep(rb, (void *)pl[k].data);
+    }
+    return 0;
+}
+
+void rows_free(rows_builder *rb)
+{
+    for (size_t i = 0; i < rb->nmem; i++) free(rb->mem[i]);
+    free(rb->mem);
+    free(rb->v);
+    memset(rb, 0, sizeof(*rb));
+}
+
+/* ---- the reader ------------------------------------------------------------------ */
+
+static void run_read(store_t *s, read_req *rq, store_result *res)
+{
+    pthread_mutex_lock(&s->read_db_lock);
+    res->rc = s->be->query(s, rq->id, rq->id ? NULL : &rq->q, &res->rows);
+    pthread_mutex_unlock(&s->read_db_lock);
+}
+
+void *store_reader_main(void *arg)
+{
+    store_t *s = arg;
+    pthread_setname_np(pthread_self(), "tenq-reader");
+    pthread_mutex_lock(&s->lock);
+    for (;;) {
+        while (!s->reads && !s->stopping) pthread_cond_wait(&s->read_cond, &s->lock);
+        if (!s->reads && s->stopping) break;
+        read_req *rq = s->reads;
+        s->reads = rq->next;
+        if (!s->reads) s->reads_tail = NULL;
+        pthread_mutex_unlock(&s->lock);
+        store_result *res = xcalloc(1, sizeof(*res));
+        res->kind = 1;
+        res->fn = rq->fn;
+        res->ctx = rq->ctx;
+        run_read(s, rq, res);
+        free(rq->qstrings);
+        free(rq);
+        store_post_result(s, res);
+        pthread_mutex_lock(&s->lock);
+    }
+    pthread_mutex_unlock(&s->lock);
+    return NULL;
+}
+
+static read_req *read_new(uint64_t id, const store_job_query *q, store_rows_fn fn, void *ctx)
+{
+    read_req *rq = xcalloc(1, sizeof(*rq));
+    rq->id = id;
+    rq->fn = fn;
+    rq->ctx = ctx;
+    if (q) {
+        rq->q = *q;
+        /* copy the strings: the caller's may not outlive the call */
+        size_t need = 0;
+        const char *src[4] = {q->tenant, q->queue, q->type, q->key};
+        for (int i = 0; i < 4; i++) need += src[i] ? strlen(src[i]) + 1 : 0;
+        rq->qstrings = xmalloc(need ? need : 1);
+        char *at = rq->qstrings;
+        const char **dst[4] = {&rq->q.tenant, &rq->q.queue, &rq->q.type, &rq->q.key};
+        for (int i = 0; i < 4; i++) {
+            if (!src[i]) continue;
+            size_t l = strlen(src[i]) + 1;
+            memcpy(at, src[i], l);
+            *dst[i] = at;
+            at += l;
+        }
+    }
+    return rq;
+}
+
+static void read_enqueue(store_t *s, read_req *rq)
+{
+    pthread_mutex_lock(&s->lock);
+    if (s->reads_tail)
+        s->reads_tail->next = rq;
+    else
+        s->reads = rq;
+    s->reads_tail = rq;
+    pthread_cond_signal(&s->read_cond);
+    pthread_mutex_unlock(&s->lock);
+}
+
+void store_get_job(store_t *s, uint64_t id, store_rows_fn fn, void *ctx)
+{
+    read_enqueue(s, read_new(id ? id : UINT64_MAX, NULL, fn, ctx));
+}
+
+void store_list_jobs(store_t *s, const store_job_query *q, store_rows_fn fn, void *ctx)
+{
+    read_enqueue(s, read_new(0, q, fn, ctx));
+}
+
+static int read_sync(store_t *s, read_req *rq)
+{
+    store_result res = {0};
+    run_read(s, rq, &res);
+    store_rows rows = {res.rows.v, res.rows.n};
+    rq->fn(rq->ctx, res.rc, &rows);
+    rows_free(&res.rows);
+    int rc = res.rc;
+    free(rq->qstrings);
+    free(rq);
+    return rc;
+}
+
+int store_get_job_sync(store_t *s, uint64_t id, store_rows_fn fn, void *ctx)
+{
+    return read_sync(s, read_new(id ? id : UINT64_MAX, NULL, fn, ctx));
+}
+
+int store_list_jobs_sync(store_t *s, const store_job_query *q, store_rows_fn fn, void *ctx)
+{
+    return read_sync(s, read_new(0, q, fn, ctx));
+}
