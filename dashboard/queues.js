@@ -3,21 +3,18 @@ import { h, fmtInt, fmtRate, fmtDur, KeyedTable, field } from './dom.js';
 import { api } from './api.js';
 import { ctx, isAdmin, toast, describe, denied, link, jobsHref, morgueHref } from './ctx.js';
 
-const SETTINGS = [
-  // [name, label, kind, choices or hint]
-  ['order', 'Order', 'select', ['fifo', 'fair']],
-  ['delivery', 'Delivery', 'select', ['at-least-once', 'at-most-once']],
-  ['lease_ms', 'Lease (ms)', 'ms', 'a lease not renewed by then counts as a failed attempt'],
-  ['max_attempts', 'Max attempts', 'int', 'a job dies when an attempt fails at this count'],
-  ['backoff', 'Backoff', 'select', ['default', 'fixed', 'exponential']],
-  ['backoff_base_ms', 'Backoff base (ms)', 'ms', 'fixed: every time; exponential: base × 2^attempt'],
-  ['backoff_max_ms', 'Backoff max (ms)', 'ms', 'exponential backoff stops growing here'],
-  ['merge', 'Merge payloads per key', 'bool', ''],
-  ['dedup_window_ms', 'Dedup window (ms)', 'ms', 'how long a unique key holds'],
-  ['retention_ms', 'Retention (ms)', 'ms', 'finished jobs are pruned after this; 0 keeps them forever'],
-  ['max_payload_bytes', 'Max payload (bytes)', 'int', ''],
-  ['tenant_cap', 'Per-tenant cap', 'cap', 'jobs of one tenant leased or running in this queue; empty: none'],
-];
+// The queue settings as the server describes them (GET /v1/settings: one
+// table drives the server, the CLI and this form): [name, label, kind,
+// choices or hint], kind one of select, ms, int, bool, cap.
+let SETTINGS = [];
+async function loadSettings() {
+  if (SETTINGS.length) return SETTINGS;
+  const r = await api('GET', 'v1/settings');
+  const kinds = { choice: 'select', ms: 'ms', count: 'int', bytes: 'int', bool: 'bool', limit: 'cap' };
+  SETTINGS = r.queue.map((s) => [s.name, s.label + (s.kind === 'ms' ? ' (ms)' : s.kind === 'bytes' ? ' (bytes)' : ''),
+    kinds[s.kind], s.kind === 'choice' ? s.choices : s.help + (s.kind === 'limit' ? '; empty: none' : '')]);
+  return SETTINGS;
+}
 
 function summary(q) {
   const parts = [q.order, q.delivery, 'lease ' + fmtDur(q.lease_ms), q.max_attempts + ' attempts', 'backoff ' + q.backoff];
@@ -39,8 +36,9 @@ export function mount(root) {
     if (b) b.focus();
   }
 
-  function edit(name) {
+  async function edit(name) {
     if (forms.has(name)) { close(name); return; }
+    try { await loadSettings(); } catch (x) { toast(describe(x)); return; }
     const q = latest.find((x) => x.name === name);
     if (!q) return;
     const inputs = {};

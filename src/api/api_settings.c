@@ -1,44 +1,132 @@
 /* Tenants and queues: their settings and counts (GET, PUT). */
 #include "internal.h"
 
+/* The settings of a struct as JSON members, one per row (base/settings.h). */
+static void json_settings(jbuf *b, const tq_setting *rows, size_t n, const void *settings)
+{
+    for (size_t i = 0; i < n; i++) {
+        const tq_setting *r = &rows[i];
+        long long v = engine_setting_get(r, settings);
+        if (r->kind == TQ_SET_CHOICE)
+            jb_kstr(b, r->name, tq_setting_word(r, v));
+        else if (r->kind == TQ_SET_BOOL)
+            jb_kbool(b, r->name, v != 0);
+        else if (r->kind == TQ_SET_LIMIT && v == TQ_UNLIMITED)
+            jb_kraw(b, r->name, "null");
+        else
+            jb_kint(b, r->name, v);
+    }
+}
+
+/* The members of body that name a setting, read into *settings (the others
+ * are left as they are); false once a refusal naming the field is sent.
+ * The caller refuses unknown members first (setting_fields). */
+static bool read_settings(http_req *req, json_t *body, const tq_setting *rows, size_t n,
+                          void *settings)
+{
+    for (size_t i = 0; i < n; i++) {
+        const tq_setting *r = &rows[i];
+        json_t *x = json_object_get(body, r->name);
+        if (!x) continue;
+        long long v = 0;
+        bool ok;
+        if (r->kind == TQ_SET_CHOICE) {
+            ok = json_is_string(x) && (v = tq_setting_word_index(r, json_string_value(x))) >= 0;
+        } else if (r->kind == TQ_SET_BOOL) {
+            ok = json_is_boolean(x);
+            v = json_is_true(x);
+        } else if (r->kind == TQ_SET_LIMIT &&
+                   (json_is_null(x) ||
+                    (json_is_string(x) && !strcmp(json_string_value(x), "unlimited")))) {
+            ok = true;
+            v = TQ_UNLIMITED;
+        } else {
+            /* (a number, even one that reads as unlimited inside, is a number) */
+            ok = json_is_integer(x) && (v = json_integer_value(x)) >= r->min && v <= r->max;
+        }
+        if (!ok) {
+            char msg[256];
+            tq_setting_range_text(r, msg, sizeof msg);
+            reply_error(req, TENQ_EINVALID, r->name, "%s", msg);
+            return false;
+        }
+        engine_setting_set(r, settings, v);
+    }
+    return true;
+}
+
+/* The names of the rows and then NULL, for only_fields (made once). */
+static const char *const *setting_fields(const tq_setting *rows, size_t n,
+                                         const char *const **cache)
+{
+    if (!*cache) {
+        const char **f = xcalloc(n + 1, sizeof(*f));
+        for (size_t i = 0; i < n; i++) f[i] = rows[i].name;
+        *cache = f;
+    }
+    return *cache;
+}
+
+/* GET /v1/settings: every setting of queues and tenants, as the table says
+ * (the dashboard builds its forms from this). */
+static void json_setting_rows(jbuf *b, const char *key, const tq_setting *rows, size_t n)
+{
+    jb_key(b, key);
+    jb_arr(b);
+    for (size_t i = 0; i < n; i++) {
+        const tq_setting *r = &rows[i];
+        jb_obj(b);
+        jb_kstr(b, "name", r->name);
+        jb_kstr(b, "kind", tq_setting_kind_name(r->kind));
+        jb_kstr(b, "label", r->label);
+        jb_kstr(b, "help", r->help);
+        jb_key(b, "default");
+        if (r->kind == TQ_SET_CHOICE)
+            jb_str(b, tq_setting_word(r, r->def));
+        else if (r->kind == TQ_SET_BOOL)
+            jb_bool(b, r->def != 0);
+        else if (r->kind == TQ_SET_LIMIT && r->def == TQ_UNLIMITED)
+            jb_null(b);
+        else
+            jb_int(b, r->def);
+        if (r->kind == TQ_SET_CHOICE) {
+            jb_key(b, "choices");
+            jb_arr(b);
+            for (int k = 0; r->words[k]; k++) jb_str(b, r->words[k]);
+            jb_arr_end(b);
+        } else if (r->kind != TQ_SET_BOOL) {
+            jb_kint(b, "min", r->min);
+            jb_kint(b, "max", r->max);
+        }
+        jb_obj_end(b);
+    }
+    jb_arr_end(b);
+}
+
+void h_settings(server *s, http_req *req, const principal *who, const char **args)
+{
+    (void)s;
+    (void)who;
+    (void)args;
+    jbuf b;
+    jb_init(&b);
+    jb_obj(&b);
+    json_setting_rows(&b, "queue", engine_queue_setting_rows, engine_queue_setting_count);
+    json_setting_rows(&b, "tenant", engine_tenant_setting_rows, engine_tenant_setting_count);
+    jb_obj_end(&b);
+    reply_json(req, 200, &b);
+}
+
 static void json_tenant(jbuf *b, server *s, const char *name, const engine_tenant_settings *ts,
                         const engine_counts *c)
 {
     jb_obj(b);
     jb_kstr(b, "name", name);
-    jb_key(b, "slots");
-    if (ts->slots == ENGINE_UNLIMITED)
-        jb_null(b);
-    else
-        jb_int(b, ts->slots);
-    jb_kint(b, "weight", ts->weight);
+    json_settings(b, engine_tenant_setting_rows, engine_tenant_setting_count, ts);
     jb_kint(b, "in_use", (long long)(c->leased + c->running));
     api_json_counts(b, c, srv_now(s));
     api_json_rates(b, s, false, name);
     jb_obj_end(b);
-}
-
-static void json_settings(jbuf *b, const engine_queue_settings *q)
-{
-    jb_kstr(b, "order", q->order == ENGINE_ORDER_FAIR ? "fair" : "fifo");
-    jb_kstr(b, "delivery", q->delivery == ENGINE_AT_MOST_ONCE ? "at-most-once" : "at-least-once");
-    jb_kint(b, "lease_ms", q->lease_ms);
-    jb_kint(b, "max_attempts", q->max_attempts);
-    jb_kstr(b, "backoff",
-            q->backoff == ENGINE_BACKOFF_FIXED         ? "fixed"
-            : q->backoff == ENGINE_BACKOFF_EXPONENTIAL ? "exponential"
-                                                       : "default");
-    jb_kint(b, "backoff_base_ms", q->backoff_base_ms);
-    jb_kint(b, "backoff_max_ms", q->backoff_max_ms);
-    jb_kbool(b, "merge", q->merge);
-    jb_kint(b, "dedup_window_ms", q->dedup_window_ms);
-    jb_kint(b, "retention_ms", q->retention_ms);
-    jb_kint(b, "max_payload_bytes", q->max_payload_bytes);
-    jb_key(b, "tenant_cap");
-    if (q->tenant_cap == ENGINE_UNLIMITED)
-        jb_null(b);
-    else
-        jb_int(b, q->tenant_cap);
 }
 
 /* ---- tenants ----------------------------------------------------------------------- */
@@ -108,34 +196,19 @@ void h_tenant_put(server *s, http_req *req, const principal *who, const char **a
     }
     json_t *body = parse_body(req);
     if (!body) return;
-    static const char *const fields[] = {"slots", "weight", NULL};
+    static const char *const *fields;
     engine_tenant_settings ts;
     if (engine_tenant_get(s->e, srv_now(s), name, &ts, NULL) != 0) {
         ts.slots = s->cfg.default_slots < 0 ? ENGINE_UNLIMITED : (uint32_t)s->cfg.default_slots;
         ts.weight = (uint32_t)s->cfg.default_weight;
     }
-    long long weight = ts.weight;
-    if (!only_fields(req, body, fields) ||
-        !get_int(req, body, "weight", &weight, NULL, 1, ENGINE_WEIGHT_MAX)) {
+    const tq_setting *rows = engine_tenant_setting_rows;
+    size_t n = engine_tenant_setting_count;
+    if (!only_fields(req, body, setting_fields(rows, n, &fields)) ||
+        !read_settings(req, body, rows, n, &ts)) {
         json_decref(body);
         return;
     }
-    json_t *sl = json_object_get(body, "slots");
-    if (sl) {
-        if (json_is_null(sl) ||
-            (json_is_string(sl) && !strcmp(json_string_value(sl), "unlimited"))) {
-            ts.slots = ENGINE_UNLIMITED;
-        } else if (json_is_integer(sl) && json_integer_value(sl) >= 0 &&
-                   json_integer_value(sl) < ENGINE_UNLIMITED) {
-            ts.slots = (uint32_t)json_integer_value(sl);
-        } else {
-            reply_error(req, TENQ_EINVALID, "slots",
-                        "slots must be a number >= 0, or null for unlimited");
-            json_decref(body);
-            return;
-        }
-    }
-    ts.weight = (uint32_t)weight;
     json_decref(body);
     engine_err err;
     if (engine_tenant_set(s->e, srv_now(s), name, &ts, &err) != 0) {
@@ -167,7 +240,7 @@ static void json_queue(jbuf *b, server *s, const principal *who, const char *nam
 {
     jb_obj(b);
     jb_kstr(b, "name", name);
-    json_settings(b, qs);
+    json_settings(b, engine_queue_setting_rows, engine_queue_setting_count, qs);
     if (who->role == ROLE_TENANT && who->tok) {
         /* a tenant sees its own jobs only */
         pair_ctx p = {name, who->tok->tenant, {0}, false};
@@ -246,88 +319,15 @@ void h_queue_put(server *s, http_req *req, const principal *who, const char **ar
     }
     json_t *body = parse_body(req);
     if (!body) return;
-    static const char *const fields[] = {"order",
-                                         "delivery",
-                                         "lease_ms",
-                                         "max_attempts",
-                                         "backoff",
-                                         "backoff_base_ms",
-                                         "backoff_max_ms",
-                                         "merge",
-                                         "dedup_window_ms",
-                                         "retention_ms",
-                                         "max_payload_bytes",
-                                         "tenant_cap",
-                                         NULL};
+    static const char *const *fields;
     engine_queue_settings q;
     if (engine_queue_get(s->e, srv_now(s), name, &q, NULL) != 0) engine_queue_settings_defaults(&q);
-    long long lease = q.lease_ms, attempts = q.max_attempts, base = q.backoff_base_ms,
-              bmax = q.backoff_max_ms, dedup = q.dedup_window_ms, ret = q.retention_ms,
-              maxp = q.max_payload_bytes;
-    bool merge = q.merge;
-    const char *order = NULL, *delivery = NULL, *backoff = NULL;
-    const long long big = 1LL << 50;
-    bool ok = only_fields(req, body, fields) && get_str(req, body, "order", &order, false) &&
-              get_str(req, body, "delivery", &delivery, false) &&
-              get_str(req, body, "backoff", &backoff, false) &&
-              get_int(req, body, "lease_ms", &lease, NULL, 0, big) &&
-              get_int(req, body, "max_attempts", &attempts, NULL, 0, big) &&
-              get_int(req, body, "backoff_base_ms", &base, NULL, 0, big) &&
-              get_int(req, body, "backoff_max_ms", &bmax, NULL, 0, big) &&
-              get_int(req, body, "dedup_window_ms", &dedup, NULL, 0, big) &&
-              get_int(req, body, "retention_ms", &ret, NULL, 0, big) &&
-              get_int(req, body, "max_payload_bytes", &maxp, NULL, 0, big) &&
-              get_bool(req, body, "merge", &merge, NULL);
-    if (!ok) {
+    const tq_setting *rows = engine_queue_setting_rows;
+    size_t n = engine_queue_setting_count;
+    if (!only_fields(req, body, setting_fields(rows, n, &fields)) ||
+        !read_settings(req, body, rows, n, &q)) {
         json_decref(body);
         return;
-    }
-    if (order) {
-        if (!strcmp(order, "fifo"))
-            q.order = ENGINE_ORDER_FIFO;
-        else if (!strcmp(order, "fair"))
-            q.order = ENGINE_ORDER_FAIR;
-        else
-            q.order = (engine_order)-1;
-    }
-    if (delivery) {
-        if (!strcmp(delivery, "at-least-once"))
-            q.delivery = ENGINE_AT_LEAST_ONCE;
-        else if (!strcmp(delivery, "at-most-once"))
-            q.delivery = ENGINE_AT_MOST_ONCE;
-        else
-            q.delivery = (engine_delivery)-1;
-    }
-    if (backoff) {
-        if (!strcmp(backoff, "default"))
-            q.backoff = ENGINE_BACKOFF_DEFAULT;
-        else if (!strcmp(backoff, "fixed"))
-            q.backoff = ENGINE_BACKOFF_FIXED;
-        else if (!strcmp(backoff, "exponential"))
-            q.backoff = ENGINE_BACKOFF_EXPONENTIAL;
-        else
-            q.backoff = (engine_backoff_kind)-1;
-    }
-    q.lease_ms = lease;
-    q.max_attempts = (uint32_t)(attempts > UINT32_MAX ? UINT32_MAX : attempts);
-    q.backoff_base_ms = base;
-    q.backoff_max_ms = bmax;
-    q.dedup_window_ms = dedup;
-    q.retention_ms = ret;
-    q.max_payload_bytes = (uint32_t)(maxp > UINT32_MAX ? UINT32_MAX : maxp);
-    q.merge = merge;
-    json_t *cap = json_object_get(body, "tenant_cap");
-    if (cap) {
-        if (json_is_null(cap)) {
-            q.tenant_cap = ENGINE_UNLIMITED;
-        } else if (json_is_integer(cap) && json_integer_value(cap) >= 0 &&
-                   json_integer_value(cap) < ENGINE_UNLIMITED) {
-            q.tenant_cap = (uint32_t)json_integer_value(cap);
-        } else {
-            reply_error(req, TENQ_EINVALID, "tenant_cap", "tenant_cap must be a number or null");
-            json_decref(body);
-            return;
-        }
     }
     json_decref(body);
     engine_err err;

@@ -442,6 +442,7 @@ void h_ack(server *s, http_req *req, const principal *who, const char **args);
 void h_fail(server *s, http_req *req, const principal *who, const char **args);
 void h_outcomes(server *s, http_req *req, const principal *who, const char **args);
 void h_tenants(server *s, http_req *req, const principal *who, const char **args);
+void h_settings(server *s, http_req *req, const principal *who, const char **args);
 void h_tenant_get(server *s, http_req *req, const principal *who, const char **args);
 void h_tenant_put(server *s, http_req *req, const principal *who, const char **args);
 void h_queues(server *s, http_req *req, const principal *who, const char **args);

@@ -17,6 +17,7 @@ static const route routes[] = {
     {"POST", "/v1/jobs/{}/ack", h_ack, ROLE_ADMIN | ROLE_WORKER},
     {"POST", "/v1/jobs/{}/fail", h_fail, ROLE_ADMIN | ROLE_WORKER},
     {"POST", "/v1/outcomes", h_outcomes, ROLE_ADMIN | ROLE_WORKER},
+    {"GET", "/v1/settings", h_settings, ROLES_ALL},
     {"GET", "/v1/tenants", h_tenants, ROLE_ADMIN | ROLE_TENANT},
     {"GET", "/v1/tenants/{}", h_tenant_get, ROLE_ADMIN | ROLE_TENANT},
     {"PUT", "/v1/tenants/{}", h_tenant_put, ROLE_ADMIN},

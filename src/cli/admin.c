@@ -1,6 +1,8 @@
 /* tenq stats, tenant, queue: counts and settings. */
 #include "cli/cli.h"
 
+#include "base/settings.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -93,6 +95,91 @@ static int call_show(cli *c, const char *method, const char *path, json_t *body,
 static int show(cli *c, const char *path, void (*fn)(const json_t *))
 {
     return call_show(c, "GET", path, NULL, fn);
+}
+
+/* ---- settings (base/settings.h): a flag per setting --------------------------------------------
+ */
+
+#define MAX_SETTINGS 32
+
+/* The JSON value of a setting's flag; NULL after a usage error. */
+static json_t *setting_value(cli *c, const tq_setting *r, const char *v)
+{
+    long long n;
+    int64_t ms;
+    bool b;
+    switch (r->kind) {
+    case TQ_SET_CHOICE: {
+        if (tq_setting_word_index(r, v) >= 0) return json_string(v);
+        char words[128];
+        tq_setting_words_text(r, words, sizeof words);
+        cli_usage(c, "--%s: expected %s, not \"%s\"", r->flag, words, v);
+        return NULL;
+    }
+    case TQ_SET_MS: return cli_duration(c, r->flag, v, &ms) ? json_integer(ms) : NULL;
+    case TQ_SET_BOOL: return cli_bool(c, r->flag, v, &b) ? json_boolean(b) : NULL;
+    case TQ_SET_BYTES: return cli_bytes(c, r->flag, v, &n) ? json_integer(n) : NULL;
+    case TQ_SET_LIMIT:
+        if (!strcmp(v, "none") || !strcmp(v, "unlimited")) return json_null();
+        /* fall through */
+    case TQ_SET_COUNT: return cli_int(c, r->flag, v, r->min, r->max, &n) ? json_integer(n) : NULL;
+    }
+    return NULL;
+}
+
+/* `tenant set` and `queue set`: a flag per row; the server checks the
+ * values against the same rows. */
+static int settings_set(cli *c, int argc, char **argv, const tq_setting *rows, size_t n,
+                        const char *usage, const char *what, const char *base)
+{
+    const char *vals[MAX_SETTINGS] = {0};
+    char metavars[MAX_SETTINGS][160], helps[MAX_SETTINGS][320];
+    cli_opt opts[MAX_SETTINGS + 1];
+    memset(opts, 0, sizeof opts);
+    for (size_t i = 0; i < n && i < MAX_SETTINGS; i++) {
+        const tq_setting *r = &rows[i];
+        static const char *const meta[] = {[TQ_SET_MS] = "DURATION",
+                                           [TQ_SET_COUNT] = "N",
+                                           [TQ_SET_BYTES] = "BYTES",
+                                           [TQ_SET_BOOL] = "true|false",
+                                           [TQ_SET_LIMIT] = "N|none"};
+        if (r->kind == TQ_SET_CHOICE)
+            tq_setting_words_text(r, metavars[i], sizeof metavars[i]);
+        else
+            snprintf(metavars[i], sizeof metavars[i], "%s", meta[r->kind]);
+        char def[64];
+        if (r->kind == TQ_SET_CHOICE)
+            snprintf(def, sizeof def, "%s", tq_setting_word(r, r->def));
+        else if (r->kind == TQ_SET_MS)
+            cli_fmt_duration(r->def, def, sizeof def);
+        else if (r->kind == TQ_SET_BOOL)
+            snprintf(def, sizeof def, "%s", r->def ? "true" : "false");
+        else if (r->kind == TQ_SET_LIMIT && r->def == TQ_UNLIMITED)
+            snprintf(def, sizeof def, "none");
+        else if (r->kind == TQ_SET_BYTES && r->def % 1048576 == 0)
+            snprintf(def, sizeof def, "%lldMiB", r->def / 1048576);
+        else
+            snprintf(def, sizeof def, "%lld", r->def);
+        snprintf(helps[i], sizeof helps[i], "%s (default %s)", r->help, def);
+        opts[i] = (cli_opt){r->flag, metavars[i], helps[i], &vals[i], NULL};
+    }
+    const cli_spec spec = {usage, what, opts, 1, 1};
+    char *pos[CLI_MAX_POS];
+    int np, rc = cli_parse(c, &spec, argc, argv, pos, &np);
+    if (rc) return rc == CLI_HELP ? CLI_OK : rc;
+    json_t *body = json_object();
+    for (size_t i = 0; i < n && i < MAX_SETTINGS; i++) {
+        if (!vals[i]) continue;
+        json_t *v = setting_value(c, &rows[i], vals[i]);
+        if (!v) {
+            json_decref(body);
+            return CLI_USAGE;
+        }
+        json_object_set_new(body, rows[i].name, v);
+    }
+    char path[512];
+    cli_path(path, sizeof path, base, pos[0]);
+    return call_show(c, "PUT", path, body, print_object);
 }
 
 /* ---- stats -------------------------------------------------------------------------------------
@@ -218,41 +305,13 @@ static int tenant_show(cli *c, int argc, char **argv)
     return show(c, path, print_object);
 }
 
+static const tq_setting tenant_rows[] = {TQ_TENANT_SETTINGS(TQ_SETTING_ROW)};
+
 static int tenant_set(cli *c, int argc, char **argv)
 {
-    const char *slots = NULL, *weight = NULL;
-    const cli_opt opts[] = {{"slots", "N|unlimited",
-                             "jobs leased or running at once, across queues (0 pauses)", &slots,
-                             NULL},
-                            {"weight", "N", "share in fair queues (default 1)", &weight, NULL},
-                            {NULL, NULL, NULL, NULL, NULL}};
-    const cli_spec spec = {"tenant set NAME [--slots N|unlimited] [--weight N]",
-                           "Changes a tenant's settings (creating it when missing).", opts, 1, 1};
-    char *pos[CLI_MAX_POS];
-    int np, rc = cli_parse(c, &spec, argc, argv, pos, &np);
-    if (rc) return rc == CLI_HELP ? CLI_OK : rc;
-    json_t *body = json_object();
-    long long n;
-    if (slots) {
-        if (!strcmp(slots, "unlimited")) {
-            json_object_set_new(body, "slots", json_null());
-        } else if (cli_int(c, "slots", slots, 0, 4294967294LL, &n)) {
-            json_object_set_new(body, "slots", json_integer(n));
-        } else {
-            json_decref(body);
-            return CLI_USAGE;
-        }
-    }
-    if (weight) {
-        if (!cli_int(c, "weight", weight, 1, 1000000, &n)) {
-            json_decref(body);
-            return CLI_USAGE;
-        }
-        json_object_set_new(body, "weight", json_integer(n));
-    }
-    char path[512];
-    cli_path(path, sizeof path, "/v1/tenants/", pos[0]);
-    return call_show(c, "PUT", path, body, print_object);
+    return settings_set(c, argc, argv, tenant_rows, sizeof tenant_rows / sizeof tenant_rows[0],
+                        "tenant set NAME [--slots N|unlimited] [--weight N]",
+                        "Changes a tenant's settings (creating it when missing).", "/v1/tenants/");
 }
 
 int cmd_tenant(cli *c, int argc, char **argv)
@@ -266,63 +325,6 @@ int cmd_tenant(cli *c, int argc, char **argv)
 
 /* ---- queues ------------------------------------------------------------------------------------
  */
-
-typedef enum { Q_ENUM, Q_MS, Q_INT, Q_BOOL, Q_BYTES, Q_CAP } qkind;
-
-/* Every queue setting of docs/API.md: one row drives the flag, its check
- * and the JSON field. */
-static const struct qsetting {
-    const char *flag, *field;
-    qkind kind;
-    const char *metavar, *help;
-} qsettings[] = {
-    {"order", "order", Q_ENUM, "fifo|fair",
-     "fifo (default), or fair: tenants take turns by weight"},
-    {"delivery", "delivery", Q_ENUM, "at-least-once|at-most-once",
-     "retry failed and expired attempts (default), or never hand a job out twice"},
-    {"lease", "lease_ms", Q_MS, "DURATION",
-     "lease length before a silent worker's job retries (5m)"},
-    {"max-attempts", "max_attempts", Q_INT, "N", "attempts before the morgue (default 25)"},
-    {"backoff", "backoff", Q_ENUM, "default|fixed|exponential", "delay between attempts"},
-    {"backoff-base", "backoff_base_ms", Q_MS, "DURATION", "fixed delay, or exponential's base"},
-    {"backoff-max", "backoff_max_ms", Q_MS, "DURATION", "exponential's longest delay"},
-    {"merge", "merge", Q_BOOL, "true|false", "merge payloads of a lane into its waiting job"},
-    {"dedup-window", "dedup_window_ms", Q_MS, "DURATION", "how long unique keys hold (10m)"},
-    {"retention", "retention_ms", Q_MS, "DURATION",
-     "keep finished jobs this long (7d; 0: forever)"},
-    {"max-payload", "max_payload_bytes", Q_BYTES, "BYTES", "largest args (1MiB)"},
-    {"tenant-cap", "tenant_cap", Q_CAP, "N|none", "jobs of one tenant leased or running at once"},
-};
-#define NQSETTINGS (sizeof qsettings / sizeof qsettings[0])
-
-/* The JSON value of a setting's flag; NULL after a usage error. */
-static json_t *qsetting_value(cli *c, const struct qsetting *q, const char *v)
-{
-    long long n;
-    int64_t ms;
-    bool b;
-    switch (q->kind) {
-    case Q_ENUM: {
-        /* the choices are the metavar's */
-        size_t vl = strlen(v);
-        for (const char *p = q->metavar; *p;) {
-            size_t l = strcspn(p, "|");
-            if (l == vl && !strncmp(p, v, l)) return json_string(v);
-            p += l + (p[l] == '|');
-        }
-        cli_usage(c, "--%s: expected %s, not \"%s\"", q->flag, q->metavar, v);
-        return NULL;
-    }
-    case Q_MS: return cli_duration(c, q->flag, v, &ms) ? json_integer(ms) : NULL;
-    case Q_INT: return cli_int(c, q->flag, v, 0, 1LL << 50, &n) ? json_integer(n) : NULL;
-    case Q_BOOL: return cli_bool(c, q->flag, v, &b) ? json_boolean(b) : NULL;
-    case Q_BYTES: return cli_bytes(c, q->flag, v, &n) ? json_integer(n) : NULL;
-    case Q_CAP:
-        if (!strcmp(v, "none") || !strcmp(v, "unlimited")) return json_null();
-        return cli_int(c, q->flag, v, 0, 4294967294LL, &n) ? json_integer(n) : NULL;
-    }
-    return NULL;
-}
 
 static void queues_show(const json_t *a)
 {
@@ -382,37 +384,15 @@ static int queue_show(cli *c, int argc, char **argv)
     return show(c, path, print_object);
 }
 
+static const tq_setting queue_rows[] = {TQ_QUEUE_SETTINGS(TQ_SETTING_ROW)};
+
 static int queue_set(cli *c, int argc, char **argv)
 {
-    const char *vals[NQSETTINGS] = {0};
-    cli_opt opts[NQSETTINGS + 1];
-    memset(opts, 0, sizeof opts);
-    for (size_t i = 0; i < NQSETTINGS; i++) {
-        opts[i].name = qsettings[i].flag;
-        opts[i].metavar = qsettings[i].metavar;
-        opts[i].help = qsettings[i].help;
-        opts[i].val = &vals[i];
-    }
-    const cli_spec spec = {"queue set NAME [--order fifo|fair] [--lease 5m] [...]",
-                           "Changes a queue's settings (creating it when missing); they take\n"
-                           "effect at once.  Durations: 500ms, 10s, 5m, 2h, 7d.",
-                           opts, 1, 1};
-    char *pos[CLI_MAX_POS];
-    int np, rc = cli_parse(c, &spec, argc, argv, pos, &np);
-    if (rc) return rc == CLI_HELP ? CLI_OK : rc;
-    json_t *body = json_object();
-    for (size_t i = 0; i < NQSETTINGS; i++) {
-        if (!vals[i]) continue;
-        json_t *v = qsetting_value(c, &qsettings[i], vals[i]);
-        if (!v) {
-            json_decref(body);
-            return CLI_USAGE;
-        }
-        json_object_set_new(body, qsettings[i].field, v);
-    }
-    char path[512];
-    cli_path(path, sizeof path, "/v1/queues/", pos[0]);
-    return call_show(c, "PUT", path, body, print_object);
+    return settings_set(c, argc, argv, queue_rows, sizeof queue_rows / sizeof queue_rows[0],
+                        "queue set NAME [--order fifo|fair] [--lease 5m] [...]",
+                        "Changes a queue's settings (creating it when missing); they take\n"
+                        "effect at once.  Durations: 500ms, 10s, 5m, 2h, 7d.",
+                        "/v1/queues/");
 }
 
 int cmd_queue(cli *c, int argc, char **argv)

@@ -35,23 +35,6 @@ void engine_errf(engine_err *err, int code, const char *field, const char *fmt, 
 
 /* ---- configuration ------------------------------------------------------ */
 
-void engine_queue_settings_defaults(engine_queue_settings *s)
-{
-    memset(s, 0, sizeof(*s));
-    s->order = ENGINE_ORDER_FIFO;
-    s->delivery = ENGINE_AT_LEAST_ONCE;
-    s->lease_ms = 300000;
-    s->max_attempts = 25;
-    s->backoff = ENGINE_BACKOFF_DEFAULT;
-    s->backoff_base_ms = 1000;
-    s->backoff_max_ms = 3600000;
-    s->merge = false;
-    s->dedup_window_ms = 600000;
-    s->retention_ms = 604800000;
-    s->max_payload_bytes = 1048576;
-    s->tenant_cap = ENGINE_UNLIMITED;
-}
-
 void engine_config_defaults(engine_config *c)
 {
     memset(c, 0, sizeof(*c));
@@ -99,74 +82,6 @@ bool engine_name_valid(const char *s)
         if (!ok || n >= ENGINE_NAME_MAX) return false;
     }
     return n >= 1;
-}
-
-int engine_queue_settings_check(const engine_queue_settings *s, engine_err *err)
-{
-    const int64_t day = 24LL * 3600 * 1000;
-    if (s->order != ENGINE_ORDER_FIFO && s->order != ENGINE_ORDER_FAIR) {
-        engine_errf(err, TENQ_EINVALID, "order", "order must be \"fifo\" or \"fair\"");
-        return TENQ_EINVALID;
-    }
-    if (s->delivery != ENGINE_AT_LEAST_ONCE && s->delivery != ENGINE_AT_MOST_ONCE) {
-        engine_errf(err, TENQ_EINVALID, "delivery",
-                    "delivery must be \"at-least-once\" or \"at-most-once\"");
-        return TENQ_EINVALID;
-    }
-    if (s->lease_ms < 100 || s->lease_ms > 7 * day) {
-        engine_errf(err, TENQ_EINVALID, "lease_ms", "lease_ms must be between 100 and %lld",
-                    (long long)(7 * day));
-        return TENQ_EINVALID;
-    }
-    if (s->max_attempts < 1 || s->max_attempts > ENGINE_ATTEMPTS_MAX) {
-        engine_errf(err, TENQ_EINVALID, "max_attempts", "max_attempts must be between 1 and %d",
-                    ENGINE_ATTEMPTS_MAX);
-        return TENQ_EINVALID;
-    }
-    if (s->backoff != ENGINE_BACKOFF_DEFAULT && s->backoff != ENGINE_BACKOFF_FIXED &&
-        s->backoff != ENGINE_BACKOFF_EXPONENTIAL) {
-        engine_errf(err, TENQ_EINVALID, "backoff",
-                    "backoff must be \"default\", \"fixed\" or \"exponential\"");
-        return TENQ_EINVALID;
-    }
-    if (s->backoff_base_ms < 0 || s->backoff_base_ms > 30 * day) {
-        engine_errf(err, TENQ_EINVALID, "backoff_base_ms", "backoff_base_ms must be 0 to 30 days");
-        return TENQ_EINVALID;
-    }
-    if (s->backoff_max_ms < s->backoff_base_ms || s->backoff_max_ms > 365 * day) {
-        engine_errf(err, TENQ_EINVALID, "backoff_max_ms",
-                    "backoff_max_ms must be at least backoff_base_ms and at most a year");
-        return TENQ_EINVALID;
-    }
-    if (s->dedup_window_ms < 0 || s->dedup_window_ms > 365 * day) {
-        engine_errf(err, TENQ_EINVALID, "dedup_window_ms", "dedup_window_ms must be 0 to a year");
-        return TENQ_EINVALID;
-    }
-    if (s->retention_ms < 0 || s->retention_ms > 100 * 365 * day) {
-        engine_errf(err, TENQ_EINVALID, "retention_ms", "retention_ms must be 0 or positive");
-        return TENQ_EINVALID;
-    }
-    if (s->max_payload_bytes < 2 || s->max_payload_bytes > 64u * 1024 * 1024) {
-        engine_errf(err, TENQ_EINVALID, "max_payload_bytes",
-                    "max_payload_bytes must be 2 to 67108864");
-        return TENQ_EINVALID;
-    }
-    if (s->tenant_cap == 0) {
-        engine_errf(err, TENQ_EINVALID, "tenant_cap",
-                    "tenant_cap must be at least 1 (pause a tenant with slots: 0)");
-        return TENQ_EINVALID;
-    }
-    return 0;
-}
-
-int engine_tenant_settings_check(const engine_tenant_settings *s, engine_err *err)
-{
-    if (s->weight < 1 || s->weight > ENGINE_WEIGHT_MAX) {
-        engine_errf(err, TENQ_EINVALID, "weight", "weight must be between 1 and %d",
-                    ENGINE_WEIGHT_MAX);
-        return TENQ_EINVALID;
-    }
-    return 0;
 }
 
 /* ---- create / destroy --------------------------------------------------- */

@@ -29,19 +29,20 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/settings.h"
 #include "tenq/errors.h"
 
 typedef struct engine engine_t;
 typedef struct engine_job engine_job;
 
-#define ENGINE_UNLIMITED          UINT32_MAX /* for slots and tenant_cap */
-#define ENGINE_NAME_MAX           64         /* tenant and queue names */
+#define ENGINE_UNLIMITED          TQ_UNLIMITED /* for slots and tenant_cap */
+#define ENGINE_NAME_MAX           64           /* tenant and queue names */
 #define ENGINE_TYPE_MAX           128
 #define ENGINE_KEY_MAX            256 /* lane keys, unique keys, idempotency keys */
 #define ENGINE_PRIORITY_MIN       (-32768)
 #define ENGINE_PRIORITY_MAX       32767
-#define ENGINE_WEIGHT_MAX         1000
-#define ENGINE_ATTEMPTS_MAX       1000
+#define ENGINE_WEIGHT_MAX         TQ_WEIGHT_MAX
+#define ENGINE_ATTEMPTS_MAX       TQ_ATTEMPTS_MAX
 /* run_at may be at most about ten years ahead */
 #define ENGINE_RUN_AT_HORIZON_MS  (10LL * 366 * 24 * 3600 * 1000)
 /* a merged job takes at most this many payloads; then a new job starts */
@@ -135,6 +136,17 @@ void engine_queue_settings_defaults(engine_queue_settings *s);
 /* Checks every field; 0 or TENQ_EINVALID naming the field. */
 int engine_queue_settings_check(const engine_queue_settings *s, engine_err *err);
 int engine_tenant_settings_check(const engine_tenant_settings *s, engine_err *err);
+
+/* The rows of base/settings.h, placed in the structs above (settings.c):
+ * what the API, the stores and the dashboard read and write settings by. */
+extern const tq_setting engine_queue_setting_rows[];
+extern const size_t engine_queue_setting_count;
+extern const tq_setting engine_tenant_setting_rows[];
+extern const size_t engine_tenant_setting_count;
+/* A setting's value in a settings struct (a choice as its index, a bool as
+ * 0 or 1), and the same set. */
+long long engine_setting_get(const tq_setting *s, const void *settings);
+void engine_setting_set(const tq_setting *s, void *settings, long long v);
 /* Name rules: [A-Za-z0-9._-]{1,64} for tenants and queues. */
 bool engine_name_valid(const char *s);
 /* A W3C trace context (traceparent): version-traceid-parentid-flags in

@@ -259,14 +259,6 @@ int store_sqlite_open(store_t *s, const char *path, char *errbuf, size_t errlen)
 int store_sqlite_lock(const char *path, int *fd, char *errbuf, size_t errlen);
 int store_pg_open(store_t *s, const char *url, char *errbuf, size_t errlen);
 
-/* Names of states and settings as stored. */
-const char *store_order_name(engine_order o);
-const char *store_delivery_name(engine_delivery d);
-const char *store_backoff_name(engine_backoff_kind b);
-int store_order_parse(const char *s);
-int store_delivery_parse(const char *s);
-int store_backoff_parse(const char *s);
-
 /* Parses a stored payloads array into engine payloads (data is canonical
  * JSON, malloc'd; free with store_payloads_free). */
 int store_payloads_parse(const char *text, engine_payload **out, uint32_t *n);

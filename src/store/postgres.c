@@ -23,8 +23,13 @@ enum { ST_TENANT, ST_QUEUE, ST_IDEM, ST_TOKEN, ST_REVOKE, ST_FENCE, ST_ID_FLOOR,
 static const char *const stmt_name[ST_N] = {"tenant", "queue", "idem",   "token",
                                             "revoke", "fence", "idfloor"};
 static const char *const stmt_sql[ST_N] = {
-    STORE_SQL_UPSERT_TENANT, STORE_SQL_UPSERT_QUEUE,  STORE_SQL_UPSERT_IDEM, STORE_SQL_INSERT_TOKEN,
-    STORE_SQL_REVOKE_TOKEN,  "SELECT tenq.fence(?1)", STORE_SQL_ID_FLOOR,
+    NULL,
+    NULL,
+    STORE_SQL_UPSERT_IDEM,
+    STORE_SQL_INSERT_TOKEN,
+    STORE_SQL_REVOKE_TOKEN,
+    "SELECT tenq.fence(?1)",
+    STORE_SQL_ID_FLOOR,
 };
 
 #define CHUNK 4096
@@ -139,7 +144,9 @@ static int prepare_all(store_t *s, pg *p)
     int rc = pg_run(s, p->w, "SET enable_hashjoin = off; SET enable_mergejoin = off", "settings");
     if (rc) return rc;
     for (int i = 0; i < ST_N; i++) {
-        char *sql = store_sql(stmt_sql[i], true);
+        char *sql = stmt_sql[i]      ? store_sql(stmt_sql[i], true)
+                    : i == ST_TENANT ? store_settings_upsert_sql(STORE_TENANTS, true)
+                                     : store_settings_upsert_sql(STORE_QUEUES, true);
         PGresult *res = PQprepare(p->w, stmt_name[i], sql, 0, NULL);
         free(sql);
         bool ok = PQresultStatus(res) == PGRES_COMMAND_OK;
@@ -293,6 +300,19 @@ static void p_bool(params *ps, bool v)
     p_text(ps, v ? "true" : "false");
 }
 
+static void sink_i64(void *ctx, long long v)
+{
+    p_i64(ctx, v);
+}
+static void sink_text(void *ctx, const char *v)
+{
+    p_text(ctx, v);
+}
+static void sink_bool(void *ctx, bool v)
+{
+    p_bool(ctx, v);
+}
+
 /* Parameters of the statements that write one row: tenants, queues,
  * idempotency keys, tokens. */
 static int op_params(const store_batch *b, const store_op *o, params *ps)
@@ -300,34 +320,15 @@ static int op_params(const store_batch *b, const store_op *o, params *ps)
     ps->n = 0;
     switch (o->kind) {
     case OP_TENANT:
-        p_text(ps, bstr(b, o->u.tenant.name));
-        if (o->u.tenant.s.slots == ENGINE_UNLIMITED)
-            p_text(ps, NULL);
-        else
-            p_i64(ps, o->u.tenant.s.slots);
-        p_i64(ps, o->u.tenant.s.weight);
-        p_i64(ps, now_ms());
-        return ST_TENANT;
     case OP_QUEUE: {
-        const engine_queue_settings *q = &o->u.queue.s;
-        p_text(ps, bstr(b, o->u.queue.name));
-        p_text(ps, store_order_name(q->order));
-        p_text(ps, store_delivery_name(q->delivery));
-        p_i64(ps, q->lease_ms);
-        p_i64(ps, q->max_attempts);
-        p_text(ps, store_backoff_name(q->backoff));
-        p_i64(ps, q->backoff_base_ms);
-        p_i64(ps, q->backoff_max_ms);
-        p_bool(ps, q->merge);
-        p_i64(ps, q->dedup_window_ms);
-        p_i64(ps, q->retention_ms);
-        p_i64(ps, q->max_payload_bytes);
-        if (q->tenant_cap == ENGINE_UNLIMITED)
-            p_text(ps, NULL);
-        else
-            p_i64(ps, q->tenant_cap);
+        bool tenant = o->kind == OP_TENANT;
+        p_text(ps, bstr(b, tenant ? o->u.tenant.name : o->u.queue.name));
+        store_param_sink out = {sink_i64, sink_text, sink_bool, ps};
+        store_settings_params(tenant ? STORE_TENANTS : STORE_QUEUES,
+                              tenant ? (const void *)&o->u.tenant.s : (const void *)&o->u.queue.s,
+                              &out);
         p_i64(ps, now_ms());
-        return ST_QUEUE;
+        return tenant ? ST_TENANT : ST_QUEUE;
     }
     case OP_IDEM:
         p_text(ps, bstr(b, o->u.idem.tenant));
@@ -821,64 +822,45 @@ static const char *acc_text(void *r, int c)
 }
 static const store_rowacc pg_acc = {acc_null, acc_i64, acc_text};
 
+/* Every tenant's and queue's settings into the engine. */
 static int load_settings(store_t *s, pg *p, engine_t *e, int64_t now, store_load_stats *st)
 {
-    PGresult *res = PQexec(p->w, "SELECT name, slots, weight FROM tenq.tenants");
-    if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-        int rc = pg_fail(s, p->w, res, "loading tenants");
-        PQclear(res);
-        return rc;
-    }
-    for (int i = 0; i < PQntuples(res); i++) {
-        engine_tenant_settings ts = {PQgetisnull(res, i, 1)
-                                         ? ENGINE_UNLIMITED
-                                         : (uint32_t)strtoll(PQgetvalue(res, i, 1), NULL, 10),
-                                     (uint32_t)strtoll(PQgetvalue(res, i, 2), NULL, 10)};
-        engine_err err;
-        if (engine_tenant_set(e, now, PQgetvalue(res, i, 0), &ts, &err) != 0) {
-            store_set_err(s, "tenant %s: %s", PQgetvalue(res, i, 0), err.message);
+    for (int k = STORE_TENANTS; k <= STORE_QUEUES; k++) {
+        char *sql = store_settings_select_sql((store_settings_kind)k, true);
+        PGresult *res = PQexec(p->w, sql);
+        free(sql);
+        if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+            int rc = pg_fail(s, p->w, res, "loading settings");
             PQclear(res);
-            return TENQ_ECORRUPT;
+            return rc;
         }
-        st->tenants++;
-    }
-    PQclear(res);
-    res = PQexec(p->w, "SELECT name, \"order\", delivery, lease_ms, max_attempts, backoff, "
-                       "backoff_base_ms, backoff_max_ms, merge, dedup_window_ms, retention_ms, "
-                       "max_payload_bytes, tenant_cap FROM tenq.queues");
-    if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-        int rc = pg_fail(s, p->w, res, "loading queues");
+        for (int i = 0; i < PQntuples(res); i++) {
+            pgrow r = {res, i};
+            const char *name = PQgetvalue(res, i, 0);
+            engine_err err = {0};
+            char msg[200] = "";
+            int rc;
+            if (k == STORE_TENANTS) {
+                engine_tenant_settings ts;
+                rc = store_settings_from_row(STORE_TENANTS, &pg_acc, &r, &ts, msg, sizeof msg);
+                if (!rc && engine_tenant_set(e, now, name, &ts, &err) != 0) rc = TENQ_ECORRUPT;
+                st->tenants += !rc;
+            } else {
+                engine_queue_settings qs;
+                engine_queue_settings_defaults(&qs);
+                rc = store_settings_from_row(STORE_QUEUES, &pg_acc, &r, &qs, msg, sizeof msg);
+                if (!rc && engine_queue_set(e, now, name, &qs, &err) != 0) rc = TENQ_ECORRUPT;
+                st->queues += !rc;
+            }
+            if (rc) {
+                store_set_err(s, "%s %s: %s", k == STORE_TENANTS ? "tenant" : "queue", name,
+                              msg[0] ? msg : err.message);
+                PQclear(res);
+                return rc;
+            }
+        }
         PQclear(res);
-        return rc;
     }
-    for (int i = 0; i < PQntuples(res); i++) {
-        pgrow r = {res, i};
-        engine_queue_settings qs;
-        engine_queue_settings_defaults(&qs);
-        int o = store_order_parse(acc_text(&r, 1));
-        int d = store_delivery_parse(acc_text(&r, 2));
-        int bk = store_backoff_parse(acc_text(&r, 5));
-        qs.order = (engine_order)o;
-        qs.delivery = (engine_delivery)d;
-        qs.lease_ms = acc_i64(&r, 3);
-        qs.max_attempts = (uint32_t)acc_i64(&r, 4);
-        qs.backoff = (engine_backoff_kind)bk;
-        qs.backoff_base_ms = acc_i64(&r, 6);
-        qs.backoff_max_ms = acc_i64(&r, 7);
-        qs.merge = acc_i64(&r, 8) != 0;
-        qs.dedup_window_ms = acc_i64(&r, 9);
-        qs.retention_ms = acc_i64(&r, 10);
-        qs.max_payload_bytes = (uint32_t)acc_i64(&r, 11);
-        qs.tenant_cap = acc_null(&r, 12) ? ENGINE_UNLIMITED : (uint32_t)acc_i64(&r, 12);
-        engine_err err = {0};
-        if (o < 0 || d < 0 || bk < 0 || engine_queue_set(e, now, acc_text(&r, 0), &qs, &err)) {
-            store_set_err(s, "queue %s has bad settings %s", acc_text(&r, 0), err.message);
-            PQclear(res);
-            return TENQ_ECORRUPT;
-        }
-        st->queues++;
-    }
-    PQclear(res);
     return 0;
 }
 

@@ -4,9 +4,13 @@
  * and $S (the schema prefix: "" in SQLite, "tenq." in PostgreSQL).  Each
  * migration runs in its own transaction and records its version. */
 #include "schema.h"
+#include "internal.h"
 
 #include "base/xalloc.h"
 
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 static const char *const migrations[] = {
@@ -215,10 +219,6 @@ static char *expand(const char *t, bool pg)
 
 /* ---- rows --------------------------------------------------------------------- */
 
-#include "internal.h"
-
-#include <stdio.h>
-
 int store_row_to_job(const store_rowacc *a, void *row, engine_job_info *j,
                      engine_payload **payloads, char *err, size_t errlen)
 {
@@ -283,8 +283,6 @@ int store_row_to_job(const store_rowacc *a, void *row, engine_job_info *j,
 
 /* ---- payloads as stored -------------------------------------------------------- */
 
-#include <jansson.h>
-
 /* ---- payloads as stored --------------------------------------------------- */
 
 int store_payloads_parse(const char *text, engine_payload **out, uint32_t *n)
@@ -323,4 +321,105 @@ void store_payloads_free(engine_payload *p, uint32_t n)
 {
     for (uint32_t i = 0; i < n; i++) free((char *)p[i].data);
     free(p);
+}
+
+/* ---- the settings of tenants and queues ------------------------------------------------ */
+
+static const tq_setting *settings_rows(store_settings_kind k, size_t *n, const char **table)
+{
+    *n = k == STORE_TENANTS ? engine_tenant_setting_count : engine_queue_setting_count;
+    *table = k == STORE_TENANTS ? "tenants" : "queues";
+    return k == STORE_TENANTS ? engine_tenant_setting_rows : engine_queue_setting_rows;
+}
+
+static void appendf(char **buf, size_t *len, size_t *cap, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void appendf(char **buf, size_t *len, size_t *cap, const char *fmt, ...)
+{
+    char tmp[256];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    append(buf, len, cap, tmp, (size_t)n);
+}
+
+char *store_settings_upsert_sql(store_settings_kind k, bool pg)
+{
+    size_t n, len = 0, cap = 0;
+    const char *table;
+    const tq_setting *rows = settings_rows(k, &n, &table);
+    char *t = NULL;
+    appendf(&t, &len, &cap, "INSERT INTO $S%s (name", table);
+    for (size_t i = 0; i < n; i++) appendf(&t, &len, &cap, ", \"%s\"", rows[i].name);
+    appendf(&t, &len, &cap, ", updated_at) VALUES (?1");
+    for (size_t i = 0; i <= n; i++) appendf(&t, &len, &cap, ", ?%zu", i + 2);
+    appendf(&t, &len, &cap, ") ON CONFLICT (name) DO UPDATE SET ");
+    for (size_t i = 0; i < n; i++)
+        appendf(&t, &len, &cap, "\"%s\" = excluded.\"%s\", ", rows[i].name, rows[i].name);
+    appendf(&t, &len, &cap, "updated_at = excluded.updated_at");
+    char *sql = expand(t, pg);
+    free(t);
+    return sql;
+}
+
+char *store_settings_select_sql(store_settings_kind k, bool pg)
+{
+    size_t n, len = 0, cap = 0;
+    const char *table;
+    const tq_setting *rows = settings_rows(k, &n, &table);
+    char *t = NULL;
+    appendf(&t, &len, &cap, "SELECT name");
+    for (size_t i = 0; i < n; i++) appendf(&t, &len, &cap, ", \"%s\"", rows[i].name);
+    appendf(&t, &len, &cap, " FROM $S%s", table);
+    char *sql = expand(t, pg);
+    free(t);
+    return sql;
+}
+
+void store_settings_params(store_settings_kind k, const void *settings, const store_param_sink *out)
+{
+    size_t n;
+    const char *table;
+    const tq_setting *rows = settings_rows(k, &n, &table);
+    for (size_t i = 0; i < n; i++) {
+        long long v = engine_setting_get(&rows[i], settings);
+        switch (rows[i].kind) {
+        case TQ_SET_CHOICE: out->text(out->ctx, tq_setting_word(&rows[i], v)); break;
+        case TQ_SET_BOOL: out->boolean(out->ctx, v != 0); break;
+        case TQ_SET_LIMIT:
+            if (v == TQ_UNLIMITED) {
+                out->text(out->ctx, NULL);
+                break;
+            }
+            /* fall through */
+        default: out->i64(out->ctx, v);
+        }
+    }
+}
+
+int store_settings_from_row(store_settings_kind k, const store_rowacc *acc, void *row,
+                            void *settings, char *err, size_t errlen)
+{
+    size_t n;
+    const char *table;
+    const tq_setting *rows = settings_rows(k, &n, &table);
+    for (size_t i = 0; i < n; i++) {
+        const tq_setting *r = &rows[i];
+        int col = (int)i + 1;
+        long long v;
+        if (r->kind == TQ_SET_CHOICE) {
+            v = tq_setting_word_index(r, acc->is_null(row, col) ? NULL : acc->text(row, col));
+            if (v < 0) {
+                snprintf(err, errlen, "%s.%s holds an unknown word", table, r->name);
+                return TENQ_ECORRUPT;
+            }
+        } else if (r->kind == TQ_SET_LIMIT && acc->is_null(row, col)) {
+            v = TQ_UNLIMITED;
+        } else {
+            v = acc->i64(row, col);
+        }
+        engine_setting_set(r, settings, v);
+    }
+    return 0;
 }

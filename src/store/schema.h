@@ -37,21 +37,6 @@ char *store_schema_sql(int version, bool pg);
     "?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, "   \
     "?28, ?29, ?30, ?31)"
 #define STORE_SQL_DELETE_JOB "DELETE FROM $Sjobs WHERE id = ?1"
-#define STORE_SQL_UPSERT_TENANT                                                                    \
-    "INSERT INTO $Stenants (name, slots, weight, updated_at) VALUES (?1, ?2, ?3, ?4) "             \
-    "ON CONFLICT (name) DO UPDATE SET slots = excluded.slots, weight = excluded.weight, "          \
-    "updated_at = excluded.updated_at"
-#define STORE_SQL_UPSERT_QUEUE                                                                     \
-    "INSERT INTO $Squeues (name, \"order\", delivery, lease_ms, max_attempts, backoff, "           \
-    "backoff_base_ms, backoff_max_ms, merge, dedup_window_ms, retention_ms, max_payload_bytes, "   \
-    "tenant_cap, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, "     \
-    "?14) ON CONFLICT (name) DO UPDATE SET \"order\" = excluded.\"order\", delivery = "            \
-    "excluded.delivery, lease_ms = excluded.lease_ms, max_attempts = excluded.max_attempts, "      \
-    "backoff = excluded.backoff, backoff_base_ms = excluded.backoff_base_ms, backoff_max_ms = "    \
-    "excluded.backoff_max_ms, merge = excluded.merge, dedup_window_ms = "                          \
-    "excluded.dedup_window_ms, retention_ms = excluded.retention_ms, max_payload_bytes = "         \
-    "excluded.max_payload_bytes, tenant_cap = excluded.tenant_cap, updated_at = "                  \
-    "excluded.updated_at"
 #define STORE_SQL_UPSERT_IDEM                                                                      \
     "INSERT INTO $Sidempotency (tenant, key, job_id, state, duplicate, merged, created_at) "       \
     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT (tenant, key) DO UPDATE SET job_id = "        \
@@ -108,6 +93,32 @@ typedef struct store_rowacc {
     long long (*i64)(void *row, int col);
     const char *(*text)(void *row, int col);
 } store_rowacc;
+
+/* ---- the settings of tenants and queues, from their table (base/settings.h) ----
+ * The tables tenants and queues have a column per setting, named as the
+ * setting (each column a migration made).  Their statements and their
+ * reading and writing come from the rows: a choice is stored as its word, a
+ * bool as a bool, an unlimited limit as NULL. */
+typedef enum { STORE_TENANTS, STORE_QUEUES } store_settings_kind;
+/* INSERT ... ON CONFLICT (name) DO UPDATE for a backend: ?1 the name, then
+ * one parameter per setting, then updated_at (malloc'd). */
+char *store_settings_upsert_sql(store_settings_kind k, bool pg);
+/* SELECT name, <a column per setting> FROM the table (malloc'd). */
+char *store_settings_select_sql(store_settings_kind k, bool pg);
+/* Where a backend puts a statement's parameters, in order. */
+typedef struct store_param_sink {
+    void (*i64)(void *ctx, long long v);
+    void (*text)(void *ctx, const char *v); /* NULL: SQL NULL */
+    void (*boolean)(void *ctx, bool v);
+    void *ctx;
+} store_param_sink;
+/* The parameters of the upsert after the name: one per setting. */
+void store_settings_params(store_settings_kind k, const void *settings,
+                           const store_param_sink *out);
+/* A row of the SELECT into *settings (its defaults first); 0, or
+ * TENQ_ECORRUPT with a message naming the column. */
+int store_settings_from_row(store_settings_kind k, const store_rowacc *acc, void *row,
+                            void *settings, char *err, size_t errlen);
 
 /* Fills j from a row (strings point into the row, payloads are parsed into
  * *payloads which the caller frees with store_payloads_free).  Returns 0, or

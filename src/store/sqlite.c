@@ -367,8 +367,7 @@ static void sq_close(store_t *s)
 
 static const char *const stmt_sql[ST_N] = {
     [ST_INS_JOB] = STORE_SQL_INSERT_JOB, [ST_DEL_JOB] = STORE_SQL_DELETE_JOB,
-    [ST_ID_FLOOR] = STORE_SQL_ID_FLOOR,  [ST_TENANT] = STORE_SQL_UPSERT_TENANT,
-    [ST_QUEUE] = STORE_SQL_UPSERT_QUEUE, [ST_IDEM] = STORE_SQL_UPSERT_IDEM,
+    [ST_ID_FLOOR] = STORE_SQL_ID_FLOOR,  [ST_IDEM] = STORE_SQL_UPSERT_IDEM,
     [ST_TOKEN] = STORE_SQL_INSERT_TOKEN, [ST_REVOKE] = STORE_SQL_REVOKE_TOKEN,
     [ST_BEGIN] = "BEGIN IMMEDIATE",      [ST_COMMIT] = "COMMIT",
 };
@@ -492,7 +491,10 @@ static int prepare_all(store_t *s, sq *q)
 {
     for (int i = 0; i < ST_N; i++) {
         if (q->st[i]) continue;
-        char *sql = stmt_sql[i] ? store_sql(stmt_sql[i], false) : job_sql(i);
+        char *sql = stmt_sql[i]      ? store_sql(stmt_sql[i], false)
+                    : i == ST_TENANT ? store_settings_upsert_sql(STORE_TENANTS, false)
+                    : i == ST_QUEUE  ? store_settings_upsert_sql(STORE_QUEUES, false)
+                                     : job_sql(i);
         int rc = sqlite3_prepare_v3(q->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &q->st[i], NULL);
         free(sql);
         if (rc != SQLITE_OK) return fail(s, q->db, rc, "prepare");
@@ -584,38 +586,41 @@ static void bind_update(sqlite3_stmt *st, int o, const jrow *r)
     bind_time(st, o + 22, jrow_live(r)); /* the one-row hot form has no ?22: ignored */
 }
 
+/* Parameters of a statement bound in order from `at` on. */
+typedef struct bind_sink {
+    sqlite3_stmt *st;
+    int at;
+} bind_sink;
+static void sink_i64(void *ctx, long long v)
+{
+    bind_sink *k = ctx;
+    bind_i64(k->st, k->at++, v);
+}
+static void sink_text(void *ctx, const char *v)
+{
+    bind_sink *k = ctx;
+    bind_text(k->st, k->at++, v);
+}
+static void sink_bool(void *ctx, bool v)
+{
+    bind_sink *k = ctx;
+    bind_i64(k->st, k->at++, v);
+}
+
 /* Tenants, queues, idempotency keys, tokens. */
 static void bind_other(sqlite3_stmt *st, const store_batch *b, const store_op *o)
 {
     switch (o->kind) {
     case OP_TENANT:
-        bind_text(st, 1, bstr(b, o->u.tenant.name));
-        if (o->u.tenant.s.slots == ENGINE_UNLIMITED)
-            sqlite3_bind_null(st, 2);
-        else
-            bind_i64(st, 2, o->u.tenant.s.slots);
-        bind_i64(st, 3, o->u.tenant.s.weight);
-        bind_i64(st, 4, now_ms());
-        break;
     case OP_QUEUE: {
-        const engine_queue_settings *q = &o->u.queue.s;
-        bind_text(st, 1, bstr(b, o->u.queue.name));
-        bind_text(st, 2, store_order_name(q->order));
-        bind_text(st, 3, store_delivery_name(q->delivery));
-        bind_i64(st, 4, q->lease_ms);
-        bind_i64(st, 5, q->max_attempts);
-        bind_text(st, 6, store_backoff_name(q->backoff));
-        bind_i64(st, 7, q->backoff_base_ms);
-        bind_i64(st, 8, q->backoff_max_ms);
-        bind_i64(st, 9, q->merge);
-        bind_i64(st, 10, q->dedup_window_ms);
-        bind_i64(st, 11, q->retention_ms);
-        bind_i64(st, 12, q->max_payload_bytes);
-        if (q->tenant_cap == ENGINE_UNLIMITED)
-            sqlite3_bind_null(st, 13);
-        else
-            bind_i64(st, 13, q->tenant_cap);
-        bind_i64(st, 14, now_ms());
+        bool tenant = o->kind == OP_TENANT;
+        bind_text(st, 1, bstr(b, tenant ? o->u.tenant.name : o->u.queue.name));
+        bind_sink k = {st, 2};
+        store_param_sink out = {sink_i64, sink_text, sink_bool, &k};
+        store_settings_params(tenant ? STORE_TENANTS : STORE_QUEUES,
+                              tenant ? (const void *)&o->u.tenant.s : (const void *)&o->u.queue.s,
+                              &out);
+        bind_i64(st, k.at, now_ms());
         break;
     }
     case OP_IDEM:
@@ -785,64 +790,40 @@ static const char *acc_text(void *row, int c)
 }
 static const store_rowacc sq_acc = {acc_null, acc_i64, acc_text};
 
+/* Every tenant's and queue's settings into the engine. */
 static int load_settings(store_t *s, sq *q, engine_t *e, int64_t now, store_load_stats *st)
 {
-    sqlite3_stmt *t = NULL;
-    int rc = sqlite3_prepare_v2(q->db, "SELECT name, slots, weight FROM tenants", -1, &t, NULL);
-    if (rc != SQLITE_OK) return fail(s, q->db, rc, "loading tenants");
-    while ((rc = sqlite3_step(t)) == SQLITE_ROW) {
-        engine_tenant_settings ts = {sqlite3_column_type(t, 1) == SQLITE_NULL
-                                         ? ENGINE_UNLIMITED
-                                         : (uint32_t)sqlite3_column_int64(t, 1),
-                                     (uint32_t)sqlite3_column_int64(t, 2)};
-        engine_err err;
-        if (engine_tenant_set(e, now, (const char *)sqlite3_column_text(t, 0), &ts, &err) != 0) {
-            store_set_err(s, "tenant %s: %s", sqlite3_column_text(t, 0), err.message);
-            sqlite3_finalize(t);
-            return TENQ_ECORRUPT;
+    for (int k = STORE_TENANTS; k <= STORE_QUEUES; k++) {
+        char *sql = store_settings_select_sql((store_settings_kind)k, false);
+        sqlite3_stmt *t = NULL;
+        int src = sqlite3_prepare_v2(q->db, sql, -1, &t, NULL);
+        free(sql);
+        char msg[200] = "";
+        int rc = 0;
+        if (src != SQLITE_OK) return fail(s, q->db, src, "loading settings");
+        while (!rc && (src = sqlite3_step(t)) == SQLITE_ROW) {
+            const char *name = (const char *)sqlite3_column_text(t, 0);
+            engine_err err = {0};
+            if (k == STORE_TENANTS) {
+                engine_tenant_settings ts;
+                rc = store_settings_from_row(STORE_TENANTS, &sq_acc, t, &ts, msg, sizeof msg);
+                if (!rc && engine_tenant_set(e, now, name, &ts, &err) != 0) rc = TENQ_ECORRUPT;
+                st->tenants += !rc;
+            } else {
+                engine_queue_settings qs;
+                engine_queue_settings_defaults(&qs);
+                rc = store_settings_from_row(STORE_QUEUES, &sq_acc, t, &qs, msg, sizeof msg);
+                if (!rc && engine_queue_set(e, now, name, &qs, &err) != 0) rc = TENQ_ECORRUPT;
+                st->queues += !rc;
+            }
+            if (rc)
+                store_set_err(s, "%s %s: %s", k == STORE_TENANTS ? "tenant" : "queue", name,
+                              msg[0] ? msg : err.message);
         }
-        st->tenants++;
+        sqlite3_finalize(t);
+        if (rc) return rc;
+        if (src != SQLITE_DONE) return fail(s, q->db, src, "loading settings");
     }
-    sqlite3_finalize(t);
-    if (rc != SQLITE_DONE) return fail(s, q->db, rc, "loading tenants");
-    rc = sqlite3_prepare_v2(q->db,
-                            "SELECT name, \"order\", delivery, lease_ms, max_attempts, backoff, "
-                            "backoff_base_ms, backoff_max_ms, merge, dedup_window_ms, "
-                            "retention_ms, max_payload_bytes, tenant_cap FROM queues",
-                            -1, &t, NULL);
-    if (rc != SQLITE_OK) return fail(s, q->db, rc, "loading queues");
-    while ((rc = sqlite3_step(t)) == SQLITE_ROW) {
-        engine_queue_settings qs;
-        engine_queue_settings_defaults(&qs);
-        int o = store_order_parse((const char *)sqlite3_column_text(t, 1));
-        int d = store_delivery_parse((const char *)sqlite3_column_text(t, 2));
-        int bk = store_backoff_parse((const char *)sqlite3_column_text(t, 5));
-        qs.order = (engine_order)o;
-        qs.delivery = (engine_delivery)d;
-        qs.lease_ms = sqlite3_column_int64(t, 3);
-        qs.max_attempts = (uint32_t)sqlite3_column_int64(t, 4);
-        qs.backoff = (engine_backoff_kind)bk;
-        qs.backoff_base_ms = sqlite3_column_int64(t, 6);
-        qs.backoff_max_ms = sqlite3_column_int64(t, 7);
-        qs.merge = sqlite3_column_int64(t, 8) != 0;
-        qs.dedup_window_ms = sqlite3_column_int64(t, 9);
-        qs.retention_ms = sqlite3_column_int64(t, 10);
-        qs.max_payload_bytes = (uint32_t)sqlite3_column_int64(t, 11);
-        qs.tenant_cap = sqlite3_column_type(t, 12) == SQLITE_NULL
-                            ? ENGINE_UNLIMITED
-                            : (uint32_t)sqlite3_column_int64(t, 12);
-        engine_err err = {0};
-        if (o < 0 || d < 0 || bk < 0 ||
-            engine_queue_set(e, now, (const char *)sqlite3_column_text(t, 0), &qs, &err) != 0) {
-            store_set_err(s, "queue %s has bad settings %s", sqlite3_column_text(t, 0),
-                          err.message);
-            sqlite3_finalize(t);
-            return TENQ_ECORRUPT;
-        }
-        st->queues++;
-    }
-    sqlite3_finalize(t);
-    if (rc != SQLITE_DONE) return fail(s, q->db, rc, "loading queues");
     return 0;
 }
 

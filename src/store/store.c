@@ -41,45 +41,6 @@ const char *store_where(const store_t *s)
     return s->where;
 }
 
-/* ---- names -------------------------------------------------------------- */
-
-const char *store_order_name(engine_order o)
-{
-    return o == ENGINE_ORDER_FAIR ? "fair" : "fifo";
-}
-const char *store_delivery_name(engine_delivery d)
-{
-    return d == ENGINE_AT_MOST_ONCE ? "at-most-once" : "at-least-once";
-}
-const char *store_backoff_name(engine_backoff_kind b)
-{
-    return b == ENGINE_BACKOFF_FIXED         ? "fixed"
-           : b == ENGINE_BACKOFF_EXPONENTIAL ? "exponential"
-                                             : "default";
-}
-int store_order_parse(const char *s)
-{
-    return !s                       ? -1
-           : strcmp(s, "fifo") == 0 ? ENGINE_ORDER_FIFO
-           : strcmp(s, "fair") == 0 ? ENGINE_ORDER_FAIR
-                                    : -1;
-}
-int store_delivery_parse(const char *s)
-{
-    if (!s) return -1;
-    if (strcmp(s, "at-least-once") == 0) return ENGINE_AT_LEAST_ONCE;
-    if (strcmp(s, "at-most-once") == 0) return ENGINE_AT_MOST_ONCE;
-    return -1;
-}
-int store_backoff_parse(const char *s)
-{
-    if (!s) return -1;
-    if (strcmp(s, "default") == 0) return ENGINE_BACKOFF_DEFAULT;
-    if (strcmp(s, "fixed") == 0) return ENGINE_BACKOFF_FIXED;
-    if (strcmp(s, "exponential") == 0) return ENGINE_BACKOFF_EXPONENTIAL;
-    return -1;
-}
-
 /* ---- results back to the caller's thread ------------------------------------- */
 
 void store_post_result(store_t *s, store_result *r)

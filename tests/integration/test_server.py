@@ -620,6 +620,28 @@ class AdminEndpoints(ServerTest):
         self.assertEqual(self.srv.req("PUT", "/v1/tenants/bad%20name", {"slots": 1})[0], 400)
         self.assertEqual(self.srv.ok("GET", "/v1/tenants/t1")["weight"], 3)
 
+    def test_every_setting_is_described_checked_and_kept(self):
+        """GET /v1/settings lists every setting of queues and tenants; each is
+        refused out of its range (400 naming it, nothing changed) and kept
+        when valid, as its row says."""
+        table = self.srv.ok("GET", "/v1/settings")
+        self.assertEqual([r["name"] for r in table["tenant"]], ["slots", "weight"])
+        self.assertIn("lease_ms", [r["name"] for r in table["queue"]])
+        for kind, path in (("queue", "/v1/queues/table-q"), ("tenant", "/v1/tenants/table-t")):
+            before = self.srv.ok("PUT", path, {})
+            for row in table[kind]:
+                name = row["name"]
+                bad = ("no-such-word" if row["kind"] == "choice" else "yes" if row["kind"] == "bool"
+                       else row["max"] + 1)
+                status, body = self.srv.req("PUT", path, {name: bad})
+                self.assertEqual((status, body["error"]["field"]), (400, name), body)
+                self.assertEqual(self.srv.ok("GET", path)[name], before[name])
+                good = (row["choices"][-1] if row["kind"] == "choice" else not row["default"]
+                        if row["kind"] == "bool" else row["min"] if name != "backoff_max_ms"
+                        else row["max"])
+                self.assertEqual(self.srv.ok("PUT", path, {name: good})[name], good, name)
+                self.srv.ok("PUT", path, {name: row["default"]})
+
     def test_queues(self):
         q = self.srv.ok("PUT", "/v1/queues/qs", {"order": "fair", "lease_ms": 60000,
                                                  "tenant_cap": 3, "merge": True})
