@@ -1,5 +1,6 @@
 /* A small, strict HTTP/1.1 server.  See http.h for what and why. */
 #include "http.h"
+#include "http_parse.h"
 
 #include "base/clock.h"
 #include "base/jscan.h"
@@ -17,13 +18,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
 typedef enum { C_HEAD, C_BODY, C_CHUNK, C_HANDLING, C_CLOSING } cstate;
-typedef enum { K_SIZE, K_DATA, K_DATA_END, K_TRAILER } kphase;
 
 /* A connection reads into its own buffer (in[in_off, in_len)) with one
  * recv() when its socket is readable, and a body that does not fit there is
@@ -50,14 +51,13 @@ typedef struct http_conn {
     char *head;
     char *body;
     size_t body_len, body_cap;
-    size_t want; /* C_BODY: bytes still to read; C_CHUNK/K_DATA: of this chunk */
-    kphase kphase;
-    size_t trailer_bytes;
-    size_t scanned;  /* C_HEAD: bytes already searched for the blank line */
-    bool started;    /* C_HEAD: a byte of the next request arrived */
-    bool processing; /* inside process(): replies only flag, process loops */
-    bool dead;       /* socket gone while a handler holds the request */
-    bool aborting;   /* inside on_abort: replies are ignored */
+    size_t want;          /* C_BODY: bytes still to read */
+    http_chunked chunked; /* C_CHUNK: the chunked body's reader */
+    size_t scanned;       /* C_HEAD: bytes already searched for the blank line */
+    bool started;         /* C_HEAD: a byte of the next request arrived */
+    bool processing;      /* inside process(): replies only flag, process loops */
+    bool dead;            /* socket gone while a handler holds the request */
+    bool aborting;        /* inside on_abort: replies are ignored */
     bool close_after;
     struct http_conn *prev, *next;
 } http_conn;
@@ -315,7 +315,7 @@ static void reset_request(http_conn *c)
     c->req.conn = c;
     c->scanned = 0;
     c->started = false;
-    c->trailer_bytes = 0;
+    memset(&c->chunked, 0, sizeof c->chunked);
 }
 
 static const char *date_header(http_server *s)
@@ -483,216 +483,6 @@ static void error_reply(http_conn *c, int status, const char *msg)
     send_reply(c, status, "application/json", NULL, body, (size_t)n, true);
 }
 
-/* ---- parsing the head ---------------------------------------------------------- */
-
-static bool is_tchar(unsigned char ch)
-{
-    return isalnum(ch) || strchr("!#$%&'*+-.^_`|~", ch) != NULL;
-}
-
-static bool ieq(const char *a, const char *b)
-{
-    return strcasecmp(a, b) == 0;
-}
-
-/* Does a comma-separated header value hold this token? */
-static bool has_token(const char *v, const char *tok)
-{
-    size_t tl = strlen(tok);
-    while (*v) {
-        while (*v == ' ' || *v == '\t' || *v == ',') v++;
-        const char *end = v;
-        while (*end && *end != ',') end++;
-        const char *e = end;
-        while (e > v && (e[-1] == ' ' || e[-1] == '\t')) e--;
-        if ((size_t)(e - v) == tl && strncasecmp(v, tok, tl) == 0) return true;
-        v = end;
-    }
-    return false;
-}
-
-/* Parses the head in c->head (NUL-terminated, ends with CRLF CRLF).
- * Returns 0, or an HTTP status with *msg set. */
-static int parse_head(http_conn *c, const char **msg)
-{
-    http_req *r = &c->req;
-    char *p = c->head;
-    /* request line: METHOD SP target SP HTTP/1.x CRLF */
-    char *sp1 = strchr(p, ' ');
-    if (!sp1 || sp1 == p) return *msg = "bad request line", 400;
-    *sp1 = 0;
-    for (char *m = p; *m; m++)
-        if (!is_tchar((unsigned char)*m)) return *msg = "bad method", 400;
-    r->method = p;
-    char *target = sp1 + 1;
-    char *sp2 = strchr(target, ' ');
-    char *eol = strstr(target, "\r\n");
-    if (!sp2 || !eol || sp2 > eol) return *msg = "bad request line", 400;
-    *sp2 = 0;
-    *eol = 0;
-    const char *ver = sp2 + 1;
-    int minor;
-    if (strcmp(ver, "HTTP/1.1") == 0)
-        minor = 1;
-    else if (strcmp(ver, "HTTP/1.0") == 0)
-        minor = 0;
-    else if (strncmp(ver, "HTTP/", 5) == 0)
-        return *msg = "only HTTP/1.0 and HTTP/1.1", 505;
-    else
-        return *msg = "bad request line", 400;
-    if (target[0] != '/') return *msg = "the target must be a path", 400;
-    for (char *t = target; *t; t++)
-        if ((unsigned char)*t <= 0x20 || *t == 0x7f) return *msg = "bad target", 400;
-    char *q = strchr(target, '?');
-    if (q) {
-        *q = 0;
-        r->query = q + 1;
-    } else {
-        r->query = "";
-    }
-    r->path = target;
-    /* headers */
-    p = eol + 2;
-    const char *cl = NULL, *te = NULL, *conn_hdr = NULL;
-    bool expect_continue = false;
-    while (!(p[0] == '\r' && p[1] == '\n')) {
-        char *end = strstr(p, "\r\n");
-        if (!end) return *msg = "bad header line", 400;
-        *end = 0;
-        if (*p == ' ' || *p == '\t') return *msg = "folded headers are not accepted", 400;
-        char *colon = strchr(p, ':');
-        if (!colon || colon == p) return *msg = "bad header line", 400;
-        *colon = 0;
-        for (char *n = p; *n; n++)
-            if (!is_tchar((unsigned char)*n)) return *msg = "bad header name", 400;
-        char *v = colon + 1;
-        while (*v == ' ' || *v == '\t') v++;
-        char *ve = v + strlen(v);
-        while (ve > v && (ve[-1] == ' ' || ve[-1] == '\t')) *--ve = 0;
-        for (char *x = v; *x; x++)
-            if (((unsigned char)*x < 0x20 && *x != '\t') || *x == 0x7f)
-                return *msg = "bad header value", 400;
-        if (r->nheaders >= c->srv->lim.max_headers || r->nheaders >= HTTP_MAX_HEADERS)
-            return *msg = "too many headers", 431;
-        r->headers[r->nheaders].name = p;
-        r->headers[r->nheaders].value = v;
-        r->nheaders++;
-        if (ieq(p, "content-length")) {
-            if (cl && strcmp(cl, v) != 0) return *msg = "differing Content-Length headers", 400;
-            cl = v;
-        } else if (ieq(p, "transfer-encoding")) {
-            if (te) return *msg = "more than one Transfer-Encoding header", 400;
-            te = v;
-        } else if (ieq(p, "connection")) {
-            conn_hdr = v;
-        } else if (ieq(p, "expect")) {
-            if (!ieq(v, "100-continue")) return *msg = "only Expect: 100-continue", 417;
-            expect_continue = true;
-        }
-        p = end + 2;
-    }
-    if (cl && te) return *msg = "both Content-Length and Transfer-Encoding", 400;
-    r->keep_alive = minor == 1 ? !(conn_hdr && has_token(conn_hdr, "close"))
-                               : (conn_hdr && has_token(conn_hdr, "keep-alive"));
-    c->want = 0;
-    if (te) {
-        if (!ieq(te, "chunked")) return *msg = "only chunked transfer coding", 501;
-        if (minor == 0) return *msg = "chunked in HTTP/1.0", 400;
-        c->st = C_CHUNK;
-        c->kphase = K_SIZE;
-    } else if (cl) {
-        if (!*cl || strlen(cl) > 12) return *msg = "bad Content-Length", 400;
-        for (const char *d = cl; *d; d++)
-            if (!isdigit((unsigned char)*d)) return *msg = "bad Content-Length", 400;
-        unsigned long long n = strtoull(cl, NULL, 10);
-        if (n > c->srv->lim.max_body_bytes) return *msg = "the body is too large", 413;
-        c->want = (size_t)n;
-        c->st = C_BODY;
-    } else {
-        c->st = C_BODY; /* empty */
-    }
-    if (expect_continue && (c->want > 0 || c->st == C_CHUNK)) {
-        evbuffer_add(c->out, "HTTP/1.1 100 Continue\r\n\r\n", 25);
-        queue_write(c);
-    }
-    return 0;
-}
-
-/* ---- the body ------------------------------------------------------------------- */
-
-/* Takes a CRLF-terminated line of at most max bytes from the input; 1 got
- * it, 0 need more, -1 too long. */
-static int read_line(http_conn *c, char *buf, size_t max)
-{
-    const char *p = in_at(c);
-    size_t len = in_avail(c);
-    const char *e = memmem(p, len, "\r\n", 2);
-    if (!e) return len > max ? -1 : 0;
-    size_t n = (size_t)(e - p);
-    if (n >= max) return -1;
-    memcpy(buf, p, n);
-    buf[n] = 0;
-    in_take(c, n + 2);
-    return 1;
-}
-
-/* Returns 1 when the chunked body is complete, 0 for more, or an error
- * status with *msg. */
-static int read_chunked(http_conn *c, const char **msg)
-{
-    for (;;) {
-        char line[128];
-        switch (c->kphase) {
-        case K_SIZE: {
-            int rc = read_line(c, line, sizeof line - 1);
-            if (rc < 0) return *msg = "bad chunk size", 400;
-            if (rc == 0) return 0;
-            char *semi = strchr(line, ';'); /* extensions are ignored */
-            if (semi) *semi = 0;
-            if (!*line || strlen(line) > 8) return *msg = "bad chunk size", 400;
-            for (char *d = line; *d; d++)
-                if (!isxdigit((unsigned char)*d)) return *msg = "bad chunk size", 400;
-            size_t n = strtoul(line, NULL, 16);
-            if (c->body_len + n > c->srv->lim.max_body_bytes)
-                return *msg = "the body is too large", 413;
-            c->want = n;
-            c->kphase = n ? K_DATA : K_TRAILER;
-            break;
-        }
-        case K_DATA: {
-            size_t have = in_avail(c);
-            if (!have) return 0;
-            size_t take = have < c->want ? have : c->want;
-            body_append(c, in_at(c), take);
-            in_take(c, take);
-            c->want -= take;
-            if (c->want) return 0;
-            c->kphase = K_DATA_END;
-            break;
-        }
-        case K_DATA_END: {
-            if (in_avail(c) < 2) return 0;
-            const char *crlf = in_at(c);
-            if (crlf[0] != '\r' || crlf[1] != '\n') return *msg = "bad chunk end", 400;
-            in_take(c, 2);
-            c->kphase = K_SIZE;
-            break;
-        }
-        case K_TRAILER: {
-            char tl[1024];
-            int rc = read_line(c, tl, sizeof tl - 1);
-            if (rc < 0) return *msg = "bad trailer", 400;
-            if (rc == 0) return 0;
-            c->trailer_bytes += strlen(tl) + 2;
-            if (c->trailer_bytes > c->srv->lim.max_header_bytes)
-                return *msg = "trailers too large", 431;
-            if (!*tl) return 1; /* the blank line: done (trailers are dropped) */
-            break;
-        }
-        }
-    }
-}
-
 /* ---- the state machine -------------------------------------------------------- */
 
 static void dispatch(http_conn *c)
@@ -717,6 +507,11 @@ static void dispatch(http_conn *c)
     if (woke) yield_once(s);
     s->fn(s->ctx, &c->req); /* may free c */
     s->yield_armed = false;
+}
+
+static void chunk_data(void *ctx, const char *p, size_t n)
+{
+    body_append(ctx, p, n);
 }
 
 static void process(http_conn *c)
@@ -752,10 +547,19 @@ static void process(http_conn *c)
             c->head[hlen] = 0;
             in_take(c, hlen);
             const char *msg = NULL;
-            int st = parse_head(c, &msg);
+            http_head_info info;
+            int st = http_parse_head(c->head, lim->max_headers, lim->max_body_bytes, &c->req, &info,
+                                     &msg);
             if (st) {
                 error_reply(c, st, msg);
                 break;
+            }
+            c->st = info.body == HTTP_BODY_CHUNKED ? C_CHUNK : C_BODY;
+            c->want = info.length;
+            memset(&c->chunked, 0, sizeof c->chunked);
+            if (info.expect_continue) {
+                evbuffer_add(c->out, "HTTP/1.1 100 Continue\r\n\r\n", 25);
+                queue_write(c);
             }
             arm(c, lim->body_timeout_ms);
             continue;
@@ -774,7 +578,11 @@ static void process(http_conn *c)
         }
         if (c->st == C_CHUNK) {
             const char *msg = NULL;
-            int rc = read_chunked(c, &msg);
+            size_t used;
+            int rc =
+                http_chunked_read(&c->chunked, in_at(c), in_avail(c), &used, c->body_len,
+                                  lim->max_body_bytes, lim->max_header_bytes, chunk_data, c, &msg);
+            in_take(c, used);
             if (rc == 0) break;
             if (rc != 1) {
                 error_reply(c, rc, msg);
@@ -1016,7 +824,7 @@ size_t http_server_connections(const http_server *s)
 const char *http_header_get(const http_req *r, const char *name)
 {
     for (int i = 0; i < r->nheaders; i++)
-        if (ieq(r->headers[i].name, name)) return r->headers[i].value;
+        if (strcasecmp(r->headers[i].name, name) == 0) return r->headers[i].value;
     return NULL;
 }
 

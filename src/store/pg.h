@@ -27,6 +27,29 @@ int pg_run(store_t *s, PGconn *c, const char *sql, const char *what);
  * maps it to a TENQ_E* code. */
 int pg_fail(store_t *s, PGconn *c, const PGresult *res, const char *what);
 
+/* The write connection, connected again if it was lost (under db_lock). */
+int pg_ensure_connected(store_t *s, pg *p);
+int64_t pg_now_ms(void);
+
+/* Writes (pg_write.c): the statements prepared on the write connection
+ * (once a connection), by name; the fence alone in a transaction already
+ * begun (0, or TENQ_ENOT_LEADER when the term is over); the driver's
+ * apply. */
+enum {
+    PG_ST_TENANT,
+    PG_ST_QUEUE,
+    PG_ST_IDEM,
+    PG_ST_TOKEN,
+    PG_ST_REVOKE,
+    PG_ST_FENCE,
+    PG_ST_ID_FLOOR,
+    PG_ST_N
+};
+extern const char *const pg_stmt_name[PG_ST_N];
+int pg_prepare_all(store_t *s, pg *p);
+int pg_fence(store_t *s, pg *p, const char *term);
+int pg_apply(store_t *s, const store_group *g, bool begin, bool commit);
+
 /* Elections (pg_leader.c): the store_driver's leadership functions. */
 int pg_campaign(store_t *s, const store_node *me, uint64_t *term, store_leader *who);
 int pg_new_term(store_t *s, const store_node *me, uint64_t term, uint64_t *next);

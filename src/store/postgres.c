@@ -1,15 +1,6 @@
 /* The PostgreSQL backend: a real server named by a connection string; every
- * object in the `tenq` schema.
- *
- * A group of batches goes out in libpq's pipeline mode: every statement of
- * the group is sent, then one Sync, which makes them one implicit
- * transaction committed with one WAL flush; the results are read after.  So
- * a group costs one round trip, not one per job.  Job rows go as arrays, one
- * statement for all inserts and one for all updates; a group with many new
- * rows sends them by COPY first, in an explicit transaction the pipeline's
- * last statement commits.  (Very large groups are
- * sent in chunks of 4,096 statements with a flush request in between, so
- * neither side's socket buffer can fill and deadlock the pipeline.) */
+ * object in the `tenq` schema.  This file connects, migrates, loads, reads
+ * and prunes; pg_write.c writes; pg_leader.c elects. */
 #include "pg.h"
 #include "schema.h"
 
@@ -17,24 +8,7 @@
 
 #include <time.h>
 
-/* Statements that write one row; job rows go many at a time (below). */
-enum { ST_TENANT, ST_QUEUE, ST_IDEM, ST_TOKEN, ST_REVOKE, ST_FENCE, ST_ID_FLOOR, ST_N };
-
-static const char *const stmt_name[ST_N] = {"tenant", "queue", "idem",   "token",
-                                            "revoke", "fence", "idfloor"};
-static const char *const stmt_sql[ST_N] = {
-    NULL,
-    NULL,
-    STORE_SQL_UPSERT_IDEM,
-    STORE_SQL_INSERT_TOKEN,
-    STORE_SQL_REVOKE_TOKEN,
-    "SELECT tenq.fence(?1)",
-    STORE_SQL_ID_FLOOR,
-};
-
-#define CHUNK 4096
-
-static int64_t now_ms(void)
+int64_t pg_now_ms(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
@@ -120,7 +94,7 @@ PGconn *pg_connect(const pg *p, char *errbuf, size_t errlen)
 }
 
 /* The write connection, connected again if it was lost (under db_lock). */
-static int ensure_connected(store_t *s, pg *p)
+int pg_ensure_connected(store_t *s, pg *p)
 {
     if (PQstatus(p->w) == CONNECTION_OK) return 0;
     PQreset(p->w);
@@ -133,32 +107,6 @@ static int ensure_connected(store_t *s, pg *p)
     return 0;
 }
 
-static int prepare_all(store_t *s, pg *p)
-{
-    if (p->prepared) return 0;
-    /* This connection writes groups, loads and prunes: every row it looks
-     * for it finds by key. Left to itself, the planner, seeing a small or
-     * freshly filled table (stale statistics), hashed the whole table for
-     * each group's UPDATE ... FROM unnest: 5 ms a group at 20,000 rows, the
-     * whole cost of an ordered drain. */
-    int rc = pg_run(s, p->w, "SET enable_hashjoin = off; SET enable_mergejoin = off", "settings");
-    if (rc) return rc;
-    for (int i = 0; i < ST_N; i++) {
-        char *sql = stmt_sql[i]      ? store_sql(stmt_sql[i], true)
-                    : i == ST_TENANT ? store_settings_upsert_sql(STORE_TENANTS, true)
-                                     : store_settings_upsert_sql(STORE_QUEUES, true);
-        PGresult *res = PQprepare(p->w, stmt_name[i], sql, 0, NULL);
-        free(sql);
-        bool ok = PQresultStatus(res) == PGRES_COMMAND_OK;
-        int rc = ok ? 0 : pg_fail(s, p->w, res, "prepare");
-        PQclear(res);
-        if (rc) return rc;
-    }
-    p->prepared = true;
-    return 0;
-}
-
-/* The schema version (0: no tenq schema yet) or a negative error. */
 static int current_version(PGconn *c, char *errbuf, size_t errlen)
 {
     PGresult *res = PQexec(c, "SELECT to_regclass('tenq.tenq_info') IS NOT NULL, "
@@ -241,7 +189,7 @@ int store_pg_open(store_t *s, const char *url, char *errbuf, size_t errlen)
         rc = pg_run(s, p->w, sql, "migrating");
         free(sql);
         snprintf(tmp, sizeof tmp, "INSERT INTO tenq.schema_version VALUES (%d, %lld)", m,
-                 (long long)now_ms());
+                 (long long)pg_now_ms());
         if (!rc) rc = pg_run(s, p->w, tmp, "migrating");
         if (rc) {
             snprintf(errbuf, errlen, "migration to schema version %d failed: %s", m, s->err);
@@ -268,531 +216,6 @@ int store_pg_open(store_t *s, const char *url, char *errbuf, size_t errlen)
 static void pg_close(store_t *s)
 {
     pg_free(s->impl);
-}
-
-/* ---- writing ------------------------------------------------------------------------ */
-
-typedef struct params {
-    const char *v[32];
-    char num[32][24];
-    int n;
-} params;
-
-static void p_text(params *ps, const char *v)
-{
-    ps->v[ps->n++] = v;
-}
-static void p_i64(params *ps, long long v)
-{
-    snprintf(ps->num[ps->n], sizeof ps->num[0], "%lld", v);
-    ps->v[ps->n] = ps->num[ps->n];
-    ps->n++;
-}
-static void p_time(params *ps, long long v)
-{
-    if (v)
-        p_i64(ps, v);
-    else
-        p_text(ps, NULL);
-}
-static void p_bool(params *ps, bool v)
-{
-    p_text(ps, v ? "true" : "false");
-}
-
-static void sink_i64(void *ctx, long long v)
-{
-    p_i64(ctx, v);
-}
-static void sink_text(void *ctx, const char *v)
-{
-    p_text(ctx, v);
-}
-static void sink_bool(void *ctx, bool v)
-{
-    p_bool(ctx, v);
-}
-
-/* Parameters of the statements that write one row: tenants, queues,
- * idempotency keys, tokens. */
-static int op_params(const store_batch *b, const store_op *o, params *ps)
-{
-    ps->n = 0;
-    switch (o->kind) {
-    case OP_TENANT:
-    case OP_QUEUE: {
-        bool tenant = o->kind == OP_TENANT;
-        p_text(ps, bstr(b, tenant ? o->u.tenant.name : o->u.queue.name));
-        store_param_sink out = {sink_i64, sink_text, sink_bool, ps};
-        store_settings_params(tenant ? STORE_TENANTS : STORE_QUEUES,
-                              tenant ? (const void *)&o->u.tenant.s : (const void *)&o->u.queue.s,
-                              &out);
-        p_i64(ps, now_ms());
-        return tenant ? ST_TENANT : ST_QUEUE;
-    }
-    case OP_IDEM:
-        p_text(ps, bstr(b, o->u.idem.tenant));
-        p_text(ps, bstr(b, o->u.idem.key));
-        p_i64(ps, (long long)o->u.idem.id);
-        p_text(ps, engine_state_name((engine_state)o->u.idem.state));
-        p_bool(ps, o->u.idem.duplicate);
-        p_bool(ps, o->u.idem.merged);
-        p_i64(ps, o->u.idem.created_at);
-        return ST_IDEM;
-    case OP_TOKEN:
-        p_i64(ps, o->u.token.id);
-        p_text(ps, bstr(b, o->u.token.hash));
-        p_text(ps, bstr(b, o->u.token.role));
-        p_text(ps, bstr(b, o->u.token.queues));
-        p_i64(ps, o->u.token.created_at);
-        p_time(ps, o->u.token.revoked_at);
-        return ST_TOKEN;
-    case OP_TOKEN_REVOKE:
-        p_i64(ps, o->u.token.id);
-        p_i64(ps, o->u.token.revoked_at);
-        return ST_REVOKE;
-    default: break;
-    }
-    return -1;
-}
-
-/* ---- many job rows in one statement ---------------------------------------------
- * Job rows go as arrays, one per column, unpacked with unnest(): one
- * statement inserts (or updates) thousands of rows, where one statement per
- * row would spend the server's time parsing, planning and replying. */
-
-typedef struct abuf {
-    char *p;
-    size_t n, cap;
-    bool first;
-} abuf;
-
-static void a_put(abuf *a, const char *s, size_t n)
-{
-    if (a->n + n + 1 > a->cap) {
-        while (a->n + n + 1 > a->cap) a->cap = a->cap ? a->cap * 2 : 256;
-        a->p = xrealloc(a->p, a->cap);
-    }
-    memcpy(a->p + a->n, s, n);
-    a->n += n;
-    a->p[a->n] = 0;
-}
-
-static void a_sep(abuf *a)
-{
-    if (a->first) {
-        a_put(a, "{", 1);
-        a->first = false;
-    } else {
-        a_put(a, ",", 1);
-    }
-}
-
-static void a_i64(abuf *a, long long v)
-{
-    char num[24];
-    a_sep(a);
-    a_put(a, num, (size_t)snprintf(num, sizeof num, "%lld", v));
-}
-
-static void a_time(abuf *a, long long v)
-{
-    if (v) {
-        a_i64(a, v);
-    } else {
-        a_sep(a);
-        a_put(a, "NULL", 4);
-    }
-}
-
-static void a_bool(abuf *a, bool v)
-{
-    a_sep(a);
-    a_put(a, v ? "t" : "f", 1);
-}
-
-/* An array element: quoted, with \ and " escaped; NULL unquoted. */
-static void a_text(abuf *a, const char *v)
-{
-    a_sep(a);
-    if (!v) {
-        a_put(a, "NULL", 4);
-        return;
-    }
-    a_put(a, "\"", 1);
-    const char *run = v;
-    for (const char *c = v; *c; c++) {
-        if (*c != '"' && *c != '\\') continue;
-        a_put(a, run, (size_t)(c - run));
-        a_put(a, "\\", 1);
-        run = c;
-    }
-    a_put(a, run, strlen(run));
-    a_put(a, "\"", 1);
-}
-
-static void a_end(abuf *a)
-{
-    if (a->first) a_put(a, "{", 1);
-    a_put(a, "}", 1);
-}
-
-#define INS_COLS 31
-#define UPD_COLS 22
-
-static const char *const SQL_INS =
-    "INSERT INTO tenq.jobs (" STORE_JOB_INSERT_COLUMNS ") SELECT * FROM unnest($1::bigint[], "
-    "$2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bigint[], "
-    "$9::text[], $10::bigint[], $11::bigint[], $12::bigint[], $13::bigint[], $14::bigint[], "
-    "$15::bigint[], $16::bigint[], $17::bigint[], $18::text[], $19::text[], $20::text[], "
-    "$21::text[], $22::text[], $23::text[], $24::text[], $25::bigint[], $26::bigint[], "
-    "$27::boolean[], $28::bigint[], $29::bigint[], $30::text[], $31::bigint[])";
-
-/* The columns an update may change, in the insert's order (write_row). */
-static const char *const SQL_UPD =
-    "UPDATE tenq.jobs AS j SET payloads = coalesce(u.payloads, j.payloads), priority = "
-    "u.priority, state = u.state, attempts = u.attempts, max_attempts = u.max_attempts, run_at = "
-    "u.run_at, ready_at = u.ready_at, leased_at = u.leased_at, started_at = u.started_at, "
-    "finished_at = u.finished_at, worker = u.worker, error = u.error, result = coalesce(u.result, "
-    "j.result), stats = coalesce(u.stats, j.stats), progress = u.progress, lease_token = "
-    "u.lease_token, lease_until = u.lease_until, cancel_requested = u.cancel_requested, "
-    "merged_into = u.merged_into, lane_seq = u.lane_seq, live = u.live "
-    "FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::bigint[], $6::bigint[], "
-    "$7::bigint[], $8::bigint[], $9::bigint[], $10::bigint[], $11::bigint[], $12::text[], "
-    "$13::text[], $14::text[], $15::text[], $16::text[], $17::bigint[], $18::bigint[], "
-    "$19::boolean[], $20::bigint[], $21::bigint[], $22::bigint[]) AS u(id, payloads, priority, "
-    "state, attempts, max_attempts, run_at, ready_at, leased_at, started_at, finished_at, worker, "
-    "error, result, stats, progress, lease_token, lease_until, cancel_requested, merged_into, "
-    "lane_seq, live) "
-    "WHERE j.id = u.id";
-
-static const char *const SQL_DEL = "DELETE FROM tenq.jobs WHERE id = ANY($1::bigint[])";
-
-/* Where a row's values go: one array per column (`cols`, for the
- * statements above), or one line of COPY's text format (`line`). */
-typedef struct rowsink {
-    abuf *cols;
-    abuf *line;
-    int col;
-} rowsink;
-
-/* COPY text: tab between values, \N for NULL, a backslash before \, tab,
- * newline and carriage return (so "\." can never end the data early). */
-static void line_text(abuf *a, const char *v)
-{
-    const char *run = v;
-    for (const char *c = v; *c; c++) {
-        const char *esc = *c == '\\'   ? "\\\\"
-                          : *c == '\t' ? "\\t"
-                          : *c == '\n' ? "\\n"
-                          : *c == '\r' ? "\\r"
-                                       : NULL;
-        if (!esc) continue;
-        a_put(a, run, (size_t)(c - run));
-        a_put(a, esc, 2);
-        run = c + 1;
-    }
-    a_put(a, run, strlen(run));
-}
-
-static void k_text(rowsink *k, const char *v)
-{
-    if (!k->line) {
-        a_text(&k->cols[k->col++], v);
-        return;
-    }
-    if (k->col++) a_put(k->line, "\t", 1);
-    if (v)
-        line_text(k->line, v);
-    else
-        a_put(k->line, "\\N", 2);
-}
-
-static void k_i64(rowsink *k, long long v)
-{
-    if (!k->line) {
-        a_i64(&k->cols[k->col++], v);
-        return;
-    }
-    char num[24];
-    k_text(k, (snprintf(num, sizeof num, "%lld", v), num));
-}
-
-static void k_time(rowsink *k, long long v)
-{
-    if (v)
-        k_i64(k, v);
-    else if (k->line)
-        k_text(k, NULL);
-    else
-        a_time(&k->cols[k->col++], 0);
-}
-
-static void k_bool(rowsink *k, bool v)
-{
-    if (k->line)
-        k_text(k, v ? "t" : "f");
-    else
-        a_bool(&k->cols[k->col++], v);
-}
-
-/* A job's row: every column for an insert (STORE_JOB_INSERT_COLUMNS), the
- * ones that can change for an update (SQL_UPD), in the same order. */
-static void write_row(rowsink *k, const jrow *r, bool insert)
-{
-    k->col = 0;
-    k_i64(k, (long long)r->id);
-    if (insert) {
-        k_text(k, r->tenant);
-        k_text(k, r->queue);
-        k_text(k, r->type);
-        k_text(k, r->key);
-        k_text(k, r->args);
-    }
-    k_text(k, r->payloads);
-    k_i64(k, r->priority);
-    k_text(k, engine_state_name((engine_state)r->state));
-    k_i64(k, r->attempts);
-    k_i64(k, r->max_attempts);
-    k_i64(k, r->run_at);
-    if (insert) k_i64(k, r->created_at);
-    k_time(k, r->ready_at);
-    k_time(k, r->leased_at);
-    k_time(k, r->started_at);
-    k_time(k, r->finished_at);
-    k_text(k, r->worker);
-    k_text(k, r->error);
-    k_text(k, r->result);
-    k_text(k, r->stats);
-    k_text(k, r->progress);
-    if (insert) {
-        k_text(k, r->unique_key);
-        k_text(k, r->idem_key);
-    }
-    k_i64(k, (long long)r->token);
-    k_time(k, r->lease_until);
-    k_bool(k, r->cancel_requested);
-    k_time(k, (long long)r->merged_into);
-    k_i64(k, (long long)r->lane_seq);
-    if (insert) k_text(k, r->traceparent);
-    k_time(k, jrow_live(r));
-    if (k->line) a_put(k->line, "\n", 1);
-}
-
-#define ROWS_PER_STATEMENT 5000
-
-/* Sends the rows as statements of up to ROWS_PER_STATEMENT rows; returns how
- * many statements were sent, or -1. */
-static long send_rows(pg *p, const jrow *rows, size_t n, bool insert)
-{
-    int ncols = insert ? INS_COLS : UPD_COLS;
-    abuf cols[INS_COLS];
-    long sent = 0;
-    size_t i = 0;
-    while (i < n) {
-        memset(cols, 0, sizeof cols);
-        for (int c = 0; c < ncols; c++) cols[c].first = true;
-        size_t in_stmt = 0;
-        for (; i < n && in_stmt < ROWS_PER_STATEMENT; i++) {
-            if (rows[i].dropped) continue;
-            rowsink k = {.cols = cols};
-            write_row(&k, &rows[i], insert);
-            in_stmt++;
-        }
-        if (in_stmt) {
-            const char *vals[INS_COLS];
-            for (int c = 0; c < ncols; c++) {
-                a_end(&cols[c]);
-                vals[c] = cols[c].p;
-            }
-            int ok = PQsendQueryParams(p->w, insert ? SQL_INS : SQL_UPD, ncols, NULL, vals, NULL,
-                                       NULL, 0);
-            if (!ok) sent = -1;
-            if (ok) sent++;
-        }
-        for (int c = 0; c < ncols; c++) free(cols[c].p);
-        if (sent < 0) return -1;
-    }
-    return sent;
-}
-
-/* Queues a statement without parameters: 1, or -1. */
-static long send_plain(pg *p, const char *sql)
-{
-    return PQsendQueryParams(p->w, sql, 0, NULL, NULL, NULL, NULL, 0) ? 1 : -1;
-}
-
-static long send_deletes(pg *p, const uint64_t *ids, size_t n)
-{
-    if (n == 0) return 0;
-    abuf a = {.first = true};
-    for (size_t i = 0; i < n; i++) a_i64(&a, (long long)ids[i]);
-    a_end(&a);
-    const char *v[1] = {a.p};
-    int ok = PQsendQueryParams(p->w, SQL_DEL, 1, NULL, v, NULL, NULL, 0);
-    free(a.p);
-    return ok ? 1 : -1;
-}
-
-/* Inserts this many rows or more go by COPY (cheaper to parse than arrays:
- * measured in docs/ARCHITECTURE.md), inside an explicit transaction that the
- * pipeline's last statement commits; fewer go in the pipeline's one round
- * trip. */
-#define COPY_MIN_ROWS 200
-
-static const char *const SQL_COPY = "COPY tenq.jobs (" STORE_JOB_INSERT_COLUMNS ") FROM STDIN";
-
-static size_t live_rows(const jrow *rows, size_t n)
-{
-    size_t k = 0;
-    for (size_t i = 0; i < n; i++) k += !rows[i].dropped;
-    return k;
-}
-
-/* Sends the rows with COPY, in the transaction already begun. */
-static int copy_rows(store_t *s, pg *p, const jrow *rows, size_t n)
-{
-    PGresult *res = PQexec(p->w, SQL_COPY);
-    if (PQresultStatus(res) != PGRES_COPY_IN) {
-        int rc = pg_fail(s, p->w, res, "copy");
-        PQclear(res);
-        return rc;
-    }
-    PQclear(res);
-    abuf a = {0};
-    bool ok = true;
-    for (size_t i = 0; i < n && ok; i++) {
-        if (rows[i].dropped) continue;
-        rowsink k = {.line = &a};
-        write_row(&k, &rows[i], true);
-        if (a.n >= 256 * 1024) {
-            ok = PQputCopyData(p->w, a.p, (int)a.n) == 1;
-            a.n = 0;
-        }
-    }
-    if (ok && a.n) ok = PQputCopyData(p->w, a.p, (int)a.n) == 1;
-    free(a.p);
-    if (PQputCopyEnd(p->w, ok ? NULL : "tenq: sending the rows failed") != 1) ok = false;
-    res = PQgetResult(p->w);
-    int rc = ok && PQresultStatus(res) == PGRES_COMMAND_OK ? 0 : pg_fail(s, p->w, res, "copy");
-    PQclear(res);
-    while ((res = PQgetResult(p->w)) != NULL) PQclear(res);
-    return rc;
-}
-
-/* Reads the results of `count` queued statements; the first error wins. */
-static int read_results(store_t *s, PGconn *c, size_t count, int rc)
-{
-    for (size_t i = 0; i < count; i++) {
-        PGresult *res;
-        bool first = true;
-        while ((res = PQgetResult(c)) != NULL) {
-            ExecStatusType st = PQresultStatus(res);
-            if (first && rc == 0 && st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
-                rc = st == PGRES_PIPELINE_ABORTED ? TENQ_EIO : pg_fail(s, c, res, "writing");
-            first = false;
-            PQclear(res);
-        }
-        if (PQstatus(c) != CONNECTION_OK) return rc ? rc : pg_fail(s, c, NULL, "writing");
-    }
-    return rc;
-}
-
-/* The fence on its own, inside a transaction already begun: 0, or
- * TENQ_ENOT_LEADER when the term is over (tenq.fence). */
-static int fence_now(store_t *s, pg *p, const char *term)
-{
-    const char *v[1] = {term};
-    PGresult *res = PQexecPrepared(p->w, stmt_name[ST_FENCE], 1, v, NULL, NULL, 0);
-    int rc = PQresultStatus(res) == PGRES_TUPLES_OK ? 0 : pg_fail(s, p->w, res, "fence");
-    PQclear(res);
-    return rc;
-}
-
-static int pg_apply(store_t *s, const store_group *g, bool begin, bool commit)
-{
-    (void)begin; /* no chains here (no .abandon): every group begins and commits */
-    (void)commit;
-    pg *p = s->impl;
-    int rc = ensure_connected(s, p);
-    if (!rc) rc = prepare_all(s, p);
-    if (rc) return rc;
-    bool copy = live_rows(g->ins, g->nins) >= COPY_MIN_ROWS;
-    char term[24];
-    snprintf(term, sizeof term, "%llu", (unsigned long long)g->term);
-    const char *fence_arg[1] = {term};
-    if (copy) {
-        rc = pg_run(s, p->w, "BEGIN", "begin");
-        if (!rc && g->term) rc = fence_now(s, p, term);
-        if (!rc) rc = copy_rows(s, p, g->ins, g->nins);
-        if (rc) {
-            if (PQstatus(p->w) == CONNECTION_OK) pg_run(s, p->w, "ROLLBACK", "rollback");
-            return rc;
-        }
-    }
-    if (!PQenterPipelineMode(p->w)) {
-        rc = pg_fail(s, p->w, NULL, "pipeline");
-        if (copy) pg_run(s, p->w, "ROLLBACK", "rollback");
-        return rc;
-    }
-    params ps;
-    long sent = 0;
-    /* First in the transaction: the term still leads (tenq.fence). */
-    if (!copy && g->term) {
-        if (!PQsendQueryPrepared(p->w, stmt_name[ST_FENCE], 1, fence_arg, NULL, NULL, 0))
-            rc = pg_fail(s, p->w, NULL, "sending");
-        else
-            sent++;
-    }
-    for (size_t i = 0; i < g->nother && !rc; i++) {
-        int st = op_params(g->other_b[i], g->other[i], &ps);
-        if (!PQsendQueryPrepared(p->w, stmt_name[st], ps.n, ps.v, NULL, NULL, 0))
-            rc = pg_fail(s, p->w, NULL, "sending");
-        else
-            sent++;
-        if (sent == CHUNK) {
-            /* Let the server flush what it has answered so far. */
-            if (!PQsendFlushRequest(p->w) || PQflush(p->w) != 0)
-                rc = pg_fail(s, p->w, NULL, "sending");
-            else
-                rc = read_results(s, p->w, (size_t)sent, 0);
-            sent = 0;
-        }
-    }
-    /* Each step queues its statements (k of them) or fails the group. */
-#define STEP(expr)                                                                                 \
-    do {                                                                                           \
-        long k = rc ? 0 : (expr);                                                                  \
-        if (k < 0)                                                                                 \
-            rc = pg_fail(s, p->w, NULL, "sending");                                                \
-        else                                                                                       \
-            sent += k;                                                                             \
-    } while (0)
-    STEP(copy ? 0 : send_rows(p, g->ins, g->nins, true));
-    STEP(send_rows(p, g->upd, g->nupd, false));
-    if (g->ndel)
-        STEP(PQsendQueryPrepared(p->w, stmt_name[ST_ID_FLOOR], 0, NULL, NULL, NULL, 0) ? 1 : -1);
-    STEP(send_deletes(p, g->del, g->ndel));
-    STEP(copy ? send_plain(p, "COMMIT") : 0);
-#undef STEP
-    /* Always end with a Sync, even after an error: it closes the pipeline and
-     * commits the group as one implicit transaction (or ends the explicit one
-     * COPY began, whose COMMIT is the last statement). */
-    if (!PQpipelineSync(p->w) && !rc) rc = pg_fail(s, p->w, NULL, "sync");
-    rc = read_results(s, p->w, (size_t)sent, rc);
-    PGresult *res;
-    while (PQstatus(p->w) == CONNECTION_OK && (res = PQgetResult(p->w)) != NULL) {
-        ExecStatusType st = PQresultStatus(res);
-        PQclear(res);
-        if (st == PGRES_PIPELINE_SYNC) break;
-    }
-    if (PQstatus(p->w) != CONNECTION_OK) {
-        if (!rc) rc = pg_fail(s, p->w, NULL, "commit");
-        return rc;
-    }
-    PQexitPipelineMode(p->w);
-    if (rc && PQtransactionStatus(p->w) != PQTRANS_IDLE) pg_run(s, p->w, "ROLLBACK", "rollback");
-    return rc;
 }
 
 /* ---- reading ------------------------------------------------------------------------ */
@@ -867,7 +290,7 @@ static int load_settings(store_t *s, pg *p, engine_t *e, int64_t now, store_load
 static int pg_load(store_t *s, engine_t *e, int64_t now, store_load_stats *st)
 {
     pg *p = s->impl;
-    int rc = ensure_connected(s, p);
+    int rc = pg_ensure_connected(s, p);
     if (!rc) rc = pg_run(s, p->w, "BEGIN ISOLATION LEVEL REPEATABLE READ", "loading");
     if (!rc) rc = load_settings(s, p, e, now, st);
     if (rc) goto out;
@@ -944,7 +367,7 @@ out:
 static int pg_load_tokens(store_t *s, store_token_fn fn, void *ctx)
 {
     pg *p = s->impl;
-    int rc = ensure_connected(s, p);
+    int rc = pg_ensure_connected(s, p);
     if (rc) return rc;
     PGresult *res = PQexec(p->w, "SELECT id, hash, role, queues, created_at, "
                                  "coalesce(revoked_at, 0) FROM tenq.tokens ORDER BY id");
@@ -1022,17 +445,17 @@ static int pg_query(store_t *s, uint64_t id, const store_job_query *jq, rows_bui
 static long pg_prune(store_t *s, int64_t now, uint64_t term)
 {
     pg *p = s->impl;
-    if (ensure_connected(s, p) || prepare_all(s, p)) return TENQ_ECONNECT;
+    if (pg_ensure_connected(s, p) || pg_prepare_all(s, p)) return TENQ_ECONNECT;
     long limit = s->opts.retention_batch, done = 0;
     int rc = pg_run(s, p->w, "BEGIN", "retention");
     if (rc) return rc;
     char tbuf[24];
     snprintf(tbuf, sizeof tbuf, "%llu", (unsigned long long)term);
-    if (term && (rc = fence_now(s, p, tbuf)) != 0) {
+    if (term && (rc = pg_fence(s, p, tbuf)) != 0) {
         pg_run(s, p->w, "ROLLBACK", "rollback");
         return rc;
     }
-    PGresult *fl = PQexecPrepared(p->w, stmt_name[ST_ID_FLOOR], 0, NULL, NULL, NULL, 0);
+    PGresult *fl = PQexecPrepared(p->w, pg_stmt_name[PG_ST_ID_FLOOR], 0, NULL, NULL, NULL, 0);
     rc = PQresultStatus(fl) == PGRES_COMMAND_OK ? 0 : pg_fail(s, p->w, fl, "keeping the id floor");
     PQclear(fl);
     if (rc) {

@@ -1,9 +1,8 @@
 /* The SQLite backend: one file, WAL mode, synchronous=FULL by default.
  * Every file is opened through the fault VFS (sqlite_vfs.c), so that tests
  * can make the disk full under SQLite's real error paths. */
-#include "internal.h"
+#include "sqlite.h"
 #include "schema.h"
-#include "sqlite_vfs.h"
 
 #include "base/xalloc.h"
 
@@ -16,37 +15,6 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-
-enum {
-    ST_INS_JOB,
-    ST_UPD_JOB,
-    ST_UPD_HOT,
-    ST_INS_ROWS, /* the same three, JOB_ROWS rows a statement (job_sql) */
-    ST_UPD_ROWS,
-    ST_HOT_ROWS,
-    ST_DEL_JOB,
-    ST_ID_FLOOR,
-    ST_TENANT,
-    ST_QUEUE,
-    ST_IDEM,
-    ST_TOKEN,
-    ST_REVOKE,
-    ST_BEGIN, /* prepared once: sqlite3_exec parses its text at every commit */
-    ST_COMMIT,
-    ST_N
-};
-
-typedef struct sq {
-    sqlite3 *db, *rdb, *cdb; /* writes; reads; checkpoints */
-    pthread_t ckpt_thread;
-    pthread_mutex_t ckpt_lock;
-    pthread_cond_t ckpt_cond;
-    bool ckpt_wanted, ckpt_stop, ckpt_running;
-    fault_vfs vfs;
-    int lock_fd; /* holds the file's one-server lock (sqlite_lock.c) */
-    sqlite3_stmt *st[ST_N];
-    char path[4096];
-} sq;
 
 void store_test_set_write_budget(store_t *s, long long bytes)
 {
@@ -74,13 +42,13 @@ static int map_rc(int rc)
     }
 }
 
-static int fail(store_t *s, sqlite3 *db, int rc, const char *what)
+int sq_fail(store_t *s, sqlite3 *db, int rc, const char *what)
 {
     store_set_err(s, "sqlite: %s: %s", what, db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
     return map_rc(rc);
 }
 
-static int exec(sqlite3 *db, const char *sql)
+int sq_exec(sqlite3 *db, const char *sql)
 {
     return sqlite3_exec(db, sql, NULL, NULL, NULL);
 }
@@ -104,7 +72,7 @@ static int mkdirs(const char *path)
     return 0;
 }
 
-static int64_t now_ms(void)
+int64_t sq_now_ms(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
@@ -155,16 +123,16 @@ static int migrate(sqlite3 *db, int from, int to, char *errbuf, size_t errlen)
         char *sql = store_schema_sql(v, false);
         char ins[128];
         snprintf(ins, sizeof ins, "INSERT INTO schema_version VALUES (%d, %lld);", v,
-                 (long long)now_ms());
-        int rc = exec(db, "BEGIN IMMEDIATE");
-        if (rc == SQLITE_OK) rc = exec(db, sql);
-        if (rc == SQLITE_OK) rc = exec(db, ins);
-        if (rc == SQLITE_OK) rc = exec(db, "COMMIT");
+                 (long long)sq_now_ms());
+        int rc = sq_exec(db, "BEGIN IMMEDIATE");
+        if (rc == SQLITE_OK) rc = sq_exec(db, sql);
+        if (rc == SQLITE_OK) rc = sq_exec(db, ins);
+        if (rc == SQLITE_OK) rc = sq_exec(db, "COMMIT");
         free(sql);
         if (rc != SQLITE_OK) {
             snprintf(errbuf, errlen, "migration to schema version %d failed: %s", v,
                      sqlite3_errmsg(db));
-            exec(db, "ROLLBACK");
+            sq_exec(db, "ROLLBACK");
             return map_rc(rc);
         }
     }
@@ -219,14 +187,14 @@ static int ckpt_start(sq *q, const char *path)
     if (rc != SQLITE_OK) return rc;
     sqlite3_busy_timeout(q->cdb, 5000);
     /* connections open the file lazily: until then a checkpoint does nothing */
-    rc = exec(q->cdb, "SELECT count(*) FROM sqlite_master");
+    rc = sq_exec(q->cdb, "SELECT count(*) FROM sqlite_master");
     if (rc != SQLITE_OK) {
         sqlite3_close(q->cdb);
         return rc;
     }
     pthread_mutex_init(&q->ckpt_lock, NULL);
     pthread_cond_init(&q->ckpt_cond, NULL);
-    exec(q->db, "PRAGMA wal_autocheckpoint=0");
+    sq_exec(q->db, "PRAGMA wal_autocheckpoint=0");
     sqlite3_wal_hook(q->db, wal_hook, q);
     pthread_create(&q->ckpt_thread, NULL, ckpt_main, q);
     q->ckpt_running = true;
@@ -316,7 +284,7 @@ int store_sqlite_open(store_t *s, const char *path, char *errbuf, size_t errlen)
              "PRAGMA journal_mode=WAL; PRAGMA synchronous=%s; PRAGMA cache_size=-4096;"
              "PRAGMA temp_store=MEMORY; PRAGMA mmap_size=0;",
              s->opts.sync == STORE_SYNC_NORMAL ? "NORMAL" : "FULL");
-    src = exec(q->db, pragmas);
+    src = sq_exec(q->db, pragmas);
     if (src != SQLITE_OK) {
         snprintf(errbuf, errlen, "%s: %s", path, sqlite3_errmsg(q->db));
         rc = map_rc(src);
@@ -363,417 +331,6 @@ static void sq_close(store_t *s)
     free(q);
 }
 
-/* ---- writing ----------------------------------------------------------------------- */
-
-static const char *const stmt_sql[ST_N] = {
-    [ST_INS_JOB] = STORE_SQL_INSERT_JOB, [ST_DEL_JOB] = STORE_SQL_DELETE_JOB,
-    [ST_ID_FLOOR] = STORE_SQL_ID_FLOOR,  [ST_IDEM] = STORE_SQL_UPSERT_IDEM,
-    [ST_TOKEN] = STORE_SQL_INSERT_TOKEN, [ST_REVOKE] = STORE_SQL_REVOKE_TOKEN,
-    [ST_BEGIN] = "BEGIN IMMEDIATE",      [ST_COMMIT] = "COMMIT",
-};
-
-/* Job rows go JOB_ROWS to a statement while a group has that many: a
- * statement's own cost (its cursors opened and closed, its program started
- * and halted, a dozen small allocations) was about as much as the row it
- * wrote (finishing a job: 7.0-8.4 us a row one at a time, 4.0-4.3 with 16
- * rows a statement, in a loop of statements against a fresh table). */
-#define JOB_ROWS 16
-
-/* The columns an update binds, in bind_update's order (?1 is the id), and
- * how it sets them: `hot` also in an update that keeps a job live in its
- * lane place (ST_UPD_HOT, ST_HOT_ROWS: no indexed column, lane_seq,
- * finished_at, live, so no index entry is written), `kept` when a NULL
- * keeps the stored value.  Every update statement is made from this list
- * (job_sql). */
-static const struct {
-    const char *name;
-    bool hot, kept;
-} upd_cols[] = {
-    {"id", false, false},          {"priority", true, false},
-    {"state", true, false},        {"attempts", true, false},
-    {"max_attempts", true, false}, {"run_at", true, false},
-    {"ready_at", true, false},     {"leased_at", true, false},
-    {"started_at", true, false},   {"finished_at", false, false},
-    {"worker", true, false},       {"error", true, false},
-    {"progress", true, false},     {"lease_token", true, false},
-    {"lease_until", true, false},  {"cancel_requested", true, false},
-    {"merged_into", true, false},  {"lane_seq", false, false},
-    {"payloads", true, true},      {"result", true, true},
-    {"stats", true, true},         {"live", false, false},
-};
-enum { UPD_PARAMS = sizeof upd_cols / sizeof upd_cols[0], INS_PARAMS = 31 };
-
-static void put(char *sql, size_t cap, size_t *n, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static void put(char *sql, size_t cap, size_t *n, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    int k = vsnprintf(sql + *n, *n < cap ? cap - *n : 0, fmt, ap);
-    va_end(ap);
-    *n += k > 0 ? (size_t)k : 0;
-}
-
-/* The SET list of an update: the values are the parameters (one-row
- * form) or the conflicting row's (excluded.*); the hot form skips the
- * indexed columns. */
-static void put_set(char *sql, size_t cap, size_t *n, bool hot, bool excluded)
-{
-    bool first = true;
-    for (int c = 1; c < UPD_PARAMS; c++) {
-        if (hot && !upd_cols[c].hot) continue;
-        const char *col = upd_cols[c].name;
-        char val[64];
-        if (excluded)
-            snprintf(val, sizeof val, "excluded.%s", col);
-        else
-            snprintf(val, sizeof val, "?%d", c + 1);
-        if (upd_cols[c].kept)
-            put(sql, cap, n, "%s%s = coalesce(%s, %s)", first ? "" : ", ", col, val, col);
-        else
-            put(sql, cap, n, "%s%s = %s", first ? "" : ", ", col, val);
-        first = false;
-    }
-}
-
-/* The job statements made from the column lists.  Updates of one row: an
- * UPDATE by id.  Inserts of JOB_ROWS rows: one INSERT with that many rows
- * of values.  Updates of JOB_ROWS rows: an INSERT of rows whose ids are
- * there already, turned into updates by ON CONFLICT (SQLite's one statement
- * that updates many rows by their own values without a join).  Its insert
- * side never runs for a job in the store; the columns an update does not
- * carry get placeholders there, and sq_apply checks that nothing was
- * inserted. */
-static char *job_sql(int kind)
-{
-    size_t cap = 32768, n = 0;
-    char *sql = xmalloc(cap);
-    sql[0] = 0;
-    if (kind == ST_UPD_JOB || kind == ST_UPD_HOT) {
-        put(sql, cap, &n, "UPDATE jobs SET ");
-        put_set(sql, cap, &n, kind == ST_UPD_HOT, false);
-        put(sql, cap, &n, " WHERE id = ?1");
-    } else if (kind == ST_INS_ROWS) {
-        put(sql, cap, &n, "INSERT INTO jobs (" STORE_JOB_INSERT_COLUMNS ") VALUES ");
-        for (int r = 0; r < JOB_ROWS; r++) {
-            put(sql, cap, &n, "%s(", r ? ", " : "");
-            for (int c = 1; c <= INS_PARAMS; c++)
-                put(sql, cap, &n, "%s?%d", c > 1 ? ", " : "", r * INS_PARAMS + c);
-            put(sql, cap, &n, ")");
-        }
-    } else {
-        put(sql, cap, &n, "INSERT INTO jobs (");
-        for (int c = 0; c < UPD_PARAMS; c++) put(sql, cap, &n, "%s, ", upd_cols[c].name);
-        put(sql, cap, &n, "tenant, queue, type, created_at) VALUES ");
-        for (int r = 0; r < JOB_ROWS; r++) {
-            put(sql, cap, &n, "%s(", r ? ", " : "");
-            for (int c = 1; c <= UPD_PARAMS; c++) put(sql, cap, &n, "?%d, ", r * UPD_PARAMS + c);
-            put(sql, cap, &n, "'', '', '', 0)");
-        }
-        put(sql, cap, &n, " ON CONFLICT (id) DO UPDATE SET ");
-        put_set(sql, cap, &n, kind == ST_HOT_ROWS, true);
-    }
-    if (n >= cap) abort(); /* the sizes are fixed */
-    return sql;
-}
-
-char *store_sqlite_job_sql(bool many, bool hot)
-{
-    return job_sql(many ? (hot ? ST_HOT_ROWS : ST_UPD_ROWS) : (hot ? ST_UPD_HOT : ST_UPD_JOB));
-}
-
-char *store_sqlite_insert_rows_sql(void)
-{
-    return job_sql(ST_INS_ROWS);
-}
-
-static int prepare_all(store_t *s, sq *q)
-{
-    for (int i = 0; i < ST_N; i++) {
-        if (q->st[i]) continue;
-        char *sql = stmt_sql[i]      ? store_sql(stmt_sql[i], false)
-                    : i == ST_TENANT ? store_settings_upsert_sql(STORE_TENANTS, false)
-                    : i == ST_QUEUE  ? store_settings_upsert_sql(STORE_QUEUES, false)
-                                     : job_sql(i);
-        int rc = sqlite3_prepare_v3(q->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &q->st[i], NULL);
-        free(sql);
-        if (rc != SQLITE_OK) return fail(s, q->db, rc, "prepare");
-    }
-    return 0;
-}
-
-static void bind_text(sqlite3_stmt *st, int i, const char *v)
-{
-    if (v)
-        sqlite3_bind_text(st, i, v, -1, SQLITE_STATIC);
-    else
-        sqlite3_bind_null(st, i);
-}
-
-static void bind_i64(sqlite3_stmt *st, int i, long long v)
-{
-    sqlite3_bind_int64(st, i, v);
-}
-
-/* 0 means "not yet": NULL in the table. */
-static void bind_time(sqlite3_stmt *st, int i, long long v)
-{
-    if (v)
-        sqlite3_bind_int64(st, i, v);
-    else
-        sqlite3_bind_null(st, i);
-}
-
-/* Row r at parameters o + 1 on (0 for the one-row statements). */
-static void bind_insert(sqlite3_stmt *st, int o, const jrow *r)
-{
-    bind_i64(st, o + 1, (long long)r->id);
-    bind_text(st, o + 2, r->tenant);
-    bind_text(st, o + 3, r->queue);
-    bind_text(st, o + 4, r->type);
-    bind_text(st, o + 5, r->key);
-    bind_text(st, o + 6, r->args);
-    bind_text(st, o + 7, r->payloads);
-    bind_i64(st, o + 8, r->priority);
-    bind_text(st, o + 9, engine_state_name((engine_state)r->state));
-    bind_i64(st, o + 10, r->attempts);
-    bind_i64(st, o + 11, r->max_attempts);
-    bind_i64(st, o + 12, r->run_at);
-    bind_i64(st, o + 13, r->created_at);
-    bind_time(st, o + 14, r->ready_at);
-    bind_time(st, o + 15, r->leased_at);
-    bind_time(st, o + 16, r->started_at);
-    bind_time(st, o + 17, r->finished_at);
-    bind_text(st, o + 18, r->worker);
-    bind_text(st, o + 19, r->error);
-    bind_text(st, o + 20, r->result);
-    bind_text(st, o + 21, r->stats);
-    bind_text(st, o + 22, r->progress);
-    bind_text(st, o + 23, r->unique_key);
-    bind_text(st, o + 24, r->idem_key);
-    bind_i64(st, o + 25, (long long)r->token);
-    bind_time(st, o + 26, r->lease_until);
-    bind_i64(st, o + 27, r->cancel_requested);
-    bind_time(st, o + 28, (long long)r->merged_into);
-    bind_i64(st, o + 29, (long long)r->lane_seq);
-    bind_text(st, o + 30, r->traceparent);
-    bind_time(st, o + 31, jrow_live(r));
-}
-
-static void bind_update(sqlite3_stmt *st, int o, const jrow *r)
-{
-    bind_i64(st, o + 1, (long long)r->id);
-    bind_i64(st, o + 2, r->priority);
-    bind_text(st, o + 3, engine_state_name((engine_state)r->state));
-    bind_i64(st, o + 4, r->attempts);
-    bind_i64(st, o + 5, r->max_attempts);
-    bind_i64(st, o + 6, r->run_at);
-    bind_time(st, o + 7, r->ready_at);
-    bind_time(st, o + 8, r->leased_at);
-    bind_time(st, o + 9, r->started_at);
-    bind_time(st, o + 10, r->finished_at);
-    bind_text(st, o + 11, r->worker);
-    bind_text(st, o + 12, r->error);
-    bind_text(st, o + 13, r->progress);
-    bind_i64(st, o + 14, (long long)r->token);
-    bind_time(st, o + 15, r->lease_until);
-    bind_i64(st, o + 16, r->cancel_requested);
-    bind_time(st, o + 17, (long long)r->merged_into);
-    bind_i64(st, o + 18, (long long)r->lane_seq);
-    bind_text(st, o + 19, r->payloads);
-    bind_text(st, o + 20, r->result);
-    bind_text(st, o + 21, r->stats);
-    bind_time(st, o + 22, jrow_live(r)); /* the one-row hot form has no ?22: ignored */
-}
-
-/* Parameters of a statement bound in order from `at` on. */
-typedef struct bind_sink {
-    sqlite3_stmt *st;
-    int at;
-} bind_sink;
-static void sink_i64(void *ctx, long long v)
-{
-    bind_sink *k = ctx;
-    bind_i64(k->st, k->at++, v);
-}
-static void sink_text(void *ctx, const char *v)
-{
-    bind_sink *k = ctx;
-    bind_text(k->st, k->at++, v);
-}
-static void sink_bool(void *ctx, bool v)
-{
-    bind_sink *k = ctx;
-    bind_i64(k->st, k->at++, v);
-}
-
-/* Tenants, queues, idempotency keys, tokens. */
-static void bind_other(sqlite3_stmt *st, const store_batch *b, const store_op *o)
-{
-    switch (o->kind) {
-    case OP_TENANT:
-    case OP_QUEUE: {
-        bool tenant = o->kind == OP_TENANT;
-        bind_text(st, 1, bstr(b, tenant ? o->u.tenant.name : o->u.queue.name));
-        bind_sink k = {st, 2};
-        store_param_sink out = {sink_i64, sink_text, sink_bool, &k};
-        store_settings_params(tenant ? STORE_TENANTS : STORE_QUEUES,
-                              tenant ? (const void *)&o->u.tenant.s : (const void *)&o->u.queue.s,
-                              &out);
-        bind_i64(st, k.at, now_ms());
-        break;
-    }
-    case OP_IDEM:
-        bind_text(st, 1, bstr(b, o->u.idem.tenant));
-        bind_text(st, 2, bstr(b, o->u.idem.key));
-        bind_i64(st, 3, (long long)o->u.idem.id);
-        bind_text(st, 4, engine_state_name((engine_state)o->u.idem.state));
-        bind_i64(st, 5, o->u.idem.duplicate);
-        bind_i64(st, 6, o->u.idem.merged);
-        bind_i64(st, 7, o->u.idem.created_at);
-        break;
-    case OP_TOKEN:
-        bind_i64(st, 1, o->u.token.id);
-        bind_text(st, 2, bstr(b, o->u.token.hash));
-        bind_text(st, 3, bstr(b, o->u.token.role));
-        bind_text(st, 4, bstr(b, o->u.token.queues));
-        bind_i64(st, 5, o->u.token.created_at);
-        bind_time(st, 6, o->u.token.revoked_at);
-        break;
-    case OP_TOKEN_REVOKE:
-        bind_i64(st, 1, o->u.token.id);
-        bind_i64(st, 2, o->u.token.revoked_at);
-        break;
-    default: break; /* job rows are bound by bind_insert and bind_update */
-    }
-}
-
-static const int op_stmt[] = {
-    [OP_JOB_INSERT] = ST_INS_JOB, [OP_JOB_UPDATE] = ST_UPD_JOB,  [OP_JOB_DELETE] = ST_DEL_JOB,
-    [OP_TENANT] = ST_TENANT,      [OP_QUEUE] = ST_QUEUE,         [OP_IDEM] = ST_IDEM,
-    [OP_TOKEN] = ST_TOKEN,        [OP_TOKEN_REVOKE] = ST_REVOKE,
-};
-
-/* Steps one statement; on failure rolls back and says why. */
-static int step(store_t *s, sq *q, sqlite3_stmt *st, const char *what)
-{
-    int src = sqlite3_step(st);
-    sqlite3_reset(st);
-    if (src == SQLITE_DONE) return 0;
-    int rc = fail(s, q->db, src, what);
-    exec(q->db, "ROLLBACK");
-    return rc;
-}
-
-/* An update whose job is not in the store: a broken invariant (every
- * update follows its job's committed insert), refused rather than written
- * as a new row or skipped. */
-static int missing(store_t *s, sq *q, long long id)
-{
-    store_set_err(s, "sqlite: updating jobs: job %lld is not in the store", id);
-    exec(q->db, "ROLLBACK");
-    return TENQ_ECORRUPT;
-}
-
-/* Job rows of one kind on their way: JOB_ROWS at a time through the many
- * rows statement, the last few one by one (run_end). */
-typedef struct row_run {
-    int one, many;
-    int n;
-    const jrow *row[JOB_ROWS];
-} row_run;
-
-static bool run_update(const row_run *r)
-{
-    return r->one != ST_INS_JOB;
-}
-
-static void run_bind(sqlite3_stmt *st, const row_run *r, int i, int o)
-{
-    if (run_update(r))
-        bind_update(st, o, r->row[i]);
-    else
-        bind_insert(st, o, r->row[i]);
-}
-
-static int run_add(store_t *s, sq *q, row_run *r, const jrow *row)
-{
-    r->row[r->n++] = row;
-    if (r->n < JOB_ROWS) return 0;
-    sqlite3_stmt *st = q->st[r->many];
-    bool update = run_update(r);
-    for (int i = 0; i < JOB_ROWS; i++) run_bind(st, r, i, i * (update ? UPD_PARAMS : INS_PARAMS));
-    r->n = 0;
-    /* an update's insert side must not have run: it would leave the rowid */
-    if (update) sqlite3_set_last_insert_rowid(q->db, 0);
-    int rc = step(s, q, st, update ? "updating jobs" : "writing jobs");
-    if (!rc && update && sqlite3_last_insert_rowid(q->db) != 0)
-        rc = missing(s, q, sqlite3_last_insert_rowid(q->db));
-    return rc;
-}
-
-static int run_end(store_t *s, sq *q, row_run *r)
-{
-    sqlite3_stmt *st = q->st[r->one];
-    bool update = run_update(r);
-    for (int i = 0; i < r->n; i++) {
-        run_bind(st, r, i, 0);
-        int rc = step(s, q, st, update ? "updating a job" : "writing a job");
-        if (!rc && update && sqlite3_changes(q->db) == 0)
-            rc = missing(s, q, (long long)r->row[i]->id);
-        if (rc) return rc;
-    }
-    r->n = 0;
-    return 0;
-}
-
-static int sq_apply(store_t *s, const store_group *g, bool begin, bool commit)
-{
-    sq *q = s->impl;
-    int rc = prepare_all(s, q);
-    if (rc) {
-        if (!begin) exec(q->db, "ROLLBACK");
-        return rc;
-    }
-    int src = begin ? sqlite3_step(q->st[ST_BEGIN]) : SQLITE_DONE;
-    if (begin) sqlite3_reset(q->st[ST_BEGIN]);
-    if (src != SQLITE_DONE) return fail(s, q->db, src, "begin");
-    for (size_t i = 0; i < g->nother; i++) {
-        sqlite3_stmt *st = q->st[op_stmt[g->other[i]->kind]];
-        bind_other(st, g->other_b[i], g->other[i]);
-        if ((rc = step(s, q, st, "writing"))) return rc;
-    }
-    row_run ins = {.one = ST_INS_JOB, .many = ST_INS_ROWS},
-            upd = {.one = ST_UPD_JOB, .many = ST_UPD_ROWS},
-            hot = {.one = ST_UPD_HOT, .many = ST_HOT_ROWS};
-    for (size_t i = 0; i < g->nins && !rc; i++)
-        if (!g->ins[i].dropped) rc = run_add(s, q, &ins, &g->ins[i]);
-    for (size_t i = 0; i < g->nupd && !rc; i++)
-        if (!g->upd[i].dropped) rc = run_add(s, q, jrow_hot(&g->upd[i]) ? &hot : &upd, &g->upd[i]);
-    if (rc || (rc = run_end(s, q, &ins)) || (rc = run_end(s, q, &upd)) ||
-        (rc = run_end(s, q, &hot)))
-        return rc;
-    if (g->ndel && (rc = step(s, q, q->st[ST_ID_FLOOR], "keeping the id floor"))) return rc;
-    for (size_t i = 0; i < g->ndel; i++) {
-        bind_i64(q->st[ST_DEL_JOB], 1, (long long)g->del[i]);
-        if ((rc = step(s, q, q->st[ST_DEL_JOB], "deleting a job"))) return rc;
-    }
-    if (!commit) return 0;
-    src = sqlite3_step(q->st[ST_COMMIT]);
-    sqlite3_reset(q->st[ST_COMMIT]);
-    if (src != SQLITE_DONE) {
-        rc = fail(s, q->db, src, "commit");
-        exec(q->db, "ROLLBACK");
-        return rc;
-    }
-    return 0;
-}
-
-static void sq_abandon(store_t *s)
-{
-    exec(((sq *)s->impl)->db, "ROLLBACK");
-}
-
 /* ---- reading rows ------------------------------------------------------------------- */
 
 static bool acc_null(void *row, int c)
@@ -800,7 +357,7 @@ static int load_settings(store_t *s, sq *q, engine_t *e, int64_t now, store_load
         free(sql);
         char msg[200] = "";
         int rc = 0;
-        if (src != SQLITE_OK) return fail(s, q->db, src, "loading settings");
+        if (src != SQLITE_OK) return sq_fail(s, q->db, src, "loading settings");
         while (!rc && (src = sqlite3_step(t)) == SQLITE_ROW) {
             const char *name = (const char *)sqlite3_column_text(t, 0);
             engine_err err = {0};
@@ -822,7 +379,7 @@ static int load_settings(store_t *s, sq *q, engine_t *e, int64_t now, store_load
         }
         sqlite3_finalize(t);
         if (rc) return rc;
-        if (src != SQLITE_DONE) return fail(s, q->db, src, "loading settings");
+        if (src != SQLITE_DONE) return sq_fail(s, q->db, src, "loading settings");
     }
     return 0;
 }
@@ -836,7 +393,7 @@ static int sq_load(store_t *s, engine_t *e, int64_t now, store_load_stats *st)
     char *sql = store_sql(STORE_SQL_LOAD_JOBS, false);
     int src = sqlite3_prepare_v2(q->db, sql, -1, &t, NULL);
     free(sql);
-    if (src != SQLITE_OK) return fail(s, q->db, src, "loading jobs");
+    if (src != SQLITE_OK) return sq_fail(s, q->db, src, "loading jobs");
     char msg[256];
     while ((src = sqlite3_step(t)) == SQLITE_ROW) {
         engine_job_info in;
@@ -856,13 +413,13 @@ static int sq_load(store_t *s, engine_t *e, int64_t now, store_load_stats *st)
         st->jobs++;
     }
     sqlite3_finalize(t);
-    if (src != SQLITE_DONE) return fail(s, q->db, src, "loading jobs");
+    if (src != SQLITE_DONE) return sq_fail(s, q->db, src, "loading jobs");
 
     src = sqlite3_prepare_v2(q->db,
                              "SELECT tenant, key, job_id, state, duplicate, merged, created_at "
                              "FROM idempotency WHERE created_at > ?",
                              -1, &t, NULL);
-    if (src != SQLITE_OK) return fail(s, q->db, src, "loading idempotency keys");
+    if (src != SQLITE_OK) return sq_fail(s, q->db, src, "loading idempotency keys");
     sqlite3_bind_int64(t, 1, now - 24LL * 3600 * 1000);
     while ((src = sqlite3_step(t)) == SQLITE_ROW) {
         int state = engine_state_parse((const char *)sqlite3_column_text(t, 3));
@@ -876,7 +433,7 @@ static int sq_load(store_t *s, engine_t *e, int64_t now, store_load_stats *st)
         if (engine_load_idem(e, &ii, NULL) == 0) st->idem++;
     }
     sqlite3_finalize(t);
-    if (src != SQLITE_DONE) return fail(s, q->db, src, "loading idempotency keys");
+    if (src != SQLITE_DONE) return sq_fail(s, q->db, src, "loading idempotency keys");
 
     sql = store_sql(STORE_SQL_MAX_ID, false);
     src = sqlite3_prepare_v2(q->db, sql, -1, &t, NULL);
@@ -884,7 +441,7 @@ static int sq_load(store_t *s, engine_t *e, int64_t now, store_load_stats *st)
     if (src == SQLITE_OK) src = sqlite3_step(t);
     if (src == SQLITE_ROW) engine_set_next_id(e, (uint64_t)sqlite3_column_int64(t, 0) + 1);
     sqlite3_finalize(t);
-    return src == SQLITE_ROW ? 0 : fail(s, q->db, src, "reading the highest id");
+    return src == SQLITE_ROW ? 0 : sq_fail(s, q->db, src, "reading the highest id");
 }
 
 static int sq_load_tokens(store_t *s, store_token_fn fn, void *ctx)
@@ -895,7 +452,7 @@ static int sq_load_tokens(store_t *s, store_token_fn fn, void *ctx)
                                  "SELECT id, hash, role, queues, created_at, "
                                  "coalesce(revoked_at, 0) FROM tokens ORDER BY id",
                                  -1, &t, NULL);
-    if (src != SQLITE_OK) return fail(s, q->db, src, "loading tokens");
+    if (src != SQLITE_OK) return sq_fail(s, q->db, src, "loading tokens");
     while ((src = sqlite3_step(t)) == SQLITE_ROW) {
         store_token tk = {sqlite3_column_int64(t, 0),
                           (const char *)sqlite3_column_text(t, 1),
@@ -906,7 +463,7 @@ static int sq_load_tokens(store_t *s, store_token_fn fn, void *ctx)
         fn(ctx, &tk);
     }
     sqlite3_finalize(t);
-    return src == SQLITE_DONE ? 0 : fail(s, q->db, src, "loading tokens");
+    return src == SQLITE_DONE ? 0 : sq_fail(s, q->db, src, "loading tokens");
 }
 
 static int sq_query(store_t *s, uint64_t id, const store_job_query *jq, rows_builder *rows)
@@ -935,7 +492,7 @@ static int sq_query(store_t *s, uint64_t id, const store_job_query *jq, rows_bui
     }
     sqlite3_stmt *t = NULL;
     int src = sqlite3_prepare_v2(q->rdb, sql, -1, &t, NULL);
-    if (src != SQLITE_OK) return fail(s, q->rdb, src, "query");
+    if (src != SQLITE_OK) return sq_fail(s, q->rdb, src, "query");
     int bi = 1;
     if (id) {
         sqlite3_bind_int64(t, bi++, (long long)id);
@@ -948,7 +505,7 @@ static int sq_query(store_t *s, uint64_t id, const store_job_query *jq, rows_bui
     while (!rc && (src = sqlite3_step(t)) == SQLITE_ROW) rc = rows_add_row(s, rows, &sq_acc, t);
     sqlite3_finalize(t);
     if (rc) return rc;
-    return src == SQLITE_DONE ? 0 : fail(s, q->rdb, src, "query");
+    return src == SQLITE_DONE ? 0 : sq_fail(s, q->rdb, src, "query");
 }
 
 static long sq_prune(store_t *s, int64_t now, uint64_t term)
@@ -957,8 +514,8 @@ static long sq_prune(store_t *s, int64_t now, uint64_t term)
     sq *q = s->impl;
     long limit = s->opts.retention_batch, done = 0;
     sqlite3_stmt *qs = NULL, *del = NULL;
-    int src = exec(q->db, "BEGIN IMMEDIATE");
-    if (src != SQLITE_OK) return fail(s, q->db, src, "retention");
+    int src = sq_exec(q->db, "BEGIN IMMEDIATE");
+    if (src != SQLITE_OK) return sq_fail(s, q->db, src, "retention");
     if (sqlite3_step(q->st[ST_ID_FLOOR]) != SQLITE_DONE) src = sqlite3_errcode(q->db);
     sqlite3_reset(q->st[ST_ID_FLOOR]);
     if (src == SQLITE_OK)
@@ -989,10 +546,10 @@ static long sq_prune(store_t *s, int64_t now, uint64_t term)
             sqlite3_finalize(del);
         }
     }
-    if (src == SQLITE_OK) src = exec(q->db, "COMMIT");
+    if (src == SQLITE_OK) src = sq_exec(q->db, "COMMIT");
     if (src != SQLITE_OK) {
-        long rc = fail(s, q->db, src, "retention");
-        exec(q->db, "ROLLBACK");
+        long rc = sq_fail(s, q->db, src, "retention");
+        sq_exec(q->db, "ROLLBACK");
         return rc;
     }
     return done;
@@ -1010,7 +567,7 @@ static int sq_bump_term(store_t *s, uint64_t *term)
     pthread_mutex_lock(&s->db_lock);
     char *sql = store_sql(STORE_SQL_NEXT_TERM, false);
     sqlite3_stmt *st = NULL;
-    int src = exec(q->db, "BEGIN IMMEDIATE");
+    int src = sq_exec(q->db, "BEGIN IMMEDIATE");
     if (src == SQLITE_OK) src = sqlite3_prepare_v2(q->db, sql, -1, &st, NULL);
     free(sql);
     if (src == SQLITE_OK) src = sqlite3_step(st);
@@ -1020,11 +577,11 @@ static int sq_bump_term(store_t *s, uint64_t *term)
     }
     int fin = st ? sqlite3_finalize(st) : SQLITE_OK;
     if (src == SQLITE_DONE && fin == SQLITE_OK)
-        src = exec(q->db, "COMMIT");
+        src = sq_exec(q->db, "COMMIT");
     else if (src == SQLITE_DONE)
         src = fin;
-    int rc = src == SQLITE_OK ? 0 : fail(s, q->db, src, "counting a new term");
-    if (rc) exec(q->db, "ROLLBACK");
+    int rc = src == SQLITE_OK ? 0 : sq_fail(s, q->db, src, "counting a new term");
+    if (rc) sq_exec(q->db, "ROLLBACK");
     pthread_mutex_unlock(&s->db_lock);
     return rc;
 }
