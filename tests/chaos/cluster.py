@@ -8,7 +8,6 @@ Environment: TENQ_BIN, TENQ_TEST_PG_URL and TENQ_TEST_PG_DIR (with-pg.sh).
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -17,7 +16,7 @@ import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
+sys.path.insert(0, os.path.join(ROOT, "tests", "lib"))
 
 import harness  # noqa: E402  (the one way the suites start a server)
 
@@ -29,14 +28,6 @@ def require_pg():
     if not PG_URL or not PG_DIR:
         raise RuntimeError("the chaos tests need PostgreSQL: run them under tests/with-pg.sh "
                            "(ctest does); a missing PostgreSQL is a failure, never a skip")
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def psql(url, sql):
@@ -76,7 +67,7 @@ class Cluster:
             require_pg()
             store_url = harness.pg_url_for_new_database()
         self.store_url = store_url
-        self.ports = [free_port() for _ in range(n)]
+        self.ports = [harness.free_port() for _ in range(n)]
         self.urls = ["http://127.0.0.1:%d" % p for p in self.ports]
         self.args = list(args)
         self.servers = []

@@ -23,10 +23,13 @@ import unittest
 import urllib.error
 import urllib.request
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import harness  # noqa: E402
+
 BIN = os.environ.get("TENQ_BIN") or (sys.argv.pop(1) if len(sys.argv) > 1 and
                                      not sys.argv[1].startswith("-") else None)
 ADMIN = "admin-secret-for-cli-tests-0123"
-SANITIZER_WORDS = ("AddressSanitizer", "LeakSanitizer", "runtime error:")
+SANITIZER_WORDS = harness.SANITIZER_WORDS
 
 server = {}
 
@@ -40,54 +43,26 @@ def dead_url():
     return "http://127.0.0.1:%d" % port
 
 
-def start_server(tmp, env_extra=None):
-    port_file = os.path.join(tmp, "port")
-    log = open(os.path.join(tmp, "server.log"), "wb")
-    env = dict(os.environ)
-    env.update(env_extra or {})
-    proc = subprocess.Popen(
-        [BIN, "serve", "--listen", "127.0.0.1:0", "--store",
-         "sqlite:" + os.path.join(tmp, "t.db"), "--port-file", port_file,
-         "--sqlite-sync", "normal"],
-        stdout=log, stderr=subprocess.STDOUT, env=env)
-    deadline = time.time() + 15
-    while time.time() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError("tenq serve exited: see " + log.name)
-        try:
-            with open(port_file) as f:
-                port = int(f.read().strip() or 0)
-            if port:
-                return proc, "http://127.0.0.1:%d" % port, log
-        except (FileNotFoundError, ValueError):
-            pass
-        time.sleep(0.01)
-    proc.kill()
-    raise RuntimeError("tenq serve did not start")
-
-
 def setUpModule():
     if not BIN:
         raise unittest.SkipTest("set TENQ_BIN to the tenq binary")
     tmp = tempfile.mkdtemp(prefix="tenq-cli-test-")
-    proc, url, log = start_server(tmp, {"TENQ_ADMIN_TOKEN": ADMIN})
-    server.update(tmp=tmp, proc=proc, url=url, log=log)
+    srv = harness.Server(store_url="sqlite:%s/t.db" % tmp, args=["--sqlite-sync", "normal"],
+                         env={"TENQ_ADMIN_TOKEN": ADMIN}, tmp=tmp)
+    server.update(srv=srv, url=srv.url(), tmp=srv.tmp)
 
 
 def tearDownModule():
-    proc = server.get("proc")
-    if proc:
-        proc.send_signal(signal.SIGTERM)
+    srv = server.get("srv")
+    if srv:
+        rc = srv.stop(timeout=20)
         try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        server["log"].close()
-        with open(os.path.join(server["tmp"], "server.log"), errors="replace") as f:
-            text = f.read()
-        shutil.rmtree(server["tmp"], ignore_errors=True)
-        if any(w in text for w in SANITIZER_WORDS) or proc.returncode != 0:
-            raise AssertionError("the server failed (rc %s):\n%s" % (proc.returncode, text))
+            srv.assert_clean()
+            if rc != 0:
+                raise AssertionError("the server failed (rc %s):\n%s" % (rc, srv.log_text()))
+        finally:
+            srv.cleanup()
+            shutil.rmtree(srv.tmp, ignore_errors=True)
 
 
 def run(*args, stdin=None, env=None, token=ADMIN, servers=None):

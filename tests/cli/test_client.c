@@ -1,8 +1,8 @@
 /* libtenq against a real `tenq serve` (TENQ_BIN) on port 0 with a private
  * SQLite file, over real sockets: every call, errors, keep-alive, failover,
  * timeouts, and answers that are not HTTP. */
-#include "../unit/runner.h"
-#include "../unit/server_proc.h"
+#include "runner.h"
+#include "server_proc.h"
 
 #include "tenq/tenq.h"
 

@@ -1,6 +1,6 @@
 /* libtenq's pure parts: server URLs, response heads, error words, and JSON
  * read in place (client/scan.h) with the job it fills. */
-#include "../unit/runner.h"
+#include "runner.h"
 
 #include "client/http.h"
 #include "client/internal.h"

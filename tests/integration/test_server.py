@@ -12,7 +12,8 @@ import threading
 import time
 import unittest
 
-from harness import STORE, Server, ServerTest, raw_socket, read_until_closed, main
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from harness import STORE, Server, ServerTest, raw_socket, read_until_closed, main  # noqa: E402
 
 
 def err_code(body):

@@ -1,6 +1,6 @@
 /* The store, against real SQLite files and a real PostgreSQL (started by
  * tests/with-pg.sh).  Every test runs on both backends. */
-#include "../unit/engine_helpers.h"
+#include "engine_helpers.h"
 
 #include "store/schema.h"
 #include "store/store.h"

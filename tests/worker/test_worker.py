@@ -23,63 +23,40 @@ import threading
 import time
 import unittest
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import harness  # noqa: E402
+
 BIN = os.environ.get("TENQ_BIN") or os.path.join(
     os.path.dirname(os.path.abspath(__file__)), "..", "..", "build", "tenq")
 PY = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
-SANITIZER_WORDS = ("AddressSanitizer", "LeakSanitizer", "runtime error:")
+SANITIZER_WORDS = harness.SANITIZER_WORDS
 
 S = {}  # the server: proc, port, url, tmp, store
 
 
 # ---- the server ------------------------------------------------------------------------
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
 def start_server(port):
     """Starts tenq serve on the suite's store at a fixed port (so that a
     restart keeps the URL workers know)."""
-    port_file = os.path.join(S["tmp"], "port")
-    if os.path.exists(port_file):
-        os.unlink(port_file)
-    log = open(os.path.join(S["tmp"], "server.log"), "ab")
-    proc = subprocess.Popen(
-        [BIN, "serve", "--listen", "127.0.0.1:%d" % port, "--store", S["store"],
-         "--port-file", port_file, "--sqlite-sync", "normal"],
-        stdout=subprocess.DEVNULL, stderr=log)
-    log.close()
-    deadline = time.time() + 20
-    while time.time() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError("tenq serve exited %d" % proc.returncode)
-        try:
-            with open(port_file) as f:
-                if f.read().strip():
-                    S["proc"] = proc
-                    return
-        except FileNotFoundError:
-            pass
-        time.sleep(0.02)
-    proc.kill()
-    raise RuntimeError("tenq serve did not start")
+    if "srv" not in S:
+        S["srv"] = harness.Server(store_url=S["store"], args=["--sqlite-sync", "normal"],
+                                  tmp=S["tmp"], port=port)
+    else:
+        S["srv"].start()
+    S["proc"] = S["srv"].proc
 
 
 def stop_server():
-    proc = S.get("proc")
-    if proc and proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(30)
+    srv = S.get("srv")
+    if srv:
+        srv.stop()
 
 
 def setUpModule():
     S["tmp"] = tempfile.mkdtemp(prefix="tenq-work-test-")
     S["store"] = "sqlite:" + os.path.join(S["tmp"], "t.db")
-    S["port"] = free_port()
+    S["port"] = harness.free_port()
     S["url"] = "http://127.0.0.1:%d" % S["port"]
     write_handlers(S["tmp"])
     start_server(S["port"])
@@ -89,6 +66,8 @@ def tearDownModule():
     for w in _workers:
         w.kill()
     stop_server()
+    S["srv"].assert_clean()
+    S["srv"].log.close()
     if os.environ.get("TENQ_KEEP_TMP"):
         print("kept", S["tmp"])
     else:
@@ -869,7 +848,7 @@ class FlagsTest(unittest.TestCase):
         q = "fl-types"
         a = submit(q, {"mode": "json"}, type="Wanted")
         b = submit(q, {"mode": "json"}, type="Other")
-        dead = "http://127.0.0.1:%d" % free_port()
+        dead = "http://127.0.0.1:%d" % harness.free_port()
         # a dead server first: the worker moves on to the live one
         w = Worker(["--server", S["url"], "--queue", q, "--type", "Wanted", "--worker-name",
                     "w-types"], [H("exec.sh")], url=dead)

@@ -2,8 +2,8 @@
  * (TENQ_BIN) on port 0 with a private SQLite file: outcomes, concurrency,
  * progress and stats, cancel, lost leases, stopping (from a signal handler,
  * with a grace period, twice), and the errors of the API. */
-#include "../unit/runner.h"
-#include "../unit/server_proc.h"
+#include "runner.h"
+#include "server_proc.h"
 
 #include "tenq/tenq.h"
 

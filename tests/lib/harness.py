@@ -1,4 +1,5 @@
-"""A real tenq server for tests: started on port 0, talked to over real
+"""A real tenq server for tests, the one way every Python suite starts one:
+on port 0 (or a fixed port that a restart keeps), talked to over real
 sockets, against SQLite or a fresh PostgreSQL database.
 
 Environment:
@@ -24,6 +25,16 @@ BIN = os.environ.get("TENQ_BIN") or os.path.join(
     os.path.dirname(__file__), "..", "..", "build", "tenq")
 STORE = os.environ.get("TENQ_TEST_STORE", "sqlite")
 _db_counter = itertools.count()
+SANITIZER_WORDS = ("AddressSanitizer", "LeakSanitizer", "runtime error:")
+
+
+def free_port():
+    """A loopback port nothing listens on (bound, then released)."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
 
 
 def pg_url_for_new_database():
@@ -89,6 +100,16 @@ class Server:
                 return f.read().decode(errors="replace")[-4000:]
         except OSError:
             return ""
+
+    def url(self):
+        return "http://127.0.0.1:%d" % self.port
+
+    def assert_clean(self):
+        """Raises when the server's log shows a sanitizer's report."""
+        text = self.log_text()
+        for w in SANITIZER_WORDS:
+            if w in text:
+                raise AssertionError("the server's log has a sanitizer report:\n" + text)
 
     def stop(self, timeout=30):
         if self.proc and self.proc.poll() is None:
