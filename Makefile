@@ -7,7 +7,7 @@ JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_ARGS ?=
 
 .PHONY: all build asan run test test-plain test-asan format format-check clean chaos \
-        bench-engine bench-store bench-server deps install bench-worker \
+        bench-engine bench-store bench-server bench-takeover deps install bench-worker \
         screenshots bench-peers bench-peers-quick
 
 all: build
@@ -75,6 +75,10 @@ bench-store: build
 
 bench-server: build
 	tests/with-pg.sh ./$(BUILD)/bench_server ./$(BUILD)/tenq both
+
+# kill -9 of the leader to the first lease on the new one, 10k and 1M jobs queued (bench/takeover.py)
+bench-takeover: build
+	TENQ_BIN=$(CURDIR)/$(BUILD)/tenq tests/with-pg.sh python3 bench/takeover.py --runs 5
 
 # ---- workers: make install, make bench-worker (docs/WORKER.md) --------------------------------
 PREFIX  ?= /usr/local

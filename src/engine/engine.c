@@ -456,6 +456,11 @@ void engine_job_get(const engine_job *j, engine_job_info *o)
 
 /* ---- changes ------------------------------------------------------------ */
 
+void engine_loading(engine_t *e, bool on)
+{
+    e->loading = on;
+}
+
 engine_change *engine_change_push(engine_t *e)
 {
     change_vec *v = &e->changes;
@@ -473,6 +478,7 @@ engine_change *engine_change_push(engine_t *e)
  * the list when it is read. */
 void engine_note_job(engine_t *e, job *j, uint32_t fields)
 {
+    if (e->loading) return;
     if (j->noted) {
         j->noted |= (uint8_t)fields;
         return;

@@ -422,6 +422,9 @@ void engine_changes_clear(engine_t *e);
 int engine_load_job(engine_t *e, int64_t now, const engine_job_info *j, engine_err *err);
 int engine_load_idem(engine_t *e, const engine_idem_info *i, engine_err *err);
 /* Ids handed out from now on are at least next_id. */
+/* Around a load (store_load): the jobs loaded are what the store holds, so
+ * they are not listed as changed (a million entries made and cleared). */
+void engine_loading(engine_t *e, bool on);
 void engine_set_next_id(engine_t *e, uint64_t next_id);
 uint64_t engine_next_id(const engine_t *e);
 

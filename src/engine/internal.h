@@ -278,6 +278,7 @@ struct engine {
     ptr_vec graveyard;      /* finished jobs, freed at changes_clear */
     ptr_vec idem_graveyard; /* expired idempotency entries listed in changes */
     counters c;
+    bool loading;      /* engine_loading: jobs loaded are not noted as changed */
     size_t data_bytes; /* args and payloads */
     size_t n_jobs;
     /* scratch for lease */

@@ -50,6 +50,10 @@ int pg_prepare_all(store_t *s, pg *p);
 int pg_fence(store_t *s, pg *p, const char *term);
 int pg_apply(store_t *s, const store_group *g, bool begin, bool commit);
 
+/* A load's jobs, every live one in lane order, into the engine by binary
+ * COPY on c (pg_copyout.c); *count counts them.  0 or an error. */
+int pg_copy_jobs(store_t *s, PGconn *c, engine_t *e, int64_t now, size_t *count);
+
 /* Elections (pg_leader.c): the store_driver's leadership functions. */
 int pg_campaign(store_t *s, const store_node *me, uint64_t *term, store_leader *who);
 int pg_new_term(store_t *s, const store_node *me, uint64_t term, uint64_t *next);

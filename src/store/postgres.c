@@ -294,38 +294,10 @@ static int pg_load(store_t *s, engine_t *e, int64_t now, store_load_stats *st)
     if (!rc) rc = pg_run(s, p->w, "BEGIN ISOLATION LEVEL REPEATABLE READ", "loading");
     if (!rc) rc = load_settings(s, p, e, now, st);
     if (rc) goto out;
-    /* Stream the jobs row by row: a million rows never sit in memory twice. */
-    char *sql = store_sql(STORE_SQL_LOAD_JOBS, true);
-    int ok = PQsendQuery(p->w, sql);
-    free(sql);
-    if (!ok || !PQsetSingleRowMode(p->w)) {
-        rc = pg_fail(s, p->w, NULL, "loading jobs");
-        goto out;
-    }
+    /* The jobs by binary COPY (pg_copyout.c): a million rows never sit in
+     * memory twice, and none is parsed from text. */
+    rc = pg_copy_jobs(s, p->w, e, now, &st->jobs);
     PGresult *res;
-    char msg[256];
-    while ((res = PQgetResult(p->w)) != NULL) {
-        ExecStatusType est = PQresultStatus(res);
-        if (est == PGRES_SINGLE_TUPLE && !rc) {
-            pgrow r = {res, 0};
-            engine_job_info in;
-            engine_payload *pl;
-            rc = store_row_to_job(&pg_acc, &r, &in, &pl, msg, sizeof msg);
-            engine_err err;
-            if (rc == 0 && engine_load_job(e, now, &in, &err) != 0) {
-                snprintf(msg, sizeof msg, "job %llu: %s", (unsigned long long)in.id, err.message);
-                rc = TENQ_ECORRUPT;
-            }
-            store_payloads_free(pl, in.n_payloads);
-            if (rc)
-                store_set_err(s, "loading: %s", msg);
-            else
-                st->jobs++;
-        } else if (est != PGRES_TUPLES_OK && est != PGRES_SINGLE_TUPLE && !rc) {
-            rc = pg_fail(s, p->w, res, "loading jobs");
-        }
-        PQclear(res);
-    }
     if (rc) goto out;
     char q[256];
     snprintf(q, sizeof q,

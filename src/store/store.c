@@ -109,7 +109,9 @@ int store_load(store_t *s, engine_t *e, int64_t now, store_load_stats *st)
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     pthread_mutex_lock(&s->db_lock);
+    engine_loading(e, true);
     int rc = s->be->load(s, e, now, st);
+    engine_loading(e, false);
     pthread_mutex_unlock(&s->db_lock);
     engine_changes_clear(e);
     clock_gettime(CLOCK_MONOTONIC, &t1);
