@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # tenq — top-level commands.  The build itself is CMake; this file is the
 # front door: `make`, `make run`, `make test`, `make bench-*`.
 
@@ -57,8 +58,10 @@ FORMAT_FILES = $(shell find src tests bench include examples tools -name '*.[ch]
 format:
 	clang-format -i $(FORMAT_FILES)
 
+# the style and the house rules: clang-format, a licence line in every source file
 format-check:
 	@clang-format --dry-run --Werror $(FORMAT_FILES) && echo "format: ok"
+	@scripts/check-spdx.sh
 
 bench-engine: build
 	./$(BUILD)/bench_engine

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* make bench-engine: submit -> lease -> ack cycles against a standing backlog.
  *
  * For each backlog size N (default 10k, 1M, 10M; or the sizes given as

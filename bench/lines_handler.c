@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The lines handler of make bench-worker: answers each job line with ok at
  * once, so that what is measured is tenq work and the server.  Reads the
  * id at the head of the line (the lease answer puts it first). */

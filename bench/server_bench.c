@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* make bench-server: tenq serve end to end, over HTTP on loopback.
  *
  * drain:   100,000 blank jobs submitted in batches of 1,000, then drained by
@@ -9,7 +10,14 @@
  *          each worker notes when it got the job.  Prints
  *          server store=B latency_p50_ms=X p99_ms=Y max_ms=Z
  *
+ * singles: 16 connections each submitting one job a request, for 3 s,
+ *          without and then with an Idempotency-Key header (a new key a
+ *          request, as the libraries send), alternated 3 times on one
+ *          server.  Prints  server store=B singles_per_s=X keyed_per_s=Y
+ *          (the medians)
+ *
  * Usage: bench_server TENQ_BIN [sqlite|postgres|both] [jobs]
+ * BENCH_ONLY=drain|latency|singles runs one part.
  * PostgreSQL comes from TENQ_TEST_PG_URL (make bench-server starts one).
  */
 #include <arpa/inet.h>
@@ -83,14 +91,16 @@ static void write_all(int fd, const char *p, size_t n)
     }
 }
 
-/* Sends a request, returns the status; the body is in c->buf (NUL-ended). */
-static int request(conn *c, const char *method, const char *path, const char *body, size_t len)
+/* Sends a request with extra head lines (or ""), returns the status; the
+ * body is in c->buf (NUL-ended). */
+static int request_with(conn *c, const char *method, const char *path, const char *extra,
+                        const char *body, size_t len)
 {
-    char head[256];
+    char head[512];
     int hn = snprintf(head, sizeof head,
                       "%s %s HTTP/1.1\r\nHost: bench\r\nContent-Type: application/json\r\n"
-                      "Content-Length: %zu\r\n\r\n",
-                      method, path, len);
+                      "%sContent-Length: %zu\r\n\r\n",
+                      method, path, extra, len);
     write_all(c->fd, head, (size_t)hn);
     if (len) write_all(c->fd, body, len);
     size_t have = 0, body_at = 0, clen = 0;
@@ -119,6 +129,11 @@ static int request(conn *c, const char *method, const char *path, const char *bo
     memmove(c->buf, c->buf + body_at, clen);
     c->buf[clen] = 0;
     return status;
+}
+
+static int request(conn *c, const char *method, const char *path, const char *body, size_t len)
+{
+    return request_with(c, method, path, "", body, len);
 }
 
 /* ---- the server ------------------------------------------------------------------- */
@@ -355,6 +370,76 @@ static void run_latency(const char *bin, const char *store_name, const char *sto
     stop_server(pid);
 }
 
+/* ---- singles ----------------------------------------------------------------------- */
+
+#define SINGLES_CONNS 16
+static atomic_long singles_sent;
+static volatile int singles_stop;
+static int singles_keyed;
+static atomic_uint singles_seq;
+
+static void *singles_worker(void *arg)
+{
+    (void)arg;
+    conn c = {0};
+    conn_open(&c);
+    static const char job[] = "{\"tenant\":\"acme\",\"queue\":\"singles\",\"type\":\"Blank\"}";
+    while (!singles_stop) {
+        char extra[96] = "";
+        if (singles_keyed) {
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            long long ms = (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+            snprintf(extra, sizeof extra, "Idempotency-Key: tq1%011llx%08x%08x\r\n",
+                     (unsigned long long)ms, 0x5eedu, atomic_fetch_add(&singles_seq, 1));
+        }
+        if (request_with(&c, "POST", "/v1/jobs", extra, job, sizeof job - 1) != 201) {
+            fprintf(stderr, "submit failed: %s\n", c.buf);
+            exit(1);
+        }
+        atomic_fetch_add(&singles_sent, 1);
+    }
+    close(c.fd);
+    free(c.buf);
+    return NULL;
+}
+
+static double singles_round(int keyed)
+{
+    singles_keyed = keyed;
+    singles_stop = 0;
+    atomic_store(&singles_sent, 0);
+    pthread_t th[SINGLES_CONNS];
+    double t0 = now_s();
+    for (int i = 0; i < SINGLES_CONNS; i++) pthread_create(&th[i], NULL, singles_worker, NULL);
+    usleep(3000000);
+    singles_stop = 1;
+    for (int i = 0; i < SINGLES_CONNS; i++) pthread_join(th[i], NULL);
+    return (double)atomic_load(&singles_sent) / (now_s() - t0);
+}
+
+static int cmpd(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void run_singles(const char *bin, const char *store_name, const char *store, const char *dir)
+{
+    pid_t pid = start_server(bin, store, dir);
+    double plain[3], keyed[3];
+    for (int r = 0; r < 3; r++) {
+        plain[r] = singles_round(0);
+        keyed[r] = singles_round(1);
+        fprintf(stderr, "  round %d: %.0f plain, %.0f keyed\n", r + 1, plain[r], keyed[r]);
+    }
+    qsort(plain, 3, sizeof(double), cmpd);
+    qsort(keyed, 3, sizeof(double), cmpd);
+    printf("server store=%s singles_per_s=%.0f keyed_per_s=%.0f\n", store_name, plain[1], keyed[1]);
+    fflush(stdout);
+    stop_server(pid);
+}
+
 static const char *store_for(const char *name, const char *dir, char *buf, size_t len,
                              const char *tag)
 {
@@ -399,12 +484,15 @@ int main(int argc, char **argv)
     for (int i = 0; i < 2; i++) {
         if (strcmp(which, "both") != 0 && strcmp(which, names[i]) != 0) continue;
         char store[1024];
-        const char *only = getenv("BENCH_ONLY"); /* drain or latency */
+        const char *only = getenv("BENCH_ONLY"); /* drain, latency or singles */
         if (!only || !strcmp(only, "drain"))
             run_drain(argv[1], names[i], store_for(names[i], dir, store, sizeof store, "drain"),
                       dir, jobs);
         if (!only || !strcmp(only, "latency"))
             run_latency(argv[1], names[i], store_for(names[i], dir, store, sizeof store, "lat"),
+                        dir);
+        if (!only || !strcmp(only, "singles"))
+            run_singles(argv[1], names[i], store_for(names[i], dir, store, sizeof store, "singles"),
                         dir);
     }
     if (getenv("BENCH_KEEP")) {

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Instructions the server spends per job, counted by callgrind (repeatable
 # whatever else the machine does, unlike seconds on a shared VM):
 #

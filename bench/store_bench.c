@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* make bench-store: how fast the store commits, per backend.
  *
  * For batch sizes 1, 100 and 1,000: each batch inserts that many new jobs

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """make bench-takeover: how long a standby takes to lead and serve after the
 leader dies (kill -9), with 10,000 and 1,000,000 jobs queued on PostgreSQL.
 

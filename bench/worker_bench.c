@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* make bench-worker: jobs drained by workers, end to end over HTTP.
  *
  * Each mode gets a fresh `tenq serve` on SQLite (fsync'd commits, as

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The HTTP/JSON API of docs/API.md, as the page uses it.  The token lives in
 // sessionStorage (this tab only) and travels in the Authorization header of
 // every request; requests never carry cookies (credentials: 'omit'), so

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The page: sign-in, the sections, and live refresh.  Every request goes
 // through api.js with the token typed in at sign-in.
 import { api, getToken, setToken, clearToken, hasSession, onUnauthenticated } from './api.js';

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A live line chart drawn as SVG, sized to its container.  Samples are
 // {t, <series key>: number}; a gap in sampling (the tab was hidden) breaks
 // the lines.  Pointer or arrow keys move a cursor whose values show in the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What every view shares: who is signed in, the latest /v1/stats, the
 // client-side history of samples, and the toasts and confirmation dialog.
 import { h } from './dom.js';

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Small DOM helpers.  Everything is built with createElement and
 // textContent: data from the server is never parsed as HTML.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Jobs: search with filters and paging; a job's page with every field, its
 // timings, its data, and cancel / requeue / delete.
 import { h, s, fmtDur, fmtTime, fmtRel, timeEl, badge, jsonView, KeyedTable, field, STATES, UNFINISHED, replaceKeepFocus } from './dom.js';

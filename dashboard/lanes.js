@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Lanes: the longest lanes, their head job, and what holds the head.
 import { h, fmtInt, fmtRel, timeEl, badge, KeyedTable } from './dom.js';
 import { api, qs } from './api.js';

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The morgue: dead jobs, filtered and sorted; requeue or delete one, or all
 // that match (after a confirmation).
 import { h, fmtInt, timeEl, KeyedTable, field } from './dom.js';

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Overview: the counts per state, lag, throughput and depth over time.
 import { h, fmtInt, fmtRate, fmtDur, KeyedTable } from './dom.js';
 import { ctx, totals, now, isAdmin, link, morgueHref } from './ctx.js';

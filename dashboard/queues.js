@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Queues: depth by state, lag, rates and settings; settings edited in place.
 import { h, fmtInt, fmtRate, fmtDur, KeyedTable, field } from './dom.js';
 import { api } from './api.js';

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Tenants: slots in use, counts, weight; slots and weight edited in place.
 import { h, s, fmtInt, fmtRate, fmtDur, KeyedTable, field } from './dom.js';
 import { api } from './api.js';

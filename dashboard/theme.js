@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Runs before the first paint: applies the theme chosen with the toggle
  * (kept in localStorage); without a choice the page follows
  * prefers-color-scheme through the stylesheet alone. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Tokens (admin): list, create (the secret is shown once), revoke.
 import { h, timeEl, KeyedTable, field } from './dom.js';
 import { api } from './api.js';

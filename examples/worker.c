@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* An in-process tenq worker: a C function is the handler of the type
  * "Example.greet".  The program submits a few jobs, runs them on two
  * threads, waits for each to finish, and stops the worker.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Installs the Debian packages tenq needs, when they are missing.
 #   scripts/deps.sh build   compilers, CMake and the libraries (for make, make run)
 #   scripts/deps.sh test    + PostgreSQL, Python 3, clang-format (for make test)

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # A private PostgreSQL for tests and benchmarks: initdb into a folder, start
 # on a free loopback port, stop by its pid file.  As root it runs the server
 # as the unprivileged user "tenqpg" (created when missing), since PostgreSQL

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Runs a command with a private PostgreSQL started for it (initdb into a
 # temporary folder, a free port, a non-root user when run as root), and
 # stops it after.  The command sees TENQ_TEST_PG_URL (a superuser URL) and

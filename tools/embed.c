@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* embed: turns files into a C source with their bytes, for the dashboard's
  * static files (no separate web server, no CDN: the binary carries them).
  *   embed OUT.c NAME=FILE ... */

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Runs the peer comparison benchmark: the same workloads on several job queues.
 
     python3 bench/peers/run.py [--quick] [--runs N] [--only SYS,SYS] [--workloads W1,W2,...]
@@ -363,8 +364,11 @@ DEFAULT_ORDER = ["beanstalkd", "beanstalkd-binlog", "sidekiq", "graphile-worker"
 
 def load_plugins():
     import types
-    base = types.SimpleNamespace(System=System, free_port=free_port, wait_port=wait_port, stop_pid=stop_pid,
-                                 dpkg_version=dpkg_version, psql_show=psql_show, REPO=REPO, HERE=HERE)
+    # plug-ins load in name order; one may leave a class here for later ones
+    # (tenq.py leaves Tenq, which the client libraries' plug-ins extend)
+    base = types.SimpleNamespace(System=System, RedisBacked=RedisBacked, free_port=free_port,
+                                 wait_port=wait_port, stop_pid=stop_pid, dpkg_version=dpkg_version,
+                                 psql_show=psql_show, REPO=REPO, HERE=HERE)
     for path in sorted(glob.glob(os.path.join(HERE, "plugins", "*.py"))):
         spec = importlib.util.spec_from_file_location("peers_plugin_" + os.path.basename(path)[:-3], path)
         mod = importlib.util.module_from_spec(spec)

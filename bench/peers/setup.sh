@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Installs what the peer benchmark needs, only what is missing:
 #   Debian: beanstalkd, redis-server, ruby-sidekiq (Sidekiq 6 + ruby), postgresql,
 #           a C compiler and make; then builds the beanstalkd client and runs

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # W2 (pickup latency) for tenq on SQLite and beanstalkd in memory, in
 # alternating chunks against servers that stay up, so that both see the same
 # host: on a shared VM the hypervisor's steal comes in bursts of seconds to

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Joins w2_syscalls.sh's system call stamps with the driver's per-job dump:
 for each submit, the segments of its pickup, then the medians and 90th
 percentiles of each segment over the run (µs).

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Where a W2 pickup's time goes, tenq on SQLite against beanstalkd in memory:
 # each system's W2 runs under a bpftrace script that stamps, on the kernel's
 # CLOCK_MONOTONIC, the send and read system calls of the server and of the

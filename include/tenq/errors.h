@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* tenq error codes, shared by the server, the client library and the CLI.
  *
  * One row per error: the enum name, its (negative) value, the HTTP status the

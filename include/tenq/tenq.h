@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* libtenq — the C client of a tenq server.
  *
  * A thin layer over the HTTP/JSON protocol of docs/API.md: submit, read, wait

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* libtenq workers: run C functions as the handlers of job types.
  *
  *     tenq_worker_options o;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* api — `tenq serve`: the HTTP/JSON server around the engine and the store.
  *
  * One event-loop thread runs the HTTP layer and the engine; the store's
@@ -38,8 +39,10 @@ typedef struct api_config {
     char port_file[1024]; /* write the bound port here (tests, supervisors) */
     bool allow_open_network;
     bool idle_yield;
-    char advertise[256];     /* the URL clients reach this server at */
-    long long leader_ttl_ms; /* PostgreSQL: how long a renewal keeps the leadership */
+    char advertise[256];          /* the URL clients reach this server at */
+    long long leader_ttl_ms;      /* PostgreSQL: how long a renewal keeps the leadership */
+    long long request_key_ttl_ms; /* how long an Idempotency-Key's first answer is kept */
+    long long stop_linger_ms;     /* after a stop's handover: requests still answered */
 } api_config;
 
 void api_config_defaults(api_config *c);

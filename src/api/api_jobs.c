@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Jobs: submit, read, list, wait, cancel. */
 #include "internal.h"
 
@@ -57,8 +58,9 @@ static void submit_result(jbuf *b, const engine_submit_res *res)
 /* Submits reqs[0..n) (ok[i] false: res[i] holds the job's refusal already;
  * ok NULL: every job was read) and replies: the one job's answer, or {"jobs": [...]} for a batch.
  */
-static void submit_and_reply(server *s, http_req *req, const engine_submit_req *reqs,
-                             const bool *ok, size_t n, bool batch, engine_submit_res *res)
+static void submit_and_reply(server *s, http_req *req, const rkey_ctx *k,
+                             const engine_submit_req *reqs, const bool *ok, size_t n, bool batch,
+                             engine_submit_res *res)
 {
     int64_t now = srv_now(s);
     bool any_created = false;
@@ -87,7 +89,7 @@ static void submit_and_reply(server *s, http_req *req, const engine_submit_req *
         jb_arr_end(&b);
         jb_obj_end(&b);
     }
-    srv_commit_reply(s, req, any_created ? 201 : 200, &b);
+    srv_request_key_reply(s, req, k, any_created ? 201 : 200, &b);
     srv_end_chain(s);
 }
 
@@ -97,7 +99,7 @@ static void submit_and_reply(server *s, http_req *req, const engine_submit_req *
  * answered; false when it must go through jansson (nothing done yet).  One
  * walk reads and checks it all: a body whose first member is "jobs" is a
  * batch (the list, then nothing else), any other is one job. */
-static bool submit_in_place(server *s, http_req *req, const principal *who)
+static bool submit_in_place(server *s, http_req *req, const principal *who, const rkey_ctx *rk)
 {
     tq_span body, k;
     tq_iter top, list;
@@ -137,7 +139,7 @@ static bool submit_in_place(server *s, http_req *req, const principal *who)
     }
     if (done) {
         engine_submit_res *res = xcalloc(n, sizeof(*res));
-        submit_and_reply(s, req, reqs, NULL, n, batch, res);
+        submit_and_reply(s, req, rk, reqs, NULL, n, batch, res);
         free(res);
     }
     for (size_t i = 0; i < n; i++) free(mem[i]);
@@ -148,8 +150,9 @@ static bool submit_in_place(server *s, http_req *req, const principal *who)
 
 void h_submit(server *s, http_req *req, const principal *who, const char **args)
 {
-    (void)args;
-    if (submit_in_place(s, req, who)) return;
+    rkey_ctx k;
+    if (!srv_request_key_begin(s, req, who, args, &k)) return;
+    if (submit_in_place(s, req, who, &k)) return;
     json_t *body = parse_body(req);
     if (!body) return;
     json_t *jobs = json_object_get(body, "jobs");
@@ -168,7 +171,7 @@ void h_submit(server *s, http_req *req, const principal *who, const char **args)
         memset(&res, 0, sizeof res);
         bool ok = read_job(body, who, &r, &canon, &res.err);
         if (!ok) res.code = res.err.code;
-        submit_and_reply(s, req, &r, &ok, 1, false, &res);
+        submit_and_reply(s, req, &k, &r, &ok, 1, false, &res);
         free(canon);
         json_decref(body);
         return;
@@ -200,7 +203,7 @@ void h_submit(server *s, http_req *req, const principal *who, const char **args)
             res[i].code = res[i].err.code;
         }
     }
-    submit_and_reply(s, req, reqs, ok, n, true, res);
+    submit_and_reply(s, req, &k, reqs, ok, n, true, res);
     for (size_t i = 0; i < n; i++) free(canon[i]);
     free(canon);
     free(ok);

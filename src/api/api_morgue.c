@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The morgue: dead jobs listed, requeued and deleted, one or by filter. */
 #include "internal.h"
 

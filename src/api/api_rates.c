@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Rates and counts as the API shows them: completed and failed jobs per
  * second over the last minute, sampled each second into a ring per queue,
  * per tenant and in all; and the counts of a queue or tenant as JSON. */

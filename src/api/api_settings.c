@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Tenants and queues: their settings and counts (GET, PUT). */
 #include "internal.h"
 

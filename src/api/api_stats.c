@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* What the server says of itself: stats (JSON), the longest lanes,
  * Prometheus metrics, health and readiness. */
 #include "internal.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Tokens (list, create, revoke) and who a token is (whoami). */
 #include "internal.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Workers: lease (long poll), start, heartbeat, ack, fail, batched outcomes. */
 #include "internal.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Tokens: held in memory by the SHA-256 of their secret (the secret itself is
  * never stored), with a role and optionally a list of queues. */
 #include "internal.h"

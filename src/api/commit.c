@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Answering after commit: the batch being built from the engine's changes,
  * handed to the store's writer (flush), and the replies that wait for its
  * commit; leases and readiness written late (a lease is stored only
@@ -487,6 +488,15 @@ int srv_commit_start(server *s)
         return -1;
     store_on_commit(s->st, on_commit, s);
     return 0;
+}
+
+/* A stopped server's: nothing more is written. */
+void srv_commit_timers_off(server *s)
+{
+    event_del(s->flush_ev);
+    event_del(s->writer_watch_ev);
+    event_del(s->resync_ev);
+    event_del(s->defer_ev);
 }
 
 void srv_commit_free(server *s)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Settings of `tenq serve`: one table drives the flags, the TENQ_*
  * environment, the config file and --help. */
 #include "api.h"
@@ -75,6 +76,13 @@ static const setting settings[] = {
      "PostgreSQL: a leader that stops renewing (a pause, a stall) is replaced this long after "
      "its last renewal; one that dies is replaced at once.  Shorter: faster takeovers after a "
      "stall; longer: fewer leaderships lost to a slow database (1s at least)"},
+    {"request-key-ttl", T_MS, F(request_key_ttl_ms), "10m", false,
+     "how long a submit sent with an Idempotency-Key header is remembered: the same request sent "
+     "again within it is answered as the first was and makes nothing"},
+    {"stop-linger", T_MS, F(stop_linger_ms), "500ms", false,
+     "a stopping server, once its work is committed and its leadership handed over, still "
+     "answers requests on open connections this long (with the new leader, or 503), so "
+     "that a client's request is answered rather than cut off; 0 exits at once"},
     {"config", T_STR, F(config_file), "", false, "a file of name = value lines"},
 };
 

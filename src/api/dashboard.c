@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The dashboard: static files compiled into the binary (dashboard/ in the
  * source tree, embedded by tools/embed.c), served at / and /ui/NAME.  It
  * uses only the public API, with the token the user types in. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* A small, strict HTTP/1.1 server.  See http.h for what and why. */
 #include "http.h"
 #include "http_parse.h"
@@ -76,6 +77,7 @@ struct http_server {
     time_t date_sec;
     int64_t last_dispatch_ns, yield_off_until_ns;
     bool yield_armed; /* the request being handled woke an idle server */
+    bool closing;     /* stopping: every reply closes its connection */
     uint64_t n_yields, n_yields_slow;
 };
 
@@ -423,7 +425,7 @@ static void send_reply(http_conn *c, int status, const char *ctype, const char *
                        const char *body, size_t len, bool close)
 {
     struct evbuffer *out = c->out;
-    bool keep = !close && c->req.keep_alive && !c->close_after;
+    bool keep = !close && c->req.keep_alive && !c->close_after && !c->srv->closing;
     char head[1024];
     int hn = reply_head(head, sizeof head, status, date_header(c->srv), len, ctype, extra, keep);
     /* HEAD: the same head as GET, without the body */
@@ -689,6 +691,13 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
     }
 }
 
+/* libevent's constructors fail only when memory runs out: as xalloc does. */
+static struct event *ev_made(struct event *ev)
+{
+    if (!ev) xalloc_die();
+    return ev;
+}
+
 static void on_accept(struct evconnlistener *lis, evutil_socket_t fd, struct sockaddr *addr,
                       int alen, void *arg)
 {
@@ -708,10 +717,11 @@ static void on_accept(struct evconnlistener *lis, evutil_socket_t fd, struct soc
     http_conn *c = xcalloc(1, sizeof(*c));
     c->srv = s;
     c->fd = fd;
-    c->rev = event_new(s->base, fd, EV_READ | EV_PERSIST, on_readable, c);
-    c->wev = event_new(s->base, fd, EV_WRITE | EV_PERSIST, on_writable, c);
+    c->rev = ev_made(event_new(s->base, fd, EV_READ | EV_PERSIST, on_readable, c));
+    c->wev = ev_made(event_new(s->base, fd, EV_WRITE | EV_PERSIST, on_writable, c));
     c->out = evbuffer_new();
-    c->timer = evtimer_new(s->base, on_timer, c);
+    if (!c->out) xalloc_die();
+    c->timer = ev_made(evtimer_new(s->base, on_timer, c));
     if (addr->sa_family == AF_INET) {
         struct sockaddr_in *in = (struct sockaddr_in *)addr;
         char ip[INET_ADDRSTRLEN];
@@ -746,7 +756,7 @@ http_server *http_server_new(struct event_base *base, const http_limits *lim, ht
         http_limits_defaults(&s->lim);
     s->fn = fn;
     s->ctx = ctx;
-    s->flush_ev = event_new(base, -1, 0, on_flush, s);
+    s->flush_ev = ev_made(event_new(base, -1, 0, on_flush, s));
     return s;
 }
 
@@ -794,10 +804,7 @@ void http_server_stop_accepting(http_server *s)
         evconnlistener_free(s->lis);
         s->lis = NULL;
     }
-    for (http_conn *c = s->conns, *n; c; c = n) {
-        n = c->next;
-        if (c->st == C_HEAD && !c->started) conn_free(c);
-    }
+    s->closing = true;
 }
 
 void http_server_free(http_server *s)

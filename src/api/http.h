@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* http — a small, strict HTTP/1.1 server on libevent's loop and buffers.
  *
  * Why not evhttp: it cannot bound the time to receive a request head (a
@@ -73,7 +74,9 @@ http_server *http_server_new(struct event_base *base, const http_limits *lim, ht
 /* Listens on host:port (port 0: any free port); returns the port, or -1
  * with a message in err. */
 int http_server_listen(http_server *s, const char *host, int port, char *err, size_t errlen);
-/* Stops accepting; connections with no request in flight are closed. */
+/* Stops accepting.  Connections stay open, so that a request a client sent
+ * on one meanwhile is read and answered rather than cut off unanswered;
+ * every reply from now on closes its connection. */
 void http_server_stop_accepting(http_server *s);
 /* Closes every connection (requests in flight are aborted) and frees. */
 void http_server_free(http_server *s);

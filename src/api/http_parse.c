@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Reading what a client sent: a request's head, a chunked body (see
  * http_parse.h). */
 #include "http_parse.h"

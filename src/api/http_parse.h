@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The parts of HTTP/1.1 that read bytes a client sent: a request's head,
  * and a chunked body.  Pure functions over buffers (no connection, no I/O),
  * so that tests and fuzzers can feed them any bytes (tests/fuzz). */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The API server's insides, shared by its .c files. */
 #ifndef TENQ_API_INTERNAL_H
 #define TENQ_API_INTERNAL_H
@@ -149,6 +150,10 @@ typedef struct rate_ring {
     int head, filled;
 } rate_ring;
 
+/* Request keys (request_keys.c). */
+typedef struct rkey rkey;
+typedef struct rkey_set rkey_set;
+
 typedef struct server {
     api_config cfg;
     struct event_base *base;
@@ -193,6 +198,7 @@ typedef struct server {
     /* the leadership (lead.c): leading is true while this server's engine
      * is the store's (resyncing: reloading it; writes refused), under term */
     struct lead *lead;
+    rkey_set *rkeys; /* request keys (request_keys.c) */
     bool leading;
     uint64_t term;
     bool admin_token_refused; /* TENQ_ADMIN_TOKEN names another role's token */
@@ -218,7 +224,7 @@ engine_t *srv_engine_new(const api_config *cfg, uint64_t term);
  * leadership lost (to another server: standby now); the leadership not
  * certain (writes refused until it is won again, or another server leads). */
 void srv_install(server *s, engine_t *e, uint64_t term, const store_load_stats *st,
-                 const store_token *tokens, size_t ntokens);
+                 const store_token *tokens, size_t ntokens, rkey_set *keys);
 void srv_step_down(server *s, const char *why);
 void srv_detach(server *s, const char *why);
 /* Leads, its engine current, its leadership certain: may change anything. */
@@ -233,10 +239,12 @@ int srv_ensure_admin_token(server *s);
 /* The leadership thread.  lead_start makes this start's node name's
  * holder, campaigns once (and loads, when it wins) before the loop runs,
  * then starts the thread; lead_stop (resign: give the leadership up) ends
- * it. */
+ * it, and lead_free frees what is left (the node's name and address stay
+ * readable until then). */
 void lead_node_name(char *out, size_t len);
 int lead_start(server *s, const char *node, const char *listen_host);
 void lead_stop(server *s, bool resign);
+void lead_free(server *s);
 /* The leadership is certain now (SQLite: always). */
 bool lead_valid(const server *s);
 /* After a failed commit, every batch reported: a new term, a new engine. */
@@ -289,6 +297,7 @@ void srv_end_chain(server *s);
  * (those granted before `before`) or dropped; what was not handed over yet
  * answered rc and dropped (its engine is being replaced). */
 int srv_commit_start(server *s);
+void srv_commit_timers_off(server *s);
 void srv_commit_free(server *s);
 void srv_schedule_flush(server *s);
 void srv_flush_now(server *s);
@@ -393,6 +402,27 @@ void late_resolve_one(struct server *s, http_req *req, const principal *who, uin
 /* Is this outcome of a job in hand already applied (sent again: the same
  * token, and the job in the state it leads to)? */
 bool outcome_already_applied(struct server *s, uint64_t id, const outcome_in *in);
+
+/* Requests sent with an Idempotency-Key (request_keys.c).  begin reads the
+ * header: false when it answered the request itself (a replay of the first
+ * answer, a wait for it, a refusal), else fills *k (k->key NULL: no key).
+ * reply answers a submit like srv_commit_reply, keeping its answer under
+ * the key with its commit.  The loader thread collects a store's keys
+ * (rkeys_load_new, rkeys_collect as a store_request_fn), the loop makes the
+ * set from them (rkeys_from_load, which frees what it takes). */
+typedef struct rkey_ctx {
+    const char *scope, *key;
+    uint64_t fingerprint;
+} rkey_ctx;
+bool srv_request_key_begin(server *s, http_req *req, const principal *who, const char **args,
+                           rkey_ctx *k);
+void srv_request_key_reply(server *s, http_req *req, const rkey_ctx *k, int status, jbuf *b);
+rkey_set *rkeys_new(void);
+void rkeys_free(rkey_set *set);
+void *rkeys_load_new(void);
+void rkeys_collect(void *ctx, const store_request_key *r);
+void rkeys_load_free(void *loaded);
+rkey_set *rkeys_from_load(void *loaded);
 
 /* A lease request's fields (POST /v1/lease; jobread.c). */
 #define LEASE_MAX  1000 /* jobs a lease may ask for */

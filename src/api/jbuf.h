@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* jbuf — writing JSON straight into a buffer.
  *
  * Replies embed JSON the server already holds as text (args, payloads,

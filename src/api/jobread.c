@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* What clients send, read: a submitted job's fields, a worker's lease
  * request and its outcomes, from a jansson tree (every case, and the words of every
  * refusal) or in place from the request's text (the usual case, without a
@@ -134,7 +135,7 @@ bool read_job(json_t *o, const principal *who, engine_submit_req *r, char **args
  * whose strings and keys hold no escapes) and leaves everything else to
  * read_job, every refusal included, so both paths answer alike.  A test
  * holds it to read_job on generated and mutated bodies (tests/unit/
- * test_jobread.c).  Args come out in canonical_json's form: keys sorted,
+ * test_api_text.c).  Args come out in canonical_json's form: keys sorted,
  * no spaces, "-0" as 0, reals as jansson writes them. */
 
 #define CANON_DEPTH 32 /* deeper args go to jansson (which takes 2048) */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The leadership of the store, for `tenq serve`.
  *
  * One server leads a store at a time (store.h, "leadership"): the leader
@@ -57,6 +58,7 @@ typedef struct lead {
     store_load_stats loaded_stats;
     store_token *tokens; /* every token, revoked ones too, loaded with it */
     size_t ntokens;
+    void *rkeys;        /* and the request keys (rkeys_collect) */
     store_leader known; /* who leads, as last seen */
     bool want_reload;
     uint64_t reload_from;
@@ -143,8 +145,12 @@ static void *loader_main(void *arg)
     engine_t *e = srv_engine_new(&s->cfg, term);
     store_load_stats st = {0};
     token_list tl = {0};
+    void *keys = rkeys_load_new();
     int rc = store_load(L->st, e, srv_now(s), &st);
     if (rc == 0) rc = store_load_tokens(L->st, collect_token, &tl);
+    if (rc == 0)
+        rc =
+            store_load_requests(L->st, srv_now(s) - s->cfg.request_key_ttl_ms, rkeys_collect, keys);
     if (rc)
         log_event(LOG_WARN, "leader", "loading term %llu failed: %s", (unsigned long long)term,
                   store_errmsg(L->st));
@@ -153,12 +159,15 @@ static void *loader_main(void *arg)
     if (rc == 0 && L->leading == term) {
         engine_destroy(L->loaded);
         tokens_free(L->tokens, L->ntokens);
+        rkeys_load_free(L->rkeys);
         L->loaded = e;
         L->loaded_term = term;
         L->loaded_stats = st;
         L->tokens = tl.v;
         L->ntokens = tl.n;
+        L->rkeys = keys;
         e = NULL;
+        keys = NULL;
         tl = (token_list){0};
     } else {
         L->load_failed = rc != 0;
@@ -166,6 +175,7 @@ static void *loader_main(void *arg)
     pthread_mutex_unlock(&L->mu);
     engine_destroy(e);
     tokens_free(tl.v, tl.n);
+    rkeys_load_free(keys);
     poke(L->news_fd);
     poke(L->wake_fd);
     return NULL;
@@ -350,12 +360,15 @@ static void on_news(evutil_socket_t fd, short what, void *arg)
     store_load_stats st = L->loaded_stats;
     store_token *tokens = NULL;
     size_t ntokens = 0;
+    void *keys = NULL;
     if (L->loaded && L->loaded_term == leading) {
         e = L->loaded;
         tokens = L->tokens;
         ntokens = L->ntokens;
+        keys = L->rkeys;
         L->tokens = NULL;
         L->ntokens = 0;
+        L->rkeys = NULL;
     } else {
         engine_destroy(L->loaded);
     }
@@ -367,7 +380,7 @@ static void on_news(evutil_socket_t fd, short what, void *arg)
 
     bool other = known.node[0] && strcmp(known.node, L->node) != 0 && known.expires_in_ms > 0;
     if (e) {
-        srv_install(s, e, leading, &st, tokens, ntokens);
+        srv_install(s, e, leading, &st, tokens, ntokens, rkeys_from_load(keys));
         tokens_free(tokens, ntokens);
     } else if (s->leading && leading != s->term) {
         if (!leading && other)
@@ -519,14 +532,24 @@ void lead_stop(server *s, bool resign)
         pthread_mutex_unlock(&L->mu);
         poke(L->wake_fd);
         pthread_join(L->thread, NULL);
+        L->thread_on = false;
     } else if (L->loader_on) {
         pthread_join(L->loader, NULL);
+        L->loader_on = false;
     }
+}
+
+void lead_free(server *s)
+{
+    lead *L = s->lead;
+    if (!L) return;
+    lead_stop(s, false);
     if (L->news_ev) event_free(L->news_ev);
     if (L->wake_fd >= 0) close(L->wake_fd);
     if (L->news_fd >= 0) close(L->news_fd);
     engine_destroy(L->loaded);
     tokens_free(L->tokens, L->ntokens);
+    rkeys_load_free(L->rkeys);
     pthread_mutex_destroy(&L->mu);
     free(L);
     s->lead = NULL;

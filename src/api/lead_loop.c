@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The leadership, the loop's side (the thread's is lead.c): an engine
  * loaded under a new term begins to serve; a server that lost the store
  * steps down to standby; one whose leadership is not certain refuses
@@ -47,10 +48,12 @@ void srv_step_down(server *s, const char *why)
 }
 
 void srv_install(server *s, engine_t *e, uint64_t term, const store_load_stats *st,
-                 const store_token *tokens, size_t ntokens)
+                 const store_token *tokens, size_t ntokens, rkey_set *keys)
 {
     engine_destroy(s->e);
     s->e = e;
+    rkeys_free(s->rkeys);
+    s->rkeys = keys;
     s->term = term;
     store_use_term(s->st, term);
     store_clear_failure(s->st);

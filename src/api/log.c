@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Logging: one line per event on stderr, as text or JSON. */
 #include "api.h"
 

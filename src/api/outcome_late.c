@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Outcomes of jobs no longer in hand.
  *
  * A worker that lost the answer to its ack (a broken connection, a takeover

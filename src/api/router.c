@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Routing: the route table, the path matcher, authentication and roles, a
  * standby's redirect; the error replies every handler uses. */
 #include "internal.h"

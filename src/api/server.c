@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* tenq serve: start-up and stop, the engine's clock and its timers (ticks).
  * The rest of the loop: router.c (requests), commit.c (answers after commit),
  * waiters.c (long polls), lead.c and lead_loop.c (the leadership). */
@@ -80,6 +81,39 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
     srv_maybe_finish_stop(s);
 }
 
+static void on_linger(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    server *s = arg;
+    if (http_server_connections(s->http) == 0) event_base_loopexit(s->base, NULL);
+}
+
+/* After the handover, for --stop-linger: a request a client sent on a
+ * connection it still holds is answered as a standby answers (the new
+ * leader, or 503 not_leader: it changed nothing) and its connection closed,
+ * rather than cut off at exit, which would leave the client unable to know
+ * whether it was applied.  Ends once every connection is closed.  Nothing
+ * runs on the engine meanwhile: its timers are off and every request is
+ * refused before it reaches a handler. */
+static void linger(server *s)
+{
+    s->leading = false;
+    srv_end_job_waiters(s);
+    event_del(s->tick_ev);
+    event_del(s->sample_ev);
+    srv_commit_timers_off(s);
+    if (s->cfg.stop_linger_ms <= 0 || http_server_connections(s->http) == 0) return;
+    struct event *ev = event_new(s->base, -1, EV_PERSIST, on_linger, s);
+    if (!ev) return;
+    struct timeval every = {0, 10000};
+    struct timeval until = {s->cfg.stop_linger_ms / 1000, (s->cfg.stop_linger_ms % 1000) * 1000};
+    event_add(ev, &every);
+    event_base_loopexit(s->base, &until);
+    event_base_dispatch(s->base);
+    event_free(ev);
+}
+
 static bool loopback(const char *host)
 {
     return !strcmp(host, "127.0.0.1") || !strcmp(host, "::1") || !strncmp(host, "127.", 4) ||
@@ -130,6 +164,7 @@ int api_serve(const api_config *cfg)
     so.writer_idle = strcmp(cfg->writer_priority, "normal") != 0;
     so.elect = true;
     so.node = node;
+    so.request_key_ttl_ms = cfg->request_key_ttl_ms;
     char err[512];
     if (store_open(cfg->store, &so, &s->st, err, sizeof err) != 0) {
         log_event(LOG_ERROR, "store", "%s", err);
@@ -142,6 +177,7 @@ int api_serve(const api_config *cfg)
               : so.writer_idle ? "normal (idle priority needs CAP_SYS_NICE or RLIMIT_NICE 20)"
                                : "normal");
     s->e = srv_engine_new(&s->cfg, 0); /* until this server leads */
+    s->rkeys = rkeys_new();
     s->batch = store_batch_new();
 
     s->base = event_base_new();
@@ -208,15 +244,18 @@ int api_serve(const api_config *cfg)
     }
     event_base_dispatch(s->base);
     rc = 0;
-out:
     /* every commit is in: a leader gives the leadership up now, so that a
      * standby takes over at once */
-    lead_stop(s, rc == 0);
+    lead_stop(s, true);
+    linger(s);
+out:
+    lead_free(s);
     if (rc == 0) log_event(LOG_INFO, "stop", "stopped");
     if (s->http) http_server_free(s->http);
     srv_waiters_free(s);
     if (s->st) store_close(s->st);
     engine_destroy(s->e);
+    rkeys_free(s->rkeys);
     store_batch_free(s->batch);
     rates_free(s);
     auth_free(&s->auth);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Reading requests and writing jobs: shared by the handlers. */
 #include "internal.h"
 

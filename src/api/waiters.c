@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Requests that wait: lease long polls (woken when a queue gets work) and
  * job waits (answered when the job's final state is committed). */
 #include "internal.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "avl.h"
 
 static inline int ht(const avl_node *n)

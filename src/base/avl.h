@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* An intrusive AVL tree: ordered sets with O(log n) insert, remove and seek.
  *
  * The node lives inside the element (container_of to get back); the tree

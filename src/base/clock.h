@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* clock — the monotonic clock in nanoseconds, for timeouts and intervals
  * (it never jumps with the wall clock). */
 #ifndef TENQ_BASE_CLOCK_H

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "tenq/errors.h"
 
 #define ROW_(name, val, http, word, msg) {val, http, word, msg, "E" #name},

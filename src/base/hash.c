@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* SipHash-1-3, written from the description in Aumasson & Bernstein,
  * "SipHash: a fast short-input PRF" (2012): one compression round per 8-byte
  * word, three finalization rounds. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Hash functions.
  *
  * hash_bytes() is SipHash-1-3 keyed with a per-process secret: names, lane

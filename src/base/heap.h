@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Intrusive binary min-heaps.
  *
  * Each element carries its own position (a uint32_t field), so removing or

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* An open-addressing hash table of pointers (linear probing, backward-shift
  * deletion, power-of-two capacity, at most 3/4 full).
  *

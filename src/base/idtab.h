@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* A table from 64-bit ids to pointers, for ids handed out in increasing
  * order (job ids).
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* JSON reals, fast paths (base/jreal.h). */
 #include "base/jreal.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* base/jreal — JSON reals read and written quickly, as jansson does.
  *
  * A job's args are kept in canonical form (keys sorted, reals as jansson

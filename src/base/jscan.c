@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* JSON read in place (base/jscan.h). */
 #include "base/jscan.h"
 #include "base/utf8.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* base/jscan — JSON read in place: the server's answers walked without
  * building a tree, and caller text checked without parsing it into one.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* What every user of the settings table asks of a row (settings.h). */
 #include "base/settings.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The settings of queues and tenants, declared once.
  *
  * Each row names a setting and says everything the rest of tenq needs to

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* SHA-256 (FIPS 180-4), for hashing token secrets before they are stored. */
 #ifndef TENQ_BASE_SHA256_H
 #define TENQ_BASE_SHA256_H

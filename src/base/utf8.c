@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Bytes into valid UTF-8 (see utf8.h). */
 #include "base/utf8.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* base/utf8 — bytes into valid UTF-8, for text that must cross the
  * protocol as a JSON string (a handler's error, its output). */
 #ifndef TENQ_BASE_UTF8_H

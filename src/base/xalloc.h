@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Allocation that cannot fail: on out-of-memory the process prints a line and
  * aborts.  Used where a half-done change would be worse than a restart (the
  * engine: the store holds the truth and recovery rebuilds it). */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* tenq stats, tenant, queue: counts and settings. */
 #include "cli/cli.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Global options, the flag parser, errors and requests of the CLI. */
 #include "cli/cli.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* cli — what the `tenq` subcommands share: global options, a table-driven
  * flag parser, error reporting, value parsers and aligned output.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* tenq status, wait, cancel, jobs: reading and cancelling jobs. */
 #include "cli/cli.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* tenq: one binary, many subcommands.  `tenq serve` runs the server; every
  * other command is a client of it, on libtenq. */
 #include "api/api.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* tenq morgue ls, requeue, rm: dead jobs, one by id or in bulk by filter. */
 #include "cli/cli.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* What the CLI prints: times, durations, aligned tables and key/value lines. */
 #include "cli/cli.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* tenq submit: one job from flags, or many as JSON lines on stdin, sent in
  * batches with the flags as defaults. */
 #include "cli/cli.h"

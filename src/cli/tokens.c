@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* tenq token create, ls, revoke. */
 #include "cli/cli.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Values of flags: durations, times, sizes, numbers, JSON. */
 #include "cli/cli.h"
 

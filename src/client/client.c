@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The handle, its errors, and calls that turn answers into error codes. */
 #include "client/internal.h"
 

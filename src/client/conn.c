@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The handle's one connection: connecting (with failover between servers),
  * sending a request, reading its answer.  A connected socket is blocking:
  * sends and the reads that must not wait say MSG_DONTWAIT, and waiting for
@@ -330,13 +331,13 @@ static void put(char **o, const char *s, size_t n)
  * by hand: three snprintf calls were most of a small request's work in
  * the client. */
 static char *request_head(const char *method, const char *path, const char *hostport,
-                          const char *token, bool has_body, size_t len, size_t *hl)
+                          const char *token, const char *key, bool has_body, size_t len, size_t *hl)
 {
     static const char ua[] =
         "\r\nUser-Agent: libtenq/" TENQ_CLIENT_VERSION "\r\nAccept: application/json\r\n";
     size_t nm = strlen(method), np = strlen(path), nh = strlen(hostport);
-    size_t nt = token ? strlen(token) : 0;
-    char *head = malloc(nm + np + nh + nt + sizeof ua + 160);
+    size_t nt = token ? strlen(token) : 0, nk = key ? strlen(key) : 0;
+    char *head = malloc(nm + np + nh + nt + nk + sizeof ua + 200);
     if (!head) return NULL;
     char *o = head, digits[24], *d = tq_digits(digits + sizeof digits, len);
     put(&o, method, nm);
@@ -348,6 +349,11 @@ static char *request_head(const char *method, const char *path, const char *host
     if (token) {
         PUT_LIT(&o, "Authorization: Bearer ");
         put(&o, token, nt);
+        PUT_LIT(&o, "\r\n");
+    }
+    if (key) {
+        PUT_LIT(&o, "Idempotency-Key: ");
+        put(&o, key, nk);
         PUT_LIT(&o, "\r\n");
     }
     if (has_body) {
@@ -387,7 +393,8 @@ int tq_exchange(tenq_client *c, const char *method, const char *path, const char
         const tq_url *u = &c->servers[c->fd_server];
         free(head);
         size_t hl;
-        head = request_head(method, path, u->hostport, c->token, has_body, len, &hl);
+        head =
+            request_head(method, path, u->hostport, c->token, c->request_key, has_body, len, &hl);
         if (!head) {
             rc = tq_seterr(c, TENQ_ENOMEM, "out of memory");
             goto out;

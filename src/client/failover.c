@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Several servers: finding the leader and following a takeover.
  *
  * A handle knows a list of servers (tenq_options.servers, or TENQ_SERVER in

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* URLs, response heads and error words: see http.h. */
 #include "client/http.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* client/http — the pure parts of libtenq's HTTP: server URLs, response
  * heads, and the protocol's error words.  No I/O here, so the unit tests
  * (tests/unit/test_client_http.c) can feed them any bytes. */

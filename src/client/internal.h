@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* libtenq internals: the handle, the exchange of one request, JSON helpers.
  * Not installed; the public contract is include/tenq/tenq.h. */
 #ifndef TENQ_CLIENT_INTERNAL_H
@@ -19,7 +20,8 @@ struct tenq_client {
     char *token;
     int connect_ms, request_ms;
     int failover_ms;              /* how long a call goes on through failures (failover.c) */
-    uint32_t key_salt, key_count; /* this handle's idempotency keys (jobs.c) */
+    uint32_t key_salt, key_count; /* this handle's request keys (jobs.c) */
+    const char *request_key;      /* sent as Idempotency-Key by the call under way */
     bool sent;                    /* the last exchange sent (some of) its request */
     bool interrupted;             /* and was cut short by the abort fd */
     int fd;                       /* -1: no connection */

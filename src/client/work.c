@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Workers: lease, start, heartbeat, ack, fail, and batched outcomes. */
 #include "client/internal.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The worker: options and handlers, the control thread (tenq_worker_run),
  * stopping, status, logging, and the helpers its threads share. */
 #include "client/internal.h"

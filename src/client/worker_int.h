@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* libtenq's worker: what its files share.  Not installed; the contract is
  * include/tenq/worker.h.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The worker's leaser thread (tasks from leases) and runner threads
  * (handlers). */
 #include "client/internal.h"

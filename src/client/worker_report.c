@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The worker's reporter thread: outcomes in batches, heartbeats (with
  * progress and cancellation), starts.  It alone frees tasks, so a task it
  * is talking about cannot vanish while the lock is down. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* What handlers see: their task, and the results they return. */
 #include "client/internal.h"
 #include "client/worker_int.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* engine_check: a full recount of every invariant, for tests.  O(n). */
 #include "internal.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Engine lifecycle, lookups, settings, statistics and the change list. */
 #include "internal.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* engine — tenq's scheduler: a pure, in-memory state machine.
  *
  * No I/O, no clock reads, no threads, no globals.  Every call that depends on

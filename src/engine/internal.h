@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The engine's insides, shared by its .c files and by nothing else.
  *
  * Objects and what indexes them:

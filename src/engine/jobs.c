@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The life of a job: submit, start, heartbeat, ack, fail, expiry, cancel. */
 #include "internal.h"
 

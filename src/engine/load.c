@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Recovery: jobs come back from the store in any resident state. */
 #include "internal.h"
 

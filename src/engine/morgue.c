@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The morgue: dead jobs, listed by tenant/queue/type, newest first or by id;
  * requeued or deleted one at a time or by filter.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Scheduling: which job runs next.
  *
  * Three levels of heaps, each element carrying its own heap position:

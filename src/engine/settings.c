@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The settings tables of the engine (base/settings.h): each row placed in
  * engine_queue_settings or engine_tenant_settings, their defaults and their
  * checks. */

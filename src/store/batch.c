@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Batches: the engine's changes as rows to write (store_batch_*), strings
  * in one arena each; and a group of batches folded for one transaction
  * (store_group_build: every job once, as its insert or its latest update,
@@ -164,6 +165,17 @@ void store_batch_token(store_batch *b, const store_token *t)
     o->u.token.queues = astr(b, t->queues);
     o->u.token.created_at = t->created_at;
     o->u.token.revoked_at = t->revoked_at;
+}
+
+void store_batch_request(store_batch *b, const store_request_key *r)
+{
+    store_op *o = op_push(b, OP_REQUEST);
+    o->u.request.scope = astr(b, r->scope);
+    o->u.request.key = astr(b, r->key);
+    o->u.request.answer = astr(b, r->answer ? r->answer : "");
+    o->u.request.fingerprint = r->fingerprint;
+    o->u.request.status = r->status;
+    o->u.request.created_at = r->created_at;
 }
 
 void store_batch_token_revoke(store_batch *b, int64_t id, int64_t at)

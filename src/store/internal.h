@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The store's insides: batches, the backend vtable, shared helpers. */
 #ifndef TENQ_STORE_INTERNAL_H
 #define TENQ_STORE_INTERNAL_H
@@ -22,7 +23,8 @@ typedef enum {
     OP_QUEUE,
     OP_IDEM,
     OP_TOKEN,
-    OP_TOKEN_REVOKE
+    OP_TOKEN_REVOKE,
+    OP_REQUEST
 } op_kind;
 
 typedef struct job_row {
@@ -62,6 +64,12 @@ typedef struct store_op {
             int64_t id, created_at, revoked_at;
             soff hash, role, queues;
         } token;
+        struct {
+            soff scope, key, answer;
+            uint64_t fingerprint;
+            int status;
+            int64_t created_at;
+        } request;
     } u;
 } store_op;
 
@@ -104,18 +112,23 @@ typedef struct store_result {
     int kind; /* 0 commit, 1 read */
     uint64_t seq;
     int rc;
-    /* reads */
+    /* reads: of jobs (fn, rows), or of a request key (rfn, req) */
     store_rows_fn fn;
+    store_request_read_fn rfn;
     void *ctx;
     rows_builder rows;
+    bool found;
+    store_request_key req; /* its strings malloc'd */
     struct store_result *next;
 } store_result;
 
 typedef struct read_req {
     uint64_t id; /* get one job when nonzero */
     store_job_query q;
-    char *qstrings; /* owned copies of the query's strings */
+    char *qstrings; /* owned copies of the query's strings (and scope, key) */
     store_rows_fn fn;
+    store_request_read_fn rfn; /* a request key's read: scope, key */
+    const char *scope, *key;
     void *ctx;
     struct read_req *next;
 } read_req;
@@ -174,11 +187,20 @@ typedef struct store_driver {
      * no chains (apply is then always called to begin and commit). */
     void (*abandon)(store_t *s);
     int (*load)(store_t *s, engine_t *e, int64_t now, store_load_stats *st);
-    int (*load_tokens)(store_t *s, store_token_fn fn, void *ctx);
+    /* A query (a template of schema.h: $S, ?N) with text parameters; each
+     * row handed to row(ctx, acc, row).  On the write connection (under
+     * db_lock), or the read connection (under read_db_lock). */
+    int (*select)(store_t *s, bool read, const char *tmpl, int n, const char *const *params,
+                  void (*row)(void *ctx, const struct store_rowacc *acc, void *row), void *ctx);
     /* A read on the read connection: one job by id, or a page. */
     int (*query)(store_t *s, uint64_t id, const store_job_query *q, rows_builder *rows);
-    /* Retention, under the term (0: unfenced). */
-    long (*prune)(store_t *s, int64_t now, uint64_t term);
+    /* A transaction of the write connection's own (retention): begun
+     * under the term (0: unfenced; PostgreSQL calls tenq.fence first), a
+     * statement (a template, text parameters; rows changed, or an error),
+     * ended (committed, or rolled back).  Under db_lock. */
+    int (*tx_begin)(store_t *s, uint64_t term);
+    long (*tx_exec)(store_t *s, const char *tmpl, int n, const char *const *params);
+    int (*tx_end)(store_t *s, bool commit);
     /* Leadership (store.h): campaign, new_term, renew, resign, wait. */
     int (*campaign)(store_t *s, const store_node *me, uint64_t *term, store_leader *who);
     int (*new_term)(store_t *s, const store_node *me, uint64_t term, uint64_t *next);
@@ -243,6 +265,8 @@ struct store {
 };
 
 void store_set_err(store_t *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* One retention step, under db_lock (retention.c): rows deleted, or an error. */
+long store_retention_step(store_t *s, int64_t now, uint64_t term);
 /* A finished commit or read, for the caller's thread (store_dispatch). */
 void store_post_result(store_t *s, store_result *r);
 /* The threads (writer.c, reader.c). */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The PostgreSQL backend's insides, shared by postgres.c (the store) and
  * pg_leader.c (elections).  Three connections, each used by one thread
  * only: w (the writer thread's commits, retention; the leadership thread's
@@ -43,6 +44,7 @@ enum {
     PG_ST_REVOKE,
     PG_ST_FENCE,
     PG_ST_ID_FLOOR,
+    PG_ST_REQUEST,
     PG_ST_N
 };
 extern const char *const pg_stmt_name[PG_ST_N];

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The jobs of a load, read from PostgreSQL by binary COPY.
  *
  * A load reads every live job, a million rows and more.  Read as a query's

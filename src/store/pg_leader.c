@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Elections on PostgreSQL: which of the servers sharing a database leads it.
  *
  * The leader holds a session advisory lock (LEADER_LOCK) on its control

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The PostgreSQL backend's writes.  A group of batches goes out in libpq's
  * pipeline mode: every statement of the group is sent, then one Sync, which
  * makes them one implicit transaction committed with one WAL flush; the
@@ -15,8 +16,8 @@
 
 /* Statements that write one row; job rows go many at a time (below). */
 
-const char *const pg_stmt_name[PG_ST_N] = {"tenant", "queue", "idem",   "token",
-                                           "revoke", "fence", "idfloor"};
+const char *const pg_stmt_name[PG_ST_N] = {"tenant", "queue", "idem",    "token",
+                                           "revoke", "fence", "idfloor", "request"};
 static const char *const stmt_sql[PG_ST_N] = {
     NULL,
     NULL,
@@ -25,6 +26,7 @@ static const char *const stmt_sql[PG_ST_N] = {
     STORE_SQL_REVOKE_TOKEN,
     "SELECT tenq.fence(?1)",
     STORE_SQL_ID_FLOOR,
+    STORE_SQL_INSERT_REQUEST,
 };
 
 #define CHUNK 4096
@@ -134,6 +136,14 @@ static int op_params(const store_batch *b, const store_op *o, params *ps)
         p_i64(ps, o->u.token.id);
         p_i64(ps, o->u.token.revoked_at);
         return PG_ST_REVOKE;
+    case OP_REQUEST:
+        p_text(ps, bstr(b, o->u.request.scope));
+        p_text(ps, bstr(b, o->u.request.key));
+        p_i64(ps, (long long)o->u.request.fingerprint);
+        p_i64(ps, o->u.request.status);
+        p_text(ps, bstr(b, o->u.request.answer));
+        p_i64(ps, o->u.request.created_at);
+        return PG_ST_REQUEST;
     default: break;
     }
     return -1;
@@ -418,7 +428,7 @@ static long send_deletes(pg *p, const uint64_t *ids, size_t n)
 }
 
 /* Inserts this many rows or more go by COPY (cheaper to parse than arrays:
- * measured in docs/ARCHITECTURE.md), inside an explicit transaction that the
+ * measured: docs/decisions/0010), inside an explicit transaction that the
  * pipeline's last statement commits; fewer go in the pipeline's one round
  * trip. */
 #define COPY_MIN_ROWS 200

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The PostgreSQL backend: a real server named by a connection string; every
  * object in the `tenq` schema.  This file connects, migrates, loads, reads
  * and prunes; pg_write.c writes; pg_leader.c elects. */
@@ -336,24 +337,25 @@ out:
     return rc;
 }
 
-static int pg_load_tokens(store_t *s, store_token_fn fn, void *ctx)
+static int pg_select(store_t *s, bool read, const char *tmpl, int n, const char *const *params,
+                     void (*row)(void *ctx, const store_rowacc *acc, void *row), void *ctx)
 {
     pg *p = s->impl;
-    int rc = pg_ensure_connected(s, p);
+    int rc = read ? 0 : pg_ensure_connected(s, p);
     if (rc) return rc;
-    PGresult *res = PQexec(p->w, "SELECT id, hash, role, queues, created_at, "
-                                 "coalesce(revoked_at, 0) FROM tenq.tokens ORDER BY id");
+    PGconn *c = read ? p->r : p->w;
+    if (read && PQstatus(c) != CONNECTION_OK) PQreset(c);
+    char *sql = store_sql(tmpl, true);
+    PGresult *res = PQexecParams(c, sql, n, NULL, params, NULL, NULL, 0);
+    free(sql);
     if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-        rc = pg_fail(s, p->w, res, "loading tokens");
+        rc = pg_fail(s, c, res, "query");
         PQclear(res);
         return rc;
     }
     for (int i = 0; i < PQntuples(res); i++) {
         pgrow r = {res, i};
-        store_token t = {acc_i64(&r, 0),  acc_text(&r, 1),
-                         acc_text(&r, 2), acc_null(&r, 3) ? NULL : acc_text(&r, 3),
-                         acc_i64(&r, 4),  acc_i64(&r, 5)};
-        fn(ctx, &t);
+        row(ctx, &pg_acc, &r);
     }
     PQclear(res);
     return 0;
@@ -414,74 +416,49 @@ static int pg_query(store_t *s, uint64_t id, const store_job_query *jq, rows_bui
     return rc;
 }
 
-static long pg_prune(store_t *s, int64_t now, uint64_t term)
+static int pg_tx_begin(store_t *s, uint64_t term)
 {
     pg *p = s->impl;
-    if (pg_ensure_connected(s, p) || pg_prepare_all(s, p)) return TENQ_ECONNECT;
-    long limit = s->opts.retention_batch, done = 0;
-    int rc = pg_run(s, p->w, "BEGIN", "retention");
-    if (rc) return rc;
+    int rc = pg_ensure_connected(s, p);
+    if (!rc) rc = pg_prepare_all(s, p);
+    if (!rc) rc = pg_run(s, p->w, "BEGIN", "begin");
+    if (rc || !term) return rc;
     char tbuf[24];
     snprintf(tbuf, sizeof tbuf, "%llu", (unsigned long long)term);
-    if (term && (rc = pg_fence(s, p, tbuf)) != 0) {
-        pg_run(s, p->w, "ROLLBACK", "rollback");
-        return rc;
-    }
-    PGresult *fl = PQexecPrepared(p->w, pg_stmt_name[PG_ST_ID_FLOOR], 0, NULL, NULL, NULL, 0);
-    rc = PQresultStatus(fl) == PGRES_COMMAND_OK ? 0 : pg_fail(s, p->w, fl, "keeping the id floor");
-    PQclear(fl);
-    if (rc) {
-        pg_run(s, p->w, "ROLLBACK", "rollback");
-        return rc;
-    }
-    PGresult *qs =
-        PQexec(p->w, "SELECT name, retention_ms FROM tenq.queues WHERE retention_ms > 0");
-    if (PQresultStatus(qs) != PGRES_TUPLES_OK) rc = pg_fail(s, p->w, qs, "retention");
-    char *del_jobs = store_sql(STORE_SQL_PRUNE_JOBS, true);
-    char *del_idem = store_sql(STORE_SQL_PRUNE_IDEM, true);
-    for (int i = 0; !rc && i < PQntuples(qs) && done < limit; i++) {
-        char cut[24], lim[24];
-        snprintf(cut, sizeof cut, "%lld",
-                 (long long)(now - strtoll(PQgetvalue(qs, i, 1), NULL, 10)));
-        snprintf(lim, sizeof lim, "%ld", limit - done);
-        const char *v[3] = {PQgetvalue(qs, i, 0), cut, lim};
-        PGresult *r = PQexecParams(p->w, del_jobs, 3, NULL, v, NULL, NULL, 0);
-        if (PQresultStatus(r) != PGRES_COMMAND_OK)
-            rc = pg_fail(s, p->w, r, "retention");
-        else
-            done += strtol(PQcmdTuples(r), NULL, 10);
-        PQclear(r);
-    }
-    PQclear(qs);
-    if (!rc && done < limit) {
-        char cut[24], lim[24];
-        snprintf(cut, sizeof cut, "%lld", (long long)(now - 24LL * 3600 * 1000));
-        snprintf(lim, sizeof lim, "%ld", limit - done);
-        const char *v[2] = {cut, lim};
-        PGresult *r = PQexecParams(p->w, del_idem, 2, NULL, v, NULL, NULL, 0);
-        if (PQresultStatus(r) != PGRES_COMMAND_OK)
-            rc = pg_fail(s, p->w, r, "retention");
-        else
-            done += strtol(PQcmdTuples(r), NULL, 10);
-        PQclear(r);
-    }
-    free(del_jobs);
-    free(del_idem);
-    if (!rc) rc = pg_run(s, p->w, "COMMIT", "retention");
-    if (rc) {
-        if (PQstatus(p->w) == CONNECTION_OK) pg_run(s, p->w, "ROLLBACK", "rollback");
-        return rc;
-    }
-    return done;
+    rc = pg_fence(s, p, tbuf);
+    if (rc) pg_run(s, p->w, "ROLLBACK", "rollback");
+    return rc;
+}
+
+static long pg_tx_exec(store_t *s, const char *tmpl, int n, const char *const *params)
+{
+    pg *p = s->impl;
+    char *sql = store_sql(tmpl, true);
+    PGresult *r = PQexecParams(p->w, sql, n, NULL, params, NULL, NULL, 0);
+    free(sql);
+    long rc = PQresultStatus(r) == PGRES_COMMAND_OK ? strtol(PQcmdTuples(r), NULL, 10)
+                                                    : pg_fail(s, p->w, r, "writing");
+    PQclear(r);
+    return rc;
+}
+
+static int pg_tx_end(store_t *s, bool commit)
+{
+    pg *p = s->impl;
+    int rc = pg_run(s, p->w, commit ? "COMMIT" : "ROLLBACK", "commit");
+    if (rc && PQstatus(p->w) == CONNECTION_OK) pg_run(s, p->w, "ROLLBACK", "rollback");
+    return rc;
 }
 
 static const store_driver pg_backend = {
     .name = "postgres",
     .apply = pg_apply,
     .load = pg_load,
-    .load_tokens = pg_load_tokens,
+    .select = pg_select,
     .query = pg_query,
-    .prune = pg_prune,
+    .tx_begin = pg_tx_begin,
+    .tx_exec = pg_tx_exec,
+    .tx_end = pg_tx_end,
     .campaign = pg_campaign,
     .new_term = pg_new_term,
     .renew = pg_renew,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The reader thread: reads of jobs (one by id, a page) on their own
  * connection, handed back through the event fd so that a slow query never
  * stalls the caller's loop; the rows they return, each string copied. */
@@ -82,10 +83,25 @@ void rows_free(rows_builder *rb)
 
 /* ---- the reader ------------------------------------------------------------------ */
 
+static void request_row(void *ctx, const store_rowacc *acc, void *row)
+{
+    store_result *res = ctx;
+    res->found = true;
+    res->req.status = (int)acc->i64(row, 0);
+    free((char *)res->req.answer);
+    res->req.answer = xstrdup(acc->text(row, 1));
+    res->req.fingerprint = (uint64_t)acc->i64(row, 2);
+}
+
 static void run_read(store_t *s, read_req *rq, store_result *res)
 {
     pthread_mutex_lock(&s->read_db_lock);
-    res->rc = s->be->query(s, rq->id, rq->id ? NULL : &rq->q, &res->rows);
+    if (rq->rfn) {
+        const char *params[2] = {rq->scope, rq->key};
+        res->rc = s->be->select(s, true, STORE_SQL_GET_REQUEST, 2, params, request_row, res);
+    } else {
+        res->rc = s->be->query(s, rq->id, rq->id ? NULL : &rq->q, &res->rows);
+    }
     pthread_mutex_unlock(&s->read_db_lock);
 }
 
@@ -104,6 +120,7 @@ void *store_reader_main(void *arg)
         store_result *res = xcalloc(1, sizeof(*res));
         res->kind = 1;
         res->fn = rq->fn;
+        res->rfn = rq->rfn;
         res->ctx = rq->ctx;
         run_read(s, rq, res);
         free(rq->qstrings);
@@ -161,6 +178,21 @@ void store_get_job(store_t *s, uint64_t id, store_rows_fn fn, void *ctx)
 void store_list_jobs(store_t *s, const store_job_query *q, store_rows_fn fn, void *ctx)
 {
     read_enqueue(s, read_new(0, q, fn, ctx));
+}
+
+void store_get_request(store_t *s, const char *scope, const char *key, store_request_read_fn fn,
+                       void *ctx)
+{
+    read_req *rq = xcalloc(1, sizeof(*rq));
+    size_t ls = strlen(scope) + 1, lk = strlen(key) + 1;
+    rq->qstrings = xmalloc(ls + lk);
+    memcpy(rq->qstrings, scope, ls);
+    memcpy(rq->qstrings + ls, key, lk);
+    rq->scope = rq->qstrings;
+    rq->key = rq->qstrings + ls;
+    rq->rfn = fn;
+    rq->ctx = ctx;
+    read_enqueue(s, rq);
 }
 
 static int read_sync(store_t *s, read_req *rq)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The schema, once for both backends.  docs/schema.md documents it.
  *
  * Templates use $ID (the id column type), $I64 (64-bit integers), $BOOL,
@@ -145,6 +146,18 @@ static const char *const migrations[] = {
 
     /* 6: the submitter's W3C trace context, handed out with the job. */
     "ALTER TABLE $Sjobs ADD COLUMN traceparent TEXT;\n",
+
+    /* 7: requests made safe to send again (the Idempotency-Key header): the
+     * first answer of each, kept --request-key-ttl. */
+    "CREATE TABLE $Srequests (\n"
+    "  scope TEXT NOT NULL,\n"
+    "  key TEXT NOT NULL,\n"
+    "  fingerprint $I64 NOT NULL,\n"
+    "  status $I64 NOT NULL,\n"
+    "  answer TEXT NOT NULL,\n"
+    "  created_at $I64 NOT NULL,\n"
+    "  PRIMARY KEY (scope, key))$NOROWID;\n"
+    "CREATE INDEX requests_created ON $Srequests (created_at);\n",
 };
 
 int store_schema_versions(void)
@@ -188,6 +201,7 @@ static char *expand(const char *t, bool pg)
         {"$FILLFACTOR", "", "ALTER TABLE tenq.jobs SET (fillfactor = 85);\n"},
         {"$FENCE", "", STORE_PG_FENCE},
         {"$GREATEST", "max", "greatest"},
+        {"$NOROWID", " WITHOUT ROWID", ""},
         {"$S", "", "tenq."},
     };
     char *out = NULL;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The schema shared by both backends, and reading a jobs row into an
  * engine_job_info whatever the backend. */
 #ifndef TENQ_STORE_SCHEMA_H
@@ -46,6 +47,17 @@ char *store_schema_sql(int version, bool pg);
     "INSERT INTO $Stokens (id, hash, role, queues, created_at, revoked_at) VALUES (?1, ?2, ?3, "   \
     "?4, ?5, ?6)"
 #define STORE_SQL_REVOKE_TOKEN "UPDATE $Stokens SET revoked_at = ?2 WHERE id = ?1"
+#define STORE_SQL_INSERT_REQUEST                                                                   \
+    "INSERT INTO $Srequests (scope, key, fingerprint, status, answer, created_at) VALUES (?1, "    \
+    "?2, "                                                                                         \
+    "?3, ?4, ?5, ?6) ON CONFLICT (scope, key) DO NOTHING"
+#define STORE_SQL_LOAD_REQUESTS                                                                    \
+    "SELECT scope, key, fingerprint, created_at FROM $Srequests WHERE created_at > ?1"
+#define STORE_SQL_GET_REQUEST                                                                      \
+    "SELECT status, answer, fingerprint FROM $Srequests WHERE scope = ?1 AND key = ?2"
+#define STORE_SQL_PRUNE_REQUESTS                                                                   \
+    "DELETE FROM $Srequests WHERE (scope, key) IN (SELECT scope, key FROM $Srequests WHERE "       \
+    "created_at < ?1 LIMIT ?2)"
 #define STORE_SQL_LOAD_JOBS                                                                        \
     "SELECT " STORE_JOB_COLUMNS " FROM $Sjobs WHERE live = 1 ORDER BY lane_seq"
 #define STORE_SQL_PRUNE_JOBS                                                                       \

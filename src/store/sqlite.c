@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The SQLite backend: one file, WAL mode, synchronous=FULL by default.
  * Every file is opened through the fault VFS (sqlite_vfs.c), so that tests
  * can make the disk full under SQLite's real error paths. */
@@ -278,7 +279,7 @@ int store_sqlite_open(store_t *s, const char *path, char *errbuf, size_t errlen)
     /* A 4 MiB page cache: the writer touches the right edges of its b-trees
      * and rows in lease order, which fit; a larger cache only held more of
      * the table in our memory (and made each commit's walk of the cache
-     * longer). Measured in docs/ARCHITECTURE.md. */
+     * longer). Measured: docs/decisions/0007. */
     char pragmas[256];
     snprintf(pragmas, sizeof pragmas,
              "PRAGMA journal_mode=WAL; PRAGMA synchronous=%s; PRAGMA cache_size=-4096;"
@@ -444,26 +445,20 @@ static int sq_load(store_t *s, engine_t *e, int64_t now, store_load_stats *st)
     return src == SQLITE_ROW ? 0 : sq_fail(s, q->db, src, "reading the highest id");
 }
 
-static int sq_load_tokens(store_t *s, store_token_fn fn, void *ctx)
+static int sq_select(store_t *s, bool read, const char *tmpl, int n, const char *const *params,
+                     void (*row)(void *ctx, const store_rowacc *acc, void *row), void *ctx)
 {
     sq *q = s->impl;
+    sqlite3 *db = read ? q->rdb : q->db;
+    char *sql = store_sql(tmpl, false);
     sqlite3_stmt *t = NULL;
-    int src = sqlite3_prepare_v2(q->db,
-                                 "SELECT id, hash, role, queues, created_at, "
-                                 "coalesce(revoked_at, 0) FROM tokens ORDER BY id",
-                                 -1, &t, NULL);
-    if (src != SQLITE_OK) return sq_fail(s, q->db, src, "loading tokens");
-    while ((src = sqlite3_step(t)) == SQLITE_ROW) {
-        store_token tk = {sqlite3_column_int64(t, 0),
-                          (const char *)sqlite3_column_text(t, 1),
-                          (const char *)sqlite3_column_text(t, 2),
-                          (const char *)sqlite3_column_text(t, 3),
-                          sqlite3_column_int64(t, 4),
-                          sqlite3_column_int64(t, 5)};
-        fn(ctx, &tk);
-    }
+    int src = sqlite3_prepare_v2(db, sql, -1, &t, NULL);
+    free(sql);
+    if (src != SQLITE_OK) return sq_fail(s, db, src, "query");
+    for (int i = 0; i < n; i++) sqlite3_bind_text(t, i + 1, params[i], -1, SQLITE_STATIC);
+    while ((src = sqlite3_step(t)) == SQLITE_ROW) row(ctx, &sq_acc, t);
     sqlite3_finalize(t);
-    return src == SQLITE_DONE ? 0 : sq_fail(s, q->db, src, "loading tokens");
+    return src == SQLITE_DONE ? 0 : sq_fail(s, db, src, "query");
 }
 
 static int sq_query(store_t *s, uint64_t id, const store_job_query *jq, rows_builder *rows)
@@ -508,51 +503,36 @@ static int sq_query(store_t *s, uint64_t id, const store_job_query *jq, rows_bui
     return src == SQLITE_DONE ? 0 : sq_fail(s, q->rdb, src, "query");
 }
 
-static long sq_prune(store_t *s, int64_t now, uint64_t term)
+static int sq_tx_begin(store_t *s, uint64_t term)
 {
     (void)term; /* the file's lock fences every write */
     sq *q = s->impl;
-    long limit = s->opts.retention_batch, done = 0;
-    sqlite3_stmt *qs = NULL, *del = NULL;
     int src = sq_exec(q->db, "BEGIN IMMEDIATE");
-    if (src != SQLITE_OK) return sq_fail(s, q->db, src, "retention");
-    if (sqlite3_step(q->st[ST_ID_FLOOR]) != SQLITE_DONE) src = sqlite3_errcode(q->db);
-    sqlite3_reset(q->st[ST_ID_FLOOR]);
-    if (src == SQLITE_OK)
-        src = sqlite3_prepare_v2(
-            q->db, "SELECT name, retention_ms FROM queues WHERE retention_ms > 0", -1, &qs, NULL);
-    char *sql = store_sql(STORE_SQL_PRUNE_JOBS, false);
-    if (src == SQLITE_OK) src = sqlite3_prepare_v2(q->db, sql, -1, &del, NULL);
+    return src == SQLITE_OK ? 0 : sq_fail(s, q->db, src, "begin");
+}
+
+static long sq_tx_exec(store_t *s, const char *tmpl, int n, const char *const *params)
+{
+    sq *q = s->impl;
+    char *sql = store_sql(tmpl, false);
+    sqlite3_stmt *t = NULL;
+    int src = sqlite3_prepare_v2(q->db, sql, -1, &t, NULL);
     free(sql);
-    while (src == SQLITE_OK && done < limit && sqlite3_step(qs) == SQLITE_ROW) {
-        sqlite3_bind_text(del, 1, (const char *)sqlite3_column_text(qs, 0), -1, SQLITE_TRANSIENT);
-        sqlite3_bind_int64(del, 2, now - sqlite3_column_int64(qs, 1));
-        sqlite3_bind_int64(del, 3, limit - done);
-        if (sqlite3_step(del) != SQLITE_DONE) src = sqlite3_errcode(q->db);
-        done += sqlite3_changes(q->db);
-        sqlite3_reset(del);
-    }
-    sqlite3_finalize(qs);
-    sqlite3_finalize(del);
-    if (src == SQLITE_OK && done < limit) {
-        sql = store_sql(STORE_SQL_PRUNE_IDEM, false);
-        src = sqlite3_prepare_v2(q->db, sql, -1, &del, NULL);
-        free(sql);
-        if (src == SQLITE_OK) {
-            sqlite3_bind_int64(del, 1, now - 24LL * 3600 * 1000);
-            sqlite3_bind_int64(del, 2, limit - done);
-            if (sqlite3_step(del) != SQLITE_DONE) src = sqlite3_errcode(q->db);
-            done += sqlite3_changes(q->db);
-            sqlite3_finalize(del);
-        }
-    }
-    if (src == SQLITE_OK) src = sq_exec(q->db, "COMMIT");
-    if (src != SQLITE_OK) {
-        long rc = sq_fail(s, q->db, src, "retention");
-        sq_exec(q->db, "ROLLBACK");
-        return rc;
-    }
-    return done;
+    for (int i = 0; src == SQLITE_OK && i < n; i++)
+        sqlite3_bind_text(t, i + 1, params[i], -1, SQLITE_STATIC);
+    if (src == SQLITE_OK) src = sqlite3_step(t);
+    sqlite3_finalize(t);
+    return src == SQLITE_DONE ? sqlite3_changes(q->db) : sq_fail(s, q->db, src, "writing");
+}
+
+static int sq_tx_end(store_t *s, bool commit)
+{
+    sq *q = s->impl;
+    int src = sq_exec(q->db, commit ? "COMMIT" : "ROLLBACK");
+    if (src == SQLITE_OK) return 0;
+    int rc = sq_fail(s, q->db, src, "commit");
+    sq_exec(q->db, "ROLLBACK");
+    return rc;
 }
 
 /* ---- leadership ----------------------------------------------------------------------
@@ -629,9 +609,11 @@ static const store_driver sqlite_backend = {
     .apply = sq_apply,
     .abandon = sq_abandon,
     .load = sq_load,
-    .load_tokens = sq_load_tokens,
+    .select = sq_select,
     .query = sq_query,
-    .prune = sq_prune,
+    .tx_begin = sq_tx_begin,
+    .tx_exec = sq_tx_exec,
+    .tx_end = sq_tx_end,
     .campaign = sq_campaign,
     .new_term = sq_new_term,
     .renew = sq_renew,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The SQLite backend's insides, shared by sqlite.c (opening, checkpoints,
  * reads, retention, terms) and sqlite_write.c (its writes). */
 #ifndef TENQ_STORE_SQLITE_H
@@ -23,6 +24,7 @@ enum {
     ST_IDEM,
     ST_TOKEN,
     ST_REVOKE,
+    ST_REQUEST,
     ST_BEGIN, /* prepared once: sqlite3_exec parses its text at every commit */
     ST_COMMIT,
     ST_N

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* One server per SQLite file.  The server that opens a database holds an
  * exclusive flock() on the file itself until it closes it; a second one,
  * from another process, is refused with the holder's pid and command line

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The fault VFS: every SQLite file of a store is opened through a thin VFS
  * of our own that forwards to the default one.  It exists for one reason:
  * tests give it a byte budget, after which writes fail with SQLITE_FULL, so

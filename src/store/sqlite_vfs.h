@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The fault VFS of the SQLite backend (sqlite_vfs.c). */
 #ifndef TENQ_STORE_SQLITE_VFS_H
 #define TENQ_STORE_SQLITE_VFS_H

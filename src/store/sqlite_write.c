@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The SQLite backend's writes: its statements (job rows one or JOB_ROWS at a
  * time, tenants, queues, keys, tokens), prepared once, and a group applied
  * in one transaction (sq_apply), or a chain's part in its open one. */
@@ -10,10 +11,15 @@
 #include <stdio.h>
 
 static const char *const stmt_sql[ST_N] = {
-    [ST_INS_JOB] = STORE_SQL_INSERT_JOB, [ST_DEL_JOB] = STORE_SQL_DELETE_JOB,
-    [ST_ID_FLOOR] = STORE_SQL_ID_FLOOR,  [ST_IDEM] = STORE_SQL_UPSERT_IDEM,
-    [ST_TOKEN] = STORE_SQL_INSERT_TOKEN, [ST_REVOKE] = STORE_SQL_REVOKE_TOKEN,
-    [ST_BEGIN] = "BEGIN IMMEDIATE",      [ST_COMMIT] = "COMMIT",
+    [ST_INS_JOB] = STORE_SQL_INSERT_JOB,
+    [ST_DEL_JOB] = STORE_SQL_DELETE_JOB,
+    [ST_ID_FLOOR] = STORE_SQL_ID_FLOOR,
+    [ST_IDEM] = STORE_SQL_UPSERT_IDEM,
+    [ST_TOKEN] = STORE_SQL_INSERT_TOKEN,
+    [ST_REQUEST] = STORE_SQL_INSERT_REQUEST,
+    [ST_REVOKE] = STORE_SQL_REVOKE_TOKEN,
+    [ST_BEGIN] = "BEGIN IMMEDIATE",
+    [ST_COMMIT] = "COMMIT",
 };
 
 /* Job rows go JOB_ROWS to a statement while a group has that many: a
@@ -288,6 +294,14 @@ static void bind_other(sqlite3_stmt *st, const store_batch *b, const store_op *o
         bind_i64(st, 1, o->u.token.id);
         bind_i64(st, 2, o->u.token.revoked_at);
         break;
+    case OP_REQUEST:
+        bind_text(st, 1, bstr(b, o->u.request.scope));
+        bind_text(st, 2, bstr(b, o->u.request.key));
+        bind_i64(st, 3, (long long)o->u.request.fingerprint);
+        bind_i64(st, 4, o->u.request.status);
+        bind_text(st, 5, bstr(b, o->u.request.answer));
+        bind_i64(st, 6, o->u.request.created_at);
+        break;
     default: break; /* job rows are bound by bind_insert and bind_update */
     }
 }
@@ -295,7 +309,7 @@ static void bind_other(sqlite3_stmt *st, const store_batch *b, const store_op *o
 static const int op_stmt[] = {
     [OP_JOB_INSERT] = ST_INS_JOB, [OP_JOB_UPDATE] = ST_UPD_JOB,  [OP_JOB_DELETE] = ST_DEL_JOB,
     [OP_TENANT] = ST_TENANT,      [OP_QUEUE] = ST_QUEUE,         [OP_IDEM] = ST_IDEM,
-    [OP_TOKEN] = ST_TOKEN,        [OP_TOKEN_REVOKE] = ST_REVOKE,
+    [OP_TOKEN] = ST_TOKEN,        [OP_TOKEN_REVOKE] = ST_REVOKE, [OP_REQUEST] = ST_REQUEST,
 };
 
 /* Steps one statement; on failure rolls back and says why. */

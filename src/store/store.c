@@ -1,5 +1,8 @@
-/* The backend-independent part of the store: batches, the writer thread
- * (group commit), the reader thread, and handing results back. */
+// SPDX-License-Identifier: Apache-2.0
+/* The store's front: opening a backend by its URL, the loads (jobs, tokens,
+ * request keys), the leadership calls, and handing results back to the
+ * caller's loop.  Batches are in batch.c, the writer thread in writer.c, the
+ * reader thread in reader.c, retention in retention.c. */
 #include "internal.h"
 #include "schema.h"
 
@@ -77,6 +80,9 @@ size_t store_dispatch(store_t *s)
                 s->sync_done = true;
             }
             if (s->on_commit) s->on_commit(s->on_commit_ctx, x->seq, x->rc);
+        } else if (x->rfn) {
+            x->rfn(x->ctx, x->rc, x->found ? &x->req : NULL);
+            free((char *)x->req.answer);
         } else {
             store_rows rows = {x->rows.v, x->rows.n};
             if (x->fn) x->fn(x->ctx, x->rc, &rows);
@@ -119,10 +125,50 @@ int store_load(store_t *s, engine_t *e, int64_t now, store_load_stats *st)
     return rc;
 }
 
+typedef struct load_ctx {
+    store_token_fn tfn;
+    store_request_fn rfn;
+    void *ctx;
+} load_ctx;
+
+static void token_row(void *ctx, const store_rowacc *acc, void *row)
+{
+    load_ctx *l = ctx;
+    store_token t = {acc->i64(row, 0),  acc->text(row, 1),
+                     acc->text(row, 2), acc->is_null(row, 3) ? NULL : acc->text(row, 3),
+                     acc->i64(row, 4),  acc->is_null(row, 5) ? 0 : acc->i64(row, 5)};
+    l->tfn(l->ctx, &t);
+}
+
 int store_load_tokens(store_t *s, store_token_fn fn, void *ctx)
 {
+    load_ctx l = {fn, NULL, ctx};
     pthread_mutex_lock(&s->db_lock);
-    int rc = s->be->load_tokens(s, fn, ctx);
+    int rc = s->be->select(s, false,
+                           "SELECT id, hash, role, queues, created_at, revoked_at FROM $Stokens "
+                           "ORDER BY id",
+                           0, NULL, token_row, &l);
+    pthread_mutex_unlock(&s->db_lock);
+    return rc;
+}
+
+static void request_row(void *ctx, const store_rowacc *acc, void *row)
+{
+    load_ctx *l = ctx;
+    store_request_key r = {
+        acc->text(row, 0), acc->text(row, 1), (uint64_t)acc->i64(row, 2), 0, NULL,
+        acc->i64(row, 3)};
+    l->rfn(l->ctx, &r);
+}
+
+int store_load_requests(store_t *s, int64_t since, store_request_fn fn, void *ctx)
+{
+    load_ctx l = {NULL, fn, ctx};
+    char num[24];
+    snprintf(num, sizeof num, "%lld", (long long)since);
+    const char *params[1] = {num};
+    pthread_mutex_lock(&s->db_lock);
+    int rc = s->be->select(s, false, STORE_SQL_LOAD_REQUESTS, 1, params, request_row, &l);
     pthread_mutex_unlock(&s->db_lock);
     return rc;
 }
@@ -134,7 +180,7 @@ long store_prune_now(store_t *s, int64_t now)
     pthread_mutex_unlock(&s->lock);
     if (s->opts.elect && !term) return TENQ_ENOT_LEADER;
     pthread_mutex_lock(&s->db_lock);
-    long n = s->be->prune(s, now, term);
+    long n = store_retention_step(s, now, term);
     pthread_mutex_unlock(&s->db_lock);
     return n;
 }
@@ -180,6 +226,7 @@ int store_open(const char *url, const store_opts *opts, store_t **out, char *err
     store_t *s = xcalloc(1, sizeof(*s));
     if (opts) s->opts = *opts;
     if (s->opts.retention_batch <= 0) s->opts.retention_batch = 1000;
+    if (s->opts.request_key_ttl_ms <= 0) s->opts.request_key_ttl_ms = 10 * 60 * 1000;
     pthread_mutex_init(&s->err_lock, NULL);
     pthread_mutex_init(&s->lock, NULL);
     pthread_mutex_init(&s->db_lock, NULL);

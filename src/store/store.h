@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* store — durability.  One interface, two backends: SQLite (embedded, the
  * default) and PostgreSQL (a real server, what several tenq servers share).
  *
@@ -33,7 +34,7 @@
 typedef struct store store_t;
 typedef struct store_batch store_batch;
 
-#define STORE_SCHEMA_VERSION 6
+#define STORE_SCHEMA_VERSION 7
 
 typedef enum { STORE_SYNC_FULL, STORE_SYNC_NORMAL } store_sync;
 
@@ -49,6 +50,8 @@ typedef struct store_opts {
     bool no_retention;
     /* Rows a retention step deletes at most (default 1000). */
     int retention_batch;
+    /* How long request keys are kept (Idempotency-Key; default 10 min). */
+    int64_t request_key_ttl_ms;
     /* Tests: the writer waits this long before each commit, so that a crash
      * can land between an answer and its commit. */
     int test_commit_delay_ms;
@@ -106,6 +109,18 @@ typedef struct store_token {
 } store_token;
 void store_batch_token(store_batch *b, const store_token *t);
 void store_batch_token_revoke(store_batch *b, int64_t id, int64_t at);
+
+/* A request sent with an Idempotency-Key: its first answer, kept so that
+ * the same request sent again is answered the same (store_request_key). */
+typedef struct store_request_key {
+    const char *scope; /* whose: "" for admin, or the tenant of a tenant token */
+    const char *key;
+    uint64_t fingerprint; /* of the request's body */
+    int status;           /* of the first answer */
+    const char *answer;   /* its body; NULL in loads (not read) */
+    int64_t created_at;
+} store_request_key;
+void store_batch_request(store_batch *b, const store_request_key *r);
 
 /* Appends every change in the engine's change list (not clearing it). */
 void store_batch_changes(store_batch *b, engine_t *e);
@@ -247,6 +262,15 @@ void store_use_term(store_t *s, uint64_t term);
  * server that stopped leading); store_clear_failure ends it as after a
  * failed commit. */
 void store_fail_pending(store_t *s, int rc);
+
+typedef void (*store_request_fn)(void *ctx, const store_request_key *r);
+/* Every request key created after `since` (their answers left out). */
+int store_load_requests(store_t *s, int64_t since, store_request_fn fn, void *ctx);
+/* One request's first answer, read on the reader thread: fn(ctx, rc, r)
+ * in store_dispatch, r NULL when there is none (r valid during the call). */
+typedef void (*store_request_read_fn)(void *ctx, int rc, const store_request_key *r);
+void store_get_request(store_t *s, const char *scope, const char *key, store_request_read_fn fn,
+                       void *ctx);
 
 typedef void (*store_token_fn)(void *ctx, const store_token *t);
 /* Every token, revoked ones too (revoked_at set): ids are never reused. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The writer thread: group commit.  It takes every batch waiting (of one
  * term), writes them in one transaction through the backend and reports
  * each one's outcome; after a failure every batch handed over before
@@ -240,7 +241,7 @@ void *store_writer_main(void *arg)
                     /* Prune in small steps; stop as soon as work comes in. */
                     for (;;) {
                         pthread_mutex_lock(&s->db_lock);
-                        long n = s->be->prune(s, wall_ms(), term);
+                        long n = store_retention_step(s, wall_ms(), term);
                         pthread_mutex_unlock(&s->db_lock);
                         if (n < s->opts.retention_batch) break;
                         pthread_mutex_lock(&s->lock);

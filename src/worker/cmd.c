@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* `tenq work`: its flags, its signals, and the run of libtenq's worker
  * with the exec or lines handler. */
 #include "worker/work.h"

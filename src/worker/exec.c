@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* exec handlers: a process per job, and the guard that stops a handler
  * process (cancel, lost lease, --timeout, --max-rss, the end of the grace
  * period) for both kinds of handler. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* lines handlers: --pool N long-lived processes, one per slot of the
  * worker.  A job goes to its slot's process as one JSON line on stdin; the
  * process answers with one line, after any progress lines.  A process that

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The worker's log: one line per event on stderr, with the time. */
 #include "worker/work.h"
 

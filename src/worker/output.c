@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* A handler's stdout as the job's result: JSON when it is JSON, else a
  * string; bounded either way, because the server refuses results over its
  * limit (1 MiB by default) and a runaway handler must not take the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Handler processes: spawning with pipes and a pidfd, signalling their
  * process group, reaping, memory, and the registry the second signal
  * kills from. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* tenq work: lease jobs and run a handler process for each (exec), or hand
  * them to long-lived handler processes one line at a time (lines).
  *

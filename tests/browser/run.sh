@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Runs the dashboard's browser tests: installs what is missing (Debian's
 # chromium, the npm packages of this folder), then runs them against the
 # tenq binary named by TENQ_BIN.

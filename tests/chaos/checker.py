@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Counts what must never happen, from what the clients were told
 (load.Record) and what the store holds in the end (its job rows).
 
@@ -52,8 +53,13 @@ def check(rec, rows, slots):
     by_key = {}
     owner = {}
     for kind, jid, key, tenant, queue, lane, t in rec.submits:
-        if jid not in rows:
+        row = rows.get(jid)
+        if row is None:
             bad("lost", ("not in the store", kind, jid))
+        elif (row["tenant"], row["queue"], row["idem"]) != (tenant, queue, key):
+            # the id is there, but the row is another submit's: this one was lost
+            bad("lost", ("the store's row is another job", kind, jid, (tenant, queue, key),
+                         (row["tenant"], row["queue"], row["idem"])))
         if key is not None:
             if by_key.setdefault((tenant, key), jid) != jid:
                 bad("lost", ("one key, two ids", key, by_key[(tenant, key)], jid))

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Several `tenq serve` processes on one store, and the store itself, for
 the chaos tests: start, kill -9, SIGSTOP/SIGCONT, SIGTERM any of them; find
 the leader; stop and restart the private PostgreSQL (tests/with-pg.sh) in

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Load on a tenq cluster while it is being broken, and a record of
 everything the clients were told, for checker.py.
 

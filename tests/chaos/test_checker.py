@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The checker finds each thing it counts: fed records and rows that hold
 exactly one fault each, it counts that fault and nothing else. (A checker
 that can never count is no check.)"""
@@ -11,9 +12,9 @@ import checker  # noqa: E402
 from load import Record  # noqa: E402
 
 
-def row(state="succeeded", token=10, tenant="t", queue="q", key=None):
+def row(state="succeeded", token=10, tenant="t", queue="q", key=None, idem="k1"):
     return {"state": state, "token": token, "tenant": tenant, "queue": queue, "key": key,
-            "idem": None}
+            "idem": idem}
 
 
 class CheckerTest(unittest.TestCase):
@@ -37,7 +38,10 @@ class CheckerTest(unittest.TestCase):
         self.assertEqual(self.counts(rec, rows), {"lost": 1})
         rec, rows = self.base()
         rec.submits.append(("keyed", 1, "k9", "t", "q", None, 0.5))  # another key, the same id
-        self.assertEqual(self.counts(rec, rows), {"ids_twice": 1})
+        self.assertEqual(self.counts(rec, rows), {"ids_twice": 1, "lost": 1})
+        rec, rows = self.base()
+        rows[1] = row(tenant="other")  # the id is there, but as another submit's job
+        self.assertEqual(self.counts(rec, rows), {"lost": 1})
         rec, rows = self.base()
         rows[3] = row()
         rec.submits.append(("keyed", 3, "k1", "t", "q", None, 0.5))  # one key, two ids
@@ -56,6 +60,7 @@ class CheckerTest(unittest.TestCase):
 
     def test_an_at_most_once_job_handed_out_twice(self):
         rec, rows = self.base()
+        rec.submits[0] = ("amo", 1, "k1", "t", "amo", None, 0.0)
         rec.grants[0] = (1, 10, "t", "amo", None, 1.0, "w")
         rec.grants.append((1, 11, "t", "amo", None, 3.0, "w2"))
         rows[1] = row(queue="amo")
@@ -67,7 +72,7 @@ class CheckerTest(unittest.TestCase):
             rec.submits.append(("lanes", jid, "k%d" % jid, "t", "lanes", "a", 0.0))
         rec.grants += [(1, 10, "t", "lanes", "a", 1.0, "w"), (2, 10, "t", "lanes", "a", 1.5, "w")]
         rec.outcomes += [(1, 10, True, 2.0, {}), (2, 10, True, 3.0, {})]
-        rows = {1: row(queue="lanes", key="a"), 2: row(queue="lanes", key="a")}
+        rows = {1: row(queue="lanes", key="a"), 2: row(queue="lanes", key="a", idem="k2")}
         self.assertEqual(self.counts(rec, rows), {"lane_order": 1})
 
     def test_slots_exceeded(self):
@@ -76,7 +81,7 @@ class CheckerTest(unittest.TestCase):
             rec.submits.append(("slotted", jid, "k%d" % jid, "slotted", "q", None, 0.0))
             rec.grants.append((jid, 10, "slotted", "q", None, 1.0 + jid * 0.1, "w"))
             rec.outcomes.append((jid, 10, True, 5.0, {}))
-            rows[jid] = row(tenant="slotted")
+            rows[jid] = row(tenant="slotted", idem="k%d" % jid)
         self.assertEqual(self.counts(rec, rows, slots=3), {"slots_exceeded": 1})
         self.assertEqual(self.counts(rec, rows, slots=4), {})
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Several servers on one PostgreSQL, broken under load: the leader killed
 (kill -9), paused past its TTL (SIGSTOP), cut off (pg_terminate_backend),
 stopped (SIGTERM); PostgreSQL itself restarted in immediate mode. After
@@ -45,9 +46,9 @@ class ChaosTest(unittest.TestCase):
 
     def _outcome_failed(self):
         res = getattr(self, "_outcome", None)
-        errors = getattr(res, "errors", None) or getattr(getattr(res, "result", None), "errors",
-                                                        [])
-        return bool(errors)
+        result = getattr(res, "result", None)
+        return bool(getattr(res, "errors", None) or getattr(result, "errors", None) or
+                    getattr(result, "failures", None))
 
     # -- the parts every run shares ---------------------------------------------------
     def start(self, n, args=()):

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A full disk under load, on SQLite: the server's database lives on a
 small tmpfs that a filler file fills up, then space comes back. The
 checker's counts (checker.py) must all be 0: no token handed out twice
@@ -53,14 +54,14 @@ class DiskFullTest(unittest.TestCase):
         shutil.rmtree(self.dir, ignore_errors=True)
 
     def filler(self):
-        """Fills the disk: a file grown until the write fails."""
+        """Fills the disk: a file grown until the write fails (unbuffered:
+        a buffered file would fail again at close, flushing its rest)."""
         path = os.path.join(self.dir, "filler")
-        with open(path, "wb") as f:
+        with open(path, "wb", buffering=0) as f:
             block = b"\0" * (1 << 16)
             try:
                 while True:
                     f.write(block)
-                    f.flush()
             except OSError:
                 pass
         return path

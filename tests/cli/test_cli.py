@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The `tenq` command line against a real `tenq serve`.
 
 One server (port 0, a private SQLite file, an admin token) serves the whole

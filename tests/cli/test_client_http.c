@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* libtenq's pure parts: server URLs, response heads, error words, and JSON
  * read in place (client/scan.h) with the job it fills. */
 #include "runner.h"

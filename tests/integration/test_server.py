@@ -1,5 +1,7 @@
+# SPDX-License-Identifier: Apache-2.0
 """tenq serve over real sockets: every endpoint with its errors, the rules
 of SEMANTICS.md end to end, tenant isolation, protocol abuse, crashes."""
+import http.client
 import json
 import sys
 import os
@@ -1117,6 +1119,31 @@ class Lifecycle(unittest.TestCase):
         finally:
             srv.cleanup()
 
+    def test_a_stopping_server_answers_what_arrives_on_open_connections(self):
+        # A client that sent a request on a kept-alive connection just as the
+        # server stopped gets an answer that says nothing was done (and the
+        # connection closed), not a reset that leaves it guessing.
+        srv = Server()
+        try:
+            c = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=10)
+            c.request("GET", "/healthz")
+            self.assertEqual(c.getresponse().read() and 200, 200)
+            srv.proc.send_signal(signal.SIGTERM)
+            time.sleep(0.2)  # the stop is under way: its work is done, its leadership given up
+            c.request("POST", "/v1/jobs", json.dumps({"tenant": "acme", "queue": "linger",
+                                                     "type": "T"}),
+                      {"Content-Type": "application/json"})
+            r = c.getresponse()
+            body = json.loads(r.read())
+            self.assertEqual(r.status, 503, body)
+            self.assertEqual(body["error"]["code"], "not_leader")
+            self.assertEqual(r.getheader("Connection"), "close")
+            self.assertEqual(srv.proc.wait(10), 0)
+            srv.start()
+            self.assertEqual(srv.ok("GET", "/v1/jobs?queue=linger")["jobs"], [])
+        finally:
+            srv.cleanup()
+
     def test_refuses_an_open_network_without_tokens(self):
         tmp = tempfile.mkdtemp()
         from harness import BIN
@@ -1600,6 +1627,97 @@ class Crash(unittest.TestCase):
             else:  # PostgreSQL takes no chains: one batch
                 self.assertEqual((tx, batches), (1, 1))
             self.assertEqual(srv.ok("GET", "/v1/queues/parts")["ready"], n)
+        finally:
+            srv.cleanup()
+
+
+class RequestKeys(unittest.TestCase):
+    """POST /v1/jobs with an Idempotency-Key header: sent again, answered as
+    the first time and nothing made; what every tenq library relies on to
+    retry a submit whose answer was lost."""
+
+    def count(self, srv, queue):
+        return len(srv.ok("GET", "/v1/jobs?queue=%s&limit=1000" % queue)["jobs"])
+
+    def submit(self, srv, key, body, token=None, conn="default"):
+        hdrs = {"Idempotency-Key": key} if key is not None else {}
+        return srv.raw("POST", "/v1/jobs", body, token=token, headers=hdrs, conn=conn)
+
+    def test_the_same_request_again_is_answered_the_same_and_makes_nothing(self):
+        srv = Server(args=["--request-key-ttl", "1500ms"])
+        try:
+            batch = {"jobs": [{"tenant": "acme", "queue": "rk", "type": "T"},
+                              {"tenant": "acme", "queue": "rk", "type": "T", "key": "x"}]}
+            st1, a1, h1 = self.submit(srv, "k-1", batch)
+            st2, a2, h2 = self.submit(srv, "k-1", batch)
+            self.assertEqual((st1, st2), (201, 201))
+            self.assertEqual(a1, a2)
+            self.assertNotIn("Idempotent-Replayed", h1)
+            self.assertEqual(h2.get("Idempotent-Replayed"), "true")
+            self.assertEqual(self.count(srv, "rk"), 2)
+            # another body under the same key: refused, nothing made
+            st, ans, _ = self.submit(srv, "k-1", {"tenant": "acme", "queue": "rk", "type": "U"})
+            self.assertEqual((st, ans["error"]["field"]), (409, "Idempotency-Key"))
+            self.assertEqual(self.count(srv, "rk"), 2)
+            # a refused request keeps no key: sent again (now right), it is done
+            st, _, _ = self.submit(srv, "k-2", {"tenant": "acme", "queue": "rk", "typo": "T"})
+            self.assertEqual(st, 400)
+            st, ans, h = self.submit(srv, "k-2", {"tenant": "acme", "queue": "rk", "type": "T"})
+            self.assertEqual(st, 201)
+            self.assertNotIn("Idempotent-Replayed", h)
+            # bad keys
+            for bad in ("", "has space", "x" * 257):
+                st, ans, _ = self.submit(srv, bad, {"tenant": "acme", "queue": "rk", "type": "T"})
+                self.assertEqual((st, ans["error"]["field"]), (400, "Idempotency-Key"), bad)
+            # kept across a restart, from the store
+            srv.stop()
+            srv.start()
+            st, a3, h3 = self.submit(srv, "k-1", batch)
+            self.assertEqual((st, a3, h3.get("Idempotent-Replayed")), (201, a1, "true"))
+            self.assertEqual(self.count(srv, "rk"), 3)
+            # past its TTL the key is forgotten: the same request makes new jobs
+            time.sleep(1.6)
+            st, a4, h4 = self.submit(srv, "k-1", batch)
+            self.assertEqual(st, 201)
+            self.assertNotIn("Idempotent-Replayed", h4)
+            self.assertNotEqual(a4["jobs"][0]["id"], a1["jobs"][0]["id"])
+            self.assertEqual(self.count(srv, "rk"), 5)
+        finally:
+            srv.cleanup()
+
+    def test_a_key_is_a_tenants_own(self):
+        srv = Server(env={"TENQ_ADMIN_TOKEN": "admin-secret-0123456789"})
+        try:
+            admin = "admin-secret-0123456789"
+            tok = {}
+            for t in ("ta", "tb"):
+                tok[t] = srv.ok("POST", "/v1/tokens", {"role": "tenant:" + t}, token=admin)["token"]
+            sa, aa, _ = self.submit(srv, "same", {"queue": "rk2", "type": "T"}, token=tok["ta"])
+            sb, ab, hb = self.submit(srv, "same", {"queue": "rk2", "type": "T"}, token=tok["tb"])
+            self.assertEqual((sa, sb), (201, 201))
+            self.assertNotEqual(aa["id"], ab["id"])
+            self.assertNotIn("Idempotent-Replayed", hb)
+        finally:
+            srv.cleanup()
+
+    def test_sent_again_while_the_first_is_being_committed_waits_for_it(self):
+        srv = Server(env={"TENQ_TEST_COMMIT_DELAY_MS": "400"})
+        try:
+            body = {"tenant": "acme", "queue": "rk3", "type": "T"}
+            out = {}
+
+            def first():
+                out["first"] = self.submit(srv, "k-slow", body, conn="first")
+
+            t = threading.Thread(target=first)
+            t.start()
+            time.sleep(0.1)  # the first is read and waits for its commit
+            st, ans, h = self.submit(srv, "k-slow", body, conn="second")
+            t.join()
+            self.assertEqual(out["first"][0], 201)
+            self.assertEqual((st, ans), (201, out["first"][1]))
+            self.assertEqual(h.get("Idempotent-Replayed"), "true")
+            self.assertEqual(self.count(srv, "rk3"), 1)
         finally:
             srv.cleanup()
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The store, against real SQLite files and a real PostgreSQL (started by
  * tests/with-pg.sh).  Every test runs on both backends. */
 #include "engine_helpers.h"
@@ -643,7 +644,7 @@ BOTH(batches_arriving_together_share_one_commit)
 /* A chain (a big request handed over in parts) is applied as its parts come
  * but committed only with its end, in one transaction: until then nothing of
  * it is reported or visible.  PostgreSQL takes no chains (measured: no gain
- * there, docs/ARCHITECTURE.md): each part commits on its own, and the server
+ * there, docs/decisions/0009): each part commits on its own, and the server
  * hands over no parts. */
 BOTH(a_chain_commits_whole_at_its_end)
 {

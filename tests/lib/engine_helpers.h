@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Helpers for engine tests: short calls that assert success. */
 #ifndef TENQ_TEST_ENGINE_HELPERS_H
 #define TENQ_TEST_ENGINE_HELPERS_H

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A real tenq server for tests, the one way every Python suite starts one:
 on port 0 (or a fixed port that a restart keeps), talked to over real
 sockets, against SQLite or a fresh PostgreSQL database.

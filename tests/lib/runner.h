@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* A small test runner in the manner of libuv's: one function per behaviour,
  * each run in a forked child with a timeout, so a crash or a hang fails only
  * its own test.  `./test_x name` runs one test in-process (for gdb and

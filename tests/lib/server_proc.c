@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* A `tenq serve` per test (see server_proc.h). */
 #include "server_proc.h"
 

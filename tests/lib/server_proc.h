@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* A `tenq serve` per test, for the C tests that talk to a real server
  * (test_client, test_worker_api): SQLite in a fresh temporary folder, a free
  * port, the log in the folder.  The server dies with its test. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The server's text.  First the submit reader that works in place (read_job_text) against the one
  * that reads a jansson tree (read_job): on every body the first accepts,
  * the second must accept too and read the same fields and the same

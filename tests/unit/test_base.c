@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Tests of the base containers against simple models. */
 #include "runner.h"
 

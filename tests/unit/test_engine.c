@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* One test per rule of SEMANTICS.md, named after the rule. */
 #include "engine_helpers.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The randomized model test: millions of random operations against the
  * engine, checking after every step that
  *   - leased+running per tenant never goes above its slots through a lease

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # make install, tested: installs into a staging DESTDIR under a prefix of
 # its own, checks what is there (only tenq_* leaves the shared library),
 # then compiles examples/worker.c with pkg-config against the staged tree,

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """`tenq work` against a real `tenq serve`, with real handler processes.
 
 One server (port 0, a private SQLite file) serves the suite; tests keep

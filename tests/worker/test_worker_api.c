@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* libtenq's in-process worker (tenq/worker.h) against a real `tenq serve`
  * (TENQ_BIN) on port 0 with a private SQLite file: outcomes, concurrency,
  * progress and stats, cancel, lost leases, stopping (from a signal handler,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * bs_bench: the beanstalkd driver of the peer benchmark (bench/peers).
  *

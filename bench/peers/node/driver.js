@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+// SPDX-License-Identifier: Apache-2.0
 // The Node drivers of the peer benchmark: BullMQ (Redis), graphile-worker and
 // pg-boss (PostgreSQL). The contract (arguments, JSON printed on stdout) is in
 // bench/peers/README.md.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """tenq as systems of the peer benchmark: tenq-sqlite, tenq-postgres, and
 tenq-postgres-standbys (tenq-postgres with two standby servers attached to
 the same database, which the driver never talks to: what a leader pays for
@@ -105,6 +106,7 @@ def register_systems(register, base):
         def driver(self):
             return [self.drv(), "--system", self.name]
 
+    base.Tenq = Tenq  # for the client libraries' plug-ins (tenq_client_*.py)
     register(Tenq("tenq-sqlite", "sqlite"))
     register(Tenq("tenq-postgres", "postgres"))
     register(Tenq("tenq-postgres-standbys", "postgres", standbys=2))

@@ -1,4 +1,5 @@
 #!/usr/bin/env ruby
+# SPDX-License-Identifier: Apache-2.0
 # The Sidekiq 6 driver of the peer benchmark (bench/peers/README.md has the
 # contract). Enqueues with Sidekiq::Client.push_bulk (1,000 jobs a call),
 # single jobs with Sidekiq::Client.push, and runs the jobs in a separate

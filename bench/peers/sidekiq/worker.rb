@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Loaded by the Sidekiq process of the benchmark (sidekiq -r worker.rb -c 5).
 # BlankJob is the blank worker class; the bookkeeping is a server middleware,
 # kept in memory and written once, to BENCH_OUT, when BENCH_TARGET jobs are done.

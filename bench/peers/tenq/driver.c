@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The tenq driver of the peer benchmark (bench/peers/README.md, "The driver
  * contract"): runs one workload against a running tenq server with libtenq
  * and prints one JSON line.
