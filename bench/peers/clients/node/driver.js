@@ -13,7 +13,7 @@ const path = require('node:path');
 const { performance } = require('node:perf_hooks');
 
 const repo = path.resolve(__dirname, '../../../..');
-const opts = { system: '', jobs: 100000, concurrency: 5, server: '', redis: '', prefetch: -1, outcomes: 'with-lease', timeout: 600 };
+const opts = { system: '', jobs: 100000, concurrency: 5, server: '', redis: '', prefetch: -1, outcomes: 'separate', timeout: 600 };
 {
   const a = process.argv.slice(2);
   for (let i = 0; i < a.length; i += 2) {
@@ -94,7 +94,7 @@ async function tenqNode() {
   return {
     enqueue_per_s: n / ((t1 - t0) / 1000),
     drain_per_s: n / ((t3 - t2) / 1000),
-    note: `submitMany (10,000 a request, 2 in flight, an idempotency key each); Worker concurrency ${opts.concurrency}, prefetch ${prefetch}, outcomes ${opts.outcomes}`,
+    note: `submitMany (10,000 a request, 2 in flight, one Idempotency-Key header a request); Worker concurrency ${opts.concurrency}, prefetch ${prefetch}, outcomes ${opts.outcomes}`,
     worker: stats,
   };
 }

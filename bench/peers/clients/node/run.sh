@@ -5,12 +5,15 @@
 # servers (free loopback ports, data in a temporary folder). Prints each
 # driver's JSON line, then the medians and the ratios.
 #   bench/peers/clients/node/run.sh [RUNS] [JOBS]
+# VARIANTS (default "default with-lease prefetch500") picks the tenq-node
+# variants run beside BullMQ.
 # Needs: clients/node built (npm ci there), bench/peers/setup.sh run once
 # (BullMQ in bench/peers/node/node_modules, redis-server), $TENQ_BIN.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 runs=${1:-3}
 jobs=${2:-100000}
+variants=${VARIANTS:-default with-lease prefetch500}
 TENQ_BIN=${TENQ_BIN:-/opt/tenq-snapshot/tenq}
 out=$(mktemp /tmp/tenq-node-w1.XXXXXX)
 
@@ -45,9 +48,14 @@ bullmq_run() {
 r=1
 while [ $r -le "$runs" ]; do
     sync; sleep 1; bullmq_run
-    sync; sleep 1; tenq_run tenq-node-default
-    sync; sleep 1; tenq_run tenq-node-separate --outcomes separate
-    sync; sleep 1; tenq_run tenq-node-prefetch500 --prefetch 500
+    for v in $variants; do
+        case $v in
+        default) sync; sleep 1; tenq_run tenq-node-default ;;
+        with-lease) sync; sleep 1; tenq_run tenq-node-with-lease --outcomes with-lease ;;
+        prefetch500) sync; sleep 1; tenq_run tenq-node-prefetch500 --prefetch 500 ;;
+        *) echo "run: unknown variant $v" >&2; exit 2 ;;
+        esac
+    done
     r=$((r+1))
 done
 

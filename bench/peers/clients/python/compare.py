@@ -7,6 +7,8 @@ tenq / peer as JSON lines and a table.
 
     compare.py [--jobs 100000] [--concurrency 5] [--runs 3] [--systems tenq,rq,celery]
                [--tenq-bin /opt/tenq-snapshot/tenq] [--rq-worker simple|fork]
+
+A system "tenq:carry" is tenq with --carry-outcomes.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@
 # (timed: enqueue jobs/s), then drained with concurrency C (timed: drain
 # jobs/s), on tenq through the tenq gem, or on Sidekiq over Redis.
 #
-#   driver.rb --system tenq --jobs 100000 --concurrency 5 --server http://127.0.0.1:PORT
+#   driver.rb --system tenq --jobs 100000 --concurrency 5 --server http://127.0.0.1:PORT [--prefetch 0]
 #   driver.rb --system sidekiq --jobs 100000 --concurrency 5 --redis redis://127.0.0.1:PORT/0
 #
 # Prints one JSON line {"system", "jobs", "enqueue_per_s", "drain_per_s"}
@@ -23,6 +23,9 @@ OptionParser.new do |o|
   o.on("--server URL", String) { |v| opts[:server] = v }
   o.on("--redis URL", String) { |v| opts[:redis] = v }
   o.on("--queue NAME", String) { |v| opts[:queue] = v }
+  o.on("--prefetch N", Integer, "tenq: jobs leased ahead of free runners (default: the worker's :auto)") do |v|
+    opts[:prefetch] = v
+  end
 end.parse!(ARGV)
 
 begin

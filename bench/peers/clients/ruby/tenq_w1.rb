@@ -10,6 +10,7 @@ class TenqW1
   def initialize(opts)
     @jobs = opts[:jobs]
     @concurrency = opts[:concurrency]
+    @prefetch = opts[:prefetch] || :auto
     @queue = opts[:queue] || "w1-#{Process.pid}"
     @client = Tenq::Client.new(servers: [opts[:server]], tenant: "bench", queue: @queue)
   end
@@ -18,7 +19,8 @@ class TenqW1
     enqueue_s = enqueue
     drain_s = drain
     check!
-    { "system" => "tenq-ruby", "jobs" => @jobs, "enqueue_per_s" => (@jobs / enqueue_s).round,
+    name = @prefetch == :auto ? "tenq-ruby" : "tenq-ruby-prefetch#{@prefetch}"
+    { "system" => name, "jobs" => @jobs, "enqueue_per_s" => (@jobs / enqueue_s).round,
       "drain_per_s" => (@jobs / drain_s).round }
   end
 
@@ -40,7 +42,8 @@ class TenqW1
     ran = 0
     lock = Mutex.new
     registry = Tenq::Registry.new.register("Blank.run") { lock.synchronize { ran += 1 } && nil }
-    worker = Tenq::Worker.new(queues: [@queue], client: @client, concurrency: @concurrency, registry: registry,
+    worker = Tenq::Worker.new(queues: [@queue], client: @client, concurrency: @concurrency, prefetch: @prefetch,
+                              registry: registry,
                               middleware: Tenq::Middleware::Chain.new, logger: Logger.new(nil), poll: 1)
     t0 = mono
     thread = Thread.new { worker.run(signals: []) }

@@ -1,0 +1,59 @@
+#!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
+# The Node client's whole suite: installs what is missing (Node 20 and npm
+# with apt-get when root; the pinned devDependencies with `npm ci`), builds
+# the library and the tests, checks that the package installs, and runs
+# `node --test` against real servers from $TENQ_BIN (default
+# /opt/tenq-snapshot/tenq). The leader-following test needs two servers on
+# one PostgreSQL: unless TENQ_TEST_PG_URL is set, the suite runs under
+# tests/with-pg.sh when PostgreSQL is installed (else that test is marked
+# as needing it, and fails when CI is set). Exits non-zero on any failure.
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+cd "$here"
+
+TENQ_BIN=${TENQ_BIN:-/opt/tenq-snapshot/tenq}
+export TENQ_BIN
+[ -x "$TENQ_BIN" ] || { echo "run-tests: no tenq binary at $TENQ_BIN (set TENQ_BIN)" >&2; exit 1; }
+
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+    if [ "$(id -u)" -eq 0 ]; then
+        echo "run-tests: apt-get install nodejs npm" >&2
+        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nodejs npm >&2
+    fi
+fi
+command -v node >/dev/null 2>&1 || { echo "run-tests: node is required (Node 20 or newer)" >&2; exit 1; }
+major=$(node -p 'process.versions.node.split(".")[0]')
+[ "$major" -ge 20 ] || { echo "run-tests: Node $major is too old: Node 20 or newer is required" >&2; exit 1; }
+
+# the pinned devDependencies, only when missing or older than the lock
+if [ ! -d node_modules/typescript ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+    echo "run-tests: npm ci" >&2
+    npm ci --no-audit --no-fund --loglevel=error >&2
+fi
+
+echo "run-tests: build" >&2
+rm -rf dist .test-build
+# the library (dist/, with .d.ts) and the tests, which use it as the package "tenq"
+npx --no-install tsc -b test/tsconfig.json
+
+# the package as npm packs it installs and loads (`prepare` built dist/ above)
+echo "run-tests: npm pack + install" >&2
+tmp=$(mktemp -d /tmp/tenq-node-pkg.XXXXXX)
+npm pack --silent --ignore-scripts --pack-destination "$tmp" >/dev/null
+mkdir "$tmp/app"
+(cd "$tmp/app" && printf '{"name":"app","version":"1.0.0","private":true}\n' >package.json &&
+    npm install --offline --no-audit --no-fund --loglevel=error "$tmp"/tenq-*.tgz >&2 &&
+    node -e 'const t = require("tenq"); if (typeof t.Tenq !== "function" || typeof t.Worker !== "function") process.exit(1)' &&
+    [ -f node_modules/tenq/dist/index.d.ts ]) ||
+    { echo "run-tests: the packed package does not install" >&2; rm -rf "$tmp"; exit 1; }
+rm -rf "$tmp"
+
+set -- .test-build/*.test.js
+if [ -z "${TENQ_TEST_PG_URL:-}" ] && ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
+    echo "run-tests: node --test under tests/with-pg.sh" >&2
+    exec "$repo/tests/with-pg.sh" node --test --test-timeout=180000 "$@"
+fi
+echo "run-tests: node --test" >&2
+exec node --test --test-timeout=180000 "$@"

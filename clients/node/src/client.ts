@@ -1,0 +1,431 @@
+// SPDX-License-Identifier: Apache-2.0
+/**
+ * The client: every request of the protocol a submitter and a worker make,
+ * over keep-alive connections to one server or several (see transport.ts for
+ * leader following and failover). Answers come back as camelCase objects;
+ * refusals as the TenqError subclass of their error code.
+ */
+import { InvalidError, ProtocolError, TenqError, TimeoutError, errorFromWire, type WireError } from "./errors";
+import { RequestKeys } from "./ids";
+import type { JsonValue } from "./json";
+import { resolveOptions, type ClientOptions, type Resolved } from "./options";
+import { checkTraceparent } from "./tracing";
+import { Transport, retryAfterMs, type Answer, type Method } from "./transport";
+import type {
+  BatchResult,
+  CancelResult,
+  FailOptions,
+  Health,
+  Job,
+  JobPage,
+  JobSpec,
+  LeaseRequest,
+  LeaseResult,
+  ListFilter,
+  MorgueFilter,
+  MorguePage,
+  Outcome,
+  OutcomeResult,
+  SubmitResult,
+} from "./types";
+import { isFinished } from "./types";
+import {
+  asList,
+  asObject,
+  batchResult,
+  jobFromWire,
+  jobToWire,
+  leasedFromWire,
+  outcomeJson,
+  outcomeResult,
+  submitResult,
+} from "./wire";
+
+/** The most jobs one POST /v1/jobs takes. */
+export const MAX_BATCH_JOBS = 10_000;
+/** Under the server's default body limit (32 MiB). */
+const MAX_BATCH_BYTES = 32 * 1024 * 1024 - 64 * 1024;
+/** The server caps one wait (`--max-wait`, 60 s). */
+const WAIT_CHUNK_MS = 60_000;
+
+/** The header a submit request is made safe to send again with. */
+export const REQUEST_KEY_HEADER = "Idempotency-Key";
+
+export interface SubmitCallOptions {
+  /**
+   * The request's `Idempotency-Key` (default: a fresh one per call). Give
+   * your own to make a submit safe to repeat across processes: the server
+   * answers the same key and body with its first answer for a while
+   * (`--request-key-ttl`, 10 minutes by default) and makes nothing; the
+   * same key with another body is a ConflictError (field `Idempotency-Key`).
+   */
+  requestKey?: string;
+}
+
+export interface SubmitManyOptions extends SubmitCallOptions {
+  /** Requests in flight at once (default 2). */
+  concurrency?: number;
+  /** Jobs per request, at most 10,000 (the default). */
+  batchSize?: number;
+}
+
+export interface WaitOptions {
+  /** Give up (TimeoutError) after this long; default: wait until the job finishes. */
+  timeoutMs?: number;
+  signal?: AbortSignal;
+}
+
+interface CallOptions {
+  body?: string;
+  headers?: Readonly<Record<string, string>>;
+  resend?: boolean;
+  extraMs?: number;
+  signal?: AbortSignal;
+}
+
+function checkId(id: number): string {
+  if (!Number.isSafeInteger(id) || id <= 0) throw new InvalidError(`bad job id ${String(id)}`, { field: "id" });
+  return String(id);
+}
+
+function query(params: Record<string, string | number | undefined>): string {
+  const q = new URLSearchParams();
+  for (const [k, v] of Object.entries(params)) if (v !== undefined) q.set(k, String(v));
+  const s = q.toString();
+  return s ? `?${s}` : "";
+}
+
+/** The error an answer carries. */
+export function answerError(a: Answer): TenqError {
+  let wire: WireError | undefined;
+  const b = a.body;
+  if (b && typeof b === "object" && "error" in b) {
+    const e: unknown = b.error;
+    if (e && typeof e === "object") wire = e as WireError;
+  }
+  return errorFromWire(wire, { status: a.status, retryAfterMs: retryAfterMs(a.headers) });
+}
+
+/** The server answered with the first answer to this request key (nothing was made this time). */
+function isReplay(a: Answer): boolean {
+  const v = a.headers["idempotent-replayed"];
+  return (Array.isArray(v) ? v[0] : v) === "true";
+}
+
+export class Client {
+  readonly options: Resolved;
+  private readonly transport: Transport;
+  private readonly keys = new RequestKeys();
+
+  constructor(options: ClientOptions = {}) {
+    this.options = resolveOptions(options);
+    this.transport = new Transport({
+      servers: this.options.servers,
+      connectTimeoutMs: this.options.connectTimeoutMs,
+      requestTimeoutMs: this.options.requestTimeoutMs,
+      failoverBudgetMs: this.options.failoverBudgetMs,
+      maxSockets: this.options.maxSockets,
+      ...(this.options.token !== undefined ? { token: this.options.token } : {}),
+    });
+  }
+
+  /** The servers tried, in order (leaders learnt from redirects are added). */
+  get servers(): string[] {
+    return this.transport.serverList;
+  }
+
+  /** The server the next request goes to first: the one that answered last. */
+  get currentServer(): string {
+    return this.transport.currentServer;
+  }
+
+  /** Closes the kept connections. The client can still be used: it connects again. */
+  close(): void {
+    this.transport.close();
+  }
+
+  /** One request; any answer, errors included. */
+  async send(method: Method, path: string, o: CallOptions = {}): Promise<Answer> {
+    return this.transport.send({ method, path, ...o });
+  }
+
+  /** One request; a 2xx answer's body, else its typed error. */
+  async call(method: Method, path: string, o: CallOptions = {}): Promise<unknown> {
+    const a = await this.send(method, path, o);
+    if (a.status >= 200 && a.status < 300) return a.body;
+    throw answerError(a);
+  }
+
+  /**
+   * A job as it goes on the wire, checked (refused with InvalidError before
+   * anything is sent), with its traceparent (the spec's, else the `trace`
+   * hook's). It carries an `idempotency_key` only when the spec has one.
+   */
+  prepare(spec: JobSpec, index?: number): Record<string, unknown> {
+    const w = jobToWire(spec, this.options, index);
+    if (w["traceparent"] === undefined && this.options.trace) {
+      const tp = this.options.trace();
+      if (tp !== undefined && tp !== null) w["traceparent"] = checkTraceparent(tp, "the trace hook's traceparent");
+    }
+    return w;
+  }
+
+  /**
+   * Submits one job. Safe to send again: the request carries an
+   * `Idempotency-Key` made before its first try and the same on every
+   * retry (to any server), so a retry whose first try was made is
+   * answered with the first answer (`replayed: true`) and makes nothing.
+   */
+  async submit(spec: JobSpec, o: SubmitCallOptions = {}): Promise<SubmitResult> {
+    return this.submitPrepared(this.prepare(spec), o);
+  }
+
+  /** Submits a job made by `prepare`. */
+  async submitPrepared(fields: Record<string, unknown>, o: SubmitCallOptions = {}): Promise<SubmitResult> {
+    const a = await this.postJobs(JSON.stringify(fields), o.requestKey ?? this.keys.next());
+    return submitResult(a.body, "submit", isReplay(a));
+  }
+
+  /** POST /v1/jobs under a request key: a 2xx answer, else its typed error. */
+  private async postJobs(body: string, key: string, signal?: AbortSignal): Promise<Answer> {
+    const headers = { [REQUEST_KEY_HEADER]: key };
+    const a = await this.send("POST", "/v1/jobs", { body, headers, resend: true, ...(signal ? { signal } : {}) });
+    if (a.status >= 200 && a.status < 300) return a;
+    throw answerError(a);
+  }
+
+  /**
+   * Submits many jobs, 10,000 a request (more are split), each answered at
+   * its index: made, deduplicated, or refused on its own. Each request
+   * carries its own `Idempotency-Key`, reused on its retries. A request that
+   * fails whole throws; the requests before it were made (calling again
+   * makes them again, unless the jobs carry their own idempotency keys or
+   * the call gives a `requestKey`: request n > 0 of a split call then goes
+   * under `<requestKey>.<n>`).
+   */
+  async submitMany(specs: readonly JobSpec[], o: SubmitManyOptions = {}): Promise<BatchResult[]> {
+    const per = Math.max(1, Math.min(o.batchSize ?? MAX_BATCH_JOBS, MAX_BATCH_JOBS));
+    // every job is checked and keyed before the first request; each request's
+    // body is written when it is its turn, while the one before is out
+    const wires = specs.map((spec, i) => this.prepare(spec, i));
+    const out = new Array<BatchResult>(specs.length);
+    let cursor = 0;
+    let failed = false;
+    let requests = 0;
+    const nextChunk = (): { start: number; body: string; n: number; key: string } | undefined => {
+      if (cursor >= wires.length || failed) return undefined;
+      const start = cursor;
+      const nth = requests++;
+      const key = o.requestKey === undefined ? this.keys.next() : nth ? `${o.requestKey}.${nth}` : o.requestKey;
+      const parts: string[] = [];
+      let bytes = 0;
+      while (cursor < wires.length && parts.length < per) {
+        const text = JSON.stringify(wires[cursor]);
+        if (parts.length && bytes + text.length + 1 > MAX_BATCH_BYTES) break;
+        parts.push(text);
+        bytes += text.length + 1;
+        wires[cursor++] = undefined as unknown as Record<string, unknown>;
+      }
+      return { start, body: `{"jobs":[${parts.join(",")}]}`, n: parts.length, key };
+    };
+    const lane = async (): Promise<void> => {
+      for (let c = nextChunk(); c; c = nextChunk()) {
+        const a = await this.postJobs(c.body, c.key).catch((e: unknown) => {
+          failed = true; // no more requests after one failed whole
+          throw e;
+        });
+        const items = asList(asObject(a.body, "submit")["jobs"], "submit");
+        if (items.length !== c.n) throw new ProtocolError(`the server answered ${items.length} results for ${c.n} jobs`);
+        const replayed = isReplay(a);
+        for (let k = 0; k < c.n; k++) out[c.start + k] = batchResult(items[k], "submit", replayed);
+      }
+    };
+    const lanes = Math.max(1, Math.min(o.concurrency ?? 2, Math.ceil(specs.length / per)));
+    await Promise.all(Array.from({ length: lanes }, lane));
+    return out;
+  }
+
+  async get(id: number): Promise<Job> {
+    return jobFromWire(await this.call("GET", `/v1/jobs/${checkId(id)}`, { resend: true }));
+  }
+
+  /**
+   * Waits for the job to finish (succeeded, cancelled, dead; a merged job is
+   * followed to the job that took its payloads) and returns it. Throws
+   * TimeoutError when `timeoutMs` passes first.
+   */
+  async wait(id: number, o: WaitOptions = {}): Promise<Job> {
+    const end = o.timeoutMs === undefined ? Infinity : performance.now() + o.timeoutMs;
+    let at = id;
+    for (;;) {
+      const left = Math.max(0, Math.ceil(end - performance.now()));
+      const chunk = Math.min(left, WAIT_CHUNK_MS);
+      const job = jobFromWire(
+        await this.call("GET", `/v1/jobs/${checkId(at)}/wait${query({ timeout_ms: chunk })}`, {
+          resend: true,
+          extraMs: chunk,
+          ...(o.signal ? { signal: o.signal } : {}),
+        }),
+      );
+      if (job.state === "merged" && job.mergedInto !== undefined) {
+        at = job.mergedInto;
+        continue;
+      }
+      if (isFinished(job.state)) return job;
+      if (performance.now() >= end)
+        throw new TimeoutError(`job ${at} is still ${job.state} after ${o.timeoutMs} ms`);
+    }
+  }
+
+  /** Cancels a job: at once when it is not leased, else its worker is told (`cancelRequested`). */
+  async cancel(id: number): Promise<CancelResult> {
+    const b = asObject(await this.call("POST", `/v1/jobs/${checkId(id)}/cancel`, { resend: true }), "cancel");
+    return {
+      id: typeof b["id"] === "number" ? b["id"] : id,
+      state: b["state"] as CancelResult["state"],
+      cancelRequested: b["cancel_requested"] === true,
+    };
+  }
+
+  /** One page of jobs, newest first; pass `next` as `afterId` for the following one. */
+  async list(f: ListFilter = {}): Promise<JobPage> {
+    const q = query({
+      tenant: f.tenant,
+      queue: f.queue,
+      type: f.type,
+      state: f.state,
+      key: f.key,
+      after_id: f.afterId,
+      limit: f.limit,
+    });
+    const b = asObject(await this.call("GET", `/v1/jobs${q}`, { resend: true }), "list");
+    return { jobs: asList(b["jobs"], "list").map(jobFromWire), next: typeof b["next"] === "number" ? b["next"] : null };
+  }
+
+  /** Every job matching the filter, page after page. */
+  async *listAll(f: ListFilter = {}): AsyncGenerator<Job, void, undefined> {
+    let afterId = f.afterId;
+    for (;;) {
+      const page = await this.list({ ...f, ...(afterId !== undefined ? { afterId } : {}) });
+      yield* page.jobs;
+      if (page.next === null || !page.jobs.length) return;
+      afterId = page.next;
+    }
+  }
+
+  /** A page of dead jobs (newest death first, or by id). */
+  async morgue(f: MorgueFilter = {}): Promise<MorguePage> {
+    const q = query({ tenant: f.tenant, queue: f.queue, type: f.type, sort: f.sort, limit: f.limit, after: f.after });
+    const b = asObject(await this.call("GET", `/v1/morgue${q}`, { resend: true }), "morgue");
+    const next = b["next"];
+    return {
+      jobs: asList(b["jobs"], "morgue").map(jobFromWire),
+      next: typeof next === "number" || typeof next === "string" ? next : null,
+    };
+  }
+
+  /** Takes a dead job out of the morgue (attempts reset, run at once). */
+  async requeue(id: number): Promise<{ id: number; state: string }> {
+    const b = asObject(await this.call("POST", `/v1/morgue/${checkId(id)}/requeue`, { resend: true }), "requeue");
+    return { id: typeof b["id"] === "number" ? b["id"] : id, state: String(b["state"]) };
+  }
+
+  /** PUT /v1/queues/{name} (admin): settings by their protocol names (`lease_ms`, `max_attempts`, ...). */
+  async setQueue(name: string, settings: Record<string, JsonValue>): Promise<Record<string, unknown>> {
+    const body = JSON.stringify(settings);
+    return asObject(await this.call("PUT", `/v1/queues/${encodeURIComponent(name)}`, { body, resend: true }), "queue");
+  }
+
+  /** GET /healthz of the server the next request goes to. */
+  async health(): Promise<Health> {
+    return asObject(await this.call("GET", "/healthz", { resend: true }), "healthz") as Health;
+  }
+
+  /** Who the token is. */
+  async whoami(): Promise<Record<string, unknown>> {
+    return asObject(await this.call("GET", "/v1/whoami", { resend: true }), "whoami");
+  }
+
+  // ------------------------------------------------------------------ workers
+
+  /**
+   * Leases jobs, reporting `outcomes` first. Not sent again after a
+   * connection broke mid-request (a second lease would take more jobs).
+   */
+  async lease(r: LeaseRequest, signal?: AbortSignal): Promise<LeaseResult> {
+    const w: Record<string, unknown> = { queues: r.queues };
+    if (r.worker !== undefined) w["worker"] = r.worker;
+    if (r.types !== undefined) w["types"] = r.types;
+    if (r.max !== undefined) w["max"] = r.max;
+    if (r.waitMs !== undefined) w["wait_ms"] = r.waitMs;
+    let body = JSON.stringify(w);
+    if (r.outcomes?.length) body = `${body.slice(0, -1)},"outcomes":[${r.outcomes.map(outcomeJson).join(",")}]}`;
+    const b = asObject(
+      await this.call("POST", "/v1/lease", {
+        body,
+        resend: false,
+        extraMs: r.waitMs ?? 0,
+        ...(signal ? { signal } : {}),
+      }),
+      "lease",
+    );
+    const jobs = asList(b["jobs"] ?? [], "lease").map(leasedFromWire);
+    const outs = r.outcomes ?? [];
+    const results = Array.isArray(b["results"]) ? b["results"].map((x, i) => outcomeResult(x, outs[i]?.id ?? 0)) : [];
+    return { jobs, results };
+  }
+
+  /** Tells the server the handler began (state running). */
+  async start(id: number, token: number): Promise<void> {
+    await this.call("POST", `/v1/jobs/${checkId(id)}/start`, { body: JSON.stringify({ token }), resend: true });
+  }
+
+  /** Extends the lease; `cancel` is true when the job should stop. */
+  async heartbeat(id: number, token: number, progress?: JsonValue): Promise<{ leaseUntil: number; cancel: boolean }> {
+    const w: Record<string, unknown> = { token };
+    if (progress !== undefined) w["progress"] = progress;
+    const b = asObject(
+      await this.call("POST", `/v1/jobs/${checkId(id)}/heartbeat`, { body: JSON.stringify(w), resend: true }),
+      "heartbeat",
+    );
+    return { leaseUntil: typeof b["lease_until"] === "number" ? b["lease_until"] : 0, cancel: b["cancel"] === true };
+  }
+
+  /**
+   * The job succeeded. Safe to send again: the same ack under the same
+   * token, already applied, is answered as applied.
+   */
+  async ack(id: number, token: number, o: { result?: JsonValue; stats?: JsonValue } = {}): Promise<OutcomeResult> {
+    const w: Record<string, unknown> = { token };
+    if (o.result !== undefined) w["result"] = o.result;
+    if (o.stats !== undefined) w["stats"] = o.stats;
+    return this.finish(id, "ack", w);
+  }
+
+  /** The attempt failed: retried after `retryInMs` or the queue's backoff, or dead with `retry: false`. */
+  async fail(id: number, token: number, o: FailOptions = {}): Promise<OutcomeResult> {
+    const w: Record<string, unknown> = { token };
+    if (o.error !== undefined) w["error"] = o.error;
+    if (o.retryInMs !== undefined) w["retry_in_ms"] = Math.max(0, Math.round(o.retryInMs));
+    if (o.retry !== undefined) w["retry"] = o.retry;
+    if (o.cancelled) w["cancelled"] = true;
+    if (o.stats !== undefined) w["stats"] = o.stats;
+    return this.finish(id, "fail", w);
+  }
+
+  private async finish(id: number, verb: string, w: Record<string, unknown>): Promise<OutcomeResult> {
+    const body = JSON.stringify(w);
+    return outcomeResult(await this.call("POST", `/v1/jobs/${checkId(id)}/${verb}`, { body, resend: true }), id);
+  }
+
+  /** Up to 10,000 acks and fails in one request, answered in order. */
+  async outcomes(list: readonly Outcome[], signal?: AbortSignal): Promise<OutcomeResult[]> {
+    if (!list.length) return [];
+    const body = `{"outcomes":[${list.map(outcomeJson).join(",")}]}`;
+    const b = asObject(
+      await this.call("POST", "/v1/outcomes", { body, resend: true, ...(signal ? { signal } : {}) }),
+      "outcomes",
+    );
+    return asList(b["results"], "outcomes").map((x, i) => outcomeResult(x, list[i]?.id ?? 0));
+  }
+}

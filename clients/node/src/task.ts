@@ -1,0 +1,159 @@
+// SPDX-License-Identifier: Apache-2.0
+/**
+ * One leased job in a worker's hands: its abort signal, heartbeat timing
+ * (on the monotonic clock), progress, and what its end is reported as.
+ */
+import type { JobContext } from "./context";
+import { JobCancelledError, JobTimeoutError, LeaseLostError, NoRetryError, RetryError, WorkerStoppedError } from "./job-errors";
+import { checkJson, type JsonValue } from "./json";
+import { describeError } from "./middleware";
+import type { LeasedJob, Outcome } from "./types";
+
+/** Why a handler was told to stop; a later reason of a higher rank overrides. */
+export type StopReason = "cancel" | "timeout" | "lost" | "shutdown";
+const RANK: Record<StopReason, number> = { cancel: 1, timeout: 2, lost: 3, shutdown: 4 };
+
+export type Settled = { ok: true; value: unknown } | { ok: false; error: unknown } | { ok: "released" };
+
+/** The longest error text sent (the rest is cut). */
+const ERROR_MAX = 8 * 1024;
+/** The shortest heartbeat interval, whatever the lease says. */
+const BEAT_MIN_MS = 100;
+
+export class UnknownTypeError extends Error {
+  constructor(type: string) {
+    super(`no handler for job type "${type}"`);
+    this.name = "UnknownTypeError";
+  }
+}
+
+export class Task {
+  /** The lease's length, measured when it arrived (or at its last heartbeat), over 3. */
+  beatEveryMs: number;
+  /** When the next heartbeat is due (performance.now()). */
+  beatDue: number;
+  lastBeat = -Infinity;
+  beating = false;
+  progress: JsonValue | undefined;
+  progressDirty = false;
+  stop: StopReason | undefined;
+  finished = false;
+  /** Timers of this job (timeout, grace after a stop). */
+  timers: NodeJS.Timeout[] = [];
+  /** The run is over (the handler returned, or the wait for it ended). */
+  settled = false;
+  /** When to tell the server the handler began (performance.now()). */
+  noticeDue = 0;
+  private ac: AbortController | undefined;
+
+  constructor(readonly job: LeasedJob) {
+    const len = job.leaseUntil - Date.now();
+    this.beatEveryMs = Math.max(BEAT_MIN_MS, len / 3);
+    this.beatDue = performance.now() + this.beatEveryMs;
+  }
+
+  get signal(): AbortSignal {
+    return (this.ac ??= new AbortController()).signal;
+  }
+
+  /** A new lease length from a heartbeat's answer. */
+  extended(leaseUntil: number): void {
+    const len = leaseUntil - Date.now();
+    if (len > 0) this.beatEveryMs = Math.max(BEAT_MIN_MS, len / 3);
+    this.beatDue = performance.now() + this.beatEveryMs;
+  }
+
+  /** Tells the handler to stop; false when a stop of the same or a higher rank came before. */
+  tellStop(reason: StopReason): boolean {
+    if (this.finished || (this.stop && RANK[this.stop] >= RANK[reason])) return false;
+    this.stop = reason;
+    const why =
+      reason === "cancel"
+        ? new JobCancelledError()
+        : reason === "timeout"
+          ? new JobTimeoutError()
+          : reason === "lost"
+            ? new LeaseLostError()
+            : new WorkerStoppedError();
+    (this.ac ??= new AbortController()).abort(why);
+    return true;
+  }
+
+  clearTimers(): void {
+    for (const t of this.timers) clearTimeout(t);
+    this.timers.length = 0;
+  }
+
+  /** What the end of the run is reported as; undefined: nothing (the lease is lost). */
+  outcome(s: Settled): Outcome | undefined {
+    const { id, token } = this.job;
+    switch (this.stop) {
+      case "lost":
+        return undefined;
+      case "shutdown":
+        return { id, token, ok: false, error: "worker stopped", retryInMs: 0 };
+      case "timeout":
+        return { id, token, ok: false, error: "timeout" };
+      case "cancel":
+        if (s.ok === true) break; // finished anyway: it succeeded
+        return { id, token, ok: false, error: "cancelled", cancelled: true };
+      default:
+        if (s.ok === "released") return { id, token, ok: false, error: "worker stopped", retryInMs: 0 };
+    }
+    if (s.ok === true) {
+      if (s.value === undefined) return { id, token, ok: true };
+      try {
+        checkJson(s.value, "result");
+      } catch (e) {
+        return { id, token, ok: false, error: cut(describeError(e)), retry: false };
+      }
+      return { id, token, ok: true, result: s.value };
+    }
+    const e = s.ok === false ? s.error : undefined;
+    if (e instanceof RetryError) return { id, token, ok: false, error: cut(e.message), retryInMs: e.inMs };
+    if (e instanceof NoRetryError) return { id, token, ok: false, error: cut(e.message), retry: false };
+    return { id, token, ok: false, error: cut(describeError(e)) };
+  }
+}
+
+function cut(s: string): string {
+  return s.length > ERROR_MAX ? `${s.slice(0, ERROR_MAX - 3)}...` : s;
+}
+
+/** The context handed to the handler of a task (getters on the prototype: cheap to make per job). */
+export class TaskContext implements JobContext {
+  readonly mode = "worker" as const;
+  constructor(
+    private readonly t: Task,
+    readonly worker: string,
+    private readonly onProgress: (t: Task, v: JsonValue) => void,
+  ) {}
+  get job(): LeasedJob {
+    return this.t.job;
+  }
+  get id(): number {
+    return this.t.job.id;
+  }
+  get type(): string {
+    return this.t.job.type;
+  }
+  get args(): JsonValue | undefined {
+    const j = this.t.job;
+    return j.args !== undefined ? j.args : (j.payloads as JsonValue | undefined);
+  }
+  get attempt(): number {
+    return this.t.job.attempt;
+  }
+  get token(): number {
+    return this.t.job.token;
+  }
+  get traceparent(): string | undefined {
+    return this.t.job.traceparent;
+  }
+  get signal(): AbortSignal {
+    return this.t.signal;
+  }
+  progress(value: JsonValue): void {
+    this.onProgress(this.t, value);
+  }
+}

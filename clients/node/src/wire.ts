@@ -1,0 +1,220 @@
+// SPDX-License-Identifier: Apache-2.0
+/** Between the wire's snake_case JSON and this library's objects. */
+import { InvalidError, ProtocolError, TenqError, errorFromWire, type WireError } from "./errors";
+import { checkJson, type JsonValue } from "./json";
+import { checkTraceparent } from "./tracing";
+import type { BatchResult, Job, JobSpec, LeasedJob, Outcome, OutcomeResult, SubmitResult } from "./types";
+
+type Wire = Record<string, unknown>;
+
+export function asObject(v: unknown, what: string): Wire {
+  if (v && typeof v === "object" && !Array.isArray(v)) return v as Wire;
+  throw new ProtocolError(`${what}: the server's answer is not a JSON object`);
+}
+
+export function asList(v: unknown, what: string): unknown[] {
+  if (Array.isArray(v)) return v;
+  throw new ProtocolError(`${what}: the server's answer holds no list`);
+}
+
+const num = (v: unknown): number | null => (typeof v === "number" ? v : null);
+const str = (v: unknown): string | null => (typeof v === "string" ? v : null);
+
+/** A job to send, checked: the fields the server requires, and JSON args. */
+export function jobToWire(spec: JobSpec, defaults: { tenant?: string; queue?: string }, index?: number): Wire {
+  const where = index === undefined ? "" : `jobs[${index}]`;
+  const at = (f: string): string => (index === undefined ? f : `jobs[${index}].${f}`);
+  if (!spec || typeof spec !== "object") throw new InvalidError(`${where || "the job"} is not an object`, { field: "job" });
+  if (typeof spec.type !== "string" || spec.type === "")
+    throw new InvalidError(`${at("type")}: a job needs a type (a non-empty string)`, { field: "type" });
+  const queue = spec.queue ?? defaults.queue;
+  if (typeof queue !== "string" || queue === "")
+    throw new InvalidError(`${at("queue")}: a job needs a queue (or a client with a default queue)`, { field: "queue" });
+  const w: Wire = { queue, type: spec.type };
+  const tenant = spec.tenant ?? defaults.tenant;
+  if (tenant !== undefined) w["tenant"] = tenant;
+  if (spec.args !== undefined) {
+    checkJson(spec.args, "args", at("args"));
+    w["args"] = spec.args;
+  }
+  if (spec.key !== undefined) w["key"] = spec.key;
+  if (spec.uniqueKey !== undefined) w["unique_key"] = spec.uniqueKey;
+  if (spec.unique !== undefined) w["unique"] = spec.unique;
+  if (spec.idempotencyKey !== undefined) w["idempotency_key"] = spec.idempotencyKey;
+  if (spec.priority !== undefined) {
+    if (!Number.isInteger(spec.priority)) throw new InvalidError(`${at("priority")} must be an integer`, { field: "priority" });
+    w["priority"] = spec.priority;
+  }
+  if (spec.runAt !== undefined) {
+    const t = spec.runAt instanceof Date ? spec.runAt.getTime() : spec.runAt;
+    if (!Number.isFinite(t)) throw new InvalidError(`${at("runAt")} must be a time (ms since the epoch, or a Date)`, { field: "run_at" });
+    w["run_at"] = Math.round(t);
+  }
+  if (spec.maxAttempts !== undefined) {
+    if (!Number.isInteger(spec.maxAttempts) || spec.maxAttempts < 1)
+      throw new InvalidError(`${at("maxAttempts")} must be a positive integer`, { field: "max_attempts" });
+    w["max_attempts"] = spec.maxAttempts;
+  }
+  if (spec.traceparent !== undefined) w["traceparent"] = checkTraceparent(spec.traceparent, at("traceparent"));
+  if (spec.score !== undefined) {
+    if (!Number.isFinite(spec.score)) throw new InvalidError(`${at("score")} must be a finite number`, { field: "score" });
+    w["score"] = spec.score;
+  }
+  return w;
+}
+
+/** A submit's answer; `replayedRequest`: the server replayed the request's first answer (Idempotent-Replayed). */
+export function submitResult(v: unknown, what: string, replayedRequest = false): SubmitResult {
+  const o = asObject(v, what);
+  const id = num(o["id"]);
+  if (id === null) throw new ProtocolError(`${what}: the answer has no id`);
+  const duplicate = o["duplicate"] === true;
+  const merged = o["merged"] === true;
+  const jobReplayed = o["replayed"] === true; // the job's own idempotency_key was seen before
+  return {
+    id,
+    state: (str(o["state"]) ?? "ready") as SubmitResult["state"],
+    created: !duplicate && !merged && !jobReplayed,
+    duplicate,
+    merged,
+    replayed: jobReplayed || replayedRequest,
+  };
+}
+
+/** An item of a batch's answer that says it was refused, as a TenqError. */
+export function itemError(o: Wire): TenqError | undefined {
+  const e = o["error"];
+  if (!e || typeof e !== "object") return undefined;
+  const w = e as WireError;
+  return errorFromWire(w, { status: statusOf(w.code) });
+}
+
+/** The HTTP status that goes with an error word (an item of a batch has none of its own). */
+function statusOf(code: string | undefined): number {
+  switch (code) {
+    case "invalid":
+      return 400;
+    case "unauthenticated":
+      return 401;
+    case "forbidden":
+      return 403;
+    case "not_found":
+      return 404;
+    case "conflict":
+      return 409;
+    case "too_large":
+      return 413;
+    case "rate_limited":
+    case "overloaded":
+      return 429;
+    case "unavailable":
+    case "not_leader":
+      return 503;
+    default:
+      return 0;
+  }
+}
+
+export function batchResult(v: unknown, what: string, replayedRequest = false): BatchResult {
+  const o = asObject(v, what);
+  const err = itemError(o);
+  if (err) return { ok: false, error: err };
+  return { ok: true, ...submitResult(o, what, replayedRequest) };
+}
+
+export function jobFromWire(v: unknown): Job {
+  const o = asObject(v, "job");
+  const id = num(o["id"]);
+  if (id === null) throw new ProtocolError("the answer is not a job (no id)");
+  const job: Job = {
+    id,
+    tenant: str(o["tenant"]) ?? "",
+    queue: str(o["queue"]) ?? "",
+    type: str(o["type"]) ?? "",
+    key: str(o["key"]),
+    priority: num(o["priority"]) ?? 0,
+    state: (str(o["state"]) ?? "ready") as Job["state"],
+    attempts: num(o["attempts"]) ?? 0,
+    maxAttempts: num(o["max_attempts"]) ?? 0,
+    runAt: num(o["run_at"]),
+    createdAt: num(o["created_at"]),
+    readyAt: num(o["ready_at"]),
+    leasedAt: num(o["leased_at"]),
+    startedAt: num(o["started_at"]),
+    finishedAt: num(o["finished_at"]),
+    worker: str(o["worker"]),
+    error: str(o["error"]),
+    result: (o["result"] ?? null) as JsonValue | null,
+    stats: (o["stats"] ?? null) as JsonValue | null,
+    progress: (o["progress"] ?? null) as JsonValue | null,
+    uniqueKey: str(o["unique_key"]),
+    idempotencyKey: str(o["idempotency_key"]),
+    leaseUntil: num(o["lease_until"]),
+    cancelRequested: o["cancel_requested"] === true,
+  };
+  if ("args" in o) job.args = o["args"] as JsonValue;
+  if (Array.isArray(o["payloads"])) job.payloads = o["payloads"] as Job["payloads"];
+  const into = num(o["merged_into"]);
+  if (into !== null) job.mergedInto = into;
+  const token = num(o["token"]);
+  if (token !== null) job.token = token;
+  const tp = str(o["traceparent"]);
+  if (tp !== null) job.traceparent = tp;
+  return job;
+}
+
+export function leasedFromWire(v: unknown): LeasedJob {
+  const o = asObject(v, "lease");
+  const id = num(o["id"]);
+  const token = num(o["token"]);
+  if (id === null || token === null) throw new ProtocolError("a leased job without id or token");
+  const job: LeasedJob = {
+    id,
+    token,
+    leaseUntil: num(o["lease_until"]) ?? 0,
+    tenant: str(o["tenant"]) ?? "",
+    queue: str(o["queue"]) ?? "",
+    type: str(o["type"]) ?? "",
+    key: str(o["key"]),
+    priority: num(o["priority"]) ?? 0,
+    attempt: num(o["attempt"]) ?? 0,
+    maxAttempts: num(o["max_attempts"]) ?? 0,
+    runAt: num(o["run_at"]) ?? 0,
+    createdAt: num(o["created_at"]) ?? 0,
+  };
+  if ("args" in o) job.args = o["args"] as JsonValue;
+  if (Array.isArray(o["payloads"])) job.payloads = o["payloads"] as LeasedJob["payloads"];
+  const tp = str(o["traceparent"]);
+  if (tp !== null) job.traceparent = tp;
+  return job;
+}
+
+export function outcomeToWire(o: Outcome): Wire {
+  const w: Wire = { id: o.id, token: o.token, ok: o.ok };
+  if (o.ok) {
+    if (o.result !== undefined) w["result"] = o.result;
+  } else {
+    if (o.error !== undefined) w["error"] = o.error;
+    if (o.retryInMs !== undefined) w["retry_in_ms"] = Math.max(0, Math.round(o.retryInMs));
+    if (o.retry !== undefined) w["retry"] = o.retry;
+    if (o.cancelled) w["cancelled"] = true;
+  }
+  if (o.stats !== undefined) w["stats"] = o.stats;
+  return w;
+}
+
+export function outcomeResult(v: unknown, id: number): OutcomeResult {
+  const o = asObject(v, "outcome");
+  const err = itemError(o);
+  if (err) return { id, ok: false, error: err };
+  const r: OutcomeResult = { id, ok: true, state: (str(o["state"]) ?? "succeeded") as Job["state"] };
+  const runAt = num(o["run_at"]);
+  if (runAt !== null) r.runAt = runAt;
+  return r;
+}
+
+/** An outcome as JSON text (the common ack without result or stats written directly). */
+export function outcomeJson(o: Outcome): string {
+  if (o.ok && o.result === undefined && o.stats === undefined) return `{"id":${o.id},"token":${o.token},"ok":true}`;
+  return JSON.stringify(outcomeToWire(o));
+}

@@ -1,0 +1,298 @@
+// SPDX-License-Identifier: Apache-2.0
+// The worker against a real server: concurrency, retries to the morgue, cancel,
+// progress, timeouts, middleware, unknown types, a server that goes away.
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import { isDeepStrictEqual } from "node:util";
+
+import {
+  JobCancelledError,
+  NoRetryError,
+  RetryError,
+  Tenq,
+  Worker,
+  errorReporter,
+  logging,
+  type JobContext,
+  type Logger,
+  type WorkerOptions,
+} from "tenq";
+
+import { Server, sleep, until } from "./harness";
+
+let server: Server;
+let tenq: Tenq;
+
+before(async () => {
+  server = await Server.start();
+  tenq = server.app();
+});
+after(async () => {
+  tenq.close();
+  await server.close();
+});
+
+/** Runs a worker of `app` on `queue` while `body` runs, then stops it. */
+async function withWorker<T>(app: Tenq, o: WorkerOptions, body: (w: Worker) => Promise<T>): Promise<T> {
+  const w = app.worker({ logger: null, handleSignals: false, ...o });
+  const running = w.run();
+  try {
+    return await body(w);
+  } finally {
+    await w.stop();
+    await running;
+  }
+}
+
+const untilAborted = (signal: AbortSignal, ms = 15_000): Promise<void> =>
+  new Promise((resolve, reject) => {
+    const t = setTimeout(() => reject(new Error("never aborted")), ms);
+    signal.addEventListener("abort", () => {
+      clearTimeout(t);
+      resolve();
+    });
+  });
+
+describe("worker", () => {
+  it("runs jobs concurrently, never more than its concurrency", async () => {
+    let now = 0;
+    let most = 0;
+    const app = server.app({ queue: "conc" });
+    app.handle("Slow", async () => {
+      now++;
+      most = Math.max(most, now);
+      await sleep(300);
+      now--;
+      return "done";
+    });
+    const handles = await Promise.all(Array.from({ length: 6 }, () => app.enqueue("Slow")));
+    const t0 = Date.now();
+    await withWorker(app, { concurrency: 3 }, async () => {
+      for (const h of handles) assert.equal(await h.wait({ timeoutMs: 20_000 }), "done");
+    });
+    const took = Date.now() - t0;
+    assert.equal(most, 3);
+    assert.ok(took < 6 * 300, `six 300 ms jobs on 3 slots took ${took} ms`);
+    app.close();
+  });
+
+  it("fails a throwing handler's attempt with its class and message, retries, and sends it to the morgue", async () => {
+    await tenq.client.setQueue("retry", { max_attempts: 3, backoff: "fixed", backoff_base_ms: 0 });
+    class ReportBroken extends Error {}
+    let runs = 0;
+    const app = server.app({ queue: "retry" });
+    app.handle("Broken", () => {
+      runs++;
+      throw new ReportBroken("no data");
+    });
+    app.handle("Fine", () => "ok");
+    const h = await app.enqueue("Broken");
+    const fine = await app.enqueue("Fine");
+    await withWorker(app, {}, async () => {
+      await until(async () => (await app.client.get(h.id)).state === "dead", "the job to die");
+      assert.equal(await fine.wait({ timeoutMs: 10_000 }), "ok"); // the worker lives on
+    });
+    const job = await app.client.get(h.id);
+    assert.equal(runs, 3);
+    assert.equal(job.attempts, 3);
+    assert.equal(job.error, "ReportBroken: no data");
+    const morgue = await app.client.morgue({ queue: "retry" });
+    assert.deepEqual(morgue.jobs.map((j) => j.id), [h.id]);
+    app.close();
+  });
+
+  it("retries after the delay a handler asks for, and not at all on NoRetryError", async () => {
+    await tenq.client.setQueue("retryin", { max_attempts: 5 });
+    const app = server.app({ queue: "retryin" });
+    const seen: number[] = [];
+    app.handle("Later", (_a, ctx) => {
+      seen.push(Date.now());
+      if (ctx.attempt === 0) throw new RetryError(400, "not yet");
+      return ctx.attempt;
+    });
+    app.handle("Never", () => {
+      throw new NoRetryError("hopeless");
+    });
+    const later = await app.enqueue("Later");
+    const never = await app.enqueue("Never");
+    await withWorker(app, {}, async () => {
+      assert.equal(await later.wait({ timeoutMs: 20_000 }), 1);
+      await until(async () => (await app.client.get(never.id)).state === "dead", "NoRetryError to the morgue");
+    });
+    assert.equal(seen.length, 2);
+    assert.ok(seen[1]! - seen[0]! >= 350, `retried after ${seen[1]! - seen[0]!} ms`);
+    const n = await app.client.get(never.id);
+    assert.equal(n.attempts, 1);
+    assert.equal(n.error, "hopeless");
+    app.close();
+  });
+
+  it("notices a cancel at a heartbeat, and records progress", async () => {
+    await tenq.client.setQueue("cancel", { lease_ms: 1500 });
+    const app = server.app({ queue: "cancel" });
+    let reason: unknown;
+    app.handle("Long", async (_a, ctx) => {
+      ctx.progress({ step: 1, of: 3 });
+      await untilAborted(ctx.signal);
+      reason = ctx.signal.reason;
+      throw ctx.signal.reason;
+    });
+    const h = await app.enqueue("Long");
+    await withWorker(app, {}, async () => {
+      await until(async () => {
+        const j = await app.client.get(h.id);
+        return isDeepStrictEqual(j.progress, { step: 1, of: 3 });
+      }, "the progress to reach the job");
+      assert.equal((await app.client.get(h.id)).state, "running");
+      await h.cancel();
+      await assert.rejects(h.wait({ timeoutMs: 10_000 }), JobCancelledError);
+    });
+    assert.ok(reason instanceof JobCancelledError);
+    assert.equal((await app.client.get(h.id)).state, "cancelled");
+    app.close();
+  });
+
+  it("keeps a long job's lease alive with heartbeats", async () => {
+    await tenq.client.setQueue("beats", { lease_ms: 900 });
+    const app = server.app({ queue: "beats" });
+    app.handle("Long", async () => {
+      await sleep(2_500);
+      return "finished";
+    });
+    const h = await app.enqueue("Long");
+    await withWorker(app, {}, async () => {
+      assert.equal(await h.wait({ timeoutMs: 20_000 }), "finished");
+    });
+    const job = await app.client.get(h.id);
+    assert.equal(job.attempts, 1);
+    assert.equal(job.state, "succeeded");
+    app.close();
+  });
+
+  it("stops a handler past its timeout and fails the job \"timeout\"", async () => {
+    await tenq.client.setQueue("timeout", { max_attempts: 1 });
+    const app = server.app({ queue: "timeout" });
+    let aborted: unknown;
+    app.handle("Stuck", async (_a, ctx) => {
+      await untilAborted(ctx.signal);
+      aborted = ctx.signal.reason;
+      throw new Error("stopped");
+    });
+    const h = await app.enqueue("Stuck");
+    await withWorker(app, { timeoutMs: 300 }, async () => {
+      await until(async () => (await app.client.get(h.id)).state === "dead", "the job to time out");
+    });
+    const job = await app.client.get(h.id);
+    assert.equal(job.error, "timeout");
+    assert.equal((aborted as Error).name, "JobTimeoutError");
+    app.close();
+  });
+
+  it("runs middleware around each job, the first outermost, and reports errors", async () => {
+    const app = server.app({ queue: "mw" });
+    const order: string[] = [];
+    const reported: string[] = [];
+    const lines: string[] = [];
+    const logger: Logger = { info: (m) => lines.push(m), warn: (m) => lines.push(m), error: (m) => lines.push(m) };
+    const mark = (name: string) => async (ctx: JobContext, next: () => Promise<unknown>) => {
+      order.push(`${name}>${ctx.type}`);
+      try {
+        return await next();
+      } finally {
+        order.push(`<${name}`);
+      }
+    };
+    app.handle("Good", () => {
+      order.push("handler");
+      return 1;
+    });
+    app.handle("Bad", () => {
+      throw new TypeError("bad input");
+    });
+    const good = await app.enqueue("Good");
+    await withWorker(
+      app,
+      { middleware: [mark("a"), errorReporter((e, ctx) => void reported.push(`${ctx.id}:${String(e)}`)), logging(logger), mark("b")] },
+      async () => {
+        assert.equal(await good.wait({ timeoutMs: 10_000 }), 1);
+        assert.deepEqual(order, ["a>Good", "b>Good", "handler", "<b", "<a"]);
+        const bad = await app.enqueue("Bad", null, { maxAttempts: 1 });
+        await until(async () => (await app.client.get(bad.id)).state === "dead", "Bad to die");
+        assert.deepEqual(reported, [`${bad.id}:TypeError: bad input`]);
+        assert.equal((await app.client.get(bad.id)).error, "TypeError: bad input");
+      },
+    );
+    assert.ok(lines.some((l) => /job \d+ Good succeeded/.test(l)), lines.join("\n"));
+    assert.ok(lines.some((l) => /job \d+ Bad failed .*TypeError: bad input/.test(l)), lines.join("\n"));
+    app.close();
+  });
+
+  it("fails a job whose type has no handler, and goes on", async () => {
+    await tenq.client.setQueue("unknown", { max_attempts: 1 });
+    const app = server.app({ queue: "unknown" });
+    app.handle("Known", () => "yes");
+    const nope = await app.client.submit({ type: "Nope" });
+    const known = await app.enqueue("Known");
+    await withWorker(app, {}, async () => {
+      assert.equal(await known.wait({ timeoutMs: 10_000 }), "yes");
+      await until(async () => (await app.client.get(nope.id)).state === "dead", "Nope to fail");
+    });
+    assert.match((await app.client.get(nope.id)).error ?? "", /no handler for job type "Nope"/);
+    app.close();
+  });
+
+  for (const outcomes of ["separate", "with-lease"] as const)
+    it(`reports the outcomes of many jobs (${outcomes}), each once`, async () => {
+      const queue = `many-${outcomes}`;
+      const app = server.app({ queue });
+      const ran = new Set<number>();
+      let acked = 0;
+      app.handle("N", (args, ctx) => {
+        ran.add(ctx.id);
+        return args;
+      });
+      const res = await app.client.submitMany(Array.from({ length: 500 }, (_, i) => ({ type: "N", args: i })));
+      const onReported = (rs: { ok: boolean }[]): void => void (acked += rs.filter((r) => r.ok).length);
+      await withWorker(app, { concurrency: 4, prefetch: 50, outcomes, onReported }, async () => {
+        await until(() => acked === 500, "500 outcomes acknowledged");
+      });
+      assert.equal(ran.size, 500);
+      const done = await app.client.list({ queue, state: "succeeded", limit: 1000 });
+      assert.equal(done.jobs.length, 500);
+      const last = res[499]!;
+      assert.ok(last.ok);
+      if (last.ok) assert.equal((await app.client.get(last.id)).result, 499);
+      app.close();
+    });
+
+  it("keeps outcomes while the server is away and reports them when it is back", async () => {
+    const s = await Server.start();
+    const app = s.app({ queue: "away", failoverBudgetMs: 2_000 });
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    let started = false;
+    app.handle("Gated", async () => {
+      started = true;
+      await gate;
+      return "survived";
+    });
+    const h = await app.enqueue("Gated");
+    try {
+      await withWorker(app, {}, async () => {
+        await until(() => started, "the job to start");
+        await sleep(600); // the lease is stored (--lease-write-delay 200 ms)
+        await s.kill("SIGKILL");
+        release(); // the outcome is made while the server is down
+        await sleep(800);
+        await s.restart();
+        await until(async () => (await app.client.get(h.id)).state === "succeeded", "the outcome to be reported", 30_000);
+      });
+      const job = await app.client.get(h.id);
+      assert.equal(job.result, "survived");
+      assert.equal(job.attempts, 1);
+    } finally {
+      app.close();
+      await s.close();
+    }
+  });
+});

@@ -1,0 +1,58 @@
+#!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
+# The Python client's suite: installs what is missing (Debian packages, when
+# root), checks that the package installs with pip, runs mypy --strict and
+# every test against real servers from $TENQ_BIN (default
+# /opt/tenq-snapshot/tenq). With PostgreSQL installed, the suite runs under
+# tests/with-pg.sh, so the leader-following tests get two servers on one
+# PostgreSQL. Exits non-zero on any failure.
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+PY=${PYTHON:-/usr/bin/python3}
+export TENQ_BIN="${TENQ_BIN:-/opt/tenq-snapshot/tenq}"
+export PYTHONDONTWRITEBYTECODE=1
+
+need=""
+"$PY" -c "import pytest" 2>/dev/null || need="$need python3-pytest"
+"$PY" -m mypy --version >/dev/null 2>&1 || need="$need mypy"
+"$PY" -c "import setuptools" 2>/dev/null || need="$need python3-setuptools"
+ls /usr/share/python-wheels/pip-*.whl >/dev/null 2>&1 || need="$need python3-venv"
+# the leader-following tests run two servers on one private PostgreSQL
+ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need="$need postgresql"
+if [ -n "$need" ]; then
+    if [ "$(id -u)" = 0 ]; then
+        echo "run-tests: installing$need"
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $need >/dev/null
+    elif [ "$need" != " postgresql" ]; then
+        echo "run-tests: missing Debian packages:$need (run as root, or install them)" >&2
+        exit 1
+    fi
+fi
+if [ ! -x "$TENQ_BIN" ]; then
+    echo "run-tests: no tenq binary at $TENQ_BIN (set TENQ_BIN)" >&2
+    exit 1
+fi
+
+# "build": the package installs with pip, without the network, and is typed
+venv=$(mktemp -d /tmp/tenq-py-venv.XXXXXX)
+work=$(mktemp -d /tmp/tenq-py-src.XXXXXX)
+trap 'rm -rf "$venv" "$work"' EXIT
+cp -r "$here/pyproject.toml" "$here/README.md" "$here/src" "$work/"
+"$PY" -m venv --system-site-packages "$venv"
+"$venv/bin/pip" install -q --no-build-isolation --no-index "$work" >"$venv/pip.log" 2>&1 ||
+    { cat "$venv/pip.log" >&2; echo "run-tests: pip install failed" >&2; exit 1; }
+(cd / && "$venv/bin/python" -c "
+import importlib.resources, tenq
+assert importlib.resources.files('tenq').joinpath('py.typed').is_file()
+print('run-tests: pip install ok, tenq', tenq.__version__)")
+
+cd "$here"
+set -- "$PY" -m pytest -p no:cacheprovider -q "$@"
+pg=$(ls /usr/lib/postgresql/*/bin/initdb 2>/dev/null | head -n 1 || true)
+if [ -n "$pg" ] && [ -x "$repo/tests/with-pg.sh" ]; then
+    exec timeout 170 "$repo/tests/with-pg.sh" "$@"
+fi
+echo "run-tests: no PostgreSQL: the leader-following tests need it (they fail when CI is set)"
+exec timeout 170 "$@"

@@ -1,0 +1,116 @@
+# SPDX-License-Identifier: Apache-2.0
+"""tenq: the Python client of the tenq job queue server.
+
+    import tenq
+
+    client = tenq.Client("http://127.0.0.1:7070", tenant="acme", queue="reports")
+    handle = client.submit("Report.build", {"id": 42})
+    print(handle.wait(30))
+
+    class DataReport:
+        @tenq.task(queue="reports")
+        def execute(self, report_id: int) -> dict: ...
+
+    DataReport().execute(42)                 # runs inline, now
+    DataReport().execute.enqueue(42).wait()  # runs on a worker
+
+    tenq.Worker(client, queues=["reports"], concurrency=5).run()
+
+See README.md for the whole API.
+"""
+
+from tenq import middleware, testing, tracing
+from tenq._transport import VERSION as __version__
+from tenq.client import Client
+from tenq.context import (
+    CANCELLED,
+    LOST,
+    SHUTDOWN,
+    TIMEOUT,
+    Context,
+    NoRetry,
+    Retry,
+    Stopped,
+    current_context,
+    progress,
+)
+from tenq.errors import (
+    ConflictError,
+    ConnectError,
+    ForbiddenError,
+    InternalError,
+    InvalidError,
+    JobCancelledError,
+    JobFailedError,
+    NotFoundError,
+    NotLeaderError,
+    OverloadedError,
+    ProtocolError,
+    RateLimitedError,
+    TenqError,
+    TimedOutError,
+    TooLargeError,
+    UnauthenticatedError,
+    UnavailableError,
+)
+from tenq.handlers import Registry, handler, registry
+from tenq.jobs import CancelResult, Handle, Job, JobPage, JobSpec
+from tenq.switch import (
+    BoundTask,
+    TaskFunction,
+    TaskFunction0,
+    configure,
+    default_client,
+    task,
+)
+from tenq.worker import Worker
+
+__all__ = [
+    "__version__",
+    "CANCELLED",
+    "LOST",
+    "SHUTDOWN",
+    "TIMEOUT",
+    "BoundTask",
+    "CancelResult",
+    "Client",
+    "ConflictError",
+    "ConnectError",
+    "Context",
+    "ForbiddenError",
+    "Handle",
+    "InternalError",
+    "InvalidError",
+    "Job",
+    "JobCancelledError",
+    "JobFailedError",
+    "JobPage",
+    "JobSpec",
+    "NoRetry",
+    "NotFoundError",
+    "NotLeaderError",
+    "OverloadedError",
+    "ProtocolError",
+    "RateLimitedError",
+    "Registry",
+    "Retry",
+    "Stopped",
+    "TaskFunction",
+    "TaskFunction0",
+    "TenqError",
+    "TimedOutError",
+    "TooLargeError",
+    "UnauthenticatedError",
+    "UnavailableError",
+    "Worker",
+    "configure",
+    "current_context",
+    "default_client",
+    "handler",
+    "middleware",
+    "progress",
+    "registry",
+    "task",
+    "testing",
+    "tracing",
+]

@@ -1,0 +1,139 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The worker's runner threads: each takes the next leased job, runs its
+handler (through the middleware; an ``async def`` one on the runner's own
+event loop) and queues its outcome."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from typing import Any, Callable, Coroutine, Dict, Optional
+
+from tenq._wstate import (
+    RUNNING,
+    START_AFTER,
+    Abandoned,
+    Entry,
+    State,
+)
+from tenq.handlers import Registration, chain, invoke, outcome_of
+from tenq.context import CANCELLED, SHUTDOWN, Stopped, current_context
+
+
+class Runner:
+    """One slot's thread. A runner whose handler was abandoned is
+    ``retired``: it ends when the handler returns (or Abandoned reaches it),
+    and another runner has its slot."""
+
+    def __init__(self, st: State, slot: int) -> None:
+        self.st = st
+        self.slot = slot
+        self.retired = False
+        self.thread: Optional[threading.Thread] = None
+        self._loop: Optional[asyncio.AbstractEventLoop] = None
+        self._future: Optional["asyncio.Future[Any]"] = None
+
+    def start(self) -> None:
+        self.thread = threading.Thread(
+            target=self._main, name=f"tenq-runner-{self.slot}", daemon=True
+        )
+        self.thread.start()
+
+    def interrupt(self) -> None:
+        """Cancels the coroutine of an async handler that runs now (a sync
+        handler sees its task's stop request)."""
+        loop, fut = self._loop, self._future
+        if loop is not None and fut is not None:
+            try:
+                loop.call_soon_threadsafe(fut.cancel)
+            except RuntimeError:
+                pass  # the loop is closed: the handler is over
+
+    def _main(self) -> None:
+        try:
+            try:
+                self._run()
+            finally:
+                loop = self._loop
+                if loop is not None and not loop.is_running():
+                    loop.close()
+        except Abandoned:
+            pass  # given up on (and it may come late, as the thread ends)
+
+    def _run(self) -> None:
+        st = self.st
+        try:
+            while True:
+                with st.mu:
+                    while not st.ready:
+                        if self.retired or st.abandon or (st.stopping and st.leaser_done):
+                            return
+                        st.cv_run.wait()
+                    e = st.ready.popleft()
+                    reg = self._begin(e)
+                outcome = self._execute(e, reg)
+                with st.mu:
+                    if self.retired:
+                        return  # given up on: its outcome went already
+                    st.nrunning -= 1
+                    e.runner = None
+                    st.push_done(e, outcome)
+                    if st.lease_want and st.free() >= st.lease_want:
+                        st.cv_lease.notify()
+        finally:
+            with st.mu:
+                if not self.retired:
+                    st.runners_alive -= 1
+                    st.cv_report.notify()
+                    st.wake_control()
+
+    def _begin(self, e: Entry) -> Optional[Registration]:
+        """(mu) The job starts in this slot."""
+        st = self.st
+        e.state = RUNNING
+        e.began = now = time.monotonic()
+        e.runner = self
+        st.nrunning += 1
+        reg = st.handlers.get(e.task.type)
+        timeout = reg.timeout if reg is not None and reg.timeout is not None else st.timeout
+        if timeout:
+            e.deadline = now + timeout
+        if min(e.deadline or now + START_AFTER, now + START_AFTER) < st.report_wake:
+            st.cv_report.notify()
+        if st.past_grace:
+            st.stop_entry(e, SHUTDOWN)
+        return reg
+
+    def _execute(self, e: Entry, reg: Optional[Registration]) -> Dict[str, Any]:
+        task = e.task
+        if reg is None:
+            return {
+                "id": task.id,
+                "token": task.token,
+                "ok": False,
+                "error": f"no handler for type {task.type} on worker {self.st.name}",
+            }
+        fn = reg.fn
+        call: Callable[[], Any] = lambda: invoke(fn, task, self._run_coroutine)
+        if self.st.middleware:
+            call = chain(task, call, self.st.middleware)
+        return outcome_of(task, call)
+
+    def _run_coroutine(self, coro: Coroutine[Any, Any, Any]) -> Any:
+        """Runs an async handler's coroutine on this runner's loop; a stop
+        cancels it (Stopped with the stop's reason)."""
+        if self._loop is None:
+            self._loop = asyncio.new_event_loop()
+        fut = self._loop.create_task(coro)
+        self._future = fut
+        task = current_context()
+        try:
+            if task is not None and task.stop_reason is not None:
+                fut.cancel()
+            return self._loop.run_until_complete(fut)
+        except asyncio.CancelledError:
+            reason = task.stop_reason if task is not None else None
+            raise Stopped(reason or CANCELLED) from None
+        finally:
+            self._future = None

@@ -1,0 +1,433 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Requests to tenq servers: keep-alive HTTP/1.1 connections in a small
+pool, failover between servers, following the leader, and sending a
+request again only when that is safe.
+
+What is safe to send again after a connection broke in the middle of a
+request: reads (GET), submits (each carries an ``Idempotency-Key`` header,
+the same on every copy: the server answers a copy with the first answer),
+start/heartbeat/ack/fail/outcomes (fenced by their lease token) and cancel;
+the caller says which by ``safe``. A request that never reached a server (no
+connection, or the send failed) and an answer 503 (which changed nothing)
+are always sent again, to the next server, until the failover budget runs
+out.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import socket
+import threading
+import time
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from urllib.parse import urlsplit
+
+from tenq.errors import (
+    ConnectError,
+    InvalidError,
+    NotLeaderError,
+    ProtocolError,
+    TenqError,
+    TimedOutError,
+    error_from_answer,
+)
+
+VERSION = "0.1.0"
+
+_Conn = Union[http.client.HTTPConnection, http.client.HTTPSConnection]
+
+# Backoff between rounds over every server: 50 ms doubling to 1 s.
+_BACKOFF_FIRST = 0.05
+_BACKOFF_MAX = 1.0
+# Most idle connections kept per server.
+_MAX_IDLE = 8
+
+
+def normalize_server(url: str) -> str:
+    """``scheme://host:port`` of a server URL (the port defaults to 80 or
+    443); InvalidError naming ``servers`` when it is not one."""
+    text = url.strip().rstrip("/")
+    try:
+        parts = urlsplit(text)
+        port = parts.port
+    except ValueError as e:
+        raise InvalidError(f'bad server URL "{url}": {e}', field="servers") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise InvalidError(
+            f'bad server URL "{url}": want http://host:port', field="servers"
+        )
+    if parts.path or parts.query:
+        raise InvalidError(
+            f'bad server URL "{url}": a base URL has no path', field="servers"
+        )
+    host = parts.hostname
+    if ":" in host:
+        host = f"[{host}]"
+    if port is None:
+        port = 443 if parts.scheme == "https" else 80
+    return f"{parts.scheme}://{host}:{port}"
+
+
+class _Unreached(Exception):
+    """The request did not get an answer from this server and may be sent
+    to another (it never arrived, or it is safe to send again)."""
+
+
+class _Answer:
+    __slots__ = ("status", "headers", "data")
+
+    def __init__(self, status: int, headers: Dict[str, str], data: bytes) -> None:
+        self.status = status
+        self.headers = headers
+        self.data = data
+
+
+def _parse(data: bytes, headers: Dict[str, str]) -> Any:
+    if not data:
+        return None
+    if "json" not in headers.get("content-type", "json"):
+        return data.decode("utf-8", "replace")
+    try:
+        return json.loads(data)
+    except ValueError:
+        raise ProtocolError(
+            "the server's answer is not JSON: " + data[:200].decode("utf-8", "replace")
+        ) from None
+
+
+def _retry_after(headers: Dict[str, str]) -> Optional[float]:
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        return None
+
+
+class Transport:
+    """Thread-safe: each request takes a connection from the pool (or opens
+    one) and gives it back after the answer."""
+
+    def __init__(
+        self,
+        servers: Sequence[str],
+        token: Optional[str],
+        connect_timeout: float,
+        request_timeout: float,
+        failover_budget: float,
+    ) -> None:
+        if not servers:
+            raise InvalidError("no server URL", field="servers")
+        self._servers: List[str] = []
+        for s in servers:
+            base = normalize_server(s)
+            if base not in self._servers:
+                self._servers.append(base)
+        if token is not None and ("\r" in token or "\n" in token):
+            raise InvalidError("the token holds a line break", field="token")
+        self._headers = {
+            "User-Agent": f"tenq-python/{VERSION}",
+            "Accept": "application/json",
+        }
+        if token:
+            self._headers["Authorization"] = "Bearer " + token
+        self.connect_timeout = connect_timeout
+        self.request_timeout = request_timeout
+        self.failover_budget = failover_budget
+        self._lock = threading.Lock()
+        self._cur = 0
+        self._idle: Dict[str, List[_Conn]] = {}
+        self._busy: Dict[int, Tuple[_Conn, float]] = {}
+        self._interrupted = False
+
+    # ---- servers -------------------------------------------------------------------------
+
+    @property
+    def servers(self) -> List[str]:
+        with self._lock:
+            return list(self._servers)
+
+    @property
+    def current(self) -> str:
+        """The server tried first: the one that answered last."""
+        with self._lock:
+            return self._servers[self._cur]
+
+    def _use(self, base: str) -> None:
+        with self._lock:
+            if base not in self._servers:
+                self._servers.append(base)
+            self._cur = self._servers.index(base)
+
+    def _next_after(self, base: str) -> None:
+        with self._lock:
+            if self._servers[self._cur] == base:
+                self._cur = (self._cur + 1) % len(self._servers)
+
+    # ---- connections ---------------------------------------------------------------------
+
+    def _checkout(self, base: str) -> Tuple[_Conn, bool]:
+        with self._lock:
+            pool = self._idle.get(base)
+            if pool:
+                return pool.pop(), True
+        scheme, rest = base.split("://", 1)
+        host, _, port = rest.rpartition(":")
+        host = host.strip("[]")
+        cls = http.client.HTTPSConnection if scheme == "https" else http.client.HTTPConnection
+        return cls(host, int(port), timeout=self.connect_timeout), False
+
+    def _checkin(self, base: str, conn: _Conn) -> None:
+        with self._lock:
+            pool = self._idle.setdefault(base, [])
+            if len(pool) < _MAX_IDLE and not self._interrupted:
+                pool.append(conn)
+                return
+        conn.close()
+
+    def close(self) -> None:
+        """Closes every idle connection."""
+        with self._lock:
+            pools = list(self._idle.values())
+            self._idle = {}
+        for pool in pools:
+            for conn in pool:
+                conn.close()
+
+    def interrupt(self, min_age: float = 0.0) -> bool:
+        """Stops this transport: no request is sent again, and requests in
+        flight for at least ``min_age`` seconds are cut (their socket shut
+        down). True when every request in flight was cut (or none was)."""
+        now = time.monotonic()
+        all_cut = True
+        with self._lock:
+            self._interrupted = True
+            busy = list(self._busy.values())
+        for conn, began in busy:
+            if now - began < min_age:
+                all_cut = False
+                continue
+            sock = conn.sock
+            if sock is not None:
+                try:
+                    sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+        return all_cut
+
+    # ---- one exchange --------------------------------------------------------------------
+
+    def _exchange(
+        self,
+        base: str,
+        method: str,
+        path: str,
+        body: Optional[bytes],
+        timeout: float,
+        safe: bool,
+        extra: Optional[Mapping[str, str]],
+    ) -> _Answer:
+        headers = self._headers
+        if body is not None or extra:
+            headers = dict(headers)
+            if body is not None:
+                headers["Content-Type"] = "application/json"
+            if extra:
+                headers.update(extra)
+        conn, reused = self._checkout(base)
+        while True:
+            if conn.sock is None:
+                try:
+                    conn.connect()
+                except OSError as e:
+                    conn.close()
+                    raise _Unreached(f"{base} ({_why(e)})") from None
+                reused = False
+            sock = conn.sock
+            assert sock is not None
+            sock.settimeout(timeout)
+            key = id(conn)
+            with self._lock:
+                self._busy[key] = (conn, time.monotonic())
+            try:
+                try:
+                    conn.request(method, path, body=body, headers=headers)
+                except OSError as e:
+                    # not sent whole: the server cannot have acted on it
+                    conn.close()
+                    if reused and not self._interrupted:
+                        reused = False
+                        continue
+                    raise _Unreached(f"{base} ({_why(e)})") from None
+                try:
+                    resp = conn.getresponse()
+                    data = resp.read()
+                except http.client.RemoteDisconnected:
+                    conn.close()
+                    if self._interrupted:
+                        raise ConnectError("interrupted") from None
+                    # no byte came back: on a kept connection, the server had
+                    # closed it while idle (it closes idle ones only)
+                    if reused:
+                        reused = False
+                        continue
+                    if safe:
+                        raise _Unreached(f"{base} (the connection broke)") from None
+                    raise ConnectError(
+                        f"lost the connection to {base} during {method} {path}: "
+                        "the server may or may not have acted on it"
+                    ) from None
+                except (OSError, http.client.HTTPException) as e:
+                    conn.close()
+                    if self._interrupted:
+                        raise ConnectError("interrupted") from None
+                    if safe:
+                        raise _Unreached(f"{base} ({_why(e)})") from None
+                    if isinstance(e, socket.timeout):
+                        raise TimedOutError(
+                            f"no answer from {base} to {method} {path} within {timeout:g} s"
+                        ) from None
+                    raise ConnectError(
+                        f"lost the connection to {base} during {method} {path} ({_why(e)}): "
+                        "the server may or may not have acted on it"
+                    ) from None
+            finally:
+                with self._lock:
+                    self._busy.pop(key, None)
+            hdrs = {k.lower(): v for k, v in resp.getheaders()}
+            if resp.will_close:
+                conn.close()
+            else:
+                self._checkin(base, conn)
+            return _Answer(resp.status, hdrs, data)
+
+    # ---- a request, with failover ---------------------------------------------------------
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: Optional[bytes] = None,
+        *,
+        safe: bool,
+        wait: float = 0.0,
+    ) -> Any:
+        """Sends ``method path`` (a JSON body or none) and returns the parsed
+        answer of a 2xx; raises the typed error of any other answer, or
+        ConnectError when no server answered within the failover budget.
+        ``wait`` is a long poll's length, added to the request timeout."""
+        return self.send(method, path, body, safe=safe, wait=wait)[0]
+
+    def send(
+        self,
+        method: str,
+        path: str,
+        body: Optional[bytes] = None,
+        *,
+        safe: bool,
+        wait: float = 0.0,
+        headers: Optional[Mapping[str, str]] = None,
+    ) -> Tuple[Any, Dict[str, str]]:
+        """As ``request``, with ``headers`` added to every copy sent (to any
+        server); the parsed answer and its headers (names in lower case)."""
+        timeout = self.request_timeout + max(0.0, wait)
+        deadline: Optional[float] = None
+        delay = _BACKOFF_FIRST
+        tried_in_round = 0
+        hops = 0
+        why: List[str] = []
+        while True:
+            if self._interrupted:
+                raise ConnectError("interrupted")
+            base = self.current
+            try:
+                ans = self._exchange(base, method, path, body, timeout, safe, headers)
+            except _Unreached as e:
+                why.append(str(e))
+                failure: Optional[TenqError] = None
+            else:
+                leader = self._leader_of(ans)
+                if ans.status == 503 and leader == base:
+                    leader = None  # the leader itself, unsure of its leadership: wait
+                if ans.status == 307 or (ans.status == 503 and leader):
+                    if leader is None:
+                        raise ProtocolError(f"{base} redirected without naming the leader")
+                    hops += 1
+                    self._use(leader)
+                    if hops <= 2 * len(self._servers):
+                        continue
+                    failure = NotLeaderError(
+                        f"the servers keep naming other leaders (last: {leader})",
+                        status=ans.status,
+                        leader=leader,
+                    )
+                elif ans.status == 503:
+                    err = error_from_answer(503, _parse_quietly(ans), _retry_after(ans.headers))
+                    why.append(f"{base} ({err})")
+                    failure = err
+                else:
+                    with self._lock:
+                        if base in self._servers:
+                            self._cur = self._servers.index(base)
+                    parsed = _parse(ans.data, ans.headers)
+                    if 200 <= ans.status < 300:
+                        return parsed, ans.headers
+                    raise error_from_answer(ans.status, parsed, _retry_after(ans.headers))
+            now = time.monotonic()
+            if deadline is None:
+                deadline = now + self.failover_budget
+            self._next_after(base)
+            tried_in_round += 1
+            if tried_in_round < len(self._servers) and now < deadline:
+                continue  # another server at once
+            tried_in_round = 0
+            pause = delay
+            if failure is not None and failure.retry_after is not None:
+                pause = max(pause, failure.retry_after)
+            if now >= deadline:
+                raise failure or ConnectError(_no_server(why, self.failover_budget))
+            time.sleep(min(pause, deadline - now))
+            delay = min(delay * 2, _BACKOFF_MAX)
+
+    def _leader_of(self, ans: _Answer) -> Optional[str]:
+        """The leader a standby named: ``Tenq-Leader``, else the base of
+        ``Location`` (307), else the ``leader`` of a not_leader error."""
+        named = ans.headers.get("tenq-leader")
+        if not named and ans.status == 307:
+            loc = ans.headers.get("location", "")
+            parts = urlsplit(loc)
+            if parts.scheme and parts.netloc:
+                named = f"{parts.scheme}://{parts.netloc}"
+        if not named and ans.status == 503:
+            err = error_from_answer(503, _parse_quietly(ans))
+            named = err.leader if isinstance(err, NotLeaderError) else None
+        if not named:
+            return None
+        try:
+            return normalize_server(named)
+        except InvalidError:
+            raise ProtocolError(f'the server named a bad leader URL "{named}"') from None
+
+
+def _parse_quietly(ans: _Answer) -> Any:
+    try:
+        return _parse(ans.data, ans.headers)
+    except ProtocolError:
+        return None
+
+
+def _why(e: BaseException) -> str:
+    if isinstance(e, socket.timeout):
+        return "timed out"
+    text = getattr(e, "strerror", None) or str(e) or type(e).__name__
+    return str(text)
+
+
+def _no_server(why: List[str], budget: float) -> str:
+    seen: List[str] = []
+    for w in why:
+        if w not in seen:
+            seen.append(w)
+    return f"no server answered within {budget:g} s: " + "; ".join(seen[-4:])

@@ -1,0 +1,339 @@
+# SPDX-License-Identifier: Apache-2.0
+"""What the worker's threads share: the jobs in hand and the queues between
+the leaser, the runners and the reporter, under one lock."""
+
+from __future__ import annotations
+
+import collections
+import ctypes
+import logging
+import threading
+import time
+from typing import Any, Callable, Deque, Dict, List, Optional, Sequence
+
+from tenq.client import Client
+from tenq.context import LOST, Context
+from tenq.errors import TenqError
+from tenq.handlers import Middleware, Registry
+
+log = logging.getLogger("tenq.worker")
+
+QUEUED, RUNNING, DONE = "queued", "running", "done"
+
+
+class Abandoned(BaseException):
+    """Raised in a runner thread whose handler was given up (its timeout,
+    the end of the grace period): the thread ends at its next Python line.
+    A BaseException, so that a handler's ``except Exception`` lets it by."""
+
+
+def raise_in(thread: Optional[threading.Thread]) -> None:
+    """Raises Abandoned in ``thread`` (CPython's PyThreadState_SetAsyncExc):
+    it comes at the thread's next Python line, so a handler blocked in C (a
+    sleep, a socket read) stops only when that returns."""
+    if thread is None or thread.ident is None or not thread.is_alive():
+        return
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(
+        ctypes.c_ulong(thread.ident), ctypes.py_object(Abandoned)
+    )
+
+# Tell the server a handler began once it has run this long (shorter jobs
+# go from leased to succeeded, which saves a request and a commit each).
+START_AFTER = 0.010
+# Progress reaches the server at most this often.
+PROGRESS_EVERY = 0.5
+# Heartbeats no more often than this.
+HEARTBEAT_MIN = 0.1
+# An outcome that no lease carried within this long goes in its own
+# request (POST /v1/outcomes).
+REPORT_AFTER = 0.010
+# Backoff while the server is away: 100 ms doubling to 5 s.
+BACKOFF_FIRST = 0.1
+BACKOFF_MAX = 5.0
+# A stop cuts the leaser's long poll, but never a request younger than this
+# (a lease answered at once is read, not lost).
+LEASE_ABORT_AFTER = 0.05
+# Slots free one by one as handlers return; the leaser waits this long for
+# the others, making one lease of several jobs out of several of one.
+LEASE_GATHER = 0.001
+# The most jobs a lease asks for, the most outcomes a request carries.
+LEASE_MAX = 1000
+OUTCOMES_MAX = 10_000
+
+
+class Entry:
+    """A job in hand: leased, then running, then done (its outcome waiting
+    to be reported)."""
+
+    __slots__ = (
+        "task",
+        "state",
+        "got",
+        "began",
+        "deadline",
+        "next_hb",
+        "start_sent",
+        "progress_dirty",
+        "progress_sent",
+        "lost",
+        "outcome",
+        "runner",
+        "done_at",
+        "tries",
+    )
+
+    def __init__(self, task: Context, now: float, next_hb: float) -> None:
+        self.task = task
+        self.state = QUEUED
+        self.got = now
+        self.began = 0.0
+        self.deadline: Optional[float] = None
+        self.next_hb = next_hb
+        self.start_sent = False
+        self.progress_dirty = False
+        self.progress_sent = 0.0
+        self.lost = False
+        self.outcome: Optional[Dict[str, Any]] = None
+        self.runner: Any = None
+        self.done_at = 0.0
+        self.tries = 0  # deliveries of its outcome tried
+
+
+class Counts:
+    """What a worker did so far."""
+
+    __slots__ = ("leased", "succeeded", "failed", "refused", "lost", "timed_out")
+
+    def __init__(self) -> None:
+        self.leased = 0
+        self.succeeded = 0
+        self.failed = 0
+        self.refused = 0
+        self.lost = 0
+        self.timed_out = 0
+
+    def as_dict(self) -> Dict[str, int]:
+        return {name: getattr(self, name) for name in self.__slots__}
+
+
+class State:
+    """The worker's settings and shared state. Everything mutable is read
+    and written under ``mu`` (the conditions share it)."""
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        queues: Sequence[str],
+        types: Optional[List[str]],
+        concurrency: int,
+        prefetch: int,
+        handlers: Registry,
+        middleware: Sequence[Middleware],
+        timeout: Optional[float],
+        poll: float,
+        grace: float,
+        carry: bool,
+        make_client: Any,
+    ) -> None:
+        self.name = name
+        self.queues = list(queues)
+        self.types = types
+        self.concurrency = concurrency
+        self.prefetch = prefetch
+        self.capacity = concurrency + prefetch
+        self.handlers = handlers
+        self.middleware = list(middleware)
+        self.timeout = timeout
+        self.poll = poll
+        self.grace = grace
+        self.carry = carry  # outcomes ride with leases (else the reporter sends them)
+        self.make_client = make_client
+
+        self.mu = threading.Lock()
+        self.cv_run = threading.Condition(self.mu)
+        self.cv_lease = threading.Condition(self.mu)
+        self.cv_report = threading.Condition(self.mu)
+
+        self.ready: Deque[Entry] = collections.deque()
+        self.done: Deque[Entry] = collections.deque()
+        self.hand: Dict[int, Entry] = {}
+        self.nrunning = 0
+        self.counts = Counts()
+
+        self.stopping = False
+        self.past_grace = False
+        self.abandon = False
+        self.leaser_done = False
+        self.leaser_parked = True  # in a long poll or a backoff: outcomes are the reporter's
+        self.lease_want = 0  # the free slots the leaser waits for (0: not waiting)
+        self.reporter_done = False
+        self.runners_alive = 0
+        self.fatal: Optional[TenqError] = None
+        # after a stop: when the reporter gives up delivering outcomes
+        self.report_deadline = float("inf")
+        self.report_wake = float("inf")  # when the reporter looks again, while it sleeps
+        self.lease_client: Optional[Client] = None
+        self.report_client: Optional[Client] = None
+        # set by the Worker: asks for a stop (as a signal would); starts a
+        # runner in a slot; wakes the thread that runs the worker's stop
+        self.request_stop: Callable[[], None] = lambda: None
+        self.spawn_runner: Callable[[int], None] = lambda slot: None
+        self.wake_control: Callable[[], None] = lambda: None
+
+    # ---- (mu) helpers ------------------------------------------------------------------
+
+    def free(self) -> int:
+        return self.capacity - len(self.ready) - self.nrunning
+
+    def lease_threshold(self) -> int:
+        """Free slots worth a lease: one without prefetch, else half the
+        prefetch, so that leases come in batches."""
+        return max(1, (self.prefetch + 1) // 2)
+
+    def push_done(self, entry: Entry, outcome: Dict[str, Any]) -> None:
+        """A job's outcome waits to be reported; wakes whoever sends it."""
+        entry.state = DONE
+        entry.outcome = outcome
+        entry.done_at = time.monotonic()
+        if entry.lost:
+            self.hand.pop(entry.task.id, None)
+            return
+        self.done.append(entry)
+        if len(self.done) == 1 or self.stopping:
+            self.cv_report.notify()
+
+    def take_outcomes(self, limit: int) -> List[Entry]:
+        """Up to ``limit`` outcomes to report, oldest first (those of lost
+        leases dropped)."""
+        out: List[Entry] = []
+        while self.done and len(out) < limit:
+            e = self.done.popleft()
+            if e.lost:
+                self.hand.pop(e.task.id, None)
+                continue
+            out.append(e)
+        return out
+
+    def requeue_outcomes(self, entries: List[Entry]) -> None:
+        """Outcomes not delivered go back to the front, in order."""
+        self.done.extendleft(reversed(entries))
+
+    def delivered(self, entries: List[Entry], results: Any) -> None:
+        """(mu) The server answered outcomes: each is counted and
+        forgotten."""
+        results = results if isinstance(results, list) else []
+        for i, e in enumerate(entries):
+            self.hand.pop(e.task.id, None)
+            res = results[i] if i < len(results) and isinstance(results[i], dict) else {}
+            err = res.get("error")
+            if err is not None:
+                self.counts.refused += 1
+                log.warning("job %s: outcome refused: %s", e.task.id,
+                            err.get("message") if isinstance(err, dict) else err)
+            elif e.outcome is not None and e.outcome.get("ok"):
+                self.counts.succeeded += 1
+            else:
+                self.counts.failed += 1
+        if entries and self.stopping:
+            self.wake_control()
+
+    def undelivered(self, entries: List[Entry], err: TenqError) -> None:
+        """(mu) Outcomes a failed request carried: kept to be sent again,
+        in order (a second delivery of one that counted is answered as the
+        first was), unless the server refused them for good."""
+        if not entries:
+            return
+        if transient(err):
+            self.requeue_outcomes(entries)
+        else:
+            log.error("%d outcome(s) refused: %s", len(entries), err)
+            for e in entries:
+                self.hand.pop(e.task.id, None)
+            self.counts.refused += len(entries)
+        self.cv_report.notify()
+
+    def lose(self, e: Entry, why: str) -> None:
+        """(mu) The lease of a job in hand is gone (expired, taken over, the
+        job deleted): its handler is told to stop and its outcome will be
+        dropped."""
+        if e.lost or e.state == DONE:
+            return
+        log.warning("job %s (%s): lease lost (%s)", e.task.id, e.task.type, why)
+        e.lost = True
+        self.counts.lost += 1
+        if e.state == QUEUED:
+            try:
+                self.ready.remove(e)
+            except ValueError:
+                pass
+            self.hand.pop(e.task.id, None)
+            if self.lease_want and self.free() >= self.lease_want:
+                self.cv_lease.notify()
+        else:
+            self.stop_entry(e, LOST)
+
+    def progress_changed(self, task: Context) -> None:
+        """A handler reported progress: the reporter sends it soon."""
+        with self.mu:
+            e = self.hand.get(task.id)
+            if e is None or e.task is not task:
+                return
+            e.progress_dirty = True
+            if e.progress_sent + PROGRESS_EVERY < self.report_wake:
+                self.cv_report.notify()
+
+    def give_back(self, e: Entry) -> None:
+        """(mu) A job not started and not to be run here: back to the
+        queue at once (a failed attempt retried now)."""
+        self.push_done(e, stopped_outcome(e))
+
+    def stop_entry(self, e: Entry, reason: str) -> None:
+        """(mu) Asks a job's handler to stop (an async one is cancelled)."""
+        e.task.request_stop(reason)
+        runner = e.runner
+        if runner is not None:
+            runner.interrupt()
+
+    def abandon_entry(self, e: Entry, outcome: Dict[str, Any], reason: str) -> None:
+        """(mu) Gives up on a running handler (its timeout passed, or the
+        grace period): its outcome is reported now; its thread is told to
+        stop, left behind, and its slot gets a new runner."""
+        runner = e.runner
+        self.stop_entry(e, reason)
+        e.runner = None
+        self.nrunning -= 1
+        self.push_done(e, outcome)
+        if runner is not None:
+            runner.retired = True
+            self.runners_alive -= 1
+            raise_in(runner.thread)
+            if not self.past_grace and not self.abandon:
+                self.spawn_runner(runner.slot)
+        if self.lease_want and self.free() >= self.lease_want:
+            self.cv_lease.notify()
+
+
+def stopped_outcome(e: Entry) -> Dict[str, Any]:
+    """The outcome of a job cut off by a stop: retried at once elsewhere."""
+    return {
+        "id": e.task.id,
+        "token": e.task.token,
+        "ok": False,
+        "error": "worker stopped",
+        "retry_in_ms": 0,
+    }
+
+
+def transient(e: TenqError) -> bool:
+    """An error of a whole request that retrying may cure."""
+    return e.status == 0 or e.status in (408, 429) or e.status >= 500
+
+
+def heartbeat_every(lease_until: Any, wall_ms: float) -> float:
+    """Seconds between heartbeats: a third of what is left of the lease,
+    measured now by this machine's clock; they are then spaced on the
+    monotonic clock, so a change of the wall clock moves none."""
+    if isinstance(lease_until, bool) or not isinstance(lease_until, (int, float)):
+        return 60.0
+    return max(HEARTBEAT_MIN, (lease_until - wall_ms) / 3000.0)

@@ -1,0 +1,554 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The client: submit, read, wait for, cancel and list jobs; the worker's
+requests (lease, start, heartbeat, ack, fail, outcomes); a few admin calls
+and a generic request for the rest of the protocol (docs/API.md)."""
+
+from __future__ import annotations
+
+import os
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import (
+    Any,
+    Callable,
+    Dict,
+    Iterable,
+    Iterator,
+    List,
+    Mapping,
+    Optional,
+    Sequence,
+    Tuple,
+    Union,
+)
+from urllib.parse import quote, urlencode
+
+from tenq import _mode
+from tenq._keys import HEADER, REPLAYED_HEADER, RequestKeys
+from tenq._transport import Transport
+from tenq._work_api import WorkerRequests, dumps
+from tenq.errors import InvalidError, ProtocolError, TenqError, item_error
+from tenq.jobs import CancelResult, Handle, Job, JobPage, JobSpec, RunAt, run_at_ms
+from tenq.tracing import check_traceparent
+
+DEFAULT_SERVER = "http://127.0.0.1:7070"
+# The most jobs (and outcomes) one request may carry.
+BATCH_MAX = 10_000
+# A batch body stays under the server's 32 MiB default.
+_BATCH_BYTES = 30 << 20
+# An early answer to a wait we did not ask for is not followed at once.
+_WAIT_PAUSE = 0.1
+
+SubmitHook = Callable[[Dict[str, Any]], None]
+# Gives the W3C traceparent of the caller's current span (or None).
+TraceHook = Callable[[], Optional[str]]
+
+_SUBMIT_FIELDS = frozenset(
+    {
+        "tenant",
+        "queue",
+        "type",
+        "args",
+        "key",
+        "unique_key",
+        "unique",
+        "idempotency_key",
+        "priority",
+        "run_at",
+        "max_attempts",
+        "score",
+        "traceparent",
+    }
+)
+
+
+def servers_from_env(servers: Union[str, Sequence[str], None]) -> List[str]:
+    """The servers given, else TENQ_SERVER (comma-separated), else
+    http://127.0.0.1:7070."""
+    if servers is None:
+        servers = os.environ.get("TENQ_SERVER") or DEFAULT_SERVER
+    if isinstance(servers, str):
+        servers = servers.split(",")
+    out = [s.strip() for s in servers if s.strip()]
+    if not out:
+        raise InvalidError("no server URL", field="servers")
+    return out
+
+
+class Client(WorkerRequests):
+    """A tenq client. Thread-safe: it keeps a small pool of keep-alive
+    connections. ``servers`` is a URL, a comma-separated list or a list
+    (default: TENQ_SERVER, then http://127.0.0.1:7070); ``token`` defaults
+    to TENQ_TOKEN. ``tenant`` and ``queue`` are the defaults of submits that
+    name none. ``failover_budget`` is how long (seconds) a request keeps
+    trying servers that do not answer before ConnectError. ``trace`` gives
+    the traceparent of the caller's current span; every job submitted
+    without one carries it. ``on_submit`` hooks see (and may change) every
+    job body before it is sent.
+
+    Every submit request carries an ``Idempotency-Key`` header made for it
+    before its first attempt and sent again with every retry (a broken
+    connection, another server): the server answers a copy it has seen with
+    the first answer and makes nothing twice."""
+
+    def __init__(
+        self,
+        servers: Union[str, Sequence[str], None] = None,
+        token: Optional[str] = None,
+        *,
+        tenant: Optional[str] = None,
+        queue: Optional[str] = None,
+        connect_timeout: float = 5.0,
+        request_timeout: float = 30.0,
+        failover_budget: float = 15.0,
+        trace: Optional[TraceHook] = None,
+        on_submit: Sequence[SubmitHook] = (),
+    ) -> None:
+        if token is None:
+            token = os.environ.get("TENQ_TOKEN") or None
+        self._token = token
+        self._t = Transport(
+            servers_from_env(servers), token, connect_timeout, request_timeout, failover_budget
+        )
+        self.tenant = tenant
+        self.queue = queue
+        self.trace = trace
+        self.on_submit = list(on_submit)
+        self._keys = RequestKeys()
+
+    def copy(self) -> "Client":
+        """A client with the same settings and servers (the leaders learnt
+        included) but connections of its own."""
+        out = Client(
+            self._t.servers,
+            self._token,
+            tenant=self.tenant,
+            queue=self.queue,
+            connect_timeout=self._t.connect_timeout,
+            request_timeout=self._t.request_timeout,
+            failover_budget=self._t.failover_budget,
+            trace=self.trace,
+            on_submit=self.on_submit,
+        )
+        out._t._use(self._t.current)
+        return out
+
+    @property
+    def failover_budget(self) -> float:
+        """Seconds a request keeps trying servers before ConnectError."""
+        return self._t.failover_budget
+
+    @property
+    def servers(self) -> List[str]:
+        """The servers known, the leaders named by standbys included."""
+        return self._t.servers
+
+    @property
+    def current_server(self) -> str:
+        """The server tried first: the one that answered last."""
+        return self._t.current
+
+    def close(self) -> None:
+        """Closes the idle connections (the client stays usable)."""
+        self._t.close()
+
+    def interrupt(self, min_age: float = 0.0) -> bool:
+        """Cuts requests in flight for ``min_age`` seconds or more and makes
+        every later request fail: the end of this client (a worker stopping
+        uses it on its long poll). True when nothing is left in flight."""
+        return self._t.interrupt(min_age)
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ---- submitting -------------------------------------------------------------------------
+
+    def submit(
+        self,
+        type: str,
+        args: Any = None,
+        *,
+        queue: Optional[str] = None,
+        tenant: Optional[str] = None,
+        key: Optional[str] = None,
+        unique_key: Optional[str] = None,
+        unique: bool = False,
+        idempotency_key: Optional[str] = None,
+        priority: Optional[int] = None,
+        run_at: Optional[RunAt] = None,
+        max_attempts: Optional[int] = None,
+        score: Optional[float] = None,
+        traceparent: Optional[str] = None,
+    ) -> Handle[Any]:
+        """Submits one job; its handle. Raises the typed error of a refusal
+        (InvalidError names the field), before anything is sent when the job
+        is wrong here already (args that are not JSON, no queue)."""
+        spec = JobSpec(
+            type=type,
+            args=args,
+            queue=queue,
+            tenant=tenant,
+            key=key,
+            unique_key=unique_key,
+            unique=unique,
+            idempotency_key=idempotency_key,
+            priority=priority,
+            run_at=run_at,
+            max_attempts=max_attempts,
+            score=score,
+            traceparent=traceparent,
+        )
+        body = self._shape(spec)
+        self._finish([body])
+        _check_json(body)
+        sink = _mode.active()
+        if sink is not None:
+            out = sink.submit([body])[0]
+            if isinstance(out, TenqError):
+                raise out
+            return out
+        ans, replayed = self._post_jobs(dumps(body))
+        return self._handle(ans, replayed)
+
+    def submit_many(
+        self, jobs: Iterable[Union[JobSpec, Mapping[str, Any]]]
+    ) -> List[Union[Handle[Any], TenqError]]:
+        """Submits jobs in batches of up to 10,000 a request; one answer per
+        job, in order: its handle, or the typed error that refused it alone
+        (a job wrong here already is refused before anything is sent, and the
+        others still go). Each request carries a request key of its own, so
+        the library's retries make no job twice. A whole request that fails
+        raises its error: the batches before it were made (calling again
+        makes them again, unless the jobs carry an ``idempotency_key``)."""
+        out: List[Union[Handle[Any], TenqError]] = []
+        bodies: List[Dict[str, Any]] = []
+        where: List[int] = []
+        for spec in jobs:
+            try:
+                body = self._shape(spec)
+            except TenqError as e:
+                out.append(e)
+                continue
+            bodies.append(body)
+            where.append(len(out))
+            out.append(_PENDING)
+        self._finish(bodies)
+        chunks = [
+            (bodies[at : at + BATCH_MAX], where[at : at + BATCH_MAX])
+            for at in range(0, len(bodies), BATCH_MAX)
+        ]
+        sink = _mode.active()
+        if sink is not None:
+            for chunk, idx in chunks:
+                chunk, idx, _ = _encode_chunk(chunk, idx, out)
+                for i, ans in zip(idx, sink.submit(chunk)):
+                    out[i] = ans
+            return out
+        if len(chunks) == 1:
+            chunk, idx, data = _encode_chunk(chunks[0][0], chunks[0][1], out)
+            if chunk:
+                self._place(self._send_batch(chunk, data), idx, out)
+            return out
+        # One request at a time (so that ids follow the order of the jobs),
+        # but the next batch is encoded and the last one's handles made
+        # while a request is in flight.
+        with ThreadPoolExecutor(1, thread_name_prefix="tenq-submit") as pool:
+            prev: Optional[Tuple["Future[List[Tuple[Dict[str, Any], bool]]]", List[int]]] = None
+            for chunk, idx in chunks:
+                chunk, idx, data = _encode_chunk(chunk, idx, out)
+                items = prev[0].result() if prev is not None else None
+                cur = (pool.submit(self._send_batch, chunk, data), idx) if chunk else None
+                if prev is not None and items is not None:
+                    self._place(items, prev[1], out)
+                prev = cur
+            if prev is not None:
+                self._place(prev[0].result(), prev[1], out)
+        return out
+
+    def _shape(self, spec: Union[JobSpec, Mapping[str, Any]]) -> Dict[str, Any]:
+        """A job's body with the client's defaults; InvalidError naming the
+        field when it is wrong here already."""
+        if isinstance(spec, (dict, Mapping)):
+            body = dict(spec)
+            if not _SUBMIT_FIELDS.issuperset(body):
+                unknown = sorted(set(body) - _SUBMIT_FIELDS)[0]
+                raise InvalidError(f'unknown job field "{unknown}"', field=unknown)
+            if body.get("run_at") is not None:
+                body["run_at"] = run_at_ms(body["run_at"])
+        elif isinstance(spec, JobSpec):
+            body = spec.body()
+        else:
+            raise InvalidError("a job is a JobSpec or a mapping of its fields", field="job")
+        kind = body.get("type")
+        if not isinstance(kind, str) or not kind:
+            raise InvalidError("a job needs a type", field="type")
+        if body.get("queue") is None:
+            if self.queue is None:
+                raise InvalidError(
+                    "a job needs a queue (none given and the client has no default)",
+                    field="queue",
+                )
+            body["queue"] = self.queue
+        if self.tenant is not None and body.get("tenant") is None:
+            body["tenant"] = self.tenant
+        if body.get("traceparent") is None:
+            body.pop("traceparent", None)
+        else:
+            check_traceparent(body["traceparent"])
+        return body
+
+    def _finish(self, bodies: List[Dict[str, Any]]) -> None:
+        """The caller's traceparent; then the submit hooks."""
+        if self.trace is not None and bodies:
+            tp = self.trace()
+            if tp:
+                check_traceparent(tp)
+                for body in bodies:
+                    body.setdefault("traceparent", tp)
+        for hook in self.on_submit:
+            for body in bodies:
+                hook(body)
+
+    def _post_jobs(self, data: bytes) -> Tuple[Any, bool]:
+        """POST /v1/jobs under a new request key, the same on every retry;
+        the answer, and whether the server replayed it (a copy it had
+        already acted on)."""
+        ans, headers = self._t.send(
+            "POST", "/v1/jobs", data, safe=True, headers={HEADER: self._keys.make()}
+        )
+        return ans, headers.get(REPLAYED_HEADER) == "true"
+
+    def _send_batch(
+        self, bodies: List[Dict[str, Any]], data: bytes
+    ) -> List[Tuple[Dict[str, Any], bool]]:
+        """Sends a batch (split when its body is too large, each part a
+        request of its own); the answer's items, one per job, each with
+        whether its request was replayed."""
+        if len(data) > _BATCH_BYTES and len(bodies) > 1:
+            half = len(bodies) // 2
+            first, second = bodies[:half], bodies[half:]
+            return self._send_batch(first, dumps({"jobs": first})) + self._send_batch(
+                second, dumps({"jobs": second})
+            )
+        ans, replayed = self._post_jobs(data)
+        items = ans.get("jobs") if isinstance(ans, dict) else None
+        if not isinstance(items, list) or len(items) != len(bodies):
+            raise ProtocolError(f"the batch answer does not hold {len(bodies)} results")
+        return [(item, replayed) for item in items]
+
+    def _place(
+        self,
+        items: List[Tuple[Dict[str, Any], bool]],
+        idx: List[int],
+        out: List[Union[Handle[Any], TenqError]],
+    ) -> None:
+        for i, (item, replayed) in zip(idx, items):
+            out[i] = item_error(item) if "error" in item else self._handle(item, replayed)
+
+    def _handle(self, ans: Any, replayed: bool = False) -> Handle[Any]:
+        job_id = ans.get("id") if isinstance(ans, dict) else None
+        if type(job_id) is not int:
+            raise ProtocolError(f"the submit answer has no id: {str(ans)[:200]}")
+        return Handle(
+            self,
+            job_id,
+            ans.get("state"),
+            duplicate=ans.get("duplicate") is True,
+            merged=ans.get("merged") is True,
+            replayed=replayed or ans.get("replayed") is True,
+        )
+
+    # ---- reading ----------------------------------------------------------------------------
+
+    def get(self, job_id: int) -> Job:
+        """The job (another tenant's is NotFoundError)."""
+        return Job.from_json(self._t.request("GET", f"/v1/jobs/{int(job_id)}", safe=True))
+
+    def wait(self, job_id: int, timeout: float = 30.0) -> Job:
+        """The job once finished (succeeded, cancelled, dead), or as it is
+        after ``timeout`` seconds, in long polls of at most the server's
+        --max-wait. A merged job is followed to the job that took its
+        payload (``merged_into``), which is then waited for."""
+        end = time.monotonic() + max(0.0, timeout)
+        seen = {int(job_id)}
+        current = int(job_id)
+        while True:
+            t0 = time.monotonic()
+            left = max(0.0, end - t0)
+            path = f"/v1/jobs/{current}/wait?timeout_ms={int(left * 1000)}"
+            job = Job.from_json(self._t.request("GET", path, safe=True, wait=left))
+            if job.state == "merged" and job.merged_into and job.merged_into not in seen:
+                seen.add(job.merged_into)
+                current = job.merged_into
+                continue
+            t1 = time.monotonic()
+            if job.finished or t1 >= end:
+                return job
+            if t1 - t0 < _WAIT_PAUSE:
+                time.sleep(min(_WAIT_PAUSE, end - t1))
+
+    def cancel(self, job_id: int) -> CancelResult:
+        """Cancels a job: cancelled at once, or (leased, running) marked so
+        that its worker stops it. A finished or dead job: ConflictError."""
+        ans = self._t.request("POST", f"/v1/jobs/{int(job_id)}/cancel", safe=True)
+        if not isinstance(ans, dict):
+            raise ProtocolError("the cancel answer is not a JSON object")
+        return CancelResult(
+            int(ans.get("id", job_id)),
+            str(ans.get("state")),
+            ans.get("cancel_requested") is True,
+        )
+
+    def list_jobs(
+        self,
+        *,
+        tenant: Optional[str] = None,
+        queue: Optional[str] = None,
+        type: Optional[str] = None,
+        state: Optional[str] = None,
+        key: Optional[str] = None,
+        after_id: Optional[int] = None,
+        limit: Optional[int] = None,
+    ) -> JobPage:
+        """One page of jobs, newest first (default 50, at most 1,000)."""
+        query = {
+            k: v
+            for k, v in (
+                ("tenant", tenant),
+                ("queue", queue),
+                ("type", type),
+                ("state", state),
+                ("key", key),
+                ("after_id", after_id),
+                ("limit", limit),
+            )
+            if v is not None
+        }
+        path = "/v1/jobs" + ("?" + urlencode(query) if query else "")
+        ans = self._t.request("GET", path, safe=True)
+        if not isinstance(ans, dict) or not isinstance(ans.get("jobs"), list):
+            raise ProtocolError("the list answer holds no jobs")
+        nxt = ans.get("next")
+        return JobPage(
+            [Job.from_json(j) for j in ans["jobs"]],
+            nxt if isinstance(nxt, int) else None,
+        )
+
+    def iter_jobs(self, **filters: Any) -> Iterator[Job]:
+        """Every job matching the filters of list_jobs, page after page."""
+        after: Optional[int] = filters.pop("after_id", None)
+        while True:
+            page = self.list_jobs(after_id=after, **filters)
+            yield from page.jobs
+            if page.next is None:
+                return
+            after = page.next
+
+    # ---- the morgue ---------------------------------------------------------------------------
+
+    def morgue(
+        self,
+        *,
+        tenant: Optional[str] = None,
+        queue: Optional[str] = None,
+        type: Optional[str] = None,
+        sort: Optional[str] = None,
+        after: Optional[Union[int, str]] = None,
+        limit: Optional[int] = None,
+    ) -> JobPage:
+        """One page of dead jobs (newest death first, or ``sort="id"``);
+        pass ``next`` as ``after`` for the following page."""
+        query = {
+            k: v
+            for k, v in (
+                ("tenant", tenant),
+                ("queue", queue),
+                ("type", type),
+                ("sort", sort),
+                ("after", after),
+                ("limit", limit),
+            )
+            if v is not None
+        }
+        path = "/v1/morgue" + ("?" + urlencode(query) if query else "")
+        ans = self._t.request("GET", path, safe=True)
+        if not isinstance(ans, dict) or not isinstance(ans.get("jobs"), list):
+            raise ProtocolError("the morgue answer holds no jobs")
+        return JobPage([Job.from_json(j) for j in ans["jobs"]], ans.get("next"))
+
+    def requeue(self, job_id: int) -> Dict[str, Any]:
+        """Takes a dead job out of the morgue: attempts reset, run now."""
+        ans = self._t.request("POST", f"/v1/morgue/{int(job_id)}/requeue", safe=False)
+        return ans if isinstance(ans, dict) else {}
+
+    # ---- the rest -----------------------------------------------------------------------------
+
+    def set_queue(self, name: str, **settings: Any) -> Dict[str, Any]:
+        """PUT /v1/queues/{name} with settings of docs/SEMANTICS.md
+        (``lease_ms=``, ``max_attempts=``, ``backoff=``, ...)."""
+        path = f"/v1/queues/{quote(name, safe='')}"
+        ans = self._t.request("PUT", path, dumps(settings), safe=True)
+        return ans if isinstance(ans, dict) else {}
+
+    def set_tenant(self, name: str, **settings: Any) -> Dict[str, Any]:
+        """PUT /v1/tenants/{name} with ``slots=`` and/or ``weight=``."""
+        path = f"/v1/tenants/{quote(name, safe='')}"
+        ans = self._t.request("PUT", path, dumps(settings), safe=True)
+        return ans if isinstance(ans, dict) else {}
+
+    def health(self) -> Dict[str, Any]:
+        """GET /healthz of the server tried first: status, role, leader."""
+        ans = self._t.request("GET", "/healthz", safe=True)
+        return ans if isinstance(ans, dict) else {}
+
+    def request(self, method: str, path: str, body: Any = None) -> Any:
+        """Any other request of the protocol (tenants, queues, the morgue,
+        tokens, stats): the parsed answer of a 2xx, else its typed error.
+        Only GET and HEAD are sent again after a connection broke."""
+        if not path.startswith("/") or any(c in path for c in " \r\n"):
+            raise InvalidError("a path starts with / and has no spaces", field="path")
+        data = None if body is None else dumps(body)
+        return self._t.request(method.upper(), path, data, safe=method.upper() in ("GET", "HEAD"))
+
+
+_PENDING: Any = object()
+
+
+def _check_json(body: Dict[str, Any]) -> None:
+    """InvalidError naming the field when a job body is not JSON."""
+    try:
+        dumps(body)
+    except (TypeError, ValueError) as e:
+        for name, value in body.items():
+            try:
+                dumps(value)
+            except (TypeError, ValueError):
+                raise InvalidError(
+                    f"{name} of {body.get('type')} is not JSON-serialisable: {e}", field=name
+                ) from None
+        raise InvalidError(f"the job is not JSON-serialisable: {e}", field="job") from None
+
+
+def _encode_chunk(
+    chunk: List[Dict[str, Any]], idx: List[int], out: List[Any]
+) -> Tuple[List[Dict[str, Any]], List[int], bytes]:
+    """A batch's body; a job that is not JSON is refused alone (its error
+    put in ``out``) and left out with its index."""
+    try:
+        return chunk, idx, dumps({"jobs": chunk})
+    except (TypeError, ValueError):
+        pass
+    good_bodies: List[Dict[str, Any]] = []
+    good_idx: List[int] = []
+    for body, i in zip(chunk, idx):
+        try:
+            _check_json(body)
+        except TenqError as e:
+            out[i] = e
+            continue
+        good_bodies.append(body)
+        good_idx.append(i)
+    return good_bodies, good_idx, dumps({"jobs": good_bodies})

@@ -1,0 +1,218 @@
+# SPDX-License-Identifier: Apache-2.0
+"""What a handler sees of the job it runs (Context), how it asks for a retry
+or for none (Retry, NoRetry), and how it learns it should stop (Stopped)."""
+
+from __future__ import annotations
+
+import contextvars
+import json
+import threading
+from typing import Any, Callable, Dict, Optional
+
+from tenq.errors import InvalidError
+
+# Why a handler is asked to stop.
+CANCELLED = "cancelled"  # the job was cancelled (noticed at a heartbeat)
+TIMEOUT = "timeout"  # it ran past its timeout
+SHUTDOWN = "shutdown"  # the worker stops and the grace period is over
+LOST = "lost"  # the lease is gone (expired, taken over): its outcome would be refused
+
+
+class Retry(Exception):
+    """Raised (or returned) by a handler: this attempt failed; retry after
+    ``delay`` seconds or ``in_ms`` milliseconds (neither: by the queue's
+    backoff)."""
+
+    def __init__(
+        self,
+        message: str = "retry requested",
+        *,
+        delay: Optional[float] = None,
+        in_ms: Optional[int] = None,
+    ) -> None:
+        super().__init__(message)
+        if delay is not None:
+            in_ms = int(delay * 1000)
+        self.in_ms = in_ms
+
+
+class NoRetry(Exception):
+    """Raised by a handler: this attempt failed and the job goes to the
+    morgue (dead) now, whatever attempts are left."""
+
+
+class Stopped(Exception):
+    """Raised by Context.check() once the handler is asked to stop; ``reason``
+    is cancelled, timeout, shutdown or lost."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(f"stopped: {reason}")
+        self.reason = reason
+
+
+def _opt_int(job: Dict[str, Any], name: str) -> int:
+    v = job.get(name)
+    return v if isinstance(v, int) else 0
+
+
+class Context:
+    """The job a handler runs, as the lease gave it (``job``), with the
+    worker's means to talk back: progress, stats, and the stop request."""
+
+    __slots__ = (
+        "job",
+        "id",
+        "token",
+        "type",
+        "attempt",
+        "_stop_event",
+        "stop_reason",
+        "stats",
+        "_progress",
+        "_on_progress",
+        "_lock",
+    )
+
+    def __init__(
+        self,
+        job: Dict[str, Any],
+        on_progress: Optional[Callable[["Context"], None]] = None,
+    ) -> None:
+        self.job = job
+        self.id: int = job["id"]
+        self.token: int = _opt_int(job, "token")
+        self.type: str = job.get("type") or ""
+        self.attempt: int = _opt_int(job, "attempt")
+        # why the handler should stop (None: it should not); see stop_event
+        self.stop_reason: Optional[str] = None
+        self._stop_event: Optional[threading.Event] = None
+        # JSON object sent with the outcome (the server keeps those of successes)
+        self.stats: Optional[Dict[str, Any]] = None
+        self._progress: Any = None
+        self._on_progress = on_progress
+        self._lock = threading.Lock()
+
+    @property
+    def args(self) -> Any:
+        """The job's args (None when it has none; see payloads)."""
+        return self.job.get("args")
+
+    @property
+    def payloads(self) -> Any:
+        """On merging queues: ``[{"payload": ..., "score": ...}, ...]``."""
+        return self.job.get("payloads")
+
+    @property
+    def tenant(self) -> str:
+        return str(self.job.get("tenant") or "")
+
+    @property
+    def queue(self) -> str:
+        return str(self.job.get("queue") or "")
+
+    @property
+    def key(self) -> Optional[str]:
+        k = self.job.get("key")
+        return k if isinstance(k, str) else None
+
+    @property
+    def max_attempts(self) -> int:
+        return _opt_int(self.job, "max_attempts")
+
+    @property
+    def traceparent(self) -> Optional[str]:
+        """The W3C trace context the job was submitted with, if any."""
+        tp = self.job.get("traceparent")
+        return tp if isinstance(tp, str) else None
+
+    @property
+    def stop_event(self) -> threading.Event:
+        """Set once the handler should stop (made on first use: most
+        handlers never look)."""
+        with self._lock:
+            if self._stop_event is None:
+                self._stop_event = threading.Event()
+                if self.stop_reason is not None:
+                    self._stop_event.set()
+            return self._stop_event
+
+    @property
+    def cancelled(self) -> bool:
+        """The job was cancelled: stop, and the worker reports it so."""
+        return self.stop_reason == CANCELLED
+
+    @property
+    def stopping(self) -> bool:
+        """The handler is asked to stop (see stop_reason)."""
+        return self.stop_reason is not None
+
+    def check(self) -> None:
+        """Raises Stopped when the handler is asked to stop: a handler with
+        long work calls it now and then."""
+        reason = self.stop_reason
+        if reason is not None:
+            raise Stopped(reason)
+
+    def sleep(self, seconds: float) -> None:
+        """Sleeps, but raises Stopped as soon as a stop comes."""
+        self.stop_event.wait(seconds)
+        self.check()
+
+    def progress(self, value: Any) -> None:
+        """Records progress (any JSON); it reaches the job (GET shows it in
+        ``progress``) within about half a second."""
+        try:
+            json.dumps(value, allow_nan=False)
+        except (TypeError, ValueError) as e:
+            raise InvalidError(
+                f"progress is not JSON-serialisable: {e}", field="progress"
+            ) from None
+        with self._lock:
+            self._progress = value
+        if self._on_progress is not None:
+            self._on_progress(self)
+
+    @property
+    def last_progress(self) -> Any:
+        with self._lock:
+            return self._progress
+
+    def request_stop(self, reason: str) -> bool:
+        """Asks the handler to stop (the worker's side); False when it was
+        asked already (the first reason stays)."""
+        with self._lock:
+            if self.stop_reason is not None:
+                return False
+            self.stop_reason = reason
+            event = self._stop_event
+        if event is not None:
+            event.set()
+        return True
+
+    def __repr__(self) -> str:
+        return f"<tenq.Context id={self.id} type={self.type} attempt={self.attempt}>"
+
+
+_current: contextvars.ContextVar[Optional[Context]] = contextvars.ContextVar(
+    "tenq_current_context", default=None
+)
+
+
+def current_context() -> Optional[Context]:
+    """The task of the job this code runs in, or None (called inline)."""
+    return _current.get()
+
+
+def progress(value: Any) -> None:
+    """Records the current job's progress; nothing when called inline."""
+    task = _current.get()
+    if task is not None:
+        task.progress(value)
+
+
+def set_current(task: Optional[Context]) -> contextvars.Token[Optional[Context]]:
+    return _current.set(task)
+
+
+def reset_current(token: contextvars.Token[Optional[Context]]) -> None:
+    _current.reset(token)

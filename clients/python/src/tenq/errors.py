@@ -1,0 +1,224 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The library's typed errors: one class per error code of the protocol
+(docs/API.md, "Errors"), plus the local ones (no connection, a malformed
+answer, a job that failed)."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Optional, Type
+
+
+class TenqError(Exception):
+    """Every error this library raises.
+
+    ``status`` is the HTTP status of the server's answer (0 when none came),
+    ``code`` the protocol's error word, ``field`` the request field the
+    server (or this library) named as the cause, ``retry_after`` the seconds
+    a 429/503 answer asked to wait, ``leader`` the leader a standby named.
+    """
+
+    code = "error"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int = 0,
+        field: Optional[str] = None,
+        retry_after: Optional[float] = None,
+        leader: Optional[str] = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status = status
+        self.field = field
+        self.retry_after = retry_after
+        self.leader = leader
+
+    def __str__(self) -> str:
+        if self.field and self.field not in self.message:
+            return f"{self.message} (field {self.field})"
+        return self.message
+
+
+class InvalidError(TenqError):
+    """400: a request field is wrong (``field`` names it)."""
+
+    code = "invalid"
+
+
+class UnauthenticatedError(TenqError):
+    """401: a missing or unknown token."""
+
+    code = "unauthenticated"
+
+
+class ForbiddenError(TenqError):
+    """403: the token may not do this."""
+
+    code = "forbidden"
+
+
+class NotFoundError(TenqError):
+    """404: no such job (or another tenant's)."""
+
+    code = "not_found"
+
+
+class ConflictError(TenqError):
+    """409: a stale lease token, a job in a state that does not allow it, or
+    (``field`` "Idempotency-Key") a submit's request key sent before with
+    another request."""
+
+    code = "conflict"
+
+
+class TooLargeError(TenqError):
+    """413: a body or a job past the server's limits."""
+
+    code = "too_large"
+
+
+class RateLimitedError(TenqError):
+    """429 rate_limited."""
+
+    code = "rate_limited"
+
+
+class OverloadedError(TenqError):
+    """429 overloaded."""
+
+    code = "overloaded"
+
+
+class UnavailableError(TenqError):
+    """503 unavailable: the store is down or the server stops. Nothing was
+    changed."""
+
+    code = "unavailable"
+
+
+class NotLeaderError(UnavailableError):
+    """503 not_leader: a standby that does not know the leader. Nothing was
+    changed."""
+
+    code = "not_leader"
+
+
+class TimedOutError(TenqError):
+    """No answer in time, or a job not finished within a wait's timeout."""
+
+    code = "timeout"
+
+
+class InternalError(TenqError):
+    """500 internal: the server failed; report it."""
+
+    code = "internal"
+
+
+class ConnectError(TenqError):
+    """No server could be reached within the failover budget, or the
+    connection broke after a request was sent that is not safe to send
+    again."""
+
+    code = "connection"
+
+
+class ProtocolError(TenqError):
+    """The answer was not the HTTP/JSON the protocol promises."""
+
+    code = "protocol"
+
+
+class JobFailedError(TenqError):
+    """A job waited for ended dead (its last error is the message) or was
+    cancelled. ``job`` is the job as the server last answered."""
+
+    code = "job_failed"
+
+    def __init__(self, message: str, job: Any) -> None:
+        super().__init__(message)
+        self.job = job
+
+
+class JobCancelledError(JobFailedError):
+    """A job waited for was cancelled."""
+
+    code = "job_cancelled"
+
+
+_BY_CODE: Dict[str, Type[TenqError]] = {
+    cls.code: cls
+    for cls in (
+        InvalidError,
+        UnauthenticatedError,
+        ForbiddenError,
+        NotFoundError,
+        ConflictError,
+        TooLargeError,
+        RateLimitedError,
+        OverloadedError,
+        UnavailableError,
+        NotLeaderError,
+        TimedOutError,
+        InternalError,
+    )
+}
+
+_BY_STATUS: Dict[int, Type[TenqError]] = {
+    400: InvalidError,
+    401: UnauthenticatedError,
+    403: ForbiddenError,
+    404: NotFoundError,
+    408: TimedOutError,
+    409: ConflictError,
+    413: TooLargeError,
+    429: RateLimitedError,
+    500: InternalError,
+    503: UnavailableError,
+    504: TimedOutError,
+}
+
+
+def error_from_answer(
+    status: int, body: Any, retry_after: Optional[float] = None
+) -> TenqError:
+    """The typed error for a non-2xx answer whose parsed body is ``body``
+    (``{"error": {"code", "message", "field", "leader"}}``, or anything a
+    proxy sent)."""
+    err = body.get("error") if isinstance(body, dict) else None
+    if not isinstance(err, dict):
+        text = body if isinstance(body, str) else ""
+        cls = _BY_STATUS.get(status, ProtocolError)
+        return cls(
+            f"HTTP {status} from the server" + (f": {text[:200]}" if text else ""),
+            status=status,
+            retry_after=retry_after,
+        )
+    code = err.get("code")
+    found = _BY_CODE.get(code) if isinstance(code, str) else None
+    cls = found if found is not None else _BY_STATUS.get(status, TenqError)
+    message = err.get("message")
+    field = err.get("field")
+    leader = err.get("leader")
+    return cls(
+        message if isinstance(message, str) and message else f"HTTP {status} ({code})",
+        status=status,
+        field=field if isinstance(field, str) else None,
+        retry_after=retry_after,
+        leader=leader if isinstance(leader, str) else None,
+    )
+
+
+_STATUS_OF_CODE = {code: status for status, cls in _BY_STATUS.items() for code in [cls.code]}
+_STATUS_OF_CODE.update({"overloaded": 429, "not_leader": 503})
+
+
+def item_error(item: Dict[str, Any]) -> TenqError:
+    """The error of one job of a batch, or of one outcome
+    (``{"error": {...}}``), with the HTTP status its code has on its own."""
+    err = item.get("error")
+    code = err.get("code") if isinstance(err, dict) else None
+    status = _STATUS_OF_CODE.get(code, 0) if isinstance(code, str) else 0
+    return error_from_answer(status, item)

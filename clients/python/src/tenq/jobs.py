@@ -1,0 +1,269 @@
+# SPDX-License-Identifier: Apache-2.0
+"""What the client sends and gets back about jobs: a job to submit
+(JobSpec), a job as the server shows it (Job), the handle of a submitted job
+(Handle), a page of a list, the answer of a cancel."""
+
+from __future__ import annotations
+
+import datetime
+from dataclasses import dataclass, field
+from typing import Any, Dict, Generic, List, Optional, Protocol, TypeVar, Union, cast
+
+from tenq.errors import InvalidError, JobCancelledError, JobFailedError, TimedOutError
+
+R = TypeVar("R")
+
+FINISHED_STATES = frozenset({"succeeded", "cancelled", "merged", "dead"})
+
+RunAt = Union[int, datetime.datetime]
+
+
+def run_at_ms(value: RunAt) -> int:
+    """Milliseconds since the epoch of an int (already that) or a datetime
+    (a naive one is local time)."""
+    if isinstance(value, datetime.datetime):
+        return int(value.timestamp() * 1000)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidError("run_at is milliseconds since the epoch or a datetime", field="run_at")
+    return value
+
+
+@dataclass
+class JobSpec:
+    """One job to submit. Only ``type`` is required here: ``queue`` and
+    ``tenant`` fall back to the client's defaults (a tenant token implies
+    its tenant). ``idempotency_key`` is sent only when given: the server
+    then makes one job for it, however often it is submitted, for a day
+    (the library's own retries need none: they carry a request key)."""
+
+    type: str
+    args: Any = None
+    queue: Optional[str] = None
+    tenant: Optional[str] = None
+    key: Optional[str] = None
+    unique_key: Optional[str] = None
+    unique: bool = False
+    idempotency_key: Optional[str] = None
+    priority: Optional[int] = None
+    run_at: Optional[RunAt] = None
+    max_attempts: Optional[int] = None
+    score: Optional[float] = None
+    traceparent: Optional[str] = None
+
+    def body(self) -> Dict[str, Any]:
+        """The job as the protocol's JSON object (without defaults)."""
+        out: Dict[str, Any] = {"type": self.type}
+        if self.queue is not None:
+            out["queue"] = self.queue
+        if self.tenant is not None:
+            out["tenant"] = self.tenant
+        if self.args is not None:
+            out["args"] = self.args
+        for name in (
+            "key",
+            "unique_key",
+            "idempotency_key",
+            "priority",
+            "max_attempts",
+            "score",
+            "traceparent",
+        ):
+            value = getattr(self, name)
+            if value is not None:
+                out[name] = value
+        if self.unique:
+            out["unique"] = True
+        if self.run_at is not None:
+            out["run_at"] = run_at_ms(self.run_at)
+        return out
+
+
+def _opt_int(d: Dict[str, Any], name: str) -> Optional[int]:
+    v = d.get(name)
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+
+def _opt_str(d: Dict[str, Any], name: str) -> Optional[str]:
+    v = d.get(name)
+    return v if isinstance(v, str) else None
+
+
+@dataclass(frozen=True)
+class Job:
+    """A job as GET /v1/jobs/{id} (or a list) shows it. ``data`` is the
+    whole answer, fields this library does not know included."""
+
+    id: int
+    tenant: str
+    queue: str
+    type: str
+    state: str
+    args: Any = None
+    payloads: Any = None
+    key: Optional[str] = None
+    priority: int = 0
+    attempts: int = 0
+    max_attempts: int = 0
+    run_at: Optional[int] = None
+    created_at: Optional[int] = None
+    ready_at: Optional[int] = None
+    leased_at: Optional[int] = None
+    started_at: Optional[int] = None
+    finished_at: Optional[int] = None
+    worker: Optional[str] = None
+    error: Optional[str] = None
+    result: Any = None
+    stats: Any = None
+    progress: Any = None
+    unique_key: Optional[str] = None
+    idempotency_key: Optional[str] = None
+    lease_until: Optional[int] = None
+    cancel_requested: bool = False
+    merged_into: Optional[int] = None
+    token: Optional[int] = None
+    traceparent: Optional[str] = None
+    data: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def finished(self) -> bool:
+        """Succeeded, cancelled, merged or dead: what a wait waits for."""
+        return self.state in FINISHED_STATES
+
+    @classmethod
+    def from_json(cls, d: Any) -> "Job":
+        from tenq.errors import ProtocolError
+
+        if not isinstance(d, dict) or not isinstance(d.get("id"), int) or "state" not in d:
+            raise ProtocolError(f"the answer is not a job: {str(d)[:200]}")
+        return cls(
+            id=d["id"],
+            tenant=_opt_str(d, "tenant") or "",
+            queue=_opt_str(d, "queue") or "",
+            type=_opt_str(d, "type") or "",
+            state=_opt_str(d, "state") or "unknown",
+            args=d.get("args"),
+            payloads=d.get("payloads"),
+            key=_opt_str(d, "key"),
+            priority=_opt_int(d, "priority") or 0,
+            attempts=_opt_int(d, "attempts") or 0,
+            max_attempts=_opt_int(d, "max_attempts") or 0,
+            run_at=_opt_int(d, "run_at"),
+            created_at=_opt_int(d, "created_at"),
+            ready_at=_opt_int(d, "ready_at"),
+            leased_at=_opt_int(d, "leased_at"),
+            started_at=_opt_int(d, "started_at"),
+            finished_at=_opt_int(d, "finished_at"),
+            worker=_opt_str(d, "worker"),
+            error=_opt_str(d, "error"),
+            result=d.get("result"),
+            stats=d.get("stats"),
+            progress=d.get("progress"),
+            unique_key=_opt_str(d, "unique_key"),
+            idempotency_key=_opt_str(d, "idempotency_key"),
+            lease_until=_opt_int(d, "lease_until"),
+            cancel_requested=d.get("cancel_requested") is True,
+            merged_into=_opt_int(d, "merged_into"),
+            token=_opt_int(d, "token"),
+            traceparent=_opt_str(d, "traceparent"),
+            data=d,
+        )
+
+
+@dataclass(frozen=True)
+class JobPage:
+    """A page of GET /v1/jobs: pass ``next`` as ``after_id`` for the next
+    one (None: this was the last)."""
+
+    jobs: List[Job]
+    next: Optional[Any]
+
+
+@dataclass(frozen=True)
+class CancelResult:
+    """``state`` is cancelled at once, or stays leased/running with
+    ``cancel_requested`` set (the worker is told at its next heartbeat)."""
+
+    id: int
+    state: str
+    cancel_requested: bool
+
+
+class JobBackend(Protocol):
+    """Where a handle asks about its job: a Client, or the test mode."""
+
+    def get(self, job_id: int) -> Job: ...
+
+    def wait(self, job_id: int, timeout: float = 30.0) -> Job: ...
+
+    def cancel(self, job_id: int) -> CancelResult: ...
+
+
+def job_outcome(job: Job) -> Any:
+    """The result of a finished job, or the error of one that did not
+    succeed (JobFailedError, JobCancelledError, TimedOutError when it is not
+    finished)."""
+    if job.state == "succeeded":
+        return job.result
+    if job.state == "cancelled":
+        raise JobCancelledError(f"job {job.id} ({job.type}) was cancelled", job)
+    if job.state == "dead":
+        raise JobFailedError(
+            f"job {job.id} ({job.type}) failed {job.attempts} time(s) and is dead: "
+            f"{job.error or 'no error given'}",
+            job,
+        )
+    raise TimedOutError(f"job {job.id} ({job.type}) is still {job.state}")
+
+
+class Handle(Generic[R]):
+    """A submitted job. ``wait`` gives its result (the handler's return
+    value, as JSON brings it back) or raises why there is none.
+    ``duplicate``: an existing job with the same ``unique_key`` (or
+    ``unique`` args); ``merged``: folded into a job with the same ``key``;
+    ``replayed``: made before, by an earlier copy of the same request (the
+    server replayed its answer) or a job with the same ``idempotency_key``."""
+
+    __slots__ = ("_backend", "id", "state", "duplicate", "merged", "replayed")
+
+    def __init__(
+        self,
+        backend: JobBackend,
+        job_id: int,
+        state: str,
+        *,
+        duplicate: bool = False,
+        merged: bool = False,
+        replayed: bool = False,
+    ) -> None:
+        self._backend = backend
+        self.id = job_id
+        self.state = state
+        self.duplicate = duplicate
+        self.merged = merged
+        self.replayed = replayed
+
+    @property
+    def created(self) -> bool:
+        """A new job was made (not a duplicate, a merge or a replay)."""
+        return not (self.duplicate or self.merged or self.replayed)
+
+    def get(self) -> Job:
+        """The job now."""
+        return self._backend.get(self.id)
+
+    def wait_job(self, timeout: float = 30.0) -> Job:
+        """The job once finished, or as it is when ``timeout`` seconds have
+        passed (a merged job: the job that took its payload)."""
+        return self._backend.wait(self.id, timeout)
+
+    def wait(self, timeout: float = 30.0) -> R:
+        """The job's result once it succeeded. Raises JobFailedError when it
+        died, JobCancelledError when cancelled, TimedOutError when it is not
+        finished within ``timeout`` seconds."""
+        return cast(R, job_outcome(self.wait_job(timeout)))
+
+    def cancel(self) -> CancelResult:
+        return self._backend.cancel(self.id)
+
+    def __repr__(self) -> str:
+        return f"<tenq.Handle id={self.id} state={self.state}>"

@@ -1,0 +1,37 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Code that uses the library, for ``mypy --strict`` (test_types.py)."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Dict
+
+import tenq
+
+
+class DataReport:
+    @tenq.task(queue="reports")
+    def execute(self, report_id: int, scale: int = 1) -> Dict[str, int]:
+        return {"rows": report_id * scale}
+
+
+@tenq.task
+def add(a: int, b: int) -> int:
+    return a + b
+
+
+def use(client: tenq.Client) -> None:
+    rows: Dict[str, int] = DataReport().execute(1)
+    h: tenq.Handle[Dict[str, int]] = DataReport().execute.enqueue(1, scale=2)
+    result: Dict[str, int] = h.wait(10)
+    total: int = add(1, 2) + add.enqueue(1, 2).wait()
+    other: tenq.Handle[int] = add.with_options(queue="math").enqueue(3, 4)
+    job: tenq.Job = client.get(other.id)
+    print(rows, result, total, job.state)
+
+
+def timing(ctx: tenq.Context, call_next: Callable[[], Any]) -> Any:
+    return call_next()
+
+
+def work(client: tenq.Client) -> int:
+    return tenq.Worker(client, queues=["reports"], concurrency=5, middleware=[timing]).run()

@@ -1,0 +1,300 @@
+# SPDX-License-Identifier: Apache-2.0
+# frozen_string_literal: true
+
+require "json"
+require "uri"
+
+module Tenq
+  # The tenq HTTP/JSON API (docs/API.md): submit one job or many, read,
+  # wait for, cancel and list jobs, the morgue; the worker's calls
+  # ({WorkerCalls}); and {#request} for everything else. Thread-safe:
+  # threads share a client, each request takes a kept connection of its
+  # own from a small pool.
+  #
+  # Every submit request carries an Idempotency-Key header, made here once
+  # before its first attempt and sent again with every retry (to the same
+  # server or another), so the retries after a broken connection or a change
+  # of leader never make two jobs: the server answers a request it has seen
+  # with its first answer. A job's own +idempotency_key+ is sent only when
+  # the caller gives one.
+  class Client
+    include WorkerCalls
+
+    DEFAULT_SERVER = "http://127.0.0.1:7070"
+    BATCH_MAX = 10_000
+    JOB_FIELDS = JobFields::NAMES
+    WAIT_SLICE = 60 # seconds a single wait request asks for; the server caps it at --max-wait
+
+    # @return [Transport]
+    attr_reader :transport
+    # @return [Hash{Symbol => Object}] submit fields used when a job names none
+    attr_reader :defaults
+    # @return [Middleware::Chain, nil] around each submit
+    attr_reader :middleware
+
+    # @param servers [Array<String>, String, nil] base URLs; default TENQ_SERVER
+    #   (comma-separated), then http://127.0.0.1:7070
+    # @param token [String, nil] default TENQ_TOKEN
+    # @param failover_budget [Numeric] seconds a call keeps trying servers
+    # @param trace [#call, nil] returns the current traceparent (or nil); put on
+    #   every submit that names none
+    # @param middleware [Middleware::Chain, nil] around each submit
+    # @param defaults [Hash] submit fields for jobs that name none (tenant:, queue:, ...)
+    def initialize(servers: nil, token: nil, failover_budget: 15.0, connect_timeout: 5.0, request_timeout: 30.0,
+                   trace: nil, middleware: nil, **defaults)
+      unknown = defaults.keys - JOB_FIELDS
+      raise ArgumentError, "unknown option(s): #{unknown.join(', ')}" unless unknown.empty?
+
+      @transport = Transport.new(servers: self.class.server_list(servers), token: token || env("TENQ_TOKEN"),
+                                 connect_timeout: connect_timeout, request_timeout: request_timeout,
+                                 failover_budget: failover_budget)
+      @defaults = defaults.freeze
+      @default_job = JobFields.defaults(defaults)
+      @keys = IdempotencyKeys.new
+      @trace = trace
+      @middleware = middleware
+    end
+
+    # The servers from an argument, TENQ_SERVER or the default.
+    # @return [Array<String>]
+    def self.server_list(servers)
+      list = servers || ENV.fetch("TENQ_SERVER", "")
+      list = list.split(",") if list.is_a?(String)
+      list = list.map { |s| s.to_s.strip }.reject(&:empty?)
+      list.empty? ? [DEFAULT_SERVER] : list
+    end
+
+    # @return [Array<String>] the servers, the one tried first at the front
+    def servers
+      @transport.servers
+    end
+
+    # Submits one job. A client middleware that does not yield stops the
+    # submit: then nil is returned.
+    # @return [Handle, nil]
+    # @raise [InvalidError] a bad field (before anything is sent, or from the server)
+    def submit(type:, **fields)
+      fields[:type] = type
+      job = JobFields.build(fields, @default_job)
+      add_trace(job, current_trace)
+      return send_one(job) unless @middleware && !@middleware.empty?
+
+      out = @middleware.invoke(job) { send_one(job) }
+      out.is_a?(Handle) ? out : nil
+    end
+
+    # Submits many jobs (Hashes with the fields of {#submit}), 10,000 a
+    # request, in order (the next request is written while the server works
+    # on the last). A job the server refuses fails alone: its handle has an
+    # {Handle#error} and no id. A job that is not valid here raises
+    # {InvalidError} (naming its index) before anything is sent. Jobs a
+    # client middleware stops are left out of the answer. When a request
+    # fails, the error is raised and the requests before it stand (their
+    # jobs were made). Each request has an Idempotency-Key of its own.
+    # @param jobs [Array<Hash>]
+    # @return [Array<Handle>]
+    def submit_many(jobs)
+      built = build_all(jobs)
+      built = through_middleware(built) if @middleware && !@middleware.empty?
+      return built.map { |j| Testing.submit(j) } if Testing.active?
+
+      submit_batches(built)
+    end
+
+    # The job.
+    # @return [JobInfo]
+    # @raise [NotFoundError]
+    def job(id)
+      JobInfo.new(get_json("/v1/jobs/#{Integer(id)}"))
+    end
+    alias get job
+
+    # Waits up to +timeout+ seconds for the job to finish (in long polls of
+    # the server's --max-wait) and returns it as it is then: see
+    # {JobInfo#finished?}. A merged job is followed to the job that took
+    # its payload.
+    # @return [JobInfo]
+    def wait(id, timeout: 60)
+      deadline = now + timeout
+      id = Integer(id)
+      loop do
+        info = wait_once(id, deadline)
+        if info.state == "merged" && info.merged_into
+          id = info.merged_into
+          next
+        end
+        return info if info.finished? || now >= deadline
+      end
+    end
+    alias wait_job wait
+
+    # Cancels a job: cancelled at once, or (leased or running) marked
+    # cancel_requested for its worker. Finished and dead jobs: ConflictError.
+    # @return [JobInfo] with id, state and cancel_requested
+    def cancel(id)
+      JobInfo.new(@transport.call("POST", "/v1/jobs/#{Integer(id)}/cancel", "{}", retry_safe: true))
+    end
+
+    # One page of jobs, newest first; pass the page's +next+ as +after_id+.
+    # @return [Page]
+    def list(tenant: nil, queue: nil, type: nil, state: nil, key: nil, after_id: nil, limit: nil)
+      page("/v1/jobs", tenant: tenant, queue: queue, type: type, state: state, key: key, after_id: after_id,
+                       limit: limit)
+    end
+
+    # Every job matching the filters, page after page.
+    # @return [Enumerator<JobInfo>]
+    def each_job(limit: 1000, **filters, &block)
+      return enum_for(:each_job, limit: limit, **filters) unless block
+
+      after = nil
+      loop do
+        p = list(**filters, limit: limit, after_id: after)
+        p.jobs.each(&block)
+        break if p.jobs.empty? || p.next.nil?
+
+        after = p.next
+      end
+    end
+
+    # One page of the morgue (dead jobs), newest death first; pass the
+    # page's +next+ as +after+.
+    # @return [Page]
+    def morgue(tenant: nil, queue: nil, type: nil, sort: nil, after: nil, limit: nil)
+      page("/v1/morgue", tenant: tenant, queue: queue, type: type, sort: sort, after: after, limit: limit)
+    end
+
+    # Puts a dead job back (attempts reset, run_at now).
+    # @return [Hash{String => Object}] "id" and "state"
+    def requeue(id)
+      @transport.call("POST", "/v1/morgue/#{Integer(id)}/requeue", "{}", retry_safe: false)
+    end
+
+    # Any request: METHOD path (with its query), a body (a Hash or JSON
+    # text), headers of its own (e.g. an Idempotency-Key).
+    # @return [Hash{String => Object}]
+    def request(method, path, body = nil, retry_safe: nil, headers: nil)
+      method = method.to_s.upcase
+      body = JSON.generate(body) unless body.nil? || body.is_a?(String)
+      retry_safe = %w[GET HEAD PUT DELETE].include?(method) if retry_safe.nil?
+      @transport.call(method, path, body, retry_safe: retry_safe, headers: headers)
+    end
+
+    # GET /healthz of one server (the one tried first when none is named).
+    # @return [Hash{String => Object}]
+    def health(server = nil)
+      return get_json("/healthz") unless server
+
+      Transport.new(servers: [server], failover_budget: 0).call("GET", "/healthz")
+    end
+
+    # Closes the kept connections.
+    # @return [void]
+    def close
+      @transport.close
+    end
+
+    # A page of {#list} or {#morgue}: its jobs and the cursor of the next page.
+    Page = Struct.new(:jobs, :next)
+
+    private
+
+    def env(name)
+      v = ENV.fetch(name, "")
+      v.empty? ? nil : v
+    end
+
+    def now
+      Process.clock_gettime(Process::CLOCK_MONOTONIC)
+    end
+
+    def get_json(path)
+      @transport.call("GET", path, nil, retry_safe: true)
+    end
+
+    def page(path, **query)
+      query.compact!
+      data = get_json(query.empty? ? path : "#{path}?#{URI.encode_www_form(query)}")
+      Page.new(Array(data["jobs"]).map { |j| JobInfo.new(j) }, data["next"])
+    end
+
+    def send_one(job)
+      return Testing.submit(job) if Testing.active?
+
+      answer = post_jobs(JSON.generate(job))
+      Handle.new(self, SubmitResult.from_answer(answer))
+    end
+
+    def wait_once(id, deadline)
+      left = [deadline - now, 0].max
+      slice = [left, WAIT_SLICE].min
+      t0 = now
+      info = JobInfo.new(@transport.call("GET", "/v1/jobs/#{id}/wait?timeout_ms=#{(slice * 1000).round}", nil,
+                                         retry_safe: true, wait: slice))
+      # an early answer for an unfinished job (the server's cap): do not spin
+      sleep(0.05) if !info.finished? && now - t0 < 0.05 && now < deadline
+      info
+    end
+
+    def build_all(jobs)
+      built = Array.new(jobs.size)
+      jobs.each_with_index { |j, i| built[i] = JobFields.build(j, @default_job, i) }
+      if (trace = current_trace)
+        built.each { |j| add_trace(j, trace) }
+      end
+      built
+    end
+
+    def through_middleware(jobs)
+      kept = []
+      jobs.each { |job| @middleware.invoke(job) { kept << job } }
+      kept
+    end
+
+    # One request at a time, so that the jobs are made in order; the body of
+    # the next is generated while the server answers the last.
+    def submit_batches(jobs)
+      handles = []
+      pending = nil
+      jobs.each_slice(BATCH_MAX) do |slice|
+        body = JSON.generate("jobs" => slice)
+        handles.concat(batch_handles(*pending)) if pending
+        key = @keys.next_key
+        pending = [slice.size, Thread.new { quiet_thread { post_jobs(body, key) } }]
+      end
+      handles.concat(batch_handles(*pending)) if pending
+      handles
+    end
+
+    # One POST /v1/jobs under one key, the same for every attempt.
+    def post_jobs(body, key = @keys.next_key)
+      @transport.call("POST", "/v1/jobs", body, retry_safe: true, headers: { "Idempotency-Key" => key })
+    end
+
+    def quiet_thread
+      Thread.current.report_on_exception = false # its error is raised by #value
+      yield
+    end
+
+    def batch_handles(count, thread)
+      answers = thread.value["jobs"]
+      unless answers.is_a?(Array) && answers.size == count
+        raise ProtocolError, "the batch answer does not hold #{count} results"
+      end
+
+      answers.map { |a| Handle.new(self, SubmitResult.from_answer(a)) }
+    end
+
+    def current_trace
+      return nil unless @trace
+
+      tp = @trace.call
+      tp.nil? ? nil : Traceparent.check!(tp)
+    end
+
+    def add_trace(job, traceparent)
+      job["traceparent"] ||= traceparent if traceparent
+      job
+    end
+  end
+end

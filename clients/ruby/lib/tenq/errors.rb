@@ -1,0 +1,112 @@
+# SPDX-License-Identifier: Apache-2.0
+# frozen_string_literal: true
+
+# Errors: one class per error code of the protocol.
+module Tenq
+  # The root of every error this library raises. Errors the server answered
+  # carry the HTTP status, the protocol's error code, the message and the
+  # field the server named; local errors have a status of nil.
+  class Error < StandardError
+    # @return [Integer, nil] the HTTP status, nil when no answer came
+    attr_reader :status
+    # @return [String] the protocol's error word ("invalid", "not_found", ...)
+    attr_reader :code
+    # @return [String, nil] the field at fault, when one is
+    attr_reader :field
+    # @return [Float, nil] seconds the server asked to wait (Retry-After)
+    attr_reader :retry_after
+
+    def initialize(message = nil, status: nil, code: nil, field: nil, retry_after: nil)
+      @status = status
+      @code = code || self.class.code
+      @field = field
+      @retry_after = retry_after
+      super(message || self.class.name)
+    end
+
+    class << self
+      # The protocol's error word of this class.
+      def code
+        "error"
+      end
+
+      # The class of a protocol error word (unknown words map by status).
+      # @return [Class]
+      def for(code, status)
+        CODES.fetch(code) do
+          case status
+          when 400 then InvalidError
+          when 401 then UnauthenticatedError
+          when 403 then ForbiddenError
+          when 404 then NotFoundError
+          when 409 then ConflictError
+          when 413 then TooLargeError
+          when 429 then RateLimitedError
+          when 503 then UnavailableError
+          when 504 then TimeoutError
+          else ServerError
+          end
+        end
+      end
+    end
+  end
+
+  # Declares an error class with its protocol word.
+  def self.define_error(name, word, parent = Error)
+    klass = Class.new(parent) { define_singleton_method(:code) { word } }
+    const_set(name, klass)
+  end
+  private_class_method :define_error
+
+  define_error(:InvalidError, "invalid")
+  define_error(:UnauthenticatedError, "unauthenticated")
+  define_error(:ForbiddenError, "forbidden")
+  define_error(:NotFoundError, "not_found")
+  define_error(:ConflictError, "conflict")
+  define_error(:TooLargeError, "too_large")
+  define_error(:RateLimitedError, "rate_limited")
+  define_error(:OverloadedError, "overloaded", RateLimitedError)
+  define_error(:UnavailableError, "unavailable")
+  define_error(:NotLeaderError, "not_leader", UnavailableError)
+  define_error(:TimeoutError, "timeout")
+  define_error(:ServerError, "internal")
+  # No server could be reached (or the connection broke) within the
+  # failover budget. An {UnavailableError}, so one rescue covers a server
+  # that is away either way.
+  define_error(:ConnectionError, "connection", UnavailableError)
+  # The answer was not the HTTP/JSON the protocol promises.
+  define_error(:ProtocolError, "protocol")
+
+  # A job finished without success (dead, cancelled): raised by
+  # {Handle#result}. {#job} is the job as the server last showed it.
+  class JobFailed < Error
+    # @return [JobInfo]
+    attr_reader :job
+
+    def initialize(job)
+      @job = job
+      super("job #{job.id} is #{job.state}#{": #{job.error}" if job.error}", code: "job_#{job.state}")
+    end
+  end
+
+  # Raised by {Handle#result} when the job has not finished in time.
+  class WaitTimeout < TimeoutError
+    # @return [JobInfo]
+    attr_reader :job
+
+    def initialize(job, seconds)
+      @job = job
+      super("job #{job.id} is still #{job.state} after #{seconds} s")
+    end
+  end
+
+  CODES = {
+    "invalid" => InvalidError, "unauthenticated" => UnauthenticatedError,
+    "forbidden" => ForbiddenError, "not_found" => NotFoundError, "conflict" => ConflictError,
+    "too_large" => TooLargeError, "rate_limited" => RateLimitedError,
+    "overloaded" => OverloadedError, "unavailable" => UnavailableError,
+    "not_leader" => NotLeaderError, "timeout" => TimeoutError, "internal" => ServerError,
+    "protocol" => ProtocolError
+  }.freeze
+  private_constant :CODES
+end

@@ -1,0 +1,93 @@
+# SPDX-License-Identifier: Apache-2.0
+# frozen_string_literal: true
+
+module Tenq
+  # Turns the fields of a submit (Symbol or String keys) into the job's
+  # JSON object (String keys), checking each before anything is sent: a bad
+  # field raises {InvalidError} naming it (and the job's index in a batch).
+  # This runs once per job of a bulk submit, so it allocates little.
+  module JobFields
+    # Every field of a submit (docs/API.md, "Jobs").
+    NAMES = %i[tenant queue type args key unique_key unique idempotency_key priority run_at
+               max_attempts score traceparent].freeze
+    WIRE = NAMES.to_h { |n| [n, n.to_s.freeze] }.freeze
+    private_constant :WIRE
+
+    module_function
+
+    # @param fields [Hash{Symbol, String => Object}] the job's fields (nil: absent)
+    # @param base [Hash{String => Object}] fields already built (defaults), copied
+    # @param index [Integer, nil] the job's index in a batch, for the messages
+    # @return [Hash{String => Object}]
+    def build(fields, base = nil, index = nil)
+      job = base ? base.dup : {}
+      fields.each do |name, value|
+        next if value.nil?
+
+        name = name.to_sym if name.is_a?(String)
+        put(job, name, value, index)
+      end
+      missing = job.key?("queue") ? ("type" unless job.key?("type")) : "queue"
+      raise InvalidError.new("#{at(index)}#{missing} is required", field: missing) if missing
+
+      job
+    end
+
+    # The defaults of a client, built once.
+    # @return [Hash{String => Object}]
+    def defaults(fields)
+      job = {}
+      fields.each { |name, value| put(job, name.to_sym, value, nil) unless value.nil? }
+      job.freeze
+    end
+
+    def put(job, name, value, index)
+      case name
+      when :type, :queue, :tenant, :key, :unique_key, :idempotency_key
+        job[WIRE[name]] = value.is_a?(String) && !value.empty? ? value : text(value, name, index)
+      when :args then job["args"] = JSONValue.check!(value, "#{at(index)}args")
+      when :unique then job["unique"] = true if value
+      when :priority, :max_attempts then job[WIRE[name]] = integer(value, name, index)
+      when :run_at then job["run_at"] = time_ms(value, index)
+      when :score then job["score"] = score(value, index)
+      when :traceparent then job["traceparent"] = Traceparent.check!(value, at(index))
+      else raise InvalidError.new("unknown field #{at(index)}#{name}", field: name.to_s)
+      end
+    end
+
+    def at(index)
+      index ? "jobs[#{index}]." : ""
+    end
+
+    def text(value, name, index)
+      return value.to_s if value.is_a?(Symbol)
+
+      raise InvalidError.new("#{at(index)}#{name} must be a non-empty string, not #{value.inspect[0, 80]}",
+                             field: name.to_s)
+    end
+
+    def time_ms(value, index)
+      return (value.to_r * 1000).round if value.is_a?(Time)
+      return value if value.is_a?(Integer)
+
+      raise InvalidError.new("#{at(index)}run_at must be a Time or milliseconds since the epoch, " \
+                             "not #{value.inspect}", field: "run_at")
+    end
+
+    def score(value, index)
+      f = Float(value)
+      return f if f.finite?
+
+      raise InvalidError.new("#{at(index)}score must be a finite number", field: "score")
+    rescue ArgumentError, TypeError
+      raise InvalidError.new("#{at(index)}score must be a number, not #{value.inspect}", field: "score")
+    end
+
+    def integer(value, name, index)
+      return value if value.is_a?(Integer)
+
+      raise InvalidError.new("#{at(index)}#{name} must be an integer, not #{value.inspect}", field: name.to_s)
+    end
+    private_class_method :put, :at, :text, :time_ms, :score, :integer
+  end
+end

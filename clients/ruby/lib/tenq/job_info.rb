@@ -1,0 +1,55 @@
+# SPDX-License-Identifier: Apache-2.0
+# frozen_string_literal: true
+
+module Tenq
+  # A job as GET /v1/jobs/{id} (and the wait and list calls) show it. The
+  # fields of docs/API.md are readers; {#[]} and {#to_h} give the raw hash,
+  # so a field added to the protocol later is there too.
+  class JobInfo
+    STATES = %w[scheduled blocked ready leased running dead succeeded cancelled merged].freeze
+    FINISHED = %w[succeeded cancelled merged dead].freeze
+
+    FIELDS = %i[id tenant queue type key args payloads priority state attempts max_attempts run_at
+                created_at ready_at leased_at started_at finished_at worker error result stats
+                progress unique_key idempotency_key lease_until merged_into token traceparent].freeze
+    FIELDS.each { |f| define_method(f) { @data[f.to_s] } }
+
+    # @param data [Hash{String => Object}] the job's JSON object
+    def initialize(data)
+      raise ProtocolError, "the answer is not a job: #{data.inspect[0, 200]}" unless data.is_a?(Hash) && data["id"]
+
+      @data = data
+    end
+
+    # @return [Object] the raw field
+    def [](name)
+      @data[name.to_s]
+    end
+
+    # @return [Hash{String => Object}]
+    def to_h
+      @data.dup
+    end
+
+    # Succeeded, cancelled, merged or dead: what a wait waits for.
+    def finished?
+      FINISHED.include?(state)
+    end
+
+    def succeeded?
+      state == "succeeded"
+    end
+
+    def cancel_requested?
+      @data["cancel_requested"] == true
+    end
+
+    def ==(other)
+      other.is_a?(JobInfo) && other.to_h == @data
+    end
+
+    def inspect
+      "#<Tenq::JobInfo id=#{id} type=#{type} state=#{state}>"
+    end
+  end
+end

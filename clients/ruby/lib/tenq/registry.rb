@@ -1,0 +1,45 @@
+# SPDX-License-Identifier: Apache-2.0
+# frozen_string_literal: true
+
+module Tenq
+  # Handlers by job type. A handler is anything with +call(task)+ that
+  # returns the result (any JSON). Types not registered here are routed to
+  # the classes that include {Tenq::Job}: "DataReport.execute" runs
+  # +DataReport.new.execute(*args)+.
+  class Registry
+    Entry = Struct.new(:callable, :timeout)
+
+    def initialize
+      @handlers = {}
+      @mutex = Mutex.new
+    end
+
+    # Registers a handler for a type (a block or a callable).
+    # @param timeout [Numeric, nil] seconds a job of this type may run
+    # @return [self]
+    def register(type, callable = nil, timeout: nil, &block)
+      handler = callable || block
+      raise ArgumentError, "a handler needs a block or a callable" unless handler.respond_to?(:call)
+      raise ArgumentError, "bad type #{type.inspect}: 1-128 printable ASCII, no spaces" unless Registry.type?(type)
+
+      @mutex.synchronize { @handlers[type.to_s] = Entry.new(handler, timeout) }
+      self
+    end
+
+    # The entry for a type, or nil.
+    # @return [Entry, nil]
+    def lookup(type)
+      @mutex.synchronize { @handlers[type] } || Job.route(type)
+    end
+
+    # @return [Array<String>] the types registered explicitly
+    def types
+      @mutex.synchronize { @handlers.keys }
+    end
+
+    # A valid type name (docs/SEMANTICS.md).
+    def self.type?(type)
+      type.to_s.match?(/\A[!-~]{1,128}\z/)
+    end
+  end
+end

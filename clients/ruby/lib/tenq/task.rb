@@ -1,0 +1,126 @@
+# SPDX-License-Identifier: Apache-2.0
+# frozen_string_literal: true
+
+module Tenq
+  # Raise in a handler to fail the attempt and have it retried after
+  # +retry_in+ seconds (instead of the queue's backoff).
+  class Retry < StandardError
+    # @return [Float]
+    attr_reader :retry_in
+
+    def initialize(message = "retry", retry_in: 0)
+      @retry_in = retry_in
+      super(message)
+    end
+  end
+
+  # Raise in a handler to fail the job for good: it goes to the morgue now.
+  class NoRetry < StandardError; end
+
+  # Raised inside a handler that is stopped: the job was cancelled
+  # ({Task#check!}), it ran past its timeout, or the worker's grace period
+  # ended. {#reason} says which (:cancelled, :timeout, :shutdown, :lost).
+  class Stopped < Exception
+    # @return [Symbol]
+    attr_reader :reason
+
+    def initialize(reason)
+      @reason = reason
+      super(reason == :timeout ? "timeout" : "stopped (#{reason})")
+    end
+  end
+
+  # A leased job as its handler sees it: the job's fields, its progress
+  # and stats, and whether it should stop.
+  class Task
+    # @return [Hash{String => Object}] the job as the lease answered it
+    attr_reader :data
+    # @return [Symbol, nil] why it should stop: :cancelled, :timeout, :shutdown, :lost
+    attr_reader :stop_reason
+    # @return [Hash, nil] stats sent with the outcome (see {#stats=})
+    attr_reader :stats
+
+    # @api private: the worker's bookkeeping, read and written under its lock
+    attr_accessor :state, :thread, :began, :deadline, :lease_length, :next_heartbeat, :start_sent,
+                  :progress_sent_at, :cancel_seen_at, :lost, :interrupted, :outcome, :done_at
+
+    def initialize(data, worker = nil)
+      @data = data
+      @worker = worker
+      @state = :queued
+      @stop_reason = nil
+    end
+
+    def id = @data["id"]
+    def token = @data["token"]
+    def tenant = @data["tenant"]
+    def queue = @data["queue"]
+    def type = @data["type"]
+    def key = @data["key"]
+    def args = @data["args"]
+    def payloads = @data["payloads"]
+    def attempt = @data["attempt"]
+    def max_attempts = @data["max_attempts"]
+    def priority = @data["priority"]
+    def created_at = @data["created_at"]
+    def lease_until = @data["lease_until"]
+    def traceparent = @data["traceparent"]
+
+    # Reports progress (any JSON); the latest reaches the job within a
+    # second, with a heartbeat.
+    # @return [void]
+    def progress(value)
+      JSONValue.check!(value, "progress")
+      @worker ? @worker.progress(self, value) : set_progress(value)
+    end
+
+    # Stats to keep with the outcome (a Hash of JSON).
+    def stats=(hash)
+      @stats = JSONValue.check!(hash, "stats")
+    end
+
+    # The job was cancelled: stop and raise (or call {#check!}).
+    def cancelled?
+      @stop_reason == :cancelled
+    end
+
+    # The handler should stop: cancelled, its lease lost, or the worker
+    # stopping past its grace period.
+    def stopping?
+      !@stop_reason.nil?
+    end
+
+    # Raises {Stopped} when the handler should stop.
+    # @return [void]
+    def check!
+      raise Stopped, @stop_reason if @stop_reason
+    end
+
+    # @api private
+    def stop!(reason)
+      @stop_reason = reason if @stop_reason.nil?
+    end
+
+    # @api private: the latest progress not yet sent
+    def take_progress
+      v = @progress
+      @progress_dirty = false
+      v
+    end
+
+    # @api private
+    def set_progress(value) # rubocop:disable Naming/AccessorMethodName -- it also marks the value unsent
+      @progress = value
+      @progress_dirty = true
+    end
+
+    # @api private
+    def progress_dirty?
+      @progress_dirty == true
+    end
+
+    def inspect
+      "#<Tenq::Task id=#{id} type=#{type} attempt=#{attempt}>"
+    end
+  end
+end

@@ -1,0 +1,312 @@
+# SPDX-License-Identifier: Apache-2.0
+# frozen_string_literal: true
+
+require "json"
+require "net/http"
+require "uri"
+
+module Tenq
+  # HTTP/1.1 to one or several tenq servers: keep-alive connections in a
+  # small pool per server (thread-safe), failover between servers, the
+  # leader's redirects, and the typed errors of the protocol.
+  #
+  # A request goes to the server that answered last. On a 307 or a 503
+  # not_leader naming the leader, it goes to the leader (added to the list
+  # when new) at once. On a connection failure or any other 503 it goes to
+  # the next server; after a round of the list it sleeps a backoff (50 ms
+  # doubling to 1 s, or the Retry-After asked for) and tries again, until
+  # the failover budget runs out. A request whose connection broke after it
+  # was sent is sent again only when +retry_safe+ (reads, submits with their
+  # Idempotency-Key header, calls fenced by a lease token, cancel); a 503
+  # means the server changed nothing, so anything is sent again after one.
+  # Every attempt of a call sends the same body and headers.
+  class Transport
+    # Failures before anything was sent.
+    CONNECT_ERRORS = [Errno::ECONNREFUSED, Errno::EHOSTUNREACH, Errno::ENETUNREACH, Errno::EADDRNOTAVAIL,
+                      Errno::ENOENT, Net::OpenTimeout, SocketError].freeze
+    # Failures after the request may have reached the server.
+    BROKEN_ERRORS = [Errno::ECONNRESET, Errno::EPIPE, Errno::ECONNABORTED, Errno::ETIMEDOUT, EOFError, IOError,
+                     Net::WriteTimeout].freeze
+    MAX_REDIRECTS = 5
+    MAX_IDLE = 8
+    BACKOFF_FIRST = 0.05
+    BACKOFF_MAX = 1.0
+    USER_AGENT = "tenq-ruby/#{VERSION}".freeze
+
+    # @return [Float] seconds a call keeps trying other servers
+    attr_reader :failover_budget
+
+    # @param servers [Array<String>] base URLs ("http://host:port")
+    def initialize(servers:, token: nil, connect_timeout: 5.0, request_timeout: 30.0, failover_budget: 15.0)
+      raise ArgumentError, "no server URL" if servers.empty?
+
+      @servers = servers.map { |s| self.class.base_url(s) }.uniq
+      @token = token
+      @connect_timeout = connect_timeout
+      @request_timeout = request_timeout
+      @failover_budget = failover_budget
+      @current = 0
+      @resent = 0
+      @idle = Hash.new { |h, k| h[k] = [] }
+      @mutex = Mutex.new
+      @headers = { "Content-Type" => "application/json", "Accept" => "application/json",
+                   "Accept-Encoding" => "identity", "User-Agent" => USER_AGENT }
+      @headers["Authorization"] = "Bearer #{token}" if token
+      @headers.freeze
+    end
+
+    # "http://host:port" from a URL (a path or a trailing slash is dropped).
+    # @return [String]
+    def self.base_url(url)
+      u = URI.parse(url.to_s.strip)
+      raise ArgumentError, "bad server URL #{url.inspect}: use http://host:port" unless u.is_a?(URI::HTTP) && u.host
+
+      "#{u.scheme}://#{u.host.include?(':') ? "[#{u.host}]" : u.host}:#{u.port}"
+    rescue URI::InvalidURIError => e
+      raise ArgumentError, "bad server URL #{url.inspect}: #{e.message}"
+    end
+
+    # The servers, the one tried first at the front.
+    # @return [Array<String>]
+    def servers
+      @mutex.synchronize { @servers.rotate(@current) }
+    end
+
+    # @return [Integer] how many times a request was sent again (to the
+    #   same server, another one, or the leader)
+    def resent
+      @mutex.synchronize { @resent }
+    end
+
+    # Sends METHOD path (with its query) and a JSON body text, and returns
+    # the answer's JSON (a Hash). +wait+ (seconds) is a long poll's wait,
+    # added to the request timeout; +headers+ are added to every attempt's.
+    # @return [Hash]
+    def call(method, path, body = nil, retry_safe: true, wait: 0, headers: nil)
+      state = { deadline: now + @failover_budget, backoff: BACKOFF_FIRST, tried: 0, redirects: 0, failures: [] }
+      headers = headers ? @headers.merge(headers) : @headers
+      loop do
+        base = current_server
+        outcome = attempt(base, [method, path, body, headers], wait, retry_safe)
+        return outcome if outcome.is_a?(Hash)
+
+        next_attempt(state, base, outcome)
+        @mutex.synchronize { @resent += 1 }
+      end
+    end
+
+    # Closes every kept connection.
+    # @return [void]
+    def close
+      conns = @mutex.synchronize do
+        all = @idle.values.flatten
+        @idle.clear
+        all
+      end
+      conns.each { |h| finish(h) }
+    end
+
+    private
+
+    def now
+      Process.clock_gettime(Process::CLOCK_MONOTONIC)
+    end
+
+    def current_server
+      @mutex.synchronize { @servers[@current] }
+    end
+
+    # One request to one server: the answer (a Hash), or why to go on
+    # ([:redirect, leader], [:retry, reason, retry_after]). Raises what ends
+    # the call.
+    def attempt(base, request, wait, retry_safe)
+      http = checkout(base)
+    rescue *CONNECT_ERRORS => e
+      [:retry, "#{base} (#{describe(e)})", nil, nil]
+    else
+      exchange(http, base, request, wait, retry_safe)
+    end
+
+    def exchange(http, base, request, wait, retry_safe)
+      method, path, body, headers = request
+      kept = false
+      begin
+        http.read_timeout = @request_timeout + wait
+        res = http.send_request(method, path, body, headers)
+        kept = res["Connection"] != "close"
+        answer(res, base)
+      rescue *CONNECT_ERRORS => e
+        [:retry, "#{base} (#{describe(e)})", nil, nil]
+      rescue *BROKEN_ERRORS => e
+        unless retry_safe
+          raise ConnectionError, "lost the connection to #{base} during #{method} #{path}: #{describe(e)}"
+        end
+
+        [:retry, "#{base} (connection broke: #{describe(e)})", nil, nil]
+      rescue Net::ReadTimeout
+        limit = (@request_timeout + wait).round(1)
+        raise TimeoutError, "no answer from #{base} to #{method} #{path} within #{limit} s" unless retry_safe
+
+        [:retry, "#{base} (no answer within #{limit} s)", nil, nil]
+      ensure
+        kept ? checkin(base, http) : finish(http)
+      end
+    end
+
+    # A Hash for 2xx; [:redirect, leader] or [:retry, ...] to go on; raises
+    # the server's error otherwise.
+    def answer(res, base)
+      status = res.code.to_i
+      return parse_body(res, base) if status.between?(200, 299)
+      return redirect(res, base) if [307, 308].include?(status)
+
+      error = server_error(res, status, base)
+      if status == 503
+        leader = error.is_a?(NotLeaderError) && leader_from(res)
+        return [:redirect, leader, error] if leader && leader != base
+
+        return [:retry, "#{base} (#{error.message})", error.retry_after, error]
+      end
+      raise error
+    end
+
+    def parse_body(res, base)
+      text = res.body.to_s
+      return {} if text.empty?
+
+      data = JSON.parse(text)
+      raise ProtocolError, "the answer from #{base} is not a JSON object" unless data.is_a?(Hash)
+
+      data
+    rescue JSON::ParserError => e
+      raise ProtocolError, "the answer from #{base} is not JSON: #{e.message[0, 120]}"
+    end
+
+    def redirect(res, base)
+      leader = res["Tenq-Leader"] || res["Location"]
+      raise ProtocolError, "#{base} answered #{res.code} without Tenq-Leader or Location" unless leader
+
+      [:redirect, self.class.base_url(leader), nil]
+    rescue ArgumentError
+      raise ProtocolError, "#{base} redirected to a bad URL: #{leader.inspect}"
+    end
+
+    def leader_from(res)
+      data = JSON.parse(res.body.to_s)
+      url = data.dig("error", "leader") if data.is_a?(Hash)
+      url && self.class.base_url(url)
+    rescue JSON::ParserError, ArgumentError
+      nil
+    end
+
+    def server_error(res, status, base)
+      data = begin
+        JSON.parse(res.body.to_s)
+      rescue JSON::ParserError
+        nil
+      end
+      e = data.is_a?(Hash) && data["error"].is_a?(Hash) ? data["error"] : {}
+      code = e["code"]
+      message = e["message"] || "HTTP #{status} from #{base}: #{res.body.to_s[0, 200].gsub(/\s+/, ' ')}"
+      message = "#{message} (field #{e['field']})" if e["field"] && status == 400 && !message.include?(e["field"])
+      Error.for(code, status).new(message, status: status, code: code, field: e["field"],
+                                           retry_after: retry_after(res))
+    end
+
+    def retry_after(res)
+      v = res["Retry-After"]
+      v && Float(v, exception: false)&.clamp(0, 60)
+    end
+
+    # Moves on after a failed attempt, or raises when the budget is spent.
+    def next_attempt(state, base, outcome)
+      kind, detail, _wait, error = outcome
+      if kind == :redirect
+        state[:redirects] += 1
+        return use_leader(detail) if state[:redirects] <= MAX_REDIRECTS
+
+        outcome = [:retry, "#{base} (more than #{MAX_REDIRECTS} redirects)", nil, error]
+      end
+      fail_over(state, base, outcome)
+    end
+
+    def fail_over(state, base, outcome)
+      _, why, wait, error = outcome
+      state[:failures] << why
+      state[:last_error] = error
+      state[:tried] += 1
+      advance(base)
+      return if state[:tried] < server_count
+
+      state[:tried] = 0
+      pause = [state[:backoff], wait || 0].max
+      state[:backoff] = [state[:backoff] * 2, BACKOFF_MAX].min
+      left = state[:deadline] - now
+      give_up(state) if left <= 0
+      sleep([pause, left].min)
+    end
+
+    def give_up(state)
+      last = state[:last_error]
+      raise last if last
+
+      tried = state[:failures].uniq.last(4).join(", ")
+      raise ConnectionError, "cannot reach a tenq server within #{@failover_budget} s: #{tried}"
+    end
+
+    def server_count
+      @mutex.synchronize { @servers.size }
+    end
+
+    def advance(base)
+      @mutex.synchronize do
+        i = @servers.index(base)
+        @current = (i + 1) % @servers.size if i && @servers[@current] == base
+      end
+    end
+
+    def use_leader(leader)
+      @mutex.synchronize do
+        @servers << leader unless @servers.include?(leader)
+        @current = @servers.index(leader)
+      end
+    end
+
+    def checkout(base)
+      http = @mutex.synchronize { @idle[base].pop }
+      return http if http
+
+      uri = URI.parse(base)
+      http = Net::HTTP.new(uri.host, uri.port)
+      http.use_ssl = uri.scheme == "https"
+      http.open_timeout = @connect_timeout
+      http.write_timeout = @request_timeout
+      http.keep_alive_timeout = 30
+      http.max_retries = 0
+      http.start
+    end
+
+    def checkin(base, http)
+      extra = @mutex.synchronize do
+        list = @idle[base]
+        list.size < MAX_IDLE ? (list << http) && nil : http
+      end
+      finish(extra) if extra
+    end
+
+    def finish(http)
+      http.finish if http.started?
+    rescue IOError, SystemCallError
+      nil
+    end
+
+    def describe(error)
+      case error
+      when Errno::ECONNREFUSED then "connection refused"
+      when Net::OpenTimeout then "connect timed out after #{@connect_timeout} s"
+      when EOFError then "the server closed the connection"
+      else error.message
+      end
+    end
+  end
+end

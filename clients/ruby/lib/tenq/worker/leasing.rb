@@ -1,0 +1,186 @@
+# SPDX-License-Identifier: Apache-2.0
+# frozen_string_literal: true
+
+module Tenq
+  class Worker
+    # The leaser thread: waits for free capacity, then leases up to it in
+    # one request that carries the outcomes finished since (POST /v1/lease
+    # "outcomes") and long-polls when nothing is eligible. It stops at the
+    # first stop; a long poll is cut short by the control thread
+    # ({Worker#interrupt_lease}), the only place an {Interrupt} may land.
+    module Leasing
+      GATHER = 0.001     # wait this long for more slots while handlers still run
+      LEASE_MAX = 1000   # the protocol's largest "max"
+      OUTCOMES_MAX = 10_000
+      AUTO_AHEAD = 0.005     # prefetch :auto leases about this much work ahead of the runners
+      AUTO_PER_RUNNER = 20   # and at most this many jobs a runner
+      FATAL = [UnauthenticatedError, ForbiddenError, InvalidError, NotFoundError].freeze
+
+      private
+
+      def leaser_loop
+        Thread.handle_interrupt(Interrupt => :never) do
+          backoff = nil
+          while (max, outcomes = @mutex.synchronize { next_lease })
+            answer = lease_once(max, outcomes)
+            if answer
+              backoff = nil
+              take_answer(answer, max, outcomes)
+            else
+              backoff = lease_pause(backoff)
+            end
+          end
+        end
+      ensure
+        @mutex.synchronize do
+          @leaser_done = true
+          @leasing = false
+          broadcast_all
+        end
+        wake_control
+      end
+
+      # Waits for free capacity (mutex held); nil once stopping. Marks the
+      # lease in flight and takes the outcomes waiting.
+      def next_lease
+        gather_until = nil
+        loop do
+          return nil if @stopping
+
+          most = capacity
+          free = most - @active
+          if free.positive?
+            gather_until ||= now + GATHER
+            left = gather_until - now
+            if free < most && @running.positive? && left.positive?
+              @cv_lease.wait(@mutex, left)
+              next
+            end
+            return begin_lease(free)
+          end
+          @cv_lease.wait(@mutex)
+        end
+      end
+
+      # How many jobs the worker holds at most (mutex held): its runners,
+      # and the jobs leased ahead. With prefetch :auto, as many as the
+      # runners get through in AUTO_AHEAD at the average run time so far
+      # (none before a job has run, none while jobs are long), at most
+      # AUTO_PER_RUNNER a runner: short jobs then come a hundred a lease
+      # rather than one a runner, and a long job holds few up.
+      def capacity
+        return @concurrency + @prefetch unless @prefetch == :auto
+        return @concurrency unless @run_time
+
+        ahead = (@concurrency * AUTO_AHEAD / [@run_time, 1e-6].max).floor
+        @concurrency + ahead.clamp(0, [@concurrency * AUTO_PER_RUNNER, LEASE_MAX].min)
+      end
+
+      # The outcomes ride on the lease, unless the last lease came back full
+      # (a backlog): then a lease that waits for their commit would hold the
+      # runners up, and the reporter sends them while the lease is answered
+      # at once.
+      def begin_lease(free)
+        outcomes = @backlog ? [] : @done.shift(OUTCOMES_MAX)
+        @leasing = true
+        @lease_since = now
+        [[free, LEASE_MAX].min, outcomes]
+      end
+
+      # One lease request: the answer, or nil (the outcomes are put back).
+      def lease_once(max, outcomes)
+        wire = outcomes.map(&:outcome)
+        Thread.handle_interrupt(Interrupt => :immediate) do
+          @client.lease(queues: @queues, max: max, wait: @poll, worker: @name, types: @types, outcomes: wire)
+        end
+      rescue Interrupt
+        put_back(outcomes)
+        nil
+      rescue *FATAL => e
+        put_back(outcomes)
+        fatal(e)
+        nil
+      rescue Error => e
+        put_back(outcomes)
+        server_away(e, "lease")
+        nil
+      ensure
+        @mutex.synchronize do
+          @leasing = false
+          @lease_since = nil
+        end
+      end
+
+      # The leased jobs go to the runners; the outcomes' results are counted.
+      def take_answer(answer, max, outcomes)
+        server_back
+        jobs = answer["jobs"]
+        jobs = [] unless jobs.is_a?(Array)
+        @backlog = !jobs.empty? && jobs.size >= max
+        arrived = now
+        wall_ms = Process.clock_gettime(Process::CLOCK_REALTIME, :millisecond)
+        @mutex.synchronize do
+          jobs.each { |data| enqueue_task(Task.new(data, self), arrived, wall_ms) }
+          unless jobs.empty?
+            @cv_run.broadcast
+            @cv_report.signal # new leases to heartbeat, handlers to tell the server about
+          end
+        end
+        apply_results(outcomes, answer["results"]) unless outcomes.empty?
+      end
+
+      # A leased job joins the hand and the runners' queue (mutex held).
+      # Its heartbeats are spaced by the lease's length as measured now.
+      def enqueue_task(task, arrived, wall_ms)
+        length = (task.lease_until.to_i - wall_ms) / 1000.0
+        task.lease_length = length
+        task.next_heartbeat = arrived + [length / 3.0, HEARTBEAT_MIN].max
+        @hand[task.id] = task
+        @ready << task
+        @active += 1
+      end
+
+      def put_back(outcomes)
+        return if outcomes.empty?
+
+        @mutex.synchronize do
+          @done.unshift(*outcomes)
+          @cv_report.signal
+        end
+      end
+
+      # Sleeps a backoff (100 ms doubling to 5 s) unless a stop comes.
+      def lease_pause(backoff)
+        backoff = backoff ? [backoff * 2, BACKOFF_MAX].min : BACKOFF_FIRST
+        @mutex.synchronize { @cv_lease.wait(@mutex, backoff) unless @stopping }
+        backoff
+      end
+
+      # The server refused the worker: stop (gracefully), and {Worker#run}
+      # raises this error.
+      def fatal(error)
+        @fatal ||= error
+        @logger.error("the server refused the worker: #{error.class}: #{error.message}")
+        stop if @stops.zero?
+      end
+
+      def server_away(error, what)
+        first = @mutex.synchronize do
+          was = @outage
+          @outage = true
+          !was
+        end
+        @logger.warn("#{what}: #{error.class}: #{error.message}; retrying with backoff") if first
+      end
+
+      def server_back
+        was = @mutex.synchronize do
+          w = @outage
+          @outage = false
+          w
+        end
+        @logger.info("the server answers again") if was
+      end
+    end
+  end
+end

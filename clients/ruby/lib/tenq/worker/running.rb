@@ -1,0 +1,120 @@
+# SPDX-License-Identifier: Apache-2.0
+# frozen_string_literal: true
+
+module Tenq
+  class Worker
+    # The runner threads: each takes the next leased job, runs it through
+    # the middleware and its handler ({Execution.perform}) and queues the
+    # outcome for the reporter. A {Stopped} raised into a runner (timeout,
+    # lost lease, cancellation not heeded, the end of the grace period) can
+    # land only while its handler runs.
+    module Running
+      private
+
+      def runner_loop
+        Thread.handle_interrupt(Stopped => :never) do
+          while (task = next_task)
+            outcome = run_task(task)
+            drain_stale_stops
+            finish_task(task, outcome)
+          end
+        end
+      ensure
+        @mutex.synchronize do
+          @runners_alive -= 1
+          broadcast_all
+        end
+        wake_control
+      end
+
+      # The next job to run (mutex held while waiting); nil when the worker
+      # stops and nothing is left. Past the grace period, queued jobs are
+      # given back without running.
+      def next_task
+        @mutex.synchronize do
+          loop do
+            return nil if @abandon
+
+            task = @ready.shift
+            if task
+              next give_back(task) if @past_grace
+
+              return begin_task(task)
+            end
+            return nil if @stopping && @leaser_done
+
+            @cv_run.wait(@mutex)
+          end
+        end
+      end
+
+      def begin_task(task)
+        task.state = :running
+        task.thread = Thread.current
+        task.began = now
+        @running += 1
+        task
+      end
+
+      def give_back(task)
+        task.state = :running
+        @running += 1
+        queue_outcome(task, Execution.stopped(task, :shutdown))
+      end
+
+      def run_task(task)
+        entry = @registry.lookup(task.type)
+        limit = entry&.timeout || @timeout
+        task.deadline = task.began + limit if limit
+        @cv_report.signal if limit
+        Thread.handle_interrupt(Stopped => :immediate) { Execution.perform(task, entry, @middleware) }
+      rescue Stopped => e # landed after perform's own rescue
+        Execution.stopped(task, e.reason)
+      end
+
+      # A Stopped raised as the handler returned waits, deferred: it was
+      # meant for this job, which is over, so it is dropped here.
+      def drain_stale_stops
+        while Thread.pending_interrupt?
+          begin
+            Thread.handle_interrupt(Stopped => :immediate) { nil }
+          rescue Stopped
+            nil
+          end
+        end
+      end
+
+      def finish_task(task, outcome)
+        @mutex.synchronize { queue_outcome(task, outcome) }
+      end
+
+      # (mutex held) The outcome waits for the next lease or the reporter;
+      # a job whose lease was lost is dropped: its new owner reports it.
+      def queue_outcome(task, outcome)
+        task.state = :done
+        task.thread = nil
+        @running -= 1
+        @active -= 1
+        if task.lost
+          @hand.delete(task.id)
+          @counts[:lost] += 1
+        else
+          task.outcome = outcome.to_wire(task)
+          task.done_at = now
+          @done << task
+        end
+        took = now - task.began if task.began
+        @run_time = @run_time ? (@run_time * 0.9) + (took * 0.1) : took if took
+        log_outcome(task, outcome)
+        @cv_lease.signal
+        @cv_report.signal
+      end
+
+      def log_outcome(task, outcome)
+        return if outcome.ok || !@logger.debug?
+
+        @logger.debug("job #{task.id} #{task.type}: #{outcome.error}")
+      end
+    end
+  end
+end

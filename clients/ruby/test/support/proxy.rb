@@ -1,0 +1,118 @@
+# SPDX-License-Identifier: Apache-2.0
+# frozen_string_literal: true
+
+require "socket"
+
+module TenqTest
+  # A loopback HTTP/1.1 proxy in front of a real server, over real sockets:
+  # it records every request and answer, and can lose an answer (read from
+  # the server, then the client's connection closed at {#release}, as a
+  # server that died before answering) and hold the requests after it until
+  # then.
+  # Bodies carry Content-Length (Net::HTTP's requests, tenq's answers).
+  class Proxy
+    Exchange = Struct.new(:request_line, :headers, :body, :answer_headers, :answer, :lost)
+
+    attr_reader :url
+
+    def initialize(upstream_port)
+      @upstream_port = upstream_port
+      @listener = TCPServer.new("127.0.0.1", 0)
+      @url = "http://127.0.0.1:#{@listener.addr[1]}"
+      @mutex = Mutex.new
+      @released = ConditionVariable.new
+      @exchanges = []
+      @lose = 0
+      @hold = false
+      @threads = []
+      @acceptor = Thread.new { accept_loop }
+    end
+
+    # The next +count+ answers are lost: their connections are closed at
+    # {#release}, and the requests after them wait for it (then go to
+    # +upstream_port+, e.g. a restarted server's).
+    def lose_answers(count = 1)
+      @mutex.synchronize do
+        @lose = count
+        @hold = true
+      end
+    end
+
+    def release(upstream_port = @upstream_port)
+      @mutex.synchronize do
+        @upstream_port = upstream_port
+        @hold = false
+        @released.broadcast
+      end
+    end
+
+    # @return [Array<Exchange>] the requests so far, oldest first
+    def exchanges
+      @mutex.synchronize { @exchanges.dup }
+    end
+
+    def close
+      @acceptor.kill
+      @listener.close
+      @threads.each(&:kill)
+    end
+
+    private
+
+    def accept_loop
+      loop do
+        sock = @listener.accept
+        @threads << Thread.new { serve(sock) }
+      end
+    end
+
+    def serve(sock)
+      upstream = nil
+      while (request_line, headers, body = read_message(sock))
+        lose = take_loss
+        upstream ||= TCPSocket.new("127.0.0.1", @upstream_port)
+        upstream.write(request_line, *headers.map { |k, v| "#{k}: #{v}\r\n" }, "\r\n", body)
+        status_line, answer_headers, answer = read_message(upstream) || break
+        @mutex.synchronize do
+          @exchanges << Exchange.new(request_line, headers, body, answer_headers.merge(":status" => status_line),
+                                     answer, lose)
+        end
+        break hold_lost if lose
+
+        sock.write(status_line, *answer_headers.map { |k, v| "#{k}: #{v}\r\n" }, "\r\n", answer)
+      end
+    rescue IOError, SystemCallError
+      nil
+    ensure
+      sock.close
+      upstream&.close
+    end
+
+    # Whether this request's answer is lost (after waiting for {#release}
+    # while answers are held).
+    def take_loss
+      @mutex.synchronize do
+        @released.wait(@mutex) while @hold && @lose.zero?
+        next false if @lose.zero?
+
+        @lose -= 1
+        true
+      end
+    end
+
+    def hold_lost
+      @mutex.synchronize { @released.wait(@mutex) while @hold }
+    end
+
+    # [first line, headers (names lowercased), body], or nil at the end.
+    def read_message(io)
+      first = io.gets("\r\n") or return nil
+      headers = {}
+      while (line = io.gets("\r\n")) && line != "\r\n"
+        name, value = line.chomp("\r\n").split(":", 2)
+        headers[name.downcase] = value.strip
+      end
+      [first, headers, io.read(headers.fetch("content-length", "0").to_i)]
+    end
+  end
+end
