@@ -18,7 +18,9 @@
  * variables and the config file (see config.c). */
 typedef struct api_config {
     char listen[256];
-    char store[1024];
+    char store[1024];        /* set from data_dir when not given */
+    char data_dir[1024];     /* absolute once loaded, when data_dir_used */
+    bool data_dir_used;      /* the store is sqlite:<data_dir>/tenq.db */
     char sqlite_sync[16];    /* full | normal */
     long long default_slots; /* -1: unlimited */
     long long default_weight;
@@ -47,8 +49,9 @@ typedef struct api_config {
 
 void api_config_defaults(api_config *c);
 /* Reads the file named by --config/TENQ_CONFIG, then TENQ_* variables, then
- * flags (each overriding the one before).  Returns 0, 1 when --help was
- * printed, or -1 with a message printed to err. */
+ * flags (each overriding the one before); with no --store, makes the data
+ * folder (config.c, resolve_data_dir) and stores there.  Returns 0, 1 when
+ * --help was printed, or -1 with a message printed to err. */
 int api_config_load(api_config *c, int argc, char **argv, FILE *err);
 void api_config_help(FILE *out);
 

@@ -153,7 +153,7 @@ void h_submit(server *s, http_req *req, const principal *who, const char **args)
     rkey_ctx k;
     if (!srv_request_key_begin(s, req, who, args, &k)) return;
     if (submit_in_place(s, req, who, &k)) return;
-    json_t *body = parse_body(req);
+    json_t *body = req_body(req);
     if (!body) return;
     json_t *jobs = json_object_get(body, "jobs");
     if (!jobs) {
@@ -222,12 +222,12 @@ static void on_job_rows(void *ctx, int rc, const store_rows *rows)
         if (rc != 0) {
             reply_error(req, rc, NULL, "reading the job failed: %s", store_errmsg(c->srv->st));
         } else if (rows->n != 1 ||
-                   !may_see_job(&c->who, rows->jobs[0].tenant, rows->jobs[0].queue)) {
+                   !auth_may_see_job(&c->who, rows->jobs[0].tenant, rows->jobs[0].queue)) {
             reply_error(req, TENQ_ENOT_FOUND, "id", "no job %llu", (unsigned long long)c->id);
         } else {
             jbuf b;
             jb_init(&b);
-            json_job(&b, &rows->jobs[0], JOB_FULL, shows_token(&c->who));
+            api_json_job(&b, &rows->jobs[0], JOB_FULL, auth_shows_token(&c->who));
             reply_json(req, 200, &b);
         }
     }
@@ -236,19 +236,19 @@ static void on_job_rows(void *ctx, int rc, const store_rows *rows)
 
 void h_get_job(server *s, http_req *req, const principal *who, const char **args)
 {
-    uint64_t id = path_id(req, args[0]);
+    uint64_t id = req_path_id(req, args[0]);
     if (!id) return;
     engine_job *j = engine_find(s->e, id);
     if (j) {
         engine_job_info in;
         engine_job_get(j, &in);
-        if (!may_see_job(who, in.tenant, in.queue)) {
+        if (!auth_may_see_job(who, in.tenant, in.queue)) {
             reply_error(req, TENQ_ENOT_FOUND, "id", "no job %llu", (unsigned long long)id);
             return;
         }
         jbuf b;
         jb_init(&b);
-        json_job(&b, &in, JOB_FULL, shows_token(who));
+        api_json_job(&b, &in, JOB_FULL, auth_shows_token(who));
         reply_json(req, 200, &b);
         return;
     }
@@ -278,7 +278,7 @@ static void on_list_rows(void *ctx, int rc, const store_rows *rows)
             for (size_t i = 0; i < rows->n; i++) {
                 const engine_job_info *in = &rows->jobs[i];
                 last = in->id;
-                if (!may_see_job(&c->who, in->tenant, in->queue)) continue;
+                if (!auth_may_see_job(&c->who, in->tenant, in->queue)) continue;
                 /* an unfinished job's freshest state is in memory */
                 engine_job *j = engine_find(s->e, in->id);
                 engine_job_info live;
@@ -286,7 +286,7 @@ static void on_list_rows(void *ctx, int rc, const store_rows *rows)
                     engine_job_get(j, &live);
                     in = &live;
                 }
-                json_job(&b, in, JOB_FULL, shows_token(&c->who));
+                api_json_job(&b, in, JOB_FULL, auth_shows_token(&c->who));
             }
             jb_arr_end(&b);
             jb_key(&b, "next");
@@ -327,7 +327,7 @@ void h_list_jobs(server *s, http_req *req, const principal *who, const char **ar
         }
     }
     long long lim;
-    if (!query_num(req, "limit", 50, 1, 1000, &lim)) return;
+    if (!req_query_num(req, "limit", 50, 1, 1000, &lim)) return;
     q.limit = (uint32_t)lim;
     if (who->role == ROLE_TENANT && who->tok) {
         if (q.tenant && strcmp(q.tenant, who->tok->tenant) != 0) {
@@ -356,7 +356,7 @@ static void wait_register(server *s, http_req *req, const principal *who, uint64
     w->req = req;
     w->id = id;
     w->who = *who;
-    job_waiter_add(s, w, timeout_ms);
+    srv_job_waiter_add(s, w, timeout_ms);
 }
 
 static void on_wait_rows(void *ctx, int rc, const store_rows *rows)
@@ -370,12 +370,13 @@ static void on_wait_rows(void *ctx, int rc, const store_rows *rows)
     }
     if (rc != 0) {
         reply_error(req, rc, NULL, "reading the job failed: %s", store_errmsg(s->st));
-    } else if (rows->n != 1 || !may_see_job(&c->who, rows->jobs[0].tenant, rows->jobs[0].queue)) {
+    } else if (rows->n != 1 ||
+               !auth_may_see_job(&c->who, rows->jobs[0].tenant, rows->jobs[0].queue)) {
         reply_error(req, TENQ_ENOT_FOUND, "id", "no job %llu", (unsigned long long)c->id);
     } else if (is_final(rows->jobs[0].state) || c->timeout_ms == 0) {
         jbuf b;
         jb_init(&b);
-        json_job(&b, &rows->jobs[0], JOB_FULL, shows_token(&c->who));
+        api_json_job(&b, &rows->jobs[0], JOB_FULL, auth_shows_token(&c->who));
         reply_json(req, 200, &b);
     } else if (engine_find(s->e, c->id)) {
         wait_register(s, req, &c->who, c->id, c->timeout_ms);
@@ -403,23 +404,23 @@ void read_ctx_rearm(read_ctx *c, http_req *req)
 
 void h_wait_job(server *s, http_req *req, const principal *who, const char **args)
 {
-    uint64_t id = path_id(req, args[0]);
+    uint64_t id = req_path_id(req, args[0]);
     if (!id) return;
     long long timeout;
-    if (!query_num(req, "timeout_ms", 30000, 0, 86400000, &timeout)) return;
+    if (!req_query_num(req, "timeout_ms", 30000, 0, 86400000, &timeout)) return;
     if (timeout > s->cfg.max_wait_ms) timeout = s->cfg.max_wait_ms;
     engine_job *j = engine_find(s->e, id);
     if (j) {
         engine_job_info in;
         engine_job_get(j, &in);
-        if (!may_see_job(who, in.tenant, in.queue)) {
+        if (!auth_may_see_job(who, in.tenant, in.queue)) {
             reply_error(req, TENQ_ENOT_FOUND, "id", "no job %llu", (unsigned long long)id);
             return;
         }
         if (is_final(in.state) || timeout == 0) {
             jbuf b;
             jb_init(&b);
-            json_job(&b, &in, JOB_FULL, shows_token(who));
+            api_json_job(&b, &in, JOB_FULL, auth_shows_token(who));
             reply_json(req, 200, &b);
             return;
         }
@@ -442,7 +443,8 @@ static void on_cancel_rows(void *ctx, int rc, const store_rows *rows)
     if (req) {
         if (rc != 0)
             reply_error(req, rc, NULL, "reading the job failed");
-        else if (rows->n != 1 || !may_see_job(&c->who, rows->jobs[0].tenant, rows->jobs[0].queue))
+        else if (rows->n != 1 ||
+                 !auth_may_see_job(&c->who, rows->jobs[0].tenant, rows->jobs[0].queue))
             reply_error(req, TENQ_ENOT_FOUND, "id", "no job %llu", (unsigned long long)c->id);
         else
             reply_error(req, TENQ_ECONFLICT, "state", "job %llu is %s and cannot be cancelled",
@@ -453,7 +455,7 @@ static void on_cancel_rows(void *ctx, int rc, const store_rows *rows)
 
 void h_cancel(server *s, http_req *req, const principal *who, const char **args)
 {
-    uint64_t id = path_id(req, args[0]);
+    uint64_t id = req_path_id(req, args[0]);
     if (!id) return;
     engine_job *j = engine_find(s->e, id);
     if (!j) {
@@ -462,7 +464,7 @@ void h_cancel(server *s, http_req *req, const principal *who, const char **args)
         store_get_job(s->st, id, on_cancel_rows, c);
         return;
     }
-    if (!may_see_job(who, engine_job_tenant(j), engine_job_queue(j))) {
+    if (!auth_may_see_job(who, engine_job_tenant(j), engine_job_queue(j))) {
         reply_error(req, TENQ_ENOT_FOUND, "id", "no job %llu", (unsigned long long)id);
         return;
     }

@@ -29,7 +29,7 @@ void h_morgue(server *s, http_req *req, const principal *who, const char **args)
         }
     }
     long long lim;
-    if (!query_num(req, "limit", 50, 1, 1000, &lim)) return;
+    if (!req_query_num(req, "limit", 50, 1, 1000, &lim)) return;
     engine_morgue_cursor cur = {0};
     if (http_query_get(req, "after", after, sizeof after)) {
         char *end;
@@ -57,7 +57,7 @@ void h_morgue(server *s, http_req *req, const principal *who, const char **args)
     for (size_t i = 0; i < n; i++) {
         engine_job_get(out[i], &last);
         if (who->tok && !token_allows_queue(who->tok, last.queue)) continue;
-        json_job(&b, &last, JOB_FULL, false);
+        api_json_job(&b, &last, JOB_FULL, false);
     }
     jb_arr_end(&b);
     jb_key(&b, "next");
@@ -80,10 +80,10 @@ void h_morgue(server *s, http_req *req, const principal *who, const char **args)
 static bool morgue_job(server *s, http_req *req, const principal *who, const char *seg,
                        uint64_t *id)
 {
-    *id = path_id(req, seg);
+    *id = req_path_id(req, seg);
     if (!*id) return false;
     engine_job *j = engine_find(s->e, *id);
-    if (!j || !may_see_job(who, engine_job_tenant(j), engine_job_queue(j))) {
+    if (!j || !auth_may_see_job(who, engine_job_tenant(j), engine_job_queue(j))) {
         reply_error(req, TENQ_ENOT_FOUND, "id", "no job %llu in the morgue",
                     (unsigned long long)*id);
         return false;
@@ -137,15 +137,15 @@ void h_morgue_delete(server *s, http_req *req, const principal *who, const char 
 
 static void morgue_bulk(server *s, http_req *req, const principal *who, bool requeue)
 {
-    json_t *body = parse_body(req);
+    json_t *body = req_body(req);
     if (!body) return;
     static const char *const fields[] = {"tenant", "queue", "type", "limit", NULL};
     engine_morgue_filter f = {0};
     long long limit = BULK_MAX;
-    if (!only_fields(req, body, fields) || !get_str(req, body, "tenant", &f.tenant, false) ||
-        !get_str(req, body, "queue", &f.queue, false) ||
-        !get_str(req, body, "type", &f.type, false) ||
-        !get_int(req, body, "limit", &limit, NULL, 1, BULK_MAX)) {
+    if (!req_only_fields(req, body, fields) || !req_str(req, body, "tenant", &f.tenant, false) ||
+        !req_str(req, body, "queue", &f.queue, false) ||
+        !req_str(req, body, "type", &f.type, false) ||
+        !req_int(req, body, "limit", &limit, NULL, 1, BULK_MAX)) {
         json_decref(body);
         return;
     }

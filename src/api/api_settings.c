@@ -56,7 +56,7 @@ static bool read_settings(http_req *req, json_t *body, const tq_setting *rows, s
     return true;
 }
 
-/* The names of the rows and then NULL, for only_fields (made once). */
+/* The names of the rows and then NULL, for req_only_fields (made once). */
 static const char *const *setting_fields(const tq_setting *rows, size_t n,
                                          const char *const **cache)
 {
@@ -195,7 +195,7 @@ void h_tenant_put(server *s, http_req *req, const principal *who, const char **a
         reply_error(req, TENQ_EINVALID, "name", "tenant names are 1-64 of A-Z a-z 0-9 . _ -");
         return;
     }
-    json_t *body = parse_body(req);
+    json_t *body = req_body(req);
     if (!body) return;
     static const char *const *fields;
     engine_tenant_settings ts;
@@ -205,7 +205,7 @@ void h_tenant_put(server *s, http_req *req, const principal *who, const char **a
     }
     const tq_setting *rows = engine_tenant_setting_rows;
     size_t n = engine_tenant_setting_count;
-    if (!only_fields(req, body, setting_fields(rows, n, &fields)) ||
+    if (!req_only_fields(req, body, setting_fields(rows, n, &fields)) ||
         !read_settings(req, body, rows, n, &ts)) {
         json_decref(body);
         return;
@@ -318,14 +318,14 @@ void h_queue_put(server *s, http_req *req, const principal *who, const char **ar
         reply_error(req, TENQ_EINVALID, "name", "queue names are 1-64 of A-Z a-z 0-9 . _ -");
         return;
     }
-    json_t *body = parse_body(req);
+    json_t *body = req_body(req);
     if (!body) return;
     static const char *const *fields;
     engine_queue_settings q;
     if (engine_queue_get(s->e, srv_now(s), name, &q, NULL) != 0) engine_queue_settings_defaults(&q);
     const tq_setting *rows = engine_queue_setting_rows;
     size_t n = engine_queue_setting_count;
-    if (!only_fields(req, body, setting_fields(rows, n, &fields)) ||
+    if (!req_only_fields(req, body, setting_fields(rows, n, &fields)) ||
         !read_settings(req, body, rows, n, &q)) {
         json_decref(body);
         return;

@@ -80,14 +80,14 @@ void h_stats(server *s, http_req *req, const principal *who, const char **args)
 
 static bool lane_visible(void *ctx, const char *tenant, const char *queue)
 {
-    return may_see_job(ctx, tenant, queue);
+    return auth_may_see_job(ctx, tenant, queue);
 }
 
 void h_lanes(server *s, http_req *req, const principal *who, const char **args)
 {
     (void)args;
     long long k;
-    if (!query_num(req, "limit", 20, 1, 1000, &k)) return;
+    if (!req_query_num(req, "limit", 20, 1, 1000, &k)) return;
     engine_lane_info *lanes = xmalloc((size_t)k * sizeof(*lanes));
     size_t total;
     /* a tenant's view (lanes and their count) is its own lanes only */

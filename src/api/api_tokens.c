@@ -44,11 +44,11 @@ void h_token_create(server *s, http_req *req, const principal *who, const char *
 {
     (void)who;
     (void)args;
-    json_t *body = parse_body(req);
+    json_t *body = req_body(req);
     if (!body) return;
     static const char *const fields[] = {"role", "queues", NULL};
     const char *role = NULL;
-    if (!only_fields(req, body, fields) || !get_str(req, body, "role", &role, true)) {
+    if (!req_only_fields(req, body, fields) || !req_str(req, body, "role", &role, true)) {
         json_decref(body);
         return;
     }

@@ -2,8 +2,8 @@
 /* Workers: lease (long poll), start, heartbeat, ack, fail, batched outcomes. */
 #include "internal.h"
 
-bool try_lease(server *s, http_req *req, const principal *who, char **queues, size_t nq,
-               char **types, size_t nt, size_t max, const char *worker, const char *results)
+bool srv_try_lease(server *s, http_req *req, const principal *who, char **queues, size_t nq,
+                   char **types, size_t nt, size_t max, const char *worker, const char *results)
 {
     (void)who;
     engine_lease_req lr = {
@@ -24,7 +24,7 @@ bool try_lease(server *s, http_req *req, const principal *who, char **queues, si
     for (size_t i = 0; i < got; i++) {
         engine_job_info in;
         engine_job_get(out[i], &in);
-        json_job(&b, &in, JOB_LEASE, true);
+        api_json_job(&b, &in, JOB_LEASE, true);
         if (last_queue != in.queue) {
             engine_queue_settings qs;
             if (engine_queue_get(s->e, 0, in.queue, &qs, NULL) == 0 &&
@@ -52,10 +52,10 @@ bool try_lease(server *s, http_req *req, const principal *who, char **queues, si
 static bool worker_job(server *s, http_req *req, const principal *who, const char *seg,
                        uint64_t *id)
 {
-    *id = path_id(req, seg);
+    *id = req_path_id(req, seg);
     if (!*id) return false;
     engine_job *j = engine_find(s->e, *id);
-    if (!j || !may_see_job(who, engine_job_tenant(j), engine_job_queue(j))) {
+    if (!j || !auth_may_see_job(who, engine_job_tenant(j), engine_job_queue(j))) {
         reply_error(req, TENQ_ENOT_FOUND, "id", "no job %llu in hand (finished, or never leased)",
                     (unsigned long long)*id);
         return false;
@@ -84,12 +84,13 @@ void h_start(server *s, http_req *req, const principal *who, const char **args)
 {
     uint64_t id;
     if (!worker_job(s, req, who, args[0], &id)) return;
-    json_t *body = parse_body(req);
+    json_t *body = req_body(req);
     if (!body) return;
     static const char *const fields[] = {"token", NULL};
     long long tok = 0;
     bool has = false;
-    if (only_fields(req, body, fields) && get_int(req, body, "token", &tok, &has, 1, INT64_MAX)) {
+    if (req_only_fields(req, body, fields) &&
+        req_int(req, body, "token", &tok, &has, 1, INT64_MAX)) {
         engine_err err;
         if (!has)
             reply_error(req, TENQ_EINVALID, "token", "token is required");
@@ -105,12 +106,13 @@ void h_heartbeat(server *s, http_req *req, const principal *who, const char **ar
 {
     uint64_t id;
     if (!worker_job(s, req, who, args[0], &id)) return;
-    json_t *body = parse_body(req);
+    json_t *body = req_body(req);
     if (!body) return;
     static const char *const fields[] = {"token", "progress", NULL};
     long long tok = 0;
     bool has = false;
-    if (only_fields(req, body, fields) && get_int(req, body, "token", &tok, &has, 1, INT64_MAX)) {
+    if (req_only_fields(req, body, fields) &&
+        req_int(req, body, "token", &tok, &has, 1, INT64_MAX)) {
         char *progress = NULL;
         json_t *p = json_object_get(body, "progress");
         if (p && !json_is_null(p)) progress = canonical_json(p);
@@ -169,21 +171,21 @@ static int outcome_apply(server *s, uint64_t id, outcome_in *in, engine_err *err
  * hand may have finished with this very outcome: the store says. */
 static void single_outcome(server *s, http_req *req, const principal *who, const char *seg, bool ok)
 {
-    uint64_t id = path_id(req, seg);
+    uint64_t id = req_path_id(req, seg);
     if (!id) return;
     engine_job *j = engine_find(s->e, id);
-    if (j && !may_see_job(who, engine_job_tenant(j), engine_job_queue(j))) {
+    if (j && !auth_may_see_job(who, engine_job_tenant(j), engine_job_queue(j))) {
         reply_error(req, TENQ_ENOT_FOUND, "id", "no job %llu", (unsigned long long)id);
         return;
     }
-    json_t *body = parse_body(req);
+    json_t *body = req_body(req);
     if (!body) return;
     static const char *const ack_fields[] = {"token", "result", "stats", NULL};
     static const char *const fail_fields[] = {"token",     "error", "retry_in_ms", "retry",
                                               "cancelled", "stats", NULL};
     outcome_in in;
     engine_err err;
-    if (!only_fields(req, body, ok ? ack_fields : fail_fields)) {
+    if (!req_only_fields(req, body, ok ? ack_fields : fail_fields)) {
     } else if (outcome_read(body, ok, &in, &err) != 0) {
         reply_engine_err(req, &err);
     } else {
@@ -231,7 +233,7 @@ static void outcome_answer(server *s, jbuf *b, uint64_t id, int rc, const engine
 static int reported_job(server *s, const principal *who, uint64_t id, engine_err *err)
 {
     engine_job *j = engine_find(s->e, id);
-    if (!j || !may_see_job(who, engine_job_tenant(j), engine_job_queue(j))) {
+    if (!j || !auth_may_see_job(who, engine_job_tenant(j), engine_job_queue(j))) {
         engine_errf(err, TENQ_ENOT_FOUND, "id", "no job %llu in hand", (unsigned long long)id);
         return TENQ_ENOT_FOUND;
     }
@@ -335,7 +337,7 @@ static int outcome_tree_apply(server *s, const principal *who, json_t *list, jbu
             rc = TENQ_EINVALID;
             engine_errf(&e, rc, "ok", "ok must be true or false");
         } else {
-            const char *k = unknown_field(o, ofields);
+            const char *k = obj_unknown_field(o, ofields);
             if (k) {
                 rc = TENQ_EINVALID;
                 engine_errf(&e, rc, k, "unknown field \"%s\"", k);
@@ -410,10 +412,10 @@ void h_outcomes(server *s, http_req *req, const principal *who, const char **arg
 {
     (void)args;
     if (outcomes_in_place(s, req, who)) return;
-    json_t *body = parse_body(req);
+    json_t *body = req_body(req);
     if (!body) return;
     static const char *const fields[] = {"outcomes", NULL};
-    if (!only_fields(req, body, fields)) {
+    if (!req_only_fields(req, body, fields)) {
         json_decref(body);
         return;
     }
@@ -451,8 +453,8 @@ static void lease_go(server *s, http_req *req, const principal *who, lease_in *i
     /* (after outcomes committed, the leadership may have gone meanwhile,
      * or a stop begun: a stopping server leases nothing) */
     bool serving = srv_serving(s) && !s->stopping;
-    if (serving && try_lease(s, req, who, in->queues, in->nq, in->types, in->nt, (size_t)in->max,
-                             worker, results)) {
+    if (serving && srv_try_lease(s, req, who, in->queues, in->nq, in->types, in->nt,
+                                 (size_t)in->max, worker, results)) {
     } else if (wait_ms == 0 || s->stopping || !serving) {
         reply_no_jobs(req, results);
     } else {
@@ -470,7 +472,7 @@ static void lease_go(server *s, http_req *req, const principal *who, lease_in *i
         in->queues = in->types = NULL;
         in->nq = in->nt = 0;
         in->worker = NULL;
-        lease_waiter_add(s, w, wait_ms);
+        srv_lease_waiter_add(s, w, wait_ms);
     }
     free(results);
     lease_in_free(in);
@@ -513,7 +515,7 @@ void h_lease(server *s, http_req *req, const principal *who, const char **args)
     /* the usual body is read in place; jansson reads the rest and words
      * every refusal */
     if (!lease_read_text(req->body, req->body_len, &in)) {
-        body = parse_body(req);
+        body = req_body(req);
         if (!body) return;
         engine_err err;
         if (lease_read(body, &in, &err) != 0) {
@@ -554,7 +556,7 @@ void h_lease(server *s, http_req *req, const principal *who, const char **args)
     if (!body && tq_arr_begin(&list, in.outcomes) && outcome_set_read(&list, &os)) {
         late = outcome_set_apply(s, who, &os, &rb);
     } else {
-        if (!body && !(body = parse_body(req))) goto refused;
+        if (!body && !(body = req_body(req))) goto refused;
         engine_err err;
         if (outcome_tree_apply(s, who, json_object_get(body, "outcomes"), &rb, &late, &err) != 0) {
             jb_free(&rb);

@@ -62,63 +62,62 @@ static bool final_state(engine_state st)
            st == ENGINE_DEAD;
 }
 
-/* ---- leases written late --------------------------------------------------------
- * Most jobs end within milliseconds of their lease.  Writing the lease and
- * then the end costs the store two row writes; so a lease is written only
- * lease_write_delay after it was granted, and not at all when its job ends
- * (or changes again) first: the later row carries the lease fields too.  A
- * crash inside that window loses the lease, which is safe (the job runs again
- * under a new token, see SEMANTICS.md "Durability").  At-most-once leases are
- * never deferred: they are answered only once stored.  A job becoming ready
+/* ---- rows written late (leases and readiness)
+ * -------------------------------------------------------- Most jobs end within milliseconds of
+ * their lease.  Writing the lease and then the end costs the store two row writes; so a lease is
+ * written only lease_write_delay after it was granted, and not at all when its job ends (or changes
+ * again) first: the later row carries the lease fields too.  A crash inside that window loses the
+ * lease, which is safe (the job runs again under a new token, see SEMANTICS.md "Durability").
+ * At-most-once leases are never deferred: they are answered only once stored.  A job becoming ready
  * (blocked -> ready when its lane moves on, scheduled -> ready when its time
  * comes) is deferred alike: recovery derives readiness from lanes and run_at,
  * so the stored "blocked" or "scheduled" loses nothing but ready_at. */
 
-typedef struct deferred_lease {
+typedef struct late_row {
     uint64_t id;
     int64_t at;
-    struct deferred_lease *prev, *next;
-} deferred_lease;
+    struct late_row *prev, *next;
+} late_row;
 
-static bool dl_eq(const void *item, const void *key)
+static bool late_row_eq(const void *item, const void *key)
 {
-    return ((const deferred_lease *)item)->id == *(const uint64_t *)key;
+    return ((const late_row *)item)->id == *(const uint64_t *)key;
 }
 
-static deferred_lease *dl_find(server *s, uint64_t id)
+static late_row *late_row_find(server *s, uint64_t id)
 {
-    return s->deferred.len ? htab_find(&s->deferred, hash_u64(id), dl_eq, &id) : NULL;
+    return s->late_rows.len ? htab_find(&s->late_rows, hash_u64(id), late_row_eq, &id) : NULL;
 }
 
-static void dl_drop(server *s, deferred_lease *d)
+static void late_row_drop(server *s, late_row *d)
 {
-    htab_remove(&s->deferred, hash_u64(d->id), d);
+    htab_remove(&s->late_rows, hash_u64(d->id), d);
     if (d->prev)
         d->prev->next = d->next;
     else
-        s->dfirst = d->next;
+        s->late_first = d->next;
     if (d->next)
         d->next->prev = d->prev;
     else
-        s->dlast = d->prev;
+        s->late_last = d->prev;
     free(d);
 }
 
-static void arm_defer(server *s)
+static void arm_late_rows(server *s)
 {
-    if (!s->dfirst || event_pending(s->defer_ev, EV_TIMEOUT, NULL)) return;
-    int64_t due = s->dfirst->at + s->cfg.lease_write_delay_ms - srv_now(s);
+    if (!s->late_first || event_pending(s->late_ev, EV_TIMEOUT, NULL)) return;
+    int64_t due = s->late_first->at + s->cfg.lease_write_delay_ms - srv_now(s);
     if (due < 1) due = 1;
     struct timeval tv = {(time_t)(due / 1000), (suseconds_t)((due % 1000) * 1000)};
-    event_add(s->defer_ev, &tv);
+    event_add(s->late_ev, &tv);
 }
 
-/* Writes the deferred leases granted before `before` (all with INT64_MAX). */
-void srv_write_deferred(server *s, int64_t before)
+/* Writes the late rows noted before `before` (all with INT64_MAX). */
+void srv_write_late_rows(server *s, int64_t before)
 {
     bool any = false;
-    while (s->dfirst && s->dfirst->at < before) {
-        deferred_lease *d = s->dfirst;
+    while (s->late_first && s->late_first->at < before) {
+        late_row *d = s->late_first;
         engine_job *j = engine_find(s->e, d->id);
         engine_state st = j ? engine_job_state(j) : ENGINE_DEAD;
         if (st == ENGINE_READY || st == ENGINE_LEASED || st == ENGINE_RUNNING) {
@@ -127,31 +126,31 @@ void srv_write_deferred(server *s, int64_t before)
             store_batch_job(s->batch, &in, 0);
             any = true;
         }
-        dl_drop(s, d);
+        late_row_drop(s, d);
     }
     if (any) srv_schedule_flush(s);
 }
 
-static void on_defer(evutil_socket_t fd, short what, void *arg)
+static void on_late_rows(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
     (void)what;
     server *s = arg;
-    srv_write_deferred(s, srv_now(s) - s->cfg.lease_write_delay_ms + 1);
-    arm_defer(s);
+    srv_write_late_rows(s, srv_now(s) - s->cfg.lease_write_delay_ms + 1);
+    arm_late_rows(s);
 }
 
-void srv_drop_deferred(server *s)
+void srv_drop_late_rows(server *s)
 {
-    while (s->dfirst) dl_drop(s, s->dfirst);
+    while (s->late_first) late_row_drop(s, s->late_first);
 }
 
 /* Changes left out of the batch: fresh leases of at-least-once queues. */
-static bool defer_change(void *ctx, const engine_change *c)
+static bool write_late(void *ctx, const engine_change *c)
 {
     server *s = ctx;
     if (c->kind != ENGINE_CH_JOB) return false;
-    deferred_lease *d = dl_find(s, c->id);
+    late_row *d = late_row_find(s, c->id);
     engine_state st = engine_job_state(c->job);
     /* A job that became ready (its lane moved on, its time came) is deferred
      * the same way: recovery works readiness out again from lanes and run_at,
@@ -165,20 +164,20 @@ static bool defer_change(void *ctx, const engine_change *c)
             lease_only = false;
     }
     if (!lease_only) {
-        if (d) dl_drop(s, d); /* this row carries the lease fields too */
+        if (d) late_row_drop(s, d); /* this row carries the lease fields too */
         return false;
     }
     if (!d) {
         d = xcalloc(1, sizeof(*d));
         d->id = c->id;
         d->at = srv_now(s);
-        d->prev = s->dlast;
-        if (s->dlast)
-            s->dlast->next = d;
+        d->prev = s->late_last;
+        if (s->late_last)
+            s->late_last->next = d;
         else
-            s->dfirst = d;
-        s->dlast = d;
-        htab_insert(&s->deferred, hash_u64(d->id), d);
+            s->late_first = d;
+        s->late_last = d;
+        htab_insert(&s->late_rows, hash_u64(d->id), d);
     }
     return true;
 }
@@ -205,10 +204,10 @@ static void collect(server *s, char ***wake, size_t *nwake)
             d->v[d->n++] = c[i].id;
         }
     }
-    store_batch_changes_except(s->batch, s->e, defer_change, s);
+    store_batch_changes_except(s->batch, s->e, write_late, s);
     engine_changes_clear(s->e);
     if (store_batch_ops(s->batch)) srv_schedule_flush(s);
-    arm_defer(s);
+    arm_late_rows(s);
 }
 
 static void wake_all(server *s, char **wake, size_t nwake)
@@ -394,7 +393,7 @@ static void on_flush(evutil_socket_t fd, short what, void *arg)
  * get rc, and the leases waiting to be written go (they point into it). */
 void srv_drop_uncommitted(server *s, int rc, const char *why)
 {
-    srv_drop_deferred(s);
+    srv_drop_late_rows(s);
     for (pending *p = s->cur, *nx; p; p = nx) {
         nx = p->next;
         pending_finish(s, p, rc, why);
@@ -480,10 +479,10 @@ int srv_commit_start(server *s)
     s->flush_ev = event_new(s->base, -1, 0, on_flush, s);
     s->writer_watch_ev = evtimer_new(s->base, on_writer_watch, s);
     s->resync_ev = evtimer_new(s->base, on_resync, s);
-    s->defer_ev = evtimer_new(s->base, on_defer, s);
+    s->late_ev = evtimer_new(s->base, on_late_rows, s);
     s->store_ev =
         event_new(s->base, store_event_fd(s->st), EV_READ | EV_PERSIST, on_store_event, s);
-    if (!s->flush_ev || !s->writer_watch_ev || !s->resync_ev || !s->defer_ev || !s->store_ev ||
+    if (!s->flush_ev || !s->writer_watch_ev || !s->resync_ev || !s->late_ev || !s->store_ev ||
         event_add(s->store_ev, NULL) != 0)
         return -1;
     store_on_commit(s->st, on_commit, s);
@@ -496,7 +495,7 @@ void srv_commit_timers_off(server *s)
     event_del(s->flush_ev);
     event_del(s->writer_watch_ev);
     event_del(s->resync_ev);
-    event_del(s->defer_ev);
+    event_del(s->late_ev);
 }
 
 void srv_commit_free(server *s)
@@ -504,8 +503,8 @@ void srv_commit_free(server *s)
     if (s->flush_ev) event_free(s->flush_ev);
     if (s->writer_watch_ev) event_free(s->writer_watch_ev);
     if (s->resync_ev) event_free(s->resync_ev);
-    if (s->defer_ev) event_free(s->defer_ev);
+    if (s->late_ev) event_free(s->late_ev);
     if (s->store_ev) event_free(s->store_ev);
-    srv_drop_deferred(s);
-    htab_free(&s->deferred);
+    srv_drop_late_rows(s);
+    htab_free(&s->late_rows);
 }

@@ -5,9 +5,12 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 typedef enum { T_STR, T_INT, T_MS, T_BYTES, T_BOOL, T_SLOTS } vtype;
 
@@ -25,8 +28,10 @@ typedef struct setting {
 static const setting settings[] = {
     {"listen", T_STR, F(listen), "127.0.0.1:7070", false,
      "address:port to listen on (port 0: any free port)"},
-    {"store", T_STR, F(store), "sqlite:./tenq-data/tenq.db", false,
-     "sqlite:PATH, or a postgresql:// connection string"},
+    {"store", T_STR, F(store), "", false, "sqlite:PATH, or a postgresql:// connection string"},
+    {"data-dir", T_STR, F(data_dir), "", false,
+     "the folder of the embedded store (tenq.db) when --store is not given: created if "
+     "missing, refused if it cannot be written; logged as an absolute path at start"},
     {"sqlite-sync", T_STR, F(sqlite_sync), "full", false,
      "full: fsync every commit (survives power loss); normal: fsync at checkpoints "
      "(survives a crash of tenq, not of the machine)"},
@@ -97,6 +102,21 @@ static const struct {
     {"log-format", "text|json"},
     {"log-level", "debug|info|warn|error"},
 };
+
+/* Defaults that depend on where the server runs: --help says how. */
+static const struct {
+    const char *name, *shown;
+} shown_defaults[] = {
+    {"store", "sqlite:DATA-DIR/tenq.db"},
+    {"data-dir", "$STATE_DIRECTORY (systemd's StateDirectory=), else ./tenq-data"},
+};
+
+static const char *shown_default(const setting *st)
+{
+    for (size_t i = 0; i < sizeof shown_defaults / sizeof shown_defaults[0]; i++)
+        if (!strcmp(shown_defaults[i].name, st->name)) return shown_defaults[i].shown;
+    return *st->deflt ? st->deflt : "(none)";
+}
 
 static const char *choices_of(const setting *st)
 {
@@ -278,6 +298,79 @@ static int load_file(api_config *c, const char *path, FILE *err)
     return rc;
 }
 
+/* mkdir -p, new folders 0700 (they hold the jobs and the tokens' hashes). */
+static int make_dirs(const char *dir)
+{
+    char buf[PATH_MAX];
+    if (snprintf(buf, sizeof buf, "%s", dir) >= (int)sizeof buf) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = 0;
+        if (mkdir(buf, 0700) != 0 && errno != EEXIST) return -1;
+        *p = '/';
+    }
+    if (mkdir(buf, 0700) != 0 && errno != EEXIST) return -1;
+    struct stat st;
+    if (stat(buf, &st) != 0) return -1;
+    if (!S_ISDIR(st.st_mode)) {
+        errno = ENOTDIR;
+        return -1;
+    }
+    return 0;
+}
+
+/* The embedded store's folder, when --store names none: --data-dir (or
+ * TENQ_DATA_DIR, or the config file), else $STATE_DIRECTORY (set by
+ * systemd's StateDirectory=; the first when it names several), else
+ * ./tenq-data.  Created if missing, checked writable by making a file in
+ * it, and made absolute; the store is then sqlite:<it>/tenq.db. */
+static int resolve_data_dir(api_config *c, FILE *err)
+{
+    if (*c->store) return 0; /* --store wins; the folder is not touched */
+    char dir[PATH_MAX];
+    const char *from = "--data-dir", *sd = getenv("STATE_DIRECTORY");
+    if (*c->data_dir) {
+        snprintf(dir, sizeof dir, "%s", c->data_dir);
+    } else if (sd && *sd) {
+        snprintf(dir, sizeof dir, "%.*s", (int)strcspn(sd, ":"), sd);
+        from = "STATE_DIRECTORY";
+    } else {
+        snprintf(dir, sizeof dir, "./tenq-data");
+        from = "--data-dir (default)";
+    }
+    if (make_dirs(dir) != 0) {
+        fprintf(err, "tenq serve: %s %s: cannot create the folder: %s\n", from, dir,
+                strerror(errno));
+        return -1;
+    }
+    char abs[PATH_MAX], probe[PATH_MAX + 32];
+    if (!realpath(dir, abs)) {
+        fprintf(err, "tenq serve: %s %s: %s\n", from, dir, strerror(errno));
+        return -1;
+    }
+    snprintf(probe, sizeof probe, "%s/.tenq-write-test-XXXXXX", abs);
+    int fd = mkstemp(probe);
+    if (fd < 0) {
+        fprintf(err, "tenq serve: %s %s: cannot write in the folder: %s\n", from, abs,
+                strerror(errno));
+        return -1;
+    }
+    close(fd);
+    unlink(probe);
+    if (strlen(abs) >= sizeof c->data_dir ||
+        snprintf(c->store, sizeof c->store, "sqlite:%s/tenq.db", abs) >= (int)sizeof c->store) {
+        fprintf(err, "tenq serve: %s %s: too long\n", from, abs);
+        c->store[0] = 0;
+        return -1;
+    }
+    snprintf(c->data_dir, sizeof c->data_dir, "%s", abs);
+    c->data_dir_used = true;
+    return 0;
+}
+
 int api_config_load(api_config *c, int argc, char **argv, FILE *err)
 {
     api_config_defaults(c);
@@ -345,7 +438,7 @@ int api_config_load(api_config *c, int argc, char **argv, FILE *err)
                 c->advertise);
         return -1;
     }
-    return 0;
+    return resolve_data_dir(c, err);
 }
 
 void api_config_help(FILE *out)
@@ -370,7 +463,7 @@ void api_config_help(FILE *out)
         else
             fprintf(out, "  --%s %-*s %s\n", st->name, (int)(24 - strlen(st->name)), kind,
                     st->help);
-        fprintf(out, "  %-28s default: %s%s%s\n", "", *st->deflt ? st->deflt : "(none)",
+        fprintf(out, "  %-28s default: %s%s%s\n", "", shown_default(st),
                 st->env_only ? "" : "; env ", st->env_only ? "" : env);
     }
 }

@@ -186,10 +186,10 @@ typedef struct server {
 
     struct event *tick_ev;
     int64_t tick_at;
-    /* leases granted but not yet written (see collect() in server.c) */
-    htab deferred;
-    struct deferred_lease *dfirst, *dlast;
-    struct event *defer_ev;
+    /* job rows written late: leases and readiness not yet stored (commit.c) */
+    htab late_rows;
+    struct late_row *late_first, *late_last;
+    struct event *late_ev;
     struct event *sample_ev;
     htab rates_q, rates_t;
     uint64_t rate_samples; /* samples taken since start */
@@ -215,7 +215,7 @@ typedef struct server {
 
 int64_t srv_now(server *s);
 
-/* ---- the leadership (lead.c, and the loop's side in server.c) ---------------- */
+/* ---- the leadership (lead.c, and the loop's side in lead_loop.c) ---------------- */
 
 /* A fresh engine whose fencing tokens start above every earlier term's (any
  * thread). */
@@ -301,8 +301,8 @@ void srv_commit_timers_off(server *s);
 void srv_commit_free(server *s);
 void srv_schedule_flush(server *s);
 void srv_flush_now(server *s);
-void srv_write_deferred(server *s, int64_t before);
-void srv_drop_deferred(server *s);
+void srv_write_late_rows(server *s, int64_t before);
+void srv_drop_late_rows(server *s);
 void srv_drop_uncommitted(server *s, int rc, const char *why);
 
 /* Long polls and job waits (waiters.c). */
@@ -335,23 +335,23 @@ typedef struct route {
 
 /* Job JSON. */
 typedef enum { JOB_FULL, JOB_LEASE } job_view;
-void json_job(jbuf *b, const engine_job_info *j, job_view view, bool show_token);
+void api_json_job(jbuf *b, const engine_job_info *j, job_view view, bool show_token);
 
 /* Request bodies. */
-json_t *parse_body(http_req *req); /* replies 400 itself and returns NULL on error */
+json_t *req_body(http_req *req); /* replies 400 itself and returns NULL on error */
 /* The first key of obj not in allowed (NULL-terminated), or NULL. */
-const char *unknown_field(json_t *obj, const char *const *allowed);
+const char *obj_unknown_field(json_t *obj, const char *const *allowed);
 /* Checks that every key of obj is in the NULL-terminated list; replies 400 otherwise. */
-bool only_fields(http_req *req, json_t *obj, const char *const *allowed);
+bool req_only_fields(http_req *req, json_t *obj, const char *const *allowed);
 /* A string or an integer member (absent or null: not given, *out NULL or
- * unchanged): 0, or the refusal in err.  get_str and get_int reply it. */
-int field_str(json_t *obj, const char *key, bool required, const char **out, engine_err *err);
-int field_int(json_t *obj, const char *key, long long min, long long max, long long *out,
-              bool *present, engine_err *err);
-bool get_str(http_req *req, json_t *obj, const char *key, const char **out, bool required);
-bool get_int(http_req *req, json_t *obj, const char *key, long long *out, bool *present,
+ * unchanged): 0, or the refusal in err.  req_str and req_int reply it. */
+int obj_str(json_t *obj, const char *key, bool required, const char **out, engine_err *err);
+int obj_int(json_t *obj, const char *key, long long min, long long max, long long *out,
+            bool *present, engine_err *err);
+bool req_str(http_req *req, json_t *obj, const char *key, const char **out, bool required);
+bool req_int(http_req *req, json_t *obj, const char *key, long long *out, bool *present,
              long long min, long long max);
-bool get_bool(http_req *req, json_t *obj, const char *key, bool *out, bool *present);
+bool req_bool(http_req *req, json_t *obj, const char *key, bool *out, bool *present);
 /* Canonical JSON text (keys sorted, compact); malloc'd. */
 char *canonical_json(const json_t *v);
 
@@ -447,19 +447,20 @@ bool lease_read_text(const char *text, size_t n, lease_in *in);
  * NULL when jansson must write it (escapes, deep nesting, big numbers). */
 char *canonical_text(tq_span v);
 /* An integer token of at most 18 digits (it fits whatever they are). */
-bool json_text_int(tq_span v, long long *out);
+bool text_int(tq_span v, long long *out);
 
 /* A numeric query parameter from lo to hi (dflt when absent); replies 400
  * and returns false when it is not a whole number in range. */
-bool query_num(http_req *req, const char *name, long long dflt, long long lo, long long hi,
-               long long *out);
+bool req_query_num(http_req *req, const char *name, long long dflt, long long lo, long long hi,
+                   long long *out);
 /* Admin and worker tokens see a job's lease token; tenants do not. */
-bool shows_token(const principal *who);
+bool auth_shows_token(const principal *who);
 
 /* Permission helpers: true when the principal may see this job. */
-bool may_see_job(const principal *who, const char *tenant, const char *queue);
+bool auth_may_see_job(const principal *who, const char *tenant, const char *queue);
 
-/* Handlers (api_jobs.c, api_work.c, api_admin.c). */
+/* Handlers (api_jobs.c, api_work.c, api_settings.c, api_morgue.c, api_tokens.c,
+ * api_stats.c, dashboard.c). */
 void h_submit(server *s, http_req *req, const principal *who, const char **args);
 void h_get_job(server *s, http_req *req, const principal *who, const char **args);
 void h_list_jobs(server *s, http_req *req, const principal *who, const char **args);
@@ -494,7 +495,6 @@ void h_dashboard(server *s, http_req *req, const principal *who, const char **ar
 void h_lanes(server *s, http_req *req, const principal *who, const char **args);
 void h_whoami(server *s, http_req *req, const principal *who, const char **args);
 
-/* Rates (api_admin.c). */
 /* What the engine's foreach callbacks of the list endpoints write into. */
 typedef struct api_list_ctx {
     server *s;
@@ -514,17 +514,17 @@ void rates_sample(server *s);
 void rates_get(server *s, bool queue, const char *name, double *ok_per_s, double *bad_per_s);
 void rates_free(server *s);
 
-/* Waiters (server.c). */
-void lease_waiter_add(server *s, lease_waiter *w, int64_t wait_ms);
-void job_waiter_add(server *s, job_waiter *w, int64_t wait_ms);
+/* Waiters (waiters.c). */
+void srv_lease_waiter_add(server *s, lease_waiter *w, int64_t wait_ms);
+void srv_job_waiter_add(server *s, job_waiter *w, int64_t wait_ms);
 /* A lease for a request, answered now (false when nothing was eligible);
  * results: the text of a "results" list to answer with too, or NULL. */
-bool try_lease(server *s, http_req *req, const principal *who, char **queues, size_t nq,
-               char **types, size_t nt, size_t max, const char *worker, const char *results);
+bool srv_try_lease(server *s, http_req *req, const principal *who, char **queues, size_t nq,
+                   char **types, size_t nt, size_t max, const char *worker, const char *results);
 /* {"jobs":[]} (with the results list, when not NULL). */
 void reply_no_jobs(http_req *req, const char *results);
 
 /* Parses a positive id from a path segment; replies 404 and returns 0 if bad. */
-uint64_t path_id(http_req *req, const char *seg);
+uint64_t req_path_id(http_req *req, const char *seg);
 
 #endif

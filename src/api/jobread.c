@@ -58,7 +58,7 @@ bool read_job(json_t *o, const principal *who, engine_submit_req *r, char **args
 {
     memset(r, 0, sizeof(*r));
     *args_out = NULL;
-    const char *k = unknown_field(o, job_fields);
+    const char *k = obj_unknown_field(o, job_fields);
     if (k) {
         engine_errf(err, TENQ_EINVALID, k, "unknown field \"%s\"", k);
         return false;
@@ -155,7 +155,7 @@ static bool is_real(tq_span v)
 
 /* An integer token (no fraction, no exponent) of at most 18 digits into
  * *out: it fits a long long whatever its digits. */
-bool json_text_int(tq_span v, long long *out)
+bool text_int(tq_span v, long long *out)
 {
     size_t digits = v.n - (v.n && v.p[0] == '-');
     if (!v.n || digits == 0 || digits > 18 || is_real(v)) return false;
@@ -293,7 +293,7 @@ static bool canon(jbuf *b, tq_span v, int depth)
             return true;
         }
         long long x;
-        if (!json_text_int(v, &x)) return false; /* jansson decides what is too big */
+        if (!text_int(v, &x)) return false; /* jansson decides what is too big */
         if (x == 0)
             jb_put(b, "0", 1); /* "-0" */
         else
@@ -349,17 +349,17 @@ bool read_job_text(tq_iter *obj, const principal *who, engine_submit_req *r, cha
         v = fv[f];
         switch (f) {
         case F_PRIORITY:
-            if (!json_text_int(v, &x) || x < ENGINE_PRIORITY_MIN || x > ENGINE_PRIORITY_MAX)
+            if (!text_int(v, &x) || x < ENGINE_PRIORITY_MIN || x > ENGINE_PRIORITY_MAX)
                 goto decline;
             r->priority = (int32_t)x;
             r->has_priority = true;
             break;
         case F_RUN_AT:
-            if (!json_text_int(v, &x) || x < 0 || x > RUN_AT_MAX) goto decline;
+            if (!text_int(v, &x) || x < 0 || x > RUN_AT_MAX) goto decline;
             r->run_at = x;
             break;
         case F_MAX_ATTEMPTS:
-            if (!json_text_int(v, &x) || x < 1 || x > ENGINE_ATTEMPTS_MAX) goto decline;
+            if (!text_int(v, &x) || x < 1 || x > ENGINE_ATTEMPTS_MAX) goto decline;
             r->max_attempts = (uint32_t)x;
             break;
         case F_UNIQUE:
@@ -371,7 +371,7 @@ bool read_job_text(tq_iter *obj, const principal *who, engine_submit_req *r, cha
             if (is_real(v)) {
                 if (!real_value(v, &r->score)) goto decline;
             } else {
-                if (!json_text_int(v, &x)) goto decline;
+                if (!text_int(v, &x)) goto decline;
                 r->score = (double)x;
             }
             r->has_score = true;
@@ -490,16 +490,16 @@ bool outcome_read_text(tq_iter *o, outcome_in *in, uint64_t *id)
     long long x;
 #define HAS(f) ((seen & (1u << (f))) && !tq_span_null(fv[f]))
     if (rc < 0 || !HAS(O_ID) || !HAS(O_TOKEN) || !HAS(O_OK)) return false;
-    if (!json_text_int(fv[O_ID], &x) || x < 1) return false;
+    if (!text_int(fv[O_ID], &x) || x < 1) return false;
     *id = (uint64_t)x;
-    if (!json_text_int(fv[O_TOKEN], &x) || x < 1) return false;
+    if (!text_int(fv[O_TOKEN], &x) || x < 1) return false;
     in->token = (uint64_t)x;
     if (fv[O_OK].p[0] != 't' && fv[O_OK].p[0] != 'f') return false;
     in->ok = tq_span_true(fv[O_OK]);
     /* every field is checked, used or not: what declines here, jansson reads */
     bool bad = false;
     if (HAS(O_RETRY_IN)) {
-        if (!json_text_int(fv[O_RETRY_IN], &x) || x < 0) return false;
+        if (!text_int(fv[O_RETRY_IN], &x) || x < 0) return false;
         in->f.has_retry_in = true;
         in->f.retry_in_ms = x;
     }
@@ -583,15 +583,15 @@ static int tree_names(json_t *body, const char *key, bool required, char ***out,
 int lease_read(json_t *body, lease_in *in, engine_err *err)
 {
     lease_defaults(in);
-    const char *k = unknown_field(body, lease_fields);
+    const char *k = obj_unknown_field(body, lease_fields);
     if (k) {
         engine_errf(err, TENQ_EINVALID, k, "unknown field \"%s\"", k);
         return TENQ_EINVALID;
     }
     const char *worker;
-    int rc = field_str(body, "worker", false, &worker, err);
-    if (!rc) rc = field_int(body, "max", 1, LEASE_MAX, &in->max, NULL, err);
-    if (!rc) rc = field_int(body, "wait_ms", 0, 3600000, &in->wait_ms, NULL, err);
+    int rc = obj_str(body, "worker", false, &worker, err);
+    if (!rc) rc = obj_int(body, "max", 1, LEASE_MAX, &in->max, NULL, err);
+    if (!rc) rc = obj_int(body, "wait_ms", 0, 3600000, &in->wait_ms, NULL, err);
     if (!rc) rc = tree_names(body, "queues", true, &in->queues, &in->nq, err);
     if (!rc) rc = tree_names(body, "types", false, &in->types, &in->nt, err);
     if (rc) {
@@ -644,10 +644,10 @@ bool lease_read_text(const char *text, size_t len, lease_in *in)
     }
 #define HAS(f) ((seen & (1u << (f))) && !tq_span_null(fv[f]))
     if (rc < 0 || !HAS(L_QUEUES)) return false;
-    if (HAS(L_MAX) && (!json_text_int(fv[L_MAX], &in->max) || in->max < 1 || in->max > LEASE_MAX))
+    if (HAS(L_MAX) && (!text_int(fv[L_MAX], &in->max) || in->max < 1 || in->max > LEASE_MAX))
         return false;
     if (HAS(L_WAIT) &&
-        (!json_text_int(fv[L_WAIT], &in->wait_ms) || in->wait_ms < 0 || in->wait_ms > 3600000))
+        (!text_int(fv[L_WAIT], &in->wait_ms) || in->wait_ms < 0 || in->wait_ms > 3600000))
         return false;
     if (HAS(L_WORKER) && !plain_string(fv[L_WORKER])) return false;
     if (!text_names(fv[L_QUEUES], &in->queues, &in->nq)) return false;

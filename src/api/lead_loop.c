@@ -26,7 +26,9 @@ engine_t *srv_engine_new(const api_config *cfg, uint64_t term)
 void srv_detach(server *s, const char *why)
 {
     log_event(LOG_WARN, "leader", "writes stop until the leadership is certain again: %s", why);
-    store_fail_pending(s->st, TENQ_ENOT_LEADER);
+    /* unavailable, not "not leader": no other server refused these writes,
+     * and on_commit steps down only on a real refusal */
+    store_fail_pending(s->st, TENQ_EUNAVAILABLE);
     s->resyncing = true;
     srv_drop_uncommitted(s, TENQ_ENOT_LEADER, "this server's leadership is not certain");
 }

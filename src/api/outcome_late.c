@@ -67,7 +67,7 @@ static int decide(const late_item *it, const principal *who, int rc, const store
         return rc;
     }
     const engine_job_info *j = rows->n == 1 ? &rows->jobs[0] : NULL;
-    if (!j || !may_see_job(who, j->tenant, j->queue)) {
+    if (!j || !auth_may_see_job(who, j->tenant, j->queue)) {
         snprintf(msg, len, "no job %llu", (unsigned long long)it->id);
         return TENQ_ENOT_FOUND;
     }

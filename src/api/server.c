@@ -76,7 +76,7 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
     http_server_stop_accepting(s->http);
     /* long polls answer now */
     while (s->lwait) srv_lease_waiter_end(s, s->lwait);
-    srv_write_deferred(s, INT64_MAX); /* a clean stop keeps every lease */
+    srv_write_late_rows(s, INT64_MAX); /* a clean stop keeps every lease */
     srv_flush_now(s);
     srv_maybe_finish_stop(s);
 }
@@ -170,6 +170,7 @@ int api_serve(const api_config *cfg)
         log_event(LOG_ERROR, "store", "%s", err);
         goto out;
     }
+    if (cfg->data_dir_used) log_event(LOG_INFO, "data", "data-dir=%s", cfg->data_dir);
     log_event(LOG_INFO, "store", "backend=%s at=%s sync=%s writer=%s", store_backend(s->st),
               store_where(s->st),
               strcmp(store_backend(s->st), "sqlite") ? "commit" : cfg->sqlite_sync,

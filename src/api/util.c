@@ -5,7 +5,7 @@
 #include <errno.h>
 #include <math.h>
 
-json_t *parse_body(http_req *req)
+json_t *req_body(http_req *req)
 {
     if (req->body_len == 0) {
         reply_error(req, TENQ_EINVALID, NULL, "a JSON body is required");
@@ -26,7 +26,7 @@ json_t *parse_body(http_req *req)
     return v;
 }
 
-const char *unknown_field(json_t *obj, const char *const *allowed)
+const char *obj_unknown_field(json_t *obj, const char *const *allowed)
 {
     const char *k;
     json_t *v;
@@ -39,14 +39,14 @@ const char *unknown_field(json_t *obj, const char *const *allowed)
     return NULL;
 }
 
-bool only_fields(http_req *req, json_t *obj, const char *const *allowed)
+bool req_only_fields(http_req *req, json_t *obj, const char *const *allowed)
 {
-    const char *k = unknown_field(obj, allowed);
+    const char *k = obj_unknown_field(obj, allowed);
     if (k) reply_error(req, TENQ_EINVALID, k, "unknown field \"%s\"", k);
     return !k;
 }
 
-int field_str(json_t *obj, const char *key, bool required, const char **out, engine_err *err)
+int obj_str(json_t *obj, const char *key, bool required, const char **out, engine_err *err)
 {
     json_t *v = json_object_get(obj, key);
     *out = NULL;
@@ -67,8 +67,8 @@ int field_str(json_t *obj, const char *key, bool required, const char **out, eng
     return 0;
 }
 
-int field_int(json_t *obj, const char *key, long long min, long long max, long long *out,
-              bool *present, engine_err *err)
+int obj_int(json_t *obj, const char *key, long long min, long long max, long long *out,
+            bool *present, engine_err *err)
 {
     json_t *v = json_object_get(obj, key);
     if (present) *present = false;
@@ -87,24 +87,24 @@ int field_int(json_t *obj, const char *key, long long min, long long max, long l
     return 0;
 }
 
-bool get_str(http_req *req, json_t *obj, const char *key, const char **out, bool required)
+bool req_str(http_req *req, json_t *obj, const char *key, const char **out, bool required)
 {
     engine_err err;
-    if (field_str(obj, key, required, out, &err) == 0) return true;
+    if (obj_str(obj, key, required, out, &err) == 0) return true;
     reply_engine_err(req, &err);
     return false;
 }
 
-bool get_int(http_req *req, json_t *obj, const char *key, long long *out, bool *present,
+bool req_int(http_req *req, json_t *obj, const char *key, long long *out, bool *present,
              long long min, long long max)
 {
     engine_err err;
-    if (field_int(obj, key, min, max, out, present, &err) == 0) return true;
+    if (obj_int(obj, key, min, max, out, present, &err) == 0) return true;
     reply_engine_err(req, &err);
     return false;
 }
 
-bool get_bool(http_req *req, json_t *obj, const char *key, bool *out, bool *present)
+bool req_bool(http_req *req, json_t *obj, const char *key, bool *out, bool *present)
 {
     json_t *v = json_object_get(obj, key);
     if (present) *present = false;
@@ -123,8 +123,8 @@ char *canonical_json(const json_t *v)
     return json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY | JSON_REAL_PRECISION(17));
 }
 
-bool query_num(http_req *req, const char *name, long long dflt, long long lo, long long hi,
-               long long *out)
+bool req_query_num(http_req *req, const char *name, long long dflt, long long lo, long long hi,
+                   long long *out)
 {
     char buf[32];
     *out = dflt;
@@ -141,19 +141,19 @@ bool query_num(http_req *req, const char *name, long long dflt, long long lo, lo
     return true;
 }
 
-bool shows_token(const principal *who)
+bool auth_shows_token(const principal *who)
 {
     return who->role == ROLE_ADMIN || who->role == ROLE_WORKER;
 }
 
-bool may_see_job(const principal *who, const char *tenant, const char *queue)
+bool auth_may_see_job(const principal *who, const char *tenant, const char *queue)
 {
     if (!who->tok) return true;
     if (who->role == ROLE_TENANT && strcmp(who->tok->tenant, tenant) != 0) return false;
     return token_allows_queue(who->tok, queue);
 }
 
-uint64_t path_id(http_req *req, const char *seg)
+uint64_t req_path_id(http_req *req, const char *seg)
 {
     char *end;
     errno = 0;
@@ -174,7 +174,7 @@ static void time_field(jbuf *b, const char *k, int64_t v)
         jb_null(b);
 }
 
-void json_job(jbuf *b, const engine_job_info *j, job_view view, bool show_token)
+void api_json_job(jbuf *b, const engine_job_info *j, job_view view, bool show_token)
 {
     jb_obj(b);
     jb_kint(b, "id", (long long)j->id);

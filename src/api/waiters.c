@@ -87,7 +87,7 @@ static void on_lease_timeout(evutil_socket_t fd, short what, void *arg)
     srv_lease_waiter_end(w->srv, w);
 }
 
-void lease_waiter_add(server *s, lease_waiter *w, int64_t wait_ms)
+void srv_lease_waiter_add(server *s, lease_waiter *w, int64_t wait_ms)
 {
     w->srv = s;
     w->timer = evtimer_new(s->base, on_lease_timeout, w);
@@ -120,8 +120,8 @@ static void wake_queue(server *s, const char *queue)
         http_req *req = w->req;
         req->on_abort = NULL;
         req->write_now = true; /* a worker waits on this: see send_reply */
-        if (try_lease(s, req, &w->who, w->queues, w->nqueues, w->types, w->ntypes, w->max,
-                      w->worker, w->results)) {
+        if (srv_try_lease(s, req, &w->who, w->queues, w->nqueues, w->types, w->ntypes, w->max,
+                          w->worker, w->results)) {
             /* the reply now waits for the commit; the waiter is done */
             nx = w->next;
             lease_waiter_free(s, w);
@@ -207,7 +207,7 @@ static void on_wait_timeout(evutil_socket_t fd, short what, void *arg)
     h_get_job(s, req, &who, args);
 }
 
-void job_waiter_add(server *s, job_waiter *w, int64_t wait_ms)
+void srv_job_waiter_add(server *s, job_waiter *w, int64_t wait_ms)
 {
     w->srv = s;
     w->timer = evtimer_new(s->base, on_wait_timeout, w);
@@ -240,7 +240,7 @@ static void on_final_rows(void *ctx, int rc, const store_rows *rows)
     for (int t = 0; t < 2 && rc == 0 && rows->n == 1; t++) {
         jbuf b;
         jb_init(&b);
-        json_job(&b, &rows->jobs[0], JOB_FULL, t == 1);
+        api_json_job(&b, &rows->jobs[0], JOB_FULL, t == 1);
         bodies[t] = jb_take(&b, &lens[t]);
     }
     jw_slot *slot;
@@ -248,8 +248,8 @@ static void on_final_rows(void *ctx, int rc, const store_rows *rows)
         job_waiter *w = slot->head;
         http_req *req = w->req;
         bool visible = rc == 0 && rows->n == 1 &&
-                       may_see_job(&w->who, rows->jobs[0].tenant, rows->jobs[0].queue);
-        int t = shows_token(&w->who) ? 1 : 0;
+                       auth_may_see_job(&w->who, rows->jobs[0].tenant, rows->jobs[0].queue);
+        int t = auth_shows_token(&w->who) ? 1 : 0;
         req->on_abort = NULL;
         jw_free(w);
         if (visible)

@@ -404,3 +404,83 @@ int cmd_queue(cli *c, int argc, char **argv)
                                     {NULL, NULL, NULL}};
     return cli_dispatch(c, "queue", table, argc, argv);
 }
+
+/* ---- health ------------------------------------------------------------------------------------
+ */
+
+int cmd_health(cli *c, int argc, char **argv)
+{
+    const char *timeout_s = NULL;
+    bool ready = false;
+    const cli_opt opts[] = {
+        {"ready", NULL, "ask /readyz: ok only where a server serves (the leader)", NULL, &ready},
+        {"timeout", "DURATION", "to connect and be answered, per server (default 5s)", &timeout_s,
+         NULL},
+        {NULL, NULL, NULL, NULL, NULL},
+    };
+    const cli_spec spec = {
+        "health [--ready] [--timeout DURATION]",
+        "Asks each server given (--server, TENQ_SERVER, else http://127.0.0.1:7070)\n"
+        "GET /healthz, or /readyz with --ready, on its own: no leader followed, no\n"
+        "retry, no token needed.  Prints a line per server (its JSON with --json).\n"
+        "Exit status: 0 when every one answered 200, 1 when any did not.  For\n"
+        "health checks of containers and supervisors.",
+        opts, 0, 0};
+    char *pos[CLI_MAX_POS];
+    int np, rc = cli_parse(c, &spec, argc, argv, pos, &np);
+    if (rc) return rc == CLI_HELP ? CLI_OK : rc;
+    int64_t timeout_ms = 5000;
+    if (timeout_s) {
+        if (!cli_duration(c, "--timeout", timeout_s, &timeout_ms)) return CLI_USAGE;
+        if (timeout_ms < 1 || timeout_ms > 3600000)
+            return cli_usage(c, "--timeout: from 1ms to 1h");
+    }
+    static const char *const local[] = {"http://127.0.0.1:7070"};
+    const char *const *servers = c->nservers ? c->servers : local;
+    size_t n = c->nservers ? c->nservers : 1;
+    const char *path = ready ? "/readyz" : "/healthz";
+    rc = CLI_OK;
+    for (size_t i = 0; i < n; i++) {
+        tenq_options o;
+        tenq_options_init(&o);
+        o.servers = &servers[i];
+        o.nservers = 1;
+        o.connect_timeout_ms = (int)timeout_ms;
+        o.request_timeout_ms = (int)timeout_ms;
+        o.failover_ms = -1;
+        tenq_client *tc = NULL;
+        int status = 0;
+        char *text = NULL;
+        int e = tenq_client_new(&o, &tc);
+        if (e == TENQ_EINVALID) {
+            cli_usage(c, "%s", tenq_errmsg(tc));
+            tenq_client_free(tc);
+            return CLI_USAGE;
+        }
+        if (e == 0) e = tenq_request(tc, "GET", path, NULL, 0, &status, &text);
+        json_t *a = text ? json_loads(text, 0, NULL) : NULL;
+        if (c->json && text) {
+            fputs(text, stdout);
+            if (!*text || text[strlen(text) - 1] != '\n') fputc('\n', stdout);
+        }
+        if (e == 0 && status == 200) {
+            char term[32];
+            cli_fmt_field(a, "term", term, sizeof term);
+            if (!c->json)
+                printf("%s: %s, %s, term %s\n", servers[i], cli_str(a, "status"),
+                       cli_str(a, "role"), term);
+        } else {
+            rc = CLI_ERR;
+            if (status)
+                fprintf(stderr, "tenq health: %s: %d %s%s%s\n", servers[i], status,
+                        cli_str(a, "status"), a ? ", " : "", a ? cli_str(a, "role") : "");
+            else
+                fprintf(stderr, "tenq health: %s: %s: %s\n", servers[i], tenq_err_word(e),
+                        tc && *tenq_errmsg(tc) ? tenq_errmsg(tc) : tenq_err_message(e));
+        }
+        json_decref(a);
+        tenq_free(text);
+        tenq_client_free(tc);
+    }
+    return rc;
+}

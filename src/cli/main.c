@@ -3,8 +3,12 @@
  * other command is a client of it, on libtenq. */
 #include "api/api.h"
 #include "cli/cli.h"
-#include "worker/work.h"
+#include "work_cmd/work_cmd.h"
 
+#include <event2/event.h>
+#include <jansson.h>
+#include <libpq-fe.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -15,6 +19,42 @@ static int cmd_serve(cli *c, int argc, char **argv)
     int rc = api_config_load(&cfg, argc - 1, argv + 1, stderr);
     if (rc != 0) return rc > 0 ? 0 : 2;
     return api_serve(&cfg);
+}
+
+/* `tenq --version` is the first line; `tenq version` adds the libraries
+ * as loaded (which may be newer than the headers the build saw). */
+static void print_version(bool libraries)
+{
+    printf("tenq %s\n", TENQ_CLIENT_VERSION);
+    if (!libraries) return;
+    int pq = PQlibVersion(); /* 150014: 15.14 */
+    printf("libevent %s\nsqlite %s\nlibpq %d.%d\njansson %s\n", event_get_version(),
+           sqlite3_libversion(), pq / 10000, pq % 10000, jansson_version_str());
+}
+
+static int cmd_version(cli *c, int argc, char **argv)
+{
+    static const cli_spec spec = {
+        "version",
+        "This tenq's version, then the libraries it runs on (libevent, SQLite, libpq,\n"
+        "jansson), one \"name version\" a line.  `tenq --version`: the first line.",
+        NULL, 0, 0};
+    char *pos[CLI_MAX_POS];
+    int np, rc = cli_parse(c, &spec, argc, argv, pos, &np);
+    if (rc) return rc == CLI_HELP ? CLI_OK : rc;
+    print_version(true);
+    return CLI_OK;
+}
+
+static void usage(FILE *out);
+
+static int cmd_help(cli *c, int argc, char **argv)
+{
+    (void)c;
+    (void)argc;
+    (void)argv;
+    usage(stdout);
+    return CLI_OK;
 }
 
 /* One row per command: the dispatch, `tenq --help` and nothing else. */
@@ -31,6 +71,9 @@ static const cli_cmd commands[] = {
     {"queue", cmd_queue, "queues: ls, show, set"},
     {"token", cmd_token, "tokens: create, ls, revoke"},
     {"work", cmd_work, "run jobs: lease them and run a handler for each"},
+    {"health", cmd_health, "is the server up? exit 0 when /healthz (--ready: /readyz) says so"},
+    {"version", cmd_version, "the version of tenq and of its libraries"},
+    {"help", cmd_help, "this list; `tenq help COMMAND` is `tenq COMMAND --help`"},
     {NULL, NULL, NULL},
 };
 
@@ -60,7 +103,7 @@ int main(int argc, char **argv)
             goto out;
         }
         if (!strcmp(argv[i], "--version")) {
-            printf("tenq %s\n", TENQ_CLIENT_VERSION);
+            print_version(false);
             rc = CLI_OK;
             goto out;
         }

@@ -120,13 +120,14 @@ static int check_jobs_(engine_t *e, chk *c, int64_t now, rtab *rt, ptr_vec *allv
         if (s == ENGINE_LEASED || s == ENGINE_RUNNING) {
             rget(rt, p)->active++;
             rget(rt, p->t)->active++;
-            CHECK(c, j->x && j->hidx < e->leases.n && e->leases.a[j->hidx].j == j,
+            CHECK(c, j->extra && j->hidx < e->leases.n && e->leases.a[j->hidx].j == j,
                   "leased job %llu is not in the lease heap", (unsigned long long)j->id);
-            CHECK(c, j->x->token > 0, "leased job %llu has no token", (unsigned long long)j->id);
+            CHECK(c, j->extra->token > 0, "leased job %llu has no token",
+                  (unsigned long long)j->id);
         } else if (s == ENGINE_READY) {
             CHECK(c, j->hidx == HEAP_NONE, "ready job %llu has a heap position",
                   (unsigned long long)j->id);
-            rget(rt, j->nd)->active++; /* ready count per node */
+            rget(rt, j->node)->active++; /* ready count per node */
         } else if (s == ENGINE_SCHEDULED) {
             CHECK(c, j->hidx < e->timers.n && e->timers.a[j->hidx].j == j,
                   "scheduled job %llu is not in the timer heap", (unsigned long long)j->id);
@@ -135,20 +136,20 @@ static int check_jobs_(engine_t *e, chk *c, int64_t now, rtab *rt, ptr_vec *allv
                   (unsigned long long)j->id);
         }
         if (s == ENGINE_DEAD) {
-            CHECK(c, j->x && j->x->dl, "dead job %llu is not in the morgue",
+            CHECK(c, j->extra && j->extra->dl, "dead job %llu is not in the morgue",
                   (unsigned long long)j->id);
-        } else if (j->x) {
-            CHECK(c, !j->x->dl, "%s job %llu has morgue links", engine_state_name(s),
+        } else if (j->extra) {
+            CHECK(c, !j->extra->dl, "%s job %llu has morgue links", engine_state_name(s),
                   (unsigned long long)j->id);
         }
         if (s == ENGINE_BLOCKED)
-            CHECK(c, j->lk && j->lk->ln->head != j, "blocked job %llu is not behind a lane head",
-                  (unsigned long long)j->id);
-        if (j->lk && s <= ENGINE_RUNNING && s != ENGINE_BLOCKED)
-            CHECK(c, j->lk->ln->head == j, "%s job %llu is not its lane's head",
+            CHECK(c, j->in_lane && j->in_lane->lane->head != j,
+                  "blocked job %llu is not behind a lane head", (unsigned long long)j->id);
+        if (j->in_lane && s <= ENGINE_RUNNING && s != ENGINE_BLOCKED)
+            CHECK(c, j->in_lane->lane->head == j, "%s job %llu is not its lane's head",
                   engine_state_name(s), (unsigned long long)j->id);
         if (j->flags & JF_IN_UNIQ)
-            CHECK(c, s <= ENGINE_RUNNING && j->x && j->x->unique_key,
+            CHECK(c, s <= ENGINE_RUNNING && j->extra && j->extra->unique_key,
                   "job %llu is in the dedup table while %s", (unsigned long long)j->id,
                   engine_state_name(s));
     }
@@ -167,14 +168,14 @@ static int check_lanes(engine_t *e, chk *c)
         uint64_t last_seq = 0;
         job *prev = NULL;
         for (job *j = l->head; j; j = lane_next(j)) {
-            CHECK(c, j->lk, "lane %s: job %llu has no lane link", l->key,
+            CHECK(c, j->in_lane, "lane %s: job %llu has no lane link", l->key,
                   (unsigned long long)j->id);
-            CHECK(c, j->lk->prev == prev, "lane %s: broken links", l->key);
-            CHECK(c, j->lk->ln == l, "lane %s: job %llu points elsewhere", l->key,
+            CHECK(c, j->in_lane->prev == prev, "lane %s: broken links", l->key);
+            CHECK(c, j->in_lane->lane == l, "lane %s: job %llu points elsewhere", l->key,
                   (unsigned long long)j->id);
             CHECK(c, j->state <= ENGINE_RUNNING, "lane %s holds %s job %llu", l->key,
                   engine_state_name((engine_state)j->state), (unsigned long long)j->id);
-            uint64_t seq = j->x && j->x->lane_seq ? j->x->lane_seq : j->id;
+            uint64_t seq = j->extra && j->extra->lane_seq ? j->extra->lane_seq : j->id;
             CHECK(c, seq > last_seq, "lane %s out of order at job %llu", l->key,
                   (unsigned long long)j->id);
             last_seq = seq;

@@ -121,7 +121,7 @@ void engine_destroy(engine_t *e)
     for (size_t i = 0; i < htab_cap(&e->nodes); i++) {
         node *n = e->nodes.slots[i].item;
         if (!n) continue;
-        rheap_free(&n->jobs);
+        ready_heap_free(&n->jobs);
         free(n);
     }
     for (size_t i = 0; i < htab_cap(&e->shards); i++) {
@@ -308,7 +308,7 @@ static bool node_eq(const void *item, const void *key)
     return n->sh == k->sh && n->t == k->t;
 }
 
-node *engine_node_get(engine_t *e, queue *q, const char *type, tenant *t)
+node *engine_node_get_or_create(engine_t *e, queue *q, const char *type, tenant *t)
 {
     shard *sh = shard_get(e, q, type);
     uint64_t h = hash_combine(sh->hash, t->hash);
@@ -330,7 +330,7 @@ void engine_node_unref(engine_t *e, node *n)
     if (--n->refs > 0) return;
     /* No job points here: the node has no ready jobs and is in no heap. */
     htab_remove(&e->nodes, n->hash, n);
-    rheap_free(&n->jobs);
+    ready_heap_free(&n->jobs);
     free(n);
 }
 
@@ -358,7 +358,7 @@ lane *engine_lane_find(engine_t *e, tenant *t, queue *q, const char *key)
     return htab_find(&e->lanes, lane_hash(e, t, q, key), lane_eq, &k);
 }
 
-lane *engine_lane_get(engine_t *e, tenant *t, queue *q, const char *key)
+lane *engine_lane_get_or_create(engine_t *e, tenant *t, queue *q, const char *key)
 {
     uint64_t h = lane_hash(e, t, q, key);
     lane_key k = {t, q, key};
@@ -403,26 +403,26 @@ engine_state engine_job_state(const engine_job *j)
 
 const char *engine_job_tenant(const engine_job *j)
 {
-    return j->nd->t->name;
+    return j->node->t->name;
 }
 
 const char *engine_job_queue(const engine_job *j)
 {
-    return j->nd->sh->q->name;
+    return j->node->sh->q->name;
 }
 
 void engine_job_get(const engine_job *j, engine_job_info *o)
 {
     memset(o, 0, sizeof(*o));
-    const job_extra *x = j->x;
+    const job_extra *ex = j->extra;
     o->id = j->id;
-    o->tenant = j->nd->t->name;
-    o->queue = j->nd->sh->q->name;
-    o->type = j->nd->sh->type;
-    o->key = j->lk ? j->lk->ln->key : NULL;
+    o->tenant = j->node->t->name;
+    o->queue = j->node->sh->q->name;
+    o->type = j->node->sh->type;
+    o->key = j->in_lane ? j->in_lane->lane->key : NULL;
     if (j->flags & JF_HAS_PAYLOADS) {
-        o->payloads = x->pl.v;
-        o->n_payloads = x->pl.n;
+        o->payloads = ex->pl.v;
+        o->n_payloads = ex->pl.n;
     } else {
         o->args = j->args;
         o->args_len = strlen(j->args);
@@ -434,24 +434,24 @@ void engine_job_get(const engine_job *j, engine_job_info *o)
     o->run_at = j->run_at;
     o->created_at = j->created_at;
     o->ready_at = j->ready_at;
-    o->token = j->x ? j->x->token : 0;
+    o->token = j->extra ? j->extra->token : 0;
     o->cancel_requested = (j->flags & JF_CANCEL_REQ) != 0;
     o->lane_seq = j->id;
-    if (x) {
-        o->leased_at = x->leased_at;
-        o->started_at = x->started_at;
-        o->finished_at = x->finished_at;
-        o->worker = x->worker;
-        o->error = x->error;
-        o->result = x->result;
-        o->stats = x->stats;
-        o->progress = x->progress;
-        o->unique_key = x->unique_key;
-        o->idempotency_key = x->idem_key;
-        o->traceparent = x->traceparent;
-        o->merged_into = x->merged_into;
-        if (x->lane_seq) o->lane_seq = x->lane_seq;
-        if (j->state == ENGINE_LEASED || j->state == ENGINE_RUNNING) o->lease_until = x->deadline;
+    if (ex) {
+        o->leased_at = ex->leased_at;
+        o->started_at = ex->started_at;
+        o->finished_at = ex->finished_at;
+        o->worker = ex->worker;
+        o->error = ex->error;
+        o->result = ex->result;
+        o->stats = ex->stats;
+        o->progress = ex->progress;
+        o->unique_key = ex->unique_key;
+        o->idempotency_key = ex->idem_key;
+        o->traceparent = ex->traceparent;
+        o->merged_into = ex->merged_into;
+        if (ex->lane_seq) o->lane_seq = ex->lane_seq;
+        if (j->state == ENGINE_LEASED || j->state == ENGINE_RUNNING) o->lease_until = ex->deadline;
     }
 }
 

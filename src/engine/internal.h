@@ -83,29 +83,29 @@ struct engine_job;
 /* Job heaps keep each job's sort key inline, so sifting compares without
  * touching the jobs themselves (at a large backlog every touch is a cache
  * miss).  4-ary: half the depth of a binary heap. */
-typedef struct jent {
+typedef struct jheap_entry {
     uint64_t k;  /* primary key: packed priority+run_at, or a deadline */
     uint64_t id; /* ties break on id */
     struct engine_job *j;
-} jent;
+} jheap_entry;
 
 typedef struct jheap {
-    jent *a;
+    jheap_entry *a;
     uint32_t n, cap;
 } jheap;
 
 /* A node's ready heap holds only (key, id): a queued job costs 16 bytes there
  * rather than 24 (4 entries to a cache line), and the one job a lease takes
  * is found by its id (the top is always live, so always in e->jobs). */
-typedef struct rent {
+typedef struct ready_entry {
     uint64_t k;
     uint64_t id;
-} rent;
+} ready_entry;
 
-typedef struct rheap {
-    rent *a;
+typedef struct ready_heap {
+    ready_entry *a;
     uint32_t n, cap;
-} rheap;
+} ready_heap;
 
 typedef struct tenant {
     char *name;
@@ -160,7 +160,7 @@ typedef struct node {
     tenant *t;
     pair *p;
     uint64_t hash;
-    rheap jobs;       /* ready jobs, plus stale entries (see sched.c) */
+    ready_heap jobs;  /* ready jobs, plus stale entries (see sched.c) */
     uint32_t n_ready; /* live entries in jobs */
     uint32_t refs;    /* jobs that point here */
     dlink in_tenant;  /* in t->ready_nodes while jobs.n > 0 */
@@ -180,7 +180,7 @@ typedef struct lane {
 /* A laned job's lane and its neighbours there: only laned jobs carry one,
  * so every other job is 16 bytes smaller. */
 typedef struct lane_link {
-    lane *ln;
+    lane *lane;
     struct engine_job *prev, *next;
 } lane_link;
 
@@ -219,15 +219,15 @@ typedef struct job_extra {
 } job_extra;
 
 #define JF_CANCEL_REQ   1u
-#define JF_HAS_PAYLOADS 2u /* carries x->pl instead of args */
+#define JF_HAS_PAYLOADS 2u /* carries extra->pl instead of args */
 #define JF_IN_UNIQ      4u /* the dedup table points at this job */
 
 struct engine_job {
     uint64_t id;
-    node *nd;
-    lane_link *lk; /* NULL: not laned */
+    node *node;         /* the tenant's ready jobs of its queue and type */
+    lane_link *in_lane; /* NULL: not laned */
     int64_t run_at, created_at, ready_at;
-    job_extra *x;
+    job_extra *extra;
     uint32_t hidx; /* position in the timer or lease heap */
     int16_t priority;
     uint8_t state;
@@ -307,10 +307,10 @@ tenant *engine_tenant_get_or_create(engine_t *e, const char *name);
 queue *engine_queue_find(engine_t *e, const char *name);
 queue *engine_queue_get_or_create(engine_t *e, const char *name);
 shard *engine_shard_find(engine_t *e, queue *q, const char *type);
-node *engine_node_get(engine_t *e, queue *q, const char *type, tenant *t);
+node *engine_node_get_or_create(engine_t *e, queue *q, const char *type, tenant *t);
 void engine_node_unref(engine_t *e, node *n);
 lane *engine_lane_find(engine_t *e, tenant *t, queue *q, const char *key);
-lane *engine_lane_get(engine_t *e, tenant *t, queue *q, const char *key);
+lane *engine_lane_get_or_create(engine_t *e, tenant *t, queue *q, const char *key);
 void engine_lane_unref(engine_t *e, lane *l);
 /* Puts a job in a lane for good (its lane link; the lane counts it). */
 void engine_lane_join(lane *l, struct engine_job *j);
@@ -326,25 +326,25 @@ void engine_note_wake(engine_t *e, queue *q);
 /* ---- scheduling (sched.c) */
 static inline lane *job_lane(const job *j)
 {
-    return j->lk ? j->lk->ln : NULL;
+    return j->in_lane ? j->in_lane->lane : NULL;
 }
 
 static inline job *lane_next(const job *j)
 {
-    return j->lk ? j->lk->next : NULL;
+    return j->in_lane ? j->in_lane->next : NULL;
 }
 
 static inline queue *job_queue(const job *j)
 {
-    return j->nd->sh->q;
+    return j->node->sh->q;
 }
 static inline tenant *job_tenant(const job *j)
 {
-    return j->nd->t;
+    return j->node->t;
 }
 static inline pair *job_pair(const job *j)
 {
-    return j->nd->p;
+    return j->node->p;
 }
 static inline bool tenant_has_room(const tenant *t)
 {
@@ -377,7 +377,7 @@ void engine_lease_heap_push(engine_t *e, job *j);
 void engine_lease_heap_fix(engine_t *e, job *j);
 void engine_timer_push(engine_t *e, job *j);
 void jheap_free(jheap *h);
-void rheap_free(rheap *h);
+void ready_heap_free(ready_heap *h);
 const char *engine_worker_intern(engine_t *e, const char *name);
 void engine_worker_release(engine_t *e, const char *name);
 void engine_ready_fix(engine_t *e, job *j, int64_t old_run_at);
@@ -410,8 +410,8 @@ void engine_payload_free(engine_t *e, payload_vec *pv);
 void engine_payload_move_all(engine_t *e, payload_vec *to, payload_vec *from);
 void engine_ensure_payloads(engine_t *e, job *j);
 /* A submit (or requeue) into this lane may join its tail job. */
-bool engine_can_merge_into(const job *tail, const node *nd);
-job *engine_job_alloc(engine_t *e, uint64_t id, node *nd, const char *args, uint32_t args_len);
+bool engine_can_merge_into(const job *tail, const node *home);
+job *engine_job_alloc(engine_t *e, uint64_t id, node *home, const char *args, uint32_t args_len);
 void engine_job_free(engine_t *e, job *j);
 uint64_t engine_take_id(engine_t *e);
 

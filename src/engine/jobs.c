@@ -6,17 +6,17 @@
 
 /* ---- allocation ------------------------------------------------------------ */
 
-job *engine_job_alloc(engine_t *e, uint64_t id, node *nd, const char *args, uint32_t args_len)
+job *engine_job_alloc(engine_t *e, uint64_t id, node *home, const char *args, uint32_t args_len)
 {
     job *j = xmalloc(offsetof(job, args) + args_len + 1);
     memset(j, 0, offsetof(job, args));
     j->id = id;
-    j->nd = nd;
+    j->node = home;
     j->hidx = HEAP_NONE;
     j->state = ENGINE_NSTATES; /* not counted anywhere yet */
     if (args_len) memcpy(j->args, args, args_len);
     j->args[args_len] = 0;
-    nd->refs++;
+    home->refs++;
     e->data_bytes += args_len;
     e->n_jobs++;
     return j;
@@ -35,27 +35,27 @@ void engine_payload_free(engine_t *e, payload_vec *pv)
 
 void engine_job_free(engine_t *e, job *j)
 {
-    if (j->x) {
-        job_extra *x = j->x;
-        if (x->worker) engine_worker_release(e, x->worker);
-        free(x->error);
-        free(x->result);
-        free(x->stats);
-        free(x->progress);
-        free(x->unique_key);
-        free(x->idem_key);
-        free(x->traceparent);
-        engine_payload_free(e, &x->pl);
-        free(x->dl);
-        free(x);
+    if (j->extra) {
+        job_extra *ex = j->extra;
+        if (ex->worker) engine_worker_release(e, ex->worker);
+        free(ex->error);
+        free(ex->result);
+        free(ex->stats);
+        free(ex->progress);
+        free(ex->unique_key);
+        free(ex->idem_key);
+        free(ex->traceparent);
+        engine_payload_free(e, &ex->pl);
+        free(ex->dl);
+        free(ex);
     }
     e->data_bytes -= strlen(j->args);
     e->n_jobs--;
-    if (j->lk) {
-        engine_lane_unref(e, j->lk->ln);
-        free(j->lk);
+    if (j->in_lane) {
+        engine_lane_unref(e, j->in_lane->lane);
+        free(j->in_lane);
     }
-    engine_node_unref(e, j->nd);
+    engine_node_unref(e, j->node);
     free(j);
 }
 
@@ -154,8 +154,8 @@ void engine_payload_move_all(engine_t *e, payload_vec *to, payload_vec *from)
 void engine_ensure_payloads(engine_t *e, job *j)
 {
     if (j->flags & JF_HAS_PAYLOADS) return;
-    job_extra *x = engine_extra(e, j);
-    engine_payload_add(e, &x->pl, (double)j->created_at, j->args, strlen(j->args));
+    job_extra *ex = engine_extra(e, j);
+    engine_payload_add(e, &ex->pl, (double)j->created_at, j->args, strlen(j->args));
     j->flags |= JF_HAS_PAYLOADS;
 }
 
@@ -171,7 +171,8 @@ static bool uniq_eq(const void *item, const void *key)
 {
     const job *j = item;
     const uniq_key *k = key;
-    return job_tenant(j) == k->t && job_queue(j) == k->q && strcmp(j->x->unique_key, k->key) == 0;
+    return job_tenant(j) == k->t && job_queue(j) == k->q &&
+           strcmp(j->extra->unique_key, k->key) == 0;
 }
 
 static uint64_t uniq_hash(engine_t *e, const tenant *t, const queue *q, const char *key)
@@ -189,19 +190,19 @@ static job *uniq_find(engine_t *e, tenant *t, queue *q, const char *key)
 void engine_uniq_remove(engine_t *e, job *j)
 {
     if (!(j->flags & JF_IN_UNIQ)) return;
-    htab_remove(&e->uniq, uniq_hash(e, job_tenant(j), job_queue(j), j->x->unique_key), j);
+    htab_remove(&e->uniq, uniq_hash(e, job_tenant(j), job_queue(j), j->extra->unique_key), j);
     j->flags &= ~JF_IN_UNIQ;
 }
 
 void engine_uniq_add(engine_t *e, job *j)
 {
-    if (!j->x || !j->x->unique_key || (j->flags & JF_IN_UNIQ)) return;
-    job *old = uniq_find(e, job_tenant(j), job_queue(j), j->x->unique_key);
+    if (!j->extra || !j->extra->unique_key || (j->flags & JF_IN_UNIQ)) return;
+    job *old = uniq_find(e, job_tenant(j), job_queue(j), j->extra->unique_key);
     if (old) {
         if (old->created_at > j->created_at) return; /* the newer one keeps the key */
         engine_uniq_remove(e, old);
     }
-    if (htab_insert(&e->uniq, uniq_hash(e, job_tenant(j), job_queue(j), j->x->unique_key), j))
+    if (htab_insert(&e->uniq, uniq_hash(e, job_tenant(j), job_queue(j), j->extra->unique_key), j))
         engine_oom();
     j->flags |= JF_IN_UNIQ;
 }
@@ -399,12 +400,12 @@ static void auto_unique_key(const engine_submit_req *r, char out[40])
 
 /* ---- submit ---------------------------------------------------------------- */
 
-bool engine_can_merge_into(const job *tail, const node *nd)
+bool engine_can_merge_into(const job *tail, const node *home)
 {
-    return tail && tail->nd == nd &&
+    return tail && tail->node == home &&
            (tail->state == ENGINE_READY || tail->state == ENGINE_SCHEDULED ||
             tail->state == ENGINE_BLOCKED) &&
-           (!(tail->flags & JF_HAS_PAYLOADS) || tail->x->pl.n < ENGINE_MERGE_MAX_PAYLOADS);
+           (!(tail->flags & JF_HAS_PAYLOADS) || tail->extra->pl.n < ENGINE_MERGE_MAX_PAYLOADS);
 }
 
 static void counters_bump(engine_t *e, pair *p, size_t off)
@@ -466,42 +467,42 @@ int engine_submit(engine_t *e, int64_t now, const engine_submit_req *r, engine_s
         goto answered;
     }
 
-    node *nd = engine_node_get(e, q, r->type, t);
+    node *home = engine_node_get_or_create(e, q, r->type, t);
     lane *ln = r->key ? engine_lane_find(e, t, q, r->key) : NULL;
-    if (q->s.merge && ln && engine_can_merge_into(ln->tail, nd)) {
+    if (q->s.merge && ln && engine_can_merge_into(ln->tail, home)) {
         job *tail = ln->tail;
         engine_ensure_payloads(e, tail);
-        engine_payload_add(e, &tail->x->pl, score, args, args_len);
+        engine_payload_add(e, &tail->extra->pl, score, args, args_len);
         engine_note_job(e, tail, ENGINE_JF_PAYLOADS);
-        BUMP(e, nd->p, submitted);
+        BUMP(e, home->p, submitted);
         res->id = tail->id;
         res->state = (engine_state)tail->state;
         res->merged = true;
         goto answered;
     }
 
-    job *j = engine_job_alloc(e, engine_take_id(e), nd, q->s.merge ? NULL : args,
+    job *j = engine_job_alloc(e, engine_take_id(e), home, q->s.merge ? NULL : args,
                               q->s.merge ? 0 : args_len);
     j->created_at = now;
     j->run_at = r->run_at > now ? r->run_at : now;
     j->priority = (int16_t)(r->has_priority ? r->priority : 0);
     j->max_attempts = (uint16_t)(r->max_attempts ? r->max_attempts : q->s.max_attempts);
     if (q->s.merge) {
-        job_extra *x = engine_extra(e, j);
-        engine_payload_add(e, &x->pl, score, args, args_len);
+        job_extra *ex = engine_extra(e, j);
+        engine_payload_add(e, &ex->pl, score, args, args_len);
         j->flags |= JF_HAS_PAYLOADS;
     }
     if (ukey || r->idempotency_key || r->traceparent) {
-        job_extra *x = engine_extra(e, j);
-        if (ukey) x->unique_key = xstrdup(ukey);
-        if (r->idempotency_key) x->idem_key = xstrdup(r->idempotency_key);
-        if (r->traceparent) x->traceparent = xstrdup(r->traceparent);
+        job_extra *ex = engine_extra(e, j);
+        if (ukey) ex->unique_key = xstrdup(ukey);
+        if (r->idempotency_key) ex->idem_key = xstrdup(r->idempotency_key);
+        if (r->traceparent) ex->traceparent = xstrdup(r->traceparent);
     }
     if (idtab_put(&e->jobs, j->id, j) != 0) engine_oom();
     if (found) engine_uniq_remove(e, found);
     if (ukey) engine_uniq_add(e, j);
     if (r->key) {
-        if (!ln) ln = engine_lane_get(e, t, q, r->key);
+        if (!ln) ln = engine_lane_get_or_create(e, t, q, r->key);
         engine_lane_join(ln, j);
         engine_lane_append(e, ln, j);
     }
@@ -512,7 +513,7 @@ int engine_submit(engine_t *e, int64_t now, const engine_submit_req *r, engine_s
         engine_make_runnable(e, j, now);
     }
     engine_note_job(e, j, ENGINE_JF_NEW);
-    BUMP(e, nd->p, submitted);
+    BUMP(e, home->p, submitted);
     res->id = j->id;
     res->state = (engine_state)j->state;
     res->created = true;
@@ -565,10 +566,10 @@ static job *leased_job(engine_t *e, uint64_t id, uint64_t token, engine_err *err
                     (unsigned long long)id, engine_state_name((engine_state)j->state));
         return NULL;
     }
-    if (token != j->x->token) {
+    if (token != j->extra->token) {
         engine_errf(
             err, TENQ_ECONFLICT, "token", "stale token %llu: job %llu is leased with token %llu",
-            (unsigned long long)token, (unsigned long long)id, (unsigned long long)j->x->token);
+            (unsigned long long)token, (unsigned long long)id, (unsigned long long)j->extra->token);
         return NULL;
     }
     return j;
@@ -579,7 +580,7 @@ int engine_start(engine_t *e, int64_t now, uint64_t id, uint64_t token, engine_e
     job *j = leased_job(e, id, token, err);
     if (!j) return err ? err->code : TENQ_ECONFLICT;
     if (j->state == ENGINE_RUNNING) return 0;
-    j->x->started_at = now;
+    j->extra->started_at = now;
     engine_set_state(e, j, ENGINE_RUNNING);
     engine_note_job(e, j, 0);
     return 0;
@@ -590,10 +591,10 @@ int engine_heartbeat(engine_t *e, int64_t now, uint64_t id, uint64_t token, cons
 {
     job *j = leased_job(e, id, token, err);
     if (!j) return err ? err->code : TENQ_ECONFLICT;
-    j->x->deadline = now + job_queue(j)->s.lease_ms;
+    j->extra->deadline = now + job_queue(j)->s.lease_ms;
     engine_lease_heap_fix(e, j);
-    if (progress) set_str(&j->x->progress, progress);
-    if (lease_until) *lease_until = j->x->deadline;
+    if (progress) set_str(&j->extra->progress, progress);
+    if (lease_until) *lease_until = j->extra->deadline;
     if (cancel) *cancel = (j->flags & JF_CANCEL_REQ) != 0;
     engine_note_job(e, j, 0);
     return 0;
@@ -604,8 +605,8 @@ int engine_ack(engine_t *e, int64_t now, uint64_t id, uint64_t token, const char
 {
     job *j = leased_job(e, id, token, err);
     if (!j) return err ? err->code : TENQ_ECONFLICT;
-    set_str(&j->x->result, result);
-    set_str(&j->x->stats, stats);
+    set_str(&j->extra->result, result);
+    set_str(&j->extra->stats, stats);
     engine_finish(e, j, ENGINE_SUCCEEDED, now);
     engine_note_job(e, j, ENGINE_JF_RESULT);
     return 0;
@@ -642,13 +643,13 @@ int64_t engine_backoff_ms(engine_t *e, const queue *q, uint32_t attempt)
  * leased: they are blocked behind it), their payloads join it. */
 static void absorb_waiting(engine_t *e, job *j, int64_t now)
 {
-    if (!(j->flags & JF_HAS_PAYLOADS) || !j->lk || !job_queue(j)->s.merge) return;
+    if (!(j->flags & JF_HAS_PAYLOADS) || !j->in_lane || !job_queue(j)->s.merge) return;
     job *k;
-    while ((k = lane_next(j)) && k->state == ENGINE_BLOCKED && k->nd == j->nd &&
-           j->x->pl.n < ENGINE_MERGE_MAX_PAYLOADS) {
+    while ((k = lane_next(j)) && k->state == ENGINE_BLOCKED && k->node == j->node &&
+           j->extra->pl.n < ENGINE_MERGE_MAX_PAYLOADS) {
         engine_ensure_payloads(e, k);
-        engine_payload_move_all(e, &j->x->pl, &k->x->pl);
-        k->x->merged_into = j->id;
+        engine_payload_move_all(e, &j->extra->pl, &k->extra->pl);
+        k->extra->merged_into = j->id;
         engine_finish(e, k, ENGINE_MERGED, now);
         engine_note_job(e, k, ENGINE_JF_PAYLOADS);
         engine_note_job(e, j, ENGINE_JF_PAYLOADS);
@@ -660,8 +661,8 @@ static void absorb_waiting(engine_t *e, job *j, int64_t now)
 static engine_state attempt_failed(engine_t *e, job *j, int64_t now, const engine_fail_req *f)
 {
     queue *q = job_queue(j);
-    set_str(&j->x->error, f->error ? f->error : "failed");
-    if (f->stats) set_str(&j->x->stats, f->stats);
+    set_str(&j->extra->error, f->error ? f->error : "failed");
+    if (f->stats) set_str(&j->extra->stats, f->stats);
     engine_note_job(e, j, f->stats ? ENGINE_JF_RESULT : 0);
     if (f->cancelled || (j->flags & JF_CANCEL_REQ)) {
         engine_finish(e, j, ENGINE_CANCELLED, now);
@@ -761,7 +762,7 @@ int engine_cancel(engine_t *e, int64_t now, uint64_t id, engine_state *state_out
  * as a new job at the end of the lane, with attempts reset. */
 static void split_at_death(engine_t *e, job *j, int64_t now)
 {
-    payload_vec *pv = &j->x->pl;
+    payload_vec *pv = &j->extra->pl;
     payload_vec rest = {0};
     rest.cap = rest.n = pv->n - 1;
     rest.v = xmalloc(rest.cap * sizeof(*rest.v));
@@ -771,27 +772,27 @@ static void split_at_death(engine_t *e, job *j, int64_t now)
     pv->n = 1;
     engine_note_job(e, j, ENGINE_JF_PAYLOADS);
     job *k = lane_next(j);
-    if (k && k->state == ENGINE_BLOCKED && k->nd == j->nd) {
+    if (k && k->state == ENGINE_BLOCKED && k->node == j->node) {
         engine_ensure_payloads(e, k);
-        engine_payload_move_all(e, &k->x->pl, &rest);
+        engine_payload_move_all(e, &k->extra->pl, &rest);
         k->attempts = 0;
         engine_note_job(e, k, ENGINE_JF_PAYLOADS);
         return;
     }
-    job *l = engine_job_alloc(e, engine_take_id(e), j->nd, NULL, 0);
-    job_extra *x = engine_extra(e, l);
-    x->pl = rest;
+    job *l = engine_job_alloc(e, engine_take_id(e), j->node, NULL, 0);
+    job_extra *ex = engine_extra(e, l);
+    ex->pl = rest;
     l->flags |= JF_HAS_PAYLOADS;
     l->created_at = now;
     l->run_at = now;
     l->priority = j->priority;
     l->max_attempts = j->max_attempts;
     if (idtab_put(&e->jobs, l->id, l) != 0) engine_oom();
-    if (j->lk) {
-        engine_lane_join(j->lk->ln, l);
-        engine_lane_append(e, j->lk->ln, l);
+    if (j->in_lane) {
+        engine_lane_join(j->in_lane->lane, l);
+        engine_lane_append(e, j->in_lane->lane, l);
     }
-    if (l->lk && l->lk->ln->head != l) {
+    if (l->in_lane && l->in_lane->lane->head != l) {
         engine_set_state(e, l, ENGINE_BLOCKED);
         engine_note_job(e, l, 0);
     } else {
@@ -802,12 +803,12 @@ static void split_at_death(engine_t *e, job *j, int64_t now)
 
 void engine_kill(engine_t *e, job *j, int64_t now, const char *error)
 {
-    job_extra *x = engine_extra(e, j);
-    if (error) set_str(&x->error, error);
-    if ((j->flags & JF_HAS_PAYLOADS) && x->pl.n > 1) split_at_death(e, j, now);
+    job_extra *ex = engine_extra(e, j);
+    if (error) set_str(&ex->error, error);
+    if ((j->flags & JF_HAS_PAYLOADS) && ex->pl.n > 1) split_at_death(e, j, now);
     engine_lane_unlink(e, j, now);
     engine_uniq_remove(e, j);
-    x->finished_at = now;
+    ex->finished_at = now;
     BUMP(e, job_pair(j), dead);
     engine_set_state(e, j, ENGINE_DEAD);
     engine_morgue_insert(e, j);

@@ -27,12 +27,12 @@ int engine_load_job(engine_t *e, int64_t now, const engine_job_info *in, engine_
     }
     tenant *t = engine_tenant_get_or_create(e, in->tenant);
     queue *q = engine_queue_get_or_create(e, in->queue);
-    node *nd = engine_node_get(e, q, in->type, t);
+    node *home = engine_node_get_or_create(e, q, in->type, t);
     bool has_pl = in->payloads != NULL || (!in->args && in->n_payloads == 0 && q->s.merge);
     /* A job keeps no args length (JSON text has no NUL): a stored row whose
      * args hold one anyway is cut there, so what is counted is what is kept. */
     job *j =
-        engine_job_alloc(e, in->id, nd, has_pl ? NULL : (in->args ? in->args : "{}"),
+        engine_job_alloc(e, in->id, home, has_pl ? NULL : (in->args ? in->args : "{}"),
                          has_pl ? 0 : (in->args ? (uint32_t)strnlen(in->args, in->args_len) : 2));
     j->priority = (int16_t)in->priority;
     j->attempts = (uint16_t)in->attempts;
@@ -47,23 +47,23 @@ int engine_load_job(engine_t *e, int64_t now, const engine_job_info *in, engine_
                   (in->lane_seq && in->lane_seq != in->id) || in->state == ENGINE_DEAD ||
                   in->state == ENGINE_LEASED || in->state == ENGINE_RUNNING;
     if (need_x) {
-        job_extra *x = engine_extra(e, j);
-        x->token = in->token;
-        x->leased_at = in->leased_at;
-        x->started_at = in->started_at;
-        x->finished_at = in->finished_at;
-        x->worker = in->worker ? engine_worker_intern(e, in->worker) : NULL;
-        x->error = dup_or_null(in->error);
-        x->progress = dup_or_null(in->progress);
-        x->stats = dup_or_null(in->stats);
-        x->unique_key = dup_or_null(in->unique_key);
-        x->idem_key = dup_or_null(in->idempotency_key);
-        x->traceparent = dup_or_null(in->traceparent);
-        if (in->lane_seq && in->lane_seq != in->id) x->lane_seq = in->lane_seq;
+        job_extra *ex = engine_extra(e, j);
+        ex->token = in->token;
+        ex->leased_at = in->leased_at;
+        ex->started_at = in->started_at;
+        ex->finished_at = in->finished_at;
+        ex->worker = in->worker ? engine_worker_intern(e, in->worker) : NULL;
+        ex->error = dup_or_null(in->error);
+        ex->progress = dup_or_null(in->progress);
+        ex->stats = dup_or_null(in->stats);
+        ex->unique_key = dup_or_null(in->unique_key);
+        ex->idem_key = dup_or_null(in->idempotency_key);
+        ex->traceparent = dup_or_null(in->traceparent);
+        if (in->lane_seq && in->lane_seq != in->id) ex->lane_seq = in->lane_seq;
         if (has_pl) {
             j->flags |= JF_HAS_PAYLOADS;
             for (uint32_t i = 0; i < in->n_payloads; i++)
-                engine_payload_add(e, &x->pl, in->payloads[i].score, in->payloads[i].data,
+                engine_payload_add(e, &ex->pl, in->payloads[i].score, in->payloads[i].data,
                                    in->payloads[i].len);
         }
     }
@@ -71,26 +71,26 @@ int engine_load_job(engine_t *e, int64_t now, const engine_job_info *in, engine_
     engine_set_next_id(e, in->id + 1);
     if (in->lane_seq) engine_set_next_id(e, in->lane_seq + 1);
     if (in->key) {
-        engine_lane_join(engine_lane_get(e, t, q, in->key), j);
+        engine_lane_join(engine_lane_get_or_create(e, t, q, in->key), j);
     }
     switch (in->state) {
     case ENGINE_DEAD:
-        if (!j->x->finished_at) j->x->finished_at = now;
+        if (!j->extra->finished_at) j->extra->finished_at = now;
         engine_set_state(e, j, ENGINE_DEAD);
         engine_morgue_insert(e, j);
         break;
     case ENGINE_LEASED:
     case ENGINE_RUNNING:
-        if (j->lk) engine_lane_append(e, j->lk->ln, j);
-        j->x->deadline = in->lease_until ? in->lease_until : now;
+        if (j->in_lane) engine_lane_append(e, j->in_lane->lane, j);
+        j->extra->deadline = in->lease_until ? in->lease_until : now;
         engine_set_state(e, j, in->state);
         engine_lease_heap_push(e, j);
         engine_take_slot(e, j);
         break;
     default:
         engine_set_state(e, j, ENGINE_BLOCKED);
-        if (j->lk) engine_lane_append(e, j->lk->ln, j);
-        if (!j->lk || j->lk->ln->head == j) {
+        if (j->in_lane) engine_lane_append(e, j->in_lane->lane, j);
+        if (!j->in_lane || j->in_lane->lane->head == j) {
             engine_make_runnable(e, j, now);
             /* A job that was ready keeps its ready_at: it has waited that long. */
             if (in->state == ENGINE_READY && j->state == ENGINE_READY && in->ready_at)

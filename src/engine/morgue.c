@@ -16,8 +16,8 @@ static int cmp_id(const job *a, const job *b)
 
 static int cmp_fin(const job *a, const job *b)
 {
-    if (a->x->finished_at != b->x->finished_at)
-        return a->x->finished_at < b->x->finished_at ? -1 : 1;
+    if (a->extra->finished_at != b->extra->finished_at)
+        return a->extra->finished_at < b->extra->finished_at ? -1 : 1;
     return cmp_id(a, b);
 }
 
@@ -40,26 +40,26 @@ int engine_dead_cmp_tfin(const avl_node *a, const avl_node *b)
 
 void engine_morgue_insert(engine_t *e, job *j)
 {
-    job_extra *x = engine_extra(e, j);
-    x->dl = xcalloc(1, sizeof(dead_links));
-    x->dl->j = j;
+    job_extra *ex = engine_extra(e, j);
+    ex->dl = xcalloc(1, sizeof(dead_links));
+    ex->dl->j = j;
     tenant *t = job_tenant(j);
-    avl_insert(&e->dead_by_id, &x->dl->g_id);
-    avl_insert(&e->dead_by_fin, &x->dl->g_fin);
-    avl_insert(&t->dead_by_id, &x->dl->t_id);
-    avl_insert(&t->dead_by_fin, &x->dl->t_fin);
+    avl_insert(&e->dead_by_id, &ex->dl->g_id);
+    avl_insert(&e->dead_by_fin, &ex->dl->g_fin);
+    avl_insert(&t->dead_by_id, &ex->dl->t_id);
+    avl_insert(&t->dead_by_fin, &ex->dl->t_fin);
 }
 
 void engine_morgue_remove(engine_t *e, job *j)
 {
-    dead_links *dl = j->x->dl;
+    dead_links *dl = j->extra->dl;
     tenant *t = job_tenant(j);
     avl_remove(&e->dead_by_id, &dl->g_id);
     avl_remove(&e->dead_by_fin, &dl->g_fin);
     avl_remove(&t->dead_by_id, &dl->t_id);
     avl_remove(&t->dead_by_fin, &dl->t_fin);
     free(dl);
-    j->x->dl = NULL;
+    j->extra->dl = NULL;
 }
 
 /* ---- listing ------------------------------------------------------------- */
@@ -73,7 +73,7 @@ typedef struct list_ctx {
 static bool matches(const list_ctx *c, const job *j)
 {
     if (c->q && job_queue(j) != c->q) return false;
-    if (c->type && strcmp(j->nd->sh->type, c->type) != 0) return false;
+    if (c->type && strcmp(j->node->sh->type, c->type) != 0) return false;
     return true;
 }
 
@@ -88,8 +88,8 @@ static bool matches(const list_ctx *c, const job *j)
     {                                                                                              \
         const engine_morgue_cursor *c = key;                                                       \
         const job *j = DL_JOB(n, member);                                                          \
-        if (c->finished_at != j->x->finished_at)                                                   \
-            return c->finished_at < j->x->finished_at ? -1 : 1;                                    \
+        if (c->finished_at != j->extra->finished_at)                                               \
+            return c->finished_at < j->extra->finished_at ? -1 : 1;                                \
         return c->id < j->id ? -1 : c->id > j->id;                                                 \
     }
 KEY_CMP_FNS(g_id)
@@ -169,13 +169,13 @@ int engine_morgue_requeue(engine_t *e, int64_t now, uint64_t id, engine_err *err
     if (!j) return err ? err->code : TENQ_ENOT_FOUND;
     queue *q = job_queue(j);
     lane *ln = job_lane(j);
-    if (q->s.merge && ln && engine_can_merge_into(ln->tail, j->nd)) {
+    if (q->s.merge && ln && engine_can_merge_into(ln->tail, j->node)) {
         /* Merge rule: a requeued job joins the waiting job of its lane,
          * which then runs now with its attempts reset. */
         job *tail = ln->tail;
         engine_ensure_payloads(e, tail);
         engine_ensure_payloads(e, j);
-        engine_payload_move_all(e, &tail->x->pl, &j->x->pl);
+        engine_payload_move_all(e, &tail->extra->pl, &j->extra->pl);
         tail->attempts = 0;
         int64_t old_run_at = tail->run_at;
         if (tail->state == ENGINE_SCHEDULED) {
@@ -189,7 +189,7 @@ int engine_morgue_requeue(engine_t *e, int64_t now, uint64_t id, engine_err *err
             tail->run_at = now;
         }
         engine_note_job(e, tail, ENGINE_JF_PAYLOADS);
-        j->x->merged_into = tail->id;
+        j->extra->merged_into = tail->id;
         engine_finish(e, j, ENGINE_MERGED, now);
         engine_note_job(e, j, ENGINE_JF_PAYLOADS);
         return 0;
@@ -198,10 +198,10 @@ int engine_morgue_requeue(engine_t *e, int64_t now, uint64_t id, engine_err *err
     j->attempts = 0;
     j->run_at = now;
     j->flags &= ~JF_CANCEL_REQ;
-    j->x->finished_at = 0;
+    j->extra->finished_at = 0;
     if (ln) {
         /* Back in line at the end of its lane. */
-        j->x->lane_seq = engine_take_id(e);
+        j->extra->lane_seq = engine_take_id(e);
         engine_set_state(e, j, ENGINE_BLOCKED);
         engine_lane_append(e, ln, j);
         if (ln->head == j) engine_make_runnable(e, j, now);

@@ -13,7 +13,7 @@
 
 /* ---- job heaps: 4-ary, keys inline -------------------------------------------- */
 
-static inline bool jent_less(const jent *a, const jent *b)
+static inline bool jheap_less(const jheap_entry *a, const jheap_entry *b)
 {
     return a->k < b->k || (a->k == b->k && a->id < b->id);
 }
@@ -27,7 +27,7 @@ static inline uint64_t ready_key(const job *j)
     return ((uint64_t)(ENGINE_PRIORITY_MAX - j->priority) << 48) | run;
 }
 
-static void jh_place(jheap *h, uint32_t i, jent x)
+static void jh_place(jheap *h, uint32_t i, jheap_entry x)
 {
     h->a[i] = x;
     x.j->hidx = i;
@@ -35,10 +35,10 @@ static void jh_place(jheap *h, uint32_t i, jent x)
 
 static void jh_up(jheap *h, uint32_t i)
 {
-    jent x = h->a[i];
+    jheap_entry x = h->a[i];
     while (i > 0) {
         uint32_t p = (i - 1) / 4;
-        if (!jent_less(&x, &h->a[p])) break;
+        if (!jheap_less(&x, &h->a[p])) break;
         jh_place(h, i, h->a[p]);
         i = p;
     }
@@ -47,14 +47,14 @@ static void jh_up(jheap *h, uint32_t i)
 
 static void jh_down(jheap *h, uint32_t i)
 {
-    jent x = h->a[i];
+    jheap_entry x = h->a[i];
     for (;;) {
         uint32_t c = 4 * i + 1;
         if (c >= h->n) break;
         uint32_t end = c + 4 < h->n ? c + 4 : h->n, best = c;
         for (uint32_t k = c + 1; k < end; k++)
-            if (jent_less(&h->a[k], &h->a[best])) best = k;
-        if (!jent_less(&h->a[best], &x)) break;
+            if (jheap_less(&h->a[k], &h->a[best])) best = k;
+        if (!jheap_less(&h->a[best], &x)) break;
         jh_place(h, i, h->a[best]);
         i = best;
     }
@@ -65,9 +65,9 @@ static void jh_push(jheap *h, job *j, uint64_t k)
 {
     if (h->n == h->cap) {
         h->cap = h->cap ? h->cap * 2 : 4;
-        h->a = xrealloc(h->a, (size_t)h->cap * sizeof(jent));
+        h->a = xrealloc(h->a, (size_t)h->cap * sizeof(jheap_entry));
     }
-    h->a[h->n] = (jent){k, j->id, j};
+    h->a[h->n] = (jheap_entry){k, j->id, j};
     j->hidx = h->n++;
     jh_up(h, h->n - 1);
 }
@@ -85,14 +85,14 @@ static void jh_remove(jheap *h, job *j)
     if (i != h->n) {
         h->a[i] = h->a[h->n];
         h->a[i].j->hidx = i;
-        if (i > 0 && jent_less(&h->a[i], &h->a[(i - 1) / 4]))
+        if (i > 0 && jheap_less(&h->a[i], &h->a[(i - 1) / 4]))
             jh_up(h, i);
         else
             jh_down(h, i);
     }
     if (h->cap > 64 && h->n < h->cap / 4) {
         h->cap /= 2;
-        h->a = xrealloc(h->a, (size_t)h->cap * sizeof(jent));
+        h->a = xrealloc(h->a, (size_t)h->cap * sizeof(jheap_entry));
     }
 }
 
@@ -100,7 +100,7 @@ static void jh_rekey(jheap *h, job *j, uint64_t k)
 {
     uint32_t i = j->hidx;
     h->a[i].k = k;
-    if (i > 0 && jent_less(&h->a[i], &h->a[(i - 1) / 4]))
+    if (i > 0 && jheap_less(&h->a[i], &h->a[(i - 1) / 4]))
         jh_up(h, i);
     else
         jh_down(h, i);
@@ -114,56 +114,56 @@ static void jh_rekey(jheap *h, job *j, uint64_t k)
  * So sifting never writes into the jobs it moves, which at a large backlog
  * are cold.  The top of a node heap is always live. */
 
-static inline bool rent_less(const rent *a, const rent *b)
+static inline bool ready_less(const ready_entry *a, const ready_entry *b)
 {
     return a->k < b->k || (a->k == b->k && a->id < b->id);
 }
 
-static void nh_up(rheap *h, uint32_t i)
+static void nh_up(ready_heap *h, uint32_t i)
 {
-    rent x = h->a[i];
+    ready_entry x = h->a[i];
     while (i > 0) {
         uint32_t p = (i - 1) / 4;
-        if (!rent_less(&x, &h->a[p])) break;
+        if (!ready_less(&x, &h->a[p])) break;
         h->a[i] = h->a[p];
         i = p;
     }
     h->a[i] = x;
 }
 
-static void nh_down(rheap *h, uint32_t i)
+static void nh_down(ready_heap *h, uint32_t i)
 {
-    rent x = h->a[i];
+    ready_entry x = h->a[i];
     for (;;) {
         uint32_t c = 4 * i + 1;
         if (c >= h->n) break;
         uint32_t end = c + 4 < h->n ? c + 4 : h->n, best = c;
         for (uint32_t k = c + 1; k < end; k++)
-            if (rent_less(&h->a[k], &h->a[best])) best = k;
-        if (!rent_less(&h->a[best], &x)) break;
+            if (ready_less(&h->a[k], &h->a[best])) best = k;
+        if (!ready_less(&h->a[best], &x)) break;
         h->a[i] = h->a[best];
         i = best;
     }
     h->a[i] = x;
 }
 
-static void nh_push(rheap *h, rent x)
+static void nh_push(ready_heap *h, ready_entry x)
 {
     if (h->n == h->cap) {
         h->cap = h->cap ? h->cap * 2 : 4;
-        h->a = xrealloc(h->a, (size_t)h->cap * sizeof(rent));
+        h->a = xrealloc(h->a, (size_t)h->cap * sizeof(ready_entry));
     }
     h->a[h->n++] = x;
     nh_up(h, h->n - 1);
 }
 
-static void nh_pop(rheap *h)
+static void nh_pop(ready_heap *h)
 {
     h->a[0] = h->a[--h->n];
     if (h->n) nh_down(h, 0);
     if (h->cap > 64 && h->n < h->cap / 4) {
         h->cap /= 2;
-        h->a = xrealloc(h->a, (size_t)h->cap * sizeof(rent));
+        h->a = xrealloc(h->a, (size_t)h->cap * sizeof(ready_entry));
     }
 }
 
@@ -206,7 +206,7 @@ static void stale_add(engine_t *e, uint64_t id, uint64_t k)
 /* Restores "the top is live", or empties the heap when nothing is. */
 static void node_prune(engine_t *e, node *n)
 {
-    rheap *h = &n->jobs;
+    ready_heap *h = &n->jobs;
     if (n->n_ready == 0) {
         for (uint32_t i = 0; i < h->n; i++) stale_take(e, h->a[i].id, h->a[i].k);
         h->n = 0;
@@ -233,7 +233,7 @@ void jheap_free(jheap *h)
     h->n = h->cap = 0;
 }
 
-void rheap_free(rheap *h)
+void ready_heap_free(ready_heap *h)
 {
     free(h->a);
     h->a = NULL;
@@ -266,8 +266,8 @@ static inline bool job_before(const job *a, const job *b)
 job_extra *engine_extra(engine_t *e, job *j)
 {
     (void)e;
-    if (!j->x) j->x = xcalloc(1, sizeof(job_extra));
-    return j->x;
+    if (!j->extra) j->extra = xcalloc(1, sizeof(job_extra));
+    return j->extra;
 }
 
 static inline void counters_add(counters *c, engine_state s, int d)
@@ -404,12 +404,12 @@ void engine_release_slot(engine_t *e, job *j)
 
 static void ready_push(engine_t *e, job *j)
 {
-    node *n = j->nd;
+    node *n = j->node;
     bool was_empty = n->n_ready == 0;
     uint64_t k = ready_key(j);
     n->n_ready++;
     /* An identical entry left behind earlier is this one again. */
-    if (!stale_take(e, j->id, k)) nh_push(&n->jobs, (rent){k, j->id});
+    if (!stale_take(e, j->id, k)) nh_push(&n->jobs, (ready_entry){k, j->id});
     if (was_empty) {
         dlist_push_back(&n->t->ready_nodes, &n->in_tenant);
         dlist_push_back(&n->p->ready_nodes, &n->in_pair);
@@ -419,8 +419,8 @@ static void ready_push(engine_t *e, job *j)
 
 static void ready_remove(engine_t *e, job *j)
 {
-    node *n = j->nd;
-    rheap *h = &n->jobs;
+    node *n = j->node;
+    ready_heap *h = &n->jobs;
     uint64_t k = ready_key(j);
     bool was_top = h->a[0].id == j->id && h->a[0].k == k;
     n->n_ready--;
@@ -443,12 +443,12 @@ void engine_timer_push(engine_t *e, job *j)
 
 void engine_lease_heap_push(engine_t *e, job *j)
 {
-    jh_push(&e->leases, j, (uint64_t)j->x->deadline);
+    jh_push(&e->leases, j, (uint64_t)j->extra->deadline);
 }
 
 void engine_lease_heap_fix(engine_t *e, job *j)
 {
-    jh_rekey(&e->leases, j, (uint64_t)j->x->deadline);
+    jh_rekey(&e->leases, j, (uint64_t)j->extra->deadline);
 }
 
 void engine_make_runnable(engine_t *e, job *j, int64_t now)
@@ -480,18 +480,18 @@ void engine_unplace(engine_t *e, job *j)
 
 void engine_lane_join(lane *l, job *j)
 {
-    j->lk = xcalloc(1, sizeof(lane_link));
-    j->lk->ln = l;
+    j->in_lane = xcalloc(1, sizeof(lane_link));
+    j->in_lane->lane = l;
     l->refs++;
 }
 
 void engine_lane_append(engine_t *e, lane *l, job *j)
 {
     (void)e;
-    j->lk->prev = l->tail;
-    j->lk->next = NULL;
+    j->in_lane->prev = l->tail;
+    j->in_lane->next = NULL;
     if (l->tail)
-        l->tail->lk->next = j;
+        l->tail->in_lane->next = j;
     else
         l->head = j;
     l->tail = j;
@@ -500,24 +500,24 @@ void engine_lane_append(engine_t *e, lane *l, job *j)
 
 static inline bool in_lane_list(const job *j)
 {
-    return j->lk && j->state <= ENGINE_RUNNING;
+    return j->in_lane && j->state <= ENGINE_RUNNING;
 }
 
 void engine_lane_unlink(engine_t *e, job *j, int64_t now)
 {
     if (!in_lane_list(j)) return;
-    lane_link *lk = j->lk;
-    lane *l = lk->ln;
+    lane_link *link = j->in_lane;
+    lane *l = link->lane;
     bool was_head = l->head == j;
-    if (lk->prev)
-        lk->prev->lk->next = lk->next;
+    if (link->prev)
+        link->prev->in_lane->next = link->next;
     else
-        l->head = lk->next;
-    if (lk->next)
-        lk->next->lk->prev = lk->prev;
+        l->head = link->next;
+    if (link->next)
+        link->next->in_lane->prev = link->prev;
     else
-        l->tail = lk->prev;
-    lk->prev = lk->next = NULL;
+        l->tail = link->prev;
+    link->prev = link->next = NULL;
     l->len--;
     if (was_head && l->head && l->head->state == ENGINE_BLOCKED)
         engine_make_runnable(e, l->head, now);
@@ -527,23 +527,23 @@ void engine_lane_unlink(engine_t *e, job *j, int64_t now)
 
 static void lease_one(engine_t *e, int64_t now, job *j, const char *worker)
 {
-    node *n = j->nd;
+    node *n = j->node;
     pair *p = n->p;
     queue *q = p->q;
     ready_remove(e, j);
     engine_set_state(e, j, ENGINE_LEASED);
-    job_extra *x = engine_extra(e, j);
+    job_extra *ex = engine_extra(e, j);
     /* Tokens grow with every lease of a job and never fall below the floor
      * of this run, so a token handed out before a crash is never handed out
      * again (see engine_config.token_floor). */
-    x->token = x->token + 1 > e->cfg.token_floor ? x->token + 1 : e->cfg.token_floor;
+    ex->token = ex->token + 1 > e->cfg.token_floor ? ex->token + 1 : e->cfg.token_floor;
     j->attempts++;
-    x->leased_at = now;
-    x->started_at = 0;
-    x->deadline = now + q->s.lease_ms;
-    if (!x->worker || strcmp(x->worker, worker) != 0) {
-        if (x->worker) engine_worker_release(e, x->worker);
-        x->worker = engine_worker_intern(e, worker);
+    ex->leased_at = now;
+    ex->started_at = 0;
+    ex->deadline = now + q->s.lease_ms;
+    if (!ex->worker || strcmp(ex->worker, worker) != 0) {
+        if (ex->worker) engine_worker_release(e, ex->worker);
+        ex->worker = engine_worker_intern(e, worker);
     }
     engine_lease_heap_push(e, j);
     if (q->s.order == ENGINE_ORDER_FAIR) {
@@ -596,8 +596,8 @@ size_t engine_lease(engine_t *e, int64_t now, const engine_lease_req *req, engin
             } else {
                 for (size_t i = shard_start[k]; i < shard_start[k + 1]; i++) {
                     shard *sh = sv->v[i];
-                    node *nd = nq_top(&sh->nodes);
-                    if (nd && (!cand || node_before(nd, cand))) cand = nd;
+                    node *top = nq_top(&sh->nodes);
+                    if (top && (!cand || node_before(top, cand))) cand = top;
                 }
             }
             if (!cand) continue;
@@ -637,7 +637,7 @@ job *engine_timer_due(engine_t *e, int64_t now)
 job *engine_lease_due(engine_t *e, int64_t now)
 {
     job *j = jh_top(&e->leases);
-    if (!j || j->x->deadline > now) return NULL;
+    if (!j || j->extra->deadline > now) return NULL;
     return j;
 }
 
@@ -676,19 +676,19 @@ void engine_worker_release(engine_t *e, const char *name)
 
 long engine_heap_check_node(engine_t *e, node *n)
 {
-    rheap *h = &n->jobs;
+    ready_heap *h = &n->jobs;
     long live = 0;
     htab seen = {0};
     for (uint32_t i = 0; i < h->n; i++) {
-        const rent *x = &h->a[i];
-        if (i > 0 && rent_less(x, &h->a[(i - 1) / 4])) live = -1;
+        const ready_entry *x = &h->a[i];
+        if (i > 0 && ready_less(x, &h->a[(i - 1) / 4])) live = -1;
         stale_ent key = {x->id, x->k};
         bool stale = htab_find(&e->stale, stale_hash(x->id, x->k), stale_eq, &key) != NULL;
         if (i == 0 && stale) live = -1; /* the top must be live */
         if (live < 0) break;
         if (stale) continue;
         job *j = engine_job_find(e, x->id);
-        if (!j || j->state != ENGINE_READY || j->nd != n || ready_key(j) != x->k ||
+        if (!j || j->state != ENGINE_READY || j->node != n || ready_key(j) != x->k ||
             htab_find(&seen, hash_u64(x->id), stale_eq, &key)) {
             live = -1;
             break;
@@ -706,12 +706,12 @@ long engine_heap_check_node(engine_t *e, node *n)
 bool engine_heap_check_jobs(const jheap *h, int kind)
 {
     for (uint32_t i = 0; i < h->n; i++) {
-        const jent *x = &h->a[i];
+        const jheap_entry *x = &h->a[i];
         const job *j = x->j;
         if (j->hidx != i || x->id != j->id) return false;
-        uint64_t want = kind == 1 ? (uint64_t)j->run_at : (uint64_t)j->x->deadline;
+        uint64_t want = kind == 1 ? (uint64_t)j->run_at : (uint64_t)j->extra->deadline;
         if (x->k != want) return false;
-        if (i > 0 && jent_less(x, &h->a[(i - 1) / 4])) return false;
+        if (i > 0 && jheap_less(x, &h->a[(i - 1) / 4])) return false;
     }
     return true;
 }

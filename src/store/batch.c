@@ -86,7 +86,7 @@ static soff payloads_text(store_batch *b, const engine_payload *p, uint32_t n)
 void store_batch_job(store_batch *b, const engine_job_info *j, uint32_t fields)
 {
     store_op *o = op_push(b, (fields & ENGINE_JF_NEW) ? OP_JOB_INSERT : OP_JOB_UPDATE);
-    job_row *r = &o->u.job;
+    batch_row *r = &o->u.job;
     r->id = j->id;
     r->fields = fields;
     r->priority = j->priority;
@@ -233,7 +233,7 @@ static bool fold_eq(const void *item, const void *key)
     return ((const fold_ent *)item)->id == *(const uint64_t *)key;
 }
 
-static void row_from(jrow *r, const store_batch *b, const job_row *x, bool all)
+static void row_from(group_row *r, const store_batch *b, const batch_row *x, bool all)
 {
     r->id = x->id;
     r->fields |= x->fields;
@@ -275,8 +275,8 @@ void store_group_build(store_group *g, store_batch *const *batches, size_t n)
     memset(g, 0, sizeof(*g));
     size_t total = 0;
     for (size_t i = 0; i < n; i++) total += batches[i]->n;
-    g->ins = xcalloc(total + 1, sizeof(jrow));
-    g->upd = xcalloc(total + 1, sizeof(jrow));
+    g->ins = xcalloc(total + 1, sizeof(group_row));
+    g->upd = xcalloc(total + 1, sizeof(group_row));
     g->del = xcalloc(total + 1, sizeof(uint64_t));
     g->other = xcalloc(total + 1, sizeof(*g->other));
     g->other_b = xcalloc(total + 1, sizeof(*g->other_b));
@@ -306,7 +306,7 @@ void store_group_build(store_group *g, store_batch *const *batches, size_t n)
                 continue;
             }
             bool ins = o->kind == OP_JOB_INSERT;
-            jrow *r = ins ? &g->ins[g->nins] : &g->upd[g->nupd];
+            group_row *r = ins ? &g->ins[g->nins] : &g->upd[g->nupd];
             row_from(r, b, &o->u.job, ins);
             f = &ents[nent++];
             f->id = id;

@@ -27,7 +27,7 @@ typedef enum {
     OP_REQUEST
 } op_kind;
 
-typedef struct job_row {
+typedef struct batch_row {
     uint64_t id;
     uint32_t fields;
     int32_t priority;
@@ -38,12 +38,12 @@ typedef struct job_row {
     uint64_t token, merged_into, lane_seq;
     soff tenant, queue, type, key, args, payloads, worker, error, result, stats, progress,
         unique_key, idem_key, traceparent;
-} job_row;
+} batch_row;
 
 typedef struct store_op {
     op_kind kind;
     union {
-        job_row job;
+        batch_row job;
         uint64_t id; /* JOB_DELETE */
         struct {
             soff name;
@@ -134,7 +134,7 @@ typedef struct read_req {
 } read_req;
 
 /* A job row ready to write: strings point into the batches' arenas. */
-typedef struct jrow {
+typedef struct group_row {
     uint64_t id;
     uint32_t fields; /* ENGINE_JF_*, of every operation folded in */
     int32_t priority;
@@ -146,7 +146,7 @@ typedef struct jrow {
     const char *tenant, *queue, *type, *key, *args, *payloads, *worker, *error, *result, *stats,
         *progress, *unique_key, *idem_key, *traceparent;
     bool dropped;
-} jrow;
+} group_row;
 
 /* What one transaction writes, folded: every job appears once, as an
  * insert (new in this group, with its latest state) or an update (its
@@ -154,7 +154,7 @@ typedef struct jrow {
  * Other operations keep their order. */
 typedef struct store_group {
     uint64_t term; /* every batch's: the transaction checks it */
-    jrow *ins, *upd;
+    group_row *ins, *upd;
     size_t nins, nupd;
     uint64_t *del;
     size_t ndel;
@@ -165,14 +165,14 @@ typedef struct store_group {
 
 void store_group_build(store_group *g, store_batch *const *batches, size_t n);
 /* Is the row's job live after this write (unfinished or dead)? */
-static inline bool jrow_live(const jrow *r)
+static inline bool group_row_live(const group_row *r)
 {
     return r->state < ENGINE_SUCCEEDED;
 }
 /* May this update skip every index (the job stays live in its lane place)? */
-static inline bool jrow_hot(const jrow *r)
+static inline bool group_row_hot(const group_row *r)
 {
-    return jrow_live(r) && r->state != ENGINE_DEAD && !(r->fields & ENGINE_JF_LANE);
+    return group_row_live(r) && r->state != ENGINE_DEAD && !(r->fields & ENGINE_JF_LANE);
 }
 void store_group_free(store_group *g);
 

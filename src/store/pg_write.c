@@ -331,7 +331,7 @@ static void k_bool(rowsink *k, bool v)
 
 /* A job's row: every column for an insert (STORE_JOB_INSERT_COLUMNS), the
  * ones that can change for an update (SQL_UPD), in the same order. */
-static void write_row(rowsink *k, const jrow *r, bool insert)
+static void write_row(rowsink *k, const group_row *r, bool insert)
 {
     k->col = 0;
     k_i64(k, (long long)r->id);
@@ -368,7 +368,7 @@ static void write_row(rowsink *k, const jrow *r, bool insert)
     k_time(k, (long long)r->merged_into);
     k_i64(k, (long long)r->lane_seq);
     if (insert) k_text(k, r->traceparent);
-    k_time(k, jrow_live(r));
+    k_time(k, group_row_live(r));
     if (k->line) a_put(k->line, "\n", 1);
 }
 
@@ -376,7 +376,7 @@ static void write_row(rowsink *k, const jrow *r, bool insert)
 
 /* Sends the rows as statements of up to ROWS_PER_STATEMENT rows; returns how
  * many statements were sent, or -1. */
-static long send_rows(pg *p, const jrow *rows, size_t n, bool insert)
+static long send_rows(pg *p, const group_row *rows, size_t n, bool insert)
 {
     int ncols = insert ? INS_COLS : UPD_COLS;
     abuf cols[INS_COLS];
@@ -435,7 +435,7 @@ static long send_deletes(pg *p, const uint64_t *ids, size_t n)
 
 static const char *const SQL_COPY = "COPY tenq.jobs (" STORE_JOB_INSERT_COLUMNS ") FROM STDIN";
 
-static size_t live_rows(const jrow *rows, size_t n)
+static size_t live_rows(const group_row *rows, size_t n)
 {
     size_t k = 0;
     for (size_t i = 0; i < n; i++) k += !rows[i].dropped;
@@ -443,7 +443,7 @@ static size_t live_rows(const jrow *rows, size_t n)
 }
 
 /* Sends the rows with COPY, in the transaction already begun. */
-static int copy_rows(store_t *s, pg *p, const jrow *rows, size_t n)
+static int copy_rows(store_t *s, pg *p, const group_row *rows, size_t n)
 {
     PGresult *res = PQexec(p->w, SQL_COPY);
     if (PQresultStatus(res) != PGRES_COPY_IN) {
@@ -577,6 +577,8 @@ int pg_apply(store_t *s, const store_group *g, bool begin, bool commit)
     PGresult *res;
     while (PQstatus(p->w) == CONNECTION_OK && (res = PQgetResult(p->w)) != NULL) {
         ExecStatusType st = PQresultStatus(res);
+        /* an error here is the implicit transaction's commit failing */
+        if (st == PGRES_FATAL_ERROR && !rc) rc = pg_fail(s, p->w, res, "commit");
         PQclear(res);
         if (st == PGRES_PIPELINE_SYNC) break;
     }

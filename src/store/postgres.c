@@ -97,14 +97,19 @@ PGconn *pg_connect(const pg *p, char *errbuf, size_t errlen)
 /* The write connection, connected again if it was lost (under db_lock). */
 int pg_ensure_connected(store_t *s, pg *p)
 {
-    if (PQstatus(p->w) == CONNECTION_OK) return 0;
-    PQreset(p->w);
+    if (PQstatus(p->w) == CONNECTION_OK && PQpipelineStatus(p->w) == PQ_PIPELINE_OFF) return 0;
+    /* A new connection, not PQreset: a connection lost inside a pipeline
+     * stays in pipeline mode across PQreset, and every later synchronous
+     * call on it fails ("not allowed in pipeline mode"). */
+    char err[512];
+    PGconn *c = pg_connect(p, err, sizeof err);
     p->prepared = false;
-    if (PQstatus(p->w) != CONNECTION_OK) {
-        store_set_err(s, "postgres: connection lost and not back yet: %s", PQerrorMessage(p->w));
+    if (!c) {
+        store_set_err(s, "postgres: connection lost and not back yet: %s", err);
         return TENQ_ECONNECT;
     }
-    PQsetNoticeProcessor(p->w, quiet, NULL);
+    PQfinish(p->w);
+    p->w = c;
     return 0;
 }
 

@@ -175,7 +175,7 @@ static void bind_time(sqlite3_stmt *st, int i, long long v)
 }
 
 /* Row r at parameters o + 1 on (0 for the one-row statements). */
-static void bind_insert(sqlite3_stmt *st, int o, const jrow *r)
+static void bind_insert(sqlite3_stmt *st, int o, const group_row *r)
 {
     bind_i64(st, o + 1, (long long)r->id);
     bind_text(st, o + 2, r->tenant);
@@ -207,10 +207,10 @@ static void bind_insert(sqlite3_stmt *st, int o, const jrow *r)
     bind_time(st, o + 28, (long long)r->merged_into);
     bind_i64(st, o + 29, (long long)r->lane_seq);
     bind_text(st, o + 30, r->traceparent);
-    bind_time(st, o + 31, jrow_live(r));
+    bind_time(st, o + 31, group_row_live(r));
 }
 
-static void bind_update(sqlite3_stmt *st, int o, const jrow *r)
+static void bind_update(sqlite3_stmt *st, int o, const group_row *r)
 {
     bind_i64(st, o + 1, (long long)r->id);
     bind_i64(st, o + 2, r->priority);
@@ -233,7 +233,7 @@ static void bind_update(sqlite3_stmt *st, int o, const jrow *r)
     bind_text(st, o + 19, r->payloads);
     bind_text(st, o + 20, r->result);
     bind_text(st, o + 21, r->stats);
-    bind_time(st, o + 22, jrow_live(r)); /* the one-row hot form has no ?22: ignored */
+    bind_time(st, o + 22, group_row_live(r)); /* the one-row hot form has no ?22: ignored */
 }
 
 /* Parameters of a statement bound in order from `at` on. */
@@ -338,7 +338,7 @@ static int missing(store_t *s, sq *q, long long id)
 typedef struct row_run {
     int one, many;
     int n;
-    const jrow *row[JOB_ROWS];
+    const group_row *row[JOB_ROWS];
 } row_run;
 
 static bool run_update(const row_run *r)
@@ -354,7 +354,7 @@ static void run_bind(sqlite3_stmt *st, const row_run *r, int i, int o)
         bind_insert(st, o, r->row[i]);
 }
 
-static int run_add(store_t *s, sq *q, row_run *r, const jrow *row)
+static int run_add(store_t *s, sq *q, row_run *r, const group_row *row)
 {
     r->row[r->n++] = row;
     if (r->n < JOB_ROWS) return 0;
@@ -407,7 +407,8 @@ int sq_apply(store_t *s, const store_group *g, bool begin, bool commit)
     for (size_t i = 0; i < g->nins && !rc; i++)
         if (!g->ins[i].dropped) rc = run_add(s, q, &ins, &g->ins[i]);
     for (size_t i = 0; i < g->nupd && !rc; i++)
-        if (!g->upd[i].dropped) rc = run_add(s, q, jrow_hot(&g->upd[i]) ? &hot : &upd, &g->upd[i]);
+        if (!g->upd[i].dropped)
+            rc = run_add(s, q, group_row_hot(&g->upd[i]) ? &hot : &upd, &g->upd[i]);
     if (rc || (rc = run_end(s, q, &ins)) || (rc = run_end(s, q, &upd)) ||
         (rc = run_end(s, q, &hot)))
         return rc;

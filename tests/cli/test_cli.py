@@ -133,9 +133,10 @@ class Help(Case):
     def test_top_level_help_and_usage_errors(self):
         out, _ = self.ok("--help")
         for cmd in ("serve", "submit", "status", "wait", "cancel", "jobs", "stats", "morgue",
-                    "tenant", "queue", "token"):
+                    "tenant", "queue", "token", "work", "health", "version", "help"):
             self.assertIn("  " + cmd + " ", out)
-        self.ok("help")
+        self.assertEqual(self.ok("help")[0], out)
+        self.assertEqual(self.ok("help", "help")[0], out)
         out, _ = self.ok("help", "wait")
         self.assertIn("exit status", out)
         rc, out, err = run()
@@ -621,6 +622,49 @@ class Tokens(Case):
         self.ok("stats", "--token", ADMIN, token=None)
         self.ok("--token", ADMIN, "stats", token="wrong")
         self.fails(1, "stats", token="wrong")
+
+
+class Version(Case):
+    def test_version_and_the_libraries(self):
+        short, _ = self.ok("--version")
+        self.assertRegex(short, r"^tenq \d+\.\d+\.\d+\n$")
+        out, _ = self.ok("version", token=None, servers="")
+        lines = out.splitlines()
+        self.assertEqual(lines[0] + "\n", short)
+        self.assertEqual([ln.split(" ")[0] for ln in lines[1:]],
+                         ["libevent", "sqlite", "libpq", "jansson"])
+        for ln in lines[1:]:
+            self.assertRegex(ln, r"^\S+ \d+\.\d+(\.\d+)?(-\S+)?$")
+        out, _ = self.ok("help", "version")
+        self.assertTrue(out.startswith("usage: tenq version"), out)
+        self.fails(2, "version", "extra")
+
+
+class Health(Case):
+    def test_health_of_one_server_and_of_several(self):
+        out, _ = self.ok("health", token=None)
+        self.assertEqual(out, "%s: ok, leader, term %s\n" % (
+            server["url"], api("GET", "/healthz")[1]["term"]))
+        out, _ = self.ok("health", "--ready", "--timeout", "2s", token=None)
+        self.assertIn(": ok, leader", out)
+        out, _ = self.ok("health", "--json", token=None)
+        self.assertEqual(json.loads(out)["status"], "ok")
+        dead = dead_url()
+        _, err = self.fails(1, "health", servers=dead)
+        self.assertEqual(err, "tenq health: %s: unavailable: cannot connect to %s: "
+                         "Connection refused\n" % (dead, dead))
+        # every server is asked on its own; one down fails the whole
+        rc, out, err = run("health", "--server", server["url"], "--server", dead)
+        self.assertEqual(rc, 1)
+        self.assertIn(server["url"] + ": ok", out)
+        self.assertIn(dead + ": unavailable", err)
+        rc, out, err = run("health", servers=dead + "," + server["url"])
+        self.assertEqual(rc, 1)
+        for args, msg in ((["health", "--timeout", "0"], "--timeout"),
+                          (["health", "extra"], 'unexpected argument "extra"'),
+                          (["health", "--server", "ftp://x"], "ftp://x")):
+            _, err = self.fails(2, *args)
+            self.assertIn(msg, err)
 
 
 class Servers(Case):

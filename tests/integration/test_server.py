@@ -1211,6 +1211,102 @@ class Lifecycle(unittest.TestCase):
             srv.cleanup()
 
 
+class DataDir(unittest.TestCase):
+    """--data-dir: where the embedded store lives when --store names none."""
+    NO_DIR_ENV = {"TENQ_DATA_DIR": None, "STATE_DIRECTORY": None, "TENQ_STORE": None}
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="tenq-datadir-")
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+
+    def serve(self, args=(), env=None):
+        """A server with no --store, run from self.tmp."""
+        e = dict(self.NO_DIR_ENV)
+        e.update(env or {})
+        run = tempfile.mkdtemp(prefix="run-", dir=self.tmp)  # its port file and log
+        srv = Server(store_url="", args=args, env=e, cwd=self.tmp, tmp=run)
+        self.addCleanup(srv.cleanup)
+        return srv
+
+    def refused(self, *args, env=None):
+        from harness import BIN
+        e = {k: v for k, v in os.environ.items() if k not in self.NO_DIR_ENV}
+        e.update(env or {})
+        p = subprocess.run([BIN, "serve", "--listen", "127.0.0.1:0"] + list(args), cwd=self.tmp,
+                           env=e, capture_output=True, text=True, timeout=30)
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertEqual(len(p.stderr.strip().splitlines()), 1, p.stderr)
+        return p.stderr
+
+    def test_default_is_tenq_data_under_the_working_directory(self):
+        srv = self.serve()
+        where = os.path.join(self.tmp, "tenq-data")
+        self.assertIn("data-dir=%s\n" % where, srv.log_text())
+        self.assertTrue(os.path.exists(os.path.join(where, "tenq.db")))
+        self.assertEqual(os.stat(where).st_mode & 0o777, 0o700)
+        job = srv.submit(queue="dd")
+        self.assertEqual(srv.stop(), 0)
+        srv.start()  # the same folder again: the job is there
+        self.assertEqual(srv.job(job["id"])["state"], "ready")
+        self.assertEqual([n for n in os.listdir(where) if n.startswith(".tenq-write-test")], [])
+
+    def test_flag_environment_and_systemd_state_directory(self):
+        # a relative folder is made under the working directory and logged absolute
+        srv = self.serve(args=("--data-dir", "a/b"))
+        self.assertIn("data-dir=%s/a/b\n" % self.tmp, srv.log_text())
+        self.assertTrue(os.path.exists(os.path.join(self.tmp, "a/b/tenq.db")))
+        srv.cleanup()
+        # STATE_DIRECTORY (systemd's StateDirectory=; the first of several) is the fallback
+        state = os.path.join(self.tmp, "state")
+        srv = self.serve(env={"STATE_DIRECTORY": state + ":" + self.tmp + "/other"})
+        self.assertIn("data-dir=%s\n" % state, srv.log_text())
+        self.assertTrue(os.path.exists(os.path.join(state, "tenq.db")))
+        self.assertFalse(os.path.exists(self.tmp + "/other"))
+        srv.cleanup()
+        # TENQ_DATA_DIR beats STATE_DIRECTORY, and the flag beats both
+        srv = self.serve(env={"STATE_DIRECTORY": state, "TENQ_DATA_DIR": self.tmp + "/env"})
+        self.assertIn("data-dir=%s/env\n" % self.tmp, srv.log_text())
+        srv.cleanup()
+        srv = self.serve(args=("--data-dir", self.tmp + "/flag"),
+                         env={"STATE_DIRECTORY": state, "TENQ_DATA_DIR": self.tmp + "/env"})
+        self.assertIn("data-dir=%s/flag\n" % self.tmp, srv.log_text())
+        self.assertTrue(os.path.exists(self.tmp + "/flag/tenq.db"))
+        self.assertFalse(os.path.exists(self.tmp + "/tenq-data"))
+
+    def test_store_wins_and_the_data_dir_is_left_alone(self):
+        db = os.path.join(self.tmp, "elsewhere.db")
+        srv = self.serve(args=("--store", "sqlite:" + db, "--data-dir", self.tmp + "/unused"))
+        self.assertTrue(os.path.exists(db))
+        self.assertFalse(os.path.exists(self.tmp + "/unused"))
+        self.assertNotIn("data-dir=", srv.log_text())
+
+    def test_a_folder_that_cannot_be_made_or_written_is_refused(self):
+        path = os.path.join(self.tmp, "a-file")
+        open(path, "w").close()
+        err = self.refused("--data-dir", path)
+        self.assertIn("--data-dir %s: cannot create the folder: Not a directory" % path, err)
+        err = self.refused("--data-dir", path + "/below")
+        self.assertIn("cannot create the folder", err)
+        err = self.refused(env={"TENQ_DATA_DIR": path})
+        self.assertIn("Not a directory", err)
+        err = self.refused(env={"STATE_DIRECTORY": path})
+        self.assertIn("STATE_DIRECTORY %s" % path, err)
+        # a folder this user may not write in (root may write anywhere: run as nobody)
+        ro = os.path.join(self.tmp, "ro")
+        os.mkdir(ro, 0o555)
+        wrap = []
+        if os.geteuid() == 0:
+            os.chmod(self.tmp, 0o755)
+            wrap = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
+        from harness import BIN
+        p = subprocess.run(wrap + [BIN, "serve", "--data-dir", ro], capture_output=True,
+                           text=True, timeout=30)
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn("--data-dir %s: cannot write in the folder: Permission denied" % ro,
+                      p.stderr)
+        self.assertEqual(os.listdir(ro), [])
+
+
 class WriterPriority(unittest.TestCase):
     """The thread that commits waits and commits at idle priority while the
     server is quiet (--writer-priority auto), at normal priority when work

@@ -50,9 +50,12 @@ def pg_url_for_new_database():
 
 
 class Server:
-    """One tenq serve process. Stop with stop() (SIGTERM) or kill()."""
+    """One tenq serve process. Stop with stop() (SIGTERM) or kill().
 
-    def __init__(self, store_url=None, args=(), env=None, tmp=None, wrap=(), port=0):
+    store_url "" passes no --store (the server stores under its data dir);
+    an env value of None removes that variable; cwd is the server's."""
+
+    def __init__(self, store_url=None, args=(), env=None, tmp=None, wrap=(), port=0, cwd=None):
         self.tmp = tmp or tempfile.mkdtemp(prefix="tenq-it-")
         self.own_tmp = tmp is None
         if store_url is None:
@@ -61,7 +64,12 @@ class Server:
         self.store_url = store_url
         self.args = list(args)
         self.env = dict(os.environ)
-        self.env.update(env or {})
+        for k, v in (env or {}).items():
+            if v is None:
+                self.env.pop(k, None)
+            else:
+                self.env[k] = v
+        self.cwd = cwd
         self.wrap = list(wrap)
         self.listen_port = port  # 0: any free port, again at each start
         self.proc = None
@@ -76,10 +84,11 @@ class Server:
         if getattr(self, "log", None):
             self.log.close()
         self.log = open(os.path.join(self.tmp, "server.log"), "ab")
-        cmd = self.wrap + [BIN, "serve", "--listen", "127.0.0.1:%d" % self.listen_port, "--store",
-                           self.store_url, "--port-file", port_file] + self.args
+        store = ["--store", self.store_url] if self.store_url else []
+        cmd = self.wrap + [BIN, "serve", "--listen", "127.0.0.1:%d" % self.listen_port] + store + [
+            "--port-file", port_file] + self.args
         self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL,
-                                     stderr=self.log, env=self.env)
+                                     stderr=self.log, env=self.env, cwd=self.cwd)
         deadline = time.time() + 30
         while time.time() < deadline:
             if os.path.exists(port_file):

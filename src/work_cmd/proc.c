@@ -2,7 +2,7 @@
 /* Handler processes: spawning with pipes and a pidfd, signalling their
  * process group, reaping, memory, and the registry the second signal
  * kills from. */
-#include "worker/work.h"
+#include "work_cmd/work_cmd.h"
 
 #include <dirent.h>
 #include <errno.h>

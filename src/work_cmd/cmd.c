@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /* `tenq work`: its flags, its signals, and the run of libtenq's worker
  * with the exec or lines handler. */
-#include "worker/work.h"
+#include "work_cmd/work_cmd.h"
 
 #include <errno.h>
 #include <pthread.h>

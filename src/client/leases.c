@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-/* Workers: lease, start, heartbeat, ack, fail, and batched outcomes. */
+/* The calls a worker makes: lease, start, heartbeat, ack, fail, and batched
+ * outcomes (the worker that makes them for you is worker*.c). */
 #include "client/internal.h"
 
 #include <stdio.h>

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /* The worker's log: one line per event on stderr, with the time. */
-#include "worker/work.h"
+#include "work_cmd/work_cmd.h"
 
 #include <stdarg.h>
 #include <stdatomic.h>

@@ -4,7 +4,7 @@
  * limit (1 MiB by default) and a runaway handler must not take the
  * worker's memory. */
 #include "base/utf8.h"
-#include "worker/work.h"
+#include "work_cmd/work_cmd.h"
 
 #include <jansson.h>
 #include <stdlib.h>

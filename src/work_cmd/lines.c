@@ -3,7 +3,7 @@
  * worker.  A job goes to its slot's process as one JSON line on stdin; the
  * process answers with one line, after any progress lines.  A process that
  * dies (or is stopped) fails its job and is started again for the next. */
-#include "worker/work.h"
+#include "work_cmd/work_cmd.h"
 
 #include <errno.h>
 #include <jansson.h>

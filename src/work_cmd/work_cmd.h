@@ -13,8 +13,8 @@
  * runner, for one job; lines: the runner of its slot, for as long as the
  * process lives).  The registry of process groups (proc.c) is shared and
  * locked: the second SIGTERM kills them all from the signal thread. */
-#ifndef TENQ_WORKER_WORK_H
-#define TENQ_WORKER_WORK_H
+#ifndef TENQ_WORK_CMD_H
+#define TENQ_WORK_CMD_H
 
 #include "cli/cli.h"
 #include "tenq/tenq.h"

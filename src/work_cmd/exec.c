@@ -2,7 +2,7 @@
 /* exec handlers: a process per job, and the guard that stops a handler
  * process (cancel, lost lease, --timeout, --max-rss, the end of the grace
  * period) for both kinds of handler. */
-#include "worker/work.h"
+#include "work_cmd/work_cmd.h"
 
 #include <errno.h>
 #include <poll.h>
