@@ -161,6 +161,9 @@ int api_serve(const api_config *cfg)
     /* a fault-injection seam for crash tests; not a setting */
     const char *delay = getenv("TENQ_TEST_COMMIT_DELAY_MS");
     if (delay) so.test_commit_delay_ms = atoi(delay);
+    /* and one that holds a PostgreSQL transaction open at its commit */
+    const char *sync_delay = getenv("TENQ_TEST_PG_SYNC_DELAY_MS");
+    if (sync_delay) so.test_sync_delay_ms = atoi(sync_delay);
     so.writer_idle = strcmp(cfg->writer_priority, "normal") != 0;
     so.elect = true;
     so.node = node;

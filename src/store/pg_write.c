@@ -14,6 +14,8 @@
 
 #include "base/xalloc.h"
 
+#include <unistd.h>
+
 /* Statements that write one row; job rows go many at a time (below). */
 
 const char *const pg_stmt_name[PG_ST_N] = {"tenant", "queue", "idem",    "token",
@@ -569,6 +571,11 @@ int pg_apply(store_t *s, const store_group *g, bool begin, bool commit)
     STEP(send_deletes(p, g->del, g->ndel));
     STEP(copy ? send_plain(p, "COMMIT") : 0);
 #undef STEP
+    if (s->opts.test_sync_delay_ms > 0 && !rc) {
+        /* the crash tests' seam: every statement run, the commit not asked */
+        if (PQsendFlushRequest(p->w)) PQflush(p->w);
+        usleep((useconds_t)s->opts.test_sync_delay_ms * 1000);
+    }
     /* Always end with a Sync, even after an error: it closes the pipeline and
      * commits the group as one implicit transaction (or ends the explicit one
      * COPY began, whose COMMIT is the last statement). */

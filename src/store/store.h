@@ -55,6 +55,7 @@ typedef struct store_opts {
     /* Tests: the writer waits this long before each commit, so that a crash
      * can land between an answer and its commit. */
     int test_commit_delay_ms;
+    int test_sync_delay_ms; /* PostgreSQL: a pause before a group's Sync, its statements run */
     /* The writer thread waits for work, and commits, at idle priority
      * (SCHED_IDLE) while the server is quiet, so that a worker or request
      * it would delay runs first; it goes back to normal priority as soon as

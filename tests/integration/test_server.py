@@ -1530,6 +1530,47 @@ class IdleYield(unittest.TestCase):
 
 
 class Crash(unittest.TestCase):
+    def test_a_connection_ended_before_the_commit_is_no_acknowledgement(self):
+        # PostgreSQL: the writer's backend runs every statement of a group,
+        # then is ended before the group's Sync commits it.  The submit must
+        # be answered with an error (nothing was kept), never 201.
+        if STORE != "postgres":
+            self.skipTest("a PostgreSQL connection's failure (the postgres run has it)")
+        srv = Server(env={"TENQ_TEST_PG_SYNC_DELAY_MS": "1500"})
+        try:
+            out = {}
+
+            def submit():
+                out["answer"] = srv.req("POST", "/v1/jobs",
+                                        {"tenant": "acme", "queue": "cut", "type": "T"})
+
+            t = threading.Thread(target=submit)
+            t.start()
+            ended = "0"
+            deadline = time.time() + 10
+            while ended == "0" and time.time() < deadline:
+                time.sleep(0.1)
+                ended = subprocess.run(
+                    ["psql", srv.store_url, "-Atc",
+                     "SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) FROM "
+                     "pg_stat_activity WHERE application_name LIKE 'tenq%' AND "
+                     "backend_xid IS NOT NULL"],
+                    capture_output=True, text=True).stdout.strip() or "0"
+            self.assertNotEqual(ended, "0", "no writer was found inside its transaction")
+            t.join(30)
+            st, ans = out["answer"]
+            self.assertNotIn(st, (200, 201), ans)  # the job was not kept: no acknowledgement
+            self.assertEqual(st, 503, ans)
+            deadline = time.time() + 20
+            while time.time() < deadline:  # the server reloads under a new term, then serves
+                st, page = srv.req("GET", "/v1/jobs?queue=cut")
+                if st == 200 and srv.req("GET", "/readyz")[0] == 200:
+                    break
+                time.sleep(0.2)
+            self.assertEqual(page["jobs"], [])
+        finally:
+            srv.cleanup()
+
     def test_a_lane_moves_on_across_a_crash_before_its_next_job_is_stored_ready(self):
         # the second job of a lane becomes ready when the first is acked; that
         # change is stored late (--lease-write-delay), so a crash right after the
