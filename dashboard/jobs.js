@@ -118,7 +118,14 @@ export function mountList(root, { params }) {
 
 const KNOWN = new Set(['id', 'tenant', 'queue', 'type', 'key', 'args', 'payloads', 'priority', 'state', 'attempts', 'max_attempts',
   'run_at', 'created_at', 'ready_at', 'leased_at', 'started_at', 'finished_at', 'worker', 'error', 'result', 'stats', 'progress',
-  'unique_key', 'idempotency_key', 'lease_until', 'cancel_requested', 'merged_into', 'token']);
+  'unique_key', 'idempotency_key', 'lease_until', 'cancel_requested', 'merged_into', 'token', 'waiting']);
+
+// Why it is not running yet: the server's sentence, the job it waits for, the time it waits until.
+function waitingEl(w, t) {
+  return h('span', { 'data-fk': 'waiting-' + w.reason }, w.message,
+    w.blocked_by ? h('span', null, ' ', link('#/job/' + w.blocked_by, 'job ' + w.blocked_by)) : null,
+    w.until ? h('span', null, ' ', timeEl(w.until, t, true), ' ', h('small', { class: 'muted', text: fmtRel(w.until, t) })) : null);
+}
 
 function timings(j, t) {
   const live = UNFINISHED.includes(j.state);
@@ -230,6 +237,7 @@ export function mountJob(root, { arg }) {
     const fields = kv([
       ['ID', code(j.id), 'id'],
       ['State', h('span', null, badge(j.state), j.cancel_requested ? h('span', { class: 'badge st-cancelling', text: 'cancel requested' }) : null), 'state'],
+      j.waiting ? ['Waiting', waitingEl(j.waiting, t), 'waiting'] : null,
       ['Tenant', link(jobsHref({ tenant: j.tenant }), j.tenant), 'tenant'],
       ['Queue', link(jobsHref({ queue: j.queue }), j.queue), 'queue'],
       ['Type', code(j.type), 'type'],

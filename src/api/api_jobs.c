@@ -227,7 +227,7 @@ static void on_job_rows(void *ctx, int rc, const store_rows *rows)
         } else {
             jbuf b;
             jb_init(&b);
-            api_json_job(&b, &rows->jobs[0], JOB_FULL, auth_shows_token(&c->who));
+            api_json_job(&b, &rows->jobs[0], JOB_FULL, auth_shows_token(&c->who), NULL);
             reply_json(req, 200, &b);
         }
     }
@@ -246,9 +246,11 @@ void h_get_job(server *s, http_req *req, const principal *who, const char **args
             reply_error(req, TENQ_ENOT_FOUND, "id", "no job %llu", (unsigned long long)id);
             return;
         }
+        engine_wait w;
+        engine_job_wait(j, &w);
         jbuf b;
         jb_init(&b);
-        api_json_job(&b, &in, JOB_FULL, auth_shows_token(who));
+        api_json_job(&b, &in, JOB_FULL, auth_shows_token(who), &w);
         reply_json(req, 200, &b);
         return;
     }
@@ -286,7 +288,7 @@ static void on_list_rows(void *ctx, int rc, const store_rows *rows)
                     engine_job_get(j, &live);
                     in = &live;
                 }
-                api_json_job(&b, in, JOB_FULL, auth_shows_token(&c->who));
+                api_json_job(&b, in, JOB_FULL, auth_shows_token(&c->who), NULL);
             }
             jb_arr_end(&b);
             jb_key(&b, "next");
@@ -376,7 +378,7 @@ static void on_wait_rows(void *ctx, int rc, const store_rows *rows)
     } else if (is_final(rows->jobs[0].state) || c->timeout_ms == 0) {
         jbuf b;
         jb_init(&b);
-        api_json_job(&b, &rows->jobs[0], JOB_FULL, auth_shows_token(&c->who));
+        api_json_job(&b, &rows->jobs[0], JOB_FULL, auth_shows_token(&c->who), NULL);
         reply_json(req, 200, &b);
     } else if (engine_find(s->e, c->id)) {
         wait_register(s, req, &c->who, c->id, c->timeout_ms);
@@ -418,9 +420,11 @@ void h_wait_job(server *s, http_req *req, const principal *who, const char **arg
             return;
         }
         if (is_final(in.state) || timeout == 0) {
+            engine_wait w;
+            engine_job_wait(j, &w);
             jbuf b;
             jb_init(&b);
-            api_json_job(&b, &in, JOB_FULL, auth_shows_token(who));
+            api_json_job(&b, &in, JOB_FULL, auth_shows_token(who), &w);
             reply_json(req, 200, &b);
             return;
         }

@@ -335,7 +335,10 @@ typedef struct route {
 
 /* Job JSON. */
 typedef enum { JOB_FULL, JOB_LEASE } job_view;
-void api_json_job(jbuf *b, const engine_job_info *j, job_view view, bool show_token);
+/* wait: why the job is not handed out now ("waiting"), or NULL to leave it
+ * out (a job read from the store, a lease). */
+void api_json_job(jbuf *b, const engine_job_info *j, job_view view, bool show_token,
+                  const engine_wait *wait);
 
 /* Request bodies. */
 json_t *req_body(http_req *req); /* replies 400 itself and returns NULL on error */

@@ -174,7 +174,60 @@ static void time_field(jbuf *b, const char *k, int64_t v)
         jb_null(b);
 }
 
-void api_json_job(jbuf *b, const engine_job_info *j, job_view view, bool show_token)
+/* "waiting": the reason, its figures, and a sentence for people. */
+static void json_wait(jbuf *b, const engine_job_info *j, const engine_wait *w)
+{
+    const char *reason = engine_wait_name(w->kind);
+    if (!reason) return;
+    jb_key(b, "waiting");
+    jb_obj(b);
+    jb_kstr(b, "reason", reason);
+    char msg[512];
+    switch (w->kind) {
+    case ENGINE_WAIT_SCHEDULED:
+    case ENGINE_WAIT_BACKOFF:
+        jb_kint(b, "until", w->until);
+        if (w->kind == ENGINE_WAIT_SCHEDULED)
+            snprintf(msg, sizeof msg, "scheduled: it becomes ready at its run_at");
+        else
+            snprintf(msg, sizeof msg,
+                     "in backoff after attempt %u of %u failed: it is retried at "
+                     "its run_at",
+                     j->attempts, j->max_attempts);
+        break;
+    case ENGINE_WAIT_LANE:
+        jb_kint(b, "blocked_by", (long long)w->blocked_by);
+        snprintf(msg, sizeof msg, "its lane (key %.200s) runs job %llu first, in order",
+                 j->key ? j->key : "", (unsigned long long)w->blocked_by);
+        break;
+    case ENGINE_WAIT_TENANT_SLOTS:
+        jb_kint(b, "active", w->active);
+        jb_kint(b, "limit", w->limit);
+        if (w->limit == 0)
+            snprintf(msg, sizeof msg, "tenant %.200s is paused (0 slots)", j->tenant);
+        else
+            snprintf(msg, sizeof msg, "tenant %.200s runs %u of its %u slots", j->tenant, w->active,
+                     w->limit);
+        break;
+    case ENGINE_WAIT_TENANT_CAP:
+        jb_kint(b, "active", w->active);
+        jb_kint(b, "limit", w->limit);
+        snprintf(msg, sizeof msg,
+                 "tenant %.200s runs %u of the %u jobs queue %.200s allows one "
+                 "tenant at once",
+                 j->tenant, w->active, w->limit, j->queue);
+        break;
+    default:
+        snprintf(msg, sizeof msg, "ready: waiting for a worker to lease from queue %.200s",
+                 j->queue);
+        break;
+    }
+    jb_kstr(b, "message", msg);
+    jb_obj_end(b);
+}
+
+void api_json_job(jbuf *b, const engine_job_info *j, job_view view, bool show_token,
+                  const engine_wait *wait)
 {
     jb_obj(b);
     jb_kint(b, "id", (long long)j->id);
@@ -232,5 +285,6 @@ void api_json_job(jbuf *b, const engine_job_info *j, job_view view, bool show_to
     jb_kbool(b, "cancel_requested", j->cancel_requested);
     if (j->merged_into) jb_kint(b, "merged_into", (long long)j->merged_into);
     if (show_token) jb_kint(b, "token", (long long)j->token);
+    if (wait) json_wait(b, j, wait);
     jb_obj_end(b);
 }

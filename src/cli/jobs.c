@@ -30,6 +30,19 @@ void cli_print_job(const json_t *job)
 {
     kv_field(job, "id", "id", true);
     kv_field(job, "state", "state", true);
+    /* why it is not running yet, in the server's words, with the time it waits for */
+    json_t *w = json_object_get(job, "waiting");
+    if (json_is_object(w)) {
+        const char *msg = json_string_value(json_object_get(w, "message"));
+        json_t *until = json_object_get(w, "until");
+        char at[64] = "";
+        if (json_is_integer(until)) {
+            char t[48];
+            cli_fmt_time(json_integer_value(until), t, sizeof t);
+            snprintf(at, sizeof at, " (%s)", t);
+        }
+        cli_kv(stdout, "waiting", "%s%s", msg ? msg : "?", at);
+    }
     kv_field(job, "tenant", "tenant", true);
     kv_field(job, "queue", "queue", true);
     kv_field(job, "type", "type", true);

@@ -406,6 +406,47 @@ const char *engine_job_tenant(const engine_job *j)
     return j->node->t->name;
 }
 
+void engine_job_wait(const engine_job *j, engine_wait *out)
+{
+    memset(out, 0, sizeof(*out));
+    switch ((engine_state)j->state) {
+    case ENGINE_SCHEDULED:
+        out->kind = j->attempts > 0 ? ENGINE_WAIT_BACKOFF : ENGINE_WAIT_SCHEDULED;
+        out->until = j->run_at;
+        return;
+    case ENGINE_BLOCKED: {
+        const lane *l = job_lane(j);
+        out->kind = ENGINE_WAIT_LANE;
+        out->blocked_by = l && l->head ? l->head->id : 0;
+        return;
+    }
+    case ENGINE_READY: {
+        const tenant *t = job_tenant(j);
+        const pair *p = job_pair(j);
+        if (!tenant_has_room(t)) {
+            out->kind = ENGINE_WAIT_TENANT_SLOTS;
+            out->active = t->active;
+            out->limit = t->s.slots;
+        } else if (!pair_has_room(p)) {
+            out->kind = ENGINE_WAIT_TENANT_CAP;
+            out->active = p->active;
+            out->limit = p->q->s.tenant_cap;
+        } else {
+            out->kind = ENGINE_WAIT_WORKER;
+        }
+        return;
+    }
+    default: return;
+    }
+}
+
+const char *engine_wait_name(engine_wait_kind k)
+{
+    static const char *const names[] = {NULL,           "scheduled",  "backoff", "lane",
+                                        "tenant_slots", "tenant_cap", "worker"};
+    return (size_t)k < sizeof names / sizeof names[0] ? names[k] : NULL;
+}
+
 const char *engine_job_queue(const engine_job *j)
 {
     return j->node->sh->q->name;

@@ -196,6 +196,28 @@ typedef struct engine_job_info {
 
 /* Fills *out with the job's fields (pointers into the engine). */
 void engine_job_get(const engine_job *j, engine_job_info *out);
+
+/* Why a job that is neither leased nor finished is not handed out now. */
+typedef enum {
+    ENGINE_WAIT_NONE,         /* not waiting: leased, running or finished */
+    ENGINE_WAIT_SCHEDULED,    /* its run_at has not come (until) */
+    ENGINE_WAIT_BACKOFF,      /* a retry after a failed attempt, at until */
+    ENGINE_WAIT_LANE,         /* its lane runs another job first (blocked_by) */
+    ENGINE_WAIT_TENANT_SLOTS, /* its tenant runs active of its limit slots (0: paused) */
+    ENGINE_WAIT_TENANT_CAP,   /* its tenant runs active of the queue's per-tenant cap */
+    ENGINE_WAIT_WORKER        /* it may go now: no worker has leased from its queue yet */
+} engine_wait_kind;
+
+typedef struct engine_wait {
+    engine_wait_kind kind;
+    int64_t until;          /* SCHEDULED, BACKOFF: the time it becomes ready */
+    uint64_t blocked_by;    /* LANE: the job at the head of its lane */
+    uint32_t active, limit; /* TENANT_SLOTS, TENANT_CAP */
+} engine_wait;
+
+void engine_job_wait(const engine_job *j, engine_wait *out);
+/* "scheduled", "backoff", "lane", "tenant_slots", "tenant_cap", "worker"; NULL for NONE. */
+const char *engine_wait_name(engine_wait_kind k);
 uint64_t engine_job_id(const engine_job *j);
 engine_state engine_job_state(const engine_job *j);
 const char *engine_job_tenant(const engine_job *j);

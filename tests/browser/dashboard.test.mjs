@@ -382,6 +382,19 @@ test('the morgue sorts by id or by death, like the API', async () => {
   }
 });
 
+test('a job that waits says why on its page, with the job its lane runs first', async () => {
+  const first = await srv.submit({ tenant: 'acme', queue: 'mail', type: 'Mailer.lane', key: 'why:1' });
+  const second = await srv.submit({ tenant: 'acme', queue: 'mail', type: 'Mailer.lane', key: 'why:1' });
+  await go(admin, '#/job/' + second.id);
+  const row = admin.locator('[data-field=waiting]');
+  await row.waitFor();
+  assert.match(await row.innerText(), new RegExp(`runs job ${first.id} first`));
+  assert.equal(await row.locator(`a[href="#/job/${first.id}"]`).count(), 1);
+  assert.equal(await row.locator('[data-fk=waiting-lane]').count(), 1);
+  await srv.api('POST', `/v1/jobs/${first.id}/cancel`);
+  await srv.api('POST', `/v1/jobs/${second.id}/cancel`);
+});
+
 test('cancelling a job from its page', async () => {
   const { id } = await srv.submit({ tenant: 'acme', queue: 'mail', type: 'Mailer.later', args: { x: 1 }, run_at: Date.now() + 3600e3 });
   await go(admin, '#/job/' + id);
