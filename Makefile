@@ -58,10 +58,12 @@ FORMAT_FILES = $(shell find src tests bench include examples tools -name '*.[ch]
 format:
 	clang-format -i $(FORMAT_FILES)
 
-# the style and the house rules: clang-format, a licence line in every source file
+# the style and the house rules: clang-format, a licence line in every source file, the
+# layers (no #include in src/ crosses a layer but to its public header)
 format-check:
 	@clang-format --dry-run --Werror $(FORMAT_FILES) && echo "format: ok"
 	@scripts/check-spdx.sh
+	@scripts/check-layers.sh
 
 bench-engine: build
 	./$(BUILD)/bench_engine

@@ -1,16 +1,18 @@
 #!/bin/sh
 # SPDX-License-Identifier: Apache-2.0
 # Installs the Debian packages tenq needs, when they are missing.
-#   scripts/deps.sh build   compilers, CMake and the libraries (for make, make run)
-#   scripts/deps.sh test    + PostgreSQL, Python 3, clang-format (for make test)
+#   scripts/deps.sh build   compilers, CMake (its configure wants Python 3) and the libraries
+#                           (for make, make run)
+#   scripts/deps.sh test    + PostgreSQL, Python 3, clang-format, strace, shellcheck, systemd
+#                           (for make test)
 #   scripts/deps.sh bench   + peers for the comparison benchmarks
 set -eu
 
 what=${1:-build}
-pkgs="build-essential cmake pkg-config libevent-dev libjansson-dev libsqlite3-dev libpq-dev"
+pkgs="build-essential cmake pkg-config python3 libevent-dev libjansson-dev libsqlite3-dev libpq-dev"
 case "$what" in
 build) ;;
-test) pkgs="$pkgs postgresql python3 clang-format curl procps chromium faketime"; command -v npm >/dev/null 2>&1 || pkgs="$pkgs nodejs npm" ;;
+test) pkgs="$pkgs postgresql python3 clang-format curl procps chromium faketime strace shellcheck systemd"; command -v npm >/dev/null 2>&1 || pkgs="$pkgs nodejs npm" ;;
 bench) pkgs="$pkgs postgresql python3 curl procps" ;;
 *) echo "usage: $0 build|test|bench" >&2; exit 2 ;;
 esac

@@ -19,7 +19,7 @@ bool srv_try_lease(server *s, http_req *req, const principal *who, char **queues
     jb_obj(&b);
     jb_key(&b, "jobs");
     jb_arr(&b);
-    bool at_most_once = false;
+    bool stored_first = false; /* at-most-once and exactly-once: the lease is stored first */
     const char *last_queue = NULL;
     for (size_t i = 0; i < got; i++) {
         engine_job_info in;
@@ -28,8 +28,8 @@ bool srv_try_lease(server *s, http_req *req, const principal *who, char **queues
         if (last_queue != in.queue) {
             engine_queue_settings qs;
             if (engine_queue_get(s->e, 0, in.queue, &qs, NULL) == 0 &&
-                qs.delivery == ENGINE_AT_MOST_ONCE)
-                at_most_once = true;
+                qs.delivery != ENGINE_AT_LEAST_ONCE)
+                stored_first = true;
             last_queue = in.queue;
         }
     }
@@ -40,8 +40,9 @@ bool srv_try_lease(server *s, http_req *req, const principal *who, char **queues
     /* A lease acknowledges nothing of the client's: it may go out before its
      * commit, because a token is never handed out twice (token_floor) and an
      * unstored lease just means the job runs again.  At-most-once jobs are
-     * the exception: those must never be handed out twice. */
-    if (at_most_once)
+     * the exception (never handed out twice), and exactly-once ones (the
+     * store must hold the token a handler's transaction checks). */
+    if (stored_first)
         srv_commit_reply(s, req, 200, &b);
     else
         srv_commit_reply_now(s, req, 200, &b);

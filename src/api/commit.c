@@ -160,7 +160,7 @@ static bool write_late(void *ctx, const engine_change *c)
     if (lease_only && st == ENGINE_LEASED) {
         engine_queue_settings qs;
         if (engine_queue_get(s->e, 0, engine_job_queue(c->job), &qs, NULL) == 0 &&
-            qs.delivery == ENGINE_AT_MOST_ONCE)
+            qs.delivery != ENGINE_AT_LEAST_ONCE)
             lease_only = false;
     }
     if (!lease_only) {
@@ -293,8 +293,10 @@ void srv_after_commit(server *s, http_req *req, commit_then then, void *ctx)
         p->req = req;
         p->then = then;
         p->ctx = ctx;
-        req->user = p;
-        req->on_abort = pending_abort;
+        if (req) { /* NULL: a step of the server's own (ingest.c) */
+            req->user = p;
+            req->on_abort = pending_abort;
+        }
         pending_queue(s, p);
     } else {
         then(s, req, ctx, 0);
@@ -412,6 +414,13 @@ static void start_resync(server *s)
     s->resyncing = true;
     srv_drop_uncommitted(s, TENQ_EUNAVAILABLE, "the store failed; reloading");
     event_active(s->resync_ev, EV_TIMEOUT, 1);
+}
+
+void srv_reload(server *s, const char *why)
+{
+    if (s->resyncing || !s->leading) return;
+    log_event(LOG_WARN, "store", "%s; reloading from the store", why);
+    start_resync(s);
 }
 
 static void on_resync(evutil_socket_t fd, short what, void *arg)

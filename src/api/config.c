@@ -84,6 +84,10 @@ static const setting settings[] = {
     {"request-key-ttl", T_MS, F(request_key_ttl_ms), "10m", false,
      "how long a submit sent with an Idempotency-Key header is remembered: the same request sent "
      "again within it is answered as the first was and makes nothing"},
+    {"inbox-poll", T_MS, F(inbox_poll_ms), "1s", false,
+     "PostgreSQL: the leader reads what applications' transactions committed (tenq.submit, "
+     "tenq.complete) as soon as they notify it, and this often besides, in case a notification "
+     "was lost"},
     {"stop-linger", T_MS, F(stop_linger_ms), "500ms", false,
      "a stopping server, once its work is committed and its leadership handed over, still "
      "answers requests on open connections this long (with the new leader, or 503), so "

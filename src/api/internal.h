@@ -195,6 +195,9 @@ typedef struct server {
     uint64_t rate_samples; /* samples taken since start */
     struct event *resync_ev;
     bool resyncing;
+    /* taking in what applications' transactions committed (ingest.c) */
+    struct event *ingest_ev;
+    bool ingest_busy, ingest_again;
     /* the leadership (lead.c): leading is true while this server's engine
      * is the store's (resyncing: reloading it; writes refused), under term */
     struct lead *lead;
@@ -219,7 +222,7 @@ int64_t srv_now(server *s);
 
 /* A fresh engine whose fencing tokens start above every earlier term's (any
  * thread). */
-engine_t *srv_engine_new(const api_config *cfg, uint64_t term);
+engine_t *srv_engine_new(server *s, uint64_t term);
 /* The loop's side: an engine loaded under a new term begins to serve; the
  * leadership lost (to another server: standby now); the leadership not
  * certain (writes refused until it is won again, or another server leads). */
@@ -273,7 +276,8 @@ void srv_commit_reply(server *s, http_req *req, int status, jbuf *b);
 void srv_commit_reply_now(server *s, http_req *req, int status, jbuf *b);
 /* Collects the handler's changes and calls then(s, req, ctx, rc) once
  * they, and everything handed over before them, are committed (at once
- * when that is all done); the handler does not answer req itself. */
+ * when that is all done); the handler does not answer req itself.  req may
+ * be NULL: a step of the server's own. */
 void srv_after_commit(server *s, http_req *req, commit_then then, void *ctx);
 /* Wakes the long polls of queues that just got work, before the caller
  * builds its reply and before the changes go into the batch: the woken
@@ -302,6 +306,16 @@ void srv_commit_free(server *s);
 void srv_schedule_flush(server *s);
 void srv_flush_now(server *s);
 void srv_write_late_rows(server *s, int64_t before);
+/* A commit's outcome the store contradicts: writes stop and the engine is
+ * loaded again from the store (why: for the log). */
+void srv_reload(server *s, const char *why);
+
+/* Applications' transactions (ingest.c; PostgreSQL): what they committed to
+ * the inbox is read and taken in now, if this server leads and serves, and
+ * then every --inbox-poll in case a notification was lost. */
+int srv_ingest_start(server *s);
+void srv_ingest_kick(server *s);
+void srv_ingest_free(server *s);
 void srv_drop_late_rows(server *s);
 void srv_drop_uncommitted(server *s, int rc, const char *why);
 

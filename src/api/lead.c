@@ -61,6 +61,7 @@ typedef struct lead {
     void *rkeys;        /* and the request keys (rkeys_collect) */
     store_leader known; /* who leads, as last seen */
     bool want_reload;
+    bool inbox_news; /* an application's transaction committed to the inbox */
     uint64_t reload_from;
     bool stop, resign;
     char why[300]; /* why the leadership was lost */
@@ -142,7 +143,7 @@ static void *loader_main(void *arg)
     free(j);
     pthread_setname_np(pthread_self(), "tenq-loader");
     server *s = L->srv;
-    engine_t *e = srv_engine_new(&s->cfg, term);
+    engine_t *e = srv_engine_new(s, term);
     store_load_stats st = {0};
     token_list tl = {0};
     void *keys = rkeys_load_new();
@@ -194,8 +195,9 @@ static void start_load(lead *L, uint64_t term)
     L->loading = true;
     L->load_failed = false;
     pthread_mutex_unlock(&L->mu);
-    if (pthread_create(&L->loader, NULL, loader_main, j) != 0) {
-        log_event(LOG_ERROR, "leader", "cannot start a loader thread: %s", strerror(errno));
+    int e = pthread_create(&L->loader, NULL, loader_main, j);
+    if (e != 0) {
+        log_event(LOG_ERROR, "leader", "cannot start a loader thread: %s", strerror(e));
         free(j);
         pthread_mutex_lock(&L->mu);
         L->loading = false;
@@ -338,6 +340,12 @@ static void *lead_main(void *arg)
         if (ms < 1) ms = 1;
         /* news: the control connection lost, or a notification: renew now */
         if (store_leader_wait(L->st, L->wake_fd, (int)ms) == 1) renew_at = 0;
+        if (store_inbox_news(L->st)) {
+            pthread_mutex_lock(&L->mu);
+            L->inbox_news = true;
+            pthread_mutex_unlock(&L->mu);
+            poke(L->news_fd);
+        }
         drain(L->wake_fd);
     }
     if (L->loader_on) pthread_join(L->loader, NULL);
@@ -374,6 +382,8 @@ static void on_news(evutil_socket_t fd, short what, void *arg)
     }
     L->loaded = NULL;
     store_leader known = L->known;
+    bool inbox = L->inbox_news;
+    L->inbox_news = false;
     char why[300];
     snprintf(why, sizeof why, "%s", L->why);
     pthread_mutex_unlock(&L->mu);
@@ -388,6 +398,8 @@ static void on_news(evutil_socket_t fd, short what, void *arg)
         else if (!s->resyncing)
             srv_detach(s, leading ? "reloading under a new term" : why);
     }
+    /* what applications' transactions committed: now, and after a new term */
+    if (inbox || e) srv_ingest_kick(s);
 }
 
 void lead_reload(server *s)
@@ -513,8 +525,9 @@ int lead_start(server *s, const char *node, const char *listen_host)
         log_event(LOG_INFO, "leader", "standby (node %s); the leader is %s", L->node,
                   known ? url : "not known yet");
     }
-    if (pthread_create(&L->thread, NULL, lead_main, L) != 0) {
-        log_event(LOG_ERROR, "leader", "cannot start the leadership thread: %s", strerror(errno));
+    int e = pthread_create(&L->thread, NULL, lead_main, L);
+    if (e != 0) {
+        log_event(LOG_ERROR, "leader", "cannot start the leadership thread: %s", strerror(e));
         return -1;
     }
     L->thread_on = true;

@@ -8,8 +8,9 @@
 #include <event2/event.h>
 #include <time.h>
 #include <unistd.h>
-engine_t *srv_engine_new(const api_config *cfg, uint64_t term)
+engine_t *srv_engine_new(server *s, uint64_t term)
 {
+    const api_config *cfg = &s->cfg;
     engine_config ec;
     engine_config_defaults(&ec);
     struct timespec ts;
@@ -20,6 +21,8 @@ engine_t *srv_engine_new(const api_config *cfg, uint64_t term)
     ec.tenant_defaults.weight = (uint32_t)(cfg->default_weight ? cfg->default_weight : 1);
     ec.strict_tenants = cfg->strict_tenants;
     ec.token_floor = term << 32; /* above every token of every earlier term */
+    /* applications' transactions number their jobs with odd ids */
+    ec.id_step = store_has_inbox(s->st) ? 2 : 1;
     return engine_create(&ec);
 }
 
@@ -44,7 +47,7 @@ void srv_step_down(server *s, const char *why)
     while (s->lwait) srv_lease_waiter_end(s, s->lwait);
     srv_end_job_waiters(s);
     engine_destroy(s->e);
-    s->e = srv_engine_new(&s->cfg, 0); /* a standby's: empty, never written */
+    s->e = srv_engine_new(s, 0); /* a standby's: empty, never written */
     s->term = 0;
     srv_rearm_tick(s);
 }

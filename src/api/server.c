@@ -102,6 +102,7 @@ static void linger(server *s)
     srv_end_job_waiters(s);
     event_del(s->tick_ev);
     event_del(s->sample_ev);
+    if (s->ingest_ev) event_del(s->ingest_ev);
     srv_commit_timers_off(s);
     if (s->cfg.stop_linger_ms <= 0 || http_server_connections(s->http) == 0) return;
     struct event *ev = event_new(s->base, -1, EV_PERSIST, on_linger, s);
@@ -180,7 +181,7 @@ int api_serve(const api_config *cfg)
               store_writer_may_idle(s->st) ? "idle-when-quiet"
               : so.writer_idle ? "normal (idle priority needs CAP_SYS_NICE or RLIMIT_NICE 20)"
                                : "normal");
-    s->e = srv_engine_new(&s->cfg, 0); /* until this server leads */
+    s->e = srv_engine_new(s, 0); /* until this server leads */
     s->rkeys = rkeys_new();
     s->batch = store_batch_new();
 
@@ -214,8 +215,8 @@ int api_serve(const api_config *cfg)
     s->tick_ev = evtimer_new(s->base, on_tick, s);
     s->sig_term = evsignal_new(s->base, SIGTERM, on_signal, s);
     s->sig_int = evsignal_new(s->base, SIGINT, on_signal, s);
-    if (srv_commit_start(s) != 0 || api_rates_start(s) != 0 || !s->tick_ev || !s->sig_term ||
-        !s->sig_int || evsignal_add(s->sig_term, NULL) != 0 ||
+    if (srv_commit_start(s) != 0 || api_rates_start(s) != 0 || srv_ingest_start(s) != 0 ||
+        !s->tick_ev || !s->sig_term || !s->sig_int || evsignal_add(s->sig_term, NULL) != 0 ||
         evsignal_add(s->sig_int, NULL) != 0) {
         log_event(LOG_ERROR, "listen", "cannot set up the event loop's events");
         goto out;
@@ -263,6 +264,7 @@ out:
     store_batch_free(s->batch);
     rates_free(s);
     auth_free(&s->auth);
+    srv_ingest_free(s);
     srv_commit_free(s);
     if (s->tick_ev) event_free(s->tick_ev);
     if (s->sample_ev) event_free(s->sample_ev);

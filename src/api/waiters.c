@@ -91,6 +91,7 @@ void srv_lease_waiter_add(server *s, lease_waiter *w, int64_t wait_ms)
 {
     w->srv = s;
     w->timer = evtimer_new(s->base, on_lease_timeout, w);
+    if (!w->timer) xalloc_die(); /* libevent fails only when memory runs out */
     struct timeval tv = {(time_t)(wait_ms / 1000), (suseconds_t)((wait_ms % 1000) * 1000)};
     evtimer_add(w->timer, &tv);
     /* oldest first: append */
@@ -211,6 +212,7 @@ void srv_job_waiter_add(server *s, job_waiter *w, int64_t wait_ms)
 {
     w->srv = s;
     w->timer = evtimer_new(s->base, on_wait_timeout, w);
+    if (!w->timer) xalloc_die();
     struct timeval tv = {(time_t)(wait_ms / 1000), (suseconds_t)((wait_ms % 1000) * 1000)};
     evtimer_add(w->timer, &tv);
     uint64_t h = hash_u64(w->id);

@@ -11,6 +11,12 @@ void xalloc_die(void)
     abort();
 }
 
+void xthread_die(const char *what, int err)
+{
+    fprintf(stderr, "tenq: cannot start %s: %s\n", what, strerror(err));
+    abort();
+}
+
 void *xmalloc(size_t n)
 {
     void *p = malloc(n ? n : 1);

@@ -8,6 +8,9 @@
 #include <stddef.h>
 
 _Noreturn void xalloc_die(void);
+/* A thread the process cannot go on without did not start (err: what
+ * pthread_create returned): prints a line naming it and aborts, as above. */
+_Noreturn void xthread_die(const char *what, int err);
 void *xmalloc(size_t n);
 void *xcalloc(size_t count, size_t size);
 void *xrealloc(void *p, size_t n);

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /* The handle, its errors, and calls that turn answers into error codes. */
-#include "client/internal.h"
+#include "internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -6,7 +6,7 @@
  * the answer also returns it (poll() then recv() is a system call more on
  * the path of every answer).  While a stop can interrupt the wait (a
  * worker's abort fd), it goes through poll() on both fds. */
-#include "client/internal.h"
+#include "internal.h"
 
 #include "base/jscan.h"
 

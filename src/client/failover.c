@@ -17,7 +17,7 @@
  * (a lost lease only means its jobs run again later), start, heartbeat,
  * ack, fail and outcomes (fenced by their token; an outcome sent again is
  * answered as applied); cancels; settings (PUT). */
-#include "client/internal.h"
+#include "internal.h"
 
 #include "base/jscan.h"
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /* URLs, response heads and error words: see http.h. */
-#include "client/http.h"
+#include "http.h"
 
 #include "tenq/errors.h"
 

@@ -4,7 +4,7 @@
 #ifndef TENQ_CLIENT_INTERNAL_H
 #define TENQ_CLIENT_INTERNAL_H
 
-#include "client/http.h"
+#include "http.h"
 #include "base/jscan.h"
 #include "tenq/tenq.h"
 

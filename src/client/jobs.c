@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /* Jobs: submit (one, a batch), status, wait, cancel. */
-#include "client/internal.h"
+#include "internal.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /* JSON in and out of the library: request bodies written as text (caller
  * text checked before it is sent), answers read in place into structs. */
-#include "client/internal.h"
+#include "internal.h"
 #include "base/utf8.h"
 
 #include <stddef.h>

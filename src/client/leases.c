@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /* The calls a worker makes: lease, start, heartbeat, ack, fail, and batched
  * outcomes (the worker that makes them for you is worker*.c). */
-#include "client/internal.h"
+#include "internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /* The worker: options and handlers, the control thread (tenq_worker_run),
  * stopping, status, logging, and the helpers its threads share. */
-#include "client/internal.h"
-#include "client/worker_int.h"
+#include "internal.h"
+#include "worker_int.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /* The worker's leaser thread (tasks from leases) and runner threads
  * (handlers). */
-#include "client/internal.h"
-#include "client/worker_int.h"
+#include "internal.h"
+#include "worker_int.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -2,8 +2,8 @@
 /* The worker's reporter thread: outcomes in batches, heartbeats (with
  * progress and cancellation), starts.  It alone frees tasks, so a task it
  * is talking about cannot vanish while the lock is down. */
-#include "client/internal.h"
-#include "client/worker_int.h"
+#include "internal.h"
+#include "worker_int.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /* What handlers see: their task, and the results they return. */
-#include "client/internal.h"
-#include "client/worker_int.h"
+#include "internal.h"
+#include "worker_int.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -36,6 +36,14 @@ void engine_errf(engine_err *err, int code, const char *field, const char *fmt, 
 
 /* ---- configuration ------------------------------------------------------ */
 
+/* Ids the engine gives are multiples of id_step (then never one the store
+ * gives: odd ones). */
+static uint64_t id_round(const engine_t *e, uint64_t id)
+{
+    uint64_t step = e->cfg.id_step > 1 ? e->cfg.id_step : 1;
+    return (id + step - 1) / step * step;
+}
+
 void engine_config_defaults(engine_config *c)
 {
     memset(c, 0, sizeof(*c));
@@ -45,6 +53,7 @@ void engine_config_defaults(engine_config *c)
     engine_queue_settings_defaults(&c->queue_defaults);
     c->strict_tenants = false;
     c->idempotency_ttl_ms = 24LL * 3600 * 1000;
+    c->id_step = 1;
 }
 
 static bool hex_run(const char *s, size_t n, bool *zero)
@@ -97,7 +106,7 @@ engine_t *engine_create(const engine_config *cfg)
     e->rng = e->cfg.seed;
     e->hk.k0 = hash_u64(e->cfg.seed ^ 0x5151);
     e->hk.k1 = hash_u64(e->cfg.seed ^ 0xa7a7);
-    e->next_id = 1;
+    e->next_id = id_round(e, 1);
     dlist_init(&e->idem_order);
     e->dead_by_id.cmp = engine_dead_cmp_id;
     e->dead_by_fin.cmp = engine_dead_cmp_fin;
@@ -835,6 +844,7 @@ size_t engine_lane_count(const engine_t *e)
 
 void engine_set_next_id(engine_t *e, uint64_t next_id)
 {
+    next_id = id_round(e, next_id);
     if (next_id > e->next_id) e->next_id = next_id;
 }
 
@@ -845,7 +855,9 @@ uint64_t engine_next_id(const engine_t *e)
 
 uint64_t engine_take_id(engine_t *e)
 {
-    return e->next_id++;
+    uint64_t id = e->next_id;
+    e->next_id += e->cfg.id_step > 1 ? e->cfg.id_step : 1;
+    return id;
 }
 
 void engine_memory_usage(const engine_t *e, engine_memory *m)

@@ -91,7 +91,10 @@ void engine_errf(engine_err *err, int code, const char *field, const char *fmt, 
 /* ---- settings ---------------------------------------------------------- */
 
 typedef enum { ENGINE_ORDER_FIFO, ENGINE_ORDER_FAIR } engine_order;
-typedef enum { ENGINE_AT_LEAST_ONCE, ENGINE_AT_MOST_ONCE } engine_delivery;
+/* exactly-once: retried as at-least-once, but every lease is stored before it
+ * is answered, so that the store always holds the current token (what
+ * tenq.complete checks in an application's transaction). */
+typedef enum { ENGINE_AT_LEAST_ONCE, ENGINE_AT_MOST_ONCE, ENGINE_EXACTLY_ONCE } engine_delivery;
 typedef enum {
     ENGINE_BACKOFF_DEFAULT,    /* attempt^4 + 15 + rand(0..29) * (attempt + 1) seconds */
     ENGINE_BACKOFF_FIXED,      /* base_ms every time */
@@ -129,6 +132,9 @@ typedef struct engine_config {
      * same token, and its late ack is refused. */
     uint64_t token_floor;
     int64_t idempotency_ttl_ms; /* 24 h */
+    /* 1, or 2 when the store also numbers jobs (PostgreSQL: tenq.submit in
+     * an application's transaction takes odd ids; the engine's are even). */
+    uint32_t id_step;
 } engine_config;
 
 /* The defaults of SEMANTICS.md. */
@@ -244,6 +250,9 @@ typedef struct engine_submit_req {
     uint32_t max_attempts;   /* 0: the queue's */
     bool has_score;
     double score; /* merging order; default now */
+    /* 0, or the job's id as the store gave it (a job an application's
+     * transaction submitted); it must be new to the engine. */
+    uint64_t id;
 } engine_submit_req;
 
 typedef struct engine_submit_res {

@@ -425,6 +425,11 @@ int engine_submit(engine_t *e, int64_t now, const engine_submit_req *r, engine_s
     const engine_queue_settings *qs = q ? &q->s : &e->cfg.queue_defaults;
     int rc = submit_check(e, now, r, qs, err);
     if (rc) return res->code = rc;
+    if (r->id && engine_job_find(e, r->id)) {
+        engine_errf(err, TENQ_ECONFLICT, "id", "job %llu exists already",
+                    (unsigned long long)r->id);
+        return res->code = TENQ_ECONFLICT;
+    }
     tenant *t = engine_tenant_find(e, r->tenant);
     if (!t && e->cfg.strict_tenants) {
         engine_errf(err, TENQ_ENOT_FOUND, "tenant", "no tenant named %s (the server is strict)",
@@ -481,8 +486,13 @@ int engine_submit(engine_t *e, int64_t now, const engine_submit_req *r, engine_s
         goto answered;
     }
 
-    job *j = engine_job_alloc(e, engine_take_id(e), home, q->s.merge ? NULL : args,
+    job *j = engine_job_alloc(e, r->id ? r->id : engine_take_id(e), home, q->s.merge ? NULL : args,
                               q->s.merge ? 0 : args_len);
+    if (r->id) {
+        engine_set_next_id(e, r->id + 1);
+        /* a given id says nothing of when it came: its lane place is now */
+        if (r->key) engine_extra(e, j)->lane_seq = engine_take_id(e);
+    }
     j->created_at = now;
     j->run_at = r->run_at > now ? r->run_at : now;
     j->priority = (int16_t)(r->has_priority ? r->priority : 0);

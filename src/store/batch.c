@@ -178,6 +178,18 @@ void store_batch_request(store_batch *b, const store_request_key *r)
     o->u.request.created_at = r->created_at;
 }
 
+void store_batch_inbox_done(store_batch *b, uint64_t id)
+{
+    op_push(b, OP_INBOX_DONE)->u.tx.id = id;
+}
+
+void store_batch_tx_done(store_batch *b, uint64_t id, uint64_t token)
+{
+    store_op *o = op_push(b, OP_TX_DONE);
+    o->u.tx.id = id;
+    o->u.tx.token = token;
+}
+
 void store_batch_token_revoke(store_batch *b, int64_t id, int64_t at)
 {
     store_op *o = op_push(b, OP_TOKEN_REVOKE);
@@ -280,6 +292,9 @@ void store_group_build(store_group *g, store_batch *const *batches, size_t n)
     g->del = xcalloc(total + 1, sizeof(uint64_t));
     g->other = xcalloc(total + 1, sizeof(*g->other));
     g->other_b = xcalloc(total + 1, sizeof(*g->other_b));
+    g->inbox_done = xcalloc(total + 1, sizeof(uint64_t));
+    g->tx_id = xcalloc(total + 1, sizeof(uint64_t));
+    g->tx_token = xcalloc(total + 1, sizeof(uint64_t));
     fold_ent *ents = xcalloc(total + 1, sizeof(fold_ent));
     size_t nent = 0;
     htab seen = {0};
@@ -287,6 +302,15 @@ void store_group_build(store_group *g, store_batch *const *batches, size_t n)
         const store_batch *b = batches[i];
         for (size_t k = 0; k < b->n; k++) {
             const store_op *o = &b->ops[k];
+            if (o->kind == OP_INBOX_DONE) {
+                g->inbox_done[g->ninbox++] = o->u.tx.id;
+                continue;
+            }
+            if (o->kind == OP_TX_DONE) {
+                g->tx_id[g->ntx] = o->u.tx.id;
+                g->tx_token[g->ntx++] = o->u.tx.token;
+                continue;
+            }
             if (o->kind > OP_JOB_DELETE) {
                 g->other[g->nother] = o;
                 g->other_b[g->nother++] = b;
@@ -326,5 +350,8 @@ void store_group_free(store_group *g)
     free(g->del);
     free(g->other);
     free(g->other_b);
+    free(g->inbox_done);
+    free(g->tx_id);
+    free(g->tx_token);
     memset(g, 0, sizeof(*g));
 }

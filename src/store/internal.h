@@ -24,7 +24,9 @@ typedef enum {
     OP_IDEM,
     OP_TOKEN,
     OP_TOKEN_REVOKE,
-    OP_REQUEST
+    OP_REQUEST,
+    OP_INBOX_DONE, /* u.tx: a job taken in from the inbox */
+    OP_TX_DONE     /* u.tx: an outcome of an application's transaction applied */
 } op_kind;
 
 typedef struct batch_row {
@@ -70,6 +72,9 @@ typedef struct store_op {
             int status;
             int64_t created_at;
         } request;
+        struct {
+            uint64_t id, token;
+        } tx;
     } u;
 } store_op;
 
@@ -119,6 +124,8 @@ typedef struct store_result {
     rows_builder rows;
     bool found;
     store_request_key req; /* its strings malloc'd */
+    store_inbox_fn ifn;    /* a read of the inbox: its rows (strings kept in rows) */
+    store_inbox inbox;
     struct store_result *next;
 } store_result;
 
@@ -129,9 +136,16 @@ typedef struct read_req {
     store_rows_fn fn;
     store_request_read_fn rfn; /* a request key's read: scope, key */
     const char *scope, *key;
+    store_inbox_fn ifn; /* an inbox read: up to max, raising tx ids to floor */
+    size_t max;
+    uint64_t floor;
     void *ctx;
     struct read_req *next;
 } read_req;
+
+/* The inbox's read (inbox.c), on the reader thread. */
+int store_inbox_run(store_t *s, size_t max, uint64_t floor, store_inbox *in, rows_builder *keep);
+void store_inbox_free(store_inbox *in);
 
 /* A job row ready to write: strings point into the batches' arenas. */
 typedef struct group_row {
@@ -161,6 +175,9 @@ typedef struct store_group {
     const store_op **other;
     const store_batch **other_b;
     size_t nother;
+    /* rows of the inbox and of tx_outcomes to delete (PostgreSQL) */
+    uint64_t *inbox_done, *tx_id, *tx_token;
+    size_t ninbox, ntx;
 } store_group;
 
 void store_group_build(store_group *g, store_batch *const *batches, size_t n);
@@ -207,6 +224,10 @@ typedef struct store_driver {
     int (*renew)(store_t *s, const store_node *me, uint64_t term);
     void (*resign)(store_t *s, const store_node *me, uint64_t term);
     int (*leader_wait)(store_t *s, int wake_fd, int ms);
+    /* Applications' transactions (inbox.c): whether one committed since the
+     * last call (the leader_wait's other news); NULL: the backend has no
+     * inbox (SQLite). */
+    bool (*inbox_news)(store_t *s);
     void (*close)(store_t *s);
 } store_driver;
 

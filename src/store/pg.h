@@ -15,7 +15,8 @@ typedef struct pg {
     PGconn *w, *r, *c;
     bool prepared;
     char url[1024];
-    char app[64]; /* application_name of every connection: "tenq:<node>" */
+    char app[64];    /* application_name of every connection: "tenq:<node>" */
+    bool inbox_news; /* tenq_inbox was notified (the leadership thread's) */
 } pg;
 
 /* A connection to p's database (connect timeout, TCP keepalives and a TCP
@@ -62,5 +63,6 @@ int pg_new_term(store_t *s, const store_node *me, uint64_t term, uint64_t *next)
 int pg_renew(store_t *s, const store_node *me, uint64_t term);
 void pg_resign(store_t *s, const store_node *me, uint64_t term);
 int pg_leader_wait(store_t *s, int wake_fd, int ms);
+bool pg_inbox_news(store_t *s);
 
 #endif

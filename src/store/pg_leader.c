@@ -42,7 +42,7 @@ static int control(store_t *s, pg *p)
         store_set_err(s, "postgres: %s", err);
         return TENQ_ECONNECT;
     }
-    int rc = pg_run(s, p->c, "LISTEN tenq_leader", "listening for the leader");
+    int rc = pg_run(s, p->c, "LISTEN tenq_leader; LISTEN tenq_inbox", "listening for the leader");
     if (rc) {
         PQfinish(p->c);
         p->c = NULL;
@@ -271,8 +271,20 @@ int pg_leader_wait(store_t *s, int wake_fd, int ms)
     bool news = false;
     PGnotify *n;
     while ((n = PQnotifies(p->c)) != NULL) {
-        news = true;
+        /* an application's commit (tenq_inbox) is no news of the leadership */
+        if (!strcmp(n->relname, "tenq_inbox"))
+            p->inbox_news = true;
+        else
+            news = true;
         PQfreemem(n);
     }
+    return news;
+}
+
+bool pg_inbox_news(store_t *s)
+{
+    pg *p = s->impl;
+    bool news = p->inbox_news;
+    p->inbox_news = false;
     return news;
 }

@@ -243,23 +243,28 @@ static const char *const SQL_INS =
     "$21::text[], $22::text[], $23::text[], $24::text[], $25::bigint[], $26::bigint[], "
     "$27::boolean[], $28::bigint[], $29::bigint[], $30::text[], $31::bigint[])";
 
-/* The columns an update may change, in the insert's order (write_row). */
+/* The columns an update may change, in the insert's order (write_row).  A
+ * row completed in an application's transaction (tenq.complete) takes no
+ * update but that same success; every row must be updated, or the group
+ * fails (tenq.expect_rows) and the server reloads from the store. */
 static const char *const SQL_UPD =
-    "UPDATE tenq.jobs AS j SET payloads = coalesce(u.payloads, j.payloads), priority = "
+    "WITH u AS (SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], "
+    "$5::bigint[], $6::bigint[], $7::bigint[], $8::bigint[], $9::bigint[], $10::bigint[], "
+    "$11::bigint[], $12::text[], $13::text[], $14::text[], $15::text[], $16::text[], "
+    "$17::bigint[], $18::bigint[], $19::boolean[], $20::bigint[], $21::bigint[], $22::bigint[]) "
+    "AS u(id, payloads, priority, state, attempts, max_attempts, run_at, ready_at, leased_at, "
+    "started_at, finished_at, worker, error, result, stats, progress, lease_token, lease_until, "
+    "cancel_requested, merged_into, lane_seq, live)), "
+    "w AS (UPDATE tenq.jobs AS j SET payloads = coalesce(u.payloads, j.payloads), priority = "
     "u.priority, state = u.state, attempts = u.attempts, max_attempts = u.max_attempts, run_at = "
     "u.run_at, ready_at = u.ready_at, leased_at = u.leased_at, started_at = u.started_at, "
     "finished_at = u.finished_at, worker = u.worker, error = u.error, result = coalesce(u.result, "
     "j.result), stats = coalesce(u.stats, j.stats), progress = u.progress, lease_token = "
     "u.lease_token, lease_until = u.lease_until, cancel_requested = u.cancel_requested, "
-    "merged_into = u.merged_into, lane_seq = u.lane_seq, live = u.live "
-    "FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::bigint[], $6::bigint[], "
-    "$7::bigint[], $8::bigint[], $9::bigint[], $10::bigint[], $11::bigint[], $12::text[], "
-    "$13::text[], $14::text[], $15::text[], $16::text[], $17::bigint[], $18::bigint[], "
-    "$19::boolean[], $20::bigint[], $21::bigint[], $22::bigint[]) AS u(id, payloads, priority, "
-    "state, attempts, max_attempts, run_at, ready_at, leased_at, started_at, finished_at, worker, "
-    "error, result, stats, progress, lease_token, lease_until, cancel_requested, merged_into, "
-    "lane_seq, live) "
-    "WHERE j.id = u.id";
+    "merged_into = u.merged_into, lane_seq = u.lane_seq, live = u.live FROM u "
+    "WHERE j.id = u.id AND (NOT j.done_in_tx OR (u.state = 'succeeded' AND u.lease_token = "
+    "j.lease_token)) RETURNING 1) "
+    "SELECT tenq.expect_rows((SELECT count(*) FROM w), (SELECT count(*) FROM u))";
 
 static const char *const SQL_DEL = "DELETE FROM tenq.jobs WHERE id = ANY($1::bigint[])";
 
@@ -417,6 +422,43 @@ static long send_plain(pg *p, const char *sql)
     return PQsendQueryParams(p->w, sql, 0, NULL, NULL, NULL, NULL, 0) ? 1 : -1;
 }
 
+/* The rows of the inbox taken in, and of tx_outcomes applied: one
+ * statement each, or none. */
+static long send_tx_done(pg *p, const store_group *g)
+{
+    long sent = 0;
+    if (g->ninbox) {
+        abuf a = {.first = true};
+        for (size_t i = 0; i < g->ninbox; i++) a_i64(&a, (long long)g->inbox_done[i]);
+        a_end(&a);
+        const char *v[1] = {a.p};
+        int ok = PQsendQueryParams(p->w, "DELETE FROM tenq.inbox WHERE id = ANY($1::bigint[])", 1,
+                                   NULL, v, NULL, NULL, 0);
+        free(a.p);
+        if (!ok) return -1;
+        sent++;
+    }
+    if (g->ntx) {
+        abuf ids = {.first = true}, toks = {.first = true};
+        for (size_t i = 0; i < g->ntx; i++) {
+            a_i64(&ids, (long long)g->tx_id[i]);
+            a_i64(&toks, (long long)g->tx_token[i]);
+        }
+        a_end(&ids);
+        a_end(&toks);
+        const char *v[2] = {ids.p, toks.p};
+        int ok = PQsendQueryParams(p->w,
+                                   "DELETE FROM tenq.tx_outcomes WHERE (id, token) IN (SELECT * "
+                                   "FROM unnest($1::bigint[], $2::bigint[]))",
+                                   2, NULL, v, NULL, NULL, 0);
+        free(ids.p);
+        free(toks.p);
+        if (!ok) return -1;
+        sent++;
+    }
+    return sent;
+}
+
 static long send_deletes(pg *p, const uint64_t *ids, size_t n)
 {
     if (n == 0) return 0;
@@ -569,6 +611,7 @@ int pg_apply(store_t *s, const store_group *g, bool begin, bool commit)
         STEP(PQsendQueryPrepared(p->w, pg_stmt_name[PG_ST_ID_FLOOR], 0, NULL, NULL, NULL, 0) ? 1
                                                                                              : -1);
     STEP(send_deletes(p, g->del, g->ndel));
+    STEP(send_tx_done(p, g));
     STEP(copy ? send_plain(p, "COMMIT") : 0);
 #undef STEP
     if (s->opts.test_sync_delay_ms > 0 && !rc) {

@@ -469,5 +469,6 @@ static const store_driver pg_backend = {
     .renew = pg_renew,
     .resign = pg_resign,
     .leader_wait = pg_leader_wait,
+    .inbox_news = pg_inbox_news,
     .close = pg_close,
 };

@@ -96,7 +96,9 @@ static void request_row(void *ctx, const store_rowacc *acc, void *row)
 static void run_read(store_t *s, read_req *rq, store_result *res)
 {
     pthread_mutex_lock(&s->read_db_lock);
-    if (rq->rfn) {
+    if (rq->ifn) {
+        res->rc = store_inbox_run(s, rq->max, rq->floor, &res->inbox, &res->rows);
+    } else if (rq->rfn) {
         const char *params[2] = {rq->scope, rq->key};
         res->rc = s->be->select(s, true, STORE_SQL_GET_REQUEST, 2, params, request_row, res);
     } else {
@@ -121,6 +123,7 @@ void *store_reader_main(void *arg)
         res->kind = 1;
         res->fn = rq->fn;
         res->rfn = rq->rfn;
+        res->ifn = rq->ifn;
         res->ctx = rq->ctx;
         run_read(s, rq, res);
         free(rq->qstrings);
@@ -191,6 +194,16 @@ void store_get_request(store_t *s, const char *scope, const char *key, store_req
     rq->scope = rq->qstrings;
     rq->key = rq->qstrings + ls;
     rq->rfn = fn;
+    rq->ctx = ctx;
+    read_enqueue(s, rq);
+}
+
+void store_read_inbox(store_t *s, size_t max, uint64_t floor, store_inbox_fn fn, void *ctx)
+{
+    read_req *rq = xcalloc(1, sizeof(*rq));
+    rq->ifn = fn;
+    rq->max = max;
+    rq->floor = floor;
     rq->ctx = ctx;
     read_enqueue(s, rq);
 }

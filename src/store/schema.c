@@ -6,6 +6,7 @@
  * migration runs in its own transaction and records its version. */
 #include "schema.h"
 #include "internal.h"
+#include "pg_txapi.h"
 
 #include "base/xalloc.h"
 
@@ -158,6 +159,10 @@ static const char *const migrations[] = {
     "  created_at $I64 NOT NULL,\n"
     "  PRIMARY KEY (scope, key))$NOROWID;\n"
     "CREATE INDEX requests_created ON $Srequests (created_at);\n",
+
+    /* 8: jobs submitted and completed in an application's own transaction
+     * (PostgreSQL only: pg_txapi.h; SQLite records the version alone). */
+    "$TXAPI",
 };
 
 int store_schema_versions(void)
@@ -202,6 +207,7 @@ static char *expand(const char *t, bool pg)
         {"$FENCE", "", STORE_PG_FENCE},
         {"$GREATEST", "max", "greatest"},
         {"$NOROWID", " WITHOUT ROWID", ""},
+        {"$TXAPI", "", STORE_PG_TXAPI},
         {"$S", "", "tenq."},
     };
     char *out = NULL;

@@ -197,7 +197,13 @@ static int ckpt_start(sq *q, const char *path)
     pthread_cond_init(&q->ckpt_cond, NULL);
     sq_exec(q->db, "PRAGMA wal_autocheckpoint=0");
     sqlite3_wal_hook(q->db, wal_hook, q);
-    pthread_create(&q->ckpt_thread, NULL, ckpt_main, q);
+    if (pthread_create(&q->ckpt_thread, NULL, ckpt_main, q) != 0) {
+        sqlite3_wal_hook(q->db, NULL, NULL);
+        pthread_mutex_destroy(&q->ckpt_lock);
+        pthread_cond_destroy(&q->ckpt_cond);
+        sqlite3_close(q->cdb);
+        return SQLITE_NOMEM; /* no thread: as no memory */
+    }
     q->ckpt_running = true;
     return SQLITE_OK;
 }

@@ -80,6 +80,10 @@ size_t store_dispatch(store_t *s)
                 s->sync_done = true;
             }
             if (s->on_commit) s->on_commit(s->on_commit_ctx, x->seq, x->rc);
+        } else if (x->ifn) {
+            x->ifn(x->ctx, x->rc, &x->inbox);
+            store_inbox_free(&x->inbox);
+            rows_free(&x->rows);
         } else if (x->rfn) {
             x->rfn(x->ctx, x->rc, x->found ? &x->req : NULL);
             free((char *)x->req.answer);
@@ -208,6 +212,11 @@ void store_resign(store_t *s, const store_node *me, uint64_t term)
     s->be->resign(s, me, term);
 }
 
+bool store_inbox_news(store_t *s)
+{
+    return s->be->inbox_news && s->be->inbox_news(s);
+}
+
 int store_leader_wait(store_t *s, int wake_fd, int ms)
 {
     return s->be->leader_wait(s, wake_fd, ms);
@@ -256,8 +265,10 @@ int store_open(const char *url, const store_opts *opts, store_t **out, char *err
     }
     s->writer_policy = SCHED_OTHER;
     s->writer_may_idle = s->opts.writer_idle && store_writer_may_leave_idle();
-    pthread_create(&s->writer, NULL, store_writer_main, s);
-    pthread_create(&s->reader, NULL, store_reader_main, s);
+    int e = pthread_create(&s->writer, NULL, store_writer_main, s);
+    if (e != 0) xthread_die("the store's writer thread", e);
+    e = pthread_create(&s->reader, NULL, store_reader_main, s);
+    if (e != 0) xthread_die("the store's reader thread", e);
     *out = s;
     return 0;
 }

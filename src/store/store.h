@@ -256,6 +256,9 @@ void store_resign(store_t *s, const store_node *me, uint64_t term);
  * wait ends early when wake_fd (>= 0) becomes readable.  Returns 1 when
  * there may be news (campaign or renew now), else 0. */
 int store_leader_wait(store_t *s, int wake_fd, int ms);
+/* The same wait's other news: true (once) when an application's transaction
+ * committed something to the inbox since the last call (PostgreSQL). */
+bool store_inbox_news(store_t *s);
 /* Batches handed over from now on carry this term (the term of the engine
  * they come from; the caller's thread). */
 void store_use_term(store_t *s, uint64_t term);
@@ -272,6 +275,47 @@ int store_load_requests(store_t *s, int64_t since, store_request_fn fn, void *ct
 typedef void (*store_request_read_fn)(void *ctx, int rc, const store_request_key *r);
 void store_get_request(store_t *s, const char *scope, const char *key, store_request_read_fn fn,
                        void *ctx);
+
+/* ---- an application's transactions (PostgreSQL; docs/transactions.md) ------
+ * tenq.submit writes a job to tenq.inbox and tenq.complete / tenq.fail an
+ * outcome to tenq.tx_outcomes, in the application's transaction; the leader
+ * reads what committed and takes it in, deleting each row in the commit
+ * that applies it (store_batch_inbox_done, store_batch_tx_done). */
+typedef struct store_tx_job {
+    uint64_t id; /* given in the transaction (odd) */
+    const char *tenant, *queue, *type, *args, *key, *unique_key, *idempotency_key, *traceparent;
+    bool unique, has_score;
+    int64_t run_at; /* 0: now */
+    int32_t priority;
+    uint32_t max_attempts; /* 0: the queue's */
+    double score;
+    int64_t created_at;
+} store_tx_job;
+
+typedef struct store_tx_outcome {
+    uint64_t id, token;
+    bool ok, has_retry_in;
+    const char *result, *error;
+    int64_t retry_in_ms;
+} store_tx_outcome;
+
+typedef struct store_inbox {
+    store_tx_job *jobs;
+    size_t njobs;
+    store_tx_outcome *outcomes;
+    size_t noutcomes;
+} store_inbox;
+
+/* Does this store take jobs from applications' transactions (PostgreSQL)? */
+bool store_has_inbox(const store_t *s);
+/* Reads up to max jobs and max outcomes, oldest first, on the reader
+ * thread: fn(ctx, rc, in) in store_dispatch (in valid during the call).
+ * floor: the engine's next id, which tenq.tx_ids is raised to when no
+ * transaction is taking an id (so that ids stay in time order). */
+typedef void (*store_inbox_fn)(void *ctx, int rc, const store_inbox *in);
+void store_read_inbox(store_t *s, size_t max, uint64_t floor, store_inbox_fn fn, void *ctx);
+void store_batch_inbox_done(store_batch *b, uint64_t id);
+void store_batch_tx_done(store_batch *b, uint64_t id, uint64_t token);
 
 typedef void (*store_token_fn)(void *ctx, const store_token *t);
 /* Every token, revoked ones too (revoked_at set): ids are never reused. */

@@ -22,6 +22,7 @@ static inline void must_check(engine_t *e, int64_t now)
 }
 
 typedef struct sub_opts {
+    uint64_t id; /* 0: the engine's next */
     const char *key, *args, *unique_key, *idem, *traceparent;
     int32_t priority;
     int64_t run_at;
@@ -34,6 +35,7 @@ static inline engine_submit_res submit_x(engine_t *e, int64_t now, const char *t
                                          const char *queue, const char *type, sub_opts o)
 {
     engine_submit_req r = {0};
+    r.id = o.id;
     r.tenant = tenant;
     r.queue = queue;
     r.type = type;
@@ -121,6 +123,22 @@ static inline engine_state fail_ok(engine_t *e, int64_t now, uint64_t id, engine
     return s;
 }
 
+/* Submits a job of the type, leases it and fails it with no retry: it dies. */
+static inline uint64_t kill_one(engine_t *e, int64_t now, const char *t, const char *q,
+                                const char *type)
+{
+    engine_submit_res r = submit_x(e, now, t, q, type, (sub_opts){0});
+    ASSERT_EQ(r.code, 0);
+    const char *qs[] = {q}, *types[] = {type};
+    engine_lease_req req = {
+        .queues = qs, .n_queues = 1, .types = types, .n_types = 1, .max = 1, .worker = "w"};
+    engine_job *out[1];
+    ASSERT_EQ(engine_lease(e, now, &req, out), 1);
+    ASSERT_EQ(engine_job_id(out[0]), r.id);
+    fail_ok(e, now, r.id, (engine_fail_req){.error = "x", .no_retry = true});
+    return r.id;
+}
+
 static inline void set_slots(engine_t *e, const char *tenant, uint32_t slots, uint32_t weight)
 {
     engine_tenant_settings s = {slots, weight};
@@ -139,6 +157,22 @@ static inline void set_queue(engine_t *e, const char *q, engine_queue_settings s
 {
     engine_err err;
     if (engine_queue_set(e, 0, q, &s, &err)) test_fail(__FILE__, __LINE__, "%s", err.message);
+}
+
+/* An engine whose queue "m" merges; msub submits to its lane "K" (score 0: none). */
+static inline engine_t *merge_engine(void)
+{
+    engine_t *e = mk_engine();
+    engine_queue_settings s = queue_settings(e, "m");
+    s.merge = true;
+    set_queue(e, "m", s);
+    return e;
+}
+
+static inline engine_submit_res msub(engine_t *e, int64_t now, const char *args, double score)
+{
+    return submit_x(e, now, "t", "m", "T",
+                    (sub_opts){.key = "K", .args = args, .has_score = score != 0, .score = score});
 }
 
 #endif

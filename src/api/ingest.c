@@ -1,0 +1,206 @@
+// SPDX-License-Identifier: Apache-2.0
+/* Taking in what applications' transactions committed (PostgreSQL; see
+ * docs/transactions.md and src/store/pg_txapi.h).
+ *
+ * tenq.submit writes a job, with its id, to tenq.inbox; tenq.complete and
+ * tenq.fail write an outcome to tenq.tx_outcomes; each notifies tenq_inbox,
+ * which reaches the leadership thread only once the transaction commits.
+ * The leader then reads the rows (the reader thread), applies every rule of
+ * a submit with the id the transaction gave, or the outcome under its
+ * token, and deletes the rows in the commit that keeps what they made: a
+ * leader that dies before that commit leaves them to the next one, and
+ * one read waits for the commit of the one before, so a row is never taken
+ * in twice.  A submit that makes no job of its own (a duplicate, a merge, an
+ * idempotent replay) or that the engine refuses still leaves its id a job
+ * row: merged into the job that took its place, or cancelled with the
+ * reason.  A poll every --inbox-poll catches a notification that was lost
+ * (a takeover, a dropped connection). */
+#include "internal.h"
+
+#include <event2/event.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <string.h>
+
+#define INGEST_MAX 10000 /* rows of each kind a read takes */
+
+typedef struct ingest_ctx {
+    server *s;
+    uint64_t term; /* the engine it was read for */
+    bool full;     /* a read came back full: read again at once */
+} ingest_ctx;
+
+static void on_committed(server *s, http_req *req, void *ctx, int rc)
+{
+    (void)req;
+    ingest_ctx *c = ctx;
+    bool again = rc == 0 && (c->full || s->ingest_again);
+    free(c);
+    s->ingest_busy = false;
+    if (again) srv_ingest_kick(s);
+}
+
+/* The job row of a submit that made no job of its own: merged into the
+ * job that took its place (target), or cancelled with the reason. */
+static void record(server *s, const store_tx_job *j, const char *args, engine_state state,
+                   uint64_t target, const char *error, int64_t now)
+{
+    engine_queue_settings qs;
+    if (engine_queue_get(s->e, now, j->queue, &qs, NULL) != 0) engine_queue_settings_defaults(&qs);
+    engine_job_info in;
+    memset(&in, 0, sizeof in);
+    in.id = j->id;
+    in.tenant = j->tenant;
+    in.queue = j->queue;
+    in.type = j->type;
+    in.key = j->key;
+    in.args = args;
+    in.args_len = (uint32_t)strlen(args);
+    in.priority = j->priority;
+    in.state = state;
+    in.max_attempts = j->max_attempts ? j->max_attempts : qs.max_attempts;
+    in.run_at = j->run_at > j->created_at ? j->run_at : j->created_at;
+    in.created_at = j->created_at;
+    in.finished_at = now;
+    in.error = error;
+    in.unique_key = j->unique_key;
+    in.idempotency_key = j->idempotency_key;
+    in.traceparent = j->traceparent;
+    in.merged_into = target;
+    in.lane_seq = j->id;
+    store_batch_job(s->batch, &in, ENGINE_JF_NEW);
+}
+
+static void take_job(server *s, const store_tx_job *j, int64_t now)
+{
+    store_batch_inbox_done(s->batch, j->id);
+    if (engine_find(s->e, j->id)) return; /* taken in already */
+    /* the args as the server keeps them: canonical JSON */
+    json_error_t jerr;
+    json_t *v = json_loads(j->args ? j->args : "{}", JSON_DECODE_ANY, &jerr);
+    char *args = v ? canonical_json(v) : NULL;
+    json_decref(v);
+    engine_submit_req r;
+    memset(&r, 0, sizeof r);
+    r.id = j->id;
+    r.tenant = j->tenant;
+    r.queue = j->queue;
+    r.type = j->type;
+    r.key = j->key;
+    r.args = args;
+    r.args_len = args ? (uint32_t)strlen(args) : 0;
+    r.has_priority = j->priority != 0;
+    r.priority = j->priority;
+    r.run_at = j->run_at;
+    r.unique_key = j->unique_key;
+    r.unique = j->unique;
+    r.idempotency_key = j->idempotency_key;
+    r.traceparent = j->traceparent;
+    r.max_attempts = j->max_attempts;
+    r.has_score = j->has_score;
+    r.score = j->score;
+    engine_submit_res res;
+    int rc = args ? engine_submit(s->e, now, &r, &res) : TENQ_EINVALID;
+    if (rc == 0 && !res.created) {
+        record(s, j, args, ENGINE_MERGED, res.id, NULL, now);
+    } else if (rc) {
+        char why[600];
+        snprintf(why, sizeof why, "refused when taken in: %s",
+                 args ? res.err.message : "args are not JSON");
+        log_event(LOG_WARN, "ingest", "job %llu: %s", (unsigned long long)j->id, why);
+        record(s, j, args ? args : "{}", ENGINE_CANCELLED, 0, why, now);
+    }
+    free(args);
+}
+
+/* An outcome committed with an application's writes.  Refused by the
+ * engine, a success means the engine went on without it (the lease ran out
+ * here first): the store, which took it, is the truth, and the engine is
+ * loaded again.  A refused failure changes nothing. */
+static bool take_outcome(server *s, const store_tx_outcome *o, int64_t now)
+{
+    store_batch_tx_done(s->batch, o->id, o->token);
+    if (!engine_find(s->e, o->id)) return true; /* finished, and out of memory */
+    engine_err err;
+    int rc;
+    if (o->ok) {
+        rc = engine_ack(s->e, now, o->id, o->token, o->result, NULL, &err);
+    } else {
+        engine_fail_req f = {.error = o->error ? o->error : "failed in a transaction",
+                             .has_retry_in = o->has_retry_in,
+                             .retry_in_ms = o->retry_in_ms};
+        engine_state st;
+        rc = engine_fail(s->e, now, o->id, o->token, &f, &st, &err);
+    }
+    if (rc == 0 || !o->ok) return true;
+    engine_job_info ji; /* acked already, under that token (by HTTP too)? */
+    engine_job_get(engine_find(s->e, o->id), &ji);
+    return ji.state == ENGINE_SUCCEEDED && ji.token == o->token;
+}
+
+static void on_inbox(void *ctx, int rc, const store_inbox *in)
+{
+    ingest_ctx *c = ctx;
+    server *s = c->s;
+    if (rc || c->term != s->term || !srv_serving(s) || s->stopping) {
+        if (rc) log_event(LOG_WARN, "ingest", "reading the inbox failed: %s", store_errmsg(s->st));
+        free(c);
+        s->ingest_busy = false;
+        return; /* the poll, or the next term's install, reads again */
+    }
+    if (in->njobs == 0 && in->noutcomes == 0) {
+        free(c);
+        s->ingest_busy = false;
+        if (s->ingest_again) srv_ingest_kick(s);
+        return;
+    }
+    int64_t now = srv_now(s);
+    for (size_t i = 0; i < in->njobs; i++) take_job(s, &in->jobs[i], now);
+    bool agree = true;
+    for (size_t i = 0; i < in->noutcomes; i++) agree &= take_outcome(s, &in->outcomes[i], now);
+    c->full = in->njobs == INGEST_MAX || in->noutcomes == INGEST_MAX;
+    s->ingest_again = false;
+    srv_wake_first(s);
+    srv_after_commit(s, NULL, on_committed, c);
+    srv_schedule_flush(s);
+    if (!agree) srv_reload(s, "a job completed in a transaction had moved on here");
+}
+
+void srv_ingest_kick(server *s)
+{
+    if (!s->ingest_ev) return; /* no inbox here */
+    if (s->ingest_busy) {
+        s->ingest_again = true;
+        return;
+    }
+    if (!srv_serving(s) || s->stopping) return;
+    ingest_ctx *c = xcalloc(1, sizeof(*c));
+    c->s = s;
+    c->term = s->term;
+    s->ingest_busy = true;
+    s->ingest_again = false;
+    store_read_inbox(s->st, INGEST_MAX, engine_next_id(s->e), on_inbox, c);
+}
+
+static void on_poll(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    srv_ingest_kick(arg);
+}
+
+int srv_ingest_start(server *s)
+{
+    if (!store_has_inbox(s->st)) return 0;
+    s->ingest_ev = event_new(s->base, -1, EV_PERSIST, on_poll, s);
+    if (!s->ingest_ev) return -1;
+    long long ms = s->cfg.inbox_poll_ms > 0 ? s->cfg.inbox_poll_ms : 1000;
+    struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)((ms % 1000) * 1000)};
+    return event_add(s->ingest_ev, &tv);
+}
+
+void srv_ingest_free(server *s)
+{
+    if (s->ingest_ev) event_free(s->ingest_ev);
+    s->ingest_ev = NULL;
+}

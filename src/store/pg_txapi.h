@@ -1,0 +1,238 @@
+// SPDX-License-Identifier: Apache-2.0
+/* The SQL an application calls inside its own PostgreSQL transaction
+ * (schema 8): tenq.submit and tenq.submit_many write jobs to tenq.inbox,
+ * which the leader takes in once the transaction commits; tenq.complete and
+ * tenq.fail report an exactly-once job's outcome with the application's own
+ * writes.  docs/transactions.md says what each promises.
+ *
+ * Ids: a job submitted in a transaction takes its id at once, from
+ * tenq.tx_ids (odd numbers); the server numbers the jobs it makes with even
+ * ones, so the two never meet.  Every check the server would make of a
+ * submit is made here first (tenq.problem), so a job the server would refuse
+ * fails the application's transaction instead. */
+#ifndef TENQ_STORE_PG_TXAPI_H
+#define TENQ_STORE_PG_TXAPI_H
+
+/* One string: run once, by migration 8, on PostgreSQL only. */
+#define STORE_PG_TXAPI                                                                             \
+    "ALTER TABLE tenq.jobs ADD COLUMN done_in_tx BOOLEAN NOT NULL DEFAULT false;\n"                \
+    "DO $d$ BEGIN EXECUTE format('CREATE SEQUENCE tenq.tx_ids INCREMENT BY 2 START WITH "          \
+    "%s',   (greatest(coalesce((SELECT max(id) FROM tenq.jobs), 0), coalesce((SELECT "             \
+    "CAST(value AS   bigint) FROM tenq.tenq_info WHERE key = 'id_floor'), 0)) / 2) * 2 + "         \
+    "1001); END $d$;\n"                                                                            \
+    "CREATE TABLE tenq.inbox (\n"                                                                  \
+    "  id BIGINT PRIMARY KEY,\n"                                                                   \
+    "  tenant TEXT NOT NULL,\n"                                                                    \
+    "  queue TEXT NOT NULL,\n"                                                                     \
+    "  type TEXT NOT NULL,\n"                                                                      \
+    "  args TEXT NOT NULL,\n"                                                                      \
+    "  key TEXT,\n"                                                                                \
+    "  unique_key TEXT,\n"                                                                         \
+    "  is_unique BOOLEAN NOT NULL,\n"                                                              \
+    "  idempotency_key TEXT,\n"                                                                    \
+    "  run_at BIGINT,\n"                                                                           \
+    "  priority INTEGER NOT NULL,\n"                                                               \
+    "  max_attempts INTEGER,\n"                                                                    \
+    "  score DOUBLE PRECISION,\n"                                                                  \
+    "  traceparent TEXT,\n"                                                                        \
+    "  created_at BIGINT NOT NULL);\n"                                                             \
+    "CREATE TABLE tenq.tx_outcomes (\n"                                                            \
+    "  id BIGINT NOT NULL,\n"                                                                      \
+    "  token BIGINT NOT NULL,\n"                                                                   \
+    "  ok BOOLEAN NOT NULL,\n"                                                                     \
+    "  result TEXT,\n"                                                                             \
+    "  error TEXT,\n"                                                                              \
+    "  retry_in_ms BIGINT,\n"                                                                      \
+    "  created_at BIGINT NOT NULL,\n"                                                              \
+    "  PRIMARY KEY (id, token));\n"                                                                \
+    "-- now, in ms, by the database's clock\n"                                                     \
+    "CREATE FUNCTION tenq.now_ms() RETURNS BIGINT LANGUAGE sql VOLATILE AS $f$ SELECT "            \
+    "(extract(epoch FROM clock_timestamp()) * 1000)::bigint $f$;\n"                                \
+    "-- What the server would refuse in a submit, as a sentence naming the field; NULL when\n"     \
+    "-- nothing (limit_bytes: the queue's max_payload_bytes). One SQL expression, which\n"         \
+    "-- PostgreSQL inlines into the query that calls it.\n"                                        \
+    "CREATE FUNCTION tenq.problem(tenant TEXT, queue TEXT, type TEXT, args JSONB, key TEXT,\n"     \
+    "  unique_key TEXT, idempotency_key TEXT, run_at TIMESTAMPTZ, priority INTEGER,\n"             \
+    "  max_attempts INTEGER, score DOUBLE PRECISION, traceparent TEXT, limit_bytes BIGINT)\n"      \
+    "  RETURNS TEXT LANGUAGE sql VOLATILE AS $f$ SELECT CASE\n"                                    \
+    "  WHEN tenant IS NULL THEN 'tenant is required'\n"                                            \
+    "  WHEN tenant !~ '^[A-Za-z0-9._-]{1,64}$' THEN 'tenant: names are 1-64 of A-Z a-z 0-9 "       \
+    ". _ -'\n"                                                                                     \
+    "  WHEN queue IS NULL THEN 'queue is required'\n"                                              \
+    "  WHEN queue !~ '^[A-Za-z0-9._-]{1,64}$' THEN 'queue: names are 1-64 of A-Z a-z 0-9 . "       \
+    "_ -'\n"                                                                                       \
+    "  WHEN type IS NULL THEN 'type is required'\n"                                                \
+    "  WHEN octet_length(type) NOT BETWEEN 1 AND 128 OR type ~ '[\\x01-\\x20\\x7f]'\n"             \
+    "    THEN 'type: 1-128 printable characters without spaces'\n"                                 \
+    "  WHEN octet_length(key) NOT BETWEEN 1 AND 256 OR key ~ '[\\x01-\\x1f\\x7f]'\n"               \
+    "    THEN 'key: 1-256 bytes without control characters'\n"                                     \
+    "  WHEN octet_length(unique_key) NOT BETWEEN 1 AND 256 OR unique_key ~ "                       \
+    "'[\\x01-\\x1f\\x7f]'\n"                                                                       \
+    "    THEN 'unique_key: 1-256 bytes without control characters'\n"                              \
+    "  WHEN octet_length(idempotency_key) NOT BETWEEN 1 AND 256\n"                                 \
+    "    OR idempotency_key ~ '[\\x01-\\x1f\\x7f]'\n"                                              \
+    "    THEN 'idempotency_key: 1-256 bytes without control characters'\n"                         \
+    "  WHEN priority IS NULL OR priority NOT BETWEEN -32768 AND 32767\n"                           \
+    "    THEN 'priority must be between -32768 and 32767'\n"                                       \
+    "  WHEN max_attempts NOT BETWEEN 1 AND 1000 THEN 'max_attempts must be between 1 and 1000'\n"  \
+    "  WHEN run_at < 'epoch'::timestamptz OR run_at > clock_timestamp() + interval '3650 days'\n"  \
+    "    THEN 'run_at must be after 1970 and at most 10 years ahead'\n"                            \
+    "  WHEN score IN ('NaN'::float8, 'Infinity'::float8, '-Infinity'::float8)\n"                   \
+    "    THEN 'score must be a finite number'\n"                                                   \
+    "  WHEN traceparent !~ '^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$'\n"                         \
+    "    OR substr(traceparent, 4, 32) = repeat('0', 32)\n"                                        \
+    "    OR substr(traceparent, 37, 16) = repeat('0', 16)\n"                                       \
+    "    THEN 'traceparent must be a W3C trace context: 00-<32 hex digits>-<16 hex "               \
+    "digits>-<2 hex digits>, lowercase, ids not all 0'\n"                                          \
+    "  WHEN args IS NULL THEN 'args must be JSON (not SQL NULL)'\n"                                \
+    "  WHEN octet_length(args::text) > coalesce(limit_bytes, 1048576)\n"                           \
+    "    THEN format('args are %s bytes; queue %s takes at most %s', octet_length(args::text),\n"  \
+    "      queue, coalesce(limit_bytes, 1048576))\n"                                               \
+    "  END $f$;\n"                                                                                 \
+    "-- One job, in the caller's transaction: its id.\n"                                           \
+    "CREATE FUNCTION tenq.submit(tenant TEXT, queue TEXT, type TEXT, args JSONB DEFAULT   "        \
+    "'{}'::jsonb, key TEXT DEFAULT NULL, unique_key TEXT DEFAULT NULL, \"unique\" BOOLEAN   "      \
+    "DEFAULT false, idempotency_key TEXT DEFAULT NULL, run_at TIMESTAMPTZ DEFAULT NULL,   "        \
+    "priority INTEGER DEFAULT 0, max_attempts INTEGER DEFAULT NULL, score DOUBLE PRECISION "       \
+    "  DEFAULT NULL, traceparent TEXT DEFAULT NULL) RETURNS BIGINT LANGUAGE plpgsql AS $f$\n"      \
+    "#variable_conflict use_variable\n"                                                            \
+    "DECLARE why TEXT; new_id BIGINT;\n"                                                           \
+    "BEGIN\n"                                                                                      \
+    "  why := tenq.problem(tenant, queue, type, args, key, unique_key, idempotency_key, "          \
+    "run_at,     priority, max_attempts, score, traceparent, (SELECT q.max_payload_bytes "         \
+    "FROM tenq.queues q     WHERE q.name = queue));\n"                                             \
+    "  IF why IS NOT NULL THEN\n"                                                                  \
+    "    RAISE EXCEPTION 'tenq.submit: %', why USING ERRCODE = '22023';\n"                         \
+    "  END IF;\n"                                                                                  \
+    "  PERFORM pg_advisory_xact_lock_shared(7364748);\n"                                           \
+    "  new_id := nextval('tenq.tx_ids');\n"                                                        \
+    "  INSERT INTO tenq.inbox (id, tenant, queue, type, args, key, unique_key, is_unique,  "       \
+    "   idempotency_key, run_at, priority, max_attempts, score, traceparent, created_at)   "       \
+    "VALUES (new_id, tenant, queue, type, args::text, key, unique_key, \"unique\",     "           \
+    "idempotency_key, (extract(epoch FROM run_at) * 1000)::bigint, priority, max_attempts, "       \
+    "    score, traceparent, tenq.now_ms());\n"                                                    \
+    "  PERFORM pg_notify('tenq_inbox', '');\n"                                                     \
+    "  RETURN new_id;\n"                                                                           \
+    "END $f$;\n"                                                                                   \
+    "-- Many jobs (a JSON array of objects with submit's fields): their ids, in order. One\n"      \
+    "-- bad job fails them all, naming its index.\n"                                               \
+    "CREATE FUNCTION tenq.submit_many(jobs JSONB) RETURNS BIGINT[] LANGUAGE plpgsql AS $f$\n"      \
+    "DECLARE bad RECORD; ids BIGINT[];\n"                                                          \
+    "BEGIN\n"                                                                                      \
+    "  IF jobs IS NULL OR jsonb_typeof(jobs) <> 'array' THEN\n"                                    \
+    "    RAISE EXCEPTION 'tenq.submit_many: jobs must be a JSON array of job objects'\n"           \
+    "      USING ERRCODE = '22023'; END IF;\n"                                                     \
+    "  SELECT e.ord - 1 AS i, CASE WHEN jsonb_typeof(e.j) <> 'object' THEN 'a job is a "           \
+    "JSON object'\n"                                                                               \
+    "    WHEN e.j - ARRAY['tenant', 'queue', 'type', 'args', 'key', 'unique_key', 'unique',\n"     \
+    "      'idempotency_key', 'run_at', 'priority', 'max_attempts', 'score', "                     \
+    "'traceparent'] <> '{}'\n"                                                                     \
+    "    THEN 'unknown field ' || (SELECT min(k) FROM jsonb_object_keys(e.j - ARRAY['tenant',\n"   \
+    "      'queue', 'type', 'args', 'key', 'unique_key', 'unique', 'idempotency_key', "            \
+    "'run_at',\n"                                                                                  \
+    "      'priority', 'max_attempts', 'score', 'traceparent']) AS k)\n"                           \
+    "    ELSE tenq.problem(e.j->>'tenant', e.j->>'queue', e.j->>'type',\n"                         \
+    "      coalesce(e.j->'args', '{}'), e.j->>'key', e.j->>'unique_key', "                         \
+    "e.j->>'idempotency_key',\n"                                                                   \
+    "      (e.j->>'run_at')::timestamptz, coalesce((e.j->>'priority')::int, 0),\n"                 \
+    "      (e.j->>'max_attempts')::int, (e.j->>'score')::float8, e.j->>'traceparent',\n"           \
+    "      q.max_payload_bytes) END AS p\n"                                                        \
+    "    INTO bad FROM jsonb_array_elements(jobs) WITH ORDINALITY AS e(j, ord)\n"                  \
+    "    LEFT JOIN tenq.queues q ON jsonb_typeof(e.j) = 'object' AND q.name = e.j->>'queue'\n"     \
+    "    WHERE jsonb_typeof(e.j) <> 'object' OR e.j - ARRAY['tenant', 'queue', 'type', 'args',\n"  \
+    "      'key', 'unique_key', 'unique', 'idempotency_key', 'run_at', 'priority', "               \
+    "'max_attempts',\n"                                                                            \
+    "      'score', 'traceparent'] <> '{}' OR tenq.problem(e.j->>'tenant', e.j->>'queue',\n"       \
+    "      e.j->>'type', coalesce(e.j->'args', '{}'), e.j->>'key', e.j->>'unique_key',\n"          \
+    "      e.j->>'idempotency_key', (e.j->>'run_at')::timestamptz,\n"                              \
+    "      coalesce((e.j->>'priority')::int, 0), (e.j->>'max_attempts')::int,\n"                   \
+    "      (e.j->>'score')::float8, e.j->>'traceparent', q.max_payload_bytes) IS NOT NULL\n"       \
+    "    ORDER BY e.ord LIMIT 1;\n"                                                                \
+    "  IF FOUND THEN\n"                                                                            \
+    "    RAISE EXCEPTION 'tenq.submit_many: job %: %', bad.i, bad.p USING ERRCODE = '22023';\n"    \
+    "  END IF;\n"                                                                                  \
+    "  PERFORM pg_advisory_xact_lock_shared(7364748);\n"                                           \
+    "  WITH src AS MATERIALIZED (SELECT e.ord, e.j, nextval('tenq.tx_ids') AS id\n"                \
+    "    FROM jsonb_array_elements(jobs) WITH ORDINALITY AS e(j, ord)),\n"                         \
+    "  ins AS (INSERT INTO tenq.inbox (id, tenant, queue, type, args, key, unique_key, "           \
+    "is_unique,\n"                                                                                 \
+    "    idempotency_key, run_at, priority, max_attempts, score, traceparent, created_at)\n"       \
+    "    SELECT id, j->>'tenant', j->>'queue', j->>'type', coalesce(j->'args', '{}')::text,\n"     \
+    "      j->>'key', j->>'unique_key', coalesce((j->>'unique')::boolean, false),\n"               \
+    "      j->>'idempotency_key', (extract(epoch FROM (j->>'run_at')::timestamptz) * "             \
+    "1000)::bigint,\n"                                                                             \
+    "      coalesce((j->>'priority')::int, 0), (j->>'max_attempts')::int, "                        \
+    "(j->>'score')::float8,\n"                                                                     \
+    "      j->>'traceparent', tenq.now_ms() FROM src)\n"                                           \
+    "  SELECT coalesce(array_agg(id ORDER BY ord), '{}') INTO ids FROM src;\n"                     \
+    "  IF cardinality(ids) > 0 THEN PERFORM pg_notify('tenq_inbox', ''); END IF;\n"                \
+    "  RETURN ids;\n"                                                                              \
+    "END $f$;\n"                                                                                   \
+    "-- The job's lease, checked and held: raises unless `token` is the current lease of an\n"     \
+    "-- exactly-once job, unexpired.\n"                                                            \
+    "CREATE FUNCTION tenq.held_lease(job BIGINT, token BIGINT, fn TEXT) RETURNS VOID   "           \
+    "LANGUAGE plpgsql AS $f$\n"                                                                    \
+    "#variable_conflict use_variable\n"                                                            \
+    "DECLARE r RECORD; d TEXT;\n"                                                                  \
+    "BEGIN\n"                                                                                      \
+    "  SELECT j.state, j.lease_token, j.lease_until, j.queue INTO r FROM tenq.jobs j     "         \
+    "WHERE j.id = job FOR UPDATE;\n"                                                               \
+    "  IF NOT FOUND THEN\n"                                                                        \
+    "    RAISE EXCEPTION '%: no job %', fn, job USING ERRCODE = 'TQ002'; END IF;\n"                \
+    "  SELECT q.delivery INTO d FROM tenq.queues q WHERE q.name = r.queue;\n"                      \
+    "  IF coalesce(d, 'at-least-once') <> 'exactly-once' THEN\n"                                   \
+    "    RAISE EXCEPTION '%: job % is in queue %, whose delivery is %: a transaction may "         \
+    "complete only the jobs of an exactly-once queue', fn, job, r.queue, coalesce(d, "             \
+    "'at-least-once') USING ERRCODE = 'TQ002'; END IF;\n"                                          \
+    "  IF r.state NOT IN ('leased', 'running') OR r.lease_token <> token THEN\n"                   \
+    "    RAISE EXCEPTION '%: job % is not leased under token % (it is %, token %)', fn, "          \
+    "job, token, r.state, r.lease_token USING ERRCODE = 'TQ002'; END IF;\n"                        \
+    "  IF r.lease_until IS NULL OR r.lease_until <= tenq.now_ms() THEN\n"                          \
+    "    RAISE EXCEPTION '%: the lease of job % under token % has expired', fn, job, token "       \
+    "      USING ERRCODE = 'TQ002'; END IF;\n"                                                     \
+    "END $f$;\n"                                                                                   \
+    "-- The job succeeded, with the caller's writes: it never runs again.\n"                       \
+    "CREATE FUNCTION tenq.complete(job BIGINT, token BIGINT, result JSONB DEFAULT NULL)   "        \
+    "RETURNS VOID LANGUAGE plpgsql AS $f$\n"                                                       \
+    "#variable_conflict use_variable\n"                                                            \
+    "DECLARE at BIGINT := tenq.now_ms();\n"                                                        \
+    "BEGIN\n"                                                                                      \
+    "  PERFORM tenq.held_lease(job, token, 'tenq.complete');\n"                                    \
+    "  INSERT INTO tenq.tx_outcomes (id, token, ok, result, created_at)     VALUES (job, "         \
+    "token, true, result::text, at);\n"                                                            \
+    "  UPDATE tenq.jobs SET state = 'succeeded', finished_at = at, result =     "                  \
+    "coalesce(complete.result::text, tenq.jobs.result), lease_until = NULL, live = NULL,   "       \
+    "  done_in_tx = true WHERE id = job;\n"                                                        \
+    "  PERFORM pg_notify('tenq_inbox', '');\n"                                                     \
+    "END $f$;\n"                                                                                   \
+    "-- The attempt failed, with the caller's writes; the server retries it (after\n"              \
+    "-- retry_in_ms, else by the queue's backoff) or it dies.\n"                                   \
+    "CREATE FUNCTION tenq.fail(job BIGINT, token BIGINT, error TEXT, retry_in_ms BIGINT "          \
+    "DEFAULT   NULL) RETURNS VOID LANGUAGE plpgsql AS $f$\n"                                       \
+    "#variable_conflict use_variable\n"                                                            \
+    "BEGIN\n"                                                                                      \
+    "  IF retry_in_ms IS NOT NULL AND retry_in_ms < 0 THEN\n"                                      \
+    "    RAISE EXCEPTION 'tenq.fail: retry_in_ms must be 0 or more' USING ERRCODE = '22023';\n"    \
+    "  END IF;\n"                                                                                  \
+    "  PERFORM tenq.held_lease(job, token, 'tenq.fail');\n"                                        \
+    "  INSERT INTO tenq.tx_outcomes (id, token, ok, error, retry_in_ms, created_at)     "          \
+    "VALUES (job, token, false, error, retry_in_ms, tenq.now_ms());\n"                             \
+    "  PERFORM pg_notify('tenq_inbox', '');\n"                                                     \
+    "END $f$;\n"                                                                                   \
+    "-- The writer's check that every job row it updated was there to update (and not\n"           \
+    "-- completed in a transaction meanwhile).\n"                                                  \
+    "CREATE FUNCTION tenq.expect_rows(got BIGINT, want BIGINT) RETURNS VOID LANGUAGE "             \
+    "plpgsql   AS $f$ BEGIN IF got <> want THEN RAISE EXCEPTION 'updated % of % job rows: "        \
+    "a job is missing, or was completed in a transaction', got, want USING ERRCODE = "             \
+    "'TQ003'; END IF; END $f$;\n"                                                                  \
+    "-- The server keeps the transactions' ids near its own, when no transaction is taking\n"      \
+    "-- one (an id handed out is never handed out again).\n"                                       \
+    "CREATE FUNCTION tenq.raise_tx_ids(floor BIGINT) RETURNS VOID LANGUAGE plpgsql AS $f$\n"       \
+    "BEGIN\n"                                                                                      \
+    "  IF pg_try_advisory_xact_lock(7364748) THEN\n"                                               \
+    "    PERFORM setval('tenq.tx_ids', (floor - 1) / 2 * 2 + 1) FROM tenq.tx_ids       "           \
+    "WHERE last_value < (floor - 1) / 2 * 2 + 1;\n"                                                \
+    "  END IF;\n"                                                                                  \
+    "END $f$;\n"
+
+#endif

@@ -1,0 +1,338 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Jobs submitted and completed in an application's own PostgreSQL
+transaction (tenq.submit, tenq.submit_many, tenq.complete, tenq.fail;
+docs/transactions.md), against real servers and a real PostgreSQL.
+
+The "applications" are psql processes: each runs one transaction, and the
+tests kill them (kill -9) where it matters. Run under tests/with-pg.sh; a
+missing PostgreSQL is a failure, never a skip."""
+import os
+import signal
+import subprocess
+import sys
+import time
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "chaos"))
+import harness  # noqa: E402
+from harness import Server, main  # noqa: E402
+
+
+def psql(url, sql, check=True):
+    """Runs sql (one transaction if it says BEGIN ... COMMIT); (rc, out, err)."""
+    p = subprocess.run(["psql", url, "-X", "-q", "-At", "-v", "ON_ERROR_STOP=1", "-c", sql],
+                       capture_output=True, text=True, timeout=60)
+    if check and p.returncode != 0:
+        raise AssertionError("psql failed: %s\n%s" % (sql, p.stderr))
+    return p.returncode, p.stdout.strip(), p.stderr.strip()
+
+
+def q1(url, sql):
+    return psql(url, sql)[1]
+
+
+class TxTest(unittest.TestCase):
+    def setUp(self):
+        if not os.environ.get("TENQ_TEST_PG_URL"):
+            self.fail("needs PostgreSQL: run under tests/with-pg.sh")
+        self.srv = Server(store_url=harness.pg_url_for_new_database())
+        self.db = self.srv.store_url
+        psql(self.db, "CREATE TABLE biz (id serial PRIMARY KEY, note text, job bigint)")
+
+    def tearDown(self):
+        self.srv.cleanup()
+
+    def lease(self, queue, wait_ms=0, max=10):
+        return self.srv.lease([queue], max=max, wait_ms=wait_ms)
+
+    def settle(self):
+        """Until the leader has taken in everything committed."""
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            if q1(self.db, "SELECT (SELECT count(*) FROM tenq.inbox) + "
+                           "(SELECT count(*) FROM tenq.tx_outcomes)") == "0":
+                return
+            time.sleep(0.02)
+        self.fail("the inbox was not taken in")
+
+
+class Submit(TxTest):
+    def test_a_committed_submit_runs_once_with_the_id_the_transaction_got(self):
+        out = q1(self.db, "BEGIN; INSERT INTO biz (note) VALUES ('order 7'); "
+                          "SELECT tenq.submit('acme', 'tx', 'Mail.send', '{\"order\": 7}'); COMMIT;")
+        jid = int(out)
+        self.assertEqual(jid % 2, 1)  # a transaction's ids are odd
+        got = self.lease("tx", wait_ms=5000)
+        self.assertEqual([j["id"] for j in got], [jid])
+        self.assertEqual(got[0]["args"], {"order": 7})
+        self.srv.ack(got[0])
+        self.assertEqual(self.srv.job(jid)["state"], "succeeded")
+        self.settle()
+        self.assertEqual(self.lease("tx"), [])
+
+    def test_a_rolled_back_submit_leaves_no_job_and_nothing_runs(self):
+        out = q1(self.db, "BEGIN; INSERT INTO biz (note) VALUES ('gone'); "
+                          "SELECT tenq.submit('acme', 'tx', 'Mail.send'); ROLLBACK;")
+        jid = int(out)
+        time.sleep(0.5)
+        self.assertEqual(self.lease("tx"), [])
+        self.assertEqual(self.srv.req("GET", "/v1/jobs/%d" % jid)[0], 404)
+        self.assertEqual(q1(self.db, "SELECT count(*) FROM tenq.inbox"), "0")
+        self.assertEqual(q1(self.db, "SELECT count(*) FROM biz"), "0")
+
+    def test_submit_many_gives_ids_in_order_and_every_field_arrives(self):
+        out = q1(self.db, "SELECT tenq.submit_many('[" +
+                 '{"tenant":"acme","queue":"txm","type":"A","args":{"n":1},"priority":5},'
+                 '{"tenant":"acme","queue":"txm","type":"B","key":"lane-1",'
+                 '"traceparent":"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",'
+                 '"max_attempts":3},'
+                 '{"tenant":"acme","queue":"txm","type":"C","run_at":"2030-01-01T00:00:00Z"}' +
+                 "]')")
+        ids = [int(x) for x in out.strip("{}").split(",")]
+        self.assertEqual(ids, sorted(ids))
+        self.settle()
+        a, b, c = (self.srv.job(i) for i in ids)
+        self.assertEqual((a["type"], a["args"], a["priority"]), ("A", {"n": 1}, 5))
+        self.assertEqual((b["key"], b["max_attempts"]), ("lane-1", 3))
+        self.assertEqual(b["traceparent"],
+                         "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")
+        self.assertEqual(c["state"], "scheduled")
+        self.assertEqual(c["run_at"], 1893456000000)
+
+    def test_a_duplicate_ends_merged_into_the_job_that_holds_its_key(self):
+        first = int(q1(self.db, "SELECT tenq.submit('acme', 'txd', 'T', unique_key => 'u-1')"))
+        second = int(q1(self.db, "SELECT tenq.submit('acme', 'txd', 'T', unique_key => 'u-1')"))
+        self.settle()
+        self.assertEqual(self.srv.job(first)["state"], "ready")
+        dup = self.srv.job(second)
+        self.assertEqual((dup["state"], dup["merged_into"]), ("merged", first))
+        # a wait on the duplicate's id follows it to the job that runs
+        self.srv.ack(self.lease("txd")[0])
+        got = self.srv.ok("GET", "/v1/jobs/%d/wait?timeout_ms=100" % second)
+        self.assertEqual(got["merged_into"], first)
+        # the idempotency key replays the same way
+        k1 = int(q1(self.db, "SELECT tenq.submit('acme', 'txd', 'T', idempotency_key => 'i-9')"))
+        k2 = int(q1(self.db, "SELECT tenq.submit('acme', 'txd', 'T', idempotency_key => 'i-9')"))
+        self.settle()
+        self.assertEqual(self.srv.job(k2)["merged_into"], k1)
+
+    def test_a_lanes_jobs_from_transactions_run_in_commit_order(self):
+        # three transactions take their ids in one order and commit in another
+        procs = []
+        for n in range(3):
+            sql = ("BEGIN; SELECT tenq.submit('acme', 'txl', 'T', '{\"n\": %d}', key => 'k'); "
+                   "SELECT pg_sleep(%s); COMMIT;" % (n, [1.5, 0.1, 0.5][n]))
+            procs.append(subprocess.Popen(["psql", self.db, "-X", "-q", "-At", "-c", sql],
+                                          stdout=subprocess.PIPE, text=True))
+            time.sleep(0.3)  # each takes its id before the next starts
+        ids = [int(p.communicate()[0].split()[0]) for p in procs]
+        self.assertEqual(ids, sorted(ids))
+        order = []
+        for _ in range(3):
+            got = self.lease("txl", wait_ms=5000)
+            order.append(got[0]["args"]["n"])
+            self.srv.ack(got[0])
+        self.assertEqual(order, [1, 2, 0])  # commit order: at 0.4 s, 1.1 s, 1.5 s
+
+    def test_an_application_killed_before_its_commit_leaves_neither_its_rows_nor_its_job(self):
+        sql = ("BEGIN; INSERT INTO biz (note) VALUES ('half'); "
+               "SELECT tenq.submit('acme', 'txk', 'T'); SELECT pg_sleep(30); COMMIT;")
+        p = subprocess.Popen(["psql", self.db, "-X", "-q", "-At", "-c", sql],
+                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        deadline = time.time() + 10
+        while time.time() < deadline and q1(
+                self.db, "SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%pg_sleep(30)%' "
+                         "AND pid <> pg_backend_pid()") == "0":
+            time.sleep(0.05)
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+        deadline = time.time() + 10  # the backend notices its client is gone and rolls back
+        while time.time() < deadline and q1(
+                self.db, "SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%pg_sleep(30)%' "
+                         "AND pid <> pg_backend_pid()") != "0":
+            psql(self.db, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query "
+                          "LIKE '%pg_sleep(30)%' AND pid <> pg_backend_pid()")
+            time.sleep(0.05)
+        self.assertEqual(q1(self.db, "SELECT count(*) FROM biz"), "0")
+        self.assertEqual(q1(self.db, "SELECT count(*) FROM tenq.inbox"), "0")
+        time.sleep(0.3)
+        self.assertEqual(self.lease("txk"), [])
+        # and the same transaction let through commits both
+        q1(self.db, "BEGIN; INSERT INTO biz (note) VALUES ('whole'); "
+                    "SELECT tenq.submit('acme', 'txk', 'T'); COMMIT;")
+        self.assertEqual(q1(self.db, "SELECT count(*) FROM biz"), "1")
+        self.assertEqual(len(self.lease("txk", wait_ms=5000)), 1)
+
+    def test_bad_arguments_raise_and_store_nothing(self):
+        bad = [
+            ("SELECT tenq.submit('bad tenant', 'q', 'T')", "tenant"),
+            ("SELECT tenq.submit(NULL, 'q', 'T')", "tenant is required"),
+            ("SELECT tenq.submit('acme', 'q/x', 'T')", "queue"),
+            ("SELECT tenq.submit('acme', 'q', 'has space')", "type"),
+            ("SELECT tenq.submit('acme', 'q', 'T', priority => 40000)", "priority"),
+            ("SELECT tenq.submit('acme', 'q', 'T', max_attempts => 0)", "max_attempts"),
+            ("SELECT tenq.submit('acme', 'q', 'T', run_at => now() + interval '20 years')",
+             "run_at"),
+            ("SELECT tenq.submit('acme', 'q', 'T', traceparent => 'nope')", "traceparent"),
+            ("SELECT tenq.submit('acme', 'q', 'T', score => 'NaN')", "score"),
+            ("SELECT tenq.submit('acme', 'q', 'T', args => NULL)", "args"),
+            ("SELECT tenq.submit('acme', 'q', 'T', key => repeat('k', 300))", "key"),
+            ("SELECT tenq.submit('acme', 'q', 'T', args => jsonb_build_object('x', "
+             "repeat('y', 1100000)))", "args are"),
+            ("SELECT tenq.submit_many('{}')", "JSON array"),
+            ("SELECT tenq.submit_many('[{\"tenant\":\"acme\",\"queue\":\"q\",\"type\":\"T\"},"
+             "{\"tenant\":\"acme\",\"queue\":\"q\",\"type\":\"T\",\"colour\":1}]')",
+             "job 1: unknown field colour"),
+            ("SELECT tenq.submit_many('[1]')", "job 0: a job is a JSON object"),
+            ("SELECT tenq.complete(999999, 1)", "no job"),
+            ("SELECT tenq.fail(999999, 1, 'x', -5)", "retry_in_ms"),
+        ]
+        for sql, word in bad:
+            rc, _, err = psql(self.db, "BEGIN; INSERT INTO biz (note) VALUES ('x'); %s; COMMIT;"
+                              % sql, check=False)
+            self.assertNotEqual(rc, 0, sql)
+            self.assertIn(word, err, sql)
+        self.assertEqual(q1(self.db, "SELECT count(*) FROM biz"), "0")
+        self.assertEqual(q1(self.db, "SELECT count(*) FROM tenq.inbox"), "0")
+        self.assertEqual(q1(self.db, "SELECT count(*) FROM tenq.jobs"), "0")
+
+
+class Complete(TxTest):
+    def setUp(self):
+        super().setUp()
+        self.srv.ok("PUT", "/v1/queues/xo", {"delivery": "exactly-once", "lease_ms": 60000})
+
+    def leased(self):
+        self.srv.submit(queue="xo")
+        return self.lease("xo", wait_ms=5000)[0]
+
+    def test_completed_with_the_applications_writes_and_never_delivered_again(self):
+        j = self.leased()
+        psql(self.db, "BEGIN; INSERT INTO biz (note, job) VALUES ('done', %d); "
+                      "SELECT tenq.complete(%d, %d, '{\"rows\": 3}'); COMMIT;"
+             % (j["id"], j["id"], j["token"]))
+        self.settle()
+        got = self.srv.job(j["id"])
+        self.assertEqual((got["state"], got["result"]), ("succeeded", {"rows": 3}))
+        self.assertEqual(q1(self.db, "SELECT count(*) FROM biz WHERE job = %d" % j["id"]), "1")
+        self.assertEqual(self.lease("xo", wait_ms=300), [])
+        # the worker's own ack of the same lease, sent as well, is answered as applied
+        self.assertEqual(self.srv.req("POST", "/v1/jobs/%d/ack" % j["id"],
+                                      {"token": j["token"]})[0], 200)
+        # a restart loads it finished
+        self.srv.stop()
+        self.srv.start()
+        self.assertEqual(self.srv.job(j["id"])["state"], "succeeded")
+        self.assertEqual(self.lease("xo", wait_ms=300), [])
+
+    def test_a_stale_token_raises_and_the_applications_writes_roll_back(self):
+        j = self.leased()
+        rc, _, err = psql(self.db, "BEGIN; INSERT INTO biz (note) VALUES ('x'); "
+                                   "SELECT tenq.complete(%d, %d); COMMIT;"
+                          % (j["id"], j["token"] - 1), check=False)
+        self.assertNotEqual(rc, 0)
+        self.assertIn("is not leased under token", err)
+        self.assertEqual(q1(self.db, "SELECT count(*) FROM biz"), "0")
+        self.assertEqual(self.srv.job(j["id"])["state"], "leased")
+        # completing twice: the second raises
+        psql(self.db, "SELECT tenq.complete(%d, %d)" % (j["id"], j["token"]))
+        rc, _, err = psql(self.db, "SELECT tenq.complete(%d, %d)" % (j["id"], j["token"]),
+                          check=False)
+        self.assertNotEqual(rc, 0)
+        self.assertIn("not leased", err)
+
+    def test_a_late_completion_after_another_worker_took_the_job_is_refused(self):
+        self.srv.ok("PUT", "/v1/queues/xo", {"delivery": "exactly-once", "lease_ms": 500,
+                                             "backoff": "fixed", "backoff_base_ms": 0})
+        j = self.leased()
+        time.sleep(1.0)  # its lease runs out; the job is retried at once
+        self.srv.ok("PUT", "/v1/queues/xo", {"lease_ms": 60000})  # for the second lease
+        again = self.lease("xo", wait_ms=5000)[0]
+        self.assertEqual(again["id"], j["id"])
+        self.assertGreater(again["token"], j["token"])
+        rc, _, err = psql(self.db, "BEGIN; INSERT INTO biz (note) VALUES ('late'); "
+                                   "SELECT tenq.complete(%d, %d); COMMIT;" % (j["id"], j["token"]),
+                          check=False)
+        self.assertNotEqual(rc, 0)
+        self.assertEqual(q1(self.db, "SELECT count(*) FROM biz"), "0")
+        # the second holder completes it
+        psql(self.db, "SELECT tenq.complete(%d, %d)" % (again["id"], again["token"]))
+        self.settle()
+        self.assertEqual(self.srv.job(j["id"])["state"], "succeeded")
+
+    def test_an_expired_lease_cannot_be_completed(self):
+        self.srv.ok("PUT", "/v1/queues/xo", {"delivery": "exactly-once", "lease_ms": 300})
+        j = self.leased()
+        time.sleep(0.6)
+        rc, _, err = psql(self.db, "SELECT tenq.complete(%d, %d)" % (j["id"], j["token"]),
+                          check=False)
+        self.assertNotEqual(rc, 0)
+        self.assertRegex(err, "expired|not leased")
+
+    def test_a_lease_kept_alive_by_heartbeats_can_be_completed_after_its_first_deadline(self):
+        self.srv.ok("PUT", "/v1/queues/xo", {"delivery": "exactly-once", "lease_ms": 400})
+        j = self.leased()
+        for _ in range(4):
+            time.sleep(0.2)
+            self.srv.ok("POST", "/v1/jobs/%d/heartbeat" % j["id"], {"token": j["token"]})
+        psql(self.db, "SELECT tenq.complete(%d, %d)" % (j["id"], j["token"]))
+        self.settle()
+        self.assertEqual(self.srv.job(j["id"])["state"], "succeeded")
+
+    def test_only_an_exactly_once_queues_jobs_can_be_completed_in_a_transaction(self):
+        self.srv.submit(queue="plain")
+        j = self.lease("plain", wait_ms=5000)[0]
+        time.sleep(0.4)  # stored by now (a lease is written 200 ms late on such queues)
+        rc, _, err = psql(self.db, "SELECT tenq.complete(%d, %d)" % (j["id"], j["token"]),
+                          check=False)
+        self.assertNotEqual(rc, 0)
+        self.assertIn("exactly-once", err)
+
+    def test_a_failure_in_a_transaction_retries_the_job(self):
+        j = self.leased()
+        psql(self.db, "SELECT tenq.fail(%d, %d, 'no stock', 0)" % (j["id"], j["token"]))
+        self.settle()
+        again = self.lease("xo", wait_ms=5000)
+        self.assertEqual([x["id"] for x in again], [j["id"]])
+        got = self.srv.job(j["id"])
+        self.assertEqual((got["attempts"], got["error"]), (2, "no stock"))
+
+
+class Takeover(unittest.TestCase):
+    def test_jobs_committed_while_the_leader_is_gone_are_taken_in_once_by_the_next(self):
+        if not os.environ.get("TENQ_TEST_PG_URL"):
+            self.fail("needs PostgreSQL: run under tests/with-pg.sh")
+        import cluster
+        cl = cluster.Cluster(2)
+        try:
+            db = cl.store_url
+            leader = cl.wait_leader(30)
+            cl.kill(leader, signal.SIGSTOP)  # it takes nothing in now
+            out = q1(db, "SELECT tenq.submit_many((SELECT jsonb_agg(jsonb_build_object("
+                         "'tenant', 'acme', 'queue', 'tko', 'type', 'T', 'args', "
+                         "jsonb_build_object('n', g))) FROM generate_series(1, 500) g))")
+            ids = sorted(int(x) for x in out.strip("{}").split(","))
+            cl.kill(leader, signal.SIGKILL)
+            other = cl.wait_leader(30, not_in=(leader,))
+            srv = cl.servers[other]
+            deadline = time.time() + 20
+            while time.time() < deadline and q1(db, "SELECT count(*) FROM tenq.inbox") != "0":
+                time.sleep(0.05)
+            rows = q1(db, "SELECT id FROM tenq.jobs WHERE queue = 'tko' ORDER BY id")
+            self.assertEqual([int(x) for x in rows.split()], ids)  # each once, with its id
+            seen = []
+            while len(seen) < 500:
+                got = srv.lease(["tko"], max=100, wait_ms=2000)
+                self.assertTrue(got)
+                seen += [j["id"] for j in got]
+                srv.ok("POST", "/v1/outcomes",
+                       {"outcomes": [{"id": j["id"], "token": j["token"], "ok": True}
+                                     for j in got]})
+            self.assertEqual(sorted(seen), ids)
+        finally:
+            cl.cleanup()
+
+
+if __name__ == "__main__":
+    main()
