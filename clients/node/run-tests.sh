@@ -5,9 +5,11 @@
 # the library and the tests, checks that the package installs, and runs
 # `node --test` against real servers from $TENQ_BIN (default
 # /opt/tenq-snapshot/tenq). The leader-following test needs two servers on
-# one PostgreSQL: unless TENQ_TEST_PG_URL is set, the suite runs under
-# tests/with-pg.sh when PostgreSQL is installed (else that test is marked
-# as needing it, and fails when CI is set). Exits non-zero on any failure.
+# one PostgreSQL, the transaction tests (test/tx.test.ts) a server on
+# PostgreSQL and the pg devDependency: unless TENQ_TEST_PG_URL is set, the
+# suite runs under tests/with-pg.sh when PostgreSQL is installed (else those
+# tests are marked as needing it, and fail when CI is set). Exits non-zero
+# on any failure.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)

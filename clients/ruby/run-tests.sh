@@ -5,7 +5,8 @@
 # root), checks the style (rubocop) and the RBS signatures, builds the gem and
 # installs it into a temporary GEM_HOME, then runs the minitest suite under
 # tests/with-pg.sh (a private PostgreSQL, for the tests of two servers on one
-# database). Exits non-zero on any failure.
+# database and of Tenq::Tx, which talk to it through ruby-pg: a test
+# dependency only, the gem needs none). Exits non-zero on any failure.
 #
 #   clients/ruby/run-tests.sh [minitest options, e.g. -n /takeover/ or --verbose]
 set -eu
@@ -14,7 +15,7 @@ repo=$(cd "$here/../.." && pwd)
 export TENQ_BIN="${TENQ_BIN:-/opt/tenq-snapshot/tenq}"
 
 # -- what is missing ----------------------------------------------------------
-pkgs="ruby ruby-minitest rubocop postgresql"
+pkgs="ruby ruby-minitest rubocop postgresql ruby-pg"
 missing=""
 for p in $pkgs; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -12,6 +12,7 @@ Gem::Specification.new do |spec|
     connections, bulk submits that are safe to send again (Idempotency-Key) and leader
     following; methods that run inline or as jobs (report.async.execute(42)); an in-process
     worker with concurrency, heartbeats, cancellation, timeouts, graceful stop and middleware;
+    jobs submitted and completed in the application's own PostgreSQL transaction (Tenq::Tx);
     test modes; tracing hooks. Standard library only.
   TEXT
   spec.authors = ["The tenq authors"]

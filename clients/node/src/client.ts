@@ -5,12 +5,13 @@
  * leader following and failover). Answers come back as camelCase objects;
  * refusals as the TenqError subclass of their error code.
  */
-import { InvalidError, ProtocolError, TenqError, TimeoutError, errorFromWire, type WireError } from "./errors";
+import { InvalidError, NotFoundError, ProtocolError, TenqError, TimeoutError, errorFromWire, type WireError } from "./errors";
 import { RequestKeys } from "./ids";
 import type { JsonValue } from "./json";
 import { resolveOptions, type ClientOptions, type Resolved } from "./options";
 import { checkTraceparent } from "./tracing";
 import { Transport, retryAfterMs, type Answer, type Method } from "./transport";
+import { submitManyWireTx, submitWireTx, type Queryable } from "./tx";
 import type {
   BatchResult,
   CancelResult,
@@ -47,6 +48,26 @@ export const MAX_BATCH_JOBS = 10_000;
 const MAX_BATCH_BYTES = 32 * 1024 * 1024 - 64 * 1024;
 /** The server caps one wait (`--max-wait`, 60 s). */
 const WAIT_CHUNK_MS = 60_000;
+/**
+ * How long `wait` takes "not found" for a job made in a transaction (an odd
+ * id) that the leader has not taken in yet (it does within milliseconds of
+ * the commit; a job whose transaction rolled back never appears).
+ */
+const TX_TAKE_IN_MS = 2_000;
+
+const sleepFor = (ms: number, signal?: AbortSignal): Promise<void> =>
+  new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason as Error);
+    const t = setTimeout(() => {
+      signal?.removeEventListener("abort", stop);
+      resolve();
+    }, ms);
+    const stop = (): void => {
+      clearTimeout(t);
+      reject(signal!.reason as Error);
+    };
+    signal?.addEventListener("abort", stop, { once: true });
+  });
 
 /** The header a submit request is made safe to send again with. */
 export const REQUEST_KEY_HEADER = "Idempotency-Key";
@@ -245,6 +266,26 @@ export class Client {
     return out;
   }
 
+  /**
+   * Submits a job in the caller's own PostgreSQL transaction (the server's
+   * SQL function tenq.submit, on `db`: a pg.Client or PoolClient inside
+   * BEGIN ... COMMIT) and returns its id; the job exists only if that
+   * transaction commits. Sends nothing to the server. The client's default
+   * tenant and queue and its `trace` hook apply, as for `submit`; a tenant
+   * is required (no token implies one here). See `submitTx` in tx.ts.
+   */
+  async submitTx(db: Queryable, spec: JobSpec): Promise<number> {
+    return submitWireTx(db, this.prepare(spec));
+  }
+
+  /** Submits many jobs in the caller's transaction (tenq.submit_many); their ids in order. */
+  async submitManyTx(db: Queryable, specs: readonly JobSpec[]): Promise<number[]> {
+    return submitManyWireTx(
+      db,
+      specs.map((spec, i) => this.prepare(spec, i)),
+    );
+  }
+
   async get(id: number): Promise<Job> {
     return jobFromWire(await this.call("GET", `/v1/jobs/${checkId(id)}`, { resend: true }));
   }
@@ -252,21 +293,33 @@ export class Client {
   /**
    * Waits for the job to finish (succeeded, cancelled, dead; a merged job is
    * followed to the job that took its payloads) and returns it. Throws
-   * TimeoutError when `timeoutMs` passes first.
+   * TimeoutError when `timeoutMs` passes first. A job made in a transaction
+   * (`submitTx`: an odd id) not found yet is looked for again for up to 2 s:
+   * the server takes it in milliseconds after the commit.
    */
   async wait(id: number, o: WaitOptions = {}): Promise<Job> {
-    const end = o.timeoutMs === undefined ? Infinity : performance.now() + o.timeoutMs;
+    const start = performance.now();
+    const end = o.timeoutMs === undefined ? Infinity : start + o.timeoutMs;
     let at = id;
     for (;;) {
       const left = Math.max(0, Math.ceil(end - performance.now()));
       const chunk = Math.min(left, WAIT_CHUNK_MS);
-      const job = jobFromWire(
-        await this.call("GET", `/v1/jobs/${checkId(at)}/wait${query({ timeout_ms: chunk })}`, {
+      let body: unknown;
+      try {
+        body = await this.call("GET", `/v1/jobs/${checkId(at)}/wait${query({ timeout_ms: chunk })}`, {
           resend: true,
           extraMs: chunk,
           ...(o.signal ? { signal: o.signal } : {}),
-        }),
-      );
+        });
+      } catch (e) {
+        // a job made in a transaction (an odd id) is there once the leader has taken it in,
+        // milliseconds after the commit: until then it is not found
+        const since = performance.now() - start;
+        if (!(e instanceof NotFoundError) || at !== id || id % 2 !== 1 || since >= TX_TAKE_IN_MS || performance.now() >= end) throw e;
+        await sleepFor(Math.min(50, TX_TAKE_IN_MS - since, Math.max(0, end - performance.now())), o.signal);
+        continue;
+      }
+      const job = jobFromWire(body);
       if (job.state === "merged" && job.mergedInto !== undefined) {
         at = job.mergedInto;
         continue;
@@ -360,19 +413,18 @@ export class Client {
     if (r.waitMs !== undefined) w["wait_ms"] = r.waitMs;
     let body = JSON.stringify(w);
     if (r.outcomes?.length) body = `${body.slice(0, -1)},"outcomes":[${r.outcomes.map(outcomeJson).join(",")}]}`;
-    const b = asObject(
-      await this.call("POST", "/v1/lease", {
-        body,
-        resend: false,
-        extraMs: r.waitMs ?? 0,
-        ...(signal ? { signal } : {}),
-      }),
-      "lease",
-    );
+    const a = await this.send("POST", "/v1/lease", {
+      body,
+      resend: false,
+      extraMs: r.waitMs ?? 0,
+      ...(signal ? { signal } : {}),
+    });
+    if (a.status < 200 || a.status >= 300) throw answerError(a);
+    const b = asObject(a.body, "lease");
     const jobs = asList(b["jobs"] ?? [], "lease").map(leasedFromWire);
     const outs = r.outcomes ?? [];
     const results = Array.isArray(b["results"]) ? b["results"].map((x, i) => outcomeResult(x, outs[i]?.id ?? 0)) : [];
-    return { jobs, results };
+    return { jobs, results, size: a.size };
   }
 
   /** Tells the server the handler began (state running). */

@@ -59,4 +59,5 @@ export { Testing, type FakeJob, type TestMode } from "./testing";
 export { checkTraceparent, isTraceparent, type TraceHook } from "./tracing";
 export { VERSION } from "./transport";
 export * from "./types";
+export { completeTx, failTx, submitManyTx, submitTx, type FailTxOptions, type LeaseRef, type Queryable, type TxDefaults } from "./tx";
 export { Worker, type WorkerOptions, type WorkerStats } from "./worker";

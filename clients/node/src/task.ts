@@ -7,6 +7,7 @@ import type { JobContext } from "./context";
 import { JobCancelledError, JobTimeoutError, LeaseLostError, NoRetryError, RetryError, WorkerStoppedError } from "./job-errors";
 import { checkJson, type JsonValue } from "./json";
 import { describeError } from "./middleware";
+import { TX_SETTLED } from "./tx";
 import type { LeasedJob, Outcome } from "./types";
 
 /** Why a handler was told to stop; a later reason of a higher rank overrides. */
@@ -44,6 +45,10 @@ export class Task {
   settled = false;
   /** When to tell the server the handler began (performance.now()). */
   noticeDue = 0;
+  /** When its handler began (performance.now()). */
+  startedAt = 0;
+  /** How its handler settled the job in its own transaction (completeTx, failTx), if it did. */
+  tx: Outcome | undefined;
   private ac: AbortController | undefined;
 
   constructor(readonly job: LeasedJob) {
@@ -100,6 +105,12 @@ export class Task {
       default:
         if (s.ok === "released") return { id, token, ok: false, error: "worker stopped", retryInMs: 0 };
     }
+    if (s.ok === true && this.tx) {
+      // settled in the handler's transaction: report the same (answered as applied),
+      // so whichever reaches the server first, the job ends the same way
+      const tx = this.tx;
+      if (!tx.ok || tx.result !== undefined || s.value === undefined) return tx;
+    }
     if (s.ok === true) {
       if (s.value === undefined) return { id, token, ok: true };
       try {
@@ -155,5 +166,9 @@ export class TaskContext implements JobContext {
   }
   progress(value: JsonValue): void {
     this.onProgress(this.t, value);
+  }
+  /** completeTx / failTx tell the task how its handler settled the job. */
+  [TX_SETTLED](o: Outcome): void {
+    if (o.id === this.t.job.id && o.token === this.t.job.token && !this.t.finished) this.t.tx = o;
   }
 }

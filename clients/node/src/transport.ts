@@ -59,6 +59,8 @@ export interface Answer {
   body: unknown;
   /** The base URL of the server that answered. */
   server: string;
+  /** The body's length (UTF-16 code units: bytes for ASCII). */
+  size: number;
 }
 
 /** What one try on one server came to. */
@@ -170,7 +172,13 @@ export class Transport {
         const redirect = a.status === 307 || a.status === 308;
         if (!redirect && a.status !== 503) {
           this.current = idx;
-          return { status: a.status, headers: a.headers, body: parseBody(a.text, server.base, a.status), server: server.base };
+          return {
+            status: a.status,
+            headers: a.headers,
+            body: parseBody(a.text, server.base, a.status),
+            server: server.base,
+            size: a.text.length,
+          };
         }
         const wire = redirect ? undefined : wireError(a.text);
         const leader = redirect ? leaderFromRedirect(a.headers, req.path) : wire?.leader || header(a.headers, "tenq-leader");

@@ -200,6 +200,8 @@ export interface LeaseResult {
   jobs: LeasedJob[];
   /** The outcomes' answers, in order. */
   results: OutcomeResult[];
+  /** The answer's length (UTF-16 code units): what the jobs weigh, about. */
+  size?: number;
 }
 
 export interface FailOptions {

@@ -3,13 +3,30 @@
  * The worker: leases jobs and runs their handlers in this process, as
  * `tenq work` does (docs/WORKER.md).
  *
- * - One leaser: leases up to the free capacity (`concurrency` + `prefetch`,
- *   at most 1,000 a request), long-polling (`pollMs`: answered at once when
- *   jobs are there).
+ * - One leaser: leases up to the free capacity (`concurrency` + the
+ *   prefetch, at most 1,000 a request), long-polling (`pollMs`: answered at
+ *   once when jobs are there). It leases when a slot is free and nothing
+ *   waits for it, or when the jobs waiting in hand fall to half the
+ *   prefetch (so a batch is at least half of it).
+ * - The prefetch (jobs leased ahead of a free slot) is by default sized to
+ *   the jobs: about `prefetchMs` (50 ms) of work at the pace the handlers
+ *   have run so far (a running average of their durations, where a longer
+ *   one weighs more than a shorter one, and a handler still running counts
+ *   with the time it has run so far), at most 500 jobs and about 8 MiB of
+ *   them (their leases' answers); none before a job has finished. That is
+ *   about prefetchMs * concurrency / duration: with 5 slots, hundreds of
+ *   blank or sub-millisecond jobs a lease, about 25 of 10 ms jobs, none of
+ *   jobs longer than 250 ms (leased only for free slots, as with
+ *   `prefetch: 0`). Jobs waiting in hand are heartbeaten like running ones
+ *   and given back at a stop.
  * - Outcomes of finished jobs go by POST /v1/outcomes, in order, batched
  *   (the next batch gathers while one is out); or, with `outcomes:
  *   "with-lease"`, with the next lease (which then does not wait), and by
  *   POST /v1/outcomes only while the leaser long-polls or backs off.
+ * - A handler that settled its job in its own database transaction
+ *   (completeTx, failTx; tx.ts) and returns: the job is reported as that
+ *   transaction said (an ack with its result, or its failure), which the
+ *   server answers as applied, whichever of the two arrives first.
  * - Heartbeats at a third of each lease, timed on the monotonic clock,
  *   carrying the latest progress (within half a second of a report); an
  *   answer `cancel: true` aborts the handler's signal.
@@ -39,8 +56,17 @@ export interface WorkerOptions {
   types?: string[];
   /** Handlers running at once (default 1). */
   concurrency?: number;
-  /** Jobs leased ahead of a free slot, waiting in this process (default 0: lease only for free slots). */
-  prefetch?: number;
+  /**
+   * Jobs leased ahead of a free slot, waiting in this process. Default
+   * `"auto"`: about `prefetchMs` of work at the pace the handlers have run,
+   * `prefetchMs * concurrency / duration` (at most 500, and about 8 MiB of
+   * leased jobs; none until a job has finished); a number: that many; 0:
+   * lease only for free slots. Waiting jobs are heartbeaten, and given back
+   * at a stop (a give-back is a failed attempt, `retry_in_ms: 0`).
+   */
+  prefetch?: number | "auto";
+  /** With `prefetch: "auto"`, about how much work (ms) may wait in hand (default 50). */
+  prefetchMs?: number;
   /** The longest lease long poll (default 30 s). */
   pollMs?: number;
   /** After a stop, how long running jobs may finish (default 10 s); also how long a cancelled or timed-out handler may take to stop. */
@@ -92,6 +118,25 @@ export interface WorkerStats {
 }
 
 const MAX_OUTCOMES = 10_000;
+/** The most jobs one lease asks for (the server's limit). */
+const MAX_LEASE = 1000;
+/** The most jobs the automatic prefetch holds. */
+const AUTO_PREFETCH_MAX = 500;
+const AUTO_PREFETCH_MS = 50;
+/** The automatic prefetch holds about this much of the leases' answers (jobs with big args: fewer). */
+const AUTO_PREFETCH_CHARS = 8 * 1024 * 1024;
+/**
+ * How a handler's duration moves the estimate: a longer one faster than a
+ * shorter one. (A handler still running counts with the time it has run, so
+ * a slow job holds the prefetch down while it runs; a longer step would let
+ * a pause of the whole process, the machine being busy, shrink it.)
+ */
+const DURATION_UP = 0.1;
+const DURATION_DOWN = 0.05;
+/** The automatic prefetch is worked out again at most this often (ms). */
+const PREFETCH_REFRESH_MS = 2;
+/** Jobs started in one turn of the event loop at most (see pump). */
+const PUMP_TURN_MAX = 64;
 const BACKOFF_FIRST_MS = 100;
 const BACKOFF_MAX_MS = 5_000;
 /** A stop never aborts a long poll younger than this: a lease answered at once is read, not lost. */
@@ -114,7 +159,18 @@ export class Worker {
   readonly name: string;
   private readonly queues: string[];
   private readonly concurrency: number;
-  private readonly capacity: number;
+  /** A fixed prefetch, or undefined: automatic. */
+  private readonly fixedPrefetch: number | undefined;
+  private readonly prefetchMs: number;
+  /** The handlers' duration estimate (ms); NaN until one has finished. */
+  private durationMs = NaN;
+  /** What a leased job weighs in its lease's answer (characters), a running average; NaN before a lease. */
+  private jobChars = NaN;
+  private prefetchNow = 0;
+  private prefetchAt = -Infinity;
+  private readonly runningTasks = new Set<Task>();
+  /** Jobs started in this turn of the event loop (see pump). */
+  private turnStarts = 0;
   private readonly pollMs: number;
   private readonly graceMs: number;
   private readonly log: Logger;
@@ -154,7 +210,11 @@ export class Worker {
     if (!q.length) throw new InvalidError("a worker needs queues (or a client with a default queue)", { field: "queues" });
     this.queues = q;
     this.concurrency = Math.max(1, Math.floor(opts.concurrency ?? 1));
-    this.capacity = this.concurrency + Math.max(0, Math.floor(opts.prefetch ?? 0));
+    const pf = opts.prefetch ?? "auto";
+    if (pf !== "auto" && !(typeof pf === "number" && pf >= 0))
+      throw new InvalidError(`prefetch must be "auto" or a number of jobs, not ${String(pf)}`, { field: "prefetch" });
+    this.fixedPrefetch = pf === "auto" ? undefined : Math.floor(pf);
+    this.prefetchMs = Math.max(0, opts.prefetchMs ?? AUTO_PREFETCH_MS);
     this.pollMs = opts.pollMs ?? 30_000;
     this.graceMs = opts.graceMs ?? 10_000;
     this.name = opts.name ?? `${hostname()}/pid-${process.pid}`;
@@ -177,6 +237,34 @@ export class Worker {
   /** Jobs leased and not finished: running, and waiting for a slot. */
   get inHand(): number {
     return this.tasks.size;
+  }
+
+  /**
+   * The jobs leased ahead of a free slot at most, now: the fixed
+   * `prefetch`, or the automatic one (see `prefetch`).
+   */
+  get prefetch(): number {
+    if (this.fixedPrefetch !== undefined) return this.fixedPrefetch;
+    const now = performance.now();
+    if (now - this.prefetchAt < PREFETCH_REFRESH_MS) return this.prefetchNow;
+    this.prefetchAt = now;
+    const d = this.durationMs;
+    if (!(d >= 0)) return (this.prefetchNow = 0); // nothing has finished yet
+    // jobs the slots finish per ms: a free slot at the estimate's pace, a busy one
+    // no faster than the time its handler has run so far (a stuck slot adds nothing)
+    let perMs = (this.concurrency - this.runningTasks.size) / Math.max(d, 1e-3);
+    for (const t of this.runningTasks) perMs += 1 / Math.max(d, now - t.startedAt, 1e-3);
+    const bySize = this.jobChars > 0 ? AUTO_PREFETCH_CHARS / this.jobChars : AUTO_PREFETCH_MAX;
+    return (this.prefetchNow = Math.floor(Math.min(AUTO_PREFETCH_MAX, bySize, perMs * this.prefetchMs)));
+  }
+
+  /** How many jobs to lease now (0: not now): when a slot would idle, or the waiting jobs are down to half the prefetch. */
+  private wanted(): number {
+    const p = this.prefetch;
+    const room = Math.min(this.concurrency + p - this.tasks.size, MAX_LEASE);
+    if (room <= 0) return 0;
+    if (this.waiting.length === 0 || this.waiting.length <= p >> 1) return room;
+    return 0;
   }
 
   /** Runs until `stop()` (or a signal); resolves when every outcome is reported. Rejects when the server refuses the worker. */
@@ -260,17 +348,20 @@ export class Worker {
   private async leaseLoop(): Promise<void> {
     let backoff = BACKOFF_FIRST_MS;
     while (!this.stopping) {
-      const free = this.capacity - this.tasks.size;
-      if (free <= 0) {
+      let want = this.wanted();
+      if (want <= 0) {
         this.leaserState = "waiting";
         this.flushSoon();
         await new Promise<void>((r) => (this.wakeLeaser = r));
         continue;
       }
-      if (this.running > 0 && free < this.capacity) {
-        // let handlers finishing in this turn report with this lease
+      if (this.running > 0 && this.waiting.length === 0) {
+        // handlers finishing in this turn free their slots for this lease
+        // (and, with outcomes "with-lease", report with it)
         await new Promise<void>((r) => setImmediate(r));
         if (this.stopping) break;
+        want = this.wanted();
+        if (want <= 0) continue;
       }
       const outcomes = this.withLease ? this.pending.splice(0, MAX_OUTCOMES) : [];
       // a long poll answers at once when jobs are there; only a lease that
@@ -291,13 +382,17 @@ export class Worker {
             worker: this.name,
             queues: this.queues,
             ...(this.opts.types ? { types: this.opts.types } : {}),
-            max: Math.min(this.capacity - this.tasks.size, 1000),
+            max: want,
             waitMs,
             outcomes,
           },
           ac.signal,
         );
         jobs = r.jobs;
+        if (jobs.length && r.size) {
+          const c = r.size / jobs.length;
+          this.jobChars = this.jobChars > 0 ? this.jobChars + (c - this.jobChars) * 0.5 : c;
+        }
         this.reported(r.results, outcomes);
         if (this.outage) this.log.info("the server answers again");
         this.outage = false;
@@ -332,17 +427,32 @@ export class Worker {
     this.flushSoon();
   }
 
-  /** Starts waiting jobs while slots are free. */
+  /**
+   * Starts waiting jobs while slots are free, at most PUMP_TURN_MAX in one
+   * turn of the event loop: handlers that return at once run one after the
+   * other as microtasks, and without a turn now and then the next lease
+   * would not even be written until every job in hand had run.
+   */
   private pump(): void {
     while (this.running < this.concurrency && this.waiting.length && !this.stopping) {
-      void this.runTask(this.waiting.shift()!);
+      if (this.turnStarts === 0) setImmediate(this.nextTurn);
+      else if (this.turnStarts >= PUMP_TURN_MAX) return; // nextTurn goes on
+      this.turnStarts++;
+      this.runTask(this.waiting.shift()!);
     }
   }
+
+  private readonly nextTurn = (): void => {
+    this.turnStarts = 0;
+    this.pump();
+  };
 
   // ------------------------------------------------------------------ running
 
   private runTask(t: Task): void {
     this.running++;
+    t.startedAt = performance.now();
+    this.runningTasks.add(t);
     const job = t.job;
     const reg = this.registry.get(job.type);
     const ctx = new TaskContext(t, this.name, this.progressFn);
@@ -368,6 +478,10 @@ export class Worker {
     if (t.settled) return;
     t.settled = true;
     this.running--;
+    this.runningTasks.delete(t);
+    const ms = performance.now() - t.startedAt;
+    const d = this.durationMs;
+    this.durationMs = d >= 0 ? d + (ms - d) * (ms > d ? DURATION_UP : DURATION_DOWN) : ms;
     this.end(t, t.outcome(s));
     this.pump();
   }
@@ -389,7 +503,7 @@ export class Worker {
     } else {
       this.stat.dropped++;
     }
-    this.wake();
+    if (this.wakeLeaser && this.wanted() > 0) this.wake();
     if (this.tasks.size === 0) this.idleWaiter?.();
   }
 
@@ -415,7 +529,7 @@ export class Worker {
     if (!this.stopping && this.withLease) {
       // the next lease takes them: the one about to leave, or the one a freed slot wakes
       if (this.leaserState === "leasing") return;
-      if (this.leaserState === "waiting" && this.tasks.size < this.capacity) return;
+      if (this.leaserState === "waiting" && this.wanted() > 0) return;
     }
     this.reporter = this.reportLoop(Infinity).finally(() => {
       this.reporter = undefined;
@@ -481,7 +595,7 @@ export class Worker {
       else setTimeout(() => poll.ac.abort(), POLL_ABORT_MIN_MS - age);
     }
     this.wake();
-    for (const t of [...this.waiting]) this.giveBack(t);
+    for (const t of this.waiting.splice(0)) this.giveBack(t); // the prefetched: not started
     if (this.tasks.size) {
       const cut = setTimeout(() => {
         for (const t of this.tasks.values()) this.stopTask(t, "shutdown");

@@ -265,6 +265,99 @@ describe("worker", () => {
       app.close();
     });
 
+  it("prefetches by default while jobs are short, and leases only for free slots when they are long", async () => {
+    // short jobs: the worker holds many more than its 2 slots (one lease a batch)
+    const short = server.app({ queue: "pf-short" });
+    let w!: Worker;
+    let most = 0;
+    let ran = 0;
+    short.handle("Quick", () => {
+      ran++;
+      most = Math.max(most, w.inHand);
+    });
+    await short.client.submitMany(Array.from({ length: 2000 }, () => ({ type: "Quick" })));
+    await withWorker(short, { concurrency: 2 }, async (worker) => {
+      w = worker; // its defaults: prefetch "auto"
+      await until(() => ran === 2000, "2000 quick jobs to run");
+    });
+    assert.ok(most > 100, `held ${most} jobs at most`);
+    short.close();
+
+    // long jobs (150 ms, longer than the 50 ms of work the prefetch holds): no more than the slots
+    const long = server.app({ queue: "pf-long" });
+    let mostLong = 0;
+    let wl!: Worker;
+    long.handle("Slow", async () => {
+      mostLong = Math.max(mostLong, wl.inHand);
+      await sleep(150);
+    });
+    const hs = await Promise.all(Array.from({ length: 8 }, () => long.enqueue("Slow")));
+    await withWorker(long, { concurrency: 2 }, async (worker) => {
+      wl = worker;
+      for (const h of hs) await h.wait({ timeoutMs: 20_000 });
+      assert.equal(worker.prefetch, 0);
+    });
+    assert.equal(mostLong, 2);
+    long.close();
+  });
+
+  it("prefetches fewer jobs when they are big (about 8 MiB in hand)", async () => {
+    const app = server.app({ queue: "pf-big" });
+    let w!: Worker;
+    let most = 0;
+    let ran = 0;
+    app.handle("Big", () => {
+      ran++;
+      most = Math.max(most, w.inHand);
+    });
+    const blob = "x".repeat(256 * 1024); // 256 KiB of args: about 32 jobs make 8 MiB
+    for (let i = 0; i < 4; i++) await app.client.submitMany(Array.from({ length: 40 }, () => ({ type: "Big", args: blob })));
+    await withWorker(app, { concurrency: 2 }, async (worker) => {
+      w = worker;
+      await until(() => ran === 160, "160 big jobs to run");
+    });
+    assert.ok(most > 2 && most <= 2 + 34, `held ${most} jobs at most`);
+    app.close();
+  });
+
+  it("gives back the jobs it prefetched and had not started when it stops", async () => {
+    const queue = "pf-stop";
+    const app = server.app({ queue });
+    let quick = 0;
+    const held: number[] = [];
+    app.handle("Quick", () => void quick++);
+    app.handle("Hold", (_a, ctx) => {
+      held.push(ctx.id);
+      return untilAborted(ctx.signal).then(() => Promise.reject(ctx.signal.reason as Error));
+    });
+    // the quick jobs teach the worker that jobs are short; the held ones are then prefetched
+    await app.client.submitMany(Array.from({ length: 100 }, () => ({ type: "Quick" })));
+    await app.client.submitMany(Array.from({ length: 200 }, () => ({ type: "Hold" })));
+    const w = app.worker({ concurrency: 2, graceMs: 300, logger: null, handleSignals: false });
+    const running = w.run();
+    await until(() => held.length === 2 && quick === 100 && w.inHand > 2, "two held jobs running and more in hand");
+    await sleep(300); // a lease under way is answered (then, with both slots stuck, none is sent)
+    const inHand = w.inHand;
+    assert.ok(inHand > 2, `${inHand} jobs in hand`);
+    await w.stop();
+    const stats = await running;
+    assert.equal(stats.succeeded, 100);
+    assert.equal(stats.givenBack, inHand); // the two cut off and every one waiting
+    assert.equal(held.length, 2); // none of the waiting ones ran
+    const hold = (await app.client.list({ queue, type: "Hold", limit: 1000 })).jobs;
+    assert.equal(hold.length, 200);
+    assert.deepEqual(hold.filter((j) => j.state !== "ready"), []);
+    const back = hold.filter((j) => j.error === "worker stopped");
+    assert.equal(back.length, inHand);
+    for (const j of back) assert.equal(j.attempts, 1);
+    app.close();
+  });
+
+  it("refuses a bad prefetch", () => {
+    assert.throws(() => tenq.worker({ queues: ["x"], prefetch: -1 }), /prefetch/);
+    assert.throws(() => tenq.worker({ queues: ["x"], prefetch: "many" as unknown as number }), /prefetch/);
+  });
+
   it("keeps outcomes while the server is away and reports them when it is back", async () => {
     const s = await Server.start();
     const app = s.app({ queue: "away", failoverBudgetMs: 2_000 });

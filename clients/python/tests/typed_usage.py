@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict
+from typing import Any, Callable, Dict, Optional
 
 import tenq
 
@@ -35,3 +35,16 @@ def timing(ctx: tenq.Context, call_next: Callable[[], Any]) -> Any:
 
 def work(client: tenq.Client) -> int:
     return tenq.Worker(client, queues=["reports"], concurrency=5, middleware=[timing]).run()
+
+
+def use_tx(cur: Any, ctx: tenq.Context) -> None:
+    """tenq.tx takes any DB-API cursor or connection (typed Any)."""
+    job_id: int = tenq.tx.submit(cur, "acme", "reports", "DataReport.execute", {"report_id": 1},
+                                 priority=5, run_at=0)
+    ids: list[int] = tenq.tx.submit_many(cur, [tenq.JobSpec("T", tenant="acme", queue="q"),
+                                               {"tenant": "acme", "queue": "q", "type": "T"}])
+    tenq.tx.complete(cur, ctx, {"ok": True})
+    tenq.tx.complete(cur, (ctx.id, ctx.token))
+    tenq.tx.fail(cur, ctx, "declined", retry_in_ms=1000)
+    outcome: Optional[Dict[str, Any]] = ctx.tx_outcome
+    print(job_id, ids, outcome)

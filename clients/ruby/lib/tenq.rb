@@ -20,6 +20,7 @@ require_relative "tenq/execution"
 require_relative "tenq/job"
 require_relative "tenq/testing"
 require_relative "tenq/worker"
+require_relative "tenq/tx"
 
 # The Ruby client of tenq, the multi-tenant job queue: a {Client} for the
 # HTTP/JSON protocol, the sync/async switch ({Job}), a {Worker}, test modes

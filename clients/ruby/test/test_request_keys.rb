@@ -75,6 +75,31 @@ class TestRequestKeys < TenqTest::Case
     assert_equal 10_003, ready(c)
   end
 
+  # The next batch is sent once the last is answered (its jobs made), not
+  # before: the jobs are made in order, and a batch that fails leaves those
+  # before it made and those after it unsent.
+  def test_a_bulk_submit_sends_its_batches_one_after_the_other
+    px = proxy(server)
+    c = client(servers: [px.url])
+    handles = c.submit_many(Array.new(25_000) { |i| { type: "Order.run", args: [i] } })
+    ids = handles.map(&:id)
+    assert_equal 25_000, ids.size
+    assert_equal ids.sort, ids, "ids grow in submission order, across the batches"
+    sent = posts(px)
+    assert_equal [10_000, 10_000, 5_000], sent.map { |e| JSON.parse(e.body)["jobs"].size }
+    sent.each_cons(2) do |a, b|
+      assert_operator b.received_at, :>, a.answered_at, "a batch is sent after the one before it is answered"
+    end
+    assert_equal 3, sent.map { |e| e.headers["idempotency-key"] }.uniq.size
+
+    # the second batch is refused whole (too large): the first stands, the third is never sent
+    c2 = client(servers: [own_server(args: ["--max-batch-bytes", "2MiB"]).url])
+    big = "x" * 300
+    jobs = Array.new(25_000) { |i| { type: "Order.run", args: i.between?(10_000, 19_999) ? [big] : [i] } }
+    assert_raises(Tenq::TooLargeError) { c2.submit_many(jobs) }
+    assert_equal 10_000, ready(c2), "the first batch made, the third not sent"
+  end
+
   def test_no_job_key_unless_the_caller_gives_one_and_the_callers_own_dedups
     px = proxy(server)
     c = client(servers: [px.url])

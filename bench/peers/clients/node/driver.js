@@ -1,19 +1,28 @@
 #!/usr/bin/env node
 // SPDX-License-Identifier: Apache-2.0
-// W1 (blank jobs) for the Node client library of tenq and for BullMQ:
+// W1 (blank jobs) for the Node client library of tenq, and for BullMQ:
 // N blank jobs enqueued in bulk (timed), then drained by a worker with
 // concurrency C (timed from the worker's start to the last outcome
 // acknowledged). Prints one JSON line. See README.md here.
 //
+// As a driver of the peer benchmark (bench/peers/README.md, "The driver
+// contract"; bench/peers/plugins/tenq_client_node.py runs it as `tenq-node`):
+//   driver.js --system tenq-node --workload W1 --url http://127.0.0.1:PORT --concurrency 5 --jobs 100000
+// By hand (--server and --redis are other names for --url):
 //   driver.js --system tenq-node --jobs 100000 --concurrency 5 --server http://127.0.0.1:PORT
 //   driver.js --system bullmq    --jobs 100000 --concurrency 5 --redis redis://127.0.0.1:PORT
+// tenq-node only: --prefetch auto|N (default: the library's, auto),
+//   --outcomes separate|with-lease (default: the library's, separate).
 'use strict';
 
 const path = require('node:path');
 const { performance } = require('node:perf_hooks');
 
 const repo = path.resolve(__dirname, '../../../..');
-const opts = { system: '', jobs: 100000, concurrency: 5, server: '', redis: '', prefetch: -1, outcomes: 'separate', timeout: 600 };
+const opts = {
+  system: '', workload: 'W1', jobs: 100000, concurrency: 5, url: '', server: '', redis: '',
+  prefetch: '', outcomes: '', timeout: 600,
+};
 {
   const a = process.argv.slice(2);
   for (let i = 0; i < a.length; i += 2) {
@@ -22,11 +31,15 @@ const opts = { system: '', jobs: 100000, concurrency: 5, server: '', redis: '', 
     if (a[i + 1] === undefined) fail(`missing value for ${a[i]}`);
     opts[k] = typeof opts[k] === 'number' ? Number(a[i + 1]) : a[i + 1];
   }
+  opts.url = opts.url || opts.server || opts.redis;
+  if (opts.workload !== 'W1')
+    fail(`only W1 is measured with the Node client library (${opts.system || 'tenq-node'}), not ${opts.workload}; ` +
+      'the other workloads run on the C driver (tenq-sqlite)', 2);
 }
 
-function fail(msg) {
+function fail(msg, code = 1) {
   process.stderr.write(`driver: ${msg}\n`);
-  process.exit(1);
+  process.exit(code);
 }
 
 const now = () => performance.now();
@@ -42,7 +55,7 @@ async function until(pred, what) {
 
 // ------------------------------------------------------------------ tenq
 async function tenqNode() {
-  if (!opts.server) fail('--server URL is required for tenq-node');
+  if (!opts.url) fail('--url http://HOST:PORT (a tenq server) is required for tenq-node');
   let lib;
   try {
     lib = require(path.join(repo, 'clients/node'));
@@ -51,7 +64,7 @@ async function tenqNode() {
   }
   const { Tenq } = lib;
   const n = opts.jobs;
-  const tenq = new Tenq({ servers: opts.server, tenant: 'acme', queue: 'bench', requestTimeoutMs: 120000 });
+  const tenq = new Tenq({ servers: opts.url, tenant: 'acme', queue: 'bench', requestTimeoutMs: 120000 });
   const before = await tenq.client.call('GET', '/v1/queues/bench').catch(() => ({ succeeded_total: 0 }));
 
   const specs = new Array(n);
@@ -62,46 +75,51 @@ async function tenqNode() {
   const made = res.filter((r) => r.ok && r.created).length;
   if (made !== n) throw new Error(`${made} jobs made, expected ${n}`);
 
+  // every job runs its handler, which notes its id: each must run once
   const seen = new Set();
+  let runs = 0;
   tenq.handle('blank', (_args, ctx) => {
+    runs++;
     seen.add(ctx.id);
   });
   let acked = 0;
-  const prefetch = opts.prefetch >= 0 ? opts.prefetch : 0;
-  const worker = tenq.worker({
+  const wo = {
     concurrency: opts.concurrency,
-    prefetch,
-    outcomes: opts.outcomes,
     logger: null,
     handleSignals: false,
-    startNoticeMs: -1,
     onReported: (results) => {
       for (const r of results) if (r.ok) acked++;
     },
-  });
+  };
+  if (opts.prefetch !== '') wo.prefetch = opts.prefetch === 'auto' ? 'auto' : Number(opts.prefetch);
+  if (opts.outcomes !== '') wo.outcomes = opts.outcomes;
+  const worker = tenq.worker(wo);
   const t2 = now();
   const running = worker.run();
   await until(() => acked >= n, `${n} outcomes acknowledged`);
   const t3 = now();
   await worker.stop();
   const stats = await running;
-  if (seen.size !== n) throw new Error(`${seen.size} distinct jobs ran, expected ${n}`);
+  if (seen.size !== n || runs !== n) throw new Error(`${seen.size} distinct jobs ran ${runs} times, expected ${n}`);
   const q = await tenq.client.call('GET', '/v1/queues/bench');
   const left = q.ready + q.scheduled + q.blocked + q.leased + q.running;
   if (q.succeeded_total - (before.succeeded_total || 0) !== n || left !== 0)
     throw new Error(`the server counts ${q.succeeded_total} succeeded and ${left} unfinished`);
   tenq.close();
+  const set = (k, dflt) => (wo[k] === undefined ? `${dflt} (the default)` : String(wo[k]));
   return {
-    enqueue_per_s: n / ((t1 - t0) / 1000),
-    drain_per_s: n / ((t3 - t2) / 1000),
-    note: `submitMany (10,000 a request, 2 in flight, one Idempotency-Key header a request); Worker concurrency ${opts.concurrency}, prefetch ${prefetch}, outcomes ${opts.outcomes}`,
+    t_enqueue: t1 - t0,
+    t_drain: t3 - t2,
+    driver_note: `Node, the tenq client library (clients/node): client.submitMany (10,000 jobs a request, ` +
+      `2 requests in flight, one Idempotency-Key header a request); Worker concurrency ${opts.concurrency}, ` +
+      `prefetch ${set('prefetch', 'auto')}, outcomes ${set('outcomes', 'separate')}`,
     worker: stats,
   };
 }
 
 // ------------------------------------------------------------------ BullMQ
 async function bullmq() {
-  if (!opts.redis) fail('--redis URL is required for bullmq');
+  if (!opts.url) fail('--url redis://HOST:PORT is required for bullmq');
   let mq;
   try {
     mq = require(path.join(repo, 'bench/peers/node/node_modules/bullmq'));
@@ -109,7 +127,7 @@ async function bullmq() {
     fail(`cannot load bullmq (run bench/peers/setup.sh): ${e.message}`);
   }
   const { Queue, Worker } = mq;
-  const u = new URL(opts.redis);
+  const u = new URL(opts.url);
   const connection = { host: u.hostname, port: Number(u.port), maxRetriesPerRequest: null };
   const JOB_OPTS = { removeOnComplete: true, removeOnFail: true };
   const n = opts.jobs;
@@ -141,17 +159,28 @@ async function bullmq() {
   if (c.wait + c.active + c.delayed + c.failed !== 0) throw new Error(`jobs left in Redis: ${JSON.stringify(c)}`);
   await queue.close();
   return {
-    enqueue_per_s: n / ((t1 - t0) / 1000),
-    drain_per_s: n / ((t3 - t2) / 1000),
-    note: `Queue.addBulk (1,000 jobs a call); Worker concurrency ${opts.concurrency}; removeOnComplete/removeOnFail`,
+    t_enqueue: t1 - t0,
+    t_drain: t3 - t2,
+    driver_note: `Queue.addBulk (1,000 jobs a call); Worker concurrency ${opts.concurrency}; removeOnComplete/removeOnFail`,
   };
 }
 
 async function main() {
-  const run = { 'tenq-node': tenqNode, bullmq }[opts.system];
-  if (!run) fail(`--system must be tenq-node or bullmq, not "${opts.system}"`);
+  // tenq-node and its variants (tenq-node-prefetch0: the same with --prefetch 0)
+  const run = opts.system.startsWith('tenq-node') ? tenqNode : opts.system === 'bullmq' ? bullmq : null;
+  if (!run) fail(`--system must be tenq-node (or a variant of it) or bullmq, not "${opts.system}"`);
   const r = await run();
-  const out = { system: opts.system, jobs: opts.jobs, enqueue_per_s: Math.round(r.enqueue_per_s), drain_per_s: Math.round(r.drain_per_s), concurrency: opts.concurrency, note: r.note };
+  const n = opts.jobs;
+  const enq = n / (r.t_enqueue / 1000);
+  const drain = n / (r.t_drain / 1000);
+  const out = {
+    system: opts.system, workload: 'W1', concurrency: opts.concurrency, jobs: n,
+    enqueue_jobs_per_s: Math.round(enq * 10) / 10, drain_jobs_per_s: Math.round(drain * 10) / 10,
+    ms_per_job: Math.round((r.t_drain / n) * 1e4) / 1e4,
+    // the names of clients-spec.md's driver line
+    enqueue_per_s: Math.round(enq), drain_per_s: Math.round(drain),
+    driver_note: r.driver_note,
+  };
   process.stdout.write(JSON.stringify(out) + '\n');
   process.exit(0);
 }

@@ -5,16 +5,24 @@
 # servers (free loopback ports, data in a temporary folder). Prints each
 # driver's JSON line, then the medians and the ratios.
 #   bench/peers/clients/node/run.sh [RUNS] [JOBS]
-# VARIANTS (default "default with-lease prefetch500") picks the tenq-node
-# variants run beside BullMQ.
+# VARIANTS (default "default prefetch0") picks the tenq-node variants run
+# beside BullMQ: default (the library's defaults: prefetch auto, outcomes
+# separate), prefetch0, prefetch500, with-lease (outcomes with the next lease).
 # Needs: clients/node built (npm ci there), bench/peers/setup.sh run once
-# (BullMQ in bench/peers/node/node_modules, redis-server), $TENQ_BIN.
+# (BullMQ in bench/peers/node/node_modules, redis-server), $TENQ_BIN (default
+# build/tenq, else /opt/tenq-snapshot/tenq).
+# The peer benchmark runs the same driver: python3 bench/peers/run.py
+# --only tenq-node,bullmq,tenq-sqlite --workloads W1 (see README.md here).
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 runs=${1:-3}
 jobs=${2:-100000}
-variants=${VARIANTS:-default with-lease prefetch500}
-TENQ_BIN=${TENQ_BIN:-/opt/tenq-snapshot/tenq}
+variants=${VARIANTS:-default prefetch0}
+repo=$(cd "$here/../../../.." && pwd)
+if [ -z "${TENQ_BIN:-}" ]; then
+    TENQ_BIN=$repo/build/tenq
+    [ -x "$TENQ_BIN" ] || TENQ_BIN=/opt/tenq-snapshot/tenq
+fi
 out=$(mktemp /tmp/tenq-node-w1.XXXXXX)
 
 free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
@@ -51,6 +59,7 @@ while [ $r -le "$runs" ]; do
     for v in $variants; do
         case $v in
         default) sync; sleep 1; tenq_run tenq-node-default ;;
+        prefetch0) sync; sleep 1; tenq_run tenq-node-prefetch0 --prefetch 0 ;;
         with-lease) sync; sleep 1; tenq_run tenq-node-with-lease --outcomes with-lease ;;
         prefetch500) sync; sleep 1; tenq_run tenq-node-prefetch500 --prefetch 500 ;;
         *) echo "run: unknown variant $v" >&2; exit 2 ;;

@@ -2,49 +2,38 @@
 # SPDX-License-Identifier: Apache-2.0
 # frozen_string_literal: true
 
-# W1 (blank jobs) for the Ruby client library: N jobs enqueued in bulk
-# (timed: enqueue jobs/s), then drained with concurrency C (timed: drain
-# jobs/s), on tenq through the tenq gem, or on Sidekiq over Redis.
+# The tenq-ruby driver of the peer benchmark (bench/peers/README.md, "The
+# driver contract"): W1 with the Ruby library, blank jobs enqueued in bulk
+# with Tenq::Client#submit_many (timed: enqueue jobs/s), then drained by a
+# Tenq::Worker with concurrency C (timed: drain jobs/s), against a tenq
+# server the runner started. Every job is checked to have run once.
 #
-#   driver.rb --system tenq --jobs 100000 --concurrency 5 --server http://127.0.0.1:PORT [--prefetch 0]
-#   driver.rb --system sidekiq --jobs 100000 --concurrency 5 --redis redis://127.0.0.1:PORT/0
+#   driver.rb --system tenq-ruby --workload W1 --url http://127.0.0.1:PORT --concurrency 5 --jobs 100000
+#             [--prefetch N]   (the worker's default is :auto)
 #
-# Prints one JSON line {"system", "jobs", "enqueue_per_s", "drain_per_s"}
-# and exits 0; exits 1 with a message when something failed or a job did
-# not run. README.md beside this file says how the numbers were taken.
+# Prints one JSON line and exits 0; exits 1 when something failed or a job
+# did not run, 2 for a workload other than W1 (this driver has only W1).
 require "json"
 require "optparse"
 
-opts = { jobs: 100_000, concurrency: 5 }
+opts = { "system" => "tenq-ruby", "jobs" => 100_000, "concurrency" => 5 }
 OptionParser.new do |o|
-  o.on("--system NAME", %w[tenq sidekiq]) { |v| opts[:system] = v }
-  o.on("--jobs N", Integer) { |v| opts[:jobs] = v }
-  o.on("--concurrency N", Integer) { |v| opts[:concurrency] = v }
-  o.on("--server URL", String) { |v| opts[:server] = v }
-  o.on("--redis URL", String) { |v| opts[:redis] = v }
-  o.on("--queue NAME", String) { |v| opts[:queue] = v }
-  o.on("--prefetch N", Integer, "tenq: jobs leased ahead of free runners (default: the worker's :auto)") do |v|
-    opts[:prefetch] = v
-  end
+  %w[system workload url].each { |k| o.on("--#{k} V", String) { |v| opts[k] = v } }
+  %w[jobs concurrency prefetch].each { |k| o.on("--#{k} N", Integer) { |v| opts[k] = v } }
 end.parse!(ARGV)
 
+unless opts["workload"] == "W1"
+  warn "driver.rb: #{opts['system']} runs W1 only, not #{opts['workload'].inspect} " \
+       "(the Ruby library's W2-W5 and MEM are those of tenq-sqlite: the same server)"
+  exit 2
+end
+
 begin
-  case opts[:system]
-  when "tenq"
-    raise ArgumentError, "--server URL is required" unless opts[:server]
+  raise ArgumentError, "--url http://HOST:PORT is required" unless opts["url"]
 
-    require_relative "tenq_w1"
-    result = TenqW1.new(opts).run
-  when "sidekiq"
-    raise ArgumentError, "--redis URL is required" unless opts[:redis]
-
-    require_relative "sidekiq_w1"
-    result = SidekiqW1.new(opts).run
-  else
-    raise ArgumentError, "--system tenq|sidekiq is required"
-  end
-  puts JSON.generate(result)
+  require_relative "tenq_w1"
+  puts JSON.generate(TenqW1.new(opts).run)
 rescue StandardError, ScriptError => e
-  warn "driver: #{e.class}: #{e.message}"
+  warn "driver.rb: #{e.class}: #{e.message}"
   exit 1
 end

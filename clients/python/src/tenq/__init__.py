@@ -16,10 +16,13 @@
 
     tenq.Worker(client, queues=["reports"], concurrency=5).run()
 
+    with conn.transaction():                 # your PostgreSQL transaction (tenq.tx)
+        tenq.tx.submit(cur, "acme", "reports", "Report.build", {"id": 42})
+
 See README.md for the whole API.
 """
 
-from tenq import middleware, testing, tracing
+from tenq import middleware, testing, tracing, tx
 from tenq._transport import VERSION as __version__
 from tenq.client import Client
 from tenq.context import (
@@ -113,4 +116,5 @@ __all__ = [
     "task",
     "testing",
     "tracing",
+    "tx",
 ]

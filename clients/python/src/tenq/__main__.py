@@ -30,7 +30,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                    help="a module whose handlers to register (repeat)")
     w.add_argument("--type", action="append", help="only jobs of this type (repeat)")
     w.add_argument("--concurrency", "-c", type=int, default=1)
-    w.add_argument("--prefetch", type=int, default=0)
+    w.add_argument("--prefetch", type=int, default=None,
+                   help="jobs leased beyond the free threads (default: adaptive)")
     w.add_argument("--timeout", type=float, help="seconds a handler may run")
     w.add_argument("--grace", type=float, default=10.0, help="seconds to finish after a stop")
     w.add_argument("--poll", type=float, default=30.0, help="longest lease long poll, seconds")

@@ -39,6 +39,7 @@ _FATAL = (UnauthenticatedError, ForbiddenError, InvalidError, NotFoundError)
 
 def _wait_for_capacity(st: State) -> bool:
     """(mu) Waits until a lease is worth it; False when stopping."""
+    st.tune_prefetch()
     want = st.lease_threshold()
     st.lease_want = want
     while not st.stopping and st.free() < want:
@@ -59,20 +60,32 @@ def _take_jobs(st: State, jobs: List[Dict[str, Any]]) -> None:
     """(mu) Leased jobs into the queue the runners take from."""
     now = time.monotonic()
     wall_ms = time.time() * 1000.0
-    soonest = None
+    every: Dict[Any, float] = {}  # seconds between heartbeats, by lease_until
+    soonest = float("inf")
+    hand = st.hand
+    ready = st.ready
+    on_progress = st.progress_changed
+    # after a stop they run like the jobs in hand, while the grace lasts
+    give_back = st.past_grace
     for job in jobs:
-        task = Context(job, on_progress=st.progress_changed)
-        e = Entry(task, now, now + heartbeat_every(job.get("lease_until"), wall_ms))
-        st.hand[task.id] = e
-        if soonest is None or e.next_hb < soonest:
+        task = Context(job, on_progress)
+        until = job.get("lease_until")
+        hb = every.get(until)
+        if hb is None:
+            hb = every[until] = heartbeat_every(until, wall_ms)
+        e = Entry(task, now, now + hb)
+        hand[task.id] = e
+        if e.next_hb < soonest:
             soonest = e.next_hb
-        if st.stopping and st.prefetch:
+        if give_back:
             st.give_back(e)
         else:
-            st.ready.append(e)
+            ready.append(e)
     st.counts.leased += len(jobs)
     st.cv_run.notify(len(jobs))
-    if soonest is not None and soonest < st.report_wake:
+    if soonest < st.hb_soonest:
+        st.hb_soonest = soonest
+    if soonest < st.report_wake:
         st.cv_report.notify()
 
 

@@ -60,52 +60,73 @@ class Reporter:
     # ---- (mu) what is due ------------------------------------------------------------------
 
     def _plan(self, now: float) -> Tuple[_Plan, float]:
-        """(mu) What to send now, and when to look again."""
+        """(mu) What to send now, and when to look again. It looks at the
+        running jobs (a few) every time, at every job in hand only when a
+        heartbeat may be due."""
         st = self.st
         plan = _Plan()
         wake = _INF
-        for e in list(st.hand.values()):
-            if e.state == DONE or e.lost:
+        away = self.away_until
+        for e in list(st.running):
+            if e.lost:
                 continue
-            if e.state == RUNNING:
-                if e.deadline is not None:
-                    if e.deadline <= now:
-                        self._timed_out(e)
-                        continue
-                    wake = min(wake, e.deadline)
-                if not e.start_sent:
-                    at = e.began + START_AFTER
-                    if at <= now and now >= self.away_until:
-                        e.start_sent = True
-                        plan.starts.append(e)
-                    else:
-                        wake = min(wake, max(at, self.away_until))
-            due = e.next_hb
-            if e.progress_dirty:
-                due = min(due, e.progress_sent + PROGRESS_EVERY)
-            due = max(due, self.away_until)
-            if due <= now:
-                if e.state == RUNNING and not e.start_sent:
-                    e.start_sent = True  # a job that reports has started: say so first
+            if e.deadline is not None:
+                if e.deadline <= now:
+                    self._timed_out(e)
+                    continue
+                wake = min(wake, e.deadline)
+            if not e.start_sent:
+                at = max(e.began + START_AFTER, away)
+                if at <= now:
+                    e.start_sent = True
                     plan.starts.append(e)
-                progress = None
-                if e.progress_dirty:
-                    e.progress_dirty = False
-                    e.progress_sent = now
-                    progress = e.task.last_progress
-                e.next_hb = now + HEARTBEAT_MIN * 10  # until the answer sets it
-                plan.beats.append((e, progress))
+                else:
+                    wake = min(wake, at)
+        if st.hb_soonest <= now and away <= now:
+            soonest = _INF
+            for e in st.hand.values():
+                if e.state == DONE or e.lost:
+                    continue
+                if e.next_hb <= now:
+                    self._beat(plan, e, now)
+                soonest = min(soonest, e.next_hb)
+            st.hb_soonest = soonest
+        wake = min(wake, max(st.hb_soonest, away))
+        for e in list(st.progressing):
+            if e.state == DONE or e.lost or not e.progress_dirty:
+                st.progressing.discard(e)
+                continue
+            at = max(e.progress_sent + PROGRESS_EVERY, away)
+            if at <= now:
+                self._beat(plan, e, now)
             else:
-                wake = min(wake, due)
+                wake = min(wake, at)
         if st.done:
             first = st.done[0].done_at + REPORT_AFTER
             quick = not st.carry or st.leaser_parked or st.leaser_done or st.stopping
-            at = max(now if quick else first, self.away_until)
+            at = max(now if quick else first, away)
             if at <= now:
                 plan.outcomes = st.take_outcomes(OUTCOMES_MAX)
             else:
                 wake = min(wake, at)
         return plan, wake
+
+    def _beat(self, plan: _Plan, e: Entry, now: float) -> None:
+        """(mu) A heartbeat of ``e`` goes now, with its progress if it has
+        news (and its start first, for a job that reports)."""
+        st = self.st
+        if e.state == RUNNING and not e.start_sent:
+            e.start_sent = True
+            plan.starts.append(e)
+        progress = None
+        if e.progress_dirty:
+            e.progress_dirty = False
+            e.progress_sent = now
+            progress = e.task.last_progress
+        st.progressing.discard(e)
+        e.next_hb = now + HEARTBEAT_MIN * 10  # until the answer sets it
+        st.hb_soonest = min(st.hb_soonest, e.next_hb)
+        plan.beats.append((e, progress))
 
     def _timed_out(self, e: Entry) -> None:
         """(mu) A handler ran past its timeout: the job fails "timeout" now
@@ -150,7 +171,7 @@ class Reporter:
                         if st.stopping:
                             wake = min(wake, now + 0.1)  # watch the delivery deadline
                         st.cv_report.wait(None if wake == _INF else max(0.0, wake - now))
-                        st.report_wake = _INF
+                        st.report_wake = -_INF
                 self._send(plan)
         finally:
             with st.mu:
@@ -208,12 +229,24 @@ class Reporter:
         with st.mu:
             if err is not None:
                 if isinstance(err, (ConflictError, NotFoundError)):
+                    if task.tx_outcome is not None:
+                        # its handler reported it in a transaction, which
+                        # the server took in: nothing is wrong, and there
+                        # is nothing more to say of it until its outcome
+                        log.debug("job %s: %s after its transaction: %s", task.id, what, err)
+                        e.start_sent = True
+                        e.next_hb = _INF
+                        e.progress_dirty = False
+                        st.progressing.discard(e)
+                        return True
                     st.lose(e, f"{what} refused: {err}")
                     return True
                 if what != "start":
                     e.next_hb = time.monotonic() + HEARTBEAT_MIN * 10
+                    st.hb_soonest = min(st.hb_soonest, e.next_hb)
                     if progress is not None:
                         e.progress_dirty = True
+                        st.progressing.add(e)
                 if err.status == 0 or err.status >= 500 or err.status == 429:
                     self._away(err)
                     return False
@@ -223,6 +256,7 @@ class Reporter:
                 e.next_hb = time.monotonic() + heartbeat_every(
                     ans.get("lease_until"), time.time() * 1000.0
                 )
+                st.hb_soonest = min(st.hb_soonest, e.next_hb)
                 if ans.get("cancel") is True:
                     self._cancel(e)
         return True

@@ -17,7 +17,7 @@ from tenq._wstate import (
     Entry,
     State,
 )
-from tenq.handlers import Registration, chain, invoke, outcome_of
+from tenq.handlers import Registration, run_attempt
 from tenq.context import CANCELLED, SHUTDOWN, Stopped, current_context
 
 
@@ -63,9 +63,16 @@ class Runner:
 
     def _run(self) -> None:
         st = self.st
+        e: Optional[Entry] = None
+        outcome: Dict[str, Any] = {}
         try:
             while True:
                 with st.mu:
+                    if e is not None:
+                        if self.retired:
+                            return  # given up on: its outcome went already
+                        st.ran(e, outcome)
+                        e = None
                     while not st.ready:
                         if self.retired or st.abandon or (st.stopping and st.leaser_done):
                             return
@@ -73,14 +80,6 @@ class Runner:
                     e = st.ready.popleft()
                     reg = self._begin(e)
                 outcome = self._execute(e, reg)
-                with st.mu:
-                    if self.retired:
-                        return  # given up on: its outcome went already
-                    st.nrunning -= 1
-                    e.runner = None
-                    st.push_done(e, outcome)
-                    if st.lease_want and st.free() >= st.lease_want:
-                        st.cv_lease.notify()
         finally:
             with st.mu:
                 if not self.retired:
@@ -95,6 +94,7 @@ class Runner:
         e.began = now = time.monotonic()
         e.runner = self
         st.nrunning += 1
+        st.running.add(e)
         reg = st.handlers.get(e.task.type)
         timeout = reg.timeout if reg is not None and reg.timeout is not None else st.timeout
         if timeout:
@@ -114,11 +114,7 @@ class Runner:
                 "ok": False,
                 "error": f"no handler for type {task.type} on worker {self.st.name}",
             }
-        fn = reg.fn
-        call: Callable[[], Any] = lambda: invoke(fn, task, self._run_coroutine)
-        if self.st.middleware:
-            call = chain(task, call, self.st.middleware)
-        return outcome_of(task, call)
+        return run_attempt(task, reg.fn, self._run_coroutine, self.st.middleware)
 
     def _run_coroutine(self, coro: Coroutine[Any, Any, Any]) -> Any:
         """Runs an async handler's coroutine on this runner's loop; a stop

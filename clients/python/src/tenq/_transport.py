@@ -15,14 +15,15 @@ out.
 
 from __future__ import annotations
 
-import http.client
 import json
 import socket
+import ssl
 import threading
 import time
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 from urllib.parse import urlsplit
 
+from tenq._http import BadResponse, Connection, RemoteDisconnected
 from tenq.errors import (
     ConnectError,
     InvalidError,
@@ -34,8 +35,6 @@ from tenq.errors import (
 )
 
 VERSION = "0.1.0"
-
-_Conn = Union[http.client.HTTPConnection, http.client.HTTPSConnection]
 
 # Backoff between rounds over every server: 50 ms doubling to 1 s.
 _BACKOFF_FIRST = 0.05
@@ -138,8 +137,9 @@ class Transport:
         self.failover_budget = failover_budget
         self._lock = threading.Lock()
         self._cur = 0
-        self._idle: Dict[str, List[_Conn]] = {}
-        self._busy: Dict[int, Tuple[_Conn, float]] = {}
+        self._idle: Dict[str, List[Connection]] = {}
+        self._busy: Dict[int, Tuple[Connection, float]] = {}
+        self._tls: Optional[ssl.SSLContext] = None
         self._interrupted = False
 
     # ---- servers -------------------------------------------------------------------------
@@ -168,7 +168,7 @@ class Transport:
 
     # ---- connections ---------------------------------------------------------------------
 
-    def _checkout(self, base: str) -> Tuple[_Conn, bool]:
+    def _checkout(self, base: str) -> Tuple[Connection, bool]:
         with self._lock:
             pool = self._idle.get(base)
             if pool:
@@ -176,10 +176,14 @@ class Transport:
         scheme, rest = base.split("://", 1)
         host, _, port = rest.rpartition(":")
         host = host.strip("[]")
-        cls = http.client.HTTPSConnection if scheme == "https" else http.client.HTTPConnection
-        return cls(host, int(port), timeout=self.connect_timeout), False
+        tls = None
+        if scheme == "https":
+            if self._tls is None:
+                self._tls = ssl.create_default_context()
+            tls = self._tls
+        return Connection(host, int(port), self.connect_timeout, tls), False
 
-    def _checkin(self, base: str, conn: _Conn) -> None:
+    def _checkin(self, base: str, conn: Connection) -> None:
         with self._lock:
             pool = self._idle.setdefault(base, [])
             if len(pool) < _MAX_IDLE and not self._interrupted:
@@ -262,9 +266,8 @@ class Transport:
                         continue
                     raise _Unreached(f"{base} ({_why(e)})") from None
                 try:
-                    resp = conn.getresponse()
-                    data = resp.read()
-                except http.client.RemoteDisconnected:
+                    status, hdrs, data, will_close = conn.response(method)
+                except RemoteDisconnected:
                     conn.close()
                     if self._interrupted:
                         raise ConnectError("interrupted") from None
@@ -279,7 +282,7 @@ class Transport:
                         f"lost the connection to {base} during {method} {path}: "
                         "the server may or may not have acted on it"
                     ) from None
-                except (OSError, http.client.HTTPException) as e:
+                except (OSError, BadResponse) as e:
                     conn.close()
                     if self._interrupted:
                         raise ConnectError("interrupted") from None
@@ -296,12 +299,11 @@ class Transport:
             finally:
                 with self._lock:
                     self._busy.pop(key, None)
-            hdrs = {k.lower(): v for k, v in resp.getheaders()}
-            if resp.will_close:
+            if will_close:
                 conn.close()
             else:
                 self._checkin(base, conn)
-            return _Answer(resp.status, hdrs, data)
+            return _Answer(status, hdrs, data)
 
     # ---- a request, with failover ---------------------------------------------------------
 

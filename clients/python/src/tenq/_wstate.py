@@ -9,7 +9,7 @@ import ctypes
 import logging
 import threading
 import time
-from typing import Any, Callable, Deque, Dict, List, Optional, Sequence
+from typing import Any, Callable, Deque, Dict, List, Optional, Sequence, Set
 
 from tenq.client import Client
 from tenq.context import LOST, Context
@@ -59,6 +59,13 @@ LEASE_GATHER = 0.001
 # The most jobs a lease asks for, the most outcomes a request carries.
 LEASE_MAX = 1000
 OUTCOMES_MAX = 10_000
+# The default prefetch adapts to the handlers: a worker holds beyond its
+# free threads about this many seconds of work (from their average run
+# time; none until the first jobs finished), at most PREFETCH_MAX jobs.
+PREFETCH_WINDOW = 0.1
+PREFETCH_MAX = 1000
+# Weight of the last job in the average run time.
+RUN_EWMA = 0.1
 
 
 class Entry:
@@ -127,7 +134,7 @@ class State:
         queues: Sequence[str],
         types: Optional[List[str]],
         concurrency: int,
-        prefetch: int,
+        prefetch: Optional[int],
         handlers: Registry,
         middleware: Sequence[Middleware],
         timeout: Optional[float],
@@ -140,8 +147,11 @@ class State:
         self.queues = list(queues)
         self.types = types
         self.concurrency = concurrency
-        self.prefetch = prefetch
-        self.capacity = concurrency + prefetch
+        # prefetch None: adapted to the handlers' run time (tune_prefetch)
+        self.auto_prefetch = prefetch is None
+        self.prefetch = prefetch or 0
+        self.capacity = concurrency + self.prefetch
+        self.avg_run: Optional[float] = None  # seconds a handler ran, on average
         self.handlers = handlers
         self.middleware = list(middleware)
         self.timeout = timeout
@@ -159,6 +169,11 @@ class State:
         self.done: Deque[Entry] = collections.deque()
         self.hand: Dict[int, Entry] = {}
         self.nrunning = 0
+        self.running: Set[Entry] = set()  # the reporter watches their start and timeout
+        self.progressing: Set[Entry] = set()  # progress not sent yet
+        # no heartbeat is due before this (a lower bound: the reporter looks
+        # at every job in hand only then)
+        self.hb_soonest = float("inf")
         self.counts = Counts()
 
         self.stopping = False
@@ -172,7 +187,9 @@ class State:
         self.fatal: Optional[TenqError] = None
         # after a stop: when the reporter gives up delivering outcomes
         self.report_deadline = float("inf")
-        self.report_wake = float("inf")  # when the reporter looks again, while it sleeps
+        # when the reporter looks again while it sleeps; -inf while it works
+        # (it looks at everything before it sleeps: waking it is useless)
+        self.report_wake = float("-inf")
         self.lease_client: Optional[Client] = None
         self.report_client: Optional[Client] = None
         # set by the Worker: asks for a stop (as a signal would); starts a
@@ -191,6 +208,17 @@ class State:
         prefetch, so that leases come in batches."""
         return max(1, (self.prefetch + 1) // 2)
 
+    def tune_prefetch(self) -> None:
+        """(mu) The adaptive prefetch: PREFETCH_WINDOW seconds of work for
+        the threads, at the handlers' average run time so far (none before
+        a job finished: a worker of long jobs holds no job it cannot
+        start)."""
+        if not self.auto_prefetch or self.avg_run is None:
+            return
+        per_s = self.concurrency / max(self.avg_run, 1e-6)
+        self.prefetch = min(PREFETCH_MAX, int(per_s * PREFETCH_WINDOW))
+        self.capacity = self.concurrency + self.prefetch
+
     def push_done(self, entry: Entry, outcome: Dict[str, Any]) -> None:
         """A job's outcome waits to be reported; wakes whoever sends it."""
         entry.state = DONE
@@ -200,19 +228,47 @@ class State:
             self.hand.pop(entry.task.id, None)
             return
         self.done.append(entry)
-        if len(self.done) == 1 or self.stopping:
+        if (len(self.done) == 1 or self.stopping) and self.report_wake > entry.done_at:
             self.cv_report.notify()
+
+    def ran(self, entry: Entry, outcome: Dict[str, Any]) -> None:
+        """(mu) A runner's handler returned: its slot is free, its run time
+        counts in the average, its outcome waits to be reported. (Once a
+        job: push_done and free() written out.)"""
+        self.nrunning -= 1
+        self.running.discard(entry)
+        entry.runner = None
+        entry.state = DONE
+        entry.outcome = outcome
+        entry.done_at = now = time.monotonic()
+        took = now - entry.began
+        avg = self.avg_run
+        self.avg_run = took if avg is None else avg + (took - avg) * RUN_EWMA
+        if entry.lost:
+            self.hand.pop(entry.task.id, None)
+        else:
+            done = self.done
+            done.append(entry)
+            if (len(done) == 1 or self.stopping) and self.report_wake > now:
+                self.cv_report.notify()
+        want = self.lease_want
+        if want and self.capacity - len(self.ready) - self.nrunning >= want:
+            self.cv_lease.notify()
 
     def take_outcomes(self, limit: int) -> List[Entry]:
         """Up to ``limit`` outcomes to report, oldest first (those of lost
         leases dropped)."""
-        out: List[Entry] = []
-        while self.done and len(out) < limit:
-            e = self.done.popleft()
-            if e.lost:
-                self.hand.pop(e.task.id, None)
-                continue
-            out.append(e)
+        done = self.done
+        if len(done) <= limit:
+            out = list(done)
+            done.clear()
+        else:
+            out = [done.popleft() for _ in range(limit)]
+        if self.counts.lost:
+            for e in out:
+                if e.lost:
+                    self.hand.pop(e.task.id, None)
+            out = [e for e in out if not e.lost]
         return out
 
     def requeue_outcomes(self, entries: List[Entry]) -> None:
@@ -223,18 +279,31 @@ class State:
         """(mu) The server answered outcomes: each is counted and
         forgotten."""
         results = results if isinstance(results, list) else []
-        for i, e in enumerate(entries):
-            self.hand.pop(e.task.id, None)
-            res = results[i] if i < len(results) and isinstance(results[i], dict) else {}
-            err = res.get("error")
-            if err is not None:
-                self.counts.refused += 1
+        if len(results) < len(entries):
+            results = results + [{}] * (len(entries) - len(results))
+        hand = self.hand
+        counts = self.counts
+        for e, res in zip(entries, results):
+            hand.pop(e.task.id, None)
+            err = res.get("error") if isinstance(res, dict) else None
+            tx = e.task.tx_outcome
+            if err is not None and tx is not None:
+                # reported in the handler's transaction, which the server
+                # took in first (its retry may be leased already): expected
+                log.debug("job %s: outcome after its transaction: %s", e.task.id,
+                          err.get("message") if isinstance(err, dict) else err)
+                if tx.get("ok"):
+                    counts.succeeded += 1
+                else:
+                    counts.failed += 1
+            elif err is not None:
+                counts.refused += 1
                 log.warning("job %s: outcome refused: %s", e.task.id,
                             err.get("message") if isinstance(err, dict) else err)
             elif e.outcome is not None and e.outcome.get("ok"):
-                self.counts.succeeded += 1
+                counts.succeeded += 1
             else:
-                self.counts.failed += 1
+                counts.failed += 1
         if entries and self.stopping:
             self.wake_control()
 
@@ -280,6 +349,7 @@ class State:
             if e is None or e.task is not task:
                 return
             e.progress_dirty = True
+            self.progressing.add(e)
             if e.progress_sent + PROGRESS_EVERY < self.report_wake:
                 self.cv_report.notify()
 
@@ -303,6 +373,7 @@ class State:
         self.stop_entry(e, reason)
         e.runner = None
         self.nrunning -= 1
+        self.running.discard(e)
         self.push_done(e, outcome)
         if runner is not None:
             runner.retired = True

@@ -71,6 +71,7 @@ class Context:
         "_progress",
         "_on_progress",
         "_lock",
+        "_tx_outcome",
     )
 
     def __init__(
@@ -80,9 +81,11 @@ class Context:
     ) -> None:
         self.job = job
         self.id: int = job["id"]
-        self.token: int = _opt_int(job, "token")
+        token = job.get("token")  # (inline: a worker makes one a job)
+        self.token: int = token if type(token) is int else 0
         self.type: str = job.get("type") or ""
-        self.attempt: int = _opt_int(job, "attempt")
+        attempt = job.get("attempt")
+        self.attempt: int = attempt if type(attempt) is int else 0
         # why the handler should stop (None: it should not); see stop_event
         self.stop_reason: Optional[str] = None
         self._stop_event: Optional[threading.Event] = None
@@ -91,6 +94,7 @@ class Context:
         self._progress: Any = None
         self._on_progress = on_progress
         self._lock = threading.Lock()
+        self._tx_outcome: Optional[Dict[str, Any]] = None
 
     @property
     def args(self) -> Any:
@@ -189,6 +193,19 @@ class Context:
             event.set()
         return True
 
+    @property
+    def tx_outcome(self) -> Optional[Dict[str, Any]]:
+        """The outcome the handler reported in its own database transaction
+        (``tenq.tx.complete``: ``{"ok": True}``; ``tenq.tx.fail``: ``{"ok":
+        False, "error": ..., "retry_in_ms": ...}``), or None. The worker then
+        acknowledges the job without a result, or reports that failure, and
+        takes a refusal of its heartbeats or of that report as expected."""
+        return self._tx_outcome
+
+    def note_tx_outcome(self, outcome: Dict[str, Any]) -> None:
+        """(tenq.tx) The handler reported ``outcome`` in its transaction."""
+        self._tx_outcome = dict(outcome)
+
     def __repr__(self) -> str:
         return f"<tenq.Context id={self.id} type={self.type} attempt={self.attempt}>"
 
@@ -210,9 +227,6 @@ def progress(value: Any) -> None:
         task.progress(value)
 
 
-def set_current(task: Optional[Context]) -> contextvars.Token[Optional[Context]]:
-    return _current.set(task)
-
-
-def reset_current(token: contextvars.Token[Optional[Context]]) -> None:
-    _current.reset(token)
+# The current job of this thread (or async task), as a worker runs it.
+set_current: Callable[[Optional[Context]], "contextvars.Token[Optional[Context]]"] = _current.set
+reset_current: Callable[["contextvars.Token[Optional[Context]]"], None] = _current.reset

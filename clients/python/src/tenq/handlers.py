@@ -9,6 +9,7 @@ import json
 import logging
 import threading
 from dataclasses import dataclass
+from types import CoroutineType
 from typing import Any, Callable, Dict, List, Optional, Sequence, TypeVar
 
 from tenq.errors import InvalidError
@@ -76,8 +77,8 @@ class Registry:
             self._by_type[type] = Registration(type, fn, timeout)
 
     def get(self, type: str) -> Optional[Registration]:
-        with self._lock:
-            return self._by_type.get(type)
+        # no lock: a dict read is atomic, and add() only replaces entries
+        return self._by_type.get(type)
 
     def types(self) -> List[str]:
         with self._lock:
@@ -152,10 +153,33 @@ def outcome_of(task: Context, call: Callable[[], Any]) -> Dict[str, Any]:
     """Runs ``call`` (the handler, wrapped) as ``task``'s attempt and makes
     its outcome, the object POST /v1/outcomes takes. No exception of the
     handler leaves: each is a failed attempt."""
+    return run_attempt(task, lambda _: call(), _no_coroutine)
+
+
+def _no_coroutine(coro: Any) -> Any:
+    return coro
+
+
+def run_attempt(
+    task: Context,
+    fn: Handler,
+    run_coroutine: Callable[[Any], Any],
+    middleware: Sequence[Middleware] = (),
+) -> Dict[str, Any]:
+    """Runs the handler ``fn`` (through ``middleware``; a coroutine it
+    returns by ``run_coroutine``) as ``task``'s attempt and makes its
+    outcome, the object POST /v1/outcomes takes. No exception of the
+    handler leaves: each is a failed attempt. (The worker's path for every
+    job: no call more than needed.)"""
     out: Dict[str, Any] = {"id": task.id, "token": task.token}
     token = set_current(task)
     try:
-        value = call()
+        if middleware:
+            value = chain(task, lambda: invoke(fn, task, run_coroutine), middleware)()
+        else:
+            value = fn(task)
+            if type(value) is CoroutineType:
+                value = run_coroutine(value)
     except Retry as e:
         _retry(e, out)
         return out
@@ -167,10 +191,19 @@ def outcome_of(task: Context, call: Callable[[], Any]) -> Dict[str, Any]:
         return out
     finally:
         reset_current(token)
-    if isinstance(value, Retry):
-        _retry(value, out)
+    tx = task.tx_outcome
+    if tx is not None:
+        # reported in the handler's transaction (tenq.tx): a success is
+        # acknowledged without a result (the transaction's stays), a failure
+        # is reported the same, so that this outcome never contradicts it
+        out.update(tx)
+        if tx.get("ok") and task.stats is not None:
+            out["stats"] = task.stats
         return out
     if value is not None:
+        if isinstance(value, Retry):
+            _retry(value, out)
+            return out
         try:
             json.dumps(value, allow_nan=False)
         except (TypeError, ValueError) as e:

@@ -11,12 +11,13 @@ or, beside other code (tests, a web app's process)::
         ...             # it runs in background threads; leaving stops it
 
 One leaser thread leases up to the free capacity in one request (the
-outcomes of finished jobs ride along), one reporter thread sends
-heartbeats, progress and the outcomes no lease carries, and N runner
-threads run the handlers. A stop stops leasing, lets running jobs finish
-within ``grace`` seconds and reports them; the jobs still running then are
-given back (``worker stopped``, retried at once elsewhere). A second stop
-(a second signal) ends everything at once.
+threads, and the adaptive prefetch: about 0.1 s of work beyond them), one
+reporter thread sends the outcomes of finished jobs, heartbeats and
+progress, and N runner threads run the handlers. A stop stops leasing and
+lets the jobs in hand run and finish within ``grace`` seconds, reporting
+their outcomes; the jobs still running or not started then are given back
+(``worker stopped``, retried at once elsewhere). A second stop (a second
+signal) ends everything at once.
 """
 
 from __future__ import annotations
@@ -56,18 +57,24 @@ class Worker:
     default), wrapped by ``middleware`` (the first outermost).
 
     ``concurrency``: handlers at once (threads). ``prefetch``: jobs leased
-    beyond that, waiting for a free thread. ``timeout``: seconds a handler
-    may run (a handler's own timeout wins): then it is asked to stop and the
-    job fails ``"timeout"``. ``grace``: seconds running jobs get to finish
-    after a stop. ``poll``: the longest lease long poll. A job of a type
+    beyond that, waiting for a free thread; by default (None) it adapts to
+    the handlers: about a tenth of a second of work at their average run
+    time so far (at most 1,000 jobs; none before the first jobs finished,
+    so a worker of long jobs holds none it cannot start), which makes a
+    lease of many short jobs one request; 0 leases only for free threads.
+    ``timeout``: seconds a handler may run (a handler's own timeout wins):
+    then it is asked to stop and the job fails ``"timeout"``. ``grace``:
+    seconds the jobs in hand get to run and finish after a stop (those not
+    done then are given back). ``poll``: the longest lease long poll. A job of a type
     with no handler fails (retried by the queue's backoff: another worker
     may know it).
 
     Outcomes: by default the reporter sends them (``POST /v1/outcomes``,
     batched while one is in flight) as the leaser leases on, so a lease
     never waits for the commit of outcomes. ``carry_outcomes=True`` sends
-    them with the next lease instead (one request a batch, but each lease
-    then waits for that commit: about half the throughput on SQLite)."""
+    them with the next lease instead (fewer requests, but each lease then
+    waits for that commit: slower on SQLite,
+    bench/peers/clients/python/README.md)."""
 
     def __init__(
         self,
@@ -76,7 +83,7 @@ class Worker:
         queues: Union[str, Sequence[str]],
         types: Optional[Sequence[str]] = None,
         concurrency: int = 1,
-        prefetch: int = 0,
+        prefetch: Optional[int] = None,
         handlers: Optional[Registry] = None,
         middleware: Sequence[Middleware] = (),
         timeout: Optional[float] = None,
@@ -90,8 +97,8 @@ class Worker:
             raise InvalidError("a worker needs at least one queue", field="queues")
         if concurrency < 1:
             raise InvalidError("concurrency is 1 or more", field="concurrency")
-        if prefetch < 0:
-            raise InvalidError("prefetch is 0 or more", field="prefetch")
+        if prefetch is not None and prefetch < 0:
+            raise InvalidError("prefetch is 0 or more (or None: adaptive)", field="prefetch")
         if timeout is not None and timeout <= 0:
             raise InvalidError("timeout is positive (or None)", field="timeout")
         base = client if client is not None else Client()

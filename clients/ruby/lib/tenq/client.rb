@@ -251,33 +251,52 @@ module Tenq
       kept
     end
 
-    # One request at a time, so that the jobs are made in order; the body of
-    # the next is generated while the server answers the last.
+    # One request at a time, so that the jobs are made in order, each under
+    # a key of its own. The server is kept busy: the body of the next
+    # request is generated while it works on one, and sent as soon as that
+    # one is answered, before the answer is read into handles (its text is
+    # taken raw, and parsed while the server makes the next batch).
     def submit_batches(jobs)
       handles = []
       pending = nil
       jobs.each_slice(BATCH_MAX) do |slice|
         body = JSON.generate("jobs" => slice)
-        handles.concat(batch_handles(*pending)) if pending
-        key = @keys.next_key
-        pending = [slice.size, Thread.new { quiet_thread { post_jobs(body, key) } }]
+        answered = pending && [pending[0], pending[1].value]
+        pending = [slice.size, post_async(body)]
+        handles.concat(batch_handles(*answered)) if answered
       end
-      handles.concat(batch_handles(*pending)) if pending
+      handles.concat(batch_handles(pending[0], pending[1].value)) if pending
+      pending = nil
       handles
+    ensure
+      finish_pending(pending)
+    end
+
+    # A request still out when something failed is over before the error
+    # leaves submit_many (its own error, if any, is not the one raised).
+    def finish_pending(pending)
+      pending&.last&.join
+    rescue StandardError
+      nil
+    end
+
+    # POST /v1/jobs of a batch in a thread of its own, under a key made now:
+    # the thread's value is the answer's text.
+    def post_async(body)
+      key = @keys.next_key
+      Thread.new do
+        Thread.current.report_on_exception = false # its error is raised by #value
+        post_jobs(body, key, raw: true)
+      end
     end
 
     # One POST /v1/jobs under one key, the same for every attempt.
-    def post_jobs(body, key = @keys.next_key)
-      @transport.call("POST", "/v1/jobs", body, retry_safe: true, headers: { "Idempotency-Key" => key })
+    def post_jobs(body, key = @keys.next_key, raw: false)
+      @transport.call("POST", "/v1/jobs", body, retry_safe: true, headers: { "Idempotency-Key" => key }, raw: raw)
     end
 
-    def quiet_thread
-      Thread.current.report_on_exception = false # its error is raised by #value
-      yield
-    end
-
-    def batch_handles(count, thread)
-      answers = thread.value["jobs"]
+    def batch_handles(count, text)
+      answers = Transport.parse(text, freeze: true)["jobs"]
       unless answers.is_a?(Array) && answers.size == count
         raise ProtocolError, "the batch answer does not hold #{count} results"
       end

@@ -76,6 +76,10 @@ module Tenq
   define_error(:ConnectionError, "connection", UnavailableError)
   # The answer was not the HTTP/JSON the protocol promises.
   define_error(:ProtocolError, "protocol")
+  # A completion or failure in a database transaction ({Tx.complete},
+  # {Tx.fail}) whose token is not the job's current, unexpired lease (or
+  # whose queue's delivery is not exactly-once): the database refused it.
+  define_error(:LeaseError, "conflict", ConflictError)
 
   # A job finished without success (dead, cancelled): raised by
   # {Handle#result}. {#job} is the job as the server last showed it.

@@ -8,7 +8,14 @@ module Tenq
   # come back as strings). Anything else (a Time, a Symbol value, an object
   # whose to_json would be its inspect text) raises {InvalidError} naming the
   # field and the path inside it.
+  #
+  # A bulk submit checks every job's args, so the walk allocates nothing
+  # while the value is good: the path in the message is worked out only
+  # when something is wrong.
   module JSONValue
+    DEEP = "nests deeper than 100 levels"
+    private_constant :DEEP
+
     module_function
 
     # @param value [Object]
@@ -16,42 +23,64 @@ module Tenq
     # @return [Object] value
     # @raise [InvalidError]
     def check!(value, field)
-      walk(value, field, field, 0)
+      problem = walk(value, 0)
+      raise InvalidError.new("#{field}#{path_text(problem[0])} #{problem[1]}", field: field) if problem
+
       value
     end
 
-    # @return [void]
-    def walk(value, field, path, depth)
-      raise InvalidError.new("#{path} nests deeper than 100 levels", field: field) if depth > 100
-
+    # nil when the value is good, else [path (the keys and indexes, outermost
+    # first), what is wrong with it].
+    # @return [Array, nil]
+    def walk(value, depth)
       case value
-      when nil, true, false, Integer, String then check_string(value, field, path)
-      when Float
-        raise InvalidError.new("#{path} is #{value}: JSON has no such number", field: field) unless value.finite?
-      when Array then value.each_with_index { |v, i| walk(v, field, "#{path}[#{i}]", depth + 1) }
-      when Hash then walk_hash(value, field, path, depth)
+      when nil, true, false, Integer then nil
+      when String then string_problem(value)
+      when Float then value.finite? ? nil : [[], "is #{value}: JSON has no such number"]
+      when Array then walk_array(value, depth)
+      when Hash then walk_hash(value, depth)
       else
-        raise InvalidError.new("#{path} is a #{value.class}, which is not JSON " \
-                               "(use nil, true, false, numbers, strings, arrays and hashes)", field: field)
+        [[], "is a #{value.class}, which is not JSON (use nil, true, false, numbers, strings, arrays and hashes)"]
       end
     end
 
-    def walk_hash(hash, field, path, depth)
-      hash.each do |k, v|
+    def walk_array(array, depth)
+      return [[], DEEP] if depth >= 100 && !array.empty?
+
+      array.each_with_index do |v, i|
+        next if v.nil? || v.is_a?(Integer) || (v.is_a?(String) && v.valid_encoding? && v.encoding != Encoding::BINARY)
+
+        problem = walk(v, depth + 1)
+        return problem.tap { |p| p[0].unshift(i) } if problem
+      end
+      nil
+    end
+
+    def walk_hash(hash, depth)
+      return [[], DEEP] if depth >= 100 && !hash.empty?
+
+      hash.each_pair do |k, v|
         unless k.is_a?(String) || k.is_a?(Symbol)
-          raise InvalidError.new("#{path} has a #{k.class} key (#{k.inspect}); JSON keys are strings",
-                                 field: field)
+          return [[], "has a #{k.class} key (#{k.inspect}); JSON keys are strings"]
         end
-        walk(v, field, "#{path}[#{k.to_s.inspect}]", depth + 1)
+        next if v.nil? || v.is_a?(Integer) || (v.is_a?(String) && v.valid_encoding? && v.encoding != Encoding::BINARY)
+
+        problem = walk(v, depth + 1)
+        return problem.tap { |p| p[0].unshift(k.to_s) } if problem
       end
+      nil
     end
 
-    def check_string(value, field, path)
-      return unless value.is_a?(String)
-      return if value.valid_encoding? && (value.encoding != Encoding::BINARY || value.ascii_only?)
+    def string_problem(value)
+      return nil if value.valid_encoding? && (value.encoding != Encoding::BINARY || value.ascii_only?)
 
-      raise InvalidError.new("#{path} is not valid text (#{value.encoding}); JSON carries UTF-8", field: field)
+      [[], "is not valid text (#{value.encoding}); JSON carries UTF-8"]
     end
-    private_class_method :walk, :walk_hash, :check_string
+
+    # "[0][\"to\"]" for the path [0, "to"]
+    def path_text(path)
+      path.map { |p| p.is_a?(Integer) ? "[#{p}]" : "[#{p.inspect}]" }.join
+    end
+    private_class_method :walk, :walk_array, :walk_hash, :string_problem, :path_text
   end
 end

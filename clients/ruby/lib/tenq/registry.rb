@@ -10,7 +10,7 @@ module Tenq
     Entry = Struct.new(:callable, :timeout)
 
     def initialize
-      @handlers = {}
+      @handlers = {}.freeze # replaced, never changed: runners read it without a lock
       @mutex = Mutex.new
     end
 
@@ -22,19 +22,19 @@ module Tenq
       raise ArgumentError, "a handler needs a block or a callable" unless handler.respond_to?(:call)
       raise ArgumentError, "bad type #{type.inspect}: 1-128 printable ASCII, no spaces" unless Registry.type?(type)
 
-      @mutex.synchronize { @handlers[type.to_s] = Entry.new(handler, timeout) }
+      @mutex.synchronize { @handlers = @handlers.merge(type.to_s => Entry.new(handler, timeout)).freeze }
       self
     end
 
     # The entry for a type, or nil.
     # @return [Entry, nil]
     def lookup(type)
-      @mutex.synchronize { @handlers[type] } || Job.route(type)
+      @handlers[type] || Job.route(type)
     end
 
     # @return [Array<String>] the types registered explicitly
     def types
-      @mutex.synchronize { @handlers.keys }
+      @handlers.keys
     end
 
     # A valid type name (docs/SEMANTICS.md).

@@ -39,16 +39,20 @@ module Tenq
     attr_reader :stop_reason
     # @return [Hash, nil] stats sent with the outcome (see {#stats=})
     attr_reader :stats
+    # @return [Execution::Outcome, nil] the outcome a handler gave the job
+    #   in its own database transaction ({Tx.complete}, {Tx.fail})
+    attr_reader :settled
 
     # @api private: the worker's bookkeeping, read and written under its lock
     attr_accessor :state, :thread, :began, :deadline, :lease_length, :next_heartbeat, :start_sent,
-                  :progress_sent_at, :cancel_seen_at, :lost, :interrupted, :outcome, :done_at
+                  :progress_sent_at, :cancel_seen_at, :lost, :interrupted, :outcome, :done_at, :quiet, :calling
 
     def initialize(data, worker = nil)
       @data = data
       @worker = worker
       @state = :queued
       @stop_reason = nil
+      @settled = nil
     end
 
     def id = @data["id"]
@@ -94,6 +98,26 @@ module Tenq
     # @return [void]
     def check!
       raise Stopped, @stop_reason if @stop_reason
+    end
+
+    # @api private: the job was completed or failed in the handler's
+    # database transaction ({Tx}); the worker's own outcome says the same.
+    def settle(outcome)
+      @settled = outcome
+    end
+
+    # @api private: {Tx} is about to complete or fail the job in the
+    # handler's transaction, which holds the job's row until it ends: the
+    # worker sends no start or heartbeat for it from now on (a write of that
+    # row would wait for the transaction), and one already sent is answered
+    # first.
+    def quiet!
+      @worker ? @worker.quiet(self, true) : @quiet = true
+    end
+
+    # @api private: the statement failed: the reports go on.
+    def unquiet!
+      @worker ? @worker.quiet(self, false) : @quiet = false
     end
 
     # @api private

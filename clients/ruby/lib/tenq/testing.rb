@@ -4,7 +4,8 @@
 module Tenq
   # Test modes that need no server, as Sidekiq::Testing and Oban's testing
   # modes. While one is on, every submit (Client#submit, #submit_many, the
-  # async switch) stays in this process:
+  # async switch, {Tx.submit}) stays in this process, and {Tx.complete} and
+  # {Tx.fail} send nothing to the database:
   #
   # - +inline!+: the job's handler runs at submit time (through the worker
   #   middleware); the handle's +wait+ gives its result, or raises
@@ -127,6 +128,7 @@ module Tenq
         task = Task.new(record.merge("token" => 0, "attempt" => record["attempts"]))
         record["attempts"] += 1
         out = Execution.perform(task, registry.lookup(record["type"]), middleware)
+        out = task.settled if task.settled && out.ok # completed or failed with Tx, as the worker does
         record["state"] = out.ok ? "succeeded" : "dead"
         record["result"] = out.result
         record["error"] = out.error

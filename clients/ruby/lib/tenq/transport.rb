@@ -66,6 +66,22 @@ module Tenq
       raise ArgumentError, "bad server URL #{url.inspect}: #{e.message}"
     end
 
+    # The JSON object of a 2xx answer's text (+from+ names the server in
+    # the error). +freeze+: frozen, each string kept once (a bulk submit's
+    # answer repeats "state": "ready" ten thousand times).
+    # @return [Hash]
+    # @raise [ProtocolError] not a JSON object
+    def self.parse(text, from = "the server", freeze: false)
+      return {} if text.empty?
+
+      data = JSON.parse(text, freeze: freeze)
+      raise ProtocolError, "the answer from #{from} is not a JSON object" unless data.is_a?(Hash)
+
+      data
+    rescue JSON::ParserError => e
+      raise ProtocolError, "the answer from #{from} is not JSON: #{e.message[0, 120]}"
+    end
+
     # The servers, the one tried first at the front.
     # @return [Array<String>]
     def servers
@@ -81,14 +97,16 @@ module Tenq
     # Sends METHOD path (with its query) and a JSON body text, and returns
     # the answer's JSON (a Hash). +wait+ (seconds) is a long poll's wait,
     # added to the request timeout; +headers+ are added to every attempt's.
-    # @return [Hash]
-    def call(method, path, body = nil, retry_safe: true, wait: 0, headers: nil)
+    # +raw+: the text of a 2xx answer is returned as it came, unparsed
+    # ({.parse} reads it later; a bulk submit sends its next request first).
+    # @return [Hash, String]
+    def call(method, path, body = nil, retry_safe: true, wait: 0, headers: nil, raw: false)
       state = { deadline: now + @failover_budget, backoff: BACKOFF_FIRST, tried: 0, redirects: 0, failures: [] }
       headers = headers ? @headers.merge(headers) : @headers
       loop do
         base = current_server
-        outcome = attempt(base, [method, path, body, headers], wait, retry_safe)
-        return outcome if outcome.is_a?(Hash)
+        outcome = attempt(base, [method, path, body, headers, raw], wait, retry_safe)
+        return outcome unless outcome.is_a?(Array)
 
         next_attempt(state, base, outcome)
         @mutex.synchronize { @resent += 1 }
@@ -128,13 +146,13 @@ module Tenq
     end
 
     def exchange(http, base, request, wait, retry_safe)
-      method, path, body, headers = request
+      method, path, body, headers, raw = request
       kept = false
       begin
         http.read_timeout = @request_timeout + wait
         res = http.send_request(method, path, body, headers)
         kept = res["Connection"] != "close"
-        answer(res, base)
+        answer(res, base, raw)
       rescue *CONNECT_ERRORS => e
         [:retry, "#{base} (#{describe(e)})", nil, nil]
       rescue *BROKEN_ERRORS => e
@@ -153,11 +171,11 @@ module Tenq
       end
     end
 
-    # A Hash for 2xx; [:redirect, leader] or [:retry, ...] to go on; raises
-    # the server's error otherwise.
-    def answer(res, base)
+    # A Hash for 2xx (its text when +raw+); [:redirect, leader] or [:retry,
+    # ...] to go on; raises the server's error otherwise.
+    def answer(res, base, raw)
       status = res.code.to_i
-      return parse_body(res, base) if status.between?(200, 299)
+      return raw ? res.body.to_s : self.class.parse(res.body.to_s, base) if status.between?(200, 299)
       return redirect(res, base) if [307, 308].include?(status)
 
       error = server_error(res, status, base)
@@ -168,18 +186,6 @@ module Tenq
         return [:retry, "#{base} (#{error.message})", error.retry_after, error]
       end
       raise error
-    end
-
-    def parse_body(res, base)
-      text = res.body.to_s
-      return {} if text.empty?
-
-      data = JSON.parse(text)
-      raise ProtocolError, "the answer from #{base} is not a JSON object" unless data.is_a?(Hash)
-
-      data
-    rescue JSON::ParserError => e
-      raise ProtocolError, "the answer from #{base} is not JSON: #{e.message[0, 120]}"
     end
 
     def redirect(res, base)

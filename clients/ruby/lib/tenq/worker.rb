@@ -50,6 +50,7 @@ module Tenq
     PROGRESS_EVERY = 0.5
     START_AFTER = 0.010
     INTERRUPT_AFTER = 0.050
+    QUIET_WAIT = 2.0
 
     # @return [String] the name recorded on the jobs it runs
     attr_reader :name
@@ -129,6 +130,16 @@ module Tenq
       nil
     end
 
+    # @api private: no more start or heartbeat for a task (+on+ false: they
+    # go on again); waits up to QUIET_WAIT seconds for one in flight.
+    def quiet(task, on)
+      @mutex.synchronize do
+        task.quiet = on
+        deadline = now + QUIET_WAIT
+        @cv_quiet.wait(@mutex, deadline - now) while on && task.calling && now < deadline
+      end
+    end
+
     # @api private: a handler's progress
     def progress(task, value)
       @mutex.synchronize do
@@ -154,10 +165,7 @@ module Tenq
     end
 
     def setup
-      @mutex = Mutex.new
-      @cv_run = ConditionVariable.new
-      @cv_lease = ConditionVariable.new
-      @cv_report = ConditionVariable.new
+      setup_sync
       @hand = {}
       @ready = []
       @done = []
@@ -170,6 +178,7 @@ module Tenq
       @runners_alive = @concurrency
       @active = 0
       @leasing = false
+      @lease_wait = nil
       @backlog = false
       @run_time = nil
       @lease_since = nil
@@ -178,6 +187,16 @@ module Tenq
       @report_retry_at = nil
       @report_failed = false
       @fatal = nil
+    end
+
+    # The lock, the conditions the threads wait on, and the self-pipe that
+    # wakes the control thread.
+    def setup_sync
+      @mutex = Mutex.new
+      @cv_run = ConditionVariable.new
+      @cv_lease = ConditionVariable.new
+      @cv_report = ConditionVariable.new
+      @cv_quiet = ConditionVariable.new
       @wake_r, @wake_w = IO.pipe
     end
 

@@ -11,7 +11,10 @@ module TenqTest
   # then.
   # Bodies carry Content-Length (Net::HTTP's requests, tenq's answers).
   class Proxy
-    Exchange = Struct.new(:request_line, :headers, :body, :answer_headers, :answer, :lost)
+    # +received_at+: the request read whole from the client; +answered_at+:
+    # its answer written back (monotonic clock; nil for a lost answer)
+    Exchange = Struct.new(:request_line, :headers, :body, :answer_headers, :answer, :lost, :received_at,
+                          :answered_at)
 
     attr_reader :url
 
@@ -69,23 +72,28 @@ module TenqTest
     def serve(sock)
       upstream = nil
       while (request_line, headers, body = read_message(sock))
+        received = now
         lose = take_loss
         upstream ||= TCPSocket.new("127.0.0.1", @upstream_port)
         upstream.write(request_line, *headers.map { |k, v| "#{k}: #{v}\r\n" }, "\r\n", body)
         status_line, answer_headers, answer = read_message(upstream) || break
-        @mutex.synchronize do
-          @exchanges << Exchange.new(request_line, headers, body, answer_headers.merge(":status" => status_line),
-                                     answer, lose)
-        end
+        exchange = Exchange.new(request_line, headers, body, answer_headers.merge(":status" => status_line),
+                                answer, lose, received)
+        @mutex.synchronize { @exchanges << exchange }
         break hold_lost if lose
 
         sock.write(status_line, *answer_headers.map { |k, v| "#{k}: #{v}\r\n" }, "\r\n", answer)
+        @mutex.synchronize { exchange.answered_at = now }
       end
     rescue IOError, SystemCallError
       nil
     ensure
       sock.close
       upstream&.close
+    end
+
+    def now
+      Process.clock_gettime(Process::CLOCK_MONOTONIC)
     end
 
     # Whether this request's answer is lost (after waiting for {#release}

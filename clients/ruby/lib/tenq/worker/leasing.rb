@@ -53,13 +53,23 @@ module Tenq
             gather_until ||= now + GATHER
             left = gather_until - now
             if free < most && @running.positive? && left.positive?
-              @cv_lease.wait(@mutex, left)
+              lease_wait(:gather, left)
               next
             end
             return begin_lease(free)
           end
-          @cv_lease.wait(@mutex)
+          lease_wait(:capacity, nil)
         end
+      end
+
+      # Waits (mutex held) for a runner's signal: +:capacity+ for a free
+      # slot, +:gather+ until +timeout+ unless every runner is idle first
+      # ({Running#wake_leaser?} wakes it only then, not at every outcome).
+      def lease_wait(why, timeout)
+        @lease_wait = why
+        @cv_lease.wait(@mutex, timeout)
+      ensure
+        @lease_wait = nil
       end
 
       # How many jobs the worker holds at most (mutex held): its runners,
@@ -88,10 +98,14 @@ module Tenq
       end
 
       # One lease request: the answer, or nil (the outcomes are put back).
+      # A lease that carries outcomes does not long-poll: its answer, which
+      # acknowledges them, would wait for a job to come (the tail of a
+      # drain); when it finds nothing, the next lease, without outcomes, does.
       def lease_once(max, outcomes)
         wire = outcomes.map(&:outcome)
+        wait = wire.empty? ? @poll : 0
         Thread.handle_interrupt(Interrupt => :immediate) do
-          @client.lease(queues: @queues, max: max, wait: @poll, worker: @name, types: @types, outcomes: wire)
+          @client.lease(queues: @queues, max: max, wait: wait, worker: @name, types: @types, outcomes: wire)
         end
       rescue Interrupt
         put_back(outcomes)

@@ -23,8 +23,8 @@ module Tenq
             kind, items = work
             case kind
             when :outcomes then backoff = send_outcomes(items, backoff)
-            when :heartbeats then items.each { |task, progress| heartbeat_task(task, progress) }
-            when :starts then items.each { |task| start_task(task) }
+            when :heartbeats then items.each { |task, progress| calling(task) { heartbeat_task(task, progress) } }
+            when :starts then items.each { |task| calling(task) { start_task(task) } }
             end
           end
         end
@@ -58,6 +58,17 @@ module Tenq
         end
       end
 
+      # A start or heartbeat of the task, marked in flight from its choice
+      # ({#heartbeats_due}, {#starts_due}) to its answer, for {Worker#quiet}.
+      def calling(task)
+        yield
+      ensure
+        @mutex.synchronize do
+          task.calling = false
+          @cv_quiet.broadcast
+        end
+      end
+
       # Timeouts, and cancelled handlers that did not stop within the grace.
       def enforce_limits(time)
         @hand.each_value do |task|
@@ -83,7 +94,7 @@ module Tenq
       def heartbeats_due(time)
         due = []
         @hand.each_value do |task|
-          next if task.lost
+          next if task.lost || task.quiet
 
           progress_due = task.state != :done && task.progress_dirty? &&
                          time - (task.progress_sent_at || -PROGRESS_EVERY) >= PROGRESS_EVERY
@@ -96,15 +107,19 @@ module Tenq
           else
             due << [task, WorkerCalls::NONE]
           end
+          task.calling = true
         end
         due
       end
 
       def starts_due(time)
         due = @hand.each_value.select do |task|
-          task.state == :running && !task.start_sent && time - task.began >= START_AFTER
+          task.state == :running && !task.start_sent && !task.quiet && time - task.began >= START_AFTER
         end
-        due.each { |task| task.start_sent = true }
+        due.each do |task|
+          task.start_sent = true
+          task.calling = true
+        end
       end
 
       def reporting_over?
@@ -122,16 +137,30 @@ module Tenq
         [outcomes_wake(wake), time + 0.001].max - time
       end
 
-      # The earliest of +wake+ and what this task waits for.
+      # The earliest of +wake+ and what this task waits for (no allocation:
+      # this runs for every job in hand at every wake-up).
       def task_wake(task, time, wake)
-        times = [wake, task.next_heartbeat]
-        running = task.state == :running
-        times << task.deadline if running && task.deadline
-        times << (task.cancel_seen_at + @cancel_grace) if running && task.cancel_seen_at
+        wake = report_wake(task, time, wake) unless task.quiet
+        task.state == :running ? limit_wake(task, wake) : wake
+      end
+
+      # The earliest of +wake+ and the task's next heartbeat, start or progress.
+      def report_wake(task, time, wake)
+        wake = task.next_heartbeat if task.next_heartbeat < wake
         # a queued job may start any moment: look again soon to say so
-        times << (time + START_AFTER) if task.state == :queued || (running && !task.start_sent)
-        times << (time + PROGRESS_EVERY) if task.state != :done && task.progress_dirty?
-        times.min
+        soon = time + START_AFTER
+        wake = soon if soon < wake && (task.state == :queued || (task.state == :running && !task.start_sent))
+        later = time + PROGRESS_EVERY
+        wake = later if later < wake && task.state != :done && task.progress_dirty?
+        wake
+      end
+
+      # The earliest of +wake+, a running task's deadline and the end of its
+      # cancellation grace.
+      def limit_wake(task, wake)
+        wake = task.deadline if task.deadline && task.deadline < wake
+        cancel_end = task.cancel_seen_at && (task.cancel_seen_at + @cancel_grace)
+        cancel_end && cancel_end < wake ? cancel_end : wake
       end
 
       # When outcomes waiting for a lease to carry them become due.
@@ -191,9 +220,13 @@ module Tenq
         end
       end
 
+      # A failure the handler's transaction committed already ({Tx.fail})
+      # may be refused when sent again: the job was retried, and leased
+      # again under another token. That is not an error.
       def result_kind(task, result)
         error = result.is_a?(Hash) ? result["error"] : { "message" => "no result" }
         return task.outcome["ok"] ? :succeeded : :failed unless error
+        return :failed if task.settled && !task.settled.ok && !task.outcome["ok"]
 
         @logger.warn("job #{task.id}: the server refused its outcome: #{error['message']}")
         :refused

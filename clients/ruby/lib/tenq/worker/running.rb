@@ -84,7 +84,11 @@ module Tenq
         end
       end
 
+      # A handler that completed or failed its job in its own database
+      # transaction ({Tx}) and returned: the worker reports the same outcome
+      # (answered as applied, whether the transaction's landed first or not).
       def finish_task(task, outcome)
+        outcome = task.settled if task.settled && outcome.ok
         @mutex.synchronize { queue_outcome(task, outcome) }
       end
 
@@ -106,8 +110,16 @@ module Tenq
         took = now - task.began if task.began
         @run_time = @run_time ? (@run_time * 0.9) + (took * 0.1) : took if took
         log_outcome(task, outcome)
-        @cv_lease.signal
-        @cv_report.signal
+        @cv_lease.signal if wake_leaser?
+        @cv_report.signal if @done.size == 1 || task.lost # else it knows of outcomes waiting already
+      end
+
+      # Whether the leaser must hear of this outcome now (mutex held): it
+      # waits for a free slot, or gathers slots and every runner is idle.
+      # While it gathers with runners busy, its own short timeout wakes it:
+      # a wake-up at every outcome would cost more than the jobs themselves.
+      def wake_leaser?
+        @lease_wait == :capacity || (@lease_wait == :gather && @running.zero?)
       end
 
       def log_outcome(task, outcome)

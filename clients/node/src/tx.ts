@@ -1,0 +1,233 @@
+// SPDX-License-Identifier: Apache-2.0
+/**
+ * Jobs submitted and completed in the application's own PostgreSQL
+ * transaction: the SQL functions a tenq server on PostgreSQL installs in
+ * the schema `tenq` (tenq.submit, tenq.submit_many, tenq.complete,
+ * tenq.fail), called on the application's connection, so that a job exists
+ * (or a job is finished) if and only if the application's transaction
+ * commits. The server's leader takes committed rows in within milliseconds.
+ *
+ * `db` is anything with node-postgres's `query(text, values)`: a
+ * `pg.Client`, or a `PoolClient` checked out of a `pg.Pool` (the same
+ * connection for BEGIN ... COMMIT). The library does not depend on `pg`.
+ *
+ * Ids are BIGINT: they are read as text and turned into numbers (tenq's ids
+ * stay below 2^53), whatever the driver does with int8.
+ */
+import { currentJob } from "./context";
+import { ConflictError, InvalidError, ProtocolError, TenqError } from "./errors";
+import { checkJson, type JsonValue } from "./json";
+import type { JobSpec, Outcome } from "./types";
+import { jobToWire } from "./wire";
+
+/** What the helpers need of a database connection: node-postgres's `query(text, values)`. */
+export interface Queryable {
+  query(text: string, values?: unknown[]): PromiseLike<{ rows: unknown[] }>;
+}
+
+/** A leased job: a handler's `ctx`, a `LeasedJob`, or `{ id, token }`. */
+export interface LeaseRef {
+  readonly id: number;
+  readonly token: number;
+}
+
+export interface FailTxOptions {
+  /** Retry after this many ms (0: at once) instead of the queue's backoff. */
+  retryInMs?: number;
+}
+
+/** Defaults for the jobs' tenant and queue (a Client passes its own). */
+export interface TxDefaults {
+  tenant?: string;
+  queue?: string;
+}
+
+/**
+ * How a worker's task learns that its handler settled the job in a
+ * transaction (see TaskContext): its report then says the same thing.
+ * @internal
+ */
+export const TX_SETTLED = Symbol.for("tenq.txSettled");
+
+type TxAware = LeaseRef & { [TX_SETTLED]?: (o: Outcome) => void };
+
+/** The SQLSTATE of a bad argument (invalid_parameter_value). */
+const SQLSTATE_INVALID = "22023";
+/** tenq's SQLSTATE for a lease that is not the job's current one (or a queue that is not exactly-once). */
+const SQLSTATE_LEASE = "TQ002";
+
+/**
+ * Submits one job in the caller's transaction (tenq.submit) and returns its
+ * id (odd: ids made in transactions are). The job exists once the
+ * transaction commits; a rollback leaves nothing. `tenant` and `queue` are
+ * required (here, or in `defaults`). Fields are checked as for
+ * `client.submit` before anything is sent (InvalidError); the server's own
+ * checks raise in the transaction, as InvalidError too.
+ */
+export async function submitTx(db: Queryable, spec: JobSpec, defaults: TxDefaults = {}): Promise<number> {
+  return submitWireTx(db, jobToWire(spec, defaults));
+}
+
+/**
+ * Submits many jobs in the caller's transaction (tenq.submit_many, one
+ * statement) and returns their ids in the order of `specs`.
+ */
+export async function submitManyTx(db: Queryable, specs: readonly JobSpec[], defaults: TxDefaults = {}): Promise<number[]> {
+  return submitManyWireTx(
+    db,
+    specs.map((s, i) => jobToWire(s, defaults, i)),
+  );
+}
+
+/** @internal A job as `jobToWire`/`Client.prepare` made it. */
+export async function submitWireTx(db: Queryable, w: Record<string, unknown>): Promise<number> {
+  const t = txJob(w);
+  const values: unknown[] = [t["tenant"], t["queue"], t["type"]];
+  const named: string[] = [];
+  const add = (name: string, cast: string, v: unknown): void => {
+    if (v === undefined) return;
+    values.push(v);
+    named.push(`${name} => $${values.length}::${cast}`);
+  };
+  add("args", "jsonb", t["args"] === undefined ? undefined : JSON.stringify(t["args"]));
+  add("key", "text", t["key"]);
+  add("unique_key", "text", t["unique_key"]);
+  add('"unique"', "boolean", t["unique"]);
+  add("idempotency_key", "text", t["idempotency_key"]);
+  add("run_at", "timestamptz", t["run_at"]);
+  add("priority", "integer", t["priority"]);
+  add("max_attempts", "integer", t["max_attempts"]);
+  add("score", "float8", t["score"]);
+  add("traceparent", "text", t["traceparent"]);
+  const sql = `SELECT tenq.submit($1::text, $2::text, $3::text${named.map((n) => `, ${n}`).join("")})::text AS id`;
+  const r = await run(db, sql, values);
+  return toId(firstField(r, "id"), "tenq.submit");
+}
+
+/** @internal Jobs as `jobToWire`/`Client.prepare` made them. */
+export async function submitManyWireTx(db: Queryable, wires: Record<string, unknown>[]): Promise<number[]> {
+  if (!wires.length) return [];
+  const jobs = JSON.stringify(wires.map(txJob));
+  const r = await run(db, "SELECT tenq.submit_many($1::jsonb)::text[] AS ids", [jobs]);
+  const ids = firstField(r, "ids");
+  const list = typeof ids === "string" ? parseTextArray(ids) : ids;
+  if (!Array.isArray(list) || list.length !== wires.length)
+    throw new ProtocolError(`tenq.submit_many answered ${Array.isArray(list) ? list.length : "no"} ids for ${wires.length} jobs`);
+  return list.map((x) => toId(x, "tenq.submit_many"));
+}
+
+/**
+ * Marks a leased job of an exactly-once queue succeeded in the caller's
+ * transaction (tenq.complete), together with the application's writes.
+ * Rejects with ConflictError (field `token`) when the lease is not the
+ * job's current, unexpired one, or the queue's delivery is not
+ * `exactly-once`; the transaction is then aborted (roll it back).
+ *
+ * In a worker, pass the handler's `ctx` (or its id and token) and return
+ * after the commit: the worker's own report of the job is then an ack with
+ * the same result, which the server answers as applied.
+ */
+export async function completeTx(db: Queryable, job: LeaseRef, result?: JsonValue): Promise<void> {
+  const { id, token } = lease(job);
+  const values: unknown[] = [id, token];
+  if (result !== undefined) {
+    checkJson(result, "result");
+    values.push(JSON.stringify(result));
+  }
+  await run(db, `SELECT tenq.complete($1::bigint, $2::bigint${result !== undefined ? ", $3::jsonb" : ""})`, values);
+  settled(job, result !== undefined ? { id, token, ok: true, result } : { id, token, ok: true });
+}
+
+/**
+ * The attempt failed, in the caller's transaction (tenq.fail): once it
+ * commits the server retries the job (after `retryInMs`, else the queue's
+ * backoff) or buries it when its attempts are spent. Rejects as
+ * `completeTx` does.
+ *
+ * In a worker, pass the handler's `ctx` and return after the commit: the
+ * worker reports the same failure (answered as applied), not a success.
+ */
+export async function failTx(db: Queryable, job: LeaseRef, error: string, o: FailTxOptions = {}): Promise<void> {
+  const { id, token } = lease(job);
+  if (typeof error !== "string") throw new InvalidError("failTx: error must be a string", { field: "error" });
+  const values: unknown[] = [id, token, error];
+  let retry: number | undefined;
+  if (o.retryInMs !== undefined) {
+    if (!Number.isFinite(o.retryInMs) || o.retryInMs < 0)
+      throw new InvalidError("failTx: retryInMs must be 0 or more", { field: "retry_in_ms" });
+    retry = Math.round(o.retryInMs);
+    values.push(retry);
+  }
+  await run(db, `SELECT tenq.fail($1::bigint, $2::bigint, $3::text${retry !== undefined ? ", $4::bigint" : ""})`, values);
+  settled(job, retry !== undefined ? { id, token, ok: false, error, retryInMs: retry } : { id, token, ok: false, error });
+}
+
+// ------------------------------------------------------------------ helpers
+
+/** A wire job (run_at in ms) as the SQL functions take it (run_at as ISO text); tenant required. */
+function txJob(w: Record<string, unknown>): Record<string, unknown> {
+  if (typeof w["tenant"] !== "string" || w["tenant"] === "")
+    throw new InvalidError("a job submitted in a transaction needs a tenant (or a client with a default tenant)", {
+      field: "tenant",
+    });
+  const t = { ...w };
+  if (typeof t["run_at"] === "number") t["run_at"] = new Date(t["run_at"]).toISOString();
+  return t;
+}
+
+function lease(job: LeaseRef): LeaseRef {
+  if (!job || typeof job !== "object") throw new InvalidError("a job is needed: a handler's ctx, a leased job, or { id, token }", { field: "job" });
+  const { id, token } = job;
+  if (!Number.isSafeInteger(id) || id <= 0) throw new InvalidError(`bad job id ${String(id)}`, { field: "id" });
+  if (!Number.isSafeInteger(token) || token < 0) throw new InvalidError(`bad lease token ${String(token)}`, { field: "token" });
+  return { id, token };
+}
+
+/** Tells the worker running this job (if any) how its handler settled it. */
+function settled(job: LeaseRef, o: Outcome): void {
+  const own = (job as TxAware)[TX_SETTLED];
+  if (typeof own === "function") return own.call(job, o);
+  const cur = currentJob() as (TxAware & object) | undefined;
+  if (cur && cur.id === o.id && cur.token === o.token && typeof cur[TX_SETTLED] === "function") cur[TX_SETTLED](o);
+}
+
+async function run(db: Queryable, sql: string, values: unknown[]): Promise<{ rows: unknown[] }> {
+  if (!db || typeof db.query !== "function")
+    throw new InvalidError("db must have node-postgres's query(text, values): a pg.Client or a PoolClient", { field: "db" });
+  try {
+    return await db.query(sql, values);
+  } catch (e) {
+    throw typed(e);
+  }
+}
+
+/** tenq's SQL errors as the library's typed errors (the driver's error as `cause`); others unchanged. */
+function typed(e: unknown): unknown {
+  if (!e || typeof e !== "object" || e instanceof TenqError) return e;
+  const code = (e as { code?: unknown }).code;
+  const message = (e as { message?: unknown }).message;
+  const text = typeof message === "string" ? message : String(e);
+  if (code === SQLSTATE_INVALID && /^tenq\./.test(text)) return new InvalidError(text, { cause: e });
+  if (code === SQLSTATE_LEASE) return new ConflictError(text, { field: "token", cause: e });
+  return e;
+}
+
+function firstField(r: { rows: unknown[] }, name: string): unknown {
+  const row = r?.rows?.[0];
+  if (!row || typeof row !== "object") throw new ProtocolError(`the query answered no row`);
+  return (row as Record<string, unknown>)[name];
+}
+
+/** A BIGINT id as a number: from text (node-postgres's int8), a number or a BigInt. */
+export function toId(v: unknown, what: string): number {
+  const n = typeof v === "string" && /^[0-9]+$/.test(v) ? Number(v) : typeof v === "bigint" ? Number(v) : v;
+  if (typeof n !== "number" || !Number.isSafeInteger(n) || n <= 0)
+    throw new ProtocolError(`${what}: ${String(v)} is not a job id (a positive integer below 2^53)`);
+  return n;
+}
+
+/** A PostgreSQL text[] literal of plain numbers, `{1,3,5}` (a driver that leaves arrays unparsed). */
+function parseTextArray(s: string): string[] {
+  const inner = s.trim().replace(/^\{/, "").replace(/\}$/, "");
+  return inner === "" ? [] : inner.split(",").map((x) => x.trim().replace(/^"|"$/g, ""));
+}

@@ -1,0 +1,222 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Jobs in your own database transaction (tenq on PostgreSQL).
+
+A server that stores in PostgreSQL installs SQL functions in the schema
+``tenq``; these helpers call them through your DB-API connection or cursor
+(psycopg 3, psycopg2: anything whose ``cursor.execute`` takes ``%s``
+placeholders), inside the transaction you are in::
+
+    with conn.transaction():                       # psycopg 3
+        cur.execute("INSERT INTO orders ...")
+        job_id = tenq.tx.submit(cur, "acme", "mail", "Mail.receipt", {"order": 42})
+
+The job exists if and only if that transaction commits (the server takes it
+in within milliseconds of the commit); ids made so are odd. A worker's
+handler of an exactly-once queue completes its job with its own writes::
+
+    def charge(ctx: tenq.Context) -> None:
+        with conn.transaction():
+            cur.execute("UPDATE accounts ...")
+            tenq.tx.complete(cur, ctx, result={"charged": True})
+
+Nothing is imported at module import time (no driver is a dependency), and
+nothing is caught: an error of the database (a refused argument, SQLSTATE
+22023; a lease that is not current, TQ002; a lost connection) is raised as
+your driver's exception, and your transaction is then to be rolled back.
+Arguments this module can tell are wrong (args that are not JSON, a job that
+is neither a Context nor an ``(id, token)`` pair) raise ``InvalidError``
+before anything is sent.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+
+from tenq.client import _SUBMIT_FIELDS
+from tenq.context import Context, current_context
+from tenq.errors import InvalidError
+from tenq.jobs import JobSpec, RunAt, run_at_ms
+
+# A job a handler holds: its Context, or (id, token) as the lease gave them.
+Lease = Union[Context, Tuple[int, int]]
+
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+
+# The fields of a job of tenq.submit_many: a submit's, as tenq.submit names its arguments.
+_FIELDS = _SUBMIT_FIELDS
+
+_SQL_SUBMIT = (
+    "SELECT tenq.submit(%s::text, %s::text, %s::text, %s::jsonb, %s::text, %s::text, "
+    "%s::boolean, %s::text, %s::timestamptz, %s::integer, %s::integer, "
+    "%s::double precision, %s::text)"
+)
+_SQL_SUBMIT_MANY = "SELECT tenq.submit_many(%s::jsonb)"
+_SQL_COMPLETE = "SELECT tenq.complete(%s::bigint, %s::bigint, %s::jsonb)"
+_SQL_FAIL = "SELECT tenq.fail(%s::bigint, %s::bigint, %s::text, %s::bigint)"
+
+
+def submit(
+    cur: Any,
+    tenant: str,
+    queue: str,
+    type: str,
+    args: Any = None,
+    *,
+    key: Optional[str] = None,
+    unique_key: Optional[str] = None,
+    unique: bool = False,
+    idempotency_key: Optional[str] = None,
+    run_at: Optional[RunAt] = None,
+    priority: int = 0,
+    max_attempts: Optional[int] = None,
+    score: Optional[float] = None,
+    traceparent: Optional[str] = None,
+) -> int:
+    """Submits one job in the transaction of ``cur`` (a DB-API cursor, or a
+    connection: a cursor of it is used); the job's id. The job exists once
+    that transaction commits, never if it rolls back. The options are those
+    of ``Client.submit``; ``run_at`` is a datetime (a naive one is local
+    time) or milliseconds since the epoch. The database refuses what the
+    server would (SQLSTATE 22023, ``tenq.submit: ...``)."""
+    params = (
+        tenant,
+        queue,
+        type,
+        _json(args if args is not None else {}, "args"),
+        key,
+        unique_key,
+        bool(unique),
+        idempotency_key,
+        _timestamp(run_at),
+        priority,
+        max_attempts,
+        score,
+        traceparent,
+    )
+    row = _one(cur, _SQL_SUBMIT, params)
+    return int(row[0])
+
+
+def submit_many(cur: Any, jobs: Iterable[Union[JobSpec, Mapping[str, Any]]]) -> List[int]:
+    """Submits jobs in one statement, in the transaction of ``cur``; their
+    ids, in the order of ``jobs``. Each is a ``JobSpec`` or a mapping with
+    the fields of ``submit`` (``tenant``, ``queue`` and ``type`` required;
+    ``run_at`` a datetime or milliseconds). One job the database refuses
+    fails them all (``tenq.submit_many: job INDEX: ...``, SQLSTATE 22023)."""
+    docs: List[Mapping[str, Any]] = []
+    for i, job in enumerate(jobs):
+        if isinstance(job, JobSpec):
+            body = job.body()
+        elif isinstance(job, Mapping):
+            body = dict(job)
+        else:
+            raise InvalidError(f"job {i}: a JobSpec or a mapping, not {job!r}", field="jobs")
+        unknown = sorted(set(body) - _FIELDS)
+        if unknown:
+            raise InvalidError(f"job {i}: unknown field {unknown[0]!r}", field=unknown[0])
+        out = {name: value for name, value in body.items() if value is not None}
+        if out.get("run_at") is not None:
+            out["run_at"] = _timestamp(out["run_at"])
+        if "unique" in out:
+            out["unique"] = bool(out["unique"])
+        docs.append(out)
+    if not docs:
+        return []
+    row = _one(cur, _SQL_SUBMIT_MANY, (_json(docs, "jobs"),))
+    return [int(x) for x in (row[0] or [])]
+
+
+def complete(cur: Any, job: Lease, result: Any = None) -> None:
+    """Marks a leased job of an exactly-once queue succeeded, in the
+    transaction of ``cur``: together with your writes, or not at all.
+    ``job`` is the handler's Context or ``(id, token)``; ``result`` (JSON)
+    becomes the job's result. The database raises (SQLSTATE TQ002) when the
+    token is not the job's current, unexpired lease or the queue is not
+    exactly-once: roll back then. A worker's own acknowledgement of the job
+    afterwards changes nothing (the worker sends it without a result)."""
+    task, job_id, token = _lease(job)
+    _one(cur, _SQL_COMPLETE, (job_id, token, None if result is None else _json(result, "result")))
+    if task is not None:
+        task.note_tx_outcome({"ok": True})
+
+
+def fail(cur: Any, job: Lease, error: str, retry_in_ms: Optional[int] = None) -> None:
+    """Fails the attempt of a leased job of an exactly-once queue, in the
+    transaction of ``cur``: the server retries it (after ``retry_in_ms``,
+    else by the queue's backoff) or it dies, once the transaction commits.
+    The database raises as ``complete`` does (and 22023 for a negative
+    ``retry_in_ms``). A worker then reports the same failure itself, whatever
+    the handler returns, so that its acknowledgement never contradicts it."""
+    if not isinstance(error, str):
+        raise InvalidError("error is a string", field="error")
+    if retry_in_ms is not None and (
+        isinstance(retry_in_ms, bool) or not isinstance(retry_in_ms, int)
+    ):
+        raise InvalidError("retry_in_ms is an int (or None)", field="retry_in_ms")
+    task, job_id, token = _lease(job)
+    _one(cur, _SQL_FAIL, (job_id, token, error, retry_in_ms))
+    if task is not None:
+        outcome: Dict[str, Any] = {"ok": False, "error": error}
+        if retry_in_ms is not None:
+            outcome["retry_in_ms"] = max(0, retry_in_ms)
+        task.note_tx_outcome(outcome)
+
+
+# ---- helpers -------------------------------------------------------------------------------
+
+
+def _lease(job: Lease) -> Tuple[Optional[Context], int, int]:
+    """The Context to tell (the one given, or the current one when ``job``
+    names its lease), the id and the token."""
+    if isinstance(job, Context):
+        if not job.token:
+            raise InvalidError(f"job {job.id} has no lease token (run inline?)", field="job")
+        return job, job.id, job.token
+    if (
+        isinstance(job, (tuple, list))
+        and len(job) == 2
+        and all(isinstance(x, int) and not isinstance(x, bool) for x in job)
+    ):
+        job_id, token = int(job[0]), int(job[1])
+        cur = current_context()
+        if cur is not None and cur.id == job_id and cur.token == token:
+            return cur, job_id, token
+        return None, job_id, token
+    raise InvalidError("job is a tenq.Context or an (id, token) pair of ints", field="job")
+
+
+def _json(value: Any, field: str) -> str:
+    try:
+        return json.dumps(value, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError) as e:
+        raise InvalidError(f"{field} is not JSON-serialisable: {e}", field=field) from None
+
+
+def _timestamp(value: Optional[RunAt]) -> Optional[str]:
+    """``run_at`` as an ISO 8601 time in UTC, to the millisecond (what
+    PostgreSQL reads as a timestamptz)."""
+    if value is None:
+        return None
+    ms = run_at_ms(value)
+    return (_EPOCH + datetime.timedelta(milliseconds=ms)).isoformat(timespec="milliseconds")
+
+
+def _one(cur: Any, sql: str, params: Sequence[Any]) -> Any:
+    """Runs ``sql`` on ``cur`` (a cursor; of a connection, a new cursor,
+    closed after) and returns its one row."""
+    if hasattr(cur, "fetchone"):
+        cur.execute(sql, params)
+        return cur.fetchone()
+    if not hasattr(cur, "cursor"):
+        raise InvalidError("cur is a DB-API cursor or connection", field="cur")
+    c = cur.cursor()
+    try:
+        c.execute(sql, params)
+        return c.fetchone()
+    finally:
+        c.close()
+
+
+__all__ = ["Lease", "complete", "fail", "submit", "submit_many"]
