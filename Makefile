@@ -8,7 +8,7 @@ JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_ARGS ?=
 
 .PHONY: all build asan run test test-plain test-asan format format-check clean chaos \
-        bench-engine bench-store bench-server bench-takeover deps install bench-worker \
+        bench-engine bench-store bench-server bench-takeover bench-tx deps install bench-worker \
         screenshots bench-peers bench-peers-quick
 
 all: build
@@ -85,6 +85,12 @@ bench-server: build
 bench-takeover: build
 	TENQ_BIN=$(CURDIR)/$(BUILD)/tenq tests/with-pg.sh python3 bench/takeover.py --runs 5
 
+# Jobs submitted in the application's own transaction: tenq beside graphile-worker and pg-boss
+# on one private PostgreSQL, fsync'd commits and then synchronous_commit off (bench/tx/run.sh)
+bench-tx: build
+	TENQ_BIN=$(CURDIR)/$(BUILD)/tenq bench/tx/run.sh --runs 3
+	TENQ_BIN=$(CURDIR)/$(BUILD)/tenq bench/tx/run.sh --runs 3 --commit async
+
 # ---- workers: make install, make bench-worker (docs/WORKER.md) --------------------------------
 PREFIX  ?= /usr/local
 DESTDIR ?=
@@ -113,6 +119,9 @@ bench-peers: build
 	    --only beanstalkd,beanstalkd-binlog,sidekiq,graphile-worker,bullmq,tenq-sqlite,tenq-postgres
 	$(PEERS) --runs 1 --workloads W5 --w5-backlogs 5000000 --w5-measure 1000 --merge --timeout 1800 \
 	    --only pg-boss
+	# the client libraries' workers (W1) beside their languages' queues: RQ, Celery, BullMQ, Sidekiq
+	$(PEERS) --runs 3 --workloads W1 --merge --timeout 1800 \
+	    --only tenq-python,tenq-node,tenq-ruby,rq,celery,bullmq,sidekiq
 
 # Small counts, one run, every system: a smoke test that the harness and every driver work
 # (CI runs it); writes bench/out/peers-quick.{json,md} only.

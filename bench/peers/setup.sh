@@ -2,14 +2,17 @@
 # SPDX-License-Identifier: Apache-2.0
 # Installs what the peer benchmark needs, only what is missing:
 #   Debian: beanstalkd, redis-server, ruby-sidekiq (Sidekiq 6 + ruby), postgresql,
-#           a C compiler and make; then builds the beanstalkd client and runs
-#           `npm ci` in bench/peers/node (graphile-worker, pg-boss, BullMQ, pg).
+#           python3-rq and python3-celery (beside the Python client), a C compiler
+#           and make; then builds the beanstalkd client, runs `npm ci` in
+#           bench/peers/node (graphile-worker, pg-boss, BullMQ, pg) and builds the
+#           Node client (clients/node: npm ci, which builds dist/).
 # Idempotent: a second run installs nothing and rebuilds nothing that is fresh.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 
 need_pkgs=""
-for p in beanstalkd redis-server ruby-sidekiq postgresql gcc make python3; do
+for p in beanstalkd redis-server ruby-sidekiq postgresql gcc make python3 python3-rq \
+    python3-celery; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need_pkgs="$need_pkgs $p"
 done
 if [ -n "$need_pkgs" ]; then
@@ -38,6 +41,13 @@ if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.j
     npm ci --no-audit --no-fund --loglevel=error >&2 ||
         npm install --no-save --no-audit --no-fund --loglevel=error >&2
     touch node_modules/.package-lock.json
+fi
+
+# the Node client, for its W1 beside BullMQ (bench/peers/plugins/tenq_client_node.py)
+client="$here/../../clients/node"
+if [ ! -f "$client/dist/index.js" ] || [ -n "$(find "$client/src" -newer "$client/dist/index.js" 2>/dev/null)" ]; then
+    echo "setup: npm ci in clients/node" >&2
+    (cd "$client" && npm ci --no-audit --no-fund --loglevel=error >&2)
 fi
 
 # the system services that the packages may have started are not used: every

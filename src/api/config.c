@@ -370,7 +370,7 @@ static int resolve_data_dir(api_config *c, FILE *err)
         c->store[0] = 0;
         return -1;
     }
-    snprintf(c->data_dir, sizeof c->data_dir, "%s", abs);
+    memcpy(c->data_dir, abs, strlen(abs) + 1); /* fits: checked above */
     c->data_dir_used = true;
     return 0;
 }

@@ -157,7 +157,7 @@ rkey_set *rkeys_from_load(void *loaded)
     loaded_keys *l = loaded;
     rkey_set *set = rkeys_new();
     if (!l) return set;
-    qsort(l->v, l->n, sizeof(*l->v), by_created);
+    if (l->n) qsort(l->v, l->n, sizeof(*l->v), by_created);
     for (size_t i = 0; i < l->n; i++) {
         if (!rkey_find(set, l->v[i].r.scope, l->v[i].r.key))
             rkey_add(set, l->v[i].r.scope, l->v[i].r.key, l->v[i].r.fingerprint,
