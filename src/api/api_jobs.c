@@ -33,7 +33,7 @@ http_req *read_ctx_take(read_ctx *c)
 
 /* ---- submit ------------------------------------------------------------------------- */
 
-static void submit_result(jbuf *b, const engine_submit_res *res)
+void srv_write_submit_result(jbuf *b, const engine_submit_res *res)
 {
     jb_obj(b);
     if (res->code) {
@@ -54,6 +54,18 @@ static void submit_result(jbuf *b, const engine_submit_res *res)
 }
 
 #define HAND_OVER_JOBS 2000
+
+/* True, with *r, when a batch's answer is a range (rkey_range). */
+static bool answer_range(const engine_submit_res *res, size_t n, rkey_range *r)
+{
+    if (n < 2 || res[1].id <= res[0].id) return false;
+    *r = (rkey_range){res[0].id, res[1].id - res[0].id, n, res[0].state};
+    for (size_t i = 0; i < n; i++)
+        if (res[i].code || !res[i].created || res[i].duplicate || res[i].merged ||
+            res[i].replayed || res[i].state != r->state || res[i].id != r->first + i * r->step)
+            return false;
+    return true;
+}
 
 /* Submits reqs[0..n) (ok[i] false: res[i] holds the job's refusal already;
  * ok NULL: every job was read) and replies: the one job's answer, or {"jobs": [...]} for a batch.
@@ -84,12 +96,14 @@ static void submit_and_reply(server *s, http_req *req, const rkey_ctx *k,
         jb_key(&b, "jobs");
         jb_arr(&b);
     }
-    for (size_t i = 0; i < n; i++) submit_result(&b, &res[i]);
+    for (size_t i = 0; i < n; i++) srv_write_submit_result(&b, &res[i]);
     if (batch) {
         jb_arr_end(&b);
         jb_obj_end(&b);
     }
-    srv_request_key_reply(s, req, k, any_created ? 201 : 200, &b);
+    rkey_range range;
+    bool packed = batch && k->key && answer_range(res, n, &range);
+    srv_request_key_reply(s, req, k, any_created ? 201 : 200, &b, packed ? &range : NULL);
     srv_end_chain(s);
 }
 

@@ -433,7 +433,18 @@ typedef struct rkey_ctx {
 } rkey_ctx;
 bool srv_request_key_begin(server *s, http_req *req, const principal *who, const char **args,
                            rkey_ctx *k);
-void srv_request_key_reply(server *s, http_req *req, const rkey_ctx *k, int status, jbuf *b);
+/* One job's answer to a submit: {"id", "state", "duplicate", "merged"} or {"error"}. */
+void srv_write_submit_result(jbuf *b, const engine_submit_res *res);
+
+/* A batch whose every job was made, in one state, with ids a step apart:
+ * its answer is kept as this range (a few bytes) instead of ~60 bytes a job. */
+typedef struct rkey_range {
+    uint64_t first, step;
+    size_t n;
+    engine_state state;
+} rkey_range;
+void srv_request_key_reply(server *s, http_req *req, const rkey_ctx *k, int status, jbuf *b,
+                           const rkey_range *range);
 rkey_set *rkeys_new(void);
 void rkeys_free(rkey_set *set);
 void *rkeys_load_new(void);

@@ -21,6 +21,7 @@
 #include "base/hash.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 
 struct rkey {
     uint64_t hash, fingerprint;
@@ -240,6 +241,35 @@ static http_req *replay_take(replay_ctx *c)
     return req;
 }
 
+#define RANGE_TAG "range " /* a stored answer kept as an rkey_range (never JSON) */
+
+/* A stored answer as it was sent: a range written out again; NULL when
+ * the answer is not a range. */
+static char *unpack_answer(const char *answer, size_t *len)
+{
+    unsigned long long first, step;
+    size_t n;
+    char name[32];
+    if (strncmp(answer, RANGE_TAG, strlen(RANGE_TAG)) ||
+        sscanf(answer + strlen(RANGE_TAG), "%llu %llu %zu %31s", &first, &step, &n, name) != 4)
+        return NULL;
+    int state = engine_state_parse(name);
+    if (state < 0) return NULL;
+    jbuf b;
+    jb_init(&b);
+    jb_obj(&b);
+    jb_key(&b, "jobs");
+    jb_arr(&b);
+    for (size_t i = 0; i < n; i++) {
+        engine_submit_res res = {
+            .id = first + i * step, .state = (engine_state)state, .created = true};
+        srv_write_submit_result(&b, &res);
+    }
+    jb_arr_end(&b);
+    jb_obj_end(&b);
+    return jb_take(&b, len);
+}
+
 /* The first answer, read back from the store: sent again as it was. */
 static void on_answer(void *ctx, int rc, const store_request_key *r)
 {
@@ -252,8 +282,11 @@ static void on_answer(void *ctx, int rc, const store_request_key *r)
     } else if (!r) { /* kept no more (its TTL passed meanwhile): a new request */
         h_submit(c->srv, req, &c->who, c->args);
     } else {
-        http_reply(req, r->status, "application/json", "Idempotent-Replayed: true\r\n", r->answer,
-                   strlen(r->answer));
+        size_t len = 0;
+        char *whole = unpack_answer(r->answer, &len);
+        http_reply(req, r->status, "application/json", "Idempotent-Replayed: true\r\n",
+                   whole ? whole : r->answer, whole ? len : strlen(r->answer));
+        free(whole);
     }
     replay_free(c);
 }
@@ -334,7 +367,8 @@ static void keyed_committed(server *s, http_req *req, void *ctx, int rc)
     free(r);
 }
 
-void srv_request_key_reply(server *s, http_req *req, const rkey_ctx *k, int status, jbuf *b)
+void srv_request_key_reply(server *s, http_req *req, const rkey_ctx *k, int status, jbuf *b,
+                           const rkey_range *range)
 {
     if (!k->key) {
         srv_commit_reply(s, req, status, b);
@@ -346,7 +380,13 @@ void srv_request_key_reply(server *s, http_req *req, const rkey_ctx *k, int stat
     r->status = status;
     r->body = jb_take(b, &r->len);
     int64_t now = srv_now(s);
-    store_request_key row = {k->scope, k->key, k->fingerprint, status, r->body, now};
+    char packed[96];
+    if (range)
+        snprintf(packed, sizeof packed, RANGE_TAG "%llu %llu %zu %s",
+                 (unsigned long long)range->first, (unsigned long long)range->step, range->n,
+                 engine_state_name(range->state));
+    store_request_key row = {k->scope, k->key, k->fingerprint, status, range ? packed : r->body,
+                             now};
     store_batch_request(s->batch, &row);
     rkey_add(s->rkeys, k->scope, k->key, k->fingerprint, now)->pending = true;
     srv_after_commit(s, req, keyed_committed, r);

@@ -276,6 +276,20 @@ class RequestKeys(unittest.TestCase):
             self.assertNotIn("Idempotent-Replayed", h1)
             self.assertEqual(h2.get("Idempotent-Replayed"), "true")
             self.assertEqual(self.count(srv, "rk"), 2)
+            # a batch kept as a range of ids (every job made, one state) and one that is not
+            # (a duplicate in it) are both answered again byte for byte
+            many = {"jobs": [{"tenant": "acme", "queue": "rk-many", "type": "T", "args": {"n": i}}
+                             for i in range(50)]}
+            mixed = {"jobs": [{"tenant": "acme", "queue": "rk-mix", "type": "T", "unique": True},
+                              {"tenant": "acme", "queue": "rk-mix", "type": "T", "unique": True},
+                              {"tenant": "acme", "queue": "rk-mix", "type": "T",
+                               "run_at": 4102444800000}]}
+            for key, body in (("k-many", many), ("k-mix", mixed)):
+                st, first, _ = self.submit(srv, key, body)
+                st2, again, h = self.submit(srv, key, body)
+                self.assertEqual((st2, again, h.get("Idempotent-Replayed")), (st, first, "true"))
+            self.assertTrue(first["jobs"][1]["duplicate"])
+            self.assertEqual(self.count(srv, "rk-many"), 50)
             # another body under the same key: refused, nothing made
             st, ans, _ = self.submit(srv, "k-1", {"tenant": "acme", "queue": "rk", "type": "U"})
             self.assertEqual((st, ans["error"]["field"]), (409, "Idempotency-Key"))
