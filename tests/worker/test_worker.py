@@ -306,7 +306,7 @@ def note(what, job):
     os.close(fd)
 def run(job):
     note("start", job)
-    time.sleep(random.uniform(0.01, 0.05))
+    time.sleep(random.uniform(0.05, 0.15))  # long enough for slots to fill on a loaded machine
     note("end", job)
 if len(sys.argv) > 1 and sys.argv[1] == "lines":
     for line in sys.stdin:
