@@ -331,6 +331,12 @@ void h_queue_put(server *s, http_req *req, const principal *who, const char **ar
         return;
     }
     json_decref(body);
+    if (q.delivery == ENGINE_EXACTLY_ONCE && !store_has_inbox(s->st)) {
+        reply_error(req, TENQ_EINVALID, "delivery",
+                    "exactly-once needs PostgreSQL: a handler completes its job in its own "
+                    "transaction there (docs/transactions.md)");
+        return;
+    }
     engine_err err;
     if (engine_queue_set(s->e, srv_now(s), name, &q, &err) != 0) {
         reply_engine_err(req, &err);

@@ -41,8 +41,8 @@
     XX(delivery, "delivery", CHOICE, 0, 0, 2,                                                      \
        TQ_WORDS("at-least-once", "at-most-once", "exactly-once"), "Delivery",                      \
        "at-least-once: failed and expired attempts retry; at-most-once: never handed out twice; "  \
-       "exactly-once: retried as at-least-once, each lease stored before it is handed out, so a "  \
-       "handler may complete its job in its own PostgreSQL transaction (tenq.complete)")           \
+       "exactly-once (PostgreSQL): retried as at-least-once, each lease stored before it is "      \
+       "handed out, so a handler may complete its job in its own transaction (tenq.complete)")     \
     XX(lease_ms, "lease", MS, 300000, 100, 7 * TQ_DAY_MS, NULL, "Lease",                           \
        "a lease not renewed by then counts as a failed attempt")                                   \
     XX(max_attempts, "max-attempts", COUNT, 25, 1, TQ_ATTEMPTS_MAX, NULL, "Max attempts",          \

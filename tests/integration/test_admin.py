@@ -9,7 +9,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from harness import Server, ServerTest, main  # noqa: E402
+from harness import STORE, Server, ServerTest, main  # noqa: E402
 
 
 class AdminEndpoints(ServerTest):
@@ -42,7 +42,10 @@ class AdminEndpoints(ServerTest):
                 status, body = self.srv.req("PUT", path, {name: bad})
                 self.assertEqual((status, body["error"]["field"]), (400, name), body)
                 self.assertEqual(self.srv.ok("GET", path)[name], before[name])
-                good = (row["choices"][-1] if row["kind"] == "choice" else not row["default"]
+                choices = row.get("choices", [])
+                if name == "delivery" and STORE == "sqlite":  # exactly-once: PostgreSQL only
+                    choices = [c for c in choices if c != "exactly-once"]
+                good = (choices[-1] if row["kind"] == "choice" else not row["default"]
                         if row["kind"] == "bool" else row["min"] if name != "backoff_max_ms"
                         else row["max"])
                 self.assertEqual(self.srv.ok("PUT", path, {name: good})[name], good, name)
@@ -62,6 +65,14 @@ class AdminEndpoints(ServerTest):
             self.assertEqual(body["error"]["field"], field, bad)
         self.assertEqual(self.srv.ok("GET", "/v1/queues/qs")["lease_ms"], 60000)
         self.assertEqual(self.srv.req("GET", "/v1/queues/nothing")[0], 404)
+        # exactly-once lets a handler complete its job in its own PostgreSQL transaction
+        status, body = self.srv.req("PUT", "/v1/queues/qs", {"delivery": "exactly-once"})
+        if STORE == "sqlite":
+            self.assertEqual((status, body["error"]["field"]), (400, "delivery"))
+            self.assertIn("PostgreSQL", body["error"]["message"])
+            self.assertEqual(self.srv.ok("GET", "/v1/queues/qs")["delivery"], "at-least-once")
+        else:
+            self.assertEqual((status, body["delivery"]), (200, "exactly-once"))
 
     def test_morgue_list_requeue_delete(self):
         ids = []
