@@ -414,27 +414,28 @@ class Client(WorkerRequests):
         limit: Optional[int] = None,
     ) -> JobPage:
         """One page of jobs, newest first (default 50, at most 1,000)."""
-        query = {
-            k: v
-            for k, v in (
-                ("tenant", tenant),
-                ("queue", queue),
-                ("type", type),
-                ("state", state),
-                ("key", key),
-                ("after_id", after_id),
-                ("limit", limit),
-            )
-            if v is not None
-        }
-        path = "/v1/jobs" + ("?" + urlencode(query) if query else "")
-        ans = self._t.request("GET", path, safe=True)
+        return self._job_page(
+            "/v1/jobs",
+            "list",
+            tenant=tenant,
+            queue=queue,
+            type=type,
+            state=state,
+            key=key,
+            after_id=after_id,
+            limit=limit,
+        )
+
+    def _job_page(self, path: str, what: str, **params: Any) -> JobPage:
+        """GET path with the params that are not None: a page of jobs."""
+        query = {k: v for k, v in params.items() if v is not None}
+        ans = self._t.request("GET", path + ("?" + urlencode(query) if query else ""), safe=True)
         if not isinstance(ans, dict) or not isinstance(ans.get("jobs"), list):
-            raise ProtocolError("the list answer holds no jobs")
+            raise ProtocolError(f"the {what} answer holds no jobs")
         nxt = ans.get("next")
         return JobPage(
             [Job.from_json(j) for j in ans["jobs"]],
-            nxt if isinstance(nxt, int) else None,
+            nxt if isinstance(nxt, (int, str)) else None,
         )
 
     def iter_jobs(self, **filters: Any) -> Iterator[Job]:
@@ -461,23 +462,16 @@ class Client(WorkerRequests):
     ) -> JobPage:
         """One page of dead jobs (newest death first, or ``sort="id"``);
         pass ``next`` as ``after`` for the following page."""
-        query = {
-            k: v
-            for k, v in (
-                ("tenant", tenant),
-                ("queue", queue),
-                ("type", type),
-                ("sort", sort),
-                ("after", after),
-                ("limit", limit),
-            )
-            if v is not None
-        }
-        path = "/v1/morgue" + ("?" + urlencode(query) if query else "")
-        ans = self._t.request("GET", path, safe=True)
-        if not isinstance(ans, dict) or not isinstance(ans.get("jobs"), list):
-            raise ProtocolError("the morgue answer holds no jobs")
-        return JobPage([Job.from_json(j) for j in ans["jobs"]], ans.get("next"))
+        return self._job_page(
+            "/v1/morgue",
+            "morgue",
+            tenant=tenant,
+            queue=queue,
+            type=type,
+            sort=sort,
+            after=after,
+            limit=limit,
+        )
 
     def requeue(self, job_id: int) -> Dict[str, Any]:
         """Takes a dead job out of the morgue: attempts reset, run now."""
