@@ -236,12 +236,29 @@ static void find_pair(void *ctx, const char *queue, const char *tenant, const en
     }
 }
 
+typedef struct pauses_ctx {
+    jbuf *b;
+    const char *only; /* a tenant token: its own tenant only */
+} pauses_ctx;
+
+static void json_pause(void *ctx, const char *queue, const char *tenant)
+{
+    (void)queue;
+    pauses_ctx *p = ctx;
+    if (!p->only || strcmp(p->only, tenant) == 0) jb_str(p->b, tenant);
+}
+
 static void json_queue(jbuf *b, server *s, const principal *who, const char *name,
                        const engine_queue_settings *qs, const engine_counts *c)
 {
     jb_obj(b);
     jb_kstr(b, "name", name);
     json_settings(b, engine_queue_setting_rows, engine_queue_setting_count, qs);
+    jb_key(b, "paused_tenants");
+    jb_arr(b);
+    pauses_ctx pc = {b, who->role == ROLE_TENANT && who->tok ? who->tok->tenant : NULL};
+    engine_foreach_pause(s->e, name, json_pause, &pc);
+    jb_arr_end(b);
     if (who->role == ROLE_TENANT && who->tok) {
         /* a tenant sees its own jobs only */
         pair_ctx p = {name, who->tok->tenant, {0}, false};
@@ -309,6 +326,71 @@ static void queue_reply(server *s, http_req *req, const principal *who, const ch
 void h_queue_get(server *s, http_req *req, const principal *who, const char **args)
 {
     queue_reply(s, req, who, args[0], false);
+}
+
+/* POST /v1/queues/{q}/pause and /resume, with {"tenant": t} for one tenant
+ * (a tenant token: its own, by default).  Only an admin pauses a whole queue. */
+static void queue_pause(server *s, http_req *req, const principal *who, const char *name,
+                        bool paused)
+{
+    if (!engine_name_valid(name)) {
+        reply_error(req, TENQ_EINVALID, "name", "queue names are 1-64 of A-Z a-z 0-9 . _ -");
+        return;
+    }
+    const char *tenant = NULL;
+    json_t *body = NULL;
+    if (req->body_len) {
+        static const char *const fields[] = {"tenant", NULL};
+        if (!(body = req_body(req))) return;
+        if (!req_only_fields(req, body, fields)) goto out;
+        json_t *t = json_object_get(body, "tenant");
+        if (t && !json_is_null(t)) {
+            if (!json_is_string(t)) {
+                reply_error(req, TENQ_EINVALID, "tenant", "tenant must be a string");
+                goto out;
+            }
+            tenant = json_string_value(t);
+        }
+    }
+    if (who->role == ROLE_TENANT && who->tok) {
+        if (tenant && strcmp(tenant, who->tok->tenant) != 0) {
+            reply_error(req, TENQ_EFORBIDDEN, "tenant", "this token pauses tenant %s only",
+                        who->tok->tenant);
+            goto out;
+        }
+        if (!token_allows_queue(who->tok, name)) {
+            reply_error(req, TENQ_EFORBIDDEN, "queue", "this token may not use queue %s", name);
+            goto out;
+        }
+        tenant = who->tok->tenant;
+    }
+    engine_err err;
+    int rc;
+    if (tenant) {
+        rc = engine_pause_tenant(s->e, srv_now(s), name, tenant, paused, &err);
+    } else {
+        engine_queue_settings q;
+        if (engine_queue_get(s->e, srv_now(s), name, &q, NULL) != 0)
+            engine_queue_settings_defaults(&q);
+        q.paused = paused;
+        rc = engine_queue_set(s->e, srv_now(s), name, &q, &err);
+    }
+    if (rc != 0)
+        reply_engine_err(req, &err);
+    else
+        queue_reply(s, req, who, name, true);
+out:
+    json_decref(body);
+}
+
+void h_queue_pause(server *s, http_req *req, const principal *who, const char **args)
+{
+    queue_pause(s, req, who, args[0], true);
+}
+
+void h_queue_resume(server *s, http_req *req, const principal *who, const char **args)
+{
+    queue_pause(s, req, who, args[0], false);
 }
 
 void h_queue_put(server *s, http_req *req, const principal *who, const char **args)

@@ -507,6 +507,8 @@ void h_tenant_put(server *s, http_req *req, const principal *who, const char **a
 void h_queues(server *s, http_req *req, const principal *who, const char **args);
 void h_queue_get(server *s, http_req *req, const principal *who, const char **args);
 void h_queue_put(server *s, http_req *req, const principal *who, const char **args);
+void h_queue_pause(server *s, http_req *req, const principal *who, const char **args);
+void h_queue_resume(server *s, http_req *req, const principal *who, const char **args);
 void h_morgue(server *s, http_req *req, const principal *who, const char **args);
 void h_morgue_requeue(server *s, http_req *req, const principal *who, const char **args);
 void h_morgue_delete(server *s, http_req *req, const principal *who, const char **args);

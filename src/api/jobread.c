@@ -12,9 +12,9 @@
 #include <math.h>
 
 static const char *const job_fields[] = {
-    "tenant",       "queue",  "type",        "args",   "key",
-    "priority",     "run_at", "unique_key",  "unique", "idempotency_key",
-    "max_attempts", "score",  "traceparent", NULL};
+    "tenant",       "queue",  "type",        "args",       "key",
+    "priority",     "run_at", "unique_key",  "unique",     "idempotency_key",
+    "max_attempts", "score",  "traceparent", "timeout_ms", NULL};
 enum {
     F_TENANT,
     F_QUEUE,
@@ -29,6 +29,7 @@ enum {
     F_MAX_ATTEMPTS,
     F_SCORE,
     F_TRACE,
+    F_TIMEOUT,
     F_N
 };
 
@@ -99,6 +100,7 @@ bool read_job(json_t *o, const principal *who, engine_submit_req *r, char **args
     INT("priority", r->priority, ENGINE_PRIORITY_MIN, ENGINE_PRIORITY_MAX, r->has_priority = true);
     INT("run_at", r->run_at, 0, RUN_AT_MAX, (void)0);
     INT("max_attempts", r->max_attempts, 1, ENGINE_ATTEMPTS_MAX, (void)0);
+    INT("timeout_ms", r->timeout_ms, 0, 7 * TQ_DAY_MS, (void)0);
     json_t *u = json_object_get(o, "unique");
     if (u && !json_is_null(u)) {
         if (!json_is_boolean(u)) {
@@ -361,6 +363,10 @@ bool read_job_text(tq_iter *obj, const principal *who, engine_submit_req *r, cha
         case F_MAX_ATTEMPTS:
             if (!text_int(v, &x) || x < 1 || x > ENGINE_ATTEMPTS_MAX) goto decline;
             r->max_attempts = (uint32_t)x;
+            break;
+        case F_TIMEOUT:
+            if (!text_int(v, &x) || x < 0 || x > 7 * TQ_DAY_MS) goto decline;
+            r->timeout_ms = x;
             break;
         case F_UNIQUE:
             if (v.p[0] != 't' && v.p[0] != 'f') goto decline;

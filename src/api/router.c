@@ -25,6 +25,8 @@ static const route routes[] = {
     {"GET", "/v1/queues", h_queues, ROLES_ALL},
     {"GET", "/v1/queues/{}", h_queue_get, ROLES_ALL},
     {"PUT", "/v1/queues/{}", h_queue_put, ROLE_ADMIN},
+    {"POST", "/v1/queues/{}/pause", h_queue_pause, ROLE_ADMIN | ROLE_TENANT},
+    {"POST", "/v1/queues/{}/resume", h_queue_resume, ROLE_ADMIN | ROLE_TENANT},
     {"GET", "/v1/morgue", h_morgue, ROLE_ADMIN | ROLE_TENANT},
     {"POST", "/v1/morgue/requeue", h_morgue_requeue_where, ROLE_ADMIN | ROLE_TENANT},
     {"POST", "/v1/morgue/delete", h_morgue_delete_where, ROLE_ADMIN | ROLE_TENANT},

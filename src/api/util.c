@@ -217,6 +217,12 @@ static void json_wait(jbuf *b, const engine_job_info *j, const engine_wait *w)
                  "tenant at once",
                  j->tenant, w->active, w->limit, j->queue);
         break;
+    case ENGINE_WAIT_QUEUE_PAUSED:
+        snprintf(msg, sizeof msg, "queue %.200s is paused", j->queue);
+        break;
+    case ENGINE_WAIT_TENANT_PAUSED:
+        snprintf(msg, sizeof msg, "queue %.200s is paused for tenant %.200s", j->queue, j->tenant);
+        break;
     default:
         snprintf(msg, sizeof msg, "ready: waiting for a worker to lease from queue %.200s",
                  j->queue);
@@ -257,6 +263,7 @@ void api_json_job(jbuf *b, const engine_job_info *j, job_view view, bool show_to
     }
     jb_kint(b, "priority", j->priority);
     if (j->traceparent) jb_kstr(b, "traceparent", j->traceparent);
+    if (j->timeout_ms) jb_kint(b, "timeout_ms", j->timeout_ms);
     if (view == JOB_LEASE) {
         jb_kint(b, "attempt", j->attempts ? j->attempts - 1 : 0);
         jb_kint(b, "max_attempts", j->max_attempts);

@@ -63,7 +63,12 @@
     XX(max_payload_bytes, "max-payload", BYTES, 1048576, 2, 64 * 1024 * 1024, NULL, "Max payload", \
        "the largest args a job may carry")                                                         \
     XX(tenant_cap, "tenant-cap", LIMIT, TQ_UNLIMITED, 1, TQ_UNLIMITED - 1, NULL, "Per-tenant cap", \
-       "jobs of one tenant leased or running in this queue at once")
+       "jobs of one tenant leased or running in this queue at once")                               \
+    XX(timeout_ms, "timeout", MS, 0, 0, 7 * TQ_DAY_MS, NULL, "Timeout",                            \
+       "an attempt still running this long after its lease fails, heartbeats or not; 0: none; "    \
+       "at least a third of the lease (workers heartbeat that often)")                             \
+    XX(paused, "paused", BOOL, 0, 0, 1, NULL, "Paused",                                            \
+       "no job of this queue is leased while it is paused; submits are taken as always")
 
 #define TQ_TENANT_SETTINGS(XX)                                                                     \
     XX(slots, "slots", LIMIT, TQ_UNLIMITED, 0, TQ_UNLIMITED - 1, NULL, "Slots",                    \

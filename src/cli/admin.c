@@ -334,11 +334,11 @@ static void queues_show(const json_t *a)
         printf("no queues yet\n");
         return;
     }
-    static const char *const head[] = {"QUEUE",   "ORDER", "DELIVERY", "LEASE", "ATTEMPTS",
-                                       "BACKOFF", "MERGE", "CAP",      "READY", "LEASED",
-                                       "RUNNING", "DEAD",  "LAG"};
+    static const char *const head[] = {"QUEUE",   "ORDER",   "DELIVERY", "LEASE",  "ATTEMPTS",
+                                       "BACKOFF", "MERGE",   "CAP",      "PAUSED", "READY",
+                                       "LEASED",  "RUNNING", "DEAD",     "LAG"};
     cli_table t;
-    cli_table_init(&t, "llllrllrrrrrr", head);
+    cli_table_init(&t, "llllrllrlrrrrr", head);
     size_t i;
     json_t *o;
     json_array_foreach(list, i, o)
@@ -353,6 +353,13 @@ static void queues_show(const json_t *a)
         cli_table_cell(&t, "%s", cli_str(o, "backoff"));
         cell_field(&t, o, "merge");
         cell_slots(&t, o, "tenant_cap", "none");
+        size_t np = json_array_size(json_object_get(o, "paused_tenants"));
+        if (json_is_true(json_object_get(o, "paused")))
+            cli_table_cell(&t, "yes");
+        else if (np)
+            cli_table_cell(&t, "%zu tenant%s", np, np == 1 ? "" : "s");
+        else
+            cli_table_cell(&t, "-");
         cell_field(&t, o, "ready");
         cell_field(&t, o, "leased");
         cell_field(&t, o, "running");
@@ -396,12 +403,50 @@ static int queue_set(cli *c, int argc, char **argv)
                         "/v1/queues/");
 }
 
+/* `queue pause` and `queue resume`: the whole queue, or one tenant's jobs in it. */
+static int queue_pause(cli *c, int argc, char **argv, bool pause)
+{
+    const char *tenant = NULL;
+    const cli_opt opts[] = {{"tenant", "NAME",
+                             "only this tenant's jobs (a tenant token: its own, always)", &tenant,
+                             NULL},
+                            {NULL, NULL, NULL, NULL, NULL}};
+    const cli_spec spec = {pause ? "queue pause NAME [--tenant T]"
+                                 : "queue resume NAME [--tenant T]",
+                           pause ? "Pauses a queue: none of its jobs (or none of one tenant's) is\n"
+                                   "leased until it is resumed; submits are taken as always, and\n"
+                                   "jobs already leased run to the end.  It survives restarts."
+                                 : "Resumes a paused queue (or one tenant's jobs in it).",
+                           opts, 1, 1};
+    char *pos[CLI_MAX_POS];
+    int np, rc = cli_parse(c, &spec, argc, argv, pos, &np);
+    if (rc) return rc == CLI_HELP ? CLI_OK : rc;
+    char path[512];
+    cli_path(path, sizeof path, "/v1/queues/", pos[0]);
+    strncat(path, pause ? "/pause" : "/resume", sizeof path - strlen(path) - 1);
+    json_t *body = tenant ? json_pack("{ss}", "tenant", tenant) : NULL;
+    return call_show(c, "POST", path, body, print_object);
+}
+
+static int queue_pause_cmd(cli *c, int argc, char **argv)
+{
+    return queue_pause(c, argc, argv, true);
+}
+
+static int queue_resume_cmd(cli *c, int argc, char **argv)
+{
+    return queue_pause(c, argc, argv, false);
+}
+
 int cmd_queue(cli *c, int argc, char **argv)
 {
-    static const cli_cmd table[] = {{"ls", queue_ls, "list queues"},
-                                    {"show", queue_show, "show one queue"},
-                                    {"set", queue_set, "change a queue's settings"},
-                                    {NULL, NULL, NULL}};
+    static const cli_cmd table[] = {
+        {"ls", queue_ls, "list queues"},
+        {"show", queue_show, "show one queue"},
+        {"set", queue_set, "change a queue's settings"},
+        {"pause", queue_pause_cmd, "pause a queue, whole or for a tenant"},
+        {"resume", queue_resume_cmd, "resume a paused queue"},
+        {NULL, NULL, NULL}};
     return cli_dispatch(c, "queue", table, argc, argv);
 }
 

@@ -436,6 +436,10 @@ void engine_job_wait(const engine_job *j, engine_wait *out)
             out->kind = ENGINE_WAIT_TENANT_SLOTS;
             out->active = t->active;
             out->limit = t->s.slots;
+        } else if (p->q->s.paused) {
+            out->kind = ENGINE_WAIT_QUEUE_PAUSED;
+        } else if (p->paused) {
+            out->kind = ENGINE_WAIT_TENANT_PAUSED;
         } else if (!pair_has_room(p)) {
             out->kind = ENGINE_WAIT_TENANT_CAP;
             out->active = p->active;
@@ -451,8 +455,9 @@ void engine_job_wait(const engine_job *j, engine_wait *out)
 
 const char *engine_wait_name(engine_wait_kind k)
 {
-    static const char *const names[] = {NULL,           "scheduled",  "backoff", "lane",
-                                        "tenant_slots", "tenant_cap", "worker"};
+    static const char *const names[] = {NULL,           "scheduled",     "backoff",
+                                        "lane",         "tenant_slots",  "tenant_cap",
+                                        "queue_paused", "tenant_paused", "worker"};
     return (size_t)k < sizeof names / sizeof names[0] ? names[k] : NULL;
 }
 
@@ -499,6 +504,7 @@ void engine_job_get(const engine_job *j, engine_job_info *o)
         o->unique_key = ex->unique_key;
         o->idempotency_key = ex->idem_key;
         o->traceparent = ex->traceparent;
+        o->timeout_ms = ex->timeout_ms;
         o->merged_into = ex->merged_into;
         if (ex->lane_seq) o->lane_seq = ex->lane_seq;
         if (j->state == ENGINE_LEASED || j->state == ENGINE_RUNNING) o->lease_until = ex->deadline;
@@ -557,6 +563,16 @@ void engine_note_queue(engine_t *e, queue *q)
     engine_change *c = engine_change_push(e);
     c->kind = ENGINE_CH_QUEUE;
     c->name = q->name;
+}
+
+void engine_note_pause(engine_t *e, pair *p)
+{
+    if (e->loading) return;
+    engine_change *c = engine_change_push(e);
+    c->kind = ENGINE_CH_PAUSE;
+    c->name = p->q->name;
+    c->tenant = p->t->name;
+    c->fields = p->paused;
 }
 
 void engine_note_wake(engine_t *e, queue *q)
@@ -723,12 +739,11 @@ int engine_queue_set(engine_t *e, int64_t now, const char *name, const engine_qu
     engine_queue_settings old = q->s;
     q->s = *s;
     engine_note_queue(e, q);
-    if (old.tenant_cap != s->tenant_cap) {
+    if (old.tenant_cap != s->tenant_cap || old.paused != s->paused) {
         DLIST_FOREACH(it, &q->pairs)
         {
             pair *p = DLIST_ITEM(it, pair, in_queue);
-            bool had = p->active < old.tenant_cap;
-            if (had != pair_has_room(p)) engine_pair_room_changed(e, p);
+            if (pair_room_under(p, &old) != pair_has_room(p)) engine_pair_room_changed(e, p);
         }
     }
     if (old.order != s->order) engine_queue_reorder(e, q);
@@ -767,6 +782,53 @@ void engine_foreach_queue(engine_t *e, int64_t now, engine_queue_fn fn, void *ct
         engine_counts c;
         queue_counts(e, q, &c);
         fn(ctx, q->name, &q->s, &c);
+    }
+}
+
+int engine_pause_tenant(engine_t *e, int64_t now, const char *queue_name, const char *tenant_name,
+                        bool paused, engine_err *err)
+{
+    (void)now;
+    if (!engine_name_valid(queue_name)) {
+        engine_errf(err, TENQ_EINVALID, "queue", "queue names are 1-64 of A-Z a-z 0-9 . _ -");
+        return TENQ_EINVALID;
+    }
+    if (!engine_name_valid(tenant_name)) {
+        engine_errf(err, TENQ_EINVALID, "tenant", "tenant names are 1-64 of A-Z a-z 0-9 . _ -");
+        return TENQ_EINVALID;
+    }
+    if (e->cfg.strict_tenants && !engine_tenant_find(e, tenant_name)) {
+        engine_errf(err, TENQ_ENOT_FOUND, "tenant", "no tenant %s", tenant_name);
+        return TENQ_ENOT_FOUND;
+    }
+    pair *p = pair_get(e, engine_queue_get_or_create(e, queue_name),
+                       engine_tenant_get_or_create(e, tenant_name));
+    if (p->paused == paused) return 0;
+    bool had = pair_has_room(p);
+    p->paused = paused;
+    if (had != pair_has_room(p)) engine_pair_room_changed(e, p);
+    engine_note_pause(e, p);
+    return 0;
+}
+
+bool engine_tenant_paused(engine_t *e, const char *queue_name, const char *tenant_name)
+{
+    queue *q = engine_queue_find(e, queue_name);
+    tenant *t = engine_tenant_find(e, tenant_name);
+    if (!q || !t) return false;
+    pair_key k = {q, t};
+    pair *p = htab_find(&e->pairs, hash_combine(q->hash, t->hash), pair_eq, &k);
+    return p && p->paused;
+}
+
+void engine_foreach_pause(engine_t *e, const char *queue_name, engine_pause_fn fn, void *ctx)
+{
+    queue *q = engine_queue_find(e, queue_name);
+    if (!q) return;
+    DLIST_FOREACH(it, &q->pairs)
+    {
+        pair *p = DLIST_ITEM(it, pair, in_queue);
+        if (p->paused) fn(ctx, q->name, p->t->name);
     }
 }
 

@@ -114,6 +114,8 @@ typedef struct engine_queue_settings {
     int64_t retention_ms; /* 0: keep forever (the store prunes, not the engine) */
     uint32_t max_payload_bytes;
     uint32_t tenant_cap; /* per-tenant cap on leased+running in this queue */
+    int64_t timeout_ms;  /* an attempt fails this long after its lease; 0: none */
+    bool paused;         /* no job of the queue is leased */
 } engine_queue_settings;
 
 typedef struct engine_tenant_settings {
@@ -193,6 +195,7 @@ typedef struct engine_job_info {
     const char *progress;       /* JSON text, set by heartbeat */
     const char *unique_key, *idempotency_key;
     const char *traceparent; /* the submitter's W3C trace context, or NULL */
+    int64_t timeout_ms;      /* the job's own timeout (0: its queue's) */
     uint64_t token;          /* fencing token of the current (or last) lease */
     int64_t lease_until;     /* while leased or running */
     bool cancel_requested;
@@ -205,13 +208,15 @@ void engine_job_get(const engine_job *j, engine_job_info *out);
 
 /* Why a job that is neither leased nor finished is not handed out now. */
 typedef enum {
-    ENGINE_WAIT_NONE,         /* not waiting: leased, running or finished */
-    ENGINE_WAIT_SCHEDULED,    /* its run_at has not come (until) */
-    ENGINE_WAIT_BACKOFF,      /* a retry after a failed attempt, at until */
-    ENGINE_WAIT_LANE,         /* its lane runs another job first (blocked_by) */
-    ENGINE_WAIT_TENANT_SLOTS, /* its tenant runs active of its limit slots (0: paused) */
-    ENGINE_WAIT_TENANT_CAP,   /* its tenant runs active of the queue's per-tenant cap */
-    ENGINE_WAIT_WORKER        /* it may go now: no worker has leased from its queue yet */
+    ENGINE_WAIT_NONE,          /* not waiting: leased, running or finished */
+    ENGINE_WAIT_SCHEDULED,     /* its run_at has not come (until) */
+    ENGINE_WAIT_BACKOFF,       /* a retry after a failed attempt, at until */
+    ENGINE_WAIT_LANE,          /* its lane runs another job first (blocked_by) */
+    ENGINE_WAIT_TENANT_SLOTS,  /* its tenant runs active of its limit slots (0: paused) */
+    ENGINE_WAIT_TENANT_CAP,    /* its tenant runs active of the queue's per-tenant cap */
+    ENGINE_WAIT_QUEUE_PAUSED,  /* its queue is paused */
+    ENGINE_WAIT_TENANT_PAUSED, /* its queue is paused for its tenant */
+    ENGINE_WAIT_WORKER         /* it may go now: no worker has leased from its queue yet */
 } engine_wait_kind;
 
 typedef struct engine_wait {
@@ -222,7 +227,8 @@ typedef struct engine_wait {
 } engine_wait;
 
 void engine_job_wait(const engine_job *j, engine_wait *out);
-/* "scheduled", "backoff", "lane", "tenant_slots", "tenant_cap", "worker"; NULL for NONE. */
+/* "scheduled", "backoff", "lane", "tenant_slots", "tenant_cap", "queue_paused",
+ * "tenant_paused", "worker"; NULL for NONE. */
 const char *engine_wait_name(engine_wait_kind k);
 uint64_t engine_job_id(const engine_job *j);
 engine_state engine_job_state(const engine_job *j);
@@ -248,6 +254,7 @@ typedef struct engine_submit_req {
     const char *idempotency_key;
     const char *traceparent; /* W3C trace context, kept and handed out with the job */
     uint32_t max_attempts;   /* 0: the queue's */
+    int64_t timeout_ms;      /* 0: the queue's; else at least a third of its lease */
     bool has_score;
     double score; /* merging order; default now */
     /* 0, or the job's id as the store gave it (a job an application's
@@ -383,6 +390,15 @@ typedef void (*engine_pair_fn)(void *ctx, const char *queue, const char *tenant,
 void engine_foreach_tenant(engine_t *e, int64_t now, engine_tenant_fn fn, void *ctx);
 void engine_foreach_queue(engine_t *e, int64_t now, engine_queue_fn fn, void *ctx);
 void engine_foreach_pair(engine_t *e, int64_t now, engine_pair_fn fn, void *ctx);
+/* Pauses (or resumes) one tenant's jobs in one queue, making either when
+ * new: none of them is leased while paused (a whole queue pauses by its
+ * `paused` setting).  Noted as an ENGINE_CH_PAUSE change when it changed. */
+int engine_pause_tenant(engine_t *e, int64_t now, const char *queue, const char *tenant,
+                        bool paused, engine_err *err);
+bool engine_tenant_paused(engine_t *e, const char *queue, const char *tenant);
+/* The tenants a queue is paused for, in no order (O(tenants of the queue)). */
+typedef void (*engine_pause_fn)(void *ctx, const char *queue, const char *tenant);
+void engine_foreach_pause(engine_t *e, const char *queue, engine_pause_fn fn, void *ctx);
 /* Has this tenant ever had a job in this queue (since the engine was built)? */
 bool engine_pair_exists(engine_t *e, const char *queue_name, const char *tenant_name);
 /* Totals over all queues. */
@@ -411,6 +427,7 @@ typedef enum {
     ENGINE_CH_TENANT,      /* settings of tenant `name` changed (or it was created) */
     ENGINE_CH_QUEUE,       /* settings of queue `name` changed (or it was created) */
     ENGINE_CH_IDEM,        /* an idempotency key was recorded: idem */
+    ENGINE_CH_PAUSE,       /* queue `name` was paused (fields 1) or resumed for `tenant` */
     ENGINE_CH_WAKE         /* queue `name` has newly eligible jobs (not persisted) */
 } engine_change_kind;
 
@@ -433,6 +450,7 @@ typedef struct engine_change {
     engine_job *job;
     uint64_t id;
     const char *name;
+    const char *tenant; /* ENGINE_CH_PAUSE */
     const engine_idem_info *idem;
 } engine_change;
 

@@ -146,6 +146,7 @@ typedef struct pair {
     uint32_t active;     /* leased + running in this queue */
     uint32_t n_eligible; /* nodes in shard heaps */
     uint64_t pass;       /* fair order */
+    bool paused;         /* the queue is paused for this tenant */
     dlist ready_nodes;
     dlink in_queue;
     counters c;
@@ -212,6 +213,7 @@ typedef struct job_extra {
     char *unique_key;
     char *idem_key;
     char *traceparent;
+    int64_t timeout_ms; /* the job's own; 0: its queue's */
     payload_vec pl;
     uint64_t merged_into;
     uint64_t lane_seq; /* 0: same as id */
@@ -322,6 +324,7 @@ void engine_note_job(engine_t *e, job *j, uint32_t fields);
 void engine_note_tenant(engine_t *e, tenant *t);
 void engine_note_queue(engine_t *e, queue *q);
 void engine_note_wake(engine_t *e, queue *q);
+void engine_note_pause(engine_t *e, pair *p);
 
 /* ---- scheduling (sched.c) */
 static inline lane *job_lane(const job *j)
@@ -350,9 +353,15 @@ static inline bool tenant_has_room(const tenant *t)
 {
     return t->active < t->s.slots;
 }
+/* Whether the pair may start a job: room under the queue's per-tenant
+ * cap, and neither the queue nor the pair paused. */
+static inline bool pair_room_under(const pair *p, const engine_queue_settings *qs)
+{
+    return !qs->paused && !p->paused && p->active < qs->tenant_cap;
+}
 static inline bool pair_has_room(const pair *p)
 {
-    return p->active < p->q->s.tenant_cap;
+    return pair_room_under(p, &p->q->s);
 }
 job_extra *engine_extra(engine_t *e, job *j);
 void engine_set_state(engine_t *e, job *j, engine_state s);
@@ -404,6 +413,9 @@ void engine_finish(engine_t *e, job *j, engine_state s, int64_t now);
 void engine_uniq_remove(engine_t *e, job *j);
 void engine_uniq_add(engine_t *e, job *j);
 int64_t engine_backoff_ms(engine_t *e, const queue *q, uint32_t attempt);
+/* A lease's deadline from now: the queue's lease length, cut at the
+ * attempt's timeout (the job's, else its queue's; counted from leased_at). */
+int64_t engine_lease_deadline(const job *j, int64_t now);
 /* Payload vectors. */
 void engine_payload_add(engine_t *e, payload_vec *pv, double score, const char *data, uint32_t len);
 void engine_payload_free(engine_t *e, payload_vec *pv);

@@ -374,6 +374,13 @@ static int submit_check(engine_t *e, int64_t now, const engine_submit_req *r,
                     ENGINE_ATTEMPTS_MAX);
         return TENQ_EINVALID;
     }
+    if (r->timeout_ms && (r->timeout_ms < qs->lease_ms / 3 || r->timeout_ms > 7 * TQ_DAY_MS)) {
+        engine_errf(err, TENQ_EINVALID, "timeout_ms",
+                    "timeout_ms must be from a third of the queue's lease (%lld ms: workers "
+                    "heartbeat that often) to 7 days, or 0 for the queue's",
+                    (long long)(qs->lease_ms / 3));
+        return TENQ_EINVALID;
+    }
     if (r->has_score && !isfinite(r->score)) {
         engine_errf(err, TENQ_EINVALID, "score", "score must be a finite number");
         return TENQ_EINVALID;
@@ -502,8 +509,9 @@ int engine_submit(engine_t *e, int64_t now, const engine_submit_req *r, engine_s
         engine_payload_add(e, &ex->pl, score, args, args_len);
         j->flags |= JF_HAS_PAYLOADS;
     }
-    if (ukey || r->idempotency_key || r->traceparent) {
+    if (ukey || r->idempotency_key || r->traceparent || r->timeout_ms) {
         job_extra *ex = engine_extra(e, j);
+        ex->timeout_ms = r->timeout_ms;
         if (ukey) ex->unique_key = xstrdup(ukey);
         if (r->idempotency_key) ex->idem_key = xstrdup(r->idempotency_key);
         if (r->traceparent) ex->traceparent = xstrdup(r->traceparent);
@@ -601,7 +609,7 @@ int engine_heartbeat(engine_t *e, int64_t now, uint64_t id, uint64_t token, cons
 {
     job *j = leased_job(e, id, token, err);
     if (!j) return err ? err->code : TENQ_ECONFLICT;
-    j->extra->deadline = now + job_queue(j)->s.lease_ms;
+    j->extra->deadline = engine_lease_deadline(j, now);
     engine_lease_heap_fix(e, j);
     if (progress) set_str(&j->extra->progress, progress);
     if (lease_until) *lease_until = j->extra->deadline;
@@ -620,6 +628,19 @@ int engine_ack(engine_t *e, int64_t now, uint64_t id, uint64_t token, const char
     engine_finish(e, j, ENGINE_SUCCEEDED, now);
     engine_note_job(e, j, ENGINE_JF_RESULT);
     return 0;
+}
+
+static int64_t job_timeout(const job *j)
+{
+    int64_t t = j->extra ? j->extra->timeout_ms : 0;
+    return t ? t : job_queue(j)->s.timeout_ms;
+}
+
+int64_t engine_lease_deadline(const job *j, int64_t now)
+{
+    int64_t d = now + job_queue(j)->s.lease_ms, t = job_timeout(j);
+    if (t && j->extra->leased_at + t < d) d = j->extra->leased_at + t;
+    return d;
 }
 
 int64_t engine_backoff_ms(engine_t *e, const queue *q, uint32_t attempt)
@@ -726,7 +747,12 @@ size_t engine_tick(engine_t *e, int64_t now)
         changed++;
     }
     while ((j = engine_lease_due(e, now))) {
-        engine_fail_req f = {.error = "lease expired"};
+        char why[96] = "lease expired";
+        int64_t t = job_timeout(j);
+        if (t && now >= j->extra->leased_at + t)
+            snprintf(why, sizeof why, "timed out: still running %lld ms after its lease",
+                     (long long)t);
+        engine_fail_req f = {.error = why};
         attempt_failed(e, j, now, &f);
         changed++;
     }

@@ -43,7 +43,7 @@ int engine_load_job(engine_t *e, int64_t now, const engine_job_info *in, engine_
     if (in->cancel_requested) j->flags |= JF_CANCEL_REQ;
     bool need_x = has_pl || in->token || in->leased_at || in->started_at || in->finished_at ||
                   in->worker || in->error || in->progress || in->stats || in->unique_key ||
-                  in->idempotency_key || in->traceparent ||
+                  in->idempotency_key || in->traceparent || in->timeout_ms ||
                   (in->lane_seq && in->lane_seq != in->id) || in->state == ENGINE_DEAD ||
                   in->state == ENGINE_LEASED || in->state == ENGINE_RUNNING;
     if (need_x) {
@@ -59,6 +59,7 @@ int engine_load_job(engine_t *e, int64_t now, const engine_job_info *in, engine_
         ex->unique_key = dup_or_null(in->unique_key);
         ex->idem_key = dup_or_null(in->idempotency_key);
         ex->traceparent = dup_or_null(in->traceparent);
+        ex->timeout_ms = in->timeout_ms;
         if (in->lane_seq && in->lane_seq != in->id) ex->lane_seq = in->lane_seq;
         if (has_pl) {
             j->flags |= JF_HAS_PAYLOADS;

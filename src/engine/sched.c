@@ -540,7 +540,7 @@ static void lease_one(engine_t *e, int64_t now, job *j, const char *worker)
     j->attempts++;
     ex->leased_at = now;
     ex->started_at = 0;
-    ex->deadline = now + q->s.lease_ms;
+    ex->deadline = engine_lease_deadline(j, now);
     if (!ex->worker || strcmp(ex->worker, worker) != 0) {
         if (ex->worker) engine_worker_release(e, ex->worker);
         ex->worker = engine_worker_intern(e, worker);

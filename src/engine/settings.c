@@ -94,6 +94,13 @@ int engine_queue_settings_check(const engine_queue_settings *s, engine_err *err)
                     "backoff_max_ms must be at least backoff_base_ms");
         rc = TENQ_EINVALID;
     }
+    if (rc == 0 && s->timeout_ms && s->timeout_ms < s->lease_ms / 3) {
+        engine_errf(err, TENQ_EINVALID, "timeout_ms",
+                    "timeout_ms must be 0 or at least a third of lease_ms (%lld ms): workers "
+                    "heartbeat that often, and learn of a timeout from a heartbeat",
+                    (long long)(s->lease_ms / 3));
+        rc = TENQ_EINVALID;
+    }
     return rc;
 }
 

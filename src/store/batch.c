@@ -104,6 +104,7 @@ void store_batch_job(store_batch *b, const engine_job_info *j, uint32_t fields)
     r->token = j->token;
     r->merged_into = j->merged_into;
     r->lane_seq = j->lane_seq;
+    r->timeout_ms = j->timeout_ms;
     bool all = fields & ENGINE_JF_NEW;
     r->tenant = all ? astr(b, j->tenant) : SNULL;
     r->queue = all ? astr(b, j->queue) : SNULL;
@@ -142,6 +143,14 @@ void store_batch_queue(store_batch *b, const char *name, const engine_queue_sett
     store_op *o = op_push(b, OP_QUEUE);
     o->u.queue.name = astr(b, name);
     o->u.queue.s = *s;
+}
+
+void store_batch_pause(store_batch *b, const char *queue, const char *tenant, bool paused)
+{
+    store_op *o = op_push(b, OP_PAUSE);
+    o->u.pause.queue = astr(b, queue);
+    o->u.pause.tenant = astr(b, tenant);
+    o->u.pause.paused = paused;
 }
 
 void store_batch_idem(store_batch *b, const engine_idem_info *i)
@@ -229,6 +238,7 @@ void store_batch_changes_except(store_batch *b, engine_t *e, store_change_filter
             break;
         }
         case ENGINE_CH_IDEM: store_batch_idem(b, c[i].idem); break;
+        case ENGINE_CH_PAUSE: store_batch_pause(b, c[i].name, c[i].tenant, c[i].fields != 0); break;
         case ENGINE_CH_WAKE: break;
         }
     }
@@ -263,6 +273,7 @@ static void row_from(group_row *r, const store_batch *b, const batch_row *x, boo
     r->token = x->token;
     r->merged_into = x->merged_into;
     r->lane_seq = x->lane_seq;
+    r->timeout_ms = x->timeout_ms;
     r->worker = bstr(b, x->worker);
     r->error = bstr(b, x->error);
     r->progress = bstr(b, x->progress);

@@ -25,6 +25,7 @@ typedef enum {
     OP_TOKEN,
     OP_TOKEN_REVOKE,
     OP_REQUEST,
+    OP_PAUSE,      /* u.pause: a queue paused or resumed for a tenant */
     OP_INBOX_DONE, /* u.tx: a job taken in from the inbox */
     OP_TX_DONE     /* u.tx: an outcome of an application's transaction applied */
 } op_kind;
@@ -38,6 +39,7 @@ typedef struct batch_row {
     uint32_t attempts, max_attempts;
     int64_t run_at, created_at, ready_at, leased_at, started_at, finished_at, lease_until;
     uint64_t token, merged_into, lane_seq;
+    int64_t timeout_ms;
     soff tenant, queue, type, key, args, payloads, worker, error, result, stats, progress,
         unique_key, idem_key, traceparent;
 } batch_row;
@@ -75,6 +77,10 @@ typedef struct store_op {
         struct {
             uint64_t id, token;
         } tx;
+        struct {
+            soff queue, tenant;
+            bool paused;
+        } pause;
     } u;
 } store_op;
 
@@ -157,6 +163,7 @@ typedef struct group_row {
     uint32_t attempts, max_attempts;
     int64_t run_at, created_at, ready_at, leased_at, started_at, finished_at, lease_until;
     uint64_t token, merged_into, lane_seq;
+    int64_t timeout_ms;
     const char *tenant, *queue, *type, *key, *args, *payloads, *worker, *error, *result, *stats,
         *progress, *unique_key, *idem_key, *traceparent;
     bool dropped;

@@ -18,8 +18,8 @@
 
 /* Statements that write one row; job rows go many at a time (below). */
 
-const char *const pg_stmt_name[PG_ST_N] = {"tenant", "queue", "idem",    "token",
-                                           "revoke", "fence", "idfloor", "request"};
+const char *const pg_stmt_name[PG_ST_N] = {"tenant", "queue",   "idem",    "token", "revoke",
+                                           "fence",  "idfloor", "request", "pause"};
 static const char *const stmt_sql[PG_ST_N] = {
     NULL,
     NULL,
@@ -29,6 +29,7 @@ static const char *const stmt_sql[PG_ST_N] = {
     "SELECT tenq.fence(?1)",
     STORE_SQL_ID_FLOOR,
     STORE_SQL_INSERT_REQUEST,
+    STORE_SQL_UPSERT_PAUSE,
 };
 
 #define CHUNK 4096
@@ -146,6 +147,12 @@ static int op_params(const store_batch *b, const store_op *o, params *ps)
         p_text(ps, bstr(b, o->u.request.answer));
         p_i64(ps, o->u.request.created_at);
         return PG_ST_REQUEST;
+    case OP_PAUSE:
+        p_text(ps, bstr(b, o->u.pause.queue));
+        p_text(ps, bstr(b, o->u.pause.tenant));
+        p_bool(ps, o->u.pause.paused);
+        p_i64(ps, pg_now_ms());
+        return PG_ST_PAUSE;
     default: break;
     }
     return -1;
@@ -232,7 +239,7 @@ static void a_end(abuf *a)
     a_put(a, "}", 1);
 }
 
-#define INS_COLS 31
+#define INS_COLS 32
 #define UPD_COLS 22
 
 static const char *const SQL_INS =
@@ -241,7 +248,7 @@ static const char *const SQL_INS =
     "$9::text[], $10::bigint[], $11::bigint[], $12::bigint[], $13::bigint[], $14::bigint[], "
     "$15::bigint[], $16::bigint[], $17::bigint[], $18::text[], $19::text[], $20::text[], "
     "$21::text[], $22::text[], $23::text[], $24::text[], $25::bigint[], $26::bigint[], "
-    "$27::boolean[], $28::bigint[], $29::bigint[], $30::text[], $31::bigint[])";
+    "$27::boolean[], $28::bigint[], $29::bigint[], $30::text[], $31::bigint[], $32::bigint[])";
 
 /* The columns an update may change, in the insert's order (write_row).  A
  * row completed in an application's transaction (tenq.complete) takes no
@@ -374,7 +381,10 @@ static void write_row(rowsink *k, const group_row *r, bool insert)
     k_bool(k, r->cancel_requested);
     k_time(k, (long long)r->merged_into);
     k_i64(k, (long long)r->lane_seq);
-    if (insert) k_text(k, r->traceparent);
+    if (insert) {
+        k_text(k, r->traceparent);
+        k_time(k, r->timeout_ms);
+    }
     k_time(k, group_row_live(r));
     if (k->line) a_put(k->line, "\n", 1);
 }

@@ -163,6 +163,18 @@ static const char *const migrations[] = {
     /* 8: jobs submitted and completed in an application's own transaction
      * (PostgreSQL only: pg_txapi.h; SQLite records the version alone). */
     "$TXAPI",
+
+    /* 9: operations: a queue's timeout and pause (settings), a job's own
+     * timeout, and a queue paused for one tenant. */
+    "ALTER TABLE $Squeues ADD COLUMN timeout_ms $I64 NOT NULL DEFAULT 0;\n"
+    "ALTER TABLE $Squeues ADD COLUMN paused $BOOL NOT NULL DEFAULT $FALSE;\n"
+    "ALTER TABLE $Sjobs ADD COLUMN timeout_ms $I64;\n"
+    "CREATE TABLE $Squeue_pauses (\n"
+    "  queue TEXT NOT NULL,\n"
+    "  tenant TEXT NOT NULL,\n"
+    "  paused $BOOL NOT NULL,\n"
+    "  updated_at $I64 NOT NULL,\n"
+    "  PRIMARY KEY (queue, tenant));\n",
 };
 
 int store_schema_versions(void)
@@ -284,6 +296,7 @@ int store_row_to_job(const store_rowacc *a, void *row, engine_job_info *j,
     j->merged_into = (uint64_t)I64(27);
     j->lane_seq = (uint64_t)I64(28);
     j->traceparent = TXT(29);
+    j->timeout_ms = I64(30);
     if (!j->lane_seq) j->lane_seq = j->id;
     if (pl) {
         if (store_payloads_parse(pl, payloads, &j->n_payloads) != 0) {

@@ -17,10 +17,10 @@ char *store_schema_sql(int version, bool pg);
     "id, tenant, queue, type, key, args, payloads, priority, state, attempts, max_attempts, "      \
     "run_at, created_at, ready_at, leased_at, started_at, finished_at, worker, error, result, "    \
     "stats, progress, unique_key, idempotency_key, lease_token, lease_until, cancel_requested, "   \
-    "merged_into, lane_seq, traceparent"
-#define STORE_JOB_NCOLS 30
+    "merged_into, lane_seq, traceparent, timeout_ms"
+#define STORE_JOB_NCOLS 31
 
-/* The same and `live`, for INSERT: ?1..?31 in this order. */
+/* The same and `live`, for INSERT: ?1..?32 in this order. */
 #define STORE_JOB_INSERT_COLUMNS STORE_JOB_COLUMNS ", live"
 
 /* Statements, written once for both backends: $S is the schema prefix and
@@ -36,7 +36,7 @@ char *store_schema_sql(int version, bool pg);
     "INSERT INTO $Sjobs (" STORE_JOB_INSERT_COLUMNS                                                \
     ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, "                                               \
     "?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, "   \
-    "?28, ?29, ?30, ?31)"
+    "?28, ?29, ?30, ?31, ?32)"
 #define STORE_SQL_DELETE_JOB "DELETE FROM $Sjobs WHERE id = ?1"
 #define STORE_SQL_UPSERT_IDEM                                                                      \
     "INSERT INTO $Sidempotency (tenant, key, job_id, state, duplicate, merged, created_at) "       \
@@ -46,6 +46,11 @@ char *store_schema_sql(int version, bool pg);
 #define STORE_SQL_INSERT_TOKEN                                                                     \
     "INSERT INTO $Stokens (id, hash, role, queues, created_at, revoked_at) VALUES (?1, ?2, ?3, "   \
     "?4, ?5, ?6)"
+#define STORE_SQL_UPSERT_PAUSE                                                                     \
+    "INSERT INTO $Squeue_pauses (queue, tenant, paused, updated_at) VALUES (?1, ?2, ?3, ?4) "      \
+    "ON CONFLICT (queue, tenant) DO UPDATE SET paused = excluded.paused, updated_at = "            \
+    "excluded.updated_at"
+#define STORE_SQL_LOAD_PAUSES  "SELECT queue, tenant FROM $Squeue_pauses WHERE paused"
 #define STORE_SQL_REVOKE_TOKEN "UPDATE $Stokens SET revoked_at = ?2 WHERE id = ?1"
 #define STORE_SQL_INSERT_REQUEST                                                                   \
     "INSERT INTO $Srequests (scope, key, fingerprint, status, answer, created_at) VALUES (?1, "    \

@@ -11,15 +11,11 @@
 #include <stdio.h>
 
 static const char *const stmt_sql[ST_N] = {
-    [ST_INS_JOB] = STORE_SQL_INSERT_JOB,
-    [ST_DEL_JOB] = STORE_SQL_DELETE_JOB,
-    [ST_ID_FLOOR] = STORE_SQL_ID_FLOOR,
-    [ST_IDEM] = STORE_SQL_UPSERT_IDEM,
-    [ST_TOKEN] = STORE_SQL_INSERT_TOKEN,
-    [ST_REQUEST] = STORE_SQL_INSERT_REQUEST,
-    [ST_REVOKE] = STORE_SQL_REVOKE_TOKEN,
-    [ST_BEGIN] = "BEGIN IMMEDIATE",
-    [ST_COMMIT] = "COMMIT",
+    [ST_INS_JOB] = STORE_SQL_INSERT_JOB,  [ST_DEL_JOB] = STORE_SQL_DELETE_JOB,
+    [ST_ID_FLOOR] = STORE_SQL_ID_FLOOR,   [ST_IDEM] = STORE_SQL_UPSERT_IDEM,
+    [ST_TOKEN] = STORE_SQL_INSERT_TOKEN,  [ST_REQUEST] = STORE_SQL_INSERT_REQUEST,
+    [ST_REVOKE] = STORE_SQL_REVOKE_TOKEN, [ST_PAUSE] = STORE_SQL_UPSERT_PAUSE,
+    [ST_BEGIN] = "BEGIN IMMEDIATE",       [ST_COMMIT] = "COMMIT",
 };
 
 /* Job rows go JOB_ROWS to a statement while a group has that many: a
@@ -51,7 +47,7 @@ static const struct {
     {"payloads", true, true},      {"result", true, true},
     {"stats", true, true},         {"live", false, false},
 };
-enum { UPD_PARAMS = sizeof upd_cols / sizeof upd_cols[0], INS_PARAMS = 31 };
+enum { UPD_PARAMS = sizeof upd_cols / sizeof upd_cols[0], INS_PARAMS = 32 };
 
 static void put(char *sql, size_t cap, size_t *n, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
@@ -207,7 +203,8 @@ static void bind_insert(sqlite3_stmt *st, int o, const group_row *r)
     bind_time(st, o + 28, (long long)r->merged_into);
     bind_i64(st, o + 29, (long long)r->lane_seq);
     bind_text(st, o + 30, r->traceparent);
-    bind_time(st, o + 31, group_row_live(r));
+    bind_time(st, o + 31, r->timeout_ms);
+    bind_time(st, o + 32, group_row_live(r));
 }
 
 static void bind_update(sqlite3_stmt *st, int o, const group_row *r)
@@ -302,6 +299,12 @@ static void bind_other(sqlite3_stmt *st, const store_batch *b, const store_op *o
         bind_text(st, 5, bstr(b, o->u.request.answer));
         bind_i64(st, 6, o->u.request.created_at);
         break;
+    case OP_PAUSE:
+        bind_text(st, 1, bstr(b, o->u.pause.queue));
+        bind_text(st, 2, bstr(b, o->u.pause.tenant));
+        bind_i64(st, 3, o->u.pause.paused);
+        bind_i64(st, 4, sq_now_ms());
+        break;
     default: break; /* job rows are bound by bind_insert and bind_update */
     }
 }
@@ -310,6 +313,7 @@ static const int op_stmt[] = {
     [OP_JOB_INSERT] = ST_INS_JOB, [OP_JOB_UPDATE] = ST_UPD_JOB,  [OP_JOB_DELETE] = ST_DEL_JOB,
     [OP_TENANT] = ST_TENANT,      [OP_QUEUE] = ST_QUEUE,         [OP_IDEM] = ST_IDEM,
     [OP_TOKEN] = ST_TOKEN,        [OP_TOKEN_REVOKE] = ST_REVOKE, [OP_REQUEST] = ST_REQUEST,
+    [OP_PAUSE] = ST_PAUSE,
 };
 
 /* Steps one statement; on failure rolls back and says why. */

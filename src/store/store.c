@@ -111,6 +111,17 @@ void store_on_commit(store_t *s, store_commit_fn fn, void *ctx)
 
 /* ---- load, prune ------------------------------------------------------------------- */
 
+typedef struct pause_ctx {
+    engine_t *e;
+    int64_t now;
+} pause_ctx;
+
+static void pause_row(void *ctx, const store_rowacc *acc, void *row)
+{
+    pause_ctx *p = ctx;
+    engine_pause_tenant(p->e, p->now, acc->text(row, 0), acc->text(row, 1), true, NULL);
+}
+
 int store_load(store_t *s, engine_t *e, int64_t now, store_load_stats *st)
 {
     store_load_stats local;
@@ -121,6 +132,8 @@ int store_load(store_t *s, engine_t *e, int64_t now, store_load_stats *st)
     pthread_mutex_lock(&s->db_lock);
     engine_loading(e, true);
     int rc = s->be->load(s, e, now, st);
+    pause_ctx pc = {e, now};
+    if (!rc) rc = s->be->select(s, false, STORE_SQL_LOAD_PAUSES, 0, NULL, pause_row, &pc);
     engine_loading(e, false);
     pthread_mutex_unlock(&s->db_lock);
     engine_changes_clear(e);

@@ -99,6 +99,8 @@ void store_batch_job_delete(store_batch *b, uint64_t id);
 void store_batch_tenant(store_batch *b, const char *name, const engine_tenant_settings *s);
 void store_batch_queue(store_batch *b, const char *name, const engine_queue_settings *s);
 void store_batch_idem(store_batch *b, const engine_idem_info *i);
+/* A queue paused (or resumed) for one tenant. */
+void store_batch_pause(store_batch *b, const char *queue, const char *tenant, bool paused);
 
 typedef struct store_token {
     int64_t id;

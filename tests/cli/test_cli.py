@@ -515,16 +515,19 @@ class Admin(Case):
                          "at-most-once", "--lease", "90s", "--max-attempts", "4", "--backoff",
                          "exponential", "--backoff-base", "2s", "--backoff-max", "1h",
                          "--merge", "true", "--dedup-window", "5m", "--retention", "0",
-                         "--max-payload", "64KiB", "--tenant-cap", "3", "--json")
+                         "--max-payload", "64KiB", "--tenant-cap", "3", "--timeout", "10m",
+                         "--paused", "true", "--json")
         q = json.loads(out)
         self.assertEqual(
             {k: q[k] for k in ("order", "delivery", "lease_ms", "max_attempts", "backoff",
                                "backoff_base_ms", "backoff_max_ms", "merge", "dedup_window_ms",
-                               "retention_ms", "max_payload_bytes", "tenant_cap")},
+                               "retention_ms", "max_payload_bytes", "tenant_cap", "timeout_ms",
+                               "paused")},
             {"order": "fair", "delivery": "at-most-once", "lease_ms": 90000, "max_attempts": 4,
              "backoff": "exponential", "backoff_base_ms": 2000, "backoff_max_ms": 3600000,
              "merge": True, "dedup_window_ms": 300000, "retention_ms": 0,
-             "max_payload_bytes": 65536, "tenant_cap": 3})
+             "max_payload_bytes": 65536, "tenant_cap": 3, "timeout_ms": 600000, "paused": True})
+        self.ok("queue", "set", "q-admin", "--paused", "false")
         out, _ = self.ok("queue", "set", "q-admin", "--tenant-cap", "none", "--lease", "1m30s")
         self.assertRegex(out, r"(?m)^tenant_cap\s+none$")
         self.assertRegex(out, r"(?m)^lease_ms\s+90000$")
@@ -535,6 +538,24 @@ class Admin(Case):
                               r"true\s+none\s")
         _, err = self.fails(1, "queue", "show", "q-nobody")
         self.assertEqual(err, "tenq: not_found: no queue q-nobody\n")
+        _, err = self.fails(1, "queue", "set", "q-admin", "--timeout", "1s")
+        self.assertIn("tenq: invalid: timeout_ms must be 0 or at least a third of lease_ms", err)
+
+    def test_queue_pause_and_resume(self):
+        out, _ = self.ok("queue", "pause", "q-pause")
+        self.assertRegex(out, r"(?m)^paused\s+true$")
+        out, _ = self.ok("queue", "ls")
+        self.assertRegex(out, r"(?m)^q-pause\s.*\syes\s")
+        self.ok("queue", "resume", "q-pause")
+        out, _ = self.ok("queue", "pause", "q-pause", "--tenant", "t-held", "--json")
+        q = json.loads(out)
+        self.assertEqual((q["paused"], q["paused_tenants"]), (False, ["t-held"]))
+        out, _ = self.ok("queue", "ls")
+        self.assertRegex(out, r"(?m)^q-pause\s.*\s1 tenant\s")
+        out, _ = self.ok("queue", "resume", "q-pause", "--tenant", "t-held", "--json")
+        self.assertEqual(json.loads(out)["paused_tenants"], [])
+        _, err = self.fails(1, "queue", "pause", "q-pause", "--tenant", "bad name")
+        self.assertIn("tenq: invalid:", err)
 
     def test_morgue(self):
         for _ in range(4):

@@ -510,6 +510,24 @@ class ExecTest(unittest.TestCase):
             self.assertEqual(w.stop(), 0)
         self.assertIn("job %d: cancelled; stopping its handler" % id, w.log())
 
+    def test_the_servers_timeout_stops_the_handler(self):
+        q = "ex-server-timeout"
+        set_queue(q, lease_ms=1500, timeout_ms=1000, backoff="fixed", backoff_base_ms=60000)
+        id = submit(q, {"mode": "sleep"})
+        w = Worker(["--queue", q, "--grace", "1s"], [H("exec.sh")],
+                   env={"MARKS": os.path.join(S["tmp"], "marks")})
+        try:
+            pid = mark_pid(id)
+            t0 = time.time()
+            j = wait_job(id, ("scheduled",), timeout=10)
+            self.assertIn("timed out", j["error"])
+            # the next heartbeat tells the worker: it stops the handler
+            wait_for(lambda: not pid_alive(pid), 5, "the handler stopped")
+            self.assertLess(time.time() - t0, 5)
+        finally:
+            self.assertEqual(w.stop(), 0)
+        self.assertRegex(w.log(), r"job %d: .*lease" % id)
+
     def test_status_on_sigttin_and_status_file(self):
         q = "ex-status"
         ids = [submit(q, {"mode": "sleep"}) for _ in range(2)]
