@@ -27,6 +27,7 @@ typedef struct sub_opts {
     int32_t priority;
     int64_t run_at;
     uint32_t max_attempts;
+    int64_t timeout_ms;
     bool unique, has_score;
     double score;
 } sub_opts;
@@ -50,6 +51,7 @@ static inline engine_submit_res submit_x(engine_t *e, int64_t now, const char *t
     r.idempotency_key = o.idem;
     r.traceparent = o.traceparent;
     r.max_attempts = o.max_attempts;
+    r.timeout_ms = o.timeout_ms;
     r.has_score = o.has_score;
     r.score = o.score;
     engine_submit_res res;

@@ -7,6 +7,11 @@
  *     lane order;
  *   - no job is leased twice at once (tracked by the test's own clock of
  *     lease deadlines, not by asking the engine);
+ *   - no job is leased from a paused queue, or from a queue paused for its
+ *     tenant;
+ *   - every lease's deadline, at its lease and at each heartbeat, is the
+ *     lease length cut at leased_at + timeout (the job's, else its queue's):
+ *     a timeout is never early nor late;
  *   - every job is in exactly one state and every count equals a recount
  *     (engine_check).
  * Every few thousand steps the engine is "restarted": its jobs are copied
@@ -30,7 +35,11 @@ typedef struct live_lease {
     uint64_t token;
     int64_t deadline;
     int tenant, queue;
+    int64_t leased_at, timeout_ms;
 } live_lease;
+
+#define LEASE_MS   200
+#define TIMEOUT_MS 500 /* the fair queue's */
 
 static struct model {
     uint64_t rng;
@@ -38,6 +47,7 @@ static struct model {
     engine_t *e;
     uint32_t slots[NT];
     uint32_t cap[NQ];
+    bool qpaused[NQ], tpaused[NT][NQ];
     live_lease *lease; /* by id */
     uint64_t *live;    /* ids with a live lease */
     size_t n_live;
@@ -45,7 +55,7 @@ static struct model {
     /* last lane_seq started per (tenant, queue, key) */
     uint64_t lane_last[NT][NQ][NK];
     uint64_t steps;
-    uint64_t n_leased, n_acked, n_failed, n_expired, n_restarts, n_merged, n_dead;
+    uint64_t n_leased, n_acked, n_failed, n_expired, n_restarts, n_merged, n_dead, n_pauses;
 } M;
 
 static uint64_t rnd(void)
@@ -85,18 +95,32 @@ static void setup_queues(engine_t *e)
     for (int q = 0; q < NQ; q++) {
         engine_queue_settings s;
         engine_queue_settings_defaults(&s);
-        s.lease_ms = 200;
+        s.lease_ms = LEASE_MS;
         s.max_attempts = 3;
         s.backoff = ENGINE_BACKOFF_FIXED;
         s.backoff_base_ms = 30;
         s.dedup_window_ms = 500;
         s.tenant_cap = M.cap[q];
+        s.paused = M.qpaused[q];
         if (q == 1) s.order = ENGINE_ORDER_FAIR;
+        if (q == 1) s.timeout_ms = TIMEOUT_MS;
         if (q == 2) s.merge = true;
         if (q == 3) s.delivery = ENGINE_AT_MOST_ONCE;
         set_queue(e, queues[q], s);
     }
     for (int t = 0; t < NT; t++) set_slots(e, tenants[t], M.slots[t], 1 + (uint32_t)t % 3);
+    for (int t = 0; t < NT; t++)
+        for (int q = 0; q < NQ; q++)
+            if (M.tpaused[t][q]) engine_pause_tenant(e, M.now, queues[q], tenants[t], true, NULL);
+}
+
+/* The deadline the model expects for a lease at now: the lease length, cut
+ * at the attempt's timeout. */
+static int64_t want_deadline(const live_lease *l)
+{
+    int64_t d = M.now + LEASE_MS;
+    if (l->timeout_ms && l->leased_at + l->timeout_ms < d) d = l->leased_at + l->timeout_ms;
+    return d;
 }
 
 /* Ends the test's record of leases whose deadline passed at a tick. */
@@ -145,6 +169,7 @@ static void op_submit(void)
     o.idem = rn(10) == 0 ? idem : NULL;
     o.has_score = rn(2);
     o.score = rn(100);
+    o.timeout_ms = rn(6) == 0 ? 100 + rn(400) : 0;
     engine_submit_res r = submit_x(M.e, M.now, tenants[t], queues[q], types[rn(2)], o);
     ASSERT_MSG(r.code == 0, "submit: %s", r.err.message);
     if (r.id > M.max_id) M.max_id = r.id;
@@ -189,6 +214,11 @@ static void op_lease(void)
         ASSERT_MSG(!(in.queue[0] == 'o' && in.attempts > 1),
                    "at-most-once job %llu handed out twice", (unsigned long long)in.id);
         int t = idx_of(tenants, NT, in.tenant), q = idx_of(queues, NQ, in.queue);
+        ASSERT_MSG(!M.qpaused[q] && !M.tpaused[t][q], "job %llu leased from paused %s/%s",
+                   (unsigned long long)in.id, in.queue, in.tenant);
+        l->leased_at = M.now;
+        l->timeout_ms = in.timeout_ms ? in.timeout_ms : q == 1 ? TIMEOUT_MS : 0;
+        ASSERT_EQ(in.lease_until, want_deadline(l));
         l->live = true;
         M.live[M.n_live++] = in.id;
         l->token = in.token;
@@ -249,6 +279,7 @@ static void op_worker(void)
         int64_t until;
         bool cancel;
         ASSERT_EQ(engine_heartbeat(M.e, M.now, id, l->token, "0.5", &until, &cancel, &err), 0);
+        ASSERT_EQ(until, want_deadline(l));
         l->deadline = until;
     } else if (what < 7) {
         ASSERT_MSG(engine_ack(M.e, M.now, id, l->token, "{}", NULL, &err) == 0, "%s", err.message);
@@ -298,7 +329,22 @@ static void op_morgue(void)
 
 static void op_settings(void)
 {
-    if (rn(2)) {
+    if (rn(4) == 0) {
+        /* a pause or a resume, of a whole queue or of one tenant's jobs in it */
+        int q = rn(NQ), t = rn(NT);
+        if (rn(2)) {
+            M.qpaused[q] = !M.qpaused[q];
+            engine_queue_settings s = queue_settings(M.e, queues[q]);
+            s.paused = M.qpaused[q];
+            set_queue(M.e, queues[q], s);
+        } else {
+            M.tpaused[t][q] = !M.tpaused[t][q];
+            engine_err err;
+            ASSERT_EQ(engine_pause_tenant(M.e, M.now, queues[q], tenants[t], M.tpaused[t][q], &err),
+                      0);
+        }
+        M.n_pauses++;
+    } else if (rn(2)) {
         int t = rn(NT);
         M.slots[t] = (uint32_t)rn(5);
         set_slots(M.e, tenants[t], M.slots[t], 1 + (uint32_t)rn(3));
@@ -487,14 +533,14 @@ static void run_model(uint64_t seed, uint64_t ops)
     }
     fprintf(stderr,
             "  %llu steps: %llu leases, %llu acks, %llu fails, %llu expired, %llu dead, %llu "
-            "merged, %llu restarts, %llu jobs\n",
+            "merged, %llu restarts, %llu pauses, %llu jobs\n",
             (unsigned long long)M.steps, (unsigned long long)M.n_leased,
             (unsigned long long)M.n_acked, (unsigned long long)M.n_failed,
             (unsigned long long)M.n_expired, (unsigned long long)M.n_dead,
             (unsigned long long)M.n_merged, (unsigned long long)M.n_restarts,
-            (unsigned long long)M.max_id);
+            (unsigned long long)M.n_pauses, (unsigned long long)M.max_id);
     ASSERT(M.n_leased > ops / 50);
-    ASSERT(M.n_expired > 0 && M.n_dead > 0 && M.n_merged > 0 && M.n_restarts > 0);
+    ASSERT(M.n_expired > 0 && M.n_dead > 0 && M.n_merged > 0 && M.n_restarts > 0 && M.n_pauses > 0);
     engine_destroy(M.e);
     free(M.lease);
     free(M.live);
