@@ -21,7 +21,16 @@ function summary(q) {
   const parts = [q.order, q.delivery, 'lease ' + fmtDur(q.lease_ms), q.max_attempts + ' attempts', 'backoff ' + q.backoff];
   if (q.merge) parts.push('merge');
   if (q.tenant_cap !== null) parts.push('cap ' + q.tenant_cap + '/tenant');
+  if (q.timeout_ms) parts.push('timeout ' + fmtDur(q.timeout_ms));
   return parts.join(' · ');
+}
+
+// Paused: the whole queue, or for some tenants (a tenant sees only its own).
+function pausedText(q) {
+  if (q.paused) return 'paused';
+  const n = (q.paused_tenants || []).length;
+  if (!n) return '';
+  return ctx.role === 'tenant' ? 'paused for you' : `paused for ${n === 1 ? q.paused_tenants[0] : n + ' tenants'}`;
 }
 
 export function mount(root) {
@@ -35,6 +44,20 @@ export function mount(root) {
     table.setEditing(name, false);
     const b = table.trs.get(name)?.querySelector('[data-fk^="qedit-"]');
     if (b) b.focus();
+  }
+
+  // An admin pauses the whole queue; a tenant its own jobs in it.
+  async function pauseOrResume(q) {
+    const mine = ctx.role === 'tenant';
+    const paused = mine ? (q.paused_tenants || []).length > 0 : q.paused;
+    const what = paused ? 'resume' : 'pause';
+    try {
+      await api('POST', `v1/queues/${encodeURIComponent(q.name)}/${what}`);
+      toast(`Queue ${q.name}${mine ? ' (your jobs)' : ''} ${paused ? 'resumed' : 'paused'}.`);
+      ctx.refresh();
+    } catch (x) {
+      toast(describe(x), 'error');
+    }
   }
 
   async function edit(name) {
@@ -113,12 +136,20 @@ export function mount(root) {
     { key: 'lag', label: 'Lag', num: true, sort: (q) => q.lag_ms, render: (q) => fmtDur(q.lag_ms) },
     { key: 'rate', label: 'Done / s', num: true, sort: (q) => q.completed_per_s ?? null, render: (q) => fmtRate(q.completed_per_s) },
     { key: 'frate', label: 'Failed / s', num: true, sort: (q) => q.failed_per_s ?? null, render: (q) => fmtRate(q.failed_per_s) },
+    { key: 'paused', label: 'Paused', sort: (q) => pausedText(q), render: (q) => h('span', { class: pausedText(q) ? 'badge warn' : 'muted', text: pausedText(q) || '–' }) },
     { key: 'settings', label: 'Settings', render: (q) => h('span', { class: 'small', text: summary(q) }) },
   ];
+  const pauseButton = (q) => {
+    const paused = ctx.role === 'tenant' ? (q.paused_tenants || []).length > 0 : q.paused;
+    return h('button', { type: 'button', class: 'small ghost', 'data-fk': 'qpause-' + q.name,
+      'aria-label': (paused ? 'Resume ' : 'Pause ') + q.name, onclick: () => pauseOrResume(q) }, paused ? 'Resume' : 'Pause');
+  };
   if (admin) {
-    columns.push({ key: 'act', label: 'Actions', sig: (q, c) => (c.editing ? 'e' : 'v'),
-      render: (q, c) => h('button', { type: 'button', class: 'small', 'data-fk': 'qedit-' + q.name, 'aria-expanded': String(c.editing),
-        'aria-label': (c.editing ? 'Close the settings of ' : 'Edit the settings of ') + q.name, onclick: () => edit(q.name) }, c.editing ? 'Close' : 'Edit') });
+    columns.push({ key: 'act', label: 'Actions', sig: (q, c) => (c.editing ? 'e' : 'v') + pausedText(q),
+      render: (q, c) => h('span', { class: 'row-actions' }, h('button', { type: 'button', class: 'small', 'data-fk': 'qedit-' + q.name, 'aria-expanded': String(c.editing),
+        'aria-label': (c.editing ? 'Close the settings of ' : 'Edit the settings of ') + q.name, onclick: () => edit(q.name) }, c.editing ? 'Close' : 'Edit'), ' ', pauseButton(q)) });
+  } else if (ctx.role === 'tenant') {
+    columns.push({ key: 'act', label: 'Actions', sig: (q) => pausedText(q), render: (q) => pauseButton(q) });
   }
   const table = new KeyedTable({ caption: 'Queues', columns, rowKey: (q) => q.name, sort: { key: 'name', dir: 1 },
     empty: 'No queues yet: a queue is made by its first job or its first setting.' });

@@ -237,6 +237,18 @@ test('editing a queue\'s settings in the page changes the server', async () => {
   await srv.api('PUT', '/v1/queues/mail', { tenant_cap: null, order: 'fifo' });
 });
 
+test('pausing and resuming a queue from the page changes the server', async () => {
+  await go(admin, '#/queues');
+  await admin.click('button[aria-label="Pause mail"]');
+  await toast(admin, /Queue mail paused/);
+  assert.equal((await srv.api('GET', '/v1/queues/mail')).paused, true);
+  const row = admin.locator('#view tr[data-key="mail"]');
+  await row.locator('.badge.warn:text("paused")').waitFor();
+  await admin.click('button[aria-label="Resume mail"]');
+  await toast(admin, /Queue mail resumed/);
+  assert.equal((await srv.api('GET', '/v1/queues/mail')).paused, false);
+});
+
 test('searching a job by id shows it with every field', async () => {
   await go(admin, '#/jobs');
   await admin.fill('input[name=id]', String(ids.acmeFirst));
