@@ -11,10 +11,17 @@
  * where bytes_per_job is the allocator's bytes in use per queued job beyond
  * the job's payload (measured with mallinfo2, so every heap, hash table and
  * list the engine keeps is counted).
+ *
+ * BENCH_RATED=1 runs each size a second time with rate limits: the 1,000
+ * tenants each under a rate that never binds (so every lease takes from a
+ * bucket), and 10,000 more tenants of 10 jobs each, limited to one start an
+ * hour (so after its first start each holds 9 ready jobs out of the heaps).
+ * It prints the same line with rated_tenants=10000.
  */
 #include "engine/engine.h"
 
 #include <malloc.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,7 +97,39 @@ static void consume_changes(engine_t *e, size_t *count)
     engine_changes_clear(e);
 }
 
-static void run(size_t backlog, size_t cycles)
+#define RATED 10000
+
+static void set_rate(engine_t *e, int64_t now, const char *tenant, uint32_t rate, int64_t period)
+{
+    engine_tenant_settings s;
+    engine_tenant_settings_defaults(&s);
+    s.rate = rate;
+    s.rate_period_ms = period;
+    engine_err err;
+    if (engine_tenant_set(e, now, tenant, &s, &err) != 0) {
+        fprintf(stderr, "tenant: %s\n", err.message);
+        exit(1);
+    }
+}
+
+/* The rated tenants and their jobs; the usual tenants under a rate that
+ * never binds. */
+static void add_rated(engine_t *e, int64_t now)
+{
+    for (int i = 0; i < TENANTS; i++) set_rate(e, now, tenant_names[i], 1000000000, 1000);
+    char name[32];
+    for (int i = 0; i < RATED; i++) {
+        snprintf(name, sizeof name, "rated-%d", i);
+        set_rate(e, now, name, 1, 3600000);
+        for (int k = 0; k < 10; k++) {
+            engine_submit_req r = {.tenant = name, .queue = "bench", .type = "Bench.job"};
+            engine_submit_res res;
+            if (engine_submit(e, now, &r, &res) != 0) exit(1);
+        }
+    }
+}
+
+static void run(size_t backlog, size_t cycles, bool rated)
 {
     malloc_trim(0);
     size_t base = heap_in_use();
@@ -99,6 +138,7 @@ static void run(size_t backlog, size_t cycles)
     engine_t *e = engine_create(&cfg);
     int64_t now = 1700000000000LL;
     size_t changes = 0;
+    if (rated) add_rated(e, now);
     double t0 = now_s();
     for (size_t i = 0; i < backlog; i++) {
         submit_one(e, now, "bench");
@@ -136,8 +176,12 @@ static void run(size_t backlog, size_t cycles)
         fprintf(stderr, "engine_check failed after the run\n");
         exit(1);
     }
-    printf("engine backlog=%zu cycles_per_s=%.0f bytes_per_job=%.0f\n", backlog,
-           (double)cycles / secs, bytes_per_job);
+    if (rated)
+        printf("engine backlog=%zu rated_tenants=%d cycles_per_s=%.0f\n", backlog, RATED,
+               (double)cycles / secs);
+    else
+        printf("engine backlog=%zu cycles_per_s=%.0f bytes_per_job=%.0f\n", backlog,
+               (double)cycles / secs, bytes_per_job);
     fprintf(stderr, "  (fill: %.0f submits/s; lanes %zu; %zu changes)\n", (double)backlog / fill_s,
             engine_lane_count(e), changes);
     fflush(stdout);
@@ -155,6 +199,11 @@ int main(int argc, char **argv)
     }
     const char *c = getenv("BENCH_CYCLES");
     size_t cycles = c ? strtoull(c, NULL, 10) : 2000000;
-    for (int i = 0; i < n; i++) run(sizes[i], cycles);
+    const char *r = getenv("BENCH_RATED");
+    bool rated = r && *r == '1';
+    for (int i = 0; i < n; i++) {
+        run(sizes[i], cycles, false);
+        if (rated) run(sizes[i], cycles, true);
+    }
     return 0;
 }

@@ -121,6 +121,9 @@ void api_json_counts(jbuf *b, const engine_counts *c, int64_t now)
     jb_kint(b, "running", (long long)c->running);
     jb_kint(b, "dead", (long long)c->dead);
     jb_kint(b, "eligible", (long long)c->eligible);
+    /* ready but held by a limit: slots, a cap, a pause, a rate */
+    jb_kint(b, "held", (long long)(c->ready - c->eligible));
+    if (c->rate_until) jb_kint(b, "rate_limited_until", c->rate_until);
     jb_kint(b, "lag_ms", c->oldest_eligible ? now - c->oldest_eligible : 0);
     jb_kint(b, "submitted_total", (long long)c->submitted_total);
     jb_kint(b, "succeeded_total", (long long)c->succeeded_total);

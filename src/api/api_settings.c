@@ -200,6 +200,7 @@ void h_tenant_put(server *s, http_req *req, const principal *who, const char **a
     static const char *const *fields;
     engine_tenant_settings ts;
     if (engine_tenant_get(s->e, srv_now(s), name, &ts, NULL) != 0) {
+        engine_tenant_settings_defaults(&ts);
         ts.slots = s->cfg.default_slots < 0 ? ENGINE_UNLIMITED : (uint32_t)s->cfg.default_slots;
         ts.weight = (uint32_t)s->cfg.default_weight;
     }

@@ -23,6 +23,7 @@ engine_t *srv_engine_new(server *s, uint64_t term)
     ec.token_floor = term << 32; /* above every token of every earlier term */
     /* applications' transactions number their jobs with odd ids */
     ec.id_step = store_has_inbox(s->st) ? 2 : 1;
+    ec.start_ms = srv_now(s); /* rate limits count as used up at a (re)start */
     return engine_create(&ec);
 }
 

@@ -217,6 +217,24 @@ static void json_wait(jbuf *b, const engine_job_info *j, const engine_wait *w)
                  "tenant at once",
                  j->tenant, w->active, w->limit, j->queue);
         break;
+    case ENGINE_WAIT_TENANT_RATE:
+    case ENGINE_WAIT_QUEUE_RATE:
+    case ENGINE_WAIT_PAIR_RATE:
+        jb_kint(b, "until", w->until);
+        if (w->kind == ENGINE_WAIT_TENANT_RATE)
+            snprintf(msg, sizeof msg,
+                     "tenant %.200s is at its rate limit: its next start may come at until",
+                     j->tenant);
+        else if (w->kind == ENGINE_WAIT_QUEUE_RATE)
+            snprintf(msg, sizeof msg,
+                     "queue %.200s is at its rate limit: its next start may come at until",
+                     j->queue);
+        else
+            snprintf(msg, sizeof msg,
+                     "tenant %.200s is at queue %.200s's per-tenant rate limit: its next start "
+                     "there may come at until",
+                     j->tenant, j->queue);
+        break;
     case ENGINE_WAIT_QUEUE_PAUSED:
         snprintf(msg, sizeof msg, "queue %.200s is paused", j->queue);
         break;

@@ -28,10 +28,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define TQ_UNLIMITED    UINT32_MAX
-#define TQ_DAY_MS       (24LL * 3600 * 1000)
-#define TQ_ATTEMPTS_MAX 1000
-#define TQ_WEIGHT_MAX   1000
+#define TQ_UNLIMITED      UINT32_MAX
+#define TQ_DAY_MS         (24LL * 3600 * 1000)
+#define TQ_ATTEMPTS_MAX   1000
+#define TQ_WEIGHT_MAX     1000
+#define TQ_RATE_BURST_MAX 1000000
 
 #define TQ_WORDS(...) ((const char *const[]){__VA_ARGS__, NULL})
 
@@ -68,13 +69,27 @@
        "an attempt still running this long after its lease fails, heartbeats or not; 0: none; "    \
        "at least a third of the lease (workers heartbeat that often)")                             \
     XX(paused, "paused", BOOL, 0, 0, 1, NULL, "Paused",                                            \
-       "no job of this queue is leased while it is paused; submits are taken as always")
+       "no job of this queue is leased while it is paused; submits are taken as always")           \
+    XX(rate, "rate", LIMIT, TQ_UNLIMITED, 1, TQ_UNLIMITED - 1, NULL, "Rate",                       \
+       "jobs of this queue started per rate period, all tenants together; none: no limit")         \
+    XX(tenant_rate, "tenant-rate", LIMIT, TQ_UNLIMITED, 1, TQ_UNLIMITED - 1, NULL,                 \
+       "Per-tenant rate", "jobs of one tenant started in this queue per rate period")              \
+    XX(rate_period_ms, "rate-period", MS, 1000, 1, TQ_DAY_MS, NULL, "Rate period",                 \
+       "the period of rate and tenant_rate")                                                       \
+    XX(rate_burst, "rate-burst", LIMIT, TQ_UNLIMITED, 1, TQ_RATE_BURST_MAX, NULL, "Rate burst",    \
+       "starts that may come at once after a quiet spell; none: a whole period's worth")
 
 #define TQ_TENANT_SETTINGS(XX)                                                                     \
     XX(slots, "slots", LIMIT, TQ_UNLIMITED, 0, TQ_UNLIMITED - 1, NULL, "Slots",                    \
        "jobs of this tenant leased or running at once, over every queue; 0 pauses it")             \
     XX(weight, "weight", COUNT, 1, 1, TQ_WEIGHT_MAX, NULL, "Weight",                               \
-       "its share in fair queues, against other tenants' weights")
+       "its share in fair queues, against other tenants' weights")                                 \
+    XX(rate, "rate", LIMIT, TQ_UNLIMITED, 1, TQ_UNLIMITED - 1, NULL, "Rate",                       \
+       "jobs of this tenant started per rate period, over every queue; none: no limit")            \
+    XX(rate_period_ms, "rate-period", MS, 1000, 1, TQ_DAY_MS, NULL, "Rate period",                 \
+       "the period of rate")                                                                       \
+    XX(rate_burst, "rate-burst", LIMIT, TQ_UNLIMITED, 1, TQ_RATE_BURST_MAX, NULL, "Rate burst",    \
+       "starts that may come at once after a quiet spell; none: a whole period's worth")
 
 typedef enum {
     TQ_SET_CHOICE,

@@ -206,6 +206,7 @@ static int check_sched(engine_t *e, chk *c, rtab *rt)
               t->name);
         CHECK(c, r->active == t->active, "tenant %s: %u active, counted %u", t->name, t->active,
               r->active);
+        CHECK(c, engine_rate_check(e, &t->rb), "tenant %s: rate timer is wrong", t->name);
     }
     for (size_t i = 0; i < htab_cap(&e->pairs); i++) {
         pair *p = e->pairs.slots[i].item;
@@ -215,6 +216,8 @@ static int check_sched(engine_t *e, chk *c, rtab *rt)
               p->t->name);
         CHECK(c, r->active == p->active, "pair %s/%s: %u active, counted %u", p->q->name,
               p->t->name, p->active, r->active);
+        CHECK(c, engine_rate_check(e, &p->rb), "pair %s/%s: rate timer is wrong", p->q->name,
+              p->t->name);
     }
     for (size_t i = 0; i < htab_cap(&e->queues); i++) {
         queue *q = e->queues.slots[i].item;
@@ -222,6 +225,7 @@ static int check_sched(engine_t *e, chk *c, rtab *rt)
         CHECK(c, counters_equal(&rget(rt, q)->c, &q->c), "queue %s: counters differ", q->name);
         CHECK(c, engine_heap_check_shards(&q->shards), "queue %s: shard heap out of order",
               q->name);
+        CHECK(c, engine_rate_check(e, &q->rb), "queue %s: rate timer is wrong", q->name);
     }
     for (size_t i = 0; i < htab_cap(&e->shards); i++) {
         shard *sh = e->shards.slots[i].item;

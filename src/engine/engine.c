@@ -48,8 +48,7 @@ void engine_config_defaults(engine_config *c)
 {
     memset(c, 0, sizeof(*c));
     c->seed = 0x7e11a5eedULL;
-    c->tenant_defaults.slots = ENGINE_UNLIMITED;
-    c->tenant_defaults.weight = 1;
+    engine_tenant_settings_defaults(&c->tenant_defaults);
     engine_queue_settings_defaults(&c->queue_defaults);
     c->strict_tenants = false;
     c->idempotency_ttl_ms = 24LL * 3600 * 1000;
@@ -171,6 +170,7 @@ void engine_destroy(engine_t *e)
     htab_free(&e->idem);
     jheap_free(&e->timers);
     jheap_free(&e->leases);
+    heap_free(&e->rate_timers);
     for (size_t i = 0; i < htab_cap(&e->workers); i++) free(e->workers.slots[i].item);
     htab_free(&e->workers);
     engine_stale_free(e);
@@ -202,6 +202,7 @@ tenant *engine_tenant_get_or_create(engine_t *e, const char *name)
     t = xcalloc(1, sizeof(*t));
     t->name = xstrdup(name);
     t->hash = h;
+    engine_rate_init(&t->rb, RB_TENANT);
     t->s = e->cfg.tenant_defaults;
     dlist_init(&t->ready_nodes);
     t->dead_by_id.cmp = engine_dead_cmp_tid;
@@ -230,6 +231,7 @@ queue *engine_queue_get_or_create(engine_t *e, const char *name)
     q = xcalloc(1, sizeof(*q));
     q->name = xstrdup(name);
     q->hash = h;
+    engine_rate_init(&q->rb, RB_QUEUE);
     q->s = e->cfg.queue_defaults;
     dlist_init(&q->pairs);
     dlist_init(&q->all_shards);
@@ -299,6 +301,8 @@ static pair *pair_get(engine_t *e, queue *q, tenant *t)
     p->q = q;
     p->t = t;
     p->hash = h;
+    engine_rate_init(&p->rb, RB_PAIR);
+    if (q->pair_rates_fresh) p->rb.tat = 1; /* full: see engine_queue_set */
     dlist_init(&p->ready_nodes);
     dlist_push_back(&q->pairs, &p->in_queue);
     if (htab_insert(&e->pairs, h, p) != 0) engine_oom();
@@ -432,18 +436,27 @@ void engine_job_wait(const engine_job *j, engine_wait *out)
     case ENGINE_READY: {
         const tenant *t = job_tenant(j);
         const pair *p = job_pair(j);
-        if (!tenant_has_room(t)) {
+        if (t->active >= t->s.slots) {
             out->kind = ENGINE_WAIT_TENANT_SLOTS;
             out->active = t->active;
             out->limit = t->s.slots;
+        } else if (t->rb.until) {
+            out->kind = ENGINE_WAIT_TENANT_RATE;
+            out->until = t->rb.until;
         } else if (p->q->s.paused) {
             out->kind = ENGINE_WAIT_QUEUE_PAUSED;
         } else if (p->paused) {
             out->kind = ENGINE_WAIT_TENANT_PAUSED;
-        } else if (!pair_has_room(p)) {
+        } else if (p->active >= p->q->s.tenant_cap) {
             out->kind = ENGINE_WAIT_TENANT_CAP;
             out->active = p->active;
             out->limit = p->q->s.tenant_cap;
+        } else if (p->rb.until) {
+            out->kind = ENGINE_WAIT_PAIR_RATE;
+            out->until = p->rb.until;
+        } else if (p->q->rb.until) {
+            out->kind = ENGINE_WAIT_QUEUE_RATE;
+            out->until = p->q->rb.until;
         } else {
             out->kind = ENGINE_WAIT_WORKER;
         }
@@ -455,9 +468,10 @@ void engine_job_wait(const engine_job *j, engine_wait *out)
 
 const char *engine_wait_name(engine_wait_kind k)
 {
-    static const char *const names[] = {NULL,           "scheduled",     "backoff",
-                                        "lane",         "tenant_slots",  "tenant_cap",
-                                        "queue_paused", "tenant_paused", "worker"};
+    static const char *const names[] = {NULL,           "scheduled",         "backoff",
+                                        "lane",         "tenant_slots",      "tenant_cap",
+                                        "queue_paused", "tenant_paused",     "tenant_rate",
+                                        "queue_rate",   "queue_tenant_rate", "worker"};
     return (size_t)k < sizeof names / sizeof names[0] ? names[k] : NULL;
 }
 
@@ -653,8 +667,12 @@ int engine_tenant_set(engine_t *e, int64_t now, const char *name, const engine_t
     if (rc) return rc;
     tenant *t = engine_tenant_get_or_create(e, name);
     bool had_room = tenant_has_room(t);
+    bool rate = t->s.rate != s->rate || t->s.rate_period_ms != s->rate_period_ms ||
+                t->s.rate_burst != s->rate_burst;
+    bool had_limit = t->s.rate != ENGINE_UNLIMITED;
     t->s = *s;
     engine_note_tenant(e, t);
+    if (rate) engine_rate_changed(e, &t->rb, now, had_limit);
     if (had_room != tenant_has_room(t)) engine_tenant_room_changed(e, t);
     return 0;
 }
@@ -679,7 +697,7 @@ static void counts_fill(engine_counts *o, const counters *c)
  * oldest of those counts. */
 static void node_eligible_add(engine_t *e, node *n, engine_counts *o)
 {
-    if (n->sidx == HEAP_NONE || n->n_ready == 0) return;
+    if (n->sidx == HEAP_NONE || n->n_ready == 0 || n->sh->q->rb.until) return;
     o->eligible += n->n_ready;
     const job *j = engine_job_find(e, n->jobs.a[0].id);
     if (o->oldest_eligible == 0 || j->ready_at < o->oldest_eligible)
@@ -689,6 +707,7 @@ static void node_eligible_add(engine_t *e, node *n, engine_counts *o)
 static void tenant_counts(engine_t *e, tenant *t, engine_counts *o)
 {
     counts_fill(o, &t->c);
+    o->rate_until = t->rb.until;
     DLIST_FOREACH(it, &t->ready_nodes)
     {
         node_eligible_add(e, DLIST_ITEM(it, node, in_tenant), o);
@@ -698,6 +717,7 @@ static void tenant_counts(engine_t *e, tenant *t, engine_counts *o)
 static void pair_counts(engine_t *e, pair *p, engine_counts *o)
 {
     counts_fill(o, &p->c);
+    o->rate_until = p->rb.until;
     DLIST_FOREACH(it, &p->ready_nodes)
     {
         node_eligible_add(e, DLIST_ITEM(it, node, in_pair), o);
@@ -707,6 +727,7 @@ static void pair_counts(engine_t *e, pair *p, engine_counts *o)
 static void queue_counts(engine_t *e, queue *q, engine_counts *o)
 {
     counts_fill(o, &q->c);
+    o->rate_until = q->rb.until;
     DLIST_FOREACH(it, &q->all_shards)
     {
         shard *sh = DLIST_ITEM(it, shard, in_queue);
@@ -739,13 +760,22 @@ int engine_queue_set(engine_t *e, int64_t now, const char *name, const engine_qu
     engine_queue_settings old = q->s;
     q->s = *s;
     engine_note_queue(e, q);
-    if (old.tenant_cap != s->tenant_cap || old.paused != s->paused) {
+    bool rates = old.tenant_rate != s->tenant_rate || old.rate_period_ms != s->rate_period_ms ||
+                 old.rate_burst != s->rate_burst;
+    /* pairs met from now on under a per-tenant rate set now (not loaded)
+     * had no start under it before: their buckets begin full */
+    if (old.tenant_rate == ENGINE_UNLIMITED) q->pair_rates_fresh = !e->loading;
+    if (old.tenant_cap != s->tenant_cap || old.paused != s->paused || rates) {
         DLIST_FOREACH(it, &q->pairs)
         {
             pair *p = DLIST_ITEM(it, pair, in_queue);
+            if (rates) engine_rate_changed(e, &p->rb, now, old.tenant_rate != ENGINE_UNLIMITED);
             if (pair_room_under(p, &old) != pair_has_room(p)) engine_pair_room_changed(e, p);
         }
     }
+    if (old.rate != s->rate || old.rate_period_ms != s->rate_period_ms ||
+        old.rate_burst != s->rate_burst)
+        engine_rate_changed(e, &q->rb, now, old.rate != ENGINE_UNLIMITED);
     if (old.order != s->order) engine_queue_reorder(e, q);
     return 0;
 }

@@ -116,11 +116,20 @@ typedef struct engine_queue_settings {
     uint32_t tenant_cap; /* per-tenant cap on leased+running in this queue */
     int64_t timeout_ms;  /* an attempt fails this long after its lease; 0: none */
     bool paused;         /* no job of the queue is leased */
+    /* Rate limits (GCRA, rate.c): at most `rate` starts of the queue and
+     * `tenant_rate` of each tenant in it per rate_period_ms, with bursts of
+     * up to rate_burst (ENGINE_UNLIMITED: the rate itself). */
+    uint32_t rate, tenant_rate;
+    int64_t rate_period_ms;
+    uint32_t rate_burst;
 } engine_queue_settings;
 
 typedef struct engine_tenant_settings {
     uint32_t slots; /* 0 pauses the tenant; ENGINE_UNLIMITED */
     uint32_t weight;
+    uint32_t rate; /* starts per rate_period_ms over every queue; ENGINE_UNLIMITED */
+    int64_t rate_period_ms;
+    uint32_t rate_burst;
 } engine_tenant_settings;
 
 typedef struct engine_config {
@@ -137,11 +146,16 @@ typedef struct engine_config {
     /* 1, or 2 when the store also numbers jobs (PostgreSQL: tenq.submit in
      * an application's transaction takes odd ids; the engine's are even). */
     uint32_t id_step;
+    /* When this engine's life began (the load's time): a rate limit counts
+     * as used up then, so that starts before a restart and after it stay
+     * within the limit together (rate.c).  0: limits begin full. */
+    int64_t start_ms;
 } engine_config;
 
 /* The defaults of SEMANTICS.md. */
 void engine_config_defaults(engine_config *c);
 void engine_queue_settings_defaults(engine_queue_settings *s);
+void engine_tenant_settings_defaults(engine_tenant_settings *s);
 /* Checks every field; 0 or TENQ_EINVALID naming the field. */
 int engine_queue_settings_check(const engine_queue_settings *s, engine_err *err);
 int engine_tenant_settings_check(const engine_tenant_settings *s, engine_err *err);
@@ -216,19 +230,23 @@ typedef enum {
     ENGINE_WAIT_TENANT_CAP,    /* its tenant runs active of the queue's per-tenant cap */
     ENGINE_WAIT_QUEUE_PAUSED,  /* its queue is paused */
     ENGINE_WAIT_TENANT_PAUSED, /* its queue is paused for its tenant */
+    ENGINE_WAIT_TENANT_RATE,   /* its tenant's rate allows no start before until */
+    ENGINE_WAIT_QUEUE_RATE,    /* its queue's rate allows no start before until */
+    ENGINE_WAIT_PAIR_RATE,     /* its queue's per-tenant rate allows none before until */
     ENGINE_WAIT_WORKER         /* it may go now: no worker has leased from its queue yet */
 } engine_wait_kind;
 
 typedef struct engine_wait {
     engine_wait_kind kind;
-    int64_t until;          /* SCHEDULED, BACKOFF: the time it becomes ready */
+    int64_t until;          /* SCHEDULED, BACKOFF, *_RATE: the time it may go */
     uint64_t blocked_by;    /* LANE: the job at the head of its lane */
     uint32_t active, limit; /* TENANT_SLOTS, TENANT_CAP */
 } engine_wait;
 
 void engine_job_wait(const engine_job *j, engine_wait *out);
 /* "scheduled", "backoff", "lane", "tenant_slots", "tenant_cap", "queue_paused",
- * "tenant_paused", "worker"; NULL for NONE. */
+ * "tenant_paused", "tenant_rate", "queue_rate", "queue_tenant_rate", "worker";
+ * NULL for NONE. */
 const char *engine_wait_name(engine_wait_kind k);
 uint64_t engine_job_id(const engine_job *j);
 engine_state engine_job_state(const engine_job *j);
@@ -364,6 +382,7 @@ size_t engine_morgue_delete_where(engine_t *e, int64_t now, const engine_morgue_
 typedef struct engine_counts {
     uint64_t ready, scheduled, blocked, leased, running, dead;
     uint64_t eligible;        /* ready jobs that could be leased now */
+    int64_t rate_until;       /* a rate limit of its own allows no start before this; 0 */
     int64_t oldest_eligible;  /* ready_at of the oldest eligible job; 0 if none */
     uint64_t submitted_total; /* monotonic counters since start-up */
     uint64_t succeeded_total, failed_total, dead_total, cancelled_total;

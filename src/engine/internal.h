@@ -107,6 +107,15 @@ typedef struct ready_heap {
     uint32_t n, cap;
 } ready_heap;
 
+/* A rate limit's state (rate.c): one per tenant, queue and pair. */
+typedef enum { RB_TENANT, RB_QUEUE, RB_PAIR } rb_kind;
+typedef struct rate_bucket {
+    int64_t tat;   /* GCRA's theoretical arrival time, us; 0: unused since start */
+    int64_t until; /* closed until then (ms), in e->rate_timers; 0: open */
+    uint32_t hidx;
+    uint8_t kind; /* rb_kind */
+} rate_bucket;
+
 typedef struct tenant {
     char *name;
     uint64_t hash;
@@ -115,6 +124,7 @@ typedef struct tenant {
     dlist ready_nodes; /* nodes with ready jobs */
     counters c;
     avl_tree dead_by_id, dead_by_fin;
+    rate_bucket rb; /* s.rate */
     bool chg;
 } tenant;
 
@@ -122,10 +132,12 @@ typedef struct queue {
     char *name;
     uint64_t hash;
     engine_queue_settings s;
-    heap shards;      /* shards with eligible nodes */
-    uint64_t vclock;  /* fair: the pass of the last pick */
-    dlist pairs;      /* every pair of this queue */
-    dlist all_shards; /* every shard of this queue */
+    heap shards;           /* shards with eligible nodes */
+    uint64_t vclock;       /* fair: the pass of the last pick */
+    dlist pairs;           /* every pair of this queue */
+    dlist all_shards;      /* every shard of this queue */
+    rate_bucket rb;        /* s.rate (s.tenant_rate: each pair's) */
+    bool pair_rates_fresh; /* tenant_rate was set in this engine's life, not loaded */
     counters c;
     bool chg, wake;
 } queue;
@@ -147,6 +159,7 @@ typedef struct pair {
     uint32_t n_eligible; /* nodes in shard heaps */
     uint64_t pass;       /* fair order */
     bool paused;         /* the queue is paused for this tenant */
+    rate_bucket rb;      /* the queue's tenant_rate */
     dlist ready_nodes;
     dlink in_queue;
     counters c;
@@ -272,9 +285,10 @@ struct engine {
     uint64_t next_id;
     idtab jobs;
     htab tenants, queues, shards, pairs, nodes, lanes, uniq, idem, workers;
-    htab stale;   /* (id, key) of node-heap entries whose job left */
-    jheap timers; /* scheduled jobs by run_at */
-    jheap leases; /* leased/running jobs by deadline */
+    htab stale;       /* (id, key) of node-heap entries whose job left */
+    jheap timers;     /* scheduled jobs by run_at */
+    jheap leases;     /* leased/running jobs by deadline */
+    heap rate_timers; /* closed rate buckets by the time they open */
     dlist idem_order;
     avl_tree dead_by_id, dead_by_fin;
     change_vec changes;
@@ -351,13 +365,13 @@ static inline pair *job_pair(const job *j)
 }
 static inline bool tenant_has_room(const tenant *t)
 {
-    return t->active < t->s.slots;
+    return t->active < t->s.slots && !t->rb.until;
 }
 /* Whether the pair may start a job: room under the queue's per-tenant
  * cap, and neither the queue nor the pair paused. */
 static inline bool pair_room_under(const pair *p, const engine_queue_settings *qs)
 {
-    return !qs->paused && !p->paused && p->active < qs->tenant_cap;
+    return !qs->paused && !p->paused && p->active < qs->tenant_cap && !p->rb.until;
 }
 static inline bool pair_has_room(const pair *p)
 {
@@ -426,6 +440,25 @@ bool engine_can_merge_into(const job *tail, const node *home);
 job *engine_job_alloc(engine_t *e, uint64_t id, node *home, const char *args, uint32_t args_len);
 void engine_job_free(engine_t *e, job *j);
 uint64_t engine_take_id(engine_t *e);
+
+/* ---- rate limits (rate.c) */
+void engine_rate_init(rate_bucket *b, rb_kind kind);
+/* Whether the job's queue, tenant and pair allow a start now; those that do
+ * not are closed (the job is then no longer a lease's candidate). */
+bool engine_rate_allows(engine_t *e, int64_t now, const struct engine_job *j);
+/* The job started: each of its limits counts it, closing when full. */
+void engine_rate_take(engine_t *e, int64_t now, const struct engine_job *j);
+/* A bucket's limit changed (had_limit: from another limit, not from none).
+ * None opens it.  A limit loaded from the store is used up at the engine's
+ * start (cfg.start_ms); one set from none in the engine's life begins full
+ * (nothing started under it before); a changed one counts the starts made,
+ * at most as a used-up bucket of it (so a faster rate opens sooner). */
+void engine_rate_changed(engine_t *e, rate_bucket *b, int64_t now, bool had_limit);
+/* Opens the buckets whose time came; when the next opens (INT64_MAX: none). */
+size_t engine_rate_tick(engine_t *e, int64_t now);
+int64_t engine_rate_next(const engine_t *e);
+/* The bucket's place in the heap agrees with its state. */
+bool engine_rate_check(const engine_t *e, const rate_bucket *b);
 
 /* ---- morgue (morgue.c) */
 void engine_morgue_insert(engine_t *e, job *j);

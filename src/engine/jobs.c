@@ -756,6 +756,7 @@ size_t engine_tick(engine_t *e, int64_t now)
         attempt_failed(e, j, now, &f);
         changed++;
     }
+    changed += engine_rate_tick(e, now);
     while (!dlist_empty(&e->idem_order)) {
         idem_entry *ie = DLIST_ITEM(e->idem_order.head.next, idem_entry, in_order);
         if (ie->info.created_at + e->cfg.idempotency_ttl_ms > now) break;

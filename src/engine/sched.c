@@ -553,6 +553,7 @@ static void lease_one(engine_t *e, int64_t now, job *j, const char *worker)
         engine_pair_room_changed(e, p);
     }
     engine_take_slot(e, j);
+    engine_rate_take(e, now, j);
     engine_note_job(e, j, 0);
 }
 
@@ -590,6 +591,7 @@ size_t engine_lease(engine_t *e, int64_t now, const engine_lease_req *req, engin
         job *best = NULL;
         for (size_t k = 0; k < nq; k++) {
             node *cand = NULL;
+            if (qs[k]->rb.until) continue; /* its rate allows no start yet */
             if (!req->n_types) {
                 shard *sh = sq_top(&qs[k]->shards);
                 if (sh) cand = nq_top(&sh->nodes);
@@ -605,6 +607,7 @@ size_t engine_lease(engine_t *e, int64_t now, const engine_lease_req *req, engin
             if (!best || job_before(j, best)) best = j;
         }
         if (!best) break;
+        if (!engine_rate_allows(e, now, best)) continue; /* closed what did not allow it */
         lease_one(e, now, best, worker);
         out[got++] = best;
     }
@@ -618,6 +621,7 @@ int64_t engine_next_timer(const engine_t *e)
     int64_t t = INT64_MAX;
     if (e->timers.n) t = (int64_t)e->timers.a[0].k;
     if (e->leases.n && (int64_t)e->leases.a[0].k < t) t = (int64_t)e->leases.a[0].k;
+    if (engine_rate_next(e) < t) t = engine_rate_next(e);
     if (!dlist_empty(&e->idem_order)) {
         const idem_entry *ie = DLIST_ITEM(e->idem_order.head.next, idem_entry, in_order);
         int64_t due = ie->info.created_at + e->cfg.idempotency_ttl_ms;

@@ -86,6 +86,12 @@ void engine_queue_settings_defaults(engine_queue_settings *s)
     defaults(engine_queue_setting_rows, engine_queue_setting_count, s);
 }
 
+void engine_tenant_settings_defaults(engine_tenant_settings *s)
+{
+    memset(s, 0, sizeof(*s));
+    defaults(engine_tenant_setting_rows, engine_tenant_setting_count, s);
+}
+
 int engine_queue_settings_check(const engine_queue_settings *s, engine_err *err)
 {
     int rc = check(engine_queue_setting_rows, engine_queue_setting_count, s, err);

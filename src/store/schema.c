@@ -165,9 +165,17 @@ static const char *const migrations[] = {
     "$TXAPI",
 
     /* 9: operations: a queue's timeout and pause (settings), a job's own
-     * timeout, and a queue paused for one tenant. */
+     * timeout, a queue paused for one tenant, and rate limits (settings of
+     * queues and of tenants; null: none). */
     "ALTER TABLE $Squeues ADD COLUMN timeout_ms $I64 NOT NULL DEFAULT 0;\n"
     "ALTER TABLE $Squeues ADD COLUMN paused $BOOL NOT NULL DEFAULT $FALSE;\n"
+    "ALTER TABLE $Squeues ADD COLUMN rate $I64;\n"
+    "ALTER TABLE $Squeues ADD COLUMN tenant_rate $I64;\n"
+    "ALTER TABLE $Squeues ADD COLUMN rate_period_ms $I64 NOT NULL DEFAULT 1000;\n"
+    "ALTER TABLE $Squeues ADD COLUMN rate_burst $I64;\n"
+    "ALTER TABLE $Stenants ADD COLUMN rate $I64;\n"
+    "ALTER TABLE $Stenants ADD COLUMN rate_period_ms $I64 NOT NULL DEFAULT 1000;\n"
+    "ALTER TABLE $Stenants ADD COLUMN rate_burst $I64;\n"
     "ALTER TABLE $Sjobs ADD COLUMN timeout_ms $I64;\n"
     "CREATE TABLE $Squeue_pauses (\n"
     "  queue TEXT NOT NULL,\n"

@@ -31,7 +31,8 @@ class AdminEndpoints(ServerTest):
         refused out of its range (400 naming it, nothing changed) and kept
         when valid, as its row says."""
         table = self.srv.ok("GET", "/v1/settings")
-        self.assertEqual([r["name"] for r in table["tenant"]], ["slots", "weight"])
+        self.assertEqual([r["name"] for r in table["tenant"]],
+                         ["slots", "weight", "rate", "rate_period_ms", "rate_burst"])
         self.assertIn("lease_ms", [r["name"] for r in table["queue"]])
         for kind, path in (("queue", "/v1/queues/table-q"), ("tenant", "/v1/tenants/table-t")):
             before = self.srv.ok("PUT", path, {})

@@ -209,5 +209,87 @@ class Timeouts(ServerTest):
         self.assertEqual(self.srv.ok("GET", "/v1/queues/t-kept")["timeout_ms"], 2000)
 
 
+class RateLimits(ServerTest):
+    def lease_ids(self, queue, n=100):
+        return [j["id"] for j in self.srv.lease([queue], max=n)]
+
+    def test_a_queue_rate_holds_over_seconds_and_says_until_when(self):
+        self.srv.ok("PUT", "/v1/queues/r-q", {"rate": 5, "rate_period_ms": 1000})
+        ids = [self.srv.submit(queue="r-q")["id"] for _ in range(40)]
+        first = self.lease_ids("r-q")
+        self.assertEqual(len(first), 5)  # a period's worth at once
+        q = self.srv.ok("GET", "/v1/queues/r-q")
+        self.assertEqual((q["eligible"], q["held"]), (0, 35))
+        self.assertGreater(q["rate_limited_until"], int(time.time() * 1000))
+        waiting = [i for i in ids if i not in first]
+        w = self.srv.job(waiting[0])["waiting"]
+        self.assertEqual(w["reason"], "queue_rate")
+        self.assertEqual(w["until"], q["rate_limited_until"])
+        t0 = time.time()
+        got = len(first)
+        while time.time() - t0 < 2.0:
+            got += len(self.lease_ids("r-q"))
+            time.sleep(0.02)
+        elapsed = time.time() - t0
+        # one start each 200 ms after the burst: never more, and no slower
+        self.assertLessEqual(got, 5 + int(elapsed / 0.2) + 1)
+        self.assertGreaterEqual(got, 5 + int(elapsed / 0.2) - 2)
+
+    def test_a_queues_per_tenant_rate_limits_each_tenant(self):
+        self.srv.ok("PUT", "/v1/queues/r-pair", {"tenant_rate": 1, "rate_period_ms": 60000})
+        ids = [self.srv.submit(queue="r-pair", tenant=t)["id"] for t in ("a", "a", "b", "b")]
+        got = self.srv.lease(["r-pair"], max=10)
+        self.assertEqual(sorted(j["tenant"] for j in got), ["a", "b"])
+        rest = [i for i in ids if i not in [j["id"] for j in got]]
+        self.assertEqual(len(rest), 2)
+        w = self.srv.job(rest[0])["waiting"]
+        self.assertEqual(w["reason"], "queue_tenant_rate")
+        self.assertIn("per-tenant rate limit", w["message"])
+
+    def test_a_limit_changed_live_takes_effect_at_once(self):
+        self.srv.ok("PUT", "/v1/queues/r-live", {"rate": 1, "rate_period_ms": 3600000})
+        for _ in range(5):
+            self.srv.submit(queue="r-live")
+        self.assertEqual(len(self.lease_ids("r-live")), 1)
+        self.assertEqual(self.lease_ids("r-live"), [])
+        self.srv.ok("PUT", "/v1/queues/r-live", {"rate": None})
+        self.assertEqual(len(self.lease_ids("r-live")), 4)
+
+    def test_bad_rates_are_refused_naming_the_field(self):
+        for body, field in (({"rate": 0}, "rate"), ({"rate": -3}, "rate"),
+                            ({"tenant_rate": 0}, "tenant_rate"),
+                            ({"rate_period_ms": 0}, "rate_period_ms"),
+                            ({"rate_burst": 2000000}, "rate_burst")):
+            st, b = self.srv.req("PUT", "/v1/queues/r-bad", body)
+            self.assertEqual(st, 400, (body, b))
+            self.assertEqual(b["error"]["field"], field)
+        self.assertEqual(self.srv.req("GET", "/v1/queues/r-bad")[0], 404)
+        st, b = self.srv.req("PUT", "/v1/tenants/r-bad", {"rate": 0})
+        self.assertEqual((st, b["error"]["field"]), (400, "rate"))
+
+
+class RateLimitsAcrossRestarts(ServerTest):
+    def test_a_restart_never_grants_a_second_burst(self):
+        self.srv.ok("PUT", "/v1/tenants/r-t", {"rate": 2, "rate_period_ms": 4000})
+        for _ in range(10):
+            self.srv.submit(queue="r-restart", tenant="r-t")
+        got = self.srv.lease(["r-restart"], max=10)
+        self.assertEqual(len(got), 2)
+        for j in got:
+            self.srv.ack(j)
+        self.srv.stop()
+        self.srv.start()
+        started = time.time()
+        self.assertEqual(self.srv.ok("GET", "/v1/tenants/r-t")["rate"], 2)
+        # the limit begins used up: nothing at once, one start 2 s (T) on
+        self.assertEqual(self.srv.lease(["r-restart"], max=10), [])
+        got = []
+        while time.time() - started < 3.5 and not got:
+            got = self.srv.lease(["r-restart"], max=10)
+            time.sleep(0.05)
+        self.assertEqual(len(got), 1)
+        self.assertGreaterEqual(time.time() - started, 1.9)
+
+
 if __name__ == "__main__":
     main()

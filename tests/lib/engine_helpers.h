@@ -143,7 +143,10 @@ static inline uint64_t kill_one(engine_t *e, int64_t now, const char *t, const c
 
 static inline void set_slots(engine_t *e, const char *tenant, uint32_t slots, uint32_t weight)
 {
-    engine_tenant_settings s = {slots, weight};
+    engine_tenant_settings s;
+    engine_tenant_settings_defaults(&s);
+    s.slots = slots;
+    s.weight = weight;
     engine_err err;
     if (engine_tenant_set(e, 0, tenant, &s, &err)) test_fail(__FILE__, __LINE__, "%s", err.message);
 }

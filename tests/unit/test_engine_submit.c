@@ -578,7 +578,10 @@ TEST(queue_settings_are_checked_field_by_field)
     ASSERT_EQ(engine_queue_set(e, 0, "q", &s, &err), TENQ_EINVALID);
     ASSERT_STR(err.field, "tenant_cap");
     ASSERT_EQ(engine_queue_get(e, 0, "q", NULL, NULL), TENQ_ENOT_FOUND);
-    engine_tenant_settings ts = {5, 0};
+    engine_tenant_settings ts;
+    engine_tenant_settings_defaults(&ts);
+    ts.slots = 5;
+    ts.weight = 0;
     ASSERT_EQ(engine_tenant_set(e, 0, "t", &ts, &err), TENQ_EINVALID);
     ASSERT_STR(err.field, "weight");
     engine_destroy(e);

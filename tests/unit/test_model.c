@@ -12,6 +12,9 @@
  *   - every lease's deadline, at its lease and at each heartbeat, is the
  *     lease length cut at leased_at + timeout (the job's, else its queue's):
  *     a timeout is never early nor late;
+ *   - rate limits (a tenant's, a queue's, a queue's per tenant) are never
+ *     exceeded, restarts included: in any window of W ms, at most
+ *     burst + W / T starts (T = period / rate);
  *   - every job is in exactly one state and every count equals a recount
  *     (engine_check).
  * Every few thousand steps the engine is "restarted": its jobs are copied
@@ -41,6 +44,17 @@ typedef struct live_lease {
 #define LEASE_MS   200
 #define TIMEOUT_MS 500 /* the fair queue's */
 
+/* Rate limits: tenant t4 (3 per 100 ms, bursts of 2), queue "once" (5 per
+ * 200 ms), and each tenant in queue "fair" (2 per 50 ms). The model keeps
+ * each limit's last starts and checks every window ending at a start. */
+#define RL_KEEP 64
+typedef struct rate_log {
+    uint32_t rate, burst;
+    int64_t period;
+    int64_t at[RL_KEEP]; /* start times, a ring */
+    unsigned n;
+} rate_log;
+
 static struct model {
     uint64_t rng;
     int64_t now;
@@ -48,6 +62,7 @@ static struct model {
     uint32_t slots[NT];
     uint32_t cap[NQ];
     bool qpaused[NQ], tpaused[NT][NQ];
+    rate_log rl_tenant, rl_queue, rl_pair[NT];
     live_lease *lease; /* by id */
     uint64_t *live;    /* ids with a live lease */
     size_t n_live;
@@ -87,6 +102,7 @@ static engine_config model_config(void)
     engine_config c;
     engine_config_defaults(&c);
     c.seed = M.rng;
+    c.start_ms = M.now; /* limits begin used up at every (re)start */
     return c;
 }
 
@@ -104,14 +120,50 @@ static void setup_queues(engine_t *e)
         s.paused = M.qpaused[q];
         if (q == 1) s.order = ENGINE_ORDER_FAIR;
         if (q == 1) s.timeout_ms = TIMEOUT_MS;
+        if (q == 1) {
+            s.tenant_rate = 2;
+            s.rate_period_ms = 50;
+        }
+        if (q == 3) {
+            s.rate = 5;
+            s.rate_period_ms = 200;
+        }
         if (q == 2) s.merge = true;
         if (q == 3) s.delivery = ENGINE_AT_MOST_ONCE;
         set_queue(e, queues[q], s);
     }
-    for (int t = 0; t < NT; t++) set_slots(e, tenants[t], M.slots[t], 1 + (uint32_t)t % 3);
+    for (int t = 0; t < NT; t++) {
+        engine_tenant_settings ts;
+        engine_tenant_settings_defaults(&ts);
+        ts.slots = M.slots[t];
+        ts.weight = 1 + (uint32_t)t % 3;
+        if (t == 4) {
+            ts.rate = 3;
+            ts.rate_period_ms = 100;
+            ts.rate_burst = 2;
+        }
+        engine_err err;
+        ASSERT_MSG(engine_tenant_set(e, M.now, tenants[t], &ts, &err) == 0, "%s", err.message);
+    }
     for (int t = 0; t < NT; t++)
         for (int q = 0; q < NQ; q++)
             if (M.tpaused[t][q]) engine_pause_tenant(e, M.now, queues[q], tenants[t], true, NULL);
+}
+
+/* A start of a rate-limited bucket at now: no window ending now holds more
+ * than burst + W / T starts. */
+static void rate_start(rate_log *l, const char *what)
+{
+    l->at[l->n++ % RL_KEEP] = M.now;
+    int64_t t_us = (l->period * 1000 + l->rate - 1) / l->rate;
+    for (int64_t w = l->period; w <= 4 * l->period; w += l->period) {
+        unsigned k = 0;
+        for (unsigned i = 0; i < RL_KEEP && i < l->n; i++)
+            if (l->at[(l->n - 1 - i) % RL_KEEP] > M.now - w) k++;
+        int64_t most = (int64_t)l->burst + w * 1000 / t_us;
+        ASSERT_MSG((int64_t)k <= most, "%s: %u starts in %lld ms, at most %lld (step %llu)", what,
+                   k, (long long)w, (long long)most, (unsigned long long)M.steps);
+    }
 }
 
 /* The deadline the model expects for a lease at now: the lease length, cut
@@ -216,6 +268,9 @@ static void op_lease(void)
         int t = idx_of(tenants, NT, in.tenant), q = idx_of(queues, NQ, in.queue);
         ASSERT_MSG(!M.qpaused[q] && !M.tpaused[t][q], "job %llu leased from paused %s/%s",
                    (unsigned long long)in.id, in.queue, in.tenant);
+        if (t == 4) rate_start(&M.rl_tenant, "tenant t4's rate");
+        if (q == 3) rate_start(&M.rl_queue, "queue once's rate");
+        if (q == 1) rate_start(&M.rl_pair[t], "queue fair's per-tenant rate");
         l->leased_at = M.now;
         l->timeout_ms = in.timeout_ms ? in.timeout_ms : q == 1 ? TIMEOUT_MS : 0;
         ASSERT_EQ(in.lease_until, want_deadline(l));
@@ -347,7 +402,12 @@ static void op_settings(void)
     } else if (rn(2)) {
         int t = rn(NT);
         M.slots[t] = (uint32_t)rn(5);
-        set_slots(M.e, tenants[t], M.slots[t], 1 + (uint32_t)rn(3));
+        engine_tenant_settings ts;
+        engine_tenant_get(M.e, M.now, tenants[t], &ts, NULL); /* keeps its rate */
+        ts.slots = M.slots[t];
+        ts.weight = 1 + (uint32_t)rn(3);
+        engine_err err;
+        ASSERT_MSG(engine_tenant_set(M.e, M.now, tenants[t], &ts, &err) == 0, "%s", err.message);
     } else {
         int q = rn(NQ);
         M.cap[q] = rn(3) ? ENGINE_UNLIMITED : (uint32_t)(1 + rn(3));
@@ -484,6 +544,9 @@ static void run_model(uint64_t seed, uint64_t ops)
     M.live = calloc(MAXJ + 1, sizeof(uint64_t));
     for (int t = 0; t < NT; t++) M.slots[t] = (uint32_t)(1 + rn(4));
     for (int q = 0; q < NQ; q++) M.cap[q] = ENGINE_UNLIMITED;
+    M.rl_tenant = (rate_log){.rate = 3, .burst = 2, .period = 100};
+    M.rl_queue = (rate_log){.rate = 5, .burst = 5, .period = 200};
+    for (int t = 0; t < NT; t++) M.rl_pair[t] = (rate_log){.rate = 2, .burst = 2, .period = 50};
     engine_config c = model_config();
     M.e = engine_create(&c);
     setup_queues(M.e);
