@@ -508,6 +508,7 @@ void h_queues(server *s, http_req *req, const principal *who, const char **args)
 void h_queue_get(server *s, http_req *req, const principal *who, const char **args);
 void h_queue_put(server *s, http_req *req, const principal *who, const char **args);
 void h_queue_pause(server *s, http_req *req, const principal *who, const char **args);
+void h_jobs_bulk(server *s, http_req *req, const principal *who, const char **args);
 void h_queue_resume(server *s, http_req *req, const principal *who, const char **args);
 void h_morgue(server *s, http_req *req, const principal *who, const char **args);
 void h_morgue_requeue(server *s, http_req *req, const principal *who, const char **args);

@@ -9,6 +9,7 @@
 static const route routes[] = {
     {"POST", "/v1/jobs", h_submit, ROLE_ADMIN | ROLE_TENANT},
     {"GET", "/v1/jobs", h_list_jobs, ROLE_ADMIN | ROLE_TENANT},
+    {"POST", "/v1/jobs/bulk", h_jobs_bulk, ROLE_ADMIN | ROLE_TENANT},
     {"GET", "/v1/jobs/{}", h_get_job, ROLES_ALL},
     {"GET", "/v1/jobs/{}/wait", h_wait_job, ROLE_ADMIN | ROLE_TENANT},
     {"POST", "/v1/jobs/{}/cancel", h_cancel, ROLE_ADMIN | ROLE_TENANT},

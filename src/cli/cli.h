@@ -138,6 +138,7 @@ int cmd_cancel(cli *c, int argc, char **argv);
 int cmd_jobs(cli *c, int argc, char **argv);
 int cmd_stats(cli *c, int argc, char **argv);
 int cmd_morgue(cli *c, int argc, char **argv);
+int cmd_bulk(cli *c, int argc, char **argv);
 int cmd_tenant(cli *c, int argc, char **argv);
 int cmd_queue(cli *c, int argc, char **argv);
 int cmd_token(cli *c, int argc, char **argv);

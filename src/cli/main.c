@@ -67,6 +67,7 @@ static const cli_cmd commands[] = {
     {"jobs", cmd_jobs, "list jobs"},
     {"stats", cmd_stats, "counts per queue and per tenant"},
     {"morgue", cmd_morgue, "dead jobs: ls, requeue, rm"},
+    {"bulk", cmd_bulk, "cancel, retry now, reprioritize or delete jobs by filter"},
     {"tenant", cmd_tenant, "tenants: ls, show, set"},
     {"queue", cmd_queue, "queues: ls, show, set, pause, resume"},
     {"token", cmd_token, "tokens: create, ls, revoke"},

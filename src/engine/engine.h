@@ -377,6 +377,27 @@ size_t engine_morgue_requeue_where(engine_t *e, int64_t now, const engine_morgue
 size_t engine_morgue_delete_where(engine_t *e, int64_t now, const engine_morgue_filter *f,
                                   size_t max);
 
+/* ---- bulk actions on live jobs ------------------------------------------ */
+
+typedef struct engine_job_filter {
+    const char *tenant, *queue, *type, *key; /* NULL: any */
+    uint32_t states;                         /* bits 1 << engine_state; 0: any */
+    int64_t created_after, created_before;   /* [after, before); 0: open */
+} engine_job_filter;
+
+typedef enum {
+    ENGINE_BULK_CANCEL,    /* unfinished jobs: cancelled, or a cancel requested if leased */
+    ENGINE_BULK_RETRY_NOW, /* scheduled jobs (a delay or a backoff): ready now */
+    ENGINE_BULK_PRIORITY /* jobs not yet leased: priority set (a ready one keeps its place in time)
+                          */
+} engine_bulk_action;
+
+/* Applies the action to up to `max` matching jobs the action applies to,
+ * lowest ids first (none when dry_run); returns how many matched and sets
+ * *changed to how many it changed.  O(resident jobs). */
+size_t engine_bulk(engine_t *e, int64_t now, const engine_job_filter *f, engine_bulk_action a,
+                   int32_t priority, bool dry_run, size_t max, size_t *changed);
+
 /* ---- tenants and queues -------------------------------------------------- */
 
 typedef struct engine_counts {

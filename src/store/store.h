@@ -351,6 +351,10 @@ int store_list_jobs_sync(store_t *s, const store_job_query *q, store_rows_fn fn,
  * jobs older than their queue's retention, and idempotency keys older than
  * a day.  Returns rows deleted or an error. */
 long store_prune_now(store_t *s, int64_t now);
+/* Finished jobs (succeeded, cancelled, merged) matching the filter, at most
+ * max, lowest ids first: deleted, or counted when dry_run.  Returns the
+ * count or an error.  Runs on the caller's thread (an operator's action). */
+long store_purge_finished(store_t *s, const engine_job_filter *f, bool dry_run, long max);
 
 /* ---- tests ----------------------------------------------------------------- */
 

@@ -541,6 +541,20 @@ class Admin(Case):
         _, err = self.fails(1, "queue", "set", "q-admin", "--timeout", "1s")
         self.assertIn("tenq: invalid: timeout_ms must be 0 or at least a third of lease_ms", err)
 
+    def test_bulk(self):
+        for _ in range(3):
+            self.submit("--tenant", "t-bulk", "--queue", "bulkq", "--type", "t")
+        out, _ = self.ok("bulk", "cancel", "--queue", "bulkq", "--dry-run")
+        self.assertEqual(out, "cancel: 3 jobs would change\n")
+        out, _ = self.ok("bulk", "set_priority", "--queue", "bulkq", "--priority", "5")
+        self.assertEqual(out, "set_priority: 3 matched, 3 changed\n")
+        out, _ = self.ok("bulk", "cancel", "--queue", "bulkq", "--json")
+        self.assertEqual(json.loads(out)["changed"], 3)
+        _, err = self.fails(2, "bulk", "cancel")
+        self.assertIn("give filters", err)
+        _, err = self.fails(1, "bulk", "cancel", "--queue", "bulkq", "--state", "dead")
+        self.assertIn("tenq: invalid:", err)
+
     def test_queue_pause_and_resume(self):
         out, _ = self.ok("queue", "pause", "q-pause")
         self.assertRegex(out, r"(?m)^paused\s+true$")

@@ -291,5 +291,106 @@ class RateLimitsAcrossRestarts(ServerTest):
         self.assertGreaterEqual(time.time() - started, 1.9)
 
 
+class Bulk(ServerTest):
+    def bulk(self, token=None, **body):
+        return self.srv.ok("POST", "/v1/jobs/bulk", body, token=token)
+
+    def test_cancel_by_filter_after_a_dry_run(self):
+        mine = [self.srv.submit(queue="b-cancel", type="Report.run")["id"] for _ in range(3)]
+        other = self.srv.submit(queue="b-cancel", type="Mail.send")["id"]
+        leased = self.srv.lease(["b-cancel"], types=["Report.run"])[0]
+        r = self.bulk(action="cancel", queue="b-cancel", type="Report.run", dry_run=True)
+        self.assertEqual((r["matched"], r["changed"], r["dry_run"]), (3, 0, True))
+        self.assertEqual(self.srv.job(mine[1])["state"], "ready")
+        r = self.bulk(action="cancel", queue="b-cancel", type="Report.run")
+        self.assertEqual((r["matched"], r["changed"]), (3, 3))
+        states = sorted(self.srv.job(i)["state"] for i in mine)
+        self.assertEqual(states, ["cancelled", "cancelled", "leased"])
+        self.assertTrue(self.srv.job(leased["id"])["cancel_requested"])
+        self.assertEqual(self.srv.job(other)["state"], "ready")
+
+    def test_retry_now_makes_backoffs_and_delayed_jobs_ready(self):
+        later = int(time.time() * 1000) + 3600 * 1000
+        a = self.srv.submit(queue="b-retry", run_at=later)["id"]
+        b = self.srv.submit(queue="b-retry")["id"]
+        self.srv.fail(self.srv.lease(["b-retry"])[0], error="x", retry_in_ms=600000)
+        self.assertEqual(self.srv.lease(["b-retry"]), [])
+        r = self.bulk(action="retry_now", queue="b-retry")
+        self.assertEqual((r["matched"], r["changed"]), (2, 2))
+        got = sorted(j["id"] for j in self.srv.lease(["b-retry"], max=5))
+        self.assertEqual(got, sorted([a, b]))
+
+    def test_set_priority_moves_matching_jobs_ahead(self):
+        low = [self.srv.submit(queue="b-prio", type="Low")["id"] for _ in range(3)]
+        high = self.srv.submit(queue="b-prio", type="Urgent")["id"]
+        r = self.bulk(action="set_priority", queue="b-prio", type="Urgent", priority=100)
+        self.assertEqual((r["matched"], r["changed"]), (1, 1))
+        self.assertEqual(self.srv.job(high)["priority"], 100)
+        self.assertEqual(self.srv.lease(["b-prio"])[0]["id"], high)
+        self.assertEqual(self.srv.job(low[0])["priority"], 0)
+
+    def test_delete_finished_jobs_by_filter(self):
+        done = []
+        for _ in range(4):
+            j = self.srv.submit(queue="b-del")
+            self.srv.ack(self.srv.lease(["b-del"])[0])
+            done.append(j["id"])
+        live = self.srv.submit(queue="b-del")["id"]
+        r = self.bulk(action="delete", queue="b-del", dry_run=True)
+        self.assertEqual((r["matched"], r["changed"]), (4, 0))
+        self.assertEqual(self.srv.job(done[0])["state"], "succeeded")
+        r = self.bulk(action="delete", queue="b-del", state="succeeded", limit=3)
+        self.assertEqual((r["matched"], r["changed"]), (3, 3))
+        gone = [i for i in done if self.srv.req("GET", "/v1/jobs/%d" % i)[0] == 404]
+        self.assertEqual(gone, done[:3])
+        self.assertEqual(self.srv.job(live)["state"], "ready")
+        # a new job never takes a deleted id
+        self.assertGreater(self.srv.submit(queue="b-del")["id"], live)
+
+    def test_created_between_bounds_the_match(self):
+        first = self.srv.submit(queue="b-time")["id"]
+        time.sleep(0.05)
+        cut = int(time.time() * 1000)
+        time.sleep(0.05)
+        second = self.srv.submit(queue="b-time")["id"]
+        r = self.bulk(action="cancel", queue="b-time", created_after=cut)
+        self.assertEqual(r["matched"], 1)
+        self.assertEqual(self.srv.job(second)["state"], "cancelled")
+        self.assertEqual(self.srv.job(first)["state"], "ready")
+        r = self.bulk(action="cancel", queue="b-time", created_before=cut)
+        self.assertEqual(r["matched"], 1)
+
+    def test_bad_bulk_actions_are_refused_and_change_nothing(self):
+        j = self.srv.submit(queue="b-bad")["id"]
+        for body, field in (({}, "action"), ({"action": "explode"}, "action"),
+                            ({"action": "cancel", "state": "dead"}, "state"),
+                            ({"action": "cancel", "state": "succeeded"}, "state"),
+                            ({"action": "delete", "state": "ready"}, "state"),
+                            ({"action": "set_priority"}, "priority"),
+                            ({"action": "cancel", "priority": 3}, "priority"),
+                            ({"action": "set_priority", "priority": 99999}, "priority"),
+                            ({"action": "cancel", "limit": 0}, "limit"),
+                            ({"action": "cancel", "colour": "red"}, "colour")):
+            st, b = self.srv.req("POST", "/v1/jobs/bulk", dict(body, queue="b-bad"))
+            self.assertEqual((st, b["error"]["field"]), (400, field), body)
+        self.assertEqual(self.srv.job(j)["state"], "ready")
+
+
+class BulkByTenantToken(ServerTest):
+    server_env = {"TENQ_ADMIN_TOKEN": ADMIN}
+
+    def test_a_tenant_token_touches_its_own_jobs_only(self):
+        tok = self.srv.ok("POST", "/v1/tokens", {"role": "tenant:mine"}, ADMIN)["token"]
+        mine = self.srv.submit(ADMIN, queue="bt", tenant="mine")["id"]
+        theirs = self.srv.submit(ADMIN, queue="bt", tenant="theirs")["id"]
+        st, b = self.srv.req("POST", "/v1/jobs/bulk", {"action": "cancel", "tenant": "theirs"},
+                             token=tok)
+        self.assertEqual(st, 403, b)
+        r = self.srv.ok("POST", "/v1/jobs/bulk", {"action": "cancel", "queue": "bt"}, token=tok)
+        self.assertEqual(r["matched"], 1)
+        self.assertEqual(self.srv.job(mine, token=ADMIN)["state"], "cancelled")
+        self.assertEqual(self.srv.job(theirs, token=ADMIN)["state"], "ready")
+
+
 if __name__ == "__main__":
     main()

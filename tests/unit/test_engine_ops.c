@@ -215,3 +215,37 @@ TEST(a_loaded_job_keeps_its_timeout_and_a_loaded_lease_its_cut_deadline)
     engine_destroy(f);
     engine_destroy(e);
 }
+
+TEST(bulk_actions_touch_matching_jobs_only_and_a_dry_run_nothing)
+{
+    engine_t *e = mk_engine();
+    uint64_t a = SUB(e, T0, "t", "q", .key = "k");
+    uint64_t b = SUB(e, T0, "t", "q", .key = "k"); /* blocked behind a */
+    uint64_t c = SUB(e, T0, "u", "q");
+    uint64_t later = SUB(e, T0, "t", "q", .run_at = T0 + 60000);
+    engine_job_filter f = {.tenant = "t", .queue = "q"};
+    size_t changed = 9;
+    ASSERT_EQ(engine_bulk(e, T0, &f, ENGINE_BULK_CANCEL, 0, true, 100, &changed), 3);
+    ASSERT_EQ(changed, 0);
+    ASSERT_EQ(state_of(e, a), ENGINE_READY);
+    /* retry now: only the scheduled one */
+    ASSERT_EQ(engine_bulk(e, T0 + 5, &f, ENGINE_BULK_RETRY_NOW, 0, false, 100, &changed), 1);
+    ASSERT_EQ(state_of(e, later), ENGINE_READY);
+    ASSERT_EQ(info_of(e, later).run_at, T0 + 5);
+    /* priority: a ready job keeps its place in time */
+    int64_t ready_at = info_of(e, c).ready_at;
+    engine_job_filter fu = {.tenant = "u"};
+    ASSERT_EQ(engine_bulk(e, T0 + 9, &fu, ENGINE_BULK_PRIORITY, 7, false, 100, &changed), 1);
+    ASSERT_EQ(info_of(e, c).priority, 7);
+    ASSERT_EQ(info_of(e, c).ready_at, ready_at);
+    ASSERT_EQ(lease1(e, T0 + 9, "q"), c);
+    /* cancel by lane key: the head and the job behind it, in lane order */
+    engine_job_filter fk = {.key = "k"};
+    ASSERT_EQ(engine_bulk(e, T0 + 10, &fk, ENGINE_BULK_CANCEL, 0, false, 100, &changed), 2);
+    ASSERT_EQ(changed, 2);
+    ASSERT_EQ(state_of(e, a), ENGINE_CANCELLED);
+    ASSERT_EQ(state_of(e, b), ENGINE_CANCELLED);
+    ASSERT_EQ(state_of(e, later), ENGINE_READY);
+    must_check(e, T0 + 10);
+    engine_destroy(e);
+}
