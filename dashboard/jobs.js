@@ -92,8 +92,35 @@ export function mountList(root, { params }) {
     count.textContent = `${rows.length} job${rows.length === 1 ? '' : 's'} shown${next !== null ? ', newest first; more below' : ''}.`;
   }
 
+  // Bulk actions on every job the filter matches (POST /v1/jobs/bulk): a dry
+  // run counts them first, and the count is what the dialog asks about.
+  const BULK = {
+    cancel: ['Cancel matching…', 'Cancel them', 'cancelled', 'Unfinished jobs are cancelled; leased ones are asked to stop.'],
+    retry_now: ['Retry now…', 'Retry them now', 'made ready', 'Jobs in backoff or scheduled for later run now.'],
+    delete: ['Delete finished…', 'Delete them', 'deleted', 'Finished jobs are removed from the store for good.'],
+  };
+  async function bulk(action) {
+    const [, ok, done, what] = BULK[action];
+    const body = { action, ...filter };
+    try {
+      const dry = await api('POST', 'v1/jobs/bulk', { ...body, dry_run: true });
+      if (!dry.matched) { toast('No job matches for this action.'); return; }
+      const parts = Object.entries(filter).map(([k, v]) => `${k} ${v}`);
+      const yes = await confirmDialog({ title: `${BULK[action][0].replace('…', '')}?`, ok, danger: action !== 'retry_now',
+        body: [`This acts on ${dry.matched} job${dry.matched === 1 ? '' : 's'} matching ${parts.join(', ')}.`, what] });
+      if (!yes) return;
+      const r = await api('POST', 'v1/jobs/bulk', body);
+      toast(`${r.changed} job${r.changed === 1 ? '' : 's'} ${done}.`);
+    } catch (e) { toast(describe(e), 'error'); }
+    ctx.refresh();
+  }
+  const bulkBar = Object.keys(filter).length && ctx.role !== 'worker'
+    ? h('div', { class: 'row-actions bulk-bar', role: 'group', 'aria-label': 'Bulk actions on matching jobs' },
+      Object.entries(BULK).map(([a, [label]]) => h('button', { type: 'button', class: 'small ghost', 'data-bulk': a, onclick: () => bulk(a) }, label)))
+    : null;
+
   root.append(h('div', { class: 'page-head' }, h('h1', { text: 'Jobs' }),
-    h('p', { class: 'muted', text: 'Newest first. An id opens that job.' })), form, status, count, table.el, h('div', { class: 'more' }, more));
+    h('p', { class: 'muted', text: 'Newest first. An id opens that job.' })), form, bulkBar, status, count, table.el, h('div', { class: 'more' }, more));
   if (!params.toString()) setTimeout(() => f.id.focus(), 0);
 
   return {

@@ -237,6 +237,24 @@ test('editing a queue\'s settings in the page changes the server', async () => {
   await srv.api('PUT', '/v1/queues/mail', { tenant_cap: null, order: 'fifo' });
 });
 
+test('bulk cancel on the jobs page counts first, asks, then cancels every match', async () => {
+  const ids = [];
+  for (let i = 0; i < 3; i++) ids.push((await srv.submit({ tenant: 'acme', queue: 'bulkq', type: 'Bulk.job' })).id);
+  await go(admin, '#/jobs?queue=bulkq');
+  await admin.click('button[data-bulk="cancel"]');
+  const dlg = admin.locator('#confirm');
+  await dlg.waitFor({ state: 'visible' });
+  assert.match(await dlg.innerText(), /3 jobs matching queue bulkq/);
+  await admin.keyboard.press('Escape');
+  await dlg.waitFor({ state: 'hidden' });
+  assert.equal((await srv.api('GET', '/v1/jobs/' + ids[0])).state, 'ready', 'dismissed: nothing changed');
+  await admin.click('button[data-bulk="cancel"]');
+  await dlg.waitFor({ state: 'visible' });
+  await admin.click('#confirm-ok');
+  await toast(admin, /3 jobs cancelled/);
+  for (const id of ids) assert.equal((await srv.api('GET', '/v1/jobs/' + id)).state, 'cancelled');
+});
+
 test('pausing and resuming a queue from the page changes the server', async () => {
   await go(admin, '#/queues');
   await admin.click('button[aria-label="Pause mail"]');
