@@ -24,7 +24,7 @@ bool srv_try_lease(server *s, http_req *req, const principal *who, char **queues
     for (size_t i = 0; i < got; i++) {
         engine_job_info in;
         engine_job_get(out[i], &in);
-        api_json_job(&b, &in, JOB_LEASE, true, NULL);
+        api_json_job(&b, &in, JOB_LEASE, true, NULL, 0);
         if (last_queue != in.queue) {
             engine_queue_settings qs;
             if (engine_queue_get(s->e, 0, in.queue, &qs, NULL) == 0 &&

@@ -352,7 +352,7 @@ typedef enum { JOB_FULL, JOB_LEASE } job_view;
 /* wait: why the job is not handed out now ("waiting"), or NULL to leave it
  * out (a job read from the store, a lease). */
 void api_json_job(jbuf *b, const engine_job_info *j, job_view view, bool show_token,
-                  const engine_wait *wait);
+                  const engine_wait *wait, int64_t now);
 
 /* Request bodies. */
 json_t *req_body(http_req *req); /* replies 400 itself and returns NULL on error */

@@ -174,11 +174,16 @@ static void time_field(jbuf *b, const char *k, int64_t v)
         jb_null(b);
 }
 
+/* No lease for this long: "no worker has asked" rather than "waiting for one". */
+#define WORKER_LATELY_MS 60000
+
 /* "waiting": the reason, its figures, and a sentence for people. */
-static void json_wait(jbuf *b, const engine_job_info *j, const engine_wait *w)
+static void json_wait(jbuf *b, const engine_job_info *j, const engine_wait *w, int64_t now)
 {
     const char *reason = engine_wait_name(w->kind);
     if (!reason) return;
+    if (w->kind == ENGINE_WAIT_WORKER && (!w->asked_at || now - w->asked_at > WORKER_LATELY_MS))
+        reason = "no_worker";
     jb_key(b, "waiting");
     jb_obj(b);
     jb_kstr(b, "reason", reason);
@@ -242,8 +247,21 @@ static void json_wait(jbuf *b, const engine_job_info *j, const engine_wait *w)
         snprintf(msg, sizeof msg, "queue %.200s is paused for tenant %.200s", j->queue, j->tenant);
         break;
     default:
-        snprintf(msg, sizeof msg, "ready: waiting for a worker to lease from queue %.200s",
-                 j->queue);
+        if (w->asked_at) jb_kint(b, "asked_at", w->asked_at);
+        if (!w->asked_at)
+            snprintf(msg, sizeof msg,
+                     "ready: no worker has asked for queue %.200s (type %.200s) since the server "
+                     "started",
+                     j->queue, j->type);
+        else if (now - w->asked_at > WORKER_LATELY_MS)
+            snprintf(msg, sizeof msg,
+                     "ready: no worker has asked for queue %.200s (type %.200s) for %lld s",
+                     j->queue, j->type, (long long)((now - w->asked_at) / 1000));
+        else
+            snprintf(msg, sizeof msg,
+                     "ready: waiting for a worker to lease from queue %.200s (the last asked "
+                     "%lld ms ago)",
+                     j->queue, (long long)(now - w->asked_at));
         break;
     }
     jb_kstr(b, "message", msg);
@@ -251,7 +269,7 @@ static void json_wait(jbuf *b, const engine_job_info *j, const engine_wait *w)
 }
 
 void api_json_job(jbuf *b, const engine_job_info *j, job_view view, bool show_token,
-                  const engine_wait *wait)
+                  const engine_wait *wait, int64_t now)
 {
     jb_obj(b);
     jb_kint(b, "id", (long long)j->id);
@@ -310,6 +328,6 @@ void api_json_job(jbuf *b, const engine_job_info *j, job_view view, bool show_to
     jb_kbool(b, "cancel_requested", j->cancel_requested);
     if (j->merged_into) jb_kint(b, "merged_into", (long long)j->merged_into);
     if (show_token) jb_kint(b, "token", (long long)j->token);
-    if (wait) json_wait(b, j, wait);
+    if (wait) json_wait(b, j, wait, now);
     jb_obj_end(b);
 }

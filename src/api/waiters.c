@@ -242,7 +242,7 @@ static void on_final_rows(void *ctx, int rc, const store_rows *rows)
     for (int t = 0; t < 2 && rc == 0 && rows->n == 1; t++) {
         jbuf b;
         jb_init(&b);
-        api_json_job(&b, &rows->jobs[0], JOB_FULL, t == 1, NULL);
+        api_json_job(&b, &rows->jobs[0], JOB_FULL, t == 1, NULL, 0);
         bodies[t] = jb_take(&b, &lens[t]);
     }
     jw_slot *slot;

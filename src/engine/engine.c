@@ -459,6 +459,8 @@ void engine_job_wait(const engine_job *j, engine_wait *out)
             out->until = p->q->rb.until;
         } else {
             out->kind = ENGINE_WAIT_WORKER;
+            const shard *sh = j->node->sh;
+            out->asked_at = sh->asked_at > sh->q->asked_at ? sh->asked_at : sh->q->asked_at;
         }
         return;
     }

@@ -233,7 +233,7 @@ typedef enum {
     ENGINE_WAIT_TENANT_RATE,   /* its tenant's rate allows no start before until */
     ENGINE_WAIT_QUEUE_RATE,    /* its queue's rate allows no start before until */
     ENGINE_WAIT_PAIR_RATE,     /* its queue's per-tenant rate allows none before until */
-    ENGINE_WAIT_WORKER         /* it may go now: no worker has leased from its queue yet */
+    ENGINE_WAIT_WORKER         /* it may go now: it waits for a lease (asked_at: the last) */
 } engine_wait_kind;
 
 typedef struct engine_wait {
@@ -241,6 +241,7 @@ typedef struct engine_wait {
     int64_t until;          /* SCHEDULED, BACKOFF, *_RATE: the time it may go */
     uint64_t blocked_by;    /* LANE: the job at the head of its lane */
     uint32_t active, limit; /* TENANT_SLOTS, TENANT_CAP */
+    int64_t asked_at;       /* WORKER: the last lease that could have taken it; 0: none yet */
 } engine_wait;
 
 void engine_job_wait(const engine_job *j, engine_wait *out);

@@ -137,6 +137,7 @@ typedef struct queue {
     dlist pairs;           /* every pair of this queue */
     dlist all_shards;      /* every shard of this queue */
     rate_bucket rb;        /* s.rate (s.tenant_rate: each pair's) */
+    int64_t asked_at;      /* the last lease that named it without types; 0: none */
     bool pair_rates_fresh; /* tenant_rate was set in this engine's life, not loaded */
     counters c;
     bool chg, wake;
@@ -146,8 +147,9 @@ typedef struct shard {
     queue *q;
     char *type;
     uint64_t hash;
-    heap nodes;    /* eligible nodes */
-    uint32_t qidx; /* position in q->shards */
+    heap nodes;       /* eligible nodes */
+    uint32_t qidx;    /* position in q->shards */
+    int64_t asked_at; /* the last lease that named its type; 0: none */
     dlink in_queue;
 } shard;
 

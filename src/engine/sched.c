@@ -570,7 +570,10 @@ size_t engine_lease(engine_t *e, int64_t now, const engine_lease_req *req, engin
         for (size_t k = 0; k < nq; k++) dup |= qs[k] == q;
         if (!dup) qs[nq++] = q;
     }
-    if (nq == 0 || req->max == 0) return 0;
+    if (nq == 0) return 0;
+    /* when a worker last asked, for "why a job waits" */
+    for (size_t k = 0; k < nq && !req->n_types; k++) qs[k]->asked_at = now;
+    if (req->max == 0) return 0;
     /* With a type filter the candidates are (queue, type) shards. */
     ptr_vec *sv = &e->scratch;
     sv->n = 0;
@@ -580,7 +583,9 @@ size_t engine_lease(engine_t *e, int64_t now, const engine_lease_req *req, engin
             shard_start[k] = sv->n;
             for (size_t i = 0; i < req->n_types; i++) {
                 shard *sh = engine_shard_find(e, qs[k], req->types[i]);
-                if (sh) ptr_vec_push(sv, sh);
+                if (!sh) continue;
+                sh->asked_at = now;
+                ptr_vec_push(sv, sh);
             }
         }
         shard_start[nq] = sv->n;

@@ -17,10 +17,20 @@ class Waiting(ServerTest):
         return self.srv.job(jid).get("waiting")
 
     def test_a_ready_job_waits_for_a_worker_and_a_leased_one_for_nothing(self):
-        j = self.srv.submit(queue="w-plain")
+        first = self.srv.submit(queue="w-plain", type="Plain.job")
+        j = self.srv.submit(queue="w-plain", type="Plain.job")
+        w = self.waiting(j["id"])
+        self.assertEqual(w["reason"], "no_worker")  # nobody has asked for queue w-plain yet
+        self.assertNotIn("asked_at", w)
+        self.assertIn("no worker has asked for queue w-plain (type Plain.job)", w["message"])
+        self.srv.lease(["w-plain"], types=["Other.type"])  # asks for another type: still nobody
+        self.assertEqual(self.waiting(j["id"])["reason"], "no_worker")
+        # a worker asks, and takes the first job
+        self.assertEqual(self.srv.lease(["w-plain"])[0]["id"], first["id"])
         w = self.waiting(j["id"])
         self.assertEqual(w["reason"], "worker")
         self.assertIn("queue w-plain", w["message"])
+        self.assertLessEqual(w["asked_at"], int(time.time() * 1000) + 1000)
         got = self.srv.lease(["w-plain"])
         self.assertEqual(got[0]["id"], j["id"])
         self.assertNotIn("waiting", self.srv.job(j["id"]))
