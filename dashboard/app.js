@@ -9,6 +9,7 @@ import * as tenants from './tenants.js';
 import * as queues from './queues.js';
 import * as jobs from './jobs.js';
 import * as lanes from './lanes.js';
+import * as workers from './workers.js';
 import * as morgue from './morgue.js';
 import * as tokens from './tokens.js';
 
@@ -19,6 +20,7 @@ const VIEWS = {
   jobs: jobs.mountList,
   job: jobs.mountJob,
   lanes: lanes.mount,
+  workers: workers.mount,
   morgue: morgue.mount,
   tokens: tokens.mount,
 };

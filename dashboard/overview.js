@@ -2,6 +2,7 @@
 // Overview: the counts per state, lag, throughput and depth over time.
 import { h, fmtInt, fmtRate, fmtDur, KeyedTable } from './dom.js';
 import { ctx, totals, now, isAdmin, link, morgueHref } from './ctx.js';
+import { api } from './api.js';
 import { LineChart } from './chart.js';
 
 const RANGES = [[5 * 60e3, '5 min'], [15 * 60e3, '15 min'], [60 * 60e3, '1 hour']];
@@ -79,13 +80,25 @@ export function mount(root) {
       h('div', { class: 'section-head' }, h('h2', { id: 'ov-charts', text: 'Live' }),
         h('div', { class: 'segmented', role: 'group', 'aria-label': 'Time range' }, rangeBtns)),
       h('div', { class: 'charts' }, thr.el, depth.el),
-      h('p', { class: 'muted small', text: 'Sampled by this page every few seconds while it is open (kept in this tab); paused while the tab is hidden.' })),
+      h('p', { class: 'muted small', text: isAdmin()
+        ? 'The last hour as the server kept it (every 10 s), then sampled by this page every few seconds while it is open.'
+        : 'Sampled by this page every few seconds while it is open (kept in this tab); paused while the tab is hidden.' })),
     h('section', { 'aria-labelledby': 'ov-since' }, h('h2', { id: 'ov-since', text: 'Since the server started' }),
       h('dl', { class: 'cards', id: 'cards-since' }, since.map((c) => c.el))),
     h('div', { class: 'two-col' },
       h('section', { 'aria-labelledby': 'ov-queues' }, h('h2', { id: 'ov-queues', text: 'Queues' }), queues.el),
       h('section', { 'aria-labelledby': 'ov-server', class: 'server-box' }, h('h2', { id: 'ov-server', text: 'Server' }), server)),
   );
+
+  // The server's hour (admins): the samples older than this tab's own go first.
+  if (isAdmin()) {
+    api('GET', 'v1/stats/history').then((r) => {
+      const oldest = ctx.history.length ? ctx.history[0].t : Infinity;
+      const older = (r.samples || []).filter((x) => x.completed !== null && x.t < oldest);
+      ctx.history.unshift(...older);
+      draw();
+    }).catch(() => { /* the page's own samples still draw */ });
+  }
 
   function draw() {
     const t = now();

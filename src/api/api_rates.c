@@ -65,6 +65,7 @@ void rates_sample(server *s)
     engine_counts tot;
     engine_totals(s->e, srv_now(s), &tot);
     ring_push(ring_get(s, true, "", true), tot.succeeded_total, tot.failed_total);
+    if (s->rate_samples % HISTORY_EVERY_S == 0) history_push(s, &tot);
     s->rate_samples++;
 }
 

@@ -10,6 +10,7 @@ bool srv_try_lease(server *s, http_req *req, const principal *who, char **queues
         (const char *const *)queues, nq, (const char *const *)types, nt, max, worker};
     engine_job **out = xmalloc(max * sizeof(engine_job *));
     size_t got = engine_lease(s->e, srv_now(s), &lr, out);
+    workers_leased(s, worker, got);
     if (got == 0) {
         free(out);
         return false;
@@ -449,6 +450,7 @@ static void lease_go(server *s, http_req *req, const principal *who, lease_in *i
         snprintf(wbuf, sizeof wbuf, "%s", req->peer);
         worker = wbuf;
     }
+    workers_seen(s, worker, in->queues, in->nq);
     long long wait_ms = in->wait_ms;
     if (wait_ms > s->cfg.max_wait_ms) wait_ms = s->cfg.max_wait_ms;
     /* (after outcomes committed, the leadership may have gone meanwhile,

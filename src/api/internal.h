@@ -150,6 +150,19 @@ typedef struct rate_ring {
     int head, filled;
 } rate_ring;
 
+/* Throughput and depth over the last hour, one sample each 10 s (history.c):
+ * the totals' counters and counts, so that a page opened now draws an hour. */
+#define HISTORY_EVERY_S 10
+#define HISTORY_N       361
+typedef struct history_sample {
+    int64_t t;
+    uint64_t succeeded, failed; /* totals since start (rates come from two samples) */
+    uint64_t ready, scheduled, blocked, inflight, dead;
+} history_sample;
+
+/* Workers seen (workers.c). */
+typedef struct worker_seen worker_seen;
+
 /* Request keys (request_keys.c). */
 typedef struct rkey rkey;
 typedef struct rkey_set rkey_set;
@@ -193,6 +206,9 @@ typedef struct server {
     struct event *sample_ev;
     htab rates_q, rates_t;
     uint64_t rate_samples; /* samples taken since start */
+    htab workers;          /* worker_seen by name */
+    history_sample history[HISTORY_N];
+    int history_head, history_n;
     struct event *resync_ev;
     bool resyncing;
     /* taking in what applications' transactions committed (ingest.c) */
@@ -544,6 +560,13 @@ void api_json_rates(jbuf *b, server *s, bool queue, const char *name);
 void rates_sample(server *s);
 void rates_get(server *s, bool queue, const char *name, double *ok_per_s, double *bad_per_s);
 void rates_free(server *s);
+void history_push(server *s, const engine_counts *totals);
+/* A lease request came from this worker, for these queues; it was handed n jobs. */
+void workers_seen(server *s, const char *name, char *const *queues, size_t nq);
+void workers_leased(server *s, const char *name, size_t n);
+void workers_free(server *s);
+void h_workers(server *s, http_req *req, const principal *who, const char **args);
+void h_stats_history(server *s, http_req *req, const principal *who, const char **args);
 
 /* Waiters (waiters.c). */
 void srv_lease_waiter_add(server *s, lease_waiter *w, int64_t wait_ms);

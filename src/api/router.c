@@ -37,6 +37,8 @@ static const route routes[] = {
     {"POST", "/v1/tokens", h_token_create, ROLE_ADMIN},
     {"DELETE", "/v1/tokens/{}", h_token_revoke, ROLE_ADMIN},
     {"GET", "/v1/stats", h_stats, ROLES_ALL},
+    {"GET", "/v1/stats/history", h_stats_history, ROLE_ADMIN},
+    {"GET", "/v1/workers", h_workers, ROLE_ADMIN},
     {"GET", "/v1/lanes", h_lanes, ROLE_ADMIN | ROLE_TENANT},
     {"GET", "/v1/whoami", h_whoami, ROLES_ALL},
     {"GET", "/metrics", h_metrics, ROLE_ADMIN},

@@ -263,6 +263,7 @@ out:
     rkeys_free(s->rkeys);
     store_batch_free(s->batch);
     rates_free(s);
+    workers_free(s);
     auth_free(&s->auth);
     srv_ingest_free(s);
     srv_commit_free(s);

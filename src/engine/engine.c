@@ -853,6 +853,14 @@ bool engine_tenant_paused(engine_t *e, const char *queue_name, const char *tenan
     return p && p->paused;
 }
 
+void engine_foreach_leased(engine_t *e, engine_leased_fn fn, void *ctx)
+{
+    for (uint32_t i = 0; i < e->leases.n; i++) {
+        const job *j = e->leases.a[i].j;
+        fn(ctx, j->extra->worker, j->id);
+    }
+}
+
 void engine_foreach_pause(engine_t *e, const char *queue_name, engine_pause_fn fn, void *ctx)
 {
     queue *q = engine_queue_find(e, queue_name);

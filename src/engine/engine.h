@@ -440,6 +440,9 @@ bool engine_tenant_paused(engine_t *e, const char *queue, const char *tenant);
 /* The tenants a queue is paused for, in no order (O(tenants of the queue)). */
 typedef void (*engine_pause_fn)(void *ctx, const char *queue, const char *tenant);
 void engine_foreach_pause(engine_t *e, const char *queue, engine_pause_fn fn, void *ctx);
+/* Every leased or running job's worker and id, in no order: O(leased). */
+typedef void (*engine_leased_fn)(void *ctx, const char *worker, uint64_t id);
+void engine_foreach_leased(engine_t *e, engine_leased_fn fn, void *ctx);
 /* Has this tenant ever had a job in this queue (since the engine was built)? */
 bool engine_pair_exists(engine_t *e, const char *queue_name, const char *tenant_name);
 /* Totals over all queues. */

@@ -255,6 +255,17 @@ test('bulk cancel on the jobs page counts first, asks, then cancels every match'
   for (const id of ids) assert.equal((await srv.api('GET', '/v1/jobs/' + id)).state, 'cancelled');
 });
 
+test('the workers page lists who asked for jobs and what each holds', async () => {
+  await srv.submit({ tenant: 'acme', queue: 'wkq', type: 'Worker.page' });
+  await srv.api('POST', '/v1/lease', { worker: 'page-worker/7', queues: ['wkq'], max: 1 });
+  await go(admin, '#/workers');
+  const row = admin.locator('#view tr[data-key="page-worker/7"]');
+  await row.waitFor();
+  const cells = await row.locator('td').allInnerTexts();
+  assert.equal(cells[1], 'wkq');
+  assert.equal(cells[2], '1', 'one job in hand');
+});
+
 test('pausing and resuming a queue from the page changes the server', async () => {
   await go(admin, '#/queues');
   await admin.click('button[aria-label="Pause mail"]');

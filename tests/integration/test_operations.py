@@ -392,5 +392,47 @@ class BulkByTenantToken(ServerTest):
         self.assertEqual(self.srv.job(theirs, token=ADMIN)["state"], "ready")
 
 
+class History(ServerTest):
+    def test_the_server_keeps_throughput_and_depth_every_10_s(self):
+        h = self.srv.ok("GET", "/v1/stats/history")
+        self.assertEqual(h["interval_ms"], 10000)
+        self.assertGreaterEqual(len(h["samples"]), 1)  # one at start
+        first = h["samples"][0]
+        self.assertIsNone(first["completed"])  # no sample before it
+        for _ in range(5):
+            self.srv.submit(queue="h-q")
+        for _ in range(3):
+            self.srv.ack(self.srv.lease(["h-q"])[0])
+        deadline = time.time() + 15
+        while time.time() < deadline and len(h["samples"]) < 2:
+            time.sleep(0.5)
+            h = self.srv.ok("GET", "/v1/stats/history")
+        last = h["samples"][-1]
+        self.assertEqual((last["ready"], last["inflight"]), (2, 0))
+        self.assertAlmostEqual(last["completed"], 3 / ((last["t"] - first["t"]) / 1000), places=3)
+        self.assertGreaterEqual(last["t"] - first["t"], 9000)
+
+
+class Workers(ServerTest):
+    def test_workers_are_listed_with_what_they_hold_and_when_last_seen(self):
+        for _ in range(3):
+            self.srv.submit(queue="wk-a")
+        t0 = int(time.time() * 1000)
+        a = self.srv.lease(["wk-a", "wk-b"], max=2, worker="host-a/1")
+        time.sleep(0.02)
+        self.srv.lease(["wk-b"], worker="host-b/2")  # asks, gets nothing
+        ws = {w["name"]: w for w in self.srv.ok("GET", "/v1/workers")["workers"]}
+        self.assertEqual((ws["host-a/1"]["in_hand"], ws["host-a/1"]["leased_total"]), (2, 2))
+        self.assertEqual(ws["host-a/1"]["queues"], "wk-a,wk-b")
+        self.assertEqual((ws["host-b/2"]["in_hand"], ws["host-b/2"]["queues"]), (0, "wk-b"))
+        self.assertGreaterEqual(ws["host-b/2"]["last_seen"], t0 - 1000)
+        # newest first
+        names = [w["name"] for w in self.srv.ok("GET", "/v1/workers")["workers"]]
+        self.assertLess(names.index("host-b/2"), names.index("host-a/1"))
+        self.srv.ack(a[0])
+        ws = {w["name"]: w for w in self.srv.ok("GET", "/v1/workers")["workers"]}
+        self.assertEqual(ws["host-a/1"]["in_hand"], 1)
+
+
 if __name__ == "__main__":
     main()
