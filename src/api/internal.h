@@ -391,8 +391,9 @@ typedef struct outcome_in {
 } outcome_in;
 void outcome_in_free(outcome_in *in);
 /* From a JSON object (an ack when ok, else a failure), checked in the order
- * that picks which refusal a bad outcome gets; 0 or an error in err.  The
- * caller checked id and ok, and that every key is an outcome's. */
+ * that picks which refusal a bad outcome gets; 0, or an error in err and
+ * nothing to free.  The caller checked id and ok, and that every key is an
+ * outcome's. */
 int outcome_read(json_t *o, bool ok, outcome_in *in, engine_err *err);
 /* From an outcome's text in place, with its id; false when outcome_read
  * must read it instead (anything unusual, and every refusal).  Both text
