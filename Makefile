@@ -4,10 +4,14 @@
 
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
+FUZZ_BUILD ?= build-fuzz
+# make fuzz: seconds each libFuzzer target runs (make test-fuzz: 15)
+FUZZ_SECONDS ?= 300
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_ARGS ?=
 
-.PHONY: all build asan run test test-plain test-asan format format-check clean chaos \
+.PHONY: all build asan run test test-plain test-asan test-fuzz fuzz fuzz-build format \
+        format-check clean chaos \
         bench-engine bench-store bench-server bench-takeover bench-tx deps install bench-worker \
         screenshots bench-peers bench-peers-quick
 
@@ -32,12 +36,14 @@ asan: deps $(ASAN_BUILD)/CMakeCache.txt
 run: build
 	./$(BUILD)/tenq serve
 
-# Every test, in a plain build and under ASan+UBSan, plus the format check.
+# Every test, in a plain build and under ASan+UBSan, plus the format check and a short run
+# of every fuzz target.
 test:
 	@scripts/deps.sh test
 	$(MAKE) format-check
 	$(MAKE) test-plain
 	$(MAKE) test-asan
+	$(MAKE) test-fuzz
 
 test-plain: build
 	cd $(BUILD) && ctest --output-on-failure -j 2
@@ -45,6 +51,21 @@ test-plain: build
 test-asan: asan
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 	    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j 2
+
+# The libFuzzer targets (tests/fuzz/README.md): built by clang with ASan+UBSan in their own
+# build; test-fuzz runs each 15 s (CI), fuzz each FUZZ_SECONDS.  A crash fails the run and
+# is kept in $(FUZZ_BUILD)/fuzz-work/TARGET/crashes/.
+fuzz-build:
+	@scripts/deps.sh fuzz
+	@[ -f $(FUZZ_BUILD)/CMakeCache.txt ] || CC=clang cmake -S . -B $(FUZZ_BUILD) \
+	    -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTENQ_FUZZ=ON $(CMAKE_ARGS)
+	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzz
+
+test-fuzz: fuzz-build
+	tests/fuzz/run.sh $(FUZZ_BUILD) 15
+
+fuzz: fuzz-build
+	tests/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
 
 # The chaos suite's long form: every run of tests/chaos five times over (kills, pauses,
 # PostgreSQL crashes, full disks); `make test` runs it once.
@@ -69,7 +90,7 @@ bench-engine: build
 	./$(BUILD)/bench_engine
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)
 
 # Reruns the dashboard's browser tests and refreshes docs/screenshots/ from them.
 screenshots: build

@@ -3,8 +3,10 @@
 # Installs the Debian packages tenq needs, when they are missing.
 #   scripts/deps.sh build   compilers, CMake (its configure wants Python 3) and the libraries
 #                           (for make, make run)
-#   scripts/deps.sh test    + PostgreSQL, Python 3, clang-format, strace, shellcheck, systemd
-#                           (for make test)
+#   scripts/deps.sh fuzz    + clang and its runtimes (libFuzzer, its sanitizers: Debian's
+#                           libclang-rt-dev, only recommended by clang) (for make fuzz)
+#   scripts/deps.sh test    + PostgreSQL, Python 3, clang-format, strace, shellcheck, systemd,
+#                           and what fuzz installs (for make test)
 #   scripts/deps.sh bench   + peers for the comparison benchmarks
 set -eu
 
@@ -12,9 +14,10 @@ what=${1:-build}
 pkgs="build-essential cmake pkg-config python3 libevent-dev libjansson-dev libsqlite3-dev libpq-dev"
 case "$what" in
 build) ;;
-test) pkgs="$pkgs postgresql python3 clang-format curl procps chromium faketime strace shellcheck systemd"; command -v npm >/dev/null 2>&1 || pkgs="$pkgs nodejs npm" ;;
+fuzz) pkgs="$pkgs clang libclang-rt-dev" ;;
+test) pkgs="$pkgs clang libclang-rt-dev postgresql python3 clang-format curl procps chromium faketime strace shellcheck systemd"; command -v npm >/dev/null 2>&1 || pkgs="$pkgs nodejs npm" ;;
 bench) pkgs="$pkgs postgresql python3 curl procps" ;;
-*) echo "usage: $0 build|test|bench" >&2; exit 2 ;;
+*) echo "usage: $0 build|fuzz|test|bench" >&2; exit 2 ;;
 esac
 
 missing=""

@@ -107,122 +107,39 @@ static void submit_and_reply(server *s, http_req *req, const rkey_ctx *k,
     srv_end_chain(s);
 }
 
-#define BATCH_MAX 10000
-
-/* The body read in place (read_job_text): true when submitted and
- * answered; false when it must go through jansson (nothing done yet).  One
- * walk reads and checks it all: a body whose first member is "jobs" is a
- * batch (the list, then nothing else), any other is one job. */
-static bool submit_in_place(server *s, http_req *req, const principal *who, const rkey_ctx *rk)
-{
-    tq_span body, k;
-    tq_iter top, list;
-    int rc;
-    if (!tq_obj_outline(req->body, req->body_len, &body) || !tq_obj_begin(&top, body)) return false;
-    bool batch = tq_obj_key(&top, &k) > 0 && k.n == 4 && !memcmp(k.p, "jobs", 4);
-    if (!batch && (long long)req->body_len > s->cfg.max_job_bytes) return false;
-    size_t n = 0, cap = batch ? 64 : 1;
-    engine_submit_req *reqs = xmalloc(cap * sizeof(*reqs));
-    char **mem = xmalloc(cap * sizeof(*mem));
-    bool done = false;
-    if (!batch) {
-        tq_iter at = tq_iter_at(body);
-        done = read_job_text(&at, who, &reqs[0], &mem[0]);
-        n = done;
-        if (done && at.p != body.p + body.n) done = false; /* {...}{...} */
-    } else if (tq_iter_enter(&top, &list, '[')) {
-        done = true;
-        while (done && (rc = tq_arr_step(&list)) > 0) {
-            if (n == BATCH_MAX || *list.p != '{') {
-                done = false;
-                break;
-            }
-            if (n == cap) {
-                cap *= 4;
-                reqs = xrealloc(reqs, cap * sizeof(*reqs));
-                mem = xrealloc(mem, cap * sizeof(*mem));
-            }
-            if (!read_job_text(&list, who, &reqs[n], &mem[n]))
-                done = false;
-            else
-                n++;
-        }
-        if (done && rc == 0) tq_iter_leave(&top, &list);
-        /* an empty list, a bad one, or anything after it: jansson words it */
-        if (rc < 0 || n == 0 || (done && tq_obj_key(&top, &k) != 0)) done = false;
-    }
-    if (done) {
-        engine_submit_res *res = xcalloc(n, sizeof(*res));
-        submit_and_reply(s, req, rk, reqs, NULL, n, batch, res);
-        free(res);
-    }
-    for (size_t i = 0; i < n; i++) free(mem[i]);
-    free(mem);
-    free(reqs);
-    return done;
-}
-
 void h_submit(server *s, http_req *req, const principal *who, const char **args)
 {
     rkey_ctx k;
     if (!srv_request_key_begin(s, req, who, args, &k)) return;
-    if (submit_in_place(s, req, who, &k)) return;
+    submit_in in;
+    /* the usual body is read in place; jansson reads the rest and words
+     * every refusal */
+    if (submit_read_text(req->body, req->body_len, s->cfg.max_job_bytes, who, &in)) {
+        submit_and_reply(s, req, &k, in.reqs, NULL, in.n, in.batch, in.res);
+        submit_in_free(&in);
+        return;
+    }
     json_t *body = req_body(req);
     if (!body) return;
-    json_t *jobs = json_object_get(body, "jobs");
-    if (!jobs) {
-        if ((long long)req->body_len > s->cfg.max_job_bytes) {
-            json_decref(body);
-            reply_error(
-                req, TENQ_ETOO_LARGE, NULL,
-                "a single job may be at most %lld bytes; send large batches as {\"jobs\": [...]}",
-                s->cfg.max_job_bytes);
-            return;
-        }
-        engine_submit_req r;
-        engine_submit_res res;
-        char *canon = NULL;
-        memset(&res, 0, sizeof res);
-        bool ok = read_job(body, who, &r, &canon, &res.err);
-        if (!ok) res.code = res.err.code;
-        submit_and_reply(s, req, &k, &r, &ok, 1, false, &res);
-        free(canon);
-        json_decref(body);
-        return;
-    }
-    if (json_object_size(body) != 1) {
-        const char *k;
-        json_t *v;
-        json_object_foreach(body, k, v) if (strcmp(k, "jobs") != 0) break;
-        reply_error(req, TENQ_EINVALID, k, "a batch holds only \"jobs\" (found \"%s\")", k);
-        json_decref(body);
-        return;
-    }
-    if (!json_is_array(jobs) || json_array_size(jobs) == 0 || json_array_size(jobs) > BATCH_MAX) {
+    const char *other;
+    switch (submit_read_tree(body, req->body_len, s->cfg.max_job_bytes, who, &in, &other)) {
+    case SUBMIT_TOO_LARGE:
+        reply_error(
+            req, TENQ_ETOO_LARGE, NULL,
+            "a single job may be at most %lld bytes; send large batches as {\"jobs\": [...]}",
+            s->cfg.max_job_bytes);
+        break;
+    case SUBMIT_NOT_ONLY_JOBS:
+        reply_error(req, TENQ_EINVALID, other, "a batch holds only \"jobs\" (found \"%s\")", other);
+        break;
+    case SUBMIT_BAD_JOBS:
         reply_error(req, TENQ_EINVALID, "jobs", "jobs must be an array of 1 to 10,000 jobs");
-        json_decref(body);
-        return;
+        break;
+    case SUBMIT_READ:
+        submit_and_reply(s, req, &k, in.reqs, in.ok, in.n, in.batch, in.res);
+        submit_in_free(&in);
+        break;
     }
-    size_t n = json_array_size(jobs);
-    engine_submit_res *res = xcalloc(n, sizeof(*res));
-    engine_submit_req *reqs = xcalloc(n, sizeof(*reqs));
-    char **canon = xcalloc(n, sizeof(*canon));
-    bool *ok = xcalloc(n, sizeof(*ok));
-    for (size_t i = 0; i < n; i++) {
-        json_t *o = json_array_get(jobs, i);
-        if (!json_is_object(o)) {
-            engine_errf(&res[i].err, TENQ_EINVALID, NULL, "job %zu is not an object", i);
-            res[i].code = TENQ_EINVALID;
-        } else if (!(ok[i] = read_job(o, who, &reqs[i], &canon[i], &res[i].err))) {
-            res[i].code = res[i].err.code;
-        }
-    }
-    submit_and_reply(s, req, &k, reqs, ok, n, true, res);
-    for (size_t i = 0; i < n; i++) free(canon[i]);
-    free(canon);
-    free(ok);
-    free(reqs);
-    free(res);
     json_decref(body);
 }
 

@@ -242,57 +242,20 @@ static int reported_job(server *s, const principal *who, uint64_t id, engine_err
     return 0;
 }
 
-#define OUTCOMES_MAX 10000
-
-/* A list of outcomes read in place, not applied yet. */
-typedef struct outcome_set {
-    size_t n, cap;
-    outcome_in *ins;
-    uint64_t *ids;
-} outcome_set;
-
-static void outcome_set_free(outcome_set *os)
-{
-    for (size_t i = 0; i < os->n; i++) outcome_in_free(&os->ins[i]);
-    free(os->ins);
-    free(os->ids);
-    memset(os, 0, sizeof(*os));
-}
-
-/* Every item of the list `list` walks (1 to OUTCOMES_MAX of them), read in
- * place; false when jansson must read the list (nothing to free). */
-static bool outcome_set_read(tq_iter *list, outcome_set *os)
-{
-    int rc;
-    memset(os, 0, sizeof(*os));
-    os->cap = 16;
-    os->ins = xmalloc(os->cap * sizeof(*os->ins));
-    os->ids = xmalloc(os->cap * sizeof(*os->ids));
-    while ((rc = tq_arr_step(list)) > 0) {
-        if (os->n == OUTCOMES_MAX) break;
-        if (os->n == os->cap) {
-            os->cap *= 4;
-            os->ins = xrealloc(os->ins, os->cap * sizeof(*os->ins));
-            os->ids = xrealloc(os->ids, os->cap * sizeof(*os->ids));
-        }
-        if (!outcome_read_text(list, &os->ins[os->n], &os->ids[os->n])) break;
-        os->n++;
-    }
-    if (rc != 0 || os->n == 0) {
-        outcome_set_free(os);
-        return false;
-    }
-    return true;
-}
-
-/* Applies the outcomes in order, their answers into b as a list; frees them.
- * Those of jobs not in hand get a placeholder, and come back in the late
- * set (NULL: none) for late_resolve. */
+/* Applies the outcomes read in order, their answers into b as a list;
+ * frees them.  Those of jobs not in hand get a placeholder, and come back in
+ * the late set (NULL: none) for late_resolve; an item read from a tree and
+ * refused gets its refusal. */
 static late_set *outcome_set_apply(server *s, const principal *who, outcome_set *os, jbuf *b)
 {
     late_set *late = NULL;
     jb_arr(b);
     for (size_t i = 0; i < os->n; i++) {
+        const engine_err *refused = os->errs ? os->errs[i] : NULL;
+        if (refused) {
+            outcome_answer(s, b, os->ids[i], refused->code, refused);
+            continue;
+        }
         engine_err err = {0};
         int orc = reported_job(s, who, os->ids[i], &err);
         if (orc == TENQ_ENOT_FOUND && !engine_find(s->e, os->ids[i])) {
@@ -308,58 +271,15 @@ static late_set *outcome_set_apply(server *s, const principal *who, outcome_set 
 }
 
 /* The same from a jansson tree: the refusal in err when list is not a list
- * of 1 to OUTCOMES_MAX (nothing applied); a bad item gets its own answer. */
+ * of 1 to 10,000 (nothing applied); a bad item gets its own answer. */
 static int outcome_tree_apply(server *s, const principal *who, json_t *list, jbuf *b,
                               late_set **late, engine_err *err)
 {
+    outcome_set os;
     *late = NULL;
-    if (!json_is_array(list) || json_array_size(list) == 0 ||
-        json_array_size(list) > OUTCOMES_MAX) {
-        engine_errf(err, TENQ_EINVALID, "outcomes", "outcomes must be a list of 1 to 10,000");
-        return TENQ_EINVALID;
-    }
-    static const char *const ofields[] = {"id",    "token",       "ok",    "result",    "stats",
-                                          "error", "retry_in_ms", "retry", "cancelled", NULL};
-    jb_arr(b);
-    size_t i;
-    json_t *o;
-    json_array_foreach(list, i, o)
-    {
-        engine_err e = {0};
-        int rc = 0;
-        uint64_t id = 0;
-        json_t *jid = json_object_get(o, "id"), *jok = json_object_get(o, "ok");
-        if (!json_is_object(o)) {
-            rc = TENQ_EINVALID;
-            engine_errf(&e, rc, NULL, "outcome %zu is not an object", i);
-        } else if (!json_is_integer(jid) || json_integer_value(jid) < 1) {
-            rc = TENQ_EINVALID;
-            engine_errf(&e, rc, "id", "id must be a job id");
-        } else if (!json_is_boolean(jok)) {
-            rc = TENQ_EINVALID;
-            engine_errf(&e, rc, "ok", "ok must be true or false");
-        } else {
-            const char *k = obj_unknown_field(o, ofields);
-            if (k) {
-                rc = TENQ_EINVALID;
-                engine_errf(&e, rc, k, "unknown field \"%s\"", k);
-            }
-            id = (uint64_t)json_integer_value(jid);
-            outcome_in in;
-            if (!rc && (rc = outcome_read(o, json_is_true(jok), &in, &e)) == 0) {
-                rc = reported_job(s, who, id, &e);
-                if (rc == TENQ_ENOT_FOUND && !engine_find(s->e, id)) {
-                    *late = late_note(*late, b, id, &in);
-                    outcome_in_free(&in);
-                    continue;
-                }
-                if (!rc) rc = outcome_apply(s, id, &in, &e);
-                outcome_in_free(&in);
-            }
-        }
-        outcome_answer(s, b, id, rc, &e);
-    }
-    jb_arr_end(b);
+    int rc = outcome_set_read_tree(list, &os, err);
+    if (rc != 0) return rc;
+    *late = outcome_set_apply(s, who, &os, b);
     return 0;
 }
 
@@ -369,19 +289,8 @@ static void outcomes_reply(server *s, http_req *req, const principal *who, jbuf 
  * jansson must read it (nothing done yet). */
 static bool outcomes_in_place(server *s, http_req *req, const principal *who)
 {
-    tq_span body, k;
-    tq_iter top, list;
     outcome_set os;
-    /* one walk reads and checks it all: {"outcomes": [...]} and nothing else */
-    if (!tq_obj_outline(req->body, req->body_len, &body) || !tq_obj_begin(&top, body) ||
-        tq_obj_key(&top, &k) <= 0 || k.n != 8 || memcmp(k.p, "outcomes", 8) ||
-        !tq_iter_enter(&top, &list, '[') || !outcome_set_read(&list, &os))
-        return false;
-    tq_iter_leave(&top, &list);
-    if (tq_obj_key(&top, &k) != 0) {
-        outcome_set_free(&os);
-        return false;
-    }
+    if (!outcomes_read_text(req->body, req->body_len, &os)) return false;
     jbuf b;
     jb_init(&b);
     jb_obj(&b);

@@ -407,8 +407,9 @@ typedef struct outcome_in {
 } outcome_in;
 void outcome_in_free(outcome_in *in);
 /* From a JSON object (an ack when ok, else a failure), checked in the order
- * that picks which refusal a bad outcome gets; 0 or an error in err.  The
- * caller checked id and ok, and that every key is an outcome's. */
+ * that picks which refusal a bad outcome gets; 0, or an error in err and
+ * nothing to free.  The caller checked id and ok, and that every key is an
+ * outcome's. */
 int outcome_read(json_t *o, bool ok, outcome_in *in, engine_err *err);
 /* From an outcome's text in place, with its id; false when outcome_read
  * must read it instead (anything unusual, and every refusal).  Both text
@@ -486,6 +487,59 @@ int lease_read(json_t *body, lease_in *in, engine_err *err);
  * to free) when lease_read must read it (anything unusual, and every
  * refusal). */
 bool lease_read_text(const char *text, size_t n, lease_in *in);
+
+/* Request bodies read whole before anything is applied (request_read.c):
+ * pure, so that tests and fuzzers call them alone.
+ *
+ * A submit's body (POST /v1/jobs): one job, or {"jobs": [...]}.  Each job's
+ * strings point into mem[i] (read in place) or into the tree and mem[i]
+ * (its canonical args), which the caller keeps until it is done. */
+typedef struct submit_in {
+    size_t n;
+    bool batch;
+    engine_submit_req *reqs;
+    engine_submit_res *res; /* zeroed; from a tree, a job refused has code and err set */
+    bool *ok;               /* from a tree: which jobs were read; NULL: all of them */
+    char **mem;
+} submit_in;
+void submit_in_free(submit_in *in);
+/* In place: true with every job read, or false (nothing to free) when
+ * submit_read_tree must read it (anything unusual, and every refusal).  A
+ * single job longer than max_job_bytes is left to it too. */
+bool submit_read_text(const char *text, size_t len, long long max_job_bytes, const principal *who,
+                      submit_in *in);
+/* From the body's tree (an object; len: the body's bytes): SUBMIT_READ
+ * with *in (a job refused has its answer in res), or why the whole request
+ * is refused, nothing to free: a single job too large, a batch with
+ * another member (*other_key, in the tree), jobs not a list of 1 to
+ * 10,000. */
+typedef enum {
+    SUBMIT_READ,
+    SUBMIT_TOO_LARGE,
+    SUBMIT_NOT_ONLY_JOBS,
+    SUBMIT_BAD_JOBS
+} submit_verdict;
+submit_verdict submit_read_tree(json_t *body, size_t len, long long max_job_bytes,
+                                const principal *who, submit_in *in, const char **other_key);
+
+/* A list of outcomes (POST /v1/outcomes, a lease's "outcomes") read, not
+ * applied yet. */
+typedef struct outcome_set {
+    size_t n, cap;
+    outcome_in *ins;
+    uint64_t *ids;     /* 0 where the item had no usable id */
+    engine_err **errs; /* from a tree: why each item was refused (malloc'd), or NULL */
+} outcome_set;
+void outcome_set_free(outcome_set *os);
+/* Every item of the list `list` walks (1 to 10,000 of them), read in place;
+ * false when jansson must read the list (nothing to free). */
+bool outcome_set_read(tq_iter *list, outcome_set *os);
+/* The same from a tree: the refusal in err when list is not a list of 1 to
+ * 10,000 (nothing to free); a bad item gets its own error in errs. */
+int outcome_set_read_tree(json_t *list, outcome_set *os, engine_err *err);
+/* A whole POST /v1/outcomes body in place ({"outcomes": [...]} and nothing
+ * else); false when jansson must read it (nothing to free). */
+bool outcomes_read_text(const char *text, size_t len, outcome_set *os);
 
 /* canonical_json's text for a checked value read in place (malloc'd), or
  * NULL when jansson must write it (escapes, deep nesting, big numbers). */

@@ -421,9 +421,8 @@ void outcome_in_free(outcome_in *in)
 
 /* An outcome's fields from a JSON object, checked in the order that picks
  * which refusal a bad outcome gets; 0 or an error in err. */
-int outcome_read(json_t *o, bool ok, outcome_in *in, engine_err *err)
+static int outcome_fields(json_t *o, bool ok, outcome_in *in, engine_err *err)
 {
-    memset(in, 0, sizeof(*in));
     in->ok = ok;
     json_t *t = json_object_get(o, "token");
     if (!json_is_integer(t) || json_integer_value(t) < 1) {
@@ -471,6 +470,17 @@ int outcome_read(json_t *o, bool ok, outcome_in *in, engine_err *err)
     json_t *sj = json_object_get(o, "stats");
     if (sj && !json_is_null(sj)) in->stats = canonical_json(sj);
     return 0;
+}
+
+int outcome_read(json_t *o, bool ok, outcome_in *in, engine_err *err)
+{
+    memset(in, 0, sizeof(*in));
+    int rc = outcome_fields(o, ok, in, err);
+    if (rc != 0) { /* a refusal keeps nothing (the error read before a bad retry_in_ms) */
+        outcome_in_free(in);
+        memset(in, 0, sizeof(*in));
+    }
+    return rc;
 }
 
 /* The same from an outcome's text in place, or false: then outcome_read

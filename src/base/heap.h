@@ -10,7 +10,8 @@
  * makes jobq_push/top/pop/remove/fix over a `heap`, where `x->hidx` is the
  * position field (HEAP_NONE when the element is in no heap) and
  * `job_less(a, b)` is true when a must come out before b.
- * The heap never owns its elements.
+ * The heap never owns its elements.  The functions a file does not use are
+ * marked unused (clang warns of unused static inline functions in a .c file).
  */
 #ifndef TENQ_BASE_HEAP_H
 #define TENQ_BASE_HEAP_H
@@ -56,12 +57,12 @@ static inline void heap_free(heap *h)
 }
 
 #define HEAP_DEFINE(name, T, IDX, LESS)                                                            \
-    static inline void name##_set_(heap *h, uint32_t i, T *x)                                      \
+    static inline __attribute__((unused)) void name##_set_(heap *h, uint32_t i, T *x)              \
     {                                                                                              \
         h->a[i] = x;                                                                               \
         x->IDX = i;                                                                                \
     }                                                                                              \
-    static inline void name##_up_(heap *h, uint32_t i)                                             \
+    static inline __attribute__((unused)) void name##_up_(heap *h, uint32_t i)                     \
     {                                                                                              \
         T *x = h->a[i];                                                                            \
         while (i > 0) {                                                                            \
@@ -73,7 +74,7 @@ static inline void heap_free(heap *h)
         }                                                                                          \
         name##_set_(h, i, x);                                                                      \
     }                                                                                              \
-    static inline void name##_down_(heap *h, uint32_t i)                                           \
+    static inline __attribute__((unused)) void name##_down_(heap *h, uint32_t i)                   \
     {                                                                                              \
         T *x = h->a[i];                                                                            \
         for (;;) {                                                                                 \
@@ -88,7 +89,7 @@ static inline void heap_free(heap *h)
         }                                                                                          \
         name##_set_(h, i, x);                                                                      \
     }                                                                                              \
-    static inline int name##_push(heap *h, T *x)                                                   \
+    static inline __attribute__((unused)) int name##_push(heap *h, T *x)                           \
     {                                                                                              \
         if (heap_reserve_(h, h->n + 1) != 0) return -1;                                            \
         h->a[h->n] = x;                                                                            \
@@ -97,11 +98,11 @@ static inline void heap_free(heap *h)
         name##_up_(h, h->n - 1);                                                                   \
         return 0;                                                                                  \
     }                                                                                              \
-    static inline T *name##_top(const heap *h)                                                     \
+    static inline __attribute__((unused)) T *name##_top(const heap *h)                             \
     {                                                                                              \
         return h->n ? (T *)h->a[0] : NULL;                                                         \
     }                                                                                              \
-    static inline void name##_remove(heap *h, T *x)                                                \
+    static inline __attribute__((unused)) void name##_remove(heap *h, T *x)                        \
     {                                                                                              \
         uint32_t i = x->IDX;                                                                       \
         x->IDX = HEAP_NONE;                                                                        \
@@ -116,14 +117,14 @@ static inline void heap_free(heap *h)
         }                                                                                          \
         heap_shrink_(h);                                                                           \
     }                                                                                              \
-    static inline T *name##_pop(heap *h)                                                           \
+    static inline __attribute__((unused)) T *name##_pop(heap *h)                                   \
     {                                                                                              \
         T *x = name##_top(h);                                                                      \
         if (x) name##_remove(h, x);                                                                \
         return x;                                                                                  \
     }                                                                                              \
     /* Restores order after x's key changed. */                                                    \
-    static inline void name##_fix(heap *h, T *x)                                                   \
+    static inline __attribute__((unused)) void name##_fix(heap *h, T *x)                           \
     {                                                                                              \
         uint32_t i = x->IDX;                                                                       \
         if (i > 0 && LESS(x, (T *)h->a[(i - 1) / 2]))                                              \

@@ -85,7 +85,10 @@ class Submit(ServerTest):
         self.assertEqual(status, 201)
         self.assertEqual(len(body["jobs"]), 10000)
         status, body = self.srv.req("POST", "/v1/jobs", {"jobs": many[:2], "extra": 1})
-        self.assertEqual(status, 400)
+        self.assertEqual((status, body["error"]["field"]), (400, "extra"))
+        self.assertEqual(body["error"]["message"], 'a batch holds only "jobs" (found "extra")')
+        status, body = self.srv.req("POST", "/v1/jobs", {"jobs": {"a": 1}})
+        self.assertEqual((status, body["error"]["field"]), (400, "jobs"))
 
     def test_idempotent_submit_returns_the_same_answer(self):
         a = self.srv.submit(queue="idem", idempotency_key="k-1")
@@ -367,6 +370,34 @@ class Workers(ServerTest):
         self.assertEqual(res[2]["error"]["code"], "conflict")
         self.assertEqual(res[3]["error"]["code"], "not_found")
         self.assertEqual(self.srv.req("POST", "/v1/outcomes", {"outcomes": []})[0], 400)
+
+    def test_outcomes_jansson_reads_are_answered_item_by_item(self):
+        """A list the in-place reader declines (an item that is no object) is
+        read from jansson's tree: each bad item gets its own refusal (with
+        its id when it had a usable one), the good ones are applied."""
+        for _ in range(2):
+            self.srv.submit(queue="otree")
+        jobs = self.srv.lease(["otree"], max=2)
+        a, b = jobs[0], jobs[1]
+        res = self.srv.ok("POST", "/v1/outcomes", {"outcomes": [
+            7,
+            {"id": 0, "token": 1, "ok": True},
+            {"id": a["id"], "token": a["token"], "ok": "yes"},
+            {"id": a["id"], "token": a["token"], "ok": True, "colour": 1},
+            {"id": a["id"], "token": a["token"], "ok": False, "error": "e", "retry_in_ms": -5},
+            {"id": b["id"], "token": b["token"], "ok": True, "result": {"r": 1}}]})["results"]
+        self.assertEqual(len(res), 6)
+        self.assertEqual(res[0], {"error": {"code": "invalid",
+                                            "message": "outcome 0 is not an object"}})
+        self.assertEqual((res[1]["error"]["field"], "id" in res[1]), ("id", False))
+        self.assertEqual((res[2]["error"]["field"], "id" in res[2]), ("ok", False))
+        self.assertEqual((res[3]["id"], res[3]["error"]["field"]), (a["id"], "colour"))
+        self.assertEqual((res[4]["id"], res[4]["error"]["field"]), (a["id"], "retry_in_ms"))
+        self.assertEqual(res[5], {"id": b["id"], "state": "succeeded"})
+        self.assertEqual(self.srv.job(a["id"])["state"], "leased")  # its outcomes all refused
+        self.assertEqual(self.srv.job(b["id"])["result"], {"r": 1})
+        status, body = self.srv.req("POST", "/v1/outcomes", {"outcomes": [7] * 10001})
+        self.assertEqual((status, body["error"]["field"]), (400, "outcomes"))
 
     def test_outcomes_ride_with_the_next_lease(self):
         first = self.srv.submit(queue="olr", key="k")
