@@ -293,6 +293,7 @@ class Load:
         kinds = ["keyed", "unkeyed", "batches", "lanes", "slotted", "amo"]
         self.threads = [threading.Thread(target=self._submitter, args=(k,), daemon=True)
                         for k in kinds]
+        self.nsubmitters = len(self.threads)
         self.threads += [threading.Thread(target=self._worker, args=(i,), daemon=True)
                          for i in range(self.nworkers)]
         for t in self.threads:
@@ -300,6 +301,14 @@ class Load:
 
     def stop_submitting(self):
         self.stop_submits.set()
+
+    def wait_submitters(self, timeout=60):
+        """Stops the submits and waits for those in flight (a submit may be
+        retried for its budget, through a restart): after this, no job is
+        made by the load any more."""
+        self.stop_submits.set()
+        for t in self.threads[:self.nsubmitters]:
+            t.join(timeout)
 
     def stop(self):
         self.stop_submits.set()

@@ -83,7 +83,7 @@ class FrozenWorkerTest(unittest.TestCase):
             time.sleep(LEASE_S + self.rnd.uniform(1.0, 2.0))  # its leases expire meanwhile
             p.send_signal(signal.SIGCONT)
         time.sleep(1.0)  # the thawed workers report what they held
-        self.load.stop_submitting()
+        self.load.wait_submitters()  # (a submit retried through a restart lands late)
         deadline = time.time() + 120
         while time.time() < deadline and not drained(self.srv):
             time.sleep(0.2)

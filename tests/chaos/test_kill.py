@@ -76,7 +76,7 @@ class KillTest(unittest.TestCase):
             while time.time() < deadline and len(self.load.rec.grants) < grants + 50:
                 time.sleep(0.05)
             self.assertGreaterEqual(len(self.load.rec.grants), grants + 50)
-        self.load.stop_submitting()
+        self.load.wait_submitters()  # (a submit retried through a restart lands late)
         deadline = time.time() + 120
         while time.time() < deadline and not drained(self.srv):
             time.sleep(0.2)
