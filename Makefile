@@ -67,11 +67,16 @@ test-fuzz: fuzz-build
 fuzz: fuzz-build
 	tests/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
 
-# The chaos suite's long form: every run of tests/chaos five times over (kills, pauses,
-# PostgreSQL crashes, full disks); `make test` runs it once.
+# The chaos suite's long form: every run of tests/chaos five times over (TENQ_CHAOS_ROUNDS:
+# leaders killed, paused and cut off, PostgreSQL crashed, one server killed -9 and restarted,
+# workers frozen past their leases; the full disk once); `make test` runs it once.
 chaos: build
 	TENQ_BIN=$(CURDIR)/$(BUILD)/tenq TENQ_CHAOS_ROUNDS=$${TENQ_CHAOS_ROUNDS:-5} \
 	    tests/with-pg.sh python3 tests/chaos/test_cluster.py
+	TENQ_BIN=$(CURDIR)/$(BUILD)/tenq TENQ_CHAOS_ROUNDS=$${TENQ_CHAOS_ROUNDS:-5} \
+	    tests/with-pg.sh python3 tests/chaos/test_kill.py
+	TENQ_BIN=$(CURDIR)/$(BUILD)/tenq TENQ_CHAOS_ROUNDS=$${TENQ_CHAOS_ROUNDS:-5} \
+	    tests/with-pg.sh python3 tests/chaos/test_frozen.py
 	TENQ_BIN=$(CURDIR)/$(BUILD)/tenq python3 tests/chaos/test_disk.py
 
 FORMAT_FILES = $(shell find src tests bench include examples tools -name '*.[ch]' 2>/dev/null)

@@ -50,16 +50,17 @@ bool srv_try_lease(server *s, http_req *req, const principal *who, char **queues
     return true;
 }
 
-/* The job a worker call is about, if this principal may touch it. */
+/* The job a worker call is about, if this principal may touch it; *held
+ * false when it is not in memory (the store says whether it was). */
 static bool worker_job(server *s, http_req *req, const principal *who, const char *seg,
-                       uint64_t *id)
+                       uint64_t *id, bool *held)
 {
     *id = req_path_id(req, seg);
     if (!*id) return false;
     engine_job *j = engine_find(s->e, *id);
-    if (!j || !auth_may_see_job(who, engine_job_tenant(j), engine_job_queue(j))) {
-        reply_error(req, TENQ_ENOT_FOUND, "id", "no job %llu in hand (finished, or never leased)",
-                    (unsigned long long)*id);
+    *held = j != NULL;
+    if (j && !auth_may_see_job(who, engine_job_tenant(j), engine_job_queue(j))) {
+        reply_error(req, TENQ_ENOT_FOUND, "id", "no job %llu", (unsigned long long)*id);
         return false;
     }
     return true;
@@ -85,7 +86,8 @@ static void state_reply(server *s, http_req *req, uint64_t id)
 void h_start(server *s, http_req *req, const principal *who, const char **args)
 {
     uint64_t id;
-    if (!worker_job(s, req, who, args[0], &id)) return;
+    bool held;
+    if (!worker_job(s, req, who, args[0], &id, &held)) return;
     json_t *body = req_body(req);
     if (!body) return;
     static const char *const fields[] = {"token", NULL};
@@ -96,6 +98,8 @@ void h_start(server *s, http_req *req, const principal *who, const char **args)
         engine_err err;
         if (!has)
             reply_error(req, TENQ_EINVALID, "token", "token is required");
+        else if (!held)
+            late_refuse_call(s, req, who, id, (uint64_t)tok);
         else if (engine_start(s->e, srv_now(s), id, (uint64_t)tok, &err) != 0)
             reply_engine_err(req, &err);
         else
@@ -107,7 +111,8 @@ void h_start(server *s, http_req *req, const principal *who, const char **args)
 void h_heartbeat(server *s, http_req *req, const principal *who, const char **args)
 {
     uint64_t id;
-    if (!worker_job(s, req, who, args[0], &id)) return;
+    bool held;
+    if (!worker_job(s, req, who, args[0], &id, &held)) return;
     json_t *body = req_body(req);
     if (!body) return;
     static const char *const fields[] = {"token", "progress", NULL};
@@ -125,6 +130,8 @@ void h_heartbeat(server *s, http_req *req, const principal *who, const char **ar
             reply_error(req, TENQ_EINVALID, "token", "token is required");
         } else if (progress && strlen(progress) > 65536) {
             reply_error(req, TENQ_ETOO_LARGE, "progress", "progress is larger than 64 KiB");
+        } else if (!held) {
+            late_refuse_call(s, req, who, id, (uint64_t)tok);
         } else if (engine_heartbeat(s->e, srv_now(s), id, (uint64_t)tok, progress, &until, &cancel,
                                     &err) != 0) {
             reply_engine_err(req, &err);

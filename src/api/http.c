@@ -60,6 +60,7 @@ typedef struct http_conn {
     bool dead;            /* socket gone while a handler holds the request */
     bool aborting;        /* inside on_abort: replies are ignored */
     bool close_after;
+    bool peer_eof; /* the client sent all it will (a half-close): answer, then close */
     struct http_conn *prev, *next;
 } http_conn;
 
@@ -175,6 +176,7 @@ static void conn_free(http_conn *c)
  * or the connection is closing). */
 static void want_read(http_conn *c, bool on)
 {
+    if (on && c->peer_eof) return; /* nothing more will come */
     if (c->fd < 0 || on == c->reading) return;
     if (on)
         event_add(c->rev, NULL);
@@ -426,6 +428,8 @@ static void send_reply(http_conn *c, int status, const char *ctype, const char *
 {
     struct evbuffer *out = c->out;
     bool keep = !close && c->req.keep_alive && !c->close_after && !c->srv->closing;
+    /* after a half-close: the last request read is answered with a close */
+    if (c->peer_eof && !memmem(in_at(c), in_avail(c), "\r\n\r\n", 4)) keep = false;
     char head[1024];
     int hn = reply_head(head, sizeof head, status, date_header(c->srv), len, ctype, extra, keep);
     /* HEAD: the same head as GET, without the body */
@@ -596,6 +600,11 @@ static void process(http_conn *c)
         break; /* C_HANDLING or C_CLOSING: wait */
     }
     c->processing = false;
+    if (c->peer_eof && c->st != C_HANDLING && c->st != C_CLOSING) {
+        /* after a half-close, a request not whole by now never will be */
+        c->st = C_CLOSING;
+        arm(c, c->srv->lim.write_timeout_ms);
+    }
     if (c->st == C_CLOSING && evbuffer_get_length(c->out) == 0) conn_free(c);
 }
 
@@ -645,6 +654,13 @@ static bool conn_fill(http_conn *c)
         return true;
     }
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return true;
+    if (n == 0 && !(c->st == C_HANDLING && c->req.long_poll)) {
+        /* end of input: maybe only a half-close, so what was read is
+         * answered (process closes once nothing whole is left) */
+        want_read(c, false);
+        c->peer_eof = true;
+        return true;
+    }
     conn_lost(c);
     return false;
 }
@@ -656,7 +672,7 @@ static void on_readable(evutil_socket_t fd, short what, void *arg)
     http_conn *c = arg;
     if (!conn_fill(c)) return;
     if (c->st == C_HANDLING || c->st == C_CLOSING) return; /* pipelined: later */
-    process(c);
+    process(c);                                            /* may free c */
 }
 
 /* The peer is gone (or the socket failed). */

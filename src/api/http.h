@@ -14,6 +14,12 @@
  * called (a reply from inside it is ignored) and the request must not be
  * used after it returns.  A deferred request without on_abort stays valid
  * until its reply, which then just frees it.
+ *
+ * A client that half-closes (shutdown(SHUT_WR) after its requests) is
+ * answered: the server stops reading, answers every request it read, then
+ * closes.  A long poll (req->long_poll) is the exception: end of input
+ * while it waits counts as the client gone (on_abort), since a client that
+ * closed its socket looks the same and must not be handed jobs.
  */
 #ifndef TENQ_API_HTTP_H
 #define TENQ_API_HTTP_H
@@ -62,6 +68,7 @@ struct http_req {
     bool write_now; /* reply with a direct write (see send_reply) */
     void *user;
     void (*on_abort)(http_req *req);
+    bool long_poll; /* a wait that the client's end of input ends (see above) */
     struct http_conn *conn;
 };
 

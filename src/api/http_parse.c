@@ -60,7 +60,10 @@ int http_parse_head(char *head, int max_headers, size_t max_body, http_req *r, h
         minor = 1;
     else if (strcmp(ver, "HTTP/1.0") == 0)
         minor = 0;
-    else if (strncmp(ver, "HTTP/", 5) == 0)
+    else if (strncmp(ver, "HTTP/", 5) == 0 && isdigit((unsigned char)ver[5]) && ver[6] == '.' &&
+             isdigit((unsigned char)ver[7]) && !ver[8])
+        /* a well-formed version we do not speak; anything else after the
+         * target (a space inside it, a third word) is a malformed line */
         return *msg = "only HTTP/1.0 and HTTP/1.1", 505;
     else
         return *msg = "bad request line", 400;

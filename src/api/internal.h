@@ -433,8 +433,12 @@ void late_resolve(struct server *s, http_req *req, const principal *who, late_se
                   late_done done, void *ctx);
 void late_resolve_one(struct server *s, http_req *req, const principal *who, uint64_t id,
                       const outcome_in *in);
+/* A start or heartbeat of a job not in hand: 409 when its row is there (its
+ * lease ended), 404 when not. */
+void late_refuse_call(struct server *s, http_req *req, const principal *who, uint64_t id,
+                      uint64_t token);
 /* Is this outcome of a job in hand already applied (sent again: the same
- * token, and the job in the state it leads to)? */
+ * token, and its lease ended with this outcome; see outcome_late.c)? */
 bool outcome_already_applied(struct server *s, uint64_t id, const outcome_in *in);
 
 /* Requests sent with an Idempotency-Key (request_keys.c).  begin reads the

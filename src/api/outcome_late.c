@@ -1,22 +1,34 @@
 // SPDX-License-Identifier: Apache-2.0
-/* Outcomes of jobs no longer in hand.
+/* Outcomes sent again, and worker calls of jobs no longer in hand.
  *
  * A worker that lost the answer to its ack (a broken connection, a takeover
- * by another server) sends the outcome again, and by then its job may have
- * finished and left memory.  Such an outcome is answered from the store,
- * once everything uncommitted before it is committed (so the first copy's
- * commit is seen): the same token and the state that outcome leads to
- * answer as if it were applied now, which it was; another token, or an ack
- * of a job that did not succeed, is a stale token (409); no row is 404.
+ * by another server, a freeze) sends the outcome again.  It is the same
+ * outcome when it carries the token of the job's last lease and that lease
+ * ended with an outcome of its kind: an ack, and the job succeeded; a fail
+ * with the same error, and the job did not succeed (an expired lease ends
+ * with the error "lease expired", which the worker's own failure does not
+ * carry).  The same outcome is answered as applied (200, the job's state),
+ * which it was, and changes nothing; an ack's result is not compared (the
+ * first one stays).  Anything else with a token that holds no lease is a
+ * stale token (409 on "token").  Once the job is leased again, its earlier
+ * tokens are stale, outcomes sent again included.
+ *
+ * A job no longer in memory (it finished, or the server restarted) is
+ * answered from the store, once everything uncommitted before it is
+ * committed (so the first copy's commit is seen).  No row (never made, or
+ * deleted by retention or from the morgue) is 404.
  *
  * A batch of outcomes writes a placeholder (null) for each such outcome in
  * its results; late_resolve reads the rows and puts each answer in its
  * place before the caller goes on (answers, or leases). */
 #include "internal.h"
 
+enum { LATE_ACK, LATE_FAIL, LATE_CALL /* a start or heartbeat */ };
+
 typedef struct late_item {
     uint64_t id, token;
-    bool ok;
+    int kind;     /* LATE_ACK, LATE_FAIL, LATE_CALL */
+    char *error;  /* a fail's error as it would be stored */
     size_t at;    /* the offset of its placeholder in the results' text */
     char *answer; /* its answer, once read */
 } late_item;
@@ -26,7 +38,14 @@ struct late_set {
     size_t n, cap;
 };
 
-late_set *late_note(late_set *ls, jbuf *b, uint64_t id, const outcome_in *in)
+/* The error a failure stores (engine: "failed" when it names none). */
+static const char *fail_error(const outcome_in *in)
+{
+    return in->error ? in->error : "failed";
+}
+
+static late_set *note(late_set *ls, jbuf *b, uint64_t id, uint64_t token, int kind,
+                      const char *error)
 {
     if (!ls) ls = xcalloc(1, sizeof(*ls));
     if (ls->n == ls->cap) {
@@ -34,16 +53,36 @@ late_set *late_note(late_set *ls, jbuf *b, uint64_t id, const outcome_in *in)
         ls->v = xrealloc(ls->v, ls->cap * sizeof(*ls->v));
     }
     jb_null(b);
-    ls->v[ls->n++] = (late_item){id, in->token, in->ok, b->n - 4, NULL};
+    ls->v[ls->n++] = (late_item){id, token, kind, error ? xstrdup(error) : NULL, b->n - 4, NULL};
     return ls;
+}
+
+late_set *late_note(late_set *ls, jbuf *b, uint64_t id, const outcome_in *in)
+{
+    return note(ls, b, id, in->token, in->ok ? LATE_ACK : LATE_FAIL,
+                in->ok ? NULL : fail_error(in));
 }
 
 void late_free(late_set *ls)
 {
     if (!ls) return;
-    for (size_t i = 0; i < ls->n; i++) free(ls->v[i].answer);
+    for (size_t i = 0; i < ls->n; i++) {
+        free(ls->v[i].answer);
+        free(ls->v[i].error);
+    }
     free(ls->v);
     free(ls);
+}
+
+/* Did the lease of this token end with this outcome (kind, and a fail's
+ * error)? */
+static bool same_outcome(const engine_job_info *j, uint64_t token, int kind, const char *error)
+{
+    if (kind == LATE_CALL || j->token != token || j->state == ENGINE_LEASED ||
+        j->state == ENGINE_RUNNING)
+        return false;
+    if (kind == LATE_ACK) return j->state == ENGINE_SUCCEEDED;
+    return j->state != ENGINE_SUCCEEDED && j->error && !strcmp(j->error, error);
 }
 
 bool outcome_already_applied(server *s, uint64_t id, const outcome_in *in)
@@ -52,9 +91,8 @@ bool outcome_already_applied(server *s, uint64_t id, const outcome_in *in)
     if (!j) return false;
     engine_job_info info;
     engine_job_get(j, &info);
-    if (info.token != in->token || info.state == ENGINE_LEASED || info.state == ENGINE_RUNNING)
-        return false;
-    return in->ok ? info.state == ENGINE_SUCCEEDED : info.state != ENGINE_SUCCEEDED;
+    return same_outcome(&info, in->token, in->ok ? LATE_ACK : LATE_FAIL,
+                        in->ok ? NULL : fail_error(in));
 }
 
 /* What the store says of a late outcome: 0 with *state, or an error with
@@ -68,14 +106,18 @@ static int decide(const late_item *it, const principal *who, int rc, const store
     }
     const engine_job_info *j = rows->n == 1 ? &rows->jobs[0] : NULL;
     if (!j || !auth_may_see_job(who, j->tenant, j->queue)) {
-        snprintf(msg, len, "no job %llu", (unsigned long long)it->id);
+        snprintf(msg, len, "no job %llu (never made, or no longer kept)",
+                 (unsigned long long)it->id);
         return TENQ_ENOT_FOUND;
     }
     *state = engine_state_name(j->state);
+    if (same_outcome(j, it->token, it->kind, it->error)) return 0;
     bool same = j->token == it->token;
-    if (same && (it->ok ? j->state == ENGINE_SUCCEEDED : j->state != ENGINE_SUCCEEDED)) return 0;
     snprintf(msg, len, "stale token %llu: job %llu is %s%s", (unsigned long long)it->token,
-             (unsigned long long)it->id, *state, same ? "" : " under another lease");
+             (unsigned long long)it->id, *state,
+             !same                   ? " under another lease"
+             : it->kind == LATE_CALL ? ""
+                                     : " by another outcome");
     return TENQ_ECONFLICT;
 }
 
@@ -226,6 +268,15 @@ void late_resolve_one(server *s, http_req *req, const principal *who, uint64_t i
     jbuf b;
     jb_init(&b);
     late_set *ls = late_note(NULL, &b, id, in);
+    jb_free(&b);
+    late_resolve(s, req, who, ls, NULL, single_done, NULL);
+}
+
+void late_refuse_call(server *s, http_req *req, const principal *who, uint64_t id, uint64_t token)
+{
+    jbuf b;
+    jb_init(&b);
+    late_set *ls = note(NULL, &b, id, token, LATE_CALL, NULL);
     jb_free(&b);
     late_resolve(s, req, who, ls, NULL, single_done, NULL);
 }

@@ -108,6 +108,7 @@ void srv_lease_waiter_add(server *s, lease_waiter *w, int64_t wait_ms)
     s->n_lwait++;
     w->req->user = w;
     w->req->on_abort = lease_waiter_abort;
+    w->req->long_poll = true;
 }
 
 /* One pass over the waiters of a queue, oldest first. */
@@ -228,6 +229,7 @@ void srv_job_waiter_add(server *s, job_waiter *w, int64_t wait_ms)
     slot->head = w;
     w->req->user = w;
     w->req->on_abort = jw_abort;
+    w->req->long_poll = true;
 }
 
 /* The job's final state is committed: every waiter gets it from the store. */

@@ -579,9 +579,12 @@ static job *leased_job(engine_t *e, uint64_t id, uint64_t token, engine_err *err
         engine_errf(err, TENQ_ENOT_FOUND, "id", "no job %llu", (unsigned long long)id);
         return NULL;
     }
+    /* A token that holds no lease now is stale, whatever ended its lease
+     * (an outcome, its expiry, a cancel): one answer, 409 on "token". */
     if (j->state != ENGINE_LEASED && j->state != ENGINE_RUNNING) {
-        engine_errf(err, TENQ_ECONFLICT, "state", "job %llu is %s, not leased",
-                    (unsigned long long)id, engine_state_name((engine_state)j->state));
+        engine_errf(err, TENQ_ECONFLICT, "token", "stale token %llu: job %llu is %s, not leased",
+                    (unsigned long long)token, (unsigned long long)id,
+                    engine_state_name((engine_state)j->state));
         return NULL;
     }
     if (token != j->extra->token) {

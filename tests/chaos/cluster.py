@@ -9,6 +9,7 @@ Environment: TENQ_BIN, TENQ_TEST_PG_URL and TENQ_TEST_PG_DIR (with-pg.sh).
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -57,6 +58,27 @@ def get_json(url, timeout=1.0):
             return e.code, None
     except (OSError, ValueError):
         return 0, None
+
+
+def store_rows(srv, store):
+    """The job rows for checker.py of one server's store (sqlite or
+    postgres), read while it runs or after it stopped."""
+    import checker  # (beside this file)
+    if store == "postgres":
+        return checker.store_rows(psql(srv.store_url, checker.job_rows_sql() % "tenq."))
+    db = sqlite3.connect("file:%s?mode=ro" % srv.store_url[len("sqlite:"):], uri=True)
+    try:
+        return checker.store_rows([[str(v) for v in r]
+                                   for r in db.execute(checker.job_rows_sql() % "")])
+    finally:
+        db.close()
+
+
+def drained(srv):
+    """Whether a server holds no unfinished job (its counts say)."""
+    st, ans = srv.req("GET", "/v1/stats")
+    t = ans["totals"] if st == 200 else None
+    return bool(t) and t["ready"] + t["scheduled"] + t["blocked"] + t["leased"] + t["running"] == 0
 
 
 class Cluster:

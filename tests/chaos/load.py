@@ -54,6 +54,7 @@ class Client:
         self.stop = stop
         self.conns = {}
         self.unavailable = 0  # 503 answers met by the last request
+        self.lost_answers = 0  # times the last request was sent and its answer lost
 
     def _conn(self, url):
         c = self.conns.get(url)
@@ -82,6 +83,7 @@ class Client:
         deadline = time.monotonic() + self.budget
         pause = 0.05
         self.unavailable = 0
+        self.lost_answers = 0
         while True:
             url = self.urls[self.cur]
             sent = False
@@ -100,6 +102,7 @@ class Client:
                 self._drop(url)
                 if sent and not repeatable:
                     raise Unknown(url)
+                self.lost_answers += sent
                 status, parsed = 0, None
             leader = None
             if status in (307, 503) and isinstance(parsed, dict):
@@ -131,6 +134,7 @@ class Record:
         self.grants = []    # (job id, token, tenant, queue, lane, t_received, worker)
         self.outcomes = []  # (job id, token, accepted, t_first_sent, answer)
         self.after_503 = 0  # accepted outcomes whose earlier sending was answered 503
+        self.after_loss = 0  # accepted outcomes sent again after an answer was lost
         self.errors = []    # requests that got an answer no client expects
 
     def add(self, name, item):
@@ -138,13 +142,40 @@ class Record:
             getattr(self, name).append(item)
 
 
+class FileRecord(Record):
+    """A Record that also appends every item to a file as a JSON line,
+    flushed at once: the record of a worker process that may be frozen or
+    killed (worker_process), read back with read_records."""
+
+    def __init__(self, path):
+        super().__init__()
+        self.f = open(path, "a", buffering=1)
+
+    def add(self, name, item):
+        with self.lock:
+            getattr(self, name).append(item)
+            self.f.write(json.dumps([name, item]) + "\n")
+
+
+def read_records(paths, into):
+    """Adds the items of the files FileRecord wrote to the Record into."""
+    for path in paths:
+        with open(path) as f:
+            for line in f:
+                if line.endswith("\n"):  # a line cut short by a kill is not an item
+                    name, item = json.loads(line)
+                    into.add(name, tuple(item))
+    return into
+
+
 class Load:
-    def __init__(self, urls, workers=4, rate=150, budget=30.0):
+    def __init__(self, urls, workers=4, rate=150, budget=30.0, run_ms=15, rec=None):
         self.urls = urls
         self.nworkers = workers
         self.rate = rate  # submits a second per submitter (batches count as one)
         self.budget = budget
-        self.rec = Record()
+        self.run_ms = run_ms  # the most a worker runs a batch of jobs
+        self.rec = rec or Record()
         self.stop_submits = threading.Event()
         self.stop_all = threading.Event()
         self.threads = []
@@ -214,7 +245,7 @@ class Load:
     # -- workers ---------------------------------------------------------
     def _worker(self, n):
         c = Client(self.urls, budget=self.budget, stop=self.stop_all)
-        name = "w%d" % n
+        name = n if isinstance(n, str) else "w%d" % n
         rnd = random.Random(n)
         pending = []  # outcomes not answered yet: (body, t_first_sent or None)
         while not self.stop_all.is_set():
@@ -240,21 +271,29 @@ class Load:
                 if accepted and c.unavailable:
                     with self.rec.lock:
                         self.rec.after_503 += 1
+                if accepted and c.lost_answers:
+                    with self.rec.lock:
+                        self.rec.after_loss += 1
             pending = []
             for j in ans.get("jobs", []):
                 self.rec.add("grants", (j["id"], j["token"], j["tenant"], j["queue"], j.get("key"),
                                         t_recv, name))
             if ans.get("jobs"):
-                time.sleep(rnd.random() * 0.015)
+                time.sleep(rnd.random() * self.run_ms / 1000.0)
             for j in ans.get("jobs", []):
                 pending.append(({"id": j["id"], "token": j["token"], "ok": True}, None))
         c.close()
+
+    def run_worker(self, name):
+        """One worker in this thread until stop()."""
+        self._worker(name)
 
     def start(self):
         self.setup()
         kinds = ["keyed", "unkeyed", "batches", "lanes", "slotted", "amo"]
         self.threads = [threading.Thread(target=self._submitter, args=(k,), daemon=True)
                         for k in kinds]
+        self.nsubmitters = len(self.threads)
         self.threads += [threading.Thread(target=self._worker, args=(i,), daemon=True)
                          for i in range(self.nworkers)]
         for t in self.threads:
@@ -263,8 +302,34 @@ class Load:
     def stop_submitting(self):
         self.stop_submits.set()
 
+    def wait_submitters(self, timeout=60):
+        """Stops the submits and waits for those in flight (a submit may be
+        retried for its budget, through a restart): after this, no job is
+        made by the load any more."""
+        self.stop_submits.set()
+        for t in self.threads[:self.nsubmitters]:
+            t.join(timeout)
+
     def stop(self):
         self.stop_submits.set()
         self.stop_all.set()
         for t in self.threads:
             t.join(60)
+
+
+def worker_process(url, name, path, run_ms):
+    """`python3 load.py worker URL NAME FILE RUN_MS`: one load worker in a
+    process of its own (so that a test can SIGSTOP or kill it), recording
+    to FILE, until SIGTERM."""
+    import signal
+    load = Load([url], budget=30.0, run_ms=run_ms, rec=FileRecord(path))
+    signal.signal(signal.SIGTERM, lambda *a: load.stop_all.set())
+    load.run_worker(name)
+
+
+if __name__ == "__main__":
+    import sys
+    if len(sys.argv) == 6 and sys.argv[1] == "worker":
+        worker_process(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]))
+    else:
+        sys.exit("usage: load.py worker URL NAME FILE RUN_MS")

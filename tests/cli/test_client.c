@@ -399,6 +399,14 @@ TEST(worker_fail_retry_and_morgue)
     f.no_retry = true;
     ASSERT_EQ(tenq_fail(c, id, tok, &f, &st, NULL), 0);
     ASSERT_EQ(st, TENQ_STATE_DEAD);
+    /* the same failure sent again (its answer lost): told it was applied;
+     * another error under that token is not the same outcome */
+    st = TENQ_STATE_READY;
+    ASSERT_EQ(tenq_fail(c, id, tok, &f, &st, NULL), 0);
+    ASSERT_EQ(st, TENQ_STATE_DEAD);
+    f.error = "another error";
+    ASSERT_EQ(tenq_fail(c, id, tok, &f, &st, NULL), TENQ_ECONFLICT);
+    f.error = "bad input";
     tenq_job *j;
     ASSERT_EQ(tenq_wait(c, id, 1000, &j), 0);
     ASSERT_EQ(j->state, TENQ_STATE_DEAD);

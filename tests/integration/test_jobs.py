@@ -296,6 +296,92 @@ class Workers(ServerTest):
         status, _ = self.srv.req("POST", "/v1/jobs/%d/ack" % f["id"], {"token": f["token"]})
         self.assertEqual(status, 409)  # an ack after the failure is not
 
+    def test_an_ended_lease_is_one_answer_409_and_a_repeat_must_be_the_same_outcome(self):
+        """Every worker call with a token whose lease ended is 409 on "token"
+        (not 404), whether the job is in memory or only in the store; an
+        outcome sent again counts as applied only when that lease ended with
+        it: the same kind, and for a fail the same error (an expired lease
+        did not end with the worker's failure)."""
+        def refused(op, job, **body):
+            body["token"] = job["token"]
+            status, res = self.srv.req("POST", "/v1/jobs/%d/%s" % (job["id"], op), body)
+            self.assertEqual((status, res["error"]["code"], res["error"]["field"]),
+                             (409, "conflict", "token"), (op, res))
+            return res
+
+        # expired on an at-most-once queue: dead in memory; nothing of the
+        # worker's counts, a fail included
+        self.srv.ok("PUT", "/v1/queues/ended-amo", {"lease_ms": 200, "delivery": "at-most-once"})
+        self.srv.submit(queue="ended-amo")
+        a = self.srv.lease(["ended-amo"])[0]
+        time.sleep(0.6)
+        self.assertEqual(self.srv.job(a["id"])["state"], "dead")
+        for op, body in [("ack", {}), ("fail", {"error": "late"}), ("fail", {}),
+                         ("heartbeat", {}), ("start", {})]:
+            refused(op, a, **body)
+        res = self.srv.ok("POST", "/v1/outcomes", {"outcomes": [
+            {"id": a["id"], "token": a["token"], "ok": False, "error": "late"}]})["results"]
+        self.assertEqual(res[0]["error"]["field"], "token")
+        self.assertEqual(self.srv.job(a["id"])["error"], "lease expired")
+
+        # expired, leased again and finished: the job left memory, the store answers
+        self.srv.ok("PUT", "/v1/queues/ended", {"lease_ms": 200, "backoff": "fixed",
+                                                "backoff_base_ms": 0})
+        self.srv.submit(queue="ended")
+        first = self.srv.lease(["ended"])[0]
+        time.sleep(0.5)
+        second = self.srv.lease(["ended"], wait_ms=2000)[0]
+        self.assertEqual(self.srv.ack(second, result={"by": 2}),
+                         {"id": second["id"], "state": "succeeded"})
+        for op, body in [("ack", {}), ("fail", {"error": "x"}), ("heartbeat", {}),
+                         ("start", {})]:
+            self.assertIn("under another lease", refused(op, first, **body)["error"]["message"])
+            if op != "ack":  # its lease ended with an ack: nothing else of it counts
+                refused(op, second, **body)
+        # the ack sent again: applied; another result does not replace the first
+        self.assertEqual(self.srv.ack(second, result={"by": "someone else"}),
+                         {"id": second["id"], "state": "succeeded"})
+        self.assertEqual(self.srv.job(second["id"])["result"], {"by": 2})
+        batch = self.srv.ok("POST", "/v1/outcomes", {"outcomes": [
+            {"id": second["id"], "token": second["token"], "ok": True},
+            {"id": first["id"], "token": first["token"], "ok": True}]})["results"]
+        self.assertEqual(batch[0], {"id": second["id"], "state": "succeeded"})
+        self.assertEqual((batch[1]["error"]["code"], batch[1]["error"]["field"]),
+                         ("conflict", "token"))
+
+        # a failure sent again: the same error is the same outcome, another is not;
+        # once the job is leased again the old token is stale for it too
+        self.srv.ok("PUT", "/v1/queues/refail", {"max_attempts": 2, "backoff": "fixed",
+                                                 "backoff_base_ms": 0})
+        self.srv.submit(queue="refail")
+        f = self.srv.lease(["refail"])[0]
+        self.srv.ok("PUT", "/v1/tenants/acme", {"slots": 0})  # nothing leases it meanwhile
+        try:
+            answer = self.srv.fail(f, error="boom", retry_in_ms=60000)
+            self.assertEqual(self.srv.fail(f, error="boom", retry_in_ms=60000), answer)
+            self.assertEqual(self.srv.ok("POST", "/v1/lease", {
+                "worker": "w", "queues": ["refail"], "outcomes": [
+                    {"id": f["id"], "token": f["token"], "ok": False, "error": "boom"}]})["results"],
+                [{"id": f["id"], "state": "scheduled"}])
+            refused("fail", f, error="another error")
+            refused("fail", f)
+            refused("ack", f)
+            self.assertEqual(self.srv.job(f["id"])["attempts"], 1)
+        finally:
+            self.srv.ok("PUT", "/v1/tenants/acme", {"slots": None})
+        self.srv.ok("POST", "/v1/jobs/%d/cancel" % f["id"])
+        # a dead job deleted from the morgue has no row: 404, for any token
+        self.srv.ok("PUT", "/v1/queues/gone", {"max_attempts": 1})
+        self.srv.submit(queue="gone")
+        g = self.srv.lease(["gone"])[0]
+        self.assertEqual(self.srv.fail(g, error="boom")["state"], "dead")
+        self.assertEqual(self.srv.fail(g, error="boom")["state"], "dead")
+        self.srv.ok("DELETE", "/v1/morgue/%d" % g["id"])
+        for op, body in [("ack", {}), ("fail", {"error": "boom"}), ("heartbeat", {})]:
+            body["token"] = g["token"]
+            status, res = self.srv.req("POST", "/v1/jobs/%d/%s" % (g["id"], op), body)
+            self.assertEqual((status, res["error"]["code"]), (404, "not_found"), op)
+
     def test_worker_call_errors(self):
         r = self.srv.submit(queue="we")
         status, _ = self.srv.req("POST", "/v1/jobs/%d/ack" % r["id"], {"token": 1})

@@ -79,9 +79,62 @@ class Protocol(ServerTest):
     def test_bad_request_lines(self):
         for line, code in [(b"GARBAGE\r\n\r\n", b"400"), (b"GET / HTTP/2.0\r\n\r\n", b"505"),
                            (b"GET nopath HTTP/1.1\r\n\r\n", b"400"),
-                           (b"G@T / HTTP/1.1\r\n\r\n", b"400")]:
+                           (b"G@T / HTTP/1.1\r\n\r\n", b"400"),
+                           # a third word, or a space in the target: malformed, not a version
+                           (b"GET / HTTP/1.1 extra\r\n\r\n", b"400"),
+                           (b"GET /a b HTTP/1.1\r\n\r\n", b"400"),
+                           (b"GET / HTTP/1.1x\r\n\r\n", b"400"),
+                           (b"GET / HTTP/1.2\r\n\r\n", b"505")]:
             out = raw_socket(self.srv.port, line)
             self.assertTrue(out.startswith(b"HTTP/1.1 " + code), (line, out[:60]))
+
+    def test_a_half_closed_client_gets_every_answer_then_the_close(self):
+        """A client that sends its requests and then shutdown(SHUT_WR) is
+        answered (a submit waits for its commit meanwhile), every pipelined
+        request in order, and the last answer says it closes."""
+        def submit(queue):
+            body = json.dumps({"tenant": "acme", "queue": queue, "type": "T"}).encode()
+            return (b"POST /v1/jobs HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n"
+                    % len(body)) + body
+
+        for requests, n in [(submit("hc-one"), 1),
+                            (submit("hc-two") + submit("hc-two") +
+                             b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n", 3)]:
+            s = socket.create_connection(("127.0.0.1", self.srv.port), timeout=10)
+            try:
+                s.sendall(requests)
+                s.shutdown(socket.SHUT_WR)
+                out = read_until_closed(s)
+            finally:
+                s.close()
+            self.assertEqual(out.count(b"HTTP/1.1 "), n, out)
+            self.assertTrue(out.startswith(b"HTTP/1.1 201"), out[:80])
+            self.assertEqual(out.count(b"Connection: close"), 1, out)
+        counts = {q["name"]: q for q in self.srv.ok("GET", "/v1/stats")["queues"]}
+        self.assertEqual((counts["hc-one"]["ready"], counts["hc-two"]["ready"]), (1, 2))
+        # a request cut short by the half-close is not answered (nor made): closed
+        s = socket.create_connection(("127.0.0.1", self.srv.port), timeout=10)
+        s.sendall(submit("hc-cut")[:-3])
+        s.shutdown(socket.SHUT_WR)
+        self.assertEqual(read_until_closed(s), b"")
+        s.close()
+
+    def test_a_long_poll_ends_when_its_client_half_closes(self):
+        """End of input during a long poll counts as the client gone (a
+        closed socket looks the same): it is handed no job."""
+        body = json.dumps({"worker": "w", "queues": ["hc-poll"], "wait_ms": 30000}).encode()
+        s = socket.create_connection(("127.0.0.1", self.srv.port), timeout=10)
+        s.sendall(b"POST /v1/lease HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n"
+                  % len(body) + body)
+        time.sleep(0.3)  # the poll waits
+        s.shutdown(socket.SHUT_WR)
+        t0 = time.time()
+        self.assertEqual(read_until_closed(s), b"")
+        self.assertLess(time.time() - t0, 5)
+        s.close()
+        job = self.srv.submit(queue="hc-poll")
+        time.sleep(0.2)
+        self.assertEqual(self.srv.job(job["id"])["state"], "ready")
 
     def test_chunked_bodies_expect_continue_and_pipelining(self):
         body = json.dumps({"tenant": "acme", "queue": "pr", "type": "T"}).encode()
