@@ -466,6 +466,7 @@ static void op_restart(void)
     engine_destroy(M.e);
     engine_config c = model_config();
     M.e = engine_create(&c);
+    engine_loading(M.e, true); /* settings and jobs as a store's load gives them */
     setup_queues(M.e);
     engine_set_next_id(M.e, next);
     for (size_t i = 0; i < n; i++) {
@@ -486,6 +487,7 @@ static void op_restart(void)
         free((void *)in->payloads);
     }
     free(v);
+    engine_loading(M.e, false);
     engine_changes_clear(M.e);
     M.n_restarts++;
 }
