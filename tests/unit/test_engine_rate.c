@@ -49,6 +49,19 @@ static void submit_n(engine_t *e, const char *t, const char *q, int n)
     engine_changes_clear(e);
 }
 
+/* Why the first ready job among ids 1..max waits. */
+static engine_wait first_ready_wait(engine_t *e, uint64_t max)
+{
+    engine_wait w = {0};
+    for (uint64_t id = 1; id <= max; id++) {
+        engine_job *j = engine_find(e, id);
+        if (!j || engine_job_state(j) != ENGINE_READY) continue;
+        engine_job_wait(j, &w);
+        break;
+    }
+    return w;
+}
+
 TEST(a_queue_rate_of_1000_a_second_is_held_exactly)
 {
     engine_t *e = mk_engine();
@@ -88,18 +101,10 @@ TEST(a_tenant_rate_of_one_a_minute_waits_a_minute_and_says_until_when)
     ASSERT_EQ(c.eligible, 0);
     ASSERT_EQ(engine_next_timer(e), T0 + 60000);
     /* why the next job waits */
-    engine_job_info in;
-    for (uint64_t id = 1; id <= 3; id++) {
-        engine_job *j = engine_find(e, id);
-        if (!j) continue;
-        engine_job_get(j, &in);
-        if (in.state != ENGINE_READY) continue;
-        engine_wait w;
-        engine_job_wait(j, &w);
-        ASSERT_EQ(w.kind, ENGINE_WAIT_TENANT_RATE);
-        ASSERT_STR(engine_wait_name(w.kind), "tenant_rate");
-        ASSERT_EQ(w.until, T0 + 60000);
-    }
+    engine_wait w = first_ready_wait(e, 3);
+    ASSERT_EQ(w.kind, ENGINE_WAIT_TENANT_RATE);
+    ASSERT_STR(engine_wait_name(w.kind), "tenant_rate");
+    ASSERT_EQ(w.until, T0 + 60000);
     ASSERT_EQ(lease_all(e, T0 + 59999, "q"), 0);
     ASSERT_EQ(lease_all(e, T0 + 60000, "q"), 1);
     ASSERT_EQ(lease_all(e, T0 + 119999, "q"), 0);
@@ -127,19 +132,10 @@ TEST(a_queues_per_tenant_rate_limits_each_tenant_apart)
     submit_n(e, "a", "q", 10);
     submit_n(e, "b", "q", 10);
     ASSERT_EQ(lease_all(e, T0, "q"), 4); /* 2 each */
-    engine_job_info in;
-    for (uint64_t id = 1; id <= 20; id++) {
-        engine_job *j = engine_find(e, id);
-        if (!j) continue;
-        engine_job_get(j, &in);
-        if (in.state != ENGINE_READY) continue;
-        engine_wait w;
-        engine_job_wait(j, &w);
-        ASSERT_EQ(w.kind, ENGINE_WAIT_PAIR_RATE);
-        ASSERT_STR(engine_wait_name(w.kind), "queue_tenant_rate");
-        ASSERT_EQ(w.until, T0 + 500);
-        break;
-    }
+    engine_wait w = first_ready_wait(e, 20);
+    ASSERT_EQ(w.kind, ENGINE_WAIT_PAIR_RATE);
+    ASSERT_STR(engine_wait_name(w.kind), "queue_tenant_rate");
+    ASSERT_EQ(w.until, T0 + 500);
     ASSERT_EQ(lease_all(e, T0 + 500, "q"), 2);
     must_check(e, T0 + 500);
     engine_destroy(e);
