@@ -5,7 +5,7 @@ import { h, s, fmtDur, fmtTime, fmtRel, timeEl, badge, jsonView, KeyedTable, fie
 import { api, qs } from './api.js';
 import { ctx, now, toast, describe, denied, confirmDialog, link, jobsHref } from './ctx.js';
 
-const FILTERS = ['tenant', 'queue', 'type', 'state', 'key'];
+const FILTERS = ['tenant', 'queue', 'type', 'state', 'key', 'args'];
 
 function datalist(id, names) {
   return h('datalist', { id }, names.map((n) => h('option', { value: n })));
@@ -44,6 +44,7 @@ export function mountList(root, { params }) {
   f.state = h('select', { name: 'state', value: params.get('state') || '' },
     h('option', { value: '', text: 'any' }), STATES.map((st) => h('option', { value: st, text: st })));
   f.key = h('input', { type: 'text', name: 'key', spellcheck: 'false', value: params.get('key') || '' });
+  f.args = h('input', { type: 'text', name: 'args', spellcheck: 'false', placeholder: '"report_id":42', value: params.get('args') || '' });
   const err = h('p', { class: 'error-text', role: 'alert', hidden: true });
   const st = ctx.stats || {};
   const form = h('form', {
@@ -63,6 +64,7 @@ export function mountList(root, { params }) {
       if (location.hash === target) ctx.refresh(); else location.hash = target;
     },
   }, field('ID', f.id), field('Tenant', f.tenant), field('Queue', f.queue), field('Type', f.type), field('State', f.state), field('Key', f.key),
+  field('Args contain', f.args, 'as stored: JSON with sorted keys, no spaces'),
   h('div', { class: 'filter-actions' }, h('button', { type: 'submit', class: 'primary' }, 'Search'),
     h('a', { href: '#/jobs', class: 'button ghost' }, 'Clear')), err,
   datalist('dl-tenants', (st.tenants || []).map((t) => t.name)), datalist('dl-queues', (st.queues || []).map((q) => q.name)));
@@ -114,7 +116,8 @@ export function mountList(root, { params }) {
     } catch (e) { toast(describe(e), 'error'); }
     ctx.refresh();
   }
-  const bulkBar = Object.keys(filter).length && ctx.role !== 'worker'
+  // (a search by args has no bulk form: the actions would reach further than the list)
+  const bulkBar = Object.keys(filter).length && !filter.args && ctx.role !== 'worker'
     ? h('div', { class: 'row-actions bulk-bar', role: 'group', 'aria-label': 'Bulk actions on matching jobs' },
       Object.entries(BULK).map(([a, [label]]) => h('button', { type: 'button', class: 'small ghost', 'data-bulk': a, onclick: () => bulk(a) }, label)))
     : null;

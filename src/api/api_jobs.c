@@ -237,13 +237,15 @@ static void on_list_rows(void *ctx, int rc, const store_rows *rows)
 void h_list_jobs(server *s, http_req *req, const principal *who, const char **args)
 {
     (void)args;
-    char tenant[128], queue[128], type[256], key[512], state[32], after[32];
+    char tenant[128], queue[128], type[256], key[512], state[32], after[32], argtext[1024];
     store_job_query q = {0};
     q.state = -1;
     q.tenant = http_query_get(req, "tenant", tenant, sizeof tenant);
     q.queue = http_query_get(req, "queue", queue, sizeof queue);
     q.type = http_query_get(req, "type", type, sizeof type);
     q.key = http_query_get(req, "key", key, sizeof key);
+    q.args = http_query_get(req, "args", argtext, sizeof argtext);
+    if (q.args && !*q.args) q.args = NULL;
     if (http_query_get(req, "state", state, sizeof state)) {
         q.state = engine_state_parse(state);
         if (q.state < 0) {

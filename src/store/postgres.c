@@ -391,6 +391,11 @@ static int pg_query(store_t *s, uint64_t id, const store_job_query *jq, rows_bui
             vals[nv++] = engine_state_name((engine_state)jq->state);
             n += snprintf(sql + n, sizeof sql - (size_t)n, " AND state = $%d", nv);
         }
+        if (jq->args) {
+            vals[nv++] = jq->args;
+            n += snprintf(sql + n, sizeof sql - (size_t)n,
+                          " AND strpos(coalesce(args, payloads), $%d) > 0", nv);
+        }
         if (jq->before_id) {
             snprintf(nums[1], sizeof nums[1], "%llu", (unsigned long long)jq->before_id);
             vals[nv++] = nums[1];

@@ -488,6 +488,11 @@ static int sq_query(store_t *s, uint64_t id, const store_job_query *jq, rows_bui
             n += snprintf(sql + n, sizeof sql - (size_t)n, " AND state = ?");
             binds[nb++] = engine_state_name((engine_state)jq->state);
         }
+        if (jq->args) {
+            n += snprintf(sql + n, sizeof sql - (size_t)n,
+                          " AND instr(coalesce(args, payloads), ?) > 0");
+            binds[nb++] = jq->args;
+        }
         if (jq->before_id) n += snprintf(sql + n, sizeof sql - (size_t)n, " AND id < ?");
         snprintf(sql + n, sizeof sql - (size_t)n, " ORDER BY id DESC LIMIT ?");
     }

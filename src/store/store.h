@@ -332,8 +332,9 @@ typedef struct store_rows {
 
 typedef struct store_job_query {
     const char *tenant, *queue, *type, *key; /* NULL: any */
-    int state;                               /* -1: any */
-    uint64_t before_id;                      /* newest first, ids below this; 0: newest */
+    const char *args;   /* text its args (or payloads) contain, as stored: canonical JSON */
+    int state;          /* -1: any */
+    uint64_t before_id; /* newest first, ids below this; 0: newest */
     uint32_t limit;
 } store_job_query;
 

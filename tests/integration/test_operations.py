@@ -6,6 +6,7 @@ import os
 import sys
 import threading
 import time
+import urllib.parse
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from harness import ServerTest, main  # noqa: E402
@@ -432,6 +433,19 @@ class Workers(ServerTest):
         self.srv.ack(a[0])
         ws = {w["name"]: w for w in self.srv.ok("GET", "/v1/workers")["workers"]}
         self.assertEqual(ws["host-a/1"]["in_hand"], 1)
+
+
+class SearchByArgs(ServerTest):
+    def test_jobs_are_found_by_text_their_args_contain(self):
+        a = self.srv.submit(queue="s-args", args={"report_id": 42, "who": "ann"})["id"]
+        self.srv.submit(queue="s-args", args={"report_id": 7, "who": "bob"})
+        self.srv.submit(queue="s-args", args={"report_id": 420})
+        q = urllib.parse.quote('"report_id":42,')
+        got = self.srv.ok("GET", "/v1/jobs?queue=s-args&args=" + q)["jobs"]
+        self.assertEqual([j["id"] for j in got], [a])
+        got = self.srv.ok("GET", "/v1/jobs?args=" + urllib.parse.quote('"who":"'))["jobs"]
+        self.assertEqual(len(got), 2)
+        self.assertEqual(self.srv.ok("GET", "/v1/jobs?args=nothing-like-it")["jobs"], [])
 
 
 if __name__ == "__main__":
