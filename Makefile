@@ -47,11 +47,14 @@ test-asan: asan
 	    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j 2
 
 # The chaos suite's long form: every run of tests/chaos five times over (kills, pauses,
-# PostgreSQL crashes, full disks); `make test` runs it once.
+# PostgreSQL crashes, full disks, steps of the wall clock); `make test` runs it once.
 chaos: build
 	TENQ_BIN=$(CURDIR)/$(BUILD)/tenq TENQ_CHAOS_ROUNDS=$${TENQ_CHAOS_ROUNDS:-5} \
 	    tests/with-pg.sh python3 tests/chaos/test_cluster.py
 	TENQ_BIN=$(CURDIR)/$(BUILD)/tenq python3 tests/chaos/test_disk.py
+	for i in $$(seq $${TENQ_CHAOS_ROUNDS:-5}); do \
+	    TENQ_BIN=$(CURDIR)/$(BUILD)/tenq tests/with-pg.sh python3 tests/chaos/test_clock.py \
+	        || exit 1; done
 
 FORMAT_FILES = $(shell find src tests bench include examples tools -name '*.[ch]' 2>/dev/null)
 

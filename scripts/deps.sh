@@ -3,7 +3,8 @@
 # Installs the Debian packages tenq needs, when they are missing.
 #   scripts/deps.sh build   compilers, CMake (its configure wants Python 3) and the libraries
 #                           (for make, make run)
-#   scripts/deps.sh test    + PostgreSQL, Python 3, clang-format, strace, shellcheck, systemd
+#   scripts/deps.sh test    + PostgreSQL, Python 3, clang-format, strace, shellcheck, systemd,
+#                           faketime (tests/chaos/test_clock.py steps the wall clock with it)
 #                           (for make test)
 #   scripts/deps.sh bench   + peers for the comparison benchmarks
 set -eu

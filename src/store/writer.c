@@ -232,7 +232,9 @@ uint64_t store_writer_raised(const store_t *s)
 void *store_writer_main(void *arg)
 {
     store_t *s = arg;
-    int64_t last_prune = 0, last_clock = mono_ms();
+    /* the clock's time is kept as soon as this server leads, then every
+     * CLOCK_SAVE_EVERY_MS */
+    int64_t last_prune = 0, last_clock = INT64_MIN / 2;
     /* A chain (store_commit_part) applied so far, in a transaction left
      * open, with the write connection kept (db_lock held) until its end. */
     store_batch **chain = NULL;
