@@ -243,6 +243,7 @@ class ClockBase:
             time.sleep(0.2)
         self.load.stop()
         self.srv.stop()
+        self.srv.assert_clean()
         counts, totals, detail = checker.check(self.load.rec, self.rows(), SLOTS)
         sys.stderr.write("\n  %s (%s): %s\n  totals: %s\n" % (what, self.store, counts, totals))
         self.assertEqual(counts, {k: 0 for k in counts}, detail)
@@ -430,6 +431,13 @@ class ClockSqlite(ClockBase, unittest.TestCase):
         for p in (stepped, healthy):
             p.terminate()
             self.assertEqual(p.wait(30), 0)
+        for name in ("stepped", "healthy"):
+            with open(os.path.join(self.tmp, name + ".log"), errors="replace") as f:
+                log = f.read()
+            for word in harness.SANITIZER_WORDS:
+                self.assertNotIn(word, log, "%s worker: %s" % (name, log[-3000:]))
+        self.srv.stop()
+        self.srv.assert_clean()
         self._failed = False
 
 
