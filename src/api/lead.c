@@ -290,6 +290,9 @@ static void *lead_main(void *arg)
         pthread_mutex_unlock(&L->mu);
         if (stop) {
             if (term && resign) {
+                /* the time a start after this one goes on from, kept while
+                 * the term can still write */
+                store_keep_clock(L->st);
                 store_resign(L->st, &L->me, term);
                 log_event(LOG_INFO, "leader", "gave up the leadership (term %llu)",
                           (unsigned long long)term);

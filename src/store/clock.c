@@ -76,6 +76,18 @@ int64_t store_retention_clock(store_t *s)
     return bound < now ? bound : now;
 }
 
+int store_keep_clock(store_t *s)
+{
+    pthread_mutex_lock(&s->lock);
+    uint64_t term = s->term;
+    pthread_mutex_unlock(&s->lock);
+    if (s->opts.elect && !term) return TENQ_ENOT_LEADER;
+    pthread_mutex_lock(&s->db_lock);
+    int rc = store_clock_save(s, term);
+    pthread_mutex_unlock(&s->db_lock);
+    return rc;
+}
+
 int store_clock_save(store_t *s, uint64_t term)
 {
     char num[24];

@@ -361,6 +361,9 @@ int store_clock_read(store_t *s, int64_t *known_ms);
  * kept (store_clock_read) plus the monotonic time since, so that a wall
  * clock stepped ahead at a start prunes nothing early. */
 int64_t store_retention_clock(store_t *s);
+/* Keeps the clock's time in the store now, under the current term (a leader
+ * about to resign: once it has, its writes are fenced off).  0 or an error. */
+int store_keep_clock(store_t *s);
 
 /* ---- retention ----------------------------------------------------------- */
 
