@@ -69,7 +69,8 @@ fuzz: fuzz-build
 
 # The chaos suite's long form: every run of tests/chaos five times over (TENQ_CHAOS_ROUNDS:
 # leaders killed, paused and cut off, PostgreSQL crashed, one server killed -9 and restarted,
-# workers frozen past their leases; the full disk once); `make test` runs it once.
+# workers frozen past their leases, the wall clock stepped; the full disk once); `make test`
+# runs it once.
 chaos: build
 	TENQ_BIN=$(CURDIR)/$(BUILD)/tenq TENQ_CHAOS_ROUNDS=$${TENQ_CHAOS_ROUNDS:-5} \
 	    tests/with-pg.sh python3 tests/chaos/test_cluster.py
@@ -78,6 +79,9 @@ chaos: build
 	TENQ_BIN=$(CURDIR)/$(BUILD)/tenq TENQ_CHAOS_ROUNDS=$${TENQ_CHAOS_ROUNDS:-5} \
 	    tests/with-pg.sh python3 tests/chaos/test_frozen.py
 	TENQ_BIN=$(CURDIR)/$(BUILD)/tenq python3 tests/chaos/test_disk.py
+	for i in $$(seq $${TENQ_CHAOS_ROUNDS:-5}); do \
+	    TENQ_BIN=$(CURDIR)/$(BUILD)/tenq tests/with-pg.sh python3 tests/chaos/test_clock.py \
+	        || exit 1; done
 
 FORMAT_FILES = $(shell find src tests bench include examples tools -name '*.[ch]' 2>/dev/null)
 

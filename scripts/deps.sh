@@ -6,6 +6,7 @@
 #   scripts/deps.sh fuzz    + clang and its runtimes (libFuzzer, its sanitizers: Debian's
 #                           libclang-rt-dev, only recommended by clang) (for make fuzz)
 #   scripts/deps.sh test    + PostgreSQL, Python 3, clang-format, strace, shellcheck, systemd,
+#                           faketime (tests/chaos/test_clock.py steps the wall clock with it),
 #                           and what fuzz installs (for make test)
 #   scripts/deps.sh bench   + peers for the comparison benchmarks
 set -eu

@@ -18,6 +18,8 @@ need=""
 "$PY" -c "import pytest" 2>/dev/null || need="$need python3-pytest"
 "$PY" -m mypy --version >/dev/null 2>&1 || need="$need mypy"
 "$PY" -c "import setuptools" 2>/dev/null || need="$need python3-setuptools"
+# a worker's test runs a server whose wall clock is an hour off (libfaketime)
+ls /usr/lib/*/faketime/libfaketimeMT.so.1 >/dev/null 2>&1 || need="$need faketime"
 ls /usr/share/python-wheels/pip-*.whl >/dev/null 2>&1 || need="$need python3-venv"
 # the leader-following tests run two servers on one private PostgreSQL, and
 # the tests of tenq.tx use it through psycopg 3: without them those tests

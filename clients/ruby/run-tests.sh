@@ -15,7 +15,7 @@ repo=$(cd "$here/../.." && pwd)
 export TENQ_BIN="${TENQ_BIN:-/opt/tenq-snapshot/tenq}"
 
 # -- what is missing ----------------------------------------------------------
-pkgs="ruby ruby-minitest rubocop postgresql ruby-pg"
+pkgs="ruby ruby-minitest rubocop postgresql ruby-pg faketime"
 missing=""
 for p in $pkgs; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

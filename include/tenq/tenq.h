@@ -207,7 +207,10 @@ typedef struct tenq_job {
     uint32_t attempt;  /* this attempt, counted from 0 (attempts - 1) */
     uint32_t max_attempts;
     int64_t run_at, created_at, ready_at, leased_at, started_at, finished_at;
-    int64_t lease_until;
+    int64_t lease_until; /* by the server's clock */
+    /* a lease: the time it had left when the server answered, in ms (space
+     * heartbeats by this, on a monotonic clock: clocks need not agree) */
+    int64_t lease_left_ms;
     uint64_t token;  /* the lease's fencing token (lease; status with admin and worker tokens) */
     char *worker;    /* who ran it last */
     char *error;     /* the last failure */
@@ -254,7 +257,7 @@ typedef struct tenq_lease_req {
 
 /* Leases up to req->max jobs.  *jobs is an array of *n jobs (NULL when
  * none came within wait_ms); the caller frees it with tenq_jobs_free(*jobs,
- * *n).  Each has id, token, lease_until, tenant, queue, type, key, attempt,
+ * *n).  Each has id, token, lease_until, lease_left_ms, tenant, queue, type, key, attempt,
  * max_attempts, priority, run_at, created_at and args_json or
  * payloads_json. */
 TENQ_API int tenq_lease(tenq_client *c, const tenq_lease_req *req, tenq_job **jobs, size_t *n);
@@ -266,6 +269,13 @@ TENQ_API int tenq_start(tenq_client *c, uint64_t id, uint64_t token);
  * parameters may be NULL.  A stale token: TENQ_ECONFLICT. */
 TENQ_API int tenq_heartbeat(tenq_client *c, uint64_t id, uint64_t token, const char *progress_json,
                             int64_t *lease_until, bool *cancel);
+/* The same, with *lease_left_ms: the time the lease has left as the server
+ * answered (0 from a server too old to say).  A worker spaces its heartbeats
+ * by this on its monotonic clock, so that a step of either machine's wall
+ * clock changes nothing. */
+TENQ_API int tenq_heartbeat_left(tenq_client *c, uint64_t id, uint64_t token,
+                                 const char *progress_json, int64_t *lease_until,
+                                 int64_t *lease_left_ms, bool *cancel);
 /* The job succeeded; result and stats are any JSON or NULL. */
 TENQ_API int tenq_ack(tenq_client *c, uint64_t id, uint64_t token, const char *result_json,
                       const char *stats_json);

@@ -123,7 +123,7 @@ void h_heartbeat(server *s, http_req *req, const principal *who, const char **ar
         char *progress = NULL;
         json_t *p = json_object_get(body, "progress");
         if (p && !json_is_null(p)) progress = canonical_json(p);
-        int64_t until = 0;
+        int64_t until = 0, now = srv_now(s);
         bool cancel = false;
         engine_err err;
         if (!has) {
@@ -132,7 +132,7 @@ void h_heartbeat(server *s, http_req *req, const principal *who, const char **ar
             reply_error(req, TENQ_ETOO_LARGE, "progress", "progress is larger than 64 KiB");
         } else if (!held) {
             late_refuse_call(s, req, who, id, (uint64_t)tok);
-        } else if (engine_heartbeat(s->e, srv_now(s), id, (uint64_t)tok, progress, &until, &cancel,
+        } else if (engine_heartbeat(s->e, now, id, (uint64_t)tok, progress, &until, &cancel,
                                     &err) != 0) {
             reply_engine_err(req, &err);
         } else {
@@ -140,6 +140,7 @@ void h_heartbeat(server *s, http_req *req, const principal *who, const char **ar
             jb_init(&b);
             jb_obj(&b);
             jb_kint(&b, "lease_until", until);
+            jb_kint(&b, "lease_left_ms", until - now);
             jb_kbool(&b, "cancel", cancel);
             jb_obj_end(&b);
             srv_commit_reply(s, req, 200, &b);

@@ -176,6 +176,8 @@ typedef struct server {
     auth auth;
     int port;
 
+    /* the engine's clock: wall0_ms (atomic: only ever raised, by the
+     * loader, srv_clock_at_least) plus the monotonic time since mono0_ns */
     int64_t wall0_ms, mono0_ns;
 
     store_batch *batch;
@@ -233,6 +235,10 @@ typedef struct server {
 } server;
 
 int64_t srv_now(server *s);
+/* Moves the engine's clock forward to at least `known` (the time the store
+ * kept: a wall clock behind it went back while the server was down) and
+ * tells the store.  Any thread. */
+void srv_clock_at_least(server *s, int64_t known);
 
 /* ---- the leadership (lead.c, and the loop's side in lead_loop.c) ---------------- */
 

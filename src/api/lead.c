@@ -147,7 +147,12 @@ static void *loader_main(void *arg)
     store_load_stats st = {0};
     token_list tl = {0};
     void *keys = rkeys_load_new();
-    int rc = store_load(L->st, e, srv_now(s), &st);
+    /* first the time the store kept: the clock never runs behind it, so that
+     * deadlines stored by an earlier run keep their meaning (SEMANTICS.md) */
+    int64_t known = 0;
+    int rc = store_clock_read(L->st, &known);
+    if (rc == 0) srv_clock_at_least(s, known);
+    if (rc == 0) rc = store_load(L->st, e, srv_now(s), &st);
     if (rc == 0) rc = store_load_tokens(L->st, collect_token, &tl);
     if (rc == 0)
         rc =
@@ -285,6 +290,9 @@ static void *lead_main(void *arg)
         pthread_mutex_unlock(&L->mu);
         if (stop) {
             if (term && resign) {
+                /* the time a start after this one goes on from, kept while
+                 * the term can still write */
+                store_keep_clock(L->st);
                 store_resign(L->st, &L->me, term);
                 log_event(LOG_INFO, "leader", "gave up the leadership (term %llu)",
                           (unsigned long long)term);

@@ -14,11 +14,26 @@
 /* ---- time ------------------------------------------------------------------
  * The engine's clock is the wall clock at start-up advanced by the monotonic
  * clock: a jump of the wall clock neither fires scheduled work early nor
- * expires leases early. */
+ * expires leases early.  It never runs behind the time the store kept
+ * (srv_clock_at_least, at each load): deadlines stored by an earlier run
+ * stay on that run's clock when the wall clock went back meanwhile
+ * (docs/SEMANTICS.md, "The clock"). */
 
 int64_t srv_now(server *s)
 {
-    return s->wall0_ms + (tq_mono_ns() - s->mono0_ns) / 1000000;
+    return __atomic_load_n(&s->wall0_ms, __ATOMIC_RELAXED) + (tq_mono_ns() - s->mono0_ns) / 1000000;
+}
+
+void srv_clock_at_least(server *s, int64_t known)
+{
+    int64_t behind = known - srv_now(s);
+    if (behind <= 0) return;
+    __atomic_add_fetch(&s->wall0_ms, behind, __ATOMIC_RELAXED);
+    store_set_clock(s->st, __atomic_load_n(&s->wall0_ms, __ATOMIC_RELAXED), s->mono0_ns);
+    log_event(LOG_WARN, "clock",
+              "the wall clock is %lld ms behind the time the store last knew: it went back "
+              "while no server ran; this server's clock goes on from the store's",
+              (long long)behind);
 }
 
 /* ---- ticks --------------------------------------------------------------------------- */
@@ -174,6 +189,7 @@ int api_serve(const api_config *cfg)
         log_event(LOG_ERROR, "store", "%s", err);
         goto out;
     }
+    store_set_clock(s->st, s->wall0_ms, s->mono0_ns);
     if (cfg->data_dir_used) log_event(LOG_INFO, "data", "data-dir=%s", cfg->data_dir);
     log_event(LOG_INFO, "store", "backend=%s at=%s sync=%s writer=%s", store_backend(s->st),
               store_where(s->st),

@@ -276,6 +276,9 @@ void api_json_job(jbuf *b, const engine_job_info *j, job_view view, bool show_to
     if (view == JOB_LEASE) {
         jb_kint(b, "token", (long long)j->token);
         jb_kint(b, "lease_until", j->lease_until);
+        /* the time left, so that no worker needs a clock in step with the
+         * server's (a lease is answered as granted: leased_at is now) */
+        jb_kint(b, "lease_left_ms", j->lease_until - j->leased_at);
     }
     jb_kstr(b, "tenant", j->tenant);
     jb_kstr(b, "queue", j->queue);

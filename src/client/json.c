@@ -62,6 +62,7 @@ static const struct {
     FIELD(id, F_U64),
     FIELD(token, F_U64),
     FIELD(lease_until, F_I64),
+    FIELD(lease_left_ms, F_I64),
     FIELD(tenant, F_STR),
     FIELD(queue, F_STR),
     FIELD(type, F_STR),

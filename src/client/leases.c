@@ -111,10 +111,11 @@ int tenq_start(tenq_client *c, uint64_t id, uint64_t token)
     return job_call(c, id, "start", &b, NULL);
 }
 
-int tenq_heartbeat(tenq_client *c, uint64_t id, uint64_t token, const char *progress_json,
-                   int64_t *lease_until, bool *cancel)
+int tenq_heartbeat_left(tenq_client *c, uint64_t id, uint64_t token, const char *progress_json,
+                        int64_t *lease_until, int64_t *lease_left_ms, bool *cancel)
 {
     if (lease_until) *lease_until = 0;
+    if (lease_left_ms) *lease_left_ms = 0;
     if (cancel) *cancel = false;
     tq_clearerr(c);
     tq_buf b = {0};
@@ -125,8 +126,15 @@ int tenq_heartbeat(tenq_client *c, uint64_t id, uint64_t token, const char *prog
     free(b.p);
     if (rc != 0) return rc;
     if (lease_until) *lease_until = tq_aint(a, "lease_until");
+    if (lease_left_ms) *lease_left_ms = tq_aint(a, "lease_left_ms");
     if (cancel) *cancel = tq_atrue(a, "cancel");
     return 0;
+}
+
+int tenq_heartbeat(tenq_client *c, uint64_t id, uint64_t token, const char *progress_json,
+                   int64_t *lease_until, bool *cancel)
+{
+    return tenq_heartbeat_left(c, id, token, progress_json, lease_until, NULL, cancel);
 }
 
 /* The fields of an ack (f NULL) or a failure, appended to b. */

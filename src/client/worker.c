@@ -31,6 +31,15 @@ int64_t wk_wall_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+int64_t wk_heartbeat_every(int64_t lease_left_ms, int64_t lease_until)
+{
+    /* a third of the time the server says the lease has left; from a server
+     * too old to say, its deadline by this machine's clock */
+    int64_t left = lease_left_ms > 0 ? lease_left_ms : lease_until - wk_wall_ms();
+    int64_t every = left / 3;
+    return every < WK_HEARTBEAT_MIN_MS ? WK_HEARTBEAT_MIN_MS : every;
+}
+
 static const char *const level_names[] = {"debug", "info", "warn", "error"};
 
 void wk_log(tenq_worker *w, tenq_log_level level, const char *fmt, ...)

@@ -136,6 +136,11 @@ void wk_log(tenq_worker *w, tenq_log_level level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 int64_t wk_mono_ms(void);
 int64_t wk_wall_ms(void);
+/* How long after an answer that granted or extended a lease the next
+ * heartbeat is due (ms, on the monotonic clock): a third of the lease's time
+ * left, as the server said, so that a step of the wall clock on either side
+ * changes nothing. */
+int64_t wk_heartbeat_every(int64_t lease_left_ms, int64_t lease_until);
 /* A client for one of the worker's threads; abort_fd (-1: none)
  * interrupts its requests (waits for an answer after abort_after_ms).
  * NULL on failure (logged). */

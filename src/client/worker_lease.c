@@ -31,7 +31,7 @@ static bool lease_fatal(int rc)
  * put in hand.  (mu) */
 static void take_jobs(tenq_worker *w, tenq_job *jobs, size_t n)
 {
-    int64_t now = wk_mono_ms(), wall = wk_wall_ms();
+    int64_t now = wk_mono_ms();
     for (size_t i = 0; i < n; i++) {
         tenq_task *t = calloc(1, sizeof(*t));
         if (!t) {
@@ -47,13 +47,8 @@ static void take_jobs(tenq_worker *w, tenq_job *jobs, size_t n)
         t->state = TK_QUEUED;
         t->got_ms = now;
         atomic_init(&t->stop, TENQ_STOP_NONE);
-        /* The lease's length from its deadline, by this machine's clock
-         * (clocks are assumed in step, as NTP keeps them); a third of it
-         * passes before the first heartbeat. */
-        int64_t left = t->job.lease_until - wall;
-        int64_t every = left / 3;
-        if (every < WK_HEARTBEAT_MIN_MS) every = WK_HEARTBEAT_MIN_MS;
-        t->next_hb_ms = now + every;
+        /* a third of the lease passes before the first heartbeat */
+        t->next_hb_ms = now + wk_heartbeat_every(t->job.lease_left_ms, t->job.lease_until);
         t->next = w->hand;
         if (w->hand) w->hand->prev = t;
         w->hand = t;

@@ -208,17 +208,15 @@ static void heartbeat(reporter *r, tenq_task *t)
     /* until the answer: not again at once, whatever happens */
     t->next_hb_ms = now + 1000;
     pthread_mutex_unlock(&w->mu);
-    int64_t until = 0;
+    int64_t until = 0, left = 0;
     bool cancel = false;
-    int rc = r->c ? tenq_heartbeat(r->c, id, token, progress, &until, &cancel) : TENQ_ENOMEM;
-    int64_t wall = wk_wall_ms();
+    int rc =
+        r->c ? tenq_heartbeat_left(r->c, id, token, progress, &until, &left, &cancel) : TENQ_ENOMEM;
     pthread_mutex_lock(&w->mu);
     free(progress);
     now = wk_mono_ms();
     if (rc == 0) {
-        int64_t every = (until - wall) / 3;
-        if (every < WK_HEARTBEAT_MIN_MS) every = WK_HEARTBEAT_MIN_MS;
-        t->next_hb_ms = now + every;
+        t->next_hb_ms = now + wk_heartbeat_every(left, until);
         if (cancel && !t->cancel_seen) {
             t->cancel_seen = true;
             wk_log(w, TENQ_LOG_INFO, "job %llu: cancelled; stopping its handler",

@@ -83,7 +83,11 @@ int engine_load_job(engine_t *e, int64_t now, const engine_job_info *in, engine_
     case ENGINE_LEASED:
     case ENGINE_RUNNING:
         if (j->in_lane) engine_lane_append(e, j->in_lane->lane, j);
+        /* a stored deadline runs at most one lease length from the load: a
+         * wall clock that went back while no server ran cannot keep a dead
+         * worker's job for longer (SEMANTICS.md, "The clock") */
         j->extra->deadline = in->lease_until ? in->lease_until : now;
+        if (j->extra->deadline > now + q->s.lease_ms) j->extra->deadline = now + q->s.lease_ms;
         engine_set_state(e, j, in->state);
         engine_lease_heap_push(e, j);
         engine_take_slot(e, j);

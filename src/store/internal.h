@@ -272,6 +272,12 @@ struct store {
     uint64_t n_writer_raised;
     int writer_tid;
 
+    /* the clock (clock.c): the caller's clock is the monotonic clock in ms
+     * plus clock_off_ms (atomic); the time the store had kept when last read,
+     * and the monotonic ms of that read (0: never read; both under lock) */
+    int64_t clock_off_ms;
+    int64_t known_ms, known_mono_ms;
+
     /* write connection: the writer, load and prune share it */
     pthread_mutex_t db_lock;
 
@@ -295,6 +301,11 @@ struct store {
 void store_set_err(store_t *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* One retention step, under db_lock (retention.c): rows deleted, or an error. */
 long store_retention_step(store_t *s, int64_t now, uint64_t term);
+/* The clock (clock.c): set from the wall clock at open; the caller's time
+ * kept in the store (a transaction of its own under the term, under
+ * db_lock), only ever raised. */
+void store_clock_init(store_t *s);
+int store_clock_save(store_t *s, uint64_t term);
 /* A finished commit or read, for the caller's thread (store_dispatch). */
 void store_post_result(store_t *s, store_result *r);
 /* The threads (writer.c, reader.c). */

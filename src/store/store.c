@@ -253,8 +253,15 @@ int store_open(const char *url, const store_opts *opts, store_t **out, char *err
     pthread_mutex_init(&s->lock, NULL);
     pthread_mutex_init(&s->db_lock, NULL);
     pthread_mutex_init(&s->read_db_lock, NULL);
-    pthread_cond_init(&s->cond, NULL);
+    /* the writer's timed waits go by the monotonic clock: a step of the
+     * wall clock neither holds retention back nor hurries it */
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&s->cond, &ca);
+    pthread_condattr_destroy(&ca);
     pthread_cond_init(&s->read_cond, NULL);
+    store_clock_init(s);
     s->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     int rc;
     if (s->efd < 0) {

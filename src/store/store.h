@@ -346,11 +346,34 @@ void store_list_jobs(store_t *s, const store_job_query *q, store_rows_fn fn, voi
 int store_get_job_sync(store_t *s, uint64_t id, store_rows_fn fn, void *ctx);
 int store_list_jobs_sync(store_t *s, const store_job_query *q, store_rows_fn fn, void *ctx);
 
+/* ---- the clock -------------------------------------------------------------
+ * The store goes by its caller's clock (the engine's `now`): the wall clock
+ * read once, advanced by the monotonic clock, so that a step of the wall
+ * clock while the server runs changes nothing (until store_set_clock: the
+ * wall clock at open).  The leader keeps the latest time of it in the store
+ * (every 10 s, and at close; only ever raised), so that a start finds the
+ * time the store last knew: a wall clock behind it went back while the
+ * server was down (docs/SEMANTICS.md, "The clock"). */
+void store_set_clock(store_t *s, int64_t wall0_ms, int64_t mono0_ns);
+int64_t store_now(const store_t *s);
+/* The latest time the store kept (*known_ms 0: none yet).  From this read
+ * on, retention's clock runs from that time no faster than the monotonic
+ * clock.  The caller's thread, before store_load. */
+int store_clock_read(store_t *s, int64_t *known_ms);
+/* Retention's clock: the caller's, but never ahead of the time the store
+ * kept (store_clock_read) plus the monotonic time since, so that a wall
+ * clock stepped ahead at a start prunes nothing early. */
+int64_t store_retention_clock(store_t *s);
+/* Keeps the clock's time in the store now, under the current term (a leader
+ * about to resign: once it has, its writes are fenced off).  0 or an error. */
+int store_keep_clock(store_t *s);
+
 /* ---- retention ----------------------------------------------------------- */
 
 /* One retention step now (tests): deletes up to the batch size of finished
  * jobs older than their queue's retention, and idempotency keys older than
- * a day.  Returns rows deleted or an error. */
+ * a day, by the time `now` (the writer's steps go by store_retention_clock).
+ * Returns rows deleted or an error. */
 long store_prune_now(store_t *s, int64_t now);
 /* Finished jobs (succeeded, cancelled, merged) matching the filter, at most
  * max, lowest ids first: deleted, or counted when dry_run.  Returns the

@@ -75,11 +75,29 @@ void store_clear_failure(store_t *s)
 
 /* ---- the writer: group commit ---------------------------------------------------- */
 
-static int64_t wall_ms(void)
+/* The leader keeps its clock's time in the store this often (clock.c). */
+#define CLOCK_SAVE_EVERY_MS 10000
+
+static int64_t mono_ms(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    return tq_mono_ns() / 1000000;
+}
+
+/* Keeps the clock's time in the store when CLOCK_SAVE_EVERY_MS have passed
+ * since *last (monotonic), while leading and healthy.  Under s->lock,
+ * released meanwhile. */
+static void clock_save_due(store_t *s, int64_t *last)
+{
+    bool lead = s->ok_epoch <= s->epoch && (!s->opts.elect || s->term);
+    if (!lead || mono_ms() - *last < CLOCK_SAVE_EVERY_MS) return;
+    uint64_t term = s->term;
+    pthread_mutex_unlock(&s->lock);
+    pthread_mutex_lock(&s->db_lock);
+    int rc = store_clock_save(s, term);
+    pthread_mutex_unlock(&s->db_lock);
+    pthread_mutex_lock(&s->lock);
+    /* a failure is tried again at the next turn, not at once */
+    *last = mono_ms() - (rc ? CLOCK_SAVE_EVERY_MS - 1000 : 0);
 }
 
 /* Reports each batch of arr[0..n) with its outcome (in the order handed
@@ -214,7 +232,9 @@ uint64_t store_writer_raised(const store_t *s)
 void *store_writer_main(void *arg)
 {
     store_t *s = arg;
-    int64_t last_prune = 0;
+    /* the clock's time is kept as soon as this server leads, then every
+     * CLOCK_SAVE_EVERY_MS */
+    int64_t last_prune = 0, last_clock = INT64_MIN / 2;
     /* A chain (store_commit_part) applied so far, in a transaction left
      * open, with the write connection kept (db_lock held) until its end. */
     store_batch **chain = NULL;
@@ -228,8 +248,10 @@ void *store_writer_main(void *arg)
         int64_t waited_from = tq_mono_ns();
         while (!s->pending && !s->stopping && nchain) pthread_cond_wait(&s->cond, &s->lock);
         while (!s->pending && !s->stopping) {
-            struct timespec until;
-            clock_gettime(CLOCK_REALTIME, &until);
+            clock_save_due(s, &last_clock);
+            if (s->pending || s->stopping) break;
+            struct timespec until; /* s->cond waits by the monotonic clock */
+            clock_gettime(CLOCK_MONOTONIC, &until);
             until.tv_sec += 1;
             int w = pthread_cond_timedwait(&s->cond, &s->lock, &until);
             if (w == ETIMEDOUT && !s->pending) {
@@ -237,11 +259,14 @@ void *store_writer_main(void *arg)
                 bool prune = s->ok_epoch <= s->epoch && (!s->opts.elect || s->term);
                 uint64_t term = s->term;
                 pthread_mutex_unlock(&s->lock);
-                if (prune && !s->opts.no_retention && wall_ms() - last_prune >= 1000) {
-                    /* Prune in small steps; stop as soon as work comes in. */
+                if (prune && !s->opts.no_retention && mono_ms() - last_prune >= 1000) {
+                    /* Prune in small steps; stop as soon as work comes in.
+                     * By retention's clock, never the wall clock: finished_at
+                     * is on the caller's clock, and a wall clock stepped
+                     * ahead must delete nothing early. */
                     for (;;) {
                         pthread_mutex_lock(&s->db_lock);
-                        long n = store_retention_step(s, wall_ms(), term);
+                        long n = store_retention_step(s, store_retention_clock(s), term);
                         pthread_mutex_unlock(&s->db_lock);
                         if (n < s->opts.retention_batch) break;
                         pthread_mutex_lock(&s->lock);
@@ -249,7 +274,7 @@ void *store_writer_main(void *arg)
                         pthread_mutex_unlock(&s->lock);
                         if (busy) break;
                     }
-                    last_prune = wall_ms();
+                    last_prune = mono_ms();
                 }
                 pthread_mutex_lock(&s->lock);
             }
@@ -339,7 +364,10 @@ void *store_writer_main(void *arg)
         free(arr);
         pthread_mutex_lock(&s->lock);
         s->writer_wait_ns = 0.8 * s->writer_wait_ns + 0.2 * (double)(took_at - waited_from);
+        clock_save_due(s, &last_clock);
     }
+    /* a clean stop keeps the time it stopped at */
+    if (!nchain) clock_save_due(s, &(int64_t){INT64_MIN / 2});
     pthread_mutex_unlock(&s->lock);
     if (nchain) { /* stopped inside a chain (a caller that never ended it) */
         s->be->abandon(s);

@@ -309,6 +309,7 @@ TEST(worker_lease_start_heartbeat_ack)
     ASSERT_EQ(n, 1);
     ASSERT_EQ(jobs[0].id, id);
     ASSERT(jobs[0].token > 0 && jobs[0].lease_until > 0);
+    ASSERT_EQ(jobs[0].lease_left_ms, 300000); /* the queue's lease_ms: the time left */
     ASSERT_EQ(jobs[0].state, TENQ_STATE_LEASED);
     ASSERT_EQ(jobs[0].attempt, 0);
     ASSERT_STR(jobs[0].args_json, "{\"x\":1}");
@@ -332,6 +333,10 @@ TEST(worker_lease_start_heartbeat_ack)
     ASSERT(until >= until0);
     ASSERT(!cancel);
     ASSERT_EQ(tenq_heartbeat(c, id, tok, "{oops", NULL, NULL), TENQ_EINVALID);
+    /* the time left, as the server says it: one lease_ms from the heartbeat */
+    int64_t left = 0;
+    ASSERT_EQ(tenq_heartbeat_left(c, id, tok, NULL, &until, &left, &cancel), 0);
+    ASSERT_EQ(left, 300000);
     tenq_job *j;
     ASSERT_EQ(tenq_status(c, id, &j), 0);
     ASSERT_EQ(j->state, TENQ_STATE_RUNNING);

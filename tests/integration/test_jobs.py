@@ -231,12 +231,14 @@ class Workers(ServerTest):
         self.assertEqual(j["attempt"], 0)
         self.assertEqual(j["args"], {"n": 1})
         self.assertGreater(j["lease_until"], 0)
+        self.assertEqual(j["lease_left_ms"], 300000)  # the time left: the queue's lease_ms
         base = "/v1/jobs/%d" % j["id"]
         self.assertEqual(self.srv.ok("POST", base + "/start", {"token": j["token"]})["state"],
                          "running")
         hb = self.srv.ok("POST", base + "/heartbeat", {"token": j["token"], "progress": 0.5})
         self.assertFalse(hb["cancel"])
         self.assertGreaterEqual(hb["lease_until"], j["lease_until"])
+        self.assertEqual(hb["lease_left_ms"], 300000)  # one lease_ms from the heartbeat
         self.assertEqual(self.srv.job(j["id"])["progress"], 0.5)
         self.assertEqual(self.srv.ack(j)["state"], "succeeded")
 

@@ -3,6 +3,7 @@
  * tests/with-pg.sh).  Every test runs on both backends. */
 #include "engine_helpers.h"
 
+#include "base/clock.h"
 #include "store/schema.h"
 #include "store/store.h"
 
@@ -1075,6 +1076,79 @@ BOTH(retention_prunes_old_finished_jobs_in_small_batches)
     store_close(s);
     engine_destroy(e);
     engine_destroy(b);
+}
+
+/* Sets the store's clock to read `at` now. */
+static void clock_at(store_t *s, int64_t at)
+{
+    store_set_clock(s, at, tq_mono_ns());
+}
+
+/* The time the store kept, once the writer has kept one at or after `at`. */
+static int64_t kept_time(store_t *s, int64_t at)
+{
+    int64_t known = 0;
+    for (int i = 0; i < 500; i++) {
+        ASSERT_EQ(store_clock_read(s, &known), 0);
+        if (known >= at) return known;
+        usleep(10000);
+    }
+    ASSERT_MSG(0, "the store kept no time at or after %lld (it has %lld)", (long long)at,
+               (long long)known);
+    return 0;
+}
+
+/* SEMANTICS.md, "The clock": the store keeps its caller's time (only ever
+ * raised), and retention goes by that clock, never ahead of the kept time plus
+ * the monotonic time since it was read: a clock stepped an hour ahead at a
+ * start deletes nothing early. */
+BOTH(the_clock_is_kept_and_retention_never_runs_ahead_of_it)
+{
+    char *url = fresh_url(backend);
+    store_opts o = quiet_opts();
+    store_t *s = open_ok(url, &o);
+    int64_t now = store_now(s), known = 0; /* the wall clock at open */
+    engine_t *e = mk_engine();
+    engine_queue_settings qs = queue_settings(e, "half-hour");
+    qs.retention_ms = 30 * 60 * 1000;
+    set_queue(e, "half-hour", qs);
+    uint64_t done = SUB(e, now - 60000, "t", "half-hour");
+    lease1(e, now - 60000, "half-hour");
+    ack_ok(e, now - 60000, done); /* finished a minute ago */
+    ASSERT_EQ(commit_changes(s, e), 0);
+    /* a leading writer keeps its time at once (then every 10 s, and at close) */
+    known = kept_time(s, now - 2000);
+    ASSERT(known < now + 5000);
+    /* a clock set back is not kept: the kept time is only ever raised */
+    clock_at(s, now - 3600000);
+    store_close(s);
+    s = open_ok(url, &o);
+    clock_at(s, now - 3600000);
+    ASSERT_EQ(store_clock_read(s, &known), 0);
+    ASSERT(known >= now - 2000 && known < now + 5000); /* not an hour back */
+    store_close(s);
+
+    /* a start an hour ahead: retention's clock stays at the kept time plus
+     * the time since it was read */
+    s = open_ok(url, &o);
+    clock_at(s, now + 3600000);
+    ASSERT_EQ(store_clock_read(s, &known), 0);
+    ASSERT(known < now + 5000);
+    int64_t r = store_retention_clock(s);
+    ASSERT_MSG(r >= known && r < known + 5000, "retention's clock %lld, kept %lld", (long long)r,
+               (long long)known);
+    ASSERT_EQ(store_prune_now(s, store_retention_clock(s)), 0);
+    ASSERT(has_job(s, done));
+    /* by the caller's clock alone (an hour ahead) it would have gone */
+    ASSERT_EQ(store_prune_now(s, store_now(s)), 1);
+    ASSERT(!has_job(s, done));
+    /* and the time kept at close is the caller's, an hour ahead */
+    store_close(s);
+    s = open_ok(url, &o);
+    ASSERT_EQ(store_clock_read(s, &known), 0);
+    ASSERT(known >= now + 3600000);
+    store_close(s);
+    engine_destroy(e);
 }
 
 TEST(disk_full_fails_the_batch_cleanly_and_keeps_what_was_durable_sqlite)

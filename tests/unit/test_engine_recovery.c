@@ -176,6 +176,44 @@ TEST(recovery_expired_leases_expire_at_the_next_tick)
     engine_destroy(b);
 }
 
+/* SEMANTICS.md, "The clock": a loaded lease runs at most its queue's lease_ms
+ * from the load, whatever its stored deadline (a clock that went back while
+ * no server ran would keep a dead worker's job for as long as it went back). */
+TEST(recovery_a_loaded_lease_runs_at_most_one_lease_length)
+{
+    engine_t *a = mk_engine();
+    engine_queue_settings qs = queue_settings(a, "q");
+    qs.lease_ms = 10000;
+    set_queue(a, "q", qs);
+    uint64_t id = SUB(a, T0, "t", "q");
+    uint64_t near = SUB(a, T0, "t", "q");
+    ASSERT_EQ(lease1(a, T0, "q"), id);
+    ASSERT_EQ(lease1(a, T0, "q"), near);
+    snap s = take_snapshot(a, engine_next_id(a));
+    engine_t *b = mk_engine();
+    set_queue(b, "q", qs);
+    int64_t back = T0 - 3600000; /* the wall clock went back an hour */
+    for (size_t i = 0; i < s.n; i++) ASSERT_EQ(engine_load_job(b, back, &s.v[i], NULL), 0);
+    ASSERT_EQ(info_of(b, id).lease_until, back + 10000);
+    ASSERT_EQ(engine_next_timer(b), back + 10000);
+    engine_tick(b, back + 9999);
+    ASSERT_EQ(state_of(b, id), ENGINE_LEASED);
+    engine_tick(b, back + 10000);
+    ASSERT_EQ(state_of(b, id), ENGINE_SCHEDULED);
+    ASSERT_STR(info_of(b, id).error, "lease expired");
+    must_check(b, back + 10000);
+    engine_destroy(b);
+    /* a deadline within one lease length of the load is kept as it was */
+    engine_t *c = mk_engine();
+    set_queue(c, "q", qs);
+    for (size_t i = 0; i < s.n; i++) ASSERT_EQ(engine_load_job(c, T0 + 4000, &s.v[i], NULL), 0);
+    ASSERT_EQ(info_of(c, near).lease_until, T0 + 10000);
+    must_check(c, T0 + 4000);
+    snap_free(&s);
+    engine_destroy(a);
+    engine_destroy(c);
+}
+
 /* A job keeps no args length: a stored row whose args hold a NUL (JSON text
  * never does) is cut there, and the engine's count of args bytes stays true
  * from load to the job's end. */

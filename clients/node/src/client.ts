@@ -432,15 +432,26 @@ export class Client {
     await this.call("POST", `/v1/jobs/${checkId(id)}/start`, { body: JSON.stringify({ token }), resend: true });
   }
 
-  /** Extends the lease; `cancel` is true when the job should stop. */
-  async heartbeat(id: number, token: number, progress?: JsonValue): Promise<{ leaseUntil: number; cancel: boolean }> {
+  /**
+   * Extends the lease; `cancel` is true when the job should stop, `leaseLeftMs` the time the
+   * lease has left as the server answered (space heartbeats by it on the monotonic clock).
+   */
+  async heartbeat(
+    id: number,
+    token: number,
+    progress?: JsonValue,
+  ): Promise<{ leaseUntil: number; leaseLeftMs: number; cancel: boolean }> {
     const w: Record<string, unknown> = { token };
     if (progress !== undefined) w["progress"] = progress;
     const b = asObject(
       await this.call("POST", `/v1/jobs/${checkId(id)}/heartbeat`, { body: JSON.stringify(w), resend: true }),
       "heartbeat",
     );
-    return { leaseUntil: typeof b["lease_until"] === "number" ? b["lease_until"] : 0, cancel: b["cancel"] === true };
+    return {
+      leaseUntil: typeof b["lease_until"] === "number" ? b["lease_until"] : 0,
+      leaseLeftMs: typeof b["lease_left_ms"] === "number" ? b["lease_left_ms"] : 0,
+      cancel: b["cancel"] === true,
+    };
   }
 
   /**

@@ -107,7 +107,7 @@ export class Heartbeats {
     try {
       const r = await this.client.heartbeat(t.job.id, t.job.token, progress);
       if (t.finished) return;
-      t.extended(r.leaseUntil);
+      t.extended(r.leaseLeftMs, r.leaseUntil);
       if (r.cancel) {
         this.log.info(`job ${t.job.id}: cancelled; telling its handler to stop`);
         this.stop(t, "cancel");

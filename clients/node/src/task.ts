@@ -21,6 +21,16 @@ const ERROR_MAX = 8 * 1024;
 /** The shortest heartbeat interval, whatever the lease says. */
 const BEAT_MIN_MS = 100;
 
+/**
+ * Milliseconds between heartbeats: a third of the time the server says the lease has left,
+ * timed with performance.now(), so that no step of either machine's wall clock moves them.
+ * From a server too old to say, the lease's deadline by this machine's clock.
+ */
+function beatEvery(leaseLeftMs: number, leaseUntil: number): number {
+  const left = leaseLeftMs > 0 ? leaseLeftMs : leaseUntil - Date.now();
+  return Math.max(BEAT_MIN_MS, left / 3);
+}
+
 export class UnknownTypeError extends Error {
   constructor(type: string) {
     super(`no handler for job type "${type}"`);
@@ -52,8 +62,7 @@ export class Task {
   private ac: AbortController | undefined;
 
   constructor(readonly job: LeasedJob) {
-    const len = job.leaseUntil - Date.now();
-    this.beatEveryMs = Math.max(BEAT_MIN_MS, len / 3);
+    this.beatEveryMs = beatEvery(job.leaseLeftMs, job.leaseUntil);
     this.beatDue = performance.now() + this.beatEveryMs;
   }
 
@@ -62,9 +71,8 @@ export class Task {
   }
 
   /** A new lease length from a heartbeat's answer. */
-  extended(leaseUntil: number): void {
-    const len = leaseUntil - Date.now();
-    if (len > 0) this.beatEveryMs = Math.max(BEAT_MIN_MS, len / 3);
+  extended(leaseLeftMs: number, leaseUntil: number): void {
+    this.beatEveryMs = beatEvery(leaseLeftMs, leaseUntil);
     this.beatDue = performance.now() + this.beatEveryMs;
   }
 

@@ -122,6 +122,7 @@ export class Testing {
       id: fj.id,
       token: 1,
       leaseUntil: Date.now() + 300_000,
+      leaseLeftMs: 300_000,
       tenant: typeof f["tenant"] === "string" ? f["tenant"] : "",
       queue: String(f["queue"]),
       type: fj.type,

@@ -122,6 +122,8 @@ export interface LeasedJob {
   id: number;
   token: number;
   leaseUntil: number;
+  /** The time the lease had left when the server answered, in ms (0 from a server too old to say). */
+  leaseLeftMs: number;
   tenant: string;
   queue: string;
   type: string;

@@ -172,6 +172,7 @@ export function leasedFromWire(v: unknown): LeasedJob {
     id,
     token,
     leaseUntil: num(o["lease_until"]) ?? 0,
+    leaseLeftMs: num(o["lease_left_ms"]) ?? 0,
     tenant: str(o["tenant"]) ?? "",
     queue: str(o["queue"]) ?? "",
     type: str(o["type"]) ?? "",

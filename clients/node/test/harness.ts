@@ -6,7 +6,7 @@
  * store and port by the tests. A missing binary is a failure, never a skip.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync, mkdtempSync, openSync, readFileSync, rmSync, closeSync } from "node:fs";
+import { existsSync, mkdtempSync, openSync, readFileSync, readdirSync, rmSync, closeSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -129,6 +129,35 @@ export class Server {
   app(o: TenqOptions = {}): Tenq {
     return new Tenq({ servers: this.url, failoverBudgetMs: 5_000, tenant: "acme", ...o });
   }
+}
+
+/**
+ * The environment of a server whose wall clock is `seconds` off this machine's (libfaketime;
+ * its monotonic clock is left alone). A missing libfaketime is a failure.
+ */
+export function clockOff(seconds: number): Record<string, string> {
+  const lib = readdirSync("/usr/lib", { withFileTypes: true })
+    .filter((d) => d.isDirectory())
+    .map((d) => join("/usr/lib", d.name, "faketime", "libfaketimeMT.so.1"))
+    .find((p) => existsSync(p));
+  if (!lib) throw new Error("libfaketime is missing: apt-get install faketime");
+  const asan = process.env["ASAN_OPTIONS"];
+  return {
+    LD_PRELOAD: lib,
+    FAKETIME: (seconds >= 0 ? "+" : "") + String(seconds),
+    FAKETIME_DONT_FAKE_MONOTONIC: "1",
+    FAKETIME_FORCE_MONOTONIC_FIX: "0",
+    // ASan (a sanitized TENQ_BIN) wants to be the first library
+    ASAN_OPTIONS: (asan ? asan + ":" : "") + "verify_asan_link_order=0",
+  };
+}
+
+/** The server's count of HTTP requests (GET /metrics). */
+export async function requestsServed(s: Server): Promise<number> {
+  const text = await (await fetch(`${s.url}/metrics`)).text();
+  const m = /^tenq_http_requests_total (\d+)$/m.exec(text);
+  if (!m) throw new Error("no tenq_http_requests_total in /metrics");
+  return Number(m[1]);
 }
 
 /** A port nothing listens on. */

@@ -18,7 +18,7 @@ import {
   type WorkerOptions,
 } from "tenq";
 
-import { Server, sleep, until } from "./harness";
+import { Server, clockOff, requestsServed, sleep, until } from "./harness";
 
 let server: Server;
 let tenq: Tenq;
@@ -168,6 +168,34 @@ describe("worker", () => {
     assert.equal(job.state, "succeeded");
     app.close();
   });
+
+  for (const offset of [3600, -3600]) {
+    it(`spaces heartbeats by the lease's time left, not the wall clock (server ${offset > 0 ? "+" : ""}${offset} s)`, async () => {
+      // heartbeats 20 minutes apart would let the lease lapse (the job runs again); as fast as
+      // they can would be 35 and more requests
+      const off = await Server.start({ env: clockOff(offset) });
+      const app = off.app({ queue: "beats" });
+      try {
+        await app.client.setQueue("beats", { lease_ms: 3_000 }); // heartbeats every second
+        app.handle("Long", async () => {
+          await sleep(3_500);
+          return "finished";
+        });
+        const before = await requestsServed(off);
+        const h = await app.enqueue("Long");
+        await withWorker(app, {}, async () => {
+          assert.equal(await h.wait({ timeoutMs: 20_000 }), "finished");
+        });
+        const served = (await requestsServed(off)) - before;
+        const job = await app.client.get(h.id);
+        assert.equal(job.attempts, 1);
+        assert.ok(served < 20, `${served} requests`);
+      } finally {
+        app.close();
+        await off.close();
+      }
+    });
+  }
 
   it("stops a handler past its timeout and fails the job \"timeout\"", async () => {
     await tenq.client.setQueue("timeout", { max_attempts: 1 });

@@ -133,6 +133,32 @@ class Server:
                 self.proc.wait(10)
 
 
+def clock_off(seconds: int) -> Dict[str, str]:
+    """The environment of a server whose wall clock is `seconds` off this
+    machine's (libfaketime; its monotonic clock is left alone)."""
+    import glob
+
+    libs = sorted(glob.glob("/usr/lib/*/faketime/libfaketimeMT.so.1"))
+    if not libs:
+        raise RuntimeError("libfaketime is missing: apt-get install faketime")
+    asan = os.environ.get("ASAN_OPTIONS", "")
+    return {"LD_PRELOAD": libs[0], "FAKETIME": "%+d" % seconds,
+            "FAKETIME_DONT_FAKE_MONOTONIC": "1", "FAKETIME_FORCE_MONOTONIC_FIX": "0",
+            # ASan (a sanitized TENQ_BIN) wants to be the first library
+            "ASAN_OPTIONS": (asan + ":" if asan else "") + "verify_asan_link_order=0"}
+
+
+def requests_served(server: Server) -> int:
+    """The server's count of HTTP requests (GET /metrics)."""
+    import urllib.request
+
+    with urllib.request.urlopen(server.url + "/metrics", timeout=10) as r:
+        for line in r.read().decode().splitlines():
+            if line.startswith("tenq_http_requests_total "):
+                return int(line.split()[1])
+    raise AssertionError("no tenq_http_requests_total in /metrics")
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

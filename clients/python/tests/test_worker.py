@@ -12,7 +12,7 @@ from typing import Any, Callable, List
 import pytest
 
 import tenq
-from harness import Server
+from harness import Server, clock_off, requests_served
 
 
 def _worker(client: tenq.Client, queue: str, reg: tenq.Registry, **kw: Any) -> tenq.Worker:
@@ -222,6 +222,32 @@ def test_heartbeats_keep_a_long_job_leased(client: tenq.Client, queue: str) -> N
     with _worker(client, queue, reg) as w:
         assert h.wait(30) == 0  # the first attempt, never expired and retried
     assert client.get(h.id).attempts == 1 and w.counts["lost"] == 0
+
+
+@pytest.mark.parametrize("offset", [3600, -3600])
+def test_heartbeats_by_the_time_left_not_the_wall_clock(tmp_path: Any, offset: int) -> None:
+    """The server's wall clock an hour off this machine's: the worker spaces
+    heartbeats by the time the server says the lease has left, so they come
+    neither 20 minutes apart (the lease would lapse and the job run again)
+    nor as fast as they can."""
+    s = Server(str(tmp_path), env=clock_off(offset)).start()
+    c = tenq.Client(s.url, tenant="acme", queue="hb", failover_budget=5.0)
+    try:
+        c.set_queue("hb", lease_ms=3000)  # heartbeats every second
+        reg = tenq.Registry()
+        reg.add("T.longer", lambda ctx: (time.sleep(3.5), ctx.attempt)[1])
+        before = requests_served(s)
+        h = c.submit("T.longer")
+        with _worker(c, "hb", reg) as w:
+            assert h.wait(30) == 0  # the first attempt, never expired and retried
+        served = requests_served(s) - before
+        assert c.get(h.id).attempts == 1 and w.counts["lost"] == 0
+        # 3 heartbeats, the lease, the ack, the submit and the waits
+        # (heartbeats as fast as they can: 35 and more)
+        assert served < 20, served
+    finally:
+        c.close()
+        s.stop()
 
 
 def test_prefetch_and_types(client: tenq.Client, queue: str) -> None:

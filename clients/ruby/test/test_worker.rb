@@ -177,6 +177,30 @@ class TestWorker < TenqTest::Case
     assert_equal 1, c.job(h.id).attempts, "the lease never expired"
   end
 
+  # The server's wall clock an hour off this machine's: heartbeats are spaced
+  # by the time the server says the lease has left, neither 20 minutes apart
+  # (the lease would lapse and the job run again) nor as fast as they can (35
+  # requests and more).
+  [3600, -3600].each do |offset|
+    define_method("test_heartbeats_by_the_time_left_with_the_server_#{offset.positive? ? 'ahead' : 'behind'}") do
+      off = own_server(env: TenqTest::Server.clock_off(offset))
+      c = client(servers: [off.url])
+      c.request(:put, "/v1/queues/#{@queue}", { lease_ms: 3000 }) # heartbeats every second
+      w = worker(client: c) do |r|
+        r.register("Longer.than.lease") do
+          sleep 3.5
+          "done"
+        end
+      end
+      before = off.requests_served
+      h = c.submit(type: "Longer.than.lease", max_attempts: 1)
+      running(w) { assert_equal "done", h.wait(timeout: 30) }
+      served = off.requests_served - before
+      assert_equal 1, c.job(h.id).attempts, "the lease never expired"
+      assert_operator served, :<, 20
+    end
+  end
+
   def test_middleware_runs_in_order_around_each_job_and_reports_errors
     c = client
     order = []

@@ -59,8 +59,7 @@ def _wait_for_capacity(st: State) -> bool:
 def _take_jobs(st: State, jobs: List[Dict[str, Any]]) -> None:
     """(mu) Leased jobs into the queue the runners take from."""
     now = time.monotonic()
-    wall_ms = time.time() * 1000.0
-    every: Dict[Any, float] = {}  # seconds between heartbeats, by lease_until
+    every: Dict[Any, float] = {}  # seconds between heartbeats, by the lease's time left
     soonest = float("inf")
     hand = st.hand
     ready = st.ready
@@ -69,10 +68,10 @@ def _take_jobs(st: State, jobs: List[Dict[str, Any]]) -> None:
     give_back = st.past_grace
     for job in jobs:
         task = Context(job, on_progress)
-        until = job.get("lease_until")
-        hb = every.get(until)
+        left = job.get("lease_left_ms")
+        hb = every.get(left) if left else None
         if hb is None:
-            hb = every[until] = heartbeat_every(until, wall_ms)
+            hb = every[left] = heartbeat_every(job)
         e = Entry(task, now, now + hb)
         hand[task.id] = e
         if e.next_hb < soonest:

@@ -253,9 +253,7 @@ class Reporter:
                 log.warning("job %s: %s failed: %s", task.id, what, err)
                 return True
             if what == "heartbeat" and e.state != DONE and not e.lost:
-                e.next_hb = time.monotonic() + heartbeat_every(
-                    ans.get("lease_until"), time.time() * 1000.0
-                )
+                e.next_hb = time.monotonic() + heartbeat_every(ans)
                 st.hb_soonest = min(st.hb_soonest, e.next_hb)
                 if ans.get("cancel") is True:
                     self._cancel(e)

@@ -55,7 +55,8 @@ class WorkerRequests:
 
     def heartbeat(self, job_id: int, token: int, progress: Any = None) -> Dict[str, Any]:
         """Extends the lease (and records ``progress``, any JSON, when not
-        None): ``{"lease_until": ..., "cancel": bool}``."""
+        None): ``{"lease_until": ..., "lease_left_ms": ..., "cancel": bool}``
+        (``lease_left_ms``: the time the lease has left, on the server's clock)."""
         body: Dict[str, Any] = {"token": token}
         if progress is not None:
             body["progress"] = progress

@@ -401,10 +401,16 @@ def transient(e: TenqError) -> bool:
     return e.status == 0 or e.status in (408, 429) or e.status >= 500
 
 
-def heartbeat_every(lease_until: Any, wall_ms: float) -> float:
-    """Seconds between heartbeats: a third of what is left of the lease,
-    measured now by this machine's clock; they are then spaced on the
-    monotonic clock, so a change of the wall clock moves none."""
-    if isinstance(lease_until, bool) or not isinstance(lease_until, (int, float)):
-        return 60.0
-    return max(HEARTBEAT_MIN, (lease_until - wall_ms) / 3000.0)
+def heartbeat_every(answer: Dict[str, Any]) -> float:
+    """Seconds between heartbeats: a third of the time the lease has left as
+    the server answered (``lease_left_ms`` of a leased job or a heartbeat's
+    answer), spaced on the monotonic clock, so that no step of either
+    machine's wall clock moves them. From a server too old to say, the
+    lease's ``lease_until`` by this machine's clock."""
+    left = answer.get("lease_left_ms")
+    if isinstance(left, bool) or not isinstance(left, (int, float)) or left <= 0:
+        until = answer.get("lease_until")
+        if isinstance(until, bool) or not isinstance(until, (int, float)):
+            return 60.0
+        left = until - time.time() * 1000.0
+    return max(HEARTBEAT_MIN, left / 3000.0)

@@ -77,6 +77,28 @@ module TenqTest
       [res.code.to_i, res.body.to_s.empty? ? nil : JSON.parse(res.body)]
     end
 
+    # The server's count of HTTP requests (GET /metrics).
+    def requests_served
+      body = Net::HTTP.get(URI("#{url}/metrics"))
+      line = body.lines.find { |l| l.start_with?("tenq_http_requests_total ") }
+      raise "no tenq_http_requests_total in /metrics" unless line
+
+      Integer(line.split[1])
+    end
+
+    # The environment of a server whose wall clock is +seconds+ off this
+    # machine's (libfaketime; its monotonic clock is left alone).
+    def self.clock_off(seconds)
+      lib = Dir.glob("/usr/lib/*/faketime/libfaketimeMT.so.1").min
+      raise "libfaketime is missing: apt-get install faketime" unless lib
+
+      asan = ENV.fetch("ASAN_OPTIONS", "")
+      { "LD_PRELOAD" => lib, "FAKETIME" => format("%+d", seconds),
+        "FAKETIME_DONT_FAKE_MONOTONIC" => "1", "FAKETIME_FORCE_MONOTONIC_FIX" => "0",
+        # ASan (a sanitized TENQ_BIN) wants to be the first library
+        "ASAN_OPTIONS" => [asan, "verify_asan_link_order=0"].reject(&:empty?).join(":") }
+    end
+
     def log
       File.read(File.join(@dir, "server.log"))
     rescue Errno::ENOENT

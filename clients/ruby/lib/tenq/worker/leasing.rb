@@ -132,9 +132,8 @@ module Tenq
         jobs = [] unless jobs.is_a?(Array)
         @backlog = !jobs.empty? && jobs.size >= max
         arrived = now
-        wall_ms = Process.clock_gettime(Process::CLOCK_REALTIME, :millisecond)
         @mutex.synchronize do
-          jobs.each { |data| enqueue_task(Task.new(data, self), arrived, wall_ms) }
+          jobs.each { |data| enqueue_task(Task.new(data, self), arrived, lease_left(data) || 0.0) }
           unless jobs.empty?
             @cv_run.broadcast
             @cv_report.signal # new leases to heartbeat, handlers to tell the server about
@@ -143,10 +142,24 @@ module Tenq
         apply_results(outcomes, answer["results"]) unless outcomes.empty?
       end
 
+      # Seconds the lease has left as the server answered ("lease_left_ms" of
+      # a leased job or of a heartbeat's answer), or nil. Heartbeats are
+      # spaced by it on CLOCK_MONOTONIC, so that no step of either machine's
+      # wall clock moves them; from a server too old to say, "lease_until"
+      # by this machine's clock.
+      def lease_left(answer)
+        left = answer["lease_left_ms"]
+        return left / 1000.0 if left.is_a?(Integer) && left.positive?
+
+        until_ms = answer["lease_until"]
+        return nil unless until_ms.is_a?(Integer)
+
+        (until_ms - Process.clock_gettime(Process::CLOCK_REALTIME, :millisecond)) / 1000.0
+      end
+
       # A leased job joins the hand and the runners' queue (mutex held).
-      # Its heartbeats are spaced by the lease's length as measured now.
-      def enqueue_task(task, arrived, wall_ms)
-        length = (task.lease_until.to_i - wall_ms) / 1000.0
+      # Its heartbeats are spaced by the lease's time left (seconds).
+      def enqueue_task(task, arrived, length)
         task.lease_length = length
         task.next_heartbeat = arrived + [length / 3.0, HEARTBEAT_MIN].max
         @hand[task.id] = task

@@ -260,11 +260,11 @@ module Tenq
       end
 
       def heartbeat_answered(task, answer)
-        wall_ms = Process.clock_gettime(Process::CLOCK_REALTIME, :millisecond)
+        left = lease_left(answer)
         @mutex.synchronize do
-          if answer["lease_until"].is_a?(Integer)
-            task.lease_length = (answer["lease_until"] - wall_ms) / 1000.0
-            task.next_heartbeat = now + [task.lease_length / 3.0, HEARTBEAT_MIN].max
+          if left
+            task.lease_length = left
+            task.next_heartbeat = now + [left / 3.0, HEARTBEAT_MIN].max
           end
           if answer["cancel"] == true && !task.cancel_seen_at
             @logger.info("job #{task.id}: cancelled; stopping its handler")
