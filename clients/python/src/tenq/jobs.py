@@ -34,7 +34,9 @@ class JobSpec:
     ``tenant`` fall back to the client's defaults (a tenant token implies
     its tenant). ``idempotency_key`` is sent only when given: the server
     then makes one job for it, however often it is submitted, for a day
-    (the library's own retries need none: they carry a request key)."""
+    (the library's own retries need none: they carry a request key).
+    ``timeout_ms`` makes the server fail an attempt still running that long
+    after its lease (None: the queue's ``timeout_ms``)."""
 
     type: str
     args: Any = None
@@ -49,6 +51,7 @@ class JobSpec:
     max_attempts: Optional[int] = None
     score: Optional[float] = None
     traceparent: Optional[str] = None
+    timeout_ms: Optional[int] = None
 
     def body(self) -> Dict[str, Any]:
         """The job as the protocol's JSON object (without defaults)."""
@@ -67,6 +70,7 @@ class JobSpec:
             "max_attempts",
             "score",
             "traceparent",
+            "timeout_ms",
         ):
             value = getattr(self, name)
             if value is not None:
@@ -122,6 +126,7 @@ class Job:
     merged_into: Optional[int] = None
     token: Optional[int] = None
     traceparent: Optional[str] = None
+    timeout_ms: Optional[int] = None
     data: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -165,6 +170,7 @@ class Job:
             merged_into=_opt_int(d, "merged_into"),
             token=_opt_int(d, "token"),
             traceparent=_opt_str(d, "traceparent"),
+            timeout_ms=_opt_int(d, "timeout_ms"),
             data=d,
         )
 
