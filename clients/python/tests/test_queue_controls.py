@@ -37,7 +37,7 @@ def test_paused_queue_leases_nothing_until_resumed(client: tenq.Client, queue: s
         time.sleep(1.5)
         assert w.counts["leased"] == 0
         job = client.get(hs[0].id)
-        assert job.state == "ready" and job.data["waiting"]["reason"] == "queue_paused"
+        assert job.state == "ready" and (job.waiting or {}).get("reason") == "queue_paused"
         assert client.get_queue(queue)["held"] == 3
         info = client.resume_queue(queue)
         assert info["paused"] is False
@@ -56,7 +56,7 @@ def test_paused_tenant_waits_while_others_run(client: tenq.Client, queue: str) -
         assert other.wait(30) == "other"
         time.sleep(0.5)
         job = client.get(mine.id)
-        assert job.state == "ready" and job.data["waiting"]["reason"] == "tenant_paused"
+        assert job.state == "ready" and (job.waiting or {}).get("reason") == "tenant_paused"
         assert client.resume_queue(queue, tenant="acme")["paused_tenants"] == []
         assert mine.wait(30) == "acme"
     assert w.counts["leased"] == 2
@@ -130,8 +130,8 @@ def test_queue_rate_spaces_the_starts(client: tenq.Client, queue: str) -> None:
         counts = client.get_queue(queue)
         assert counts["held"] >= 1 and counts.get("rate_limited_until", 0) > 0
         held = [h for h in hs if isinstance(h, tenq.Handle)][-1].get()
-        assert held.data["waiting"]["reason"] == "queue_rate"
-        assert held.data["waiting"]["until"] > 0
+        assert (held.waiting or {}).get("reason") == "queue_rate"
+        assert (held.waiting or {}).get("until", 0) > 0
         for h in hs:
             assert isinstance(h, tenq.Handle)
             h.wait(30)
@@ -155,7 +155,7 @@ def test_tenant_rate_through_set_tenant(client: tenq.Client, queue: str) -> None
     hs = [client.submit("R.t", i, tenant=name) for i in range(3)]
     with _worker(client, queue, reg, concurrency=3):
         _until(lambda: len(starts) >= 1)
-        assert hs[2].get().data["waiting"]["reason"] == "tenant_rate"
+        assert (hs[2].get().waiting or {}).get("reason") == "tenant_rate"
         for h in hs:
             h.wait(30)
     starts.sort()

@@ -40,6 +40,9 @@ def control(client: tenq.Client) -> None:
     held: int = client.get_queue("reports").get("held", 0)
     t: tenq.TenantInfo = client.set_tenant("acme", rate=10)
     print(tenants, paused, rate, held, t["rate_burst"])
+    w = client.get(1).waiting
+    why: Optional[tenq.WaitingReason] = w["reason"] if w else None
+    print(why)
 
 
 def timing(ctx: tenq.Context, call_next: Callable[[], Any]) -> Any:

@@ -57,7 +57,7 @@ from tenq.errors import (
     UnavailableError,
 )
 from tenq.handlers import Registry, handler, registry
-from tenq.jobs import CancelResult, Handle, Job, JobPage, JobSpec
+from tenq.jobs import CancelResult, Handle, Job, JobPage, JobSpec, Waiting, WaitingReason
 from tenq.queues import Counts, QueueInfo, TenantInfo
 from tenq.switch import (
     BoundTask,
@@ -109,6 +109,8 @@ __all__ = [
     "TooLargeError",
     "UnauthenticatedError",
     "UnavailableError",
+    "Waiting",
+    "WaitingReason",
     "Worker",
     "configure",
     "current_context",

@@ -7,7 +7,19 @@ from __future__ import annotations
 
 import datetime
 from dataclasses import dataclass, field
-from typing import Any, Dict, Generic, List, Optional, Protocol, TypeVar, Union, cast
+from typing import (
+    Any,
+    Dict,
+    Generic,
+    List,
+    Literal,
+    Optional,
+    Protocol,
+    TypedDict,
+    TypeVar,
+    Union,
+    cast,
+)
 
 from tenq.errors import InvalidError, JobCancelledError, JobFailedError, TimedOutError
 
@@ -16,6 +28,35 @@ R = TypeVar("R")
 FINISHED_STATES = frozenset({"succeeded", "cancelled", "merged", "dead"})
 
 RunAt = Union[int, datetime.datetime]
+
+# Why a job that is neither handed out nor finished waits (docs/API.md).
+WaitingReason = Literal[
+    "scheduled",
+    "backoff",
+    "lane",
+    "tenant_slots",
+    "tenant_cap",
+    "queue_paused",
+    "tenant_paused",
+    "tenant_rate",
+    "queue_rate",
+    "queue_tenant_rate",
+    "worker",
+]
+
+
+class Waiting(TypedDict, total=False):
+    """A job's ``waiting``: its ``reason``, a ``message`` for people, and
+    the reason's figures: ``until`` (scheduled, backoff and the rates: ms
+    since the epoch), ``blocked_by`` (lane), ``active`` and ``limit``
+    (tenant_slots, tenant_cap)."""
+
+    reason: WaitingReason
+    message: str
+    until: int
+    blocked_by: int
+    active: int
+    limit: int
 
 
 def run_at_ms(value: RunAt) -> int:
@@ -127,6 +168,7 @@ class Job:
     token: Optional[int] = None
     traceparent: Optional[str] = None
     timeout_ms: Optional[int] = None
+    waiting: Optional[Waiting] = None
     data: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -171,6 +213,7 @@ class Job:
             token=_opt_int(d, "token"),
             traceparent=_opt_str(d, "traceparent"),
             timeout_ms=_opt_int(d, "timeout_ms"),
+            waiting=cast(Waiting, d["waiting"]) if isinstance(d.get("waiting"), dict) else None,
             data=d,
         )
 
