@@ -27,7 +27,11 @@ import type {
   MorguePage,
   Outcome,
   OutcomeResult,
+  QueueInfo,
+  QueueSettings,
   SubmitResult,
+  TenantInfo,
+  TenantSettings,
 } from "./types";
 import { isFinished } from "./types";
 import {
@@ -383,10 +387,53 @@ export class Client {
     return { id: typeof b["id"] === "number" ? b["id"] : id, state: String(b["state"]) };
   }
 
-  /** PUT /v1/queues/{name} (admin): settings by their protocol names (`lease_ms`, `max_attempts`, ...). */
-  async setQueue(name: string, settings: Record<string, JsonValue>): Promise<Record<string, unknown>> {
+  /** GET /v1/queues/{name}: the queue's settings, pauses and counts. */
+  async getQueue(name: string): Promise<QueueInfo> {
+    return this.queueCall("GET", name, "");
+  }
+
+  /**
+   * PUT /v1/queues/{name} (admin): settings by their protocol names
+   * (`lease_ms`, `max_attempts`, `timeout_ms`, `rate`, ...; null removes a
+   * limit); the queue as it is then.
+   */
+  async setQueue(name: string, settings: QueueSettings): Promise<QueueInfo> {
+    return this.queueCall("PUT", name, "", JSON.stringify(settings));
+  }
+
+  /**
+   * Pauses the queue whole (admin), or only `tenant`'s jobs in it (a tenant
+   * token: its own tenant when none is named): nothing of it is leased
+   * until resumed; submits are still taken and leased jobs run to their
+   * end. Resolves to the queue (`paused`, `paused_tenants`).
+   */
+  async pauseQueue(name: string, o: { tenant?: string } = {}): Promise<QueueInfo> {
+    return this.queueCall("POST", name, "/pause", o.tenant === undefined ? undefined : JSON.stringify({ tenant: o.tenant }));
+  }
+
+  /** Undoes `pauseQueue` (the same `tenant`): the jobs may be leased at once. Resolves to the queue. */
+  async resumeQueue(name: string, o: { tenant?: string } = {}): Promise<QueueInfo> {
+    return this.queueCall("POST", name, "/resume", o.tenant === undefined ? undefined : JSON.stringify({ tenant: o.tenant }));
+  }
+
+  /** GET /v1/tenants/{name}: the tenant's settings and counts. */
+  async getTenant(name: string): Promise<TenantInfo> {
+    const b = await this.call("GET", `/v1/tenants/${encodeURIComponent(name)}`, { resend: true });
+    return asObject(b, "tenant") as unknown as TenantInfo;
+  }
+
+  /** PUT /v1/tenants/{name} (admin): `slots`, `weight`, `rate`, `rate_period_ms`, `rate_burst`; the tenant then. */
+  async setTenant(name: string, settings: TenantSettings): Promise<TenantInfo> {
     const body = JSON.stringify(settings);
-    return asObject(await this.call("PUT", `/v1/queues/${encodeURIComponent(name)}`, { body, resend: true }), "queue");
+    const b = await this.call("PUT", `/v1/tenants/${encodeURIComponent(name)}`, { body, resend: true });
+    return asObject(b, "tenant") as unknown as TenantInfo;
+  }
+
+  /** A queue request; each may be sent again: the same request sets the same state. */
+  private async queueCall(method: Method, name: string, tail: string, body?: string): Promise<QueueInfo> {
+    const path = `/v1/queues/${encodeURIComponent(name)}${tail}`;
+    const b = await this.call(method, path, { ...(body !== undefined ? { body } : {}), resend: true });
+    return asObject(b, "queue") as unknown as QueueInfo;
   }
 
   /** GET /healthz of the server the next request goes to. */

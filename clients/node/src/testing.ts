@@ -26,6 +26,8 @@ export interface FakeJob {
   /** The submit's body as the server would have got it (queue, tenant, key, idempotency_key, traceparent, ...). */
   readonly fields: Readonly<Record<string, unknown>>;
   readonly traceparent: string | undefined;
+  /** The job's own server-side timeout, as submitted. */
+  readonly timeoutMs: number | undefined;
   state: "enqueued" | "succeeded" | "failed" | "cancelled";
   result: JsonValue | undefined;
   /** What the handler threw. */
@@ -100,6 +102,7 @@ export class Testing {
       args: fields["args"] === undefined ? undefined : (JSON.parse(JSON.stringify(fields["args"])) as JsonValue),
       fields: { ...fields },
       traceparent: typeof fields["traceparent"] === "string" ? fields["traceparent"] : undefined,
+      timeoutMs: typeof fields["timeout_ms"] === "number" ? fields["timeout_ms"] : undefined,
       state: "enqueued",
       result: undefined,
       error: undefined,
@@ -135,6 +138,7 @@ export class Testing {
     };
     if (fj.args !== undefined) job.args = fj.args;
     if (fj.traceparent !== undefined) job.traceparent = fj.traceparent;
+    if (fj.timeoutMs !== undefined) job.timeoutMs = fj.timeoutMs;
     const ctx: JobContext = {
       job,
       id: fj.id,
@@ -214,6 +218,7 @@ class LocalHandle<R> implements JobHandle<R> {
     };
     if (fj.args !== undefined) job.args = fj.args;
     if (fj.traceparent !== undefined) job.traceparent = fj.traceparent;
+    if (fj.timeoutMs !== undefined) job.timeoutMs = fj.timeoutMs;
     return job;
   }
   async cancel(): Promise<CancelResult> {

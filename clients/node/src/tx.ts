@@ -170,6 +170,10 @@ function txJob(w: Record<string, unknown>): Record<string, unknown> {
     throw new InvalidError("a job submitted in a transaction needs a tenant (or a client with a default tenant)", {
       field: "tenant",
     });
+  if (w["timeout_ms"] !== undefined)
+    throw new InvalidError("timeoutMs: tenq.submit takes no timeout of a job's own: in a transaction the queue's timeout_ms applies", {
+      field: "timeout_ms",
+    });
   const t = { ...w };
   if (typeof t["run_at"] === "number") t["run_at"] = new Date(t["run_at"]).toISOString();
   return t;

@@ -47,6 +47,13 @@ export interface SubmitOptions {
   score?: number;
   /** W3C trace context (`00-<32 hex>-<16 hex>-<2 hex>`); default: the client's `trace` hook. */
   traceparent?: string;
+  /**
+   * The server fails an attempt still running this long after its lease
+   * (`"timed out: ..."`), and the worker stops its handler as for a lost
+   * lease. Default: the queue's `timeout_ms`. At least a third of the
+   * queue's `lease_ms`, at most 7 days.
+   */
+  timeoutMs?: number;
 }
 
 /** One job to submit. */
@@ -78,6 +85,33 @@ export type BatchResult = ({ ok: true } & SubmitResult) | { ok: false; error: Te
 export interface Payload {
   payload: JsonValue;
   score: number;
+}
+
+/** Why a job that is neither handed out nor finished waits (docs/API.md). */
+export type WaitingReason =
+  | "scheduled"
+  | "backoff"
+  | "lane"
+  | "tenant_slots"
+  | "tenant_cap"
+  | "queue_paused"
+  | "tenant_paused"
+  | "tenant_rate"
+  | "queue_rate"
+  | "queue_tenant_rate"
+  | "worker";
+
+export interface Waiting {
+  reason: WaitingReason;
+  /** For people: "queue reports is paused", ... */
+  message: string;
+  /** scheduled, backoff and the rates: when it may go (ms since the epoch). */
+  until?: number;
+  /** lane: the job that runs first. */
+  blockedBy?: number;
+  /** tenant_slots, tenant_cap: jobs running, of `limit`. */
+  active?: number;
+  limit?: number;
 }
 
 /** A job as GET /v1/jobs/{id} returns it. */
@@ -115,6 +149,10 @@ export interface Job {
   token?: number;
   /** The W3C trace context it was submitted with. */
   traceparent?: string;
+  /** Its own server-side timeout, when it was submitted with one. */
+  timeoutMs?: number;
+  /** Why it waits, when it is neither handed out nor finished. */
+  waiting?: Waiting;
 }
 
 /** A job handed to a worker by POST /v1/lease. */
@@ -137,6 +175,8 @@ export interface LeasedJob {
   createdAt: number;
   /** The W3C trace context it was submitted with. */
   traceparent?: string;
+  /** Its own server-side timeout, when it was submitted with one. */
+  timeoutMs?: number;
 }
 
 export interface ListFilter {
@@ -236,4 +276,97 @@ export interface MorgueFilter {
 export interface MorguePage {
   jobs: Job[];
   next: string | number | null;
+}
+
+/**
+ * A queue's settings by their protocol names (docs/SEMANTICS.md), for
+ * `setQueue`; a limit set to null is removed. Settings this library does
+ * not name pass through as they are.
+ */
+export interface QueueSettings {
+  order?: "fifo" | "fair";
+  delivery?: "at-least-once" | "at-most-once" | "exactly-once";
+  lease_ms?: number;
+  max_attempts?: number;
+  backoff?: "default" | "fixed" | "exponential";
+  backoff_base_ms?: number;
+  backoff_max_ms?: number;
+  merge?: boolean;
+  dedup_window_ms?: number;
+  retention_ms?: number;
+  max_payload_bytes?: number;
+  tenant_cap?: number | null;
+  /** Attempts still running this long after their lease fail (0: none). */
+  timeout_ms?: number;
+  /** Nothing of the queue is leased (see also `pauseQueue`). */
+  paused?: boolean;
+  /** The queue's starts per `rate_period_ms`, all tenants together (null: no limit). */
+  rate?: number | null;
+  /** Each tenant's starts in the queue per `rate_period_ms` (null: no limit). */
+  tenant_rate?: number | null;
+  rate_period_ms?: number;
+  /** Starts allowed at once after a quiet spell (null: the rate). */
+  rate_burst?: number | null;
+  [setting: string]: JsonValue | undefined;
+}
+
+/** A tenant's settings by their protocol names, for `setTenant`. */
+export interface TenantSettings {
+  /** Jobs running at once (null: unlimited; 0: paused in every queue). */
+  slots?: number | null;
+  weight?: number;
+  /** Its starts in every queue together per `rate_period_ms` (null: no limit). */
+  rate?: number | null;
+  rate_period_ms?: number;
+  rate_burst?: number | null;
+  [setting: string]: JsonValue | undefined;
+}
+
+/** The counts of a queue or tenant (docs/API.md), by their protocol names. */
+export interface Counts {
+  ready?: number;
+  scheduled?: number;
+  blocked?: number;
+  leased?: number;
+  running?: number;
+  dead?: number;
+  /** Ready and free to go. */
+  eligible?: number;
+  /** Ready but held by a limit: slots, a cap, a pause, a rate. */
+  held?: number;
+  /** Present while a rate limit of its own allows no start: when it may. */
+  rate_limited_until?: number;
+  lag_ms?: number;
+  submitted_total?: number;
+  succeeded_total?: number;
+  failed_total?: number;
+  dead_total?: number;
+  cancelled_total?: number;
+  completed_per_s?: number;
+  failed_per_s?: number;
+}
+
+/** A queue as GET /v1/queues/{name} shows it: its settings and counts. */
+export interface QueueInfo extends QueueSettings, Counts {
+  name: string;
+  /** Paused whole. */
+  paused: boolean;
+  /** The tenants it is paused for (a tenant token sees only its own). */
+  paused_tenants: string[];
+  timeout_ms: number;
+  rate: number | null;
+  tenant_rate: number | null;
+  rate_period_ms: number;
+  rate_burst: number | null;
+}
+
+/** A tenant as GET /v1/tenants/{name} shows it. */
+export interface TenantInfo extends TenantSettings, Counts {
+  name: string;
+  slots: number | null;
+  weight: number;
+  in_use?: number;
+  rate: number | null;
+  rate_period_ms: number;
+  rate_burst: number | null;
 }

@@ -3,7 +3,17 @@
 import { InvalidError, ProtocolError, TenqError, errorFromWire, type WireError } from "./errors";
 import { checkJson, type JsonValue } from "./json";
 import { checkTraceparent } from "./tracing";
-import type { BatchResult, Job, JobSpec, LeasedJob, Outcome, OutcomeResult, SubmitResult } from "./types";
+import type {
+  BatchResult,
+  Job,
+  JobSpec,
+  LeasedJob,
+  Outcome,
+  OutcomeResult,
+  SubmitResult,
+  Waiting,
+  WaitingReason,
+} from "./types";
 
 type Wire = Record<string, unknown>;
 
@@ -54,6 +64,11 @@ export function jobToWire(spec: JobSpec, defaults: { tenant?: string; queue?: st
     if (!Number.isInteger(spec.maxAttempts) || spec.maxAttempts < 1)
       throw new InvalidError(`${at("maxAttempts")} must be a positive integer`, { field: "max_attempts" });
     w["max_attempts"] = spec.maxAttempts;
+  }
+  if (spec.timeoutMs !== undefined) {
+    if (!Number.isInteger(spec.timeoutMs) || spec.timeoutMs < 0)
+      throw new InvalidError(`${at("timeoutMs")} must be a whole number of milliseconds`, { field: "timeout_ms" });
+    w["timeout_ms"] = spec.timeoutMs;
   }
   if (spec.traceparent !== undefined) w["traceparent"] = checkTraceparent(spec.traceparent, at("traceparent"));
   if (spec.score !== undefined) {
@@ -160,7 +175,24 @@ export function jobFromWire(v: unknown): Job {
   if (token !== null) job.token = token;
   const tp = str(o["traceparent"]);
   if (tp !== null) job.traceparent = tp;
+  const timeout = num(o["timeout_ms"]);
+  if (timeout !== null) job.timeoutMs = timeout;
+  const waiting = o["waiting"];
+  if (waiting && typeof waiting === "object" && !Array.isArray(waiting)) job.waiting = waitingFromWire(waiting as Wire);
   return job;
+}
+
+function waitingFromWire(o: Wire): Waiting {
+  const w: Waiting = { reason: (str(o["reason"]) ?? "worker") as WaitingReason, message: str(o["message"]) ?? "" };
+  const until = num(o["until"]);
+  if (until !== null) w.until = until;
+  const by = num(o["blocked_by"]);
+  if (by !== null) w.blockedBy = by;
+  const active = num(o["active"]);
+  if (active !== null) w.active = active;
+  const limit = num(o["limit"]);
+  if (limit !== null) w.limit = limit;
+  return w;
 }
 
 export function leasedFromWire(v: unknown): LeasedJob {
@@ -187,6 +219,8 @@ export function leasedFromWire(v: unknown): LeasedJob {
   if (Array.isArray(o["payloads"])) job.payloads = o["payloads"] as LeasedJob["payloads"];
   const tp = str(o["traceparent"]);
   if (tp !== null) job.traceparent = tp;
+  const timeout = num(o["timeout_ms"]);
+  if (timeout !== null) job.timeoutMs = timeout;
   return job;
 }
 

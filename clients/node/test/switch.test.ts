@@ -98,8 +98,9 @@ describe("the switch", () => {
     assert.deepEqual(await add(1, 2), { sum: 3, ranIn: "caller" });
     const h = await add.enqueue(20, 22);
     assert.deepEqual(await h.wait({ timeoutMs: 15_000 }), { sum: 42, ranIn: "worker" });
-    const k = await add.with({ key: "sums" }).enqueue(1, 1);
+    const k = await add.with({ key: "sums", timeoutMs: 600_000 }).enqueue(1, 1);
     assert.equal((await k.job()).key, "sums");
+    assert.equal((await k.job()).timeoutMs, 600_000);
     assert.deepEqual(await k.wait({ timeoutMs: 15_000 }), { sum: 2, ranIn: "worker" });
   });
 });

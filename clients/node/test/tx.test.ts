@@ -347,6 +347,9 @@ describe("in the application's transaction", () => {
       await assert.rejects(submitTx(spy, { tenant: "acme", queue: "q", type: "T", args: new Date() }), InvalidError);
       await assert.rejects(failTx(spy, { id: 1, token: 1 }, "x", { retryInMs: -1 }), InvalidError);
       await assert.rejects(completeTx(spy, { id: 0, token: 1 }), InvalidError);
+      // tenq.submit takes no timeout of a job's own: refused, never dropped
+      await assert.rejects(submitTx(spy, { tenant: "acme", queue: "q", type: "T", timeoutMs: 60_000 }), (x: unknown) => x instanceof InvalidError && x.field === "timeout_ms");
+      await assert.rejects(submitManyTx(spy, [{ type: "T", timeoutMs: 60_000 }], { tenant: "acme", queue: "q" }), (x: unknown) => x instanceof InvalidError && x.field === "timeout_ms");
       assert.deepEqual(sent, []);
       // the server's checks, in the transaction: InvalidError with the driver's error as its cause
       const err = await inTx(e.db, () => submitTx(e.db, { tenant: "bad tenant", queue: "q", type: "T" })).then(

@@ -75,9 +75,10 @@ def test_enqueue_runs_on_a_worker(configured: tenq.Client, queue: str) -> None:
 
 def test_with_options(configured: tenq.Client, queue: str) -> None:
     other = queue + "-other"
-    h = DataReport().execute.with_options(queue=other, key="k1", priority=9).enqueue(1)
+    h = DataReport().execute.with_options(queue=other, key="k1", priority=9,
+                                          timeout_ms=600_000).enqueue(1)
     job = configured.get(h.id)
-    assert (job.queue, job.key, job.priority) == (other, "k1", 9)
+    assert (job.queue, job.key, job.priority, job.timeout_ms) == (other, "k1", 9, 600_000)
     with pytest.raises(tenq.InvalidError) as e:
         add.with_options(colour="red")
     assert e.value.field == "colour"

@@ -243,6 +243,10 @@ def test_a_refused_submit_raises_the_drivers_error(env: Env) -> None:
         assert bad.value.field == "args"
         with pytest.raises(tenq.InvalidError):
             tenq.tx.submit_many(conn, [{"type": "T", "colour": "red"}])
+        with pytest.raises(tenq.InvalidError) as bad:  # tenq.submit_many takes no timeout_ms
+            tenq.tx.submit_many(conn, [tenq.JobSpec("T", tenant="acme", queue=env.queue,
+                                                    timeout_ms=60_000)])
+        assert bad.value.field == "timeout_ms"
         with pytest.raises(tenq.InvalidError):
             tenq.tx.complete(conn, 17)  # type: ignore[arg-type]
     assert env.rows("SELECT count(*) FROM app") == [(0,)]

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 import tenq
 
@@ -27,6 +27,22 @@ def use(client: tenq.Client) -> None:
     other: tenq.Handle[int] = add.with_options(queue="math").enqueue(3, 4)
     job: tenq.Job = client.get(other.id)
     print(rows, result, total, job.state)
+    bounded = add.with_options(timeout_ms=60_000).enqueue(5, 6)
+    own: Optional[int] = client.get(bounded.id).timeout_ms
+    print(own)
+
+
+def control(client: tenq.Client) -> None:
+    q: tenq.QueueInfo = client.pause_queue("reports", tenant="acme")
+    tenants: List[str] = q["paused_tenants"]
+    paused: bool = client.resume_queue("reports")["paused"]
+    rate: Optional[int] = client.set_queue("reports", rate=2, rate_period_ms=1000)["rate"]
+    held: int = client.get_queue("reports").get("held", 0)
+    t: tenq.TenantInfo = client.set_tenant("acme", rate=10)
+    print(tenants, paused, rate, held, t["rate_burst"])
+    w = client.get(1).waiting
+    why: Optional[tenq.WaitingReason] = w["reason"] if w else None
+    print(why)
 
 
 def timing(ctx: tenq.Context, call_next: Callable[[], Any]) -> Any:

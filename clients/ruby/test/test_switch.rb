@@ -71,9 +71,9 @@ class TestSwitch < TenqTest::Case
     Tenq.client = client
     h = DataReport.new.async.slow_one
     assert_equal 5, Tenq.client.job(h.id).priority
-    h2 = DataReport.new.async(priority: -3, key: "k1").slow_one
+    h2 = DataReport.new.async(priority: -3, key: "k1", timeout_ms: 600_000).slow_one
     j = Tenq.client.job(h2.id)
-    assert_equal [-3, "k1"], [j.priority, j.key]
+    assert_equal [-3, "k1", 600_000], [j.priority, j.key, j.timeout_ms]
   ensure
     Tenq.client = nil
   end

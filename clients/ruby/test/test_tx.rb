@@ -57,6 +57,11 @@ class TestTxStatements < Minitest::Test
     assert_match(/jobs\[1\]\.queue is required/, err.message)
     assert_raises(ArgumentError) { Tenq::Tx.complete(conn, 5) }
     assert_raises(Tenq::InvalidError) { Tenq::Tx.fail(conn, 5, token: 9, error: "x", retry_in: -1) }
+    # tenq.submit takes no timeout of a job's own: refused, never dropped
+    err = assert_raises(Tenq::InvalidError) do
+      Tenq::Tx.submit(conn, tenant: "a", queue: "q", type: "T", timeout_ms: 1000)
+    end
+    assert_equal "timeout_ms", err.field
     assert_empty conn.calls
   end
 

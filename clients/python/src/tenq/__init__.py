@@ -57,7 +57,8 @@ from tenq.errors import (
     UnavailableError,
 )
 from tenq.handlers import Registry, handler, registry
-from tenq.jobs import CancelResult, Handle, Job, JobPage, JobSpec
+from tenq.jobs import CancelResult, Handle, Job, JobPage, JobSpec, Waiting, WaitingReason
+from tenq.queues import Counts, QueueInfo, TenantInfo
 from tenq.switch import (
     BoundTask,
     TaskFunction,
@@ -80,6 +81,7 @@ __all__ = [
     "ConflictError",
     "ConnectError",
     "Context",
+    "Counts",
     "ForbiddenError",
     "Handle",
     "InternalError",
@@ -94,17 +96,21 @@ __all__ = [
     "NotLeaderError",
     "OverloadedError",
     "ProtocolError",
+    "QueueInfo",
     "RateLimitedError",
     "Registry",
     "Retry",
     "Stopped",
     "TaskFunction",
     "TaskFunction0",
+    "TenantInfo",
     "TenqError",
     "TimedOutError",
     "TooLargeError",
     "UnauthenticatedError",
     "UnavailableError",
+    "Waiting",
+    "WaitingReason",
     "Worker",
     "configure",
     "current_context",

@@ -20,6 +20,7 @@ from typing import (
     Sequence,
     Tuple,
     Union,
+    cast,
 )
 from urllib.parse import quote, urlencode
 
@@ -29,6 +30,7 @@ from tenq._transport import Transport
 from tenq._work_api import WorkerRequests, dumps
 from tenq.errors import InvalidError, ProtocolError, TenqError, item_error
 from tenq.jobs import CancelResult, Handle, Job, JobPage, JobSpec, RunAt, run_at_ms
+from tenq.queues import QueueInfo, TenantInfo
 from tenq.tracing import check_traceparent
 
 DEFAULT_SERVER = "http://127.0.0.1:7070"
@@ -58,6 +60,7 @@ _SUBMIT_FIELDS = frozenset(
         "max_attempts",
         "score",
         "traceparent",
+        "timeout_ms",
     }
 )
 
@@ -182,8 +185,11 @@ class Client(WorkerRequests):
         max_attempts: Optional[int] = None,
         score: Optional[float] = None,
         traceparent: Optional[str] = None,
+        timeout_ms: Optional[int] = None,
     ) -> Handle[Any]:
-        """Submits one job; its handle. Raises the typed error of a refusal
+        """Submits one job; its handle. ``timeout_ms``: the server fails an
+        attempt still running that long after its lease (default: the
+        queue's). Raises the typed error of a refusal
         (InvalidError names the field), before anything is sent when the job
         is wrong here already (args that are not JSON, no queue)."""
         spec = JobSpec(
@@ -200,6 +206,7 @@ class Client(WorkerRequests):
             max_attempts=max_attempts,
             score=score,
             traceparent=traceparent,
+            timeout_ms=timeout_ms,
         )
         body = self._shape(spec)
         self._finish([body])
@@ -480,18 +487,54 @@ class Client(WorkerRequests):
 
     # ---- the rest -----------------------------------------------------------------------------
 
-    def set_queue(self, name: str, **settings: Any) -> Dict[str, Any]:
-        """PUT /v1/queues/{name} with settings of docs/SEMANTICS.md
-        (``lease_ms=``, ``max_attempts=``, ``backoff=``, ...)."""
-        path = f"/v1/queues/{quote(name, safe='')}"
-        ans = self._t.request("PUT", path, dumps(settings), safe=True)
-        return ans if isinstance(ans, dict) else {}
+    def get_queue(self, name: str) -> QueueInfo:
+        """GET /v1/queues/{name}: the queue's settings, pauses and counts."""
+        return self._queue_call("GET", name, "")
 
-    def set_tenant(self, name: str, **settings: Any) -> Dict[str, Any]:
-        """PUT /v1/tenants/{name} with ``slots=`` and/or ``weight=``."""
+    def set_queue(self, name: str, **settings: Any) -> QueueInfo:
+        """PUT /v1/queues/{name} with settings of docs/SEMANTICS.md
+        (``lease_ms=``, ``max_attempts=``, ``timeout_ms=``, ``paused=``,
+        ``rate=``, ``tenant_rate=``, ``rate_period_ms=``, ``rate_burst=``,
+        ...; None clears a limit); the queue as it is then."""
+        return self._queue_call("PUT", name, "", settings)
+
+    def pause_queue(self, name: str, tenant: Optional[str] = None) -> QueueInfo:
+        """Pauses the queue whole (admin), or only ``tenant``'s jobs in it
+        (a tenant token: its own tenant when None): nothing of it is leased
+        until resumed; submits are still taken, leased jobs run to their
+        end. The queue as it is then (``paused``, ``paused_tenants``)."""
+        return self._queue_call("POST", name, "/pause", _tenant_body(tenant))
+
+    def resume_queue(self, name: str, tenant: Optional[str] = None) -> QueueInfo:
+        """Undoes pause_queue (the same ``tenant``): its jobs may be leased
+        at once. The queue as it is then."""
+        return self._queue_call("POST", name, "/resume", _tenant_body(tenant))
+
+    def _queue_call(self, method: str, name: str, tail: str, body: Any = None) -> QueueInfo:
+        path = f"/v1/queues/{quote(name, safe='')}{tail}"
+        data = None if body is None else dumps(body)
+        # every one of these may be sent again: the same request sets the same state
+        ans = self._t.request(method, path, data, safe=True)
+        if not isinstance(ans, dict):
+            raise ProtocolError("the queue answer is not a JSON object")
+        return cast(QueueInfo, ans)
+
+    def get_tenant(self, name: str) -> TenantInfo:
+        """GET /v1/tenants/{name}: the tenant's settings and counts."""
+        ans = self._t.request("GET", f"/v1/tenants/{quote(name, safe='')}", safe=True)
+        if not isinstance(ans, dict):
+            raise ProtocolError("the tenant answer is not a JSON object")
+        return cast(TenantInfo, ans)
+
+    def set_tenant(self, name: str, **settings: Any) -> TenantInfo:
+        """PUT /v1/tenants/{name} with ``slots=``, ``weight=``, ``rate=``,
+        ``rate_period_ms=``, ``rate_burst=`` (None: unlimited, no limit);
+        the tenant as it is then."""
         path = f"/v1/tenants/{quote(name, safe='')}"
         ans = self._t.request("PUT", path, dumps(settings), safe=True)
-        return ans if isinstance(ans, dict) else {}
+        if not isinstance(ans, dict):
+            raise ProtocolError("the tenant answer is not a JSON object")
+        return cast(TenantInfo, ans)
 
     def health(self) -> Dict[str, Any]:
         """GET /healthz of the server tried first: status, role, leader."""
@@ -509,6 +552,12 @@ class Client(WorkerRequests):
 
 
 _PENDING: Any = object()
+
+
+def _tenant_body(tenant: Optional[str]) -> Optional[Dict[str, str]]:
+    """The body of a pause or resume: one tenant's jobs, or (None) the
+    whole queue (a tenant token: its own tenant)."""
+    return None if tenant is None else {"tenant": tenant}
 
 
 def _check_json(body: Dict[str, Any]) -> None:

@@ -124,6 +124,14 @@ class Context:
         return _opt_int(self.job, "max_attempts")
 
     @property
+    def timeout_ms(self) -> Optional[int]:
+        """The job's own server-side timeout (None: the queue's, if any):
+        the server fails the attempt that long after its lease, and the
+        handler is then stopped with reason ``lost``."""
+        v = self.job.get("timeout_ms")
+        return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+    @property
     def traceparent(self) -> Optional[str]:
         """The W3C trace context the job was submitted with, if any."""
         tp = self.job.get("traceparent")

@@ -7,7 +7,19 @@ from __future__ import annotations
 
 import datetime
 from dataclasses import dataclass, field
-from typing import Any, Dict, Generic, List, Optional, Protocol, TypeVar, Union, cast
+from typing import (
+    Any,
+    Dict,
+    Generic,
+    List,
+    Literal,
+    Optional,
+    Protocol,
+    TypedDict,
+    TypeVar,
+    Union,
+    cast,
+)
 
 from tenq.errors import InvalidError, JobCancelledError, JobFailedError, TimedOutError
 
@@ -16,6 +28,35 @@ R = TypeVar("R")
 FINISHED_STATES = frozenset({"succeeded", "cancelled", "merged", "dead"})
 
 RunAt = Union[int, datetime.datetime]
+
+# Why a job that is neither handed out nor finished waits (docs/API.md).
+WaitingReason = Literal[
+    "scheduled",
+    "backoff",
+    "lane",
+    "tenant_slots",
+    "tenant_cap",
+    "queue_paused",
+    "tenant_paused",
+    "tenant_rate",
+    "queue_rate",
+    "queue_tenant_rate",
+    "worker",
+]
+
+
+class Waiting(TypedDict, total=False):
+    """A job's ``waiting``: its ``reason``, a ``message`` for people, and
+    the reason's figures: ``until`` (scheduled, backoff and the rates: ms
+    since the epoch), ``blocked_by`` (lane), ``active`` and ``limit``
+    (tenant_slots, tenant_cap)."""
+
+    reason: WaitingReason
+    message: str
+    until: int
+    blocked_by: int
+    active: int
+    limit: int
 
 
 def run_at_ms(value: RunAt) -> int:
@@ -34,7 +75,9 @@ class JobSpec:
     ``tenant`` fall back to the client's defaults (a tenant token implies
     its tenant). ``idempotency_key`` is sent only when given: the server
     then makes one job for it, however often it is submitted, for a day
-    (the library's own retries need none: they carry a request key)."""
+    (the library's own retries need none: they carry a request key).
+    ``timeout_ms`` makes the server fail an attempt still running that long
+    after its lease (None: the queue's ``timeout_ms``)."""
 
     type: str
     args: Any = None
@@ -49,6 +92,7 @@ class JobSpec:
     max_attempts: Optional[int] = None
     score: Optional[float] = None
     traceparent: Optional[str] = None
+    timeout_ms: Optional[int] = None
 
     def body(self) -> Dict[str, Any]:
         """The job as the protocol's JSON object (without defaults)."""
@@ -67,6 +111,7 @@ class JobSpec:
             "max_attempts",
             "score",
             "traceparent",
+            "timeout_ms",
         ):
             value = getattr(self, name)
             if value is not None:
@@ -122,6 +167,8 @@ class Job:
     merged_into: Optional[int] = None
     token: Optional[int] = None
     traceparent: Optional[str] = None
+    timeout_ms: Optional[int] = None
+    waiting: Optional[Waiting] = None
     data: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -165,6 +212,8 @@ class Job:
             merged_into=_opt_int(d, "merged_into"),
             token=_opt_int(d, "token"),
             traceparent=_opt_str(d, "traceparent"),
+            timeout_ms=_opt_int(d, "timeout_ms"),
+            waiting=cast(Waiting, d["waiting"]) if isinstance(d.get("waiting"), dict) else None,
             data=d,
         )
 

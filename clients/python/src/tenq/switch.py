@@ -71,6 +71,7 @@ OPTION_NAMES = frozenset(
         "max_attempts",
         "score",
         "traceparent",
+        "timeout_ms",
         "client",
     }
 )

@@ -61,6 +61,12 @@ class FakeJob:
     def args(self) -> Any:
         return self.body.get("args")
 
+    @property
+    def timeout_ms(self) -> Optional[int]:
+        """The job's own server-side timeout, as submitted (None: none)."""
+        v = self.body.get("timeout_ms")
+        return v if isinstance(v, int) else None
+
     def to_job(self) -> Job:
         data = {
             "id": self.id,
@@ -77,6 +83,7 @@ class FakeJob:
             "progress": self.progress,
             "idempotency_key": self.body.get("idempotency_key"),
             "traceparent": self.body.get("traceparent"),
+            "timeout_ms": self.timeout_ms,
             "created_at": self.created_at,
         }
         return Job.from_json(data)

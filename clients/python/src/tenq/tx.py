@@ -45,7 +45,9 @@ Lease = Union[Context, Tuple[int, int]]
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
 
 # The fields of a job of tenq.submit_many: a submit's, as tenq.submit names its arguments.
-_FIELDS = _SUBMIT_FIELDS
+# tenq.submit takes no timeout of a job's own: in a transaction the
+# queue's timeout_ms applies (a job that names one is refused, not cut).
+_FIELDS = _SUBMIT_FIELDS - {"timeout_ms"}
 
 _SQL_SUBMIT = (
     "SELECT tenq.submit(%s::text, %s::text, %s::text, %s::jsonb, %s::text, %s::text, "
@@ -114,6 +116,12 @@ def submit_many(cur: Any, jobs: Iterable[Union[JobSpec, Mapping[str, Any]]]) -> 
         else:
             raise InvalidError(f"job {i}: a JobSpec or a mapping, not {job!r}", field="jobs")
         unknown = sorted(set(body) - _FIELDS)
+        if unknown == ["timeout_ms"]:
+            raise InvalidError(
+                f"job {i}: timeout_ms: tenq.submit_many takes no timeout of a job's own; "
+                "in a transaction the queue's timeout_ms applies",
+                field="timeout_ms",
+            )
         if unknown:
             raise InvalidError(f"job {i}: unknown field {unknown[0]!r}", field=unknown[0])
         out = {name: value for name, value in body.items() if value is not None}

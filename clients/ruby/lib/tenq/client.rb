@@ -19,6 +19,7 @@ module Tenq
   # the caller gives one.
   class Client
     include WorkerCalls
+    include QueueCalls
 
     DEFAULT_SERVER = "http://127.0.0.1:7070"
     BATCH_MAX = 10_000

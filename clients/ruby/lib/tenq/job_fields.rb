@@ -9,7 +9,7 @@ module Tenq
   module JobFields
     # Every field of a submit (docs/API.md, "Jobs").
     NAMES = %i[tenant queue type args key unique_key unique idempotency_key priority run_at
-               max_attempts score traceparent].freeze
+               max_attempts score traceparent timeout_ms].freeze
     WIRE = NAMES.to_h { |n| [n, n.to_s.freeze] }.freeze
     BY_TEXT = NAMES.to_h { |n| [n.to_s.freeze, n] }.freeze
     private_constant :WIRE, :BY_TEXT
@@ -47,7 +47,7 @@ module Tenq
       when :queue, :tenant, :key, :unique_key, :idempotency_key then job[WIRE[name]] = text(value, name, index)
       when :args then job["args"] = JSONValue.check!(value, "#{at(index)}args")
       when :unique then job["unique"] = true if value
-      when :priority, :max_attempts then job[WIRE[name]] = integer(value, name, index)
+      when :priority, :max_attempts, :timeout_ms then job[WIRE[name]] = integer(value, name, index)
       when :run_at then job["run_at"] = time_ms(value, index)
       when :score then job["score"] = score(value, index)
       when :traceparent then job["traceparent"] = Traceparent.check!(value, at(index))

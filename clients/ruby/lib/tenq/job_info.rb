@@ -8,10 +8,15 @@ module Tenq
   class JobInfo
     STATES = %w[scheduled blocked ready leased running dead succeeded cancelled merged].freeze
     FINISHED = %w[succeeded cancelled merged dead].freeze
+    # Why a job that is neither handed out nor finished waits: the "reason"
+    # of {#waiting} (with "until" for scheduled, backoff and the rates).
+    WAITING_REASONS = %w[scheduled backoff lane tenant_slots tenant_cap queue_paused tenant_paused tenant_rate
+                         queue_rate queue_tenant_rate worker].freeze
 
     FIELDS = %i[id tenant queue type key args payloads priority state attempts max_attempts run_at
                 created_at ready_at leased_at started_at finished_at worker error result stats
-                progress unique_key idempotency_key lease_until merged_into token traceparent].freeze
+                progress unique_key idempotency_key lease_until merged_into token traceparent timeout_ms
+                waiting].freeze
     FIELDS.each { |f| define_method(f) { @data[f.to_s] } }
 
     # @param data [Hash{String => Object}] the job's JSON object
@@ -38,6 +43,12 @@ module Tenq
 
     def succeeded?
       state == "succeeded"
+    end
+
+    # @return [String, nil] why it waits (one of {WAITING_REASONS}), nil when it does not
+    def waiting_reason
+      w = @data["waiting"]
+      w.is_a?(Hash) ? w["reason"] : nil
     end
 
     def cancel_requested?

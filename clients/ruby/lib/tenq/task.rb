@@ -69,6 +69,9 @@ module Tenq
     def created_at = @data["created_at"]
     def lease_until = @data["lease_until"]
     def traceparent = @data["traceparent"]
+    # The job's own server-side timeout (nil: the queue's, if any): past
+    # it the server fails the attempt and the handler is stopped (:lost).
+    def timeout_ms = @data["timeout_ms"]
 
     # Reports progress (any JSON); the latest reaches the job within a
     # second, with a heartbeat.

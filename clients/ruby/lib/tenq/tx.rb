@@ -131,6 +131,10 @@ module Tenq
     # The checked job, as the server's JSON (run_at in milliseconds).
     def build(fields, index = nil)
       job = JobFields.build(fields, nil, index)
+      if job.key?("timeout_ms")
+        raise InvalidError.new("#{"jobs[#{index}]." if index}timeout_ms: tenq.submit takes no timeout of a job's " \
+                               "own; in a transaction the queue's timeout_ms applies", field: "timeout_ms")
+      end
       return job if job.key?("tenant")
 
       raise InvalidError.new("#{"jobs[#{index}]." if index}tenant is required", field: "tenant")

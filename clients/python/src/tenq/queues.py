@@ -1,0 +1,80 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Queues and tenants as the server shows them (GET /v1/queues/{name},
+/v1/tenants/{name}): their settings (docs/SEMANTICS.md) and their counts
+(docs/API.md). Plain dicts at run time, typed for the checker; a field
+the server does not send (a tenant token sees no per-second figures) is
+absent."""
+
+from __future__ import annotations
+
+from typing import List, Optional, TypedDict
+
+
+class Counts(TypedDict, total=False):
+    """The jobs of a queue or tenant by state, and totals since start-up.
+    ``eligible``: ready and free to go; ``held``: ready but held by a
+    limit (slots, a cap, a pause, a rate); ``rate_limited_until``: only
+    while a rate limit of its own allows no start (ms since the epoch)."""
+
+    ready: int
+    scheduled: int
+    blocked: int
+    leased: int
+    running: int
+    dead: int
+    eligible: int
+    held: int
+    rate_limited_until: int
+    lag_ms: int
+    submitted_total: int
+    succeeded_total: int
+    failed_total: int
+    dead_total: int
+    cancelled_total: int
+    completed_per_s: float
+    failed_per_s: float
+
+
+class QueueInfo(Counts, total=False):
+    """A queue: its settings and counts. ``paused``: paused whole;
+    ``paused_tenants``: the tenants it is paused for (a tenant token sees
+    only its own). ``timeout_ms`` (0: none) fails attempts still running
+    that long after their lease. ``rate`` (the queue's starts) and
+    ``tenant_rate`` (each tenant's starts in it) per ``rate_period_ms``,
+    with bursts of ``rate_burst`` (None: the rate); None: no limit."""
+
+    name: str
+    order: str
+    delivery: str
+    lease_ms: int
+    max_attempts: int
+    backoff: str
+    backoff_base_ms: int
+    backoff_max_ms: int
+    merge: bool
+    dedup_window_ms: int
+    retention_ms: int
+    max_payload_bytes: int
+    tenant_cap: Optional[int]
+    timeout_ms: int
+    paused: bool
+    paused_tenants: List[str]
+    rate: Optional[int]
+    tenant_rate: Optional[int]
+    rate_period_ms: int
+    rate_burst: Optional[int]
+
+
+class TenantInfo(Counts, total=False):
+    """A tenant: ``slots`` (None: unlimited; 0: paused everywhere),
+    ``weight``, ``in_use``, its ``rate`` of starts in every queue together
+    per ``rate_period_ms`` with bursts of ``rate_burst`` (None: no limit,
+    the rate), and its counts."""
+
+    name: str
+    slots: Optional[int]
+    weight: int
+    in_use: int
+    rate: Optional[int]
+    rate_period_ms: int
+    rate_burst: Optional[int]
