@@ -99,7 +99,8 @@ export type WaitingReason =
   | "tenant_rate"
   | "queue_rate"
   | "queue_tenant_rate"
-  | "worker";
+  | "worker"
+  | "no_worker";
 
 export interface Waiting {
   reason: WaitingReason;
@@ -112,6 +113,8 @@ export interface Waiting {
   /** tenant_slots, tenant_cap: jobs running, of `limit`. */
   active?: number;
   limit?: number;
+  /** worker, no_worker: when a lease last named its queue and type (ms since the epoch). */
+  askedAt?: number;
 }
 
 /** A job as GET /v1/jobs/{id} returns it. */

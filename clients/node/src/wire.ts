@@ -192,6 +192,8 @@ function waitingFromWire(o: Wire): Waiting {
   if (active !== null) w.active = active;
   const limit = num(o["limit"]);
   if (limit !== null) w.limit = limit;
+  const asked = num(o["asked_at"]);
+  if (asked !== null) w.askedAt = asked;
   return w;
 }
 

@@ -42,6 +42,7 @@ WaitingReason = Literal[
     "queue_rate",
     "queue_tenant_rate",
     "worker",
+    "no_worker",
 ]
 
 
@@ -49,7 +50,8 @@ class Waiting(TypedDict, total=False):
     """A job's ``waiting``: its ``reason``, a ``message`` for people, and
     the reason's figures: ``until`` (scheduled, backoff and the rates: ms
     since the epoch), ``blocked_by`` (lane), ``active`` and ``limit``
-    (tenant_slots, tenant_cap)."""
+    (tenant_slots, tenant_cap), ``asked_at`` (worker, no_worker: when a
+    lease last named its queue and type)."""
 
     reason: WaitingReason
     message: str
@@ -57,6 +59,7 @@ class Waiting(TypedDict, total=False):
     blocked_by: int
     active: int
     limit: int
+    asked_at: int
 
 
 def run_at_ms(value: RunAt) -> int:

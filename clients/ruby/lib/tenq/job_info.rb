@@ -11,7 +11,7 @@ module Tenq
     # Why a job that is neither handed out nor finished waits: the "reason"
     # of {#waiting} (with "until" for scheduled, backoff and the rates).
     WAITING_REASONS = %w[scheduled backoff lane tenant_slots tenant_cap queue_paused tenant_paused tenant_rate
-                         queue_rate queue_tenant_rate worker].freeze
+                         queue_rate queue_tenant_rate worker no_worker].freeze
 
     FIELDS = %i[id tenant queue type key args payloads priority state attempts max_attempts run_at
                 created_at ready_at leased_at started_at finished_at worker error result stats
