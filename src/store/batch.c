@@ -345,7 +345,7 @@ void store_group_build(store_group *g, store_batch *const *batches, size_t n)
     fold_ent *ents = xcalloc(total + 1, sizeof(fold_ent));
     size_t nent = 0;
     htab seen = {0};
-    uint64_t *gone = xcalloc(total + 1, sizeof(uint64_t)); /* deleted in this group */
+    uint64_t *gone = NULL; /* deleted in this group (made at the first delete) */
     size_t ngone = 0;
     htab gone_set = {0};
     for (size_t i = 0; i < n; i++) {
@@ -374,6 +374,7 @@ void store_group_build(store_group *g, store_batch *const *batches, size_t n)
                 if (!f || !f->ins) g->del[g->ndel++] = id; /* never written: nothing to delete */
                 /* nor its attempts of this group: a job written before loses
                  * its rows by the delete (a trigger), one never written has none */
+                if (!gone) gone = xcalloc(total + 1, sizeof(uint64_t));
                 gone[ngone] = id;
                 htab_insert(&gone_set, h, &gone[ngone++]);
                 if (f) htab_remove(&seen, h, f);
