@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Jobs: search with filters and paging; a job's page with every field, its
-// timings, its data, and cancel / requeue / delete.
+// timings, its attempts, its data, and cancel / requeue / delete.
 import { h, s, fmtDur, fmtTime, fmtRel, timeEl, badge, jsonView, KeyedTable, field, STATES, UNFINISHED, replaceKeepFocus } from './dom.js';
 import { api, qs } from './api.js';
 import { ctx, now, toast, describe, denied, confirmDialog, link, jobsHref } from './ctx.js';
@@ -202,6 +202,31 @@ function jump(id) {
 }
 const code = (v) => (v === null || v === undefined ? h('span', { class: 'muted', text: '—' }) : h('code', { text: String(v) }));
 
+// Every attempt, oldest first (GET /v1/jobs/{id}/attempts): how it ended, what became of the job.
+function attemptsPanel(list, t) {
+  const took = (a) => {
+    if (!a.leased_at) return '—';
+    if (a.finished_at) return fmtDur(a.finished_at - a.leased_at);
+    return fmtDur(t - a.leased_at) + ' so far';
+  };
+  const rows = list.map((a) => h('tr', { 'data-attempt': String(a.attempt), 'data-outcome': a.outcome },
+    h('td', { class: 'num', text: String(a.attempt) }),
+    h('td', null, badge(a.outcome)),
+    h('td', null, badge(a.job_state)),
+    h('td', null, code(a.worker)),
+    h('td', null, timeEl(a.leased_at, t, true)),
+    h('td', { class: 'num', text: took(a) }),
+    h('td', { 'data-col': 'error' }, a.error ? errorSnippet(a.error) : code(null)),
+    h('td', null, a.stats === null || a.stats === undefined ? code(null) : jsonView(a.stats))));
+  const head = ['#', 'Outcome', 'Job then', 'Worker', 'Leased at', 'Took', 'Error', 'Stats'];
+  return h('section', { class: 'panel', 'aria-labelledby': 'job-attempts', 'data-fk': 'attempts' },
+    h('h2', { id: 'job-attempts', text: `Attempts (${list.length})` }),
+    list.length ? h('div', { class: 'table-wrap' }, h('table', { class: 'grid' },
+      h('thead', null, h('tr', null, head.map((x, i) => h('th', { class: i === 0 || i === 5 ? 'num' : null, text: x })))),
+      h('tbody', null, rows)))
+      : h('p', { class: 'muted', text: 'No attempt yet.' }));
+}
+
 export function mountJob(root, { arg }) {
   const id = arg;
   const body = h('div');
@@ -252,7 +277,7 @@ export function mountJob(root, { arg }) {
 
   }
 
-  function render(j) {
+  function render(j, attempts) {
     const t = now();
     const unfinished = UNFINISHED.includes(j.state);
     const actions = h('div', { class: 'actions' },
@@ -319,6 +344,7 @@ export function mountJob(root, { arg }) {
       h('div', { class: 'job-grid' },
         h('section', { class: 'panel', 'aria-labelledby': 'job-fields' }, h('h2', { id: 'job-fields', text: 'Fields' }), fields),
         h('section', { class: 'panel', 'aria-labelledby': 'job-times' }, h('h2', { id: 'job-times', text: 'Timings' }), timesBox)),
+      attempts ? attemptsPanel(attempts.attempts, t) : null,
       h('div', { class: 'data-grid' }, data),
       none.length ? h('p', { class: 'muted small', text: `No ${none.join(', ').replace(/, ([^,]*)$/, ' or $1')} recorded.` }) : null);
   }
@@ -328,10 +354,11 @@ export function mountJob(root, { arg }) {
     async refresh() {
       if (!/^\d+$/.test(id)) { body.replaceChildren(h('div', { class: 'banner error', text: 'A job id is a number.' })); return; }
       try {
-        const j = await api('GET', 'v1/jobs/' + id);
+        const [j, attempts] = await Promise.all([api('GET', 'v1/jobs/' + id),
+          api('GET', `v1/jobs/${id}/attempts`).catch((e) => { if (e.status === 401) throw e; return null; })]);
         job = j;
-        const js = JSON.stringify(j);
-        if (js !== lastJson) render(j);
+        const js = JSON.stringify([j, attempts]);
+        if (js !== lastJson) render(j, attempts);
         // unfinished jobs show times "so far": redraw those
         else if (UNFINISHED.includes(j.state) && timesBox) timesBox.replaceChildren(renderTimes(j));
         lastJson = js;

@@ -573,6 +573,8 @@ void h_submit(server *s, http_req *req, const principal *who, const char **args)
 void h_get_job(server *s, http_req *req, const principal *who, const char **args);
 void h_list_jobs(server *s, http_req *req, const principal *who, const char **args);
 void h_wait_job(server *s, http_req *req, const principal *who, const char **args);
+/* api_attempts.c */
+void h_job_attempts(server *s, http_req *req, const principal *who, const char **args);
 void h_cancel(server *s, http_req *req, const principal *who, const char **args);
 void h_lease(server *s, http_req *req, const principal *who, const char **args);
 void h_start(server *s, http_req *req, const principal *who, const char **args);

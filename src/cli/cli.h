@@ -133,6 +133,7 @@ void cli_kv(FILE *out, const char *key, const char *fmt, ...) __attribute__((for
 /* ---- the commands (jobs.c, submit.c, morgue.c, admin.c, tokens.c; health: admin.c) ---- */
 int cmd_submit(cli *c, int argc, char **argv);
 int cmd_status(cli *c, int argc, char **argv);
+int cmd_attempts(cli *c, int argc, char **argv); /* attempts.c */
 int cmd_wait(cli *c, int argc, char **argv);
 int cmd_cancel(cli *c, int argc, char **argv);
 int cmd_jobs(cli *c, int argc, char **argv);

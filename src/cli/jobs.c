@@ -95,7 +95,7 @@ int cmd_status(cli *c, int argc, char **argv)
 {
     static const cli_spec spec = {"status ID",
                                   "Shows a job: its state, attempts, times, args, "
-                                  "result and last error.",
+                                  "result and last error (every attempt: tenq attempts ID).",
                                   NULL, 1, 1};
     char *pos[CLI_MAX_POS];
     int np, rc = cli_parse(c, &spec, argc, argv, pos, &np);

@@ -62,6 +62,7 @@ static const cli_cmd commands[] = {
     {"serve", cmd_serve, "run the server (tenq serve --help lists its settings)"},
     {"submit", cmd_submit, "submit a job, or many as JSON lines on stdin"},
     {"status", cmd_status, "show a job"},
+    {"attempts", cmd_attempts, "a job's attempts: how each ended, worker, times, error"},
     {"wait", cmd_wait, "wait for a job to finish"},
     {"cancel", cmd_cancel, "cancel a job"},
     {"jobs", cmd_jobs, "list jobs"},

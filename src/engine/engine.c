@@ -177,6 +177,7 @@ void engine_destroy(engine_t *e)
     free(e->changes.v);
     free(e->graveyard.v);
     free(e->idem_graveyard.v);
+    free(e->attempt_recs.v);
     free(e->scratch.v);
     free(e);
 }
@@ -653,6 +654,7 @@ void engine_changes_clear(engine_t *e)
         free(ie);
     }
     e->idem_graveyard.n = 0;
+    engine_attempts_clear(e);
 }
 
 /* ---- tenants and queues ------------------------------------------------- */

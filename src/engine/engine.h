@@ -472,7 +472,8 @@ typedef enum {
     ENGINE_CH_QUEUE,       /* settings of queue `name` changed (or it was created) */
     ENGINE_CH_IDEM,        /* an idempotency key was recorded: idem */
     ENGINE_CH_PAUSE,       /* queue `name` was paused (fields 1) or resumed for `tenant` */
-    ENGINE_CH_WAKE         /* queue `name` has newly eligible jobs (not persisted) */
+    ENGINE_CH_WAKE,        /* queue `name` has newly eligible jobs (not persisted) */
+    ENGINE_CH_ATTEMPT      /* an attempt of job `id` ended without succeeding: attempt */
 } engine_change_kind;
 
 #define ENGINE_JF_NEW      1u /* the job is new: write every field */
@@ -496,6 +497,7 @@ typedef struct engine_change {
     const char *name;
     const char *tenant; /* ENGINE_CH_PAUSE */
     const engine_idem_info *idem;
+    const struct engine_attempt_info *attempt; /* ENGINE_CH_ATTEMPT */
 } engine_change;
 
 /* The changes since the last engine_changes_clear(), in the order made; a
@@ -505,6 +507,48 @@ const engine_change *engine_changes(engine_t *e, size_t *n);
 size_t engine_change_count(const engine_t *e);
 /* Forgets the change list and frees the finished jobs it held. */
 void engine_changes_clear(engine_t *e);
+
+/* ---- attempt history (attempts.c) ------------------------------------------
+ * Every lease of a job is an attempt, named by its fencing token (tokens grow
+ * with every lease of a job, across morgue requeues and restarts).  An
+ * attempt that ends without the job succeeding (it failed, its lease
+ * expired, it timed out, it was cancelled) is reported once, as an
+ * ENGINE_CH_ATTEMPT change holding a copy of its fields taken as it ended:
+ * the store keeps it as a row.  The current attempt of a leased or running
+ * job, and the attempt that succeeded, are the job's own fields
+ * (engine_job_attempt). */
+
+typedef enum {
+    ENGINE_ATTEMPT_FAILED,    /* the worker reported a failure */
+    ENGINE_ATTEMPT_EXPIRED,   /* its lease ran out without a heartbeat */
+    ENGINE_ATTEMPT_TIMED_OUT, /* it ran past its timeout (timeout_ms) */
+    ENGINE_ATTEMPT_CANCELLED, /* it ended on a cancel requested while it ran */
+    ENGINE_ATTEMPT_SUCCEEDED, /* acked: the job's own fields */
+    ENGINE_ATTEMPT_LEASED,    /* the current attempt, not started yet */
+    ENGINE_ATTEMPT_RUNNING,   /* the current attempt, started */
+    ENGINE_ATTEMPT_NOUTCOMES
+} engine_attempt_outcome;
+
+/* "failed", "expired", "timed_out", "cancelled", "succeeded", "leased",
+ * "running"; and back (-1: none). */
+const char *engine_attempt_outcome_name(engine_attempt_outcome o);
+int engine_attempt_outcome_parse(const char *name);
+
+typedef struct engine_attempt_info {
+    uint64_t job_id, token;
+    uint32_t attempt; /* the job's attempt count then (1 = first; reset by a requeue) */
+    const char *worker;
+    int64_t leased_at, started_at, finished_at; /* 0: not (yet) */
+    engine_attempt_outcome outcome;
+    engine_state job_state; /* the job's state right after (or now, when current) */
+    const char *error;      /* NULL when none */
+    const char *stats;      /* JSON text the worker reported, or NULL */
+} engine_attempt_info;
+
+/* The attempt a job's own fields hold: its current one (leased, running) or
+ * the one that succeeded.  False for a job in any other state (its attempts
+ * that ended are the store's rows). */
+bool engine_job_attempt(const engine_job_info *j, engine_attempt_info *out);
 
 /* ---- recovery ------------------------------------------------------------ */
 

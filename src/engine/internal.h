@@ -296,6 +296,7 @@ struct engine {
     change_vec changes;
     ptr_vec graveyard;      /* finished jobs, freed at changes_clear */
     ptr_vec idem_graveyard; /* expired idempotency entries listed in changes */
+    ptr_vec attempt_recs;   /* ended attempts listed in changes (attempts.c) */
     counters c;
     bool loading;      /* engine_loading: jobs loaded are not noted as changed */
     size_t data_bytes; /* args and payloads */
@@ -461,6 +462,16 @@ size_t engine_rate_tick(engine_t *e, int64_t now);
 int64_t engine_rate_next(const engine_t *e);
 /* The bucket's place in the heap agrees with its state. */
 bool engine_rate_check(const engine_t *e, const rate_bucket *b);
+
+/* ---- attempt history (attempts.c) */
+/* An attempt of j (leased or running, still holding its lease fields) ended
+ * with this outcome and left the job in state `after`: noted as an
+ * ENGINE_CH_ATTEMPT change holding a copy.  stats: the attempt's own (NULL:
+ * none reported). */
+void engine_attempt_ended(engine_t *e, const job *j, int64_t now, engine_attempt_outcome outcome,
+                          engine_state after, const char *stats);
+/* Frees the copies of engine_changes_clear's list. */
+void engine_attempts_clear(engine_t *e);
 
 /* ---- morgue (morgue.c) */
 void engine_morgue_insert(engine_t *e, job *j);

@@ -692,7 +692,7 @@ static void absorb_waiting(engine_t *e, job *j, int64_t now)
 
 /* The end of an attempt that did not succeed (fail or lease expiry).  The
  * job is leased or running and still holds its slot. */
-static engine_state attempt_failed(engine_t *e, job *j, int64_t now, const engine_fail_req *f)
+static engine_state attempt_end(engine_t *e, job *j, int64_t now, const engine_fail_req *f)
 {
     queue *q = job_queue(j);
     set_str(&j->extra->error, f->error ? f->error : "failed");
@@ -719,6 +719,16 @@ static engine_state attempt_failed(engine_t *e, job *j, int64_t now, const engin
     return (engine_state)j->state;
 }
 
+/* attempt_end, kept in the job's attempt history (attempts.c). */
+static engine_state attempt_failed(engine_t *e, job *j, int64_t now, const engine_fail_req *f,
+                                   engine_attempt_outcome outcome)
+{
+    engine_state s = attempt_end(e, j, now, f);
+    engine_attempt_ended(e, j, now, s == ENGINE_CANCELLED ? ENGINE_ATTEMPT_CANCELLED : outcome, s,
+                         f->stats);
+    return s;
+}
+
 int engine_fail(engine_t *e, int64_t now, uint64_t id, uint64_t token, const engine_fail_req *f,
                 engine_state *state_out, engine_err *err)
 {
@@ -732,7 +742,7 @@ int engine_fail(engine_t *e, int64_t now, uint64_t id, uint64_t token, const eng
         engine_errf(err, TENQ_EINVALID, "retry_in_ms", "retry_in_ms must be 0 to 10 years");
         return TENQ_EINVALID;
     }
-    engine_state s = attempt_failed(e, j, now, f);
+    engine_state s = attempt_failed(e, j, now, f, ENGINE_ATTEMPT_FAILED);
     if (state_out) *state_out = s;
     return 0;
 }
@@ -751,12 +761,15 @@ size_t engine_tick(engine_t *e, int64_t now)
     }
     while ((j = engine_lease_due(e, now))) {
         char why[96] = "lease expired";
+        engine_attempt_outcome outcome = ENGINE_ATTEMPT_EXPIRED;
         int64_t t = job_timeout(j);
-        if (t && now >= j->extra->leased_at + t)
+        if (t && now >= j->extra->leased_at + t) {
             snprintf(why, sizeof why, "timed out: still running %lld ms after its lease",
                      (long long)t);
+            outcome = ENGINE_ATTEMPT_TIMED_OUT;
+        }
         engine_fail_req f = {.error = why};
-        attempt_failed(e, j, now, &f);
+        attempt_failed(e, j, now, &f, outcome);
         changed++;
     }
     changed += engine_rate_tick(e, now);

@@ -153,6 +153,22 @@ void store_batch_pause(store_batch *b, const char *queue, const char *tenant, bo
     o->u.pause.paused = paused;
 }
 
+void store_batch_attempt(store_batch *b, const engine_attempt_info *a)
+{
+    store_op *o = op_push(b, OP_ATTEMPT);
+    o->u.attempt.job_id = a->job_id;
+    o->u.attempt.token = a->token;
+    o->u.attempt.attempt = a->attempt;
+    o->u.attempt.outcome = (uint8_t)a->outcome;
+    o->u.attempt.job_state = (uint8_t)a->job_state;
+    o->u.attempt.leased_at = a->leased_at;
+    o->u.attempt.started_at = a->started_at;
+    o->u.attempt.finished_at = a->finished_at;
+    o->u.attempt.worker = astr(b, a->worker);
+    o->u.attempt.error = astr(b, a->error);
+    o->u.attempt.stats = astr(b, a->stats);
+}
+
 void store_batch_idem(store_batch *b, const engine_idem_info *i)
 {
     store_op *o = op_push(b, OP_IDEM);
@@ -239,6 +255,7 @@ void store_batch_changes_except(store_batch *b, engine_t *e, store_change_filter
         }
         case ENGINE_CH_IDEM: store_batch_idem(b, c[i].idem); break;
         case ENGINE_CH_PAUSE: store_batch_pause(b, c[i].name, c[i].tenant, c[i].fields != 0); break;
+        case ENGINE_CH_ATTEMPT: store_batch_attempt(b, c[i].attempt); break;
         case ENGINE_CH_WAKE: break;
         }
     }
@@ -293,6 +310,25 @@ static void row_from(group_row *r, const store_batch *b, const batch_row *x, boo
     }
 }
 
+static bool id_eq(const void *item, const void *key)
+{
+    return *(const uint64_t *)item == *(const uint64_t *)key;
+}
+
+/* Leaves out the attempts of jobs the group deletes. */
+static void drop_attempts_of(store_group *g, htab *gone)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < g->nother; i++) {
+        const store_op *o = g->other[i];
+        uint64_t id = o->u.attempt.job_id;
+        if (o->kind == OP_ATTEMPT && htab_find(gone, hash_u64(id), id_eq, &id)) continue;
+        g->other[k] = o;
+        g->other_b[k++] = g->other_b[i];
+    }
+    g->nother = k;
+}
+
 void store_group_build(store_group *g, store_batch *const *batches, size_t n)
 {
     memset(g, 0, sizeof(*g));
@@ -309,6 +345,9 @@ void store_group_build(store_group *g, store_batch *const *batches, size_t n)
     fold_ent *ents = xcalloc(total + 1, sizeof(fold_ent));
     size_t nent = 0;
     htab seen = {0};
+    uint64_t *gone = NULL; /* deleted in this group (made at the first delete) */
+    size_t ngone = 0;
+    htab gone_set = {0};
     for (size_t i = 0; i < n; i++) {
         const store_batch *b = batches[i];
         for (size_t k = 0; k < b->n; k++) {
@@ -333,6 +372,11 @@ void store_group_build(store_group *g, store_batch *const *batches, size_t n)
             if (o->kind == OP_JOB_DELETE) {
                 if (f) (f->ins ? g->ins : g->upd)[f->idx].dropped = true;
                 if (!f || !f->ins) g->del[g->ndel++] = id; /* never written: nothing to delete */
+                /* nor its attempts of this group: a job written before loses
+                 * its rows by the delete (a trigger), one never written has none */
+                if (!gone) gone = xcalloc(total + 1, sizeof(uint64_t));
+                gone[ngone] = id;
+                htab_insert(&gone_set, h, &gone[ngone++]);
                 if (f) htab_remove(&seen, h, f);
                 continue;
             }
@@ -352,6 +396,9 @@ void store_group_build(store_group *g, store_batch *const *batches, size_t n)
     }
     htab_free(&seen);
     free(ents);
+    if (ngone) drop_attempts_of(g, &gone_set);
+    htab_free(&gone_set);
+    free(gone);
 }
 
 void store_group_free(store_group *g)

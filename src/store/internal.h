@@ -27,7 +27,8 @@ typedef enum {
     OP_REQUEST,
     OP_PAUSE,      /* u.pause: a queue paused or resumed for a tenant */
     OP_INBOX_DONE, /* u.tx: a job taken in from the inbox */
-    OP_TX_DONE     /* u.tx: an outcome of an application's transaction applied */
+    OP_TX_DONE,    /* u.tx: an outcome of an application's transaction applied */
+    OP_ATTEMPT     /* u.attempt: an attempt that ended without its job succeeding */
 } op_kind;
 
 typedef struct batch_row {
@@ -81,6 +82,13 @@ typedef struct store_op {
             soff queue, tenant;
             bool paused;
         } pause;
+        struct {
+            uint64_t job_id, token;
+            uint32_t attempt;
+            uint8_t outcome, job_state;
+            int64_t leased_at, started_at, finished_at;
+            soff worker, error, stats;
+        } attempt;
     } u;
 } store_op;
 
@@ -132,6 +140,10 @@ typedef struct store_result {
     store_request_key req; /* its strings malloc'd */
     store_inbox_fn ifn;    /* a read of the inbox: its rows (strings kept in rows) */
     store_inbox inbox;
+    store_attempts_fn afn; /* a read of a job's attempts: the job in rows, these */
+    engine_attempt_info *att;
+    size_t natt, capatt;
+    bool bad_att; /* an attempt row held a word this tenq does not know */
     struct store_result *next;
 } store_result;
 
@@ -142,13 +154,16 @@ typedef struct read_req {
     store_rows_fn fn;
     store_request_read_fn rfn; /* a request key's read: scope, key */
     const char *scope, *key;
-    store_inbox_fn ifn; /* an inbox read: up to max, raising tx ids to floor */
+    store_inbox_fn ifn;    /* an inbox read: up to max, raising tx ids to floor */
+    store_attempts_fn afn; /* a job (id) and its attempts */
     size_t max;
     uint64_t floor;
     void *ctx;
     struct read_req *next;
 } read_req;
 
+/* Hands a read of attempts to its callback, then frees what it read (reader.c). */
+void store_attempts_deliver(store_result *res);
 /* The inbox's read (inbox.c), on the reader thread. */
 int store_inbox_run(store_t *s, size_t max, uint64_t floor, store_inbox *in, rows_builder *keep);
 void store_inbox_free(store_inbox *in);

@@ -47,6 +47,7 @@ enum {
     PG_ST_ID_FLOOR,
     PG_ST_REQUEST,
     PG_ST_PAUSE,
+    PG_ST_ATTEMPT,
     PG_ST_N
 };
 extern const char *const pg_stmt_name[PG_ST_N];

@@ -19,7 +19,7 @@
 /* Statements that write one row; job rows go many at a time (below). */
 
 const char *const pg_stmt_name[PG_ST_N] = {"tenant", "queue",   "idem",    "token", "revoke",
-                                           "fence",  "idfloor", "request", "pause"};
+                                           "fence",  "idfloor", "request", "pause", "attempt"};
 static const char *const stmt_sql[PG_ST_N] = {
     NULL,
     NULL,
@@ -30,6 +30,7 @@ static const char *const stmt_sql[PG_ST_N] = {
     STORE_SQL_ID_FLOOR,
     STORE_SQL_INSERT_REQUEST,
     STORE_SQL_UPSERT_PAUSE,
+    STORE_SQL_INSERT_ATTEMPT,
 };
 
 #define CHUNK 4096
@@ -153,6 +154,19 @@ static int op_params(const store_batch *b, const store_op *o, params *ps)
         p_bool(ps, o->u.pause.paused);
         p_i64(ps, pg_now_ms());
         return PG_ST_PAUSE;
+    case OP_ATTEMPT:
+        p_i64(ps, (long long)o->u.attempt.job_id);
+        p_i64(ps, (long long)o->u.attempt.token);
+        p_i64(ps, o->u.attempt.attempt);
+        p_text(ps, bstr(b, o->u.attempt.worker));
+        p_time(ps, o->u.attempt.leased_at);
+        p_time(ps, o->u.attempt.started_at);
+        p_i64(ps, o->u.attempt.finished_at);
+        p_text(ps, engine_attempt_outcome_name(o->u.attempt.outcome));
+        p_text(ps, engine_state_name((engine_state)o->u.attempt.job_state));
+        p_text(ps, bstr(b, o->u.attempt.error));
+        p_text(ps, bstr(b, o->u.attempt.stats));
+        return PG_ST_ATTEMPT;
     default: break;
     }
     return -1;

@@ -93,10 +93,58 @@ static void request_row(void *ctx, const store_rowacc *acc, void *row)
     res->req.fingerprint = (uint64_t)acc->i64(row, 2);
 }
 
+/* A row of attempts (STORE_ATTEMPT_COLUMNS), its strings kept with the rows. */
+static void attempt_row(void *ctx, const store_rowacc *acc, void *row)
+{
+    store_result *res = ctx;
+    if (res->natt == res->capatt) {
+        res->capatt = res->capatt ? res->capatt * 2 : 8;
+        res->att = xrealloc(res->att, res->capatt * sizeof(*res->att));
+    }
+    engine_attempt_info *a = &res->att[res->natt++];
+    memset(a, 0, sizeof(*a));
+#define I64(c) (acc->is_null(row, (c)) ? 0 : acc->i64(row, (c)))
+#define TXT(c) (acc->is_null(row, (c)) ? NULL : rows_str(&res->rows, acc->text(row, (c))))
+    a->job_id = (uint64_t)I64(0);
+    a->token = (uint64_t)I64(1);
+    a->attempt = (uint32_t)I64(2);
+    a->worker = TXT(3);
+    a->leased_at = I64(4);
+    a->started_at = I64(5);
+    a->finished_at = I64(6);
+    int o = acc->is_null(row, 7) ? -1 : engine_attempt_outcome_parse(acc->text(row, 7));
+    int st = acc->is_null(row, 8) ? -1 : engine_state_parse(acc->text(row, 8));
+    if (o < 0 || st < 0) res->bad_att = true; /* a word this tenq does not know */
+    a->outcome = o < 0 ? ENGINE_ATTEMPT_FAILED : (engine_attempt_outcome)o;
+    a->job_state = st < 0 ? ENGINE_DEAD : (engine_state)st;
+    a->error = TXT(9);
+    a->stats = TXT(10);
+#undef I64
+#undef TXT
+}
+
+static int read_attempts(store_t *s, uint64_t id, store_result *res)
+{
+    int rc = s->be->query(s, id, NULL, &res->rows);
+    if (rc || res->rows.n == 0) return rc; /* no job, no attempts */
+    char idtext[24];
+    snprintf(idtext, sizeof idtext, "%llu", (unsigned long long)id);
+    const char *params[1] = {idtext};
+    rc = s->be->select(s, true, STORE_SQL_GET_ATTEMPTS, 1, params, attempt_row, res);
+    if (!rc && res->bad_att) {
+        store_set_err(s, "job %llu has an attempt with an unknown outcome or state",
+                      (unsigned long long)id);
+        rc = TENQ_ECORRUPT;
+    }
+    return rc;
+}
+
 static void run_read(store_t *s, read_req *rq, store_result *res)
 {
     pthread_mutex_lock(&s->read_db_lock);
-    if (rq->ifn) {
+    if (rq->afn) {
+        res->rc = read_attempts(s, rq->id, res);
+    } else if (rq->ifn) {
         res->rc = store_inbox_run(s, rq->max, rq->floor, &res->inbox, &res->rows);
     } else if (rq->rfn) {
         const char *params[2] = {rq->scope, rq->key};
@@ -124,6 +172,7 @@ void *store_reader_main(void *arg)
         res->fn = rq->fn;
         res->rfn = rq->rfn;
         res->ifn = rq->ifn;
+        res->afn = rq->afn;
         res->ctx = rq->ctx;
         run_read(s, rq, res);
         free(rq->qstrings);
@@ -206,6 +255,35 @@ void store_read_inbox(store_t *s, size_t max, uint64_t floor, store_inbox_fn fn,
     rq->floor = floor;
     rq->ctx = ctx;
     read_enqueue(s, rq);
+}
+
+void store_get_attempts(store_t *s, uint64_t id, store_attempts_fn fn, void *ctx)
+{
+    read_req *rq = read_new(id ? id : UINT64_MAX, NULL, NULL, ctx);
+    rq->afn = fn;
+    read_enqueue(s, rq);
+}
+
+void store_attempts_deliver(store_result *res)
+{
+    store_attempts a = {res->rows.n == 1 && !res->rc ? &res->rows.v[0] : NULL, res->att,
+                        res->rc ? 0 : res->natt};
+    res->afn(res->ctx, res->rc, &a);
+    rows_free(&res->rows);
+    free(res->att);
+    res->att = NULL;
+}
+
+int store_get_attempts_sync(store_t *s, uint64_t id, store_attempts_fn fn, void *ctx)
+{
+    store_result res = {0};
+    read_req rq = {.id = id ? id : UINT64_MAX, .afn = fn};
+    run_read(s, &rq, &res);
+    res.afn = fn;
+    res.ctx = ctx;
+    int rc = res.rc;
+    store_attempts_deliver(&res);
+    return rc;
 }
 
 static int read_sync(store_t *s, read_req *rq)

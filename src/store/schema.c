@@ -183,6 +183,25 @@ static const char *const migrations[] = {
     "  paused $BOOL NOT NULL,\n"
     "  updated_at $I64 NOT NULL,\n"
     "  PRIMARY KEY (queue, tenant));\n",
+
+    /* attempt history: a row for every attempt that ended without its job
+     * succeeding (failed, expired, timed out, cancelled), by (job, token);
+     * deleting a job (retention, the morgue) deletes its attempts, by a
+     * trigger (STORE_ATTEMPTS_GONE_*). */
+    "CREATE TABLE $Sattempts (\n"
+    "  job_id $I64 NOT NULL,\n"
+    "  token $I64 NOT NULL,\n"
+    "  attempt $I64 NOT NULL,\n"
+    "  worker TEXT,\n"
+    "  leased_at $I64,\n"
+    "  started_at $I64,\n"
+    "  finished_at $I64 NOT NULL,\n"
+    "  outcome TEXT NOT NULL,\n"
+    "  job_state TEXT NOT NULL,\n"
+    "  error TEXT,\n"
+    "  stats TEXT,\n"
+    "  PRIMARY KEY (job_id, token))$NOROWID;\n"
+    "$ATTEMPTS_GONE",
 };
 
 int store_schema_versions(void)
@@ -228,6 +247,7 @@ static char *expand(const char *t, bool pg)
         {"$GREATEST", "max", "greatest"},
         {"$NOROWID", " WITHOUT ROWID", ""},
         {"$TXAPI", "", STORE_PG_TXAPI},
+        {"$ATTEMPTS_GONE", STORE_ATTEMPTS_GONE_SQLITE, STORE_ATTEMPTS_GONE_PG},
         {"$S", "", "tenq."},
     };
     char *out = NULL;

@@ -72,6 +72,30 @@ char *store_schema_sql(int version, bool pg);
     "DELETE FROM $Sidempotency WHERE (tenant, key) IN (SELECT tenant, key FROM $Sidempotency "     \
     "WHERE created_at < ?1 LIMIT ?2)"
 
+/* Attempt history (the migration that made $Sattempts). */
+#define STORE_ATTEMPT_COLUMNS                                                                      \
+    "job_id, token, attempt, worker, leased_at, started_at, finished_at, outcome, job_state, "     \
+    "error, stats"
+#define STORE_SQL_INSERT_ATTEMPT                                                                   \
+    "INSERT INTO $Sattempts (" STORE_ATTEMPT_COLUMNS ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, "  \
+    "?9, ?10, ?11) ON CONFLICT (job_id, token) DO NOTHING"
+#define STORE_SQL_GET_ATTEMPTS                                                                     \
+    "SELECT " STORE_ATTEMPT_COLUMNS " FROM $Sattempts WHERE job_id = ?1 ORDER BY token"
+/* A deleted job's attempts go with it, whatever deleted it: a row trigger
+ * (SQLite), a statement trigger reading the deleted rows (PostgreSQL). */
+#define STORE_ATTEMPTS_GONE_SQLITE                                                                 \
+    "CREATE TRIGGER jobs_attempts_gone AFTER DELETE ON jobs BEGIN\n"                               \
+    "  DELETE FROM attempts WHERE job_id = old.id;\n"                                              \
+    "END;\n"
+#define STORE_ATTEMPTS_GONE_PG                                                                     \
+    "CREATE FUNCTION tenq.attempts_gone() RETURNS trigger LANGUAGE plpgsql AS $f$\n"               \
+    "BEGIN\n"                                                                                      \
+    "  DELETE FROM tenq.attempts a USING gone g WHERE a.job_id = g.id;\n"                          \
+    "  RETURN NULL;\n"                                                                             \
+    "END $f$;\n"                                                                                   \
+    "CREATE TRIGGER jobs_attempts_gone AFTER DELETE ON tenq.jobs REFERENCING OLD TABLE AS gone "   \
+    "FOR EACH STATEMENT EXECUTE PROCEDURE tenq.attempts_gone();\n"
+
 /* Job ids are never used twice: a transaction that deletes jobs (retention,
  * the morgue) first raises the floor to the highest id there is (writing
  * only when it rises), and a load starts numbering above both. */

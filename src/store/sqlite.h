@@ -26,6 +26,7 @@ enum {
     ST_REVOKE,
     ST_REQUEST,
     ST_PAUSE,
+    ST_ATTEMPT,
     ST_BEGIN, /* prepared once: sqlite3_exec parses its text at every commit */
     ST_COMMIT,
     ST_N

@@ -11,11 +11,17 @@
 #include <stdio.h>
 
 static const char *const stmt_sql[ST_N] = {
-    [ST_INS_JOB] = STORE_SQL_INSERT_JOB,  [ST_DEL_JOB] = STORE_SQL_DELETE_JOB,
-    [ST_ID_FLOOR] = STORE_SQL_ID_FLOOR,   [ST_IDEM] = STORE_SQL_UPSERT_IDEM,
-    [ST_TOKEN] = STORE_SQL_INSERT_TOKEN,  [ST_REQUEST] = STORE_SQL_INSERT_REQUEST,
-    [ST_REVOKE] = STORE_SQL_REVOKE_TOKEN, [ST_PAUSE] = STORE_SQL_UPSERT_PAUSE,
-    [ST_BEGIN] = "BEGIN IMMEDIATE",       [ST_COMMIT] = "COMMIT",
+    [ST_INS_JOB] = STORE_SQL_INSERT_JOB,
+    [ST_DEL_JOB] = STORE_SQL_DELETE_JOB,
+    [ST_ID_FLOOR] = STORE_SQL_ID_FLOOR,
+    [ST_IDEM] = STORE_SQL_UPSERT_IDEM,
+    [ST_TOKEN] = STORE_SQL_INSERT_TOKEN,
+    [ST_REQUEST] = STORE_SQL_INSERT_REQUEST,
+    [ST_REVOKE] = STORE_SQL_REVOKE_TOKEN,
+    [ST_PAUSE] = STORE_SQL_UPSERT_PAUSE,
+    [ST_ATTEMPT] = STORE_SQL_INSERT_ATTEMPT,
+    [ST_BEGIN] = "BEGIN IMMEDIATE",
+    [ST_COMMIT] = "COMMIT",
 };
 
 /* Job rows go JOB_ROWS to a statement while a group has that many: a
@@ -305,6 +311,19 @@ static void bind_other(sqlite3_stmt *st, const store_batch *b, const store_op *o
         bind_i64(st, 3, o->u.pause.paused);
         bind_i64(st, 4, sq_now_ms());
         break;
+    case OP_ATTEMPT:
+        bind_i64(st, 1, (long long)o->u.attempt.job_id);
+        bind_i64(st, 2, (long long)o->u.attempt.token);
+        bind_i64(st, 3, o->u.attempt.attempt);
+        bind_text(st, 4, bstr(b, o->u.attempt.worker));
+        bind_time(st, 5, o->u.attempt.leased_at);
+        bind_time(st, 6, o->u.attempt.started_at);
+        bind_i64(st, 7, o->u.attempt.finished_at);
+        bind_text(st, 8, engine_attempt_outcome_name(o->u.attempt.outcome));
+        bind_text(st, 9, engine_state_name((engine_state)o->u.attempt.job_state));
+        bind_text(st, 10, bstr(b, o->u.attempt.error));
+        bind_text(st, 11, bstr(b, o->u.attempt.stats));
+        break;
     default: break; /* job rows are bound by bind_insert and bind_update */
     }
 }
@@ -313,7 +332,7 @@ static const int op_stmt[] = {
     [OP_JOB_INSERT] = ST_INS_JOB, [OP_JOB_UPDATE] = ST_UPD_JOB,  [OP_JOB_DELETE] = ST_DEL_JOB,
     [OP_TENANT] = ST_TENANT,      [OP_QUEUE] = ST_QUEUE,         [OP_IDEM] = ST_IDEM,
     [OP_TOKEN] = ST_TOKEN,        [OP_TOKEN_REVOKE] = ST_REVOKE, [OP_REQUEST] = ST_REQUEST,
-    [OP_PAUSE] = ST_PAUSE,
+    [OP_PAUSE] = ST_PAUSE,        [OP_ATTEMPT] = ST_ATTEMPT,
 };
 
 /* Steps one statement; on failure rolls back and says why. */

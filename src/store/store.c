@@ -80,6 +80,8 @@ size_t store_dispatch(store_t *s)
                 s->sync_done = true;
             }
             if (s->on_commit) s->on_commit(s->on_commit_ctx, x->seq, x->rc);
+        } else if (x->afn) {
+            store_attempts_deliver(x);
         } else if (x->ifn) {
             x->ifn(x->ctx, x->rc, &x->inbox);
             store_inbox_free(&x->inbox);

@@ -101,6 +101,10 @@ void store_batch_queue(store_batch *b, const char *name, const engine_queue_sett
 void store_batch_idem(store_batch *b, const engine_idem_info *i);
 /* A queue paused (or resumed) for one tenant. */
 void store_batch_pause(store_batch *b, const char *queue, const char *tenant, bool paused);
+/* An attempt that ended without its job succeeding (ENGINE_CH_ATTEMPT): a
+ * row of the job's attempt history, kept as long as the job (a job's
+ * deletion, by retention or from the morgue, deletes its attempts). */
+void store_batch_attempt(store_batch *b, const engine_attempt_info *a);
 
 typedef struct store_token {
     int64_t id;
@@ -344,6 +348,16 @@ void store_get_job(store_t *s, uint64_t id, store_rows_fn fn, void *ctx);
 void store_list_jobs(store_t *s, const store_job_query *q, store_rows_fn fn, void *ctx);
 /* The same, on the caller's thread (tests, tools). */
 int store_get_job_sync(store_t *s, uint64_t id, store_rows_fn fn, void *ctx);
+/* A job's row (job NULL when there is none) and the rows of its attempts
+ * that ended without it succeeding (store_batch_attempt), by token. */
+typedef struct store_attempts {
+    const engine_job_info *job;
+    const engine_attempt_info *v;
+    size_t n;
+} store_attempts;
+typedef void (*store_attempts_fn)(void *ctx, int rc, const store_attempts *a);
+void store_get_attempts(store_t *s, uint64_t id, store_attempts_fn fn, void *ctx);
+int store_get_attempts_sync(store_t *s, uint64_t id, store_attempts_fn fn, void *ctx);
 int store_list_jobs_sync(store_t *s, const store_job_query *q, store_rows_fn fn, void *ctx);
 
 /* ---- the clock -------------------------------------------------------------

@@ -436,6 +436,25 @@ test('a job that waits says why on its page, with the job its lane runs first', 
   await srv.api('POST', `/v1/jobs/${second.id}/cancel`);
 });
 
+test('a job\'s page lists its attempts, how each ended', async () => {
+  const { id } = await srv.submit({ tenant: 'acme', queue: 'attempts-page', type: 'Mailer.retry', max_attempts: 5 });
+  for (const error of ['SMTPError: first try', 'SMTPError: second try']) {
+    const [j] = await srv.lease(['attempts-page'], 1);
+    await srv.api('POST', `/v1/jobs/${j.id}/fail`, { token: j.token, error, retry_in_ms: 0 });
+  }
+  const [j] = await srv.lease(['attempts-page'], 1);
+  await go(admin, '#/job/' + id);
+  const rows = admin.locator('[data-fk=attempts] tbody tr');
+  await eventually('two failed attempts and the current one', async () => (await rows.count()) === 3);
+  assert.deepEqual(await rows.evaluateAll((rs) => rs.map((r) => r.dataset.outcome)), ['failed', 'failed', 'leased']);
+  assert.match(await rows.nth(0).innerText(), /SMTPError: first try/);
+  assert.match(await rows.nth(2).innerText(), /so far/);
+  await srv.api('POST', `/v1/jobs/${id}/ack`, { token: j.token, stats: { sent_bytes: 2048 } });
+  await eventually('the third succeeded', async () => (await rows.evaluateAll((rs) => rs.map((r) => r.dataset.outcome))).join() === 'failed,failed,succeeded');
+  assert.match(await rows.nth(2).innerText(), /"sent_bytes": 2048/);
+  assert.match(await textOf(admin, '#job-attempts'), /Attempts \(3\)/);
+});
+
 test('cancelling a job from its page', async () => {
   const { id } = await srv.submit({ tenant: 'acme', queue: 'mail', type: 'Mailer.later', args: { x: 1 }, run_at: Date.now() + 3600e3 });
   await go(admin, '#/job/' + id);

@@ -323,6 +323,30 @@ class Jobs(Case):
         self.assertEqual(rc, 1)
         self.assertIn("boom", out)
 
+    def test_attempts_table_and_json(self):
+        _, err = self.fails(1, "attempts", "987654321")
+        self.assertEqual(err, "tenq: not_found: no job 987654321\n")
+        self.fails(2, "attempts", "nope")
+        jid = self.submit("--tenant", "t-att", "--queue", "attq", "--type", "t",
+                          "--max-attempts", "3")
+        out, _ = self.ok("attempts", str(jid))
+        self.assertEqual(out, "job %d is ready and has had no attempt\n" % jid)
+        [j] = self.lease("attq")
+        api("POST", "/v1/jobs/%d/fail" % jid,
+            {"token": j["token"], "error": "first line\nsecond line", "retry_in_ms": 0})
+        [j] = self.lease("attq")
+        out, _ = self.ok("attempts", str(jid))
+        lines = out.strip().splitlines()
+        self.assertEqual(lines[0].split(), ["ATTEMPT", "OUTCOME", "JOB", "WORKER", "LEASED",
+                                            "TOOK", "ERROR"])
+        self.assertRegex(lines[1], r"^\s*1\s+failed\s+ready\s+\S+\s+\S+ \S+\s+\S+\s+first line$")
+        self.assertRegex(lines[2], r"^\s*2\s+leased\s+leased\s+.*\s-\s+-$")
+        api("POST", "/v1/jobs/%d/ack" % jid, {"token": j["token"], "stats": {"rows": 2}})
+        out, _ = self.ok("attempts", str(jid), "--json")
+        a = json.loads(out)
+        self.assertEqual([x["outcome"] for x in a["attempts"]], ["failed", "succeeded"])
+        self.assertEqual(a["attempts"][1]["stats"], {"rows": 2})
+
     def test_wait_returns_when_the_job_finishes(self):
         jid = self.submit("--tenant", "t-wait", "--queue", "waitq3", "--type", "t")
         p = subprocess.Popen([BIN, "wait", str(jid), "--timeout", "30s"],

@@ -1151,6 +1151,150 @@ BOTH(the_clock_is_kept_and_retention_never_runs_ahead_of_it)
     engine_destroy(e);
 }
 
+/* ---- attempt history ------------------------------------------------------------ */
+
+/* How many rows of attempts the job has, counted by SQL of the test's own. */
+static long attempt_rows(const char *backend, const char *url, uint64_t id)
+{
+    char sql[160];
+    long n = -1;
+    if (strcmp(backend, "sqlite") == 0) {
+        snprintf(sql, sizeof sql, "SELECT count(*) FROM attempts WHERE job_id = %llu",
+                 (unsigned long long)id);
+        sqlite3 *db;
+        sqlite3_stmt *st;
+        ASSERT_EQ(sqlite3_open(url + 7, &db), SQLITE_OK);
+        ASSERT_EQ(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
+        ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
+        n = (long)sqlite3_column_int64(st, 0);
+        sqlite3_finalize(st);
+        sqlite3_close(db);
+        return n;
+    }
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM tenq.attempts WHERE job_id = %llu",
+             (unsigned long long)id);
+    PGconn *c = PQconnectdb(url);
+    ASSERT_MSG(PQstatus(c) == CONNECTION_OK, "connect: %s", PQerrorMessage(c));
+    PGresult *r = PQexec(c, sql);
+    ASSERT_MSG(PQresultStatus(r) == PGRES_TUPLES_OK, "%s", PQresultErrorMessage(r));
+    n = atol(PQgetvalue(r, 0, 0));
+    PQclear(r);
+    PQfinish(c);
+    return n;
+}
+
+typedef struct got_attempts {
+    bool job;
+    engine_state state;
+    size_t n;
+    engine_attempt_info v[8];
+    char err[8][32], worker[8][16], stats[8][32];
+} got_attempts;
+
+static void collect_attempts(void *ctx, int rc, const store_attempts *a)
+{
+    got_attempts *g = ctx;
+    ASSERT_EQ(rc, 0);
+    g->job = a->job != NULL;
+    if (a->job) g->state = a->job->state;
+    for (size_t i = 0; i < a->n && g->n < 8; i++) {
+        size_t k = g->n++;
+        g->v[k] = a->v[i];
+        snprintf(g->err[k], sizeof g->err[k], "%s", a->v[i].error ? a->v[i].error : "-");
+        snprintf(g->worker[k], sizeof g->worker[k], "%s", a->v[i].worker ? a->v[i].worker : "-");
+        snprintf(g->stats[k], sizeof g->stats[k], "%s", a->v[i].stats ? a->v[i].stats : "-");
+        g->v[k].error = g->v[k].worker = g->v[k].stats = NULL;
+    }
+}
+
+static got_attempts read_attempts(store_t *s, uint64_t id)
+{
+    got_attempts g;
+    memset(&g, 0, sizeof g);
+    ASSERT_EQ(store_get_attempts_sync(s, id, collect_attempts, &g), 0);
+    return g;
+}
+
+BOTH(attempts_are_kept_by_token_across_a_reopen_and_go_with_their_job)
+{
+    char *url = fresh_url(backend);
+    store_opts o = quiet_opts();
+    store_t *s = open_ok(url, &o);
+    engine_t *e = mk_engine();
+    engine_queue_settings qs = queue_settings(e, "short");
+    qs.retention_ms = 1000;
+    set_queue(e, "short", qs);
+    /* a: fails twice, then succeeds, all in one batch (each failure's fields
+     * as they were, though the next lease overwrote the job's) */
+    uint64_t a = SUB(e, T0, "t", "short", .max_attempts = 5);
+    ASSERT_EQ(lease1(e, T0, "short"), a);
+    uint64_t t1 = token_of(e, a);
+    fail_ok(e, T0 + 1, a,
+            (engine_fail_req){.error = "first", .stats = "{\"n\":1}", .has_retry_in = true});
+    ASSERT_EQ(lease1(e, T0 + 2, "short"), a);
+    uint64_t t2 = token_of(e, a);
+    fail_ok(e, T0 + 3, a, (engine_fail_req){.error = "second \"quoted\"", .has_retry_in = true});
+    ASSERT_EQ(lease1(e, T0 + 4, "short"), a);
+    ack_ok(e, T0 + 5, a);
+    /* b: dies; c: dies and is deleted before anything of it is written */
+    uint64_t b = kill_one(e, T0, "t", "short", "T");
+    uint64_t c = kill_one(e, T0, "t", "short", "T");
+    ASSERT_EQ(engine_morgue_delete(e, T0 + 6, c, NULL), 0);
+    /* d: succeeds first time: no row */
+    uint64_t d = SUB(e, T0, "t", "short");
+    ASSERT_EQ(lease1(e, T0, "short"), d);
+    ack_ok(e, T0 + 1, d);
+    ASSERT_EQ(commit_changes(s, e), 0);
+
+    got_attempts g = read_attempts(s, a);
+    ASSERT(g.job);
+    ASSERT_EQ(g.state, ENGINE_SUCCEEDED);
+    ASSERT_EQ(g.n, 2);
+    ASSERT_EQ(g.v[0].token, t1);
+    ASSERT_EQ(g.v[0].attempt, 1);
+    ASSERT_EQ(g.v[0].outcome, ENGINE_ATTEMPT_FAILED);
+    ASSERT_EQ(g.v[0].job_state, ENGINE_READY);
+    ASSERT_EQ(g.v[0].leased_at, T0);
+    ASSERT_EQ(g.v[0].started_at, 0);
+    ASSERT_EQ(g.v[0].finished_at, T0 + 1);
+    ASSERT_STR(g.err[0], "first");
+    ASSERT_STR(g.worker[0], "w1");
+    ASSERT_STR(g.stats[0], "{\"n\":1}");
+    ASSERT_EQ(g.v[1].token, t2);
+    ASSERT_EQ(g.v[1].attempt, 2);
+    ASSERT_STR(g.err[1], "second \"quoted\"");
+    ASSERT_STR(g.stats[1], "-");
+    ASSERT_EQ(read_attempts(s, b).n, 1);
+    ASSERT_EQ(read_attempts(s, b).v[0].job_state, ENGINE_DEAD);
+    ASSERT_EQ(attempt_rows(backend, url, c), 0);
+    ASSERT_EQ(attempt_rows(backend, url, d), 0);
+    got_attempts none = read_attempts(s, 999999);
+    ASSERT(!none.job);
+    ASSERT_EQ(none.n, 0);
+
+    /* kept across a reopen */
+    store_close(s);
+    s = open_ok(url, &o);
+    ASSERT_EQ(read_attempts(s, a).n, 2);
+    /* the morgue's delete takes b's rows */
+    engine_t *f = mk_engine();
+    ASSERT_EQ(store_load(s, f, T0 + 10, NULL), 0);
+    ASSERT_EQ(engine_morgue_delete(f, T0 + 10, b, NULL), 0);
+    ASSERT_EQ(commit_changes(s, f), 0);
+    ASSERT_EQ(attempt_rows(backend, url, b), 0);
+    ASSERT_EQ(attempt_rows(backend, url, a), 2);
+    /* retention takes a's with a */
+    long n;
+    while ((n = store_prune_now(s, T0 + 5000)) > 0) {
+    }
+    ASSERT_EQ(n, 0);
+    ASSERT(!has_job(s, a));
+    ASSERT_EQ(attempt_rows(backend, url, a), 0);
+    store_close(s);
+    engine_destroy(f);
+    engine_destroy(e);
+}
+
 TEST(disk_full_fails_the_batch_cleanly_and_keeps_what_was_durable_sqlite)
 {
     char *url = fresh_url("sqlite");

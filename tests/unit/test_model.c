@@ -70,6 +70,10 @@ static struct model {
     /* last lane_seq started per (tenant, queue, key) */
     uint64_t lane_last[NT][NQ][NK];
     uint64_t steps;
+    /* attempt history: the last token reported per job, the changes read */
+    uint64_t *reported;
+    size_t seen_changes;
+    uint64_t n_attempts;
     uint64_t n_leased, n_acked, n_failed, n_expired, n_restarts, n_merged, n_dead, n_pauses;
 } M;
 
@@ -176,6 +180,38 @@ static int64_t want_deadline(const live_lease *l)
 }
 
 /* Ends the test's record of leases whose deadline passed at a tick. */
+static void clear_changes(void)
+{
+    engine_changes_clear(M.e);
+    M.seen_changes = 0;
+}
+
+/* Every lease that ends without an ack is reported once as an attempt,
+ * with the token the model was given, in the step that ended it. */
+static void check_attempts(void)
+{
+    size_t n;
+    const engine_change *c = engine_changes(M.e, &n);
+    for (size_t i = M.seen_changes; i < n; i++) {
+        if (c[i].kind != ENGINE_CH_ATTEMPT) continue;
+        const engine_attempt_info *a = c[i].attempt;
+        ASSERT(a->job_id >= 1 && a->job_id <= MAXJ);
+        const live_lease *l = &M.lease[a->job_id];
+        ASSERT_MSG(a->token == l->token && !l->live,
+                   "step %llu: attempt %llu of job %llu reported, the model's lease is %llu (%s)",
+                   (unsigned long long)M.steps, (unsigned long long)a->token,
+                   (unsigned long long)a->job_id, (unsigned long long)l->token,
+                   l->live ? "live" : "ended");
+        ASSERT_MSG(a->token > M.reported[a->job_id], "step %llu: attempt %llu of job %llu twice",
+                   (unsigned long long)M.steps, (unsigned long long)a->token,
+                   (unsigned long long)a->job_id);
+        ASSERT(a->outcome <= ENGINE_ATTEMPT_CANCELLED);
+        M.reported[a->job_id] = a->token;
+        M.n_attempts++;
+    }
+    M.seen_changes = n;
+}
+
 static void expire_model_leases(void)
 {
     for (size_t i = 0; i < M.n_live; i++) {
@@ -434,7 +470,7 @@ static int cmp_seq(const void *a, const void *b)
  * them into a fresh engine. */
 static void op_restart(void)
 {
-    engine_changes_clear(M.e);
+    clear_changes();
     engine_job_info *v = calloc(M.max_id + 1, sizeof *v);
     size_t n = 0;
     for (uint64_t id = 1; id <= M.max_id; id++) {
@@ -488,7 +524,7 @@ static void op_restart(void)
     }
     free(v);
     engine_loading(M.e, false);
-    engine_changes_clear(M.e);
+    clear_changes();
     M.n_restarts++;
 }
 
@@ -544,6 +580,7 @@ static void run_model(uint64_t seed, uint64_t ops)
     M.now = 1700000000000LL;
     M.lease = calloc(MAXJ + 1, sizeof(live_lease));
     M.live = calloc(MAXJ + 1, sizeof(uint64_t));
+    M.reported = calloc(MAXJ + 1, sizeof(uint64_t));
     for (int t = 0; t < NT; t++) M.slots[t] = (uint32_t)(1 + rn(4));
     for (int q = 0; q < NQ; q++) M.cap[q] = ENGINE_UNLIMITED;
     M.rl_tenant = (rate_log){.rate = 3, .burst = 2, .period = 100};
@@ -580,7 +617,7 @@ static void run_model(uint64_t seed, uint64_t ops)
         } else if (rn(300) == 0) {
             op_restart();
         } else {
-            engine_changes_clear(M.e);
+            clear_changes();
         }
         M.max_id = engine_next_id(M.e) - 1; /* the engine makes ids too (merge splits) */
         trace_step(r < 28   ? "submit"
@@ -593,6 +630,7 @@ static void run_model(uint64_t seed, uint64_t ops)
                             : "restart/clear");
         if (engine_check(M.e, M.now, buf, sizeof buf) != 0)
             test_fail(__FILE__, __LINE__, "step %llu: %s", (unsigned long long)M.steps, buf);
+        check_attempts();
         if (M.steps % 16 == 0) check_live_leases_agree();
         if (M.max_id >= MAXJ - 10) break;
     }
@@ -605,10 +643,12 @@ static void run_model(uint64_t seed, uint64_t ops)
             (unsigned long long)M.n_merged, (unsigned long long)M.n_restarts,
             (unsigned long long)M.n_pauses, (unsigned long long)M.max_id);
     ASSERT(M.n_leased > ops / 50);
+    ASSERT_EQ(M.n_attempts, M.n_failed + M.n_expired); /* every end but an ack, once */
     ASSERT(M.n_expired > 0 && M.n_dead > 0 && M.n_merged > 0 && M.n_restarts > 0 && M.n_pauses > 0);
     engine_destroy(M.e);
     free(M.lease);
     free(M.live);
+    free(M.reported);
 }
 
 static uint64_t model_ops(uint64_t dflt)
