@@ -9,7 +9,7 @@
 set -eu
 
 what=${1:-build}
-pkgs="build-essential cmake pkg-config python3 libevent-dev libjansson-dev libsqlite3-dev libpq-dev"
+pkgs="build-essential cmake pkg-config python3 libevent-dev libjansson-dev libsqlite3-dev libpq-dev tzdata"
 case "$what" in
 build) ;;
 test) pkgs="$pkgs postgresql python3 clang-format curl procps chromium faketime strace shellcheck systemd"; command -v npm >/dev/null 2>&1 || pkgs="$pkgs nodejs npm" ;;
