@@ -352,6 +352,24 @@ TEST(cron_fall_back_repeat_ticks_once)
     tq_zone_free(z);
 }
 
+static int count_ticks(const tq_cron *c, const tq_zone *z, int64_t from, int64_t to)
+{
+    int n = 0;
+    for (int64_t t = tq_cron_next(c, z, from - 1); t < to; t = tq_cron_next(c, z, t)) n++;
+    return n;
+}
+
+TEST(cron_hourly_on_the_days_clocks_change)
+{
+    tq_zone *z = zone("Europe/Berlin");
+    tq_cron c = cron("@hourly");
+    /* local midnight to midnight */
+    ASSERT_EQ(count_ticks(&c, z, utc(2026, 3, 28, 23, 0), utc(2026, 3, 29, 22, 0)), 23);
+    ASSERT_EQ(count_ticks(&c, z, utc(2026, 10, 24, 22, 0), utc(2026, 10, 25, 23, 0)), 24);
+    ASSERT_EQ(count_ticks(&c, z, utc(2026, 6, 1, 22, 0), utc(2026, 6, 2, 22, 0)), 24);
+    tq_zone_free(z);
+}
+
 /* Ticks strictly increase, and each is its expression's wall time (or a
  * gap's end), over years in several zones. */
 TEST(cron_ticks_increase_and_match_their_wall_time)
