@@ -10,6 +10,7 @@ import * as queues from './queues.js';
 import * as jobs from './jobs.js';
 import * as lanes from './lanes.js';
 import * as morgue from './morgue.js';
+import * as schedules from './schedules.js';
 import * as tokens from './tokens.js';
 
 const VIEWS = {
@@ -20,6 +21,7 @@ const VIEWS = {
   job: jobs.mountJob,
   lanes: lanes.mount,
   morgue: morgue.mount,
+  schedules: schedules.mount,
   tokens: tokens.mount,
 };
 const HISTORY_KEY = 'tenq.history';

@@ -41,7 +41,7 @@ static void json_schedule(jbuf *b, const schedule *x, int64_t now, int runs)
         jb_null(b);
     else
         jb_int(b, x->next_tick);
-    if (runs) {
+    if (runs >= 0) {
         jb_key(b, "next_runs");
         jb_arr(b);
         if (!x->paused && !x->broken) {
@@ -78,6 +78,8 @@ void h_schedules(server *s, http_req *req, const principal *who, const char **ar
     (void)args;
     char tbuf[ENGINE_NAME_MAX + 1];
     const char *tenant = http_query_get(req, "tenant", tbuf, sizeof tbuf);
+    long long runs;
+    if (!req_query_num(req, "runs", 1, 0, NEXT_RUNS, &runs)) return;
     schedule **all;
     size_t n = srv_cron_all(s, &all);
     qsort(all, n, sizeof(*all), by_name);
@@ -90,7 +92,7 @@ void h_schedules(server *s, http_req *req, const principal *who, const char **ar
     for (size_t i = 0; i < n; i++) {
         if (!auth_may_see_job(who, all[i]->tenant, all[i]->queue)) continue;
         if (tenant && strcmp(tenant, all[i]->tenant) != 0) continue;
-        json_schedule(&b, all[i], now, 1);
+        json_schedule(&b, all[i], now, (int)runs);
     }
     jb_arr_end(&b);
     jb_obj_end(&b);
