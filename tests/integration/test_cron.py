@@ -62,6 +62,12 @@ def wait_past(srv, queue, name, t, timeout=30):
 
 
 class Schedules(ServerTest):
+    @classmethod
+    def tearDownClass(cls):
+        cls.srv.stop()
+        cls.srv.assert_clean()
+        cls.srv.cleanup()
+
     def put(self, name, body, token=None, expect=(200, 201)):
         return self.srv.ok("PUT", "/v1/schedules/" + name, body, token, expect=expect)
 
@@ -229,6 +235,8 @@ class TenantTokens(unittest.TestCase):
 
     @classmethod
     def tearDownClass(cls):
+        cls.srv.stop()
+        cls.srv.assert_clean()
         cls.srv.cleanup()
 
     def test_a_tenant_token_manages_its_own_tenants_schedules_only(self):
@@ -268,6 +276,9 @@ class Restart(unittest.TestCase):
         self.srv = Server()
 
     def tearDown(self):
+        # a clean stop: a sanitizer's report (a leak) would be in the log now
+        self.srv.stop()
+        self.srv.assert_clean()
         self.srv.cleanup()
 
     def test_no_tick_lost_or_doubled_across_sigterm_and_kill9(self):
