@@ -5,6 +5,7 @@ SIGTERM, a kill -9 and (PostgreSQL) a takeover. Real servers, real sockets,
 either store (TENQ_TEST_STORE)."""
 import datetime
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -85,6 +86,10 @@ class Schedules(ServerTest):
         self.assertGreaterEqual(got["last_tick"], ticks[-1])
         self.assertGreater(got["next_tick"], got["last_tick"])
         self.assertEqual(len(got["next_runs"]), 5)
+        metrics = self.srv.ok("GET", "/metrics")
+        self.assertRegex(metrics, r"(?m)^tenq_schedules [1-9]")
+        made = int(re.search(r"(?m)^tenq_schedule_ticks_total (\d+)$", metrics).group(1))
+        self.assertGreaterEqual(made, len(ticks))
         self.srv.ok("DELETE", "/v1/schedules/every1")
         self.assertEqual(self.srv.req("GET", "/v1/schedules/every1")[0], 404)
         n = len(ticks_of(self.srv, "c-every", "every1"))
