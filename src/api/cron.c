@@ -141,18 +141,26 @@ static size_t due_ticks(const schedule *x, int64_t from, int64_t now, size_t max
 
 /* ---- the set ------------------------------------------------------------------------- */
 
-static void arm(server *s)
+#define RETRY_MS 100 /* while the leadership is not certain: look again this soon */
+
+/* The timer for the heap's top (while leading: ticks wait, while the
+ * leadership is not certain, in on_timer). */
+static void arm_in(server *s, int64_t ms)
 {
     cron_set *c = s->cron;
-    schedule *top = sheap_top(&c->due);
-    if (!top || !srv_serving(s) || s->stopping) {
+    if (!sheap_top(&c->due) || !s->leading || s->stopping) {
         evtimer_del(c->timer);
         return;
     }
-    int64_t ms = top->next_tick - srv_now(s);
     if (ms < 0) ms = 0;
     struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)(ms % 1000 * 1000)};
     evtimer_add(c->timer, &tv);
+}
+
+static void arm(server *s)
+{
+    schedule *top = sheap_top(&s->cron->due);
+    arm_in(s, top ? top->next_tick - srv_now(s) : 0);
 }
 
 static void submit_tick(server *s, schedule *x, int64_t tick, int64_t now)
@@ -214,7 +222,13 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
     (void)what;
     server *s = arg;
     cron_set *c = s->cron;
-    if (!srv_serving(s) || s->stopping) return; /* the next install arms it again */
+    if (s->stopping) return;
+    if (!srv_serving(s)) {
+        /* not certain now (a late renewal, a reload): no tick may be
+         * written; a reload installs the schedules again anyway */
+        arm_in(s, RETRY_MS);
+        return;
+    }
     int64_t now = srv_now(s);
     bool any = false;
     schedule *x;
