@@ -163,7 +163,9 @@ static void arm(server *s)
     arm_in(s, top ? top->next_tick - srv_now(s) : 0);
 }
 
-static void submit_tick(server *s, schedule *x, int64_t tick, int64_t now)
+/* Submits one tick's job: whether the engine took it (a duplicate or a
+ * replay of the tick's key counts: the tick has its job). */
+static bool submit_tick(server *s, schedule *x, int64_t tick, int64_t now)
 {
     char ikey[ENGINE_NAME_MAX + 40];
     snprintf(ikey, sizeof ikey, "cron:%s:%lld", x->name, (long long)tick);
@@ -190,12 +192,13 @@ static void submit_tick(server *s, schedule *x, int64_t tick, int64_t now)
         snprintf(msg, sizeof msg, "tick %lld refused: %s", (long long)tick, res.err.message);
         x->last_error = xstrdup(msg);
         log_event(LOG_WARN, "cron", "schedule %s: %s", x->name, msg);
-        return;
+        return false;
     }
     s->cron->ticks++;
     x->last_job = res.id;
     free(x->last_error);
     x->last_error = NULL;
+    return true;
 }
 
 /* Submits what is due up to now and moves next_tick past now, writing the
@@ -209,8 +212,8 @@ static void fire(server *s, schedule *x, int64_t now, bool catchup)
     size_t keep = x->missed == MISSED_EACH ? CRON_EACH_MAX : x->missed == MISSED_ONCE ? 1 : 0;
     int64_t ticks[CRON_EACH_MAX + 1];
     size_t n = due_ticks(x, x->next_tick, now, catchup ? keep : keep + 1, ticks);
-    for (size_t i = 0; i < n; i++) submit_tick(s, x, ticks[i], now);
-    if (n) x->last_tick = ticks[n - 1];
+    for (size_t i = 0; i < n; i++)
+        if (submit_tick(s, x, ticks[i], now)) x->last_tick = ticks[i];
     int64_t next = cron_next(x, now);
     x->next_tick = next < 0 ? INT64_MAX : next;
     store_batch_schedule_tick(s->batch, x->name, x->last_tick, x->next_tick);

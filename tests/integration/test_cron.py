@@ -189,6 +189,34 @@ class Schedules(ServerTest):
         self.assertEqual(self.srv.ok("GET", "/v1/schedules/kept")["cron"], a["cron"])
         self.srv.ok("DELETE", "/v1/schedules/kept")
 
+    def test_a_refused_tick_is_passed_and_shown(self):
+        self.put("refused", {"cron": "@every 1s", "job": job_spec("c-refused", timeout_ms=100000)})
+        wait_ticks(self.srv, "c-refused", "refused", 1)
+        # the queue's lease raised: the job's timeout is now below a third of it
+        self.srv.ok("PUT", "/v1/queues/c-refused", {"lease_ms": 600000})
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            s = self.srv.ok("GET", "/v1/schedules/refused")
+            if "last_error" in s:
+                break
+            time.sleep(0.1)
+        self.assertIn("timeout_ms", s["last_error"])
+        n = len(ticks_of(self.srv, "c-refused", "refused"))
+        time.sleep(1.5)
+        self.assertEqual(len(ticks_of(self.srv, "c-refused", "refused")), n)
+        after = self.srv.ok("GET", "/v1/schedules/refused")
+        self.assertEqual(after["last_tick"], ticks_of(self.srv, "c-refused", "refused")[-1])
+        self.assertGreater(after["next_tick"], after["last_tick"] + 1000)  # refused ticks passed
+        metrics = self.srv.ok("GET", "/metrics")
+        self.assertRegex(metrics, r"(?m)^tenq_schedule_ticks_refused_total [1-9]")
+        self.srv.ok("PUT", "/v1/queues/c-refused", {"lease_ms": 300000})
+        wait_ticks(self.srv, "c-refused", "refused", n + 1)
+        deadline = time.time() + 10
+        while "last_error" in self.srv.ok("GET", "/v1/schedules/refused") and time.time() < deadline:
+            time.sleep(0.1)
+        self.assertNotIn("last_error", self.srv.ok("GET", "/v1/schedules/refused"))
+        self.srv.ok("DELETE", "/v1/schedules/refused")
+
     def pause_window(self, name, queue, missed):
         """Runs an @every 1s schedule, pauses it ~3 s, resumes it: (ticks
         made, last tick before the pause, the resume's answer)."""
