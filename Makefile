@@ -13,7 +13,7 @@ CMAKE_ARGS ?=
 .PHONY: all build asan run test test-plain test-asan test-fuzz fuzz fuzz-build format \
         format-check clean chaos \
         bench-engine bench-store bench-server bench-takeover bench-tx deps install bench-worker \
-        screenshots bench-peers bench-peers-quick
+        screenshots bench-peers bench-peers-quick bench-cron
 
 all: build
 
@@ -104,6 +104,9 @@ clean:
 # Reruns the dashboard's browser tests and refreshes docs/screenshots/ from them.
 screenshots: build
 	TENQ_BIN=$(CURDIR)/$(BUILD)/tenq tests/browser/run.sh
+
+bench-cron: build
+	./$(BUILD)/bench_cron
 
 bench-store: build
 	tests/with-pg.sh ./$(BUILD)/bench_store both

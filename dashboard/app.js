@@ -11,6 +11,7 @@ import * as jobs from './jobs.js';
 import * as lanes from './lanes.js';
 import * as workers from './workers.js';
 import * as morgue from './morgue.js';
+import * as schedules from './schedules.js';
 import * as tokens from './tokens.js';
 
 const VIEWS = {
@@ -22,6 +23,7 @@ const VIEWS = {
   lanes: lanes.mount,
   workers: workers.mount,
   morgue: morgue.mount,
+  schedules: schedules.mount,
   tokens: tokens.mount,
 };
 const HISTORY_KEY = 'tenq.history';

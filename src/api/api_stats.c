@@ -236,6 +236,19 @@ void h_metrics(server *s, http_req *req, const principal *who, const char **args
     }
     jb_printf(&b, "tenq_store_commit_seconds_sum %.6f\ntenq_store_commit_seconds_count %llu\n",
               tm.total_us / 1e6, (unsigned long long)cum);
+    size_t nsched;
+    uint64_t ticks, refused;
+    srv_cron_counters(s, &nsched, &ticks, &refused);
+    jb_printf(&b,
+              "# HELP tenq_schedules Schedules (periodic jobs) this leader holds.\n"
+              "# TYPE tenq_schedules gauge\ntenq_schedules %zu\n"
+              "# HELP tenq_schedule_ticks_total Jobs submitted by schedules' ticks since this "
+              "server began to lead.\n# TYPE tenq_schedule_ticks_total counter\n"
+              "tenq_schedule_ticks_total %llu\n"
+              "# HELP tenq_schedule_ticks_refused_total Ticks whose job the engine refused.\n"
+              "# TYPE tenq_schedule_ticks_refused_total counter\n"
+              "tenq_schedule_ticks_refused_total %llu\n",
+              nsched, (unsigned long long)ticks, (unsigned long long)refused);
     jb_printf(&b,
               "# HELP tenq_leader 1 while this server leads its store and serves, else 0.\n"
               "# TYPE tenq_leader gauge\ntenq_leader %d\n"

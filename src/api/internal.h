@@ -7,6 +7,7 @@
 #include "http.h"
 #include "jbuf.h"
 
+#include "base/cron.h"
 #include "base/htab.h"
 #include "base/jscan.h"
 #include "base/xalloc.h"
@@ -167,6 +168,26 @@ typedef struct worker_seen worker_seen;
 typedef struct rkey rkey;
 typedef struct rkey_set rkey_set;
 
+/* Periodic jobs (cron.c; the API in api_schedules.c). */
+typedef enum { MISSED_SKIP, MISSED_ONCE, MISSED_EACH } cron_missed;
+#define CRON_EACH_MAX 100 /* missed ticks the policy "each" makes up, at most */
+typedef struct cron_set cron_set;
+typedef struct schedule {
+    char *name, *tenant, *cron_text, *timezone;
+    char *queue, *type, *args, *key, *unique_key; /* the job; key, unique_key may be NULL */
+    tq_cron cron;
+    const tq_zone *zone; /* the server's, shared */
+    cron_missed missed;
+    int32_t priority;
+    uint32_t max_attempts; /* 0: the queue's */
+    bool unique, paused;
+    bool broken; /* loaded, but its expression or zone no longer reads: never ticks */
+    int64_t timeout_ms, last_tick, next_tick, created_at, updated_at;
+    char *last_error;  /* why the last tick was refused, or NULL */
+    uint64_t last_job; /* the job the last tick made here (0: none since this load) */
+    uint32_t hidx;
+} schedule;
+
 typedef struct server {
     api_config cfg;
     struct event_base *base;
@@ -220,6 +241,7 @@ typedef struct server {
      * is the store's (resyncing: reloading it; writes refused), under term */
     struct lead *lead;
     rkey_set *rkeys; /* request keys (request_keys.c) */
+    cron_set *cron;  /* periodic jobs (cron.c) */
     bool leading;
     uint64_t term;
     bool admin_token_refused; /* TENQ_ADMIN_TOKEN names another role's token */
@@ -249,7 +271,7 @@ engine_t *srv_engine_new(server *s, uint64_t term);
  * leadership lost (to another server: standby now); the leadership not
  * certain (writes refused until it is won again, or another server leads). */
 void srv_install(server *s, engine_t *e, uint64_t term, const store_load_stats *st,
-                 const store_token *tokens, size_t ntokens, rkey_set *keys);
+                 const store_token *tokens, size_t ntokens, rkey_set *keys, void *crons);
 void srv_step_down(server *s, const char *why);
 void srv_detach(server *s, const char *why);
 /* Leads, its engine current, its leadership certain: may change anything. */
@@ -340,6 +362,36 @@ void srv_ingest_kick(server *s);
 void srv_ingest_free(server *s);
 void srv_drop_late_rows(server *s);
 void srv_drop_uncommitted(server *s, int rc, const char *why);
+
+/* Periodic jobs (cron.c).  The loader thread collects the store's
+ * schedules (cron_load_new, cron_collect as a store_schedule_fn); the
+ * loop installs them with the engine (srv_cron_install, which takes what
+ * was loaded, and submits the ticks missed meanwhile by each schedule's
+ * policy) and drops them when it stops leading (srv_cron_clear).
+ * srv_cron_put takes x (compiled: cron_compile) and replaces any schedule
+ * of its name; put, delete and pause write the row into the batch being
+ * built (the caller answers with srv_commit_reply). */
+int srv_cron_start(server *s);
+void srv_cron_free(server *s);
+void srv_cron_clear(server *s);
+void *cron_load_new(void);
+void cron_collect(void *ctx, const store_schedule *x);
+void cron_load_free(void *loaded);
+void srv_cron_install(server *s, void *loaded);
+extern const char *const cron_missed_words[]; /* "skip", "once", "each", NULL */
+int cron_missed_parse(const char *w);         /* -1: none of them */
+/* Parses x->cron_text and finds x->timezone: 0, or -1 with the reason. */
+int cron_compile(server *s, schedule *x, char *err, size_t errlen);
+const tq_zone *srv_cron_zone(server *s, const char *name, char *err, size_t errlen);
+int64_t cron_next(const schedule *x, int64_t after); /* the first tick after; -1: none */
+void cron_schedule_free(schedule *x);
+schedule *srv_cron_find(server *s, const char *name);
+/* Every schedule (malloc'd array, in no order): how many. */
+size_t srv_cron_all(server *s, schedule ***out);
+void srv_cron_counters(server *s, size_t *schedules, uint64_t *ticks, uint64_t *refused);
+void srv_cron_put(server *s, schedule *x, int64_t now);
+void srv_cron_delete(server *s, schedule *x);
+void srv_cron_pause(server *s, schedule *x, bool paused, int64_t now);
 
 /* Long polls and job waits (waiters.c). */
 void srv_wake_leases(server *s, const char *queue);
@@ -607,6 +659,12 @@ void h_readyz(server *s, http_req *req, const principal *who, const char **args)
 void h_dashboard(server *s, http_req *req, const principal *who, const char **args);
 void h_lanes(server *s, http_req *req, const principal *who, const char **args);
 void h_whoami(server *s, http_req *req, const principal *who, const char **args);
+void h_schedules(server *s, http_req *req, const principal *who, const char **args);
+void h_schedule_get(server *s, http_req *req, const principal *who, const char **args);
+void h_schedule_put(server *s, http_req *req, const principal *who, const char **args);
+void h_schedule_delete(server *s, http_req *req, const principal *who, const char **args);
+void h_schedule_pause(server *s, http_req *req, const principal *who, const char **args);
+void h_schedule_resume(server *s, http_req *req, const principal *who, const char **args);
 
 /* What the engine's foreach callbacks of the list endpoints write into. */
 typedef struct api_list_ctx {

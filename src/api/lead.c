@@ -59,6 +59,7 @@ typedef struct lead {
     store_token *tokens; /* every token, revoked ones too, loaded with it */
     size_t ntokens;
     void *rkeys;        /* and the request keys (rkeys_collect) */
+    void *crons;        /* and the schedules (cron_collect) */
     store_leader known; /* who leads, as last seen */
     bool want_reload;
     bool inbox_news; /* an application's transaction committed to the inbox */
@@ -149,11 +150,13 @@ static void *loader_main(void *arg)
     void *keys = rkeys_load_new();
     /* first the time the store kept: the clock never runs behind it, so that
      * deadlines stored by an earlier run keep their meaning (SEMANTICS.md) */
+    void *crons = cron_load_new();
     int64_t known = 0;
     int rc = store_clock_read(L->st, &known);
     if (rc == 0) srv_clock_at_least(s, known);
     if (rc == 0) rc = store_load(L->st, e, srv_now(s), &st);
     if (rc == 0) rc = store_load_tokens(L->st, collect_token, &tl);
+    if (rc == 0) rc = store_load_schedules(L->st, cron_collect, crons);
     if (rc == 0)
         rc =
             store_load_requests(L->st, srv_now(s) - s->cfg.request_key_ttl_ms, rkeys_collect, keys);
@@ -166,6 +169,9 @@ static void *loader_main(void *arg)
         engine_destroy(L->loaded);
         tokens_free(L->tokens, L->ntokens);
         rkeys_load_free(L->rkeys);
+        cron_load_free(L->crons);
+        L->crons = crons;
+        crons = NULL;
         L->loaded = e;
         L->loaded_term = term;
         L->loaded_stats = st;
@@ -182,6 +188,7 @@ static void *loader_main(void *arg)
     engine_destroy(e);
     tokens_free(tl.v, tl.n);
     rkeys_load_free(keys);
+    cron_load_free(crons);
     poke(L->news_fd);
     poke(L->wake_fd);
     return NULL;
@@ -376,9 +383,11 @@ static void on_news(evutil_socket_t fd, short what, void *arg)
     store_load_stats st = L->loaded_stats;
     store_token *tokens = NULL;
     size_t ntokens = 0;
-    void *keys = NULL;
+    void *keys = NULL, *crons = NULL;
     if (L->loaded && L->loaded_term == leading) {
         e = L->loaded;
+        crons = L->crons;
+        L->crons = NULL;
         tokens = L->tokens;
         ntokens = L->ntokens;
         keys = L->rkeys;
@@ -398,7 +407,7 @@ static void on_news(evutil_socket_t fd, short what, void *arg)
 
     bool other = known.node[0] && strcmp(known.node, L->node) != 0 && known.expires_in_ms > 0;
     if (e) {
-        srv_install(s, e, leading, &st, tokens, ntokens, rkeys_from_load(keys));
+        srv_install(s, e, leading, &st, tokens, ntokens, rkeys_from_load(keys), crons);
         tokens_free(tokens, ntokens);
     } else if (s->leading && leading != s->term) {
         if (!leading && other)
@@ -571,6 +580,7 @@ void lead_free(server *s)
     engine_destroy(L->loaded);
     tokens_free(L->tokens, L->ntokens);
     rkeys_load_free(L->rkeys);
+    cron_load_free(L->crons);
     pthread_mutex_destroy(&L->mu);
     free(L);
     s->lead = NULL;

@@ -47,6 +47,7 @@ void srv_step_down(server *s, const char *why)
     srv_drop_uncommitted(s, TENQ_ENOT_LEADER, "this server no longer leads the store");
     while (s->lwait) srv_lease_waiter_end(s, s->lwait);
     srv_end_job_waiters(s);
+    srv_cron_clear(s);
     engine_destroy(s->e);
     s->e = srv_engine_new(s, 0); /* a standby's: empty, never written */
     s->term = 0;
@@ -54,7 +55,7 @@ void srv_step_down(server *s, const char *why)
 }
 
 void srv_install(server *s, engine_t *e, uint64_t term, const store_load_stats *st,
-                 const store_token *tokens, size_t ntokens, rkey_set *keys)
+                 const store_token *tokens, size_t ntokens, rkey_set *keys, void *crons)
 {
     engine_destroy(s->e);
     s->e = e;
@@ -69,6 +70,7 @@ void srv_install(server *s, engine_t *e, uint64_t term, const store_load_stats *
     s->resyncing = false;
     srv_merge_tokens(s, tokens, ntokens);
     s->admin_token_refused = srv_ensure_admin_token(s) != 0;
+    srv_cron_install(s, crons); /* after the engine: missed ticks submit into it */
     log_event(LOG_INFO, "leader",
               "serving as the leader, term %llu: loaded jobs=%zu tenants=%zu "
               "queues=%zu seconds=%.2f",

@@ -232,8 +232,8 @@ int api_serve(const api_config *cfg)
     s->sig_term = evsignal_new(s->base, SIGTERM, on_signal, s);
     s->sig_int = evsignal_new(s->base, SIGINT, on_signal, s);
     if (srv_commit_start(s) != 0 || api_rates_start(s) != 0 || srv_ingest_start(s) != 0 ||
-        !s->tick_ev || !s->sig_term || !s->sig_int || evsignal_add(s->sig_term, NULL) != 0 ||
-        evsignal_add(s->sig_int, NULL) != 0) {
+        srv_cron_start(s) != 0 || !s->tick_ev || !s->sig_term || !s->sig_int ||
+        evsignal_add(s->sig_term, NULL) != 0 || evsignal_add(s->sig_int, NULL) != 0) {
         log_event(LOG_ERROR, "listen", "cannot set up the event loop's events");
         goto out;
     }
@@ -282,6 +282,7 @@ out:
     workers_free(s);
     auth_free(&s->auth);
     srv_ingest_free(s);
+    srv_cron_free(s);
     srv_commit_free(s);
     if (s->tick_ev) event_free(s->tick_ev);
     if (s->sample_ev) event_free(s->sample_ev);

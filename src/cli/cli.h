@@ -130,7 +130,8 @@ void cli_table_free(cli_table *t);
 /* "key  value" lines, keys aligned; values of NULL are skipped. */
 void cli_kv(FILE *out, const char *key, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
-/* ---- the commands (jobs.c, submit.c, morgue.c, admin.c, tokens.c; health: admin.c) ---- */
+/* ---- the commands (jobs.c, submit.c, morgue.c, admin.c, schedules.c, tokens.c; health:
+ * admin.c) ---- */
 int cmd_submit(cli *c, int argc, char **argv);
 int cmd_status(cli *c, int argc, char **argv);
 int cmd_attempts(cli *c, int argc, char **argv); /* attempts.c */
@@ -142,6 +143,7 @@ int cmd_morgue(cli *c, int argc, char **argv);
 int cmd_bulk(cli *c, int argc, char **argv);
 int cmd_tenant(cli *c, int argc, char **argv);
 int cmd_queue(cli *c, int argc, char **argv);
+int cmd_schedule(cli *c, int argc, char **argv);
 int cmd_token(cli *c, int argc, char **argv);
 int cmd_health(cli *c, int argc, char **argv);
 

@@ -290,6 +290,9 @@ typedef struct engine_submit_res {
     bool replayed; /* answered from an earlier submit with the same idempotency_key */
 } engine_submit_res;
 
+/* The checks of a submit alone, changing nothing (a job to be submitted
+ * later, e.g. by a schedule): 0, or the refusal in err naming the field. */
+int engine_submit_check(engine_t *e, int64_t now, const engine_submit_req *req, engine_err *err);
 /* Submits one job.  Returns res->code. */
 int engine_submit(engine_t *e, int64_t now, const engine_submit_req *req, engine_submit_res *res);
 /* Submits n jobs in order, each answered at its index; one bad job fails only

@@ -424,6 +424,19 @@ static void counters_bump(engine_t *e, pair *p, size_t off)
 }
 #define BUMP(e, p, field) counters_bump((e), (p), offsetof(counters, field))
 
+int engine_submit_check(engine_t *e, int64_t now, const engine_submit_req *r, engine_err *err)
+{
+    queue *q = r->queue ? engine_queue_find(e, r->queue) : NULL;
+    int rc = submit_check(e, now, r, q ? &q->s : &e->cfg.queue_defaults, err);
+    if (rc) return rc;
+    if (e->cfg.strict_tenants && !engine_tenant_find(e, r->tenant)) {
+        engine_errf(err, TENQ_ENOT_FOUND, "tenant", "no tenant named %s (the server is strict)",
+                    r->tenant);
+        return TENQ_ENOT_FOUND;
+    }
+    return 0;
+}
+
 int engine_submit(engine_t *e, int64_t now, const engine_submit_req *r, engine_submit_res *res)
 {
     memset(res, 0, sizeof(*res));

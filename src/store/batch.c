@@ -169,6 +169,73 @@ void store_batch_attempt(store_batch *b, const engine_attempt_info *a)
     o->u.attempt.stats = astr(b, a->stats);
 }
 
+void store_batch_schedule(store_batch *b, const store_schedule *x)
+{
+    store_op *o = op_push(b, OP_SCHEDULE);
+    o->u.sched.name = astr(b, x->name);
+    o->u.sched.tenant = astr(b, x->tenant);
+    o->u.sched.cron = astr(b, x->cron);
+    o->u.sched.timezone = astr(b, x->timezone);
+    o->u.sched.missed = astr(b, x->missed);
+    o->u.sched.queue = astr(b, x->queue);
+    o->u.sched.type = astr(b, x->type);
+    o->u.sched.args = astr(b, x->args);
+    o->u.sched.key = astr(b, x->key);
+    o->u.sched.unique_key = astr(b, x->unique_key);
+    o->u.sched.priority = x->priority;
+    o->u.sched.max_attempts = x->max_attempts;
+    o->u.sched.unique = x->unique;
+    o->u.sched.paused = x->paused;
+    o->u.sched.timeout_ms = x->timeout_ms;
+    o->u.sched.last_tick = x->last_tick;
+    o->u.sched.next_tick = x->next_tick;
+    o->u.sched.created_at = x->created_at;
+    o->u.sched.updated_at = x->updated_at;
+}
+
+void store_batch_schedule_tick(store_batch *b, const char *name, int64_t last_tick,
+                               int64_t next_tick)
+{
+    store_op *o = op_push(b, OP_SCHEDULE_TICK);
+    o->u.sched.name = astr(b, name);
+    o->u.sched.last_tick = last_tick;
+    o->u.sched.next_tick = next_tick;
+}
+
+void store_batch_schedule_delete(store_batch *b, const char *name)
+{
+    op_push(b, OP_SCHEDULE_DELETE)->u.sched.name = astr(b, name);
+}
+
+void store_schedule_params(const store_batch *b, const store_op *o, const store_param_sink *out)
+{
+    out->text(out->ctx, bstr(b, o->u.sched.name));
+    if (o->kind == OP_SCHEDULE_DELETE) return;
+    if (o->kind == OP_SCHEDULE_TICK) {
+        out->i64(out->ctx, o->u.sched.last_tick);
+        out->i64(out->ctx, o->u.sched.next_tick);
+        return;
+    }
+    out->text(out->ctx, bstr(b, o->u.sched.tenant));
+    out->text(out->ctx, bstr(b, o->u.sched.cron));
+    out->text(out->ctx, bstr(b, o->u.sched.timezone));
+    out->text(out->ctx, bstr(b, o->u.sched.missed));
+    out->text(out->ctx, bstr(b, o->u.sched.queue));
+    out->text(out->ctx, bstr(b, o->u.sched.type));
+    out->text(out->ctx, bstr(b, o->u.sched.args));
+    out->text(out->ctx, bstr(b, o->u.sched.key));
+    out->i64(out->ctx, o->u.sched.priority);
+    out->text(out->ctx, bstr(b, o->u.sched.unique_key));
+    out->boolean(out->ctx, o->u.sched.unique);
+    out->i64(out->ctx, o->u.sched.max_attempts);
+    out->i64(out->ctx, o->u.sched.timeout_ms);
+    out->boolean(out->ctx, o->u.sched.paused);
+    out->i64(out->ctx, o->u.sched.last_tick);
+    out->i64(out->ctx, o->u.sched.next_tick);
+    out->i64(out->ctx, o->u.sched.created_at);
+    out->i64(out->ctx, o->u.sched.updated_at);
+}
+
 void store_batch_idem(store_batch *b, const engine_idem_info *i)
 {
     store_op *o = op_push(b, OP_IDEM);

@@ -3,6 +3,7 @@
 #ifndef TENQ_STORE_INTERNAL_H
 #define TENQ_STORE_INTERNAL_H
 
+#include "schema.h"
 #include "store.h"
 
 #include <pthread.h>
@@ -25,10 +26,13 @@ typedef enum {
     OP_TOKEN,
     OP_TOKEN_REVOKE,
     OP_REQUEST,
-    OP_PAUSE,      /* u.pause: a queue paused or resumed for a tenant */
-    OP_INBOX_DONE, /* u.tx: a job taken in from the inbox */
-    OP_TX_DONE,    /* u.tx: an outcome of an application's transaction applied */
-    OP_ATTEMPT     /* u.attempt: an attempt that ended without its job succeeding */
+    OP_PAUSE,           /* u.pause: a queue paused or resumed for a tenant */
+    OP_INBOX_DONE,      /* u.tx: a job taken in from the inbox */
+    OP_TX_DONE,         /* u.tx: an outcome of an application's transaction applied */
+    OP_ATTEMPT,         /* u.attempt: an attempt that ended without its job succeeding */
+    OP_SCHEDULE,        /* u.sched: a schedule's whole row */
+    OP_SCHEDULE_TICK,   /* u.sched: name, last_tick, next_tick */
+    OP_SCHEDULE_DELETE, /* u.sched: name */
 } op_kind;
 
 typedef struct batch_row {
@@ -89,6 +93,13 @@ typedef struct store_op {
             int64_t leased_at, started_at, finished_at;
             soff worker, error, stats;
         } attempt;
+        struct {
+            soff name, tenant, cron, timezone, missed, queue, type, args, key, unique_key;
+            int32_t priority;
+            uint32_t max_attempts;
+            bool unique, paused;
+            int64_t timeout_ms, last_tick, next_tick, created_at, updated_at;
+        } sched;
     } u;
 } store_op;
 
@@ -108,6 +119,9 @@ static inline const char *bstr(const store_batch *b, soff o)
 {
     return o == SNULL ? NULL : b->arena + o;
 }
+
+/* The parameters of a schedule's statement (OP_SCHEDULE*), in order. */
+void store_schedule_params(const store_batch *b, const store_op *o, const store_param_sink *out);
 
 /* Rows for reads: the row array plus every string allocated for them. */
 typedef struct rows_builder {

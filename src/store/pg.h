@@ -48,6 +48,9 @@ enum {
     PG_ST_REQUEST,
     PG_ST_PAUSE,
     PG_ST_ATTEMPT,
+    PG_ST_SCHEDULE,
+    PG_ST_SCHEDULE_TICK,
+    PG_ST_SCHEDULE_DELETE,
     PG_ST_N
 };
 extern const char *const pg_stmt_name[PG_ST_N];

@@ -18,8 +18,9 @@
 
 /* Statements that write one row; job rows go many at a time (below). */
 
-const char *const pg_stmt_name[PG_ST_N] = {"tenant", "queue",   "idem",    "token", "revoke",
-                                           "fence",  "idfloor", "request", "pause", "attempt"};
+const char *const pg_stmt_name[PG_ST_N] = {"tenant", "queue",      "idem",     "token", "revoke",
+                                           "fence",  "idfloor",    "request",  "pause", "attempt",
+                                           "sched",  "sched_tick", "sched_del"};
 static const char *const stmt_sql[PG_ST_N] = {
     NULL,
     NULL,
@@ -31,6 +32,9 @@ static const char *const stmt_sql[PG_ST_N] = {
     STORE_SQL_INSERT_REQUEST,
     STORE_SQL_UPSERT_PAUSE,
     STORE_SQL_INSERT_ATTEMPT,
+    STORE_SQL_UPSERT_SCHEDULE,
+    STORE_SQL_TICK_SCHEDULE,
+    STORE_SQL_DELETE_SCHEDULE,
 };
 
 #define CHUNK 4096
@@ -167,6 +171,15 @@ static int op_params(const store_batch *b, const store_op *o, params *ps)
         p_text(ps, bstr(b, o->u.attempt.error));
         p_text(ps, bstr(b, o->u.attempt.stats));
         return PG_ST_ATTEMPT;
+    case OP_SCHEDULE:
+    case OP_SCHEDULE_TICK:
+    case OP_SCHEDULE_DELETE: {
+        store_param_sink out = {sink_i64, sink_text, sink_bool, ps};
+        store_schedule_params(b, o, &out);
+        return o->kind == OP_SCHEDULE        ? PG_ST_SCHEDULE
+               : o->kind == OP_SCHEDULE_TICK ? PG_ST_SCHEDULE_TICK
+                                             : PG_ST_SCHEDULE_DELETE;
+    }
     default: break;
     }
     return -1;

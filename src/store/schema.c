@@ -202,6 +202,32 @@ static const char *const migrations[] = {
     "  stats TEXT,\n"
     "  PRIMARY KEY (job_id, token))$NOROWID;\n"
     "$ATTEMPTS_GONE",
+
+    /* cron: periodic jobs (api/cron.c).  A schedule, the job it makes, and
+     * how far it has ticked: every tick before next_tick was submitted (in
+     * the transaction that moved next_tick past it) or given up by the
+     * missed-tick policy; last_tick is the last one submitted (0: none). */
+    "CREATE TABLE $Sschedules (\n"
+    "  name TEXT PRIMARY KEY,\n"
+    "  tenant TEXT NOT NULL,\n"
+    "  cron TEXT NOT NULL,\n"
+    "  timezone TEXT NOT NULL,\n"
+    "  missed TEXT NOT NULL,\n"
+    "  queue TEXT NOT NULL,\n"
+    "  type TEXT NOT NULL,\n"
+    "  args TEXT NOT NULL,\n"
+    "  key TEXT,\n"
+    "  priority $I64 NOT NULL,\n"
+    "  unique_key TEXT,\n"
+    "  is_unique $BOOL NOT NULL,\n"
+    "  max_attempts $I64 NOT NULL,\n"
+    "  timeout_ms $I64 NOT NULL,\n"
+    "  paused $BOOL NOT NULL,\n"
+    "  last_tick $I64 NOT NULL,\n"
+    "  next_tick $I64 NOT NULL,\n"
+    "  created_at $I64 NOT NULL,\n"
+    "  updated_at $I64 NOT NULL);\n"
+    "CREATE INDEX schedules_tenant ON $Sschedules (tenant);\n",
 };
 
 int store_schema_versions(void)

@@ -50,8 +50,25 @@ char *store_schema_sql(int version, bool pg);
     "INSERT INTO $Squeue_pauses (queue, tenant, paused, updated_at) VALUES (?1, ?2, ?3, ?4) "      \
     "ON CONFLICT (queue, tenant) DO UPDATE SET paused = excluded.paused, updated_at = "            \
     "excluded.updated_at"
-#define STORE_SQL_LOAD_PAUSES  "SELECT queue, tenant FROM $Squeue_pauses WHERE paused"
-#define STORE_SQL_REVOKE_TOKEN "UPDATE $Stokens SET revoked_at = ?2 WHERE id = ?1"
+#define STORE_SCHEDULE_COLUMNS                                                                     \
+    "name, tenant, cron, timezone, missed, queue, type, args, key, priority, unique_key, "         \
+    "is_unique, max_attempts, timeout_ms, paused, last_tick, next_tick, created_at, updated_at"
+#define STORE_SQL_UPSERT_SCHEDULE                                                                  \
+    "INSERT INTO $Sschedules (" STORE_SCHEDULE_COLUMNS                                             \
+    ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, "  \
+    "?19) ON CONFLICT (name) DO UPDATE SET tenant = excluded.tenant, cron = excluded.cron, "       \
+    "timezone = excluded.timezone, missed = excluded.missed, queue = excluded.queue, type = "      \
+    "excluded.type, args = excluded.args, key = excluded.key, priority = excluded.priority, "      \
+    "unique_key = excluded.unique_key, is_unique = excluded.is_unique, max_attempts = "            \
+    "excluded.max_attempts, timeout_ms = excluded.timeout_ms, paused = excluded.paused, "          \
+    "last_tick = excluded.last_tick, next_tick = excluded.next_tick, updated_at = "                \
+    "excluded.updated_at"
+#define STORE_SQL_TICK_SCHEDULE                                                                    \
+    "UPDATE $Sschedules SET last_tick = ?2, next_tick = ?3 WHERE name = ?1"
+#define STORE_SQL_DELETE_SCHEDULE "DELETE FROM $Sschedules WHERE name = ?1"
+#define STORE_SQL_LOAD_SCHEDULES  "SELECT " STORE_SCHEDULE_COLUMNS " FROM $Sschedules ORDER BY name"
+#define STORE_SQL_LOAD_PAUSES     "SELECT queue, tenant FROM $Squeue_pauses WHERE paused"
+#define STORE_SQL_REVOKE_TOKEN    "UPDATE $Stokens SET revoked_at = ?2 WHERE id = ?1"
 #define STORE_SQL_INSERT_REQUEST                                                                   \
     "INSERT INTO $Srequests (scope, key, fingerprint, status, answer, created_at) VALUES (?1, "    \
     "?2, "                                                                                         \

@@ -27,6 +27,9 @@ enum {
     ST_REQUEST,
     ST_PAUSE,
     ST_ATTEMPT,
+    ST_SCHEDULE,
+    ST_SCHEDULE_TICK,
+    ST_SCHEDULE_DELETE,
     ST_BEGIN, /* prepared once: sqlite3_exec parses its text at every commit */
     ST_COMMIT,
     ST_N

@@ -20,6 +20,9 @@ static const char *const stmt_sql[ST_N] = {
     [ST_REVOKE] = STORE_SQL_REVOKE_TOKEN,
     [ST_PAUSE] = STORE_SQL_UPSERT_PAUSE,
     [ST_ATTEMPT] = STORE_SQL_INSERT_ATTEMPT,
+    [ST_SCHEDULE] = STORE_SQL_UPSERT_SCHEDULE,
+    [ST_SCHEDULE_TICK] = STORE_SQL_TICK_SCHEDULE,
+    [ST_SCHEDULE_DELETE] = STORE_SQL_DELETE_SCHEDULE,
     [ST_BEGIN] = "BEGIN IMMEDIATE",
     [ST_COMMIT] = "COMMIT",
 };
@@ -324,15 +327,33 @@ static void bind_other(sqlite3_stmt *st, const store_batch *b, const store_op *o
         bind_text(st, 10, bstr(b, o->u.attempt.error));
         bind_text(st, 11, bstr(b, o->u.attempt.stats));
         break;
+    case OP_SCHEDULE:
+    case OP_SCHEDULE_TICK:
+    case OP_SCHEDULE_DELETE: {
+        bind_sink k = {st, 1};
+        store_param_sink out = {sink_i64, sink_text, sink_bool, &k};
+        store_schedule_params(b, o, &out);
+        break;
+    }
     default: break; /* job rows are bound by bind_insert and bind_update */
     }
 }
 
 static const int op_stmt[] = {
-    [OP_JOB_INSERT] = ST_INS_JOB, [OP_JOB_UPDATE] = ST_UPD_JOB,  [OP_JOB_DELETE] = ST_DEL_JOB,
-    [OP_TENANT] = ST_TENANT,      [OP_QUEUE] = ST_QUEUE,         [OP_IDEM] = ST_IDEM,
-    [OP_TOKEN] = ST_TOKEN,        [OP_TOKEN_REVOKE] = ST_REVOKE, [OP_REQUEST] = ST_REQUEST,
-    [OP_PAUSE] = ST_PAUSE,        [OP_ATTEMPT] = ST_ATTEMPT,
+    [OP_JOB_INSERT] = ST_INS_JOB,
+    [OP_JOB_UPDATE] = ST_UPD_JOB,
+    [OP_JOB_DELETE] = ST_DEL_JOB,
+    [OP_TENANT] = ST_TENANT,
+    [OP_QUEUE] = ST_QUEUE,
+    [OP_IDEM] = ST_IDEM,
+    [OP_TOKEN] = ST_TOKEN,
+    [OP_TOKEN_REVOKE] = ST_REVOKE,
+    [OP_REQUEST] = ST_REQUEST,
+    [OP_PAUSE] = ST_PAUSE,
+    [OP_ATTEMPT] = ST_ATTEMPT,
+    [OP_SCHEDULE] = ST_SCHEDULE,
+    [OP_SCHEDULE_TICK] = ST_SCHEDULE_TICK,
+    [OP_SCHEDULE_DELETE] = ST_SCHEDULE_DELETE,
 };
 
 /* Steps one statement; on failure rolls back and says why. */

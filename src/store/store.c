@@ -171,6 +171,47 @@ int store_load_tokens(store_t *s, store_token_fn fn, void *ctx)
     return rc;
 }
 
+typedef struct sched_ctx {
+    store_schedule_fn fn;
+    void *ctx;
+} sched_ctx;
+
+static void schedule_row(void *ctx, const store_rowacc *a, void *row)
+{
+    sched_ctx *c = ctx;
+    store_schedule x = {
+        .name = a->text(row, 0),
+        .tenant = a->text(row, 1),
+        .cron = a->text(row, 2),
+        .timezone = a->text(row, 3),
+        .missed = a->text(row, 4),
+        .queue = a->text(row, 5),
+        .type = a->text(row, 6),
+        .args = a->text(row, 7),
+        .key = a->is_null(row, 8) ? NULL : a->text(row, 8),
+        .priority = (int32_t)a->i64(row, 9),
+        .unique_key = a->is_null(row, 10) ? NULL : a->text(row, 10),
+        .unique = a->i64(row, 11) != 0,
+        .max_attempts = (uint32_t)a->i64(row, 12),
+        .timeout_ms = a->i64(row, 13),
+        .paused = a->i64(row, 14) != 0,
+        .last_tick = a->i64(row, 15),
+        .next_tick = a->i64(row, 16),
+        .created_at = a->i64(row, 17),
+        .updated_at = a->i64(row, 18),
+    };
+    c->fn(c->ctx, &x);
+}
+
+int store_load_schedules(store_t *s, store_schedule_fn fn, void *ctx)
+{
+    sched_ctx c = {fn, ctx};
+    pthread_mutex_lock(&s->db_lock);
+    int rc = s->be->select(s, false, STORE_SQL_LOAD_SCHEDULES, 0, NULL, schedule_row, &c);
+    pthread_mutex_unlock(&s->db_lock);
+    return rc;
+}
+
 static void request_row(void *ctx, const store_rowacc *acc, void *row)
 {
     load_ctx *l = ctx;

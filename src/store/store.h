@@ -106,6 +106,27 @@ void store_batch_pause(store_batch *b, const char *queue, const char *tenant, bo
  * deletion, by retention or from the morgue, deletes its attempts). */
 void store_batch_attempt(store_batch *b, const engine_attempt_info *a);
 
+/* A schedule (periodic jobs, api/cron.c) as its row: the job it makes and
+ * how far it has ticked (every tick before next_tick is handled). */
+typedef struct store_schedule {
+    const char *name, *tenant, *cron, *timezone, *missed;
+    const char *queue, *type, *args, *key, *unique_key; /* key, unique_key: NULL when none */
+    int32_t priority;
+    uint32_t max_attempts; /* 0: the queue's */
+    bool unique, paused;
+    int64_t timeout_ms, last_tick, next_tick, created_at, updated_at;
+} store_schedule;
+/* The whole row, created or replaced. */
+void store_batch_schedule(store_batch *b, const store_schedule *x);
+/* A tick (or ticks given up) written: the row's last_tick and next_tick. */
+void store_batch_schedule_tick(store_batch *b, const char *name, int64_t last_tick,
+                               int64_t next_tick);
+void store_batch_schedule_delete(store_batch *b, const char *name);
+/* Every schedule, by name, on the caller's thread (the row's strings are
+ * valid during the call). */
+typedef void (*store_schedule_fn)(void *ctx, const store_schedule *x);
+int store_load_schedules(store_t *s, store_schedule_fn fn, void *ctx);
+
 typedef struct store_token {
     int64_t id;
     const char *hash;   /* hex SHA-256 of the secret; the secret is never stored */

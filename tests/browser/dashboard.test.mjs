@@ -414,6 +414,30 @@ test('bulk requeue asks first, and requeues every match', async () => {
   assert.equal((await srv.call('GET', '/v1/jobs/' + victim)).status, 404);
 });
 
+test('the schedules page shows each schedule and its next runs, and pauses and resumes it', async () => {
+  await srv.api('PUT', '/v1/schedules/nightly-report', { cron: '30 2 * * *', timezone: 'Europe/Berlin',
+    job: { tenant: 'acme', queue: 'reports', type: 'DataReport.execute' } });
+  await go(admin, '#/schedules');
+  const row = admin.locator('#view tr[data-key="nightly-report"]');
+  await row.waitFor();
+  const text = await row.innerText();
+  assert.match(text, /30 2 \* \* \*/);
+  assert.match(text, /Europe\/Berlin/);
+  assert.match(text, /acme · reports · DataReport\.execute/);
+  const want = (await srv.api('GET', '/v1/schedules/nightly-report')).next_runs.slice(0, 3);
+  const shown = await row.locator('ul.runs time').evaluateAll((ts) => ts.map((t) => Date.parse(t.getAttribute('datetime'))));
+  assert.deepEqual(shown, want);
+  await admin.click('button[aria-label="Pause schedule nightly-report"]');
+  await toast(admin, /Schedule nightly-report paused/);
+  assert.equal((await srv.api('GET', '/v1/schedules/nightly-report')).paused, true);
+  await eventually('shown paused', async () => /paused/.test(await row.innerText()));
+  await admin.click('button[aria-label="Resume schedule nightly-report"]');
+  await toast(admin, /Schedule nightly-report resumed/);
+  assert.equal((await srv.api('GET', '/v1/schedules/nightly-report')).paused, false);
+  await eventually('shown active', async () => /active/.test(await row.innerText()));
+  await shot(admin, 'schedules-light');
+});
+
 test('the morgue sorts by id or by death, like the API', async () => {
   for (const sort of ['id', 'finished']) {
     await go(admin, '#/morgue' + (sort === 'id' ? '?sort=id' : ''));
@@ -488,7 +512,7 @@ test('a tenant token sees no other tenant\'s data anywhere in the page', async (
     assert.equal(await page.locator('#nav a[data-view=tokens]').isVisible(), false);
     const forbidden = /globex|GLX-SECRET|initech|Tps\.|Ledger|payroll/i;
     const views = ['#/overview', '#/tenants', '#/queues', '#/jobs', '#/jobs?state=dead', '#/lanes', '#/morgue',
-      '#/morgue?sort=id', '#/job/' + ids.acmeFirst, '#/job/' + ids.globexDead, '#/tokens'];
+      '#/morgue?sort=id', '#/schedules', '#/job/' + ids.acmeFirst, '#/job/' + ids.globexDead, '#/tokens'];
     for (const v of views) {
       await go(page, v);
       const html = await page.evaluate(() => document.body.innerText + '\n' + document.documentElement.outerHTML);
@@ -547,7 +571,7 @@ test('a worker token gets the parts it may read, without errors', async () => {
   try {
     await signIn(page, tok.token);
     assert.equal(await textOf(page, '#who'), 'worker');
-    for (const v of ['tenants', 'lanes', 'morgue', 'tokens']) assert.equal(await page.locator(`#nav a[data-view=${v}]`).isVisible(), false, v);
+    for (const v of ['tenants', 'lanes', 'morgue', 'schedules', 'tokens']) assert.equal(await page.locator(`#nav a[data-view=${v}]`).isVisible(), false, v);
     await go(page, '#/queues');
     assert.deepEqual(await page.locator('#view tbody tr').evaluateAll((r) => r.map((x) => x.dataset.key)), ['mail']);
     await go(page, '#/jobs');

@@ -595,6 +595,34 @@ class Admin(Case):
         _, err = self.fails(1, "queue", "pause", "q-pause", "--tenant", "bad name")
         self.assertIn("tenq: invalid:", err)
 
+    def test_schedules(self):
+        out, _ = self.ok("schedule", "set", "nightly", "--cron", "30 2 * * *", "--timezone",
+                         "Europe/Berlin", "--missed", "once", "--tenant", "t-cron", "--queue",
+                         "q-cron", "--type", "Report", "--args", '{"full":true}', "--priority",
+                         "3", "--max-attempts", "2", "--timeout", "10m")
+        self.assertRegex(out, r"(?m)^cron\s+30 2 \* \* \*$")
+        self.assertRegex(out, r"(?m)^timezone\s+Europe/Berlin$")
+        self.assertRegex(out, r"(?m)^args\s+\{\"full\":true\}$")
+        self.assertRegex(out, r"(?m)^next runs\s+\d{4}-\d\d-\d\d \d\d:\d\d:00")
+        out, _ = self.ok("schedule", "pause", "nightly", "--json")
+        s = json.loads(out)
+        self.assertEqual((s["paused"], s["missed"], s["job"]["priority"], s["job"]["max_attempts"],
+                          s["job"]["timeout_ms"], s["next_runs"]), (True, "once", 3, 2, 600000, []))
+        out, _ = self.ok("schedule", "ls")
+        self.assertEqual(out.splitlines()[0].split()[:3], ["NAME", "CRON", "TIMEZONE"])
+        self.assertRegex(out, r"(?m)^nightly\s+30 2 \* \* \*\s+Europe/Berlin\s+t-cron\s+q-cron"
+                              r"\s+Report\s+-\s+-\s+paused$")
+        out, _ = self.ok("schedule", "resume", "nightly")
+        self.assertRegex(out, r"(?m)^paused\s+no$")
+        _, err = self.fails(1, "schedule", "set", "bad", "--cron", "@daily", "--timezone",
+                            "Nowhere/Land", "--tenant", "t", "--queue", "q", "--type", "T")
+        self.assertIn("tenq: invalid: timezone: unknown time zone: Nowhere/Land", err)
+        self.fails(2, "schedule", "set", "bad", "--queue", "q", "--type", "T")
+        out, _ = self.ok("schedule", "rm", "nightly")
+        self.assertEqual(out, "schedule nightly deleted\n")
+        _, err = self.fails(1, "schedule", "show", "nightly")
+        self.assertIn("tenq: not_found: no schedule named nightly", err)
+
     def test_morgue(self):
         for _ in range(4):
             self.submit("--tenant", "t-morgue", "--queue", "morgueq", "--type", "t")
