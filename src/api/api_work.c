@@ -375,7 +375,9 @@ static void lease_go(server *s, http_req *req, const principal *who, lease_in *i
     bool serving = srv_serving(s) && !s->stopping;
     if (serving && srv_try_lease(s, req, who, in->queues, in->nq, in->types, in->nt,
                                  (size_t)in->max, worker, results)) {
-    } else if (wait_ms == 0 || s->stopping || !serving) {
+    } else if (wait_ms == 0 || s->stopping || !serving || http_req_input_ended(req)) {
+        /* (input that ended while outcomes were committed: the client may be
+         * gone, and a long poll must not hand it jobs) */
         reply_no_jobs(req, results);
     } else {
         lease_waiter *w = xcalloc(1, sizeof(*w));

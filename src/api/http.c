@@ -881,6 +881,11 @@ const char *http_query_get(const http_req *r, const char *name, char *buf, size_
     return NULL;
 }
 
+bool http_req_input_ended(const http_req *r)
+{
+    return r->conn->peer_eof || r->conn->dead;
+}
+
 void http_reply(http_req *r, int status, const char *content_type, const char *extra_headers,
                 const char *body, size_t len)
 {

@@ -94,6 +94,9 @@ void http_server_yields(const http_server *s, uint64_t *yields, uint64_t *slow);
 
 /* A header's value (case-insensitive name), or NULL. */
 const char *http_header_get(const http_req *r, const char *name);
+/* Whether the client's input ended (a half-close, or a closed socket) while
+ * the request was handled: a long poll must not begin for it. */
+bool http_req_input_ended(const http_req *r);
 /* A query parameter, decoded into buf; NULL when absent. */
 const char *http_query_get(const http_req *r, const char *name, char *buf, size_t len);
 
