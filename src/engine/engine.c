@@ -203,8 +203,9 @@ tenant *engine_tenant_get_or_create(engine_t *e, const char *name)
     t = xcalloc(1, sizeof(*t));
     t->name = xstrdup(name);
     t->hash = h;
-    engine_rate_init(&t->rb, RB_TENANT);
     t->s = e->cfg.tenant_defaults;
+    engine_rate_init(&t->rb, RB_TENANT);
+    engine_rate_refresh(&t->rb);
     dlist_init(&t->ready_nodes);
     t->dead_by_id.cmp = engine_dead_cmp_tid;
     t->dead_by_fin.cmp = engine_dead_cmp_tfin;
@@ -232,8 +233,9 @@ queue *engine_queue_get_or_create(engine_t *e, const char *name)
     q = xcalloc(1, sizeof(*q));
     q->name = xstrdup(name);
     q->hash = h;
-    engine_rate_init(&q->rb, RB_QUEUE);
     q->s = e->cfg.queue_defaults;
+    engine_rate_init(&q->rb, RB_QUEUE);
+    engine_rate_refresh(&q->rb);
     dlist_init(&q->pairs);
     dlist_init(&q->all_shards);
     if (htab_insert(&e->queues, h, q) != 0) engine_oom();
@@ -303,6 +305,7 @@ static pair *pair_get(engine_t *e, queue *q, tenant *t)
     p->t = t;
     p->hash = h;
     engine_rate_init(&p->rb, RB_PAIR);
+    engine_rate_refresh(&p->rb);            /* the queue's tenant_rate */
     if (q->pair_rates_fresh) p->rb.tat = 1; /* full: see engine_queue_set */
     dlist_init(&p->ready_nodes);
     dlist_push_back(&q->pairs, &p->in_queue);

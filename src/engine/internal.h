@@ -110,8 +110,9 @@ typedef struct ready_heap {
 /* A rate limit's state (rate.c): one per tenant, queue and pair. */
 typedef enum { RB_TENANT, RB_QUEUE, RB_PAIR } rb_kind;
 typedef struct rate_bucket {
-    int64_t tat;   /* GCRA's theoretical arrival time, us; 0: unused since start */
-    int64_t until; /* closed until then (ms), in e->rate_timers; 0: open */
+    int64_t t, tau; /* its limit: emission interval and tolerance, us (t 0: none) */
+    int64_t tat;    /* GCRA's theoretical arrival time, us; 0: unused since start */
+    int64_t until;  /* closed until then (ms), in e->rate_timers; 0: open */
     uint32_t hidx;
     uint8_t kind; /* rb_kind */
 } rate_bucket;
@@ -121,10 +122,10 @@ typedef struct tenant {
     uint64_t hash;
     engine_tenant_settings s;
     uint32_t active;   /* leased + running, all queues */
+    rate_bucket rb;    /* s.rate (beside active: both read at every lease) */
     dlist ready_nodes; /* nodes with ready jobs */
     counters c;
     avl_tree dead_by_id, dead_by_fin;
-    rate_bucket rb; /* s.rate */
     bool chg;
 } tenant;
 
@@ -446,6 +447,8 @@ uint64_t engine_take_id(engine_t *e);
 
 /* ---- rate limits (rate.c) */
 void engine_rate_init(rate_bucket *b, rb_kind kind);
+/* Reads the bucket's limit from its owner's settings again (a new pair). */
+void engine_rate_refresh(rate_bucket *b);
 /* Whether the job's queue, tenant and pair allow a start now; those that do
  * not are closed (the job is then no longer a lease's candidate). */
 bool engine_rate_allows(engine_t *e, int64_t now, const struct engine_job *j);

@@ -64,7 +64,9 @@ static pair *bucket_pair(rate_bucket *b)
     return (pair *)((char *)b - offsetof(pair, rb));
 }
 
-static rate_limit limit_of(rate_bucket *b)
+/* The limit as the owner's settings say it (the bucket keeps a copy: the
+ * lease path does no division). */
+static rate_limit settings_limit(rate_bucket *b)
 {
     switch ((rb_kind)b->kind) {
     case RB_TENANT: {
@@ -80,6 +82,18 @@ static rate_limit limit_of(rate_bucket *b)
         return make_limit(s->tenant_rate, s->rate_period_ms, s->rate_burst);
     }
     }
+}
+
+void engine_rate_refresh(rate_bucket *b)
+{
+    rate_limit l = settings_limit(b);
+    b->t = l.t;
+    b->tau = l.tau;
+}
+
+static inline rate_limit limit_of(const rate_bucket *b)
+{
+    return (rate_limit){b->t, b->tau};
 }
 
 static int64_t tat_of(const engine_t *e, const rate_bucket *b, rate_limit l)
@@ -173,6 +187,7 @@ void engine_rate_take(engine_t *e, int64_t now, const job *j)
 
 void engine_rate_changed(engine_t *e, rate_bucket *b, int64_t now, bool had_limit)
 {
+    engine_rate_refresh(b);
     rate_limit l = limit_of(b);
     if (!l.t) {
         b->tat = 0;
