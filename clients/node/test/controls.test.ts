@@ -7,9 +7,9 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 
-import { LeaseLostError, Tenq, Worker, type WorkerOptions } from "tenq";
+import { LeaseLostError, Tenq } from "tenq";
 
-import { Server, sleep, until } from "./harness";
+import { Server, sleep, until, withWorker } from "./harness";
 
 let server: Server;
 let tenq: Tenq;
@@ -23,16 +23,6 @@ after(async () => {
   await server.close();
 });
 
-async function withWorker<T>(app: Tenq, o: WorkerOptions, body: (w: Worker) => Promise<T>): Promise<T> {
-  const w = app.worker({ logger: null, handleSignals: false, ...o });
-  const running = w.run();
-  try {
-    return await body(w);
-  } finally {
-    await w.stop();
-    await running;
-  }
-}
 
 describe("queue controls", () => {
   it("a paused queue leases nothing to the worker until resumed", async () => {

@@ -10,7 +10,7 @@ import { existsSync, mkdtempSync, openSync, readFileSync, readdirSync, rmSync, c
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
-import { Client, Tenq, type ClientOptions, type TenqOptions } from "tenq";
+import { Client, Tenq, type ClientOptions, type TenqOptions, type Worker, type WorkerOptions } from "tenq";
 
 export const TENQ_BIN = process.env["TENQ_BIN"] || "/opt/tenq-snapshot/tenq";
 
@@ -171,4 +171,16 @@ export async function deadPort(): Promise<number> {
       srv.close(() => resolve(port));
     });
   });
+}
+
+/** Runs a worker of `app` while `body` runs, then stops it. */
+export async function withWorker<T>(app: Tenq, o: WorkerOptions, body: (w: Worker) => Promise<T>): Promise<T> {
+  const w = app.worker({ logger: null, handleSignals: false, ...o });
+  const running = w.run();
+  try {
+    return await body(w);
+  } finally {
+    await w.stop();
+    await running;
+  }
 }

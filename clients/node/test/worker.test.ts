@@ -15,10 +15,9 @@ import {
   logging,
   type JobContext,
   type Logger,
-  type WorkerOptions,
 } from "tenq";
 
-import { Server, clockOff, requestsServed, sleep, until } from "./harness";
+import { Server, clockOff, requestsServed, sleep, until, withWorker } from "./harness";
 
 let server: Server;
 let tenq: Tenq;
@@ -32,17 +31,6 @@ after(async () => {
   await server.close();
 });
 
-/** Runs a worker of `app` on `queue` while `body` runs, then stops it. */
-async function withWorker<T>(app: Tenq, o: WorkerOptions, body: (w: Worker) => Promise<T>): Promise<T> {
-  const w = app.worker({ logger: null, handleSignals: false, ...o });
-  const running = w.run();
-  try {
-    return await body(w);
-  } finally {
-    await w.stop();
-    await running;
-  }
-}
 
 const untilAborted = (signal: AbortSignal, ms = 15_000): Promise<void> =>
   new Promise((resolve, reject) => {

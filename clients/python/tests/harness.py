@@ -12,7 +12,9 @@ import socket
 import subprocess
 import threading
 import time
-from typing import Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional
+
+import tenq
 
 TENQ_BIN = os.environ.get("TENQ_BIN") or "/opt/tenq-snapshot/tenq"
 
@@ -267,3 +269,18 @@ def _read_message(s: socket.socket) -> Optional[bytes]:
             return None
         rest += chunk
     return head + b"\r\n\r\n" + rest[:length]
+
+
+def until(cond: Callable[[], bool], timeout: float = 30.0) -> None:
+    """Waits until cond() holds; fails after timeout seconds."""
+    end = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > end:
+            raise AssertionError("condition not met in time")
+        time.sleep(0.02)
+
+
+def worker_for(client: tenq.Client, queue: str, reg: tenq.Registry, **kw: Any) -> tenq.Worker:
+    """A worker of queue with reg's handlers (polls every 2 s unless told)."""
+    kw.setdefault("poll", 2)
+    return tenq.Worker(client, queues=[queue], handlers=reg, **kw)

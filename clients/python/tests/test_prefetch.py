@@ -9,17 +9,10 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any, Callable, Dict, List
+from typing import Any, Dict, List
 
 import tenq
-
-
-def _until(cond: Callable[[], bool], timeout: float = 30.0) -> None:
-    end = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > end:
-            raise AssertionError("condition not met in time")
-        time.sleep(0.02)
+from harness import until
 
 
 def _counts(client: tenq.Client, queue: str) -> Dict[str, Any]:
@@ -39,7 +32,7 @@ def _warm(client: tenq.Client, worker: tenq.Worker, n: int = 20) -> None:
     hs = [client.submit("T.quick") for _ in range(n)]
     for h in hs:
         h.wait(30)
-    _until(lambda: worker.counts["succeeded"] >= n)
+    until(lambda: worker.counts["succeeded"] >= n)
 
 
 def test_short_jobs_are_leased_in_batches_and_given_back_on_stop(client: tenq.Client,
@@ -56,7 +49,7 @@ def test_short_jobs_are_leased_in_batches_and_given_back_on_stop(client: tenq.Cl
         hs = client.submit_many([{"type": "T.block"}] + [{"type": "T.quick"}] * 10)
         # the blocking job holds the only thread, and the worker holds the
         # other 10 (beyond its thread: prefetched), none left in the queue
-        _until(lambda: _held(client, queue) == 11)
+        until(lambda: _held(client, queue) == 11)
         assert _counts(client, queue)["ready"] == 0
         time.sleep(0.3)
         assert w.counts["succeeded"] == 20  # nothing ran behind the blocked thread
@@ -82,7 +75,7 @@ def test_prefetched_jobs_keep_their_leases(client: tenq.Client, queue: str) -> N
     with tenq.Worker(client, queues=[queue], handlers=reg, concurrency=1, poll=2) as w:
         _warm(client, w)
         hs = client.submit_many([{"type": "T.block"}] + [{"type": "T.quick"}] * 5)
-        _until(lambda: _held(client, queue) == 6)  # 5 of them wait behind the blocked thread
+        until(lambda: _held(client, queue) == 6)  # 5 of them wait behind the blocked thread
         # twice their lease: heartbeats kept them, none expired and ran again
         assert [h.wait(30) for h in hs if not isinstance(h, tenq.TenqError)] == [0] * 6
     assert w.counts["lost"] == 0 and w.counts["succeeded"] == 26
@@ -106,7 +99,7 @@ def test_jobs_in_hand_run_during_the_grace(client: tenq.Client, queue: str) -> N
     try:
         _warm(client, w)
         hs = client.submit_many([{"type": "T.gated"}] * 30)
-        _until(lambda: _held(client, queue) == 30)  # 2 running, 28 prefetched
+        until(lambda: _held(client, queue) == 30)  # 2 running, 28 prefetched
         w.stop()
         time.sleep(0.2)
         gate.set()  # the stopped worker runs what it holds
@@ -131,7 +124,7 @@ def test_long_jobs_are_not_prefetched(client: tenq.Client, queue: str) -> None:
     reg.add("T.slow", slow)
     hs = [client.submit("T.slow") for _ in range(6)]
     with tenq.Worker(client, queues=[queue], handlers=reg, concurrency=2, poll=2) as w:
-        _until(lambda: w.counts["succeeded"] == 6)
+        until(lambda: w.counts["succeeded"] == 6)
     assert all(client.get(h.id).state == "succeeded" for h in hs)
     # before a job finished, the worker leased only for its 2 threads; and
     # after (0.3 s a job: 0.1 s of work is less than a job) too, else the

@@ -9,22 +9,10 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any, Callable, List
+from typing import List
 
 import tenq
-
-
-def _worker(client: tenq.Client, queue: str, reg: tenq.Registry, **kw: Any) -> tenq.Worker:
-    kw.setdefault("poll", 2)
-    return tenq.Worker(client, queues=[queue], handlers=reg, **kw)
-
-
-def _until(cond: Callable[[], bool], timeout: float = 30.0) -> None:
-    end = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > end:
-            raise AssertionError("condition not met in time")
-        time.sleep(0.02)
+from harness import until, worker_for
 
 
 def test_paused_queue_leases_nothing_until_resumed(client: tenq.Client, queue: str) -> None:
@@ -33,7 +21,7 @@ def test_paused_queue_leases_nothing_until_resumed(client: tenq.Client, queue: s
     reg = tenq.Registry()
     reg.add("P.job", lambda ctx: ctx.args)
     hs = [client.submit("P.job", i) for i in range(3)]
-    with _worker(client, queue, reg, concurrency=3) as w:
+    with worker_for(client, queue, reg, concurrency=3) as w:
         time.sleep(1.5)
         assert w.counts["leased"] == 0
         job = client.get(hs[0].id)
@@ -52,7 +40,7 @@ def test_paused_tenant_waits_while_others_run(client: tenq.Client, queue: str) -
     reg.add("P.job", lambda ctx: ctx.args)
     mine = client.submit("P.job", "acme")
     other = client.submit("P.job", "other", tenant="other")
-    with _worker(client, queue, reg) as w:
+    with worker_for(client, queue, reg) as w:
         assert other.wait(30) == "other"
         time.sleep(0.5)
         job = client.get(mine.id)
@@ -83,7 +71,7 @@ def test_server_timeout_stops_the_handler_and_reports_nothing(client: tenq.Clien
     h = client.submit("T.stuck", max_attempts=1, timeout_ms=700)
     assert client.get(h.id).timeout_ms == 700
     t0 = time.monotonic()
-    with _worker(client, queue, reg) as w:
+    with worker_for(client, queue, reg) as w:
         job = h.wait_job(30)
         assert stopped.wait(10), "the handler was not stopped"
         took = time.monotonic() - t0
@@ -102,9 +90,9 @@ def test_queue_timeout_setting(client: tenq.Client, queue: str) -> None:
     reg.add("T.nap", lambda ctx: ctx.sleep(30))
     h = client.submit("T.nap", max_attempts=1)
     assert client.get(h.id).timeout_ms is None  # the queue's, not its own
-    with _worker(client, queue, reg) as w:
+    with worker_for(client, queue, reg) as w:
         job = h.wait_job(30)
-        _until(lambda: w.counts["lost"] == 1, 10)
+        until(lambda: w.counts["lost"] == 1, 10)
     assert job.state == "dead" and (job.error or "").startswith("timed out:")
     with tenq.testing.fake() as jobs:
         client.submit("T.nap", timeout_ms=1234)
@@ -125,8 +113,8 @@ def test_queue_rate_spaces_the_starts(client: tenq.Client, queue: str) -> None:
 
     reg.add("R.job", job)
     hs = client.submit_many([tenq.JobSpec("R.job", i) for i in range(6)])
-    with _worker(client, queue, reg, concurrency=6) as w:
-        _until(lambda: len(starts) >= 2)
+    with worker_for(client, queue, reg, concurrency=6) as w:
+        until(lambda: len(starts) >= 2)
         counts = client.get_queue(queue)
         assert counts["held"] >= 1 and counts.get("rate_limited_until", 0) > 0
         held = [h for h in hs if isinstance(h, tenq.Handle)][-1].get()
@@ -153,8 +141,8 @@ def test_tenant_rate_through_set_tenant(client: tenq.Client, queue: str) -> None
     starts: List[float] = []
     reg.add("R.t", lambda ctx: starts.append(time.monotonic()))
     hs = [client.submit("R.t", i, tenant=name) for i in range(3)]
-    with _worker(client, queue, reg, concurrency=3):
-        _until(lambda: len(starts) >= 1)
+    with worker_for(client, queue, reg, concurrency=3):
+        until(lambda: len(starts) >= 1)
         assert (hs[2].get().waiting or {}).get("reason") == "tenant_rate"
         for h in hs:
             h.wait(30)

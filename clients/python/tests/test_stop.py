@@ -8,19 +8,11 @@ import signal
 import subprocess
 import sys
 import time
-from typing import Callable
 
 import tenq
+from harness import until
 
 PROC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "worker_proc.py")
-
-
-def _until(cond: Callable[[], bool], timeout: float = 30.0) -> None:
-    end = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > end:
-            raise AssertionError("condition not met in time")
-        time.sleep(0.02)
 
 
 def _start(url: str, queue: str, grace: float) -> "subprocess.Popen[bytes]":
@@ -36,7 +28,7 @@ def test_sigterm_finishes_running_jobs_and_gives_back_the_rest(client: tenq.Clie
     p = _start(client.current_server, queue, grace=4)
     try:
         every = short + [long]
-        _until(lambda: all(client.get(h.id).state == "running" for h in every))
+        until(lambda: all(client.get(h.id).state == "running" for h in every))
         t0 = time.monotonic()
         p.send_signal(signal.SIGTERM)
         assert p.wait(60) == 0
@@ -56,7 +48,7 @@ def test_second_signal_stops_at_once(client: tenq.Client, queue: str) -> None:
     h = client.submit("T.sleep", {"s": 120})
     p = _start(client.current_server, queue, grace=60)
     try:
-        _until(lambda: client.get(h.id).state == "running")
+        until(lambda: client.get(h.id).state == "running")
         p.send_signal(signal.SIGINT)
         time.sleep(0.3)
         assert p.poll() is None  # the first waits for the job

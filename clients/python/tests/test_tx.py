@@ -21,12 +21,12 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from typing import Any, Callable, Dict, Iterator, List, NoReturn, Tuple
+from typing import Any, Dict, Iterator, List, NoReturn, Tuple
 
 import pytest
 
 import tenq
-from harness import Server
+from harness import Server, until
 
 PG = os.environ.get("TENQ_TEST_PG_URL")
 _dbs = itertools.count(1)
@@ -44,14 +44,6 @@ def _psycopg() -> Any:
     except ImportError:
         _need("needs psycopg 3 (apt-get install python3-psycopg)")
     return psycopg
-
-
-def _until(cond: Callable[[], bool], timeout: float = 30.0) -> None:
-    end = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > end:
-            raise AssertionError("condition not met in time")
-        time.sleep(0.02)
 
 
 def _role(url: str) -> Any:
@@ -103,7 +95,7 @@ def env(tmp_path: Any, queue: str) -> Iterator[Env]:
     server = Server(str(tmp_path), store=db_url).start()
     e = Env(psycopg, db_url, server, queue)
     try:
-        _until(lambda: _role(server.url) == "leader")
+        until(lambda: _role(server.url) == "leader")
         with e.connect() as conn:
             conn.execute("CREATE TABLE app (id SERIAL PRIMARY KEY, what TEXT NOT NULL)")
         yield e
@@ -420,7 +412,7 @@ def test_the_readme_example_runs_as_written(env: Env, tmp_path: Any,
         reg = tenq.Registry()
         reg.add("Order.ship", mod.ship)
         with tenq.Worker(env.client, queues=["orders"], handlers=reg, poll=2) as w:
-            _until(lambda: w.counts["succeeded"] == 1)
+            until(lambda: w.counts["succeeded"] == 1)
         assert env.rows("SELECT order_id FROM shipments") == [(order_id,)]
         (job,) = env.client.list_jobs(queue="orders").jobs
         assert (job.state, job.result, job.attempts) == ("succeeded", {"shipped": order_id}, 1)

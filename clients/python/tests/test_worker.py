@@ -12,20 +12,7 @@ from typing import Any, Callable, List
 import pytest
 
 import tenq
-from harness import Server, clock_off, requests_served
-
-
-def _worker(client: tenq.Client, queue: str, reg: tenq.Registry, **kw: Any) -> tenq.Worker:
-    kw.setdefault("poll", 2)
-    return tenq.Worker(client, queues=[queue], handlers=reg, **kw)
-
-
-def _until(cond: Callable[[], bool], timeout: float = 30.0) -> None:
-    end = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > end:
-            raise AssertionError("condition not met in time")
-        time.sleep(0.02)
+from harness import Server, clock_off, requests_served, until, worker_for
 
 
 @pytest.mark.parametrize("carry", [False, True])
@@ -49,7 +36,7 @@ def test_concurrency_really_overlaps(client: tenq.Client, queue: str, carry: boo
 
     reg.add("T.slow", slow)
     hs = [client.submit("T.slow") for _ in range(8)]
-    with _worker(client, queue, reg, concurrency=4, carry_outcomes=carry) as w:
+    with worker_for(client, queue, reg, concurrency=4, carry_outcomes=carry) as w:
         assert [h.wait(30) for h in hs] == [h.id for h in hs]
     assert peak[0] == 4
     assert w.counts["succeeded"] == 8
@@ -65,7 +52,7 @@ def test_retries_down_to_the_morgue(client: tenq.Client, queue: str) -> None:
 
     reg.add("T.flaky", flaky)
     h = client.submit("T.flaky", max_attempts=3)
-    with _worker(client, queue, reg, concurrency=2):
+    with worker_for(client, queue, reg, concurrency=2):
         job = h.wait_job(30)
     assert job.state == "dead" and job.attempts == 3 and seen == [0, 1, 2]
     assert job.error == "Retry: not yet"
@@ -86,7 +73,7 @@ def test_exception_is_a_failed_attempt_with_class_and_message(client: tenq.Clien
     reg.add("T.picky", picky)
     h1 = client.submit("T.broken", max_attempts=1)
     h2 = client.submit("T.picky", max_attempts=10)
-    with _worker(client, queue, reg, concurrency=2) as w:
+    with worker_for(client, queue, reg, concurrency=2) as w:
         j1, j2 = h1.wait_job(30), h2.wait_job(30)
         assert w.counts["failed"] == 2
     assert (j1.state, j1.error) == ("dead", "KeyError: 'missing'")
@@ -95,7 +82,7 @@ def test_exception_is_a_failed_attempt_with_class_and_message(client: tenq.Clien
 
 def test_unknown_type_fails_the_attempt(client: tenq.Client, queue: str) -> None:
     h = client.submit("T.nobody", max_attempts=1)
-    with _worker(client, queue, tenq.Registry(), name="w-unknown"):
+    with worker_for(client, queue, tenq.Registry(), name="w-unknown"):
         job = h.wait_job(30)
     assert job.state == "dead"
     assert job.error == "no handler for type T.nobody on worker w-unknown"
@@ -117,8 +104,8 @@ def test_cancel_noticed_and_progress_recorded(client: tenq.Client, queue: str) -
 
     reg.add("T.long", long)
     h = client.submit("T.long")
-    with _worker(client, queue, reg):
-        _until(lambda: client.get(h.id).progress == {"step": 1})
+    with worker_for(client, queue, reg):
+        until(lambda: client.get(h.id).progress == {"step": 1})
         assert client.get(h.id).state == "running"
         client.cancel(h.id)
         job = h.wait_job(30)
@@ -130,7 +117,7 @@ def test_timeout_fails_the_job(client: tenq.Client, queue: str) -> None:
     reg.add("T.stuck", lambda ctx: time.sleep(30), timeout=0.5)
     reg.add("T.quick", lambda ctx: "ok")
     h = client.submit("T.stuck", max_attempts=1)
-    with _worker(client, queue, reg) as w:
+    with worker_for(client, queue, reg) as w:
         job = h.wait_job(30)
         # the slot has a new thread: the next job runs while the old one sleeps
         assert client.submit("T.quick").wait(30) == "ok"
@@ -162,7 +149,7 @@ def test_middleware_order_and_error_reporting(client: tenq.Client, queue: str) -
     middleware = [mw("outer"), tenq.middleware.error_reporter(
         lambda ctx, e: reported.append(f"{ctx.id}:{type(e).__name__}")), mw("inner")]
     h = client.submit("T.mw", "ok")
-    with _worker(client, queue, reg, middleware=middleware):
+    with worker_for(client, queue, reg, middleware=middleware):
         assert h.wait(30) == "fine"
         assert order == ["outer>", "inner>", "handler", "<inner", "<outer"]
         bad = client.submit("T.mw", "boom", max_attempts=1)
@@ -180,7 +167,7 @@ def test_async_handler(client: tenq.Client, queue: str) -> None:
         return 7
 
     reg.add("T.async", coro)
-    with _worker(client, queue, reg):
+    with worker_for(client, queue, reg):
         assert client.submit("T.async").wait(30) == 7
 
 
@@ -202,15 +189,15 @@ def test_server_away_outcomes_kept_and_delivered(fresh_server: Server, carry: bo
     release = threading.Event()
     reg.add("T.held", lambda ctx: (release.wait(60), ctx.id)[1])
     hs = [c.submit("T.held") for _ in range(3)]
-    with _worker(c, "away", reg, concurrency=3, carry_outcomes=carry) as w:
-        _until(lambda: w.counts["leased"] == 3)
+    with worker_for(c, "away", reg, concurrency=3, carry_outcomes=carry) as w:
+        until(lambda: w.counts["leased"] == 3)
         time.sleep(0.5)  # the leases are stored (--lease-write-delay)
         fresh_server.kill()
         release.set()
         time.sleep(1.0)  # the outcomes fail to go, and wait
         assert w.counts["succeeded"] == 0
         fresh_server.restart()
-        _until(lambda: w.counts["succeeded"] == 3, 60)
+        until(lambda: w.counts["succeeded"] == 3, 60)
     assert [h.wait(10) for h in hs] == [h.id for h in hs]
 
 
@@ -219,7 +206,7 @@ def test_heartbeats_keep_a_long_job_leased(client: tenq.Client, queue: str) -> N
     reg = tenq.Registry()
     reg.add("T.longer", lambda ctx: (time.sleep(3.5), ctx.attempt)[1])
     h = client.submit("T.longer")
-    with _worker(client, queue, reg) as w:
+    with worker_for(client, queue, reg) as w:
         assert h.wait(30) == 0  # the first attempt, never expired and retried
     assert client.get(h.id).attempts == 1 and w.counts["lost"] == 0
 
@@ -238,7 +225,7 @@ def test_heartbeats_by_the_time_left_not_the_wall_clock(tmp_path: Any, offset: i
         reg.add("T.longer", lambda ctx: (time.sleep(3.5), ctx.attempt)[1])
         before = requests_served(s)
         h = c.submit("T.longer")
-        with _worker(c, "hb", reg) as w:
+        with worker_for(c, "hb", reg) as w:
             assert h.wait(30) == 0  # the first attempt, never expired and retried
         served = requests_served(s) - before
         assert c.get(h.id).attempts == 1 and w.counts["lost"] == 0
@@ -255,6 +242,6 @@ def test_prefetch_and_types(client: tenq.Client, queue: str) -> None:
     reg.add("T.mine", lambda ctx: ctx.args)
     mine = [client.submit("T.mine", i) for i in range(30)]
     other = client.submit("T.other")
-    with _worker(client, queue, reg, concurrency=2, prefetch=6, types=["T.mine"]) as w:
+    with worker_for(client, queue, reg, concurrency=2, prefetch=6, types=["T.mine"]) as w:
         assert [h.wait(30) for h in mine] == list(range(30))
     assert client.get(other.id).state == "ready" and w.counts["leased"] == 30
