@@ -23,9 +23,10 @@ static uint32_t action_states(engine_bulk_action a)
 {
 #define S(x) (1u << ENGINE_##x)
     switch (a) {
-    case ENGINE_BULK_CANCEL: return S(SCHEDULED) | S(BLOCKED) | S(READY) | S(LEASED) | S(RUNNING);
+    case ENGINE_BULK_CANCEL:
+        return S(SCHEDULED) | S(BLOCKED) | S(WAITING) | S(READY) | S(LEASED) | S(RUNNING);
     case ENGINE_BULK_RETRY_NOW: return S(SCHEDULED);
-    default: return S(SCHEDULED) | S(BLOCKED) | S(READY);
+    default: return S(SCHEDULED) | S(BLOCKED) | S(WAITING) | S(READY);
     }
 #undef S
 }

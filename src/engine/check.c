@@ -145,9 +145,13 @@ static int check_jobs_(engine_t *e, chk *c, int64_t now, rtab *rt, ptr_vec *allv
         if (s == ENGINE_BLOCKED)
             CHECK(c, j->in_lane && j->in_lane->lane->head != j,
                   "blocked job %llu is not behind a lane head", (unsigned long long)j->id);
-        if (j->in_lane && s <= ENGINE_RUNNING && s != ENGINE_BLOCKED)
+        if (j->in_lane && s <= ENGINE_RUNNING && s != ENGINE_BLOCKED && s != ENGINE_WAITING)
             CHECK(c, j->in_lane->lane->head == j, "%s job %llu is not its lane's head",
                   engine_state_name(s), (unsigned long long)j->id);
+        {
+            char why[160];
+            CHECK(c, engine_deps_consistent(e, j, why, sizeof why), "%s", why);
+        }
         if (j->flags & JF_IN_UNIQ)
             CHECK(c, s <= ENGINE_RUNNING && j->extra && j->extra->unique_key,
                   "job %llu is in the dedup table while %s", (unsigned long long)j->id,
@@ -181,8 +185,9 @@ static int check_lanes(engine_t *e, chk *c)
             last_seq = seq;
             if (j->state == ENGINE_LEASED || j->state == ENGINE_RUNNING) active++;
             if (j != l->head)
-                CHECK(c, j->state == ENGINE_BLOCKED, "lane %s: job %llu behind the head is %s",
-                      l->key, (unsigned long long)j->id, engine_state_name((engine_state)j->state));
+                CHECK(c, j->state == ENGINE_BLOCKED || j->state == ENGINE_WAITING,
+                      "lane %s: job %llu behind the head is %s", l->key, (unsigned long long)j->id,
+                      engine_state_name((engine_state)j->state));
             prev = j;
             n++;
         }

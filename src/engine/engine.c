@@ -178,6 +178,7 @@ void engine_destroy(engine_t *e)
     free(e->graveyard.v);
     free(e->idem_graveyard.v);
     free(e->attempt_recs.v);
+    free(e->deps_work.v);
     free(e->scratch.v);
     free(e);
 }
@@ -431,6 +432,16 @@ void engine_job_wait(const engine_job *j, engine_wait *out)
         out->kind = j->attempts > 0 ? ENGINE_WAIT_BACKOFF : ENGINE_WAIT_SCHEDULED;
         out->until = j->run_at;
         return;
+    case ENGINE_WAITING: {
+        const job_deps *d = j->extra ? j->extra->deps : NULL;
+        out->kind = ENGINE_WAIT_PARENTS;
+        for (uint32_t k = 0; d && k < d->n_parents; k++) {
+            const job *p = engine_job_find(d->e, d->parents[k]);
+            if (p && p->state <= ENGINE_RUNNING && out->n_parents < ENGINE_PARENTS_MAX)
+                out->parents[out->n_parents++] = p->id;
+        }
+        return;
+    }
     case ENGINE_BLOCKED: {
         const lane *l = job_lane(j);
         out->kind = ENGINE_WAIT_LANE;
@@ -477,7 +488,8 @@ const char *engine_wait_name(engine_wait_kind k)
     static const char *const names[] = {NULL,           "scheduled",         "backoff",
                                         "lane",         "tenant_slots",      "tenant_cap",
                                         "queue_paused", "tenant_paused",     "tenant_rate",
-                                        "queue_rate",   "queue_tenant_rate", "worker"};
+                                        "queue_rate",   "queue_tenant_rate", "worker",
+                                        "parents"};
     return (size_t)k < sizeof names / sizeof names[0] ? names[k] : NULL;
 }
 
@@ -528,6 +540,13 @@ void engine_job_get(const engine_job *j, engine_job_info *o)
         o->merged_into = ex->merged_into;
         if (ex->lane_seq) o->lane_seq = ex->lane_seq;
         if (j->state == ENGINE_LEASED || j->state == ENGINE_RUNNING) o->lease_until = ex->deadline;
+        if (ex->deps) {
+            o->parents = ex->deps->parents;
+            o->n_parents = ex->deps->n_parents;
+            o->children = ex->deps->children;
+            o->n_children = ex->deps->n_children;
+            o->on_parent_failure = (engine_deps_policy)ex->deps->policy;
+        }
     }
 }
 
@@ -690,6 +709,7 @@ static void counts_fill(engine_counts *o, const counters *c)
     o->ready = c->n[ENGINE_READY];
     o->scheduled = c->n[ENGINE_SCHEDULED];
     o->blocked = c->n[ENGINE_BLOCKED];
+    o->waiting = c->n[ENGINE_WAITING];
     o->leased = c->n[ENGINE_LEASED];
     o->running = c->n[ENGINE_RUNNING];
     o->dead = c->n[ENGINE_DEAD];

@@ -48,12 +48,24 @@ typedef struct engine_job engine_job;
 #define ENGINE_RUN_AT_HORIZON_MS  (10LL * 366 * 24 * 3600 * 1000)
 /* a merged job takes at most this many payloads; then a new job starts */
 #define ENGINE_MERGE_MAX_PAYLOADS 10000
+/* a job depends on at most this many parents (depends_on) */
+#define ENGINE_PARENTS_MAX        100
 
-/* Job states.  The first five are "unfinished"; dead jobs stay in the morgue
+/* What a parent's death (the morgue), cancellation or merging does to a
+ * child still waiting for it: cancel the child (and so its own children
+ * of the same policy), or count that parent as done. */
+typedef enum { ENGINE_DEPS_CANCEL, ENGINE_DEPS_RUN } engine_deps_policy;
+/* "cancel", "run"; and back (-1: neither). */
+const char *engine_deps_policy_name(engine_deps_policy p);
+int engine_deps_policy_parse(const char *name);
+
+/* Job states.  The first six are "unfinished" (waiting: for its parents,
+ * see depends_on); dead jobs stay in the morgue
  * until requeued or deleted; the last three are final. */
 #define ENGINE_STATE_MAP(XX)                                                                       \
     XX(SCHEDULED, "scheduled")                                                                     \
     XX(BLOCKED, "blocked")                                                                         \
+    XX(WAITING, "waiting")                                                                         \
     XX(READY, "ready")                                                                             \
     XX(LEASED, "leased")                                                                           \
     XX(RUNNING, "running")                                                                         \
@@ -215,6 +227,14 @@ typedef struct engine_job_info {
     bool cancel_requested;
     uint64_t merged_into; /* state MERGED: the job that took its payloads */
     uint64_t lane_seq;    /* order within its lane: the id, or later if requeued */
+    /* Dependencies (resident jobs only; NULL/0 from the store's rows): the
+     * parents it was submitted with, in order, and the children that named
+     * it, in submission order. */
+    const uint64_t *parents;
+    uint32_t n_parents;
+    const uint64_t *children;
+    uint32_t n_children;
+    engine_deps_policy on_parent_failure;
 } engine_job_info;
 
 /* Fills *out with the job's fields (pointers into the engine). */
@@ -233,7 +253,8 @@ typedef enum {
     ENGINE_WAIT_TENANT_RATE,   /* its tenant's rate allows no start before until */
     ENGINE_WAIT_QUEUE_RATE,    /* its queue's rate allows no start before until */
     ENGINE_WAIT_PAIR_RATE,     /* its queue's per-tenant rate allows none before until */
-    ENGINE_WAIT_WORKER         /* it may go now: it waits for a lease (asked_at: the last) */
+    ENGINE_WAIT_WORKER,        /* it may go now: it waits for a lease (asked_at: the last) */
+    ENGINE_WAIT_PARENTS        /* parents (ids) have not succeeded yet */
 } engine_wait_kind;
 
 typedef struct engine_wait {
@@ -242,11 +263,13 @@ typedef struct engine_wait {
     uint64_t blocked_by;    /* LANE: the job at the head of its lane */
     uint32_t active, limit; /* TENANT_SLOTS, TENANT_CAP */
     int64_t asked_at;       /* WORKER: the last lease that could have taken it; 0: none yet */
+    uint32_t n_parents;     /* PARENTS: the parents still unfinished */
+    uint64_t parents[ENGINE_PARENTS_MAX];
 } engine_wait;
 
 void engine_job_wait(const engine_job *j, engine_wait *out);
 /* "scheduled", "backoff", "lane", "tenant_slots", "tenant_cap", "queue_paused",
- * "tenant_paused", "tenant_rate", "queue_rate", "queue_tenant_rate", "worker";
+ * "tenant_paused", "tenant_rate", "queue_rate", "queue_tenant_rate", "worker", "parents";
  * NULL for NONE. */
 const char *engine_wait_name(engine_wait_kind k);
 uint64_t engine_job_id(const engine_job *j);
@@ -279,7 +302,21 @@ typedef struct engine_submit_req {
     /* 0, or the job's id as the store gave it (a job an application's
      * transaction submitted); it must be new to the engine. */
     uint64_t id;
+    /* Parents (at most ENGINE_PARENTS_MAX): each a job id, or (index >= 0)
+     * the job made by an earlier request of the same engine_submit_many.
+     * Each must be resident and of the same tenant: unfinished (the job
+     * waits for it), or dead (with policy run it counts as done; with
+     * cancel the submit is refused, 409).  A job no longer resident
+     * (finished) is refused, 409; one that never was, 404. */
+    const struct engine_dep_ref *depends_on;
+    uint32_t n_depends_on;
+    engine_deps_policy on_parent_failure;
 } engine_submit_req;
+
+typedef struct engine_dep_ref {
+    uint64_t id;
+    int32_t index; /* >= 0: the job of that earlier request (id unused); -1: id */
+} engine_dep_ref;
 
 typedef struct engine_submit_res {
     int code; /* 0 or TENQ_E*; err has the details */
@@ -405,7 +442,7 @@ size_t engine_bulk(engine_t *e, int64_t now, const engine_job_filter *f, engine_
 /* ---- tenants and queues -------------------------------------------------- */
 
 typedef struct engine_counts {
-    uint64_t ready, scheduled, blocked, leased, running, dead;
+    uint64_t ready, scheduled, blocked, waiting, leased, running, dead;
     uint64_t eligible;        /* ready jobs that could be leased now */
     int64_t rate_until;       /* a rate limit of its own allows no start before this; 0 */
     int64_t oldest_eligible;  /* ready_at of the oldest eligible job; 0 if none */
@@ -562,6 +599,13 @@ bool engine_job_attempt(const engine_job_info *j, engine_attempt_info *out);
  * Loading notes changes like any call: clear them when recovery is done. */
 int engine_load_job(engine_t *e, int64_t now, const engine_job_info *j, engine_err *err);
 int engine_load_idem(engine_t *e, const engine_idem_info *i, engine_err *err);
+/* An edge of the dependency graph, after every job is loaded: the child's
+ * parent at position pos (edges of a child come in pos order), and the
+ * child's policy.  Either end may be gone from memory (finished).  Then
+ * engine_load_deps_done: each waiting child waits for its parents still
+ * unfinished, and is released when there are none. */
+void engine_load_dep(engine_t *e, uint64_t child, uint64_t parent, engine_deps_policy policy);
+void engine_load_deps_done(engine_t *e, int64_t now);
 /* Ids handed out from now on are at least next_id. */
 /* Around a load (store_load): the jobs loaded are what the store holds, so
  * they are not listed as changed (a million entries made and cleared). */

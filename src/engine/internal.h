@@ -220,6 +220,18 @@ typedef struct dead_links {
     struct engine_job *j;
 } dead_links;
 
+/* Dependencies (deps.c): only jobs that have parents or children carry
+ * them, in their extra, so that every other job stays as it was. */
+typedef struct job_deps {
+    engine_t *e;       /* for engine_job_wait, which has only the job */
+    uint64_t *parents; /* as submitted (child side) */
+    uint32_t n_parents;
+    uint32_t pending;   /* parents still unfinished, while the job waits */
+    uint64_t *children; /* jobs that named this one (parent side) */
+    uint32_t n_children, cap_children;
+    uint8_t policy; /* engine_deps_policy */
+} job_deps;
+
 /* Fields most queued jobs never need: allocated on first use. */
 typedef struct job_extra {
     int64_t leased_at, started_at, finished_at, deadline;
@@ -234,6 +246,7 @@ typedef struct job_extra {
     uint64_t merged_into;
     uint64_t lane_seq; /* 0: same as id */
     dead_links *dl;
+    job_deps *deps; /* NULL: no parents, no children */
 } job_extra;
 
 #define JF_CANCEL_REQ   1u
@@ -298,6 +311,8 @@ struct engine {
     ptr_vec graveyard;      /* finished jobs, freed at changes_clear */
     ptr_vec idem_graveyard; /* expired idempotency entries listed in changes */
     ptr_vec attempt_recs;   /* ended attempts listed in changes (attempts.c) */
+    ptr_vec deps_work;      /* parents whose end their children have yet to see (deps.c) */
+    bool deps_busy;
     counters c;
     bool loading;      /* engine_loading: jobs loaded are not noted as changed */
     size_t data_bytes; /* args and payloads */
@@ -475,6 +490,31 @@ void engine_attempt_ended(engine_t *e, const job *j, int64_t now, engine_attempt
                           engine_state after, const char *stats);
 /* Frees the copies of engine_changes_clear's list. */
 void engine_attempts_clear(engine_t *e);
+
+/* ---- dependencies (deps.c) */
+/* Checks a submit's depends_on (index refs already resolved into ids[]):
+ * 0, or the refusal naming the field; *pending gets the parents unfinished. */
+int engine_deps_check(engine_t *e, const tenant *t, const uint64_t *ids, uint32_t n,
+                      engine_deps_policy policy, uint32_t *pending, engine_err *err);
+/* Records the edges of a new job (ids checked and without repeats). */
+void engine_deps_attach(engine_t *e, job *j, const uint64_t *ids, uint32_t n,
+                        engine_deps_policy policy, uint32_t pending);
+/* The job left the unfinished states (succeeded, cancelled, merged, dead):
+ * its waiting children count it done or are cancelled, by their policy. */
+void engine_deps_ended(engine_t *e, job *j, int64_t now);
+/* The job came back from the morgue: its waiting children wait for it again. */
+void engine_deps_requeued(engine_t *e, job *j);
+/* A waiting job whose last parent ended goes on (its lane, its run_at). */
+void engine_deps_release(engine_t *e, job *j, int64_t now);
+void engine_deps_free(job_deps *d);
+/* Whether a job may leave WAITING by itself: it is not waiting, or has
+ * nothing pending. */
+static inline bool job_waits_for_parents(const job *j)
+{
+    return j->extra && j->extra->deps && j->extra->deps->pending > 0;
+}
+/* For engine_check: the job's pending count agrees with its parents. */
+bool engine_deps_consistent(engine_t *e, const job *j, char *why, size_t len);
 
 /* ---- morgue (morgue.c) */
 void engine_morgue_insert(engine_t *e, job *j);

@@ -47,6 +47,7 @@ void engine_job_free(engine_t *e, job *j)
         free(ex->traceparent);
         engine_payload_free(e, &ex->pl);
         free(ex->dl);
+        engine_deps_free(ex->deps);
         free(ex);
     }
     e->data_bytes -= strlen(j->args);
@@ -437,7 +438,59 @@ int engine_submit_check(engine_t *e, int64_t now, const engine_submit_req *r, en
     return 0;
 }
 
+/* A submit's parents as ids, without repeats (index refs resolved from the
+ * answers of the earlier requests of the same submit_many). */
+static int deps_resolve(const engine_submit_req *r, const engine_submit_res *earlier,
+                        size_t n_earlier, uint64_t *ids, uint32_t *n, engine_err *err)
+{
+    *n = 0;
+    if (r->on_parent_failure != ENGINE_DEPS_CANCEL && r->on_parent_failure != ENGINE_DEPS_RUN) {
+        engine_errf(err, TENQ_EINVALID, "on_parent_failure",
+                    "on_parent_failure must be \"cancel\" or \"run\"");
+        return TENQ_EINVALID;
+    }
+    if (r->n_depends_on > ENGINE_PARENTS_MAX) {
+        engine_errf(err, TENQ_EINVALID, "depends_on", "a job depends on at most %d jobs, not %u",
+                    ENGINE_PARENTS_MAX, r->n_depends_on);
+        return TENQ_EINVALID;
+    }
+    for (uint32_t i = 0; i < r->n_depends_on; i++) {
+        const engine_dep_ref *d = &r->depends_on[i];
+        uint64_t id = d->id;
+        if (d->index >= 0) {
+            if ((size_t)d->index >= n_earlier) {
+                engine_errf(err, TENQ_EINVALID, "depends_on",
+                            "depends_on[%u]: index %d names no earlier job of this request", i,
+                            d->index);
+                return TENQ_EINVALID;
+            }
+            if (earlier[d->index].code != 0) {
+                engine_errf(err, TENQ_ECONFLICT, "depends_on",
+                            "depends_on[%u]: the job at index %d was refused", i, d->index);
+                return TENQ_ECONFLICT;
+            }
+            id = earlier[d->index].id;
+        } else if (id == 0) {
+            engine_errf(err, TENQ_EINVALID, "depends_on", "depends_on[%u]: no job 0", i);
+            return TENQ_EINVALID;
+        }
+        bool seen = false;
+        for (uint32_t k = 0; k < *n && !seen; k++) seen = ids[k] == id;
+        if (!seen) ids[(*n)++] = id;
+    }
+    return 0;
+}
+
+static int submit_one(engine_t *e, int64_t now, const engine_submit_req *r, engine_submit_res *res,
+                      const engine_submit_res *earlier, size_t n_earlier);
+
 int engine_submit(engine_t *e, int64_t now, const engine_submit_req *r, engine_submit_res *res)
+{
+    return submit_one(e, now, r, res, NULL, 0);
+}
+
+static int submit_one(engine_t *e, int64_t now, const engine_submit_req *r, engine_submit_res *res,
+                      const engine_submit_res *earlier, size_t n_earlier)
 {
     memset(res, 0, sizeof(*res));
     engine_err *err = &res->err;
@@ -471,6 +524,14 @@ int engine_submit(engine_t *e, int64_t now, const engine_submit_req *r, engine_s
         }
         if (ie) idem_drop(e, ie);
     }
+    uint64_t parents[ENGINE_PARENTS_MAX];
+    uint32_t n_parents = 0, pending = 0;
+    if (r->n_depends_on) {
+        rc = deps_resolve(r, earlier, n_earlier, parents, &n_parents, err);
+        if (!rc)
+            rc = engine_deps_check(e, t, parents, n_parents, r->on_parent_failure, &pending, err);
+        if (rc) return res->code = rc;
+    }
     if (!t) t = engine_tenant_get_or_create(e, r->tenant);
     if (!q) q = engine_queue_get_or_create(e, r->queue);
 
@@ -494,7 +555,7 @@ int engine_submit(engine_t *e, int64_t now, const engine_submit_req *r, engine_s
 
     node *home = engine_node_get_or_create(e, q, r->type, t);
     lane *ln = r->key ? engine_lane_find(e, t, q, r->key) : NULL;
-    if (q->s.merge && ln && engine_can_merge_into(ln->tail, home)) {
+    if (q->s.merge && ln && !n_parents && engine_can_merge_into(ln->tail, home)) {
         job *tail = ln->tail;
         engine_ensure_payloads(e, tail);
         engine_payload_add(e, &tail->extra->pl, score, args, args_len);
@@ -537,7 +598,11 @@ int engine_submit(engine_t *e, int64_t now, const engine_submit_req *r, engine_s
         engine_lane_join(ln, j);
         engine_lane_append(e, ln, j);
     }
-    if (ln && ln->head != j) {
+    if (n_parents) engine_deps_attach(e, j, parents, n_parents, r->on_parent_failure, pending);
+    if (pending) {
+        engine_set_state(e, j, ENGINE_WAITING);
+        engine_note_job(e, j, 0);
+    } else if (ln && ln->head != j) {
         engine_set_state(e, j, ENGINE_BLOCKED);
         engine_note_job(e, j, 0);
     } else {
@@ -558,7 +623,7 @@ size_t engine_submit_many(engine_t *e, int64_t now, const engine_submit_req *req
                           engine_submit_res *res)
 {
     size_t ok = 0;
-    for (size_t i = 0; i < n; i++) ok += engine_submit(e, now, &reqs[i], &res[i]) == 0;
+    for (size_t i = 0; i < n; i++) ok += submit_one(e, now, &reqs[i], &res[i], res, i) == 0;
     return ok;
 }
 
@@ -566,6 +631,7 @@ size_t engine_submit_many(engine_t *e, int64_t now, const engine_submit_req *req
 
 void engine_finish(engine_t *e, job *j, engine_state s, int64_t now)
 {
+    bool was_unfinished = j->state <= ENGINE_RUNNING;
     if (j->state == ENGINE_LEASED || j->state == ENGINE_RUNNING) {
         engine_unplace(e, j);
         engine_release_slot(e, j);
@@ -581,6 +647,7 @@ void engine_finish(engine_t *e, job *j, engine_state s, int64_t now)
     engine_set_state(e, j, s);
     engine_note_job(e, j, 0);
     ptr_vec_push(&e->graveyard, j);
+    if (was_unfinished) engine_deps_ended(e, j, now);
 }
 
 /* ---- worker calls --------------------------------------------------------------- */
@@ -806,6 +873,7 @@ int engine_cancel(engine_t *e, int64_t now, uint64_t id, engine_state *state_out
     switch ((engine_state)j->state) {
     case ENGINE_SCHEDULED:
     case ENGINE_BLOCKED:
+    case ENGINE_WAITING:
     case ENGINE_READY: engine_finish(e, j, ENGINE_CANCELLED, now); break;
     case ENGINE_LEASED:
     case ENGINE_RUNNING:
@@ -876,7 +944,9 @@ void engine_kill(engine_t *e, job *j, int64_t now, const char *error)
     engine_uniq_remove(e, j);
     ex->finished_at = now;
     BUMP(e, job_pair(j), dead);
+    bool was_unfinished = j->state <= ENGINE_RUNNING;
     engine_set_state(e, j, ENGINE_DEAD);
     engine_morgue_insert(e, j);
     engine_note_job(e, j, 0);
+    if (was_unfinished) engine_deps_ended(e, j, now);
 }

@@ -92,6 +92,12 @@ int engine_load_job(engine_t *e, int64_t now, const engine_job_info *in, engine_
         engine_lease_heap_push(e, j);
         engine_take_slot(e, j);
         break;
+    case ENGINE_WAITING:
+        /* for its parents: engine_load_deps_done counts them, once every
+         * job and edge is loaded */
+        engine_set_state(e, j, ENGINE_WAITING);
+        if (j->in_lane) engine_lane_append(e, j->in_lane->lane, j);
+        break;
     default:
         engine_set_state(e, j, ENGINE_BLOCKED);
         if (j->in_lane) engine_lane_append(e, j->in_lane->lane, j);

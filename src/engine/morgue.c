@@ -211,6 +211,7 @@ int engine_morgue_requeue(engine_t *e, int64_t now, uint64_t id, engine_err *err
     }
     engine_uniq_add(e, j);
     engine_note_job(e, j, ENGINE_JF_LANE);
+    engine_deps_requeued(e, j);
     return 0;
 }
 
