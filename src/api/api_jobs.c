@@ -81,7 +81,7 @@ static void submit_and_reply(server *s, http_req *req, const rkey_ctx *k,
          * is submitted (and committed with it: ARCHITECTURE.md) */
         if (i && i % HAND_OVER_JOBS == 0) srv_hand_over(s);
         if (ok && !ok[i]) continue;
-        engine_submit(s->e, now, &reqs[i], &res[i]);
+        engine_submit_at(s->e, now, &reqs[i], res, i); /* depends_on may name res[0..i) */
         any_created |= res[i].created;
     }
     srv_wake_first(s);

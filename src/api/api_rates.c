@@ -118,6 +118,7 @@ void api_json_counts(jbuf *b, const engine_counts *c, int64_t now)
     jb_kint(b, "ready", (long long)c->ready);
     jb_kint(b, "scheduled", (long long)c->scheduled);
     jb_kint(b, "blocked", (long long)c->blocked);
+    jb_kint(b, "waiting", (long long)c->waiting);
     jb_kint(b, "leased", (long long)c->leased);
     jb_kint(b, "running", (long long)c->running);
     jb_kint(b, "dead", (long long)c->dead);

@@ -134,10 +134,10 @@ static void metric_label(jbuf *b, const char *v)
 static void metric_counts(jbuf *b, const char *kind, const char *name, const engine_counts *c,
                           int64_t now)
 {
-    static const char *const states[] = {"ready",  "scheduled", "blocked",
+    static const char *const states[] = {"ready",  "scheduled", "blocked", "waiting",
                                          "leased", "running",   "dead"};
-    uint64_t v[] = {c->ready, c->scheduled, c->blocked, c->leased, c->running, c->dead};
-    for (int i = 0; i < 6; i++) {
+    uint64_t v[] = {c->ready, c->scheduled, c->blocked, c->waiting, c->leased, c->running, c->dead};
+    for (int i = 0; i < 7; i++) {
         jb_printf(b, "tenq_%s_jobs{%s=\"", kind, kind);
         metric_label(b, name);
         jb_printf(b, "\",state=\"%s\"} %llu\n", states[i], (unsigned long long)v[i]);

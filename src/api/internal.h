@@ -627,6 +627,8 @@ void h_list_jobs(server *s, http_req *req, const principal *who, const char **ar
 void h_wait_job(server *s, http_req *req, const principal *who, const char **args);
 /* api_attempts.c */
 void h_job_attempts(server *s, http_req *req, const principal *who, const char **args);
+/* api_deps.c */
+void h_job_parents(server *s, http_req *req, const principal *who, const char **args);
 void h_cancel(server *s, http_req *req, const principal *who, const char **args);
 void h_lease(server *s, http_req *req, const principal *who, const char **args);
 void h_start(server *s, http_req *req, const principal *who, const char **args);

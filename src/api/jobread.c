@@ -12,9 +12,11 @@
 #include <math.h>
 
 static const char *const job_fields[] = {
-    "tenant",       "queue",  "type",        "args",       "key",
-    "priority",     "run_at", "unique_key",  "unique",     "idempotency_key",
-    "max_attempts", "score",  "traceparent", "timeout_ms", NULL};
+    "tenant",      "queue",           "type",         "args",
+    "key",         "priority",        "run_at",       "unique_key",
+    "unique",      "idempotency_key", "max_attempts", "score",
+    "traceparent", "timeout_ms",      "depends_on",   "on_parent_failure",
+    NULL};
 enum {
     F_TENANT,
     F_QUEUE,
@@ -30,6 +32,8 @@ enum {
     F_SCORE,
     F_TRACE,
     F_TIMEOUT,
+    F_DEPENDS_ON,
+    F_ON_PARENT_FAILURE,
     F_N
 };
 
@@ -51,6 +55,49 @@ static bool job_who(const principal *who, engine_submit_req *r, engine_err *err)
         engine_errf(err, TENQ_EFORBIDDEN, "queue", "this token may not use queue %s", r->queue);
         return false;
     }
+    return true;
+}
+
+/* depends_on: a list of job ids, or {"index": i} for the job of an
+ * earlier index of the same request; into a block of refs at the front of
+ * *mem (which then holds the args after them). */
+static bool read_depends_on(json_t *d, engine_dep_ref **refs, size_t *n, engine_err *err)
+{
+    *refs = NULL;
+    *n = 0;
+    if (!json_is_array(d)) {
+        engine_errf(err, TENQ_EINVALID, "depends_on",
+                    "depends_on must be a list of job ids or {\"index\": i} objects");
+        return false;
+    }
+    size_t len = json_array_size(d);
+    if (len > ENGINE_PARENTS_MAX) {
+        engine_errf(err, TENQ_EINVALID, "depends_on", "a job depends on at most %d jobs, not %zu",
+                    ENGINE_PARENTS_MAX, len);
+        return false;
+    }
+    engine_dep_ref *v = xcalloc(len ? len : 1, sizeof(*v));
+    for (size_t i = 0; i < len; i++) {
+        json_t *x = json_array_get(d, i);
+        if (json_is_integer(x) && json_integer_value(x) >= 1) {
+            v[i] = (engine_dep_ref){.id = (uint64_t)json_integer_value(x), .index = -1};
+            continue;
+        }
+        json_t *ix = json_is_object(x) ? json_object_get(x, "index") : NULL;
+        if (ix && json_object_size(x) == 1 && json_is_integer(ix) && json_integer_value(ix) >= 0 &&
+            json_integer_value(ix) < 100000) {
+            v[i] = (engine_dep_ref){.index = (int32_t)json_integer_value(ix)};
+            continue;
+        }
+        engine_errf(err, TENQ_EINVALID, "depends_on",
+                    "depends_on[%zu] must be a job id (a positive integer) or {\"index\": i}, "
+                    "an earlier job of this request",
+                    i);
+        free(v);
+        return false;
+    }
+    *refs = v;
+    *n = len;
     return true;
 }
 
@@ -118,14 +165,48 @@ bool read_job(json_t *o, const principal *who, engine_submit_req *r, char **args
         r->has_score = true;
         r->score = json_number_value(sc);
     }
+    json_t *pf = json_object_get(o, "on_parent_failure");
+    if (pf && !json_is_null(pf)) {
+        int pol = json_is_string(pf) ? engine_deps_policy_parse(json_string_value(pf)) : -1;
+        if (pol < 0) {
+            engine_errf(err, TENQ_EINVALID, "on_parent_failure",
+                        "on_parent_failure must be \"cancel\" or \"run\"");
+            return false;
+        }
+        r->on_parent_failure = (engine_deps_policy)pol;
+    }
 #undef STR
 #undef INT
-    if (!job_who(who, r, err)) return false;
+    engine_dep_ref *refs = NULL;
+    size_t nrefs = 0;
+    json_t *d = json_object_get(o, "depends_on");
+    if (d && !json_is_null(d) && !read_depends_on(d, &refs, &nrefs, err)) return false;
+    if (!job_who(who, r, err)) {
+        free(refs);
+        return false;
+    }
     json_t *a = json_object_get(o, "args");
     if (a) {
         *args_out = canonical_json(a);
         r->args = *args_out;
         r->args_len = (uint32_t)strlen(*args_out);
+    }
+    if (nrefs) {
+        /* one block for the caller to free: the refs, then the args */
+        size_t rb = nrefs * sizeof(*refs);
+        char *block = xmalloc(rb + r->args_len + 1);
+        memcpy(block, refs, rb);
+        if (r->args) {
+            memcpy(block + rb, r->args, r->args_len + 1);
+            r->args = block + rb;
+        }
+        free(*args_out);
+        free(refs);
+        *args_out = block;
+        r->depends_on = (const engine_dep_ref *)block;
+        r->n_depends_on = (uint32_t)nrefs;
+    } else {
+        free(refs);
     }
     return true;
 }
@@ -338,6 +419,8 @@ bool read_job_text(tq_iter *obj, const principal *who, engine_submit_req *r, cha
         fv[f] = v;
     }
     if (rc < 0) return false;
+    /* dependencies: read_job's (rare, and a list to keep) */
+    if (seen & ((1u << F_DEPENDS_ON) | (1u << F_ON_PARENT_FAILURE))) return false;
     tq_iter_leave(obj, &it);
     /* one block: the canonical args, then each string with its NUL */
     jbuf b = {0};

@@ -13,6 +13,7 @@ static const route routes[] = {
     {"GET", "/v1/jobs/{}", h_get_job, ROLES_ALL},
     {"GET", "/v1/jobs/{}/wait", h_wait_job, ROLE_ADMIN | ROLE_TENANT},
     {"GET", "/v1/jobs/{}/attempts", h_job_attempts, ROLES_ALL},
+    {"GET", "/v1/jobs/{}/parents", h_job_parents, ROLES_ALL},
     {"POST", "/v1/jobs/{}/cancel", h_cancel, ROLE_ADMIN | ROLE_TENANT},
     {"POST", "/v1/lease", h_lease, ROLE_ADMIN | ROLE_WORKER},
     {"POST", "/v1/jobs/{}/start", h_start, ROLE_ADMIN | ROLE_WORKER},

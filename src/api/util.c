@@ -177,6 +177,14 @@ static void time_field(jbuf *b, const char *k, int64_t v)
 /* No lease for this long: "no worker has asked" rather than "waiting for one". */
 #define WORKER_LATELY_MS 60000
 
+static void json_ids(jbuf *b, const char *k, const uint64_t *ids, uint32_t n)
+{
+    jb_key(b, k);
+    jb_arr(b);
+    for (uint32_t i = 0; i < n; i++) jb_int(b, (long long)ids[i]);
+    jb_arr_end(b);
+}
+
 /* "waiting": the reason, its figures, and a sentence for people. */
 static void json_wait(jbuf *b, const engine_job_info *j, const engine_wait *w, int64_t now)
 {
@@ -246,6 +254,15 @@ static void json_wait(jbuf *b, const engine_job_info *j, const engine_wait *w, i
     case ENGINE_WAIT_TENANT_PAUSED:
         snprintf(msg, sizeof msg, "queue %.200s is paused for tenant %.200s", j->queue, j->tenant);
         break;
+    case ENGINE_WAIT_PARENTS: {
+        json_ids(b, "parents", w->parents, w->n_parents);
+        int at = snprintf(msg, sizeof msg, "waiting for %u parent%s to succeed:", w->n_parents,
+                          w->n_parents == 1 ? "" : "s");
+        for (uint32_t i = 0; i < w->n_parents && at > 0 && (size_t)at < sizeof msg - 32; i++)
+            at += snprintf(msg + at, sizeof msg - (size_t)at, "%s %llu", i ? "," : "",
+                           (unsigned long long)w->parents[i]);
+        break;
+    }
     default:
         if (w->asked_at) jb_kint(b, "asked_at", w->asked_at);
         if (!w->asked_at)
@@ -303,6 +320,7 @@ void api_json_job(jbuf *b, const engine_job_info *j, job_view view, bool show_to
     jb_kint(b, "priority", j->priority);
     if (j->traceparent) jb_kstr(b, "traceparent", j->traceparent);
     if (j->timeout_ms) jb_kint(b, "timeout_ms", j->timeout_ms);
+    if (j->n_parents) json_ids(b, "parents", j->parents, j->n_parents);
     if (view == JOB_LEASE) {
         jb_kint(b, "attempt", j->attempts ? j->attempts - 1 : 0);
         jb_kint(b, "max_attempts", j->max_attempts);
@@ -330,6 +348,9 @@ void api_json_job(jbuf *b, const engine_job_info *j, job_view view, bool show_to
     time_field(b, "lease_until", j->lease_until);
     jb_kbool(b, "cancel_requested", j->cancel_requested);
     if (j->merged_into) jb_kint(b, "merged_into", (long long)j->merged_into);
+    if (j->n_parents)
+        jb_kstr(b, "on_parent_failure", engine_deps_policy_name(j->on_parent_failure));
+    if (j->n_children) json_ids(b, "children", j->children, j->n_children);
     if (show_token) jb_kint(b, "token", (long long)j->token);
     if (wait) json_wait(b, j, wait, now);
     jb_obj_end(b);

@@ -332,6 +332,11 @@ typedef struct engine_submit_res {
 int engine_submit_check(engine_t *e, int64_t now, const engine_submit_req *req, engine_err *err);
 /* Submits one job.  Returns res->code. */
 int engine_submit(engine_t *e, int64_t now, const engine_submit_req *req, engine_submit_res *res);
+/* Submits reqs[i] as the i-th job of a request whose earlier jobs were
+ * answered in res[0..i) (what depends_on's indexes name); its answer goes
+ * in res[i].  Returns res[i].code. */
+int engine_submit_at(engine_t *e, int64_t now, const engine_submit_req *req, engine_submit_res *res,
+                     size_t i);
 /* Submits n jobs in order, each answered at its index; one bad job fails only
  * itself.  Returns how many were accepted. */
 size_t engine_submit_many(engine_t *e, int64_t now, const engine_submit_req *reqs, size_t n,

@@ -489,6 +489,12 @@ int engine_submit(engine_t *e, int64_t now, const engine_submit_req *r, engine_s
     return submit_one(e, now, r, res, NULL, 0);
 }
 
+int engine_submit_at(engine_t *e, int64_t now, const engine_submit_req *r, engine_submit_res *res,
+                     size_t i)
+{
+    return submit_one(e, now, r, &res[i], res, i);
+}
+
 static int submit_one(engine_t *e, int64_t now, const engine_submit_req *r, engine_submit_res *res,
                       const engine_submit_res *earlier, size_t n_earlier)
 {

@@ -236,6 +236,16 @@ void store_schedule_params(const store_batch *b, const store_op *o, const store_
     out->i64(out->ctx, o->u.sched.updated_at);
 }
 
+void store_batch_dep(store_batch *b, uint64_t child, uint64_t parent, uint32_t pos,
+                     engine_deps_policy policy)
+{
+    store_op *o = op_push(b, OP_DEP);
+    o->u.dep.child = child;
+    o->u.dep.parent = parent;
+    o->u.dep.pos = pos;
+    o->u.dep.policy = (uint8_t)policy;
+}
+
 void store_batch_idem(store_batch *b, const engine_idem_info *i)
 {
     store_op *o = op_push(b, OP_IDEM);
@@ -305,6 +315,9 @@ void store_batch_changes_except(store_batch *b, engine_t *e, store_change_filter
             engine_job_info in;
             engine_job_get(c[i].job, &in);
             store_batch_job(b, &in, c[i].fields);
+            if (c[i].fields & ENGINE_JF_NEW)
+                for (uint32_t k = 0; k < in.n_parents; k++)
+                    store_batch_dep(b, in.id, in.parents[k], k, in.on_parent_failure);
             break;
         }
         case ENGINE_CH_JOB_DELETED: store_batch_job_delete(b, c[i].id); break;
@@ -388,8 +401,10 @@ static void drop_attempts_of(store_group *g, htab *gone)
     size_t k = 0;
     for (size_t i = 0; i < g->nother; i++) {
         const store_op *o = g->other[i];
-        uint64_t id = o->u.attempt.job_id;
-        if (o->kind == OP_ATTEMPT && htab_find(gone, hash_u64(id), id_eq, &id)) continue;
+        uint64_t id = o->kind == OP_DEP ? o->u.dep.child : o->u.attempt.job_id;
+        if ((o->kind == OP_ATTEMPT || o->kind == OP_DEP) &&
+            htab_find(gone, hash_u64(id), id_eq, &id))
+            continue;
         g->other[k] = o;
         g->other_b[k++] = g->other_b[i];
     }

@@ -33,6 +33,7 @@ typedef enum {
     OP_SCHEDULE,        /* u.sched: a schedule's whole row */
     OP_SCHEDULE_TICK,   /* u.sched: name, last_tick, next_tick */
     OP_SCHEDULE_DELETE, /* u.sched: name */
+    OP_DEP,             /* u.dep: an edge of a new job (its parent) */
 } op_kind;
 
 typedef struct batch_row {
@@ -93,6 +94,11 @@ typedef struct store_op {
             int64_t leased_at, started_at, finished_at;
             soff worker, error, stats;
         } attempt;
+        struct {
+            uint64_t child, parent;
+            uint32_t pos;
+            uint8_t policy;
+        } dep;
         struct {
             soff name, tenant, cron, timezone, missed, queue, type, args, key, unique_key;
             int32_t priority;
@@ -155,6 +161,9 @@ typedef struct store_result {
     store_inbox_fn ifn;    /* a read of the inbox: its rows (strings kept in rows) */
     store_inbox inbox;
     store_attempts_fn afn; /* a read of a job's attempts: the job in rows, these */
+    store_deps_fn dfn;     /* a read of a job's edges: the job in rows, these */
+    store_dep *dep;        /* parents first (ndep_parents), then children */
+    size_t ndep, capdep, ndep_parents;
     engine_attempt_info *att;
     size_t natt, capatt;
     bool bad_att; /* an attempt row held a word this tenq does not know */
@@ -170,6 +179,7 @@ typedef struct read_req {
     const char *scope, *key;
     store_inbox_fn ifn;    /* an inbox read: up to max, raising tx ids to floor */
     store_attempts_fn afn; /* a job (id) and its attempts */
+    store_deps_fn dfn;     /* a job (id) and its edges */
     size_t max;
     uint64_t floor;
     void *ctx;
@@ -178,6 +188,7 @@ typedef struct read_req {
 
 /* Hands a read of attempts to its callback, then frees what it read (reader.c). */
 void store_attempts_deliver(store_result *res);
+void store_deps_deliver(store_result *res);
 /* The inbox's read (inbox.c), on the reader thread. */
 int store_inbox_run(store_t *s, size_t max, uint64_t floor, store_inbox *in, rows_builder *keep);
 void store_inbox_free(store_inbox *in);

@@ -51,6 +51,7 @@ enum {
     PG_ST_SCHEDULE,
     PG_ST_SCHEDULE_TICK,
     PG_ST_SCHEDULE_DELETE,
+    PG_ST_DEP,
     PG_ST_N
 };
 extern const char *const pg_stmt_name[PG_ST_N];

@@ -18,9 +18,9 @@
 
 /* Statements that write one row; job rows go many at a time (below). */
 
-const char *const pg_stmt_name[PG_ST_N] = {"tenant", "queue",      "idem",     "token", "revoke",
-                                           "fence",  "idfloor",    "request",  "pause", "attempt",
-                                           "sched",  "sched_tick", "sched_del"};
+const char *const pg_stmt_name[PG_ST_N] = {"tenant", "queue",      "idem",      "token", "revoke",
+                                           "fence",  "idfloor",    "request",   "pause", "attempt",
+                                           "sched",  "sched_tick", "sched_del", "dep"};
 static const char *const stmt_sql[PG_ST_N] = {
     NULL,
     NULL,
@@ -35,6 +35,7 @@ static const char *const stmt_sql[PG_ST_N] = {
     STORE_SQL_UPSERT_SCHEDULE,
     STORE_SQL_TICK_SCHEDULE,
     STORE_SQL_DELETE_SCHEDULE,
+    STORE_SQL_INSERT_DEP,
 };
 
 #define CHUNK 4096
@@ -171,6 +172,12 @@ static int op_params(const store_batch *b, const store_op *o, params *ps)
         p_text(ps, bstr(b, o->u.attempt.error));
         p_text(ps, bstr(b, o->u.attempt.stats));
         return PG_ST_ATTEMPT;
+    case OP_DEP:
+        p_i64(ps, (long long)o->u.dep.child);
+        p_i64(ps, (long long)o->u.dep.parent);
+        p_i64(ps, o->u.dep.pos);
+        p_text(ps, engine_deps_policy_name((engine_deps_policy)o->u.dep.policy));
+        return PG_ST_DEP;
     case OP_SCHEDULE:
     case OP_SCHEDULE_TICK:
     case OP_SCHEDULE_DELETE: {

@@ -139,10 +139,39 @@ static int read_attempts(store_t *s, uint64_t id, store_result *res)
     return rc;
 }
 
+/* A row of parents or children: id, state, result. */
+static void dep_row(void *ctx, const store_rowacc *acc, void *row)
+{
+    store_result *res = ctx;
+    if (res->ndep == res->capdep) {
+        res->capdep = res->capdep ? res->capdep * 2 : 8;
+        res->dep = xrealloc(res->dep, res->capdep * sizeof(*res->dep));
+    }
+    store_dep *d = &res->dep[res->ndep++];
+    d->id = (uint64_t)acc->i64(row, 0);
+    d->state = acc->is_null(row, 1) ? -1 : engine_state_parse(acc->text(row, 1));
+    d->result = acc->is_null(row, 2) ? NULL : rows_str(&res->rows, acc->text(row, 2));
+}
+
+static int read_deps(store_t *s, uint64_t id, store_result *res)
+{
+    int rc = s->be->query(s, id, NULL, &res->rows);
+    if (rc || res->rows.n == 0) return rc;
+    char idtext[24];
+    snprintf(idtext, sizeof idtext, "%llu", (unsigned long long)id);
+    const char *params[1] = {idtext};
+    rc = s->be->select(s, true, STORE_SQL_GET_PARENTS, 1, params, dep_row, res);
+    res->ndep_parents = res->ndep;
+    if (!rc) rc = s->be->select(s, true, STORE_SQL_GET_CHILDREN, 1, params, dep_row, res);
+    return rc;
+}
+
 static void run_read(store_t *s, read_req *rq, store_result *res)
 {
     pthread_mutex_lock(&s->read_db_lock);
-    if (rq->afn) {
+    if (rq->dfn) {
+        res->rc = read_deps(s, rq->id, res);
+    } else if (rq->afn) {
         res->rc = read_attempts(s, rq->id, res);
     } else if (rq->ifn) {
         res->rc = store_inbox_run(s, rq->max, rq->floor, &res->inbox, &res->rows);
@@ -173,6 +202,7 @@ void *store_reader_main(void *arg)
         res->rfn = rq->rfn;
         res->ifn = rq->ifn;
         res->afn = rq->afn;
+        res->dfn = rq->dfn;
         res->ctx = rq->ctx;
         run_read(s, rq, res);
         free(rq->qstrings);
@@ -307,4 +337,34 @@ int store_get_job_sync(store_t *s, uint64_t id, store_rows_fn fn, void *ctx)
 int store_list_jobs_sync(store_t *s, const store_job_query *q, store_rows_fn fn, void *ctx)
 {
     return read_sync(s, read_new(0, q, fn, ctx));
+}
+
+void store_get_deps(store_t *s, uint64_t id, store_deps_fn fn, void *ctx)
+{
+    read_req *rq = read_new(id ? id : UINT64_MAX, NULL, NULL, ctx);
+    rq->dfn = fn;
+    read_enqueue(s, rq);
+}
+
+void store_deps_deliver(store_result *res)
+{
+    bool ok = res->rows.n == 1 && !res->rc;
+    store_deps d = {ok ? &res->rows.v[0] : NULL, res->dep, ok ? res->ndep_parents : 0,
+                    res->dep + res->ndep_parents, ok ? res->ndep - res->ndep_parents : 0};
+    res->dfn(res->ctx, res->rc, &d);
+    rows_free(&res->rows);
+    free(res->dep);
+    res->dep = NULL;
+}
+
+int store_get_deps_sync(store_t *s, uint64_t id, store_deps_fn fn, void *ctx)
+{
+    store_result res = {0};
+    read_req rq = {.id = id ? id : UINT64_MAX, .dfn = fn};
+    run_read(s, &rq, &res);
+    res.dfn = fn;
+    res.ctx = ctx;
+    int rc = res.rc;
+    store_deps_deliver(&res);
+    return rc;
 }

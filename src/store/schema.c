@@ -228,6 +228,21 @@ static const char *const migrations[] = {
     "  created_at $I64 NOT NULL,\n"
     "  updated_at $I64 NOT NULL);\n"
     "CREATE INDEX schedules_tenant ON $Sschedules (tenant);\n",
+
+    /* dependencies: a job's parents (depends_on), in the order it named
+     * them, with its policy; written in the commit of the child's submit.
+     * Whether a child still waits is worked out at a load from its
+     * parents' rows (store_load).  Deleting a child (retention, the morgue)
+     * deletes its edges, by a trigger; a parent's deletion keeps them (the
+     * child shows the parent as gone). */
+    "CREATE TABLE $Sjob_deps (\n"
+    "  child_id $I64 NOT NULL,\n"
+    "  parent_id $I64 NOT NULL,\n"
+    "  pos $I64 NOT NULL,\n"
+    "  on_parent_failure TEXT NOT NULL,\n"
+    "  PRIMARY KEY (child_id, parent_id))$NOROWID;\n"
+    "CREATE INDEX job_deps_parent ON $Sjob_deps (parent_id);\n"
+    "$DEPS_GONE",
 };
 
 int store_schema_versions(void)
@@ -274,6 +289,7 @@ static char *expand(const char *t, bool pg)
         {"$NOROWID", " WITHOUT ROWID", ""},
         {"$TXAPI", "", STORE_PG_TXAPI},
         {"$ATTEMPTS_GONE", STORE_ATTEMPTS_GONE_SQLITE, STORE_ATTEMPTS_GONE_PG},
+        {"$DEPS_GONE", STORE_DEPS_GONE_SQLITE, STORE_DEPS_GONE_PG},
         {"$S", "", "tenq."},
     };
     char *out = NULL;

@@ -113,6 +113,37 @@ char *store_schema_sql(int version, bool pg);
     "CREATE TRIGGER jobs_attempts_gone AFTER DELETE ON tenq.jobs REFERENCING OLD TABLE AS gone "   \
     "FOR EACH STATEMENT EXECUTE PROCEDURE tenq.attempts_gone();\n"
 
+/* Dependencies (the migration that made $Sjob_deps). */
+#define STORE_SQL_INSERT_DEP                                                                       \
+    "INSERT INTO $Sjob_deps (child_id, parent_id, pos, on_parent_failure) VALUES (?1, ?2, ?3, "    \
+    "?4) ON CONFLICT (child_id, parent_id) DO NOTHING"
+/* The edges a load needs: those of a live child (it may wait), and those of
+ * a live parent (its children's ids, shown with it); a child's in order. */
+#define STORE_SQL_LOAD_DEPS                                                                        \
+    "SELECT d.child_id, d.parent_id, d.on_parent_failure FROM $Sjob_deps d JOIN $Sjobs c ON "      \
+    "c.id = d.child_id LEFT JOIN $Sjobs p ON p.id = d.parent_id WHERE c.live = 1 OR p.live = 1 "   \
+    "ORDER BY d.child_id, d.pos"
+/* A job's parents, in order, with their state and result (NULL: gone). */
+#define STORE_SQL_GET_PARENTS                                                                      \
+    "SELECT d.parent_id, p.state, p.result FROM $Sjob_deps d LEFT JOIN $Sjobs p ON p.id = "        \
+    "d.parent_id WHERE d.child_id = ?1 ORDER BY d.pos"
+/* A job's children (those still kept), by id, with their state. */
+#define STORE_SQL_GET_CHILDREN                                                                     \
+    "SELECT d.child_id, c.state, NULL FROM $Sjob_deps d JOIN $Sjobs c ON c.id = d.child_id "       \
+    "WHERE d.parent_id = ?1 ORDER BY d.child_id"
+#define STORE_DEPS_GONE_SQLITE                                                                     \
+    "CREATE TRIGGER jobs_deps_gone AFTER DELETE ON jobs BEGIN\n"                                   \
+    "  DELETE FROM job_deps WHERE child_id = old.id;\n"                                            \
+    "END;\n"
+#define STORE_DEPS_GONE_PG                                                                         \
+    "CREATE FUNCTION tenq.deps_gone() RETURNS trigger LANGUAGE plpgsql AS $f$\n"                   \
+    "BEGIN\n"                                                                                      \
+    "  DELETE FROM tenq.job_deps d USING gone g WHERE d.child_id = g.id;\n"                        \
+    "  RETURN NULL;\n"                                                                             \
+    "END $f$;\n"                                                                                   \
+    "CREATE TRIGGER jobs_deps_gone AFTER DELETE ON tenq.jobs REFERENCING OLD TABLE AS gone "       \
+    "FOR EACH STATEMENT EXECUTE PROCEDURE tenq.deps_gone();\n"
+
 /* Job ids are never used twice: a transaction that deletes jobs (retention,
  * the morgue) first raises the floor to the highest id there is (writing
  * only when it rises), and a load starts numbering above both. */

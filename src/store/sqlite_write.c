@@ -23,6 +23,7 @@ static const char *const stmt_sql[ST_N] = {
     [ST_SCHEDULE] = STORE_SQL_UPSERT_SCHEDULE,
     [ST_SCHEDULE_TICK] = STORE_SQL_TICK_SCHEDULE,
     [ST_SCHEDULE_DELETE] = STORE_SQL_DELETE_SCHEDULE,
+    [ST_DEP] = STORE_SQL_INSERT_DEP,
     [ST_BEGIN] = "BEGIN IMMEDIATE",
     [ST_COMMIT] = "COMMIT",
 };
@@ -327,6 +328,12 @@ static void bind_other(sqlite3_stmt *st, const store_batch *b, const store_op *o
         bind_text(st, 10, bstr(b, o->u.attempt.error));
         bind_text(st, 11, bstr(b, o->u.attempt.stats));
         break;
+    case OP_DEP:
+        bind_i64(st, 1, (long long)o->u.dep.child);
+        bind_i64(st, 2, (long long)o->u.dep.parent);
+        bind_i64(st, 3, o->u.dep.pos);
+        bind_text(st, 4, engine_deps_policy_name((engine_deps_policy)o->u.dep.policy));
+        break;
     case OP_SCHEDULE:
     case OP_SCHEDULE_TICK:
     case OP_SCHEDULE_DELETE: {
@@ -354,6 +361,7 @@ static const int op_stmt[] = {
     [OP_SCHEDULE] = ST_SCHEDULE,
     [OP_SCHEDULE_TICK] = ST_SCHEDULE_TICK,
     [OP_SCHEDULE_DELETE] = ST_SCHEDULE_DELETE,
+    [OP_DEP] = ST_DEP,
 };
 
 /* Steps one statement; on failure rolls back and says why. */

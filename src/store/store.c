@@ -80,6 +80,8 @@ size_t store_dispatch(store_t *s)
                 s->sync_done = true;
             }
             if (s->on_commit) s->on_commit(s->on_commit_ctx, x->seq, x->rc);
+        } else if (x->dfn) {
+            store_deps_deliver(x);
         } else if (x->afn) {
             store_attempts_deliver(x);
         } else if (x->ifn) {
@@ -124,6 +126,14 @@ static void pause_row(void *ctx, const store_rowacc *acc, void *row)
     engine_pause_tenant(p->e, p->now, acc->text(row, 0), acc->text(row, 1), true, NULL);
 }
 
+static void dep_row(void *ctx, const store_rowacc *acc, void *row)
+{
+    pause_ctx *p = ctx;
+    int policy = engine_deps_policy_parse(acc->text(row, 2));
+    engine_load_dep(p->e, (uint64_t)acc->i64(row, 0), (uint64_t)acc->i64(row, 1),
+                    policy < 0 ? ENGINE_DEPS_CANCEL : (engine_deps_policy)policy);
+}
+
 int store_load(store_t *s, engine_t *e, int64_t now, store_load_stats *st)
 {
     store_load_stats local;
@@ -136,6 +146,9 @@ int store_load(store_t *s, engine_t *e, int64_t now, store_load_stats *st)
     int rc = s->be->load(s, e, now, st);
     pause_ctx pc = {e, now};
     if (!rc) rc = s->be->select(s, false, STORE_SQL_LOAD_PAUSES, 0, NULL, pause_row, &pc);
+    /* the edges, once every job is in: the waits are worked out from them */
+    if (!rc) rc = s->be->select(s, false, STORE_SQL_LOAD_DEPS, 0, NULL, dep_row, &pc);
+    if (!rc) engine_load_deps_done(e, now);
     engine_loading(e, false);
     pthread_mutex_unlock(&s->db_lock);
     engine_changes_clear(e);

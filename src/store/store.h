@@ -105,6 +105,10 @@ void store_batch_pause(store_batch *b, const char *queue, const char *tenant, bo
  * row of the job's attempt history, kept as long as the job (a job's
  * deletion, by retention or from the morgue, deletes its attempts). */
 void store_batch_attempt(store_batch *b, const engine_attempt_info *a);
+/* An edge of a new job: its parent at position pos (its depends_on), with
+ * its policy; added by store_batch_changes for every new job's parents. */
+void store_batch_dep(store_batch *b, uint64_t child, uint64_t parent, uint32_t pos,
+                     engine_deps_policy policy);
 
 /* A schedule (periodic jobs, api/cron.c) as its row: the job it makes and
  * how far it has ticked (every tick before next_tick is handled). */
@@ -378,6 +382,24 @@ typedef struct store_attempts {
 } store_attempts;
 typedef void (*store_attempts_fn)(void *ctx, int rc, const store_attempts *a);
 void store_get_attempts(store_t *s, uint64_t id, store_attempts_fn fn, void *ctx);
+/* A job's row (job NULL when there is none), its parents in the order it
+ * named them (state -1 and result NULL: gone from the store) and its
+ * children still in the store, by id. */
+typedef struct store_dep {
+    uint64_t id;
+    int state; /* engine_state, or -1: no row */
+    const char *result;
+} store_dep;
+typedef struct store_deps {
+    const engine_job_info *job;
+    const store_dep *parents;
+    size_t n_parents;
+    const store_dep *children;
+    size_t n_children;
+} store_deps;
+typedef void (*store_deps_fn)(void *ctx, int rc, const store_deps *d);
+void store_get_deps(store_t *s, uint64_t id, store_deps_fn fn, void *ctx);
+int store_get_deps_sync(store_t *s, uint64_t id, store_deps_fn fn, void *ctx);
 int store_get_attempts_sync(store_t *s, uint64_t id, store_attempts_fn fn, void *ctx);
 int store_list_jobs_sync(store_t *s, const store_job_query *q, store_rows_fn fn, void *ctx);
 

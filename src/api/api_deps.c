@@ -1,0 +1,112 @@
+// SPDX-License-Identifier: Apache-2.0
+/* A job's dependencies: GET /v1/jobs/{id}/parents.
+ *
+ * Its parents, in the order it named them, each with its state and result
+ * (what a child reads before it runs), and its children.  The edges are
+ * rows of the store, so the answer waits for everything uncommitted to
+ * commit (a submit answered before the request is then there) and reads
+ * them; a parent or child the engine holds shows its state from memory
+ * (the store's row may lag: readiness and leases are written late). */
+#include "internal.h"
+
+typedef struct deps_ctx {
+    server *srv;
+    http_req *req; /* NULL once the client left */
+    principal who;
+    uint64_t id;
+} deps_ctx;
+
+static void deps_abort(http_req *req)
+{
+    deps_ctx *c = req->user;
+    c->req = NULL;
+}
+
+static void write_dep(server *s, jbuf *b, const store_dep *d, bool with_result)
+{
+    engine_job *j = engine_find(s->e, d->id);
+    engine_job_info in;
+    if (j) engine_job_get(j, &in);
+    jb_obj(b);
+    jb_kint(b, "id", (long long)d->id);
+    int st = j ? (int)in.state : d->state;
+    if (st >= 0)
+        jb_kstr(b, "state", engine_state_name((engine_state)st));
+    else
+        jb_kstr(b, "state", "gone"); /* pruned by retention, or deleted from the morgue */
+    if (with_result) jb_kraw(b, "result", j && in.result ? in.result : d->result);
+    jb_obj_end(b);
+}
+
+static void on_deps(void *ctx, int rc, const store_deps *d)
+{
+    deps_ctx *c = ctx;
+    http_req *req = c->req;
+    server *s = c->srv;
+    if (!req) {
+        free(c);
+        return;
+    }
+    req->on_abort = NULL;
+    req->user = NULL;
+    c->req = NULL;
+    if (rc != 0) {
+        reply_error(req, rc, NULL, "reading the dependencies failed: %s", store_errmsg(s->st));
+        free(c);
+        return;
+    }
+    engine_job *j = engine_find(s->e, c->id);
+    engine_job_info in;
+    if (j) engine_job_get(j, &in);
+    const engine_job_info *job = j ? &in : d->job;
+    if (!job || !auth_may_see_job(&c->who, job->tenant, job->queue)) {
+        reply_error(req, TENQ_ENOT_FOUND, "id", "no job %llu", (unsigned long long)c->id);
+        free(c);
+        return;
+    }
+    jbuf b;
+    jb_init(&b);
+    jb_obj(&b);
+    jb_kint(&b, "id", (long long)job->id);
+    jb_kstr(&b, "state", engine_state_name(job->state));
+    jb_key(&b, "parents");
+    jb_arr(&b);
+    for (size_t i = 0; i < d->n_parents; i++) write_dep(s, &b, &d->parents[i], true);
+    jb_arr_end(&b);
+    jb_key(&b, "children");
+    jb_arr(&b);
+    for (size_t i = 0; i < d->n_children; i++) write_dep(s, &b, &d->children[i], false);
+    jb_arr_end(&b);
+    jb_obj_end(&b);
+    reply_json(req, 200, &b);
+    free(c);
+}
+
+static void after_commit(server *s, http_req *req, void *ctx, int rc)
+{
+    deps_ctx *c = ctx;
+    if (!req || rc) { /* gone, or answered with the commit's failure */
+        free(c);
+        return;
+    }
+    c->req = req;
+    req->user = c;
+    req->on_abort = deps_abort;
+    store_get_deps(s->st, c->id, on_deps, c);
+}
+
+void h_job_parents(server *s, http_req *req, const principal *who, const char **args)
+{
+    uint64_t id = req_path_id(req, args[0]);
+    if (!id) return;
+    engine_job *j = engine_find(s->e, id);
+    if (j && !auth_may_see_job(who, engine_job_tenant(j), engine_job_queue(j))) {
+        reply_error(req, TENQ_ENOT_FOUND, "id", "no job %llu", (unsigned long long)id);
+        return;
+    }
+    deps_ctx *c = xcalloc(1, sizeof(*c));
+    c->srv = s;
+    c->who = *who;
+    c->id = id;
+    srv_after_commit(s, req, after_commit, c);
+}

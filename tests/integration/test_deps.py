@@ -1,0 +1,244 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Dependencies: a job submitted with depends_on waits (state "waiting") until
+every parent succeeded; on_parent_failure decides what a parent's death or
+cancellation does; a many-submit names earlier jobs by {"index": i}; GET
+/v1/jobs/{id}/parents gives the parents' states and results; bad input
+changes nothing; a kill -9 and a restart lose no edge. One server per class,
+real sockets, either store (TENQ_TEST_STORE)."""
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from harness import Server, ServerTest, main  # noqa: E402
+
+ADMIN = "admin-secret-for-tests-0001"
+
+
+def parents(srv, id, token=None):
+    return srv.ok("GET", "/v1/jobs/%d/parents" % id, token=token)
+
+
+def leased_ids(srv, queue, max=50):
+    return sorted(j["id"] for j in srv.lease([queue], max=max))
+
+
+def ack_id(srv, got, id, **kw):
+    """Acks the job of that id among the leased ones."""
+    srv.ack(next(j for j in got if j["id"] == id), **kw)
+
+
+class Chains(ServerTest):
+    def test_a_chain_runs_in_order_and_children_read_their_parents_results(self):
+        a = self.srv.submit(queue="c1", args={"step": "a"})
+        b = self.srv.submit(queue="c1", depends_on=[a["id"]])
+        c = self.srv.submit(queue="c1", depends_on=[b["id"]])
+        self.assertEqual((b["state"], c["state"]), ("waiting", "waiting"))
+        jb = self.srv.job(b["id"])
+        self.assertEqual(jb["parents"], [a["id"]])
+        self.assertEqual(jb["on_parent_failure"], "cancel")
+        self.assertEqual(jb["waiting"]["reason"], "parents")
+        self.assertEqual(jb["waiting"]["parents"], [a["id"]])
+        self.assertEqual(self.srv.job(a["id"])["children"], [b["id"]])
+        q = self.srv.ok("GET", "/v1/queues/c1")
+        self.assertEqual((q["ready"], q["waiting"]), (1, 2))
+        got = self.srv.lease(["c1"], max=10)
+        self.assertEqual([j["id"] for j in got], [a["id"]])  # only the root runs
+        self.srv.ack(got[0], result={"rows": 42})
+        self.assertEqual(self.srv.job(b["id"])["state"], "ready")
+        self.assertEqual(self.srv.job(c["id"])["state"], "waiting")
+        got = self.srv.lease(["c1"], max=10)
+        self.assertEqual([j["id"] for j in got], [b["id"]])
+        self.assertEqual(got[0]["parents"], [a["id"]])  # in the lease too
+        p = parents(self.srv, b["id"])
+        self.assertEqual(p["parents"], [{"id": a["id"], "state": "succeeded",
+                                         "result": {"rows": 42}}])
+        self.assertEqual(p["children"], [{"id": c["id"], "state": "waiting"}])
+        self.srv.ack(got[0])
+        self.assertEqual(leased_ids(self.srv, "c1"), [c["id"]])
+
+    def test_two_parents_both_must_succeed(self):
+        p1 = self.srv.submit(queue="c2")
+        p2 = self.srv.submit(queue="c2")
+        c = self.srv.submit(queue="c2", depends_on=[p1["id"], p2["id"]])
+        got = self.srv.lease(["c2"], max=10)
+        self.assertEqual(sorted(j["id"] for j in got), [p1["id"], p2["id"]])
+        ack_id(self.srv, got, p2["id"])
+        w = self.srv.job(c["id"])["waiting"]
+        self.assertEqual(w["parents"], [p1["id"]])
+        ack_id(self.srv, got, p1["id"])
+        self.assertEqual(leased_ids(self.srv, "c2"), [c["id"]])
+
+    def test_a_many_submit_names_earlier_jobs_by_index(self):
+        r = self.srv.ok("POST", "/v1/jobs", {"jobs": [
+            {"tenant": "acme", "queue": "c3", "type": "extract"},
+            {"tenant": "acme", "queue": "c3", "type": "transform", "depends_on": [{"index": 0}]},
+            {"tenant": "acme", "queue": "c3", "type": "load",
+             "depends_on": [{"index": 1}, {"index": 0}]},
+            {"tenant": "acme", "queue": "c3", "type": "bad", "depends_on": [{"index": 3}]},
+            {"tenant": "acme", "queue": "c3", "type": "bad-parent", "depends_on": [{"index": 3}]},
+        ]})["jobs"]
+        self.assertEqual([x.get("state") for x in r[:3]], ["ready", "waiting", "waiting"])
+        self.assertEqual(r[3]["error"]["field"], "depends_on")  # itself: not earlier
+        self.assertEqual(r[4]["error"]["code"], "conflict")      # names a refused job
+        self.assertEqual(self.srv.job(r[2]["id"])["parents"], [r[1]["id"], r[0]["id"]])
+        for want in (r[0]["id"], r[1]["id"], r[2]["id"]):
+            got = self.srv.lease(["c3"], max=10)
+            self.assertEqual([j["id"] for j in got], [want])
+            self.srv.ack(got[0])
+
+    def test_a_parent_that_dies_cancels_or_lets_run_by_policy(self):
+        p = self.srv.submit(queue="c4", max_attempts=1)
+        cancel = self.srv.submit(queue="c4", depends_on=[p["id"]])
+        grand = self.srv.submit(queue="c4", depends_on=[cancel["id"]])
+        run = self.srv.submit(queue="c4", depends_on=[p["id"]], on_parent_failure="run")
+        got = self.srv.lease(["c4"], max=10)
+        self.assertEqual([j["id"] for j in got], [p["id"]])
+        self.srv.fail(got[0], error="boom")
+        self.assertEqual(self.srv.job(p["id"])["state"], "dead")
+        jc = self.srv.job(cancel["id"])
+        self.assertEqual(jc["state"], "cancelled")
+        self.assertIn("parent %d is dead" % p["id"], jc["error"])
+        self.assertEqual(self.srv.job(grand["id"])["state"], "cancelled")  # the cascade
+        self.assertEqual(self.srv.job(run["id"])["state"], "ready")
+        # requeued from the morgue: what was cancelled stays cancelled
+        self.srv.ok("POST", "/v1/morgue/%d/requeue" % p["id"])
+        self.assertEqual(self.srv.job(cancel["id"])["state"], "cancelled")
+        self.assertEqual(leased_ids(self.srv, "c4"), sorted([p["id"], run["id"]]))
+
+    def test_a_cancelled_parent_applies_the_policy(self):
+        p = self.srv.submit(queue="c5")
+        c = self.srv.submit(queue="c5", depends_on=[p["id"]])
+        r = self.srv.submit(queue="c5", depends_on=[p["id"]], on_parent_failure="run")
+        self.srv.ok("POST", "/v1/jobs/%d/cancel" % p["id"])
+        self.assertEqual(self.srv.job(c["id"])["state"], "cancelled")
+        self.assertEqual(self.srv.job(r["id"])["state"], "ready")
+
+    def test_a_child_in_a_lane_keeps_the_lane_order(self):
+        p = self.srv.submit(queue="c6", type="other")
+        c = self.srv.submit(queue="c6", key="k", depends_on=[p["id"]])
+        after = self.srv.submit(queue="c6", key="k")
+        self.assertEqual(self.srv.job(after["id"])["state"], "blocked")
+        got = self.srv.lease(["c6"], max=10)
+        self.assertEqual([j["id"] for j in got], [p["id"]])  # the lane waits for its head
+        self.srv.ack(got[0])
+        for want in (c["id"], after["id"]):
+            got = self.srv.lease(["c6"], max=10)
+            self.assertEqual([j["id"] for j in got], [want])
+            self.srv.ack(got[0])
+
+
+class BadInput(ServerTest):
+    server_env = {"TENQ_ADMIN_TOKEN": ADMIN}
+
+    def test_bad_dependencies_are_refused_naming_the_field_and_change_nothing(self):
+        live = self.srv.submit(ADMIN, queue="b1", tenant="acme")
+        theirs = self.srv.submit(ADMIN, queue="b1", tenant="other")
+        done = self.srv.submit(ADMIN, queue="b1", tenant="acme", type="done")
+        got = self.srv.lease(["b1"], max=10, token=ADMIN, types=["done"])
+        self.srv.ack(got[0], ADMIN)
+        dead = self.srv.submit(ADMIN, queue="b1", tenant="acme", type="dies")
+        got = self.srv.lease(["b1"], max=10, token=ADMIN, types=["dies"])
+        self.srv.fail(got[0], ADMIN, error="x", retry=False)
+        before = self.srv.ok("GET", "/v1/queues/b1", token=ADMIN)
+        job = {"tenant": "acme", "queue": "b1", "type": "T"}
+        cases = [
+            (dict(job, depends_on=[999999]), 404),
+            (dict(job, depends_on=[theirs["id"]]), 404),              # another tenant's
+            (dict(job, depends_on=[live["id"], done["id"]]), 409),    # finished, gone
+            (dict(job, depends_on=[dead["id"]]), 409),                # dead, policy cancel
+            (dict(job, depends_on=[live["id"]] * 101), 400),          # above the limit
+            (dict(job, depends_on=[{"index": 0}]), 400),              # no earlier job
+            (dict(job, depends_on=[0]), 400),
+            (dict(job, depends_on="1"), 400),
+            (dict(job, depends_on=[{"index": -1}]), 400),
+            (dict(job, depends_on=[live["id"]], on_parent_failure="ignore"), 400),
+            (dict(job, tenant="brand-new", depends_on=[live["id"]]), 404),
+        ]
+        for body, want in cases:
+            st, ans = self.srv.req("POST", "/v1/jobs", body, ADMIN)
+            self.assertEqual(st, want, (body, ans))
+            self.assertIn(ans["error"]["field"], ("depends_on", "on_parent_failure"), ans)
+        after = self.srv.ok("GET", "/v1/queues/b1", token=ADMIN)
+        self.assertEqual(after["submitted_total"], before["submitted_total"])
+        self.assertEqual(self.srv.job(live["id"], ADMIN).get("children"), None)
+        st, _ = self.srv.req("GET", "/v1/tenants/brand-new", token=ADMIN)
+        self.assertEqual(st, 404)
+        # a dead parent with policy run counts as done at once
+        ok = self.srv.submit(ADMIN, queue="b1", tenant="acme", depends_on=[dead["id"]],
+                             on_parent_failure="run")
+        self.assertEqual(ok["state"], "ready")
+
+    def test_a_tenant_token_reads_its_own_jobs_parents_only(self):
+        tok = self.srv.ok("POST", "/v1/tokens", {"role": "tenant:mine"}, ADMIN)["token"]
+        p = self.srv.submit(tok, queue="b2")
+        c = self.srv.submit(tok, queue="b2", depends_on=[p["id"]])
+        self.assertEqual(parents(self.srv, c["id"], tok)["parents"][0]["id"], p["id"])
+        other = self.srv.ok("POST", "/v1/tokens", {"role": "tenant:else"}, ADMIN)["token"]
+        st, _ = self.srv.req("GET", "/v1/jobs/%d/parents" % c["id"], token=other)
+        self.assertEqual(st, 404)
+        st, ans = self.srv.req("POST", "/v1/jobs", {"queue": "b2", "type": "T",
+                                                    "depends_on": [p["id"]]}, other)
+        self.assertEqual(st, 404, ans)
+
+
+class Durability(unittest.TestCase):
+    def test_kill_9_mid_chain_then_restart_loses_no_edge(self):
+        srv = Server(args=["--lease-write-delay", "60s"])
+        try:
+            root = srv.submit(queue="d1")
+            chain = [root]
+            for _ in range(20):
+                chain.append(srv.submit(queue="d1", depends_on=[chain[-1]["id"]]))
+            fan = [srv.submit(queue="d1", depends_on=[root["id"]], on_parent_failure="run")
+                   for _ in range(30)]
+            fan_in = srv.submit(queue="d1", depends_on=[f["id"] for f in fan])
+            got = srv.lease(["d1"], max=1)
+            srv.ack(got[0])  # root: its children become ready (stored late)
+            got = srv.lease(["d1"], max=100)
+            self.assertEqual(sorted(j["id"] for j in got),
+                             sorted([chain[1]["id"]] + [f["id"] for f in fan]))
+            for j in got:
+                if j["id"] != fan[0]["id"]:
+                    srv.ack(j)
+            srv.kill()  # SIGKILL: chain[2] is ready in memory, its row says waiting
+            srv.start()
+            self.assertEqual(srv.job(chain[2]["id"])["state"], "ready")
+            for i in range(3, len(chain)):
+                j = srv.job(chain[i]["id"])
+                self.assertEqual(j["state"], "waiting")
+                self.assertEqual(j["parents"], [chain[i - 1]["id"]])
+                self.assertEqual(j["children"] if i + 1 < len(chain) else [],
+                                 [chain[i + 1]["id"]] if i + 1 < len(chain) else [])
+            w = srv.job(fan_in["id"])
+            self.assertEqual(w["state"], "waiting")
+            self.assertEqual(w["waiting"]["parents"], [fan[0]["id"]])  # its lease was lost
+            self.assertEqual(len(w["parents"]), 30)
+            self.assertEqual(len(srv.job(root["id"]).get("children", [])), 0)  # finished
+            self.assertEqual(len(parents(srv, root["id"])["children"]), 31)
+            # a clean stop too
+            self.assertEqual(srv.stop(), 0)
+            srv.start()
+            # the rest runs in order, one at a time
+            order = []
+            while True:
+                got = srv.lease(["d1"], max=100)
+                if not got:
+                    break
+                order += [j["id"] for j in got]
+                for j in got:
+                    srv.ack(j)
+            self.assertEqual(sorted(order[0:2]), sorted([chain[2]["id"], fan[0]["id"]]))
+            self.assertLess(order.index(fan[0]["id"]), order.index(fan_in["id"]))
+            self.assertEqual(sorted(order), sorted([x["id"] for x in chain[2:]] +
+                                                   [fan[0]["id"], fan_in["id"]]))
+            for i in range(3, len(chain)):
+                self.assertLess(order.index(chain[i - 1]["id"]), order.index(chain[i]["id"]))
+            for x in chain:
+                self.assertEqual(srv.job(x["id"])["state"], "succeeded")
+        finally:
+            srv.cleanup()
+
+
+if __name__ == "__main__":
+    main()
