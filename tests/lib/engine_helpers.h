@@ -30,6 +30,9 @@ typedef struct sub_opts {
     int64_t timeout_ms;
     bool unique, has_score;
     double score;
+    const engine_dep_ref *deps; /* depends_on */
+    uint32_t n_deps;
+    engine_deps_policy on_parent_failure;
 } sub_opts;
 
 static inline engine_submit_res submit_x(engine_t *e, int64_t now, const char *tenant,
@@ -54,6 +57,9 @@ static inline engine_submit_res submit_x(engine_t *e, int64_t now, const char *t
     r.timeout_ms = o.timeout_ms;
     r.has_score = o.has_score;
     r.score = o.score;
+    r.depends_on = o.deps;
+    r.n_depends_on = o.n_deps;
+    r.on_parent_failure = o.on_parent_failure;
     engine_submit_res res;
     engine_submit(e, now, &r, &res);
     return res;

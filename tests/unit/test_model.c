@@ -16,7 +16,10 @@
  *     exceeded, restarts included: in any window of W ms, at most
  *     burst + W / T starts (T = period / rate);
  *   - every job is in exactly one state and every count equals a recount
- *     (engine_check).
+ *     (engine_check);
+ *   - no child (depends_on) is leased before all its parents succeeded, or,
+ *     with on_parent_failure run, before each parent succeeded or ended
+ *     otherwise (dead, cancelled, merged; requeued from the morgue after).
  * Every few thousand steps the engine is "restarted": its jobs are copied
  * out as a store would and loaded into a fresh engine, which carries on.
  *
@@ -75,7 +78,20 @@ static struct model {
     size_t seen_changes;
     uint64_t n_attempts;
     uint64_t n_leased, n_acked, n_failed, n_expired, n_restarts, n_merged, n_dead, n_pauses;
+    /* dependencies: per job, succeeded (1) or requeued after its death (2);
+     * each child's parents and policy */
+    uint8_t *ended;
+    uint32_t *dep_of; /* index + 1 into deps, 0: no parents */
+    struct dep_rec {
+        uint64_t p[3];
+        uint8_t n, policy;
+    } * deps;
+    size_t ndeps, capdeps;
+    uint64_t n_children, n_children_leased;
 } M;
+
+#define ENDED_OK      1
+#define ENDED_REQUEUE 2
 
 static uint64_t rnd(void)
 {
@@ -258,8 +274,39 @@ static void op_submit(void)
     o.has_score = rn(2);
     o.score = rn(100);
     o.timeout_ms = rn(6) == 0 ? 100 + rn(400) : 0;
+    /* dependencies on recent jobs of the tenant: unfinished ones, or dead
+     * ones under policy run (what a submit takes) */
+    engine_dep_ref refs[3];
+    struct dep_rec rec = {0};
+    if (rn(4) == 0 && M.max_id) {
+        rec.policy = (uint8_t)(rn(2) ? ENGINE_DEPS_RUN : ENGINE_DEPS_CANCEL);
+        for (int k = 1 + rn(3); k > 0; k--) {
+            uint64_t back = rnd() % 60, p = M.max_id > back ? M.max_id - back : 1;
+            engine_job *pj = engine_find(M.e, p);
+            if (!pj || strcmp(engine_job_tenant(pj), tenants[t]) != 0) continue;
+            engine_state ps = engine_job_state(pj);
+            if (ps > ENGINE_DEAD || (ps == ENGINE_DEAD && rec.policy != ENGINE_DEPS_RUN)) continue;
+            bool seen = false;
+            for (int i = 0; i < rec.n; i++) seen |= rec.p[i] == p;
+            if (seen) continue;
+            refs[rec.n] = (engine_dep_ref){.id = p, .index = -1};
+            rec.p[rec.n++] = p;
+        }
+        o.deps = refs;
+        o.n_deps = rec.n;
+        o.on_parent_failure = (engine_deps_policy)rec.policy;
+    }
     engine_submit_res r = submit_x(M.e, M.now, tenants[t], queues[q], types[rn(2)], o);
     ASSERT_MSG(r.code == 0, "submit: %s", r.err.message);
+    if (r.created && rec.n) {
+        if (M.ndeps == M.capdeps) {
+            M.capdeps = M.capdeps ? M.capdeps * 2 : 1024;
+            M.deps = realloc(M.deps, M.capdeps * sizeof(*M.deps));
+        }
+        M.deps[M.ndeps++] = rec;
+        M.dep_of[r.id] = (uint32_t)M.ndeps;
+        M.n_children++;
+    }
     if (r.id > M.max_id) M.max_id = r.id;
     if (r.merged) M.n_merged++;
 }
@@ -318,6 +365,25 @@ static void op_lease(void)
         l->queue = q;
         got[t]++;
         got_q[t][q]++;
+        if (M.dep_of[in.id]) {
+            /* no child before its parents: each succeeded, or (run) ended otherwise */
+            const struct dep_rec *d = &M.deps[M.dep_of[in.id] - 1];
+            for (int i = 0; i < d->n; i++) {
+                uint64_t p = d->p[i];
+                if (M.ended[p] & ENDED_OK) continue;
+                ASSERT_MSG(d->policy == ENGINE_DEPS_RUN,
+                           "step %llu: child %llu leased before parent %llu succeeded",
+                           (unsigned long long)M.steps, (unsigned long long)in.id,
+                           (unsigned long long)p);
+                engine_job *pj = engine_find(M.e, p);
+                bool unfinished = pj && engine_job_state(pj) < ENGINE_DEAD;
+                ASSERT_MSG(!unfinished || (M.ended[p] & ENDED_REQUEUE),
+                           "step %llu: child %llu (run) leased while parent %llu is %s",
+                           (unsigned long long)M.steps, (unsigned long long)in.id,
+                           (unsigned long long)p, engine_state_name(engine_job_state(pj)));
+            }
+            M.n_children_leased++;
+        }
         int k = key_index(in.key);
         if (k >= 0) {
             ASSERT_MSG(in.lane_seq >= M.lane_last[t][q][k],
@@ -374,6 +440,7 @@ static void op_worker(void)
         l->deadline = until;
     } else if (what < 7) {
         ASSERT_MSG(engine_ack(M.e, M.now, id, l->token, "{}", NULL, &err) == 0, "%s", err.message);
+        M.ended[id] |= ENDED_OK;
         l->live = false;
         M.n_acked++;
     } else {
@@ -412,9 +479,10 @@ static void op_morgue(void)
                                   4, out);
     if (!n) return;
     uint64_t id = engine_job_id(out[rn((int)n)]);
-    if (rn(3))
+    if (rn(3)) {
+        M.ended[id] |= ENDED_REQUEUE; /* it died: a child of policy run may have gone on */
         ASSERT_EQ(engine_morgue_requeue(M.e, M.now, id, NULL), 0);
-    else
+    } else
         ASSERT_EQ(engine_morgue_delete(M.e, M.now, id, NULL), 0);
 }
 
@@ -473,11 +541,27 @@ static void op_restart(void)
     clear_changes();
     engine_job_info *v = calloc(M.max_id + 1, sizeof *v);
     size_t n = 0;
+    /* the edges of resident children, as the store keeps them */
+    typedef struct {
+        uint64_t child, parent;
+        engine_deps_policy policy;
+    } edge;
+    edge *edges = NULL;
+    size_t ne = 0, cape = 0;
     for (uint64_t id = 1; id <= M.max_id; id++) {
         engine_job *j = engine_find(M.e, id);
         if (!j) continue;
         engine_job_info *in = &v[n++];
         engine_job_get(j, in);
+        for (uint32_t k = 0; k < in->n_parents; k++) {
+            if (ne == cape) {
+                cape = cape ? cape * 2 : 256;
+                edges = realloc(edges, cape * sizeof(*edges));
+            }
+            edges[ne++] = (edge){id, in->parents[k], in->on_parent_failure};
+        }
+        in->parents = in->children = NULL;
+        in->n_parents = in->n_children = 0;
         in->tenant = dupn(in->tenant);
         in->queue = dupn(in->queue);
         in->type = dupn(in->type);
@@ -523,6 +607,10 @@ static void op_restart(void)
         free((void *)in->payloads);
     }
     free(v);
+    for (size_t i = 0; i < ne; i++)
+        engine_load_dep(M.e, edges[i].child, edges[i].parent, edges[i].policy);
+    free(edges);
+    engine_load_deps_done(M.e, M.now);
     engine_loading(M.e, false);
     clear_changes();
     M.n_restarts++;
@@ -581,6 +669,8 @@ static void run_model(uint64_t seed, uint64_t ops)
     M.lease = calloc(MAXJ + 1, sizeof(live_lease));
     M.live = calloc(MAXJ + 1, sizeof(uint64_t));
     M.reported = calloc(MAXJ + 1, sizeof(uint64_t));
+    M.ended = calloc(MAXJ + 1, 1);
+    M.dep_of = calloc(MAXJ + 1, sizeof(uint32_t));
     for (int t = 0; t < NT; t++) M.slots[t] = (uint32_t)(1 + rn(4));
     for (int q = 0; q < NQ; q++) M.cap[q] = ENGINE_UNLIMITED;
     M.rl_tenant = (rate_log){.rate = 3, .burst = 2, .period = 100};
@@ -593,7 +683,8 @@ static void run_model(uint64_t seed, uint64_t ops)
     for (M.steps = 0; M.steps < ops; M.steps++) {
         engine_counts tot;
         engine_totals(M.e, M.now, &tot);
-        uint64_t resident = tot.ready + tot.scheduled + tot.blocked + tot.leased + tot.running;
+        uint64_t resident =
+            tot.ready + tot.scheduled + tot.blocked + tot.waiting + tot.leased + tot.running;
         int r = rn(100);
         if (r < 28) {
             /* The morgue is bounded too: engine_check walks every dead job
@@ -636,16 +727,21 @@ static void run_model(uint64_t seed, uint64_t ops)
     }
     fprintf(stderr,
             "  %llu steps: %llu leases, %llu acks, %llu fails, %llu expired, %llu dead, %llu "
-            "merged, %llu restarts, %llu pauses, %llu jobs\n",
+            "merged, %llu restarts, %llu pauses, %llu jobs, %llu children (%llu leased)\n",
             (unsigned long long)M.steps, (unsigned long long)M.n_leased,
             (unsigned long long)M.n_acked, (unsigned long long)M.n_failed,
             (unsigned long long)M.n_expired, (unsigned long long)M.n_dead,
             (unsigned long long)M.n_merged, (unsigned long long)M.n_restarts,
-            (unsigned long long)M.n_pauses, (unsigned long long)M.max_id);
+            (unsigned long long)M.n_pauses, (unsigned long long)M.max_id,
+            (unsigned long long)M.n_children, (unsigned long long)M.n_children_leased);
     ASSERT(M.n_leased > ops / 50);
     ASSERT_EQ(M.n_attempts, M.n_failed + M.n_expired); /* every end but an ack, once */
     ASSERT(M.n_expired > 0 && M.n_dead > 0 && M.n_merged > 0 && M.n_restarts > 0 && M.n_pauses > 0);
+    ASSERT(M.n_children_leased > 0);
     engine_destroy(M.e);
+    free(M.ended);
+    free(M.dep_of);
+    free(M.deps);
     free(M.lease);
     free(M.live);
     free(M.reported);
