@@ -26,7 +26,7 @@ export function totals(st = ctx.stats) {
   const sum = (k) => qs.reduce((a, q) => a + (q[k] || 0), 0);
   if (st.totals) return st.totals;
   if (st.tenants && st.tenants.length === 1) return st.tenants[0];
-  const keys = ['ready', 'scheduled', 'blocked', 'leased', 'running', 'dead', 'eligible', 'submitted_total',
+  const keys = ['ready', 'scheduled', 'blocked', 'waiting', 'leased', 'running', 'dead', 'eligible', 'submitted_total',
     'succeeded_total', 'failed_total', 'dead_total', 'cancelled_total', 'completed_per_s', 'failed_per_s'];
   const t = {};
   for (const k of keys) t[k] = sum(k);

@@ -92,8 +92,8 @@ export function timeEl(ms, now, withMs = false) {
   return h('time', { datetime: new Date(ms).toISOString(), title: fmtRel(ms, now) }, fmtTime(ms, withMs));
 }
 
-export const UNFINISHED = ['scheduled', 'blocked', 'ready', 'leased', 'running'];
-export const STATES = ['scheduled', 'blocked', 'ready', 'leased', 'running', 'succeeded', 'cancelled', 'merged', 'dead'];
+export const UNFINISHED = ['waiting', 'scheduled', 'blocked', 'ready', 'leased', 'running'];
+export const STATES = ['waiting', 'scheduled', 'blocked', 'ready', 'leased', 'running', 'succeeded', 'cancelled', 'merged', 'dead'];
 export function badge(state) {
   return h('span', { class: 'badge st-' + state, text: state });
 }

@@ -148,12 +148,15 @@ export function mountList(root, { params }) {
 
 const KNOWN = new Set(['id', 'tenant', 'queue', 'type', 'key', 'args', 'payloads', 'priority', 'state', 'attempts', 'max_attempts',
   'run_at', 'created_at', 'ready_at', 'leased_at', 'started_at', 'finished_at', 'worker', 'error', 'result', 'stats', 'progress',
-  'unique_key', 'idempotency_key', 'lease_until', 'cancel_requested', 'merged_into', 'token', 'waiting']);
+  'unique_key', 'idempotency_key', 'lease_until', 'cancel_requested', 'merged_into', 'token', 'waiting',
+  'parents', 'children', 'on_parent_failure']);
 
 // Why it is not running yet: the server's sentence, the job it waits for, the time it waits until.
 function waitingEl(w, t) {
   return h('span', { 'data-fk': 'waiting-' + w.reason }, w.message,
     w.blocked_by ? h('span', null, ' ', link('#/job/' + w.blocked_by, 'job ' + w.blocked_by)) : null,
+    w.parents && w.parents.length ? h('span', { 'data-fk': 'waiting-parents' }, ' (',
+      w.parents.flatMap((p, i) => [i ? ', ' : null, link('#/job/' + p, 'job ' + p)]), ')') : null,
     w.until ? h('span', null, ' ', timeEl(w.until, t, true), ' ', h('small', { class: 'muted', text: fmtRel(w.until, t) })) : null);
 }
 
@@ -201,6 +204,22 @@ function jump(id) {
   } }, 'shown below');
 }
 const code = (v) => (v === null || v === undefined ? h('span', { class: 'muted', text: '—' }) : h('code', { text: String(v) }));
+
+// Its parents (each with its state and result) and its children (GET /v1/jobs/{id}/parents), with links.
+function depsPanel(d, policy) {
+  const row = (x, withResult) => h('tr', { 'data-dep': String(x.id) },
+    h('td', null, link('#/job/' + x.id, 'job ' + x.id)),
+    h('td', null, x.state === 'gone' ? h('span', { class: 'muted', text: 'gone (pruned or deleted)' }) : badge(x.state)),
+    withResult ? h('td', null, x.result === null || x.result === undefined ? code(null) : jsonView(x.result)) : null);
+  const table = (list, withResult, head) => h('div', { class: 'table-wrap' }, h('table', { class: 'grid' },
+    h('thead', null, h('tr', null, head.map((x) => h('th', { text: x })))),
+    h('tbody', null, list.map((x) => row(x, withResult)))));
+  return h('section', { class: 'panel', 'aria-labelledby': 'job-deps', 'data-fk': 'deps' },
+    h('h2', { id: 'job-deps', text: `Dependencies (${d.parents.length} parent${d.parents.length === 1 ? '' : 's'}, ${d.children.length} child${d.children.length === 1 ? '' : 'ren'})` }),
+    d.parents.length ? h('div', { 'data-fk': 'parents' }, h('h3', null, 'Parents', policy ? h('small', { class: 'muted', text: ` — if one dies or is cancelled: ${policy === 'run' ? 'run anyway' : 'cancel this job'}` }) : null),
+      table(d.parents, true, ['Job', 'State', 'Result'])) : null,
+    d.children.length ? h('div', { 'data-fk': 'children' }, h('h3', null, 'Children'), table(d.children, false, ['Job', 'State'])) : null);
+}
 
 // Every attempt, oldest first (GET /v1/jobs/{id}/attempts): how it ended, what became of the job.
 function attemptsPanel(list, t) {
@@ -277,7 +296,7 @@ export function mountJob(root, { arg }) {
 
   }
 
-  function render(j, attempts) {
+  function render(j, attempts, deps) {
     const t = now();
     const unfinished = UNFINISHED.includes(j.state);
     const actions = h('div', { class: 'actions' },
@@ -314,6 +333,10 @@ export function mountJob(root, { arg }) {
       ['Result', j.result === null || j.result === undefined ? code(null) : jump('d-result'), 'result'],
       ['Stats', j.stats === null || j.stats === undefined ? code(null) : jump('d-stats'), 'stats'],
       ['Progress', j.progress === null || j.progress === undefined ? code(null) : jump('d-progress'), 'progress'],
+      j.parents ? ['Parents', h('span', null, j.parents.flatMap((p, i) => [i ? ', ' : null, link('#/job/' + p, 'job ' + p)])), 'parents'] : null,
+      j.on_parent_failure ? ['On parent failure', code(j.on_parent_failure), 'on_parent_failure'] : null,
+      j.children ? ['Children', h('span', null, j.children.slice(0, 20).flatMap((c, i) => [i ? ', ' : null, link('#/job/' + c, 'job ' + c)]),
+        j.children.length > 20 ? ` and ${j.children.length - 20} more` : null), 'children'] : null,
       'merged_into' in j ? ['Merged into', j.merged_into ? link('#/job/' + j.merged_into, 'job ' + j.merged_into) : code(null), 'merged_into'] : null,
       'token' in j ? ['Lease token', code(j.token), 'token'] : null,
       ...Object.keys(j).filter((k) => !KNOWN.has(k)).map((k) => [k, typeof j[k] === 'object' ? jsonView(j[k]) : code(j[k]), k]),
@@ -344,6 +367,7 @@ export function mountJob(root, { arg }) {
       h('div', { class: 'job-grid' },
         h('section', { class: 'panel', 'aria-labelledby': 'job-fields' }, h('h2', { id: 'job-fields', text: 'Fields' }), fields),
         h('section', { class: 'panel', 'aria-labelledby': 'job-times' }, h('h2', { id: 'job-times', text: 'Timings' }), timesBox)),
+      deps && (deps.parents.length || deps.children.length) ? depsPanel(deps, j.on_parent_failure) : null,
       attempts ? attemptsPanel(attempts.attempts, t) : null,
       h('div', { class: 'data-grid' }, data),
       none.length ? h('p', { class: 'muted small', text: `No ${none.join(', ').replace(/, ([^,]*)$/, ' or $1')} recorded.` }) : null);
@@ -354,11 +378,12 @@ export function mountJob(root, { arg }) {
     async refresh() {
       if (!/^\d+$/.test(id)) { body.replaceChildren(h('div', { class: 'banner error', text: 'A job id is a number.' })); return; }
       try {
-        const [j, attempts] = await Promise.all([api('GET', 'v1/jobs/' + id),
-          api('GET', `v1/jobs/${id}/attempts`).catch((e) => { if (e.status === 401) throw e; return null; })]);
+        const [j, attempts, deps] = await Promise.all([api('GET', 'v1/jobs/' + id),
+          api('GET', `v1/jobs/${id}/attempts`).catch((e) => { if (e.status === 401) throw e; return null; }),
+          api('GET', `v1/jobs/${id}/parents`).catch((e) => { if (e.status === 401) throw e; return null; })]);
         job = j;
-        const js = JSON.stringify([j, attempts]);
-        if (js !== lastJson) render(j, attempts);
+        const js = JSON.stringify([j, attempts, deps]);
+        if (js !== lastJson) render(j, attempts, deps);
         // unfinished jobs show times "so far": redraw those
         else if (UNFINISHED.includes(j.state) && timesBox) timesBox.replaceChildren(renderTimes(j));
         lastJson = js;

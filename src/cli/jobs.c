@@ -62,6 +62,9 @@ void cli_print_job(const json_t *job)
     if (json_is_true(json_object_get(job, "cancel_requested")))
         cli_kv(stdout, "cancel_requested", "true");
     kv_field(job, "merged_into", "merged_into", false);
+    kv_field(job, "parents", "parents", false);
+    kv_field(job, "on_parent_failure", "on_parent_failure", false);
+    kv_field(job, "children", "children", false);
     kv_field(job, "unique_key", "unique_key", false);
     kv_field(job, "idempotency_key", "idempotency_key", false);
     kv_field(job, "error", "error", false);

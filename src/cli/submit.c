@@ -13,7 +13,7 @@
 
 typedef struct flags {
     const char *tenant, *queue, *type, *args, *key, *priority, *run_at, *delay, *unique_key,
-        *idempotency_key, *max_attempts, *score, *traceparent;
+        *idempotency_key, *max_attempts, *score, *traceparent, *depends_on, *on_parent_failure;
     bool unique;
 } flags;
 
@@ -30,7 +30,8 @@ static int defaults_from_flags(cli *c, const flags *f, json_t **out)
                 {"key", "key", f->key},
                 {"unique_key", "unique-key", f->unique_key},
                 {"idempotency_key", "idempotency-key", f->idempotency_key},
-                {"traceparent", "traceparent", f->traceparent}};
+                {"traceparent", "traceparent", f->traceparent},
+                {"on_parent_failure", "on-parent-failure", f->on_parent_failure}};
     json_t *v;
     for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++) {
         if (!strs[i].val) continue;
@@ -72,6 +73,20 @@ static int defaults_from_flags(cli *c, const flags *f, json_t **out)
         json_object_set_new(o, "score", json_real(d));
     }
     if (f->unique) json_object_set_new(o, "unique", json_true());
+    if (f->depends_on) {
+        /* ids, comma-separated: the server checks each (and the limit) */
+        json_t *ids = json_array();
+        json_object_set_new(o, "depends_on", ids);
+        char *copy = strdup(f->depends_on), *save = NULL;
+        for (char *t = strtok_r(copy, ", ", &save); t; t = strtok_r(NULL, ", ", &save)) {
+            if (!cli_int(c, "depends-on", t, 1, 9007199254740991LL, &n)) {
+                free(copy);
+                goto bad;
+            }
+            json_array_append_new(ids, json_integer(n));
+        }
+        free(copy);
+    }
     *out = o;
     return 0;
 bad:
@@ -341,6 +356,12 @@ int cmd_submit(cli *c, int argc, char **argv)
         {"traceparent", "CONTEXT",
          "a W3C trace context (00-<trace id>-<span id>-<flags>), handed to the handler",
          &f.traceparent, NULL},
+        {"depends-on", "ID,...", "waits until these jobs succeeded (at most 100)", &f.depends_on,
+         NULL},
+        {"on-parent-failure", "POLICY",
+         "cancel (default): a parent that dies or is cancelled cancels the job; run: it counts "
+         "as done",
+         &f.on_parent_failure, NULL},
         {NULL, NULL, NULL, NULL, NULL}};
     const cli_spec spec = {
         "submit --queue Q --type T [--args JSON] [flags]\n"
@@ -351,7 +372,9 @@ int cmd_submit(cli *c, int argc, char **argv)
         "leaves out from the flags, and submits them in batches of 1,000.  Prints\n"
         "one line per job, in order: its id (or with --json the server's answer);\n"
         "a refused job is reported on stderr with its line number and makes the\n"
-        "exit status 1.  On a terminal, stderr shows the progress and jobs/s.",
+        "exit status 1.  On a terminal, stderr shows the progress and jobs/s.\n\n"
+        "A line may carry depends_on: job ids, or {\"index\": i} for the job of an\n"
+        "earlier line of the same batch of 1,000 (i counted within the batch).",
         opts, 0, 1};
     char *pos[CLI_MAX_POS];
     int np, rc = cli_parse(c, &spec, argc, argv, pos, &np);

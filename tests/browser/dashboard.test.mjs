@@ -479,6 +479,27 @@ test('a job\'s page lists its attempts, how each ended', async () => {
   assert.match(await textOf(admin, '#job-attempts'), /Attempts \(3\)/);
 });
 
+test('a job\'s page shows its parents and children, with links', async () => {
+  const parent = await srv.submit({ tenant: 'acme', queue: 'deps-page', type: 'Report.build' });
+  const child = await srv.submit({ tenant: 'acme', queue: 'deps-page', type: 'Report.mail', depends_on: [parent.id] });
+  assert.equal(child.state, 'waiting');
+  await go(admin, '#/job/' + child.id);
+  await eventually('it says it waits for its parent', async () => (await admin.locator('[data-fk=waiting-parents]').count()) === 1);
+  assert.equal(await admin.locator(`[data-field=waiting] a[href="#/job/${parent.id}"]`).count(), 1);
+  assert.equal(await admin.locator(`[data-field=parents] a[href="#/job/${parent.id}"]`).count(), 1);
+  const prow = admin.locator(`[data-fk=parents] tr[data-dep="${parent.id}"]`);
+  await prow.waitFor();
+  const [j] = await srv.lease(['deps-page'], 1);
+  assert.equal(j.id, parent.id);
+  await srv.api('POST', `/v1/jobs/${j.id}/ack`, { token: j.token, result: { pages: 3 } });
+  await eventually('the parent shows as succeeded, with its result', async () => /succeeded[\s\S]*"pages": 3/.test(await prow.innerText()));
+  await go(admin, '#/job/' + parent.id);
+  const crow = admin.locator(`[data-fk=children] tr[data-dep="${child.id}"]`);
+  await crow.waitFor();
+  assert.equal(await crow.locator(`a[href="#/job/${child.id}"]`).count(), 1);
+  await srv.api('POST', `/v1/jobs/${child.id}/cancel`);
+});
+
 test('cancelling a job from its page', async () => {
   const { id } = await srv.submit({ tenant: 'acme', queue: 'mail', type: 'Mailer.later', args: { x: 1 }, run_at: Date.now() + 3600e3 });
   await go(admin, '#/job/' + id);
