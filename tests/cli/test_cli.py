@@ -234,6 +234,25 @@ class Jobs(Case):
         out, _ = self.ok("--json", "status", str(jid))
         self.assertEqual(json.loads(out)["id"], jid)
 
+    def test_submit_with_dependencies_and_status(self):
+        parent = self.submit("--tenant", "t-deps", "--queue", "deps", "--type", "Build")
+        child = self.submit("--tenant", "t-deps", "--queue", "deps", "--type", "Mail",
+                            "--depends-on", str(parent), "--on-parent-failure", "run")
+        out, _ = self.ok("status", str(child))
+        fields = dict(re.split(r"\s+", line, maxsplit=1) for line in out.strip().splitlines())
+        self.assertEqual(fields["state"], "waiting")
+        self.assertEqual(fields["parents"], "[%d]" % parent)
+        self.assertEqual(fields["on_parent_failure"], "run")
+        self.assertIn("parent", fields["waiting"])
+        out, _ = self.ok("status", str(parent))
+        self.assertIn("children", out)
+        self.fails(2, "submit", "--tenant", "t-deps", "--queue", "deps", "--type", "T",
+                   "--depends-on", "x")
+        rc, _, err = run("submit", "--tenant", "t-deps", "--queue", "deps", "--type", "T",
+                         "--depends-on", "999999")
+        self.assertNotEqual(rc, 0)
+        self.assertIn("depends_on", err)
+
     def test_submit_flags_reach_the_server(self):
         q = "flags"
         jid = self.submit("--tenant", "t-flags", "--queue", q, "--type", "t", "--delay", "1h")
