@@ -1295,6 +1295,172 @@ BOTH(attempts_are_kept_by_token_across_a_reopen_and_go_with_their_job)
     engine_destroy(e);
 }
 
+/* ---- dependencies --------------------------------------------------------------- */
+
+/* How many edges name the job as their child, counted by SQL of the test's own. */
+static long dep_rows(const char *backend, const char *url, uint64_t child)
+{
+    char sql[160];
+    long n = -1;
+    bool lite = strcmp(backend, "sqlite") == 0;
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM %sjob_deps WHERE child_id = %llu",
+             lite ? "" : "tenq.", (unsigned long long)child);
+    if (lite) {
+        sqlite3 *db;
+        sqlite3_stmt *st;
+        ASSERT_EQ(sqlite3_open(url + 7, &db), SQLITE_OK);
+        ASSERT_EQ(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
+        ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
+        n = (long)sqlite3_column_int64(st, 0);
+        sqlite3_finalize(st);
+        sqlite3_close(db);
+        return n;
+    }
+    PGconn *c = PQconnectdb(url);
+    ASSERT_MSG(PQstatus(c) == CONNECTION_OK, "connect: %s", PQerrorMessage(c));
+    PGresult *r = PQexec(c, sql);
+    ASSERT_MSG(PQresultStatus(r) == PGRES_TUPLES_OK, "%s", PQresultErrorMessage(r));
+    n = atol(PQgetvalue(r, 0, 0));
+    PQclear(r);
+    PQfinish(c);
+    return n;
+}
+
+typedef struct got_deps {
+    bool job;
+    size_t np, nc;
+    uint64_t p[8], c[8];
+    int ps[8], cs[8];
+    char pres[8][32];
+} got_deps;
+
+static void collect_deps(void *ctx, int rc, const store_deps *d)
+{
+    got_deps *g = ctx;
+    ASSERT_EQ(rc, 0);
+    g->job = d->job != NULL;
+    for (size_t i = 0; i < d->n_parents && g->np < 8; i++, g->np++) {
+        g->p[g->np] = d->parents[i].id;
+        g->ps[g->np] = d->parents[i].state;
+        snprintf(g->pres[g->np], sizeof g->pres[0], "%s",
+                 d->parents[i].result ? d->parents[i].result : "-");
+    }
+    for (size_t i = 0; i < d->n_children && g->nc < 8; i++, g->nc++) {
+        g->c[g->nc] = d->children[i].id;
+        g->cs[g->nc] = d->children[i].state;
+    }
+}
+
+static got_deps read_deps(store_t *s, uint64_t id)
+{
+    got_deps g;
+    memset(&g, 0, sizeof g);
+    ASSERT_EQ(store_get_deps_sync(s, id, collect_deps, &g), 0);
+    return g;
+}
+
+static uint64_t dep_sub(engine_t *e, const char *q, engine_deps_policy policy, const uint64_t *ids,
+                        uint32_t n)
+{
+    engine_dep_ref refs[4];
+    for (uint32_t i = 0; i < n; i++) refs[i] = (engine_dep_ref){.id = ids[i], .index = -1};
+    engine_submit_res r = submit_x(
+        e, T0, "t", q, "T", (sub_opts){.deps = refs, .n_deps = n, .on_parent_failure = policy});
+    ASSERT_MSG(r.code == 0, "submit: %s", r.err.message);
+    return r.id;
+}
+
+BOTH(dependencies_are_kept_with_their_child_and_a_load_rebuilds_the_waits)
+{
+    char *url = fresh_url(backend);
+    store_opts o = quiet_opts();
+    store_t *s = open_ok(url, &o);
+    engine_t *e = mk_engine();
+    engine_queue_settings qs = queue_settings(e, "short");
+    qs.retention_ms = 1000;
+    set_queue(e, "short", qs);
+    uint64_t p1 = SUB(e, T0, "t", "short"), p2 = SUB(e, T0, "t", "long");
+    uint64_t c = dep_sub(e, "long", ENGINE_DEPS_CANCEL, (uint64_t[]){p1, p2}, 2);
+    uint64_t r = dep_sub(e, "long", ENGINE_DEPS_RUN, (uint64_t[]){p1}, 1);
+    ASSERT_EQ(commit_changes(s, e), 0);
+    ASSERT_EQ(dep_rows(backend, url, c), 2);
+    ASSERT_EQ(lease1(e, T0, "short"), p1);
+    ASSERT_EQ(engine_ack(e, T0 + 1, p1, token_of(e, p1), "{\"rows\":3}", NULL, NULL), 0);
+    ASSERT_EQ(state_of(e, r), ENGINE_READY);
+    /* a child made, run, killed and deleted in one group writes no edge;
+     * one deleted from the morgue later loses its edges */
+    uint64_t k = kill_one(e, T0, "t", "long", "K");
+    uint64_t x = dep_sub(e, "xq", ENGINE_DEPS_RUN, &k, 1);
+    uint64_t y = dep_sub(e, "yq", ENGINE_DEPS_RUN, &k, 1);
+    ASSERT_EQ(lease1(e, T0, "xq"), x);
+    fail_ok(e, T0, x, (engine_fail_req){.error = "x", .no_retry = true});
+    ASSERT_EQ(engine_morgue_delete(e, T0, x, NULL), 0);
+    ASSERT_EQ(lease1(e, T0, "yq"), y);
+    fail_ok(e, T0, y, (engine_fail_req){.error = "y", .no_retry = true});
+    ASSERT_EQ(commit_changes(s, e), 0);
+    ASSERT_EQ(dep_rows(backend, url, x), 0);
+    ASSERT_EQ(dep_rows(backend, url, y), 1);
+
+    got_deps g = read_deps(s, c);
+    ASSERT(g.job);
+    ASSERT_EQ(g.np, 2);
+    ASSERT_EQ(g.p[0], p1);
+    ASSERT_EQ(g.ps[0], ENGINE_SUCCEEDED);
+    ASSERT_STR(g.pres[0], "{\"rows\":3}");
+    ASSERT_EQ(g.p[1], p2);
+    ASSERT_EQ(g.ps[1], ENGINE_READY);
+    g = read_deps(s, p1);
+    ASSERT_EQ(g.np, 0);
+    ASSERT_EQ(g.nc, 2);
+    ASSERT_EQ(g.c[0], c);
+    ASSERT_EQ(g.c[1], r);
+    ASSERT(!read_deps(s, 999999).job);
+
+    /* reopened and loaded: c waits for p2 only; r (stored waiting: its ready
+     * row is written late by a server; here it was committed ready) runs */
+    store_close(s);
+    s = open_ok(url, &o);
+    engine_t *f = mk_engine();
+    ASSERT_EQ(store_load(s, f, T0 + 10, NULL), 0);
+    must_check(f, T0 + 10);
+    ASSERT_EQ(state_of(f, c), ENGINE_WAITING);
+    engine_wait w;
+    engine_job_wait(engine_find(f, c), &w);
+    ASSERT_EQ(w.n_parents, 1);
+    ASSERT_EQ(w.parents[0], p2);
+    engine_job_info ci = info_of(f, c);
+    ASSERT_EQ(ci.n_parents, 2);
+    ASSERT_EQ(ci.parents[0], p1);
+    ASSERT_EQ(info_of(f, p2).n_children, 1);
+    ASSERT_EQ(state_of(f, r), ENGINE_READY);
+    /* the morgue's delete takes y's edges */
+    ASSERT_EQ(engine_morgue_delete(f, T0 + 10, y, NULL), 0);
+    ASSERT_EQ(commit_changes(s, f), 0);
+    ASSERT_EQ(dep_rows(backend, url, y), 0);
+    /* retention prunes p1: c keeps its edge, the parent shows gone */
+    long n;
+    while ((n = store_prune_now(s, T0 + 5000)) > 0) {
+    }
+    ASSERT(!has_job(s, p1));
+    ASSERT_EQ(dep_rows(backend, url, c), 2);
+    g = read_deps(s, c);
+    ASSERT_EQ(g.np, 2);
+    ASSERT_EQ(g.ps[0], -1);
+    /* p2 succeeds: c goes on, also after a load */
+    ASSERT_EQ(lease1(f, T0 + 20, "long"), p2);
+    ack_ok(f, T0 + 21, p2);
+    ASSERT_EQ(state_of(f, c), ENGINE_READY);
+    ASSERT_EQ(commit_changes(s, f), 0);
+    engine_t *h = mk_engine();
+    ASSERT_EQ(store_load(s, h, T0 + 30, NULL), 0);
+    ASSERT_EQ(state_of(h, c), ENGINE_READY);
+    must_check(h, T0 + 30);
+    store_close(s);
+    engine_destroy(h);
+    engine_destroy(f);
+    engine_destroy(e);
+}
+
 TEST(disk_full_fails_the_batch_cleanly_and_keeps_what_was_durable_sqlite)
 {
     char *url = fresh_url("sqlite");
