@@ -166,6 +166,51 @@ static int read_deps(store_t *s, uint64_t id, store_result *res)
     return rc;
 }
 
+typedef struct id_list {
+    uint64_t *v;
+    size_t n, cap;
+    int policy; /* from the parents' rows */
+} id_list;
+
+static void id_row(void *ctx, const store_rowacc *acc, void *row)
+{
+    id_list *l = ctx;
+    if (l->n == l->cap) {
+        l->cap = l->cap ? l->cap * 2 : 8;
+        l->v = xrealloc(l->v, l->cap * sizeof(uint64_t));
+    }
+    l->v[l->n++] = (uint64_t)acc->i64(row, 0);
+    if (!acc->is_null(row, 1)) l->policy = engine_deps_policy_parse(acc->text(row, 1));
+}
+
+/* A job read from the store gets its parents and children, as the engine
+ * shows them for a job it holds (the ids, kept with the rows). */
+static int read_edges(store_t *s, rows_builder *rb, engine_job_info *j)
+{
+    char idtext[24];
+    snprintf(idtext, sizeof idtext, "%llu", (unsigned long long)j->id);
+    const char *params[1] = {idtext};
+    id_list p = {0}, c = {0};
+    int rc = s->be->select(s, true, STORE_SQL_GET_PARENT_IDS, 1, params, id_row, &p);
+    if (!rc) rc = s->be->select(s, true, STORE_SQL_GET_CHILD_IDS, 1, params, id_row, &c);
+    if (!rc && p.n) {
+        rows_keep(rb, p.v);
+        j->parents = p.v;
+        j->n_parents = (uint32_t)p.n;
+        j->on_parent_failure = p.policy == ENGINE_DEPS_RUN ? ENGINE_DEPS_RUN : ENGINE_DEPS_CANCEL;
+    } else {
+        free(p.v);
+    }
+    if (!rc && c.n) {
+        rows_keep(rb, c.v);
+        j->children = c.v;
+        j->n_children = (uint32_t)c.n;
+    } else {
+        free(c.v);
+    }
+    return rc;
+}
+
 static void run_read(store_t *s, read_req *rq, store_result *res)
 {
     pthread_mutex_lock(&s->read_db_lock);
@@ -180,6 +225,8 @@ static void run_read(store_t *s, read_req *rq, store_result *res)
         res->rc = s->be->select(s, true, STORE_SQL_GET_REQUEST, 2, params, request_row, res);
     } else {
         res->rc = s->be->query(s, rq->id, rq->id ? NULL : &rq->q, &res->rows);
+        if (!res->rc && rq->id && res->rows.n == 1)
+            res->rc = read_edges(s, &res->rows, &res->rows.v[0]);
     }
     pthread_mutex_unlock(&s->read_db_lock);
 }

@@ -131,6 +131,12 @@ char *store_schema_sql(int version, bool pg);
 #define STORE_SQL_GET_CHILDREN                                                                     \
     "SELECT d.child_id, c.state, NULL FROM $Sjob_deps d JOIN $Sjobs c ON c.id = d.child_id "       \
     "WHERE d.parent_id = ?1 ORDER BY d.child_id"
+/* A job's edges alone, for its row read from the store: parent ids (with
+ * the policy) in order, and child ids. */
+#define STORE_SQL_GET_PARENT_IDS                                                                   \
+    "SELECT parent_id, on_parent_failure FROM $Sjob_deps WHERE child_id = ?1 ORDER BY pos"
+#define STORE_SQL_GET_CHILD_IDS                                                                    \
+    "SELECT child_id, NULL FROM $Sjob_deps WHERE parent_id = ?1 ORDER BY child_id"
 #define STORE_DEPS_GONE_SQLITE                                                                     \
     "CREATE TRIGGER jobs_deps_gone AFTER DELETE ON jobs BEGIN\n"                                   \
     "  DELETE FROM job_deps WHERE child_id = old.id;\n"                                            \

@@ -56,6 +56,12 @@ class Chains(ServerTest):
         self.assertEqual(p["children"], [{"id": c["id"], "state": "waiting"}])
         self.srv.ack(got[0])
         self.assertEqual(leased_ids(self.srv, "c1"), [c["id"]])
+        # finished jobs, read from the store, show their edges too
+        ja = self.srv.job(a["id"])
+        self.assertEqual((ja["state"], ja["children"]), ("succeeded", [b["id"]]))
+        jb = self.srv.job(b["id"])
+        self.assertEqual((jb["state"], jb["parents"], jb["children"]),
+                         ("succeeded", [a["id"]], [c["id"]]))
 
     def test_two_parents_both_must_succeed(self):
         p1 = self.srv.submit(queue="c2")
@@ -214,7 +220,9 @@ class Durability(unittest.TestCase):
             self.assertEqual(w["state"], "waiting")
             self.assertEqual(w["waiting"]["parents"], [fan[0]["id"]])  # its lease was lost
             self.assertEqual(len(w["parents"]), 30)
-            self.assertEqual(len(srv.job(root["id"]).get("children", [])), 0)  # finished
+            # the root finished: read from the store, with its children
+            self.assertEqual(srv.job(root["id"])["children"],
+                             sorted([chain[1]["id"]] + [f["id"] for f in fan]))
             self.assertEqual(len(parents(srv, root["id"])["children"]), 31)
             # a clean stop too
             self.assertEqual(srv.stop(), 0)
