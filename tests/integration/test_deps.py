@@ -10,7 +10,8 @@ import sys
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from harness import Server, ServerTest, main  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "chaos"))
+from harness import STORE, Server, ServerTest, main  # noqa: E402
 
 ADMIN = "admin-secret-for-tests-0001"
 
@@ -246,6 +247,36 @@ class Durability(unittest.TestCase):
                 self.assertEqual(srv.job(x["id"])["state"], "succeeded")
         finally:
             srv.cleanup()
+
+
+@unittest.skipUnless(STORE == "postgres", "two servers share a store on PostgreSQL only")
+class Takeover(unittest.TestCase):
+    def test_a_standby_that_takes_over_keeps_every_edge_and_wait(self):
+        from cluster import Cluster  # tests/chaos: a leader and a standby
+        cl = Cluster(2, args=["--leader-ttl", "2s"])
+        try:
+            lead = cl.wait_leader(30)
+            srv = cl.servers[lead]
+            a = srv.submit(queue="t1")
+            b = srv.submit(queue="t1", depends_on=[a["id"]])
+            c = srv.submit(queue="t1", depends_on=[a["id"], b["id"]], on_parent_failure="run")
+            srv.ack(srv.lease(["t1"])[0])  # a: b ready, c waits for b
+            cl.kill(lead)
+            lead = cl.wait_leader(30, not_in=(lead,))
+            srv = cl.servers[lead]
+            self.assertEqual(srv.job(b["id"])["state"], "ready")
+            jc = srv.job(c["id"])
+            self.assertEqual((jc["state"], jc["parents"], jc["waiting"]["parents"]),
+                             ("waiting", [a["id"], b["id"]], [b["id"]]))
+            got = srv.lease(["t1"], max=5)
+            self.assertEqual([j["id"] for j in got], [b["id"]])
+            srv.fail(got[0], error="boom", retry=False)  # c runs anyway (policy run)
+            self.assertEqual([j["id"] for j in srv.lease(["t1"], max=5)], [c["id"]])
+        except BaseException:
+            sys.stderr.write(cl.logs())
+            raise
+        finally:
+            cl.cleanup()
 
 
 if __name__ == "__main__":
