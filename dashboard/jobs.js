@@ -155,7 +155,7 @@ const KNOWN = new Set(['id', 'tenant', 'queue', 'type', 'key', 'args', 'payloads
 function waitingEl(w, t) {
   return h('span', { 'data-fk': 'waiting-' + w.reason }, w.message,
     w.blocked_by ? h('span', null, ' ', link('#/job/' + w.blocked_by, 'job ' + w.blocked_by)) : null,
-    w.parents && w.parents.length ? h('span', { 'data-fk': 'waiting-parents' }, ' (',
+    w.parents && w.parents.length ? h('span', { 'data-fk': 'parent-links' }, ' (',
       w.parents.flatMap((p, i) => [i ? ', ' : null, link('#/job/' + p, 'job ' + p)]), ')') : null,
     w.until ? h('span', null, ' ', timeEl(w.until, t, true), ' ', h('small', { class: 'muted', text: fmtRel(w.until, t) })) : null);
 }
