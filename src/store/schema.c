@@ -228,6 +228,10 @@ static const char *const migrations[] = {
     "  created_at $I64 NOT NULL,\n"
     "  updated_at $I64 NOT NULL);\n"
     "CREATE INDEX schedules_tenant ON $Sschedules (tenant);\n",
+
+    /* 12: a job's own timeout_ms in an application's transaction (PostgreSQL
+     * only: pg_txapi.h; SQLite records the version alone). */
+    "$TXTIMEOUT",
 };
 
 int store_schema_versions(void)
@@ -273,6 +277,7 @@ static char *expand(const char *t, bool pg)
         {"$GREATEST", "max", "greatest"},
         {"$NOROWID", " WITHOUT ROWID", ""},
         {"$TXAPI", "", STORE_PG_TXAPI},
+        {"$TXTIMEOUT", "", STORE_PG_TXAPI_TIMEOUT},
         {"$ATTEMPTS_GONE", STORE_ATTEMPTS_GONE_SQLITE, STORE_ATTEMPTS_GONE_PG},
         {"$S", "", "tenq."},
     };
