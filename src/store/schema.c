@@ -229,7 +229,11 @@ static const char *const migrations[] = {
     "  updated_at $I64 NOT NULL);\n"
     "CREATE INDEX schedules_tenant ON $Sschedules (tenant);\n",
 
-    /* dependencies: a job's parents (depends_on), in the order it named
+    /* 12: a job's own timeout_ms in an application's transaction (PostgreSQL
+     * only: pg_txapi.h; SQLite records the version alone). */
+    "$TXTIMEOUT",
+
+    /* 13: dependencies: a job's parents (depends_on), in the order it named
      * them, with its policy; written in the commit of the child's submit.
      * Whether a child still waits is worked out at a load from its
      * parents' rows (store_load).  Deleting a child (retention, the morgue)
@@ -288,6 +292,7 @@ static char *expand(const char *t, bool pg)
         {"$GREATEST", "max", "greatest"},
         {"$NOROWID", " WITHOUT ROWID", ""},
         {"$TXAPI", "", STORE_PG_TXAPI},
+        {"$TXTIMEOUT", "", STORE_PG_TXAPI_TIMEOUT},
         {"$ATTEMPTS_GONE", STORE_ATTEMPTS_GONE_SQLITE, STORE_ATTEMPTS_GONE_PG},
         {"$DEPS_GONE", STORE_DEPS_GONE_SQLITE, STORE_DEPS_GONE_PG},
         {"$S", "", "tenq."},
