@@ -29,8 +29,8 @@ static bool read_states(http_req *req, json_t *body, int action, uint32_t *out)
                         action == A_DELETE
                             ? "delete takes finished states: succeeded, cancelled, merged (dead "
                               "jobs: the morgue)"
-                            : "this action takes unfinished states: scheduled, blocked, ready, "
-                              "leased, running");
+                            : "this action takes unfinished states: waiting, scheduled, blocked, "
+                              "ready, leased, running");
             ok = false;
             break;
         }

@@ -226,7 +226,7 @@ int cmd_jobs(cli *c, int argc, char **argv)
         {"queue", "NAME", "only this queue's", &queue, NULL},
         {"type", "TYPE", "only this type", &type, NULL},
         {"state", "STATE",
-         "scheduled, blocked, ready, leased, running, dead, succeeded, "
+         "waiting, scheduled, blocked, ready, leased, running, dead, succeeded, "
          "cancelled, merged",
          &state, NULL},
         {"key", "KEY", "only this lane", &key, NULL},

@@ -123,6 +123,19 @@ class Chains(ServerTest):
         self.assertEqual(self.srv.job(c["id"])["state"], "cancelled")
         self.assertEqual(self.srv.job(r["id"])["state"], "ready")
 
+    def test_a_bulk_cancel_of_waiting_jobs(self):
+        p = self.srv.submit(queue="c7")
+        kids = [self.srv.submit(queue="c7", depends_on=[p["id"]]) for _ in range(3)]
+        grand = self.srv.submit(queue="c7", depends_on=[kids[0]["id"]])
+        a = self.srv.ok("POST", "/v1/jobs/bulk", {"action": "cancel", "queue": "c7",
+                                                  "state": ["waiting"], "dry_run": True})
+        self.assertEqual(a["matched"], 4)
+        self.srv.ok("POST", "/v1/jobs/bulk", {"action": "cancel", "queue": "c7",
+                                              "state": "waiting"})
+        for k in kids + [grand]:
+            self.assertEqual(self.srv.job(k["id"])["state"], "cancelled")
+        self.assertEqual(self.srv.job(p["id"])["state"], "ready")
+
     def test_a_child_in_a_lane_keeps_the_lane_order(self):
         p = self.srv.submit(queue="c6", type="other")
         c = self.srv.submit(queue="c6", key="k", depends_on=[p["id"]])
