@@ -118,11 +118,14 @@ char *store_schema_sql(int version, bool pg);
     "INSERT INTO $Sjob_deps (child_id, parent_id, pos, on_parent_failure) VALUES (?1, ?2, ?3, "    \
     "?4) ON CONFLICT (child_id, parent_id) DO NOTHING"
 /* The edges a load needs: those of a live child (it may wait), and those of
- * a live parent (its children's ids, shown with it); a child's in order. */
+ * a live parent (its children's ids, shown with it); a child's in order.
+ * Found from the live jobs (the partial index on live) by the edges' own
+ * indexes, so a load reads no edge of finished jobs alone. */
 #define STORE_SQL_LOAD_DEPS                                                                        \
-    "SELECT d.child_id, d.parent_id, d.on_parent_failure FROM $Sjob_deps d JOIN $Sjobs c ON "      \
-    "c.id = d.child_id LEFT JOIN $Sjobs p ON p.id = d.parent_id WHERE c.live = 1 OR p.live = 1 "   \
-    "ORDER BY d.child_id, d.pos"
+    "SELECT child_id, parent_id, on_parent_failure, pos FROM $Sjob_deps WHERE child_id IN "        \
+    "(SELECT id FROM $Sjobs WHERE live = 1) UNION SELECT child_id, parent_id, "                    \
+    "on_parent_failure, pos FROM $Sjob_deps WHERE parent_id IN (SELECT id FROM $Sjobs WHERE "      \
+    "live = 1) ORDER BY 1, 4"
 /* A job's parents, in order, with their state and result (NULL: gone). */
 #define STORE_SQL_GET_PARENTS                                                                      \
     "SELECT d.parent_id, p.state, p.result FROM $Sjob_deps d LEFT JOIN $Sjobs p ON p.id = "        \
