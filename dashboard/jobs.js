@@ -149,7 +149,7 @@ export function mountList(root, { params }) {
 const KNOWN = new Set(['id', 'tenant', 'queue', 'type', 'key', 'args', 'payloads', 'priority', 'state', 'attempts', 'max_attempts',
   'run_at', 'created_at', 'ready_at', 'leased_at', 'started_at', 'finished_at', 'worker', 'error', 'result', 'stats', 'progress',
   'unique_key', 'idempotency_key', 'lease_until', 'cancel_requested', 'merged_into', 'token', 'waiting',
-  'parents', 'children', 'on_parent_failure']);
+  'parents', 'children', 'children_count', 'on_parent_failure']);
 
 // Why it is not running yet: the server's sentence, the job it waits for, the time it waits until.
 function waitingEl(w, t) {
@@ -215,10 +215,12 @@ function depsPanel(d, policy) {
     h('thead', null, h('tr', null, head.map((x) => h('th', { text: x })))),
     h('tbody', null, list.map((x) => row(x, withResult)))));
   return h('section', { class: 'panel', 'aria-labelledby': 'job-deps', 'data-fk': 'deps' },
-    h('h2', { id: 'job-deps', text: `Dependencies (${d.parents.length} parent${d.parents.length === 1 ? '' : 's'}, ${d.children.length} child${d.children.length === 1 ? '' : 'ren'})` }),
+    h('h2', { id: 'job-deps', text: `Dependencies (${d.parents.length} parent${d.parents.length === 1 ? '' : 's'}, ${d.children_count} child${d.children_count === 1 ? '' : 'ren'})` }),
     d.parents.length ? h('div', { 'data-fk': 'parents' }, h('h3', null, 'Parents', policy ? h('small', { class: 'muted', text: ` — if one dies or is cancelled: ${policy === 'run' ? 'run anyway' : 'cancel this job'}` }) : null),
       table(d.parents, true, ['Job', 'State', 'Result'])) : null,
-    d.children.length ? h('div', { 'data-fk': 'children' }, h('h3', null, 'Children'), table(d.children, false, ['Job', 'State'])) : null);
+    d.children.length ? h('div', { 'data-fk': 'children' }, h('h3', null, 'Children', d.children_count > d.children.length
+      ? h('small', { class: 'muted', text: ` — the first ${d.children.length} of ${d.children_count}` }) : null),
+    table(d.children, false, ['Job', 'State'])) : null);
 }
 
 // Every attempt, oldest first (GET /v1/jobs/{id}/attempts): how it ended, what became of the job.
@@ -336,7 +338,7 @@ export function mountJob(root, { arg }) {
       j.parents ? ['Parents', h('span', null, j.parents.flatMap((p, i) => [i ? ', ' : null, link('#/job/' + p, 'job ' + p)])), 'parents'] : null,
       j.on_parent_failure ? ['On parent failure', code(j.on_parent_failure), 'on_parent_failure'] : null,
       j.children ? ['Children', h('span', null, j.children.slice(0, 20).flatMap((c, i) => [i ? ', ' : null, link('#/job/' + c, 'job ' + c)]),
-        j.children.length > 20 ? ` and ${j.children.length - 20} more` : null), 'children'] : null,
+        (j.children_count || j.children.length) > 20 ? ` and ${(j.children_count || j.children.length) - 20} more` : null), 'children'] : null,
       'merged_into' in j ? ['Merged into', j.merged_into ? link('#/job/' + j.merged_into, 'job ' + j.merged_into) : code(null), 'merged_into'] : null,
       'token' in j ? ['Lease token', code(j.token), 'token'] : null,
       ...Object.keys(j).filter((k) => !KNOWN.has(k)).map((k) => [k, typeof j[k] === 'object' ? jsonView(j[k]) : code(j[k]), k]),

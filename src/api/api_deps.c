@@ -75,8 +75,10 @@ static void on_deps(void *ctx, int rc, const store_deps *d)
     jb_arr_end(&b);
     jb_key(&b, "children");
     jb_arr(&b);
-    for (size_t i = 0; i < d->n_children; i++) write_dep(s, &b, &d->children[i], false);
+    size_t shown = d->n_children < API_CHILDREN_SHOWN ? d->n_children : API_CHILDREN_SHOWN;
+    for (size_t i = 0; i < shown; i++) write_dep(s, &b, &d->children[i], false);
     jb_arr_end(&b);
+    jb_kint(&b, "children_count", (long long)d->children_total);
     jb_obj_end(&b);
     reply_json(req, 200, &b);
     free(c);

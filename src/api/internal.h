@@ -627,6 +627,9 @@ void h_list_jobs(server *s, http_req *req, const principal *who, const char **ar
 void h_wait_job(server *s, http_req *req, const principal *who, const char **args);
 /* api_attempts.c */
 void h_job_attempts(server *s, http_req *req, const principal *who, const char **args);
+/* api_deps.c.  A job shows at most this many children's ids (the first,
+ * by id), with children_count. */
+#define API_CHILDREN_SHOWN 1000
 /* api_deps.c */
 void h_job_parents(server *s, http_req *req, const principal *who, const char **args);
 void h_cancel(server *s, http_req *req, const principal *who, const char **args);

@@ -350,7 +350,12 @@ void api_json_job(jbuf *b, const engine_job_info *j, job_view view, bool show_to
     if (j->merged_into) jb_kint(b, "merged_into", (long long)j->merged_into);
     if (j->n_parents)
         jb_kstr(b, "on_parent_failure", engine_deps_policy_name(j->on_parent_failure));
-    if (j->n_children) json_ids(b, "children", j->children, j->n_children);
+    if (j->n_children) {
+        /* a fan-out's parent may have 100,000: the first ones, and how many */
+        json_ids(b, "children", j->children,
+                 j->n_children < API_CHILDREN_SHOWN ? j->n_children : API_CHILDREN_SHOWN);
+        jb_kint(b, "children_count", j->n_children);
+    }
     if (show_token) jb_kint(b, "token", (long long)j->token);
     if (wait) json_wait(b, j, wait, now);
     jb_obj_end(b);

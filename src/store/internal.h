@@ -163,7 +163,7 @@ typedef struct store_result {
     store_attempts_fn afn; /* a read of a job's attempts: the job in rows, these */
     store_deps_fn dfn;     /* a read of a job's edges: the job in rows, these */
     store_dep *dep;        /* parents first (ndep_parents), then children */
-    size_t ndep, capdep, ndep_parents;
+    size_t ndep, capdep, ndep_parents, ndep_total;
     engine_attempt_info *att;
     size_t natt, capatt;
     bool bad_att; /* an attempt row held a word this tenq does not know */

@@ -153,6 +153,11 @@ static void dep_row(void *ctx, const store_rowacc *acc, void *row)
     d->result = acc->is_null(row, 2) ? NULL : rows_str(&res->rows, acc->text(row, 2));
 }
 
+static void count_row(void *ctx, const store_rowacc *acc, void *row)
+{
+    ((store_result *)ctx)->ndep_total = (size_t)acc->i64(row, 0);
+}
+
 static int read_deps(store_t *s, uint64_t id, store_result *res)
 {
     int rc = s->be->query(s, id, NULL, &res->rows);
@@ -163,6 +168,7 @@ static int read_deps(store_t *s, uint64_t id, store_result *res)
     rc = s->be->select(s, true, STORE_SQL_GET_PARENTS, 1, params, dep_row, res);
     res->ndep_parents = res->ndep;
     if (!rc) rc = s->be->select(s, true, STORE_SQL_GET_CHILDREN, 1, params, dep_row, res);
+    if (!rc) rc = s->be->select(s, true, STORE_SQL_COUNT_CHILDREN, 1, params, count_row, res);
     return rc;
 }
 
@@ -396,8 +402,12 @@ void store_get_deps(store_t *s, uint64_t id, store_deps_fn fn, void *ctx)
 void store_deps_deliver(store_result *res)
 {
     bool ok = res->rows.n == 1 && !res->rc;
-    store_deps d = {ok ? &res->rows.v[0] : NULL, res->dep, ok ? res->ndep_parents : 0,
-                    res->dep + res->ndep_parents, ok ? res->ndep - res->ndep_parents : 0};
+    store_deps d = {ok ? &res->rows.v[0] : NULL,
+                    res->dep,
+                    ok ? res->ndep_parents : 0,
+                    res->dep ? res->dep + res->ndep_parents : NULL,
+                    ok ? res->ndep - res->ndep_parents : 0,
+                    ok ? res->ndep_total : 0};
     res->dfn(res->ctx, res->rc, &d);
     rows_free(&res->rows);
     free(res->dep);

@@ -130,10 +130,12 @@ char *store_schema_sql(int version, bool pg);
 #define STORE_SQL_GET_PARENTS                                                                      \
     "SELECT d.parent_id, p.state, p.result FROM $Sjob_deps d LEFT JOIN $Sjobs p ON p.id = "        \
     "d.parent_id WHERE d.child_id = ?1 ORDER BY d.pos"
-/* A job's children (those still kept), by id, with their state. */
+/* A job's children (those still kept), the first 1,000 by id, with their
+ * state; and how many there are. */
 #define STORE_SQL_GET_CHILDREN                                                                     \
     "SELECT d.child_id, c.state, NULL FROM $Sjob_deps d JOIN $Sjobs c ON c.id = d.child_id "       \
-    "WHERE d.parent_id = ?1 ORDER BY d.child_id"
+    "WHERE d.parent_id = ?1 ORDER BY d.child_id LIMIT 1000"
+#define STORE_SQL_COUNT_CHILDREN "SELECT count(*) FROM $Sjob_deps WHERE parent_id = ?1"
 /* A job's edges alone, for its row read from the store: parent ids (with
  * the policy) in order, and child ids. */
 #define STORE_SQL_GET_PARENT_IDS                                                                   \

@@ -385,7 +385,7 @@ typedef void (*store_attempts_fn)(void *ctx, int rc, const store_attempts *a);
 void store_get_attempts(store_t *s, uint64_t id, store_attempts_fn fn, void *ctx);
 /* A job's row (job NULL when there is none), its parents in the order it
  * named them (state -1 and result NULL: gone from the store) and its
- * children still in the store, by id. */
+ * children still in the store, the first 1,000 by id (children_total: all). */
 typedef struct store_dep {
     uint64_t id;
     int state; /* engine_state, or -1: no row */
@@ -396,7 +396,7 @@ typedef struct store_deps {
     const store_dep *parents;
     size_t n_parents;
     const store_dep *children;
-    size_t n_children;
+    size_t n_children, children_total;
 } store_deps;
 typedef void (*store_deps_fn)(void *ctx, int rc, const store_deps *d);
 void store_get_deps(store_t *s, uint64_t id, store_deps_fn fn, void *ctx);

@@ -57,6 +57,7 @@ class Chains(ServerTest):
         self.assertEqual(p["parents"], [{"id": a["id"], "state": "succeeded",
                                          "result": {"rows": 42}}])
         self.assertEqual(p["children"], [{"id": c["id"], "state": "waiting"}])
+        self.assertEqual(p["children_count"], 1)
         self.srv.ack(got[0])
         self.assertEqual(leased_ids(self.srv, "c1"), [c["id"]])
         # finished jobs, read from the store, show their edges too
@@ -282,7 +283,12 @@ class Durability(unittest.TestCase):
             srv.start()
             q = srv.ok("GET", "/v1/queues/big")
             self.assertEqual((q["ready"], q["waiting"]), (1, 9999))
-            self.assertEqual(srv.job(r[0]["id"])["children"][:3], [x["id"] for x in r[1:4]])
+            jr = srv.job(r[0]["id"])  # 9,999 children: the first 1,000 shown, and the count
+            self.assertEqual(jr["children"], [x["id"] for x in r[1:1001]])
+            self.assertEqual(jr["children_count"], 9999)
+            pr = parents(srv, r[0]["id"])
+            self.assertEqual(([x["id"] for x in pr["children"]], pr["children_count"]),
+                             ([x["id"] for x in r[1:1001]], 9999))
             self.assertEqual(srv.job(r[4]["id"])["parents"], [r[0]["id"], r[3]["id"]])
             srv.ack(srv.lease(["big"])[0])
             q = srv.ok("GET", "/v1/queues/big")
@@ -313,7 +319,7 @@ class Durability(unittest.TestCase):
                 print("batch killed:", got, file=sys.stderr)
             if got == (1, 9999):
                 root = srv.lease(["big2"])[0]
-                self.assertEqual(len(srv.job(root["id"])["children"]), 9999)
+                self.assertEqual(srv.job(root["id"])["children_count"], 9999)
         finally:
             srv.cleanup()
 
