@@ -178,6 +178,7 @@ void engine_destroy(engine_t *e)
     free(e->graveyard.v);
     free(e->idem_graveyard.v);
     free(e->attempt_recs.v);
+    engine_batches_free(e);
     free(e->scratch.v);
     free(e);
 }
@@ -528,6 +529,10 @@ void engine_job_get(const engine_job *j, engine_job_info *o)
         o->merged_into = ex->merged_into;
         if (ex->lane_seq) o->lane_seq = ex->lane_seq;
         if (j->state == ENGINE_LEASED || j->state == ENGINE_RUNNING) o->lease_until = ex->deadline;
+        if (ex->batch) {
+            o->batch = ex->batch->id;
+            o->batch_role = ex->batch_role;
+        }
     }
 }
 
@@ -644,6 +649,7 @@ void engine_changes_clear(engine_t *e)
         default: break;
         }
     }
+    engine_batches_changes_clear(e);
     e->changes.n = 0;
     for (size_t i = 0; i < e->graveyard.n; i++) {
         job *j = e->graveyard.v[i];

@@ -136,6 +136,7 @@ int store_load(store_t *s, engine_t *e, int64_t now, store_load_stats *st)
     int rc = s->be->load(s, e, now, st);
     pause_ctx pc = {e, now};
     if (!rc) rc = s->be->select(s, false, STORE_SQL_LOAD_PAUSES, 0, NULL, pause_row, &pc);
+    if (!rc) rc = store_load_batches(s, e);
     engine_loading(e, false);
     pthread_mutex_unlock(&s->db_lock);
     engine_changes_clear(e);
