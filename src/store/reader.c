@@ -139,6 +139,22 @@ static int read_attempts(store_t *s, uint64_t id, store_result *res)
     return rc;
 }
 
+static void link_row(void *ctx, const store_rowacc *acc, void *row)
+{
+    engine_job_info *j = ctx;
+    j->batch = (uint64_t)acc->i64(row, 0);
+    j->batch_role = (int)acc->i64(row, 1);
+}
+
+/* A job's batch and role from its link (batch_jobs), when it has one. */
+static void read_batch_link(store_t *s, engine_job_info *j)
+{
+    char idtext[24];
+    snprintf(idtext, sizeof idtext, "%llu", (unsigned long long)j->id);
+    const char *params[1] = {idtext};
+    s->be->select(s, true, STORE_SQL_GET_BATCH_JOB, 1, params, link_row, j);
+}
+
 static void run_read(store_t *s, read_req *rq, store_result *res)
 {
     pthread_mutex_lock(&s->read_db_lock);
@@ -151,6 +167,8 @@ static void run_read(store_t *s, read_req *rq, store_result *res)
         res->rc = s->be->select(s, true, STORE_SQL_GET_REQUEST, 2, params, request_row, res);
     } else {
         res->rc = s->be->query(s, rq->id, rq->id ? NULL : &rq->q, &res->rows);
+        /* one job read by id: its batch, if it has one */
+        if (!res->rc && rq->id && res->rows.n == 1) read_batch_link(s, &res->rows.v[0]);
     }
     pthread_mutex_unlock(&s->read_db_lock);
 }

@@ -126,7 +126,8 @@ char *store_schema_sql(int version, bool pg);
 #define STORE_SQL_INSERT_BATCH_JOB                                                                 \
     "INSERT INTO $Sbatch_jobs (job_id, batch_id, role) VALUES (?1, ?2, ?3) ON CONFLICT (job_id) "  \
     "DO NOTHING"
-#define STORE_SQL_LOAD_BATCHES "SELECT " STORE_BATCH_COLUMNS " FROM $Sbatches ORDER BY id"
+#define STORE_SQL_GET_BATCH_JOB "SELECT batch_id, role FROM $Sbatch_jobs WHERE job_id = ?1"
+#define STORE_SQL_LOAD_BATCHES  "SELECT " STORE_BATCH_COLUMNS " FROM $Sbatches ORDER BY id"
 /* The links of resident jobs (unfinished or dead: live = 1). */
 #define STORE_SQL_LOAD_BATCH_JOBS                                                                  \
     "SELECT b.job_id, b.batch_id, b.role FROM $Sbatch_jobs b JOIN $Sjobs j ON j.id = b.job_id "    \
