@@ -113,6 +113,8 @@ static int check_jobs_(engine_t *e, chk *c, int64_t now, rtab *rt, ptr_vec *allv
         }
         resident++;
         total.n[s]++;
+        if (j->extra && j->extra->batch && j->extra->batch_role == ENGINE_BATCH_MEMBER)
+            rget(rt, j->extra->batch)->c.n[s]++;
         pair *p = job_pair(j);
         rget(rt, p)->c.n[s]++;
         rget(rt, p->q)->c.n[s]++;
@@ -275,6 +277,31 @@ static int check_sched(engine_t *e, chk *c, rtab *rt)
     return 0;
 }
 
+/* Each batch's resident counts are its jobs'; its counts add up to its
+ * total; an open batch has no on_complete job; none is left due. */
+static int check_batches(engine_t *e, chk *c, rtab *rt)
+{
+    for (size_t i = 0; i < e->batches.n; i++) {
+        batch *b = e->batches.v[i];
+        CHECK(c, i == 0 || ((batch *)e->batches.v[i - 1])->id < b->id, "batches out of order");
+        recount *r = rget(rt, b);
+        uint64_t sum = b->deleted;
+        for (int s = 0; s < ENGINE_NSTATES; s++) {
+            sum += b->n[s];
+            if (s <= ENGINE_DEAD)
+                CHECK(c, r->c.n[s] == b->n[s], "batch %llu counts %llu %s jobs, has %llu",
+                      (unsigned long long)b->id, (unsigned long long)b->n[s],
+                      engine_state_name((engine_state)s), (unsigned long long)r->c.n[s]);
+        }
+        CHECK(c, sum == b->total, "batch %llu: counts add up to %llu of %llu",
+              (unsigned long long)b->id, (unsigned long long)sum, (unsigned long long)b->total);
+        CHECK(c, b->closed_at || !b->cb_id[ENGINE_CB_COMPLETE],
+              "open batch %llu has its on_complete job", (unsigned long long)b->id);
+        CHECK(c, !b->due, "batch %llu is left due", (unsigned long long)b->id);
+    }
+    return 0;
+}
+
 int engine_check(engine_t *e, int64_t now, char *buf, size_t len)
 {
     chk c = {buf, len, false};
@@ -283,6 +310,7 @@ int engine_check(engine_t *e, int64_t now, char *buf, size_t len)
     int rc = check_jobs(e, &c, now, &rt);
     if (!rc) rc = check_lanes(e, &c);
     if (!rc) rc = check_sched(e, &c, &rt);
+    if (!rc) rc = check_batches(e, &c, &rt);
     rfree(&rt);
     return rc;
 }

@@ -136,6 +136,7 @@ TEST(batch_on_complete_and_on_success_fire_once_when_all_succeed)
     ASSERT_EQ(b.n[ENGINE_SUCCEEDED], 5); /* callbacks are not its jobs */
     ASSERT_EQ(b.total, 5);
     must_check(e, T0 + 5);
+    must_check(e, T0 + 100);
     engine_changes_clear(e);
     engine_destroy(e);
 }
@@ -167,6 +168,7 @@ TEST(batch_a_death_fires_on_death_once_and_on_complete_but_not_on_success)
     ASSERT_EQ(b.n[ENGINE_DEAD], 2);
     ASSERT_EQ(b.n[ENGINE_SUCCEEDED], 1);
     ASSERT_EQ(b.callback_ids[ENGINE_CB_SUCCESS], 0);
+    must_check(e, T0 + 100);
     engine_changes_clear(e);
     engine_destroy(e);
 }
@@ -182,6 +184,7 @@ TEST(batch_a_retry_is_not_a_death)
     ASSERT_EQ(b.callback_ids[ENGINE_CB_DEATH], 0);
     ASSERT_EQ(b.closed_at, 0);
     ASSERT_EQ(b.n[ENGINE_SCHEDULED], 1);
+    must_check(e, T0 + 100);
     engine_changes_clear(e);
     engine_destroy(e);
 }
@@ -207,6 +210,7 @@ TEST(batch_cancelled_jobs_finish_it_without_success)
     engine_batch_info b = binfo(e, m.batch);
     ASSERT_EQ(b.n[ENGINE_CANCELLED], 2);
     ASSERT(b.closed_at != 0);
+    must_check(e, T0 + 100);
     engine_changes_clear(e);
     engine_destroy(e);
 }
@@ -237,6 +241,7 @@ TEST(batch_requeue_from_the_morgue_while_open_waits_again_and_on_death_stays_onc
     b = binfo(e, m.batch);
     ASSERT_EQ(b.callback_ids[ENGINE_CB_DEATH], death_cb);
     ASSERT(b.closed_at != 0);
+    must_check(e, T0 + 100);
     engine_changes_clear(e);
     engine_destroy(e);
 }
@@ -263,6 +268,7 @@ TEST(batch_requeue_after_close_runs_and_fires_nothing)
     b = binfo(e, m.batch);
     ASSERT_EQ(b.n[ENGINE_SUCCEEDED], 1); /* counted, fires nothing: closed */
     ASSERT_EQ(b.callback_ids[ENGINE_CB_SUCCESS], 0);
+    must_check(e, T0 + 100);
     engine_changes_clear(e);
     engine_destroy(e);
 }
@@ -296,6 +302,7 @@ TEST(batch_fan_out_from_a_running_job_keeps_it_open_then_closed_is_409)
     ASSERT_EQ(engine_change_count(e), jobs_before);
     /* another tenant's batch is none of its own */
     ASSERT_EQ(engine_batch_add(e, T0 + 5, m.batch, "u", more, 1, res, &bad, &err), TENQ_ENOT_FOUND);
+    must_check(e, T0 + 100);
     engine_changes_clear(e);
     engine_destroy(e);
 }
@@ -373,6 +380,7 @@ TEST(batch_deleting_a_dead_job_counts_it_deleted)
     ASSERT(b.closed_at != 0);
     ASSERT(b.callback_ids[ENGINE_CB_COMPLETE] != 0);
     ASSERT_EQ(b.callback_ids[ENGINE_CB_SUCCESS], 0);
+    must_check(e, T0 + 100);
     engine_changes_clear(e);
     engine_destroy(e);
 }
@@ -438,6 +446,7 @@ TEST(batch_load_rebuilds_counters_and_fires_each_callback_once_after)
     engine_changes_clear(f);
     made m2 = mk_batch(f, T0 + 5, 1, false, false, false);
     ASSERT(m2.batch > m.batch);
+    must_check(f, T0 + 100);
     engine_changes_clear(f);
     engine_destroy(f);
     engine_destroy(e);
