@@ -98,12 +98,14 @@ void engine_batches_free(engine_t *e)
     for (size_t i = 0; i < e->batches.n; i++) batch_free(e->batches.v[i]);
     free(e->batches.v);
     free(e->batch_due.v);
+    free(e->batch_chg.v);
 }
 
 static void note_batch(engine_t *e, batch *b)
 {
     if (e->loading || b->chg) return;
     b->chg = true;
+    ptr_vec_push(&e->batch_chg, b);
     engine_change *c = engine_change_push(e);
     c->kind = ENGINE_CH_BATCH;
     c->id = b->id;
@@ -111,12 +113,8 @@ static void note_batch(engine_t *e, batch *b)
 
 void engine_batches_changes_clear(engine_t *e)
 {
-    for (size_t i = 0; i < e->changes.n; i++) {
-        engine_change *c = &e->changes.v[i];
-        if (c->kind != ENGINE_CH_BATCH) continue;
-        batch *b = batch_find(e, c->id);
-        if (b) b->chg = false;
-    }
+    for (size_t i = 0; i < e->batch_chg.n; i++) ((batch *)e->batch_chg.v[i])->chg = false;
+    e->batch_chg.n = 0;
 }
 
 static void mark_due(engine_t *e, batch *b)

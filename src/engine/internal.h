@@ -316,6 +316,7 @@ struct engine {
     ptr_vec attempt_recs;   /* ended attempts listed in changes (attempts.c) */
     ptr_vec batches;        /* every batch, by id (batches.c) */
     ptr_vec batch_due;      /* batches whose callbacks may be due */
+    ptr_vec batch_chg;      /* batches listed in the changes */
     uint64_t next_batch_id;
     counters c;
     bool loading;      /* engine_loading: jobs loaded are not noted as changed */
