@@ -62,7 +62,21 @@ def sql_count(srv, sql):
     return int(out.stdout.strip())
 
 
-class Callbacks(ServerTest):
+class BatchTest(ServerTest):
+    """Each class's server stops cleanly at the end, its log free of sanitizer reports."""
+
+    @classmethod
+    def tearDownClass(cls):
+        rc = cls.srv.stop()
+        try:
+            cls.srv.assert_clean()
+            if rc != 0:
+                raise AssertionError("the server exited %s: %s" % (rc, cls.srv.log_text()))
+        finally:
+            cls.srv.cleanup()
+
+
+class Callbacks(BatchTest):
     def test_a_batch_drained_by_a_worker_fires_complete_and_success_once(self):
         jobs = [{"tenant": "acme", "queue": "bq", "type": "T", "args": {"i": i}} for i in range(20)]
         b = create(self.srv, jobs, on_complete=cb("done"), on_success=cb("ok"),
@@ -185,7 +199,7 @@ class Callbacks(ServerTest):
         self.assertEqual(len(drain(self.srv, "xq")), 1)
 
 
-class Tenants(ServerTest):
+class Tenants(BatchTest):
     server_env = {"TENQ_ADMIN_TOKEN": ADMIN}
 
     def test_a_tenant_token_sees_and_touches_its_own_batches_only(self):
@@ -208,7 +222,7 @@ class Tenants(ServerTest):
         self.assertEqual(batch(self.srv, b["id"], other)["total"], 1)
 
 
-class Restarts(ServerTest):
+class Restarts(BatchTest):
     def test_a_restart_mid_batch_keeps_counters_and_fires_each_callback_once(self):
         jobs = [{"tenant": "acme", "queue": "rq", "type": "bad" if i == 0 else "T"}
                 for i in range(10)]
@@ -238,7 +252,7 @@ class Restarts(ServerTest):
         self.assertEqual(self.srv.job(cbs[0]["id"])["batch"], b["id"])
 
 
-class Kill9(ServerTest):
+class Kill9(BatchTest):
     def test_kill_9_in_the_middle_of_a_10000_job_batch(self):
         srv = self.srv
         n = 10000
