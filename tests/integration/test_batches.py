@@ -11,8 +11,11 @@ import subprocess
 import sys
 import threading
 import time
+import unittest
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "lib"))
+sys.path.insert(0, os.path.join(HERE, "..", "chaos"))
 from harness import STORE, Server, ServerTest, main  # noqa: E402
 
 ADMIN = "admin-secret-for-tests-0001"
@@ -332,6 +335,53 @@ class Kill9(BatchTest):
                                         "AND state = 'succeeded'"), n)
         self.assertEqual(sql_count(srv, "SELECT count(*) FROM jobs WHERE queue = 'kcb'"), 2)
         srv.start()
+
+
+@unittest.skipUnless(STORE == "postgres", "two servers share a store on PostgreSQL only")
+class Takeover(unittest.TestCase):
+    """The leader killed in the middle of a batch: the new leader loads the
+    batch with the jobs, and each callback is made exactly once."""
+
+    def test_a_takeover_mid_batch_runs_no_callback_twice_and_loses_none(self):
+        from cluster import Cluster  # tests/chaos: a leader and a standby
+        cl = Cluster(2, args=["--leader-ttl", "2s"])
+        try:
+            lead = cl.wait_leader(30)
+            srv = cl.servers[lead]
+            n = 300
+            jobs = [{"tenant": "acme", "queue": "oq", "type": "bad" if i == 7 else "T"}
+                    for i in range(n)]
+            b = create(srv, jobs, on_complete=cb("done", "ocb"), on_success=cb("ok", "ocb"),
+                       on_death=cb("died", "ocb"))
+            got = srv.lease(["oq"], max=100)
+            for j in got:
+                if j["type"] == "bad":
+                    srv.fail(j, error="no", retry=False)
+                else:
+                    srv.ack(j)
+            self.assertIsNotNone(batch(srv, b["id"])["callbacks"]["on_death"]["job"])
+            held = srv.lease(["oq"], max=10)  # leased when the leader dies
+            time.sleep(0.5)  # leases are stored --lease-write-delay (200 ms) after they are granted
+            cl.kill(lead)
+            lead = cl.wait_leader(30, not_in=(lead,))
+            srv = cl.servers[lead]
+            st = batch(srv, b["id"])
+            self.assertEqual((st["status"], st["total"]), ("open", n))
+            self.assertEqual((st["counts"]["succeeded"], st["counts"]["dead"]), (99, 1))
+            for j in held:  # the worker carries on with its leases
+                srv.ack(j)
+            drain(srv, "oq")
+            st = batch(srv, b["id"])
+            self.assertEqual((st["status"], st["counts"]["succeeded"]), ("closed", n - 1))
+            cl.restart(1 - lead)  # back as a standby
+            cbs = srv.lease(["ocb"], max=10)
+            self.assertEqual(sorted(j["type"] for j in cbs), ["died", "done"])
+            self.assertEqual(srv.lease(["ocb"], max=10), [])
+        except BaseException:
+            sys.stderr.write(cl.logs())
+            raise
+        finally:
+            cl.cleanup()
 
 
 if __name__ == "__main__":
