@@ -144,6 +144,27 @@ class Callbacks(BatchTest):
         self.assertEqual(self.srv.lease(["dcb"], max=10), [])
         self.assertEqual(batch(self.srv, b["id"])["counts"]["succeeded"], 4)
 
+    def test_a_dead_job_deleted_from_the_morgue_counts_deleted_and_takes_its_link(self):
+        b = create(self.srv, [{"tenant": "acme", "queue": "mq", "type": "bad"},
+                              {"tenant": "acme", "queue": "mq", "type": "T"}],
+                   on_complete=cb("done", "mcb"), on_success=cb("ok", "mcb"))
+        dead = self.srv.lease(["mq"])[0]
+        self.srv.fail(dead, error="no", retry=False)
+        self.assertEqual(sql_count(self.srv, "SELECT count(*) FROM batch_jobs WHERE job_id = %d"
+                                   % dead["id"]), 1)
+        self.srv.ok("DELETE", "/v1/morgue/%d" % dead["id"])
+        st = batch(self.srv, b["id"])
+        self.assertEqual((st["counts"]["dead"], st["counts"]["deleted"], st["pending"]), (0, 1, 1))
+        self.assertEqual(sql_count(self.srv, "SELECT count(*) FROM batch_jobs WHERE job_id = %d"
+                                   % dead["id"]), 0)
+        drain(self.srv, "mq")
+        st = batch(self.srv, b["id"])
+        self.assertEqual(st["status"], "closed")
+        self.assertEqual([j["type"] for j in self.srv.lease(["mcb"], max=5)], ["done"])
+        self.srv.stop()
+        self.srv.start()
+        self.assertEqual(batch(self.srv, b["id"])["counts"], st["counts"])
+
     def test_fan_out_from_inside_a_running_job_then_closed_is_409(self):
         b = create(self.srv, [{"tenant": "acme", "queue": "fq", "type": "parent"}],
                    on_complete=cb("done", "fcb"))
