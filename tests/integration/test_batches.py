@@ -112,8 +112,14 @@ class Callbacks(BatchTest):
         for j in cbs:
             self.srv.ack(j)
         self.assertEqual(self.srv.lease(["cbq"]), [])
-        # a finished job read from the store shows its batch
+        # a finished job read from the store shows its batch, alone and in a list
         self.assertEqual(self.srv.job(ids[5])["batch"], b["id"])
+        listed = self.srv.ok("GET", "/v1/jobs?queue=bq&limit=100")["jobs"]
+        self.assertEqual(len(listed), 20)
+        self.assertEqual(set(j.get("batch") for j in listed), {b["id"]})
+        listed = self.srv.ok("GET", "/v1/jobs?queue=cbq&limit=100")["jobs"]
+        self.assertEqual(sorted(j.get("batch_callback") for j in listed),
+                         ["on_complete", "on_success"])
         self.assertEqual(batch(self.srv, b["id"])["counts"]["succeeded"], 20)
 
     def test_a_death_fires_on_death_once_and_complete_without_success(self):
