@@ -196,6 +196,38 @@ class Callbacks(BatchTest):
         self.assertEqual(self.srv.lease(["fq"]), [])
         self.assertEqual(batch(self.srv, b["id"])["total"], 4)
 
+    def test_a_callback_wakes_a_worker_waiting_on_its_queue(self):
+        b = create(self.srv, [{"tenant": "acme", "queue": "lq", "type": "T"}],
+                   on_complete=cb("done", "lcb"))
+        got = self.srv.lease(["lq"])[0]
+        out = {}
+
+        def poll():
+            t0 = time.time()
+            out["jobs"] = self.srv.lease(["lcb"], wait_ms=10000, conn="poller")
+            out["took"] = time.time() - t0
+
+        t = threading.Thread(target=poll)
+        t.start()
+        time.sleep(0.3)  # the long poll waits
+        self.srv.ack(got)
+        t.join(15)
+        self.assertEqual([j["type"] for j in out["jobs"]], ["done"])
+        self.assertEqual(out["jobs"][0]["batch"], b["id"])
+        self.assertLess(out["took"], 5)
+
+    def test_a_batch_sent_again_with_its_idempotency_key_is_made_once(self):
+        body = {"jobs": [{"tenant": "acme", "queue": "iq", "type": "T"}] * 3,
+                "on_complete": cb("done", "icb")}
+        hdr = {"Idempotency-Key": "batch-once-1"}
+        st1, a, _ = self.srv.raw("POST", "/v1/batches", body, headers=hdr)
+        st2, b, h2 = self.srv.raw("POST", "/v1/batches", body, headers=hdr)
+        self.assertEqual((st1, st2), (201, 201))
+        self.assertEqual(a, b)
+        self.assertEqual(h2.get("Idempotent-Replayed"), "true")
+        self.assertEqual(len(drain(self.srv, "iq")), 3)
+        self.assertEqual(len(self.srv.lease(["icb"], max=5)), 1)
+
     def test_bad_input_is_refused_whole_naming_the_field(self):
         before = self.srv.ok("GET", "/v1/batches?limit=1000")["batches"]
         good = {"tenant": "acme", "queue": "xq", "type": "T"}
