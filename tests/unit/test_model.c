@@ -32,7 +32,7 @@
 #define NQ   4
 #define NK   4
 #define MAXJ 3000000
-#define MAXB 400
+#define MAXB 1000
 
 static const char *tenants[NT] = {"t0", "t1", "t2", "t3", "t4"};
 static const char *queues[NQ] = {"fifo", "fair", "merge", "once"};
@@ -739,7 +739,7 @@ static void run_model(uint64_t seed, uint64_t ops)
              * at every step, and a seed whose jobs die faster than the
              * morgue is emptied once took the run past its time limit. */
             if (resident < 120 && tot.dead < 150 && M.max_id < MAXJ - 10) {
-                if (rn(6) == 0)
+                if (rn(25) == 0)
                     op_batch();
                 else
                     op_submit();
@@ -777,7 +777,7 @@ static void run_model(uint64_t seed, uint64_t ops)
         check_callbacks(M.seen_changes);
         check_attempts();
         if (M.steps % 16 == 0) check_live_leases_agree();
-        if (M.steps % 64 == 0) check_batches_settled();
+        if (M.steps % 256 == 0) check_batches_settled();
         if (M.max_id >= MAXJ - 10) break;
     }
     fprintf(stderr,
