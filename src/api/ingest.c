@@ -66,6 +66,7 @@ static void record(server *s, const store_tx_job *j, const char *args, engine_st
     in.unique_key = j->unique_key;
     in.idempotency_key = j->idempotency_key;
     in.traceparent = j->traceparent;
+    in.timeout_ms = j->timeout_ms;
     in.merged_into = target;
     in.lane_seq = j->id;
     store_batch_job(s->batch, &in, ENGINE_JF_NEW);
@@ -97,6 +98,7 @@ static void take_job(server *s, const store_tx_job *j, int64_t now)
     r.idempotency_key = j->idempotency_key;
     r.traceparent = j->traceparent;
     r.max_attempts = j->max_attempts;
+    r.timeout_ms = j->timeout_ms;
     r.has_score = j->has_score;
     r.score = j->score;
     engine_submit_res res;

@@ -16,7 +16,8 @@
 
 #define SQL_READ_JOBS                                                                              \
     "SELECT id, tenant, queue, type, args, key, unique_key, is_unique::int, idempotency_key, "     \
-    "run_at, priority, max_attempts, score::text, traceparent, created_at FROM $Sinbox "           \
+    "run_at, priority, max_attempts, score::text, traceparent, created_at, timeout_ms FROM "       \
+    "$Sinbox "                                                                                     \
     "ORDER BY id LIMIT ?1"
 #define SQL_READ_OUTCOMES                                                                          \
     "SELECT id, token, ok::int, result, error, retry_in_ms FROM $Stx_outcomes "                    \
@@ -65,6 +66,7 @@ static void job_row(void *ctx, const store_rowacc *acc, void *row)
     j->score = j->has_score ? strtod(acc->text(row, 12), NULL) : 0;
     j->traceparent = text_or_null(r, acc, row, 13);
     j->created_at = acc->i64(row, 14);
+    j->timeout_ms = acc->is_null(row, 15) ? 0 : acc->i64(row, 15);
 }
 
 static void outcome_row(void *ctx, const store_rowacc *acc, void *row)

@@ -235,4 +235,104 @@
     "  END IF;\n"                                                                                  \
     "END $f$;\n"
 
+/* Schema 12: a job's own timeout_ms in tenq.submit and tenq.submit_many, kept in
+ * tenq.inbox and checked as an HTTP submit checks it (from a third of the queue's
+ * lease_ms to 7 days; 0 or NULL: the queue's). One string, run once, on PostgreSQL
+ * only. */
+#define STORE_PG_TXAPI_TIMEOUT                                                                     \
+    "ALTER TABLE tenq.inbox ADD COLUMN timeout_ms BIGINT;\n"                                       \
+    "-- What the server would refuse in a job's own timeout_ms, naming the field; NULL when\n"     \
+    "-- nothing (lease_ms: the queue's, NULL for a queue not made yet: the default 300000).\n"     \
+    "CREATE FUNCTION tenq.timeout_problem(timeout_ms BIGINT, lease_ms BIGINT) RETURNS TEXT\n"      \
+    "  LANGUAGE sql STABLE AS $f$ SELECT CASE\n"                                                   \
+    "  WHEN timeout_ms IS NULL OR timeout_ms = 0 THEN NULL\n"                                      \
+    "  WHEN timeout_ms < coalesce(lease_ms, 300000) / 3 OR timeout_ms > 604800000\n"               \
+    "    THEN format('timeout_ms must be from a third of the queue''s lease (%s ms: workers '\n"   \
+    "      'heartbeat that often) to 7 days, or 0 for the queue''s', coalesce(lease_ms, 300000) "  \
+    "/ 3)\n"                                                                                       \
+    "  END $f$;\n"                                                                                 \
+    "DROP FUNCTION tenq.submit(TEXT, TEXT, TEXT, JSONB, TEXT, TEXT, BOOLEAN, TEXT, TIMESTAMPTZ,\n" \
+    "  INTEGER, INTEGER, DOUBLE PRECISION, TEXT);\n"                                               \
+    "-- One job, in the caller's transaction: its id.\n"                                           \
+    "CREATE FUNCTION tenq.submit(tenant TEXT, queue TEXT, type TEXT, args JSONB DEFAULT "          \
+    "'{}'::jsonb,\n"                                                                               \
+    "  key TEXT DEFAULT NULL, unique_key TEXT DEFAULT NULL, \"unique\" BOOLEAN DEFAULT false,\n"   \
+    "  idempotency_key TEXT DEFAULT NULL, run_at TIMESTAMPTZ DEFAULT NULL, priority INTEGER "      \
+    "DEFAULT 0,\n"                                                                                 \
+    "  max_attempts INTEGER DEFAULT NULL, score DOUBLE PRECISION DEFAULT NULL,\n"                  \
+    "  traceparent TEXT DEFAULT NULL, timeout_ms BIGINT DEFAULT NULL) RETURNS BIGINT\n"            \
+    "  LANGUAGE plpgsql AS $f$\n"                                                                  \
+    "#variable_conflict use_variable\n"                                                            \
+    "DECLARE why TEXT; new_id BIGINT;\n"                                                           \
+    "BEGIN\n"                                                                                      \
+    "  SELECT coalesce(tenq.problem(tenant, queue, type, args, key, unique_key, "                  \
+    "idempotency_key,\n"                                                                           \
+    "      run_at, priority, max_attempts, score, traceparent, q.max_payload_bytes),\n"            \
+    "      tenq.timeout_problem(timeout_ms, q.lease_ms))\n"                                        \
+    "    INTO why FROM (SELECT 1) AS one LEFT JOIN tenq.queues q ON q.name = queue;\n"             \
+    "  IF why IS NOT NULL THEN\n"                                                                  \
+    "    RAISE EXCEPTION 'tenq.submit: %', why USING ERRCODE = '22023';\n"                         \
+    "  END IF;\n"                                                                                  \
+    "  PERFORM pg_advisory_xact_lock_shared(7364748);\n"                                           \
+    "  new_id := nextval('tenq.tx_ids');\n"                                                        \
+    "  INSERT INTO tenq.inbox (id, tenant, queue, type, args, key, unique_key, is_unique,\n"       \
+    "    idempotency_key, run_at, priority, max_attempts, score, traceparent, timeout_ms, "        \
+    "created_at)\n"                                                                                \
+    "    VALUES (new_id, tenant, queue, type, args::text, key, unique_key, \"unique\",\n"          \
+    "    idempotency_key, (extract(epoch FROM run_at) * 1000)::bigint, priority, max_attempts,\n"  \
+    "    score, traceparent, nullif(timeout_ms, 0), tenq.now_ms());\n"                             \
+    "  PERFORM pg_notify('tenq_inbox', '');\n"                                                     \
+    "  RETURN new_id;\n"                                                                           \
+    "END $f$;\n"                                                                                   \
+    "-- Many jobs (a JSON array of objects with submit's fields): their ids, in order. One\n"      \
+    "-- bad job fails them all, naming its index.\n"                                               \
+    "CREATE OR REPLACE FUNCTION tenq.submit_many(jobs JSONB) RETURNS BIGINT[] LANGUAGE plpgsql "   \
+    "AS $f$\n"                                                                                     \
+    "DECLARE bad RECORD; ids BIGINT[];\n"                                                          \
+    "  known CONSTANT TEXT[] := ARRAY['tenant', 'queue', 'type', 'args', 'key', 'unique_key',\n"   \
+    "    'unique', 'idempotency_key', 'run_at', 'priority', 'max_attempts', 'score', "             \
+    "'traceparent',\n"                                                                             \
+    "    'timeout_ms'];\n"                                                                         \
+    "BEGIN\n"                                                                                      \
+    "  IF jobs IS NULL OR jsonb_typeof(jobs) <> 'array' THEN\n"                                    \
+    "    RAISE EXCEPTION 'tenq.submit_many: jobs must be a JSON array of job objects'\n"           \
+    "      USING ERRCODE = '22023'; END IF;\n"                                                     \
+    "  SELECT c.i, c.p INTO bad FROM (SELECT e.ord - 1 AS i,\n"                                    \
+    "    CASE WHEN jsonb_typeof(e.j) <> 'object' THEN 'a job is a JSON object'\n"                  \
+    "    WHEN e.j - known <> '{}'\n"                                                               \
+    "      THEN 'unknown field ' || (SELECT min(k) FROM jsonb_object_keys(e.j - known) AS k)\n"    \
+    "    ELSE coalesce(tenq.problem(e.j->>'tenant', e.j->>'queue', e.j->>'type',\n"                \
+    "      coalesce(e.j->'args', '{}'), e.j->>'key', e.j->>'unique_key', "                         \
+    "e.j->>'idempotency_key',\n"                                                                   \
+    "      (e.j->>'run_at')::timestamptz, coalesce((e.j->>'priority')::int, 0),\n"                 \
+    "      (e.j->>'max_attempts')::int, (e.j->>'score')::float8, e.j->>'traceparent',\n"           \
+    "      q.max_payload_bytes), tenq.timeout_problem((e.j->>'timeout_ms')::bigint, "              \
+    "q.lease_ms))\n"                                                                               \
+    "    END AS p\n"                                                                               \
+    "    FROM jsonb_array_elements(jobs) WITH ORDINALITY AS e(j, ord)\n"                           \
+    "    LEFT JOIN tenq.queues q ON jsonb_typeof(e.j) = 'object' AND q.name = e.j->>'queue') AS "  \
+    "c\n"                                                                                          \
+    "    WHERE c.p IS NOT NULL ORDER BY c.i LIMIT 1;\n"                                            \
+    "  IF FOUND THEN\n"                                                                            \
+    "    RAISE EXCEPTION 'tenq.submit_many: job %: %', bad.i, bad.p USING ERRCODE = '22023';\n"    \
+    "  END IF;\n"                                                                                  \
+    "  PERFORM pg_advisory_xact_lock_shared(7364748);\n"                                           \
+    "  WITH src AS MATERIALIZED (SELECT e.ord, e.j, nextval('tenq.tx_ids') AS id\n"                \
+    "    FROM jsonb_array_elements(jobs) WITH ORDINALITY AS e(j, ord)),\n"                         \
+    "  ins AS (INSERT INTO tenq.inbox (id, tenant, queue, type, args, key, unique_key, "           \
+    "is_unique,\n"                                                                                 \
+    "    idempotency_key, run_at, priority, max_attempts, score, traceparent, timeout_ms, "        \
+    "created_at)\n"                                                                                \
+    "    SELECT id, j->>'tenant', j->>'queue', j->>'type', coalesce(j->'args', '{}')::text,\n"     \
+    "      j->>'key', j->>'unique_key', coalesce((j->>'unique')::boolean, false),\n"               \
+    "      j->>'idempotency_key', (extract(epoch FROM (j->>'run_at')::timestamptz) * "             \
+    "1000)::bigint,\n"                                                                             \
+    "      coalesce((j->>'priority')::int, 0), (j->>'max_attempts')::int, "                        \
+    "(j->>'score')::float8,\n"                                                                     \
+    "      j->>'traceparent', nullif((j->>'timeout_ms')::bigint, 0), tenq.now_ms() FROM src)\n"    \
+    "  SELECT coalesce(array_agg(id ORDER BY ord), '{}') INTO ids FROM src;\n"                     \
+    "  IF cardinality(ids) > 0 THEN PERFORM pg_notify('tenq_inbox', ''); END IF;\n"                \
+    "  RETURN ids;\n"                                                                              \
+    "END $f$;\n"
+
 #endif

@@ -229,7 +229,11 @@ static const char *const migrations[] = {
     "  updated_at $I64 NOT NULL);\n"
     "CREATE INDEX schedules_tenant ON $Sschedules (tenant);\n",
 
-    /* batches: groups of jobs with callbacks (engine/batches.c).  A batch's
+    /* 12: a job's own timeout_ms in an application's transaction (PostgreSQL
+     * only: pg_txapi.h; SQLite records the version alone). */
+    "$TXTIMEOUT",
+
+    /* 13: batches: groups of jobs with callbacks (engine/batches.c).  A batch's
      * row holds the counters that outlive its jobs (jobs ever added, those
      * that ended succeeded, cancelled or merged, dead ones deleted), when it
      * closed (0: open), its callbacks' specs (JSON) and the jobs they made
@@ -303,6 +307,7 @@ static char *expand(const char *t, bool pg)
         {"$GREATEST", "max", "greatest"},
         {"$NOROWID", " WITHOUT ROWID", ""},
         {"$TXAPI", "", STORE_PG_TXAPI},
+        {"$TXTIMEOUT", "", STORE_PG_TXAPI_TIMEOUT},
         {"$ATTEMPTS_GONE", STORE_ATTEMPTS_GONE_SQLITE, STORE_ATTEMPTS_GONE_PG},
         {"$BATCH_JOBS_GONE", STORE_BATCH_JOBS_GONE_SQLITE, STORE_BATCH_JOBS_GONE_PG},
         {"$S", "", "tenq."},

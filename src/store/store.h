@@ -328,6 +328,7 @@ typedef struct store_tx_job {
     uint32_t max_attempts; /* 0: the queue's */
     double score;
     int64_t created_at;
+    int64_t timeout_ms; /* 0: the queue's (schema 12) */
 } store_tx_job;
 
 typedef struct store_tx_outcome {

@@ -185,6 +185,12 @@ class Submit(TxTest):
              "{\"tenant\":\"acme\",\"queue\":\"q\",\"type\":\"T\",\"colour\":1}]')",
              "job 1: unknown field colour"),
             ("SELECT tenq.submit_many('[1]')", "job 0: a job is a JSON object"),
+            # a job's own timeout: from a third of the queue's lease (300000 by default)
+            ("SELECT tenq.submit('acme', 'q', 'T', timeout_ms => 99999)", "timeout_ms must be"),
+            ("SELECT tenq.submit('acme', 'q', 'T', timeout_ms => -1)", "timeout_ms must be"),
+            ("SELECT tenq.submit('acme', 'q', 'T', timeout_ms => 700000000)", "timeout_ms"),
+            ("SELECT tenq.submit_many('[{\"tenant\":\"acme\",\"queue\":\"q\",\"type\":\"T\","
+             "\"timeout_ms\":5}]')", "job 0: timeout_ms must be"),
             ("SELECT tenq.complete(999999, 1)", "no job"),
             ("SELECT tenq.fail(999999, 1, 'x', -5)", "retry_in_ms"),
         ]
@@ -196,6 +202,43 @@ class Submit(TxTest):
         self.assertEqual(q1(self.db, "SELECT count(*) FROM biz"), "0")
         self.assertEqual(q1(self.db, "SELECT count(*) FROM tenq.inbox"), "0")
         self.assertEqual(q1(self.db, "SELECT count(*) FROM tenq.jobs"), "0")
+
+    def test_a_jobs_own_timeout_arrives_and_the_server_times_the_attempt_out(self):
+        self.srv.ok("PUT", "/v1/queues/txt", {"lease_ms": 1500})
+        # checked against the queue's lease: a third of 1500 ms is 500
+        rc, _, err = psql(self.db, "SELECT tenq.submit('acme', 'txt', 'T', timeout_ms => 400)",
+                          check=False)
+        self.assertNotEqual(rc, 0)
+        self.assertIn("timeout_ms must be from a third of the queue's lease (500 ms", err)
+        # with SQLSTATE 22023, as every bad argument
+        self.assertEqual(q1(self.db, "DO $$ BEGIN PERFORM tenq.submit('acme', 'txt', 'T', "
+                                     "timeout_ms => 400); EXCEPTION WHEN SQLSTATE '22023' THEN "
+                                     "RAISE NOTICE 'refused'; END $$; SELECT 'ok'"), "ok")
+        self.assertEqual(q1(self.db, "SELECT count(*) FROM tenq.inbox"), "0")
+        jid = int(q1(self.db, "SELECT tenq.submit('acme', 'txt', 'T', max_attempts => 1, "
+                              "timeout_ms => 700)"))
+        many = q1(self.db, "SELECT tenq.submit_many('[{\"tenant\":\"acme\",\"queue\":\"txt\","
+                           "\"type\":\"U\",\"timeout_ms\":900}]')")
+        other = int(many.strip("{}"))
+        self.settle()
+        self.assertEqual(self.srv.job(jid)["timeout_ms"], 700)
+        self.assertEqual(self.srv.job(other)["timeout_ms"], 900)
+        got = self.lease("txt", wait_ms=5000, max=1)
+        self.assertEqual([j["id"] for j in got], [jid])
+        self.srv.ok("POST", "/v1/jobs/%d/start" % jid, {"token": got[0]["token"]})
+        t0 = time.time()
+        deadline = t0 + 10
+        while time.time() < deadline:
+            # heartbeats keep the lease; the job's own timeout ends the attempt anyway
+            self.srv.req("POST", "/v1/jobs/%d/heartbeat" % jid, {"token": got[0]["token"]})
+            job = self.srv.job(jid)
+            if job["state"] == "dead":
+                break
+            time.sleep(0.1)
+        self.assertEqual(job["state"], "dead")
+        self.assertGreaterEqual(time.time() - t0, 0.5)
+        att = self.srv.ok("GET", "/v1/jobs/%d/attempts" % jid)["attempts"]
+        self.assertEqual([a["outcome"] for a in att], ["timed_out"])
 
 
 class Complete(TxTest):

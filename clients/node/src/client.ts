@@ -13,6 +13,7 @@ import { checkTraceparent } from "./tracing";
 import { Transport, retryAfterMs, type Answer, type Method } from "./transport";
 import { submitManyWireTx, submitWireTx, type Queryable } from "./tx";
 import type {
+  Attempt,
   BatchResult,
   CancelResult,
   FailOptions,
@@ -29,6 +30,8 @@ import type {
   OutcomeResult,
   QueueInfo,
   QueueSettings,
+  Schedule,
+  ScheduleSpec,
   SubmitResult,
   TenantInfo,
   TenantSettings,
@@ -37,12 +40,15 @@ import { isFinished } from "./types";
 import {
   asList,
   asObject,
+  attemptFromWire,
   batchResult,
   jobFromWire,
   jobToWire,
   leasedFromWire,
   outcomeJson,
   outcomeResult,
+  scheduleFromWire,
+  scheduleToWire,
   submitResult,
 } from "./wire";
 
@@ -436,6 +442,57 @@ export class Client {
     return asObject(b, "queue") as unknown as QueueInfo;
   }
 
+  // ------------------------------------------------------------------ schedules and attempts
+
+  /**
+   * PUT /v1/schedules/{name}: creates the schedule or replaces it whole (its
+   * `createdAt` and last tick stay). The job's `queue` and `tenant` default
+   * to the client's. A bad expression, zone or job field rejects with
+   * InvalidError whose `field` names it (`cron`, `timezone`,
+   * `job.timeout_ms`, ...), and nothing changes.
+   */
+  async putSchedule(name: string, spec: ScheduleSpec): Promise<Schedule> {
+    const body = JSON.stringify(scheduleToWire(spec, this.options));
+    return scheduleFromWire(await this.call("PUT", schedulePath(name, ""), { body, resend: true }));
+  }
+
+  /** GET /v1/schedules/{name}: the schedule with its next five runs (NotFoundError when none). */
+  async getSchedule(name: string): Promise<Schedule> {
+    return scheduleFromWire(await this.call("GET", schedulePath(name, ""), { resend: true }));
+  }
+
+  /** GET /v1/schedules: the schedules the token sees (of `tenant`), by name, each with its next `runs` ticks (0-5, default 1). */
+  async listSchedules(o: { tenant?: string; runs?: number } = {}): Promise<Schedule[]> {
+    const q = new URLSearchParams();
+    if (o.tenant !== undefined) q.set("tenant", o.tenant);
+    if (o.runs !== undefined) q.set("runs", String(o.runs));
+    const qs = q.toString();
+    const b = asObject(await this.call("GET", `/v1/schedules${qs ? `?${qs}` : ""}`, { resend: true }), "schedules");
+    return asList(b["schedules"], "schedules").map(scheduleFromWire);
+  }
+
+  /** DELETE /v1/schedules/{name}: true once it is gone (the jobs it made stay); NotFoundError when there was none. */
+  async deleteSchedule(name: string): Promise<boolean> {
+    const b = asObject(await this.call("DELETE", schedulePath(name, ""), { resend: true }), "schedule");
+    return b["deleted"] === true;
+  }
+
+  /** Stops the schedule's ticks until `resumeSchedule`. */
+  async pauseSchedule(name: string): Promise<Schedule> {
+    return scheduleFromWire(await this.call("POST", schedulePath(name, "/pause"), { resend: true }));
+  }
+
+  /** Resumes a paused schedule; ticks missed meanwhile follow its `missed` policy. */
+  async resumeSchedule(name: string): Promise<Schedule> {
+    return scheduleFromWire(await this.call("POST", schedulePath(name, "/resume"), { resend: true }));
+  }
+
+  /** GET /v1/jobs/{id}/attempts: every attempt of the job, oldest first (the one under way last); [] if never leased. */
+  async attempts(id: number): Promise<Attempt[]> {
+    const b = asObject(await this.call("GET", `/v1/jobs/${checkId(id)}/attempts`, { resend: true }), "attempts");
+    return asList(b["attempts"], "attempts").map(attemptFromWire);
+  }
+
   /** GET /healthz of the server the next request goes to. */
   async health(): Promise<Health> {
     return asObject(await this.call("GET", "/healthz", { resend: true }), "healthz") as Health;
@@ -538,4 +595,8 @@ export class Client {
     );
     return asList(b["results"], "outcomes").map((x, i) => outcomeResult(x, list[i]?.id ?? 0));
   }
+}
+
+function schedulePath(name: string, tail: string): string {
+  return `/v1/schedules/${encodeURIComponent(name)}${tail}`;
 }

@@ -99,6 +99,7 @@ export async function submitWireTx(db: Queryable, w: Record<string, unknown>): P
   add("max_attempts", "integer", t["max_attempts"]);
   add("score", "float8", t["score"]);
   add("traceparent", "text", t["traceparent"]);
+  add("timeout_ms", "bigint", t["timeout_ms"]);
   const sql = `SELECT tenq.submit($1::text, $2::text, $3::text${named.map((n) => `, ${n}`).join("")})::text AS id`;
   const r = await run(db, sql, values);
   return toId(firstField(r, "id"), "tenq.submit");
@@ -170,10 +171,6 @@ function txJob(w: Record<string, unknown>): Record<string, unknown> {
     throw new InvalidError("a job submitted in a transaction needs a tenant (or a client with a default tenant)", {
       field: "tenant",
     });
-  if (w["timeout_ms"] !== undefined)
-    throw new InvalidError("timeoutMs: tenq.submit takes no timeout of a job's own: in a transaction the queue's timeout_ms applies", {
-      field: "timeout_ms",
-    });
   const t = { ...w };
   if (typeof t["run_at"] === "number") t["run_at"] = new Date(t["run_at"]).toISOString();
   return t;
@@ -211,10 +208,33 @@ function typed(e: unknown): unknown {
   const code = (e as { code?: unknown }).code;
   const message = (e as { message?: unknown }).message;
   const text = typeof message === "string" ? message : String(e);
-  if (code === SQLSTATE_INVALID && /^tenq\./.test(text)) return new InvalidError(text, { cause: e });
+  if (code === SQLSTATE_INVALID && /^tenq\./.test(text)) {
+    // "tenq.submit: timeout_ms must be ...", "tenq.submit_many: job 3: priority ...": the field
+    const m = /^tenq\.[a-z_]+: (?:job \d+: )?([a-z_]+)\b/.exec(text);
+    const field = m && TX_FIELDS.has(m[1]!) ? m[1]! : undefined;
+    return new InvalidError(text, field !== undefined ? { field, cause: e } : { cause: e });
+  }
   if (code === SQLSTATE_LEASE) return new ConflictError(text, { field: "token", cause: e });
   return e;
 }
+
+/** The fields of tenq.submit, as its refusals name them first. */
+const TX_FIELDS = new Set([
+  "tenant",
+  "queue",
+  "type",
+  "args",
+  "key",
+  "unique_key",
+  "idempotency_key",
+  "run_at",
+  "priority",
+  "max_attempts",
+  "score",
+  "traceparent",
+  "timeout_ms",
+  "retry_in_ms",
+]);
 
 function firstField(r: { rows: unknown[] }, name: string): unknown {
   const row = r?.rows?.[0];

@@ -373,3 +373,95 @@ export interface TenantInfo extends TenantSettings, Counts {
   rate_period_ms: number;
   rate_burst: number | null;
 }
+
+/** What a schedule does with ticks due while it could not run: none, one for the latest, or each (at most 100). */
+export type MissedPolicy = "skip" | "once" | "each";
+
+/** The job a schedule submits at each tick: a submit's fields (`runAt`, `idempotencyKey`, `traceparent`, `score` are not a schedule's). */
+export interface ScheduleJobSpec {
+  type: string;
+  /** Any JSON value (checked before sending); default `{}`. */
+  args?: unknown;
+  /** Default: the client's (a tenant token: its own tenant). */
+  tenant?: string;
+  /** Default: the client's. */
+  queue?: string;
+  key?: string;
+  priority?: number;
+  uniqueKey?: string;
+  unique?: boolean;
+  maxAttempts?: number;
+  /** The job's own timeout: at least a third of its queue's `lease_ms`, at most 7 days. */
+  timeoutMs?: number;
+}
+
+/** PUT /v1/schedules/{name}: the whole schedule. */
+export interface ScheduleSpec {
+  /** Five fields, `@hourly`-style names, or `@every 30s`; wall-clock times in `timezone`. */
+  cron: string;
+  /** An IANA zone name; default `UTC`. */
+  timezone?: string;
+  /** Default `skip`. */
+  missed?: MissedPolicy;
+  /** Default false. */
+  paused?: boolean;
+  job: ScheduleJobSpec;
+}
+
+/** The job of a schedule as the server shows it (null: the queue's). */
+export interface ScheduleJob {
+  tenant: string;
+  queue: string;
+  type: string;
+  args: JsonValue;
+  key: string | null;
+  priority: number;
+  uniqueKey: string | null;
+  unique: boolean;
+  maxAttempts: number | null;
+  timeoutMs: number | null;
+}
+
+/** A schedule (periodic job) as GET /v1/schedules/{name} returns it; times in ms since the epoch. */
+export interface Schedule {
+  name: string;
+  cron: string;
+  timezone: string;
+  missed: MissedPolicy;
+  paused: boolean;
+  job: ScheduleJob;
+  /** The last tick submitted; null before the first. */
+  lastTick: number | null;
+  /** The job the last tick made (since this server loaded the schedule). */
+  lastJob: number | null;
+  /** null while paused. */
+  nextTick: number | null;
+  /** The next ticks (five from `getSchedule`, `runs` from `listSchedules`). */
+  nextRuns: number[];
+  /** While the last tick was refused: why. */
+  lastError: string | null;
+  createdAt: number;
+  updatedAt: number;
+}
+
+/** How an attempt ended; `leased` and `running` are the attempt under way. */
+export type AttemptOutcome = "failed" | "expired" | "timed_out" | "cancelled" | "succeeded" | "leased" | "running";
+
+/** One attempt of a job (GET /v1/jobs/{id}/attempts), oldest first. */
+export interface Attempt {
+  /** The job's attempt count at that lease. */
+  attempt: number;
+  /** The lease token (admin and worker tokens only). */
+  token: number | null;
+  worker: string | null;
+  leasedAt: number | null;
+  startedAt: number | null;
+  /** null while under way. */
+  finishedAt: number | null;
+  outcome: AttemptOutcome;
+  /** The state the attempt left the job in (its state now, for the one under way). */
+  jobState: JobState;
+  error: string | null;
+  /** What the worker reported with the outcome. */
+  stats: JsonValue | null;
+}

@@ -4,12 +4,17 @@ import { InvalidError, ProtocolError, TenqError, errorFromWire, type WireError }
 import { checkJson, type JsonValue } from "./json";
 import { checkTraceparent } from "./tracing";
 import type {
+  Attempt,
+  AttemptOutcome,
   BatchResult,
   Job,
   JobSpec,
   LeasedJob,
   Outcome,
   OutcomeResult,
+  MissedPolicy,
+  Schedule,
+  ScheduleSpec,
   SubmitResult,
   Waiting,
   WaitingReason,
@@ -254,4 +259,84 @@ export function outcomeResult(v: unknown, id: number): OutcomeResult {
 export function outcomeJson(o: Outcome): string {
   if (o.ok && o.result === undefined && o.stats === undefined) return `{"id":${o.id},"token":${o.token},"ok":true}`;
   return JSON.stringify(outcomeToWire(o));
+}
+
+/** A schedule to PUT, checked: a cron expression, a job with a type and a queue, JSON args. */
+export function scheduleToWire(spec: ScheduleSpec, defaults: { tenant?: string; queue?: string }): Wire {
+  if (!spec || typeof spec !== "object") throw new InvalidError("a schedule is an object", { field: "schedule" });
+  if (typeof spec.cron !== "string" || spec.cron === "")
+    throw new InvalidError("a schedule needs a cron expression (a non-empty string)", { field: "cron" });
+  const j = spec.job;
+  if (!j || typeof j !== "object") throw new InvalidError("a schedule needs a job", { field: "job" });
+  if (typeof j.type !== "string" || j.type === "") throw new InvalidError("job.type: a job needs a type", { field: "job.type" });
+  const queue = j.queue ?? defaults.queue;
+  if (typeof queue !== "string" || queue === "")
+    throw new InvalidError("job.queue: a schedule's job needs a queue (or a client with a default queue)", { field: "job.queue" });
+  const job: Wire = { queue, type: j.type, args: j.args === undefined ? {} : j.args };
+  if (j.args !== undefined) checkJson(j.args, "job.args", "job.args");
+  const tenant = j.tenant ?? defaults.tenant;
+  if (tenant !== undefined) job["tenant"] = tenant;
+  if (j.key !== undefined) job["key"] = j.key;
+  if (j.priority !== undefined) job["priority"] = j.priority;
+  if (j.uniqueKey !== undefined) job["unique_key"] = j.uniqueKey;
+  if (j.unique !== undefined) job["unique"] = j.unique;
+  if (j.maxAttempts !== undefined) job["max_attempts"] = j.maxAttempts;
+  if (j.timeoutMs !== undefined) job["timeout_ms"] = j.timeoutMs;
+  const w: Wire = { cron: spec.cron, job };
+  if (spec.timezone !== undefined) w["timezone"] = spec.timezone;
+  if (spec.missed !== undefined) w["missed"] = spec.missed;
+  if (spec.paused !== undefined) w["paused"] = spec.paused;
+  return w;
+}
+
+export function scheduleFromWire(v: unknown): Schedule {
+  const o = asObject(v, "schedule");
+  const name = str(o["name"]);
+  if (name === null) throw new ProtocolError("the answer is not a schedule (no name)");
+  const j = asObject(o["job"] ?? {}, "schedule's job");
+  const runs = Array.isArray(o["next_runs"]) ? (o["next_runs"] as unknown[]).filter((x): x is number => typeof x === "number") : [];
+  return {
+    name,
+    cron: str(o["cron"]) ?? "",
+    timezone: str(o["timezone"]) ?? "UTC",
+    missed: (str(o["missed"]) ?? "skip") as MissedPolicy,
+    paused: o["paused"] === true,
+    job: {
+      tenant: str(j["tenant"]) ?? "",
+      queue: str(j["queue"]) ?? "",
+      type: str(j["type"]) ?? "",
+      args: (j["args"] ?? null) as JsonValue,
+      key: str(j["key"]),
+      priority: num(j["priority"]) ?? 0,
+      uniqueKey: str(j["unique_key"]),
+      unique: j["unique"] === true,
+      maxAttempts: num(j["max_attempts"]),
+      timeoutMs: num(j["timeout_ms"]),
+    },
+    lastTick: num(o["last_tick"]),
+    lastJob: num(o["last_job"]),
+    nextTick: num(o["next_tick"]),
+    nextRuns: runs,
+    lastError: str(o["last_error"]),
+    createdAt: num(o["created_at"]) ?? 0,
+    updatedAt: num(o["updated_at"]) ?? 0,
+  };
+}
+
+export function attemptFromWire(v: unknown): Attempt {
+  const o = asObject(v, "attempt");
+  const outcome = str(o["outcome"]);
+  if (outcome === null) throw new ProtocolError("the answer is not an attempt (no outcome)");
+  return {
+    attempt: num(o["attempt"]) ?? 0,
+    token: num(o["token"]),
+    worker: str(o["worker"]),
+    leasedAt: num(o["leased_at"]),
+    startedAt: num(o["started_at"]),
+    finishedAt: num(o["finished_at"]),
+    outcome: outcome as AttemptOutcome,
+    jobState: (str(o["job_state"]) ?? "ready") as Attempt["jobState"],
+    error: str(o["error"]),
+    stats: (o["stats"] ?? null) as JsonValue | null,
+  };
 }

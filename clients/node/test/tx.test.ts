@@ -18,6 +18,7 @@ import type * as Pg from "pg";
 import {
   ConflictError,
   InvalidError,
+  LeaseLostError,
   NotFoundError,
   Tenq,
   TimeoutError,
@@ -29,7 +30,7 @@ import {
   type Queryable,
 } from "tenq";
 
-import { Server, until } from "./harness";
+import { Server, until, withWorker } from "./harness";
 
 const pgUrl = process.env["TENQ_TEST_PG_URL"];
 let pg: typeof Pg | undefined;
@@ -337,6 +338,34 @@ describe("in the application's transaction", () => {
     }
   });
 
+  it("a job's own timeoutMs goes through the transaction and the server times the attempt out", { skip: need }, async () => {
+    const e = await setup("txtmo");
+    try {
+      await e.app.client.setQueue("txtmo", { lease_ms: 1500 }); // heartbeats every 0.5 s
+      let reason: unknown;
+      e.app.handle("Stuck", async (_a, ctx) => {
+        await new Promise<void>((resolve) => ctx.signal.addEventListener("abort", () => resolve()));
+        reason = ctx.signal.reason;
+        throw ctx.signal.reason;
+      });
+      const [id, many] = await inTx(e.db, async () => [
+        await submitTx(e.db, { tenant: "acme", queue: "txtmo", type: "Stuck", maxAttempts: 1, timeoutMs: 700 }),
+        await submitManyTx(e.db, [{ type: "Later", timeoutMs: 900 }], { tenant: "acme", queue: "txtmo" }),
+      ] as const);
+      await until(async () => (await e.app.client.get(id).catch(() => null))?.timeoutMs === 700, "the job taken in");
+      assert.equal((await e.app.client.get(many[0]!)).timeoutMs, 900);
+      await withWorker(e.app, { types: ["Stuck"] }, async () => {
+        await until(async () => (await e.app.client.get(id)).state === "dead", "the job to time out", 15_000);
+        await until(() => reason !== undefined, "the handler to be stopped", 10_000);
+      });
+      assert.ok(reason instanceof LeaseLostError, String(reason));
+      const att = await e.app.client.attempts(id);
+      assert.deepEqual(att.map((a) => a.outcome), ["timed_out"]);
+    } finally {
+      await e.close();
+    }
+  });
+
   it("refuses bad arguments: before sending, or as the server's functions raise", { skip: need }, async () => {
     const e = await setup();
     try {
@@ -347,10 +376,11 @@ describe("in the application's transaction", () => {
       await assert.rejects(submitTx(spy, { tenant: "acme", queue: "q", type: "T", args: new Date() }), InvalidError);
       await assert.rejects(failTx(spy, { id: 1, token: 1 }, "x", { retryInMs: -1 }), InvalidError);
       await assert.rejects(completeTx(spy, { id: 0, token: 1 }), InvalidError);
-      // tenq.submit takes no timeout of a job's own: refused, never dropped
-      await assert.rejects(submitTx(spy, { tenant: "acme", queue: "q", type: "T", timeoutMs: 60_000 }), (x: unknown) => x instanceof InvalidError && x.field === "timeout_ms");
-      await assert.rejects(submitManyTx(spy, [{ type: "T", timeoutMs: 60_000 }], { tenant: "acme", queue: "q" }), (x: unknown) => x instanceof InvalidError && x.field === "timeout_ms");
       assert.deepEqual(sent, []);
+      // a job's own timeout below a third of the queue's lease (300000 ms): refused by the database, naming the field
+      const tmo = (x: unknown): boolean => x instanceof InvalidError && x.field === "timeout_ms" && /timeout_ms must be/.test(x.message);
+      await assert.rejects(submitTx(e.db, { tenant: "acme", queue: "q", type: "T", timeoutMs: 60_000 }), tmo);
+      await assert.rejects(submitManyTx(e.db, [{ type: "T", timeoutMs: 60_000 }], { tenant: "acme", queue: "q" }), tmo);
       // the server's checks, in the transaction: InvalidError with the driver's error as its cause
       const err = await inTx(e.db, () => submitTx(e.db, { tenant: "bad tenant", queue: "q", type: "T" })).then(
         () => undefined,

@@ -235,14 +235,54 @@ def test_a_refused_submit_raises_the_drivers_error(env: Env) -> None:
         assert bad.value.field == "args"
         with pytest.raises(tenq.InvalidError):
             tenq.tx.submit_many(conn, [{"type": "T", "colour": "red"}])
-        with pytest.raises(tenq.InvalidError) as bad:  # tenq.submit_many takes no timeout_ms
-            tenq.tx.submit_many(conn, [tenq.JobSpec("T", tenant="acme", queue=env.queue,
-                                                    timeout_ms=60_000)])
-        assert bad.value.field == "timeout_ms"
+        # a job's own timeout below a third of its queue's lease (300000 ms): as the server
+        with pytest.raises(psycopg.Error) as info:
+            with conn.transaction():
+                tenq.tx.submit_many(conn, [tenq.JobSpec("T", tenant="acme", queue=env.queue,
+                                                        timeout_ms=60_000)])
+        assert info.value.sqlstate == "22023"
+        assert "tenq.submit_many: job 0: timeout_ms must be" in str(info.value)
+        with pytest.raises(psycopg.Error) as info:
+            with conn.transaction():
+                tenq.tx.submit(conn, "acme", env.queue, "T", timeout_ms=60_000)
+        assert "tenq.submit: timeout_ms must be from a third of the queue's lease" in str(
+            info.value)
         with pytest.raises(tenq.InvalidError):
             tenq.tx.complete(conn, 17)  # type: ignore[arg-type]
     assert env.rows("SELECT count(*) FROM app") == [(0,)]
     assert env.rows("SELECT count(*) FROM tenq.inbox") == [(0,)]
+
+
+def test_a_jobs_own_timeout_from_a_transaction_is_enforced_by_the_server(env: Env) -> None:
+    env.client.set_queue(env.queue, lease_ms=1500)  # heartbeats every 0.5 s
+    stopped: List[str] = []
+
+    def stuck(ctx: tenq.Context) -> str:
+        assert ctx.timeout_ms == 700
+        try:
+            ctx.sleep(30)
+        except tenq.Stopped as e:
+            stopped.append(e.reason)
+            raise
+        return "never"
+
+    reg = tenq.Registry()
+    reg.add("T.stuck", stuck)
+    with env.connect() as conn:
+        with conn.transaction():
+            job_id = tenq.tx.submit(conn, "acme", env.queue, "T.stuck", max_attempts=1,
+                                    timeout_ms=700)
+            [other] = tenq.tx.submit_many(conn, [{"tenant": "acme", "queue": env.queue,
+                                                  "type": "T.later", "timeout_ms": 900}])
+    assert _job(env.client, job_id).timeout_ms == 700
+    assert _job(env.client, other).timeout_ms == 900
+    with _worker(env, reg, poll=1) as w:
+        job = _wait(env.client, job_id)
+        until(lambda: stopped == ["lost"])
+    assert job.state == "dead"
+    att = env.client.attempts(job_id)
+    assert [a.outcome for a in att] == ["timed_out"]
+    assert w.counts["succeeded"] == 0
 
 
 # ---- complete and fail ---------------------------------------------------------------------

@@ -56,7 +56,7 @@ def work(client: tenq.Client) -> int:
 def use_tx(cur: Any, ctx: tenq.Context) -> None:
     """tenq.tx takes any DB-API cursor or connection (typed Any)."""
     job_id: int = tenq.tx.submit(cur, "acme", "reports", "DataReport.execute", {"report_id": 1},
-                                 priority=5, run_at=0)
+                                 priority=5, run_at=0, timeout_ms=600_000)
     ids: list[int] = tenq.tx.submit_many(cur, [tenq.JobSpec("T", tenant="acme", queue="q"),
                                                {"tenant": "acme", "queue": "q", "type": "T"}])
     tenq.tx.complete(cur, ctx, {"ok": True})
@@ -64,3 +64,19 @@ def use_tx(cur: Any, ctx: tenq.Context) -> None:
     tenq.tx.fail(cur, ctx, "declined", retry_in_ms=1000)
     outcome: Optional[Dict[str, Any]] = ctx.tx_outcome
     print(job_id, ids, outcome)
+
+
+def schedules(client: tenq.Client) -> None:
+    """Schedules and attempts are typed records."""
+    missed: tenq.Missed = "once"
+    s: tenq.Schedule = client.put_schedule("nightly", "30 2 * * *", "Report.build", {"full": True},
+                                           timezone="Europe/Berlin", missed=missed, timeout_ms=600_000)
+    job: tenq.ScheduleJob = s.job
+    runs: List[int] = client.get_schedule("nightly").next_runs
+    nxt: Optional[int] = client.pause_schedule("nightly").next_tick
+    names: List[str] = [x.name for x in client.list_schedules(tenant="acme", runs=3)]
+    gone: bool = client.delete_schedule("nightly")
+    att: List[tenq.Attempt] = client.attempts(1)
+    outcomes: List[str] = [a.outcome for a in att]
+    errors: List[Optional[str]] = [a.error for a in att]
+    print(job.queue, job.max_attempts, runs, nxt, names, gone, outcomes, errors)

@@ -30,7 +30,10 @@ class TestTxStatements < Minitest::Test
     sql, params = conn.calls.first
     assert_match(/\ASELECT tenq\.submit\(\$1::text, /, sql)
     assert_equal ["acme", "mail", "Mail.send", '{"to":"a@x"}', nil, nil, "t", nil, "2030-01-01T00:00:00.000Z", "0",
-                  nil, "2.5", nil], params
+                  nil, "2.5", nil, nil], params
+    conn = FakeConnection.new([["13"]])
+    Tenq::Tx.submit(conn, tenant: "a", queue: "q", type: "T", timeout_ms: 120_000)
+    assert_equal "120000", conn.calls.first[1].last, "a job's own timeout_ms goes as $14"
   end
 
   def test_submit_many_sends_one_json_array_and_reads_the_ids_in_any_shape
@@ -57,11 +60,6 @@ class TestTxStatements < Minitest::Test
     assert_match(/jobs\[1\]\.queue is required/, err.message)
     assert_raises(ArgumentError) { Tenq::Tx.complete(conn, 5) }
     assert_raises(Tenq::InvalidError) { Tenq::Tx.fail(conn, 5, token: 9, error: "x", retry_in: -1) }
-    # tenq.submit takes no timeout of a job's own: refused, never dropped
-    err = assert_raises(Tenq::InvalidError) do
-      Tenq::Tx.submit(conn, tenant: "a", queue: "q", type: "T", timeout_ms: 1000)
-    end
-    assert_equal "timeout_ms", err.field
     assert_empty conn.calls
   end
 
@@ -98,7 +96,7 @@ end
 # transaction (tenq.submit, tenq.submit_many, tenq.complete, tenq.fail),
 # against a real server on a fresh database of the PostgreSQL that
 # tests/with-pg.sh starts, through ruby-pg.
-class TestTx < TenqTest::Case
+class TestTx < TenqTest::Case # rubocop:disable Metrics/ClassLength -- one server and its helpers for every case
   TRACEPARENT = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 
   def setup
@@ -253,8 +251,45 @@ class TestTx < TenqTest::Case
                                   { tenant: "acme", queue: @queue, type: "T", max_attempts: 0 }])
     end
     assert_match(/\Atenq\.submit_many: job 1: max_attempts/, err.message)
+    assert_equal "max_attempts", err.field
+    # a job's own timeout below a third of its queue's lease (300000 ms), as the server refuses it
+    err = assert_raises(Tenq::InvalidError) do
+      Tenq::Tx.submit(conn, tenant: "acme", queue: @queue, type: "T", timeout_ms: 60_000)
+    end
+    assert_match(/\Atenq\.submit: timeout_ms must be from a third of the queue's lease/, err.message)
+    assert_equal "timeout_ms", err.field
+    err = assert_raises(Tenq::InvalidError) do
+      Tenq::Tx.submit_many(conn, [{ tenant: "acme", queue: @queue, type: "T", timeout_ms: 5 }])
+    end
+    assert_equal "timeout_ms", err.field
     assert_equal 0, rows
     assert_empty lease(wait: 0.3)
+  end
+
+  def test_a_jobs_own_timeout_ms_goes_through_the_transaction_and_the_server_times_the_attempt_out
+    client.set_queue(@queue, lease_ms: 1500) # heartbeats every 0.5 s
+    conn = connect
+    id, other = conn.transaction do
+      [Tenq::Tx.submit(conn, tenant: "acme", queue: @queue, type: "Stuck", max_attempts: 1, timeout_ms: 700),
+       Tenq::Tx.submit_many(conn, [{ tenant: "acme", queue: @queue, type: "Later", timeout_ms: 900 }]).first]
+    end
+    assert_equal 700, taken_in(id).timeout_ms
+    assert_equal 900, taken_in(other).timeout_ms
+    stopped = Queue.new
+    w = worker(types: ["Stuck"]) do |r|
+      r.register("Stuck") do
+        sleep 30
+      rescue Tenq::Stopped => e
+        stopped << e.reason
+        raise
+      end
+    end
+    running(w) do
+      eventually(what: "the job timed out", timeout: 15) { client.job(id).state == "dead" }
+      eventually(what: "the handler stopped", timeout: 10) { !stopped.empty? }
+      assert_equal :lost, stopped.pop
+    end
+    assert_equal ["timed_out"], client.attempts(id).map(&:outcome)
   end
 
   # The README's example, run as written (its connections from DATABASE_URL).

@@ -59,6 +59,7 @@ from tenq.errors import (
 from tenq.handlers import Registry, handler, registry
 from tenq.jobs import CancelResult, Handle, Job, JobPage, JobSpec, Waiting, WaitingReason
 from tenq.queues import Counts, QueueInfo, TenantInfo
+from tenq.schedules import Attempt, AttemptOutcome, Missed, Schedule, ScheduleJob
 from tenq.switch import (
     BoundTask,
     TaskFunction,
@@ -75,6 +76,8 @@ __all__ = [
     "LOST",
     "SHUTDOWN",
     "TIMEOUT",
+    "Attempt",
+    "AttemptOutcome",
     "BoundTask",
     "CancelResult",
     "Client",
@@ -91,6 +94,7 @@ __all__ = [
     "JobFailedError",
     "JobPage",
     "JobSpec",
+    "Missed",
     "NoRetry",
     "NotFoundError",
     "NotLeaderError",
@@ -100,6 +104,8 @@ __all__ = [
     "RateLimitedError",
     "Registry",
     "Retry",
+    "Schedule",
+    "ScheduleJob",
     "Stopped",
     "TaskFunction",
     "TaskFunction0",

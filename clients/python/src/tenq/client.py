@@ -31,6 +31,7 @@ from tenq._work_api import WorkerRequests, dumps
 from tenq.errors import InvalidError, ProtocolError, TenqError, item_error
 from tenq.jobs import CancelResult, Handle, Job, JobPage, JobSpec, RunAt, run_at_ms
 from tenq.queues import QueueInfo, TenantInfo
+from tenq.schedules import Attempt, Missed, Schedule
 from tenq.tracing import check_traceparent
 
 DEFAULT_SERVER = "http://127.0.0.1:7070"
@@ -535,6 +536,114 @@ class Client(WorkerRequests):
         if not isinstance(ans, dict):
             raise ProtocolError("the tenant answer is not a JSON object")
         return cast(TenantInfo, ans)
+
+    # ---- schedules and attempts ----------------------------------------------------------------
+
+    def put_schedule(
+        self,
+        name: str,
+        cron: str,
+        type: str,
+        args: Any = None,
+        *,
+        queue: Optional[str] = None,
+        tenant: Optional[str] = None,
+        timezone: str = "UTC",
+        missed: Missed = "skip",
+        paused: bool = False,
+        key: Optional[str] = None,
+        priority: int = 0,
+        unique_key: Optional[str] = None,
+        unique: bool = False,
+        max_attempts: Optional[int] = None,
+        timeout_ms: Optional[int] = None,
+    ) -> Schedule:
+        """PUT /v1/schedules/{name}: creates the schedule, or replaces it
+        whole (its created_at and last tick stay). ``cron``: five fields,
+        ``@hourly``-style names or ``@every 30s``, wall-clock times in
+        ``timezone`` (an IANA name); ``missed``: ``skip``, ``once`` or
+        ``each``. Each tick submits a job of ``type`` with ``args`` and the
+        submit options (``queue`` and ``tenant`` default to the client's).
+        A bad expression, zone or job field raises InvalidError naming it
+        (``cron``, ``timezone``, ``job.timeout_ms``, ...) and changes
+        nothing."""
+        q = queue if queue is not None else self.queue
+        if not q:
+            raise InvalidError("a schedule's job needs a queue (or the client's)", field="queue")
+        job: Dict[str, Any] = {"queue": q, "type": type, "args": {} if args is None else args}
+        t = tenant if tenant is not None else self.tenant
+        if t is not None:
+            job["tenant"] = t
+        for fname, value in (
+            ("key", key),
+            ("unique_key", unique_key),
+            ("max_attempts", max_attempts),
+            ("timeout_ms", timeout_ms),
+        ):
+            if value is not None:
+                job[fname] = value
+        if priority:
+            job["priority"] = priority
+        if unique:
+            job["unique"] = True
+        body = {"cron": cron, "timezone": timezone, "missed": missed, "paused": paused, "job": job}
+        try:
+            data = dumps(body)
+        except (TypeError, ValueError) as e:
+            raise InvalidError(f"args are not JSON-serialisable: {e}", field="job.args") from None
+        # a PUT of the whole schedule sets the same state when sent again
+        return self._schedule_call("PUT", name, "", data)
+
+    def get_schedule(self, name: str) -> Schedule:
+        """GET /v1/schedules/{name}: the schedule with its next five runs
+        (NotFoundError when there is none)."""
+        return self._schedule_call("GET", name, "")
+
+    def list_schedules(
+        self, tenant: Optional[str] = None, runs: Optional[int] = None
+    ) -> List[Schedule]:
+        """GET /v1/schedules: every schedule the token sees (of ``tenant``
+        only, when given), by name, each with its next ``runs`` ticks (0-5,
+        the server's default 1) in ``next_runs``."""
+        query = {k: v for k, v in (("tenant", tenant), ("runs", runs)) if v is not None}
+        path = "/v1/schedules" + ("?" + urlencode(query) if query else "")
+        ans = self._t.request("GET", path, safe=True)
+        items = ans.get("schedules") if isinstance(ans, dict) else None
+        if not isinstance(items, list):
+            raise ProtocolError("the schedules answer has no list")
+        return [Schedule.from_json(x) for x in items]
+
+    def delete_schedule(self, name: str) -> bool:
+        """DELETE /v1/schedules/{name}: True once it is gone (the jobs it
+        made stay); NotFoundError when there was none."""
+        path = f"/v1/schedules/{quote(name, safe='')}"
+        ans = self._t.request("DELETE", path, safe=True)
+        return isinstance(ans, dict) and ans.get("deleted") is True
+
+    def pause_schedule(self, name: str) -> Schedule:
+        """Stops the schedule's ticks until resume_schedule."""
+        return self._schedule_call("POST", name, "/pause")
+
+    def resume_schedule(self, name: str) -> Schedule:
+        """Resumes a paused schedule; the ticks missed meanwhile follow its
+        ``missed`` policy."""
+        return self._schedule_call("POST", name, "/resume")
+
+    def _schedule_call(
+        self, method: str, name: str, tail: str, data: Optional[bytes] = None
+    ) -> Schedule:
+        path = f"/v1/schedules/{quote(name, safe='')}{tail}"
+        return Schedule.from_json(self._t.request(method, path, data, safe=True))
+
+    def attempts(self, job_id: int) -> List[Attempt]:
+        """GET /v1/jobs/{id}/attempts: every attempt of the job, oldest
+        first, the one under way last (``outcome`` ``leased`` or
+        ``running``); [] for a job never leased."""
+        ans = self._t.request("GET", f"/v1/jobs/{int(job_id)}/attempts", safe=True)
+        items = ans.get("attempts") if isinstance(ans, dict) else None
+        if not isinstance(items, list):
+            raise ProtocolError("the attempts answer has no list")
+        return [Attempt.from_json(x) for x in items]
 
     def health(self) -> Dict[str, Any]:
         """GET /healthz of the server tried first: status, role, leader."""

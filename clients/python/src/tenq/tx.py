@@ -44,15 +44,14 @@ Lease = Union[Context, Tuple[int, int]]
 
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
 
-# The fields of a job of tenq.submit_many: a submit's, as tenq.submit names its arguments.
-# tenq.submit takes no timeout of a job's own: in a transaction the
-# queue's timeout_ms applies (a job that names one is refused, not cut).
-_FIELDS = _SUBMIT_FIELDS - {"timeout_ms"}
+# The fields of a job of tenq.submit_many: a submit's, as tenq.submit names its arguments
+# (timeout_ms since schema 12).
+_FIELDS = _SUBMIT_FIELDS
 
 _SQL_SUBMIT = (
     "SELECT tenq.submit(%s::text, %s::text, %s::text, %s::jsonb, %s::text, %s::text, "
     "%s::boolean, %s::text, %s::timestamptz, %s::integer, %s::integer, "
-    "%s::double precision, %s::text)"
+    "%s::double precision, %s::text, %s::bigint)"
 )
 _SQL_SUBMIT_MANY = "SELECT tenq.submit_many(%s::jsonb)"
 _SQL_COMPLETE = "SELECT tenq.complete(%s::bigint, %s::bigint, %s::jsonb)"
@@ -75,13 +74,17 @@ def submit(
     max_attempts: Optional[int] = None,
     score: Optional[float] = None,
     traceparent: Optional[str] = None,
+    timeout_ms: Optional[int] = None,
 ) -> int:
     """Submits one job in the transaction of ``cur`` (a DB-API cursor, or a
     connection: a cursor of it is used); the job's id. The job exists once
     that transaction commits, never if it rolls back. The options are those
     of ``Client.submit``; ``run_at`` is a datetime (a naive one is local
-    time) or milliseconds since the epoch. The database refuses what the
-    server would (SQLSTATE 22023, ``tenq.submit: ...``)."""
+    time) or milliseconds since the epoch; ``timeout_ms`` is the job's own
+    timeout (from a third of its queue's ``lease_ms`` to 7 days; None or 0:
+    the queue's). The database refuses what the server would (SQLSTATE
+    22023, ``tenq.submit: ...``, e.g. ``tenq.submit: timeout_ms must be
+    from a third of the queue's lease ...``)."""
     params = (
         tenant,
         queue,
@@ -96,6 +99,7 @@ def submit(
         max_attempts,
         score,
         traceparent,
+        timeout_ms,
     )
     row = _one(cur, _SQL_SUBMIT, params)
     return int(row[0])
@@ -116,12 +120,6 @@ def submit_many(cur: Any, jobs: Iterable[Union[JobSpec, Mapping[str, Any]]]) -> 
         else:
             raise InvalidError(f"job {i}: a JobSpec or a mapping, not {job!r}", field="jobs")
         unknown = sorted(set(body) - _FIELDS)
-        if unknown == ["timeout_ms"]:
-            raise InvalidError(
-                f"job {i}: timeout_ms: tenq.submit_many takes no timeout of a job's own; "
-                "in a transaction the queue's timeout_ms applies",
-                field="timeout_ms",
-            )
         if unknown:
             raise InvalidError(f"job {i}: unknown field {unknown[0]!r}", field=unknown[0])
         out = {name: value for name, value in body.items() if value is not None}

@@ -20,6 +20,7 @@ module Tenq
   class Client
     include WorkerCalls
     include QueueCalls
+    include ScheduleCalls
 
     DEFAULT_SERVER = "http://127.0.0.1:7070"
     BATCH_MAX = 10_000

@@ -34,7 +34,7 @@ module Tenq
   module Tx
     SUBMIT_SQL = "SELECT tenq.submit($1::text, $2::text, $3::text, $4::jsonb, $5::text, $6::text, " \
                  "$7::boolean, $8::text, $9::timestamptz, $10::integer, $11::integer, " \
-                 "$12::double precision, $13::text)"
+                 "$12::double precision, $13::text, $14::bigint)"
     SUBMIT_MANY_SQL = "SELECT tenq.submit_many($1::jsonb)"
     COMPLETE_SQL = "SELECT tenq.complete($1::bigint, $2::bigint, $3::jsonb)"
     FAIL_SQL = "SELECT tenq.fail($1::bigint, $2::bigint, $3::text, $4::bigint)"
@@ -55,7 +55,8 @@ module Tenq
 
       params = [job["tenant"], job["queue"], job["type"], JSON.generate(job.fetch("args", {})), job["key"],
                 job["unique_key"], job["unique"] ? "t" : "f", job["idempotency_key"], timestamp(job["run_at"]),
-                job.fetch("priority", 0).to_s, job["max_attempts"]&.to_s, job["score"]&.to_s, job["traceparent"]]
+                job.fetch("priority", 0).to_s, job["max_attempts"]&.to_s, job["score"]&.to_s, job["traceparent"],
+                job["timeout_ms"]&.to_s]
       Integer(first_value(run(conn, SUBMIT_SQL, params)))
     end
 
@@ -131,10 +132,6 @@ module Tenq
     # The checked job, as the server's JSON (run_at in milliseconds).
     def build(fields, index = nil)
       job = JobFields.build(fields, nil, index)
-      if job.key?("timeout_ms")
-        raise InvalidError.new("#{"jobs[#{index}]." if index}timeout_ms: tenq.submit takes no timeout of a job's " \
-                               "own; in a transaction the queue's timeout_ms applies", field: "timeout_ms")
-      end
       return job if job.key?("tenant")
 
       raise InvalidError.new("#{"jobs[#{index}]." if index}tenant is required", field: "tenant")
@@ -178,7 +175,14 @@ module Tenq
       message = error_field(error, PRIMARY) || error.message.sub(/\AERROR:\s+/, "").lines.first.to_s.strip
       return nil unless message.start_with?("tenq.")
 
-      klass.new(message, field: klass == LeaseError ? "token" : nil)
+      klass.new(message, field: klass == LeaseError ? "token" : refused_field(message))
+    end
+
+    # The argument a refusal names first ("tenq.submit: timeout_ms must be ...",
+    # "tenq.submit_many: job 3: priority ..."), or nil.
+    def refused_field(message)
+      word = message[/\Atenq\.[a-z_]+: (?:job \d+: )?([a-z_]+)\b/, 1]
+      word if word && (JobFields::NAMES.include?(word.to_sym) || word == "retry_in_ms")
     end
 
     def error_field(error, field)
@@ -201,6 +205,7 @@ module Tenq
       list = value.is_a?(Array) ? value : value.to_s.delete("{}").split(",")
       list.map { |v| Integer(v) }
     end
-    private_class_method :build, :timestamp, :lease_of, :settling, :run, :translate, :error_field, :first_value, :ids
+    private_class_method :build, :timestamp, :lease_of, :settling, :run, :translate, :refused_field, :error_field,
+                         :first_value, :ids
   end
 end
