@@ -363,6 +363,43 @@ TEST(batch_jobs_keep_their_tenants_slots)
     engine_destroy(e);
 }
 
+TEST(batch_jobs_and_callbacks_keep_lanes_and_the_tenants_slots)
+{
+    engine_t *e = mk_engine();
+    engine_submit_req jobs[3] = {job_req("t", "q"), job_req("t", "q"), job_req("t", "q")};
+    jobs[0].key = jobs[1].key = "L"; /* one lane: one at a time, in order */
+    engine_submit_req c = cb_req("done");
+    c.key = "L2";
+    const engine_submit_req *cbs[ENGINE_NCALLBACKS] = {&c, NULL, NULL};
+    engine_submit_res res[3];
+    uint64_t id;
+    size_t bad;
+    ASSERT_EQ(engine_batch_create(e, T0, "t", cbs, jobs, 3, &id, res, &bad, NULL), 0);
+    ASSERT_EQ(res[1].state, ENGINE_BLOCKED);
+    uint64_t got[8];
+    ASSERT_EQ(lease_q(e, T0, "q", 8, got), 2); /* the lane's head and the keyless one */
+    engine_batch_info b = binfo(e, id);
+    ASSERT_EQ(b.n[ENGINE_BLOCKED], 1);
+    ASSERT_EQ(b.n[ENGINE_LEASED], 2);
+    ack_ok(e, T0 + 1, res[0].id);
+    ASSERT_EQ(state_of(e, res[1].id), ENGINE_READY);
+    ASSERT_EQ(lease1(e, T0 + 1, "q"), res[1].id);
+    ack_ok(e, T0 + 2, res[1].id);
+    /* the callback is a job like any: of the tenant, in its lane, under its slots */
+    set_slots(e, "t", 1, 1);
+    ack_ok(e, T0 + 3, res[2].id);
+    b = binfo(e, id);
+    engine_job_info cj = info_of(e, b.callback_ids[ENGINE_CB_COMPLETE]);
+    ASSERT_STR(cj.key, "L2");
+    ASSERT_EQ(lease1(e, T0 + 4, "cb"), cj.id);
+    engine_submit_res other = submit_x(e, T0 + 4, "t", "cb", "T", (sub_opts){0});
+    ASSERT_EQ(lease1(e, T0 + 4, "cb"), 0); /* its one slot is the callback's */
+    (void)other;
+    must_check(e, T0 + 5);
+    engine_changes_clear(e);
+    engine_destroy(e);
+}
+
 TEST(batch_deleting_a_dead_job_counts_it_deleted)
 {
     engine_t *e = mk_engine();
