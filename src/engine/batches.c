@@ -248,6 +248,7 @@ static void add_jobs(engine_t *e, int64_t now, batch *b, const engine_submit_req
         job_extra *ex = engine_extra(e, j);
         ex->batch = b;
         ex->batch_role = ENGINE_BATCH_MEMBER;
+        j->flags |= JF_IN_BATCH;
         b->total++;
         b->n[j->state]++;
     }
@@ -407,6 +408,9 @@ int engine_load_batch_job(engine_t *e, uint64_t job_id, uint64_t batch_id, int r
     if (ex->batch) return 0; /* listed twice */
     ex->batch = b;
     ex->batch_role = (uint8_t)role;
-    if (role == ENGINE_BATCH_MEMBER && j->state < ENGINE_NSTATES) b->n[j->state]++;
+    if (role == ENGINE_BATCH_MEMBER) {
+        j->flags |= JF_IN_BATCH;
+        if (j->state < ENGINE_NSTATES) b->n[j->state]++;
+    }
     return 0;
 }

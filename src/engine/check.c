@@ -114,7 +114,11 @@ static int check_jobs_(engine_t *e, chk *c, int64_t now, rtab *rt, ptr_vec *allv
         }
         resident++;
         total.n[s]++;
-        if (j->extra && j->extra->batch && j->extra->batch_role == ENGINE_BATCH_MEMBER) {
+        CHECK(c,
+              !(j->flags & JF_IN_BATCH) ==
+                  !(j->extra && j->extra->batch && j->extra->batch_role == ENGINE_BATCH_MEMBER),
+              "job %llu: its batch flag and its batch disagree", (unsigned long long)j->id);
+        if (j->flags & JF_IN_BATCH) {
             rget(rt, j->extra->batch)->c.n[s]++;
             rt->batch_members++;
         }

@@ -255,6 +255,7 @@ typedef struct batch {
 #define JF_CANCEL_REQ   1u
 #define JF_HAS_PAYLOADS 2u /* carries extra->pl instead of args */
 #define JF_IN_UNIQ      4u /* the dedup table points at this job */
+#define JF_IN_BATCH     8u /* one of a batch's jobs (extra->batch): its state changes count there */
 
 struct engine_job {
     uint64_t id;
