@@ -162,7 +162,7 @@ static void fire(engine_t *e, int64_t now, batch *b, int k)
     note_batch(e, b);
 }
 
-void engine_batches_settle(engine_t *e, int64_t now)
+void engine_batches_settle_due(engine_t *e, int64_t now)
 {
     /* callbacks may finish nothing, but a callback of one batch may be a
      * job of none: the list does not grow while it is walked */

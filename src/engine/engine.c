@@ -649,7 +649,7 @@ void engine_changes_clear(engine_t *e)
         default: break;
         }
     }
-    engine_batches_changes_clear(e);
+    if (e->batch_chg.n) engine_batches_changes_clear(e);
     e->changes.n = 0;
     for (size_t i = 0; i < e->graveyard.n; i++) {
         job *j = e->graveyard.v[i];

@@ -502,8 +502,12 @@ void engine_attempts_clear(engine_t *e);
  * called by engine_set_state for jobs with a batch. */
 void engine_batch_job_moved(engine_t *e, job *j, engine_state old, engine_state s);
 /* Submits the callbacks that came due in this call (at the end of every
- * call that may finish or kill a job). */
-void engine_batches_settle(engine_t *e, int64_t now);
+ * call that may finish or kill a job): a test of a count when none did. */
+void engine_batches_settle_due(engine_t *e, int64_t now);
+static inline void engine_batches_settle(engine_t *e, int64_t now)
+{
+    if (e->batch_due.n) engine_batches_settle_due(e, now);
+}
 void engine_batches_free(engine_t *e);
 void engine_batches_changes_clear(engine_t *e);
 
