@@ -156,6 +156,7 @@ static void fire(engine_t *e, int64_t now, batch *b, int k)
         ex->batch = b;
         ex->batch_role = (uint8_t)(1 + k);
         b->cb_id[k] = res.id;
+        e->callbacks_made++;
     } else if (res.code == 0) {
         b->cb_id[k] = res.id; /* merged into or answered by a waiting job */
     }
@@ -177,6 +178,7 @@ void engine_batches_settle_due(engine_t *e, int64_t now)
             if (b->cb[ENGINE_CB_SUCCESS] && b->n[ENGINE_SUCCEEDED] == b->total)
                 fire(e, now, b, ENGINE_CB_SUCCESS);
             b->closed_at = now;
+            e->batches_open--;
             note_batch(e, b);
         }
     }
@@ -296,6 +298,7 @@ int engine_batch_create(engine_t *e, int64_t now, const char *tenant,
     for (int k = 0; k < ENGINE_NCALLBACKS; k++)
         if (cbs[k]) b->cb[k] = spec_copy(cbs[k]);
     ptr_vec_push(&e->batches, b);
+    e->batches_open++;
     add_jobs(e, now, b, jobs, n, res);
     if (batch_id) *batch_id = b->id;
     return 0;
@@ -368,6 +371,16 @@ size_t engine_batch_count(const engine_t *e)
     return e->batches.n;
 }
 
+size_t engine_batch_open_count(const engine_t *e)
+{
+    return e->batches_open;
+}
+
+uint64_t engine_batch_callbacks_made(const engine_t *e)
+{
+    return e->callbacks_made;
+}
+
 /* ---- recovery ----------------------------------------------------------------------- */
 
 int engine_load_batch(engine_t *e, const engine_batch_info *in, engine_err *err)
@@ -395,6 +408,7 @@ int engine_load_batch(engine_t *e, const engine_batch_info *in, engine_err *err)
         b->cb_id[k] = in->callback_ids[k];
     }
     ptr_vec_push(&e->batches, b);
+    if (!b->closed_at) e->batches_open++;
     if (in->id >= e->next_batch_id) e->next_batch_id = in->id + 1;
     return 0;
 }

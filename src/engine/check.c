@@ -312,6 +312,9 @@ static int check_batches(engine_t *e, chk *c, rtab *rt)
                   (unsigned long long)b->id, (unsigned long long)b->n[s],
                   engine_state_name((engine_state)s), (unsigned long long)r->c.n[s]);
     }
+    size_t open = 0;
+    for (size_t i = 0; i < e->batches.n; i++) open += !((batch *)e->batches.v[i])->closed_at;
+    CHECK(c, open == e->batches_open, "%zu batches open, %zu counted", open, e->batches_open);
     CHECK(c, counted == rt->batch_members, "batches count %llu resident jobs, there are %llu",
           (unsigned long long)counted, (unsigned long long)rt->batch_members);
     return 0;

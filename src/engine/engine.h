@@ -618,6 +618,9 @@ bool engine_batch_get(engine_t *e, uint64_t id, engine_batch_info *out);
 size_t engine_batch_list(engine_t *e, const char *tenant, uint64_t before, size_t max,
                          uint64_t *ids);
 size_t engine_batch_count(const engine_t *e);
+/* Batches open now, and callback jobs submitted since this engine began. */
+size_t engine_batch_open_count(const engine_t *e);
+uint64_t engine_batch_callbacks_made(const engine_t *e);
 /* Recovery: a batch as engine_batch_get reported it (n[] counts only its
  * final states; the resident jobs count themselves by
  * engine_load_batch_job), in id order, before its jobs' links. */

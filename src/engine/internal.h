@@ -318,6 +318,8 @@ struct engine {
     ptr_vec batches;        /* every batch, by id (batches.c) */
     ptr_vec batch_due;      /* batches whose callbacks may be due */
     ptr_vec batch_chg;      /* batches listed in the changes */
+    size_t batches_open;
+    uint64_t callbacks_made;
     uint64_t next_batch_id;
     counters c;
     bool loading;      /* engine_loading: jobs loaded are not noted as changed */

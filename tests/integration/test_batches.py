@@ -301,9 +301,16 @@ class Restarts(BatchTest):
         self.srv.start()
         after = batch(self.srv, b["id"])
         self.assertEqual(after["counts"], before["counts"])
+        metrics = self.srv.req("GET", "/metrics")[1]
+        self.assertIn("\ntenq_batches 1\n", metrics)
+        self.assertIn("\ntenq_batches_open 1\n", metrics)
+        self.assertIn("\ntenq_batch_callbacks_total 0\n", metrics)  # since this start
         self.assertEqual(after["callbacks"], before["callbacks"])
         self.assertEqual(after["total"], 10)
         drain(self.srv, "rq")
+        metrics = self.srv.req("GET", "/metrics")[1]
+        self.assertIn("\ntenq_batches_open 0\n", metrics)
+        self.assertIn("\ntenq_batch_callbacks_total 1\n", metrics)  # on_complete
         self.srv.stop()
         self.srv.start()
         st = batch(self.srv, b["id"])
