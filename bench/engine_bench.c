@@ -30,6 +30,12 @@
  * lease and ack cycles: it prints
  *   engine workflow fanout=100000 release_ns_per_child=X
  *   engine workflow dags=1000 jobs=102000 edges=200000 cycles_per_s=Y
+ * BENCH_BATCH=1 runs each size a second time with every job in a batch:
+ * each tenant's jobs (backlog and cycles) go into its one batch (1,000
+ * batches, each of an on_complete callback that never comes due), by
+ * engine_batch_add; a finished job moves its batch's counters.  It prints
+ * the same line with batches=1000: the cost per cycle and per job of a
+ * job in a batch.
  */
 #include "engine/engine.h"
 
@@ -84,6 +90,8 @@ static size_t heap_in_use(void)
     return mi.uordblks + mi.hblkhd;
 }
 
+static uint64_t batch_of[TENANTS]; /* BENCH_BATCH: each tenant's batch; 0: none */
+
 static void submit_one(engine_t *e, int64_t now, const char *queue)
 {
     uint32_t lane = (uint32_t)(rnd() % LANES);
@@ -96,9 +104,40 @@ static void submit_one(engine_t *e, int64_t now, const char *queue)
     r.args = "{}";
     r.args_len = 2;
     engine_submit_res res;
+    uint64_t b = batch_of[lane % TENANTS];
+    if (b) {
+        engine_err err;
+        if (engine_batch_add(e, now, b, NULL, &r, 1, &res, NULL, &err) != 0) {
+            fprintf(stderr, "batch add failed: %s\n", err.message);
+            exit(1);
+        }
+        return;
+    }
     if (engine_submit(e, now, &r, &res) != 0) {
         fprintf(stderr, "submit failed: %s\n", res.err.message);
         exit(1);
+    }
+}
+
+/* One batch per tenant, each with one job (scheduled a year ahead) and an
+ * on_complete callback. */
+static void add_batches(engine_t *e, int64_t now)
+{
+    engine_submit_req cb = {.queue = "bench-done", .type = "Bench.done"};
+    const engine_submit_req *cbs[ENGINE_NCALLBACKS] = {&cb, NULL, NULL};
+    for (int i = 0; i < TENANTS; i++) {
+        /* its first job waits a year: the batch stays open whatever drains */
+        engine_submit_req r = {.tenant = tenant_names[i],
+                               .queue = "bench",
+                               .type = "Bench.job",
+                               .run_at = now + 365LL * 24 * 3600 * 1000};
+        engine_submit_res res;
+        engine_err err;
+        if (engine_batch_create(e, now, tenant_names[i], cbs, &r, 1, &batch_of[i], &res, NULL,
+                                &err) != 0) {
+            fprintf(stderr, "batch: %s\n", err.message);
+            exit(1);
+        }
     }
 }
 
@@ -168,7 +207,7 @@ static void add_rated(engine_t *e, int64_t now)
     }
 }
 
-static void run(size_t backlog, size_t cycles, bool rated)
+static void run(size_t backlog, size_t cycles, bool rated, bool batched)
 {
     malloc_trim(0);
     size_t base = heap_in_use();
@@ -178,6 +217,8 @@ static void run(size_t backlog, size_t cycles, bool rated)
     int64_t now = 1700000000000LL;
     size_t changes = 0;
     if (rated) add_rated(e, now);
+    memset(batch_of, 0, sizeof batch_of);
+    if (batched) add_batches(e, now);
     double t0 = now_s();
     for (size_t i = 0; i < backlog; i++) {
         submit_one(e, now, "bench");
@@ -215,7 +256,10 @@ static void run(size_t backlog, size_t cycles, bool rated)
         fprintf(stderr, "engine_check failed after the run\n");
         exit(1);
     }
-    if (rated)
+    if (batched)
+        printf("engine backlog=%zu batches=%d cycles_per_s=%.0f bytes_per_job=%.0f\n", backlog,
+               TENANTS, (double)cycles / secs, bytes_per_job);
+    else if (rated)
         printf("engine backlog=%zu %s=%d cycles_per_s=%.0f\n", backlog,
                rated_mode == 2 ? "held_tenants" : "rated_tenants", RATED, (double)cycles / secs);
     else
@@ -330,9 +374,12 @@ int main(int argc, char **argv)
         run_workflow();
         if (argc <= 1) return 0;
     }
+    const char *bb = getenv("BENCH_BATCH");
+    bool batched = bb && atoi(bb) == 1;
     for (int i = 0; i < n; i++) {
-        if (!getenv("BENCH_SKIP_PLAIN")) run(sizes[i], cycles, false);
-        if (rated) run(sizes[i], cycles, true);
+        if (!getenv("BENCH_SKIP_PLAIN")) run(sizes[i], cycles, false, false);
+        if (rated) run(sizes[i], cycles, true, false);
+        if (batched) run(sizes[i], cycles, false, true);
     }
     return 0;
 }

@@ -12,6 +12,7 @@ import * as lanes from './lanes.js';
 import * as workers from './workers.js';
 import * as morgue from './morgue.js';
 import * as schedules from './schedules.js';
+import * as batches from './batches.js';
 import * as tokens from './tokens.js';
 
 const VIEWS = {
@@ -24,6 +25,8 @@ const VIEWS = {
   workers: workers.mount,
   morgue: morgue.mount,
   schedules: schedules.mount,
+  batches: batches.mount,
+  batch: batches.mountBatch,
   tokens: tokens.mount,
 };
 const HISTORY_KEY = 'tenq.history';
@@ -143,7 +146,8 @@ function route() {
   const r = parseHash();
   const mount = VIEWS[r.name] || VIEWS.overview;
   for (const a of document.querySelectorAll('#nav a')) {
-    const cur = a.dataset.view === r.name || (r.name === 'job' && a.dataset.view === 'jobs');
+    const cur = a.dataset.view === r.name || (r.name === 'job' && a.dataset.view === 'jobs') ||
+      (r.name === 'batch' && a.dataset.view === 'batches');
     if (cur) a.setAttribute('aria-current', 'page'); else a.removeAttribute('aria-current');
   }
   const root = $('view');

@@ -149,7 +149,7 @@ export function mountList(root, { params }) {
 const KNOWN = new Set(['id', 'tenant', 'queue', 'type', 'key', 'args', 'payloads', 'priority', 'state', 'attempts', 'max_attempts',
   'run_at', 'created_at', 'ready_at', 'leased_at', 'started_at', 'finished_at', 'worker', 'error', 'result', 'stats', 'progress',
   'unique_key', 'idempotency_key', 'lease_until', 'cancel_requested', 'merged_into', 'token', 'waiting',
-  'parents', 'children', 'children_count', 'on_parent_failure']);
+  'parents', 'children', 'children_count', 'on_parent_failure', 'batch', 'batch_callback']);
 
 // Why it is not running yet: the server's sentence, the job it waits for, the time it waits until.
 function waitingEl(w, t) {
@@ -318,6 +318,8 @@ export function mountJob(root, { arg }) {
       ['Queue', link(jobsHref({ queue: j.queue }), j.queue), 'queue'],
       ['Type', code(j.type), 'type'],
       ['Key (lane)', code(j.key), 'key'],
+      j.batch ? ['Batch', h('span', null, link('#/batch/' + j.batch, 'batch ' + j.batch),
+        j.batch_callback ? h('span', null, ' ', h('small', { class: 'muted', text: `(its ${j.batch_callback} callback)` })) : null), 'batch'] : null,
       ['Priority', String(j.priority), 'priority'],
       ['Attempts', `${j.attempts} of ${j.max_attempts}`, 'attempts'],
       ['Run at', timeEl(j.run_at, t, true), 'run_at'],

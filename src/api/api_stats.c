@@ -250,6 +250,16 @@ void h_metrics(server *s, http_req *req, const principal *who, const char **args
               "tenq_schedule_ticks_refused_total %llu\n",
               nsched, (unsigned long long)ticks, (unsigned long long)refused);
     jb_printf(&b,
+              "# HELP tenq_batches Batches (groups of jobs with callbacks) this leader holds.\n"
+              "# TYPE tenq_batches gauge\ntenq_batches %zu\n"
+              "# HELP tenq_batches_open Batches still open (jobs pending).\n"
+              "# TYPE tenq_batches_open gauge\ntenq_batches_open %zu\n"
+              "# HELP tenq_batch_callbacks_total Callback jobs submitted since this server began "
+              "to lead.\n# TYPE tenq_batch_callbacks_total counter\n"
+              "tenq_batch_callbacks_total %llu\n",
+              engine_batch_count(s->e), engine_batch_open_count(s->e),
+              (unsigned long long)engine_batch_callbacks_made(s->e));
+    jb_printf(&b,
               "# HELP tenq_leader 1 while this server leads its store and serves, else 0.\n"
               "# TYPE tenq_leader gauge\ntenq_leader %d\n"
               "# HELP tenq_leader_term The term this server leads under (0: none).\n"

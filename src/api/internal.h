@@ -625,6 +625,11 @@ void h_submit(server *s, http_req *req, const principal *who, const char **args)
 void h_get_job(server *s, http_req *req, const principal *who, const char **args);
 void h_list_jobs(server *s, http_req *req, const principal *who, const char **args);
 void h_wait_job(server *s, http_req *req, const principal *who, const char **args);
+/* api_batches.c */
+void h_batch_create(server *s, http_req *req, const principal *who, const char **args);
+void h_batch_add(server *s, http_req *req, const principal *who, const char **args);
+void h_batch_get(server *s, http_req *req, const principal *who, const char **args);
+void h_batches(server *s, http_req *req, const principal *who, const char **args);
 /* api_attempts.c */
 void h_job_attempts(server *s, http_req *req, const principal *who, const char **args);
 /* api_deps.c.  A job shows at most this many children's ids (the first,

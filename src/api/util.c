@@ -321,6 +321,11 @@ void api_json_job(jbuf *b, const engine_job_info *j, job_view view, bool show_to
     if (j->traceparent) jb_kstr(b, "traceparent", j->traceparent);
     if (j->timeout_ms) jb_kint(b, "timeout_ms", j->timeout_ms);
     if (j->n_parents) json_ids(b, "parents", j->parents, j->n_parents);
+    if (j->batch) {
+        jb_kint(b, "batch", (long long)j->batch);
+        if (j->batch_role > 0)
+            jb_kstr(b, "batch_callback", engine_callback_name(j->batch_role - 1));
+    }
     if (view == JOB_LEASE) {
         jb_kint(b, "attempt", j->attempts ? j->attempts - 1 : 0);
         jb_kint(b, "max_attempts", j->max_attempts);

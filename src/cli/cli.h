@@ -144,6 +144,7 @@ int cmd_bulk(cli *c, int argc, char **argv);
 int cmd_tenant(cli *c, int argc, char **argv);
 int cmd_queue(cli *c, int argc, char **argv);
 int cmd_schedule(cli *c, int argc, char **argv);
+int cmd_batch(cli *c, int argc, char **argv); /* batches.c */
 int cmd_token(cli *c, int argc, char **argv);
 int cmd_health(cli *c, int argc, char **argv);
 

@@ -47,6 +47,8 @@ void cli_print_job(const json_t *job)
     kv_field(job, "queue", "queue", true);
     kv_field(job, "type", "type", true);
     kv_field(job, "key", "key", false);
+    kv_field(job, "batch", "batch", false);
+    kv_field(job, "batch_callback", "batch_callback", false);
     kv_field(job, "priority", "priority", true);
     cli_kv(stdout, "attempts", "%lld of %lld",
            (long long)json_integer_value(json_object_get(job, "attempts")),

@@ -72,6 +72,7 @@ static const cli_cmd commands[] = {
     {"tenant", cmd_tenant, "tenants: ls, show, set"},
     {"queue", cmd_queue, "queues: ls, show, set, pause, resume"},
     {"schedule", cmd_schedule, "periodic jobs: set, ls, show, rm, pause, resume"},
+    {"batch", cmd_batch, "batches of jobs with callbacks: create, add, show, ls"},
     {"token", cmd_token, "tokens: create, ls, revoke"},
     {"work", cmd_work, "run jobs: lease them and run a handler for each"},
     {"health", cmd_health, "is the server up? exit 0 when /healthz (--ready: /readyz) says so"},

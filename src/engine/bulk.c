@@ -96,6 +96,7 @@ size_t engine_bulk(engine_t *e, int64_t now, const engine_job_filter *f, engine_
     }
     size_t n = v.n;
     free(v.v);
+    engine_batches_settle(e, now);
     if (changed) *changed = done;
     return n;
 }

@@ -46,6 +46,7 @@ typedef struct rtab {
     htab t;
     recount **all;
     size_t n, cap;
+    uint64_t batch_members; /* resident jobs of batches */
 } rtab;
 
 static bool rc_eq(const void *item, const void *key)
@@ -113,6 +114,14 @@ static int check_jobs_(engine_t *e, chk *c, int64_t now, rtab *rt, ptr_vec *allv
         }
         resident++;
         total.n[s]++;
+        CHECK(c,
+              !(j->flags & JF_IN_BATCH) ==
+                  !(j->extra && j->extra->batch && j->extra->batch_role == ENGINE_BATCH_MEMBER),
+              "job %llu: its batch flag and its batch disagree", (unsigned long long)j->id);
+        if (j->flags & JF_IN_BATCH) {
+            rget(rt, j->extra->batch)->c.n[s]++;
+            rt->batch_members++;
+        }
         pair *p = job_pair(j);
         rget(rt, p)->c.n[s]++;
         rget(rt, p->q)->c.n[s]++;
@@ -280,6 +289,42 @@ static int check_sched(engine_t *e, chk *c, rtab *rt)
     return 0;
 }
 
+/* Each batch's resident counts are its jobs' (looked up only for batches
+ * that count some: a batch that counts none but has some shows in the
+ * total); its counts add up to its total; an open batch has no on_complete
+ * job; none is left due. */
+static int check_batches(engine_t *e, chk *c, rtab *rt)
+{
+    uint64_t counted = 0;
+    for (size_t i = 0; i < e->batches.n; i++) {
+        batch *b = e->batches.v[i];
+        CHECK(c, i == 0 || ((batch *)e->batches.v[i - 1])->id < b->id, "batches out of order");
+        uint64_t sum = b->deleted, resident = 0;
+        for (int s = 0; s < ENGINE_NSTATES; s++) {
+            sum += b->n[s];
+            if (s <= ENGINE_DEAD) resident += b->n[s];
+        }
+        CHECK(c, sum == b->total, "batch %llu: counts add up to %llu of %llu",
+              (unsigned long long)b->id, (unsigned long long)sum, (unsigned long long)b->total);
+        CHECK(c, b->closed_at || !b->cb_id[ENGINE_CB_COMPLETE],
+              "open batch %llu has its on_complete job", (unsigned long long)b->id);
+        CHECK(c, !b->due, "batch %llu is left due", (unsigned long long)b->id);
+        if (!resident) continue;
+        counted += resident;
+        recount *r = rget(rt, b);
+        for (int s = 0; s <= ENGINE_DEAD; s++)
+            CHECK(c, r->c.n[s] == b->n[s], "batch %llu counts %llu %s jobs, has %llu",
+                  (unsigned long long)b->id, (unsigned long long)b->n[s],
+                  engine_state_name((engine_state)s), (unsigned long long)r->c.n[s]);
+    }
+    size_t open = 0;
+    for (size_t i = 0; i < e->batches.n; i++) open += !((batch *)e->batches.v[i])->closed_at;
+    CHECK(c, open == e->batches_open, "%zu batches open, %zu counted", open, e->batches_open);
+    CHECK(c, counted == rt->batch_members, "batches count %llu resident jobs, there are %llu",
+          (unsigned long long)counted, (unsigned long long)rt->batch_members);
+    return 0;
+}
+
 int engine_check(engine_t *e, int64_t now, char *buf, size_t len)
 {
     chk c = {buf, len, false};
@@ -288,6 +333,7 @@ int engine_check(engine_t *e, int64_t now, char *buf, size_t len)
     int rc = check_jobs(e, &c, now, &rt);
     if (!rc) rc = check_lanes(e, &c);
     if (!rc) rc = check_sched(e, &c, &rt);
+    if (!rc) rc = check_batches(e, &c, &rt);
     rfree(&rt);
     return rc;
 }

@@ -179,6 +179,7 @@ void engine_destroy(engine_t *e)
     free(e->idem_graveyard.v);
     free(e->attempt_recs.v);
     free(e->deps_work.v);
+    engine_batches_free(e);
     free(e->scratch.v);
     free(e);
 }
@@ -547,6 +548,10 @@ void engine_job_get(const engine_job *j, engine_job_info *o)
             o->n_children = ex->deps->n_children;
             o->on_parent_failure = (engine_deps_policy)ex->deps->policy;
         }
+        if (ex->batch) {
+            o->batch = ex->batch->id;
+            o->batch_role = ex->batch_role;
+        }
     }
 }
 
@@ -663,6 +668,7 @@ void engine_changes_clear(engine_t *e)
         default: break;
         }
     }
+    if (e->batch_chg.n) engine_batches_changes_clear(e);
     e->changes.n = 0;
     for (size_t i = 0; i < e->graveyard.n; i++) {
         job *j = e->graveyard.v[i];

@@ -235,6 +235,8 @@ typedef struct engine_job_info {
     const uint64_t *children;
     uint32_t n_children;
     engine_deps_policy on_parent_failure;
+    uint64_t batch;       /* the batch it belongs to, or whose callback it is; 0: none */
+    int batch_role;       /* ENGINE_BATCH_MEMBER, or 1 + the engine_callback_kind it is */
 } engine_job_info;
 
 /* Fills *out with the job's fields (pointers into the engine). */
@@ -518,7 +520,8 @@ typedef enum {
     ENGINE_CH_IDEM,        /* an idempotency key was recorded: idem */
     ENGINE_CH_PAUSE,       /* queue `name` was paused (fields 1) or resumed for `tenant` */
     ENGINE_CH_WAKE,        /* queue `name` has newly eligible jobs (not persisted) */
-    ENGINE_CH_ATTEMPT      /* an attempt of job `id` ended without succeeding: attempt */
+    ENGINE_CH_ATTEMPT,     /* an attempt of job `id` ended without succeeding: attempt */
+    ENGINE_CH_BATCH        /* batch `id` was created or its stored fields changed */
 } engine_change_kind;
 
 #define ENGINE_JF_NEW      1u /* the job is new: write every field */
@@ -594,6 +597,79 @@ typedef struct engine_attempt_info {
  * the one that succeeded.  False for a job in any other state (its attempts
  * that ended are the store's rows). */
 bool engine_job_attempt(const engine_job_info *j, engine_attempt_info *out);
+
+/* ---- batches (batches.c) ----------------------------------------------------
+ * A batch is a group of jobs of one tenant with callbacks: jobs the engine
+ * submits itself when the batch's jobs are all finished (on_complete), all
+ * succeeded (on_success), or when the first of them dies (on_death).  A job
+ * of a batch is "finished" for it once succeeded, cancelled, merged or dead
+ * (in the morgue); the others are pending.  A batch is open until the call
+ * in which its pending count falls to 0: that call submits on_complete (and
+ * on_success when every job succeeded) and closes the batch for good.  Each
+ * callback is submitted at most once, in the call whose outcome triggered
+ * it, so that it is in the same change list (and store commit).  A job
+ * requeued from the morgue while its batch is open is pending again; once
+ * the batch is closed it runs as any job and fires nothing.  Counters are
+ * kept per batch: a finished job costs O(1), never a scan. */
+
+typedef enum {
+    ENGINE_CB_COMPLETE, /* on_complete */
+    ENGINE_CB_SUCCESS,  /* on_success */
+    ENGINE_CB_DEATH,    /* on_death */
+    ENGINE_NCALLBACKS
+} engine_callback_kind;
+#define ENGINE_BATCH_MEMBER 0 /* a job's batch_role: one of its jobs (else 1 + kind) */
+/* "on_complete", "on_success", "on_death"; and back (-1: none). */
+const char *engine_callback_name(int kind);
+int engine_callback_parse(const char *name);
+
+typedef struct engine_batch_info {
+    uint64_t id;
+    const char *tenant;
+    int64_t created_at, closed_at; /* closed_at 0: open */
+    uint64_t total;                /* jobs ever added */
+    uint64_t deleted;              /* dead jobs deleted from the morgue */
+    uint64_t n[ENGINE_NSTATES];    /* jobs by their state now (final states: how many ended so) */
+    /* the callbacks' specs (NULL: none; tenant is the batch's) */
+    const engine_submit_req *callbacks[ENGINE_NCALLBACKS];
+    uint64_t callback_ids[ENGINE_NCALLBACKS]; /* the job submitted; 0: not (yet) */
+} engine_batch_info;
+
+/* Unfinished jobs of the batch (scheduled, blocked, ready, leased, running). */
+uint64_t engine_batch_pending(const engine_batch_info *b);
+
+/* Creates a batch of n jobs (1 or more, of the batch's tenant) and its
+ * callbacks (cbs[k] NULL: none), all or nothing: on a refusal *bad is the
+ * index of the job at fault (or SIZE_MAX: the batch or a callback, err
+ * naming the field: "on_complete.queue"), and nothing changed.  A job of a
+ * batch may not be unique, carry an idempotency key or an id, nor go to a
+ * merging queue.  res[i] answers job i. */
+int engine_batch_create(engine_t *e, int64_t now, const char *tenant,
+                        const engine_submit_req *const cbs[ENGINE_NCALLBACKS],
+                        const engine_submit_req *jobs, size_t n, uint64_t *batch_id,
+                        engine_submit_res *res, size_t *bad, engine_err *err);
+/* Adds n jobs to an open batch (TENQ_ECONFLICT "batch_closed" when closed;
+ * TENQ_ENOT_FOUND when there is none, or tenant is not NULL and not its). */
+int engine_batch_add(engine_t *e, int64_t now, uint64_t batch_id, const char *tenant,
+                     const engine_submit_req *jobs, size_t n, engine_submit_res *res, size_t *bad,
+                     engine_err *err);
+/* Fills *out (pointers into the engine); false when there is no such batch. */
+bool engine_batch_get(engine_t *e, uint64_t id, engine_batch_info *out);
+/* Up to max batch ids, newest first, below `before` (0: from the newest),
+ * of one tenant (NULL: any).  O(batches looked at). */
+size_t engine_batch_list(engine_t *e, const char *tenant, uint64_t before, size_t max,
+                         uint64_t *ids);
+size_t engine_batch_count(const engine_t *e);
+/* Batches open now, and callback jobs submitted since this engine began. */
+size_t engine_batch_open_count(const engine_t *e);
+uint64_t engine_batch_callbacks_made(const engine_t *e);
+/* Recovery: a batch as engine_batch_get reported it (n[] counts only its
+ * final states; the resident jobs count themselves by
+ * engine_load_batch_job), in id order, before its jobs' links. */
+int engine_load_batch(engine_t *e, const engine_batch_info *b, engine_err *err);
+/* A loaded job's link to its batch (role: ENGINE_BATCH_MEMBER or 1 + kind);
+ * a job not resident is ignored. */
+int engine_load_batch_job(engine_t *e, uint64_t job_id, uint64_t batch_id, int role);
 
 /* ---- recovery ------------------------------------------------------------ */
 

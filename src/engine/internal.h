@@ -247,11 +247,28 @@ typedef struct job_extra {
     uint64_t lane_seq; /* 0: same as id */
     dead_links *dl;
     job_deps *deps; /* NULL: no parents, no children */
+    struct batch *batch; /* its batch (batches.c), or NULL */
+    uint8_t batch_role;  /* ENGINE_BATCH_MEMBER, or 1 + engine_callback_kind */
 } job_extra;
+
+/* A batch (batches.c): counters of its jobs, its callbacks. */
+typedef struct batch {
+    uint64_t id;
+    tenant *t;
+    int64_t created_at, closed_at;
+    uint64_t total, deleted;
+    uint64_t n[ENGINE_NSTATES];
+    engine_submit_req *cb[ENGINE_NCALLBACKS]; /* owned copies, NULL: none */
+    uint64_t cb_id[ENGINE_NCALLBACKS];
+    bool chg;   /* listed in the changes */
+    bool due;   /* in e->batch_due: to settle at the end of the call */
+    bool death; /* a job died: on_death is due */
+} batch;
 
 #define JF_CANCEL_REQ   1u
 #define JF_HAS_PAYLOADS 2u /* carries extra->pl instead of args */
 #define JF_IN_UNIQ      4u /* the dedup table points at this job */
+#define JF_IN_BATCH     8u /* one of a batch's jobs (extra->batch): its state changes count there */
 
 struct engine_job {
     uint64_t id;
@@ -313,6 +330,12 @@ struct engine {
     ptr_vec attempt_recs;   /* ended attempts listed in changes (attempts.c) */
     ptr_vec deps_work;      /* parents whose end their children have yet to see (deps.c) */
     bool deps_busy;
+    ptr_vec batches;        /* every batch, by id (batches.c) */
+    ptr_vec batch_due;      /* batches whose callbacks may be due */
+    ptr_vec batch_chg;      /* batches listed in the changes */
+    size_t batches_open;
+    uint64_t callbacks_made;
+    uint64_t next_batch_id;
     counters c;
     bool loading;      /* engine_loading: jobs loaded are not noted as changed */
     size_t data_bytes; /* args and payloads */
@@ -515,6 +538,19 @@ static inline bool job_waits_for_parents(const job *j)
 }
 /* For engine_check: the job's pending count agrees with its parents. */
 bool engine_deps_consistent(engine_t *e, const job *j, char *why, size_t len);
+/* ---- batches (batches.c) */
+/* A job of a batch moved from state `old` to `s` (ENGINE_NSTATES: deleted);
+ * called by engine_set_state for jobs with a batch. */
+void engine_batch_job_moved(engine_t *e, job *j, engine_state old, engine_state s);
+/* Submits the callbacks that came due in this call (at the end of every
+ * call that may finish or kill a job): a test of a count when none did. */
+void engine_batches_settle_due(engine_t *e, int64_t now);
+static inline void engine_batches_settle(engine_t *e, int64_t now)
+{
+    if (e->batch_due.n) engine_batches_settle_due(e, now);
+}
+void engine_batches_free(engine_t *e);
+void engine_batches_changes_clear(engine_t *e);
 
 /* ---- morgue (morgue.c) */
 void engine_morgue_insert(engine_t *e, job *j);

@@ -716,6 +716,7 @@ int engine_ack(engine_t *e, int64_t now, uint64_t id, uint64_t token, const char
     set_str(&j->extra->stats, stats);
     engine_finish(e, j, ENGINE_SUCCEEDED, now);
     engine_note_job(e, j, ENGINE_JF_RESULT);
+    engine_batches_settle(e, now);
     return 0;
 }
 
@@ -829,6 +830,7 @@ int engine_fail(engine_t *e, int64_t now, uint64_t id, uint64_t token, const eng
         return TENQ_EINVALID;
     }
     engine_state s = attempt_failed(e, j, now, f, ENGINE_ATTEMPT_FAILED);
+    engine_batches_settle(e, now);
     if (state_out) *state_out = s;
     return 0;
 }
@@ -864,6 +866,7 @@ size_t engine_tick(engine_t *e, int64_t now)
         if (ie->info.created_at + e->cfg.idempotency_ttl_ms > now) break;
         idem_drop(e, ie);
     }
+    engine_batches_settle(e, now);
     return changed;
 }
 
@@ -891,6 +894,7 @@ int engine_cancel(engine_t *e, int64_t now, uint64_t id, engine_state *state_out
                     (unsigned long long)id, engine_state_name((engine_state)j->state));
         return TENQ_ECONFLICT;
     }
+    engine_batches_settle(e, now);
     if (state_out) *state_out = (engine_state)j->state;
     return 0;
 }

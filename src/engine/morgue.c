@@ -217,7 +217,6 @@ int engine_morgue_requeue(engine_t *e, int64_t now, uint64_t id, engine_err *err
 
 int engine_morgue_delete(engine_t *e, int64_t now, uint64_t id, engine_err *err)
 {
-    (void)now;
     job *j = dead_job(e, id, err);
     if (!j) return err ? err->code : TENQ_ENOT_FOUND;
     engine_morgue_remove(e, j);
@@ -234,6 +233,7 @@ int engine_morgue_delete(engine_t *e, int64_t now, uint64_t id, engine_err *err)
     c->id = j->id;
     c->fields = 0;
     engine_job_free(e, j);
+    engine_batches_settle(e, now);
     return 0;
 }
 

@@ -292,6 +292,7 @@ void engine_set_state(engine_t *e, job *j, engine_state s)
         counters_add(&e->c, s, 1);
     }
     j->state = (uint8_t)s;
+    if (j->flags & JF_IN_BATCH) engine_batch_job_moved(e, j, old, s);
 }
 
 /* ---- eligibility -------------------------------------------------------- */

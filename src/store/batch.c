@@ -246,6 +246,53 @@ void store_batch_dep(store_batch *b, uint64_t child, uint64_t parent, uint32_t p
     o->u.dep.policy = (uint8_t)policy;
 }
 
+void store_batch_put_batch(store_batch *b, const engine_batch_info *x)
+{
+    char *cbs = store_callbacks_json(x->callbacks);
+    store_op *o = op_push(b, OP_BATCH);
+    o->u.bat.id = x->id;
+    o->u.bat.tenant = astr(b, x->tenant);
+    o->u.bat.callbacks = astr(b, cbs);
+    free(cbs);
+    o->u.bat.created_at = x->created_at;
+    o->u.bat.closed_at = x->closed_at;
+    o->u.bat.total = x->total;
+    o->u.bat.succeeded = x->n[ENGINE_SUCCEEDED];
+    o->u.bat.cancelled = x->n[ENGINE_CANCELLED];
+    o->u.bat.merged = x->n[ENGINE_MERGED];
+    o->u.bat.deleted = x->deleted;
+    for (int k = 0; k < ENGINE_NCALLBACKS; k++) o->u.bat.cb_id[k] = x->callback_ids[k];
+}
+
+void store_batch_batch_job(store_batch *b, uint64_t job_id, uint64_t batch_id, int role)
+{
+    store_op *o = op_push(b, OP_BATCH_JOB);
+    o->u.bat.id = batch_id;
+    o->u.bat.job_id = job_id;
+    o->u.bat.role = (uint8_t)role;
+}
+
+void store_batch_params(const store_batch *b, const store_op *o, const store_param_sink *out)
+{
+    if (o->kind == OP_BATCH_JOB) {
+        out->i64(out->ctx, (long long)o->u.bat.job_id);
+        out->i64(out->ctx, (long long)o->u.bat.id);
+        out->i64(out->ctx, o->u.bat.role);
+        return;
+    }
+    out->i64(out->ctx, (long long)o->u.bat.id);
+    out->text(out->ctx, bstr(b, o->u.bat.tenant));
+    out->i64(out->ctx, o->u.bat.created_at);
+    out->i64(out->ctx, o->u.bat.closed_at);
+    out->i64(out->ctx, (long long)o->u.bat.total);
+    out->i64(out->ctx, (long long)o->u.bat.succeeded);
+    out->i64(out->ctx, (long long)o->u.bat.cancelled);
+    out->i64(out->ctx, (long long)o->u.bat.merged);
+    out->i64(out->ctx, (long long)o->u.bat.deleted);
+    out->text(out->ctx, bstr(b, o->u.bat.callbacks));
+    for (int k = 0; k < ENGINE_NCALLBACKS; k++) out->i64(out->ctx, (long long)o->u.bat.cb_id[k]);
+}
+
 void store_batch_idem(store_batch *b, const engine_idem_info *i)
 {
     store_op *o = op_push(b, OP_IDEM);
@@ -318,6 +365,13 @@ void store_batch_changes_except(store_batch *b, engine_t *e, store_change_filter
             if (c[i].fields & ENGINE_JF_NEW)
                 for (uint32_t k = 0; k < in.n_parents; k++)
                     store_batch_dep(b, in.id, in.parents[k], k, in.on_parent_failure);
+            if ((c[i].fields & ENGINE_JF_NEW) && in.batch)
+                store_batch_batch_job(b, in.id, in.batch, in.batch_role);
+            break;
+        }
+        case ENGINE_CH_BATCH: {
+            engine_batch_info bi;
+            if (engine_batch_get(e, c[i].id, &bi)) store_batch_put_batch(b, &bi);
             break;
         }
         case ENGINE_CH_JOB_DELETED: store_batch_job_delete(b, c[i].id); break;

@@ -34,6 +34,8 @@ typedef enum {
     OP_SCHEDULE_TICK,   /* u.sched: name, last_tick, next_tick */
     OP_SCHEDULE_DELETE, /* u.sched: name */
     OP_DEP,             /* u.dep: an edge of a new job (its parent) */
+    OP_BATCH,           /* u.bat: a batch's whole row */
+    OP_BATCH_JOB,       /* u.bat: a job's link to its batch (id, job_id, role) */
 } op_kind;
 
 typedef struct batch_row {
@@ -106,6 +108,13 @@ typedef struct store_op {
             bool unique, paused;
             int64_t timeout_ms, last_tick, next_tick, created_at, updated_at;
         } sched;
+        struct {
+            uint64_t id, job_id, cb_id[ENGINE_NCALLBACKS];
+            soff tenant, callbacks;
+            int64_t created_at, closed_at;
+            uint64_t total, succeeded, cancelled, merged, deleted;
+            uint8_t role;
+        } bat;
     } u;
 } store_op;
 
@@ -128,6 +137,12 @@ static inline const char *bstr(const store_batch *b, soff o)
 
 /* The parameters of a schedule's statement (OP_SCHEDULE*), in order. */
 void store_schedule_params(const store_batch *b, const store_op *o, const store_param_sink *out);
+
+/* Batches' rows and their jobs' links into the engine (batches.c), after
+ * the jobs, with the store's lock held. */
+int store_load_batches(store_t *s, engine_t *e);
+/* The parameters of a batch's statement (OP_BATCH, OP_BATCH_JOB), in order. */
+void store_batch_params(const store_batch *b, const store_op *o, const store_param_sink *out);
 
 /* Rows for reads: the row array plus every string allocated for them. */
 typedef struct rows_builder {

@@ -18,9 +18,9 @@
 
 /* Statements that write one row; job rows go many at a time (below). */
 
-const char *const pg_stmt_name[PG_ST_N] = {"tenant", "queue",      "idem",      "token", "revoke",
-                                           "fence",  "idfloor",    "request",   "pause", "attempt",
-                                           "sched",  "sched_tick", "sched_del", "dep"};
+const char *const pg_stmt_name[PG_ST_N] = {
+    "tenant", "queue",   "idem",  "token",      "revoke",    "fence", "idfloor", "request",
+    "pause",  "attempt", "sched", "sched_tick", "sched_del", "dep",   "batch",   "batch_job"};
 static const char *const stmt_sql[PG_ST_N] = {
     NULL,
     NULL,
@@ -36,6 +36,8 @@ static const char *const stmt_sql[PG_ST_N] = {
     STORE_SQL_TICK_SCHEDULE,
     STORE_SQL_DELETE_SCHEDULE,
     STORE_SQL_INSERT_DEP,
+    STORE_SQL_UPSERT_BATCH,
+    STORE_SQL_INSERT_BATCH_JOB,
 };
 
 #define CHUNK 4096
@@ -186,6 +188,12 @@ static int op_params(const store_batch *b, const store_op *o, params *ps)
         return o->kind == OP_SCHEDULE        ? PG_ST_SCHEDULE
                : o->kind == OP_SCHEDULE_TICK ? PG_ST_SCHEDULE_TICK
                                              : PG_ST_SCHEDULE_DELETE;
+    }
+    case OP_BATCH:
+    case OP_BATCH_JOB: {
+        store_param_sink out = {sink_i64, sink_text, sink_bool, ps};
+        store_batch_params(b, o, &out);
+        return o->kind == OP_BATCH ? PG_ST_BATCH : PG_ST_BATCH_JOB;
     }
     default: break;
     }

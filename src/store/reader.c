@@ -217,6 +217,68 @@ static int read_edges(store_t *s, rows_builder *rb, engine_job_info *j)
     return rc;
 }
 
+static void link_row(void *ctx, const store_rowacc *acc, void *row)
+{
+    engine_job_info *j = ctx;
+    j->batch = (uint64_t)acc->i64(row, 0);
+    j->batch_role = (int)acc->i64(row, 1);
+}
+
+/* A job's batch and role from its link (batch_jobs), when it has one. */
+static void read_batch_link(store_t *s, engine_job_info *j)
+{
+    char idtext[24];
+    snprintf(idtext, sizeof idtext, "%llu", (unsigned long long)j->id);
+    const char *params[1] = {idtext};
+    s->be->select(s, true, STORE_SQL_GET_BATCH_JOB, 1, params, link_row, j);
+}
+
+typedef struct links_ctx {
+    rows_builder *rows; /* by id, highest first */
+} links_ctx;
+
+static void list_link_row(void *ctx, const store_rowacc *acc, void *row)
+{
+    links_ctx *l = ctx;
+    uint64_t id = (uint64_t)acc->i64(row, 0);
+    size_t lo = 0, hi = l->rows->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        engine_job_info *j = &l->rows->v[mid];
+        if (j->id == id) {
+            j->batch = (uint64_t)acc->i64(row, 1);
+            j->batch_role = (int)acc->i64(row, 2);
+            return;
+        }
+        if (j->id > id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+}
+
+/* The batches of a list's jobs (rows by id, highest first), in one query. */
+static void read_batch_links_of(store_t *s, rows_builder *rows)
+{
+    if (rows->n == 0) return;
+    size_t cap = 96 + rows->n * 22;
+    char *sql = xmalloc(cap);
+    size_t n = (size_t)snprintf(
+        sql, cap, "SELECT job_id, batch_id, role FROM $Sbatch_jobs WHERE job_id IN (");
+    for (size_t i = 0; i < rows->n; i++)
+        n += (size_t)snprintf(sql + n, cap - n, "%s%llu", i ? "," : "",
+                              (unsigned long long)rows->v[i].id);
+    snprintf(sql + n, cap - n, ")");
+    for (size_t i = 1; i < rows->n; i++)
+        if (rows->v[i].id >= rows->v[i - 1].id) { /* not in order: none rather than wrong */
+            free(sql);
+            return;
+        }
+    links_ctx l = {rows};
+    s->be->select(s, true, sql, 0, NULL, list_link_row, &l);
+    free(sql);
+}
+
 static void run_read(store_t *s, read_req *rq, store_result *res)
 {
     pthread_mutex_lock(&s->read_db_lock);
@@ -233,6 +295,9 @@ static void run_read(store_t *s, read_req *rq, store_result *res)
         res->rc = s->be->query(s, rq->id, rq->id ? NULL : &rq->q, &res->rows);
         if (!res->rc && rq->id && res->rows.n == 1)
             res->rc = read_edges(s, &res->rows, &res->rows.v[0]);
+        /* one job read by id: its batch, if it has one */
+        if (!res->rc && rq->id && res->rows.n == 1) read_batch_link(s, &res->rows.v[0]);
+        if (!res->rc && !rq->id) read_batch_links_of(s, &res->rows);
     }
     pthread_mutex_unlock(&s->read_db_lock);
 }

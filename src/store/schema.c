@@ -247,6 +247,35 @@ static const char *const migrations[] = {
     "  PRIMARY KEY (child_id, parent_id))$NOROWID;\n"
     "CREATE INDEX job_deps_parent ON $Sjob_deps (parent_id);\n"
     "$DEPS_GONE",
+    /* 14: batches: groups of jobs with callbacks (engine/batches.c).  A batch's
+     * row holds the counters that outlive its jobs (jobs ever added, those
+     * that ended succeeded, cancelled or merged, dead ones deleted), when it
+     * closed (0: open), its callbacks' specs (JSON) and the jobs they made
+     * (0: none yet), written in the transaction of the outcome that changed
+     * them.  batch_jobs links a job to its batch (role 0: one of its jobs;
+     * 1, 2, 3: its on_complete, on_success, on_death), written with the
+     * job; a job's deletion deletes its link (STORE_BATCH_JOBS_GONE_*). */
+    "CREATE TABLE $Sbatches (\n"
+    "  id $I64 PRIMARY KEY,\n"
+    "  tenant TEXT NOT NULL,\n"
+    "  created_at $I64 NOT NULL,\n"
+    "  closed_at $I64 NOT NULL,\n"
+    "  total $I64 NOT NULL,\n"
+    "  succeeded $I64 NOT NULL,\n"
+    "  cancelled $I64 NOT NULL,\n"
+    "  merged $I64 NOT NULL,\n"
+    "  deleted $I64 NOT NULL,\n"
+    "  callbacks TEXT NOT NULL,\n"
+    "  on_complete_job $I64 NOT NULL,\n"
+    "  on_success_job $I64 NOT NULL,\n"
+    "  on_death_job $I64 NOT NULL);\n"
+    "CREATE INDEX batches_tenant ON $Sbatches (tenant, id);\n"
+    "CREATE TABLE $Sbatch_jobs (\n"
+    "  job_id $I64 PRIMARY KEY,\n"
+    "  batch_id $I64 NOT NULL,\n"
+    "  role $I64 NOT NULL);\n"
+    "CREATE INDEX batch_jobs_batch ON $Sbatch_jobs (batch_id);\n"
+    "$BATCH_JOBS_GONE",
 };
 
 int store_schema_versions(void)
@@ -295,6 +324,7 @@ static char *expand(const char *t, bool pg)
         {"$TXTIMEOUT", "", STORE_PG_TXAPI_TIMEOUT},
         {"$ATTEMPTS_GONE", STORE_ATTEMPTS_GONE_SQLITE, STORE_ATTEMPTS_GONE_PG},
         {"$DEPS_GONE", STORE_DEPS_GONE_SQLITE, STORE_DEPS_GONE_PG},
+        {"$BATCH_JOBS_GONE", STORE_BATCH_JOBS_GONE_SQLITE, STORE_BATCH_JOBS_GONE_PG},
         {"$S", "", "tenq."},
     };
     char *out = NULL;

@@ -154,6 +154,37 @@ char *store_schema_sql(int version, bool pg);
     "END $f$;\n"                                                                                   \
     "CREATE TRIGGER jobs_deps_gone AFTER DELETE ON tenq.jobs REFERENCING OLD TABLE AS gone "       \
     "FOR EACH STATEMENT EXECUTE PROCEDURE tenq.deps_gone();\n"
+/* Batches (the migration that made $Sbatches and $Sbatch_jobs). */
+#define STORE_BATCH_COLUMNS                                                                        \
+    "id, tenant, created_at, closed_at, total, succeeded, cancelled, merged, deleted, callbacks, " \
+    "on_complete_job, on_success_job, on_death_job"
+#define STORE_SQL_UPSERT_BATCH                                                                     \
+    "INSERT INTO $Sbatches (" STORE_BATCH_COLUMNS ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, " \
+    "?10, ?11, ?12, ?13) ON CONFLICT (id) DO UPDATE SET closed_at = excluded.closed_at, total = "  \
+    "excluded.total, succeeded = excluded.succeeded, cancelled = excluded.cancelled, merged = "    \
+    "excluded.merged, deleted = excluded.deleted, on_complete_job = excluded.on_complete_job, "    \
+    "on_success_job = excluded.on_success_job, on_death_job = excluded.on_death_job"
+#define STORE_SQL_INSERT_BATCH_JOB                                                                 \
+    "INSERT INTO $Sbatch_jobs (job_id, batch_id, role) VALUES (?1, ?2, ?3) ON CONFLICT (job_id) "  \
+    "DO NOTHING"
+#define STORE_SQL_GET_BATCH_JOB "SELECT batch_id, role FROM $Sbatch_jobs WHERE job_id = ?1"
+#define STORE_SQL_LOAD_BATCHES  "SELECT " STORE_BATCH_COLUMNS " FROM $Sbatches ORDER BY id"
+/* The links of resident jobs (unfinished or dead: live = 1). */
+#define STORE_SQL_LOAD_BATCH_JOBS                                                                  \
+    "SELECT b.job_id, b.batch_id, b.role FROM $Sbatch_jobs b JOIN $Sjobs j ON j.id = b.job_id "    \
+    "WHERE j.live = 1"
+#define STORE_BATCH_JOBS_GONE_SQLITE                                                               \
+    "CREATE TRIGGER jobs_batch_jobs_gone AFTER DELETE ON jobs BEGIN\n"                             \
+    "  DELETE FROM batch_jobs WHERE job_id = old.id;\n"                                            \
+    "END;\n"
+#define STORE_BATCH_JOBS_GONE_PG                                                                   \
+    "CREATE FUNCTION tenq.batch_jobs_gone() RETURNS trigger LANGUAGE plpgsql AS $f$\n"             \
+    "BEGIN\n"                                                                                      \
+    "  DELETE FROM tenq.batch_jobs b USING gone g WHERE b.job_id = g.id;\n"                        \
+    "  RETURN NULL;\n"                                                                             \
+    "END $f$;\n"                                                                                   \
+    "CREATE TRIGGER jobs_batch_jobs_gone AFTER DELETE ON tenq.jobs REFERENCING OLD TABLE AS gone " \
+    "FOR EACH STATEMENT EXECUTE PROCEDURE tenq.batch_jobs_gone();\n"
 
 /* Job ids are never used twice: a transaction that deletes jobs (retention,
  * the morgue) first raises the floor to the highest id there is (writing

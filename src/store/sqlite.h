@@ -31,6 +31,8 @@ enum {
     ST_SCHEDULE_TICK,
     ST_SCHEDULE_DELETE,
     ST_DEP,
+    ST_BATCH,
+    ST_BATCH_JOB,
     ST_BEGIN, /* prepared once: sqlite3_exec parses its text at every commit */
     ST_COMMIT,
     ST_N

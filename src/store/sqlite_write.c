@@ -24,6 +24,8 @@ static const char *const stmt_sql[ST_N] = {
     [ST_SCHEDULE_TICK] = STORE_SQL_TICK_SCHEDULE,
     [ST_SCHEDULE_DELETE] = STORE_SQL_DELETE_SCHEDULE,
     [ST_DEP] = STORE_SQL_INSERT_DEP,
+    [ST_BATCH] = STORE_SQL_UPSERT_BATCH,
+    [ST_BATCH_JOB] = STORE_SQL_INSERT_BATCH_JOB,
     [ST_BEGIN] = "BEGIN IMMEDIATE",
     [ST_COMMIT] = "COMMIT",
 };
@@ -342,6 +344,13 @@ static void bind_other(sqlite3_stmt *st, const store_batch *b, const store_op *o
         store_schedule_params(b, o, &out);
         break;
     }
+    case OP_BATCH:
+    case OP_BATCH_JOB: {
+        bind_sink k = {st, 1};
+        store_param_sink out = {sink_i64, sink_text, sink_bool, &k};
+        store_batch_params(b, o, &out);
+        break;
+    }
     default: break; /* job rows are bound by bind_insert and bind_update */
     }
 }
@@ -362,6 +371,8 @@ static const int op_stmt[] = {
     [OP_SCHEDULE_TICK] = ST_SCHEDULE_TICK,
     [OP_SCHEDULE_DELETE] = ST_SCHEDULE_DELETE,
     [OP_DEP] = ST_DEP,
+    [OP_BATCH] = ST_BATCH,
+    [OP_BATCH_JOB] = ST_BATCH_JOB,
 };
 
 /* Steps one statement; on failure rolls back and says why. */

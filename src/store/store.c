@@ -149,6 +149,7 @@ int store_load(store_t *s, engine_t *e, int64_t now, store_load_stats *st)
     /* the edges, once every job is in: the waits are worked out from them */
     if (!rc) rc = s->be->select(s, false, STORE_SQL_LOAD_DEPS, 0, NULL, dep_row, &pc);
     if (!rc) engine_load_deps_done(e, now);
+    if (!rc) rc = store_load_batches(s, e);
     engine_loading(e, false);
     pthread_mutex_unlock(&s->db_lock);
     engine_changes_clear(e);

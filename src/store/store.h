@@ -131,6 +131,17 @@ void store_batch_schedule_delete(store_batch *b, const char *name);
 typedef void (*store_schedule_fn)(void *ctx, const store_schedule *x);
 int store_load_schedules(store_t *s, store_schedule_fn fn, void *ctx);
 
+/* A batch's row (ENGINE_CH_BATCH), written whole: its counters, callbacks
+ * (their specs as JSON text) and the jobs they made. */
+void store_batch_put_batch(store_batch *b, const engine_batch_info *x);
+/* A job's link to its batch (written with the new job: ENGINE_JF_NEW). */
+void store_batch_batch_job(store_batch *b, uint64_t job_id, uint64_t batch_id, int role);
+/* A batch's callbacks as the JSON text its row keeps (malloc'd), and back:
+ * specs[k] malloc'd (free with store_callbacks_free), NULL when none. */
+char *store_callbacks_json(const engine_submit_req *const cbs[ENGINE_NCALLBACKS]);
+int store_callbacks_parse(const char *text, engine_submit_req *cbs[ENGINE_NCALLBACKS]);
+void store_callbacks_free(engine_submit_req *cbs[ENGINE_NCALLBACKS]);
+
 typedef struct store_token {
     int64_t id;
     const char *hash;   /* hex SHA-256 of the secret; the secret is never stored */

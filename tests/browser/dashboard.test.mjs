@@ -438,6 +438,40 @@ test('the schedules page shows each schedule and its next runs, and pauses and r
   await shot(admin, 'schedules-light');
 });
 
+test('the batches page shows each batch\'s progress; a batch\'s page its counts and callbacks; the job page links its batch', async () => {
+  // initech: unlimited slots, so that both leases below get their two jobs
+  const b = await srv.api('POST', '/v1/batches', { tenant: 'initech',
+    jobs: [0, 1, 2, 3].map((i) => ({ queue: 'batch-q', type: 'Import.row', args: { row: i } })),
+    on_complete: { queue: 'batch-cb', type: 'Import.done', args: { user: 7 } },
+    on_death: { queue: 'batch-cb', type: 'Import.failed' } });
+  const got = await srv.lease(['batch-q'], 2);
+  for (const j of got) await srv.api('POST', `/v1/jobs/${j.id}/ack`, { token: j.token });
+  await go(admin, '#/batches');
+  const row = admin.locator(`#view tr[data-key="${b.id}"]`);
+  await row.waitFor();
+  const text = await row.innerText();
+  assert.match(text, /initech/);
+  assert.match(text, /open/);
+  assert.match(text, /50%/);
+  await row.locator('a').first().click();
+  await eventually('the batch page', async () => /Jobs by state/.test(await admin.locator('#view').innerText()));
+  assert.equal(await textOf(admin, '[data-fk=count-succeeded]'), '2');
+  assert.equal(await textOf(admin, '[data-fk=count-ready]'), '2');
+  assert.match(await textOf(admin, '[data-fk=cb-on_complete]'), /not made/);
+  const rest = await srv.lease(['batch-q'], 2);
+  for (const j of rest) await srv.api('POST', `/v1/jobs/${j.id}/ack`, { token: j.token });
+  const done = (await srv.api('GET', '/v1/batches/' + b.id)).callbacks.on_complete.job;
+  assert.ok(done);
+  await eventually('the callback made', async () => (await textOf(admin, '[data-fk=cb-on_complete]')) === 'job ' + done);
+  assert.match(await admin.locator('#view h1').innerText(), /closed/);
+  await go(admin, '#/job/' + b.jobs[0].id);
+  await admin.locator('[data-field=batch]').waitFor();
+  assert.match(await textOf(admin, '[data-field=batch]'), new RegExp('batch ' + b.id));
+  await go(admin, '#/job/' + done);
+  await admin.locator('[data-field=batch]').waitFor();
+  assert.match(await textOf(admin, '[data-field=batch]'), /on_complete callback/);
+});
+
 test('the morgue sorts by id or by death, like the API', async () => {
   for (const sort of ['id', 'finished']) {
     await go(admin, '#/morgue' + (sort === 'id' ? '?sort=id' : ''));

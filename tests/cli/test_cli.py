@@ -642,6 +642,39 @@ class Admin(Case):
         _, err = self.fails(1, "schedule", "show", "nightly")
         self.assertIn("tenq: not_found: no schedule named nightly", err)
 
+    def test_batches(self):
+        lines = "\n".join(json.dumps({"tenant": "t-batch", "queue": "q-batch", "type": "Row",
+                                      "args": {"i": i}}) for i in range(3)) + "\n"
+        out, _ = self.ok("batch", "create", "--tenant", "t-batch", "--on-complete",
+                         '{"queue": "q-batch-cb", "type": "Done"}', "--json", stdin=lines)
+        b = json.loads(out)
+        self.assertEqual(len(b["jobs"]), 3)
+        bid = b["id"]
+        out, _ = self.ok("batch", "show", str(bid))
+        self.assertRegex(out, r"(?m)^status\s+open$")
+        self.assertRegex(out, r"(?m)^progress\s+0 of 3 finished \(0\.0%\), 3 pending$")
+        self.assertRegex(out, r"(?m)^on_complete\s+q-batch-cb/Done: not made$")
+        out, _ = self.ok("batch", "add", str(bid), stdin=json.dumps(
+            {"queue": "q-batch", "type": "Row"}) + "\n")
+        self.assertEqual(out, "batch %d: 1 job added\n" % bid)
+        for j in self.lease("q-batch", 10):
+            st, a = api("POST", "/v1/jobs/%d/ack" % j["id"], {"token": j["token"]})
+            self.assertEqual(st, 200, a)
+        out, _ = self.ok("batch", "show", str(bid))
+        self.assertRegex(out, r"(?m)^status\s+closed$")
+        self.assertRegex(out, r"(?m)^on_complete\s+q-batch-cb/Done: job \d+$")
+        out, _ = self.ok("status", str(b["jobs"][0]["id"]))
+        self.assertRegex(out, r"(?m)^batch\s+%d$" % bid)
+        out, _ = self.ok("batch", "ls", "--tenant", "t-batch")
+        self.assertEqual(out.splitlines()[0].split()[:3], ["BATCH", "TENANT", "STATUS"])
+        self.assertRegex(out, r"(?m)^\s*%d\s+t-batch\s+closed\s+4\s+0\s+0\s" % bid)
+        _, err = self.fails(1, "batch", "add", str(bid), stdin='{"queue": "q", "type": "T"}\n')
+        self.assertIn("conflict: batch %d is closed" % bid, err)
+        _, err = self.fails(2, "batch", "create", stdin="")
+        self.assertIn("no jobs on stdin", err)
+        _, err = self.fails(1, "batch", "create", "--tenant", "t-batch", stdin='{"queue": "q"}\n')
+        self.assertIn("jobs[0].type", err)
+
     def test_morgue(self):
         for _ in range(4):
             self.submit("--tenant", "t-morgue", "--queue", "morgueq", "--type", "t")

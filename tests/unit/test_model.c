@@ -20,6 +20,10 @@
  *   - no child (depends_on) is leased before all its parents succeeded, or,
  *     with on_parent_failure run, before each parent succeeded or ended
  *     otherwise (dead, cancelled, merged; requeued from the morgue after).
+ *   - batches: no callback is submitted twice (restarts included), none
+ *     before its time (on_complete and on_success only once nothing of the
+ *     batch is pending, on_success only when all succeeded), and none is
+ *     lost (a batch with nothing pending is closed, its callbacks made).
  * Every few thousand steps the engine is "restarted": its jobs are copied
  * out as a store would and loaded into a fresh engine, which carries on.
  *
@@ -31,6 +35,7 @@
 #define NQ   4
 #define NK   4
 #define MAXJ 3000000
+#define MAXB 1000
 
 static const char *tenants[NT] = {"t0", "t1", "t2", "t3", "t4"};
 static const char *queues[NQ] = {"fifo", "fair", "merge", "once"};
@@ -88,6 +93,9 @@ static struct model {
     } * deps;
     size_t ndeps, capdeps;
     uint64_t n_children, n_children_leased;
+    /* batches: the callback jobs seen made, by batch and kind (0: none yet) */
+    uint64_t (*cb_seen)[ENGINE_NCALLBACKS];
+    uint64_t max_batch, n_batches, n_callbacks, n_fanouts;
 } M;
 
 #define ENDED_OK      1
@@ -228,6 +236,60 @@ static void check_attempts(void)
     M.seen_changes = n;
 }
 
+/* Every callback job made is its batch's first of its kind, made once
+ * nothing of the batch was pending (on_death: once one died). */
+static void check_callbacks(size_t from)
+{
+    size_t n;
+    const engine_change *c = engine_changes(M.e, &n);
+    for (size_t i = from; i < n; i++) {
+        if (c[i].kind != ENGINE_CH_JOB || !(c[i].fields & ENGINE_JF_NEW)) continue;
+        engine_job_info in;
+        engine_job_get(c[i].job, &in);
+        if (!in.batch || in.batch_role == ENGINE_BATCH_MEMBER) continue;
+        ASSERT(in.batch <= MAXB && in.batch_role <= ENGINE_NCALLBACKS);
+        int k = in.batch_role - 1;
+        ASSERT_MSG(M.cb_seen[in.batch][k] == 0,
+                   "step %llu: batch %llu's %s made twice (jobs %llu and %llu)",
+                   (unsigned long long)M.steps, (unsigned long long)in.batch,
+                   engine_callback_name(k), (unsigned long long)M.cb_seen[in.batch][k],
+                   (unsigned long long)in.id);
+        M.cb_seen[in.batch][k] = in.id;
+        M.n_callbacks++;
+        engine_batch_info b;
+        ASSERT(engine_batch_get(M.e, in.batch, &b));
+        if (k == ENGINE_CB_DEATH) {
+            ASSERT(b.n[ENGINE_DEAD] + b.deleted > 0 || b.n[ENGINE_MERGED] > 0 ||
+                   engine_batch_pending(&b) < b.total);
+        } else {
+            ASSERT_MSG(b.closed_at != 0, "step %llu: %s of open batch %llu",
+                       (unsigned long long)M.steps, engine_callback_name(k),
+                       (unsigned long long)in.batch);
+        }
+        if (k == ENGINE_CB_SUCCESS) ASSERT(b.n[ENGINE_SUCCEEDED] == b.total);
+    }
+}
+
+/* No batch is left open with nothing pending; a closed one has the
+ * callbacks it was owed. */
+static void check_batches_settled(void)
+{
+    for (uint64_t id = 1; id <= M.max_batch; id++) {
+        engine_batch_info b;
+        ASSERT(engine_batch_get(M.e, id, &b));
+        if (!b.closed_at) {
+            ASSERT_MSG(engine_batch_pending(&b) > 0, "step %llu: batch %llu open, none pending",
+                       (unsigned long long)M.steps, (unsigned long long)id);
+            continue;
+        }
+        if (b.callbacks[ENGINE_CB_COMPLETE])
+            ASSERT_MSG(b.callback_ids[ENGINE_CB_COMPLETE] != 0 &&
+                           M.cb_seen[id][ENGINE_CB_COMPLETE] == b.callback_ids[ENGINE_CB_COMPLETE],
+                       "step %llu: batch %llu closed without its on_complete",
+                       (unsigned long long)M.steps, (unsigned long long)id);
+    }
+}
+
 static void expire_model_leases(void)
 {
     for (size_t i = 0; i < M.n_live; i++) {
@@ -309,6 +371,54 @@ static void op_submit(void)
     }
     if (r.id > M.max_id) M.max_id = r.id;
     if (r.merged) M.n_merged++;
+}
+
+/* A batch of 1-4 jobs (queues without merging), with some callbacks to
+ * "fifo"; or jobs added to an open batch (fan-out). */
+static void op_batch(void)
+{
+    int t = rn(NT);
+    engine_submit_req jobs[4];
+    engine_submit_res res[4];
+    size_t n = 1 + (size_t)rn(4);
+    static const int bq[3] = {0, 1, 3};
+    for (size_t i = 0; i < n; i++) {
+        memset(&jobs[i], 0, sizeof jobs[i]);
+        jobs[i].tenant = tenants[t];
+        jobs[i].queue = queues[bq[rn(3)]];
+        jobs[i].type = types[rn(2)];
+        jobs[i].run_at = rn(5) == 0 ? M.now + rn(300) : 0;
+    }
+    engine_err err;
+    size_t bad;
+    if (M.max_batch && (rn(3) == 0 || M.max_batch >= MAXB)) {
+        /* mostly recent batches: those are the open ones */
+        uint64_t back = (uint64_t)rn(M.max_batch < 4 ? (int)M.max_batch : 4);
+        uint64_t id = rn(8) ? M.max_batch - back : 1 + (uint64_t)rn((int)M.max_batch);
+        engine_batch_info b;
+        ASSERT(engine_batch_get(M.e, id, &b));
+        for (size_t i = 0; i < n; i++) jobs[i].tenant = b.tenant;
+        int rc = engine_batch_add(M.e, M.now, id, NULL, jobs, n, res, &bad, &err);
+        ASSERT_MSG(rc == (b.closed_at ? TENQ_ECONFLICT : 0), "add: %d %s", rc, err.message);
+        if (!rc) M.n_fanouts++;
+        return;
+    }
+    if (M.max_batch >= MAXB) return;
+    engine_submit_req cbs[ENGINE_NCALLBACKS];
+    const engine_submit_req *cbp[ENGINE_NCALLBACKS] = {0};
+    static const char *const cbtype[ENGINE_NCALLBACKS] = {"complete", "success", "death"};
+    for (int k = 0; k < ENGINE_NCALLBACKS; k++) {
+        memset(&cbs[k], 0, sizeof cbs[k]);
+        cbs[k].queue = "fifo";
+        cbs[k].type = cbtype[k];
+        if (rn(4)) cbp[k] = &cbs[k];
+    }
+    uint64_t id;
+    int rc = engine_batch_create(M.e, M.now, tenants[t], cbp, jobs, n, &id, res, &bad, &err);
+    ASSERT_MSG(rc == 0, "batch: %s", err.message);
+    ASSERT_EQ(id, M.max_batch + 1);
+    M.max_batch = id;
+    M.n_batches++;
 }
 
 typedef struct pair_ctx {
@@ -582,6 +692,23 @@ static void op_restart(void)
         }
     }
     qsort(v, n, sizeof *v, cmp_seq);
+    /* batches as a store keeps them: final counts, callbacks and their jobs */
+    engine_batch_info *bv = calloc(M.max_batch + 1, sizeof *bv);
+    engine_submit_req *specs = calloc((M.max_batch + 1) * ENGINE_NCALLBACKS, sizeof *specs);
+    for (uint64_t id = 1; id <= M.max_batch; id++) {
+        engine_batch_info *b = &bv[id];
+        ASSERT(engine_batch_get(M.e, id, b));
+        b->tenant = dupn(b->tenant);
+        for (int st = 0; st < ENGINE_SUCCEEDED; st++) b->n[st] = 0;
+        for (int k = 0; k < ENGINE_NCALLBACKS; k++) {
+            if (!b->callbacks[k]) continue;
+            engine_submit_req *c = &specs[id * ENGINE_NCALLBACKS + (uint64_t)k];
+            *c = *b->callbacks[k];
+            c->queue = dupn(c->queue);
+            c->type = dupn(c->type);
+            b->callbacks[k] = c;
+        }
+    }
     uint64_t next = engine_next_id(M.e);
     engine_destroy(M.e);
     engine_config c = model_config();
@@ -589,10 +716,21 @@ static void op_restart(void)
     engine_loading(M.e, true); /* settings and jobs as a store's load gives them */
     setup_queues(M.e);
     engine_set_next_id(M.e, next);
+    for (uint64_t id = 1; id <= M.max_batch; id++) {
+        ASSERT_EQ(engine_load_batch(M.e, &bv[id], NULL), 0);
+        free((char *)bv[id].tenant);
+    }
+    for (uint64_t i = 0; i < (M.max_batch + 1) * ENGINE_NCALLBACKS; i++) {
+        free((char *)specs[i].queue);
+        free((char *)specs[i].type);
+    }
+    free(bv);
+    free(specs);
     for (size_t i = 0; i < n; i++) {
         engine_err err;
         ASSERT_MSG(engine_load_job(M.e, M.now, &v[i], &err) == 0, "load: %s", err.message);
         engine_job_info *in = &v[i];
+        if (in->batch) ASSERT_EQ(engine_load_batch_job(M.e, in->id, in->batch, in->batch_role), 0);
         free((char *)in->tenant);
         free((char *)in->queue);
         free((char *)in->type);
@@ -671,6 +809,7 @@ static void run_model(uint64_t seed, uint64_t ops)
     M.reported = calloc(MAXJ + 1, sizeof(uint64_t));
     M.ended = calloc(MAXJ + 1, 1);
     M.dep_of = calloc(MAXJ + 1, sizeof(uint32_t));
+    M.cb_seen = calloc(MAXB + 1, sizeof *M.cb_seen);
     for (int t = 0; t < NT; t++) M.slots[t] = (uint32_t)(1 + rn(4));
     for (int q = 0; q < NQ; q++) M.cap[q] = ENGINE_UNLIMITED;
     M.rl_tenant = (rate_log){.rate = 3, .burst = 2, .period = 100};
@@ -690,7 +829,12 @@ static void run_model(uint64_t seed, uint64_t ops)
             /* The morgue is bounded too: engine_check walks every dead job
              * at every step, and a seed whose jobs die faster than the
              * morgue is emptied once took the run past its time limit. */
-            if (resident < 120 && tot.dead < 150 && M.max_id < MAXJ - 10) op_submit();
+            if (resident < 120 && tot.dead < 150 && M.max_id < MAXJ - 10) {
+                if (rn(25) == 0)
+                    op_batch();
+                else
+                    op_submit();
+            }
         } else if (r < 48) {
             op_lease();
         } else if (r < 70) {
@@ -721,23 +865,29 @@ static void run_model(uint64_t seed, uint64_t ops)
                             : "restart/clear");
         if (engine_check(M.e, M.now, buf, sizeof buf) != 0)
             test_fail(__FILE__, __LINE__, "step %llu: %s", (unsigned long long)M.steps, buf);
+        check_callbacks(M.seen_changes);
         check_attempts();
         if (M.steps % 16 == 0) check_live_leases_agree();
+        if (M.steps % 256 == 0) check_batches_settled();
         if (M.max_id >= MAXJ - 10) break;
     }
     fprintf(stderr,
             "  %llu steps: %llu leases, %llu acks, %llu fails, %llu expired, %llu dead, %llu "
-            "merged, %llu restarts, %llu pauses, %llu jobs, %llu children (%llu leased)\n",
+            "merged, %llu restarts, %llu pauses, %llu jobs, %llu children (%llu leased), %llu "
+            "batches (%llu fan-outs, %llu callbacks)\n",
             (unsigned long long)M.steps, (unsigned long long)M.n_leased,
             (unsigned long long)M.n_acked, (unsigned long long)M.n_failed,
             (unsigned long long)M.n_expired, (unsigned long long)M.n_dead,
             (unsigned long long)M.n_merged, (unsigned long long)M.n_restarts,
             (unsigned long long)M.n_pauses, (unsigned long long)M.max_id,
-            (unsigned long long)M.n_children, (unsigned long long)M.n_children_leased);
+            (unsigned long long)M.n_children, (unsigned long long)M.n_children_leased,
+            (unsigned long long)M.n_batches, (unsigned long long)M.n_fanouts,
+            (unsigned long long)M.n_callbacks);
     ASSERT(M.n_leased > ops / 50);
     ASSERT_EQ(M.n_attempts, M.n_failed + M.n_expired); /* every end but an ack, once */
     ASSERT(M.n_expired > 0 && M.n_dead > 0 && M.n_merged > 0 && M.n_restarts > 0 && M.n_pauses > 0);
     ASSERT(M.n_children_leased > 0);
+    ASSERT(M.n_batches > 0 && M.n_callbacks > 0 && M.n_fanouts > 0);
     engine_destroy(M.e);
     free(M.ended);
     free(M.dep_of);
@@ -745,6 +895,7 @@ static void run_model(uint64_t seed, uint64_t ops)
     free(M.lease);
     free(M.live);
     free(M.reported);
+    free(M.cb_seen);
 }
 
 static uint64_t model_ops(uint64_t dflt)
