@@ -235,8 +235,8 @@ typedef struct engine_job_info {
     const uint64_t *children;
     uint32_t n_children;
     engine_deps_policy on_parent_failure;
-    uint64_t batch;       /* the batch it belongs to, or whose callback it is; 0: none */
-    int batch_role;       /* ENGINE_BATCH_MEMBER, or 1 + the engine_callback_kind it is */
+    uint64_t batch; /* the batch it belongs to, or whose callback it is; 0: none */
+    int batch_role; /* ENGINE_BATCH_MEMBER, or 1 + the engine_callback_kind it is */
 } engine_job_info;
 
 /* Fills *out with the job's fields (pointers into the engine). */

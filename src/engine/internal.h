@@ -246,7 +246,7 @@ typedef struct job_extra {
     uint64_t merged_into;
     uint64_t lane_seq; /* 0: same as id */
     dead_links *dl;
-    job_deps *deps; /* NULL: no parents, no children */
+    job_deps *deps;      /* NULL: no parents, no children */
     struct batch *batch; /* its batch (batches.c), or NULL */
     uint8_t batch_role;  /* ENGINE_BATCH_MEMBER, or 1 + engine_callback_kind */
 } job_extra;
@@ -330,9 +330,9 @@ struct engine {
     ptr_vec attempt_recs;   /* ended attempts listed in changes (attempts.c) */
     ptr_vec deps_work;      /* parents whose end their children have yet to see (deps.c) */
     bool deps_busy;
-    ptr_vec batches;        /* every batch, by id (batches.c) */
-    ptr_vec batch_due;      /* batches whose callbacks may be due */
-    ptr_vec batch_chg;      /* batches listed in the changes */
+    ptr_vec batches;   /* every batch, by id (batches.c) */
+    ptr_vec batch_due; /* batches whose callbacks may be due */
+    ptr_vec batch_chg; /* batches listed in the changes */
     size_t batches_open;
     uint64_t callbacks_made;
     uint64_t next_batch_id;
