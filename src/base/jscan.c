@@ -421,8 +421,9 @@ bool tq_key_is(tq_span key, const char *lit)
 {
     size_t n = strlen(lit);
     /* an escape makes the text longer than what it stands for: a key of
-     * lit's length or shorter matches only as it is */
-    if (key.n <= n) return key.n == n && !memcmp(key.p, lit, n);
+     * lit's length or shorter matches only as it is, without an escape
+     * (the text \u006a matches the name "j", not the name "\u006a") */
+    if (key.n <= n) return key.n == n && !memcmp(key.p, lit, n) && !memchr(key.p, '\\', n);
     if (!memchr(key.p, '\\', key.n)) return false;
     char *d = malloc(key.n + 1);
     bool same = d && decode(key.p, key.n, d) == n && !memcmp(d, lit, n);

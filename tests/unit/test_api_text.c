@@ -407,6 +407,22 @@ TEST(integers_are_written_as_snprintf_writes_them)
     }
 }
 
+TEST(a_key_is_matched_by_what_it_stands_for)
+{
+    /* the key text \u006a is "j"; \\u006a is the 6 characters \u006a */
+    const char *text = "{\"\\u006a\":1,\"\\\\u006a\":2}";
+    tq_span obj, v;
+    ASSERT(tq_obj_outline(text, strlen(text), &obj));
+    ASSERT(tq_obj_get(obj, "j", &v));
+    ASSERT_EQ(v.n, 1);
+    ASSERT_EQ(v.p[0], '1');
+    ASSERT(tq_obj_get(obj, "\\u006a", &v));
+    ASSERT_EQ(v.p[0], '2');
+    tq_span k = {"\\u006a", 6}; /* the same length as the name, an escape in it */
+    ASSERT(!tq_key_is(k, "\\u006a"));
+    ASSERT(tq_key_is(k, "j"));
+}
+
 /* Strings are copied 8 bytes a step up to the next byte to escape: every
  * byte value at every place of strings around that width comes out escaped
  * as a byte-by-byte writer escapes it. */
