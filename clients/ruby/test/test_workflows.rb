@@ -159,6 +159,7 @@ class TestWorkflows < TenqTest::Case
       assert_equal "cancelled", c.submit(type: "WT.b", depends_on: [d]).job.state
       out = c.submit_many([{ type: "WT.a" }, { type: "WT.b", depends_on: [Tenq.index(0)] }])
       assert_equal 4, out[1].wait
+      assert_raises(Tenq::NotFoundError) { c.submit(type: "WT.b", depends_on: [999_999]) }
       created = c.create_batch([{ type: "WT.a" }])
       assert_equal created.id, created.jobs.first.job.batch
     end

@@ -86,15 +86,19 @@ module Tenq
         record = store.add(job, before)
         store.run(record, Tenq.handlers, Tenq.worker_middleware) if inline? && record["state"] == "ready"
         Handle.new(store, SubmitResult.new({ "id" => record["id"], "state" => record["state"] }))
-      rescue Error => e
-        Handle.new(store, SubmitResult.new({}, e))
       end
 
       # @api private: a submit_many while a mode is on ({"index": i} names
       # a job of the same list)
       # @return [Array<Handle>]
       def submit_all(jobs)
-        jobs.each_with_object([]) { |j, out| out << submit(j, out) }
+        jobs.each_with_object([]) do |j, out|
+          out << begin
+            submit(j, out)
+          rescue Error => e # refused alone, as the server refuses one job of many
+            Handle.new(store, SubmitResult.new({}, e))
+          end
+        end
       end
 
       # @api private
