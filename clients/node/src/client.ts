@@ -5,7 +5,7 @@
  * leader following and failover). Answers come back as camelCase objects;
  * refusals as the TenqError subclass of their error code.
  */
-import { InvalidError, NotFoundError, ProtocolError, TenqError, TimeoutError, errorFromWire, type WireError } from "./errors";
+import { ConflictError, InvalidError, NotFoundError, ProtocolError, TenqError, TimeoutError, errorFromWire, type WireError } from "./errors";
 import { RequestKeys } from "./ids";
 import type { JsonValue } from "./json";
 import { resolveOptions, type ClientOptions, type Resolved } from "./options";
@@ -14,7 +14,13 @@ import { Transport, retryAfterMs, type Answer, type Method } from "./transport";
 import { submitManyWireTx, submitWireTx, type Queryable } from "./tx";
 import type {
   Attempt,
+  BatchCreated,
+  BatchFilter,
+  BatchInfo,
+  BatchPage,
   BatchResult,
+  CreateBatchOptions,
+  JobParents,
   CancelResult,
   FailOptions,
   Health,
@@ -41,7 +47,11 @@ import {
   asList,
   asObject,
   attemptFromWire,
+  batchFromWire,
   batchResult,
+  callbackToWire,
+  hasIndexRef,
+  parentsFromWire,
   jobFromWire,
   jobToWire,
   leasedFromWire,
@@ -239,6 +249,7 @@ export class Client {
     // every job is checked and keyed before the first request; each request's
     // body is written when it is its turn, while the one before is out
     const wires = specs.map((spec, i) => this.prepare(spec, i));
+    if (wires.some(hasIndexRef)) return this.submitManyIndexed(wires, per, o);
     const out = new Array<BatchResult>(specs.length);
     let cursor = 0;
     let failed = false;
@@ -273,6 +284,52 @@ export class Client {
     };
     const lanes = Math.max(1, Math.min(o.concurrency ?? 2, Math.ceil(specs.length / per)));
     await Promise.all(Array.from({ length: lanes }, lane));
+    return out;
+  }
+
+  /**
+   * submitMany of jobs that name earlier ones by `index(i)`: one request
+   * after another; an index into an earlier request becomes that job's id,
+   * and a job naming one that was refused is refused too (ConflictError,
+   * field `depends_on`), as the server does within a request.
+   */
+  private async submitManyIndexed(wires: Record<string, unknown>[], per: number, o: SubmitManyOptions): Promise<BatchResult[]> {
+    const out = new Array<BatchResult>(wires.length);
+    let nth = 0;
+    for (let start = 0; start < wires.length; start += per) {
+      const end = Math.min(wires.length, start + per);
+      const slots: number[] = [];
+      const here = new Map<number, number>(); // a position in the list -> in the request
+      const parts: string[] = [];
+      for (let i = start; i < end; i++) {
+        const w = wires[i]!;
+        let refused: TenqError | undefined;
+        const deps = (w["depends_on"] as unknown[] | undefined)?.map((d) => {
+          if (typeof d !== "object" || d === null) return d;
+          const j = (d as { index: number }).index;
+          if (j < 0 || j >= i) refused ??= new InvalidError(`jobs[${i}].dependsOn: index ${j} names no earlier job`, { field: "depends_on" });
+          else if (here.has(j)) return { index: here.get(j) };
+          else if (j < start && out[j]?.ok) return (out[j] as { id: number }).id;
+          else refused ??= new ConflictError(`jobs[${i}].dependsOn: index ${j} names a job that was refused`, { field: "depends_on" });
+          return d;
+        });
+        if (refused) {
+          out[i] = { ok: false, error: refused };
+          continue;
+        }
+        here.set(i, parts.length);
+        slots.push(i);
+        parts.push(JSON.stringify(deps ? { ...w, depends_on: deps } : w));
+      }
+      if (!parts.length) continue;
+      const key = o.requestKey === undefined ? this.keys.next() : nth ? `${o.requestKey}.${nth}` : o.requestKey;
+      nth++;
+      const a = await this.postJobs(`{"jobs":[${parts.join(",")}]}`, key);
+      const items = asList(asObject(a.body, "submit")["jobs"], "submit");
+      if (items.length !== slots.length) throw new ProtocolError(`the server answered ${items.length} results for ${slots.length} jobs`);
+      const replayed = isReplay(a);
+      slots.forEach((i, k) => (out[i] = batchResult(items[k], "submit", replayed)));
+    }
     return out;
   }
 
@@ -488,6 +545,87 @@ export class Client {
   }
 
   /** GET /v1/jobs/{id}/attempts: every attempt of the job, oldest first (the one under way last); [] if never leased. */
+  /**
+   * GET /v1/jobs/{id}/parents: the job's parents in the order it named
+   * them, each with its state and result (what a child reads before it
+   * runs), and its children (the first 1,000) with their count.
+   */
+  async parents(id: number): Promise<JobParents> {
+    return parentsFromWire(await this.call("GET", `/v1/jobs/${checkId(id)}/parents`, { resend: true }));
+  }
+
+  /**
+   * POST /v1/batches: a batch of `jobs` (1 to 10,000; their `dependsOn` may
+   * name earlier ones by `index(i)`) with its callbacks, jobs the server
+   * submits once: `onComplete` when every job finished, `onSuccess` when
+   * every job succeeded, `onDeath` at the first death. Everything is checked
+   * before anything is made: an InvalidError (or NotFoundError for a parent
+   * that is not there) names the field (`jobs[3].type`, `on_death.queue`).
+   */
+  async createBatch(jobs: readonly JobSpec[], o: CreateBatchOptions = {}): Promise<BatchCreated> {
+    const body: Record<string, unknown> = { jobs: this.batchJobs(jobs) };
+    const tenant = o.tenant ?? this.options.tenant;
+    if (tenant !== undefined) body["tenant"] = tenant;
+    const cbs: [string, CreateBatchOptions["onComplete"]][] = [
+      ["on_complete", o.onComplete],
+      ["on_success", o.onSuccess],
+      ["on_death", o.onDeath],
+    ];
+    for (const [name, spec] of cbs) if (spec !== undefined) body[name] = callbackToWire(spec, this.options, name);
+    const a = await this.postKeyed("/v1/batches", JSON.stringify(body), o.requestKey);
+    const ans = asObject(a.body, "batch");
+    const id = ans["id"];
+    if (typeof id !== "number") throw new ProtocolError("the batch answer has no id");
+    const replayed = isReplay(a);
+    return { id, jobs: asList(ans["jobs"], "batch").map((x) => submitResult(x, "batch", replayed)) };
+  }
+
+  /**
+   * POST /v1/batches/{id}/jobs: adds jobs (1 to 10,000) to an open batch
+   * (fan-out, typically from one of its running jobs: `ctx.addToBatch`).
+   * BatchClosedError once the batch is closed, NotFoundError when there is
+   * none; nothing is added then.
+   */
+  async addToBatch(batchId: number, jobs: readonly JobSpec[], o: SubmitCallOptions = {}): Promise<SubmitResult[]> {
+    const body = JSON.stringify({ jobs: this.batchJobs(jobs) });
+    const a = await this.postKeyed(`/v1/batches/${checkId(batchId)}/jobs`, body, o.requestKey);
+    const replayed = isReplay(a);
+    return asList(asObject(a.body, "batch")["jobs"], "batch").map((x) => submitResult(x, "batch", replayed));
+  }
+
+  /** GET /v1/batches/{id}: the batch's status, counts, progress and callbacks. */
+  async batch(id: number): Promise<BatchInfo> {
+    return batchFromWire(await this.call("GET", `/v1/batches/${checkId(id)}`, { resend: true }));
+  }
+
+  /** The same as `batch(id)`. */
+  async getBatch(id: number): Promise<BatchInfo> {
+    return this.batch(id);
+  }
+
+  /** GET /v1/batches: a page of batches, newest first; pass `nextBefore` as `before` for the next. */
+  async listBatches(f: BatchFilter = {}): Promise<BatchPage> {
+    const o = asObject(await this.call("GET", `/v1/batches${query({ tenant: f.tenant, limit: f.limit, before: f.before })}`, { resend: true }), "batches");
+    const nb = o["next_before"];
+    return { batches: asList(o["batches"], "batches").map(batchFromWire), nextBefore: typeof nb === "number" ? nb : null };
+  }
+
+  private batchJobs(jobs: readonly JobSpec[]): Record<string, unknown>[] {
+    if (!Array.isArray(jobs) || jobs.length === 0) throw new InvalidError("a batch needs at least one job", { field: "jobs" });
+    return jobs.map((spec, i) => {
+      for (const f of ["unique", "uniqueKey", "idempotencyKey"] as const)
+        if (spec[f] !== undefined) throw new InvalidError(`jobs[${i}].${f}: a batch's job takes none`, { field: `jobs[${i}].${f}` });
+      return this.prepare(spec, i);
+    });
+  }
+
+  /** A POST under a request key (the caller's or a new one), the same on every retry. */
+  private async postKeyed(path: string, body: string, requestKey?: string): Promise<Answer> {
+    const a = await this.send("POST", path, { body, headers: { [REQUEST_KEY_HEADER]: requestKey ?? this.keys.next() }, resend: true });
+    if (a.status >= 200 && a.status < 300) return a;
+    throw answerError(a);
+  }
+
   async attempts(id: number): Promise<Attempt[]> {
     const b = asObject(await this.call("GET", `/v1/jobs/${checkId(id)}/attempts`, { resend: true }), "attempts");
     return asList(b["attempts"], "attempts").map(attemptFromWire);

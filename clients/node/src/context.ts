@@ -7,8 +7,15 @@
  */
 import { AsyncLocalStorage } from "node:async_hooks";
 
+import { InvalidError } from "./errors";
 import type { JsonValue } from "./json";
-import type { LeasedJob } from "./types";
+import type { JobParents, JobSpec, LeasedJob, SubmitResult } from "./types";
+
+/** What a job's context asks the server (the worker's client; the test modes answer themselves). */
+export interface WorkflowBackend {
+  parents(id: number): Promise<JobParents>;
+  addToBatch(batchId: number, jobs: readonly JobSpec[]): Promise<SubmitResult[]>;
+}
 
 export type RunMode = "worker" | "inline" | "fake";
 
@@ -36,6 +43,30 @@ export interface JobContext {
   readonly worker: string;
   /** Records progress (any JSON); the latest goes with the next heartbeat, within half a second. */
   progress(value: JsonValue): void;
+  /** The batch the job belongs to (from its lease). */
+  readonly batch: number | undefined;
+  /** On a batch's callback job: which callback (`on_complete`, `on_success`, `on_death`). */
+  readonly batchCallback: string | undefined;
+  /** The ids of the jobs this one depended on, from its lease ([] when none). */
+  readonly parents: number[];
+  /** Its parents' ids, states and results (GET /v1/jobs/{id}/parents), in the order it named them. */
+  parentResults(): Promise<JobParents>;
+  /** Fan-out: adds jobs to this job's batch (open while it runs). InvalidError when the job is in no batch. */
+  addToBatch(jobs: readonly JobSpec[]): Promise<SubmitResult[]>;
+}
+
+/** The workflow part of a JobContext, for a job and the backend that answers. */
+export function workflowContext(job: LeasedJob, backend: WorkflowBackend): Pick<JobContext, "batch" | "batchCallback" | "parents" | "parentResults" | "addToBatch"> {
+  return {
+    batch: job.batch,
+    batchCallback: job.batchCallback,
+    parents: job.parents ?? [],
+    parentResults: () => backend.parents(job.id),
+    addToBatch: async (jobs) => {
+      if (job.batch === undefined) throw new InvalidError(`job ${job.id} is in no batch`, { field: "batch" });
+      return backend.addToBatch(job.batch, jobs);
+    },
+  };
 }
 
 const store = new AsyncLocalStorage<JobContext>();

@@ -12,6 +12,7 @@ export type ErrorCode =
   | "forbidden"
   | "not_found"
   | "conflict"
+  | "batch_closed"
   | "too_large"
   | "rate_limited"
   | "overloaded"
@@ -83,6 +84,10 @@ export class ConflictError extends TenqError {
     super("conflict", message, { status: 409, ...details });
   }
 }
+/** 409 batch_closed: jobs added to a batch that is closed (its jobs all finished, its callbacks made); nothing was added. */
+export class BatchClosedError extends ConflictError {
+  override readonly code: ErrorCode | string = "batch_closed";
+}
 /** 413: a body or a field past a limit. */
 export class TooLargeError extends TenqError {
   constructor(message: string, details: ErrorDetails = {}) {
@@ -146,6 +151,7 @@ const byCode = new Map<string, ErrorClass>(Object.entries({
   forbidden: ForbiddenError,
   not_found: NotFoundError,
   conflict: ConflictError,
+  batch_closed: BatchClosedError,
   too_large: TooLargeError,
   rate_limited: RateLimitedError,
   overloaded: OverloadedError,

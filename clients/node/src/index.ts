@@ -17,8 +17,9 @@ export {
   type SubmitManyOptions,
   type WaitOptions,
 } from "./client";
-export { currentJob, type JobContext, type RunMode } from "./context";
+export { currentJob, type JobContext, type RunMode, type WorkflowBackend } from "./context";
 export {
+  BatchClosedError,
   ConflictError,
   ConnectionError,
   ForbiddenError,

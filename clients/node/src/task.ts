@@ -3,12 +3,12 @@
  * One leased job in a worker's hands: its abort signal, heartbeat timing
  * (on the monotonic clock), progress, and what its end is reported as.
  */
-import type { JobContext } from "./context";
+import { workflowContext, type JobContext, type WorkflowBackend } from "./context";
 import { JobCancelledError, JobTimeoutError, LeaseLostError, NoRetryError, RetryError, WorkerStoppedError } from "./job-errors";
 import { checkJson, type JsonValue } from "./json";
 import { describeError } from "./middleware";
 import { TX_SETTLED } from "./tx";
-import type { LeasedJob, Outcome } from "./types";
+import type { JobParents, JobSpec, LeasedJob, Outcome, SubmitResult } from "./types";
 
 /** Why a handler was told to stop; a later reason of a higher rank overrides. */
 export type StopReason = "cancel" | "timeout" | "lost" | "shutdown";
@@ -146,7 +146,23 @@ export class TaskContext implements JobContext {
     private readonly t: Task,
     readonly worker: string,
     private readonly onProgress: (t: Task, v: JsonValue) => void,
+    private readonly backend: WorkflowBackend,
   ) {}
+  get batch(): number | undefined {
+    return this.t.job.batch;
+  }
+  get batchCallback(): string | undefined {
+    return this.t.job.batchCallback;
+  }
+  get parents(): number[] {
+    return this.t.job.parents ?? [];
+  }
+  parentResults(): Promise<JobParents> {
+    return workflowContext(this.t.job, this.backend).parentResults();
+  }
+  addToBatch(jobs: readonly JobSpec[]): Promise<SubmitResult[]> {
+    return workflowContext(this.t.job, this.backend).addToBatch(jobs);
+  }
   get job(): LeasedJob {
     return this.t.job;
   }

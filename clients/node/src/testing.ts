@@ -8,14 +8,23 @@
  * Either way a submit is checked as a real one would be (args must be JSON,
  * a queue is needed, ...) and args and results go through JSON, as they
  * would over the wire.
+ *
+ * Dependencies, kept simple: `dependsOn` names jobs of the test mode (their
+ * ids or handles; another id is a NotFoundError). A job runs once its
+ * parents finished: inline at once (they ran already) when they all
+ * succeeded; `drain()` takes the jobs whose parents finished, in order. A
+ * parent that failed or was cancelled cancels the job (`onParentFailure`
+ * `cancel`, the default) or lets it run (`run`). `ctx.parentResults()`
+ * reads the parents the mode holds. Batches are the server's: the test
+ * modes have none (`ctx.batch` is undefined there).
  */
-import type { JobContext, RunMode } from "./context";
-import { InvalidError, TenqError } from "./errors";
+import { workflowContext, type JobContext, type RunMode } from "./context";
+import { InvalidError, NotFoundError, TenqError } from "./errors";
 import type { JobHandle } from "./handle";
 import { JobCancelledError } from "./job-errors";
 import { checkJson, type JsonValue } from "./json";
 import { invoke, type Registry } from "./registry";
-import type { CancelResult, Job, JobState, LeasedJob } from "./types";
+import type { CancelResult, Job, JobParents, JobState, LeasedJob } from "./types";
 
 export type TestMode = "off" | "inline" | "fake";
 
@@ -34,6 +43,8 @@ export interface FakeJob {
   error: unknown;
   /** The latest progress the handler reported. */
   progress: JsonValue | undefined;
+  /** The test-mode jobs it depends on (`dependsOn`). */
+  readonly parents: readonly number[];
 }
 
 const roundTrip = (v: unknown, field: string): JsonValue | undefined => {
@@ -86,16 +97,55 @@ export class Testing {
   async drain(o: { type?: string } = {}): Promise<number> {
     let n = 0;
     for (;;) {
-      const next = this.jobs.find((j) => j.state === "enqueued" && (o.type === undefined || j.type === o.type));
+      const next = this.jobs.find((j) => j.state === "enqueued" && (o.type === undefined || j.type === o.type) && this.released(j) !== "wait");
       if (!next) return n;
+      if (this.released(next) === "cancel") {
+        next.state = "cancelled";
+        continue;
+      }
       await this.run(next, "fake");
       n++;
     }
   }
 
+  /** Whether a job's parents let it go: all finished (`run`, or `cancel` by its policy), or not yet (`wait`). */
+  private released(fj: FakeJob): "run" | "cancel" | "wait" {
+    let out: "run" | "cancel" = "run";
+    for (const id of fj.parents) {
+      const p = this.jobs.find((j) => j.id === id);
+      if (!p || p.state === "succeeded") continue;
+      if (p.state === "enqueued") return "wait";
+      if (fj.fields["on_parent_failure"] !== "run") out = "cancel";
+    }
+    return out;
+  }
+
+  /** The parents and children of a job of the test mode. */
+  parentsOf(id: number): JobParents {
+    const fj = this.jobs.find((j) => j.id === id);
+    if (!fj) throw new NotFoundError(`no job ${id} in the test mode`, { field: "id" });
+    const children = this.jobs.filter((j) => j.parents.includes(id));
+    return {
+      id,
+      state: STATE[fj.state],
+      parents: fj.parents.map((p) => {
+        const pj = this.jobs.find((j) => j.id === p)!;
+        return { id: p, state: STATE[pj.state], result: pj.result ?? null };
+      }),
+      children: children.map((c) => ({ id: c.id, state: STATE[c.state] })),
+      childrenCount: children.length,
+    };
+  }
+
   /** A submit in the current mode (the app calls this with the prepared wire body). */
   async submit<R>(fields: Record<string, unknown>): Promise<JobHandle<R>> {
     const type = String(fields["type"]);
+    const parents: number[] = [];
+    for (const d of (fields["depends_on"] as unknown[] | undefined) ?? []) {
+      if (typeof d !== "number") throw new InvalidError("dependsOn: index(i) names a job of the same submitMany (the server's)", { field: "depends_on" });
+      if (!this.jobs.some((j) => j.id === d)) throw new NotFoundError(`dependsOn: no job ${d} in the test mode`, { field: "depends_on" });
+      if (!parents.includes(d)) parents.push(d);
+    }
     const fj: FakeJob = {
       id: this.nextId++,
       type,
@@ -107,9 +157,14 @@ export class Testing {
       result: undefined,
       error: undefined,
       progress: undefined,
+      parents,
     };
     this.jobs.push(fj);
-    if (this.current === "inline") await this.run(fj, "inline");
+    if (this.current === "inline") {
+      const go = this.released(fj);
+      if (go === "cancel") fj.state = "cancelled";
+      else if (go === "run") await this.run(fj, "inline");
+    }
     return new LocalHandle<R>(fj);
   }
 
@@ -139,6 +194,7 @@ export class Testing {
     if (fj.args !== undefined) job.args = fj.args;
     if (fj.traceparent !== undefined) job.traceparent = fj.traceparent;
     if (fj.timeoutMs !== undefined) job.timeoutMs = fj.timeoutMs;
+    if (fj.parents.length) job.parents = [...fj.parents];
     const ctx: JobContext = {
       job,
       id: fj.id,
@@ -153,6 +209,12 @@ export class Testing {
       progress: (v) => {
         fj.progress = roundTrip(v, "progress");
       },
+      ...workflowContext(job, {
+        parents: async (id) => this.parentsOf(id),
+        addToBatch: async () => {
+          throw new InvalidError("the test modes have no batches", { field: "batch" });
+        },
+      }),
     };
     try {
       fj.result = roundTrip(await invoke(reg, ctx), "result");
@@ -219,6 +281,10 @@ class LocalHandle<R> implements JobHandle<R> {
     if (fj.args !== undefined) job.args = fj.args;
     if (fj.traceparent !== undefined) job.traceparent = fj.traceparent;
     if (fj.timeoutMs !== undefined) job.timeoutMs = fj.timeoutMs;
+    if (fj.parents.length) {
+      job.parents = [...fj.parents];
+      job.onParentFailure = fj.fields["on_parent_failure"] === "run" ? "run" : "cancel";
+    }
     return job;
   }
   async cancel(): Promise<CancelResult> {

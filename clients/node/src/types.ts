@@ -4,6 +4,7 @@ import type { TenqError } from "./errors";
 import type { JsonValue } from "./json";
 
 export type JobState =
+  | "waiting"
   | "scheduled"
   | "blocked"
   | "ready"
@@ -54,7 +55,31 @@ export interface SubmitOptions {
    * queue's `lease_ms`, at most 7 days.
    */
   timeoutMs?: number;
+  /**
+   * The job's parents (docs/SEMANTICS.md, "Dependencies"): it waits, in
+   * state `waiting`, until every one succeeded. Each is a job id, a handle
+   * or submit result (anything with an `id`), or, in `submitMany` and
+   * `createBatch`, an earlier job of the same list: `index(i)`.
+   */
+  dependsOn?: readonly Dependency[];
+  /** What a parent that dies or is cancelled does: `cancel` (the server's default) cancels this job, `run` counts it as done. */
+  onParentFailure?: OnParentFailure;
 }
+
+/** An earlier job of the same `submitMany` or `createBatch` list, by position (see `index`). */
+export interface IndexRef {
+  readonly index: number;
+}
+
+/** `dependsOn: [index(0)]`: the first job of the same `submitMany` or `createBatch` list. */
+export function index(i: number): IndexRef {
+  return { index: i };
+}
+
+/** A parent in `dependsOn`: a job id, anything with the job's `id` (a handle, a submit result), or `index(i)`. */
+export type Dependency = number | { readonly id: number } | IndexRef;
+
+export type OnParentFailure = "cancel" | "run";
 
 /** One job to submit. */
 export interface JobSpec extends SubmitOptions {
@@ -100,7 +125,8 @@ export type WaitingReason =
   | "queue_rate"
   | "queue_tenant_rate"
   | "worker"
-  | "no_worker";
+  | "no_worker"
+  | "parents";
 
 export interface Waiting {
   reason: WaitingReason;
@@ -115,6 +141,8 @@ export interface Waiting {
   limit?: number;
   /** worker, no_worker: when a lease last named its queue and type (ms since the epoch). */
   askedAt?: number;
+  /** parents: the parents not finished yet. */
+  parents?: number[];
 }
 
 /** A job as GET /v1/jobs/{id} returns it. */
@@ -156,6 +184,16 @@ export interface Job {
   timeoutMs?: number;
   /** Why it waits, when it is neither handed out nor finished. */
   waiting?: Waiting;
+  /** The jobs it depends on (ids, in the order given), when it was submitted with `dependsOn`. */
+  parents?: number[];
+  onParentFailure?: OnParentFailure;
+  /** The jobs that depend on it (the first 1,000 ids), with their count. */
+  children?: number[];
+  childrenCount?: number;
+  /** The batch it belongs to. */
+  batch?: number;
+  /** Set on a batch's callback job: which callback it is. */
+  batchCallback?: BatchCallbackName;
 }
 
 /** A job handed to a worker by POST /v1/lease. */
@@ -180,6 +218,108 @@ export interface LeasedJob {
   traceparent?: string;
   /** Its own server-side timeout, when it was submitted with one. */
   timeoutMs?: number;
+  /** The jobs it depended on (their results: `client.parents(id)`). */
+  parents?: number[];
+  /** The batch it belongs to (fan-out: `ctx.addToBatch`). */
+  batch?: number;
+  /** Set on a batch's callback job. */
+  batchCallback?: BatchCallbackName;
+}
+
+/** A parent of a job, as GET /v1/jobs/{id}/parents shows it (`gone`: pruned; its result is then null). */
+export interface ParentInfo {
+  id: number;
+  state: JobState | "gone";
+  result: JsonValue | null;
+}
+
+/** A job that depends on another. */
+export interface ChildInfo {
+  id: number;
+  state: JobState;
+}
+
+/** A job's dependencies: its parents in the order it named them, and its children (the first 1,000) with their count. */
+export interface JobParents {
+  id: number;
+  state: JobState;
+  parents: ParentInfo[];
+  children: ChildInfo[];
+  childrenCount: number;
+}
+
+export type BatchCallbackName = "on_complete" | "on_success" | "on_death";
+
+/** A batch's callback: a job the server submits once (no `runAt`, uniqueness or `dependsOn`). */
+export interface CallbackSpec {
+  type: string;
+  /** Default: the client's. */
+  queue?: string;
+  args?: unknown;
+  key?: string;
+  priority?: number;
+  maxAttempts?: number;
+  timeoutMs?: number;
+  traceparent?: string;
+}
+
+export interface CreateBatchOptions {
+  /** When every job of the batch finished, whatever the outcome. */
+  onComplete?: CallbackSpec;
+  /** When every job of the batch succeeded. */
+  onSuccess?: CallbackSpec;
+  /** When the first job of the batch dies. */
+  onDeath?: CallbackSpec;
+  /** Default: the client's (a tenant token implies its own). */
+  tenant?: string;
+  /** The request's `Idempotency-Key` (default: a fresh one, reused on the library's retries). */
+  requestKey?: string;
+}
+
+/** The answer of `createBatch`: the batch's id, and each job's submit result in order. */
+export interface BatchCreated {
+  id: number;
+  jobs: SubmitResult[];
+}
+
+/** A callback of a batch as its status shows it; `job`: the job it made (null: not yet, or never). */
+export interface BatchCallbackInfo {
+  queue: string;
+  type: string;
+  args: JsonValue | null;
+  job: number | null;
+}
+
+/** A batch's status (GET /v1/batches/{id}). */
+export interface BatchInfo {
+  id: number;
+  tenant: string;
+  /** `closed`: every job finished and the callbacks were made; no job may be added (BatchClosedError). */
+  status: "open" | "closed";
+  createdAt: number | null;
+  closedAt: number | null;
+  total: number;
+  pending: number;
+  finished: number;
+  /** finished / total. */
+  progress: number;
+  /** The batch's jobs by their state now (`deleted`: dead ones deleted from the morgue). */
+  counts: Record<string, number>;
+  callbacks: Partial<Record<BatchCallbackName, BatchCallbackInfo>>;
+}
+
+export interface BatchFilter {
+  tenant?: string;
+  /** 1..1000 (the server's default: 100). */
+  limit?: number;
+  /** The `nextBefore` of the page before. */
+  before?: number;
+}
+
+export interface BatchPage {
+  batches: BatchInfo[];
+  /** Pass as `before` for the next page; null on the last. */
+  nextBefore: number | null;
 }
 
 export interface ListFilter {

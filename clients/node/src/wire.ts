@@ -6,7 +6,14 @@ import { checkTraceparent } from "./tracing";
 import type {
   Attempt,
   AttemptOutcome,
+  BatchCallbackInfo,
+  BatchCallbackName,
+  BatchInfo,
   BatchResult,
+  CallbackSpec,
+  ChildInfo,
+  JobParents,
+  ParentInfo,
   Job,
   JobSpec,
   LeasedJob,
@@ -80,7 +87,111 @@ export function jobToWire(spec: JobSpec, defaults: { tenant?: string; queue?: st
     if (!Number.isFinite(spec.score)) throw new InvalidError(`${at("score")} must be a finite number`, { field: "score" });
     w["score"] = spec.score;
   }
+  if (spec.dependsOn !== undefined) w["depends_on"] = dependsOnToWire(spec.dependsOn, at("dependsOn"));
+  if (spec.onParentFailure !== undefined) {
+    if (spec.onParentFailure !== "cancel" && spec.onParentFailure !== "run")
+      throw new InvalidError(`${at("onParentFailure")} must be "cancel" or "run"`, { field: "on_parent_failure" });
+    w["on_parent_failure"] = spec.onParentFailure;
+  }
   return w;
+}
+
+/** `dependsOn` as the wire's list: ids, and `{"index": i}`. */
+function dependsOnToWire(deps: unknown, where: string): unknown[] {
+  if (!Array.isArray(deps)) throw new InvalidError(`${where} must be a list`, { field: "depends_on" });
+  return deps.map((d: unknown) => {
+    if (typeof d === "number" && Number.isSafeInteger(d)) return d;
+    if (d && typeof d === "object") {
+      const o = d as Record<string, unknown>;
+      if (typeof o["id"] === "number") return o["id"];
+      if (typeof o["index"] === "number" && Number.isInteger(o["index"])) return { index: o["index"] };
+    }
+    throw new InvalidError(`${where} holds job ids, handles or index(i), not ${JSON.stringify(d)}`, { field: "depends_on" });
+  });
+}
+
+/** Whether a prepared job names an earlier job of its request by `{"index": i}`. */
+export function hasIndexRef(w: Record<string, unknown> | undefined): boolean {
+  const deps = w?.["depends_on"];
+  return Array.isArray(deps) && deps.some((d) => typeof d === "object" && d !== null);
+}
+
+/** A batch's callback to send: a job's fields less those a callback does not take. */
+export function callbackToWire(spec: CallbackSpec, defaults: { queue?: string }, name: string): Wire {
+  const at = (f: string): string => `${name}.${f}`;
+  if (!spec || typeof spec !== "object") throw new InvalidError(`${name} is not an object`, { field: name });
+  if (typeof spec.type !== "string" || spec.type === "") throw new InvalidError(`${at("type")}: a callback needs a type`, { field: at("type") });
+  const queue = spec.queue ?? defaults.queue;
+  if (typeof queue !== "string" || queue === "") throw new InvalidError(`${at("queue")}: a callback needs a queue`, { field: at("queue") });
+  const w: Wire = { queue, type: spec.type };
+  if (spec.args !== undefined) {
+    checkJson(spec.args, "args", at("args"));
+    w["args"] = spec.args;
+  }
+  if (spec.key !== undefined) w["key"] = spec.key;
+  if (spec.priority !== undefined) w["priority"] = spec.priority;
+  if (spec.maxAttempts !== undefined) w["max_attempts"] = spec.maxAttempts;
+  if (spec.timeoutMs !== undefined) w["timeout_ms"] = spec.timeoutMs;
+  if (spec.traceparent !== undefined) w["traceparent"] = checkTraceparent(spec.traceparent, at("traceparent"));
+  return w;
+}
+
+const ids = (v: unknown): number[] | undefined => (Array.isArray(v) ? v.filter((x): x is number => typeof x === "number") : undefined);
+
+export function parentsFromWire(v: unknown): JobParents {
+  const o = asObject(v, "parents");
+  const id = num(o["id"]);
+  if (id === null) throw new ProtocolError("the answer is not a job's parents (no id)");
+  const parents: ParentInfo[] = (Array.isArray(o["parents"]) ? o["parents"] : []).map((p: unknown) => {
+    const x = asObject(p, "parents");
+    return { id: num(x["id"]) ?? 0, state: (str(x["state"]) ?? "gone") as ParentInfo["state"], result: (x["result"] ?? null) as JsonValue | null };
+  });
+  const children: ChildInfo[] = (Array.isArray(o["children"]) ? o["children"] : []).map((c: unknown) => {
+    const x = asObject(c, "parents");
+    return { id: num(x["id"]) ?? 0, state: (str(x["state"]) ?? "ready") as ChildInfo["state"] };
+  });
+  return { id, state: (str(o["state"]) ?? "ready") as JobParents["state"], parents, children, childrenCount: num(o["children_count"]) ?? children.length };
+}
+
+export function batchFromWire(v: unknown): BatchInfo {
+  const o = asObject(v, "batch");
+  const id = num(o["id"]);
+  if (id === null) throw new ProtocolError("the answer is not a batch (no id)");
+  const counts: Record<string, number> = {};
+  const c = o["counts"];
+  if (c && typeof c === "object") for (const [k, n] of Object.entries(c)) if (typeof n === "number") counts[k] = n;
+  const callbacks: BatchInfo["callbacks"] = {};
+  const cbs = o["callbacks"];
+  if (cbs && typeof cbs === "object")
+    for (const [k, x] of Object.entries(cbs as Wire)) {
+      if (!x || typeof x !== "object") continue;
+      const cb = x as Wire;
+      const info: BatchCallbackInfo = { queue: str(cb["queue"]) ?? "", type: str(cb["type"]) ?? "", args: (cb["args"] ?? null) as JsonValue | null, job: num(cb["job"]) };
+      callbacks[k as BatchCallbackName] = info;
+    }
+  return {
+    id,
+    tenant: str(o["tenant"]) ?? "",
+    status: str(o["status"]) === "closed" ? "closed" : "open",
+    createdAt: num(o["created_at"]),
+    closedAt: num(o["closed_at"]),
+    total: num(o["total"]) ?? 0,
+    pending: num(o["pending"]) ?? 0,
+    finished: num(o["finished"]) ?? 0,
+    progress: num(o["progress"]) ?? 0,
+    counts,
+    callbacks,
+  };
+}
+
+/** The workflow fields a job and a lease share. */
+function workflowFromWire(o: Wire, job: Job | LeasedJob): void {
+  const parents = ids(o["parents"]);
+  if (parents) job.parents = parents;
+  const batch = num(o["batch"]);
+  if (batch !== null) job.batch = batch;
+  const cb = str(o["batch_callback"]);
+  if (cb !== null) job.batchCallback = cb as BatchCallbackName;
 }
 
 /** A submit's answer; `replayedRequest`: the server replayed the request's first answer (Idempotent-Replayed). */
@@ -121,6 +232,7 @@ function statusOf(code: string | undefined): number {
     case "not_found":
       return 404;
     case "conflict":
+    case "batch_closed":
       return 409;
     case "too_large":
       return 413;
@@ -184,6 +296,13 @@ export function jobFromWire(v: unknown): Job {
   if (timeout !== null) job.timeoutMs = timeout;
   const waiting = o["waiting"];
   if (waiting && typeof waiting === "object" && !Array.isArray(waiting)) job.waiting = waitingFromWire(waiting as Wire);
+  workflowFromWire(o, job);
+  const opf = str(o["on_parent_failure"]);
+  if (opf === "cancel" || opf === "run") job.onParentFailure = opf;
+  const children = ids(o["children"]);
+  if (children) job.children = children;
+  const nc = num(o["children_count"]);
+  if (nc !== null) job.childrenCount = nc;
   return job;
 }
 
@@ -199,6 +318,8 @@ function waitingFromWire(o: Wire): Waiting {
   if (limit !== null) w.limit = limit;
   const asked = num(o["asked_at"]);
   if (asked !== null) w.askedAt = asked;
+  const parents = ids(o["parents"]);
+  if (parents) w.parents = parents;
   return w;
 }
 
@@ -228,6 +349,7 @@ export function leasedFromWire(v: unknown): LeasedJob {
   if (tp !== null) job.traceparent = tp;
   const timeout = num(o["timeout_ms"]);
   if (timeout !== null) job.timeoutMs = timeout;
+  workflowFromWire(o, job);
   return job;
 }
 

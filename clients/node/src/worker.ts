@@ -455,7 +455,7 @@ export class Worker {
     this.runningTasks.add(t);
     const job = t.job;
     const reg = this.registry.get(job.type);
-    const ctx = new TaskContext(t, this.name, this.progressFn);
+    const ctx = new TaskContext(t, this.name, this.progressFn, this.client);
     const timeoutMs = reg?.timeoutMs ?? this.opts.timeoutMs;
     if (timeoutMs !== undefined && timeoutMs > 0) t.timers.push(setTimeout(() => this.stopTask(t, "timeout"), timeoutMs));
     this.beats.started(t);

@@ -80,3 +80,32 @@ def schedules(client: tenq.Client) -> None:
     outcomes: List[str] = [a.outcome for a in att]
     errors: List[Optional[str]] = [a.error for a in att]
     print(job.queue, job.max_attempts, runs, nxt, names, gone, outcomes, errors)
+
+
+def workflows(client: tenq.Client, ctx: tenq.Context) -> None:
+    """Dependencies and batches are typed too."""
+    a = client.submit("Extract")
+    policy: tenq.OnParentFailure = "run"
+    b = client.submit("Report", depends_on=[a, a.id], on_parent_failure=policy)
+    many = client.submit_many([tenq.JobSpec("A"), tenq.JobSpec("B", depends_on=[tenq.Index(0)])])
+    ps: tenq.Parents = client.parents(b.id)
+    results: List[Any] = [p.result for p in ps.parents]
+    kids: List[int] = [c.id for c in ps.children]
+    job: tenq.Job = client.get(b.id)
+    ids: List[int] = job.parents + job.children
+    batch_id: Optional[int] = job.batch
+    created: tenq.BatchCreated = client.create_batch(
+        [tenq.JobSpec("Row", {"i": 1})], on_complete=tenq.JobSpec("Done"), on_death={"type": "Alert"}
+    )
+    more: List[tenq.Handle[Any]] = client.add_to_batch(created.id, [{"type": "Row"}])
+    st: tenq.Batch = client.batch(created.id)
+    done: Optional[int] = st.callbacks["on_complete"].job
+    page: tenq.BatchPage = client.list_batches(limit=10)
+    fanned: List[tenq.Handle[Any]] = ctx.add_to_batch([tenq.JobSpec("Part")])
+    parents: List[int] = ctx.parents
+    try:
+        client.add_to_batch(created.id, [tenq.JobSpec("Late")])
+    except tenq.BatchClosedError as e:
+        print(e.code)
+    print(many, results, kids, ids, batch_id, more, st.closed, st.progress, done, page.next_before,
+          fanned, parents, ctx.batch, ctx.batch_callback, ctx.parent_results().results())

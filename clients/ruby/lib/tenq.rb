@@ -17,6 +17,7 @@ require_relative "tenq/middleware"
 require_relative "tenq/worker_calls"
 require_relative "tenq/queue_calls"
 require_relative "tenq/schedule_calls"
+require_relative "tenq/workflows"
 require_relative "tenq/client"
 require_relative "tenq/task"
 require_relative "tenq/registry"
@@ -37,6 +38,13 @@ module Tenq
   @client_middleware = Middleware::Chain.new
 
   class << self
+    # +depends_on: [Tenq.index(0)]+: the first job of the same
+    # +submit_many+ or +create_batch+ list.
+    # @return [Index]
+    def index(position)
+      Index.new(Integer(position))
+    end
+
     # The handlers a {Worker} uses unless given others.
     # @return [Registry]
     attr_reader :handlers

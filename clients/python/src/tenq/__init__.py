@@ -24,6 +24,7 @@ See README.md for the whole API.
 
 from tenq import middleware, testing, tracing, tx
 from tenq._transport import VERSION as __version__
+from tenq.batches import Batch, BatchCallback, BatchCreated, BatchPage, BatchStatus
 from tenq.client import Client
 from tenq.context import (
     CANCELLED,
@@ -38,6 +39,7 @@ from tenq.context import (
     progress,
 )
 from tenq.errors import (
+    BatchClosedError,
     ConflictError,
     ConnectError,
     ForbiddenError,
@@ -57,7 +59,21 @@ from tenq.errors import (
     UnavailableError,
 )
 from tenq.handlers import Registry, handler, registry
-from tenq.jobs import CancelResult, Handle, Job, JobPage, JobSpec, Waiting, WaitingReason
+from tenq.jobs import (
+    CancelResult,
+    Child,
+    Dependency,
+    Handle,
+    Index,
+    Job,
+    JobPage,
+    JobSpec,
+    OnParentFailure,
+    Parent,
+    Parents,
+    Waiting,
+    WaitingReason,
+)
 from tenq.queues import Counts, QueueInfo, TenantInfo
 from tenq.schedules import Attempt, AttemptOutcome, Missed, Schedule, ScheduleJob
 from tenq.switch import (
@@ -78,16 +94,25 @@ __all__ = [
     "TIMEOUT",
     "Attempt",
     "AttemptOutcome",
+    "Batch",
+    "BatchCallback",
+    "BatchClosedError",
+    "BatchCreated",
+    "BatchPage",
+    "BatchStatus",
     "BoundTask",
     "CancelResult",
+    "Child",
     "Client",
     "ConflictError",
     "ConnectError",
     "Context",
     "Counts",
+    "Dependency",
     "ForbiddenError",
     "Handle",
     "InternalError",
+    "Index",
     "InvalidError",
     "Job",
     "JobCancelledError",
@@ -98,7 +123,10 @@ __all__ = [
     "NoRetry",
     "NotFoundError",
     "NotLeaderError",
+    "OnParentFailure",
     "OverloadedError",
+    "Parent",
+    "Parents",
     "ProtocolError",
     "QueueInfo",
     "RateLimitedError",

@@ -67,7 +67,7 @@ def _take_jobs(st: State, jobs: List[Dict[str, Any]]) -> None:
     # after a stop they run like the jobs in hand, while the grace lasts
     give_back = st.past_grace
     for job in jobs:
-        task = Context(job, on_progress)
+        task = Context(job, on_progress, st.api_client)
         left = job.get("lease_left_ms")
         hb = every.get(left) if left else None
         if hb is None:

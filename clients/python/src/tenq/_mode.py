@@ -16,6 +16,10 @@ class SubmitSink(Protocol):
 
     def submit(self, bodies: Sequence[dict[str, Any]]) -> List[Union[Handle[Any], TenqError]]: ...
 
+    def new_batch(self) -> int:
+        """An id for a batch made while the mode is on."""
+        ...
+
 
 _active: Optional[SubmitSink] = None
 

@@ -192,6 +192,8 @@ class State:
         self.report_wake = float("-inf")
         self.lease_client: Optional[Client] = None
         self.report_client: Optional[Client] = None
+        # the worker's own client: what a handler's Context uses (add_to_batch)
+        self.api_client: Optional[Client] = None
         # set by the Worker: asks for a stop (as a signal would); starts a
         # runner in a slot; wakes the thread that runs the worker's stop
         self.request_stop: Callable[[], None] = lambda: None

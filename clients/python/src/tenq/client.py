@@ -28,8 +28,21 @@ from tenq import _mode
 from tenq._keys import HEADER, REPLAYED_HEADER, RequestKeys
 from tenq._transport import Transport
 from tenq._work_api import WorkerRequests, dumps
-from tenq.errors import InvalidError, ProtocolError, TenqError, item_error
-from tenq.jobs import CancelResult, Handle, Job, JobPage, JobSpec, RunAt, run_at_ms
+from tenq.errors import ConflictError, InvalidError, ProtocolError, TenqError, item_error
+from tenq.batches import CALLBACK_NAMES, Batch, BatchCreated, BatchPage
+from tenq.jobs import (
+    CancelResult,
+    Dependency,
+    Handle,
+    Job,
+    JobPage,
+    JobSpec,
+    OnParentFailure,
+    Parents,
+    RunAt,
+    depends_on_body,
+    run_at_ms,
+)
 from tenq.queues import QueueInfo, TenantInfo
 from tenq.schedules import Attempt, Missed, Schedule
 from tenq.tracing import check_traceparent
@@ -62,8 +75,18 @@ _SUBMIT_FIELDS = frozenset(
         "score",
         "traceparent",
         "timeout_ms",
+        "depends_on",
+        "on_parent_failure",
     }
 )
+# What a batch's callback takes (docs/API.md, "Batches").
+_CALLBACK_FIELDS = frozenset(
+    {"queue", "type", "args", "key", "priority", "max_attempts", "timeout_ms", "traceparent"}
+)
+# What a batch's job may not carry.
+_NOT_IN_BATCH = ("unique", "unique_key", "idempotency_key")
+
+JobLike = Union[JobSpec, Mapping[str, Any]]
 
 
 def servers_from_env(servers: Union[str, Sequence[str], None]) -> List[str]:
@@ -187,10 +210,15 @@ class Client(WorkerRequests):
         score: Optional[float] = None,
         traceparent: Optional[str] = None,
         timeout_ms: Optional[int] = None,
+        depends_on: Optional[Sequence[Dependency]] = None,
+        on_parent_failure: Optional[OnParentFailure] = None,
     ) -> Handle[Any]:
         """Submits one job; its handle. ``timeout_ms``: the server fails an
         attempt still running that long after its lease (default: the
-        queue's). Raises the typed error of a refusal
+        queue's). ``depends_on``: job ids (or handles) the job waits for
+        (state ``waiting``) until each succeeded; ``on_parent_failure``:
+        ``cancel`` (default) or ``run`` when a parent dies or is cancelled
+        (docs/SEMANTICS.md, "Dependencies"). Raises the typed error of a refusal
         (InvalidError names the field), before anything is sent when the job
         is wrong here already (args that are not JSON, no queue)."""
         spec = JobSpec(
@@ -208,8 +236,14 @@ class Client(WorkerRequests):
             score=score,
             traceparent=traceparent,
             timeout_ms=timeout_ms,
+            depends_on=depends_on,
+            on_parent_failure=on_parent_failure,
         )
         body = self._shape(spec)
+        if any(isinstance(d, dict) for d in body.get("depends_on", ())):
+            raise InvalidError(
+                "Index(i) names a job of the same submit_many or create_batch", field="depends_on"
+            )
         self._finish([body])
         _check_json(body)
         sink = _mode.active()
@@ -230,7 +264,13 @@ class Client(WorkerRequests):
         others still go). Each request carries a request key of its own, so
         the library's retries make no job twice. A whole request that fails
         raises its error: the batches before it were made (calling again
-        makes them again, unless the jobs carry an ``idempotency_key``)."""
+        makes them again, unless the jobs carry an ``idempotency_key``).
+
+        A job's ``depends_on`` may name an earlier job of the list by
+        ``tenq.Index(i)`` (its position in ``jobs``): when that job is sent
+        in an earlier request, its id is sent instead; when it was refused,
+        the job naming it is refused too (ConflictError, field
+        ``depends_on``), as the server does within one request."""
         out: List[Union[Handle[Any], TenqError]] = []
         bodies: List[Dict[str, Any]] = []
         where: List[int] = []
@@ -249,6 +289,21 @@ class Client(WorkerRequests):
             for at in range(0, len(bodies), BATCH_MAX)
         ]
         sink = _mode.active()
+        if any(_has_index(b) for b in bodies):
+            # one request after another: a reference to a job of an earlier
+            # request becomes its id
+            for chunk, idx in chunks:
+                chunk, idx, _ = _encode_chunk(chunk, idx, out)
+                chunk, idx = _resolve_indexes(chunk, idx, out)
+                data = dumps({"jobs": chunk})
+                if not chunk:
+                    continue
+                if sink is not None:
+                    for i, ans in zip(idx, sink.submit(chunk)):
+                        out[i] = ans
+                else:
+                    self._place(self._send_batch(chunk, data), idx, out)
+            return out
         if sink is not None:
             for chunk, idx in chunks:
                 chunk, idx, _ = _encode_chunk(chunk, idx, out)
@@ -306,6 +361,14 @@ class Client(WorkerRequests):
             body.pop("traceparent", None)
         else:
             check_traceparent(body["traceparent"])
+        if body.get("depends_on") is None:
+            body.pop("depends_on", None)
+        else:
+            body["depends_on"] = depends_on_body(body["depends_on"])
+        if body.get("on_parent_failure") is None:
+            body.pop("on_parent_failure", None)
+        elif body["on_parent_failure"] not in ("cancel", "run"):
+            raise InvalidError('on_parent_failure is "cancel" or "run"', field="on_parent_failure")
         return body
 
     def _finish(self, bodies: List[Dict[str, Any]]) -> None:
@@ -335,7 +398,7 @@ class Client(WorkerRequests):
         """Sends a batch (split when its body is too large, each part a
         request of its own); the answer's items, one per job, each with
         whether its request was replayed."""
-        if len(data) > _BATCH_BYTES and len(bodies) > 1:
+        if len(data) > _BATCH_BYTES and len(bodies) > 1 and not any(map(_has_index, bodies)):
             half = len(bodies) // 2
             first, second = bodies[:half], bodies[half:]
             return self._send_batch(first, dumps({"jobs": first})) + self._send_batch(
@@ -635,6 +698,156 @@ class Client(WorkerRequests):
         path = f"/v1/schedules/{quote(name, safe='')}{tail}"
         return Schedule.from_json(self._t.request(method, path, data, safe=True))
 
+    # ---- workflows: dependencies and batches ------------------------------------------------
+
+    def parents(self, job_id: int) -> Parents:
+        """GET /v1/jobs/{id}/parents: the job's parents in the order it named
+        them, each with its state and result (what a child reads before it
+        runs), and its children (the first 1,000) with their count."""
+        return Parents.from_json(
+            self._t.request("GET", f"/v1/jobs/{int(job_id)}/parents", safe=True)
+        )
+
+    def create_batch(
+        self,
+        jobs: Iterable[JobLike],
+        *,
+        on_complete: Optional[JobLike] = None,
+        on_success: Optional[JobLike] = None,
+        on_death: Optional[JobLike] = None,
+        tenant: Optional[str] = None,
+    ) -> BatchCreated:
+        """POST /v1/batches: a batch of ``jobs`` (1 to 10,000; JobSpecs or
+        mappings, whose ``depends_on`` may name earlier ones by Index(i))
+        and its callbacks, each a job (``queue`` defaults to the client's;
+        ``args``, ``key``, ``priority``, ``max_attempts``, ``timeout_ms``)
+        the server submits once: ``on_complete`` when every job finished,
+        ``on_success`` when every job succeeded, ``on_death`` at the first
+        death. All of it is checked before anything is made: InvalidError
+        names the field (``jobs[3].type``, ``on_death.queue``)."""
+        bodies = self._batch_bodies(jobs)
+        body: Dict[str, Any] = {"jobs": bodies}
+        t = tenant if tenant is not None else self.tenant
+        if t is not None:
+            body["tenant"] = t
+        for name, spec in zip(CALLBACK_NAMES, (on_complete, on_success, on_death)):
+            if spec is not None:
+                body[name] = self._callback_body(name, spec)
+        sink = _mode.active()
+        if sink is not None:
+            batch_id = sink.new_batch()
+            for b in bodies:
+                b["batch"] = batch_id
+            return BatchCreated(batch_id, self._sink_handles(sink.submit(bodies)))
+        ans, headers = self._t.send(
+            "POST", "/v1/batches", _dumps_named(body), safe=True,
+            headers={HEADER: self._keys.make()},
+        )
+        replayed = headers.get(REPLAYED_HEADER) == "true"
+        items = ans.get("jobs") if isinstance(ans, dict) else None
+        if not isinstance(ans, dict) or type(ans.get("id")) is not int or not isinstance(items, list):
+            raise ProtocolError(f"the batch answer has no id or jobs: {str(ans)[:200]}")
+        return BatchCreated(ans["id"], [self._handle(x, replayed) for x in items])
+
+    def add_to_batch(self, batch_id: int, jobs: Iterable[JobLike]) -> List[Handle[Any]]:
+        """POST /v1/batches/{id}/jobs: adds jobs (1 to 10,000) to an open
+        batch (fan-out, typically from one of its running jobs: see
+        Context.add_to_batch); a handle per job. BatchClosedError once the
+        batch is closed, NotFoundError when there is none; nothing is added
+        then."""
+        bodies = self._batch_bodies(jobs)
+        sink = _mode.active()
+        if sink is not None:
+            for b in bodies:
+                b["batch"] = int(batch_id)
+            return self._sink_handles(sink.submit(bodies))
+        ans, headers = self._t.send(
+            "POST", f"/v1/batches/{int(batch_id)}/jobs", _dumps_named({"jobs": bodies}),
+            safe=True, headers={HEADER: self._keys.make()},
+        )
+        replayed = headers.get(REPLAYED_HEADER) == "true"
+        items = ans.get("jobs") if isinstance(ans, dict) else None
+        if not isinstance(items, list):
+            raise ProtocolError(f"the batch answer has no jobs: {str(ans)[:200]}")
+        return [self._handle(x, replayed) for x in items]
+
+    def batch(self, batch_id: int) -> Batch:
+        """GET /v1/batches/{id}: the batch's status, counts, progress and
+        callbacks (NotFoundError when there is none)."""
+        return Batch.from_json(self._t.request("GET", f"/v1/batches/{int(batch_id)}", safe=True))
+
+    get_batch = batch
+
+    def list_batches(
+        self,
+        *,
+        tenant: Optional[str] = None,
+        limit: Optional[int] = None,
+        before: Optional[int] = None,
+    ) -> BatchPage:
+        """GET /v1/batches: a page of batches, newest first (``limit``
+        1-1,000, default 100); pass ``next_before`` as ``before``."""
+        query = {
+            k: v for k, v in (("tenant", tenant), ("limit", limit), ("before", before))
+            if v is not None
+        }
+        path = "/v1/batches" + ("?" + urlencode(query) if query else "")
+        ans = self._t.request("GET", path, safe=True)
+        items = ans.get("batches") if isinstance(ans, dict) else None
+        if not isinstance(items, list):
+            raise ProtocolError("the batches answer has no list")
+        nxt = ans.get("next_before")
+        return BatchPage(
+            [Batch.from_json(b) for b in items],
+            nxt if isinstance(nxt, int) and not isinstance(nxt, bool) else None,
+        )
+
+    def _batch_bodies(self, jobs: Iterable[JobLike]) -> List[Dict[str, Any]]:
+        """The jobs of a batch request, shaped; InvalidError naming
+        ``jobs[i].field`` for one wrong here already."""
+        bodies: List[Dict[str, Any]] = []
+        for i, spec in enumerate(jobs):
+            try:
+                body = self._shape(spec)
+                for name in _NOT_IN_BATCH:
+                    if body.get(name):
+                        raise InvalidError(f"a batch's job takes no {name}", field=name)
+                    body.pop(name, None)
+                _check_json(body)
+            except TenqError as e:
+                if e.field is not None:
+                    e.field = f"jobs[{i}].{e.field}"
+                raise
+            bodies.append(body)
+        if not bodies:
+            raise InvalidError("a batch needs at least one job", field="jobs")
+        self._finish(bodies)
+        return bodies
+
+    def _callback_body(self, name: str, spec: JobLike) -> Dict[str, Any]:
+        try:
+            body = self._shape(spec)
+            body.pop("tenant", None)
+            body.pop("unique", None)
+            unknown = sorted(k for k in body if k not in _CALLBACK_FIELDS)
+            if unknown:
+                raise InvalidError(f"a callback takes no {unknown[0]}", field=unknown[0])
+            _check_json(body)
+        except TenqError as e:
+            if e.field is not None:
+                e.field = f"{name}.{e.field}"
+            raise
+        self._finish([body])
+        return body
+
+    def _sink_handles(self, answers: List[Union[Handle[Any], TenqError]]) -> List[Handle[Any]]:
+        out: List[Handle[Any]] = []
+        for a in answers:
+            if isinstance(a, TenqError):
+                raise a
+            out.append(a)
+        return out
+
     def attempts(self, job_id: int) -> List[Attempt]:
         """GET /v1/jobs/{id}/attempts: every attempt of the job, oldest
         first, the one under way last (``outcome`` ``leased`` or
@@ -682,6 +895,65 @@ def _check_json(body: Dict[str, Any]) -> None:
                     f"{name} of {body.get('type')} is not JSON-serialisable: {e}", field=name
                 ) from None
         raise InvalidError(f"the job is not JSON-serialisable: {e}", field="job") from None
+
+
+def _dumps_named(body: Dict[str, Any]) -> bytes:
+    try:
+        return dumps(body)
+    except (TypeError, ValueError) as e:
+        raise InvalidError(f"the request is not JSON-serialisable: {e}", field="jobs") from None
+
+
+def _has_index(body: Dict[str, Any]) -> bool:
+    return any(isinstance(d, dict) for d in body.get("depends_on") or ())
+
+
+def _resolve_indexes(
+    chunk: List[Dict[str, Any]], idx: List[int], out: List[Any]
+) -> Tuple[List[Dict[str, Any]], List[int]]:
+    """The chunk's ``{"index": i}`` (positions in the caller's list) as
+    positions in the chunk, or the ids of jobs made by an earlier request;
+    a job naming one that was refused (or that is not before it) is refused
+    alone, its error put in ``out``."""
+    pos = {i: k for k, i in enumerate(idx)}
+    good_bodies: List[Dict[str, Any]] = []
+    good_idx: List[int] = []
+    here: Dict[int, int] = {}  # a caller's position -> its position in the request sent
+    for body, i in zip(chunk, idx):
+        deps = body.get("depends_on")
+        err: Optional[TenqError] = None
+        if deps and _has_index(body):
+            new: List[Any] = []
+            for d in deps:
+                if not isinstance(d, dict):
+                    new.append(d)
+                    continue
+                j = d["index"]
+                if j < 0 or j >= i:
+                    err = InvalidError(
+                        f"depends_on index {j} names no earlier job", field="depends_on"
+                    )
+                    break
+                if j in here:
+                    new.append({"index": here[j]})
+                elif j not in pos and isinstance(out[j], Handle):
+                    new.append(out[j].id)
+                else:
+                    err = ConflictError(
+                        f"depends_on index {j} names a job that was refused",
+                        status=409,
+                        field="depends_on",
+                    )
+                    break
+            if err is None:
+                body = dict(body, depends_on=new)
+        if err is not None:
+            out[i] = err
+            continue
+        here[i] = len(good_bodies)
+        good_bodies.append(body)
+        good_idx.append(i)
+    return good_bodies, good_idx
 
 
 def _encode_chunk(

@@ -7,9 +7,22 @@ from __future__ import annotations
 import contextvars
 import json
 import threading
-from typing import Any, Callable, Dict, Optional
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Callable,
+    Dict,
+    Iterable,
+    List,
+    Mapping,
+    Optional,
+    Union,
+)
 
 from tenq.errors import InvalidError
+
+if TYPE_CHECKING:
+    from tenq.jobs import Handle, JobSpec, Parents
 
 # Why a handler is asked to stop.
 CANCELLED = "cancelled"  # the job was cancelled (noticed at a heartbeat)
@@ -72,14 +85,18 @@ class Context:
         "_on_progress",
         "_lock",
         "_tx_outcome",
+        "_client",
     )
 
     def __init__(
         self,
         job: Dict[str, Any],
         on_progress: Optional[Callable[["Context"], None]] = None,
+        client: Any = None,
     ) -> None:
         self.job = job
+        # the worker's client: for add_to_batch and parent_results
+        self._client = client
         self.id: int = job["id"]
         token = job.get("token")  # (inline: a worker makes one a job)
         self.token: int = token if type(token) is int else 0
@@ -136,6 +153,50 @@ class Context:
         """The W3C trace context the job was submitted with, if any."""
         tp = self.job.get("traceparent")
         return tp if isinstance(tp, str) else None
+
+    @property
+    def batch(self) -> Optional[int]:
+        """The id of the job's batch (None: it is in none)."""
+        v = self.job.get("batch")
+        return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+    @property
+    def batch_callback(self) -> Optional[str]:
+        """``on_complete``, ``on_success`` or ``on_death`` when the job is
+        a batch's callback (None otherwise)."""
+        v = self.job.get("batch_callback")
+        return v if isinstance(v, str) else None
+
+    @property
+    def parents(self) -> List[int]:
+        """The ids of the jobs this one depended on, as its lease names
+        them ([] when none); their results: parent_results()."""
+        v = self.job.get("parents")
+        if not isinstance(v, list):
+            return []
+        return [x for x in v if isinstance(x, int) and not isinstance(x, bool)]
+
+    def parent_results(self) -> "Parents":
+        """GET /v1/jobs/{id}/parents for this job: each parent's id, state
+        and result, in the order the job named them."""
+        out: "Parents" = self._need_client("parent_results").parents(self.id)
+        return out
+
+    def add_to_batch(
+        self, jobs: Iterable[Union["JobSpec", Mapping[str, Any]]]
+    ) -> List["Handle[Any]"]:
+        """Fan-out: adds jobs to this job's batch (it is open while this job
+        runs); a handle per job. InvalidError when the job is in no batch."""
+        batch = self.batch
+        if batch is None:
+            raise InvalidError(f"job {self.id} is in no batch", field="batch")
+        out: List["Handle[Any]"] = self._need_client("add_to_batch").add_to_batch(batch, jobs)
+        return out
+
+    def _need_client(self, what: str) -> Any:
+        if self._client is None:
+            raise InvalidError(f"{what} needs the worker's client (none given)", field="client")
+        return self._client
 
     @property
     def stop_event(self) -> threading.Event:

@@ -73,6 +73,13 @@ class ConflictError(TenqError):
     code = "conflict"
 
 
+class BatchClosedError(ConflictError):
+    """409 ``batch_closed``: jobs added to a batch that is closed (its jobs
+    all finished and its callbacks were made); nothing was added."""
+
+    code = "batch_closed"
+
+
 class TooLargeError(TenqError):
     """413: a body or a job past the server's limits."""
 
@@ -156,6 +163,7 @@ _BY_CODE: Dict[str, Type[TenqError]] = {
         ForbiddenError,
         NotFoundError,
         ConflictError,
+        BatchClosedError,
         TooLargeError,
         RateLimitedError,
         OverloadedError,
@@ -212,7 +220,7 @@ def error_from_answer(
 
 
 _STATUS_OF_CODE = {code: status for status, cls in _BY_STATUS.items() for code in [cls.code]}
-_STATUS_OF_CODE.update({"overloaded": 429, "not_leader": 503})
+_STATUS_OF_CODE.update({"overloaded": 429, "not_leader": 503, "batch_closed": 409})
 
 
 def item_error(item: Dict[str, Any]) -> TenqError:

@@ -14,7 +14,9 @@ from typing import (
     List,
     Literal,
     Optional,
+    Mapping,
     Protocol,
+    Sequence,
     TypedDict,
     TypeVar,
     Union,
@@ -43,7 +45,27 @@ WaitingReason = Literal[
     "queue_tenant_rate",
     "worker",
     "no_worker",
+    "parents",
 ]
+
+# What a child does when one of its parents dies or is cancelled (docs/SEMANTICS.md,
+# "Dependencies"): ``cancel`` (the server's default) cancels it, ``run`` counts
+# that parent as done.
+OnParentFailure = Literal["cancel", "run"]
+
+
+@dataclass(frozen=True)
+class Index:
+    """An earlier job of the same request, by its position: a parent in
+    ``depends_on`` of a job given to ``submit_many`` or ``create_batch``
+    (``Index(0)`` is the first job of the list; it must come before the job
+    naming it). Sent as ``{"index": i}``."""
+
+    index: int
+
+
+# A parent in ``depends_on``: a job's id, its Handle, or Index(i).
+Dependency = Union[int, "Handle[Any]", Index]
 
 
 class Waiting(TypedDict, total=False):
@@ -60,6 +82,30 @@ class Waiting(TypedDict, total=False):
     active: int
     limit: int
     asked_at: int
+    parents: List[int]
+
+
+def depends_on_body(deps: Any) -> List[Any]:
+    """``depends_on`` as the protocol's list: ids, and ``{"index": i}`` for
+    Index(i) (a mapping ``{"index": i}`` is taken as is); InvalidError
+    naming ``depends_on`` for anything else."""
+    if isinstance(deps, (str, bytes, Mapping)) or not isinstance(deps, (Sequence, tuple)):
+        raise InvalidError("depends_on is a list of job ids, handles or Index(i)", field="depends_on")
+    out: List[Any] = []
+    for d in deps:
+        if isinstance(d, Index):
+            out.append({"index": d.index})
+        elif isinstance(d, Handle):
+            out.append(d.id)
+        elif isinstance(d, int) and not isinstance(d, bool):
+            out.append(d)
+        elif isinstance(d, Mapping) and set(d) == {"index"} and type(d["index"]) is int:
+            out.append({"index": d["index"]})
+        else:
+            raise InvalidError(
+                f"depends_on holds job ids, handles or Index(i), not {d!r}", field="depends_on"
+            )
+    return out
 
 
 def run_at_ms(value: RunAt) -> int:
@@ -80,7 +126,11 @@ class JobSpec:
     then makes one job for it, however often it is submitted, for a day
     (the library's own retries need none: they carry a request key).
     ``timeout_ms`` makes the server fail an attempt still running that long
-    after its lease (None: the queue's ``timeout_ms``)."""
+    after its lease (None: the queue's ``timeout_ms``). ``depends_on``: the
+    job's parents (ids, handles, or Index(i) for an earlier job of the same
+    submit_many or create_batch): it waits, in state ``waiting``, until
+    every one succeeded; ``on_parent_failure`` says what a parent that dies
+    or is cancelled does to it (``cancel``, the default, or ``run``)."""
 
     type: str
     args: Any = None
@@ -96,6 +146,8 @@ class JobSpec:
     score: Optional[float] = None
     traceparent: Optional[str] = None
     timeout_ms: Optional[int] = None
+    depends_on: Optional[Sequence[Dependency]] = None
+    on_parent_failure: Optional[OnParentFailure] = None
 
     def body(self) -> Dict[str, Any]:
         """The job as the protocol's JSON object (without defaults)."""
@@ -115,6 +167,7 @@ class JobSpec:
             "score",
             "traceparent",
             "timeout_ms",
+            "on_parent_failure",
         ):
             value = getattr(self, name)
             if value is not None:
@@ -123,6 +176,8 @@ class JobSpec:
             out["unique"] = True
         if self.run_at is not None:
             out["run_at"] = run_at_ms(self.run_at)
+        if self.depends_on is not None:
+            out["depends_on"] = depends_on_body(self.depends_on)
         return out
 
 
@@ -136,10 +191,22 @@ def _opt_str(d: Dict[str, Any], name: str) -> Optional[str]:
     return v if isinstance(v, str) else None
 
 
+def _ids(d: Dict[str, Any], name: str) -> List[int]:
+    v = d.get(name)
+    if not isinstance(v, list):
+        return []
+    return [x for x in v if isinstance(x, int) and not isinstance(x, bool)]
+
+
 @dataclass(frozen=True)
 class Job:
     """A job as GET /v1/jobs/{id} (or a list) shows it. ``data`` is the
-    whole answer, fields this library does not know included."""
+    whole answer, fields this library does not know included.
+    ``parents`` (the ids it depends on, in the order given),
+    ``on_parent_failure``, ``children`` (the first 1,000 ids of the jobs
+    that depend on it) and ``children_count``; ``batch`` (the id of its
+    batch) and ``batch_callback`` (``on_complete``, ``on_success`` or
+    ``on_death`` for a batch's callback job)."""
 
     id: int
     tenant: str
@@ -172,6 +239,12 @@ class Job:
     traceparent: Optional[str] = None
     timeout_ms: Optional[int] = None
     waiting: Optional[Waiting] = None
+    parents: List[int] = field(default_factory=list)
+    children: List[int] = field(default_factory=list)
+    children_count: int = 0
+    on_parent_failure: Optional[str] = None
+    batch: Optional[int] = None
+    batch_callback: Optional[str] = None
     data: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -217,7 +290,71 @@ class Job:
             traceparent=_opt_str(d, "traceparent"),
             timeout_ms=_opt_int(d, "timeout_ms"),
             waiting=cast(Waiting, d["waiting"]) if isinstance(d.get("waiting"), dict) else None,
+            parents=_ids(d, "parents"),
+            children=_ids(d, "children"),
+            children_count=_opt_int(d, "children_count") or 0,
+            on_parent_failure=_opt_str(d, "on_parent_failure"),
+            batch=_opt_int(d, "batch"),
+            batch_callback=_opt_str(d, "batch_callback"),
             data=d,
+        )
+
+
+@dataclass(frozen=True)
+class Parent:
+    """A parent of a job (GET /v1/jobs/{id}/parents): its state, and its
+    result once it succeeded (``gone``: pruned, the result is None)."""
+
+    id: int
+    state: str
+    result: Any = None
+
+
+@dataclass(frozen=True)
+class Child:
+    """A job that depends on another, with its state."""
+
+    id: int
+    state: str
+
+
+@dataclass(frozen=True)
+class Parents:
+    """A job's dependencies: its ``parents`` in the order it named them,
+    and its ``children`` (the first 1,000 by id) with their count."""
+
+    id: int
+    state: str
+    parents: List[Parent]
+    children: List[Child]
+    children_count: int
+
+    def results(self) -> List[Any]:
+        """The parents' results, in order."""
+        return [p.result for p in self.parents]
+
+    @classmethod
+    def from_json(cls, d: Any) -> "Parents":
+        from tenq.errors import ProtocolError
+
+        if not isinstance(d, dict) or not isinstance(d.get("id"), int):
+            raise ProtocolError(f"the answer is not a job's parents: {str(d)[:200]}")
+        parents = [
+            Parent(p["id"], str(p.get("state")), p.get("result"))
+            for p in d.get("parents") or []
+            if isinstance(p, dict) and isinstance(p.get("id"), int)
+        ]
+        children = [
+            Child(c["id"], str(c.get("state")))
+            for c in d.get("children") or []
+            if isinstance(c, dict) and isinstance(c.get("id"), int)
+        ]
+        return cls(
+            d["id"],
+            _opt_str(d, "state") or "unknown",
+            parents,
+            children,
+            _opt_int(d, "children_count") or len(children),
         )
 
 

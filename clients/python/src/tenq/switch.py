@@ -72,6 +72,8 @@ OPTION_NAMES = frozenset(
         "score",
         "traceparent",
         "timeout_ms",
+        "depends_on",
+        "on_parent_failure",
         "client",
     }
 )

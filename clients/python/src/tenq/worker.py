@@ -117,6 +117,7 @@ class Worker:
             carry=carry_outcomes,
             make_client=base.copy,
         )
+        self._st.api_client = base
         self._st.request_stop = self.stop
         self._st.spawn_runner = self._spawn_runner
         self._st.wake_control = self._wake_control

@@ -21,6 +21,7 @@ module Tenq
     include WorkerCalls
     include QueueCalls
     include ScheduleCalls
+    include WorkflowCalls
 
     DEFAULT_SERVER = "http://127.0.0.1:7070"
     BATCH_MAX = 10_000
@@ -93,12 +94,18 @@ module Tenq
     # client middleware stops are left out of the answer. When a request
     # fails, the error is raised and the requests before it stand (their
     # jobs were made). Each request has an Idempotency-Key of its own.
+    #
+    # A job's +depends_on+ may name an earlier job of the list by
+    # +Tenq.index(i)+: within a request it goes as {"index": i}, and into an
+    # earlier request as that job's id (a job naming one the server refused
+    # is refused too, with a {ConflictError} on +depends_on+).
     # @param jobs [Array<Hash>]
     # @return [Array<Handle>]
     def submit_many(jobs)
       built = build_all(jobs)
       built = through_middleware(built) if @middleware && !@middleware.empty?
-      return built.map { |j| Testing.submit(j) } if Testing.active?
+      return Testing.submit_all(built) if Testing.active?
+      return submit_indexed(built) if built.any? { |j| index_refs?(j) }
 
       submit_batches(built)
     end
@@ -304,6 +311,72 @@ module Tenq
       end
 
       answers.map { |a| Handle.new(self, SubmitResult.from_answer(a)) }
+    end
+
+    def job_defaults
+      @default_job
+    end
+
+    def request_key
+      @keys.next_key
+    end
+
+    def index_refs?(job)
+      deps = job["depends_on"]
+      deps.is_a?(Array) && deps.any?(Hash)
+    end
+
+    # submit_many of jobs that name earlier ones by index: one request after
+    # another, an index into an earlier request sent as that job's id.
+    def submit_indexed(jobs)
+      handles = []
+      jobs.each_slice(BATCH_MAX).with_index do |slice, n|
+        start = n * BATCH_MAX
+        sent = []
+        here = {} # a position in the list => in the request
+        slice.each_with_index do |job, k|
+          job = resolve_indexes(job, start + k, here, handles)
+          next handles[start + k] = job if job.is_a?(Handle)
+
+          here[start + k] = sent.size
+          sent << [start + k, job]
+        end
+        send_indexed(sent, handles) unless sent.empty?
+      end
+      handles
+    end
+
+    def send_indexed(sent, handles)
+      answers = Transport.parse(post_jobs(JSON.generate("jobs" => sent.map(&:last)), raw: true), freeze: true)["jobs"]
+      raise ProtocolError, "the batch answer does not hold #{sent.size} results" unless answers&.size == sent.size
+
+      sent.each_with_index { |(i, _), k| handles[i] = Handle.new(self, SubmitResult.from_answer(answers[k])) }
+    end
+
+    def resolve_indexes(job, pos, here, handles)
+      return job unless index_refs?(job)
+
+      deps = job["depends_on"].map do |d|
+        next d unless d.is_a?(Hash)
+
+        j = d["index"]
+        next { "index" => here[j] } if j < pos && here.key?(j)
+        next handles[j].id if j < pos && handles[j]&.ok?
+
+        return refused(j, pos)
+      end
+      job.merge("depends_on" => deps)
+    end
+
+    def refused(index, pos)
+      err = if index >= pos || index.negative?
+              InvalidError.new("jobs[#{pos}].depends_on: index #{index} names no earlier job",
+                               status: 400, field: "depends_on")
+            else
+              ConflictError.new("jobs[#{pos}].depends_on: index #{index} names a job that was refused",
+                                status: 409, field: "depends_on")
+            end
+      Handle.new(self, SubmitResult.new({}, err))
     end
 
     def current_trace

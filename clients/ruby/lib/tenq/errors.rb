@@ -63,6 +63,9 @@ module Tenq
   define_error(:ForbiddenError, "forbidden")
   define_error(:NotFoundError, "not_found")
   define_error(:ConflictError, "conflict")
+  # Jobs added to a batch that is closed (its jobs all finished and its
+  # callbacks were made): nothing was added.
+  define_error(:BatchClosedError, "batch_closed", ConflictError)
   define_error(:TooLargeError, "too_large")
   define_error(:RateLimitedError, "rate_limited")
   define_error(:OverloadedError, "overloaded", RateLimitedError)
@@ -107,6 +110,7 @@ module Tenq
   CODES = {
     "invalid" => InvalidError, "unauthenticated" => UnauthenticatedError,
     "forbidden" => ForbiddenError, "not_found" => NotFoundError, "conflict" => ConflictError,
+    "batch_closed" => BatchClosedError,
     "too_large" => TooLargeError, "rate_limited" => RateLimitedError,
     "overloaded" => OverloadedError, "unavailable" => UnavailableError,
     "not_leader" => NotLeaderError, "timeout" => TimeoutError, "internal" => ServerError,

@@ -9,7 +9,8 @@ module Tenq
   module JobFields
     # Every field of a submit (docs/API.md, "Jobs").
     NAMES = %i[tenant queue type args key unique_key unique idempotency_key priority run_at
-               max_attempts score traceparent timeout_ms].freeze
+               max_attempts score traceparent timeout_ms depends_on on_parent_failure].freeze
+    POLICIES = %w[cancel run].freeze
     WIRE = NAMES.to_h { |n| [n, n.to_s.freeze] }.freeze
     BY_TEXT = NAMES.to_h { |n| [n.to_s.freeze, n] }.freeze
     private_constant :WIRE, :BY_TEXT
@@ -51,6 +52,7 @@ module Tenq
       when :run_at then job["run_at"] = time_ms(value, index)
       when :score then job["score"] = score(value, index)
       when :traceparent then job["traceparent"] = Traceparent.check!(value, at(index))
+      when :depends_on, :on_parent_failure then job[WIRE[name]] = workflow(name, value, index)
       else raise InvalidError.new("unknown field #{at(index)}#{name}", field: name.to_s)
       end
     end
@@ -84,11 +86,48 @@ module Tenq
       raise InvalidError.new("#{at(index)}score must be a number, not #{value.inspect}", field: "score")
     end
 
+    def workflow(name, value, index)
+      name == :depends_on ? depends_on(value, index) : policy(value, index)
+    end
+
+    # Parents: ids, handles (anything with an Integer #id), and earlier jobs
+    # of the same request as Tenq.index(i) (or { index: i }).
+    def depends_on(value, index)
+      unless value.is_a?(Array)
+        raise InvalidError.new("#{at(index)}depends_on must be an Array of job ids, handles or Tenq.index(i)",
+                               field: "depends_on")
+      end
+
+      value.map { |d| dependency(d, index) }
+    end
+
+    def dependency(dep, index)
+      return dep if dep.is_a?(Integer)
+      return { "index" => dep.index } if dep.is_a?(Index)
+
+      if dep.is_a?(Hash)
+        i = dep[:index] || dep["index"]
+        return { "index" => i } if i.is_a?(Integer) && dep.size == 1
+      elsif dep.respond_to?(:id) && dep.id.is_a?(Integer)
+        return dep.id
+      end
+      raise InvalidError.new("#{at(index)}depends_on holds job ids, handles or Tenq.index(i), not " \
+                             "#{dep.inspect[0, 80]}", field: "depends_on")
+    end
+
+    def policy(value, index)
+      v = value.to_s
+      return v if POLICIES.include?(v)
+
+      raise InvalidError.new("#{at(index)}on_parent_failure must be :cancel or :run, not #{value.inspect}",
+                             field: "on_parent_failure")
+    end
+
     def integer(value, name, index)
       return value if value.is_a?(Integer)
 
       raise InvalidError.new("#{at(index)}#{name} must be an integer, not #{value.inspect}", field: name.to_s)
     end
-    private_class_method :put, :at, :text, :time_ms, :score, :integer
+    private_class_method :put, :at, :text, :time_ms, :score, :integer, :workflow, :depends_on, :dependency, :policy
   end
 end

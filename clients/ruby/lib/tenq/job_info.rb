@@ -6,17 +6,17 @@ module Tenq
   # fields of docs/API.md are readers; {#[]} and {#to_h} give the raw hash,
   # so a field added to the protocol later is there too.
   class JobInfo
-    STATES = %w[scheduled blocked ready leased running dead succeeded cancelled merged].freeze
+    STATES = %w[waiting scheduled blocked ready leased running dead succeeded cancelled merged].freeze
     FINISHED = %w[succeeded cancelled merged dead].freeze
     # Why a job that is neither handed out nor finished waits: the "reason"
     # of {#waiting} (with "until" for scheduled, backoff and the rates).
     WAITING_REASONS = %w[scheduled backoff lane tenant_slots tenant_cap queue_paused tenant_paused tenant_rate
-                         queue_rate queue_tenant_rate worker no_worker].freeze
+                         queue_rate queue_tenant_rate worker no_worker parents].freeze
 
     FIELDS = %i[id tenant queue type key args payloads priority state attempts max_attempts run_at
                 created_at ready_at leased_at started_at finished_at worker error result stats
                 progress unique_key idempotency_key lease_until merged_into token traceparent timeout_ms
-                waiting].freeze
+                waiting on_parent_failure batch batch_callback].freeze
     FIELDS.each { |f| define_method(f) { @data[f.to_s] } }
 
     # @param data [Hash{String => Object}] the job's JSON object
@@ -49,6 +49,24 @@ module Tenq
     def waiting_reason
       w = @data["waiting"]
       w.is_a?(Hash) ? w["reason"] : nil
+    end
+
+    # The ids of the jobs it depends on, in the order given ([] when none).
+    # @return [Array<Integer>]
+    def parents
+      Array(@data["parents"])
+    end
+
+    # The ids of the jobs that depend on it (the first 1,000).
+    # @return [Array<Integer>]
+    def children
+      Array(@data["children"])
+    end
+
+    # How many jobs depend on it.
+    # @return [Integer]
+    def children_count
+      @data["children_count"] || children.size
     end
 
     def cancel_requested?

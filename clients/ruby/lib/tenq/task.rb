@@ -47,9 +47,10 @@ module Tenq
     attr_accessor :state, :thread, :began, :deadline, :lease_length, :next_heartbeat, :start_sent,
                   :progress_sent_at, :cancel_seen_at, :lost, :interrupted, :outcome, :done_at, :quiet, :calling
 
-    def initialize(data, worker = nil)
+    def initialize(data, worker = nil, client: nil)
       @data = data
       @worker = worker
+      @client = client
       @state = :queued
       @stop_reason = nil
       @settled = nil
@@ -72,6 +73,31 @@ module Tenq
     # The job's own server-side timeout (nil: the queue's, if any): past
     # it the server fails the attempt and the handler is stopped (:lost).
     def timeout_ms = @data["timeout_ms"]
+    # The id of the job's batch (nil: it is in none).
+    def batch = @data["batch"]
+    # "on_complete", "on_success" or "on_death" on a batch's callback job.
+    def batch_callback = @data["batch_callback"]
+
+    # The ids of the jobs this one depended on, from the lease ([] when none).
+    # @return [Array<Integer>]
+    def parents
+      Array(@data["parents"])
+    end
+
+    # Its parents' ids, states and results (GET /v1/jobs/{id}/parents).
+    # @return [Parents]
+    def parent_results
+      client.parents(id)
+    end
+
+    # Fan-out: adds jobs to this job's batch (open while it runs).
+    # @return [Array<Handle>]
+    # @raise [InvalidError] the job is in no batch
+    def add_to_batch(jobs)
+      raise InvalidError.new("job #{id} is in no batch", field: "batch") unless batch
+
+      client.add_to_batch(batch, jobs)
+    end
 
     # Reports progress (any JSON); the latest reaches the job within a
     # second, with a heartbeat.
@@ -121,6 +147,11 @@ module Tenq
     # @api private: the statement failed: the reports go on.
     def unquiet!
       @worker ? @worker.quiet(self, false) : @quiet = false
+    end
+
+    # The worker's client (a test mode's store answers in a test mode).
+    def client
+      @client || @worker&.client || Tenq.client
     end
 
     # @api private

@@ -56,6 +56,8 @@ module Tenq
     attr_reader :name
     # @return [Hash{Symbol => Integer}] jobs succeeded, failed, refused, lost
     attr_reader :counts
+    # @return [Client] the client it leases with (a handler's {Task#client})
+    attr_reader :client
 
     # @param queues [Array<String>, String] 1 to 64 queues
     # @param concurrency [Integer] handlers at once (runner threads)
