@@ -12,7 +12,7 @@ CMAKE_ARGS ?=
 
 .PHONY: all build asan run test test-plain test-asan test-fuzz fuzz fuzz-build format \
         format-check clean chaos \
-        bench-engine bench-store bench-server bench-takeover bench-tx deps install bench-worker \
+        bench-engine bench-store bench-server bench-takeover bench-tx bench-tx-ceiling deps install bench-worker \
         screenshots bench-peers bench-peers-quick bench-cron
 
 all: build
@@ -123,6 +123,10 @@ bench-takeover: build
 bench-tx: build
 	TENQ_BIN=$(CURDIR)/$(BUILD)/tenq bench/tx/run.sh --runs 3
 	TENQ_BIN=$(CURDIR)/$(BUILD)/tenq bench/tx/run.sh --runs 3 --commit async
+
+# What that PostgreSQL does under pgbench with no application driver (bench/tx/ceiling.sh)
+bench-tx-ceiling: build
+	TENQ_BIN=$(CURDIR)/$(BUILD)/tenq bench/tx/ceiling.sh 5
 
 # ---- workers: make install, make bench-worker (docs/WORKER.md) --------------------------------
 PREFIX  ?= /usr/local
