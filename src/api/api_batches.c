@@ -164,6 +164,20 @@ static void write_jobs(jbuf *b, const jobs_in *in)
     jb_arr_end(b);
 }
 
+/* 201 with the batch's id (under `key`) and its jobs' answers. */
+static void reply_made(server *s, http_req *req, const rkey_ctx *k, const char *key, uint64_t id,
+                       const jobs_in *in)
+{
+    srv_wake_first(s);
+    jbuf b;
+    jb_init(&b);
+    jb_obj(&b);
+    jb_kint(&b, key, (long long)id);
+    write_jobs(&b, in);
+    jb_obj_end(&b);
+    srv_request_key_reply(s, req, k, 201, &b, NULL);
+}
+
 static const char *const create_fields[] = {"tenant",     "jobs",     "on_complete",
                                             "on_success", "on_death", NULL};
 
@@ -251,14 +265,7 @@ void h_batch_create(server *s, http_req *req, const principal *who, const char *
             0) {
             reply_engine_refusal(req, &err, bad);
         } else {
-            srv_wake_first(s);
-            jbuf b;
-            jb_init(&b);
-            jb_obj(&b);
-            jb_kint(&b, "id", (long long)id);
-            write_jobs(&b, &in);
-            jb_obj_end(&b);
-            srv_request_key_reply(s, req, &k, 201, &b, NULL);
+            reply_made(s, req, &k, "id", id, &in);
         }
         jobs_in_free(&in);
     }
@@ -300,14 +307,7 @@ void h_batch_add(server *s, http_req *req, const principal *who, const char **ar
         } else if (rc) {
             reply_engine_refusal(req, &err, bad);
         } else {
-            srv_wake_first(s);
-            jbuf b;
-            jb_init(&b);
-            jb_obj(&b);
-            jb_kint(&b, "batch", (long long)id);
-            write_jobs(&b, &in);
-            jb_obj_end(&b);
-            srv_request_key_reply(s, req, &k, 201, &b, NULL);
+            reply_made(s, req, &k, "batch", id, &in);
         }
         jobs_in_free(&in);
     }

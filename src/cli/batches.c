@@ -104,6 +104,27 @@ static bool callback_opt(cli *c, json_t *body, const char *name, const char *tex
     return true;
 }
 
+/* Reads the jobs from stdin into body, posts it to path and prints the
+ * batch (its id under `key`) and its jobs; takes body. */
+static int post_jobs(cli *c, json_t *body, const char *path, const char *key)
+{
+    json_t *list = json_array();
+    json_object_set_new(body, "jobs", list);
+    if (!read_jobs(c, list)) {
+        json_decref(body);
+        return CLI_USAGE;
+    }
+    json_t *a;
+    int rc = cli_call(c, "POST", path, body, &a);
+    if (rc) return rc;
+    if (c->json)
+        cli_print_answer(c);
+    else
+        print_made(a, key);
+    json_decref(a);
+    return 0;
+}
+
 static int batch_create(cli *c, int argc, char **argv)
 {
     const char *tenant = NULL, *complete = NULL, *success = NULL, *death = NULL;
@@ -134,20 +155,7 @@ static int batch_create(cli *c, int argc, char **argv)
         json_decref(body);
         return CLI_USAGE;
     }
-    json_t *list = json_array();
-    json_object_set_new(body, "jobs", list);
-    if (!read_jobs(c, list)) {
-        json_decref(body);
-        return CLI_USAGE;
-    }
-    json_t *a;
-    if ((rc = cli_call(c, "POST", "/v1/batches", body, &a)) != 0) return rc;
-    if (c->json)
-        cli_print_answer(c);
-    else
-        print_made(a, "id");
-    json_decref(a);
-    return 0;
+    return post_jobs(c, body, "/v1/batches", "id");
 }
 
 static int batch_add(cli *c, int argc, char **argv)
@@ -162,22 +170,9 @@ static int batch_add(cli *c, int argc, char **argv)
     if (rc) return rc == CLI_HELP ? CLI_OK : rc;
     uint64_t id;
     if (!cli_id(c, pos[0], &id)) return CLI_USAGE;
-    json_t *body = json_object(), *list = json_array();
-    json_object_set_new(body, "jobs", list);
-    if (!read_jobs(c, list)) {
-        json_decref(body);
-        return CLI_USAGE;
-    }
     char path[64];
     snprintf(path, sizeof path, "/v1/batches/%llu/jobs", (unsigned long long)id);
-    json_t *a;
-    if ((rc = cli_call(c, "POST", path, body, &a)) != 0) return rc;
-    if (c->json)
-        cli_print_answer(c);
-    else
-        print_made(a, "batch");
-    json_decref(a);
-    return 0;
+    return post_jobs(c, json_object(), path, "batch");
 }
 
 static int batch_show(cli *c, int argc, char **argv)
