@@ -362,6 +362,9 @@ static inline void ptr_vec_push(ptr_vec *v, void *p)
 /* ---- lookups (engine.c) */
 tenant *engine_tenant_find(engine_t *e, const char *name);
 tenant *engine_tenant_get_or_create(engine_t *e, const char *name);
+/* A (queue, tenant) pair: found (NULL: none yet), or made on first use. */
+pair *engine_pair_find(engine_t *e, const queue *q, const tenant *t);
+pair *engine_pair_get(engine_t *e, queue *q, tenant *t);
 queue *engine_queue_find(engine_t *e, const char *name);
 queue *engine_queue_get_or_create(engine_t *e, const char *name);
 shard *engine_shard_find(engine_t *e, queue *q, const char *type);
