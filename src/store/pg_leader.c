@@ -260,25 +260,37 @@ void pg_resign(store_t *s, const store_node *me, uint64_t term)
     pg_run(s, p->c, "SELECT pg_advisory_unlock_all()", "resigning");
 }
 
-int pg_leader_wait(store_t *s, int wake_fd, int ms)
+/* The notifications libpq has read: 1 when one is news of the leadership. */
+static int take_notifies(pg *p)
 {
-    pg *p = s->impl;
-    bool have = p->c && PQstatus(p->c) == CONNECTION_OK;
-    struct pollfd f[2] = {{wake_fd, POLLIN, 0}, {have ? PQsocket(p->c) : -1, POLLIN, 0}};
-    if (poll(f, 2, ms) <= 0 || !have) return !have;
-    if (!f[1].revents) return 0;
-    if (!PQconsumeInput(p->c) || PQstatus(p->c) != CONNECTION_OK) return 1;
-    bool news = false;
+    int news = 0;
     PGnotify *n;
     while ((n = PQnotifies(p->c)) != NULL) {
         /* an application's commit (tenq_inbox) is no news of the leadership */
         if (!strcmp(n->relname, "tenq_inbox"))
             p->inbox_news = true;
         else
-            news = true;
+            news = 1;
         PQfreemem(n);
     }
     return news;
+}
+
+int pg_leader_wait(store_t *s, int wake_fd, int ms)
+{
+    pg *p = s->impl;
+    bool have = p->c && PQstatus(p->c) == CONNECTION_OK;
+    /* first those that came in during this connection's last query (a
+     * renewal): read with its answer, they leave the socket quiet */
+    if (have) {
+        int news = take_notifies(p);
+        if (news || p->inbox_news) return news;
+    }
+    struct pollfd f[2] = {{wake_fd, POLLIN, 0}, {have ? PQsocket(p->c) : -1, POLLIN, 0}};
+    if (poll(f, 2, ms) <= 0 || !have) return !have;
+    if (!f[1].revents) return 0;
+    if (!PQconsumeInput(p->c) || PQstatus(p->c) != CONNECTION_OK) return 1;
+    return take_notifies(p);
 }
 
 bool pg_inbox_news(store_t *s)

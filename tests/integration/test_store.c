@@ -1937,6 +1937,38 @@ TEST(one_leader_at_a_time_and_its_old_term_is_fenced_postgres)
     engine_destroy(e);
 }
 
+/* An application's commit that notifies while the leader's control
+ * connection runs a query (a renewal) reaches libpq with that query's
+ * answer, which leaves the socket quiet: the wait must see it at once all
+ * the same, not at the next renewal. */
+TEST(a_notification_read_with_a_renewal_is_news_at_once_postgres)
+{
+    char *url = fresh_url("postgres");
+    store_node me = node_named("00000000000000c7", 5000);
+    store_opts o = elect_opts(me.node);
+    store_t *s = open_ok(url, &o);
+    uint64_t t = 0;
+    store_leader who;
+    ASSERT_EQ(store_campaign(s, &me, &t, &who), 1);
+    ASSERT(!store_inbox_news(s));
+    pg_exec(url, "NOTIFY tenq_inbox");
+    usleep(200 * 1000); /* the leader's backend has sent it: the renewal reads it */
+    ASSERT_EQ(store_renew(s, &me, t), 0);
+    int fds[2];
+    ASSERT_EQ(pipe(fds), 0);
+    int64_t t0 = tq_mono_ns();
+    ASSERT_EQ(store_leader_wait(s, fds[0], 3000), 0);
+    ASSERT(store_inbox_news(s));
+    ASSERT_MSG(tq_mono_ns() - t0 < 1000000000LL, "the wait took %lld ms",
+               (long long)((tq_mono_ns() - t0) / 1000000));
+    /* taken once: the next wait sleeps its time */
+    ASSERT_EQ(store_leader_wait(s, fds[0], 50), 0);
+    ASSERT(!store_inbox_news(s));
+    close(fds[0]);
+    close(fds[1]);
+    store_close(s);
+}
+
 /* A leader that stops renewing without dying keeps its connections (and
  * its lock): once its TTL has passed, a campaign ends them, and the next
  * one wins.  The stalled leader's writes are refused after. */
