@@ -14,7 +14,22 @@
  * idempotent replay) or that the engine refuses still leaves its id a job
  * row: merged into the job that took its place, or cancelled with the
  * reason.  A poll every --inbox-poll catches a notification that was lost
- * (a takeover, a dropped connection). */
+ * (a takeover, a dropped connection).
+ *
+ * Notifications cost the applications a lot (transactions that notify
+ * commit one at a time), so they are asked for only while the leader is
+ * idle (schema 15, decision 0025).  Phases:
+ *   - idle: the flag tenq.inbox_hot is clear; every transaction notifies.
+ *     A read that finds rows is followed by another once they are
+ *     committed; a second read in a row that finds rows sets the flag.
+ *   - hot: the flag is set; transactions send nothing, and the leader reads
+ *     again after each take-in until a read finds nothing.
+ *   - cooling: the flag was cleared, but a transaction that saw it set may
+ *     still be open; its rows would come with no notification, so the
+ *     leader reads again, every 1, 2, 4 ... COOL_MAX_MS, until the
+ *     database says no such transaction is open (then one more read finds
+ *     all they committed, and the leader is idle).
+ * A new term starts cooling: the last leader may have left the flag set. */
 #include "internal.h"
 
 #include <event2/event.h>
@@ -22,22 +37,23 @@
 #include <stdio.h>
 #include <string.h>
 
-#define INGEST_MAX 10000 /* rows of each kind a read takes */
+#define INGEST_MAX  10000 /* rows of each kind a read takes */
+#define COOL_MAX_MS 64    /* the longest wait between reads while cooling */
+
+enum { PHASE_IDLE, PHASE_HOT, PHASE_COOLING };
 
 typedef struct ingest_ctx {
     server *s;
-    uint64_t term; /* the engine it was read for */
-    bool full;     /* a read came back full: read again at once */
+    uint64_t term;         /* the engine it was read for */
+    store_inbox_flag flag; /* what the read did with tenq.inbox_hot */
 } ingest_ctx;
 
 static void on_committed(server *s, http_req *req, void *ctx, int rc)
 {
     (void)req;
-    ingest_ctx *c = ctx;
-    bool again = rc == 0 && (c->full || s->ingest_again);
-    free(c);
+    free(ctx);
     s->ingest_busy = false;
-    if (again) srv_ingest_kick(s);
+    if (rc == 0) srv_ingest_kick(s); /* it found rows: there may be more */
 }
 
 /* The job row of a submit that made no job of its own: merged into the
@@ -140,6 +156,21 @@ static bool take_outcome(server *s, const store_tx_outcome *o, int64_t now)
     return ji.state == ENGINE_SUCCEEDED && ji.token == o->token;
 }
 
+/* After a read that found nothing: hot, it cools at once; cooling, it
+ * looks again a little later; idle, it waits for a notification. */
+static void after_empty(server *s)
+{
+    s->ingest_streak = 0;
+    if (s->ingest_phase == PHASE_HOT || s->ingest_again) {
+        srv_ingest_kick(s);
+    } else if (s->ingest_phase == PHASE_COOLING) {
+        int ms = s->ingest_backoff_ms;
+        s->ingest_backoff_ms = ms < COOL_MAX_MS ? ms * 2 : COOL_MAX_MS;
+        struct timeval tv = {0, (suseconds_t)ms * 1000};
+        event_add(s->ingest_retry_ev, &tv);
+    }
+}
+
 static void on_inbox(void *ctx, int rc, const store_inbox *in)
 {
     ingest_ctx *c = ctx;
@@ -150,22 +181,46 @@ static void on_inbox(void *ctx, int rc, const store_inbox *in)
         s->ingest_busy = false;
         return; /* the poll, or the next term's install, reads again */
     }
+    if (c->flag == STORE_INBOX_HOT) s->ingest_phase = PHASE_HOT;
+    if (c->flag == STORE_INBOX_COOL) {
+        s->ingest_phase = in->cool ? PHASE_IDLE : PHASE_COOLING;
+        if (in->cool) s->ingest_backoff_ms = 1;
+    }
     if (in->njobs == 0 && in->noutcomes == 0) {
         free(c);
         s->ingest_busy = false;
-        if (s->ingest_again) srv_ingest_kick(s);
+        after_empty(s);
         return;
     }
+    s->ingest_streak++;
     int64_t now = srv_now(s);
     for (size_t i = 0; i < in->njobs; i++) take_job(s, &in->jobs[i], now);
     bool agree = true;
     for (size_t i = 0; i < in->noutcomes; i++) agree &= take_outcome(s, &in->outcomes[i], now);
-    c->full = in->njobs == INGEST_MAX || in->noutcomes == INGEST_MAX;
     s->ingest_again = false;
     srv_wake_first(s);
     srv_after_commit(s, NULL, on_committed, c);
     srv_schedule_flush(s);
     if (!agree) srv_reload(s, "a job completed in a transaction had moved on here");
+}
+
+/* What the next read does with the flag. */
+static store_inbox_flag next_flag(server *s)
+{
+    if (s->ingest_term != s->term) { /* the last leader may have left it set */
+        s->ingest_term = s->term;
+        s->ingest_phase = PHASE_COOLING;
+        s->ingest_streak = 0;
+        s->ingest_backoff_ms = 1;
+    }
+    switch (s->ingest_phase) {
+    case PHASE_HOT:
+        return s->ingest_streak ? STORE_INBOX_KEEP : STORE_INBOX_COOL;
+    case PHASE_COOLING:
+        return s->ingest_streak >= 2 ? STORE_INBOX_HOT : STORE_INBOX_COOL;
+    default:
+        return s->ingest_streak >= 2 ? STORE_INBOX_HOT : STORE_INBOX_KEEP;
+    }
 }
 
 void srv_ingest_kick(server *s)
@@ -176,12 +231,14 @@ void srv_ingest_kick(server *s)
         return;
     }
     if (!srv_serving(s) || s->stopping) return;
+    event_del(s->ingest_retry_ev);
     ingest_ctx *c = xcalloc(1, sizeof(*c));
     c->s = s;
     c->term = s->term;
+    c->flag = next_flag(s);
     s->ingest_busy = true;
     s->ingest_again = false;
-    store_read_inbox(s->st, INGEST_MAX, engine_next_id(s->e), on_inbox, c);
+    store_read_inbox(s->st, INGEST_MAX, engine_next_id(s->e), c->flag, on_inbox, c);
 }
 
 static void on_poll(evutil_socket_t fd, short what, void *arg)
@@ -191,11 +248,19 @@ static void on_poll(evutil_socket_t fd, short what, void *arg)
     srv_ingest_kick(arg);
 }
 
+void srv_ingest_stop(server *s)
+{
+    if (s->ingest_ev) event_del(s->ingest_ev);
+    if (s->ingest_retry_ev) event_del(s->ingest_retry_ev);
+}
+
 int srv_ingest_start(server *s)
 {
     if (!store_has_inbox(s->st)) return 0;
     s->ingest_ev = event_new(s->base, -1, EV_PERSIST, on_poll, s);
-    if (!s->ingest_ev) return -1;
+    s->ingest_retry_ev = evtimer_new(s->base, on_poll, s);
+    if (!s->ingest_ev || !s->ingest_retry_ev) return -1;
+    s->ingest_backoff_ms = 1;
     long long ms = s->cfg.inbox_poll_ms > 0 ? s->cfg.inbox_poll_ms : 1000;
     struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)((ms % 1000) * 1000)};
     return event_add(s->ingest_ev, &tv);
@@ -204,5 +269,6 @@ int srv_ingest_start(server *s)
 void srv_ingest_free(server *s)
 {
     if (s->ingest_ev) event_free(s->ingest_ev);
-    s->ingest_ev = NULL;
+    if (s->ingest_retry_ev) event_free(s->ingest_retry_ev);
+    s->ingest_ev = s->ingest_retry_ev = NULL;
 }

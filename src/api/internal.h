@@ -235,8 +235,12 @@ typedef struct server {
     struct event *resync_ev;
     bool resyncing;
     /* taking in what applications' transactions committed (ingest.c) */
-    struct event *ingest_ev;
+    struct event *ingest_ev, *ingest_retry_ev;
     bool ingest_busy, ingest_again;
+    int ingest_phase;      /* idle, hot or cooling (ingest.c) */
+    int ingest_streak;     /* reads in a row that found rows */
+    int ingest_backoff_ms; /* until the next read while cooling */
+    uint64_t ingest_term;  /* the term of the last read */
     /* the leadership (lead.c): leading is true while this server's engine
      * is the store's (resyncing: reloading it; writes refused), under term */
     struct lead *lead;
@@ -359,6 +363,7 @@ void srv_reload(server *s, const char *why);
  * then every --inbox-poll in case a notification was lost. */
 int srv_ingest_start(server *s);
 void srv_ingest_kick(server *s);
+void srv_ingest_stop(server *s); /* its timers off */
 void srv_ingest_free(server *s);
 void srv_drop_late_rows(server *s);
 void srv_drop_uncommitted(server *s, int rc, const char *why);

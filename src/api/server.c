@@ -117,7 +117,7 @@ static void linger(server *s)
     srv_end_job_waiters(s);
     event_del(s->tick_ev);
     event_del(s->sample_ev);
-    if (s->ingest_ev) event_del(s->ingest_ev);
+    srv_ingest_stop(s);
     srv_commit_timers_off(s);
     if (s->cfg.stop_linger_ms <= 0 || http_server_connections(s->http) == 0) return;
     struct event *ev = event_new(s->base, -1, EV_PERSIST, on_linger, s);

@@ -23,6 +23,8 @@
     "SELECT id, token, ok::int, result, error, retry_in_ms FROM $Stx_outcomes "                    \
     "ORDER BY created_at, id LIMIT ?1"
 #define SQL_RAISE_IDS "SELECT 1 FROM $Sraise_tx_ids(?1)"
+#define SQL_HOT       "SELECT setval('$Sinbox_hot', 1, true)"
+#define SQL_COOL      "SELECT $Sinbox_cool()::int"
 
 bool store_has_inbox(const store_t *s)
 {
@@ -95,16 +97,27 @@ static void ignore_row(void *ctx, const store_rowacc *acc, void *row)
     (void)row;
 }
 
-/* On the reader thread, under read_db_lock. */
-int store_inbox_run(store_t *s, size_t max, uint64_t floor, store_inbox *in, rows_builder *keep)
+static void cool_row(void *ctx, const store_rowacc *acc, void *row)
+{
+    ((store_inbox *)ctx)->cool = acc->i64(row, 0) != 0;
+}
+
+/* On the reader thread, under read_db_lock.  The flag first, so that a
+ * read after clearing it sees every transaction that ended before. */
+int store_inbox_run(store_t *s, size_t max, uint64_t floor, store_inbox_flag flag,
+                    store_inbox *in, rows_builder *keep)
 {
     memset(in, 0, sizeof(*in));
     if (!store_has_inbox(s)) return 0;
+    int rc = 0;
+    if (flag == STORE_INBOX_HOT) rc = s->be->select(s, true, SQL_HOT, 0, NULL, ignore_row, NULL);
+    if (flag == STORE_INBOX_COOL) rc = s->be->select(s, true, SQL_COOL, 0, NULL, cool_row, in);
+    if (rc) return rc;
     char num[24];
     snprintf(num, sizeof num, "%zu", max);
     const char *p[1] = {num};
     inbox_read r = {keep, in, 0, 0};
-    int rc = s->be->select(s, true, SQL_READ_JOBS, 1, p, job_row, &r);
+    rc = s->be->select(s, true, SQL_READ_JOBS, 1, p, job_row, &r);
     if (!rc) rc = s->be->select(s, true, SQL_READ_OUTCOMES, 1, p, outcome_row, &r);
     if (!rc && floor) {
         snprintf(num, sizeof num, "%llu", (unsigned long long)floor);

@@ -335,4 +335,54 @@
     "  RETURN ids;\n"                                                                              \
     "END $f$;\n"
 
+/* Schema 15: a notification only when the leader is not reading already.
+ * A NOTIFY makes the transactions that send one commit one at a time (they
+ * hold a lock of the database until their commit is flushed), which halves
+ * what 8 connections of single-job transactions commit.  While the leader
+ * reads the inbox again after every take-in (its last read found rows), it
+ * keeps tenq.inbox_hot at 1, and a transaction that reads 1 sends nothing.
+ * A sequence is read outside any snapshot, so a transaction sees the flag
+ * as it is now, whatever its isolation level.  Before the leader waits for
+ * notifications again it sets 0 and tries lock 7364748, which every
+ * submit, complete and fail holds (shared) from before it reads the flag to
+ * its end: taken, no transaction that read 1 is still open, so one more
+ * read finds all they committed (src/api/ingest.c; decision 0025).
+ * tenq.notify_inbox takes the place of the NOTIFY in the four functions,
+ * rewritten in place (each must have exactly one).  One string, run once,
+ * on PostgreSQL only. */
+#define STORE_PG_TXAPI_HOT                                                                         \
+    "CREATE SEQUENCE tenq.inbox_hot MINVALUE 0 MAXVALUE 1 START WITH 0 NO CYCLE;\n"                \
+    "-- Wakes the leader unless it is reading the inbox already (called in the\n"                 \
+    "-- transaction: the notification arrives on its commit).\n"                                   \
+    "CREATE FUNCTION tenq.notify_inbox() RETURNS VOID LANGUAGE plpgsql AS $f$\n"                   \
+    "BEGIN\n"                                                                                      \
+    "  PERFORM pg_advisory_xact_lock_shared(7364748);\n"                                           \
+    "  IF (SELECT last_value FROM tenq.inbox_hot) = 0 THEN\n"                                      \
+    "    PERFORM pg_notify('tenq_inbox', '');\n"                                                   \
+    "  END IF;\n"                                                                                  \
+    "END $f$;\n"                                                                                   \
+    "-- The leader, before it waits for notifications again: true when no transaction\n"          \
+    "-- that read the flag as 1 is still open.\n"                                                  \
+    "CREATE FUNCTION tenq.inbox_cool() RETURNS BOOLEAN LANGUAGE plpgsql AS $f$\n"                  \
+    "BEGIN\n"                                                                                      \
+    "  PERFORM setval('tenq.inbox_hot', 0, true);\n"                                               \
+    "  RETURN pg_try_advisory_xact_lock(7364748);\n"                                               \
+    "END $f$;\n"                                                                                   \
+    "DO $d$ DECLARE f RECORD; def TEXT; n INT; done INT := 0;\n"                                   \
+    "  old CONSTANT TEXT := 'pg_notify(''tenq_inbox'', '''')';\n"                                  \
+    "BEGIN\n"                                                                                      \
+    "  FOR f IN SELECT p.oid FROM pg_proc p JOIN pg_namespace s ON s.oid = p.pronamespace\n"       \
+    "    WHERE s.nspname = 'tenq' AND p.proname IN ('submit', 'submit_many', 'complete', "         \
+    "'fail') LOOP\n"                                                                               \
+    "    def := pg_get_functiondef(f.oid);\n"                                                      \
+    "    n := (length(def) - length(replace(def, old, ''))) / length(old);\n"                      \
+    "    IF n <> 1 THEN\n"                                                                         \
+    "      RAISE EXCEPTION 'schema 15: % has % notifications, not 1', f.oid::regprocedure, n;\n"   \
+    "    END IF;\n"                                                                                \
+    "    EXECUTE replace(def, old, 'tenq.notify_inbox()');\n"                                      \
+    "    done := done + 1;\n"                                                                      \
+    "  END LOOP;\n"                                                                                \
+    "  IF done <> 4 THEN RAISE EXCEPTION 'schema 15: % functions rewritten, not 4', done; END IF;\n" \
+    "END $d$;\n"
+
 #endif

@@ -287,7 +287,7 @@ static void run_read(store_t *s, read_req *rq, store_result *res)
     } else if (rq->afn) {
         res->rc = read_attempts(s, rq->id, res);
     } else if (rq->ifn) {
-        res->rc = store_inbox_run(s, rq->max, rq->floor, &res->inbox, &res->rows);
+        res->rc = store_inbox_run(s, rq->max, rq->floor, rq->flag, &res->inbox, &res->rows);
     } else if (rq->rfn) {
         const char *params[2] = {rq->scope, rq->key};
         res->rc = s->be->select(s, true, STORE_SQL_GET_REQUEST, 2, params, request_row, res);
@@ -395,12 +395,14 @@ void store_get_request(store_t *s, const char *scope, const char *key, store_req
     read_enqueue(s, rq);
 }
 
-void store_read_inbox(store_t *s, size_t max, uint64_t floor, store_inbox_fn fn, void *ctx)
+void store_read_inbox(store_t *s, size_t max, uint64_t floor, store_inbox_flag flag,
+                      store_inbox_fn fn, void *ctx)
 {
     read_req *rq = xcalloc(1, sizeof(*rq));
     rq->ifn = fn;
     rq->max = max;
     rq->floor = floor;
+    rq->flag = flag;
     rq->ctx = ctx;
     read_enqueue(s, rq);
 }

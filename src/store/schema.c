@@ -276,6 +276,11 @@ static const char *const migrations[] = {
     "  role $I64 NOT NULL);\n"
     "CREATE INDEX batch_jobs_batch ON $Sbatch_jobs (batch_id);\n"
     "$BATCH_JOBS_GONE",
+
+    /* 15: a notification from an application's transaction only while the
+     * leader is not reading the inbox already (PostgreSQL only: pg_txapi.h;
+     * SQLite records the version alone). */
+    "$TXHOT",
 };
 
 int store_schema_versions(void)
@@ -322,6 +327,7 @@ static char *expand(const char *t, bool pg)
         {"$NOROWID", " WITHOUT ROWID", ""},
         {"$TXAPI", "", STORE_PG_TXAPI},
         {"$TXTIMEOUT", "", STORE_PG_TXAPI_TIMEOUT},
+        {"$TXHOT", "", STORE_PG_TXAPI_HOT},
         {"$ATTEMPTS_GONE", STORE_ATTEMPTS_GONE_SQLITE, STORE_ATTEMPTS_GONE_PG},
         {"$DEPS_GONE", STORE_DEPS_GONE_SQLITE, STORE_DEPS_GONE_PG},
         {"$BATCH_JOBS_GONE", STORE_BATCH_JOBS_GONE_SQLITE, STORE_BATCH_JOBS_GONE_PG},

@@ -347,7 +347,17 @@ typedef struct store_inbox {
     size_t njobs;
     store_tx_outcome *outcomes;
     size_t noutcomes;
+    bool cool; /* STORE_INBOX_COOL: no transaction that saw the flag set is open */
 } store_inbox;
+
+/* What a read of the inbox does first with the flag tenq.inbox_hot (schema
+ * 15), which tells applications' transactions whether to notify. */
+typedef enum store_inbox_flag {
+    STORE_INBOX_KEEP, /* leaves it as it is */
+    STORE_INBOX_HOT,  /* sets it: the leader reads again, transactions need not notify */
+    STORE_INBOX_COOL, /* clears it, and sets in->cool when no transaction that saw it set
+                         is still open (so that this read finds all they committed) */
+} store_inbox_flag;
 
 /* Does this store take jobs from applications' transactions (PostgreSQL)? */
 bool store_has_inbox(const store_t *s);
@@ -356,7 +366,8 @@ bool store_has_inbox(const store_t *s);
  * floor: the engine's next id, which tenq.tx_ids is raised to when no
  * transaction is taking an id (so that ids stay in time order). */
 typedef void (*store_inbox_fn)(void *ctx, int rc, const store_inbox *in);
-void store_read_inbox(store_t *s, size_t max, uint64_t floor, store_inbox_fn fn, void *ctx);
+void store_read_inbox(store_t *s, size_t max, uint64_t floor, store_inbox_flag flag,
+                      store_inbox_fn fn, void *ctx);
 void store_batch_inbox_done(store_batch *b, uint64_t id);
 void store_batch_tx_done(store_batch *b, uint64_t id, uint64_t token);
 

@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import unittest
 
@@ -239,6 +240,94 @@ class Submit(TxTest):
         self.assertGreaterEqual(time.time() - t0, 0.5)
         att = self.srv.ok("GET", "/v1/jobs/%d/attempts" % jid)["attempts"]
         self.assertEqual([a["outcome"] for a in att], ["timed_out"])
+
+
+def psql_script(url, sql):
+    """A psql process running sql (many transactions), started now."""
+    with tempfile.NamedTemporaryFile("w", suffix=".sql", delete=False) as f:
+        f.write(sql)
+    p = subprocess.Popen(["psql", url, "-X", "-q", "-At", "-v", "ON_ERROR_STOP=1", "-f", f.name],
+                         stdout=subprocess.PIPE, text=True)
+    p.script = f.name
+    return p
+
+
+def finish(p):
+    """The output lines of a psql_script, once it ended well."""
+    out = p.communicate()[0]
+    os.unlink(p.script)
+    assert p.returncode == 0, "psql failed: %s" % out
+    return out.split()
+
+
+class Notifications(unittest.TestCase):
+    """A transaction notifies the leader only while it is not reading the
+    inbox already (tenq.inbox_hot, schema 15). The servers here poll the
+    inbox every 10 minutes: a job that came with no notification and that
+    the leader did not read for itself would wait that long."""
+
+    def setUp(self):
+        if not os.environ.get("TENQ_TEST_PG_URL"):
+            self.fail("needs PostgreSQL: run under tests/with-pg.sh")
+        self.srv = Server(store_url=harness.pg_url_for_new_database(),
+                          args=["--inbox-poll", "10m"])
+        self.db = self.srv.store_url
+
+    def tearDown(self):
+        self.srv.cleanup()
+
+    def leased_within(self, queue, ids, seconds):
+        seen, deadline = set(), time.time() + seconds
+        while ids - seen and time.time() < deadline:
+            seen |= {j["id"] for j in self.srv.lease([queue], max=100, wait_ms=200)}
+        self.assertEqual(ids - seen, set(), "not leased within %s s" % seconds)
+
+    def test_a_transaction_that_saw_the_leader_reading_is_taken_in_when_it_commits_late(self):
+        # two applications keep the leader reading: it sets the flag
+        stream = "".join("BEGIN; SELECT tenq.submit('acme', 'txs', 'T'); COMMIT;\n"
+                         for _ in range(3000))
+        apps = [psql_script(self.db, stream) for _ in range(2)]
+        # transactions that take their id now and commit 0.4 s later, when
+        # the stream may be over and the leader idle
+        late = []
+        for _ in range(25):
+            late.append(psql_script(self.db, (
+                "BEGIN; SELECT tenq.submit('acme', 'txlate', 'T'); "
+                "SELECT last_value FROM tenq.inbox_hot; SELECT pg_sleep(0.4); COMMIT;")))
+            time.sleep(0.03)
+        for p in apps:
+            finish(p)
+        outs = [finish(p) for p in late]
+        saw_hot = [int(o[0]) for o in outs if o[1] == "1"]
+        self.assertTrue(saw_hot, "no transaction saw the leader reading: %s" % outs)
+        self.leased_within("txlate", {int(o[0]) for o in outs}, 5)
+        # the stream is taken in whole, and the leader goes back to notifications
+        deadline = time.time() + 5
+        while time.time() < deadline and (
+                q1(self.db, "SELECT count(*) FROM tenq.inbox") != "0" or
+                q1(self.db, "SELECT last_value FROM tenq.inbox_hot") != "0"):
+            time.sleep(0.02)
+        self.assertEqual(q1(self.db, "SELECT count(*) FROM tenq.inbox"), "0")
+        self.assertEqual(q1(self.db, "SELECT last_value FROM tenq.inbox_hot"), "0")
+        self.assertEqual(self.srv.ok("GET", "/v1/queues/txs")["ready"], 6000)
+        one = int(q1(self.db, "SELECT tenq.submit('acme', 'txone', 'T')"))
+        self.leased_within("txone", {one}, 2)
+
+    def test_a_leader_that_died_reading_leaves_the_flag_to_the_next_which_clears_it(self):
+        self.srv.kill()
+        # as a leader killed while it read leaves it: set, so that commits
+        # meanwhile send nothing
+        q1(self.db, "SELECT setval('tenq.inbox_hot', 1, true)")
+        before = int(q1(self.db, "BEGIN; SELECT tenq.submit('acme', 'txk', 'T'); COMMIT;"))
+        self.srv.start()
+        self.leased_within("txk", {before}, 5)
+        deadline = time.time() + 5
+        while time.time() < deadline and q1(
+                self.db, "SELECT last_value FROM tenq.inbox_hot") != "0":
+            time.sleep(0.02)
+        self.assertEqual(q1(self.db, "SELECT last_value FROM tenq.inbox_hot"), "0")
+        after = int(q1(self.db, "BEGIN; SELECT tenq.submit('acme', 'txk', 'T'); COMMIT;"))
+        self.leased_within("txk", {after}, 2)
 
 
 class Complete(TxTest):
