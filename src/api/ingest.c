@@ -214,12 +214,9 @@ static store_inbox_flag next_flag(server *s)
         s->ingest_backoff_ms = 1;
     }
     switch (s->ingest_phase) {
-    case PHASE_HOT:
-        return s->ingest_streak ? STORE_INBOX_KEEP : STORE_INBOX_COOL;
-    case PHASE_COOLING:
-        return s->ingest_streak >= 2 ? STORE_INBOX_HOT : STORE_INBOX_COOL;
-    default:
-        return s->ingest_streak >= 2 ? STORE_INBOX_HOT : STORE_INBOX_KEEP;
+    case PHASE_HOT: return s->ingest_streak ? STORE_INBOX_KEEP : STORE_INBOX_COOL;
+    case PHASE_COOLING: return s->ingest_streak >= 2 ? STORE_INBOX_HOT : STORE_INBOX_COOL;
+    default: return s->ingest_streak >= 2 ? STORE_INBOX_HOT : STORE_INBOX_KEEP;
     }
 }
 

@@ -104,8 +104,8 @@ static void cool_row(void *ctx, const store_rowacc *acc, void *row)
 
 /* On the reader thread, under read_db_lock.  The flag first, so that a
  * read after clearing it sees every transaction that ended before. */
-int store_inbox_run(store_t *s, size_t max, uint64_t floor, store_inbox_flag flag,
-                    store_inbox *in, rows_builder *keep)
+int store_inbox_run(store_t *s, size_t max, uint64_t floor, store_inbox_flag flag, store_inbox *in,
+                    rows_builder *keep)
 {
     memset(in, 0, sizeof(*in));
     if (!store_has_inbox(s)) return 0;

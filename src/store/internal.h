@@ -206,8 +206,8 @@ typedef struct read_req {
 void store_attempts_deliver(store_result *res);
 void store_deps_deliver(store_result *res);
 /* The inbox's read (inbox.c), on the reader thread. */
-int store_inbox_run(store_t *s, size_t max, uint64_t floor, store_inbox_flag flag,
-                    store_inbox *in, rows_builder *keep);
+int store_inbox_run(store_t *s, size_t max, uint64_t floor, store_inbox_flag flag, store_inbox *in,
+                    rows_builder *keep);
 void store_inbox_free(store_inbox *in);
 
 /* A job row ready to write: strings point into the batches' arenas. */

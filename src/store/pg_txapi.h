@@ -352,7 +352,7 @@
  * on PostgreSQL only. */
 #define STORE_PG_TXAPI_HOT                                                                         \
     "CREATE SEQUENCE tenq.inbox_hot MINVALUE 0 MAXVALUE 1 START WITH 0 NO CYCLE;\n"                \
-    "-- Wakes the leader unless it is reading the inbox already (called in the\n"                 \
+    "-- Wakes the leader unless it is reading the inbox already (called in the\n"                  \
     "-- transaction: the notification arrives on its commit).\n"                                   \
     "CREATE FUNCTION tenq.notify_inbox() RETURNS VOID LANGUAGE plpgsql AS $f$\n"                   \
     "BEGIN\n"                                                                                      \
@@ -361,7 +361,7 @@
     "    PERFORM pg_notify('tenq_inbox', '');\n"                                                   \
     "  END IF;\n"                                                                                  \
     "END $f$;\n"                                                                                   \
-    "-- The leader, before it waits for notifications again: true when no transaction\n"          \
+    "-- The leader, before it waits for notifications again: true when no transaction\n"           \
     "-- that read the flag as 1 is still open.\n"                                                  \
     "CREATE FUNCTION tenq.inbox_cool() RETURNS BOOLEAN LANGUAGE plpgsql AS $f$\n"                  \
     "BEGIN\n"                                                                                      \
@@ -382,7 +382,8 @@
     "    EXECUTE replace(def, old, 'tenq.notify_inbox()');\n"                                      \
     "    done := done + 1;\n"                                                                      \
     "  END LOOP;\n"                                                                                \
-    "  IF done <> 4 THEN RAISE EXCEPTION 'schema 15: % functions rewritten, not 4', done; END IF;\n" \
+    "  IF done <> 4 THEN RAISE EXCEPTION 'schema 15: % functions rewritten, not 4', done; END "    \
+    "IF;\n"                                                                                        \
     "END $d$;\n"
 
 #endif
