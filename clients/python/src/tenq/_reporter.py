@@ -198,8 +198,6 @@ class Reporter:
 
     def _send_outcomes(self, entries: List[Entry]) -> bool:
         st = self.st
-        for e in entries:
-            e.tries += 1
         try:
             results = self.c.outcomes([e.outcome for e in entries if e.outcome is not None])
         except TenqError as err:

@@ -75,7 +75,6 @@ class Entry:
     __slots__ = (
         "task",
         "state",
-        "got",
         "began",
         "deadline",
         "next_hb",
@@ -86,13 +85,11 @@ class Entry:
         "outcome",
         "runner",
         "done_at",
-        "tries",
     )
 
-    def __init__(self, task: Context, now: float, next_hb: float) -> None:
+    def __init__(self, task: Context, next_hb: float) -> None:
         self.task = task
         self.state = QUEUED
-        self.got = now
         self.began = 0.0
         self.deadline: Optional[float] = None
         self.next_hb = next_hb
@@ -103,7 +100,6 @@ class Entry:
         self.outcome: Optional[Dict[str, Any]] = None
         self.runner: Any = None
         self.done_at = 0.0
-        self.tries = 0  # deliveries of its outcome tried
 
 
 class Counts:
@@ -233,10 +229,11 @@ class State:
         if (len(self.done) == 1 or self.stopping) and self.report_wake > entry.done_at:
             self.cv_report.notify()
 
-    def ran(self, entry: Entry, outcome: Dict[str, Any]) -> None:
+    def ran(self, entry: Entry, outcome: Dict[str, Any]) -> float:
         """(mu) A runner's handler returned: its slot is free, its run time
-        counts in the average, its outcome waits to be reported. (Once a
-        job: push_done and free() written out.)"""
+        counts in the average, its outcome waits to be reported. Returns
+        the time it ended (the runner's next job begins then). (Once a job:
+        push_done and free() written out.)"""
         self.nrunning -= 1
         self.running.discard(entry)
         entry.runner = None
@@ -256,6 +253,7 @@ class State:
         want = self.lease_want
         if want and self.capacity - len(self.ready) - self.nrunning >= want:
             self.cv_lease.notify()
+        return now
 
     def take_outcomes(self, limit: int) -> List[Entry]:
         """Up to ``limit`` outcomes to report, oldest first (those of lost
@@ -285,27 +283,34 @@ class State:
             results = results + [{}] * (len(entries) - len(results))
         hand = self.hand
         counts = self.counts
+        succeeded = failed = 0  # (counted in locals: once an outcome)
         for e, res in zip(entries, results):
-            hand.pop(e.task.id, None)
-            err = res.get("error") if isinstance(res, dict) else None
-            tx = e.task.tx_outcome
-            if err is not None and tx is not None:
+            task = e.task
+            hand.pop(task.id, None)
+            err = res.get("error") if type(res) is dict else None
+            if err is None:
+                outcome = e.outcome
+                if outcome is not None and outcome.get("ok"):
+                    succeeded += 1
+                else:
+                    failed += 1
+                continue
+            tx = task._tx_outcome  # (the attribute: once an outcome)
+            if tx is not None:
                 # reported in the handler's transaction, which the server
                 # took in first (its retry may be leased already): expected
-                log.debug("job %s: outcome after its transaction: %s", e.task.id,
+                log.debug("job %s: outcome after its transaction: %s", task.id,
                           err.get("message") if isinstance(err, dict) else err)
                 if tx.get("ok"):
-                    counts.succeeded += 1
+                    succeeded += 1
                 else:
-                    counts.failed += 1
-            elif err is not None:
-                counts.refused += 1
-                log.warning("job %s: outcome refused: %s", e.task.id,
-                            err.get("message") if isinstance(err, dict) else err)
-            elif e.outcome is not None and e.outcome.get("ok"):
-                counts.succeeded += 1
+                    failed += 1
             else:
-                counts.failed += 1
+                counts.refused += 1
+                log.warning("job %s: outcome refused: %s", task.id,
+                            err.get("message") if isinstance(err, dict) else err)
+        counts.succeeded += succeeded
+        counts.failed += failed
         if entries and self.stopping:
             self.wake_control()
 
