@@ -29,7 +29,6 @@ from tenq.errors import (
     TenqError,
     UnauthenticatedError,
 )
-from tenq.context import Context
 
 log = logging.getLogger("tenq.worker")
 
@@ -70,15 +69,14 @@ def _take_jobs(st: State, jobs: List[Dict[str, Any]]) -> None:
     # after a stop they run like the jobs in hand, while the grace lasts
     give_back = st.past_grace
     for job in jobs:
-        task = Context(job, on_progress, client)
         job_left = job.get("lease_left_ms")
         if job_left != left or not job_left:
             left = job_left
             next_hb = now + heartbeat_every(job)
             if next_hb < soonest:
                 soonest = next_hb
-        e = Entry(task, next_hb)
-        hand[task.id] = e
+        e = Entry(job, on_progress, client, next_hb)
+        hand[e.id] = e
         if give_back:
             st.give_back(e)
         else:
@@ -127,7 +125,7 @@ def leaser_main(st: State) -> None:
                     wait_ms=wait_ms,
                     types=st.types,
                     worker=st.name,
-                    outcomes=[e.outcome for e in carrying if e.outcome is not None],
+                    outcomes=[e._outcome for e in carrying if e._outcome is not None],
                 )
             except TenqError as e:
                 err = e

@@ -93,20 +93,19 @@ class Runner:
                     # ended now: its end time saves a clock read)
                     if not now:
                         now = time.monotonic()
-                    e.state = RUNNING
-                    e.began = now
-                    e.runner = self
+                    e._state = RUNNING
+                    e._began = now
+                    e._runner = self
                     st.nrunning += 1
                     running.add(e)
-                    task = e.task
-                    reg = handler_of(task.type)
+                    reg = handler_of(e.type)
                     timeout = st.timeout
                     if reg is not None and reg.timeout is not None:
                         timeout = reg.timeout
                     # the reporter looks at it when its start is due (or its deadline)
                     due = now + START_AFTER
                     if timeout:
-                        e.deadline = deadline = now + timeout
+                        e._deadline = deadline = now + timeout
                         if deadline < due:
                             due = deadline
                     if due < st.report_wake:
@@ -115,13 +114,13 @@ class Runner:
                         st.stop_entry(e, SHUTDOWN)
                 if reg is None:
                     outcome = {
-                        "id": task.id,
-                        "token": task.token,
+                        "id": e.id,
+                        "token": e.token,
                         "ok": False,
-                        "error": f"no handler for type {task.type} on worker {st.name}",
+                        "error": f"no handler for type {e.type} on worker {st.name}",
                     }
                 else:
-                    outcome = run_attempt(task, reg.fn, run_coroutine, middleware)
+                    outcome = run_attempt(e, reg.fn, run_coroutine, middleware)
         finally:
             with st.mu:
                 if not self.retired:

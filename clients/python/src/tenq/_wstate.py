@@ -68,38 +68,47 @@ PREFETCH_MAX = 1000
 RUN_EWMA = 0.1
 
 
-class Entry:
+class Entry(Context):
     """A job in hand: leased, then running, then done (its outcome waiting
-    to be reported)."""
+    to be reported). It is the Context its handler gets, with the worker's
+    bookkeeping beside (underscored: not the handler's). One object a job,
+    where a Context and an Entry were two: the jobs a worker holds (its
+    prefetch, the outcomes in flight) are most of what Python's garbage
+    collector allocates and walks while a worker drains short jobs."""
 
     __slots__ = (
-        "task",
-        "state",
-        "began",
-        "deadline",
-        "next_hb",
-        "start_sent",
-        "progress_dirty",
-        "progress_sent",
-        "lost",
-        "outcome",
-        "runner",
-        "done_at",
+        "_state",
+        "_began",
+        "_deadline",
+        "_next_hb",
+        "_start_sent",
+        "_progress_dirty",
+        "_progress_sent",
+        "_lost",
+        "_outcome",
+        "_runner",
+        "_done_at",
     )
 
-    def __init__(self, task: Context, next_hb: float) -> None:
-        self.task = task
-        self.state = QUEUED
-        self.began = 0.0
-        self.deadline: Optional[float] = None
-        self.next_hb = next_hb
-        self.start_sent = False
-        self.progress_dirty = False
-        self.progress_sent = 0.0
-        self.lost = False
-        self.outcome: Optional[Dict[str, Any]] = None
-        self.runner: Any = None
-        self.done_at = 0.0
+    def __init__(
+        self,
+        job: Dict[str, Any],
+        on_progress: Callable[[Context], None],
+        client: Any,
+        next_hb: float,
+    ) -> None:
+        Context.__init__(self, job, on_progress, client)
+        self._state = QUEUED
+        self._began = 0.0
+        self._deadline: Optional[float] = None
+        self._next_hb = next_hb
+        self._start_sent = False
+        self._progress_dirty = False
+        self._progress_sent = 0.0
+        self._lost = False
+        self._outcome: Optional[Dict[str, Any]] = None
+        self._runner: Any = None
+        self._done_at = 0.0
 
 
 class Counts:
@@ -219,14 +228,14 @@ class State:
 
     def push_done(self, entry: Entry, outcome: Dict[str, Any]) -> None:
         """A job's outcome waits to be reported; wakes whoever sends it."""
-        entry.state = DONE
-        entry.outcome = outcome
-        entry.done_at = time.monotonic()
-        if entry.lost:
-            self.hand.pop(entry.task.id, None)
+        entry._state = DONE
+        entry._outcome = outcome
+        entry._done_at = time.monotonic()
+        if entry._lost:
+            self.hand.pop(entry.id, None)
             return
         self.done.append(entry)
-        if (len(self.done) == 1 or self.stopping) and self.report_wake > entry.done_at:
+        if (len(self.done) == 1 or self.stopping) and self.report_wake > entry._done_at:
             self.cv_report.notify()
 
     def ran(self, entry: Entry, outcome: Dict[str, Any]) -> float:
@@ -236,15 +245,15 @@ class State:
         push_done and free() written out.)"""
         self.nrunning -= 1
         self.running.discard(entry)
-        entry.runner = None
-        entry.state = DONE
-        entry.outcome = outcome
-        entry.done_at = now = time.monotonic()
-        took = now - entry.began
+        entry._runner = None
+        entry._state = DONE
+        entry._outcome = outcome
+        entry._done_at = now = time.monotonic()
+        took = now - entry._began
         avg = self.avg_run
         self.avg_run = took if avg is None else avg + (took - avg) * RUN_EWMA
-        if entry.lost:
-            self.hand.pop(entry.task.id, None)
+        if entry._lost:
+            self.hand.pop(entry.id, None)
         else:
             done = self.done
             done.append(entry)
@@ -266,9 +275,9 @@ class State:
             out = [done.popleft() for _ in range(limit)]
         if self.counts.lost:
             for e in out:
-                if e.lost:
-                    self.hand.pop(e.task.id, None)
-            out = [e for e in out if not e.lost]
+                if e._lost:
+                    self.hand.pop(e.id, None)
+            out = [e for e in out if not e._lost]
         return out
 
     def requeue_outcomes(self, entries: List[Entry]) -> None:
@@ -285,21 +294,20 @@ class State:
         counts = self.counts
         succeeded = failed = 0  # (counted in locals: once an outcome)
         for e, res in zip(entries, results):
-            task = e.task
-            hand.pop(task.id, None)
+            hand.pop(e.id, None)
             err = res.get("error") if type(res) is dict else None
             if err is None:
-                outcome = e.outcome
+                outcome = e._outcome
                 if outcome is not None and outcome.get("ok"):
                     succeeded += 1
                 else:
                     failed += 1
                 continue
-            tx = task._tx_outcome  # (the attribute: once an outcome)
+            tx = e._tx_outcome  # (the attribute: once an outcome)
             if tx is not None:
                 # reported in the handler's transaction, which the server
                 # took in first (its retry may be leased already): expected
-                log.debug("job %s: outcome after its transaction: %s", task.id,
+                log.debug("job %s: outcome after its transaction: %s", e.id,
                           err.get("message") if isinstance(err, dict) else err)
                 if tx.get("ok"):
                     succeeded += 1
@@ -307,7 +315,7 @@ class State:
                     failed += 1
             else:
                 counts.refused += 1
-                log.warning("job %s: outcome refused: %s", task.id,
+                log.warning("job %s: outcome refused: %s", e.id,
                             err.get("message") if isinstance(err, dict) else err)
         counts.succeeded += succeeded
         counts.failed += failed
@@ -325,7 +333,7 @@ class State:
         else:
             log.error("%d outcome(s) refused: %s", len(entries), err)
             for e in entries:
-                self.hand.pop(e.task.id, None)
+                self.hand.pop(e.id, None)
             self.counts.refused += len(entries)
         self.cv_report.notify()
 
@@ -333,17 +341,17 @@ class State:
         """(mu) The lease of a job in hand is gone (expired, taken over, the
         job deleted): its handler is told to stop and its outcome will be
         dropped."""
-        if e.lost or e.state == DONE:
+        if e._lost or e._state == DONE:
             return
-        log.warning("job %s (%s): lease lost (%s)", e.task.id, e.task.type, why)
-        e.lost = True
+        log.warning("job %s (%s): lease lost (%s)", e.id, e.type, why)
+        e._lost = True
         self.counts.lost += 1
-        if e.state == QUEUED:
+        if e._state == QUEUED:
             try:
                 self.ready.remove(e)
             except ValueError:
                 pass
-            self.hand.pop(e.task.id, None)
+            self.hand.pop(e.id, None)
             if self.lease_want and self.free() >= self.lease_want:
                 self.cv_lease.notify()
         else:
@@ -353,11 +361,11 @@ class State:
         """A handler reported progress: the reporter sends it soon."""
         with self.mu:
             e = self.hand.get(task.id)
-            if e is None or e.task is not task:
+            if e is not task:
                 return
-            e.progress_dirty = True
+            e._progress_dirty = True
             self.progressing.add(e)
-            if e.progress_sent + PROGRESS_EVERY < self.report_wake:
+            if e._progress_sent + PROGRESS_EVERY < self.report_wake:
                 self.cv_report.notify()
 
     def give_back(self, e: Entry) -> None:
@@ -367,8 +375,8 @@ class State:
 
     def stop_entry(self, e: Entry, reason: str) -> None:
         """(mu) Asks a job's handler to stop (an async one is cancelled)."""
-        e.task.request_stop(reason)
-        runner = e.runner
+        e.request_stop(reason)
+        runner = e._runner
         if runner is not None:
             runner.interrupt()
 
@@ -376,9 +384,9 @@ class State:
         """(mu) Gives up on a running handler (its timeout passed, or the
         grace period): its outcome is reported now; its thread is told to
         stop, left behind, and its slot gets a new runner."""
-        runner = e.runner
+        runner = e._runner
         self.stop_entry(e, reason)
-        e.runner = None
+        e._runner = None
         self.nrunning -= 1
         self.running.discard(e)
         self.push_done(e, outcome)
@@ -395,8 +403,8 @@ class State:
 def stopped_outcome(e: Entry) -> Dict[str, Any]:
     """The outcome of a job cut off by a stop: retried at once elsewhere."""
     return {
-        "id": e.task.id,
-        "token": e.task.token,
+        "id": e.id,
+        "token": e.token,
         "ok": False,
         "error": "worker stopped",
         "retry_in_ms": 0,
