@@ -21,6 +21,7 @@ from tenq._wstate import (
     Entry,
     State,
     heartbeat_every,
+    wire_outcomes,
 )
 from tenq.errors import (
     ForbiddenError,
@@ -125,7 +126,7 @@ def leaser_main(st: State) -> None:
                     wait_ms=wait_ms,
                     types=st.types,
                     worker=st.name,
-                    outcomes=[e._outcome for e in carrying if e._outcome is not None],
+                    outcomes=wire_outcomes(carrying) if carrying else None,
                 )
             except TenqError as e:
                 err = e

@@ -24,6 +24,7 @@ from tenq._wstate import (
     Entry,
     State,
     heartbeat_every,
+    wire_outcomes,
 )
 from tenq.client import Client
 from tenq.context import CANCELLED, LOST, TIMEOUT
@@ -199,7 +200,7 @@ class Reporter:
     def _send_outcomes(self, entries: List[Entry]) -> bool:
         st = self.st
         try:
-            results = self.c.outcomes([e._outcome for e in entries if e._outcome is not None])
+            results = self.c.outcomes(wire_outcomes(entries))
         except TenqError as err:
             with st.mu:
                 st.undelivered(entries, err)

@@ -11,6 +11,7 @@ import time
 from typing import Any, Callable, Coroutine, Dict, Optional
 
 from tenq._wstate import (
+    PLAIN_SUCCESS,
     RUNNING,
     START_AFTER,
     Abandoned,
@@ -120,7 +121,7 @@ class Runner:
                         "error": f"no handler for type {e.type} on worker {st.name}",
                     }
                 else:
-                    outcome = run_attempt(e, reg.fn, run_coroutine, middleware)
+                    outcome = run_attempt(e, reg.fn, run_coroutine, middleware, PLAIN_SUCCESS)
         finally:
             with st.mu:
                 if not self.retired:

@@ -171,12 +171,15 @@ def run_attempt(
     fn: Handler,
     run_coroutine: Callable[[Any], Any],
     middleware: Sequence[Middleware] = (),
+    plain: Optional[Dict[str, Any]] = None,
 ) -> Dict[str, Any]:
     """Runs the handler ``fn`` (through ``middleware``; a coroutine it
     returns by ``run_coroutine``) as ``task``'s attempt and makes its
     outcome, the object POST /v1/outcomes takes. No exception of the
-    handler leaves: each is a failed attempt. (The worker's path for every
-    job: no call more than needed.)"""
+    handler leaves: each is a failed attempt. A success with nothing to
+    report (no result, no stats) is ``plain`` when given (the worker's
+    shared marker: it writes those outcomes' JSON itself). (The worker's
+    path for every job: no call more than needed.)"""
     token = set_current(task)
     try:
         if middleware:
@@ -203,6 +206,8 @@ def run_attempt(
     if value is None and tx is None:
         # the most common outcome, made in one go
         if stats is None:
+            if plain is not None:
+                return plain
             return {"id": task.id, "token": task.token, "ok": True}
         return {"id": task.id, "token": task.token, "ok": True, "stats": stats}
     out = {"id": task.id, "token": task.token}
