@@ -200,7 +200,7 @@ class Reporter:
     def _send_outcomes(self, entries: List[Entry]) -> bool:
         st = self.st
         try:
-            results = self.c.outcomes(wire_outcomes(entries))
+            results = self.c.report_outcomes(wire_outcomes(entries), len(entries))
         except TenqError as err:
             with st.mu:
                 st.undelivered(entries, err)
