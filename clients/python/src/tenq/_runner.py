@@ -11,7 +11,9 @@ import time
 from typing import Any, Callable, Coroutine, Dict, Optional
 
 from tenq._wstate import (
+    DONE,
     PLAIN_SUCCESS,
+    RUN_EWMA,
     RUNNING,
     START_AFTER,
     Abandoned,
@@ -63,13 +65,15 @@ class Runner:
             pass  # given up on (and it may come late, as the thread ends)
 
     def _run(self) -> None:
-        # The path of every job: the job's start (what ``_begin`` was) and
-        # its run are written out here, with the lookups hoisted, as calls
-        # and attribute reads are much of a short job's cost.
+        # The path of every job: its end, the next one's start and its run
+        # are written out here, with the lookups hoisted, as calls and
+        # attribute reads are much of a short job's cost.
         st = self.st
         mu = st.mu
         ready = st.ready
         running = st.running
+        done = st.done
+        monotonic = time.monotonic
         handler_of = st.handlers.lookup()
         middleware = st.middleware
         run_coroutine = self._run_coroutine
@@ -82,7 +86,27 @@ class Runner:
                     if e is not None:
                         if self.retired:
                             return  # given up on: its outcome went already
-                        now = st.ran(e, outcome)
+                        # the last job ended: its slot is free, its run time
+                        # counts in the average, its outcome waits to be
+                        # reported (State.push_done and free(), written out)
+                        st.nrunning -= 1
+                        running.discard(e)
+                        e._runner = None
+                        e._state = DONE
+                        e._outcome = outcome
+                        e._done_at = now = monotonic()
+                        took = now - e._began
+                        avg = st.avg_run
+                        st.avg_run = took if avg is None else avg + (took - avg) * RUN_EWMA
+                        if e._lost:
+                            st.hand.pop(e.id, None)
+                        else:
+                            done.append(e)
+                            if (len(done) == 1 or st.stopping) and st.report_wake > now:
+                                st.cv_report.notify()
+                        want = st.lease_want
+                        if want and st.capacity - len(ready) - st.nrunning >= want:
+                            st.cv_lease.notify()
                         e = None
                     while not ready:
                         if self.retired or st.abandon or (st.stopping and st.leaser_done):
@@ -93,7 +117,7 @@ class Runner:
                     # the job starts in this slot (at once when the last one
                     # ended now: its end time saves a clock read)
                     if not now:
-                        now = time.monotonic()
+                        now = monotonic()
                     e._state = RUNNING
                     e._began = now
                     e._runner = self

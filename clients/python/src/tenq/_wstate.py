@@ -227,7 +227,8 @@ class State:
         self.capacity = self.concurrency + self.prefetch
 
     def push_done(self, entry: Entry, outcome: Dict[str, Any]) -> None:
-        """A job's outcome waits to be reported; wakes whoever sends it."""
+        """A job's outcome waits to be reported; wakes whoever sends it.
+        (A runner's job ends the same way, written out in Runner._run.)"""
         entry._state = DONE
         entry._outcome = outcome
         entry._done_at = time.monotonic()
@@ -237,32 +238,6 @@ class State:
         self.done.append(entry)
         if (len(self.done) == 1 or self.stopping) and self.report_wake > entry._done_at:
             self.cv_report.notify()
-
-    def ran(self, entry: Entry, outcome: Dict[str, Any]) -> float:
-        """(mu) A runner's handler returned: its slot is free, its run time
-        counts in the average, its outcome waits to be reported. Returns
-        the time it ended (the runner's next job begins then). (Once a job:
-        push_done and free() written out.)"""
-        self.nrunning -= 1
-        self.running.discard(entry)
-        entry._runner = None
-        entry._state = DONE
-        entry._outcome = outcome
-        entry._done_at = now = time.monotonic()
-        took = now - entry._began
-        avg = self.avg_run
-        self.avg_run = took if avg is None else avg + (took - avg) * RUN_EWMA
-        if entry._lost:
-            self.hand.pop(entry.id, None)
-        else:
-            done = self.done
-            done.append(entry)
-            if (len(done) == 1 or self.stopping) and self.report_wake > now:
-                self.cv_report.notify()
-        want = self.lease_want
-        if want and self.capacity - len(self.ready) - self.nrunning >= want:
-            self.cv_lease.notify()
-        return now
 
     def take_outcomes(self, limit: int) -> List[Entry]:
         """Up to ``limit`` outcomes to report, oldest first (those of lost
