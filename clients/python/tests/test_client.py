@@ -95,6 +95,26 @@ def test_wait_times_out_with_current_state(client: tenq.Client) -> None:
         h.wait(0.2)
 
 
+def test_outcomes_as_objects_or_json(client: tenq.Client, queue: str) -> None:
+    hs = [client.submit("T.out") for _ in range(4)]
+    jobs = client.lease([queue], max=4)["jobs"]
+    assert sorted(j["id"] for j in jobs) == sorted(h.id for h in hs)
+    a, b, c, d = jobs
+    # a worker's: [] when every outcome was taken (the answer not parsed)
+    arr = b'[{"id":%d,"token":%d,"ok":true}]' % (a["id"], a["token"])
+    assert client.report_outcomes(arr, 1) == []
+    # any refused: the results, in order
+    stale = {"id": b["id"], "token": b["token"] + 1, "ok": True}
+    ok_c = {"id": c["id"], "token": c["token"], "ok": True}
+    results = client.report_outcomes([stale, ok_c], 2)
+    assert results[0]["error"]["code"] == "conflict" and results[1]["state"] == "succeeded"
+    # the public call always answers the results
+    arr = b'[{"id":%d,"token":%d,"ok":true}]' % (d["id"], d["token"])
+    assert client.outcomes(arr) == [{"id": d["id"], "state": "succeeded"}]
+    assert client.get(b["id"]).state == "leased"
+    assert [client.get(j["id"]).state for j in (a, c, d)] == ["succeeded"] * 3
+
+
 def test_wait_follows_a_merged_job(client: tenq.Client, queue: str) -> None:
     client.set_queue(queue, merge=True)
     a = client.submit("T.merge", {"n": 1}, key="k")

@@ -42,6 +42,29 @@ def test_concurrency_really_overlaps(client: tenq.Client, queue: str, carry: boo
     assert w.counts["succeeded"] == 8
 
 
+@pytest.mark.parametrize("carry", [False, True])
+def test_plain_successes_beside_results_and_stats(client: tenq.Client, queue: str,
+                                                  carry: bool) -> None:
+    # a worker writes the JSON of a batch of plain successes (no result, no
+    # stats) itself; a batch with others sends objects: both are delivered
+    reg = tenq.Registry()
+    reg.add("T.none", lambda ctx: None)
+    reg.add("T.id", lambda ctx: ctx.id)
+
+    def with_stats(ctx: tenq.Context) -> None:
+        ctx.stats = {"rows": 2}
+
+    reg.add("T.stats", with_stats)
+    plain = [client.submit("T.none") for _ in range(40)]
+    mixed = [client.submit(t) for _ in range(10) for t in ("T.none", "T.id", "T.stats")]
+    with worker_for(client, queue, reg, concurrency=3, carry_outcomes=carry) as w:
+        assert [h.wait(30) for h in plain] == [None] * 40
+        assert [h.wait(30) for h in mixed] == [h.id if i % 3 == 1 else None
+                                               for i, h in enumerate(mixed)]
+        until(lambda: w.counts["succeeded"] == 70)
+    assert w.counts["failed"] == w.counts["refused"] == 0
+
+
 def test_retries_down_to_the_morgue(client: tenq.Client, queue: str) -> None:
     reg = tenq.Registry()
     seen: List[int] = []

@@ -21,6 +21,7 @@ from tenq._wstate import (
     Entry,
     State,
     heartbeat_every,
+    wire_outcomes,
 )
 from tenq.errors import (
     ForbiddenError,
@@ -29,7 +30,6 @@ from tenq.errors import (
     TenqError,
     UnauthenticatedError,
 )
-from tenq.context import Context
 
 log = logging.getLogger("tenq.worker")
 
@@ -57,25 +57,27 @@ def _wait_for_capacity(st: State) -> bool:
 
 
 def _take_jobs(st: State, jobs: List[Dict[str, Any]]) -> None:
-    """(mu) Leased jobs into the queue the runners take from."""
+    """(mu) Leased jobs into the queue the runners take from. (Once a job:
+    lookups hoisted, the heartbeat spacing worked out once a lease, as its
+    jobs share their time left.)"""
     now = time.monotonic()
-    every: Dict[Any, float] = {}  # seconds between heartbeats, by the lease's time left
-    soonest = float("inf")
+    left: Any = None
+    next_hb = soonest = float("inf")
     hand = st.hand
     ready = st.ready
     on_progress = st.progress_changed
+    client = st.api_client
     # after a stop they run like the jobs in hand, while the grace lasts
     give_back = st.past_grace
     for job in jobs:
-        task = Context(job, on_progress, st.api_client)
-        left = job.get("lease_left_ms")
-        hb = every.get(left) if left else None
-        if hb is None:
-            hb = every[left] = heartbeat_every(job)
-        e = Entry(task, now, now + hb)
-        hand[task.id] = e
-        if e.next_hb < soonest:
-            soonest = e.next_hb
+        job_left = job.get("lease_left_ms")
+        if job_left != left or not job_left:
+            left = job_left
+            next_hb = now + heartbeat_every(job)
+            if next_hb < soonest:
+                soonest = next_hb
+        e = Entry(job, on_progress, client, next_hb)
+        hand[e.id] = e
         if give_back:
             st.give_back(e)
         else:
@@ -124,7 +126,7 @@ def leaser_main(st: State) -> None:
                     wait_ms=wait_ms,
                     types=st.types,
                     worker=st.name,
-                    outcomes=[e.outcome for e in carrying if e.outcome is not None],
+                    outcomes=wire_outcomes(carrying) if carrying else None,
                 )
             except TenqError as e:
                 err = e

@@ -24,6 +24,7 @@ from tenq._wstate import (
     Entry,
     State,
     heartbeat_every,
+    wire_outcomes,
 )
 from tenq.client import Client
 from tenq.context import CANCELLED, LOST, TIMEOUT
@@ -68,41 +69,41 @@ class Reporter:
         wake = _INF
         away = self.away_until
         for e in list(st.running):
-            if e.lost:
+            if e._lost:
                 continue
-            if e.deadline is not None:
-                if e.deadline <= now:
+            if e._deadline is not None:
+                if e._deadline <= now:
                     self._timed_out(e)
                     continue
-                wake = min(wake, e.deadline)
-            if not e.start_sent:
-                at = max(e.began + START_AFTER, away)
+                wake = min(wake, e._deadline)
+            if not e._start_sent:
+                at = max(e._began + START_AFTER, away)
                 if at <= now:
-                    e.start_sent = True
+                    e._start_sent = True
                     plan.starts.append(e)
                 else:
                     wake = min(wake, at)
         if st.hb_soonest <= now and away <= now:
             soonest = _INF
             for e in st.hand.values():
-                if e.state == DONE or e.lost:
+                if e._state == DONE or e._lost:
                     continue
-                if e.next_hb <= now:
+                if e._next_hb <= now:
                     self._beat(plan, e, now)
-                soonest = min(soonest, e.next_hb)
+                soonest = min(soonest, e._next_hb)
             st.hb_soonest = soonest
         wake = min(wake, max(st.hb_soonest, away))
         for e in list(st.progressing):
-            if e.state == DONE or e.lost or not e.progress_dirty:
+            if e._state == DONE or e._lost or not e._progress_dirty:
                 st.progressing.discard(e)
                 continue
-            at = max(e.progress_sent + PROGRESS_EVERY, away)
+            at = max(e._progress_sent + PROGRESS_EVERY, away)
             if at <= now:
                 self._beat(plan, e, now)
             else:
                 wake = min(wake, at)
         if st.done:
-            first = st.done[0].done_at + REPORT_AFTER
+            first = st.done[0]._done_at + REPORT_AFTER
             quick = not st.carry or st.leaser_parked or st.leaser_done or st.stopping
             at = max(now if quick else first, away)
             if at <= now:
@@ -115,17 +116,17 @@ class Reporter:
         """(mu) A heartbeat of ``e`` goes now, with its progress if it has
         news (and its start first, for a job that reports)."""
         st = self.st
-        if e.state == RUNNING and not e.start_sent:
-            e.start_sent = True
+        if e._state == RUNNING and not e._start_sent:
+            e._start_sent = True
             plan.starts.append(e)
         progress = None
-        if e.progress_dirty:
-            e.progress_dirty = False
-            e.progress_sent = now
-            progress = e.task.last_progress
+        if e._progress_dirty:
+            e._progress_dirty = False
+            e._progress_sent = now
+            progress = e.last_progress
         st.progressing.discard(e)
-        e.next_hb = now + HEARTBEAT_MIN * 10  # until the answer sets it
-        st.hb_soonest = min(st.hb_soonest, e.next_hb)
+        e._next_hb = now + HEARTBEAT_MIN * 10  # until the answer sets it
+        st.hb_soonest = min(st.hb_soonest, e._next_hb)
         plan.beats.append((e, progress))
 
     def _timed_out(self, e: Entry) -> None:
@@ -133,8 +134,8 @@ class Reporter:
         and its slot gets a new thread."""
         st = self.st
         st.counts.timed_out += 1
-        log.warning("job %s (%s) timed out", e.task.id, e.task.type)
-        outcome = {"id": e.task.id, "token": e.task.token, "ok": False, "error": "timeout"}
+        log.warning("job %s (%s) timed out", e.id, e.type)
+        outcome = {"id": e.id, "token": e.token, "ok": False, "error": "timeout"}
         st.abandon_entry(e, outcome, TIMEOUT)
 
     def _finished(self) -> bool:
@@ -198,10 +199,8 @@ class Reporter:
 
     def _send_outcomes(self, entries: List[Entry]) -> bool:
         st = self.st
-        for e in entries:
-            e.tries += 1
         try:
-            results = self.c.outcomes([e.outcome for e in entries if e.outcome is not None])
+            results = self.c.report_outcomes(wire_outcomes(entries), len(entries))
         except TenqError as err:
             with st.mu:
                 st.undelivered(entries, err)
@@ -216,45 +215,44 @@ class Reporter:
     def _call(self, e: Entry, what: str, progress: Any) -> bool:
         """A start or a heartbeat of one job; False when the server is away."""
         st = self.st
-        task = e.task
         ans: Dict[str, Any] = {}
         err: Optional[TenqError] = None
         try:
             if what == "start":
-                self.c.start(task.id, task.token)
+                self.c.start(e.id, e.token)
             else:
-                ans = self.c.heartbeat(task.id, task.token, progress)
+                ans = self.c.heartbeat(e.id, e.token, progress)
         except TenqError as x:
             err = x
         with st.mu:
             if err is not None:
                 if isinstance(err, (ConflictError, NotFoundError)):
-                    if task.tx_outcome is not None:
+                    if e.tx_outcome is not None:
                         # its handler reported it in a transaction, which
                         # the server took in: nothing is wrong, and there
                         # is nothing more to say of it until its outcome
-                        log.debug("job %s: %s after its transaction: %s", task.id, what, err)
-                        e.start_sent = True
-                        e.next_hb = _INF
-                        e.progress_dirty = False
+                        log.debug("job %s: %s after its transaction: %s", e.id, what, err)
+                        e._start_sent = True
+                        e._next_hb = _INF
+                        e._progress_dirty = False
                         st.progressing.discard(e)
                         return True
                     st.lose(e, f"{what} refused: {err}")
                     return True
                 if what != "start":
-                    e.next_hb = time.monotonic() + HEARTBEAT_MIN * 10
-                    st.hb_soonest = min(st.hb_soonest, e.next_hb)
+                    e._next_hb = time.monotonic() + HEARTBEAT_MIN * 10
+                    st.hb_soonest = min(st.hb_soonest, e._next_hb)
                     if progress is not None:
-                        e.progress_dirty = True
+                        e._progress_dirty = True
                         st.progressing.add(e)
                 if err.status == 0 or err.status >= 500 or err.status == 429:
                     self._away(err)
                     return False
-                log.warning("job %s: %s failed: %s", task.id, what, err)
+                log.warning("job %s: %s failed: %s", e.id, what, err)
                 return True
-            if what == "heartbeat" and e.state != DONE and not e.lost:
-                e.next_hb = time.monotonic() + heartbeat_every(ans)
-                st.hb_soonest = min(st.hb_soonest, e.next_hb)
+            if what == "heartbeat" and e._state != DONE and not e._lost:
+                e._next_hb = time.monotonic() + heartbeat_every(ans)
+                st.hb_soonest = min(st.hb_soonest, e._next_hb)
                 if ans.get("cancel") is True:
                     self._cancel(e)
         return True
@@ -263,18 +261,18 @@ class Reporter:
         """(mu) The job was cancelled: its handler is told; one not started
         yet is reported cancelled at once."""
         st = self.st
-        if e.state == QUEUED:
+        if e._state == QUEUED:
             try:
                 st.ready.remove(e)
             except ValueError:
                 return
-            e.task.request_stop(CANCELLED)
-            st.push_done(e, {"id": e.task.id, "token": e.task.token, "ok": False,
+            e.request_stop(CANCELLED)
+            st.push_done(e, {"id": e.id, "token": e.token, "ok": False,
                              "error": "cancelled", "cancelled": True})
             if st.lease_want and st.free() >= st.lease_want:
                 st.cv_lease.notify()
-        elif e.state == RUNNING:
-            log.info("job %s (%s) was cancelled: stopping its handler", e.task.id, e.task.type)
+        elif e._state == RUNNING:
+            log.info("job %s (%s) was cancelled: stopping its handler", e.id, e.type)
             st.stop_entry(e, CANCELLED)
 
 

@@ -11,13 +11,16 @@ import time
 from typing import Any, Callable, Coroutine, Dict, Optional
 
 from tenq._wstate import (
+    DONE,
+    PLAIN_SUCCESS,
+    RUN_EWMA,
     RUNNING,
     START_AFTER,
     Abandoned,
     Entry,
     State,
 )
-from tenq.handlers import Registration, run_attempt
+from tenq.handlers import run_attempt
 from tenq.context import CANCELLED, SHUTDOWN, Stopped, current_context
 
 
@@ -62,59 +65,93 @@ class Runner:
             pass  # given up on (and it may come late, as the thread ends)
 
     def _run(self) -> None:
+        # The path of every job: its end, the next one's start and its run
+        # are written out here, with the lookups hoisted, as calls and
+        # attribute reads are much of a short job's cost.
         st = self.st
+        mu = st.mu
+        ready = st.ready
+        running = st.running
+        done = st.done
+        monotonic = time.monotonic
+        handler_of = st.handlers.lookup()
+        middleware = st.middleware
+        run_coroutine = self._run_coroutine
         e: Optional[Entry] = None
         outcome: Dict[str, Any] = {}
         try:
             while True:
-                with st.mu:
+                with mu:
+                    now = 0.0
                     if e is not None:
                         if self.retired:
                             return  # given up on: its outcome went already
-                        st.ran(e, outcome)
+                        # the last job ended: its slot is free, its run time
+                        # counts in the average, its outcome waits to be
+                        # reported (State.push_done and free(), written out)
+                        st.nrunning -= 1
+                        running.discard(e)
+                        e._runner = None
+                        e._state = DONE
+                        e._outcome = outcome
+                        e._done_at = now = monotonic()
+                        took = now - e._began
+                        avg = st.avg_run
+                        st.avg_run = took if avg is None else avg + (took - avg) * RUN_EWMA
+                        if e._lost:
+                            st.hand.pop(e.id, None)
+                        else:
+                            done.append(e)
+                            if (len(done) == 1 or st.stopping) and st.report_wake > now:
+                                st.cv_report.notify()
+                        want = st.lease_want
+                        if want and st.capacity - len(ready) - st.nrunning >= want:
+                            st.cv_lease.notify()
                         e = None
-                    while not st.ready:
+                    while not ready:
                         if self.retired or st.abandon or (st.stopping and st.leaser_done):
                             return
                         st.cv_run.wait()
-                    e = st.ready.popleft()
-                    reg = self._begin(e)
-                outcome = self._execute(e, reg)
+                        now = 0.0
+                    e = ready.popleft()
+                    # the job starts in this slot (at once when the last one
+                    # ended now: its end time saves a clock read)
+                    if not now:
+                        now = monotonic()
+                    e._state = RUNNING
+                    e._began = now
+                    e._runner = self
+                    st.nrunning += 1
+                    running.add(e)
+                    reg = handler_of(e.type)
+                    timeout = st.timeout
+                    if reg is not None and reg.timeout is not None:
+                        timeout = reg.timeout
+                    # the reporter looks at it when its start is due (or its deadline)
+                    due = now + START_AFTER
+                    if timeout:
+                        e._deadline = deadline = now + timeout
+                        if deadline < due:
+                            due = deadline
+                    if due < st.report_wake:
+                        st.cv_report.notify()
+                    if st.past_grace:
+                        st.stop_entry(e, SHUTDOWN)
+                if reg is None:
+                    outcome = {
+                        "id": e.id,
+                        "token": e.token,
+                        "ok": False,
+                        "error": f"no handler for type {e.type} on worker {st.name}",
+                    }
+                else:
+                    outcome = run_attempt(e, reg.fn, run_coroutine, middleware, PLAIN_SUCCESS)
         finally:
             with st.mu:
                 if not self.retired:
                     st.runners_alive -= 1
                     st.cv_report.notify()
                     st.wake_control()
-
-    def _begin(self, e: Entry) -> Optional[Registration]:
-        """(mu) The job starts in this slot."""
-        st = self.st
-        e.state = RUNNING
-        e.began = now = time.monotonic()
-        e.runner = self
-        st.nrunning += 1
-        st.running.add(e)
-        reg = st.handlers.get(e.task.type)
-        timeout = reg.timeout if reg is not None and reg.timeout is not None else st.timeout
-        if timeout:
-            e.deadline = now + timeout
-        if min(e.deadline or now + START_AFTER, now + START_AFTER) < st.report_wake:
-            st.cv_report.notify()
-        if st.past_grace:
-            st.stop_entry(e, SHUTDOWN)
-        return reg
-
-    def _execute(self, e: Entry, reg: Optional[Registration]) -> Dict[str, Any]:
-        task = e.task
-        if reg is None:
-            return {
-                "id": task.id,
-                "token": task.token,
-                "ok": False,
-                "error": f"no handler for type {task.type} on worker {self.st.name}",
-            }
-        return run_attempt(task, reg.fn, self._run_coroutine, self.st.middleware)
 
     def _run_coroutine(self, coro: Coroutine[Any, Any, Any]) -> Any:
         """Runs an async handler's coroutine on this runner's loop; a stop

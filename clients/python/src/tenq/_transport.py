@@ -315,12 +315,14 @@ class Transport:
         *,
         safe: bool,
         wait: float = 0.0,
+        raw: bool = False,
     ) -> Any:
         """Sends ``method path`` (a JSON body or none) and returns the parsed
-        answer of a 2xx; raises the typed error of any other answer, or
-        ConnectError when no server answered within the failover budget.
-        ``wait`` is a long poll's length, added to the request timeout."""
-        return self.send(method, path, body, safe=safe, wait=wait)[0]
+        answer of a 2xx (``raw``: its body, not parsed); raises the typed
+        error of any other answer, or ConnectError when no server answered
+        within the failover budget. ``wait`` is a long poll's length, added
+        to the request timeout."""
+        return self.send(method, path, body, safe=safe, wait=wait, raw=raw)[0]
 
     def send(
         self,
@@ -331,6 +333,7 @@ class Transport:
         safe: bool,
         wait: float = 0.0,
         headers: Optional[Mapping[str, str]] = None,
+        raw: bool = False,
     ) -> Tuple[Any, Dict[str, str]]:
         """As ``request``, with ``headers`` added to every copy sent (to any
         server); the parsed answer and its headers (names in lower case)."""
@@ -373,6 +376,8 @@ class Transport:
                     with self._lock:
                         if base in self._servers:
                             self._cur = self._servers.index(base)
+                    if raw and 200 <= ans.status < 300:
+                        return ans.data, ans.headers
                     parsed = _parse(ans.data, ans.headers)
                     if 200 <= ans.status < 300:
                         return parsed, ans.headers

@@ -5,15 +5,20 @@ fail, outcomes), as a part of Client."""
 from __future__ import annotations
 
 import json
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
-from tenq._transport import Transport
+from tenq._transport import Transport, _parse
 from tenq.errors import ProtocolError
 
 
 def dumps(value: Any) -> bytes:
     """Compact JSON as the server takes it (NaN and infinities refused)."""
     return json.dumps(value, separators=(",", ":"), allow_nan=False).encode()
+
+
+# Outcomes as a request carries them: their objects, or their JSON array
+# written already (bytes: how a worker sends a batch of plain successes).
+Outcomes = Union[Sequence[Mapping[str, Any]], bytes]
 
 
 class WorkerRequests:
@@ -29,7 +34,7 @@ class WorkerRequests:
         wait_ms: int = 0,
         types: Optional[Sequence[str]] = None,
         worker: Optional[str] = None,
-        outcomes: Optional[Sequence[Mapping[str, Any]]] = None,
+        outcomes: Optional[Outcomes] = None,
     ) -> Dict[str, Any]:
         """POST /v1/lease: ``{"jobs": [...], "results": [...]}`` (results of
         the outcomes carried, in order). Not sent again after a connection
@@ -40,11 +45,12 @@ class WorkerRequests:
             body["worker"] = worker
         if types:
             body["types"] = list(types)
-        if outcomes:
+        if outcomes and not isinstance(outcomes, bytes):
             body["outcomes"] = list(outcomes)
-        ans = self._t.request(
-            "POST", "/v1/lease", dumps(body), safe=False, wait=wait_ms / 1000.0
-        )
+        data = dumps(body)
+        if isinstance(outcomes, bytes):
+            data = data[:-1] + b',"outcomes":' + outcomes + b"}"  # the body's last member
+        ans = self._t.request("POST", "/v1/lease", data, safe=False, wait=wait_ms / 1000.0)
         if not isinstance(ans, dict) or not isinstance(ans.get("jobs"), list):
             raise ProtocolError("the lease answer holds no jobs")
         return ans
@@ -99,12 +105,34 @@ class WorkerRequests:
             body["cancelled"] = True
         return self._post_job(job_id, "fail", body)
 
-    def outcomes(self, outcomes: Sequence[Mapping[str, Any]]) -> List[Dict[str, Any]]:
+    def outcomes(self, outcomes: Outcomes) -> List[Dict[str, Any]]:
         """POST /v1/outcomes: acks and fails (up to 10,000), answered in
-        order ({"id", "state"} or {"id", "error"})."""
-        ans = self._t.request(
-            "POST", "/v1/outcomes", dumps({"outcomes": list(outcomes)}), safe=True
-        )
+        order ({"id", "state"} or {"id", "error"}). ``outcomes``: their
+        objects, or their JSON array (bytes)."""
+        return self._outcomes(outcomes, 0)
+
+    def report_outcomes(self, outcomes: Outcomes, n: int) -> List[Dict[str, Any]]:
+        """As ``outcomes`` (``n`` of them), for a worker: [] when the server
+        took every one. Such an answer is not parsed: a worker's batches
+        run to thousands, and each result a dict made for nothing (and
+        counted by Python's garbage collector)."""
+        return self._outcomes(outcomes, n)
+
+    def _outcomes(self, outcomes: Outcomes, n: int) -> List[Dict[str, Any]]:
+        if isinstance(outcomes, bytes):
+            data = b'{"outcomes":' + outcomes + b"}"
+        else:
+            data = dumps({"outcomes": list(outcomes)})
+        raw = self._t.request("POST", "/v1/outcomes", data, safe=True, raw=True)
+        if (
+            n
+            and isinstance(raw, bytes)
+            and raw.startswith(b'{"results":[{"id":')
+            and b'"error"' not in raw
+            and raw.count(b'{"id":') == n
+        ):
+            return []  # n results, none an error: {"id": ..., "state": ...} each
+        ans = _parse(raw, {})  # (a JSON answer: the server's content type)
         results = ans.get("results") if isinstance(ans, dict) else None
         if not isinstance(results, list):
             raise ProtocolError("the outcomes answer holds no results")

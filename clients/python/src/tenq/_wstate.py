@@ -9,7 +9,7 @@ import ctypes
 import logging
 import threading
 import time
-from typing import Any, Callable, Deque, Dict, List, Optional, Sequence, Set
+from typing import Any, Callable, Deque, Dict, List, Optional, Sequence, Set, Union
 
 from tenq.client import Client
 from tenq.context import LOST, Context
@@ -68,42 +68,47 @@ PREFETCH_MAX = 1000
 RUN_EWMA = 0.1
 
 
-class Entry:
+class Entry(Context):
     """A job in hand: leased, then running, then done (its outcome waiting
-    to be reported)."""
+    to be reported). It is the Context its handler gets, with the worker's
+    bookkeeping beside (underscored: not the handler's). One object a job,
+    where a Context and an Entry were two: the jobs a worker holds (its
+    prefetch, the outcomes in flight) are most of what Python's garbage
+    collector allocates and walks while a worker drains short jobs."""
 
     __slots__ = (
-        "task",
-        "state",
-        "got",
-        "began",
-        "deadline",
-        "next_hb",
-        "start_sent",
-        "progress_dirty",
-        "progress_sent",
-        "lost",
-        "outcome",
-        "runner",
-        "done_at",
-        "tries",
+        "_state",
+        "_began",
+        "_deadline",
+        "_next_hb",
+        "_start_sent",
+        "_progress_dirty",
+        "_progress_sent",
+        "_lost",
+        "_outcome",
+        "_runner",
+        "_done_at",
     )
 
-    def __init__(self, task: Context, now: float, next_hb: float) -> None:
-        self.task = task
-        self.state = QUEUED
-        self.got = now
-        self.began = 0.0
-        self.deadline: Optional[float] = None
-        self.next_hb = next_hb
-        self.start_sent = False
-        self.progress_dirty = False
-        self.progress_sent = 0.0
-        self.lost = False
-        self.outcome: Optional[Dict[str, Any]] = None
-        self.runner: Any = None
-        self.done_at = 0.0
-        self.tries = 0  # deliveries of its outcome tried
+    def __init__(
+        self,
+        job: Dict[str, Any],
+        on_progress: Callable[[Context], None],
+        client: Any,
+        next_hb: float,
+    ) -> None:
+        Context.__init__(self, job, on_progress, client)
+        self._state = QUEUED
+        self._began = 0.0
+        self._deadline: Optional[float] = None
+        self._next_hb = next_hb
+        self._start_sent = False
+        self._progress_dirty = False
+        self._progress_sent = 0.0
+        self._lost = False
+        self._outcome: Optional[Dict[str, Any]] = None
+        self._runner: Any = None
+        self._done_at = 0.0
 
 
 class Counts:
@@ -222,40 +227,17 @@ class State:
         self.capacity = self.concurrency + self.prefetch
 
     def push_done(self, entry: Entry, outcome: Dict[str, Any]) -> None:
-        """A job's outcome waits to be reported; wakes whoever sends it."""
-        entry.state = DONE
-        entry.outcome = outcome
-        entry.done_at = time.monotonic()
-        if entry.lost:
-            self.hand.pop(entry.task.id, None)
+        """A job's outcome waits to be reported; wakes whoever sends it.
+        (A runner's job ends the same way, written out in Runner._run.)"""
+        entry._state = DONE
+        entry._outcome = outcome
+        entry._done_at = time.monotonic()
+        if entry._lost:
+            self.hand.pop(entry.id, None)
             return
         self.done.append(entry)
-        if (len(self.done) == 1 or self.stopping) and self.report_wake > entry.done_at:
+        if (len(self.done) == 1 or self.stopping) and self.report_wake > entry._done_at:
             self.cv_report.notify()
-
-    def ran(self, entry: Entry, outcome: Dict[str, Any]) -> None:
-        """(mu) A runner's handler returned: its slot is free, its run time
-        counts in the average, its outcome waits to be reported. (Once a
-        job: push_done and free() written out.)"""
-        self.nrunning -= 1
-        self.running.discard(entry)
-        entry.runner = None
-        entry.state = DONE
-        entry.outcome = outcome
-        entry.done_at = now = time.monotonic()
-        took = now - entry.began
-        avg = self.avg_run
-        self.avg_run = took if avg is None else avg + (took - avg) * RUN_EWMA
-        if entry.lost:
-            self.hand.pop(entry.task.id, None)
-        else:
-            done = self.done
-            done.append(entry)
-            if (len(done) == 1 or self.stopping) and self.report_wake > now:
-                self.cv_report.notify()
-        want = self.lease_want
-        if want and self.capacity - len(self.ready) - self.nrunning >= want:
-            self.cv_lease.notify()
 
     def take_outcomes(self, limit: int) -> List[Entry]:
         """Up to ``limit`` outcomes to report, oldest first (those of lost
@@ -268,9 +250,9 @@ class State:
             out = [done.popleft() for _ in range(limit)]
         if self.counts.lost:
             for e in out:
-                if e.lost:
-                    self.hand.pop(e.task.id, None)
-            out = [e for e in out if not e.lost]
+                if e._lost:
+                    self.hand.pop(e.id, None)
+            out = [e for e in out if not e._lost]
         return out
 
     def requeue_outcomes(self, entries: List[Entry]) -> None:
@@ -285,27 +267,33 @@ class State:
             results = results + [{}] * (len(entries) - len(results))
         hand = self.hand
         counts = self.counts
+        succeeded = failed = 0  # (counted in locals: once an outcome)
         for e, res in zip(entries, results):
-            hand.pop(e.task.id, None)
-            err = res.get("error") if isinstance(res, dict) else None
-            tx = e.task.tx_outcome
-            if err is not None and tx is not None:
+            hand.pop(e.id, None)
+            err = res.get("error") if type(res) is dict else None
+            if err is None:
+                outcome = e._outcome
+                if outcome is not None and outcome.get("ok"):
+                    succeeded += 1
+                else:
+                    failed += 1
+                continue
+            tx = e._tx_outcome  # (the attribute: once an outcome)
+            if tx is not None:
                 # reported in the handler's transaction, which the server
                 # took in first (its retry may be leased already): expected
-                log.debug("job %s: outcome after its transaction: %s", e.task.id,
+                log.debug("job %s: outcome after its transaction: %s", e.id,
                           err.get("message") if isinstance(err, dict) else err)
                 if tx.get("ok"):
-                    counts.succeeded += 1
+                    succeeded += 1
                 else:
-                    counts.failed += 1
-            elif err is not None:
-                counts.refused += 1
-                log.warning("job %s: outcome refused: %s", e.task.id,
-                            err.get("message") if isinstance(err, dict) else err)
-            elif e.outcome is not None and e.outcome.get("ok"):
-                counts.succeeded += 1
+                    failed += 1
             else:
-                counts.failed += 1
+                counts.refused += 1
+                log.warning("job %s: outcome refused: %s", e.id,
+                            err.get("message") if isinstance(err, dict) else err)
+        counts.succeeded += succeeded
+        counts.failed += failed
         if entries and self.stopping:
             self.wake_control()
 
@@ -320,7 +308,7 @@ class State:
         else:
             log.error("%d outcome(s) refused: %s", len(entries), err)
             for e in entries:
-                self.hand.pop(e.task.id, None)
+                self.hand.pop(e.id, None)
             self.counts.refused += len(entries)
         self.cv_report.notify()
 
@@ -328,17 +316,17 @@ class State:
         """(mu) The lease of a job in hand is gone (expired, taken over, the
         job deleted): its handler is told to stop and its outcome will be
         dropped."""
-        if e.lost or e.state == DONE:
+        if e._lost or e._state == DONE:
             return
-        log.warning("job %s (%s): lease lost (%s)", e.task.id, e.task.type, why)
-        e.lost = True
+        log.warning("job %s (%s): lease lost (%s)", e.id, e.type, why)
+        e._lost = True
         self.counts.lost += 1
-        if e.state == QUEUED:
+        if e._state == QUEUED:
             try:
                 self.ready.remove(e)
             except ValueError:
                 pass
-            self.hand.pop(e.task.id, None)
+            self.hand.pop(e.id, None)
             if self.lease_want and self.free() >= self.lease_want:
                 self.cv_lease.notify()
         else:
@@ -348,11 +336,11 @@ class State:
         """A handler reported progress: the reporter sends it soon."""
         with self.mu:
             e = self.hand.get(task.id)
-            if e is None or e.task is not task:
+            if e is not task:
                 return
-            e.progress_dirty = True
+            e._progress_dirty = True
             self.progressing.add(e)
-            if e.progress_sent + PROGRESS_EVERY < self.report_wake:
+            if e._progress_sent + PROGRESS_EVERY < self.report_wake:
                 self.cv_report.notify()
 
     def give_back(self, e: Entry) -> None:
@@ -362,8 +350,8 @@ class State:
 
     def stop_entry(self, e: Entry, reason: str) -> None:
         """(mu) Asks a job's handler to stop (an async one is cancelled)."""
-        e.task.request_stop(reason)
-        runner = e.runner
+        e.request_stop(reason)
+        runner = e._runner
         if runner is not None:
             runner.interrupt()
 
@@ -371,9 +359,9 @@ class State:
         """(mu) Gives up on a running handler (its timeout passed, or the
         grace period): its outcome is reported now; its thread is told to
         stop, left behind, and its slot gets a new runner."""
-        runner = e.runner
+        runner = e._runner
         self.stop_entry(e, reason)
-        e.runner = None
+        e._runner = None
         self.nrunning -= 1
         self.running.discard(e)
         self.push_done(e, outcome)
@@ -387,11 +375,39 @@ class State:
             self.cv_lease.notify()
 
 
+# The outcome of a job that succeeded with nothing to report (no result,
+# no stats), most jobs' outcome: one shared object, and its JSON written by
+# wire_outcomes when sent, where a dict a job made Python's garbage
+# collector count an allocation more a job (and run that much more often).
+PLAIN_SUCCESS: Dict[str, Any] = {"ok": True}
+
+
+def wire_outcomes(entries: List[Entry]) -> Union[List[Dict[str, Any]], bytes]:
+    """The outcomes of ``entries`` as a request carries them: their JSON
+    array when all are plain successes (the usual batch, written here in
+    one go), else their objects (those of plain successes made now)."""
+    parts: List[bytes] = []
+    for e in entries:
+        if e._outcome is not PLAIN_SUCCESS or type(e.id) is not int:
+            break
+        parts.append(b'{"id":%d,"token":%d,"ok":true}' % (e.id, e.token))
+    else:
+        return b"[" + b",".join(parts) + b"]"
+    out: List[Dict[str, Any]] = []
+    for e in entries:
+        o = e._outcome
+        if o is PLAIN_SUCCESS:
+            out.append({"id": e.id, "token": e.token, "ok": True})
+        elif o is not None:
+            out.append(o)
+    return out
+
+
 def stopped_outcome(e: Entry) -> Dict[str, Any]:
     """The outcome of a job cut off by a stop: retried at once elsewhere."""
     return {
-        "id": e.task.id,
-        "token": e.task.token,
+        "id": e.id,
+        "token": e.token,
         "ok": False,
         "error": "worker stopped",
         "retry_in_ms": 0,

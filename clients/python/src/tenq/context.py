@@ -68,6 +68,12 @@ def _opt_int(job: Dict[str, Any], name: str) -> int:
     return v if isinstance(v, int) else 0
 
 
+# Guards every Context's stop request, stop event and progress: one lock for
+# all, as those are rare and brief (a lock of each job's own cost a worker
+# an allocation a job, for a lock most jobs never take).
+_lock = threading.Lock()
+
+
 class Context:
     """The job a handler runs, as the lease gave it (``job``), with the
     worker's means to talk back: progress, stats, and the stop request."""
@@ -77,13 +83,11 @@ class Context:
         "id",
         "token",
         "type",
-        "attempt",
         "_stop_event",
         "stop_reason",
         "stats",
         "_progress",
         "_on_progress",
-        "_lock",
         "_tx_outcome",
         "_client",
     )
@@ -101,8 +105,6 @@ class Context:
         token = job.get("token")  # (inline: a worker makes one a job)
         self.token: int = token if type(token) is int else 0
         self.type: str = job.get("type") or ""
-        attempt = job.get("attempt")
-        self.attempt: int = attempt if type(attempt) is int else 0
         # why the handler should stop (None: it should not); see stop_event
         self.stop_reason: Optional[str] = None
         self._stop_event: Optional[threading.Event] = None
@@ -110,8 +112,13 @@ class Context:
         self.stats: Optional[Dict[str, Any]] = None
         self._progress: Any = None
         self._on_progress = on_progress
-        self._lock = threading.Lock()
         self._tx_outcome: Optional[Dict[str, Any]] = None
+
+    @property
+    def attempt(self) -> int:
+        """The job's ``attempt`` as its lease gave it (0 when absent)."""
+        v = self.job.get("attempt")
+        return v if type(v) is int else 0
 
     @property
     def args(self) -> Any:
@@ -202,7 +209,7 @@ class Context:
     def stop_event(self) -> threading.Event:
         """Set once the handler should stop (made on first use: most
         handlers never look)."""
-        with self._lock:
+        with _lock:
             if self._stop_event is None:
                 self._stop_event = threading.Event()
                 if self.stop_reason is not None:
@@ -240,20 +247,20 @@ class Context:
             raise InvalidError(
                 f"progress is not JSON-serialisable: {e}", field="progress"
             ) from None
-        with self._lock:
+        with _lock:
             self._progress = value
         if self._on_progress is not None:
             self._on_progress(self)
 
     @property
     def last_progress(self) -> Any:
-        with self._lock:
+        with _lock:
             return self._progress
 
     def request_stop(self, reason: str) -> bool:
         """Asks the handler to stop (the worker's side); False when it was
         asked already (the first reason stays)."""
-        with self._lock:
+        with _lock:
             if self.stop_reason is not None:
                 return False
             self.stop_reason = reason

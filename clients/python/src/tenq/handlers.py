@@ -80,6 +80,12 @@ class Registry:
         # no lock: a dict read is atomic, and add() only replaces entries
         return self._by_type.get(type)
 
+    def lookup(self) -> Callable[[str], Optional[Registration]]:
+        """``get`` without its call (a worker's runners look up every
+        job's handler): it sees later ``add``s, which change the dict in
+        place."""
+        return self._by_type.get
+
     def types(self) -> List[str]:
         with self._lock:
             return sorted(self._by_type)
@@ -165,13 +171,15 @@ def run_attempt(
     fn: Handler,
     run_coroutine: Callable[[Any], Any],
     middleware: Sequence[Middleware] = (),
+    plain: Optional[Dict[str, Any]] = None,
 ) -> Dict[str, Any]:
     """Runs the handler ``fn`` (through ``middleware``; a coroutine it
     returns by ``run_coroutine``) as ``task``'s attempt and makes its
     outcome, the object POST /v1/outcomes takes. No exception of the
-    handler leaves: each is a failed attempt. (The worker's path for every
-    job: no call more than needed.)"""
-    out: Dict[str, Any] = {"id": task.id, "token": task.token}
+    handler leaves: each is a failed attempt. A success with nothing to
+    report (no result, no stats) is ``plain`` when given (the worker's
+    shared marker: it writes those outcomes' JSON itself). (The worker's
+    path for every job: no call more than needed.)"""
     token = set_current(task)
     try:
         if middleware:
@@ -181,38 +189,48 @@ def run_attempt(
             if type(value) is CoroutineType:
                 value = run_coroutine(value)
     except Retry as e:
+        out: Dict[str, Any] = {"id": task.id, "token": task.token}
         _retry(e, out)
         return out
     except NoRetry as e:
-        out.update(ok=False, error=_error_text(e), retry=False)
-        return out
+        return {"id": task.id, "token": task.token, "ok": False, "error": _error_text(e),
+                "retry": False}
     except Exception as e:  # a handler's failure is the job's, never the worker's
+        out = {"id": task.id, "token": task.token}
         _failed(task, e, out)
         return out
     finally:
         reset_current(token)
-    tx = task.tx_outcome
+    stats = task.stats
+    tx = task._tx_outcome  # (the attribute, not the property: a call less a job)
+    if value is None and tx is None:
+        # the most common outcome, made in one go
+        if stats is None:
+            if plain is not None:
+                return plain
+            return {"id": task.id, "token": task.token, "ok": True}
+        return {"id": task.id, "token": task.token, "ok": True, "stats": stats}
+    out = {"id": task.id, "token": task.token}
     if tx is not None:
         # reported in the handler's transaction (tenq.tx): a success is
         # acknowledged without a result (the transaction's stays), a failure
         # is reported the same, so that this outcome never contradicts it
         out.update(tx)
-        if tx.get("ok") and task.stats is not None:
-            out["stats"] = task.stats
+        if tx.get("ok") and stats is not None:
+            out["stats"] = stats
         return out
-    if value is not None:
-        if isinstance(value, Retry):
-            _retry(value, out)
-            return out
-        try:
-            json.dumps(value, allow_nan=False)
-        except (TypeError, ValueError) as e:
-            out.update(ok=False, error=f"the result is not JSON-serialisable: {e}"[:_ERROR_MAX])
-            return out
-        out["result"] = value
+    if isinstance(value, Retry):
+        _retry(value, out)
+        return out
+    try:
+        json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError) as e:
+        out.update(ok=False, error=f"the result is not JSON-serialisable: {e}"[:_ERROR_MAX])
+        return out
+    out["result"] = value
     out["ok"] = True
-    if task.stats is not None:
-        out["stats"] = task.stats
+    if stats is not None:
+        out["stats"] = stats
     return out
 
 

@@ -269,11 +269,11 @@ class Worker:
         with st.mu:
             st.past_grace = True
             for e in list(st.hand.values()):
-                if e.lost:
+                if e._lost:
                     continue
-                if e.state == RUNNING:
+                if e._state == RUNNING:
                     st.abandon_entry(e, stopped_outcome(e), SHUTDOWN)
-                elif e.state == QUEUED:
+                elif e._state == QUEUED:
                     try:
                         st.ready.remove(e)
                     except ValueError:
@@ -290,7 +290,7 @@ class Worker:
             st.abandon = True
             st.stopping = True
             for e in st.hand.values():
-                e.task.request_stop(SHUTDOWN)
+                e.request_stop(SHUTDOWN)
             st.cv_lease.notify_all()
             st.cv_run.notify_all()
             st.cv_report.notify_all()
