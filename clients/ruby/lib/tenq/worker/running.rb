@@ -29,7 +29,8 @@ module Tenq
 
       # The next job to run (mutex held while waiting); nil when the worker
       # stops and nothing is left. Past the grace period, queued jobs are
-      # given back without running.
+      # given back without running. It tells the leaser when the jobs
+      # waiting are down to half those leased ahead.
       def next_task
         @mutex.synchronize do
           loop do
@@ -37,6 +38,7 @@ module Tenq
 
             task = @ready.shift
             if task
+              @cv_lease.signal if @lease_wait == :half && @ready.size <= @lease_half
               next give_back(task) if @past_grace
 
               return begin_task(task)
