@@ -75,6 +75,23 @@ class TestConnection < Minitest::Test
     assert_equal "gone", e.message
   end
 
+  # A server that answers from the head alone (413) and closes while the
+  # body is still on its way: its answer is read, not the broken write.
+  def test_an_early_answer_to_a_body_too_large
+    error = JSON.generate("error" => { "code" => "too_large", "message" => "the body is too large" })
+    @thread = Thread.new do
+      sock = @listener.accept
+      head = +""
+      head << sock.readpartial(4096) until head.include?("\r\n\r\n")
+      sock.write("HTTP/1.1 413 Content Too Large\r\nContent-Length: #{error.bytesize}\r\n" \
+                 "Connection: close\r\n\r\n#{error}")
+      sleep 0.05
+      sock.close
+    end
+    e = assert_raises(Tenq::TooLargeError) { transport.call("POST", "/v1/jobs", "x" * 32_000_000) }
+    assert_equal "the body is too large", e.message
+  end
+
   def test_a_header_value_cannot_break_the_request
     serve
     assert_raises(ArgumentError) { transport.call("GET", "/h", nil, headers: { "X-A" => "1\r\nX-B: 2" }) }

@@ -60,6 +60,8 @@ module Tenq
         response = read_response(method, read_timeout)
         @used_at = now
         response
+      rescue Errno::EPIPE, Errno::ECONNRESET => e
+        early_answer(method, e)
       end
 
       # Whether a kept connection must not be used again: it idled too
@@ -86,6 +88,19 @@ module Tenq
         sock
       rescue Errno::ETIMEDOUT
         raise Net::OpenTimeout, "connect to #{host}:#{port} timed out"
+      end
+
+      # A server may answer before it has read the whole request (413, the
+      # body is too large) and close: what it said is read if it came, else
+      # the write's error stands.
+      def early_answer(method, error)
+        raise error unless @sock.wait_readable(0)
+
+        response = read_response(method, 1)
+        response.keep = false
+        response
+      rescue IOError, SystemCallError, Net::ReadTimeout, ProtocolError
+        raise error
       end
 
       def write_all(data)
