@@ -39,9 +39,10 @@ module Tenq
         @used_at = now
       end
 
-      # Sends a request and reads its answer.
+      # Sends a request and reads its answer; +sent+ is called once the
+      # request is written.
       # @return [Response]
-      def request(method, path, body, headers, read_timeout)
+      def request(method, path, body, headers, read_timeout, sent = nil)
         head = +"#{method} #{path} HTTP/1.1\r\nHost: #{@host}\r\n"
         headers.each do |name, value|
           value = value.to_s
@@ -57,6 +58,7 @@ module Tenq
           head << (%w[GET HEAD].include?(method) ? "\r\n" : "Content-Length: 0\r\n\r\n")
         end
         write_all(head)
+        sent&.call
         response = read_response(method, read_timeout)
         @used_at = now
         response
@@ -233,7 +235,8 @@ module Tenq
       end
 
       # @return [Response]
-      def request(method, path, body, headers, read_timeout)
+      def request(method, path, body, headers, read_timeout, sent = nil)
+        sent&.call # (Net::HTTP writes and reads in one call)
         @http.read_timeout = read_timeout
         res = @http.send_request(method, path, body, headers)
         names = {}

@@ -100,13 +100,14 @@ module Tenq
     # added to the request timeout; +headers+ are added to every attempt's.
     # +raw+: the text of a 2xx answer is returned as it came, unparsed
     # ({.parse} reads it later; a bulk submit sends its next request first).
+    # +sent+ is called when a request is written, at each attempt.
     # @return [Hash, String]
-    def call(method, path, body = nil, retry_safe: true, wait: 0, headers: nil, raw: false)
+    def call(method, path, body = nil, retry_safe: true, wait: 0, headers: nil, raw: false, sent: nil)
       state = { deadline: now + @failover_budget, backoff: BACKOFF_FIRST, tried: 0, redirects: 0, failures: [] }
       headers = headers ? @headers.merge(headers) : @headers
       loop do
         base = current_server
-        outcome = attempt(base, [method, path, body, headers, raw], wait, retry_safe)
+        outcome = attempt(base, [method, path, body, headers, raw, sent], wait, retry_safe)
         return outcome unless outcome.is_a?(Array)
 
         next_attempt(state, base, outcome)
@@ -147,10 +148,10 @@ module Tenq
     end
 
     def exchange(http, base, request, wait, retry_safe)
-      method, path, body, headers, raw = request
+      method, path, body, headers, raw, sent = request
       kept = false
       begin
-        res = http.request(method, path, body, headers, @request_timeout + wait)
+        res = http.request(method, path, body, headers, @request_timeout + wait, sent)
         kept = res.keep
         answer(res, base, raw)
       rescue *CONNECT_ERRORS => e
