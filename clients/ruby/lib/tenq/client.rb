@@ -290,18 +290,27 @@ module Tenq
     end
 
     # POST /v1/jobs of a batch in a thread of its own, under a key made now:
-    # the thread's value is the answer's text.
+    # the thread's value is the answer's text. It returns once the request
+    # is written (or failed): else the caller, which goes on to read the
+    # last answer into handles, would hold the interpreter lock for that
+    # while the request waited for it, and the server would idle.
     def post_async(body)
       key = @keys.next_key
-      Thread.new do
+      written = Queue.new
+      thread = Thread.new do
         Thread.current.report_on_exception = false # its error is raised by #value
-        post_jobs(body, key, raw: true)
+        post_jobs(body, key, raw: true, sent: -> { written << true })
+      ensure
+        written << false
       end
+      written.pop
+      thread
     end
 
     # One POST /v1/jobs under one key, the same for every attempt.
-    def post_jobs(body, key = @keys.next_key, raw: false)
-      @transport.call("POST", "/v1/jobs", body, retry_safe: true, headers: { "Idempotency-Key" => key }, raw: raw)
+    def post_jobs(body, key = @keys.next_key, raw: false, sent: nil)
+      @transport.call("POST", "/v1/jobs", body, retry_safe: true, headers: { "Idempotency-Key" => key }, raw: raw,
+                                                sent: sent)
     end
 
     def batch_handles(count, text)

@@ -4,6 +4,7 @@
 require "json"
 require "net/http"
 require "uri"
+require_relative "connection"
 
 module Tenq
   # HTTP/1.1 to one or several tenq servers: keep-alive connections in a
@@ -99,13 +100,14 @@ module Tenq
     # added to the request timeout; +headers+ are added to every attempt's.
     # +raw+: the text of a 2xx answer is returned as it came, unparsed
     # ({.parse} reads it later; a bulk submit sends its next request first).
+    # +sent+ is called when a request is written, at each attempt.
     # @return [Hash, String]
-    def call(method, path, body = nil, retry_safe: true, wait: 0, headers: nil, raw: false)
+    def call(method, path, body = nil, retry_safe: true, wait: 0, headers: nil, raw: false, sent: nil)
       state = { deadline: now + @failover_budget, backoff: BACKOFF_FIRST, tried: 0, redirects: 0, failures: [] }
       headers = headers ? @headers.merge(headers) : @headers
       loop do
         base = current_server
-        outcome = attempt(base, [method, path, body, headers, raw], wait, retry_safe)
+        outcome = attempt(base, [method, path, body, headers, raw, sent], wait, retry_safe)
         return outcome unless outcome.is_a?(Array)
 
         next_attempt(state, base, outcome)
@@ -146,12 +148,11 @@ module Tenq
     end
 
     def exchange(http, base, request, wait, retry_safe)
-      method, path, body, headers, raw = request
+      method, path, body, headers, raw, sent = request
       kept = false
       begin
-        http.read_timeout = @request_timeout + wait
-        res = http.send_request(method, path, body, headers)
-        kept = res["Connection"] != "close"
+        res = http.request(method, path, body, headers, @request_timeout + wait, sent)
+        kept = res.keep
         answer(res, base, raw)
       rescue *CONNECT_ERRORS => e
         [:retry, "#{base} (#{describe(e)})", nil, nil]
@@ -174,8 +175,8 @@ module Tenq
     # A Hash for 2xx (its text when +raw+); [:redirect, leader] or [:retry,
     # ...] to go on; raises the server's error otherwise.
     def answer(res, base, raw)
-      status = res.code.to_i
-      return raw ? res.body.to_s : self.class.parse(res.body.to_s, base) if status.between?(200, 299)
+      status = res.status
+      return raw ? res.body : self.class.parse(res.body, base) if status.between?(200, 299)
       return redirect(res, base) if [307, 308].include?(status)
 
       error = server_error(res, status, base)
@@ -190,7 +191,7 @@ module Tenq
 
     def redirect(res, base)
       leader = res["Tenq-Leader"] || res["Location"]
-      raise ProtocolError, "#{base} answered #{res.code} without Tenq-Leader or Location" unless leader
+      raise ProtocolError, "#{base} answered #{res.status} without Tenq-Leader or Location" unless leader
 
       [:redirect, self.class.base_url(leader), nil]
     rescue ArgumentError
@@ -278,18 +279,18 @@ module Tenq
       end
     end
 
+    # A kept connection to the server, or a new one: a {Connection} for
+    # http:// ({NetConnection}, through Net::HTTP, for https:// and for a
+    # proxy in the environment, as before).
     def checkout(base)
-      http = @mutex.synchronize { @idle[base].pop }
-      return http if http
+      while (conn = @mutex.synchronize { @idle[base].pop })
+        return conn unless conn.stale?
 
+        finish(conn)
+      end
       uri = URI.parse(base)
-      http = Net::HTTP.new(uri.host, uri.port)
-      http.use_ssl = uri.scheme == "https"
-      http.open_timeout = @connect_timeout
-      http.write_timeout = @request_timeout
-      http.keep_alive_timeout = 30
-      http.max_retries = 0
-      http.start
+      kind = uri.scheme == "https" || uri.find_proxy ? NetConnection : Connection
+      kind.new(uri, connect_timeout: @connect_timeout, write_timeout: @request_timeout)
     end
 
     def checkin(base, http)
@@ -300,8 +301,8 @@ module Tenq
       finish(extra) if extra
     end
 
-    def finish(http)
-      http.finish if http.started?
+    def finish(conn)
+      conn.close
     rescue IOError, SystemCallError
       nil
     end

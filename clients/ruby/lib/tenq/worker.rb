@@ -14,7 +14,8 @@ module Tenq
   # - one leaser thread leases up to the free capacity in one request, with
   #   the outcomes of the jobs run since (POST /v1/lease "outcomes"), and
   #   long-polls when idle; with short jobs it leases a little ahead of the
-  #   runners (+prefetch+);
+  #   runners (+prefetch+), in halves of that, the next half asked for as
+  #   the runners start on the last;
   # - +concurrency+ runner threads run the handlers through the middleware;
   # - one reporter thread heartbeats each lease at a third of its length
   #   (carrying the progress a handler reports), notices cancellation, says
@@ -64,7 +65,7 @@ module Tenq
     # @param prefetch [Integer, :auto] jobs leased ahead of free runners, a
     #   local queue for short jobs: 0 leases only what runners can take now;
     #   :auto (the default) leases ahead only while jobs are short, about 5 ms
-    #   of work, at most 20 jobs a runner (see {Leasing#capacity})
+    #   of work, at most 500 jobs (see {Leasing#capacity})
     # @param types [Array<String>, nil] lease only these types (default: every type)
     # @param timeout [Numeric, nil] seconds a job may run (a handler's own timeout wins)
     # @param poll [Numeric] longest lease long poll, seconds
@@ -181,6 +182,7 @@ module Tenq
       @active = 0
       @leasing = false
       @lease_wait = nil
+      @lease_half = 0
       @backlog = false
       @run_time = nil
       @lease_since = nil

@@ -13,7 +13,7 @@ module Tenq
       LEASE_MAX = 1000   # the protocol's largest "max"
       OUTCOMES_MAX = 10_000
       AUTO_AHEAD = 0.005     # prefetch :auto leases about this much work ahead of the runners
-      AUTO_PER_RUNNER = 20   # and at most this many jobs a runner
+      AUTO_MAX = 500         # and at most this many jobs (as the Node worker's automatic prefetch)
       FATAL = [UnauthenticatedError, ForbiddenError, InvalidError, NotFoundError].freeze
 
       private
@@ -42,6 +42,14 @@ module Tenq
 
       # Waits for free capacity (mutex held); nil once stopping. Marks the
       # lease in flight and takes the outcomes waiting.
+      #
+      # With jobs leased ahead, a lease asks for half of them at most, and
+      # the next one goes as soon as the jobs waiting are down to half: so
+      # the leaser, which gets the interpreter's lock back only when the
+      # runners leave it (short jobs: when they have run everything in
+      # hand), puts its next request to the server before the runners start
+      # on the jobs it just brought, and they do not idle through the
+      # server's answer.
       def next_lease
         gather_until = nil
         loop do
@@ -49,7 +57,13 @@ module Tenq
 
           most = capacity
           free = most - @active
-          if free.positive?
+          half = (most - @concurrency) / 2
+          if free.positive? && half.positive?
+            return begin_lease([free, [half, @concurrency - @running].max].min) if @ready.size <= half
+
+            @lease_half = half
+            lease_wait(:half, nil)
+          elsif free.positive?
             gather_until ||= now + GATHER
             left = gather_until - now
             if free < most && @running.positive? && left.positive?
@@ -57,13 +71,15 @@ module Tenq
               next
             end
             return begin_lease(free)
+          else
+            lease_wait(:capacity, nil)
           end
-          lease_wait(:capacity, nil)
         end
       end
 
       # Waits (mutex held) for a runner's signal: +:capacity+ for a free
-      # slot, +:gather+ until +timeout+ unless every runner is idle first
+      # slot, +:half+ for the jobs waiting to be down to half those leased
+      # ahead, +:gather+ until +timeout+ unless every runner is idle first
       # ({Running#wake_leaser?} wakes it only then, not at every outcome).
       def lease_wait(why, timeout)
         @lease_wait = why
@@ -76,14 +92,15 @@ module Tenq
       # and the jobs leased ahead. With prefetch :auto, as many as the
       # runners get through in AUTO_AHEAD at the average run time so far
       # (none before a job has run, none while jobs are long), at most
-      # AUTO_PER_RUNNER a runner: short jobs then come a hundred a lease
-      # rather than one a runner, and a long job holds few up.
+      # AUTO_MAX: short jobs then come hundreds a lease rather than one a
+      # runner (a lease costs the Ruby side about as much as 10 blank jobs),
+      # and a long job holds few up.
       def capacity
         return @concurrency + @prefetch unless @prefetch == :auto
         return @concurrency unless @run_time
 
         ahead = (@concurrency * AUTO_AHEAD / [@run_time, 1e-6].max).floor
-        @concurrency + ahead.clamp(0, [@concurrency * AUTO_PER_RUNNER, LEASE_MAX].min)
+        @concurrency + ahead.clamp(0, AUTO_MAX)
       end
 
       # The outcomes ride on the lease, unless the last lease came back full

@@ -210,10 +210,11 @@ module Tenq
           @logger.error("the server answered #{results.inspect[0, 100]} for #{tasks.size} outcome(s)")
           return forget(tasks, :refused)
         end
-        counted = tasks.zip(results).map { |task, r| [task, result_kind(task, r)] }
+        # by index, not zip and pairs: two Arrays a job fewer
+        kinds = Array.new(tasks.size) { |i| result_kind(tasks[i], results[i]) }
         @mutex.synchronize do
-          counted.each do |task, kind|
-            @counts[kind] += 1
+          tasks.each_with_index do |task, i|
+            @counts[kinds[i]] += 1
             @hand.delete(task.id)
           end
           @cv_report.signal

@@ -9,14 +9,20 @@ module Tenq
     # lost lease, cancellation not heeded, the end of the grace period) can
     # land only while its handler runs.
     module Running
+      # Interrupt masks, made once: a Hash literal would be made again at
+      # every job.
+      STOPPED_NEVER = { Stopped => :never }.freeze
+      STOPPED_AT_ONCE = { Stopped => :immediate }.freeze
+
       private
 
       def runner_loop
-        Thread.handle_interrupt(Stopped => :never) do
-          while (task = next_task)
+        Thread.handle_interrupt(STOPPED_NEVER) do
+          task = @mutex.synchronize { next_task }
+          while task
             outcome = run_task(task)
             drain_stale_stops
-            finish_task(task, outcome)
+            task = finish_task(task, outcome)
           end
         end
       ensure
@@ -27,25 +33,26 @@ module Tenq
         wake_control
       end
 
-      # The next job to run (mutex held while waiting); nil when the worker
-      # stops and nothing is left. Past the grace period, queued jobs are
-      # given back without running.
+      # The next job to run (mutex held, waiting for one); nil when the
+      # worker stops and nothing is left. Past the grace period, queued jobs
+      # are given back without running. It tells the leaser when the jobs
+      # waiting are down to half those leased ahead. (A while loop: a return
+      # from inside a block allocates, and this runs at every job.)
       def next_task
-        @mutex.synchronize do
-          loop do
-            return nil if @abandon
+        until @abandon
+          task = @ready.shift
+          if task
+            @cv_lease.signal if @lease_wait == :half && @ready.size <= @lease_half
+            return begin_task(task) unless @past_grace
 
-            task = @ready.shift
-            if task
-              next give_back(task) if @past_grace
-
-              return begin_task(task)
-            end
-            return nil if @stopping && @leaser_done
-
-            @cv_run.wait(@mutex)
+            give_back(task)
+            next
           end
+          break if @stopping && @leaser_done
+
+          @cv_run.wait(@mutex)
         end
+        nil
       end
 
       def begin_task(task)
@@ -67,7 +74,7 @@ module Tenq
         limit = entry&.timeout || @timeout
         task.deadline = task.began + limit if limit
         @cv_report.signal if limit
-        Thread.handle_interrupt(Stopped => :immediate) { Execution.perform(task, entry, @middleware) }
+        Thread.handle_interrupt(STOPPED_AT_ONCE) { Execution.perform(task, entry, @middleware) }
       rescue Stopped => e # landed after perform's own rescue
         Execution.stopped(task, e.reason)
       end
@@ -77,19 +84,24 @@ module Tenq
       def drain_stale_stops
         while Thread.pending_interrupt?
           begin
-            Thread.handle_interrupt(Stopped => :immediate) { nil }
+            Thread.handle_interrupt(STOPPED_AT_ONCE) { nil }
           rescue Stopped
             nil
           end
         end
       end
 
-      # A handler that completed or failed its job in its own database
-      # transaction ({Tx}) and returned: the worker reports the same outcome
-      # (answered as applied, whether the transaction's landed first or not).
+      # Queues the outcome and returns the next job to run ({#next_task}),
+      # under one lock. A handler that completed or failed its job in its own
+      # database transaction ({Tx}) and returned: the worker reports the same
+      # outcome (answered as applied, whether the transaction's landed first
+      # or not).
       def finish_task(task, outcome)
         outcome = task.settled if task.settled && outcome.ok
-        @mutex.synchronize { queue_outcome(task, outcome) }
+        @mutex.synchronize do
+          queue_outcome(task, outcome)
+          next_task
+        end
       end
 
       # (mutex held) The outcome waits for the next lease or the reporter;
@@ -99,15 +111,16 @@ module Tenq
         task.thread = nil
         @running -= 1
         @active -= 1
+        t = now
         if task.lost
           @hand.delete(task.id)
           @counts[:lost] += 1
         else
           task.outcome = outcome.to_wire(task)
-          task.done_at = now
+          task.done_at = t
           @done << task
         end
-        took = now - task.began if task.began
+        took = t - task.began if task.began
         @run_time = @run_time ? (@run_time * 0.9) + (took * 0.1) : took if took
         log_outcome(task, outcome)
         @cv_lease.signal if wake_leaser?
