@@ -127,6 +127,7 @@ bench-tx: build
 # What that PostgreSQL does under pgbench with no application driver (bench/tx/ceiling.sh)
 bench-tx-ceiling: build
 	TENQ_BIN=$(CURDIR)/$(BUILD)/tenq bench/tx/ceiling.sh 5
+	TENQ_BIN=$(CURDIR)/$(BUILD)/tenq bench/tx/ceiling.sh 5 async
 
 # ---- workers: make install, make bench-worker (docs/WORKER.md) --------------------------------
 PREFIX  ?= /usr/local

@@ -9,7 +9,8 @@
 #     tenq leader taking the jobs in;
 #   - 1 connection, transactions of 1,000 rows made from a JSON array.
 # Prints rows (jobs) a second for each; the first argument is seconds per
-# measure (default 5).
+# measure (default 5); a second argument `async` has pgbench's transactions
+# commit with synchronous_commit off (tenq's own commits stay fsync'd).
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
@@ -18,6 +19,12 @@ if [ -z "${TENQ_TEST_PG_URL:-}" ]; then
     exec "$repo/tests/with-pg.sh" "$0" "$@"
 fi
 secs=${1:-5}
+commit=${2:-sync}
+case $commit in
+sync) pgopts=${PGOPTIONS:-} ;;
+async) pgopts="${PGOPTIONS:-} -c synchronous_commit=off" ;;
+*) echo "ceiling: the second argument is sync or async, not $commit" >&2; exit 2 ;;
+esac
 pgbench=$(command -v pgbench || echo /usr/lib/postgresql/15/bin/pgbench)
 work=$(mktemp -d /tmp/tenq-ceiling.XXXXXX)
 psql "$TENQ_TEST_PG_URL" -X -q -c "DROP DATABASE IF EXISTS txc_tenq" -c "CREATE DATABASE txc_tenq"
@@ -49,7 +56,7 @@ open(sys.argv[1], "w").write(
     % jobs)
 PY
 tps() { # file, clients, database
-    "$pgbench" -n -c "$2" -j "$2" -T "$secs" -f "$1" "$3" 2>/dev/null |
+    PGOPTIONS="$pgopts" "$pgbench" -n -c "$2" -j "$2" -T "$secs" -f "$1" "$3" 2>/dev/null |
         sed -n 's/^tps = \([0-9]*\).*/\1/p'
 }
 [ "$(tps "$work/insert.sql" 1 "$TENQ_TEST_PG_URL")" ] || { echo "ceiling: pgbench failed" >&2; exit 1; }
