@@ -177,6 +177,9 @@ static void on_inbox(void *ctx, int rc, const store_inbox *in)
     server *s = c->s;
     if (rc || c->term != s->term || !srv_serving(s) || s->stopping) {
         if (rc) log_event(LOG_WARN, "ingest", "reading the inbox failed: %s", store_errmsg(s->st));
+        /* it may have set the flag: the next read (the poll's) clears it */
+        s->ingest_phase = PHASE_COOLING;
+        s->ingest_streak = 0;
         free(c);
         s->ingest_busy = false;
         return; /* the poll, or the next term's install, reads again */
