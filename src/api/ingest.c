@@ -200,7 +200,6 @@ static void on_inbox(void *ctx, int rc, const store_inbox *in)
     for (size_t i = 0; i < in->njobs; i++) take_job(s, &in->jobs[i], now);
     bool agree = true;
     for (size_t i = 0; i < in->noutcomes; i++) agree &= take_outcome(s, &in->outcomes[i], now);
-    s->ingest_again = false;
     srv_wake_first(s);
     srv_after_commit(s, NULL, on_committed, c);
     srv_schedule_flush(s);
