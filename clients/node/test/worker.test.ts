@@ -127,11 +127,11 @@ describe("worker", () => {
     });
     const h = await app.enqueue("Long");
     await withWorker(app, {}, async () => {
+      // the progress goes with a heartbeat, the start in a notice 10 ms later: wait for both
       await until(async () => {
         const j = await app.client.get(h.id);
-        return isDeepStrictEqual(j.progress, { step: 1, of: 3 });
-      }, "the progress to reach the job");
-      assert.equal((await app.client.get(h.id)).state, "running");
+        return isDeepStrictEqual(j.progress, { step: 1, of: 3 }) && j.state === "running";
+      }, "the progress to reach the running job");
       await h.cancel();
       await assert.rejects(h.wait({ timeoutMs: 10_000 }), JobCancelledError);
     });

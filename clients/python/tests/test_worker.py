@@ -128,8 +128,8 @@ def test_cancel_noticed_and_progress_recorded(client: tenq.Client, queue: str) -
     reg.add("T.long", long)
     h = client.submit("T.long")
     with worker_for(client, queue, reg):
-        until(lambda: client.get(h.id).progress == {"step": 1})
-        assert client.get(h.id).state == "running"
+        # the progress and the start notice travel apart: wait for both
+        until(lambda: (lambda j: j.progress == {"step": 1} and j.state == "running")(client.get(h.id)))
         client.cancel(h.id)
         job = h.wait_job(30)
     assert job.state == "cancelled" and stopped.is_set()
