@@ -170,6 +170,14 @@ class Submit(TxTest):
             ("SELECT tenq.submit('bad tenant', 'q', 'T')", "tenant"),
             ("SELECT tenq.submit(NULL, 'q', 'T')", "tenant is required"),
             ("SELECT tenq.submit('acme', 'q/x', 'T')", "queue"),
+            # names: 1-64 of A-Z a-z 0-9 . _ - (schema 16 checks them by length and a search)
+            ("SELECT tenq.submit(repeat('a', 65), 'q', 'T')", "tenant: names are 1-64"),
+            ("SELECT tenq.submit('acme', '', 'T')", "queue: names are 1-64"),
+            ("SELECT tenq.submit('t\u00e9nant', 'q', 'T')", "tenant: names are 1-64"),
+            ("SELECT tenq.submit('acme', E'q\\n', 'T')", "queue: names are 1-64"),
+            ("SELECT tenq.submit_many('[{\"tenant\":\"acme\",\"queue\":\"q\",\"type\":\"T\"},"
+             "{\"tenant\":\"acme\",\"queue\":\"q q\",\"type\":\"T\"}]')",
+             "job 1: queue: names are 1-64"),
             ("SELECT tenq.submit('acme', 'q', 'has space')", "type"),
             ("SELECT tenq.submit('acme', 'q', 'T', priority => 40000)", "priority"),
             ("SELECT tenq.submit('acme', 'q', 'T', max_attempts => 0)", "max_attempts"),
@@ -203,6 +211,10 @@ class Submit(TxTest):
         self.assertEqual(q1(self.db, "SELECT count(*) FROM biz"), "0")
         self.assertEqual(q1(self.db, "SELECT count(*) FROM tenq.inbox"), "0")
         self.assertEqual(q1(self.db, "SELECT count(*) FROM tenq.jobs"), "0")
+        # the longest names, of every character a name may have, pass
+        rc, _, err = psql(self.db, "BEGIN; SELECT tenq.submit(repeat('a', 64), "
+                          "'AZaz09._-' || repeat('q', 55), 'T'); ROLLBACK;", check=False)
+        self.assertEqual(rc, 0, err)
 
     def test_a_jobs_own_timeout_arrives_and_the_server_times_the_attempt_out(self):
         self.srv.ok("PUT", "/v1/queues/txt", {"lease_ms": 1500})
