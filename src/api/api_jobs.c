@@ -158,7 +158,7 @@ static void on_job_rows(void *ctx, int rc, const store_rows *rows)
         } else {
             jbuf b;
             jb_init(&b);
-            api_json_job(&b, &rows->jobs[0], JOB_FULL, auth_shows_token(&c->who), NULL, 0);
+            api_json_job(&b, &rows->jobs[0], auth_shows_token(&c->who), NULL, 0);
             reply_json(req, 200, &b);
         }
     }
@@ -181,7 +181,7 @@ void h_get_job(server *s, http_req *req, const principal *who, const char **args
         engine_job_wait(j, &w);
         jbuf b;
         jb_init(&b);
-        api_json_job(&b, &in, JOB_FULL, auth_shows_token(who), &w, srv_now(s));
+        api_json_job(&b, &in, auth_shows_token(who), &w, srv_now(s));
         reply_json(req, 200, &b);
         return;
     }
@@ -219,7 +219,7 @@ static void on_list_rows(void *ctx, int rc, const store_rows *rows)
                     engine_job_get(j, &live);
                     in = &live;
                 }
-                api_json_job(&b, in, JOB_FULL, auth_shows_token(&c->who), NULL, 0);
+                api_json_job(&b, in, auth_shows_token(&c->who), NULL, 0);
             }
             jb_arr_end(&b);
             jb_key(&b, "next");
@@ -311,7 +311,7 @@ static void on_wait_rows(void *ctx, int rc, const store_rows *rows)
     } else if (is_final(rows->jobs[0].state) || c->timeout_ms == 0) {
         jbuf b;
         jb_init(&b);
-        api_json_job(&b, &rows->jobs[0], JOB_FULL, auth_shows_token(&c->who), NULL, 0);
+        api_json_job(&b, &rows->jobs[0], auth_shows_token(&c->who), NULL, 0);
         reply_json(req, 200, &b);
     } else if (engine_find(s->e, c->id)) {
         wait_register(s, req, &c->who, c->id, c->timeout_ms);
@@ -357,7 +357,7 @@ void h_wait_job(server *s, http_req *req, const principal *who, const char **arg
             engine_job_wait(j, &w);
             jbuf b;
             jb_init(&b);
-            api_json_job(&b, &in, JOB_FULL, auth_shows_token(who), &w, srv_now(s));
+            api_json_job(&b, &in, auth_shows_token(who), &w, srv_now(s));
             reply_json(req, 200, &b);
             return;
         }

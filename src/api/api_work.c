@@ -3,7 +3,8 @@
 #include "internal.h"
 
 bool srv_try_lease(server *s, http_req *req, const principal *who, char **queues, size_t nq,
-                   char **types, size_t nt, size_t max, const char *worker, const char *results)
+                   char **types, size_t nt, size_t max, const char *worker, const char *results,
+                   bool columns)
 {
     (void)who;
     engine_lease_req lr = {
@@ -15,28 +16,26 @@ bool srv_try_lease(server *s, http_req *req, const principal *who, char **queues
         free(out);
         return false;
     }
+    bool stored_first = false; /* at-most-once and exactly-once: the lease is stored first */
+    const char *last_queue = NULL;
+    engine_job_info *in = xmalloc(got * sizeof(*in));
+    for (size_t i = 0; i < got; i++) {
+        engine_job_get(out[i], &in[i]);
+        if (last_queue != in[i].queue) {
+            engine_queue_settings qs;
+            if (engine_queue_get(s->e, 0, in[i].queue, &qs, NULL) == 0 &&
+                qs.delivery != ENGINE_AT_LEAST_ONCE)
+                stored_first = true;
+            last_queue = in[i].queue;
+        }
+    }
     jbuf b;
     jb_init(&b);
     jb_obj(&b);
-    jb_key(&b, "jobs");
-    jb_arr(&b);
-    bool stored_first = false; /* at-most-once and exactly-once: the lease is stored first */
-    const char *last_queue = NULL;
-    for (size_t i = 0; i < got; i++) {
-        engine_job_info in;
-        engine_job_get(out[i], &in);
-        api_json_job(&b, &in, JOB_LEASE, true, NULL, 0);
-        if (last_queue != in.queue) {
-            engine_queue_settings qs;
-            if (engine_queue_get(s->e, 0, in.queue, &qs, NULL) == 0 &&
-                qs.delivery != ENGINE_AT_LEAST_ONCE)
-                stored_first = true;
-            last_queue = in.queue;
-        }
-    }
-    jb_arr_end(&b);
+    api_json_leased(&b, in, got, columns);
     if (results) jb_kraw(&b, "results", results);
     jb_obj_end(&b);
+    free(in);
     free(out);
     /* A lease acknowledges nothing of the client's: it may go out before its
      * commit, because a token is never handed out twice (token_floor) and an
@@ -374,11 +373,11 @@ static void lease_go(server *s, http_req *req, const principal *who, lease_in *i
      * or a stop begun: a stopping server leases nothing) */
     bool serving = srv_serving(s) && !s->stopping;
     if (serving && srv_try_lease(s, req, who, in->queues, in->nq, in->types, in->nt,
-                                 (size_t)in->max, worker, results)) {
+                                 (size_t)in->max, worker, results, in->columns)) {
     } else if (wait_ms == 0 || s->stopping || !serving || http_req_input_ended(req)) {
         /* (input that ended while outcomes were committed: the client may be
          * gone, and a long poll must not hand it jobs) */
-        reply_no_jobs(req, results);
+        reply_no_jobs(req, results, in->columns);
     } else {
         lease_waiter *w = xcalloc(1, sizeof(*w));
         w->req = req;
@@ -390,6 +389,7 @@ static void lease_go(server *s, http_req *req, const principal *who, lease_in *i
         w->max = (size_t)in->max;
         w->worker = in->worker ? in->worker : xstrdup(worker);
         w->results = results;
+        w->columns = in->columns;
         results = NULL;
         in->queues = in->types = NULL;
         in->nq = in->nt = 0;

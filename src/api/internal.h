@@ -111,6 +111,7 @@ typedef struct lease_waiter {
     size_t max;
     char *worker;
     char *results; /* the answers to outcomes reported with the lease, or NULL */
+    bool columns;  /* its jobs as columns (lease_json.c) */
     struct event *timer;
     struct lease_waiter *prev, *next;
 } lease_waiter;
@@ -426,12 +427,13 @@ typedef struct route {
     int roles;
 } route;
 
-/* Job JSON. */
-typedef enum { JOB_FULL, JOB_LEASE } job_view;
-/* wait: why the job is not handed out now ("waiting"), or NULL to leave it
- * out (a job read from the store, a lease). */
-void api_json_job(jbuf *b, const engine_job_info *j, job_view view, bool show_token,
-                  const engine_wait *wait, int64_t now);
+/* Job JSON.  wait: why the job is not handed out now ("waiting"), or NULL
+ * to leave it out (a job read from the store). */
+void api_json_job(jbuf *b, const engine_job_info *j, bool show_token, const engine_wait *wait,
+                  int64_t now);
+/* A lease's n jobs, as the member "jobs" (a list of objects) or, when the
+ * worker asked for columns, "columns" (a list per field; lease_json.c). */
+void api_json_leased(jbuf *b, const engine_job_info *jobs, size_t n, bool columns);
 
 /* Request bodies. */
 json_t *req_body(http_req *req); /* replies 400 itself and returns NULL on error */
@@ -545,6 +547,7 @@ typedef struct lease_in {
     size_t nq, nt;
     long long max, wait_ms;
     bool has_outcomes; /* outcomes to report first (not null) */
+    bool columns;      /* the jobs answered as columns */
     tq_span outcomes;  /* lease_read_text: their list, in the body's text */
 } lease_in;
 void lease_in_free(lease_in *in);
@@ -711,11 +714,13 @@ void h_stats_history(server *s, http_req *req, const principal *who, const char 
 void srv_lease_waiter_add(server *s, lease_waiter *w, int64_t wait_ms);
 void srv_job_waiter_add(server *s, job_waiter *w, int64_t wait_ms);
 /* A lease for a request, answered now (false when nothing was eligible);
- * results: the text of a "results" list to answer with too, or NULL. */
+ * results: the text of a "results" list to answer with too, or NULL;
+ * columns: the jobs as columns. */
 bool srv_try_lease(server *s, http_req *req, const principal *who, char **queues, size_t nq,
-                   char **types, size_t nt, size_t max, const char *worker, const char *results);
-/* {"jobs":[]} (with the results list, when not NULL). */
-void reply_no_jobs(http_req *req, const char *results);
+                   char **types, size_t nt, size_t max, const char *worker, const char *results,
+                   bool columns);
+/* {"jobs":[]}, or {"columns":{}} (with the results list, when not NULL). */
+void reply_no_jobs(http_req *req, const char *results, bool columns);
 
 /* Parses a positive id from a path segment; replies 404 and returns 0 if bad. */
 uint64_t req_path_id(http_req *req, const char *seg);

@@ -632,9 +632,9 @@ decline:
 
 /* ---- lease requests --------------------------------------------------------------------- */
 
-static const char *const lease_fields[] = {"worker",  "queues",   "types", "max",
-                                           "wait_ms", "outcomes", NULL};
-enum { L_WORKER, L_QUEUES, L_TYPES, L_MAX, L_WAIT, L_OUTCOMES, L_N };
+static const char *const lease_fields[] = {"worker",  "queues",   "types",   "max",
+                                           "wait_ms", "outcomes", "columns", NULL};
+enum { L_WORKER, L_QUEUES, L_TYPES, L_MAX, L_WAIT, L_OUTCOMES, L_COLUMNS, L_N };
 
 void lease_in_free(lease_in *in)
 {
@@ -693,6 +693,12 @@ int lease_read(json_t *body, lease_in *in, engine_err *err)
     if (!rc) rc = obj_int(body, "wait_ms", 0, 3600000, &in->wait_ms, NULL, err);
     if (!rc) rc = tree_names(body, "queues", true, &in->queues, &in->nq, err);
     if (!rc) rc = tree_names(body, "types", false, &in->types, &in->nt, err);
+    json_t *c = json_object_get(body, "columns");
+    if (!rc && c && !json_is_null(c) && !json_is_boolean(c)) {
+        engine_errf(err, TENQ_EINVALID, "columns", "columns must be true or false");
+        rc = TENQ_EINVALID;
+    }
+    in->columns = json_is_true(c);
     if (rc) {
         lease_in_free(in);
         return rc;
@@ -749,6 +755,11 @@ bool lease_read_text(const char *text, size_t len, lease_in *in)
         (!text_int(fv[L_WAIT], &in->wait_ms) || in->wait_ms < 0 || in->wait_ms > 3600000))
         return false;
     if (HAS(L_WORKER) && !plain_string(fv[L_WORKER])) return false;
+    if (HAS(L_COLUMNS)) {
+        in->columns = tq_span_true(fv[L_COLUMNS]);
+        if (!in->columns && !(fv[L_COLUMNS].n == 5 && !memcmp(fv[L_COLUMNS].p, "false", 5)))
+            return false;
+    }
     if (!text_names(fv[L_QUEUES], &in->queues, &in->nq)) return false;
     if (HAS(L_TYPES) && !text_names(fv[L_TYPES], &in->types, &in->nt)) {
         lease_in_free(in);

@@ -285,18 +285,11 @@ static void json_wait(jbuf *b, const engine_job_info *j, const engine_wait *w, i
     jb_obj_end(b);
 }
 
-void api_json_job(jbuf *b, const engine_job_info *j, job_view view, bool show_token,
-                  const engine_wait *wait, int64_t now)
+void api_json_job(jbuf *b, const engine_job_info *j, bool show_token, const engine_wait *wait,
+                  int64_t now)
 {
     jb_obj(b);
     jb_kint(b, "id", (long long)j->id);
-    if (view == JOB_LEASE) {
-        jb_kint(b, "token", (long long)j->token);
-        jb_kint(b, "lease_until", j->lease_until);
-        /* the time left, so that no worker needs a clock in step with the
-         * server's (a lease is answered as granted: leased_at is now) */
-        jb_kint(b, "lease_left_ms", j->lease_until - j->leased_at);
-    }
     jb_kstr(b, "tenant", j->tenant);
     jb_kstr(b, "queue", j->queue);
     jb_kstr(b, "type", j->type);
@@ -325,14 +318,6 @@ void api_json_job(jbuf *b, const engine_job_info *j, job_view view, bool show_to
         jb_kint(b, "batch", (long long)j->batch);
         if (j->batch_role > 0)
             jb_kstr(b, "batch_callback", engine_callback_name(j->batch_role - 1));
-    }
-    if (view == JOB_LEASE) {
-        jb_kint(b, "attempt", j->attempts ? j->attempts - 1 : 0);
-        jb_kint(b, "max_attempts", j->max_attempts);
-        jb_kint(b, "run_at", j->run_at);
-        jb_kint(b, "created_at", j->created_at);
-        jb_obj_end(b);
-        return;
     }
     jb_kstr(b, "state", engine_state_name(j->state));
     jb_kint(b, "attempts", j->attempts);

@@ -49,9 +49,10 @@ void srv_lease_waiter_end(server *s, lease_waiter *w)
     http_req *req = w->req;
     req->on_abort = NULL;
     char *results = w->results;
+    bool w_columns = w->columns;
     w->results = NULL;
     lease_waiter_free(s, w);
-    reply_no_jobs(req, results);
+    reply_no_jobs(req, results, w_columns);
     free(results);
 }
 
@@ -61,19 +62,20 @@ static void lease_waiter_abort(http_req *req)
     lease_waiter_free(w->srv, w);
 }
 
-void reply_no_jobs(http_req *req, const char *results)
+void reply_no_jobs(http_req *req, const char *results, bool columns)
 {
-    static const char empty[] = "{\"jobs\":[]}";
+    static const char empty[] = "{\"jobs\":[]}", empty_columns[] = "{\"columns\":{}}";
     if (!results) {
-        http_reply(req, 200, "application/json", NULL, empty, sizeof empty - 1);
+        if (columns)
+            http_reply(req, 200, "application/json", NULL, empty_columns, sizeof empty_columns - 1);
+        else
+            http_reply(req, 200, "application/json", NULL, empty, sizeof empty - 1);
         return;
     }
     jbuf b;
     jb_init(&b);
     jb_obj(&b);
-    jb_key(&b, "jobs");
-    jb_arr(&b);
-    jb_arr_end(&b);
+    api_json_leased(&b, NULL, 0, columns);
     jb_kraw(&b, "results", results);
     jb_obj_end(&b);
     reply_json(req, 200, &b);
@@ -123,7 +125,7 @@ static void wake_queue(server *s, const char *queue)
         req->on_abort = NULL;
         req->write_now = true; /* a worker waits on this: see send_reply */
         if (srv_try_lease(s, req, &w->who, w->queues, w->nqueues, w->types, w->ntypes, w->max,
-                          w->worker, w->results)) {
+                          w->worker, w->results, w->columns)) {
             /* the reply now waits for the commit; the waiter is done */
             nx = w->next;
             lease_waiter_free(s, w);
@@ -244,7 +246,7 @@ static void on_final_rows(void *ctx, int rc, const store_rows *rows)
     for (int t = 0; t < 2 && rc == 0 && rows->n == 1; t++) {
         jbuf b;
         jb_init(&b);
-        api_json_job(&b, &rows->jobs[0], JOB_FULL, t == 1, NULL, 0);
+        api_json_job(&b, &rows->jobs[0], t == 1, NULL, 0);
         bodies[t] = jb_take(&b, &lens[t]);
     }
     jw_slot *slot;

@@ -242,6 +242,55 @@ class Workers(ServerTest):
         self.assertEqual(self.srv.job(j["id"])["progress"], 0.5)
         self.assertEqual(self.srv.ack(j)["state"], "succeeded")
 
+    def test_a_lease_as_columns_holds_what_the_list_of_objects_holds(self):
+        tp = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+        for q in ("colA", "colB"):
+            self.srv.submit(queue=q, type="T.one", args={"n": 1, "s": ["x"]})
+            self.srv.submit(queue=q, type="T.two", key="k-1", priority=5, traceparent=tp)
+        rows = self.srv.lease(["colB"], max=10)
+        body = {"worker": "w-test", "queues": ["colA"], "max": 10, "columns": True}
+        cols = self.srv.ok("POST", "/v1/lease", body)["columns"]
+        self.assertNotIn("jobs", cols)
+        self.assertEqual({len(c) for c in cols.values()}, {2})
+        self.assertEqual(cols["type"], ["T.two", "T.one"])  # by priority, as the list
+        self.assertEqual(cols["traceparent"], [tp, None])  # null for the job without one
+        self.assertNotIn("parents", cols)  # a field no job has has no column
+        self.assertEqual(cols["key"], ["k-1", None])
+        # as objects again: the same fields and values as the list's (but for
+        # what differs between two queues and two leases)
+        again = [{k: c[i] for k, c in cols.items() if c[i] is not None or k == "key"}
+                 for i in range(2)]
+        volatile = ("id", "token", "lease_until", "queue", "run_at", "created_at")
+        same = lambda js: [{k: v for k, v in j.items() if k not in volatile} for j in js]
+        self.assertEqual(same(again), same(rows))
+        self.assertEqual(set(again[0]), set(rows[0]))
+        # their tokens are good ones
+        self.srv.ack({"id": cols["id"][0], "token": cols["token"][0]})
+        # nothing eligible: no columns; a bad value: 400 naming the field, nothing leased
+        self.assertEqual(self.srv.ok("POST", "/v1/lease", body), {"columns": {}})
+        self.srv.submit(queue="colA")
+        for bad in ("yes", 1, {}):
+            status, res = self.srv.req("POST", "/v1/lease", dict(body, columns=bad))
+            self.assertEqual(status, 400, bad)
+            self.assertEqual(res["error"]["field"], "columns")
+        self.assertEqual(len(self.srv.ok("POST", "/v1/lease",
+                                         dict(body, columns=False))["jobs"]), 1)
+
+    def test_a_long_poll_as_columns_is_answered_as_columns(self):
+        got = {}
+        body = {"worker": "w-test", "queues": ["colw"], "max": 5, "wait_ms": 5000,
+                "columns": True}
+        t = threading.Thread(target=lambda: got.update(
+            a=self.srv.ok("POST", "/v1/lease", body, conn="poll")))
+        t.start()
+        time.sleep(0.3)
+        r = self.srv.submit(queue="colw")
+        t.join(10)
+        self.assertEqual(got["a"]["columns"]["id"], [r["id"]])
+        # one that ends with nothing
+        self.assertEqual(self.srv.ok("POST", "/v1/lease", dict(body, wait_ms=200)),
+                         {"columns": {}})
+
     def test_stale_token_is_409_and_changes_nothing(self):
         self.srv.ok("PUT", "/v1/queues/stale", {"lease_ms": 300, "backoff": "fixed",
                                                 "backoff_base_ms": 0})

@@ -25,6 +25,9 @@ module Tenq
       end
     end
 
+    # A success with no result, the most common outcome: one, shared.
+    SUCCESS = Outcome.new(true, nil).freeze
+
     module_function
 
     # @param task [Task]
@@ -51,6 +54,8 @@ module Tenq
     # @return [Outcome]
     def returned(task, result)
       raise result if result.is_a?(Retry) || result.is_a?(NoRetry)
+
+      return SUCCESS if result.nil?
 
       JSONValue.check!(result, "result")
       Outcome.new(true, result)

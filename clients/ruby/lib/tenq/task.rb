@@ -33,8 +33,6 @@ module Tenq
   # A leased job as its handler sees it: the job's fields, its progress
   # and stats, and whether it should stop.
   class Task
-    # @return [Hash{String => Object}] the job as the lease answered it
-    attr_reader :data
     # @return [Symbol, nil] why it should stop: :cancelled, :timeout, :shutdown, :lost
     attr_reader :stop_reason
     # @return [Hash, nil] stats sent with the outcome (see {#stats=})
@@ -54,6 +52,11 @@ module Tenq
       @state = :queued
       @stop_reason = nil
       @settled = nil
+    end
+
+    # @return [Hash{String => Object}] the job as the lease answered it
+    def data
+      @data.is_a?(Hash) ? @data : (@data = @data.to_h)
     end
 
     def id = @data["id"]

@@ -82,6 +82,7 @@ module Tenq
       @types = types && Array(types).map(&:to_s)
       @timeout = timeout
       @poll = poll
+      @columns = true # the lease's jobs as columns (Leasing#lease_once)
       @grace = grace
       @cancel_grace = cancel_grace
       @registry = registry

@@ -14,12 +14,14 @@ module Tenq
     NONE = Object.new.freeze
 
     # POST /v1/lease, with the outcomes of the jobs run before (Hashes as
-    # {#outcomes} takes them). Returns the answer: "jobs" and, with
-    # outcomes, their "results".
+    # {#outcomes} takes them). Returns the answer: "jobs" (with +columns+,
+    # "columns": a list per field, see {LeaseRow}) and, with outcomes, their
+    # "results".
     # @param wait [Numeric] seconds to long-poll when nothing is eligible
     # @return [Hash{String => Object}]
-    def lease(queues:, max: 1, wait: 0, worker: nil, types: nil, outcomes: nil)
+    def lease(queues:, max: 1, wait: 0, worker: nil, types: nil, outcomes: nil, columns: false)
       body = { "queues" => Array(queues), "max" => max, "wait_ms" => (wait * 1000).round }
+      body["columns"] = true if columns
       body["worker"] = worker if worker
       body["types"] = Array(types) if types && !Array(types).empty?
       body["outcomes"] = outcomes if outcomes && !outcomes.empty?

@@ -27,6 +27,7 @@ module TenqTest
       @exchanges = []
       @lose = 0
       @hold = false
+      @refused = nil
       @threads = []
       @acceptor = Thread.new { accept_loop }
     end
@@ -47,6 +48,13 @@ module TenqTest
         @hold = false
         @released.broadcast
       end
+    end
+
+    # From now on a request whose JSON body has +field+ is answered as a
+    # tenq server that does not know the field answers it (400, the error
+    # naming it), as a server of an older version would, and goes no further.
+    def refuse_field(field)
+      @mutex.synchronize { @refused = field }
     end
 
     # @return [Array<Exchange>] the requests so far, oldest first
@@ -73,6 +81,13 @@ module TenqTest
       upstream = nil
       while (request_line, headers, body = read_message(sock))
         received = now
+        refusal = refusal_for(body)
+        if refusal
+          @mutex.synchronize { @exchanges << Exchange.new(request_line, headers, body, {}, refusal, false, received) }
+          sock.write("HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\n" \
+                     "Content-Length: #{refusal.bytesize}\r\n\r\n", refusal)
+          next
+        end
         lose = take_loss
         upstream ||= TCPSocket.new("127.0.0.1", @upstream_port)
         upstream.write(request_line, *headers.map { |k, v| "#{k}: #{v}\r\n" }, "\r\n", body)
@@ -94,6 +109,14 @@ module TenqTest
 
     def now
       Process.clock_gettime(Process::CLOCK_MONOTONIC)
+    end
+
+    # The answer to a request with the refused field in its body, or nil.
+    def refusal_for(body)
+      field = @mutex.synchronize { @refused }
+      return nil unless field && body.start_with?("{") && JSON.parse(body).key?(field)
+
+      JSON.generate("error" => { "code" => "invalid", "message" => "unknown field \"#{field}\"", "field" => field })
     end
 
     # Whether this request's answer is lost (after waiting for {#release}

@@ -118,16 +118,21 @@ module Tenq
       # A lease that carries outcomes does not long-poll: its answer, which
       # acknowledges them, would wait for a job to come (the tail of a
       # drain); when it finds nothing, the next lease, without outcomes, does.
+      #
+      # The jobs come as columns, which JSON.parse reads in a quarter of the
+      # time; from a server too old to know them, as a list of objects.
       def lease_once(max, outcomes)
         wire = outcomes.map(&:outcome)
         wait = wire.empty? ? @poll : 0
         Thread.handle_interrupt(Interrupt => :immediate) do
-          @client.lease(queues: @queues, max: max, wait: wait, worker: @name, types: @types, outcomes: wire)
+          @client.lease(queues: @queues, max: max, wait: wait, worker: @name, types: @types, outcomes: wire,
+                        columns: @columns)
         end
       rescue Interrupt
         put_back(outcomes)
         nil
       rescue *FATAL => e
+        retry if columns_refused?(e)
         put_back(outcomes)
         fatal(e)
         nil
@@ -142,10 +147,20 @@ module Tenq
         end
       end
 
+      # Whether the server refused "columns" (a 400 naming it, the request
+      # refused whole: nothing applied); leases go without from then on.
+      def columns_refused?(error)
+        return false unless @columns && error.is_a?(InvalidError) && error.field == "columns"
+
+        @columns = false
+        true
+      end
+
       # The leased jobs go to the runners; the outcomes' results are counted.
       def take_answer(answer, max, outcomes)
         server_back
-        jobs = answer["jobs"]
+        columns = answer["columns"]
+        jobs = columns.is_a?(Hash) ? LeaseRow.all(columns) : answer["jobs"]
         jobs = [] unless jobs.is_a?(Array)
         @backlog = !jobs.empty? && jobs.size >= max
         arrived = now
