@@ -65,7 +65,7 @@ module Tenq
     # @param prefetch [Integer, :auto] jobs leased ahead of free runners, a
     #   local queue for short jobs: 0 leases only what runners can take now;
     #   :auto (the default) leases ahead only while jobs are short, about 5 ms
-    #   of work, at most 500 jobs (see {Leasing#capacity})
+    #   of work, at most 1,000 jobs (see {Leasing#capacity})
     # @param types [Array<String>, nil] lease only these types (default: every type)
     # @param timeout [Numeric, nil] seconds a job may run (a handler's own timeout wins)
     # @param poll [Numeric] longest lease long poll, seconds

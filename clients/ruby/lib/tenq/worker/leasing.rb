@@ -12,8 +12,10 @@ module Tenq
       GATHER = 0.001     # wait this long for more slots while handlers still run
       LEASE_MAX = 1000   # the protocol's largest "max"
       OUTCOMES_MAX = 10_000
-      AUTO_AHEAD = 0.005     # prefetch :auto leases about this much work ahead of the runners
-      AUTO_MAX = 500         # and at most this many jobs (as the Node worker's automatic prefetch)
+      AUTO_AHEAD = 0.005 # prefetch :auto leases about this much work ahead of the runners
+      # and at most a lease's most: blank jobs cost this worker about 7 us each
+      # (the runners share one interpreter lock), so 1,000 are 7 ms of work
+      AUTO_MAX = LEASE_MAX
       FATAL = [UnauthenticatedError, ForbiddenError, InvalidError, NotFoundError].freeze
 
       private
