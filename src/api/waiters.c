@@ -49,10 +49,10 @@ void srv_lease_waiter_end(server *s, lease_waiter *w)
     http_req *req = w->req;
     req->on_abort = NULL;
     char *results = w->results;
-    bool w_columns = w->columns;
+    bool columns = w->columns;
     w->results = NULL;
     lease_waiter_free(s, w);
-    reply_no_jobs(req, results, w_columns);
+    reply_no_jobs(req, results, columns);
     free(results);
 }
 
