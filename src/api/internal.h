@@ -434,6 +434,8 @@ void api_json_job(jbuf *b, const engine_job_info *j, bool show_token, const engi
 /* A lease's n jobs, as the member "jobs" (a list of objects) or, when the
  * worker asked for columns, "columns" (a list per field; lease_json.c). */
 void api_json_leased(jbuf *b, const engine_job_info *jobs, size_t n, bool columns);
+/* A merging queue's job's payloads: [{"payload": ..., "score": ...}, ...]. */
+void api_json_payloads(jbuf *b, const engine_job_info *j);
 
 /* Request bodies. */
 json_t *req_body(http_req *req); /* replies 400 itself and returns NULL on error */

@@ -57,7 +57,7 @@ static bool has_payloads(const engine_job_info *j)
 {
     return j->payloads;
 }
-static void put_payloads(jbuf *b, const engine_job_info *j)
+void api_json_payloads(jbuf *b, const engine_job_info *j)
 {
     jb_arr(b);
     for (uint32_t i = 0; i < j->n_payloads; i++) {
@@ -143,7 +143,7 @@ static const lease_field fields[] = {
     {"queue", NULL, put_queue},
     {"type", NULL, put_type},
     {"key", NULL, put_key},
-    {"payloads", has_payloads, put_payloads},
+    {"payloads", has_payloads, api_json_payloads},
     {"args", has_args, put_args},
     {"priority", NULL, put_priority},
     {"traceparent", has_traceparent, put_traceparent},

@@ -296,16 +296,7 @@ void api_json_job(jbuf *b, const engine_job_info *j, bool show_token, const engi
     jb_kstr(b, "key", j->key);
     if (j->payloads) {
         jb_key(b, "payloads");
-        jb_arr(b);
-        for (uint32_t i = 0; i < j->n_payloads; i++) {
-            jb_obj(b);
-            jb_key(b, "payload");
-            jb_raw(b, j->payloads[i].data, j->payloads[i].len);
-            jb_key(b, "score");
-            jb_num(b, j->payloads[i].score);
-            jb_obj_end(b);
-        }
-        jb_arr_end(b);
+        api_json_payloads(b, j);
     } else {
         jb_key(b, "args");
         jb_raw(b, j->args, j->args_len);

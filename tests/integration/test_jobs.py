@@ -737,6 +737,13 @@ class Semantics(ServerTest):
         self.assertEqual(a["id"], b["id"])
         j = self.srv.lease(["mrg"])[0]
         self.assertEqual([p["payload"] for p in j["payloads"]], [{"n": 0}, {"n": 1}])
+        self.assertNotIn("args", j)
+        # the job as GET shows it, and as columns (no job with args: no args list)
+        self.assertEqual(self.srv.job(j["id"])["payloads"], j["payloads"])
+        self.srv.submit(queue="mrg", key="k2", args={"n": 5}, score=1)
+        cols = self.srv.ok("POST", "/v1/lease", {"queues": ["mrg"], "columns": True})["columns"]
+        self.assertEqual(cols["payloads"], [[{"payload": {"n": 5}, "score": 1}]])
+        self.assertNotIn("args", cols)
 
     def test_cancel_in_each_state(self):
         r = self.srv.submit(queue="cx")
