@@ -8,8 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define DEPTH_MAX 64
-
 static const char *ws(const char *p, const char *e)
 {
     while (p < e && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t')) p++;
@@ -184,7 +182,7 @@ static const char *skip_value(const char *p, const char *e, int depth);
 /* p at '{' or '[': past the matching close, or NULL. */
 static const char *skip_container(const char *p, const char *e, int depth)
 {
-    if (depth >= DEPTH_MAX) return NULL;
+    if (depth >= TQ_DEPTH_MAX) return NULL;
     char close = *p == '{' ? '}' : ']';
     bool obj = *p == '{';
     p = ws(p + 1, e);

@@ -19,8 +19,11 @@ typedef struct tq_span {
     size_t n;
 } tq_span;
 
+/* Containers nested deeper than this are refused. */
+#define TQ_DEPTH_MAX 64
+
 /* The end of the one JSON value at p (p < e; no leading whitespace), or
- * NULL when it is malformed or nested deeper than 64. */
+ * NULL when it is malformed or nested deeper than TQ_DEPTH_MAX. */
 const char *tq_scan_value(const char *p, const char *e);
 
 /* Whether s[0..n) is one JSON value, whitespace around it allowed. */

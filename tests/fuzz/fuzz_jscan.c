@@ -18,12 +18,14 @@
  * leaves (the way answers and requests are read): 0 when all of it is JSON. */
 static int walk_entering(tq_iter *at, int depth)
 {
-    if (at->p >= at->e || depth > 200) return -1;
+    if (at->p >= at->e) return -1;
     char open = *at->p;
     if (open != '{' && open != '[') {
         tq_span v;
         return tq_iter_value(at, &v) > 0 ? 0 : -1;
     }
+    /* entering goes as deep as the scanner would (it skips no container) */
+    if (depth >= TQ_DEPTH_MAX) return -1;
     tq_iter in;
     tq_span k;
     int r;
