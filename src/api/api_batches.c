@@ -156,14 +156,6 @@ static void reply_engine_refusal(http_req *req, const engine_err *err, size_t ba
     }
 }
 
-static void write_jobs(jbuf *b, const jobs_in *in)
-{
-    jb_key(b, "jobs");
-    jb_arr(b);
-    for (size_t i = 0; i < in->n; i++) srv_write_submit_result(b, &in->res[i]);
-    jb_arr_end(b);
-}
-
 /* 201 with the batch's id (under `key`) and its jobs' answers. */
 static void reply_made(server *s, http_req *req, const rkey_ctx *k, const char *key, uint64_t id,
                        const jobs_in *in)
@@ -173,7 +165,7 @@ static void reply_made(server *s, http_req *req, const rkey_ctx *k, const char *
     jb_init(&b);
     jb_obj(&b);
     jb_kint(&b, key, (long long)id);
-    write_jobs(&b, in);
+    api_json_submitted(&b, in->res, in->n, false);
     jb_obj_end(&b);
     srv_request_key_reply(s, req, k, 201, &b, NULL);
 }

@@ -33,33 +33,13 @@ http_req *read_ctx_take(read_ctx *c)
 
 /* ---- submit ------------------------------------------------------------------------- */
 
-void srv_write_submit_result(jbuf *b, const engine_submit_res *res)
-{
-    jb_obj(b);
-    if (res->code) {
-        jb_key(b, "error");
-        jb_obj(b);
-        jb_kstr(b, "code", tenq_err_word(res->code));
-        jb_kstr(b, "message", res->err.message);
-        if (res->err.field) jb_kstr(b, "field", res->err.field);
-        jb_obj_end(b);
-    } else {
-        jb_kint(b, "id", (long long)res->id);
-        jb_kstr(b, "state", engine_state_name(res->state));
-        jb_kbool(b, "duplicate", res->duplicate);
-        jb_kbool(b, "merged", res->merged);
-        if (res->replayed) jb_kbool(b, "replayed", true);
-    }
-    jb_obj_end(b);
-}
-
 #define HAND_OVER_JOBS 2000
 
 /* True, with *r, when a batch's answer is a range (rkey_range). */
-static bool answer_range(const engine_submit_res *res, size_t n, rkey_range *r)
+static bool answer_range(const engine_submit_res *res, size_t n, bool columns, rkey_range *r)
 {
     if (n < 2 || res[1].id <= res[0].id) return false;
-    *r = (rkey_range){res[0].id, res[1].id - res[0].id, n, res[0].state};
+    *r = (rkey_range){res[0].id, res[1].id - res[0].id, n, res[0].state, columns};
     for (size_t i = 0; i < n; i++)
         if (res[i].code || !res[i].created || res[i].duplicate || res[i].merged ||
             res[i].replayed || res[i].state != r->state || res[i].id != r->first + i * r->step)
@@ -67,13 +47,16 @@ static bool answer_range(const engine_submit_res *res, size_t n, rkey_range *r)
     return true;
 }
 
-/* Submits reqs[0..n) (ok[i] false: res[i] holds the job's refusal already;
- * ok NULL: every job was read) and replies: the one job's answer, or {"jobs": [...]} for a batch.
- */
-static void submit_and_reply(server *s, http_req *req, const rkey_ctx *k,
-                             const engine_submit_req *reqs, const bool *ok, size_t n, bool batch,
-                             engine_submit_res *res)
+/* Submits the jobs `in` read (in->ok[i] false: in->res[i] holds the job's
+ * refusal already; ok NULL: every job was read) and replies: the one job's
+ * answer, or {"jobs": [...]} (or {"columns": {...}}) for a batch. */
+static void submit_and_reply(server *s, http_req *req, const rkey_ctx *k, const submit_in *in)
 {
+    const engine_submit_req *reqs = in->reqs;
+    const bool *ok = in->ok;
+    size_t n = in->n;
+    bool batch = in->batch;
+    engine_submit_res *res = in->res;
     int64_t now = srv_now(s);
     bool any_created = false;
     for (size_t i = 0; i < n; i++) {
@@ -93,16 +76,13 @@ static void submit_and_reply(server *s, http_req *req, const rkey_ctx *k,
     jb_init(&b);
     if (batch) {
         jb_obj(&b);
-        jb_key(&b, "jobs");
-        jb_arr(&b);
-    }
-    for (size_t i = 0; i < n; i++) srv_write_submit_result(&b, &res[i]);
-    if (batch) {
-        jb_arr_end(&b);
+        api_json_submitted(&b, res, n, in->columns);
         jb_obj_end(&b);
+    } else {
+        srv_write_submit_result(&b, &res[0]);
     }
     rkey_range range;
-    bool packed = batch && k->key && answer_range(res, n, &range);
+    bool packed = batch && k->key && answer_range(res, n, in->columns, &range);
     srv_request_key_reply(s, req, k, any_created ? 201 : 200, &b, packed ? &range : NULL);
     srv_end_chain(s);
 }
@@ -115,7 +95,7 @@ void h_submit(server *s, http_req *req, const principal *who, const char **args)
     /* the usual body is read in place; jansson reads the rest and words
      * every refusal */
     if (submit_read_text(req->body, req->body_len, s->cfg.max_job_bytes, who, &in)) {
-        submit_and_reply(s, req, &k, in.reqs, NULL, in.n, in.batch, in.res);
+        submit_and_reply(s, req, &k, &in);
         submit_in_free(&in);
         return;
     }
@@ -130,13 +110,17 @@ void h_submit(server *s, http_req *req, const principal *who, const char **args)
             s->cfg.max_job_bytes);
         break;
     case SUBMIT_NOT_ONLY_JOBS:
-        reply_error(req, TENQ_EINVALID, other, "a batch holds only \"jobs\" (found \"%s\")", other);
+        reply_error(req, TENQ_EINVALID, other,
+                    "a batch holds only \"jobs\" and \"columns\" (found \"%s\")", other);
         break;
     case SUBMIT_BAD_JOBS:
         reply_error(req, TENQ_EINVALID, "jobs", "jobs must be an array of 1 to 10,000 jobs");
         break;
+    case SUBMIT_BAD_COLUMNS:
+        reply_error(req, TENQ_EINVALID, "columns", "columns must be true or false");
+        break;
     case SUBMIT_READ:
-        submit_and_reply(s, req, &k, in.reqs, in.ok, in.n, in.batch, in.res);
+        submit_and_reply(s, req, &k, &in);
         submit_in_free(&in);
         break;
     }

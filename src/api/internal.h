@@ -521,15 +521,20 @@ typedef struct rkey_ctx {
 } rkey_ctx;
 bool srv_request_key_begin(server *s, http_req *req, const principal *who, const char **args,
                            rkey_ctx *k);
-/* One job's answer to a submit: {"id", "state", "duplicate", "merged"} or {"error"}. */
+/* submit_json.c: one job's answer to a submit, {"id", "state",
+ * "duplicate", "merged"} or {"error"}; a batch's as the member "jobs" (a
+ * list of those) or "columns" (a list a field). */
 void srv_write_submit_result(jbuf *b, const engine_submit_res *res);
+void api_json_submitted(jbuf *b, const engine_submit_res *res, size_t n, bool columns);
 
 /* A batch whose every job was made, in one state, with ids a step apart:
- * its answer is kept as this range (a few bytes) instead of ~60 bytes a job. */
+ * its answer is kept as this range (a few bytes) instead of ~60 bytes a job,
+ * and in the form it was sent in (columns or not). */
 typedef struct rkey_range {
     uint64_t first, step;
     size_t n;
     engine_state state;
+    bool columns;
 } rkey_range;
 void srv_request_key_reply(server *s, http_req *req, const rkey_ctx *k, int status, jbuf *b,
                            const rkey_range *range);
@@ -566,9 +571,11 @@ bool lease_read_text(const char *text, size_t n, lease_in *in);
  * A submit's body (POST /v1/jobs): one job, or {"jobs": [...]}.  Each job's
  * strings point into mem[i] (read in place) or into the tree and mem[i]
  * (its canonical args), which the caller keeps until it is done. */
+#define SUBMIT_BATCH_MAX 10000 /* jobs a submit holds at most */
 typedef struct submit_in {
     size_t n;
     bool batch;
+    bool columns; /* a batch's answer as columns */
     engine_submit_req *reqs;
     engine_submit_res *res; /* zeroed; from a tree, a job refused has code and err set */
     bool *ok;               /* from a tree: which jobs were read; NULL: all of them */
@@ -582,14 +589,15 @@ bool submit_read_text(const char *text, size_t len, long long max_job_bytes, con
                       submit_in *in);
 /* From the body's tree (an object; len: the body's bytes): SUBMIT_READ
  * with *in (a job refused has its answer in res), or why the whole request
- * is refused, nothing to free: a single job too large, a batch with
- * another member (*other_key, in the tree), jobs not a list of 1 to
- * 10,000. */
+ * is refused, nothing to free: a single job too large, a batch with a
+ * member other than "jobs" and "columns" (*other_key, in the tree), jobs
+ * not a list of 1 to 10,000, columns not true, false or null. */
 typedef enum {
     SUBMIT_READ,
     SUBMIT_TOO_LARGE,
     SUBMIT_NOT_ONLY_JOBS,
-    SUBMIT_BAD_JOBS
+    SUBMIT_BAD_JOBS,
+    SUBMIT_BAD_COLUMNS
 } submit_verdict;
 submit_verdict submit_read_tree(json_t *body, size_t len, long long max_job_bytes,
                                 const principal *who, submit_in *in, const char **other_key);

@@ -243,30 +243,29 @@ static http_req *replay_take(replay_ctx *c)
 
 #define RANGE_TAG "range " /* a stored answer kept as an rkey_range (never JSON) */
 
-/* A stored answer as it was sent: a range written out again; NULL when
- * the answer is not a range. */
+/* A stored answer as it was sent: a range written out again, as columns
+ * when it ends in " columns"; NULL when the answer is not a range. */
 static char *unpack_answer(const char *answer, size_t *len)
 {
     unsigned long long first, step;
     size_t n;
-    char name[32];
+    char name[32], form[16] = "";
     if (strncmp(answer, RANGE_TAG, strlen(RANGE_TAG)) ||
-        sscanf(answer + strlen(RANGE_TAG), "%llu %llu %zu %31s", &first, &step, &n, name) != 4)
+        sscanf(answer + strlen(RANGE_TAG), "%llu %llu %zu %31s %15s", &first, &step, &n, name,
+               form) < 4)
         return NULL;
     int state = engine_state_parse(name);
-    if (state < 0) return NULL;
+    if (state < 0 || n < 2 || n > SUBMIT_BATCH_MAX) return NULL;
+    engine_submit_res *res = xcalloc(n, sizeof(*res));
+    for (size_t i = 0; i < n; i++)
+        res[i] = (engine_submit_res){
+            .id = first + i * step, .state = (engine_state)state, .created = true};
     jbuf b;
     jb_init(&b);
     jb_obj(&b);
-    jb_key(&b, "jobs");
-    jb_arr(&b);
-    for (size_t i = 0; i < n; i++) {
-        engine_submit_res res = {
-            .id = first + i * step, .state = (engine_state)state, .created = true};
-        srv_write_submit_result(&b, &res);
-    }
-    jb_arr_end(&b);
+    api_json_submitted(&b, res, n, !strcmp(form, "columns"));
     jb_obj_end(&b);
+    free(res);
     return jb_take(&b, len);
 }
 
@@ -382,9 +381,9 @@ void srv_request_key_reply(server *s, http_req *req, const rkey_ctx *k, int stat
     int64_t now = srv_now(s);
     char packed[96];
     if (range)
-        snprintf(packed, sizeof packed, RANGE_TAG "%llu %llu %zu %s",
+        snprintf(packed, sizeof packed, RANGE_TAG "%llu %llu %zu %s%s",
                  (unsigned long long)range->first, (unsigned long long)range->step, range->n,
-                 engine_state_name(range->state));
+                 engine_state_name(range->state), range->columns ? " columns" : "");
     store_request_key row = {k->scope, k->key, k->fingerprint, status, range ? packed : r->body,
                              now};
     store_batch_request(s->batch, &row);

@@ -8,8 +8,6 @@
 
 /* ---- submits ------------------------------------------------------------------------------ */
 
-#define BATCH_MAX 10000
-
 void submit_in_free(submit_in *in)
 {
     for (size_t i = 0; i < in->n; i++) free(in->mem[i]);
@@ -20,8 +18,17 @@ void submit_in_free(submit_in *in)
     memset(in, 0, sizeof(*in));
 }
 
+/* A batch's "columns": true, false or null; false when it is anything else. */
+static bool text_columns(tq_iter *top, bool *columns)
+{
+    tq_span v;
+    if (tq_iter_value(top, &v) < 0) return false;
+    *columns = tq_span_true(v);
+    return *columns || tq_span_null(v) || (v.n == 5 && !memcmp(v.p, "false", 5));
+}
+
 /* One walk reads and checks it all: a body whose first member is "jobs" is
- * a batch (the list, then nothing else), any other is one job. */
+ * a batch (the list, then at most "columns"), any other is one job. */
 bool submit_read_text(const char *text, size_t len, long long max_job_bytes, const principal *who,
                       submit_in *in)
 {
@@ -44,7 +51,7 @@ bool submit_read_text(const char *text, size_t len, long long max_job_bytes, con
     } else if (tq_iter_enter(&top, &list, '[')) {
         done = true;
         while (done && (rc = tq_arr_step(&list)) > 0) {
-            if (n == BATCH_MAX || *list.p != '{') {
+            if (n == SUBMIT_BATCH_MAX || *list.p != '{') {
                 done = false;
                 break;
             }
@@ -59,8 +66,14 @@ bool submit_read_text(const char *text, size_t len, long long max_job_bytes, con
                 n++;
         }
         if (done && rc == 0) tq_iter_leave(&top, &list);
-        /* an empty list, a bad one, or anything after it: jansson words it */
-        if (rc < 0 || n == 0 || (done && tq_obj_key(&top, &k) != 0)) done = false;
+        /* an empty list, a bad one, or anything but "columns" after it:
+         * jansson words it */
+        if (rc < 0 || n == 0) done = false;
+        if (done && (rc = tq_obj_key(&top, &k)) > 0)
+            done = tq_key_is(k, "columns") && text_columns(&top, &in->columns) &&
+                   tq_obj_key(&top, &k) == 0;
+        else if (rc != 0)
+            done = false;
     }
     in->n = n;
     in->reqs = reqs;
@@ -91,18 +104,22 @@ submit_verdict submit_read_tree(json_t *body, size_t len, long long max_job_byte
         if (!in->ok[0]) in->res[0].code = in->res[0].err.code;
         return SUBMIT_READ;
     }
-    if (json_object_size(body) != 1) {
+    json_t *columns = json_object_get(body, "columns");
+    if (json_object_size(body) != 1 + (columns != NULL)) {
         const char *k;
         json_t *v;
-        json_object_foreach(body, k, v) if (strcmp(k, "jobs") != 0) break;
+        json_object_foreach(body, k, v) if (strcmp(k, "jobs") && strcmp(k, "columns")) break;
         *other_key = k;
         return SUBMIT_NOT_ONLY_JOBS;
     }
-    if (!json_is_array(jobs) || json_array_size(jobs) == 0 || json_array_size(jobs) > BATCH_MAX)
+    if (!json_is_array(jobs) || json_array_size(jobs) == 0 ||
+        json_array_size(jobs) > SUBMIT_BATCH_MAX)
         return SUBMIT_BAD_JOBS;
+    if (columns && !json_is_boolean(columns) && !json_is_null(columns)) return SUBMIT_BAD_COLUMNS;
     size_t n = json_array_size(jobs);
     in->n = n;
     in->batch = true;
+    in->columns = json_is_true(columns);
     in->res = xcalloc(n, sizeof(*in->res));
     in->reqs = xcalloc(n, sizeof(*in->reqs));
     in->mem = xcalloc(n, sizeof(*in->mem));

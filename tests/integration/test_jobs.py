@@ -86,7 +86,7 @@ class Submit(ServerTest):
         self.assertEqual(len(body["jobs"]), 10000)
         status, body = self.srv.req("POST", "/v1/jobs", {"jobs": many[:2], "extra": 1})
         self.assertEqual((status, body["error"]["field"]), (400, "extra"))
-        self.assertEqual(body["error"]["message"], 'a batch holds only "jobs" (found "extra")')
+        self.assertEqual(body["error"]["message"], 'a batch holds only "jobs" and "columns" (found "extra")')
         status, body = self.srv.req("POST", "/v1/jobs", {"jobs": {"a": 1}})
         self.assertEqual((status, body["error"]["field"]), (400, "jobs"))
 
