@@ -9,9 +9,9 @@ module Tenq
     # @return [Error, nil] why this job was refused (batches only)
     attr_reader :error
 
-    # @param data [Hash{String => Object}]
+    # @param data [Hash{String => Object}, ColumnRow]
     def self.from_answer(data)
-      raise ProtocolError, "the submit answer is not an object" unless data.is_a?(Hash)
+      raise ProtocolError, "the submit answer is not an object" unless data.is_a?(Hash) || data.is_a?(ColumnRow)
 
       if (e = data["error"])
         e = {} unless e.is_a?(Hash)
@@ -23,7 +23,7 @@ module Tenq
       new(data)
     end
 
-    # @param data [Hash{String => Object}] the answer ("id", "state", "duplicate", ...)
+    # @param data [Hash{String => Object}, ColumnRow] the answer ("id", "state", "duplicate", ...)
     # @param error [Error, nil]
     def initialize(data, error = nil)
       @data = data
