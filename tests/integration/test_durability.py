@@ -284,12 +284,21 @@ class RequestKeys(unittest.TestCase):
                               {"tenant": "acme", "queue": "rk-mix", "type": "T", "unique": True},
                               {"tenant": "acme", "queue": "rk-mix", "type": "T",
                                "run_at": 4102444800000}]}
-            for key, body in (("k-many", many), ("k-mix", mixed)):
+            # and so are both asked for as columns
+            many_cols = dict(many, columns=True, jobs=[dict(j, queue="rk-many-c") for j in many["jobs"]])
+            mixed_cols = dict(mixed, columns=True, jobs=[dict(j, queue="rk-mix-c") for j in mixed["jobs"]])
+            answers = {}
+            for key, body in (("k-many", many), ("k-mix", mixed), ("k-many-c", many_cols),
+                              ("k-mix-c", mixed_cols)):
                 st, first, _ = self.submit(srv, key, body)
                 st2, again, h = self.submit(srv, key, body)
                 self.assertEqual((st2, again, h.get("Idempotent-Replayed")), (st, first, "true"))
-            self.assertTrue(first["jobs"][1]["duplicate"])
+                answers[key] = first
+            self.assertTrue(answers["k-mix"]["jobs"][1]["duplicate"])
+            self.assertEqual(answers["k-mix-c"]["columns"]["duplicate"][:2], [False, True])
+            self.assertEqual(len(answers["k-many-c"]["columns"]["id"]), 50)
             self.assertEqual(self.count(srv, "rk-many"), 50)
+            self.assertEqual(self.count(srv, "rk-many-c"), 50)
             # another body under the same key: refused, nothing made
             st, ans, _ = self.submit(srv, "k-1", {"tenant": "acme", "queue": "rk", "type": "U"})
             self.assertEqual((st, ans["error"]["field"]), (409, "Idempotency-Key"))
@@ -309,6 +318,9 @@ class RequestKeys(unittest.TestCase):
             srv.start()
             st, a3, h3 = self.submit(srv, "k-1", batch)
             self.assertEqual((st, a3, h3.get("Idempotent-Replayed")), (201, a1, "true"))
+            for key, body in (("k-many", many), ("k-many-c", many_cols)):  # ranges, both forms
+                st, again, h = self.submit(srv, key, body)
+                self.assertEqual((st, again, h.get("Idempotent-Replayed")), (201, answers[key], "true"))
             self.assertEqual(self.count(srv, "rk"), 3)
             # past its TTL the key is forgotten: the same request makes new jobs
             time.sleep(1.6)

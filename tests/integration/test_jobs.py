@@ -90,6 +90,56 @@ class Submit(ServerTest):
         status, body = self.srv.req("POST", "/v1/jobs", {"jobs": {"a": 1}})
         self.assertEqual((status, body["error"]["field"]), (400, "jobs"))
 
+    def test_a_batch_answered_as_columns_holds_what_the_list_holds(self):
+        later = int(time.time() * 1000) + 3600 * 1000
+        def batch(q, tail=""):
+            return [{"tenant": "acme", "queue": q, "type": "T" + tail},
+                    {"tenant": "acme", "queue": "bad queue", "type": "T"},
+                    {"tenant": "acme", "queue": q, "type": "T", "unique_key": "u"},
+                    {"tenant": "acme", "queue": q, "type": "T", "unique_key": "u"},
+                    {"tenant": "acme", "queue": q, "type": "T", "run_at": later}]
+
+        def as_rows(cols):
+            n = len(next(iter(cols.values())))
+            return [{f: v[i] for f, v in cols.items() if v[i] is not None} for i in range(n)]
+
+        # read in place; by jansson (an escape); by jansson ("columns" first)
+        for q, tail, first in (("colS", "", False), ("colJ", "\u0041", False), ("colF", "", True)):
+            _, rows = self.srv.req("POST", "/v1/jobs", {"jobs": batch(q + "r", tail)})
+            body = {"columns": True, "jobs": batch(q + "c", tail)} if first else \
+                {"jobs": batch(q + "c", tail), "columns": True}
+            st, ans = self.srv.req("POST", "/v1/jobs", body)
+            self.assertEqual(st, 201)
+            self.assertEqual(list(ans), ["columns"])
+            cols = ans["columns"]
+            self.assertEqual(list(cols), ["id", "state", "duplicate", "merged", "error"])
+            self.assertTrue(all(len(v) == 5 for v in cols.values()))
+            got = as_rows(cols)
+            want = rows["jobs"]
+            for g, w in zip(got, want):  # ids differ by the jobs between
+                if "id" in w:
+                    g["id"] -= cols["id"][0] - want[0]["id"]
+            self.assertEqual(got, want, q)
+            self.assertEqual(cols["id"][3], cols["id"][2])  # the duplicate answers its twin
+            self.assertEqual(cols["state"], ["ready", None, "ready", "ready", "scheduled"])
+            self.assertIsNone(cols["id"][1])
+            self.assertEqual(cols["error"][1]["field"], "queue")
+            self.assertEqual(self.srv.job(cols["id"][0])["queue"], q + "c")
+        # all made: no error list; columns false or null: the list of objects
+        st, ans = self.srv.req("POST", "/v1/jobs", {"jobs": batch("colA")[:1], "columns": True})
+        self.assertEqual(set(ans["columns"]), {"id", "state", "duplicate", "merged"})
+        for off in (False, None):
+            st, ans = self.srv.req("POST", "/v1/jobs", {"jobs": batch("colA")[:1], "columns": off})
+            self.assertEqual((st, list(ans)), (201, ["jobs"]))
+        # a bad value, or columns on a single job: 400 naming it, nothing made
+        before = self.srv.ok("GET", "/v1/stats")["totals"]["submitted_total"]
+        for bad in (1, "yes", [True], {}):
+            st, ans = self.srv.req("POST", "/v1/jobs", {"jobs": batch("colB")[:1], "columns": bad})
+            self.assertEqual((st, ans["error"]["field"]), (400, "columns"), bad)
+        st, ans = self.srv.req("POST", "/v1/jobs", dict(batch("colB")[0], columns=True))
+        self.assertEqual((st, ans["error"]["field"]), (400, "columns"))
+        self.assertEqual(self.srv.ok("GET", "/v1/stats")["totals"]["submitted_total"], before)
+
     def test_idempotent_submit_returns_the_same_answer(self):
         a = self.srv.submit(queue="idem", idempotency_key="k-1")
         status, b = self.srv.req("POST", "/v1/jobs", {"tenant": "acme", "queue": "idem",

@@ -45,11 +45,11 @@ class TestLeaseColumns < TenqTest::Case
 
   def test_a_row_reads_and_turns_into_the_hash_a_list_would_have_held
     cols = { "id" => [1, 3], "key" => [nil, "k"], "traceparent" => ["00-x", nil], "args" => [{}, [1]] }
-    rows = Tenq::ColumnRow.all(cols)
+    rows = Tenq::LeaseRow.all(cols)
     assert_equal [1, 3], rows.map { |r| r["id"] }
     assert_nil rows[0]["parents"]
     assert_equal({ "id" => 1, "key" => nil, "traceparent" => "00-x", "args" => {} }, rows[0].to_h)
     assert_equal({ "id" => 3, "key" => "k", "args" => [1] }, rows[1].to_h)
-    assert_empty Tenq::ColumnRow.all({})
+    assert_empty Tenq::LeaseRow.all({})
   end
 end

@@ -30,7 +30,7 @@ class TestRequestKeys < TenqTest::Case
     s.start # the same port and data directory
     px.release # the client's connection breaks; its retry goes to the restarted server
     handles = submit.value
-    first = JSON.parse(lost.answer)["jobs"].map { |j| j["id"] }
+    first = JSON.parse(lost.answer)["columns"]["id"]
     assert_equal first, handles.map(&:id), "the retry is answered the lost answer"
     sent = posts(px)
     assert_equal 2, sent.size
@@ -63,7 +63,7 @@ class TestRequestKeys < TenqTest::Case
     assert_equal one.id, again["id"]
     assert_equal "true", px.exchanges.last.answer_headers["idempotent-replayed"]
     tail = c.request(:post, "/v1/jobs", sent[2].body, headers: { "Idempotency-Key" => keys[2] })
-    assert_equal [many.last.id], tail["jobs"].map { |j| j["id"] }
+    assert_equal [many.last.id], tail["columns"]["id"]
     assert_equal 10_003, ready(c)
 
     # the same key with another body: the typed conflict, naming the header

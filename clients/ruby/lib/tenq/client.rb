@@ -334,8 +334,11 @@ module Tenq
 
     def batch_handles(count, text)
       answer = Transport.parse(text, freeze: true)
-      columns = answer["columns"]
-      answers = columns ? ColumnRow.all(columns) : answer["jobs"]
+      if (columns = answer["columns"])
+        return SubmitResult.all_from_columns(columns, count).map! { |r| Handle.new(self, r) }
+      end
+
+      answers = answer["jobs"]
       unless answers.is_a?(Array) && answers.size == count
         raise ProtocolError, "the batch answer does not hold #{count} results"
       end

@@ -9,50 +9,72 @@ module Tenq
     # @return [Error, nil] why this job was refused (batches only)
     attr_reader :error
 
-    # @param data [Hash{String => Object}, ColumnRow]
+    # @param data [Hash{String => Object}]
     def self.from_answer(data)
-      raise ProtocolError, "the submit answer is not an object" unless data.is_a?(Hash) || data.is_a?(ColumnRow)
+      raise ProtocolError, "the submit answer is not an object" unless data.is_a?(Hash)
 
-      if (e = data["error"])
-        e = {} unless e.is_a?(Hash)
-        error = Error.for(e["code"], 400).new(e["message"], status: 400, code: e["code"], field: e["field"])
-        return new({}, error)
-      end
+      return refused(data["error"]) if data["error"]
       raise ProtocolError, "the submit answer has no id" unless data["id"].is_a?(Integer)
 
       new(data)
     end
 
-    # @param data [Hash{String => Object}, ColumnRow] the answer ("id", "state", "duplicate", ...)
+    # The results of a batch answered as columns ("columns": one list a
+    # field, null where a job lacks the field), one a job, in order.
+    # @param columns [Hash{String => Array}]
+    # @param count [Integer] the jobs sent
+    # @return [Array<SubmitResult>]
+    # @raise [ProtocolError] lists that are not one a field, of +count+ entries
+    def self.all_from_columns(columns, count)
+      lists = columns.is_a?(Hash) ? FIELDS.map { |f| columns[f] || Array.new(count) } : []
+      unless lists.size == FIELDS.size && lists.all? { |l| l.is_a?(Array) && l.size == count }
+        raise ProtocolError, "the batch answer does not hold #{count} results"
+      end
+
+      ids, states, duplicate, merged, replayed, errors = lists
+      Array.new(count) do |i|
+        next refused(errors[i]) if errors[i]
+        raise ProtocolError, "the submit answer has no id" unless ids[i].is_a?(Integer)
+
+        allocate.send(:made, ids[i], states[i], duplicate[i] == true, merged[i] == true, replayed[i] == true)
+      end
+    end
+
+    FIELDS = %w[id state duplicate merged replayed error].freeze
+    private_constant :FIELDS
+
+    def self.refused(wire)
+      e = wire.is_a?(Hash) ? wire : {}
+      new({}, Error.for(e["code"], 400).new(e["message"], status: 400, code: e["code"], field: e["field"]))
+    end
+    private_class_method :refused
+
+    # @param data [Hash{String => Object}] the answer ("id", "state", "duplicate", ...)
     # @param error [Error, nil]
     def initialize(data, error = nil)
-      @data = data
+      made(data["id"], data["state"], data["duplicate"] == true, data["merged"] == true, data["replayed"] == true)
       @error = error
     end
 
     # @return [Integer, nil]
-    def id
-      @data["id"]
-    end
+    attr_reader :id
 
     # @return [String, nil] the job's state when the submit was answered
-    def state
-      @data["state"]
-    end
+    attr_reader :state
 
     # An unfinished job with the same unique key answered; nothing was made.
     def duplicate?
-      @data["duplicate"] == true
+      @duplicate
     end
 
     # The payload joined job {#id} (merging queues).
     def merged?
-      @data["merged"] == true
+      @merged
     end
 
     # The answer of an earlier submit with the same idempotency key.
     def replayed?
-      @data["replayed"] == true
+      @replayed
     end
 
     # A new job was made.
@@ -69,6 +91,18 @@ module Tenq
 
       "#<Tenq::SubmitResult id=#{id} state=#{state}#{' duplicate' if duplicate?}" \
         "#{' merged' if merged?}#{' replayed' if replayed?}>"
+    end
+
+    private
+
+    def made(id, state, duplicate, merged, replayed)
+      @id = id
+      @state = state
+      @duplicate = duplicate
+      @merged = merged
+      @replayed = replayed
+      @error = nil
+      self
     end
   end
 end

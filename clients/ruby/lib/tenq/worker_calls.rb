@@ -15,7 +15,7 @@ module Tenq
 
     # POST /v1/lease, with the outcomes of the jobs run before (Hashes as
     # {#outcomes} takes them). Returns the answer: "jobs" (with +columns+,
-    # "columns": a list per field, see {ColumnRow}) and, with outcomes, their
+    # "columns": a list per field, see {LeaseRow}) and, with outcomes, their
     # "results".
     # @param wait [Numeric] seconds to long-poll when nothing is eligible
     # @return [Hash{String => Object}]

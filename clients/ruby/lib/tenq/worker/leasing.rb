@@ -162,7 +162,7 @@ module Tenq
       def take_answer(answer, max, outcomes)
         server_back
         columns = answer["columns"]
-        jobs = columns.is_a?(Hash) ? ColumnRow.all(columns) : answer["jobs"]
+        jobs = columns.is_a?(Hash) ? LeaseRow.all(columns) : answer["jobs"]
         jobs = [] unless jobs.is_a?(Array)
         @backlog = !jobs.empty? && jobs.size >= max
         arrived = now
