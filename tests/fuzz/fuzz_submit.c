@@ -3,7 +3,8 @@
  * h_submit reads it (src/api/request_read.c): in place when it can, from
  * jansson's tree when not, for an admin and for a tenant token.  Checked:
  * what the in-place reader accepts, the tree reader accepts too and reads
- * the same jobs (every field, the canonical args); a refusal of the whole
+ * the same jobs (every field, the canonical args) and the same answer's
+ * form ("columns"); a refusal of the whole
  * request reads nothing; a job's refusal has a reason. */
 #include "fuzz.h"
 #include "principals.h"
@@ -54,6 +55,7 @@ static void read_as(const char *text, size_t n, const principal *who)
     if (text_ok) {
         FUZZ_CHECK(body && v == SUBMIT_READ, "in place accepted what jansson's reader refuses");
         FUZZ_CHECK(a.n == t.n && a.batch == t.batch, "in place %zu jobs, jansson %zu", a.n, t.n);
+        FUZZ_CHECK(a.columns == t.columns, "in place columns %d, jansson %d", a.columns, t.columns);
         for (size_t i = 0; i < a.n; i++) {
             FUZZ_CHECK(t.ok[i], "in place accepted job %zu jansson's reader refuses: %s", i,
                        t.res[i].err.message);
