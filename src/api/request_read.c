@@ -69,11 +69,9 @@ bool submit_read_text(const char *text, size_t len, long long max_job_bytes, con
         /* an empty list, a bad one, or anything but "columns" after it:
          * jansson words it */
         if (rc < 0 || n == 0) done = false;
-        if (done && (rc = tq_obj_key(&top, &k)) > 0)
-            done = tq_key_is(k, "columns") && text_columns(&top, &in->columns) &&
+        if (done && (rc = tq_obj_key(&top, &k)) != 0)
+            done = rc > 0 && tq_key_is(k, "columns") && text_columns(&top, &in->columns) &&
                    tq_obj_key(&top, &k) == 0;
-        else if (rc != 0)
-            done = false;
     }
     in->n = n;
     in->reqs = reqs;

@@ -273,9 +273,11 @@ module Tenq
       handles = []
       pending = nil
       jobs.each_slice(BATCH_MAX) do |slice|
-        body = batch_body(slice)
+        asked = @columns
+        body = batch_body(slice, asked)
         answered = pending && [pending[0], answer_text(pending)]
-        pending = [slice, post_async(body)]
+        body = batch_body(slice, asked = false) if asked && !@columns # refused meanwhile
+        pending = [slice, post_async(body), asked]
         handles.concat(batch_handles(answered[0].size, answered[1])) if answered
       end
       handles.concat(batch_handles(pending[0].size, answer_text(pending))) if pending
@@ -285,25 +287,26 @@ module Tenq
       finish_pending(pending)
     end
 
-    def batch_body(slice)
-      @columns ? JSON.generate("jobs" => slice, "columns" => true) : JSON.generate("jobs" => slice)
+    def batch_body(slice, columns)
+      columns ? JSON.generate("jobs" => slice, "columns" => true) : JSON.generate("jobs" => slice)
     end
 
-    # The answer's text of a request in flight ([slice, thread]); the slice
-    # again without "columns" if the server refused them.
+    # The answer's text of a request in flight ([slice, thread, whether it
+    # asked for columns]); the slice sent again without "columns" if the
+    # server refused them.
     def answer_text(pending)
       pending[1].value
     rescue InvalidError => e
-      raise unless @columns && e.field == "columns"
+      raise unless pending[2] && e.field == "columns"
 
       @columns = false
-      post_jobs(batch_body(pending[0]), raw: true)
+      post_jobs(batch_body(pending[0], false), raw: true)
     end
 
     # A request still out when something failed is over before the error
     # leaves submit_many (its own error, if any, is not the one raised).
     def finish_pending(pending)
-      pending&.last&.join
+      pending&.[](1)&.join
     rescue StandardError
       nil
     end
