@@ -431,8 +431,21 @@ typedef struct route {
  * to leave it out (a job read from the store). */
 void api_json_job(jbuf *b, const engine_job_info *j, bool show_token, const engine_wait *wait,
                   int64_t now);
-/* A lease's n jobs, as the member "jobs" (a list of objects) or, when the
- * worker asked for columns, "columns" (a list per field; lease_json.c). */
+/* An answer's field of an item (json_fields.c): whether the item has it
+ * (NULL: every item has it), and its value written. */
+typedef struct api_field {
+    const char *name;
+    bool (*has)(const void *item);
+    void (*put)(jbuf *b, const void *item);
+} api_field;
+/* One item as an object of the fields it has. */
+void api_json_object(jbuf *b, const void *item, const api_field *fields, size_t nfields);
+/* n items, each `size` bytes after the last, as the member "jobs" (a list
+ * of objects) or, columns, "columns": a list per field some item has, null
+ * for the items without it. */
+void api_json_items(jbuf *b, const void *items, size_t n, size_t size, const api_field *fields,
+                    size_t nfields, bool columns);
+/* A lease's n jobs, as api_json_items writes them (lease_json.c). */
 void api_json_leased(jbuf *b, const engine_job_info *jobs, size_t n, bool columns);
 /* A merging queue's job's payloads: [{"payload": ..., "score": ...}, ...]. */
 void api_json_payloads(jbuf *b, const engine_job_info *j);

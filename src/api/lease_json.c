@@ -1,61 +1,68 @@
 // SPDX-License-Identifier: Apache-2.0
 /* A lease's jobs in its answer: a list of objects ("jobs"), or, when the
- * worker asked for "columns", one list per field ("columns"), which a
- * worker in a language whose JSON objects are dear to make (Ruby, Python)
- * reads in a fraction of the time.  One table of fields serves both. */
+ * worker asked for "columns", one list per field (json_fields.c). */
 #include "internal.h"
 
-typedef struct lease_field {
-    const char *name;
-    bool (*has)(const engine_job_info *j); /* NULL: every job has it */
-    void (*put)(jbuf *b, const engine_job_info *j);
-} lease_field;
-
-static void put_id(jbuf *b, const engine_job_info *j)
+static void put_id(jbuf *b, const void *p)
 {
+    const engine_job_info *j = p;
     jb_int(b, (long long)j->id);
 }
-static void put_token(jbuf *b, const engine_job_info *j)
+static void put_token(jbuf *b, const void *p)
 {
+    const engine_job_info *j = p;
     jb_int(b, (long long)j->token);
 }
-static void put_lease_until(jbuf *b, const engine_job_info *j)
+static void put_lease_until(jbuf *b, const void *p)
 {
+    const engine_job_info *j = p;
     jb_int(b, j->lease_until);
 }
 /* the time left, so that no worker needs a clock in step with the server's
  * (a lease is answered as granted: leased_at is now) */
-static void put_lease_left(jbuf *b, const engine_job_info *j)
+static void put_lease_left(jbuf *b, const void *p)
 {
+    const engine_job_info *j = p;
     jb_int(b, j->lease_until - j->leased_at);
 }
-static void put_tenant(jbuf *b, const engine_job_info *j)
+static void put_tenant(jbuf *b, const void *p)
 {
+    const engine_job_info *j = p;
     jb_str(b, j->tenant);
 }
-static void put_queue(jbuf *b, const engine_job_info *j)
+static void put_queue(jbuf *b, const void *p)
 {
+    const engine_job_info *j = p;
     jb_str(b, j->queue);
 }
-static void put_type(jbuf *b, const engine_job_info *j)
+static void put_type(jbuf *b, const void *p)
 {
+    const engine_job_info *j = p;
     jb_str(b, j->type);
 }
-static void put_key(jbuf *b, const engine_job_info *j)
+static void put_key(jbuf *b, const void *p)
 {
+    const engine_job_info *j = p;
     jb_str(b, j->key);
 }
-static bool has_args(const engine_job_info *j)
+static bool has_args(const void *p)
 {
+    const engine_job_info *j = p;
     return !j->payloads;
 }
-static void put_args(jbuf *b, const engine_job_info *j)
+static void put_args(jbuf *b, const void *p)
 {
+    const engine_job_info *j = p;
     jb_raw(b, j->args, j->args_len);
 }
-static bool has_payloads(const engine_job_info *j)
+static bool has_payloads(const void *p)
 {
+    const engine_job_info *j = p;
     return j->payloads;
+}
+static void put_payloads(jbuf *b, const void *p)
+{
+    api_json_payloads(b, p);
 }
 void api_json_payloads(jbuf *b, const engine_job_info *j)
 {
@@ -70,71 +77,86 @@ void api_json_payloads(jbuf *b, const engine_job_info *j)
     }
     jb_arr_end(b);
 }
-static void put_priority(jbuf *b, const engine_job_info *j)
+static void put_priority(jbuf *b, const void *p)
 {
+    const engine_job_info *j = p;
     jb_int(b, j->priority);
 }
-static bool has_traceparent(const engine_job_info *j)
+static bool has_traceparent(const void *p)
 {
+    const engine_job_info *j = p;
     return j->traceparent;
 }
-static void put_traceparent(jbuf *b, const engine_job_info *j)
+static void put_traceparent(jbuf *b, const void *p)
 {
+    const engine_job_info *j = p;
     jb_str(b, j->traceparent);
 }
-static bool has_timeout(const engine_job_info *j)
+static bool has_timeout(const void *p)
 {
+    const engine_job_info *j = p;
     return j->timeout_ms;
 }
-static void put_timeout(jbuf *b, const engine_job_info *j)
+static void put_timeout(jbuf *b, const void *p)
 {
+    const engine_job_info *j = p;
     jb_int(b, j->timeout_ms);
 }
-static bool has_parents(const engine_job_info *j)
+static bool has_parents(const void *p)
 {
+    const engine_job_info *j = p;
     return j->n_parents;
 }
-static void put_parents(jbuf *b, const engine_job_info *j)
+static void put_parents(jbuf *b, const void *p)
 {
+    const engine_job_info *j = p;
     jb_arr(b);
     for (uint32_t i = 0; i < j->n_parents; i++) jb_int(b, (long long)j->parents[i]);
     jb_arr_end(b);
 }
-static bool has_batch(const engine_job_info *j)
+static bool has_batch(const void *p)
 {
+    const engine_job_info *j = p;
     return j->batch;
 }
-static void put_batch(jbuf *b, const engine_job_info *j)
+static void put_batch(jbuf *b, const void *p)
 {
+    const engine_job_info *j = p;
     jb_int(b, (long long)j->batch);
 }
-static bool has_callback(const engine_job_info *j)
+static bool has_callback(const void *p)
 {
+    const engine_job_info *j = p;
     return j->batch && j->batch_role > 0;
 }
-static void put_callback(jbuf *b, const engine_job_info *j)
+static void put_callback(jbuf *b, const void *p)
 {
+    const engine_job_info *j = p;
     jb_str(b, engine_callback_name(j->batch_role - 1));
 }
-static void put_attempt(jbuf *b, const engine_job_info *j)
+static void put_attempt(jbuf *b, const void *p)
 {
+    const engine_job_info *j = p;
     jb_int(b, j->attempts ? j->attempts - 1 : 0);
 }
-static void put_max_attempts(jbuf *b, const engine_job_info *j)
+static void put_max_attempts(jbuf *b, const void *p)
 {
+    const engine_job_info *j = p;
     jb_int(b, j->max_attempts);
 }
-static void put_run_at(jbuf *b, const engine_job_info *j)
+static void put_run_at(jbuf *b, const void *p)
 {
+    const engine_job_info *j = p;
     jb_int(b, j->run_at);
 }
-static void put_created_at(jbuf *b, const engine_job_info *j)
+static void put_created_at(jbuf *b, const void *p)
 {
+    const engine_job_info *j = p;
     jb_int(b, j->created_at);
 }
 
 /* docs/API.md, "Lease": the fields of a leased job, in this order. */
-static const lease_field fields[] = {
+static const api_field fields[] = {
     {"id", NULL, put_id},
     {"token", NULL, put_token},
     {"lease_until", NULL, put_lease_until},
@@ -143,7 +165,7 @@ static const lease_field fields[] = {
     {"queue", NULL, put_queue},
     {"type", NULL, put_type},
     {"key", NULL, put_key},
-    {"payloads", has_payloads, api_json_payloads},
+    {"payloads", has_payloads, put_payloads},
     {"args", has_args, put_args},
     {"priority", NULL, put_priority},
     {"traceparent", has_traceparent, put_traceparent},
@@ -160,37 +182,5 @@ static const lease_field fields[] = {
 
 void api_json_leased(jbuf *b, const engine_job_info *jobs, size_t n, bool columns)
 {
-    if (!columns) {
-        jb_key(b, "jobs");
-        jb_arr(b);
-        for (size_t i = 0; i < n; i++) {
-            jb_obj(b);
-            for (size_t f = 0; f < N_FIELDS; f++) {
-                if (fields[f].has && !fields[f].has(&jobs[i])) continue;
-                jb_key(b, fields[f].name);
-                fields[f].put(b, &jobs[i]);
-            }
-            jb_obj_end(b);
-        }
-        jb_arr_end(b);
-        return;
-    }
-    /* a field some job has: its column, null for the jobs without it */
-    jb_key(b, "columns");
-    jb_obj(b);
-    for (size_t f = 0; f < N_FIELDS; f++) {
-        size_t any = 0;
-        while (fields[f].has && any < n && !fields[f].has(&jobs[any])) any++;
-        if (any == n) continue;
-        jb_key(b, fields[f].name);
-        jb_arr(b);
-        for (size_t i = 0; i < n; i++) {
-            if (fields[f].has && !fields[f].has(&jobs[i]))
-                jb_null(b);
-            else
-                fields[f].put(b, &jobs[i]);
-        }
-        jb_arr_end(b);
-    }
-    jb_obj_end(b);
+    api_json_items(b, jobs, n, sizeof(*jobs), fields, N_FIELDS, columns);
 }
