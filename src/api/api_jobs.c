@@ -59,6 +59,11 @@ static void submit_and_reply(server *s, http_req *req, const rkey_ctx *k, const 
     engine_submit_res *res = in->res;
     int64_t now = srv_now(s);
     bool any_created = false;
+    engine_err refusal = {0};
+    if (admit_check(&s->admit, s->e, reqs, ok, n, &refusal)) { /* nothing made */
+        reply_engine_err(req, &refusal);
+        return;
+    }
     for (size_t i = 0; i < n; i++) {
         /* a big batch goes to the writer in parts, written while the rest
          * is submitted (and committed with it: ARCHITECTURE.md) */

@@ -122,6 +122,8 @@ void api_json_counts(jbuf *b, const engine_counts *c, int64_t now)
     jb_kint(b, "leased", (long long)c->leased);
     jb_kint(b, "running", (long long)c->running);
     jb_kint(b, "dead", (long long)c->dead);
+    jb_kint(b, "queued", (long long)c->queued);
+    jb_kint(b, "queued_bytes", (long long)c->queued_bytes);
     jb_kint(b, "eligible", (long long)c->eligible);
     /* ready but held by a limit: slots, a cap, a pause, a rate */
     jb_kint(b, "held", (long long)(c->ready - c->eligible));

@@ -3,6 +3,7 @@
 #ifndef TENQ_API_INTERNAL_H
 #define TENQ_API_INTERNAL_H
 
+#include "admit.h"
 #include "api.h"
 #include "http.h"
 #include "jbuf.h"
@@ -255,6 +256,8 @@ typedef struct server {
     bool stopping;
     bool open_network; /* listening beyond loopback: tokens always required */
     int exit_code;
+
+    admit_state admit; /* quotas and the memory budget (admit.c) */
 
     /* counters for /metrics */
     uint64_t n_requests, n_errors;

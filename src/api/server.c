@@ -197,6 +197,13 @@ int api_serve(const api_config *cfg)
               store_writer_may_idle(s->st) ? "idle-when-quiet"
               : so.writer_idle ? "normal (idle priority needs CAP_SYS_NICE or RLIMIT_NICE 20)"
                                : "normal");
+    {
+        char why[160];
+        admit_init(&s->admit, admit_budget_resolve(cfg->memory_budget, why, sizeof why));
+        log_event(LOG_INFO, "memory", "budget=%lluMiB (%s) jobs=%lluMiB",
+                  (unsigned long long)(s->admit.budget >> 20), why,
+                  (unsigned long long)(s->admit.jobs_budget >> 20));
+    }
     s->e = srv_engine_new(s, 0); /* until this server leads */
     s->rkeys = rkeys_new();
     s->batch = store_batch_new();

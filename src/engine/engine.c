@@ -750,5 +750,5 @@ void engine_memory_usage(const engine_t *e, engine_memory *m)
 {
     m->jobs = e->n_jobs;
     m->data_bytes = e->data_bytes;
-    m->bytes = 0; /* measured from the allocator by callers that need it */
+    m->bytes = e->mem_bytes;
 }

@@ -134,6 +134,10 @@ typedef struct engine_queue_settings {
     uint32_t rate, tenant_rate;
     int64_t rate_period_ms;
     uint32_t rate_burst;
+    /* Quotas (quota.c): unfinished jobs and their args' bytes the queue
+     * holds at most, all tenants together (ENGINE_UNLIMITED, 0: none). */
+    uint32_t max_queued;
+    int64_t max_queued_bytes;
 } engine_queue_settings;
 
 typedef struct engine_tenant_settings {
@@ -142,6 +146,9 @@ typedef struct engine_tenant_settings {
     uint32_t rate; /* starts per rate_period_ms over every queue; ENGINE_UNLIMITED */
     int64_t rate_period_ms;
     uint32_t rate_burst;
+    /* Quotas (quota.c): as the queue's, over every queue of the tenant. */
+    uint32_t max_queued;
+    int64_t max_queued_bytes;
 } engine_tenant_settings;
 
 typedef struct engine_config {
@@ -343,6 +350,15 @@ int engine_submit_at(engine_t *e, int64_t now, const engine_submit_req *req, eng
  * itself.  Returns how many were accepted. */
 size_t engine_submit_many(engine_t *e, int64_t now, const engine_submit_req *reqs, size_t n,
                           engine_submit_res *res);
+/* Quotas (docs/SEMANTICS.md, "Quotas"): 0 when the n requests (those whose
+ * ok[i] is true; ok NULL: all) fit every tenant's and queue's
+ * max_queued and max_queued_bytes, counted as if every job were new;
+ * else TENQ_EQUOTA_EXCEEDED naming the limit.  Changes nothing. */
+int engine_quota_admit(engine_t *e, const engine_submit_req *reqs, const bool *ok, size_t n,
+                       engine_err *err);
+/* What a new job made by r would take in memory (engine_memory's bytes), at
+ * most: for a server's memory budget. */
+size_t engine_job_memory_cost(const engine_submit_req *r);
 
 /* ---- workers ----------------------------------------------------------- */
 
@@ -455,6 +471,8 @@ typedef struct engine_counts {
     int64_t oldest_eligible;  /* ready_at of the oldest eligible job; 0 if none */
     uint64_t submitted_total; /* monotonic counters since start-up */
     uint64_t succeeded_total, failed_total, dead_total, cancelled_total;
+    uint64_t queued;       /* unfinished jobs (the six unfinished states): what max_queued counts */
+    uint64_t queued_bytes; /* their args (payloads): what max_queued_bytes counts */
 } engine_counts;
 
 /* Creates the tenant when it does not exist.  Takes effect at once. */
@@ -698,8 +716,9 @@ uint64_t engine_next_id(const engine_t *e);
 
 typedef struct engine_memory {
     size_t jobs;       /* resident jobs */
-    size_t bytes;      /* engine allocations, including payloads */
-    size_t data_bytes; /* of which payloads (args, keys given by clients) */
+    size_t bytes;      /* what they take: each job's allocations and index entries (an estimate
+                        * kept exact to the allocator's chunk sizes, internal.h mem_chunk) */
+    size_t data_bytes; /* of which args and payloads */
 } engine_memory;
 void engine_memory_usage(const engine_t *e, engine_memory *m);
 

@@ -39,6 +39,7 @@
 typedef struct counters {
     uint64_t n[ENGINE_NSTATES];
     uint64_t submitted, succeeded, failed, dead, cancelled;
+    uint64_t queued_bytes; /* args and payloads of the unfinished jobs (quota.c) */
 } counters;
 
 /* An intrusive doubly-linked list link. */
@@ -212,6 +213,7 @@ typedef struct payload_vec {
     engine_payload *v; /* data owned, sorted by score */
     uint64_t *hashes;  /* of the data, to find identical payloads fast */
     uint32_t n, cap;
+    uint64_t bytes; /* of the data, all payloads together */
 } payload_vec;
 
 /* Morgue links: only dead jobs carry them. */
@@ -339,6 +341,7 @@ struct engine {
     counters c;
     bool loading;      /* engine_loading: jobs loaded are not noted as changed */
     size_t data_bytes; /* args and payloads */
+    size_t mem_bytes;  /* what the jobs take in memory, as mem.h counts it */
     size_t n_jobs;
     /* scratch for lease */
     ptr_vec scratch;
@@ -346,6 +349,27 @@ struct engine {
 
 /* Allocation: the engine aborts when memory runs out (see base/xalloc.h). */
 #define engine_oom xalloc_die
+
+/* What the jobs take in memory (e->mem_bytes, engine_memory_usage): each
+ * allocation a job owns counted as the malloc chunk it takes (glibc on
+ * 64-bit: 8 bytes of header, rounded up to 16, 32 at least), and what
+ * every job costs in the indexes (its id-table slot, a heap entry, their
+ * arrays' room to grow) as one figure a job. */
+static inline size_t mem_chunk(size_t n)
+{
+    size_t c = (n + 8 + 15) & ~(size_t)15;
+    return c < 32 ? 32 : c;
+}
+#define MEM_JOB_INDEXES 40
+static inline size_t mem_job(size_t args_len)
+{
+    return mem_chunk(offsetof(struct engine_job, args) + args_len + 1) + MEM_JOB_INDEXES;
+}
+/* A payload: its data, and its entry and hash in the vectors. */
+static inline size_t mem_payload(size_t len)
+{
+    return mem_chunk(len) + sizeof(engine_payload) + sizeof(uint64_t);
+}
 
 static inline void ptr_vec_push(ptr_vec *v, void *p)
 {
@@ -374,7 +398,7 @@ lane *engine_lane_find(engine_t *e, tenant *t, queue *q, const char *key);
 lane *engine_lane_get_or_create(engine_t *e, tenant *t, queue *q, const char *key);
 void engine_lane_unref(engine_t *e, lane *l);
 /* Puts a job in a lane for good (its lane link; the lane counts it). */
-void engine_lane_join(lane *l, struct engine_job *j);
+void engine_lane_join(engine_t *e, lane *l, struct engine_job *j);
 job *engine_job_find(engine_t *e, uint64_t id);
 
 /* ---- changes (engine.c) */
@@ -485,6 +509,21 @@ bool engine_can_merge_into(const job *tail, const node *home);
 job *engine_job_alloc(engine_t *e, uint64_t id, node *home, const char *args, uint32_t args_len);
 void engine_job_free(engine_t *e, job *j);
 uint64_t engine_take_id(engine_t *e);
+
+/* ---- quotas (quota.c) */
+static inline bool state_unfinished(engine_state s)
+{
+    return s < ENGINE_DEAD;
+}
+/* Bytes of a job's args, or of its payloads on a merging queue: what the
+ * quotas count. */
+uint64_t engine_job_data_bytes(const struct engine_job *j);
+/* The job's data changed from `before` bytes (a payload joined or left it):
+ * an unfinished job's tenant, queue and pair count the difference. */
+void engine_job_data_changed(engine_t *e, struct engine_job *j, uint64_t before);
+/* engine_set_state's part: a job entering or leaving the unfinished states
+ * adds or takes its bytes. */
+void engine_quota_moved(engine_t *e, struct engine_job *j, engine_state old, engine_state s);
 
 /* ---- rate limits (rate.c) */
 void engine_rate_init(rate_bucket *b, rb_kind kind);

@@ -175,7 +175,9 @@ int engine_morgue_requeue(engine_t *e, int64_t now, uint64_t id, engine_err *err
         job *tail = ln->tail;
         engine_ensure_payloads(e, tail);
         engine_ensure_payloads(e, j);
+        uint64_t before = tail->extra->pl.bytes;
         engine_payload_move_all(e, &tail->extra->pl, &j->extra->pl);
+        engine_job_data_changed(e, tail, before);
         tail->attempts = 0;
         int64_t old_run_at = tail->run_at;
         if (tail->state == ENGINE_SCHEDULED) {

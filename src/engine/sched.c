@@ -265,8 +265,10 @@ static inline bool job_before(const job *a, const job *b)
 
 job_extra *engine_extra(engine_t *e, job *j)
 {
-    (void)e;
-    if (!j->extra) j->extra = xcalloc(1, sizeof(job_extra));
+    if (!j->extra) {
+        j->extra = xcalloc(1, sizeof(job_extra));
+        e->mem_bytes += mem_chunk(sizeof(job_extra));
+    }
     return j->extra;
 }
 
@@ -292,6 +294,7 @@ void engine_set_state(engine_t *e, job *j, engine_state s)
         counters_add(&e->c, s, 1);
     }
     j->state = (uint8_t)s;
+    engine_quota_moved(e, j, old, s);
     if (j->flags & JF_IN_BATCH) engine_batch_job_moved(e, j, old, s);
 }
 
@@ -479,9 +482,10 @@ void engine_unplace(engine_t *e, job *j)
 
 /* ---- lanes ------------------------------------------------------------------ */
 
-void engine_lane_join(lane *l, job *j)
+void engine_lane_join(engine_t *e, lane *l, job *j)
 {
     j->in_lane = xcalloc(1, sizeof(lane_link));
+    e->mem_bytes += mem_chunk(sizeof(lane_link));
     j->in_lane->lane = l;
     l->refs++;
 }

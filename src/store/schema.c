@@ -285,6 +285,14 @@ static const char *const migrations[] = {
     /* 16: tenq.problem checks names without a bounded repetition, 3 times
      * faster (PostgreSQL only: pg_txapi.h; SQLite records the version alone). */
     "$TXNAMES",
+
+    /* 17: quotas: unfinished jobs and bytes of args a tenant or a queue
+     * holds at most (settings; max_queued null: none, max_queued_bytes 0:
+     * none). */
+    "ALTER TABLE $Stenants ADD COLUMN max_queued $I64;\n"
+    "ALTER TABLE $Stenants ADD COLUMN max_queued_bytes $I64 NOT NULL DEFAULT 0;\n"
+    "ALTER TABLE $Squeues ADD COLUMN max_queued $I64;\n"
+    "ALTER TABLE $Squeues ADD COLUMN max_queued_bytes $I64 NOT NULL DEFAULT 0;\n",
 };
 
 int store_schema_versions(void)
