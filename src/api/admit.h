@@ -13,7 +13,10 @@
 #ifndef TENQ_API_ADMIT_H
 #define TENQ_API_ADMIT_H
 
+#include "base/hash.h"
+#include "base/htab.h"
 #include "engine/engine.h"
+#include "store/store.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -26,6 +29,8 @@ typedef struct admit_state {
     uint64_t budget;                            /* --memory-budget, resolved at start (bytes) */
     uint64_t jobs_budget;                       /* what the jobs may take of it */
     uint64_t refused_quota, refused_overloaded; /* submits refused, for /metrics */
+    htab published; /* what admit_publish wrote last, by tenant or queue */
+    hash_key hk;    /* its names' hash (names come from clients) */
 } admit_state;
 
 /* The budget of a server given `flag` bytes (0: chosen from the machine:
@@ -33,6 +38,16 @@ typedef struct admit_state {
  * RLIMIT_AS); `why` says how it was chosen, for the start's log line. */
 uint64_t admit_budget_resolve(long long flag, char *why, size_t len);
 void admit_init(admit_state *a, uint64_t budget);
+
+void admit_free(admit_state *a);
+
+/* Writes into b what each tenant and queue with a quota holds, where it
+ * changed since the last call (and all of it after admit_forget): what
+ * PostgreSQL's check of applications' transactions reads
+ * (tenq.queued_usage).  Returns the rows written. */
+size_t admit_publish(admit_state *a, engine_t *e, store_batch *b);
+/* A new engine (a new term): the next admit_publish writes everything. */
+void admit_forget(admit_state *a);
 
 /* 0 when the n requests (those ok[i] marks; ok NULL: all) may be
  * submitted now, else TENQ_EQUOTA_EXCEEDED or TENQ_EOVERLOADED with *err

@@ -99,7 +99,11 @@ static void on_sample(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
     (void)what;
-    rates_sample(arg);
+    server *s = arg;
+    rates_sample(s);
+    /* what applications' transactions check their quotas against */
+    if (srv_serving(s) && store_has_inbox(s->st) && admit_publish(&s->admit, s->e, s->batch))
+        srv_schedule_flush(s);
 }
 
 int api_rates_start(server *s)

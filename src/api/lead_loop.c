@@ -62,6 +62,7 @@ void srv_install(server *s, engine_t *e, uint64_t term, const store_load_stats *
 {
     engine_destroy(s->e);
     s->e = e;
+    admit_forget(&s->admit); /* the new engine's usage is written whole */
     rkeys_free(s->rkeys);
     s->rkeys = keys;
     s->term = term;

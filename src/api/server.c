@@ -283,6 +283,7 @@ out:
     srv_waiters_free(s);
     if (s->st) store_close(s->st);
     engine_destroy(s->e);
+    admit_free(&s->admit);
     rkeys_free(s->rkeys);
     store_batch_free(s->batch);
     rates_free(s);

@@ -153,6 +153,16 @@ void store_batch_pause(store_batch *b, const char *queue, const char *tenant, bo
     o->u.pause.paused = paused;
 }
 
+void store_batch_usage(store_batch *b, bool queue, const char *name, uint64_t queued,
+                       uint64_t bytes)
+{
+    store_op *o = op_push(b, OP_USAGE);
+    o->u.usage.name = astr(b, name);
+    o->u.usage.queue = queue;
+    o->u.usage.queued = queued;
+    o->u.usage.bytes = bytes;
+}
+
 void store_batch_attempt(store_batch *b, const engine_attempt_info *a)
 {
     store_op *o = op_push(b, OP_ATTEMPT);

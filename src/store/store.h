@@ -101,6 +101,11 @@ void store_batch_queue(store_batch *b, const char *name, const engine_queue_sett
 void store_batch_idem(store_batch *b, const engine_idem_info *i);
 /* A queue paused (or resumed) for one tenant. */
 void store_batch_pause(store_batch *b, const char *queue, const char *tenant, bool paused);
+/* What a tenant (queue false) or a queue with a quota holds now, for the
+ * quota check of applications' transactions (tenq.queued_usage; PostgreSQL
+ * only: SQLite writes nothing). */
+void store_batch_usage(store_batch *b, bool queue, const char *name, uint64_t queued,
+                       uint64_t bytes);
 /* An attempt that ended without its job succeeding (ENGINE_CH_ATTEMPT): a
  * row of the job's attempt history, kept as long as the job (a job's
  * deletion, by retention or from the morgue, deletes its attempts). */
