@@ -54,7 +54,7 @@ uint64_t admit_budget_resolve(long long flag, char *why, size_t len)
     return budget;
 }
 
-void admit_init(admit_state *a, uint64_t budget)
+void admit_init(admit_state *a, uint64_t budget, uint64_t args_memory)
 {
     memset(a, 0, sizeof(*a));
     struct timespec ts;
@@ -63,6 +63,7 @@ void admit_init(admit_state *a, uint64_t budget)
     a->hk.k1 = hash_u64(a->hk.k0 ^ (uint64_t)ts.tv_sec);
     a->budget = budget;
     a->jobs_budget = budget / 100 * JOBS_SHARE_PCT;
+    a->args_budget = args_memory ? args_memory : budget / 4;
 }
 
 /* What the requests would add to the jobs' memory, at most (as if every

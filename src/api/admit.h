@@ -28,6 +28,7 @@
 typedef struct admit_state {
     uint64_t budget;                            /* --memory-budget, resolved at start (bytes) */
     uint64_t jobs_budget;                       /* what the jobs may take of it */
+    uint64_t args_budget; /* of which their args at most (--args-memory: engine args.c) */
     uint64_t refused_quota, refused_overloaded; /* submits refused, for /metrics */
     htab published; /* what admit_publish wrote last, by tenant or queue */
     hash_key hk;    /* its names' hash (names come from clients) */
@@ -37,7 +38,7 @@ typedef struct admit_state {
  * the least of half its RAM, 80% of the cgroup's memory.max and 60% of
  * RLIMIT_AS); `why` says how it was chosen, for the start's log line. */
 uint64_t admit_budget_resolve(long long flag, char *why, size_t len);
-void admit_init(admit_state *a, uint64_t budget);
+void admit_init(admit_state *a, uint64_t budget, uint64_t args_memory);
 
 void admit_free(admit_state *a);
 

@@ -308,6 +308,34 @@ void h_metrics(server *s, http_req *req, const principal *who, const char **args
               (unsigned long long)s->admit.budget, (unsigned long long)s->admit.jobs_budget,
               m.bytes, m.data_bytes, m.jobs, (unsigned long long)s->admit.refused_quota,
               (unsigned long long)s->admit.refused_overloaded);
+    engine_args_stats as;
+    engine_args_usage(s->e, &as);
+    jb_printf(&b,
+              "# HELP tenq_args_budget_bytes Jobs' args kept in memory at most (--args-memory).\n"
+              "# TYPE tenq_args_budget_bytes gauge\ntenq_args_budget_bytes %zu\n"
+              "# HELP tenq_args_inline_bytes Args kept in their jobs.\n"
+              "# TYPE tenq_args_inline_bytes gauge\ntenq_args_inline_bytes %zu\n"
+              "# HELP tenq_args_cache_bytes Args of jobs out of memory, read back into the "
+              "cache.\n# TYPE tenq_args_cache_bytes gauge\ntenq_args_cache_bytes %zu\n"
+              "# TYPE tenq_args_cache_entries gauge\ntenq_args_cache_entries %zu\n"
+              "# HELP tenq_args_spilled_jobs Jobs in memory whose args are in the store only.\n"
+              "# TYPE tenq_args_spilled_jobs gauge\ntenq_args_spilled_jobs %zu\n"
+              "# HELP tenq_args_reads_ahead_total Reads of args ahead of leases.\n"
+              "# TYPE tenq_args_reads_ahead_total counter\ntenq_args_reads_ahead_total %llu\n"
+              "# HELP tenq_args_read_ahead_total Args they brought back.\n"
+              "# TYPE tenq_args_read_ahead_total counter\ntenq_args_read_ahead_total %llu\n"
+              "# HELP tenq_args_leased_spilled_total Leased jobs whose args were out of memory "
+              "(hits: found read ahead; the rest waited).\n"
+              "# TYPE tenq_args_leased_spilled_total counter\n"
+              "tenq_args_leased_spilled_total %llu\n"
+              "# HELP tenq_args_waits_total Requests (leases, reads) that waited for a read of "
+              "args, and their jobs (misses).\n# TYPE tenq_args_waits_total counter\n"
+              "tenq_args_waits_total %llu\n# TYPE tenq_args_misses_total counter\n"
+              "tenq_args_misses_total %llu\n",
+              as.budget, as.inline_bytes, as.cache_bytes, as.cache_entries, as.spilled,
+              (unsigned long long)s->args.reads_ahead, (unsigned long long)s->args.rows_ahead,
+              (unsigned long long)s->args.leased_spilled, (unsigned long long)s->args.waits,
+              (unsigned long long)s->args.waited_jobs);
     size_t len;
     char *body = jb_take(&b, &len);
     http_reply(req, 200, "text/plain; version=0.0.4", NULL, body, len);

@@ -45,6 +45,10 @@ static const setting settings[] = {
     {"default-max-queued-bytes", T_BYTES, F(default_max_queued_bytes), "0", false,
      "max_queued_bytes of a tenant created on first use: the bytes of args its unfinished jobs "
      "may hold (0: no limit)"},
+    {"args-memory", T_BYTES, F(args_memory), "0", false,
+     "jobs' args kept in memory at most: past three quarters of it, new jobs' args stay in "
+     "the store and are read back ahead of their leases (a cache takes the rest); 0: a "
+     "quarter of the memory budget"},
     {"memory-budget", T_BYTES, F(memory_budget), "0", false,
      "the memory this server may use: past 80% of it taken by jobs, submits are refused (429 "
      "overloaded) while leases and outcomes go on; 0: chosen at start, logged"},
@@ -124,6 +128,7 @@ static const struct {
     {"data-dir", "$STATE_DIRECTORY (systemd's StateDirectory=), else ./tenq-data"},
     {"memory-budget",
      "the least of half the RAM, 80% of the cgroup's memory.max and 60% of RLIMIT_AS"},
+    {"args-memory", "a quarter of the memory budget"},
 };
 
 static const char *shown_default(const setting *st)

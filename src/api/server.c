@@ -40,6 +40,7 @@ void srv_clock_at_least(server *s, int64_t known)
 
 void srv_rearm_tick(server *s)
 {
+    srv_args_read_ahead(s); /* what the turn moved to the front (args_read.c) */
     int64_t next = engine_next_timer(s->e);
     if (next == INT64_MAX) {
         if (s->tick_at) event_del(s->tick_ev);
@@ -199,10 +200,12 @@ int api_serve(const api_config *cfg)
                                : "normal");
     {
         char why[160];
-        admit_init(&s->admit, admit_budget_resolve(cfg->memory_budget, why, sizeof why));
-        log_event(LOG_INFO, "memory", "budget=%lluMiB (%s) jobs=%lluMiB",
+        admit_init(&s->admit, admit_budget_resolve(cfg->memory_budget, why, sizeof why),
+                   (uint64_t)cfg->args_memory);
+        log_event(LOG_INFO, "memory", "budget=%lluMiB (%s) jobs=%lluMiB args=%lluMiB",
                   (unsigned long long)(s->admit.budget >> 20), why,
-                  (unsigned long long)(s->admit.jobs_budget >> 20));
+                  (unsigned long long)(s->admit.jobs_budget >> 20),
+                  (unsigned long long)(s->admit.args_budget >> 20));
     }
     s->e = srv_engine_new(s, 0); /* until this server leads */
     s->rkeys = rkeys_new();

@@ -98,11 +98,12 @@ static int check_jobs_(engine_t *e, chk *c, int64_t now, rtab *rt, ptr_vec *allv
 {
     (void)now;
     counters total = {0};
-    size_t resident = 0, mem = 0;
+    size_t resident = 0, mem = 0, spilled = 0;
     for (size_t i = 0; i < allv->n; i++) {
         job *j = allv->v[i];
         engine_state s = (engine_state)j->state;
-        mem += mem_job(strlen(j->args));
+        mem += mem_job(job_inline_len(j));
+        spilled += (j->flags & JF_ARGS_OUT) != 0;
         if (j->extra) mem += mem_chunk(sizeof(job_extra));
         if (j->in_lane) mem += mem_chunk(sizeof(lane_link));
         for (uint32_t k = 0; j->extra && k < j->extra->pl.n; k++)
@@ -186,6 +187,13 @@ static int check_jobs_(engine_t *e, chk *c, int64_t now, rtab *rt, ptr_vec *allv
                   engine_state_name(s));
     }
     CHECK(c, counters_equal(&total, &e->c), "global counters differ from a recount");
+    {
+        char why[200];
+        size_t cache = 0;
+        CHECK(c, engine_args_check(e, &cache, why, sizeof why), "%s", why);
+        mem += cache;
+    }
+    CHECK(c, spilled == e->n_spilled, "%zu jobs spilled, counted %zu", spilled, e->n_spilled);
     CHECK(c, mem == e->mem_bytes, "the jobs' memory is counted %zu, a recount finds %zu",
           e->mem_bytes, mem);
     CHECK(c, resident + e->graveyard.n == e->n_jobs,

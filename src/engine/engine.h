@@ -169,6 +169,10 @@ typedef struct engine_config {
      * as used up then, so that starts before a restart and after it stay
      * within the limit together (rate.c).  0: limits begin full. */
     int64_t start_ms;
+    /* Args in memory at most (bytes; 0: every job's args stay in memory):
+     * past three quarters of it, new jobs' args stay out of memory, in the
+     * store's rows, and the rest is a cache of those read ahead (args.c). */
+    size_t args_budget;
 } engine_config;
 
 /* The defaults of SEMANTICS.md. */
@@ -213,8 +217,11 @@ typedef struct engine_job_info {
     uint64_t id;
     const char *tenant, *queue, *type;
     const char *key;
-    const char *args; /* JSON text; NULL on jobs that carry payloads */
+    const char *args; /* JSON text; NULL on jobs that carry payloads, or args_missing */
     uint32_t args_len;
+    /* The args are out of memory and not read in (engine_args_put): only
+     * their length is known; the store's row holds them. */
+    bool args_missing;
     const engine_payload *payloads; /* sorted by score */
     uint32_t n_payloads;
     int32_t priority;
@@ -713,6 +720,31 @@ void engine_set_next_id(engine_t *e, uint64_t next_id);
 uint64_t engine_next_id(const engine_t *e);
 
 /* ---- introspection ------------------------------------------------------- */
+
+/* ---- args out of memory (args.c) ------------------------------------------ */
+
+/* Up to max ids of jobs whose args are out of memory and will soon be
+ * wanted: the front of each node whose front changed (a window that grows
+ * with its leases), the next job of a ready lane head, scheduled jobs due
+ * within 2 s.  Each id is returned once until engine_args_put or
+ * engine_args_unasked says what became of it. */
+size_t engine_args_wanted(engine_t *e, int64_t now, uint64_t *ids, size_t max);
+/* A spilled job's args, read from the store: kept in the cache when it has
+ * room (false: not kept, or no such spilled job). */
+bool engine_args_put(engine_t *e, uint64_t id, const char *text, uint32_t len);
+/* A read ahead that found nothing (the job's row is gone). */
+void engine_args_unasked(engine_t *e, uint64_t id);
+/* Whether the job's args are out of memory (cached or not). */
+bool engine_job_spilled(const engine_job *j);
+
+typedef struct engine_args_stats {
+    size_t budget;        /* cfg.args_budget */
+    size_t inline_bytes;  /* args (and payloads) kept in the jobs */
+    size_t cache_bytes;   /* the cache of spilled jobs' args */
+    size_t cache_entries;
+    size_t spilled; /* jobs in memory whose args are out of it */
+} engine_args_stats;
+void engine_args_usage(const engine_t *e, engine_args_stats *st);
 
 typedef struct engine_memory {
     size_t jobs;       /* resident jobs */

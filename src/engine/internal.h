@@ -131,6 +131,7 @@ typedef struct tenant {
 } tenant;
 
 typedef struct queue {
+    engine_t *e; /* for engine_job_get, which has only the job (a spilled job's args) */
     char *name;
     uint64_t hash;
     engine_queue_settings s;
@@ -183,6 +184,8 @@ typedef struct node {
     uint32_t refs;    /* jobs that point here */
     dlink in_tenant;  /* in t->ready_nodes while jobs.n > 0 */
     dlink in_pair;    /* in p->ready_nodes while jobs.n > 0 */
+    uint16_t recent;  /* leases since its args were last read ahead (args.c) */
+    bool args_dirty;  /* in e->args_dirty: its front to read ahead */
 } node;
 
 typedef struct lane {
@@ -271,6 +274,8 @@ typedef struct batch {
 #define JF_HAS_PAYLOADS 2u /* carries extra->pl instead of args */
 #define JF_IN_UNIQ      4u /* the dedup table points at this job */
 #define JF_IN_BATCH     8u /* one of a batch's jobs (extra->batch): its state changes count there */
+#define JF_ARGS_OUT     16u /* its args are spilled (args.c): args[0..2] hold their length */
+#define JF_ARGS_ASKED   32u /* spilled, and read ahead already (engine_args_wanted) */
 
 struct engine_job {
     uint64_t id;
@@ -341,7 +346,15 @@ struct engine {
     counters c;
     bool loading;      /* engine_loading: jobs loaded are not noted as changed */
     size_t data_bytes; /* args and payloads */
-    size_t mem_bytes;  /* what the jobs take in memory, as mem.h counts it */
+    size_t mem_bytes;  /* what the jobs take in memory, as mem_chunk counts it */
+    /* args out of memory (args.c) */
+    htab args_cache;         /* args_entry by id: spilled jobs' args in memory */
+    dlist args_lru;          /* unpinned entries, the next to evict first */
+    size_t args_cache_bytes; /* what the entries take */
+    ptr_vec args_pinned;     /* entries of jobs whose rows are not collected yet */
+    ptr_vec args_dirty;      /* nodes whose front to read ahead */
+    size_t n_spilled;        /* jobs in memory whose args are spilled */
+    int64_t args_timers_at;  /* when to look at the timers again */
     size_t n_jobs;
     /* scratch for lease */
     ptr_vec scratch;
@@ -524,6 +537,33 @@ void engine_job_data_changed(engine_t *e, struct engine_job *j, uint64_t before)
 /* engine_set_state's part: a job entering or leaving the unfinished states
  * adds or takes its bytes. */
 void engine_quota_moved(engine_t *e, struct engine_job *j, engine_state old, engine_state s);
+
+/* ---- args out of memory (args.c) */
+/* Whether a new job's args of len bytes go out of memory (the budget). */
+bool engine_args_spill(engine_t *e, const node *home, uint32_t len);
+/* j was allocated spilled: keeps len; text (when given, outside a load)
+ * stays in the cache, pinned until the job's row is collected. */
+void engine_args_spilled(engine_t *e, struct engine_job *j, const char *text, uint32_t len);
+uint32_t engine_args_spilled_len(const struct engine_job *j);
+/* A spilled job's args in the cache, or NULL. */
+const char *engine_args_cached(engine_t *e, const struct engine_job *j, uint32_t *len);
+void engine_args_job_freed(engine_t *e, struct engine_job *j);
+/* engine_changes_clear's part: the rows collected, their entries unpinned. */
+void engine_args_changes_cleared(engine_t *e);
+/* A node's front changed (leased: a lease took from it). */
+void engine_args_node_busy(engine_t *e, node *n, bool leased);
+/* A job was leased: its entry is the first to evict. */
+void engine_args_consumed(engine_t *e, const struct engine_job *j);
+void engine_args_free(engine_t *e);
+/* For engine_check: the cache's memory as counted, checked against its
+ * entries; false with why. */
+bool engine_args_check(engine_t *e, size_t *mem, char *why, size_t len);
+/* The bytes of args a job keeps inline (2 for a spilled one: its length's
+ * room, as a blank job's "{}"). */
+static inline size_t job_inline_len(const struct engine_job *j)
+{
+    return (j->flags & JF_ARGS_OUT) ? 2 : strlen(j->args);
+}
 
 /* ---- rate limits (rate.c) */
 void engine_rate_init(rate_bucket *b, rb_kind kind);

@@ -8,18 +8,24 @@
 
 job *engine_job_alloc(engine_t *e, uint64_t id, node *home, const char *args, uint32_t args_len)
 {
-    job *j = xmalloc(offsetof(job, args) + args_len + 1);
+    bool out = args && engine_args_spill(e, home, args_len);
+    uint32_t inline_len = out ? 2 : args_len; /* a spilled job keeps its length there */
+    job *j = xmalloc(offsetof(job, args) + inline_len + 1);
     memset(j, 0, offsetof(job, args));
     j->id = id;
     j->node = home;
     j->hidx = HEAP_NONE;
     j->state = ENGINE_NSTATES; /* not counted anywhere yet */
+    home->refs++;
+    e->mem_bytes += mem_job(inline_len);
+    e->n_jobs++;
+    if (out) {
+        engine_args_spilled(e, j, args, args_len);
+        return j;
+    }
     if (args_len) memcpy(j->args, args, args_len);
     j->args[args_len] = 0;
-    home->refs++;
     e->data_bytes += args_len;
-    e->mem_bytes += mem_job(args_len);
-    e->n_jobs++;
     return j;
 }
 
@@ -53,9 +59,12 @@ void engine_job_free(engine_t *e, job *j)
         free(ex);
         e->mem_bytes -= mem_chunk(sizeof(job_extra));
     }
-    size_t args_len = strlen(j->args);
-    e->data_bytes -= args_len;
-    e->mem_bytes -= mem_job(args_len);
+    size_t inline_len = job_inline_len(j);
+    if (j->flags & JF_ARGS_OUT)
+        engine_args_job_freed(e, j);
+    else
+        e->data_bytes -= inline_len;
+    e->mem_bytes -= mem_job(inline_len);
     e->n_jobs--;
     if (j->in_lane) {
         engine_lane_unref(e, j->in_lane->lane);
@@ -423,7 +432,9 @@ static void auto_unique_key(const engine_submit_req *r, char out[40])
 
 bool engine_can_merge_into(const job *tail, const node *home)
 {
-    return tail && tail->node == home &&
+    /* a job whose args are out of memory takes no payloads (a queue turned
+     * merging after its jobs spilled): the next submit makes a job */
+    return tail && tail->node == home && !(tail->flags & JF_ARGS_OUT) &&
            (tail->state == ENGINE_READY || tail->state == ENGINE_SCHEDULED ||
             tail->state == ENGINE_BLOCKED) &&
            (!(tail->flags & JF_HAS_PAYLOADS) || tail->extra->pl.n < ENGINE_MERGE_MAX_PAYLOADS);
@@ -782,7 +793,7 @@ static void absorb_waiting(engine_t *e, job *j, int64_t now)
     if (!(j->flags & JF_HAS_PAYLOADS) || !j->in_lane || !job_queue(j)->s.merge) return;
     job *k;
     while ((k = lane_next(j)) && k->state == ENGINE_BLOCKED && k->node == j->node &&
-           j->extra->pl.n < ENGINE_MERGE_MAX_PAYLOADS) {
+           !(k->flags & JF_ARGS_OUT) && j->extra->pl.n < ENGINE_MERGE_MAX_PAYLOADS) {
         engine_ensure_payloads(e, k);
         uint64_t j_before = j->extra->pl.bytes, k_before = k->extra->pl.bytes;
         engine_payload_move_all(e, &j->extra->pl, &k->extra->pl);
@@ -938,7 +949,7 @@ static void split_at_death(engine_t *e, job *j, int64_t now)
     engine_job_data_changed(e, j, j_before);
     engine_note_job(e, j, ENGINE_JF_PAYLOADS);
     job *k = lane_next(j);
-    if (k && k->state == ENGINE_BLOCKED && k->node == j->node) {
+    if (k && k->state == ENGINE_BLOCKED && k->node == j->node && !(k->flags & JF_ARGS_OUT)) {
         engine_ensure_payloads(e, k);
         uint64_t k_before = k->extra->pl.bytes;
         engine_payload_move_all(e, &k->extra->pl, &rest);

@@ -15,6 +15,7 @@
 uint64_t engine_job_data_bytes(const job *j)
 {
     if (j->flags & JF_HAS_PAYLOADS) return j->extra->pl.bytes;
+    if (j->flags & JF_ARGS_OUT) return engine_args_spilled_len(j);
     return strlen(j->args);
 }
 

@@ -414,6 +414,7 @@ static void ready_push(engine_t *e, job *j)
     n->n_ready++;
     /* An identical entry left behind earlier is this one again. */
     if (!stale_take(e, j->id, k)) nh_push(&n->jobs, (ready_entry){k, j->id});
+    if (e->n_spilled) engine_args_node_busy(e, n, false);
     if (was_empty) {
         dlist_push_back(&n->t->ready_nodes, &n->in_tenant);
         dlist_push_back(&n->p->ready_nodes, &n->in_pair);
@@ -536,6 +537,10 @@ static void lease_one(engine_t *e, int64_t now, job *j, const char *worker)
     pair *p = n->p;
     queue *q = p->q;
     ready_remove(e, j);
+    if (e->n_spilled) {
+        engine_args_node_busy(e, n, true);
+        engine_args_consumed(e, j);
+    }
     engine_set_state(e, j, ENGINE_LEASED);
     job_extra *ex = engine_extra(e, j);
     /* Tokens grow with every lease of a job and never fall below the floor

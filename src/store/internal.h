@@ -201,6 +201,8 @@ typedef struct read_req {
     store_inbox_fn ifn;    /* an inbox read: up to max, raising tx ids to floor */
     store_attempts_fn afn; /* a job (id) and its attempts */
     store_deps_fn dfn;     /* a job (id) and its edges */
+    uint64_t *ids;         /* an args read: these jobs' ids and args (fn), owned */
+    size_t nids;
     size_t max;
     uint64_t floor;
     store_inbox_flag flag;

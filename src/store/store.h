@@ -401,6 +401,11 @@ void store_get_job(store_t *s, uint64_t id, store_rows_fn fn, void *ctx);
 void store_list_jobs(store_t *s, const store_job_query *q, store_rows_fn fn, void *ctx);
 /* The same, on the caller's thread (tests, tools). */
 int store_get_job_sync(store_t *s, uint64_t id, store_rows_fn fn, void *ctx);
+/* The args of these jobs (of their rows that have args; any order): rows
+ * with only id, args and args_len set.  For args out of memory (the
+ * engine's engine_args_wanted, a lease or a read that found a job's args
+ * missing); read only after the rows' submits are committed. */
+void store_read_args(store_t *s, const uint64_t *ids, size_t n, store_rows_fn fn, void *ctx);
 /* A job's row (job NULL when there is none) and the rows of its attempts
  * that ended without it succeeding (store_batch_attempt), by token. */
 typedef struct store_attempts {
