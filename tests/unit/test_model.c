@@ -215,7 +215,7 @@ static int64_t want_deadline(const live_lease *l)
  * ("the store"); a missing one is read back from there.  Returns them. */
 static const char *job_args(const engine_job_info *in)
 {
-    if (in->payloads || !M.spill) return in->args;
+    if (!M.spill || (!in->args && !in->args_missing)) return in->args; /* payloads */
     const char *stored = M.args_of[in->id];
     if (!stored) { /* not collected yet: then they must be there */
         ASSERT_MSG(!in->args_missing, "job %llu lacks its args before its row is written",
