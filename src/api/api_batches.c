@@ -324,8 +324,9 @@ void h_batch_get(server *s, http_req *req, const principal *who, const char **ar
 void h_batches(server *s, http_req *req, const principal *who, const char **args)
 {
     (void)args;
-    char tbuf[ENGINE_NAME_MAX + 1];
-    const char *tenant = http_query_get(req, "tenant", tbuf, sizeof tbuf);
+    char tbuf[QUERY_NAME_BUF];
+    const char *tenant;
+    if (!req_query_name(req, "tenant", ENGINE_NAME, tbuf, &tenant)) return;
     if (who->role == ROLE_TENANT && who->tok) {
         if (tenant && strcmp(tenant, who->tok->tenant) != 0) {
             reply_error(req, TENQ_EFORBIDDEN, "tenant", "this token sees tenant %s only",

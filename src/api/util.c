@@ -5,6 +5,60 @@
 #include <errno.h>
 #include <math.h>
 
+/* Appends "name" (a member's key, as sent) or "[i]" to the path at *n. */
+static void path_add(char *path, size_t cap, size_t *n, bool key, const char *p, size_t len,
+                     size_t i)
+{
+    int w = key ? snprintf(path + *n, cap - *n, "%s%.*s", *n ? "." : "", (int)len, p)
+                : snprintf(path + *n, cap - *n, "[%zu]", i);
+    if (w > 0) *n = *n + (size_t)w < cap ? *n + (size_t)w : cap - 1;
+}
+
+/* Whether the number token v is one jansson cannot hold: an integer beyond
+ * 64 bits, or a real beyond a double. */
+static bool number_too_big(tq_span v)
+{
+    char buf[512];
+    if (v.n >= sizeof buf) return true; /* no number so long fits */
+    memcpy(buf, v.p, v.n);
+    buf[v.n] = 0;
+    errno = 0;
+    if (strpbrk(buf, ".eE")) {
+        double d = strtod(buf, NULL);
+        return errno == ERANGE && isinf(d);
+    }
+    (void)strtoll(buf, NULL, 10);
+    return errno == ERANGE;
+}
+
+/* The path of the first number in v (document order, as jansson reads)
+ * that does not fit: "jobs[3].priority".  False when there is none. */
+static bool big_number_path(tq_span v, char *path, size_t cap, size_t n, int depth)
+{
+    tq_iter it;
+    tq_span k, x;
+    if (depth > TQ_DEPTH_MAX || !v.n) return false;
+    if (v.p[0] == '{' && tq_obj_begin(&it, v)) {
+        while (tq_obj_next(&it, &k, &x) > 0) {
+            size_t at = n;
+            path_add(path, cap, &at, true, k.p, k.n, 0);
+            if (big_number_path(x, path, cap, at, depth + 1)) return true;
+            path[n] = 0;
+        }
+        return false;
+    }
+    if (v.p[0] == '[' && tq_arr_begin(&it, v)) {
+        for (size_t i = 0; tq_arr_next(&it, &x) > 0; i++) {
+            size_t at = n;
+            path_add(path, cap, &at, false, NULL, 0, i);
+            if (big_number_path(x, path, cap, at, depth + 1)) return true;
+            path[n] = 0;
+        }
+        return false;
+    }
+    return (v.p[0] == '-' || (v.p[0] >= '0' && v.p[0] <= '9')) && number_too_big(v);
+}
+
 json_t *req_body(http_req *req)
 {
     if (req->body_len == 0) {
@@ -14,6 +68,18 @@ json_t *req_body(http_req *req)
     json_error_t jerr;
     json_t *v = json_loadb(req->body, req->body_len, JSON_REJECT_DUPLICATES, &jerr);
     if (!v) {
+        /* a number too big for 64 bits is the field's fault: name it */
+        char path[256] = "";
+        const char *s = req->body, *e = req->body + req->body_len;
+        while (s < e && (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r')) s++;
+        const char *end = s < e ? tq_scan_value(s, e) : NULL;
+        if (json_error_code(&jerr) == json_error_numeric_overflow && end &&
+            big_number_path((tq_span){s, (size_t)(end - s)}, path, sizeof path, 0, 0) && *path) {
+            reply_error(req, TENQ_EINVALID, path,
+                        "%s: a number beyond what 64 bits hold (integers from -2^63 to 2^63-1)",
+                        path);
+            return NULL;
+        }
         reply_error(req, TENQ_EINVALID, NULL, "malformed JSON at line %d column %d: %s", jerr.line,
                     jerr.column, jerr.text);
         return NULL;
@@ -116,6 +182,52 @@ bool req_bool(http_req *req, json_t *obj, const char *key, bool *out, bool *pres
     *out = json_is_true(v);
     if (present) *present = true;
     return true;
+}
+
+bool req_no_null(http_req *req, json_t *obj)
+{
+    const char *k;
+    json_t *v;
+    json_object_foreach(obj, k, v)
+    {
+        if (!json_is_null(v)) continue;
+        reply_error(req, TENQ_EINVALID, k,
+                    "%s is null: leave it out (for every one), or give a value", k);
+        return false;
+    }
+    return true;
+}
+
+bool req_name_ok(http_req *req, engine_name_kind kind, const char *field, const char *s)
+{
+    engine_err err;
+    if (engine_check_name(kind, field, s, &err) == 0) return true;
+    reply_engine_err(req, &err);
+    return false;
+}
+
+bool req_name(http_req *req, json_t *obj, const char *key, engine_name_kind kind, const char **out)
+{
+    json_t *v = json_object_get(obj, key);
+    *out = NULL;
+    if (!v) return true;
+    if (!json_is_string(v) || strlen(json_string_value(v)) != json_string_length(v)) {
+        reply_error(req, TENQ_EINVALID, key,
+                    json_is_null(v) ? "%s is null: leave it out (for every one), or name one"
+                                    : "%s must be a string",
+                    key);
+        return false;
+    }
+    *out = json_string_value(v);
+    return req_name_ok(req, kind, key, *out);
+}
+
+bool req_query_name(http_req *req, const char *name, engine_name_kind kind,
+                    char buf[QUERY_NAME_BUF], const char **out)
+{
+    /* a value cut to fit buf is longer than any name: the rule refuses it */
+    *out = http_query_get(req, name, buf, QUERY_NAME_BUF);
+    return !*out || req_name_ok(req, kind, name, *out);
 }
 
 char *canonical_json(const json_t *v)
