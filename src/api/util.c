@@ -18,45 +18,45 @@ static void path_add(char *path, size_t cap, size_t *n, bool key, const char *p,
  * 64 bits, or a real beyond a double. */
 static bool number_too_big(tq_span v)
 {
-    char buf[512];
-    if (v.n >= sizeof buf) return true; /* no number so long fits */
+    char *buf = xmalloc(v.n + 1);
     memcpy(buf, v.p, v.n);
     buf[v.n] = 0;
     errno = 0;
+    bool big;
     if (strpbrk(buf, ".eE")) {
-        double d = strtod(buf, NULL);
-        return errno == ERANGE && isinf(d);
+        big = isinf(strtod(buf, NULL)) && errno == ERANGE;
+    } else {
+        (void)strtoll(buf, NULL, 10);
+        big = errno == ERANGE;
     }
-    (void)strtoll(buf, NULL, 10);
-    return errno == ERANGE;
+    free(buf);
+    return big;
 }
 
-/* The path of the first number in v (document order, as jansson reads)
- * that does not fit: "jobs[3].priority".  False when there is none. */
-static bool big_number_path(tq_span v, char *path, size_t cap, size_t n, int depth)
+/* The path of the first number, from the value *it stands at on (in
+ * document order, as jansson reads), that does not fit: "jobs[3].priority";
+ * false when there is none.  One pass: each container is entered where it
+ * stands, each byte read once (a refused body costs what its parse did). */
+static bool big_number_path(tq_iter *it, char *path, size_t cap, size_t n, int depth)
 {
-    tq_iter it;
-    tq_span k, x;
-    if (depth > TQ_DEPTH_MAX || !v.n) return false;
-    if (v.p[0] == '{' && tq_obj_begin(&it, v)) {
-        while (tq_obj_next(&it, &k, &x) > 0) {
+    char c = it->p < it->e ? *it->p : 0;
+    if (c == '{' || c == '[') {
+        tq_iter in;
+        tq_span k = {0};
+        int rc;
+        if (depth >= TQ_DEPTH_MAX || !tq_iter_enter(it, &in, c)) return false;
+        for (size_t i = 0; (rc = c == '{' ? tq_obj_key(&in, &k) : tq_arr_step(&in)) > 0; i++) {
             size_t at = n;
-            path_add(path, cap, &at, true, k.p, k.n, 0);
-            if (big_number_path(x, path, cap, at, depth + 1)) return true;
+            path_add(path, cap, &at, c == '{', k.p, k.n, i);
+            if (big_number_path(&in, path, cap, at, depth + 1)) return true;
             path[n] = 0;
         }
+        if (rc == 0) tq_iter_leave(it, &in);
         return false;
     }
-    if (v.p[0] == '[' && tq_arr_begin(&it, v)) {
-        for (size_t i = 0; tq_arr_next(&it, &x) > 0; i++) {
-            size_t at = n;
-            path_add(path, cap, &at, false, NULL, 0, i);
-            if (big_number_path(x, path, cap, at, depth + 1)) return true;
-            path[n] = 0;
-        }
-        return false;
-    }
-    return (v.p[0] == '-' || (v.p[0] >= '0' && v.p[0] <= '9')) && number_too_big(v);
+    tq_span v;
+    if (tq_iter_value(it, &v) < 0) return false;
+    return (c == '-' || (c >= '0' && c <= '9')) && number_too_big(v);
 }
 
 json_t *req_body(http_req *req)
@@ -70,11 +70,11 @@ json_t *req_body(http_req *req)
     if (!v) {
         /* a number too big for 64 bits is the field's fault: name it */
         char path[256] = "";
-        const char *s = req->body, *e = req->body + req->body_len;
-        while (s < e && (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r')) s++;
-        const char *end = s < e ? tq_scan_value(s, e) : NULL;
-        if (json_error_code(&jerr) == json_error_numeric_overflow && end &&
-            big_number_path((tq_span){s, (size_t)(end - s)}, path, sizeof path, 0, 0) && *path) {
+        const char *b = req->body, *e = req->body + req->body_len;
+        while (b < e && (*b == ' ' || *b == '\t' || *b == '\n' || *b == '\r')) b++;
+        tq_iter at = tq_iter_at((tq_span){b, (size_t)(e - b)});
+        if (json_error_code(&jerr) == json_error_numeric_overflow &&
+            big_number_path(&at, path, sizeof path, 0, 0) && *path) {
             reply_error(req, TENQ_EINVALID, path,
                         "%s: a number beyond what 64 bits hold (integers from -2^63 to 2^63-1)",
                         path);
