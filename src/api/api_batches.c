@@ -220,6 +220,10 @@ void h_batch_create(server *s, http_req *req, const principal *who, const char *
         json_decref(body);
         return;
     }
+    if (!req_name_ok(req, ENGINE_NAME, "tenant", tenant)) {
+        json_decref(body);
+        return;
+    }
     engine_submit_req cbs[ENGINE_NCALLBACKS];
     char *cb_mem[ENGINE_NCALLBACKS] = {0};
     const engine_submit_req *cbp[ENGINE_NCALLBACKS] = {0};
