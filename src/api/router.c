@@ -7,9 +7,11 @@
 /* ---- routes -------------------------------------------------------------------- */
 
 /* Each route with the query parameters it takes and whether it reads a
- * body (internal.h, route).  ANY_QUERY is for the dashboard's pages only: a
- * browser opens them with whatever query a link carries (a tracking tag),
- * and they read none.  tests/integration/test_protocol.py reads this table
+ * body (internal.h, route).  ANY_QUERY is for the dashboard's pages, which
+ * a browser opens with whatever query a link carries (a tracking tag), and
+ * for liveness and readiness, which must never fail a probe while the
+ * process answers (a probe configured with a query would restart it); they
+ * read none.  tests/integration/test_protocol.py reads this table
  * (EveryRoute): every route is called with what it does not take. */
 #define ANY_QUERY NULL
 static const route routes[] = {
@@ -62,8 +64,8 @@ static const route routes[] = {
     {"GET", "/v1/lanes", h_lanes, ROLE_ADMIN | ROLE_TENANT, "limit", BODY_NONE},
     {"GET", "/v1/whoami", h_whoami, ROLES_ALL, "", BODY_NONE},
     {"GET", "/metrics", h_metrics, ROLE_ADMIN, "", BODY_NONE},
-    {"GET", "/healthz", h_healthz, 0, "", BODY_NONE},
-    {"GET", "/readyz", h_readyz, 0, "", BODY_NONE},
+    {"GET", "/healthz", h_healthz, 0, ANY_QUERY, BODY_NONE},
+    {"GET", "/readyz", h_readyz, 0, ANY_QUERY, BODY_NONE},
     {"GET", "/", h_dashboard, 0, ANY_QUERY, BODY_NONE},
     {"GET", "/ui/{}", h_dashboard, 0, ANY_QUERY, BODY_NONE},
 };
