@@ -220,6 +220,10 @@ void h_batch_create(server *s, http_req *req, const principal *who, const char *
         json_decref(body);
         return;
     }
+    if (!req_name_ok(req, ENGINE_NAME, "tenant", tenant)) {
+        json_decref(body);
+        return;
+    }
     engine_submit_req cbs[ENGINE_NCALLBACKS];
     char *cb_mem[ENGINE_NCALLBACKS] = {0};
     const engine_submit_req *cbp[ENGINE_NCALLBACKS] = {0};
@@ -330,8 +334,9 @@ void h_batch_get(server *s, http_req *req, const principal *who, const char **ar
 void h_batches(server *s, http_req *req, const principal *who, const char **args)
 {
     (void)args;
-    char tbuf[ENGINE_NAME_MAX + 1];
-    const char *tenant = http_query_get(req, "tenant", tbuf, sizeof tbuf);
+    char tbuf[QUERY_NAME_BUF];
+    const char *tenant;
+    if (!req_query_name(req, "tenant", ENGINE_NAME, tbuf, &tenant)) return;
     if (who->role == ROLE_TENANT && who->tok) {
         if (tenant && strcmp(tenant, who->tok->tenant) != 0) {
             reply_error(req, TENQ_EFORBIDDEN, "tenant", "this token sees tenant %s only",

@@ -10,33 +10,47 @@
 static const char *const actions[] = {"cancel", "retry_now", "set_priority", "delete", NULL};
 enum { A_CANCEL, A_RETRY_NOW, A_PRIORITY, A_DELETE };
 
-/* "state": one name or a list; each must be one the action applies to. */
+/* The states each action applies to: the engine's table for its own
+ * actions; delete takes finished jobs (dead ones are the morgue's). */
+static uint32_t action_states(int action)
+{
+    static const engine_bulk_action kinds[] = {ENGINE_BULK_CANCEL, ENGINE_BULK_RETRY_NOW,
+                                               ENGINE_BULK_PRIORITY};
+    if (action == A_DELETE)
+        return (1u << ENGINE_SUCCEEDED) | (1u << ENGINE_CANCELLED) | (1u << ENGINE_MERGED);
+    return engine_bulk_states(kinds[action]);
+}
+
+/* "state": one name or a non-empty list; each must be one the action
+ * applies to (400 naming state, with the ones it takes, otherwise). */
 static bool read_states(http_req *req, json_t *body, int action, uint32_t *out)
 {
     *out = 0;
     json_t *v = json_object_get(body, "state");
-    if (!v || json_is_null(v)) return true;
+    if (!v) return true;
+    uint32_t takes = action_states(action);
     json_t *list = json_is_array(v) ? json_incref(v) : json_pack("[O]", v);
     size_t i;
     json_t *x;
-    bool ok = true;
+    bool ok = json_array_size(list) > 0;
     json_array_foreach(list, i, x)
     {
         int st = json_is_string(x) ? engine_state_parse(json_string_value(x)) : -1;
-        bool finished = st >= 0 && engine_state_finished((engine_state)st);
-        if (st < 0 || st == ENGINE_DEAD || finished != (action == A_DELETE)) {
-            reply_error(req, TENQ_EINVALID, "state",
-                        action == A_DELETE
-                            ? "delete takes finished states: succeeded, cancelled, merged (dead "
-                              "jobs: the morgue)"
-                            : "this action takes unfinished states: waiting, scheduled, blocked, "
-                              "ready, leased, running");
-            ok = false;
-            break;
-        }
+        if (st < 0 || !(takes & (1u << st))) ok = false;
+        if (!ok) break;
         *out |= 1u << st;
     }
     json_decref(list);
+    if (!ok) {
+        char words[200];
+        size_t n = 0;
+        for (int st = 0; st < ENGINE_NSTATES && n < sizeof words; st++)
+            if (takes & (1u << st))
+                n += (size_t)snprintf(words + n, sizeof words - n, "%s%s", n ? ", " : "",
+                                      engine_state_name((engine_state)st));
+        reply_error(req, TENQ_EINVALID, "state", "%s applies to jobs %s (one, or a list of them)",
+                    actions[action], words);
+    }
     return ok;
 }
 
@@ -53,7 +67,10 @@ void h_jobs_bulk(server *s, http_req *req, const principal *who, const char **ar
     long long limit = BULK_MAX, priority = 0, after = 0, before = 0;
     bool dry_run = false, has_priority = false;
     int action = -1;
-    if (!req_only_fields(req, body, fields) || !req_str(req, body, "action", &action_word, true))
+    /* every member is a filter or a choice whose absence widens the action
+     * (any tenant, every job, not a dry run): none may be null */
+    if (!req_only_fields(req, body, fields) || !req_no_null(req, body) ||
+        !req_str(req, body, "action", &action_word, true))
         goto out;
     for (int i = 0; actions[i]; i++)
         if (strcmp(action_word, actions[i]) == 0) action = i;
@@ -66,9 +83,10 @@ void h_jobs_bulk(server *s, http_req *req, const principal *who, const char **ar
         !req_int(req, body, "limit", &limit, NULL, 1, BULK_MAX) ||
         !req_int(req, body, "priority", &priority, &has_priority, ENGINE_PRIORITY_MIN,
                  ENGINE_PRIORITY_MAX) ||
-        !req_str(req, body, "tenant", &f.tenant, false) ||
-        !req_str(req, body, "queue", &f.queue, false) ||
-        !req_str(req, body, "type", &f.type, false) || !req_str(req, body, "key", &f.key, false) ||
+        !req_name(req, body, "tenant", ENGINE_NAME, &f.tenant) ||
+        !req_name(req, body, "queue", ENGINE_NAME, &f.queue) ||
+        !req_name(req, body, "type", ENGINE_TYPE, &f.type) ||
+        !req_name(req, body, "key", ENGINE_KEY, &f.key) ||
         !req_int(req, body, "created_after", &after, NULL, 0, INT64_MAX) ||
         !req_int(req, body, "created_before", &before, NULL, 0, INT64_MAX) ||
         !read_states(req, body, action, &f.states))
@@ -98,8 +116,7 @@ void h_jobs_bulk(server *s, http_req *req, const principal *who, const char **ar
     }
     long long matched, changed;
     if (action == A_DELETE) {
-        if (!f.states)
-            f.states = (1u << ENGINE_SUCCEEDED) | (1u << ENGINE_CANCELLED) | (1u << ENGINE_MERGED);
+        if (!f.states) f.states = action_states(A_DELETE);
         long n = store_purge_finished(s->st, &f, dry_run, (long)limit);
         if (n < 0) {
             reply_error(req, (int)n, NULL, "%s", store_errmsg(s->st));

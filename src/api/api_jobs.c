@@ -263,17 +263,26 @@ static void on_list_rows(void *ctx, int rc, const store_rows *rows)
     free(c);
 }
 
+#define ARGS_SEARCH_MAX 1024 /* the text GET /v1/jobs?args= looks for */
+
 void h_list_jobs(server *s, http_req *req, const principal *who, const char **args)
 {
     (void)args;
-    char tenant[128], queue[128], type[256], key[512], state[32], after[32], argtext[1024];
+    char tenant[QUERY_NAME_BUF], queue[QUERY_NAME_BUF], type[QUERY_NAME_BUF], key[QUERY_NAME_BUF];
+    char state[32], argtext[ARGS_SEARCH_MAX + 2];
     store_job_query q = {0};
     q.state = -1;
-    q.tenant = http_query_get(req, "tenant", tenant, sizeof tenant);
-    q.queue = http_query_get(req, "queue", queue, sizeof queue);
-    q.type = http_query_get(req, "type", type, sizeof type);
-    q.key = http_query_get(req, "key", key, sizeof key);
+    if (!req_query_name(req, "tenant", ENGINE_NAME, tenant, &q.tenant) ||
+        !req_query_name(req, "queue", ENGINE_NAME, queue, &q.queue) ||
+        !req_query_name(req, "type", ENGINE_TYPE, type, &q.type) ||
+        !req_query_name(req, "key", ENGINE_KEY, key, &q.key))
+        return;
     q.args = http_query_get(req, "args", argtext, sizeof argtext);
+    if (q.args && strlen(q.args) > ARGS_SEARCH_MAX) { /* cut to fit: it would find more */
+        reply_error(req, TENQ_EINVALID, "args", "args is a text of at most %d bytes",
+                    ARGS_SEARCH_MAX);
+        return;
+    }
     if (q.args && !*q.args) q.args = NULL;
     if (http_query_get(req, "state", state, sizeof state)) {
         q.state = engine_state_parse(state);
@@ -282,15 +291,9 @@ void h_list_jobs(server *s, http_req *req, const principal *who, const char **ar
             return;
         }
     }
-    if (http_query_get(req, "after_id", after, sizeof after)) {
-        char *end;
-        q.before_id = strtoull(after, &end, 10);
-        if (*end || !q.before_id) {
-            reply_error(req, TENQ_EINVALID, "after_id", "after_id must be a job id");
-            return;
-        }
-    }
-    long long lim;
+    long long after, lim;
+    if (!req_query_num(req, "after_id", 0, 1, INT64_MAX, &after)) return;
+    q.before_id = (uint64_t)after;
     if (!req_query_num(req, "limit", 50, 1, 1000, &lim)) return;
     q.limit = (uint32_t)lim;
     if (who->role == ROLE_TENANT && who->tok) {

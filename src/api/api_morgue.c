@@ -2,6 +2,8 @@
 /* The morgue: dead jobs listed, requeued and deleted, one or by filter. */
 #include "internal.h"
 
+#include <errno.h>
+
 /* ---- the morgue ------------------------------------------------------------------------- */
 
 static void morgue_reply(server *s, http_req *req, const principal *who,
@@ -23,11 +25,12 @@ void h_morgue(server *s, http_req *req, const principal *who, const char **args)
 /* rows: the args read for the page's jobs out of memory (NULL: none yet). */
 static void morgue_reply(server *s, http_req *req, const principal *who, const store_rows *rows)
 {
-    char tenant[128], queue[128], type[256], sort[16], after[64];
+    char tenant[QUERY_NAME_BUF], queue[QUERY_NAME_BUF], type[QUERY_NAME_BUF], sort[16], after[64];
     engine_morgue_filter f = {0};
-    f.tenant = http_query_get(req, "tenant", tenant, sizeof tenant);
-    f.queue = http_query_get(req, "queue", queue, sizeof queue);
-    f.type = http_query_get(req, "type", type, sizeof type);
+    if (!req_query_name(req, "tenant", ENGINE_NAME, tenant, &f.tenant) ||
+        !req_query_name(req, "queue", ENGINE_NAME, queue, &f.queue) ||
+        !req_query_name(req, "type", ENGINE_TYPE, type, &f.type))
+        return;
     if (who->role == ROLE_TENANT && who->tok) {
         if (f.tenant && strcmp(f.tenant, who->tok->tenant) != 0) {
             reply_error(req, TENQ_EFORBIDDEN, "tenant", "a tenant token sees only its own morgue");
@@ -49,6 +52,7 @@ static void morgue_reply(server *s, http_req *req, const principal *who, const s
     engine_morgue_cursor cur = {0};
     if (http_query_get(req, "after", after, sizeof after)) {
         char *end;
+        errno = 0;
         if (so == ENGINE_MORGUE_NEWEST) {
             cur.finished_at = strtoll(after, &end, 10);
             if (*end != '.') goto bad_cursor;
@@ -56,7 +60,7 @@ static void morgue_reply(server *s, http_req *req, const principal *who, const s
         } else {
             cur.id = strtoull(after, &end, 10);
         }
-        if (*end || (!cur.id && !cur.finished_at)) {
+        if (*end || errno || (!cur.id && !cur.finished_at)) {
         bad_cursor:
             reply_error(req, TENQ_EINVALID, "after", "after must be the next cursor of a page");
             return;
@@ -179,9 +183,11 @@ static void morgue_bulk(server *s, http_req *req, const principal *who, bool req
     static const char *const fields[] = {"tenant", "queue", "type", "limit", NULL};
     engine_morgue_filter f = {0};
     long long limit = BULK_MAX;
-    if (!req_only_fields(req, body, fields) || !req_str(req, body, "tenant", &f.tenant, false) ||
-        !req_str(req, body, "queue", &f.queue, false) ||
-        !req_str(req, body, "type", &f.type, false) ||
+    /* a filter left out means any: none may be null (an unset variable) */
+    if (!req_only_fields(req, body, fields) || !req_no_null(req, body) ||
+        !req_name(req, body, "tenant", ENGINE_NAME, &f.tenant) ||
+        !req_name(req, body, "queue", ENGINE_NAME, &f.queue) ||
+        !req_name(req, body, "type", ENGINE_TYPE, &f.type) ||
         !req_int(req, body, "limit", &limit, NULL, 1, BULK_MAX)) {
         json_decref(body);
         return;

@@ -76,10 +76,12 @@ static int by_name(const void *a, const void *b)
 void h_schedules(server *s, http_req *req, const principal *who, const char **args)
 {
     (void)args;
-    char tbuf[ENGINE_NAME_MAX + 1];
-    const char *tenant = http_query_get(req, "tenant", tbuf, sizeof tbuf);
+    char tbuf[QUERY_NAME_BUF];
+    const char *tenant;
     long long runs;
-    if (!req_query_num(req, "runs", 1, 0, NEXT_RUNS, &runs)) return;
+    if (!req_query_name(req, "tenant", ENGINE_NAME, tbuf, &tenant) ||
+        !req_query_num(req, "runs", 1, 0, NEXT_RUNS, &runs))
+        return;
     schedule **all;
     size_t n = srv_cron_all(s, &all);
     qsort(all, n, sizeof(*all), by_name);
@@ -201,10 +203,7 @@ static schedule *read_schedule(server *s, http_req *req, const principal *who, c
 void h_schedule_put(server *s, http_req *req, const principal *who, const char **args)
 {
     const char *name = args[0];
-    if (!engine_name_valid(name)) {
-        reply_error(req, TENQ_EINVALID, "name", "schedule names are 1-64 of A-Z a-z 0-9 . _ -");
-        return;
-    }
+    if (!req_name_ok(req, ENGINE_NAME, "name", name)) return;
     json_t *body = req_body(req);
     if (!body) return;
     schedule *x = read_schedule(s, req, who, name, body);

@@ -191,10 +191,7 @@ void h_tenant_put(server *s, http_req *req, const principal *who, const char **a
 {
     (void)who;
     const char *name = args[0];
-    if (!engine_name_valid(name)) {
-        reply_error(req, TENQ_EINVALID, "name", "tenant names are 1-64 of A-Z a-z 0-9 . _ -");
-        return;
-    }
+    if (!req_name_ok(req, ENGINE_NAME, "name", name)) return;
     json_t *body = req_body(req);
     if (!body) return;
     static const char *const *fields;
@@ -330,28 +327,23 @@ void h_queue_get(server *s, http_req *req, const principal *who, const char **ar
 }
 
 /* POST /v1/queues/{q}/pause and /resume, with {"tenant": t} for one tenant
- * (a tenant token: its own, by default).  Only an admin pauses a whole queue. */
+ * (a tenant token: its own, by default).  Only an admin pauses a whole
+ * queue.  The queue must exist (PUT makes one): a pause of a queue the
+ * caller does not see is 404 and makes nothing. */
 static void queue_pause(server *s, http_req *req, const principal *who, const char *name,
                         bool paused)
 {
-    if (!engine_name_valid(name)) {
-        reply_error(req, TENQ_EINVALID, "name", "queue names are 1-64 of A-Z a-z 0-9 . _ -");
-        return;
-    }
+    if (!req_name_ok(req, ENGINE_NAME, "name", name)) return;
     const char *tenant = NULL;
     json_t *body = NULL;
     if (req->body_len) {
         static const char *const fields[] = {"tenant", NULL};
         if (!(body = req_body(req))) return;
-        if (!req_only_fields(req, body, fields)) goto out;
-        json_t *t = json_object_get(body, "tenant");
-        if (t && !json_is_null(t)) {
-            if (!json_is_string(t)) {
-                reply_error(req, TENQ_EINVALID, "tenant", "tenant must be a string");
-                goto out;
-            }
-            tenant = json_string_value(t);
-        }
+        /* without a tenant the whole queue pauses: a null one (an unset
+         * variable) is refused rather than read so */
+        if (!req_only_fields(req, body, fields) ||
+            !req_name(req, body, "tenant", ENGINE_NAME, &tenant))
+            goto out;
     }
     if (who->role == ROLE_TENANT && who->tok) {
         if (tenant && strcmp(tenant, who->tok->tenant) != 0) {
@@ -365,14 +357,18 @@ static void queue_pause(server *s, http_req *req, const principal *who, const ch
         }
         tenant = who->tok->tenant;
     }
+    engine_queue_settings q;
+    if (engine_queue_get(s->e, srv_now(s), name, &q, NULL) != 0 ||
+        !tenant_sees_queue(s, who, name)) {
+        reply_error(req, TENQ_ENOT_FOUND, "name", "no queue %s (PUT /v1/queues/%s makes one)", name,
+                    name);
+        goto out;
+    }
     engine_err err;
     int rc;
     if (tenant) {
         rc = engine_pause_tenant(s->e, srv_now(s), name, tenant, paused, &err);
     } else {
-        engine_queue_settings q;
-        if (engine_queue_get(s->e, srv_now(s), name, &q, NULL) != 0)
-            engine_queue_settings_defaults(&q);
         q.paused = paused;
         rc = engine_queue_set(s->e, srv_now(s), name, &q, &err);
     }
@@ -397,10 +393,7 @@ void h_queue_resume(server *s, http_req *req, const principal *who, const char *
 void h_queue_put(server *s, http_req *req, const principal *who, const char **args)
 {
     const char *name = args[0];
-    if (!engine_name_valid(name)) {
-        reply_error(req, TENQ_EINVALID, "name", "queue names are 1-64 of A-Z a-z 0-9 . _ -");
-        return;
-    }
+    if (!req_name_ok(req, ENGINE_NAME, "name", name)) return;
     json_t *body = req_body(req);
     if (!body) return;
     static const char *const *fields;

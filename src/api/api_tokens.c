@@ -60,7 +60,13 @@ void h_token_create(server *s, http_req *req, const principal *who, const char *
     }
     char *queues = NULL;
     json_t *q = json_object_get(body, "queues");
-    if (q && !json_is_null(q)) {
+    if (json_is_null(q)) { /* left out: every queue; a null is not read so */
+        reply_error(req, TENQ_EINVALID, "queues",
+                    "queues is null: leave it out (for every queue), or list some");
+        json_decref(body);
+        return;
+    }
+    if (q) {
         bool ok = json_is_array(q) && json_array_size(q) > 0 && json_array_size(q) <= 64;
         size_t i;
         json_t *v;

@@ -530,16 +530,15 @@ void h_lease(server *s, http_req *req, const principal *who, const char **args)
         goto refused;
     }
     for (size_t i = 0; i < in.nq; i++) {
-        if (!engine_name_valid(in.queues[i])) {
-            reply_error(req, TENQ_EINVALID, "queues", "bad queue name %s", in.queues[i]);
-            goto refused;
-        }
+        if (!req_name_ok(req, ENGINE_NAME, "queues", in.queues[i])) goto refused;
         if (who->tok && !token_allows_queue(who->tok, in.queues[i])) {
             reply_error(req, TENQ_EFORBIDDEN, "queues", "this token may not lease from %s",
                         in.queues[i]);
             goto refused;
         }
     }
+    for (size_t i = 0; i < in.nt; i++)
+        if (!req_name_ok(req, ENGINE_TYPE, "types", in.types[i])) goto refused;
     if (!in.has_outcomes) {
         json_decref(body);
         lease_go(s, req, who, &in, NULL);

@@ -866,7 +866,8 @@ const char *http_query_get(const http_req *r, const char *name, char *buf, size_
                 if (*v == '+') {
                     buf[k++] = ' ';
                 } else if (*v == '%' && v + 2 < end && tq_hexval(v[1]) >= 0 &&
-                           tq_hexval(v[2]) >= 0) {
+                           tq_hexval(v[2]) >= 0 && (v[1] != '0' || v[2] != '0')) {
+                    /* (%00 stays as sent: a NUL would cut the value short) */
                     buf[k++] = (char)(tq_hexval(v[1]) * 16 + tq_hexval(v[2]));
                     v += 2;
                 } else {

@@ -97,7 +97,8 @@ const char *http_header_get(const http_req *r, const char *name);
 /* Whether the client's input ended (a half-close, or a closed socket) while
  * the request was handled: a long poll must not begin for it. */
 bool http_req_input_ended(const http_req *r);
-/* A query parameter, decoded into buf; NULL when absent. */
+/* A query parameter, decoded into buf (cut to fit; %00 is left as sent);
+ * NULL when absent. */
 const char *http_query_get(const http_req *r, const char *name, char *buf, size_t len);
 
 /* Sends the reply and ends the request.  extra_headers: NULL or lines each

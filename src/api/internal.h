@@ -423,13 +423,21 @@ void srv_maybe_finish_stop(server *s);
 /* The rates' sampling timer (api_rates.c): 0, or -1 when it cannot start. */
 int api_rates_start(server *s);
 
-/* Routes. */
+/* Routes (router.c's table).  query: the query parameters the route
+ * takes, space-separated (NULL: any); body: whether its handler reads a
+ * JSON object (and refuses a member it does not know) or takes none (an
+ * empty body, or {}).  The router refuses anything else before the
+ * handler runs: a parameter not listed or given twice, a body to a route
+ * that takes none (400, naming the parameter or member). */
 typedef void (*route_fn)(server *s, http_req *req, const principal *who, const char **args);
+typedef enum { BODY_NONE, BODY_JSON } route_body;
 typedef struct route {
     const char *method;
     const char *pattern; /* "/v1/jobs/{}/ack": {} takes one segment */
     route_fn fn;
     int roles;
+    const char *query;
+    route_body body;
 } route;
 
 /* Job JSON.  wait: why the job is not handed out now ("waiting"), or NULL
@@ -470,6 +478,22 @@ bool req_str(http_req *req, json_t *obj, const char *key, const char **out, bool
 bool req_int(http_req *req, json_t *obj, const char *key, long long *out, bool *present,
              long long min, long long max);
 bool req_bool(http_req *req, json_t *obj, const char *key, bool *out, bool *present);
+/* Refuses (400 naming it) a member of obj that is null.  For the bodies
+ * where leaving a field out widens what the request acts on (a filter's
+ * "any", a pause's "every tenant"): an explicit null, an unset variable in
+ * the client, must not widen it too. */
+bool req_no_null(http_req *req, json_t *obj);
+/* Names read from a request, each checked by its kind's one rule
+ * (engine_check_name; SEMANTICS.md, "Names"), replying 400 naming the
+ * field otherwise.  req_name reads a member of obj (absent: *out NULL; null
+ * or not a string: refused); req_query_name a query parameter (absent:
+ * *out NULL) into buf, read whole: a value cut to fit buf is longer than
+ * any name, so the rule refuses it. */
+#define QUERY_NAME_BUF (ENGINE_KEY_MAX + 2)
+bool req_name_ok(http_req *req, engine_name_kind kind, const char *field, const char *s);
+bool req_name(http_req *req, json_t *obj, const char *key, engine_name_kind kind, const char **out);
+bool req_query_name(http_req *req, const char *name, engine_name_kind kind,
+                    char buf[QUERY_NAME_BUF], const char **out);
 /* Canonical JSON text (keys sorted, compact); malloc'd. */
 char *canonical_json(const json_t *v);
 

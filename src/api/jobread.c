@@ -657,9 +657,12 @@ static int tree_names(json_t *body, const char *key, bool required, char ***out,
                       engine_err *err)
 {
     json_t *a = json_object_get(body, key);
+    if (!a && !required) return 0;
     if (!a || json_is_null(a)) {
-        if (!required) return 0;
-        engine_errf(err, TENQ_EINVALID, key, "%s is required", key);
+        /* left out, types means every type: a null (an unset variable) is
+         * not read so */
+        engine_errf(err, TENQ_EINVALID, key,
+                    required ? "%s is required" : "%s is null: leave it out (for every one)", key);
         return TENQ_EINVALID;
     }
     if (!json_is_array(a) || json_array_size(a) == 0 || json_array_size(a) > MAX_QUEUES) {
@@ -749,6 +752,7 @@ bool lease_read_text(const char *text, size_t len, lease_in *in)
     }
 #define HAS(f) ((seen & (1u << (f))) && !tq_span_null(fv[f]))
     if (rc < 0 || !HAS(L_QUEUES)) return false;
+    if ((seen & (1u << L_TYPES)) && !HAS(L_TYPES)) return false; /* null: lease_read refuses */
     if (HAS(L_MAX) && (!text_int(fv[L_MAX], &in->max) || in->max < 1 || in->max > LEASE_MAX))
         return false;
     if (HAS(L_WAIT) &&

@@ -6,58 +6,68 @@
 #include <stdarg.h>
 /* ---- routes -------------------------------------------------------------------- */
 
+/* Each route with the query parameters it takes and whether it reads a
+ * body (internal.h, route).  ANY_QUERY is for the dashboard's pages, which
+ * a browser opens with whatever query a link carries (a tracking tag), and
+ * for liveness and readiness, which must never fail a probe while the
+ * process answers (a probe configured with a query would restart it); they
+ * read none.  tests/integration/test_protocol.py reads this table
+ * (EveryRoute): every route is called with what it does not take. */
+#define ANY_QUERY NULL
 static const route routes[] = {
-    {"POST", "/v1/jobs", h_submit, ROLE_ADMIN | ROLE_TENANT},
-    {"GET", "/v1/jobs", h_list_jobs, ROLE_ADMIN | ROLE_TENANT},
-    {"POST", "/v1/jobs/bulk", h_jobs_bulk, ROLE_ADMIN | ROLE_TENANT},
-    {"GET", "/v1/jobs/{}", h_get_job, ROLES_ALL},
-    {"GET", "/v1/jobs/{}/wait", h_wait_job, ROLE_ADMIN | ROLE_TENANT},
-    {"GET", "/v1/jobs/{}/attempts", h_job_attempts, ROLES_ALL},
-    {"GET", "/v1/jobs/{}/parents", h_job_parents, ROLES_ALL},
-    {"POST", "/v1/jobs/{}/cancel", h_cancel, ROLE_ADMIN | ROLE_TENANT},
-    {"POST", "/v1/lease", h_lease, ROLE_ADMIN | ROLE_WORKER},
-    {"POST", "/v1/jobs/{}/start", h_start, ROLE_ADMIN | ROLE_WORKER},
-    {"POST", "/v1/jobs/{}/heartbeat", h_heartbeat, ROLE_ADMIN | ROLE_WORKER},
-    {"POST", "/v1/jobs/{}/ack", h_ack, ROLE_ADMIN | ROLE_WORKER},
-    {"POST", "/v1/jobs/{}/fail", h_fail, ROLE_ADMIN | ROLE_WORKER},
-    {"POST", "/v1/outcomes", h_outcomes, ROLE_ADMIN | ROLE_WORKER},
-    {"GET", "/v1/settings", h_settings, ROLES_ALL},
-    {"GET", "/v1/tenants", h_tenants, ROLE_ADMIN | ROLE_TENANT},
-    {"GET", "/v1/tenants/{}", h_tenant_get, ROLE_ADMIN | ROLE_TENANT},
-    {"PUT", "/v1/tenants/{}", h_tenant_put, ROLE_ADMIN},
-    {"GET", "/v1/queues", h_queues, ROLES_ALL},
-    {"GET", "/v1/queues/{}", h_queue_get, ROLES_ALL},
-    {"PUT", "/v1/queues/{}", h_queue_put, ROLE_ADMIN},
-    {"POST", "/v1/queues/{}/pause", h_queue_pause, ROLE_ADMIN | ROLE_TENANT},
-    {"POST", "/v1/queues/{}/resume", h_queue_resume, ROLE_ADMIN | ROLE_TENANT},
-    {"GET", "/v1/schedules", h_schedules, ROLE_ADMIN | ROLE_TENANT},
-    {"GET", "/v1/schedules/{}", h_schedule_get, ROLE_ADMIN | ROLE_TENANT},
-    {"PUT", "/v1/schedules/{}", h_schedule_put, ROLE_ADMIN | ROLE_TENANT},
-    {"DELETE", "/v1/schedules/{}", h_schedule_delete, ROLE_ADMIN | ROLE_TENANT},
-    {"POST", "/v1/schedules/{}/pause", h_schedule_pause, ROLE_ADMIN | ROLE_TENANT},
-    {"POST", "/v1/schedules/{}/resume", h_schedule_resume, ROLE_ADMIN | ROLE_TENANT},
-    {"POST", "/v1/batches", h_batch_create, ROLE_ADMIN | ROLE_TENANT},
-    {"GET", "/v1/batches", h_batches, ROLE_ADMIN | ROLE_TENANT},
-    {"GET", "/v1/batches/{}", h_batch_get, ROLE_ADMIN | ROLE_TENANT},
-    {"POST", "/v1/batches/{}/jobs", h_batch_add, ROLE_ADMIN | ROLE_TENANT},
-    {"GET", "/v1/morgue", h_morgue, ROLE_ADMIN | ROLE_TENANT},
-    {"POST", "/v1/morgue/requeue", h_morgue_requeue_where, ROLE_ADMIN | ROLE_TENANT},
-    {"POST", "/v1/morgue/delete", h_morgue_delete_where, ROLE_ADMIN | ROLE_TENANT},
-    {"POST", "/v1/morgue/{}/requeue", h_morgue_requeue, ROLE_ADMIN | ROLE_TENANT},
-    {"DELETE", "/v1/morgue/{}", h_morgue_delete, ROLE_ADMIN | ROLE_TENANT},
-    {"GET", "/v1/tokens", h_tokens, ROLE_ADMIN},
-    {"POST", "/v1/tokens", h_token_create, ROLE_ADMIN},
-    {"DELETE", "/v1/tokens/{}", h_token_revoke, ROLE_ADMIN},
-    {"GET", "/v1/stats", h_stats, ROLES_ALL},
-    {"GET", "/v1/stats/history", h_stats_history, ROLE_ADMIN},
-    {"GET", "/v1/workers", h_workers, ROLE_ADMIN},
-    {"GET", "/v1/lanes", h_lanes, ROLE_ADMIN | ROLE_TENANT},
-    {"GET", "/v1/whoami", h_whoami, ROLES_ALL},
-    {"GET", "/metrics", h_metrics, ROLE_ADMIN},
-    {"GET", "/healthz", h_healthz, 0},
-    {"GET", "/readyz", h_readyz, 0},
-    {"GET", "/", h_dashboard, 0},
-    {"GET", "/ui/{}", h_dashboard, 0},
+    {"POST", "/v1/jobs", h_submit, ROLE_ADMIN | ROLE_TENANT, "", BODY_JSON},
+    {"GET", "/v1/jobs", h_list_jobs, ROLE_ADMIN | ROLE_TENANT,
+     "tenant queue type state key args after_id limit", BODY_NONE},
+    {"POST", "/v1/jobs/bulk", h_jobs_bulk, ROLE_ADMIN | ROLE_TENANT, "", BODY_JSON},
+    {"GET", "/v1/jobs/{}", h_get_job, ROLES_ALL, "", BODY_NONE},
+    {"GET", "/v1/jobs/{}/wait", h_wait_job, ROLE_ADMIN | ROLE_TENANT, "timeout_ms", BODY_NONE},
+    {"GET", "/v1/jobs/{}/attempts", h_job_attempts, ROLES_ALL, "", BODY_NONE},
+    {"GET", "/v1/jobs/{}/parents", h_job_parents, ROLES_ALL, "", BODY_NONE},
+    {"POST", "/v1/jobs/{}/cancel", h_cancel, ROLE_ADMIN | ROLE_TENANT, "", BODY_NONE},
+    {"POST", "/v1/lease", h_lease, ROLE_ADMIN | ROLE_WORKER, "", BODY_JSON},
+    {"POST", "/v1/jobs/{}/start", h_start, ROLE_ADMIN | ROLE_WORKER, "", BODY_JSON},
+    {"POST", "/v1/jobs/{}/heartbeat", h_heartbeat, ROLE_ADMIN | ROLE_WORKER, "", BODY_JSON},
+    {"POST", "/v1/jobs/{}/ack", h_ack, ROLE_ADMIN | ROLE_WORKER, "", BODY_JSON},
+    {"POST", "/v1/jobs/{}/fail", h_fail, ROLE_ADMIN | ROLE_WORKER, "", BODY_JSON},
+    {"POST", "/v1/outcomes", h_outcomes, ROLE_ADMIN | ROLE_WORKER, "", BODY_JSON},
+    {"GET", "/v1/settings", h_settings, ROLES_ALL, "", BODY_NONE},
+    {"GET", "/v1/tenants", h_tenants, ROLE_ADMIN | ROLE_TENANT, "", BODY_NONE},
+    {"GET", "/v1/tenants/{}", h_tenant_get, ROLE_ADMIN | ROLE_TENANT, "", BODY_NONE},
+    {"PUT", "/v1/tenants/{}", h_tenant_put, ROLE_ADMIN, "", BODY_JSON},
+    {"GET", "/v1/queues", h_queues, ROLES_ALL, "", BODY_NONE},
+    {"GET", "/v1/queues/{}", h_queue_get, ROLES_ALL, "", BODY_NONE},
+    {"PUT", "/v1/queues/{}", h_queue_put, ROLE_ADMIN, "", BODY_JSON},
+    {"POST", "/v1/queues/{}/pause", h_queue_pause, ROLE_ADMIN | ROLE_TENANT, "", BODY_JSON},
+    {"POST", "/v1/queues/{}/resume", h_queue_resume, ROLE_ADMIN | ROLE_TENANT, "", BODY_JSON},
+    {"GET", "/v1/schedules", h_schedules, ROLE_ADMIN | ROLE_TENANT, "tenant runs", BODY_NONE},
+    {"GET", "/v1/schedules/{}", h_schedule_get, ROLE_ADMIN | ROLE_TENANT, "", BODY_NONE},
+    {"PUT", "/v1/schedules/{}", h_schedule_put, ROLE_ADMIN | ROLE_TENANT, "", BODY_JSON},
+    {"DELETE", "/v1/schedules/{}", h_schedule_delete, ROLE_ADMIN | ROLE_TENANT, "", BODY_NONE},
+    {"POST", "/v1/schedules/{}/pause", h_schedule_pause, ROLE_ADMIN | ROLE_TENANT, "", BODY_NONE},
+    {"POST", "/v1/schedules/{}/resume", h_schedule_resume, ROLE_ADMIN | ROLE_TENANT, "", BODY_NONE},
+    {"POST", "/v1/batches", h_batch_create, ROLE_ADMIN | ROLE_TENANT, "", BODY_JSON},
+    {"GET", "/v1/batches", h_batches, ROLE_ADMIN | ROLE_TENANT, "tenant limit before", BODY_NONE},
+    {"GET", "/v1/batches/{}", h_batch_get, ROLE_ADMIN | ROLE_TENANT, "", BODY_NONE},
+    {"POST", "/v1/batches/{}/jobs", h_batch_add, ROLE_ADMIN | ROLE_TENANT, "", BODY_JSON},
+    {"GET", "/v1/morgue", h_morgue, ROLE_ADMIN | ROLE_TENANT, "tenant queue type sort limit after",
+     BODY_NONE},
+    {"POST", "/v1/morgue/requeue", h_morgue_requeue_where, ROLE_ADMIN | ROLE_TENANT, "", BODY_JSON},
+    {"POST", "/v1/morgue/delete", h_morgue_delete_where, ROLE_ADMIN | ROLE_TENANT, "", BODY_JSON},
+    {"POST", "/v1/morgue/{}/requeue", h_morgue_requeue, ROLE_ADMIN | ROLE_TENANT, "", BODY_NONE},
+    {"DELETE", "/v1/morgue/{}", h_morgue_delete, ROLE_ADMIN | ROLE_TENANT, "", BODY_NONE},
+    {"GET", "/v1/tokens", h_tokens, ROLE_ADMIN, "", BODY_NONE},
+    {"POST", "/v1/tokens", h_token_create, ROLE_ADMIN, "", BODY_JSON},
+    {"DELETE", "/v1/tokens/{}", h_token_revoke, ROLE_ADMIN, "", BODY_NONE},
+    {"GET", "/v1/stats", h_stats, ROLES_ALL, "", BODY_NONE},
+    {"GET", "/v1/stats/history", h_stats_history, ROLE_ADMIN, "", BODY_NONE},
+    {"GET", "/v1/workers", h_workers, ROLE_ADMIN, "", BODY_NONE},
+    {"GET", "/v1/lanes", h_lanes, ROLE_ADMIN | ROLE_TENANT, "limit", BODY_NONE},
+    {"GET", "/v1/whoami", h_whoami, ROLES_ALL, "", BODY_NONE},
+    {"GET", "/metrics", h_metrics, ROLE_ADMIN, "", BODY_NONE},
+    {"GET", "/healthz", h_healthz, 0, ANY_QUERY, BODY_NONE},
+    {"GET", "/readyz", h_readyz, 0, ANY_QUERY, BODY_NONE},
+    {"GET", "/", h_dashboard, 0, ANY_QUERY, BODY_NONE},
+    {"GET", "/ui/{}", h_dashboard, 0, ANY_QUERY, BODY_NONE},
 };
 
 #define NROUTES  (sizeof(routes) / sizeof(routes[0]))
@@ -149,6 +159,82 @@ void reply_engine_err(http_req *req, const engine_err *err)
     reply_error(req, err->code, err->field, "%s", err->message);
 }
 
+/* ---- what a route does not read ------------------------------------------------------------ */
+
+/* Whether the space-separated list has the name k[0..n). */
+static bool listed(const char *list, const char *k, size_t n)
+{
+    for (const char *p = list; *p;) {
+        size_t len = strcspn(p, " ");
+        if (len == n && memcmp(p, k, n) == 0) return true;
+        p += len + (p[len] == ' ');
+    }
+    return false;
+}
+
+/* A query parameter the route does not take, or one given twice, is
+ * refused (400 naming it): a typo never passes silently, and a filter
+ * never goes unread. */
+static bool query_ok(http_req *req, const route *rt)
+{
+    if (!rt->query) return true;
+    for (const char *p = req->query; *p;) {
+        size_t seg = strcspn(p, "&"), kl = strcspn(p, "&=");
+        const char *next = p + seg + (p[seg] == '&');
+        if (seg == 0) { /* "a=1&&b=2", a trailing '&' */
+            p = next;
+            continue;
+        }
+        bool twice = false;
+        for (const char *q = next; *q && !twice;) {
+            size_t qs = strcspn(q, "&");
+            twice = strcspn(q, "&=") == kl && memcmp(q, p, kl) == 0;
+            q += qs + (q[qs] == '&');
+        }
+        if (!listed(rt->query, p, kl) || twice) {
+            char name[80];
+            snprintf(name, sizeof name, "%.*s", (int)(kl < 64 ? kl : 64), p);
+            if (twice)
+                reply_error(req, TENQ_EINVALID, name, "the query parameter %s is given twice",
+                            name);
+            else if (!*rt->query)
+                reply_error(req, TENQ_EINVALID, name, "%s %s takes no query parameters (%s)",
+                            rt->method, rt->pattern, name);
+            else
+                reply_error(req, TENQ_EINVALID, name, "unknown query parameter %s: %s %s takes %s",
+                            name, rt->method, rt->pattern, rt->query);
+            return false;
+        }
+        p = next;
+    }
+    return true;
+}
+
+/* A route that reads no body takes none, or an empty object (what some
+ * clients send with every POST); anything else is refused, naming the
+ * member when it is an object's. */
+static bool no_body_ok(http_req *req, const route *rt)
+{
+    if (rt->body != BODY_NONE || req->body_len == 0) return true;
+    json_error_t jerr;
+    json_t *v = json_loadb(req->body, req->body_len, 0, &jerr);
+    if (!v) { /* req_body words it (a number too big names its field) */
+        json_decref(req_body(req));
+        return false;
+    }
+    bool ok = json_is_object(v) && json_object_size(v) == 0;
+    if (json_is_object(v) && !ok) {
+        const char *k = json_object_iter_key(json_object_iter(v));
+        reply_error(req, TENQ_EINVALID, k, "unknown field \"%s\": %s %s takes no body", k,
+                    rt->method, rt->pattern);
+    } else if (!ok) {
+        reply_error(req, TENQ_EINVALID, NULL, "%s %s takes no body (or an empty object {})",
+                    rt->method, rt->pattern);
+    }
+    json_decref(v);
+    return ok;
+}
+
 /* ---- requests ----------------------------------------------------------------------------- */
 
 void srv_on_request(void *ctx, http_req *req)
@@ -216,6 +302,10 @@ void srv_on_request(void *ctx, http_req *req)
                                                  : "admin");
             return;
         }
+    }
+    if (!query_ok(req, rt) || !no_body_ok(req, rt)) {
+        s->n_errors++;
+        return;
     }
     bool mutating = strcmp(method, "GET") != 0;
     if (mutating && (s->stopping || !srv_serving(s))) {

@@ -16,8 +16,9 @@ int cmd_bulk(cli *c, int argc, char **argv)
         {"type", "TYPE", "this type's", &type, NULL},
         {"key", "KEY", "this lane's", &key, NULL},
         {"state", "STATE",
-         "this state's (cancel, retry_now, set_priority: an unfinished one; "
-         "delete: succeeded, cancelled or merged)",
+         "this state's, one its action applies to (cancel: waiting, scheduled, blocked, "
+         "ready, leased or running; retry_now: scheduled; set_priority: waiting, scheduled, "
+         "blocked or ready; delete: succeeded, cancelled or merged)",
          &state, NULL},
         {"created-after", "TIME", "made at or after (ms since the epoch, or RFC 3339)", &after,
          NULL},

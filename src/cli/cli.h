@@ -103,9 +103,11 @@ bool cli_json(cli *c, const char *flag, const char *v, json_t **out);
 int64_t cli_now_ms(void);
 
 /* ---- output.c ---- */
-/* Appends key=value (escaped) to a path's query; "&" or "?" as needed. */
+/* Appends key=value (escaped) to a path's query; "&" or "?" as needed.
+ * A value that does not fit ends the command (a usage error): never cut,
+ * never left out. */
 void cli_query(char *path, size_t cap, const char *key, const char *val);
-/* prefix followed by segment, escaped ("/v1/queues/" + name). */
+/* prefix followed by segment, escaped ("/v1/queues/" + name); the same. */
 void cli_path(char *path, size_t cap, const char *prefix, const char *segment);
 /* "2026-11-21 23:40:32.123Z", or "-" for 0. */
 void cli_fmt_time(int64_t ms, char *buf, size_t n);

@@ -9,11 +9,17 @@
 #include <time.h>
 
 /* Appends val percent-escaped at path[len]; the CLI links only libtenq's
- * public API, so it escapes on its own. */
-static void escape_into(char *path, size_t cap, size_t len, const char *val)
+ * public API, so it escapes on its own.  A value that does not fit is
+ * never cut or left out (a filter cut short, or dropped, would match more
+ * than was asked): the command stops with a usage error. */
+static void escape_into(char *path, size_t cap, size_t len, const char *what, const char *val)
 {
     static const char hex[] = "0123456789ABCDEF";
-    for (const unsigned char *v = (const unsigned char *)val; *v && len + 4 < cap; v++) {
+    for (const unsigned char *v = (const unsigned char *)val; *v; v++) {
+        if (len + 4 >= cap) {
+            fprintf(stderr, "tenq: %s: too long (%zu bytes)\n", what, strlen(val));
+            exit(CLI_USAGE);
+        }
         if (isalnum(*v) || strchr("-_.~", *v)) {
             path[len++] = (char)*v;
         } else {
@@ -29,18 +35,21 @@ void cli_query(char *path, size_t cap, const char *key, const char *val)
 {
     if (!val) return;
     size_t len = strlen(path), kl = strlen(key);
-    if (len + kl + 3 > cap) return;
+    if (len + kl + 3 > cap) {
+        fprintf(stderr, "tenq: %s: the request's path is too long\n", key);
+        exit(CLI_USAGE);
+    }
     path[len++] = strchr(path, '?') ? '&' : '?';
     memcpy(path + len, key, kl);
     len += kl;
     path[len++] = '=';
-    escape_into(path, cap, len, val);
+    escape_into(path, cap, len, key, val);
 }
 
 void cli_path(char *path, size_t cap, const char *prefix, const char *segment)
 {
     snprintf(path, cap, "%s", prefix);
-    escape_into(path, cap, strlen(path), segment);
+    escape_into(path, cap, strlen(path), "name", segment);
 }
 
 void cli_fmt_time(int64_t ms, char *buf, size_t n)

@@ -18,8 +18,7 @@ static bool job_matches(const job *j, const engine_job_filter *f)
     return true;
 }
 
-/* The states each action applies to. */
-static uint32_t action_states(engine_bulk_action a)
+uint32_t engine_bulk_states(engine_bulk_action a)
 {
 #define S(x) (1u << ENGINE_##x)
     switch (a) {
@@ -83,10 +82,10 @@ size_t engine_bulk(engine_t *e, int64_t now, const engine_job_filter *f, engine_
                    int32_t priority, bool dry_run, size_t max, size_t *changed)
 {
     ptr_vec v = {0};
-    gather g = {f, action_states(a), &v, max};
+    gather g = {f, engine_bulk_states(a), &v, max};
     if (f->states) g.states &= f->states;
     idtab_foreach(&e->jobs, gather_one, &g);
-    qsort(v.v, v.n, sizeof(void *), cmp_id);
+    if (v.n) qsort(v.v, v.n, sizeof(void *), cmp_id); /* (v.v is NULL when none matched) */
     size_t done = 0;
     for (size_t i = 0; i < v.n && !dry_run; i++) {
         job *j = v.v[i];

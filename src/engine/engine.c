@@ -94,6 +94,44 @@ bool engine_name_valid(const char *s)
     return n >= 1;
 }
 
+/* 1 to max bytes, none a control character (nor a space, unless allowed). */
+static bool text_valid(const char *s, size_t max, bool allow_space)
+{
+    if (!s) return false;
+    size_t n = 0;
+    for (; s[n]; n++) {
+        unsigned char ch = (unsigned char)s[n];
+        if (ch < 0x20 || ch == 0x7f || (!allow_space && ch == ' ')) return false;
+        if (n >= max) return false;
+    }
+    return n >= 1;
+}
+
+bool engine_type_valid(const char *s)
+{
+    return text_valid(s, ENGINE_TYPE_MAX, false);
+}
+
+bool engine_key_valid(const char *s)
+{
+    return text_valid(s, ENGINE_KEY_MAX, true);
+}
+
+int engine_check_name(engine_name_kind kind, const char *field, const char *s, engine_err *err)
+{
+    static const struct {
+        bool (*valid)(const char *);
+        const char *rule;
+    } rules[] = {
+        [ENGINE_NAME] = {engine_name_valid, "names are 1-64 of A-Z a-z 0-9 . _ -"},
+        [ENGINE_TYPE] = {engine_type_valid, "1-128 printable characters without spaces"},
+        [ENGINE_KEY] = {engine_key_valid, "1-256 bytes without control characters"},
+    };
+    if (rules[kind].valid(s)) return 0;
+    engine_errf(err, TENQ_EINVALID, field, "%s: %s", field, rules[kind].rule);
+    return TENQ_EINVALID;
+}
+
 /* ---- create / destroy --------------------------------------------------- */
 
 engine_t *engine_create(const engine_config *cfg)

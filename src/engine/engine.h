@@ -193,8 +193,18 @@ extern const size_t engine_tenant_setting_count;
  * 0 or 1), and the same set. */
 long long engine_setting_get(const tq_setting *s, const void *settings);
 void engine_setting_set(const tq_setting *s, void *settings, long long v);
-/* Name rules: [A-Za-z0-9._-]{1,64} for tenants and queues. */
+/* Name rules (SEMANTICS.md, "Names"), one function per kind of name,
+ * used wherever a name is read: [A-Za-z0-9._-]{1,64} for tenants and
+ * queues (and schedules); 1-128 bytes, no control character or space, for
+ * types; 1-256 bytes, no control character, for keys (key, unique_key,
+ * idempotency_key).  NULL is none of them. */
 bool engine_name_valid(const char *s);
+bool engine_type_valid(const char *s);
+bool engine_key_valid(const char *s);
+typedef enum { ENGINE_NAME, ENGINE_TYPE, ENGINE_KEY } engine_name_kind;
+/* 0 when s keeps its kind's rule, else TENQ_EINVALID with err naming
+ * field, in the rule's one wording ("queue: names are 1-64 of ..."). */
+int engine_check_name(engine_name_kind kind, const char *field, const char *s, engine_err *err);
 /* A W3C trace context (traceparent): version-traceid-parentid-flags in
  * lowercase hex, 2-32-16-2 digits, version not ff, neither id all zeros. */
 bool engine_traceparent_valid(const char *s);
@@ -463,6 +473,8 @@ typedef enum {
                           */
 } engine_bulk_action;
 
+/* The states an action applies to (bits 1 << engine_state). */
+uint32_t engine_bulk_states(engine_bulk_action a);
 /* Applies the action to up to `max` matching jobs the action applies to,
  * lowest ids first (none when dry_run); returns how many matched and sets
  * *changed to how many it changed.  O(resident jobs). */

@@ -323,42 +323,30 @@ int engine_load_idem(engine_t *e, const engine_idem_info *i, engine_err *err)
 
 /* ---- validation ------------------------------------------------------------- */
 
-static bool text_valid(const char *s, size_t max, bool allow_space)
-{
-    size_t n = 0;
-    for (; s[n]; n++) {
-        unsigned char ch = (unsigned char)s[n];
-        if (ch < 0x20 || ch == 0x7f || (!allow_space && ch == ' ')) return false;
-        if (n >= max) return false;
-    }
-    return n >= 1;
-}
-
 static int submit_check(engine_t *e, int64_t now, const engine_submit_req *r,
                         const engine_queue_settings *qs, engine_err *err)
 {
     (void)e;
-    if (!r->tenant || !engine_name_valid(r->tenant)) {
-        engine_errf(err, TENQ_EINVALID, "tenant",
-                    r->tenant ? "tenant names are 1-64 of A-Z a-z 0-9 . _ -"
-                              : "tenant is required");
-        return TENQ_EINVALID;
-    }
-    if (!r->queue || !engine_name_valid(r->queue)) {
-        engine_errf(err, TENQ_EINVALID, "queue",
-                    r->queue ? "queue names are 1-64 of A-Z a-z 0-9 . _ -" : "queue is required");
-        return TENQ_EINVALID;
-    }
-    if (!r->type || !text_valid(r->type, ENGINE_TYPE_MAX, false)) {
-        engine_errf(err, TENQ_EINVALID, "type",
-                    r->type ? "type must be 1-128 printable characters without spaces"
-                            : "type is required");
-        return TENQ_EINVALID;
-    }
-    if (r->key && !text_valid(r->key, ENGINE_KEY_MAX, true)) {
-        engine_errf(err, TENQ_EINVALID, "key",
-                    "key must be 1-256 bytes without control characters");
-        return TENQ_EINVALID;
+    static const struct {
+        const char *field;
+        size_t at;
+        engine_name_kind kind;
+        bool required;
+    } names[] = {
+        {"tenant", offsetof(engine_submit_req, tenant), ENGINE_NAME, true},
+        {"queue", offsetof(engine_submit_req, queue), ENGINE_NAME, true},
+        {"type", offsetof(engine_submit_req, type), ENGINE_TYPE, true},
+        {"key", offsetof(engine_submit_req, key), ENGINE_KEY, false},
+        {"unique_key", offsetof(engine_submit_req, unique_key), ENGINE_KEY, false},
+        {"idempotency_key", offsetof(engine_submit_req, idempotency_key), ENGINE_KEY, false},
+    };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        const char *v = *(const char *const *)((const char *)r + names[i].at);
+        if (!v && names[i].required) {
+            engine_errf(err, TENQ_EINVALID, names[i].field, "%s is required", names[i].field);
+            return TENQ_EINVALID;
+        }
+        if (v && engine_check_name(names[i].kind, names[i].field, v, err)) return TENQ_EINVALID;
     }
     if (r->args && r->args_len > qs->max_payload_bytes) {
         engine_errf(err, TENQ_ETOO_LARGE, "args", "args are %u bytes; this queue takes at most %u",
@@ -374,16 +362,6 @@ static int submit_check(engine_t *e, int64_t now, const engine_submit_req *r,
     if (r->run_at < 0 || r->run_at > now + ENGINE_RUN_AT_HORIZON_MS) {
         engine_errf(err, TENQ_EINVALID, "run_at",
                     "run_at must be milliseconds since the epoch, at most 10 years ahead");
-        return TENQ_EINVALID;
-    }
-    if (r->unique_key && !text_valid(r->unique_key, ENGINE_KEY_MAX, true)) {
-        engine_errf(err, TENQ_EINVALID, "unique_key",
-                    "unique_key must be 1-256 bytes without control characters");
-        return TENQ_EINVALID;
-    }
-    if (r->idempotency_key && !text_valid(r->idempotency_key, ENGINE_KEY_MAX, true)) {
-        engine_errf(err, TENQ_EINVALID, "idempotency_key",
-                    "idempotency_key must be 1-256 bytes without control characters");
         return TENQ_EINVALID;
     }
     if (r->traceparent && !engine_traceparent_valid(r->traceparent)) {

@@ -7,10 +7,7 @@ int engine_tenant_set(engine_t *e, int64_t now, const char *name, const engine_t
                       engine_err *err)
 {
     (void)now;
-    if (!engine_name_valid(name)) {
-        engine_errf(err, TENQ_EINVALID, "name", "tenant names are 1-64 of A-Z a-z 0-9 . _ -");
-        return TENQ_EINVALID;
-    }
+    if (engine_check_name(ENGINE_NAME, "name", name, err)) return TENQ_EINVALID;
     int rc = engine_tenant_settings_check(s, err);
     if (rc) return rc;
     tenant *t = engine_tenant_get_or_create(e, name);
@@ -101,10 +98,7 @@ int engine_queue_set(engine_t *e, int64_t now, const char *name, const engine_qu
                      engine_err *err)
 {
     (void)now;
-    if (!engine_name_valid(name)) {
-        engine_errf(err, TENQ_EINVALID, "name", "queue names are 1-64 of A-Z a-z 0-9 . _ -");
-        return TENQ_EINVALID;
-    }
+    if (engine_check_name(ENGINE_NAME, "name", name, err)) return TENQ_EINVALID;
     int rc = engine_queue_settings_check(s, err);
     if (rc) return rc;
     queue *q = engine_queue_get_or_create(e, name);
@@ -170,14 +164,9 @@ int engine_pause_tenant(engine_t *e, int64_t now, const char *queue_name, const 
                         bool paused, engine_err *err)
 {
     (void)now;
-    if (!engine_name_valid(queue_name)) {
-        engine_errf(err, TENQ_EINVALID, "queue", "queue names are 1-64 of A-Z a-z 0-9 . _ -");
+    if (engine_check_name(ENGINE_NAME, "queue", queue_name, err) ||
+        engine_check_name(ENGINE_NAME, "tenant", tenant_name, err))
         return TENQ_EINVALID;
-    }
-    if (!engine_name_valid(tenant_name)) {
-        engine_errf(err, TENQ_EINVALID, "tenant", "tenant names are 1-64 of A-Z a-z 0-9 . _ -");
-        return TENQ_EINVALID;
-    }
     if (e->cfg.strict_tenants && !engine_tenant_find(e, tenant_name)) {
         engine_errf(err, TENQ_ENOT_FOUND, "tenant", "no tenant %s", tenant_name);
         return TENQ_ENOT_FOUND;

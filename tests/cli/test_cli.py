@@ -598,7 +598,19 @@ class Admin(Case):
         _, err = self.fails(1, "bulk", "cancel", "--queue", "bulkq", "--state", "dead")
         self.assertIn("tenq: invalid:", err)
 
+    def test_a_filter_too_long_to_send_stops_the_command_rather_than_being_cut(self):
+        self.submit("--tenant", "t-long", "--queue", "q-long", "--type", "t")
+        # the key fills the request's path: the state after it would be left out
+        _, err = self.fails(2, "jobs", "--queue", "q-long", "--key", "%" * 700, "--state",
+                            "dead")
+        self.assertIn("too long", err)
+        _, err = self.fails(2, "queue", "show", "q" * 3000)
+        self.assertIn("too long", err)
+
     def test_queue_pause_and_resume(self):
+        _, err = self.fails(1, "queue", "pause", "q-pause")  # a queue not made yet
+        self.assertIn("tenq: not_found: no queue q-pause", err)
+        self.ok("queue", "set", "q-pause")
         out, _ = self.ok("queue", "pause", "q-pause")
         self.assertRegex(out, r"(?m)^paused\s+true$")
         out, _ = self.ok("queue", "ls")

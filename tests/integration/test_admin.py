@@ -98,6 +98,21 @@ class AdminEndpoints(ServerTest):
         self.assertEqual(self.srv.ok("GET", "/v1/morgue?queue=mq")["jobs"], [])
         self.assertEqual(self.srv.req("GET", "/v1/morgue?sort=size")[0], 400)
         self.assertEqual(self.srv.req("POST", "/v1/morgue/delete", {"q": 1})[0], 400)
+        # the one job's calls take no body but {}
+        d = self.srv.submit(queue="mq-one", tenant="mt")["id"]
+        self.srv.fail(self.srv.lease(["mq-one"])[0], retry=False, error="dead")
+        for body in ({"bogus": 1}, [], "now"):
+            for method, path in (("POST", "/v1/morgue/%d/requeue" % d),
+                                 ("DELETE", "/v1/morgue/%d" % d)):
+                st, b = self.srv.req(method, path, body)
+                self.assertEqual(st, 400, (path, body, b))
+        self.assertEqual(self.srv.job(d)["state"], "dead")
+        self.assertEqual(self.srv.ok("POST", "/v1/morgue/%d/requeue" % d, {})["state"], "ready")
+
+    def test_a_batch_list_filter_is_a_name(self):
+        for q in ("tenant=bad%20name", "tenant=", "tenant=" + "t" * 80, "tenants=acme"):
+            st, b = self.srv.req("GET", "/v1/batches?" + q)
+            self.assertEqual(st, 400, (q, b))
 
     def test_rates_per_queue_and_in_the_totals(self):
         for _ in range(6):
@@ -152,6 +167,16 @@ class Auth(unittest.TestCase):
     @classmethod
     def tearDownClass(cls):
         cls.srv.cleanup()
+
+    def test_a_token_for_no_queues_in_particular_is_not_made_by_a_null(self):
+        before = self.srv.ok("GET", "/v1/tokens", token=self.admin)["tokens"]
+        for body, field in (({"role": "worker", "queues": None}, "queues"),
+                            ({"role": "tenant:bad name"}, "role"),
+                            ({"role": "worker", "queues": ["bad name"]}, "queues"),
+                            ({"role": None}, "role")):
+            st, b = self.srv.req("POST", "/v1/tokens", body, token=self.admin)
+            self.assertEqual((st, b["error"].get("field")), (400, field), (body, b))
+        self.assertEqual(self.srv.ok("GET", "/v1/tokens", token=self.admin)["tokens"], before)
 
     def test_no_token_or_a_bad_token_is_401(self):
         self.assertEqual(self.srv.req("GET", "/v1/stats")[0], 401)

@@ -285,6 +285,11 @@ class Callbacks(BatchTest):
             st, got = self.srv.req("POST", "/v1/batches", body)
             self.assertEqual(st, status, (field, got))
             self.assertEqual(got["error"].get("field"), field, got)
+        # the batch's tenant is a name, checked by the one rule and in its words
+        st, got = self.srv.req("POST", "/v1/batches", {"tenant": "bad name!", "jobs": [
+            {"queue": "xq", "type": "T"}]})
+        self.assertEqual((st, got["error"].get("field")), (400, "tenant"), got)
+        self.assertIn("names are 1-64", got["error"]["message"])
         st, got = self.srv.req("GET", "/v1/batches/99999")
         self.assertEqual(st, 404)
         st, got = self.srv.req("POST", "/v1/batches/99999/jobs", {"jobs": [good]})

@@ -189,6 +189,31 @@ class Schedules(ServerTest):
         self.assertEqual(self.srv.ok("GET", "/v1/schedules/kept")["cron"], a["cron"])
         self.srv.ok("DELETE", "/v1/schedules/kept")
 
+    def test_pause_and_resume_take_no_body_and_a_missed_override_is_refused(self):
+        self.put("c-body", {"cron": "@hourly", "missed": "skip", "job": job_spec("c-body")})
+        for body in ({"bogus": 1}, [], "now", {"missed": "each"}):
+            for verb in ("pause", "resume"):
+                st, b = self.srv.req("POST", "/v1/schedules/c-body/" + verb, body)
+                self.assertEqual(st, 400, (verb, body, b))
+                if isinstance(body, dict):
+                    self.assertEqual(b["error"]["field"], list(body)[0], b)
+        x = self.srv.ok("GET", "/v1/schedules/c-body")
+        self.assertEqual((x["paused"], x["missed"]), (False, "skip"))
+        self.assertTrue(self.srv.ok("POST", "/v1/schedules/c-body/pause", {})["paused"])
+        st, b = self.srv.req("POST", "/v1/schedules/c-body/resume", {"missed": "each"})
+        self.assertEqual((st, b["error"]["field"]), (400, "missed"), b)
+        x = self.srv.ok("GET", "/v1/schedules/c-body")
+        self.assertEqual((x["paused"], x["missed"]), (True, "skip"))
+        self.assertFalse(self.srv.ok("POST", "/v1/schedules/c-body/resume")["paused"])
+        # the list's tenant filter is a name, read whole
+        self.assertEqual(len(self.srv.ok("GET", "/v1/schedules?tenant=acme")["schedules"]) > 0,
+                         True)
+        for q in ("tenant=" + "acme" + "x" * 80, "tenant=", "tenant=bad%20name", "runs=9",
+                  "tenat=acme"):
+            st, b = self.srv.req("GET", "/v1/schedules?" + q)
+            self.assertEqual(st, 400, (q, b))
+        self.srv.ok("DELETE", "/v1/schedules/c-body")
+
     def test_a_refused_tick_is_passed_and_shown(self):
         self.put("refused", {"cron": "@every 1s", "job": job_spec("c-refused", timeout_ms=100000)})
         wait_ticks(self.srv, "c-refused", "refused", 1)

@@ -216,6 +216,58 @@ class ReadAndList(ServerTest):
         self.assertEqual(self.srv.req("GET", "/v1/lanes?limit=-1")[0], 400)
         self.assertEqual(self.srv.req("GET", "/v1/jobs?after_id=x")[0], 400)
 
+    def test_list_filters_are_names_checked_as_everywhere_and_parameters_known(self):
+        self.srv.submit(queue="lf", tenant="lf-t", type="Lf.run", key="k")
+        long_queue = "q" * 300
+        for query, field in (("queue=", "queue"), ("tenant=bad%20name!", "tenant"),
+                             ("queue=" + long_queue, "queue"), ("key=", "key"),
+                             ("type=", "type"), ("type=has%20space", "type"),
+                             ("key=" + "k" * 257, "key"), ("key=a%0Ab", "key"),
+                             ("tenant=" + "t" * 65, "tenant"), ("queue=lf%00x", "queue"),
+                             ("queu=lf", "queu"), ("queue=lf&queue=other", "queue"),
+                             ("after_id=99999999999999999999999", "after_id")):
+            for path in ("/v1/jobs?", "/v1/morgue?") if field != "key" and field != "after_id" \
+                    else ("/v1/jobs?",):
+                st, b = self.srv.req("GET", path + query)
+                self.assertEqual(st, 400, (path + query, b))
+                self.assertEqual(b["error"].get("field"), field, (path + query, b))
+        # a name of 64 characters is a name; the filter is read, not cut
+        st, b = self.srv.req("GET", "/v1/jobs?queue=" + "q" * 64)
+        self.assertEqual((st, b["jobs"]), (200, []))
+        got = self.srv.ok("GET", "/v1/jobs?queue=lf&tenant=lf-t&type=Lf.run&key=k")["jobs"]
+        self.assertEqual(len(got), 1)
+
+    def test_an_integer_beyond_64_bits_names_its_field(self):
+        big = "123456789012345678901234567890"
+        before = self.srv.ok("GET", "/v1/stats")["totals"]["submitted_total"]
+        for path, text, field in (
+                ("/v1/jobs", '{"queue": "bi", "tenant": "a", "type": "T", "priority": %s}' % big,
+                 "priority"),
+                ("/v1/jobs", '{"queue": "bi", "tenant": "a", "type": "T", "run_at": -%s}' % big,
+                 "run_at"),
+                ("/v1/jobs", '{"jobs": [{"queue": "bi", "tenant": "a", "type": "T"}, '
+                             '{"queue": "bi", "tenant": "a", "type": "T", "max_attempts": %s}]}'
+                             % big, "jobs[1].max_attempts"),
+                ("/v1/jobs", '{"queue": "bi", "tenant": "a", "type": "T", "args": {"n": [1, %s]}}'
+                 % big, "args.n[1]"),
+                ("/v1/jobs", '{"queue": "bi", "tenant": "a", "type": "T", "score": 1e999}',
+                 "score"),
+                ("/v1/lease", '{"queues": ["bi"], "max": %s}' % big, "max"),
+                ("/v1/lease", '{"queues": ["bi"], "wait_ms": %s}' % big, "wait_ms"),
+                ("/v1/outcomes", '{"outcomes": [{"id": 1, "token": %s, "ok": true}]}' % big,
+                 "outcomes[0].token"),
+                ("/v1/jobs/1/ack", '{"token": %s}' % big, "token"),
+                ("/v1/jobs/bulk", '{"action": "cancel", "limit": %s}' % big, "limit"),
+                ("/v1/batches", '{"tenant": "a", "jobs": [{"queue": "bi", "type": "T", '
+                                '"priority": %s}]}' % big, "jobs[0].priority")):
+            st, b = self.srv.req("POST", path, text)
+            self.assertEqual(st, 400, (path, text, b))
+            self.assertEqual(b["error"].get("field"), field, (path, text, b))
+        st, b = self.srv.req("PUT", "/v1/queues/bi", '{"lease_ms": %s}' % big)
+        self.assertEqual((st, b["error"].get("field")), (400, "lease_ms"), b)
+        self.assertEqual(self.srv.req("GET", "/v1/queues/bi")[0], 404)
+        self.assertEqual(self.srv.ok("GET", "/v1/stats")["totals"]["submitted_total"], before)
+
     def test_unknown_endpoint_404_and_wrong_method_405(self):
         self.assertEqual(self.srv.req("GET", "/v1/nope")[0], 404)
         self.assertEqual(self.srv.req("DELETE", "/v1/jobs")[0], 405)

@@ -3,13 +3,17 @@
 timeouts (a queue's and a job's own). One server per class, real sockets,
 either store (TENQ_TEST_STORE)."""
 import os
+import re
+import subprocess
 import sys
 import threading
 import time
 import urllib.parse
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from harness import ServerTest, main  # noqa: E402
+from harness import BIN, ServerTest, main  # noqa: E402
+
+API_MD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "docs", "API.md")
 
 
 class Pause(ServerTest):
@@ -55,6 +59,7 @@ class Pause(ServerTest):
         self.srv.ok("POST", "/v1/queues/p-held/resume")
 
     def test_a_waiting_lease_is_answered_when_the_queue_resumes(self):
+        self.srv.ok("PUT", "/v1/queues/p-wake", {})  # (pause takes a queue that exists)
         self.srv.ok("POST", "/v1/queues/p-wake/pause")
         j = self.srv.submit(queue="p-wake")
         out = {}
@@ -86,6 +91,31 @@ class Pause(ServerTest):
         self.assertEqual((q["paused"], q["paused_tenants"]), (False, []))
         self.assertEqual(len(self.srv.lease(["p-bad"])), 1)
 
+    def test_a_null_tenant_is_refused_not_read_as_every_tenant(self):
+        self.srv.submit(queue="p-null", tenant="t1")
+        for verb in ("pause", "resume"):
+            st, b = self.srv.req("POST", "/v1/queues/p-null/" + verb, {"tenant": None})
+            self.assertEqual((st, b["error"].get("field")), (400, "tenant"), b)
+            q = self.queue("p-null")
+            self.assertEqual((q["paused"], q["paused_tenants"]), (False, []))
+        self.srv.ok("POST", "/v1/queues/p-null/pause")
+        st, b = self.srv.req("POST", "/v1/queues/p-null/resume", {"tenant": None})
+        self.assertEqual(st, 400, b)
+        self.assertTrue(self.queue("p-null")["paused"])
+        self.srv.ok("POST", "/v1/queues/p-null/resume")
+
+    def test_pausing_a_queue_that_does_not_exist_is_404_and_makes_nothing(self):
+        for verb in ("pause", "resume"):
+            for body in (None, {"tenant": "p-ghost-tenant"}):
+                st, b = self.srv.req("POST", "/v1/queues/p-ghost/" + verb, body)
+                self.assertEqual((st, b["error"]["code"]), (404, "not_found"), (verb, body, b))
+        self.assertEqual(self.srv.req("GET", "/v1/queues/p-ghost")[0], 404)
+        self.assertEqual(self.srv.req("GET", "/v1/tenants/p-ghost-tenant")[0], 404)
+        names = [q["name"] for q in self.srv.ok("GET", "/v1/queues")["queues"]]
+        self.assertNotIn("p-ghost", names)
+
+ADMIN = "admin-secret-for-tests-0001"
+
 ADMIN = "admin-secret-for-tests-0001"
 
 
@@ -104,6 +134,15 @@ class PauseByTenantToken(ServerTest):
         self.assertEqual([j["id"] for j in self.srv.lease(["p-tok"], max=5, token=ADMIN)], [other["id"]])
         self.srv.ok("POST", "/v1/queues/p-tok/resume", token=tok)
         self.assertEqual([j["id"] for j in self.srv.lease(["p-tok"], max=5, token=ADMIN)], [mine["id"]])
+
+    def test_a_tenant_token_cannot_pause_a_queue_it_does_not_see(self):
+        tok = self.srv.ok("POST", "/v1/tokens", {"role": "tenant:unseen"}, ADMIN)["token"]
+        self.srv.submit(ADMIN, queue="p-hidden", tenant="someone")
+        for verb in ("pause", "resume"):
+            st, b = self.srv.req("POST", "/v1/queues/p-hidden/" + verb, token=tok)
+            self.assertEqual(st, 404, b)
+        q = self.srv.ok("GET", "/v1/queues/p-hidden", token=ADMIN)
+        self.assertEqual((q["paused"], q["paused_tenants"]), (False, []))
 
 
 class PauseAcrossRestarts(ServerTest):
@@ -377,6 +416,67 @@ class Bulk(ServerTest):
         self.assertEqual(self.srv.job(j)["state"], "ready")
 
 
+    def test_bulk_filters_are_names_checked_as_everywhere(self):
+        j = self.srv.submit(queue="b-names", key="k1")["id"]
+        for body, field in (({"queue": ""}, "queue"), ({"tenant": "bad name!"}, "tenant"),
+                            ({"queue": "q" * 300}, "queue"), ({"key": ""}, "key"),
+                            ({"type": ""}, "type"), ({"type": "has space"}, "type"),
+                            ({"key": "k" * 257}, "key"), ({"key": "a\nb"}, "key"),
+                            ({"tenant": "t" * 65}, "tenant")):
+            for action in ("cancel", "delete"):
+                st, b = self.srv.req("POST", "/v1/jobs/bulk", dict(body, action=action))
+                self.assertEqual((st, b["error"].get("field")), (400, field), (body, b))
+        self.assertEqual(self.srv.job(j)["state"], "ready")
+
+    def test_a_null_filter_is_refused_not_read_as_no_filter(self):
+        mine = self.srv.submit(queue="b-null", tenant="t-null")["id"]
+        other = self.srv.submit(queue="b-null-other", tenant="t-other")["id"]
+        for field in ("tenant", "queue", "type", "key", "state", "created_after",
+                      "created_before", "limit", "dry_run", "priority"):
+            st, b = self.srv.req("POST", "/v1/jobs/bulk", {"action": "cancel", "queue": "b-null",
+                                                          field: None} if field != "queue" else
+                                 {"action": "cancel", "tenant": "t-null", "queue": None})
+            self.assertEqual((st, b["error"].get("field")), (400, field), b)
+        st, b = self.srv.req("POST", "/v1/jobs/bulk", {"action": "cancel", "queue": "b-null",
+                                                      "state": []})
+        self.assertEqual((st, b["error"].get("field")), (400, "state"), b)
+        self.assertEqual(self.srv.job(mine)["state"], "ready")
+        self.assertEqual(self.srv.job(other)["state"], "ready")
+
+    def test_each_action_takes_the_states_it_applies_to_as_docs_and_cli_say(self):
+        """The server, `tenq bulk --help` and docs/API.md's table say the
+        same: a state an action does not apply to is 400 naming state."""
+        states = ["waiting", "scheduled", "blocked", "ready", "leased", "running", "succeeded",
+                  "cancelled", "merged", "dead"]
+        help_text = subprocess.run([BIN, "bulk", "--help"], capture_output=True, text=True,
+                                   check=True).stdout
+        from_help = {}
+        for m in re.finditer(r"(cancel|retry_now|set_priority|delete): ([a-z, ]+?)[;)]",
+                             " ".join(help_text.split())):
+            from_help[m.group(1)] = set(re.findall(r"[a-z]+", m.group(2))) - {"or"}
+        with open(API_MD) as f:
+            api = f.read()
+        from_docs = {}
+        for m in re.finditer(r"(?m)^\| `(cancel|retry_now|set_priority|delete)` \| ([^|]+)\|",
+                             api):
+            from_docs[m.group(1)] = set(re.findall(r"`([a-z]+)`", m.group(2)))
+        self.assertEqual(set(from_help), {"cancel", "retry_now", "set_priority", "delete"},
+                         help_text)
+        self.assertEqual(from_docs, from_help)
+        self.srv.submit(queue="b-states")
+        for action, takes in sorted(from_help.items()):
+            for state in states:
+                body = {"action": action, "queue": "b-states", "state": state, "dry_run": True}
+                if action == "set_priority":
+                    body["priority"] = 1
+                st, b = self.srv.req("POST", "/v1/jobs/bulk", body)
+                if state in takes:
+                    self.assertEqual(st, 200, (action, state, b))
+                else:
+                    self.assertEqual((st, b["error"].get("field")), (400, "state"),
+                                     (action, state, b))
+
+
 class BulkByTenantToken(ServerTest):
     server_env = {"TENQ_ADMIN_TOKEN": ADMIN}
 
@@ -447,6 +547,33 @@ class SearchByArgs(ServerTest):
         self.assertEqual(len(got), 2)
         self.assertEqual(self.srv.ok("GET", "/v1/jobs?args=nothing-like-it")["jobs"], [])
 
+
+class MorgueAndLeaseFilters(ServerTest):
+    def dead(self, queue):
+        j = self.srv.submit(queue=queue)["id"]
+        self.srv.fail(self.srv.lease([queue])[0], retry=False, error="x")
+        return j
+
+    def test_morgue_filters_are_names_checked_and_a_null_is_refused(self):
+        d = self.dead("m-names")
+        for body, field in (({"queue": ""}, "queue"), ({"tenant": "bad name!"}, "tenant"),
+                            ({"queue": "q" * 300}, "queue"), ({"type": ""}, "type"),
+                            ({"type": "has space"}, "type"), ({"tenant": None}, "tenant"),
+                            ({"queue": None}, "queue"), ({"type": None}, "type"),
+                            ({"limit": None}, "limit")):
+            for verb in ("requeue", "delete"):
+                st, b = self.srv.req("POST", "/v1/morgue/" + verb, body)
+                self.assertEqual((st, b["error"].get("field")), (400, field), (verb, body, b))
+        self.assertEqual(self.srv.job(d)["state"], "dead")
+
+    def test_lease_types_are_checked_as_types_and_a_null_is_refused(self):
+        j = self.srv.submit(queue="l-types", type="Good.type")["id"]
+        for types, field in (([""], "types"), (["has space"], "types"), (["x" * 129], "types"),
+                             (None, "types")):
+            st, b = self.srv.req("POST", "/v1/lease", {"queues": ["l-types"], "types": types})
+            self.assertEqual((st, b["error"].get("field")), (400, field), (types, b))
+        self.assertEqual(self.srv.job(j)["state"], "ready")
+        self.assertEqual(len(self.srv.lease(["l-types"], types=["Good.type"])), 1)
 
 if __name__ == "__main__":
     main()

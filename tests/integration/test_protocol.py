@@ -4,11 +4,34 @@ connections read and written in pieces, pipelined requests."""
 import json
 import sys
 import os
+import re
 import socket
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from harness import ServerTest, raw_socket, read_until_closed, main  # noqa: E402
+
+ROUTER_C = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "src", "api",
+                        "router.c")
+
+
+def route_table():
+    """The server's routes as its one table (src/api/router.c) lists them:
+    (method, pattern, the query parameters it takes, or None for any, and
+    whether it reads a JSON body). A route added there is covered here."""
+    with open(ROUTER_C) as f:
+        text = f.read()
+    start = text.index("static const route routes[] = {")
+    table = text[start:text.index("\n};", start)]
+    rows = re.findall(r'\{\s*"([A-Z]+)",\s*"([^"]+)",\s*(\w+),\s*([^,{}]+?)'
+                      r'(?:,\s*("[^"]*"|ANY_QUERY))?(?:,\s*(\w+))?\s*\}', table)
+    if len(rows) != table.count("{\"") or not rows:
+        raise AssertionError("router.c's route table did not parse: %d rows" % len(rows))
+    out = []
+    for method, pattern, _fn, _roles, query, body in rows:
+        names = None if query == "ANY_QUERY" else query.strip('"').split() if query else []
+        out.append((method, pattern, names, body == "BODY_JSON"))
+    return out
 
 
 class Protocol(ServerTest):
@@ -293,6 +316,127 @@ class ConnectionIO(ServerTest):
         answers, _ = split_answers(got)
         self.assertEqual(answers, [])  # cut short: never a whole answer
         self.assertTrue(got.startswith(b"HTTP/1.1 200"), got[:40])
+
+
+ROUTE_ADMIN = "admin-secret-for-the-route-table-0001"
+
+
+class EveryRoute(ServerTest):
+    """Every route of the table, called with what it does not read: a query
+    parameter it does not take, a body member it does not know, a body that
+    is not an object. Each is refused (400 naming the parameter or member)
+    and changes nothing; the world is read again after each route."""
+    server_env = {"TENQ_ADMIN_TOKEN": ROUTE_ADMIN}
+
+    # A real thing for each {} of a pattern, by the segment before it (made
+    # in setUpClass); a new kind of segment needs one here.
+    # The body each route would take (absent: {}), so that the only fault
+    # of a request is the one added; and a query it needs (a wait that
+    # would otherwise wait).
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        srv = cls.srv
+
+        def ok(method, path, body=None):
+            return srv.ok(method, path, body, ROUTE_ADMIN)
+        ok("PUT", "/v1/queues/rq", {"lease_ms": 600000, "max_attempts": 1})
+        dead = ok("POST", "/v1/jobs", {"tenant": "acme", "queue": "rq", "type": "T"})["id"]
+        j = srv.lease(["rq"], token=ROUTE_ADMIN)[0]
+        srv.fail(j, ROUTE_ADMIN, error="boom")
+        ok("POST", "/v1/jobs", {"tenant": "acme", "queue": "rq", "type": "T"})
+        held = ok("POST", "/v1/jobs", {"tenant": "acme", "queue": "rq", "type": "T"})["id"]
+        leased = srv.lease(["rq"], token=ROUTE_ADMIN)[0]
+        ok("POST", "/v1/jobs", {"tenant": "acme", "queue": "rq", "type": "T", "key": "k1"})
+        ok("PUT", "/v1/schedules/rs", {"cron": "0 0 1 1 *", "job": {
+            "tenant": "acme", "queue": "rq", "type": "T"}})
+        batch = ok("POST", "/v1/batches", {"tenant": "acme", "jobs": [
+            {"queue": "other", "type": "T"}]})["id"]
+        token = ok("POST", "/v1/tokens", {"role": "worker"})["id"]
+        assert dead != held
+        cls.fill = {"jobs": leased["id"], "tenants": "acme", "queues": "rq", "schedules": "rs",
+                    "batches": batch, "morgue": dead, "tokens": token, "ui": "app.js"}
+        tok = leased["token"]
+        cls.bodies = {
+            ("POST", "/v1/jobs"): {"tenant": "acme", "queue": "rq", "type": "T"},
+            ("POST", "/v1/jobs/bulk"): {"action": "set_priority", "priority": 5, "queue": "rq"},
+            ("POST", "/v1/lease"): {"queues": ["rq"], "max": 5},
+            ("POST", "/v1/jobs/{}/start"): {"token": tok},
+            ("POST", "/v1/jobs/{}/heartbeat"): {"token": tok, "progress": 0.5},
+            ("POST", "/v1/jobs/{}/ack"): {"token": tok},
+            ("POST", "/v1/jobs/{}/fail"): {"token": tok, "error": "x"},
+            ("POST", "/v1/outcomes"): {"outcomes": [{"id": leased["id"], "token": tok,
+                                                     "ok": True}]},
+            ("PUT", "/v1/tenants/{}"): {"weight": 3},
+            ("PUT", "/v1/queues/{}"): {"max_attempts": 7},
+            ("PUT", "/v1/schedules/{}"): {"cron": "0 0 2 1 *", "job": {
+                "tenant": "acme", "queue": "rq", "type": "T2"}},
+            ("POST", "/v1/batches"): {"tenant": "acme", "jobs": [{"queue": "rq", "type": "T"}]},
+            ("POST", "/v1/batches/{}/jobs"): {"jobs": [{"queue": "rq", "type": "T"}]},
+            ("POST", "/v1/morgue/requeue"): {"queue": "rq"},
+            ("POST", "/v1/morgue/delete"): {"queue": "rq"},
+            ("POST", "/v1/tokens"): {"role": "worker"},
+        }
+        cls.queries = {("GET", "/v1/jobs/{}/wait"): "timeout_ms=0"}
+
+    def req(self, method, path, body=None):
+        return self.srv.req(method, path, body, ROUTE_ADMIN)
+
+    def world(self):
+        """Everything a request could change, as the API shows it (less
+        what moves by itself: rates, lag, the clock)."""
+        def strip(v):
+            if isinstance(v, dict):
+                return {k: strip(x) for k, x in v.items() if k not in (
+                    "lag_ms", "completed_per_s", "failed_per_s", "rate_limited_until")}
+            if isinstance(v, list):
+                return [strip(x) for x in v]
+            return v
+        got = {}
+        for path in ("/v1/jobs?limit=1000", "/v1/queues", "/v1/tenants", "/v1/schedules",
+                     "/v1/tokens", "/v1/morgue?limit=1000", "/v1/batches", "/v1/lanes"):
+            got[path] = strip(self.srv.ok("GET", path, token=ROUTE_ADMIN))
+        got["totals"] = strip(self.srv.ok("GET", "/v1/stats", token=ROUTE_ADMIN)["totals"])
+        return got
+
+    def path_for(self, pattern):
+        segs = pattern.split("/")
+        for i, s in enumerate(segs):
+            if s == "{}":
+                if segs[i - 1] not in self.fill:
+                    self.fail("no test value for the {} of %s: add one to EveryRoute.fill" %
+                              pattern)
+                segs[i] = str(self.fill[segs[i - 1]])
+        return "/".join(segs)
+
+    def test_every_route_refuses_what_it_does_not_read_and_changes_nothing(self):
+        routes = route_table()
+        self.assertGreater(len(routes), 40)
+        before = self.world()
+        for method, pattern, query, _reads_body in routes:
+            with self.subTest(route=method + " " + pattern):
+                path = self.path_for(pattern)
+                q = self.queries.get((method, pattern))
+                body = self.bodies.get((method, pattern), {} if method != "GET" else None)
+                tries = []
+                if query is not None:  # a query parameter it does not take
+                    tries.append((path + "?" + (q + "&" if q else "") + "bogus_param=1", body,
+                                  "bogus_param"))
+                if q:
+                    path += "?" + q
+                # a member it does not know, and bodies that are no object
+                tries.append((path, dict(body or {}, bogus_field=1), "bogus_field"))
+                for bad in ("[]", '"now"', "1", "null", "[{}]"):
+                    tries.append((path, bad, None))
+                for p, b, field in tries:
+                    st, ans = self.req(method, p, b)
+                    said = "%s %s %r -> %d %.300r" % (method, p, b, st, ans)
+                    self.assertEqual(st, 400, said)
+                    self.assertEqual(ans["error"]["code"], "invalid", said)
+                    if field:
+                        self.assertEqual(ans["error"].get("field"), field, said)
+                after, before = before, self.world()
+                self.assertEqual(before, after, method + " " + pattern)
 
 
 if __name__ == "__main__":

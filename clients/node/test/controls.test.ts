@@ -27,6 +27,7 @@ after(async () => {
 describe("queue controls", () => {
   it("a paused queue leases nothing to the worker until resumed", async () => {
     const app = server.app({ queue: "paused" });
+    await app.client.setQueue("paused", {}); // a pause takes a queue that exists
     const info = await app.client.pauseQueue("paused");
     assert.equal(info.name, "paused");
     assert.equal(info.paused, true);
@@ -49,6 +50,7 @@ describe("queue controls", () => {
 
   it("a tenant paused in a queue waits while other tenants run", async () => {
     const app = server.app({ queue: "tpaused" });
+    await app.client.setQueue("tpaused", {});
     const info = await app.client.pauseQueue("tpaused", { tenant: "acme" });
     assert.equal(info.paused, false);
     assert.deepEqual(info.paused_tenants, ["acme"]);

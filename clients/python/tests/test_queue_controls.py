@@ -16,6 +16,7 @@ from harness import until, worker_for
 
 
 def test_paused_queue_leases_nothing_until_resumed(client: tenq.Client, queue: str) -> None:
+    client.set_queue(queue)  # a pause takes a queue that exists
     info = client.pause_queue(queue)
     assert info["name"] == queue and info["paused"] is True and info["paused_tenants"] == []
     reg = tenq.Registry()
@@ -34,6 +35,7 @@ def test_paused_queue_leases_nothing_until_resumed(client: tenq.Client, queue: s
 
 
 def test_paused_tenant_waits_while_others_run(client: tenq.Client, queue: str) -> None:
+    client.set_queue(queue)
     info = client.pause_queue(queue, tenant="acme")
     assert info["paused"] is False and info["paused_tenants"] == ["acme"]
     reg = tenq.Registry()

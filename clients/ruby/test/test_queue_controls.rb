@@ -11,6 +11,7 @@ require_relative "test_helper"
 class TestQueueControls < TenqTest::Case
   def test_a_paused_queue_leases_nothing_until_resumed
     c = client
+    c.set_queue(@queue) # a pause takes a queue that exists
     info = c.pause_queue(@queue)
     assert_kind_of Tenq::QueueInfo, info
     assert_equal @queue, info.name
@@ -34,6 +35,7 @@ class TestQueueControls < TenqTest::Case
 
   def test_a_paused_tenant_waits_while_others_run
     c = client
+    c.set_queue(@queue)
     info = c.pause_queue(@queue, tenant: "acme")
     refute_predicate info, :paused?
     assert_equal ["acme"], info.paused_tenants
