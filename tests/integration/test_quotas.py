@@ -200,7 +200,9 @@ class MemoryBudget(ServerTest):
 
 class AddressSpace(unittest.TestCase):
     """A server given 1 GiB of address space (RLIMIT_AS) chooses its budget
-    from it and refuses a flood rather than die."""
+    from it and refuses a flood rather than die.  Its args are all kept in
+    memory (--args-memory above the budget), as a server that never spills
+    them would: they are what fills it."""
 
     def test_a_flood_under_an_address_space_limit_is_refused_not_fatal(self):
         if under_asan():
@@ -211,7 +213,7 @@ class AddressSpace(unittest.TestCase):
         def cap():
             resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
-        srv = Server(preexec=cap)
+        srv = Server(preexec=cap, args=["--args-memory", "1GiB"])
         try:
             self.assertIn("60% of RLIMIT_AS", srv.log_text())
             pad = {"pad": "z" * 4000}
