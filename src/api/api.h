@@ -24,6 +24,10 @@ typedef struct api_config {
     char sqlite_sync[16];    /* full | normal */
     long long default_slots; /* -1: unlimited */
     long long default_weight;
+    long long default_max_queued;       /* -1: unlimited */
+    long long default_max_queued_bytes; /* 0: none */
+    long long memory_budget;            /* 0: chosen from the machine (admit.c) */
+    long long args_memory;              /* 0: a quarter of the memory budget */
     bool strict_tenants;
     long long max_job_bytes;   /* a single-job request body */
     long long max_batch_bytes; /* any request body */

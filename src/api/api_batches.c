@@ -257,8 +257,10 @@ void h_batch_create(server *s, http_req *req, const principal *who, const char *
         size_t bad = SIZE_MAX;
         uint64_t id = 0;
         int64_t now = srv_now(s);
-        if (engine_batch_create(s->e, now, tenant, cbp, in.reqs, in.n, &id, in.res, &bad, &err) !=
-            0) {
+        if (admit_check(&s->admit, s->e, in.reqs, NULL, in.n, &err) != 0) {
+            reply_engine_err(req, &err); /* nothing made */
+        } else if (engine_batch_create(s->e, now, tenant, cbp, in.reqs, in.n, &id, in.res, &bad,
+                                       &err) != 0) {
             reply_engine_refusal(req, &err, bad);
         } else {
             reply_made(s, req, &k, "id", id, &in);
@@ -297,8 +299,12 @@ void h_batch_add(server *s, http_req *req, const principal *who, const char **ar
     if (req_only_fields(req, body, add_fields) && read_jobs(req, body, who, x.tenant, &in)) {
         engine_err err = {0};
         size_t bad = SIZE_MAX;
-        int rc = engine_batch_add(s->e, srv_now(s), id, NULL, in.reqs, in.n, in.res, &bad, &err);
-        if (rc == TENQ_ECONFLICT && err.field && !strcmp(err.field, "batch_closed")) {
+        int rc = admit_check(&s->admit, s->e, in.reqs, NULL, in.n, &err);
+        if (!rc)
+            rc = engine_batch_add(s->e, srv_now(s), id, NULL, in.reqs, in.n, in.res, &bad, &err);
+        if (rc == TENQ_EQUOTA_EXCEEDED || rc == TENQ_EOVERLOADED) {
+            reply_engine_err(req, &err); /* nothing made */
+        } else if (rc == TENQ_ECONFLICT && err.field && !strcmp(err.field, "batch_closed")) {
             reply_closed(req, id);
         } else if (rc) {
             reply_engine_refusal(req, &err, bad);

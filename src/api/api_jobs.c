@@ -59,6 +59,11 @@ static void submit_and_reply(server *s, http_req *req, const rkey_ctx *k, const 
     engine_submit_res *res = in->res;
     int64_t now = srv_now(s);
     bool any_created = false;
+    engine_err refusal = {0};
+    if (admit_check(&s->admit, s->e, reqs, ok, n, &refusal)) { /* nothing made */
+        reply_engine_err(req, &refusal);
+        return;
+    }
     for (size_t i = 0; i < n; i++) {
         /* a big batch goes to the writer in parts, written while the rest
          * is submitted (and committed with it: ARCHITECTURE.md) */
@@ -149,24 +154,60 @@ static void on_job_rows(void *ctx, int rc, const store_rows *rows)
     free(c);
 }
 
+/* A job the engine holds, answered from memory; its args read first when
+ * they are out of memory (rows: what that read brought; NULL the first
+ * time). */
+typedef struct job_again {
+    principal who;
+    uint64_t id;
+} job_again;
+
+static void job_reply(server *s, http_req *req, const principal *who, uint64_t id,
+                      const store_rows *rows);
+
+static void job_with_args(server *s, http_req *req, void *ctx, const store_rows *rows)
+{
+    job_again *a = ctx;
+    if (req) job_reply(s, req, &a->who, a->id, rows ? rows : &(store_rows){0});
+    free(a);
+}
+
+static void job_reply(server *s, http_req *req, const principal *who, uint64_t id,
+                      const store_rows *rows)
+{
+    engine_job *j = engine_find(s->e, id);
+    engine_job_info in;
+    if (j) engine_job_get(j, &in);
+    if (!j || !auth_may_see_job(who, in.tenant, in.queue)) {
+        reply_error(req, TENQ_ENOT_FOUND, "id", "no job %llu", (unsigned long long)id);
+        return;
+    }
+    if (!srv_args_fill(&in, rows)) {
+        if (rows) { /* read, and gone from the cache and the rows: its row changed */
+            reply_error(req, TENQ_EUNAVAILABLE, NULL, "job %llu's args could not be read; try "
+                        "again", (unsigned long long)id);
+            return;
+        }
+        job_again *a = xcalloc(1, sizeof(*a));
+        a->who = *who;
+        a->id = id;
+        srv_with_args(s, req, &id, 1, job_with_args, a);
+        return;
+    }
+    engine_wait w;
+    engine_job_wait(j, &w);
+    jbuf b;
+    jb_init(&b);
+    api_json_job(&b, &in, auth_shows_token(who), &w, srv_now(s));
+    reply_json(req, 200, &b);
+}
+
 void h_get_job(server *s, http_req *req, const principal *who, const char **args)
 {
     uint64_t id = req_path_id(req, args[0]);
     if (!id) return;
-    engine_job *j = engine_find(s->e, id);
-    if (j) {
-        engine_job_info in;
-        engine_job_get(j, &in);
-        if (!auth_may_see_job(who, in.tenant, in.queue)) {
-            reply_error(req, TENQ_ENOT_FOUND, "id", "no job %llu", (unsigned long long)id);
-            return;
-        }
-        engine_wait w;
-        engine_job_wait(j, &w);
-        jbuf b;
-        jb_init(&b);
-        api_json_job(&b, &in, auth_shows_token(who), &w, srv_now(s));
-        reply_json(req, 200, &b);
+    if (engine_find(s->e, id)) {
+        job_reply(s, req, who, id, NULL);
         return;
     }
     /* finished: its history is in the store */
@@ -201,6 +242,10 @@ static void on_list_rows(void *ctx, int rc, const store_rows *rows)
                 engine_job_info live;
                 if (j) {
                     engine_job_get(j, &live);
+                    if (live.args_missing) { /* out of memory: the row has them */
+                        live.args = in->args;
+                        live.args_len = in->args_len;
+                    }
                     in = &live;
                 }
                 api_json_job(&b, in, auth_shows_token(&c->who), NULL, 0);
@@ -340,12 +385,7 @@ void h_wait_job(server *s, http_req *req, const principal *who, const char **arg
             return;
         }
         if (is_final(in.state) || timeout == 0) {
-            engine_wait w;
-            engine_job_wait(j, &w);
-            jbuf b;
-            jb_init(&b);
-            api_json_job(&b, &in, auth_shows_token(who), &w, srv_now(s));
-            reply_json(req, 200, &b);
+            job_reply(s, req, who, id, NULL);
             return;
         }
         wait_register(s, req, who, id, timeout);

@@ -6,9 +6,25 @@
 
 /* ---- the morgue ------------------------------------------------------------------------- */
 
+static void morgue_reply(server *s, http_req *req, const principal *who,
+                         const store_rows *rows);
+
+/* A page whose jobs' args were out of memory, once they are read. */
+static void morgue_with_args(server *s, http_req *req, void *ctx, const store_rows *rows)
+{
+    if (req) morgue_reply(s, req, ctx, rows ? rows : &(store_rows){0});
+    free(ctx);
+}
+
 void h_morgue(server *s, http_req *req, const principal *who, const char **args)
 {
     (void)args;
+    morgue_reply(s, req, who, NULL);
+}
+
+/* rows: the args read for the page's jobs out of memory (NULL: none yet). */
+static void morgue_reply(server *s, http_req *req, const principal *who, const store_rows *rows)
+{
     char tenant[QUERY_NAME_BUF], queue[QUERY_NAME_BUF], type[QUERY_NAME_BUF], sort[16], after[64];
     engine_morgue_filter f = {0};
     if (!req_query_name(req, "tenant", ENGINE_NAME, tenant, &f.tenant) ||
@@ -52,6 +68,26 @@ void h_morgue(server *s, http_req *req, const principal *who, const char **args)
     }
     engine_job **out = xmalloc((size_t)lim * sizeof(engine_job *));
     size_t n = engine_morgue_list(s->e, &f, so, &cur, (size_t)lim, out);
+    uint64_t *missing = NULL;
+    size_t nmiss = 0;
+    for (size_t i = 0; i < n; i++) {
+        engine_job_info in;
+        engine_job_get(out[i], &in);
+        if (srv_args_fill(&in, rows)) continue;
+        if (!missing) missing = xmalloc(n * sizeof(*missing));
+        missing[nmiss++] = in.id;
+    }
+    if (nmiss) { /* read them first; a second time round, the page moved: try again */
+        free(out);
+        if (rows)
+            reply_error(req, TENQ_EUNAVAILABLE, NULL, "the morgue changed while its args were "
+                        "read; try again");
+        else
+            srv_with_args(s, req, missing, nmiss, morgue_with_args,
+                          memcpy(xmalloc(sizeof(*who)), who, sizeof(*who)));
+        free(missing);
+        return;
+    }
     jbuf b;
     jb_init(&b);
     jb_obj(&b);
@@ -60,6 +96,7 @@ void h_morgue(server *s, http_req *req, const principal *who, const char **args)
     engine_job_info last = {0};
     for (size_t i = 0; i < n; i++) {
         engine_job_get(out[i], &last);
+        srv_args_fill(&last, rows);
         if (who->tok && !token_allows_queue(who->tok, last.queue)) continue;
         api_json_job(&b, &last, false, NULL, 0);
     }

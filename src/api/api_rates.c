@@ -99,7 +99,11 @@ static void on_sample(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
     (void)what;
-    rates_sample(arg);
+    server *s = arg;
+    rates_sample(s);
+    /* what applications' transactions check their quotas against */
+    if (srv_serving(s) && store_has_inbox(s->st) && admit_publish(&s->admit, s->e, s->batch))
+        srv_schedule_flush(s);
 }
 
 int api_rates_start(server *s)
@@ -122,6 +126,8 @@ void api_json_counts(jbuf *b, const engine_counts *c, int64_t now)
     jb_kint(b, "leased", (long long)c->leased);
     jb_kint(b, "running", (long long)c->running);
     jb_kint(b, "dead", (long long)c->dead);
+    jb_kint(b, "queued", (long long)c->queued);
+    jb_kint(b, "queued_bytes", (long long)c->queued_bytes);
     jb_kint(b, "eligible", (long long)c->eligible);
     /* ready but held by a limit: slots, a cap, a pause, a rate */
     jb_kint(b, "held", (long long)(c->ready - c->eligible));

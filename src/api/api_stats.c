@@ -150,18 +150,39 @@ static void metric_counts(jbuf *b, const char *kind, const char *name, const eng
         metric_label(b, name);
         jb_printf(b, "\"} %llu\n", (unsigned long long)tv[i]);
     }
+    jb_printf(b, "tenq_%s_queued_bytes{%s=\"", kind, kind);
+    metric_label(b, name);
+    jb_printf(b, "\"} %llu\n", (unsigned long long)c->queued_bytes);
     jb_printf(b, "tenq_%s_lag_seconds{%s=\"", kind, kind);
     metric_label(b, name);
     jb_printf(b, "\"} %.3f\n",
               c->oldest_eligible ? (double)(now - c->oldest_eligible) / 1000.0 : 0);
 }
 
+/* A quota's limits (+Inf: none), beside the counts they bound. */
+static void metric_quota(jbuf *b, const char *kind, const char *name, uint32_t max_queued,
+                         int64_t max_bytes)
+{
+    jb_printf(b, "tenq_%s_max_queued{%s=\"", kind, kind);
+    metric_label(b, name);
+    if (max_queued == ENGINE_UNLIMITED)
+        jb_printf(b, "\"} +Inf\n");
+    else
+        jb_printf(b, "\"} %u\n", max_queued);
+    jb_printf(b, "tenq_%s_max_queued_bytes{%s=\"", kind, kind);
+    metric_label(b, name);
+    if (max_bytes <= 0)
+        jb_printf(b, "\"} +Inf\n");
+    else
+        jb_printf(b, "\"} %lld\n", (long long)max_bytes);
+}
+
 static void metric_queue(void *ctx, const char *name, const engine_queue_settings *qs,
                          const engine_counts *c)
 {
-    (void)qs;
     api_list_ctx *l = ctx;
     metric_counts(l->b, "queue", name, c, srv_now(l->s));
+    metric_quota(l->b, "queue", name, qs->max_queued, qs->max_queued_bytes);
 }
 
 static void metric_tenant(void *ctx, const char *name, const engine_tenant_settings *ts,
@@ -175,6 +196,7 @@ static void metric_tenant(void *ctx, const char *name, const engine_tenant_setti
         jb_printf(l->b, "\"} +Inf\n");
     else
         jb_printf(l->b, "\"} %u\n", ts->slots);
+    metric_quota(l->b, "tenant", name, ts->max_queued, ts->max_queued_bytes);
 }
 
 void h_metrics(server *s, http_req *req, const principal *who, const char **args)
@@ -265,6 +287,55 @@ void h_metrics(server *s, http_req *req, const principal *who, const char **args
               "# HELP tenq_leader_term The term this server leads under (0: none).\n"
               "# TYPE tenq_leader_term gauge\ntenq_leader_term %llu\n",
               srv_serving(s) ? 1 : 0, (unsigned long long)s->term);
+    engine_memory m;
+    engine_memory_usage(s->e, &m);
+    jb_printf(&b,
+              "# HELP tenq_memory_budget_bytes What this server may use (--memory-budget).\n"
+              "# TYPE tenq_memory_budget_bytes gauge\ntenq_memory_budget_bytes %llu\n"
+              "# HELP tenq_memory_jobs_budget_bytes What its jobs may take of it; past it submits "
+              "are refused (overloaded).\n"
+              "# TYPE tenq_memory_jobs_budget_bytes gauge\ntenq_memory_jobs_budget_bytes %llu\n"
+              "# HELP tenq_memory_jobs_bytes What the jobs in memory take (allocations and index "
+              "entries).\n# TYPE tenq_memory_jobs_bytes gauge\ntenq_memory_jobs_bytes %zu\n"
+              "# HELP tenq_memory_args_bytes Of which their args and payloads.\n"
+              "# TYPE tenq_memory_args_bytes gauge\ntenq_memory_args_bytes %zu\n"
+              "# HELP tenq_jobs_in_memory Jobs in memory (unfinished and dead).\n"
+              "# TYPE tenq_jobs_in_memory gauge\ntenq_jobs_in_memory %zu\n"
+              "# HELP tenq_submits_refused_total Submits refused whole, by reason.\n"
+              "# TYPE tenq_submits_refused_total counter\n"
+              "tenq_submits_refused_total{reason=\"quota_exceeded\"} %llu\n"
+              "tenq_submits_refused_total{reason=\"overloaded\"} %llu\n",
+              (unsigned long long)s->admit.budget, (unsigned long long)s->admit.jobs_budget,
+              m.bytes, m.data_bytes, m.jobs, (unsigned long long)s->admit.refused_quota,
+              (unsigned long long)s->admit.refused_overloaded);
+    engine_args_stats as;
+    engine_args_usage(s->e, &as);
+    jb_printf(&b,
+              "# HELP tenq_args_budget_bytes Jobs' args kept in memory at most (--args-memory).\n"
+              "# TYPE tenq_args_budget_bytes gauge\ntenq_args_budget_bytes %zu\n"
+              "# HELP tenq_args_inline_bytes Args kept in their jobs.\n"
+              "# TYPE tenq_args_inline_bytes gauge\ntenq_args_inline_bytes %zu\n"
+              "# HELP tenq_args_cache_bytes Args of jobs out of memory, read back into the "
+              "cache.\n# TYPE tenq_args_cache_bytes gauge\ntenq_args_cache_bytes %zu\n"
+              "# TYPE tenq_args_cache_entries gauge\ntenq_args_cache_entries %zu\n"
+              "# HELP tenq_args_spilled_jobs Jobs in memory whose args are in the store only.\n"
+              "# TYPE tenq_args_spilled_jobs gauge\ntenq_args_spilled_jobs %zu\n"
+              "# HELP tenq_args_reads_ahead_total Reads of args ahead of leases.\n"
+              "# TYPE tenq_args_reads_ahead_total counter\ntenq_args_reads_ahead_total %llu\n"
+              "# HELP tenq_args_read_ahead_total Args they brought back.\n"
+              "# TYPE tenq_args_read_ahead_total counter\ntenq_args_read_ahead_total %llu\n"
+              "# HELP tenq_args_leased_spilled_total Leased jobs whose args were out of memory "
+              "(hits: found read ahead; the rest waited).\n"
+              "# TYPE tenq_args_leased_spilled_total counter\n"
+              "tenq_args_leased_spilled_total %llu\n"
+              "# HELP tenq_args_waits_total Requests (leases, reads) that waited for a read of "
+              "args, and their jobs (misses).\n# TYPE tenq_args_waits_total counter\n"
+              "tenq_args_waits_total %llu\n# TYPE tenq_args_misses_total counter\n"
+              "tenq_args_misses_total %llu\n",
+              as.budget, as.inline_bytes, as.cache_bytes, as.cache_entries, as.spilled,
+              (unsigned long long)s->args.reads_ahead, (unsigned long long)s->args.rows_ahead,
+              (unsigned long long)s->args.leased_spilled, (unsigned long long)s->args.waits,
+              (unsigned long long)s->args.waited_jobs);
     size_t len;
     char *body = jb_take(&b, &len);
     http_reply(req, 200, "text/plain; version=0.0.4", NULL, body, len);

@@ -39,6 +39,19 @@ static const setting settings[] = {
      "slots of a tenant created on first use (a number, or unlimited)"},
     {"default-weight", T_INT, F(default_weight), "1", false,
      "weight of a tenant created on first use"},
+    {"default-max-queued", T_SLOTS, F(default_max_queued), "unlimited", false,
+     "max_queued of a tenant created on first use: the unfinished jobs it may hold (a number, "
+     "or unlimited)"},
+    {"default-max-queued-bytes", T_BYTES, F(default_max_queued_bytes), "0", false,
+     "max_queued_bytes of a tenant created on first use: the bytes of args its unfinished jobs "
+     "may hold (0: no limit)"},
+    {"args-memory", T_BYTES, F(args_memory), "0", false,
+     "jobs' args kept in memory at most: past three quarters of it, new jobs' args stay in "
+     "the store and are read back ahead of their leases (a cache takes the rest); 0: a "
+     "quarter of the memory budget"},
+    {"memory-budget", T_BYTES, F(memory_budget), "0", false,
+     "the memory this server may use: past 80% of it taken by jobs, submits are refused (429 "
+     "overloaded) while leases and outcomes go on; 0: chosen at start, logged"},
     {"strict-tenants", T_BOOL, F(strict_tenants), "false", false,
      "refuse jobs for tenants that were not created first"},
     {"max-job-bytes", T_BYTES, F(max_job_bytes), "1MiB", false,
@@ -113,6 +126,9 @@ static const struct {
 } shown_defaults[] = {
     {"store", "sqlite:DATA-DIR/tenq.db"},
     {"data-dir", "$STATE_DIRECTORY (systemd's StateDirectory=), else ./tenq-data"},
+    {"memory-budget",
+     "the least of half the RAM, 80% of the cgroup's memory.max and 60% of RLIMIT_AS"},
+    {"args-memory", "a quarter of the memory budget"},
 };
 
 static const char *shown_default(const setting *st)

@@ -184,8 +184,9 @@ static bool submit_tick(server *s, schedule *x, int64_t tick, int64_t now)
         .max_attempts = x->max_attempts,
         .timeout_ms = x->timeout_ms,
     };
-    engine_submit_res res;
-    if (engine_submit(s->e, now, &r, &res) != 0) {
+    engine_submit_res res = {0};
+    if ((res.code = admit_check(&s->admit, s->e, &r, NULL, 1, &res.err)) != 0 ||
+        engine_submit(s->e, now, &r, &res) != 0) {
         s->cron->refused++;
         free(x->last_error);
         char msg[700];

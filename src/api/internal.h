@@ -3,7 +3,9 @@
 #ifndef TENQ_API_INTERNAL_H
 #define TENQ_API_INTERNAL_H
 
+#include "admit.h"
 #include "api.h"
+#include "args_read.h"
 #include "http.h"
 #include "jbuf.h"
 
@@ -255,6 +257,9 @@ typedef struct server {
     bool stopping;
     bool open_network; /* listening beyond loopback: tokens always required */
     int exit_code;
+
+    admit_state admit;     /* quotas and the memory budget (admit.c) */
+    args_read_state args; /* args out of memory: reads (args_read.c) */
 
     /* counters for /metrics */
     uint64_t n_requests, n_errors;

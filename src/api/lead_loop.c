@@ -19,6 +19,10 @@ engine_t *srv_engine_new(server *s, uint64_t term)
     ec.tenant_defaults.slots =
         cfg->default_slots < 0 ? ENGINE_UNLIMITED : (uint32_t)cfg->default_slots;
     ec.tenant_defaults.weight = (uint32_t)(cfg->default_weight ? cfg->default_weight : 1);
+    ec.tenant_defaults.max_queued =
+        cfg->default_max_queued < 0 ? ENGINE_UNLIMITED : (uint32_t)cfg->default_max_queued;
+    ec.tenant_defaults.max_queued_bytes = cfg->default_max_queued_bytes;
+    ec.args_budget = s->admit.args_budget;
     ec.strict_tenants = cfg->strict_tenants;
     ec.token_floor = term << 32; /* above every token of every earlier term */
     /* applications' transactions number their jobs with odd ids */
@@ -59,6 +63,7 @@ void srv_install(server *s, engine_t *e, uint64_t term, const store_load_stats *
 {
     engine_destroy(s->e);
     s->e = e;
+    admit_forget(&s->admit); /* the new engine's usage is written whole */
     rkeys_free(s->rkeys);
     s->rkeys = keys;
     s->term = term;

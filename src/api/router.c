@@ -142,7 +142,16 @@ void reply_error(http_req *req, int err, const char *field, const char *fmt, ...
     jbuf b;
     jb_init(&b);
     error_body(&b, err, field, msg);
-    reply_json(req, tenq_err_http_status(err), &b);
+    int status = tenq_err_http_status(err);
+    if (status == 429) { /* quota_exceeded, overloaded: come back (admit.h) */
+        size_t len;
+        char *body = jb_take(&b, &len), hdr[48];
+        snprintf(hdr, sizeof hdr, "Retry-After: %d\r\n", ADMIT_RETRY_AFTER_S);
+        http_reply(req, status, "application/json", hdr, body, len);
+        free(body);
+        return;
+    }
+    reply_json(req, status, &b);
 }
 
 void reply_engine_err(http_req *req, const engine_err *err)

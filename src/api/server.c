@@ -40,6 +40,7 @@ void srv_clock_at_least(server *s, int64_t known)
 
 void srv_rearm_tick(server *s)
 {
+    srv_args_read_ahead(s); /* what the turn moved to the front (args_read.c) */
     int64_t next = engine_next_timer(s->e);
     if (next == INT64_MAX) {
         if (s->tick_at) event_del(s->tick_ev);
@@ -197,6 +198,15 @@ int api_serve(const api_config *cfg)
               store_writer_may_idle(s->st) ? "idle-when-quiet"
               : so.writer_idle ? "normal (idle priority needs CAP_SYS_NICE or RLIMIT_NICE 20)"
                                : "normal");
+    {
+        char why[160];
+        admit_init(&s->admit, admit_budget_resolve(cfg->memory_budget, why, sizeof why),
+                   (uint64_t)cfg->args_memory);
+        log_event(LOG_INFO, "memory", "budget=%lluMiB (%s) jobs=%lluMiB args=%lluMiB",
+                  (unsigned long long)(s->admit.budget >> 20), why,
+                  (unsigned long long)(s->admit.jobs_budget >> 20),
+                  (unsigned long long)(s->admit.args_budget >> 20));
+    }
     s->e = srv_engine_new(s, 0); /* until this server leads */
     s->rkeys = rkeys_new();
     s->batch = store_batch_new();
@@ -276,6 +286,7 @@ out:
     srv_waiters_free(s);
     if (s->st) store_close(s->st);
     engine_destroy(s->e);
+    admit_free(&s->admit);
     rkeys_free(s->rkeys);
     store_batch_free(s->batch);
     rates_free(s);

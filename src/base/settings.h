@@ -28,11 +28,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define TQ_UNLIMITED      UINT32_MAX
-#define TQ_DAY_MS         (24LL * 3600 * 1000)
-#define TQ_ATTEMPTS_MAX   1000
-#define TQ_WEIGHT_MAX     1000
-#define TQ_RATE_BURST_MAX 1000000
+#define TQ_UNLIMITED        UINT32_MAX
+#define TQ_DAY_MS           (24LL * 3600 * 1000)
+#define TQ_ATTEMPTS_MAX     1000
+#define TQ_WEIGHT_MAX       1000
+#define TQ_RATE_BURST_MAX   1000000
+/* The largest max_queued_bytes: 1 PiB. */
+#define TQ_QUEUED_BYTES_MAX (1LL << 50)
 
 #define TQ_WORDS(...) ((const char *const[]){__VA_ARGS__, NULL})
 
@@ -77,7 +79,14 @@
     XX(rate_period_ms, "rate-period", MS, 1000, 1, TQ_DAY_MS, NULL, "Rate period",                 \
        "the period of rate and tenant_rate")                                                       \
     XX(rate_burst, "rate-burst", LIMIT, TQ_UNLIMITED, 1, TQ_RATE_BURST_MAX, NULL, "Rate burst",    \
-       "starts that may come at once after a quiet spell; none: a whole period's worth")
+       "starts that may come at once after a quiet spell; none: a whole period's worth")           \
+    XX(max_queued, "max-queued", LIMIT, TQ_UNLIMITED, 0, TQ_UNLIMITED - 1, NULL, "Max queued",     \
+       "unfinished jobs this queue holds at most, all tenants together; a submit past it is "      \
+       "refused (429 quota_exceeded); none: no limit")                                             \
+    XX(max_queued_bytes, "max-queued-bytes", BYTES, 0, 0, TQ_QUEUED_BYTES_MAX, NULL,               \
+       "Max queued bytes",                                                                         \
+       "bytes of args (and payloads) its unfinished jobs hold at most, all tenants together; 0: "  \
+       "no limit")
 
 #define TQ_TENANT_SETTINGS(XX)                                                                     \
     XX(slots, "slots", LIMIT, TQ_UNLIMITED, 0, TQ_UNLIMITED - 1, NULL, "Slots",                    \
@@ -89,7 +98,14 @@
     XX(rate_period_ms, "rate-period", MS, 1000, 1, TQ_DAY_MS, NULL, "Rate period",                 \
        "the period of rate")                                                                       \
     XX(rate_burst, "rate-burst", LIMIT, TQ_UNLIMITED, 1, TQ_RATE_BURST_MAX, NULL, "Rate burst",    \
-       "starts that may come at once after a quiet spell; none: a whole period's worth")
+       "starts that may come at once after a quiet spell; none: a whole period's worth")           \
+    XX(max_queued, "max-queued", LIMIT, TQ_UNLIMITED, 0, TQ_UNLIMITED - 1, NULL, "Max queued",     \
+       "unfinished jobs this tenant holds at most, over every queue; a submit past it is "         \
+       "refused (429 quota_exceeded); none: no limit")                                             \
+    XX(max_queued_bytes, "max-queued-bytes", BYTES, 0, 0, TQ_QUEUED_BYTES_MAX, NULL,               \
+       "Max queued bytes",                                                                         \
+       "bytes of args (and payloads) its unfinished jobs hold at most, over every queue; 0: no "   \
+       "limit")
 
 typedef enum {
     TQ_SET_CHOICE,

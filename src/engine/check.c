@@ -32,7 +32,7 @@ static bool counters_equal(const counters *a, const counters *b)
 {
     for (int s = 0; s < ENGINE_SUCCEEDED; s++)
         if (a->n[s] != b->n[s]) return false;
-    return true;
+    return a->queued_bytes == b->queued_bytes;
 }
 
 /* Recount storage, keyed by object pointer through a small side table. */
@@ -98,10 +98,16 @@ static int check_jobs_(engine_t *e, chk *c, int64_t now, rtab *rt, ptr_vec *allv
 {
     (void)now;
     counters total = {0};
-    size_t resident = 0;
+    size_t resident = 0, mem = 0, spilled = 0;
     for (size_t i = 0; i < allv->n; i++) {
         job *j = allv->v[i];
         engine_state s = (engine_state)j->state;
+        mem += mem_job(job_inline_len(j));
+        spilled += (j->flags & JF_ARGS_OUT) != 0;
+        if (j->extra) mem += mem_chunk(sizeof(job_extra));
+        if (j->in_lane) mem += mem_chunk(sizeof(lane_link));
+        for (uint32_t k = 0; j->extra && k < j->extra->pl.n; k++)
+            mem += mem_payload(j->extra->pl.v[k].len);
         if (s >= ENGINE_SUCCEEDED) {
             CHECK(c, s < ENGINE_NSTATES, "job %llu has no state", (unsigned long long)j->id);
             bool listed = false;
@@ -126,6 +132,20 @@ static int check_jobs_(engine_t *e, chk *c, int64_t now, rtab *rt, ptr_vec *allv
         rget(rt, p)->c.n[s]++;
         rget(rt, p->q)->c.n[s]++;
         rget(rt, p->t)->c.n[s]++;
+        if (state_unfinished(s)) {
+            uint64_t b = engine_job_data_bytes(j);
+            total.queued_bytes += b;
+            rget(rt, p)->c.queued_bytes += b;
+            rget(rt, p->q)->c.queued_bytes += b;
+            rget(rt, p->t)->c.queued_bytes += b;
+        }
+        if (j->flags & JF_HAS_PAYLOADS) {
+            uint64_t b = 0;
+            for (uint32_t i = 0; i < j->extra->pl.n; i++) b += j->extra->pl.v[i].len;
+            CHECK(c, b == j->extra->pl.bytes, "job %llu: its payloads hold %llu bytes, not %llu",
+                  (unsigned long long)j->id, (unsigned long long)b,
+                  (unsigned long long)j->extra->pl.bytes);
+        }
         if (s == ENGINE_LEASED || s == ENGINE_RUNNING) {
             rget(rt, p)->active++;
             rget(rt, p->t)->active++;
@@ -167,6 +187,15 @@ static int check_jobs_(engine_t *e, chk *c, int64_t now, rtab *rt, ptr_vec *allv
                   engine_state_name(s));
     }
     CHECK(c, counters_equal(&total, &e->c), "global counters differ from a recount");
+    {
+        char why[200];
+        size_t cache = 0;
+        CHECK(c, engine_args_check(e, &cache, why, sizeof why), "%s", why);
+        mem += cache;
+    }
+    CHECK(c, spilled == e->n_spilled, "%zu jobs spilled, counted %zu", spilled, e->n_spilled);
+    CHECK(c, mem == e->mem_bytes, "the jobs' memory is counted %zu, a recount finds %zu",
+          e->mem_bytes, mem);
     CHECK(c, resident + e->graveyard.n == e->n_jobs,
           "job count %zu, found %zu resident + %zu finished", e->n_jobs, resident, e->graveyard.n);
     return 0;

@@ -146,6 +146,7 @@ engine_t *engine_create(const engine_config *cfg)
     e->hk.k1 = hash_u64(e->cfg.seed ^ 0xa7a7);
     e->next_id = id_round(e, 1);
     dlist_init(&e->idem_order);
+    dlist_init(&e->args_lru);
     e->dead_by_id.cmp = engine_dead_cmp_id;
     e->dead_by_fin.cmp = engine_dead_cmp_fin;
     return e;
@@ -162,6 +163,7 @@ void engine_destroy(engine_t *e)
     if (!e) return;
     engine_changes_clear(e);
     idtab_foreach(&e->jobs, free_job_cb, e);
+    engine_args_free(e);
     for (size_t i = 0; i < htab_cap(&e->lanes); i++) {
         free(e->lanes.slots[i].item);
     }
@@ -272,6 +274,7 @@ queue *engine_queue_get_or_create(engine_t *e, const char *name)
     queue *q = htab_find(&e->queues, h, queue_eq, name);
     if (q) return q;
     q = xcalloc(1, sizeof(*q));
+    q->e = e;
     q->name = xstrdup(name);
     q->hash = h;
     q->s = e->cfg.queue_defaults;
@@ -555,6 +558,11 @@ void engine_job_get(const engine_job *j, engine_job_info *o)
     if (j->flags & JF_HAS_PAYLOADS) {
         o->payloads = ex->pl.v;
         o->n_payloads = ex->pl.n;
+    } else if (j->flags & JF_ARGS_OUT) {
+        uint32_t len = 0;
+        o->args = engine_args_cached(j->node->sh->q->e, j, &len);
+        o->args_len = o->args ? len : engine_args_spilled_len(j);
+        o->args_missing = !o->args;
     } else {
         o->args = j->args;
         o->args_len = strlen(j->args);
@@ -727,6 +735,7 @@ void engine_changes_clear(engine_t *e)
     }
     e->idem_graveyard.n = 0;
     engine_attempts_clear(e);
+    if (e->args_pinned.n) engine_args_changes_cleared(e);
 }
 
 /* ---- lanes and ids ------------------------------------------------------ */
@@ -788,5 +797,5 @@ void engine_memory_usage(const engine_t *e, engine_memory *m)
 {
     m->jobs = e->n_jobs;
     m->data_bytes = e->data_bytes;
-    m->bytes = 0; /* measured from the allocator by callers that need it */
+    m->bytes = e->mem_bytes;
 }

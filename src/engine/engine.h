@@ -134,6 +134,10 @@ typedef struct engine_queue_settings {
     uint32_t rate, tenant_rate;
     int64_t rate_period_ms;
     uint32_t rate_burst;
+    /* Quotas (quota.c): unfinished jobs and their args' bytes the queue
+     * holds at most, all tenants together (ENGINE_UNLIMITED, 0: none). */
+    uint32_t max_queued;
+    int64_t max_queued_bytes;
 } engine_queue_settings;
 
 typedef struct engine_tenant_settings {
@@ -142,6 +146,9 @@ typedef struct engine_tenant_settings {
     uint32_t rate; /* starts per rate_period_ms over every queue; ENGINE_UNLIMITED */
     int64_t rate_period_ms;
     uint32_t rate_burst;
+    /* Quotas (quota.c): as the queue's, over every queue of the tenant. */
+    uint32_t max_queued;
+    int64_t max_queued_bytes;
 } engine_tenant_settings;
 
 typedef struct engine_config {
@@ -162,6 +169,10 @@ typedef struct engine_config {
      * as used up then, so that starts before a restart and after it stay
      * within the limit together (rate.c).  0: limits begin full. */
     int64_t start_ms;
+    /* Args in memory at most (bytes; 0: every job's args stay in memory):
+     * past three quarters of it, new jobs' args stay out of memory, in the
+     * store's rows, and the rest is a cache of those read ahead (args.c). */
+    size_t args_budget;
 } engine_config;
 
 /* The defaults of SEMANTICS.md. */
@@ -216,8 +227,11 @@ typedef struct engine_job_info {
     uint64_t id;
     const char *tenant, *queue, *type;
     const char *key;
-    const char *args; /* JSON text; NULL on jobs that carry payloads */
+    const char *args; /* JSON text; NULL on jobs that carry payloads, or args_missing */
     uint32_t args_len;
+    /* The args are out of memory and not read in (engine_args_put): only
+     * their length is known; the store's row holds them. */
+    bool args_missing;
     const engine_payload *payloads; /* sorted by score */
     uint32_t n_payloads;
     int32_t priority;
@@ -353,6 +367,15 @@ int engine_submit_at(engine_t *e, int64_t now, const engine_submit_req *req, eng
  * itself.  Returns how many were accepted. */
 size_t engine_submit_many(engine_t *e, int64_t now, const engine_submit_req *reqs, size_t n,
                           engine_submit_res *res);
+/* Quotas (docs/SEMANTICS.md, "Quotas"): 0 when the n requests (those whose
+ * ok[i] is true; ok NULL: all) fit every tenant's and queue's
+ * max_queued and max_queued_bytes, counted as if every job were new;
+ * else TENQ_EQUOTA_EXCEEDED naming the limit.  Changes nothing. */
+int engine_quota_admit(engine_t *e, const engine_submit_req *reqs, const bool *ok, size_t n,
+                       engine_err *err);
+/* What a new job made by r would take in memory (engine_memory's bytes), at
+ * most: for a server's memory budget. */
+size_t engine_job_memory_cost(const engine_submit_req *r);
 
 /* ---- workers ----------------------------------------------------------- */
 
@@ -467,6 +490,8 @@ typedef struct engine_counts {
     int64_t oldest_eligible;  /* ready_at of the oldest eligible job; 0 if none */
     uint64_t submitted_total; /* monotonic counters since start-up */
     uint64_t succeeded_total, failed_total, dead_total, cancelled_total;
+    uint64_t queued;       /* unfinished jobs (the six unfinished states): what max_queued counts */
+    uint64_t queued_bytes; /* their args (payloads): what max_queued_bytes counts */
 } engine_counts;
 
 /* Creates the tenant when it does not exist.  Takes effect at once. */
@@ -708,10 +733,36 @@ uint64_t engine_next_id(const engine_t *e);
 
 /* ---- introspection ------------------------------------------------------- */
 
+/* ---- args out of memory (args.c) ------------------------------------------ */
+
+/* Up to max ids of jobs whose args are out of memory and will soon be
+ * wanted: the front of each node whose front changed (a window that grows
+ * with its leases), the next job of a ready lane head, scheduled jobs due
+ * within 2 s.  Each id is returned once until engine_args_put or
+ * engine_args_unasked says what became of it. */
+size_t engine_args_wanted(engine_t *e, int64_t now, uint64_t *ids, size_t max);
+/* A spilled job's args, read from the store: kept in the cache when it has
+ * room (false: not kept, or no such spilled job). */
+bool engine_args_put(engine_t *e, uint64_t id, const char *text, uint32_t len);
+/* A read ahead that found nothing (the job's row is gone). */
+void engine_args_unasked(engine_t *e, uint64_t id);
+/* Whether the job's args are out of memory (cached or not). */
+bool engine_job_spilled(const engine_job *j);
+
+typedef struct engine_args_stats {
+    size_t budget;        /* cfg.args_budget */
+    size_t inline_bytes;  /* args (and payloads) kept in the jobs */
+    size_t cache_bytes;   /* the cache of spilled jobs' args */
+    size_t cache_entries;
+    size_t spilled; /* jobs in memory whose args are out of it */
+} engine_args_stats;
+void engine_args_usage(const engine_t *e, engine_args_stats *st);
+
 typedef struct engine_memory {
     size_t jobs;       /* resident jobs */
-    size_t bytes;      /* engine allocations, including payloads */
-    size_t data_bytes; /* of which payloads (args, keys given by clients) */
+    size_t bytes;      /* what they take: each job's allocations and index entries (an estimate
+                        * kept exact to the allocator's chunk sizes, internal.h mem_chunk) */
+    size_t data_bytes; /* of which args and payloads */
 } engine_memory;
 void engine_memory_usage(const engine_t *e, engine_memory *m);
 

@@ -39,6 +39,7 @@
 typedef struct counters {
     uint64_t n[ENGINE_NSTATES];
     uint64_t submitted, succeeded, failed, dead, cancelled;
+    uint64_t queued_bytes; /* args and payloads of the unfinished jobs (quota.c) */
 } counters;
 
 /* An intrusive doubly-linked list link. */
@@ -130,6 +131,7 @@ typedef struct tenant {
 } tenant;
 
 typedef struct queue {
+    engine_t *e; /* for engine_job_get, which has only the job (a spilled job's args) */
     char *name;
     uint64_t hash;
     engine_queue_settings s;
@@ -182,6 +184,8 @@ typedef struct node {
     uint32_t refs;    /* jobs that point here */
     dlink in_tenant;  /* in t->ready_nodes while jobs.n > 0 */
     dlink in_pair;    /* in p->ready_nodes while jobs.n > 0 */
+    uint16_t recent;  /* leases since its args were last read ahead (args.c) */
+    bool args_dirty;  /* in e->args_dirty: its front to read ahead */
 } node;
 
 typedef struct lane {
@@ -212,6 +216,7 @@ typedef struct payload_vec {
     engine_payload *v; /* data owned, sorted by score */
     uint64_t *hashes;  /* of the data, to find identical payloads fast */
     uint32_t n, cap;
+    uint64_t bytes; /* of the data, all payloads together */
 } payload_vec;
 
 /* Morgue links: only dead jobs carry them. */
@@ -269,6 +274,8 @@ typedef struct batch {
 #define JF_HAS_PAYLOADS 2u /* carries extra->pl instead of args */
 #define JF_IN_UNIQ      4u /* the dedup table points at this job */
 #define JF_IN_BATCH     8u /* one of a batch's jobs (extra->batch): its state changes count there */
+#define JF_ARGS_OUT     16u /* its args are spilled (args.c): args[0..2] hold their length */
+#define JF_ARGS_ASKED   32u /* spilled, and read ahead already (engine_args_wanted) */
 
 struct engine_job {
     uint64_t id;
@@ -339,6 +346,15 @@ struct engine {
     counters c;
     bool loading;      /* engine_loading: jobs loaded are not noted as changed */
     size_t data_bytes; /* args and payloads */
+    size_t mem_bytes;  /* what the jobs take in memory, as mem_chunk counts it */
+    /* args out of memory (args.c) */
+    htab args_cache;         /* args_entry by id: spilled jobs' args in memory */
+    dlist args_lru;          /* unpinned entries, the next to evict first */
+    size_t args_cache_bytes; /* what the entries take */
+    ptr_vec args_pinned;     /* entries of jobs whose rows are not collected yet */
+    ptr_vec args_dirty;      /* nodes whose front to read ahead */
+    size_t n_spilled;        /* jobs in memory whose args are spilled */
+    int64_t args_timers_at;  /* when to look at the timers again */
     size_t n_jobs;
     /* scratch for lease */
     ptr_vec scratch;
@@ -346,6 +362,27 @@ struct engine {
 
 /* Allocation: the engine aborts when memory runs out (see base/xalloc.h). */
 #define engine_oom xalloc_die
+
+/* What the jobs take in memory (e->mem_bytes, engine_memory_usage): each
+ * allocation a job owns counted as the malloc chunk it takes (glibc on
+ * 64-bit: 8 bytes of header, rounded up to 16, 32 at least), and what
+ * every job costs in the indexes (its id-table slot, a heap entry, their
+ * arrays' room to grow) as one figure a job. */
+static inline size_t mem_chunk(size_t n)
+{
+    size_t c = (n + 8 + 15) & ~(size_t)15;
+    return c < 32 ? 32 : c;
+}
+#define MEM_JOB_INDEXES 40
+static inline size_t mem_job(size_t args_len)
+{
+    return mem_chunk(offsetof(struct engine_job, args) + args_len + 1) + MEM_JOB_INDEXES;
+}
+/* A payload: its data, and its entry and hash in the vectors. */
+static inline size_t mem_payload(size_t len)
+{
+    return mem_chunk(len) + sizeof(engine_payload) + sizeof(uint64_t);
+}
 
 static inline void ptr_vec_push(ptr_vec *v, void *p)
 {
@@ -374,7 +411,7 @@ lane *engine_lane_find(engine_t *e, tenant *t, queue *q, const char *key);
 lane *engine_lane_get_or_create(engine_t *e, tenant *t, queue *q, const char *key);
 void engine_lane_unref(engine_t *e, lane *l);
 /* Puts a job in a lane for good (its lane link; the lane counts it). */
-void engine_lane_join(lane *l, struct engine_job *j);
+void engine_lane_join(engine_t *e, lane *l, struct engine_job *j);
 job *engine_job_find(engine_t *e, uint64_t id);
 
 /* ---- changes (engine.c) */
@@ -485,6 +522,48 @@ bool engine_can_merge_into(const job *tail, const node *home);
 job *engine_job_alloc(engine_t *e, uint64_t id, node *home, const char *args, uint32_t args_len);
 void engine_job_free(engine_t *e, job *j);
 uint64_t engine_take_id(engine_t *e);
+
+/* ---- quotas (quota.c) */
+static inline bool state_unfinished(engine_state s)
+{
+    return s < ENGINE_DEAD;
+}
+/* Bytes of a job's args, or of its payloads on a merging queue: what the
+ * quotas count. */
+uint64_t engine_job_data_bytes(const struct engine_job *j);
+/* The job's data changed from `before` bytes (a payload joined or left it):
+ * an unfinished job's tenant, queue and pair count the difference. */
+void engine_job_data_changed(engine_t *e, struct engine_job *j, uint64_t before);
+/* engine_set_state's part: a job entering or leaving the unfinished states
+ * adds or takes its bytes. */
+void engine_quota_moved(engine_t *e, struct engine_job *j, engine_state old, engine_state s);
+
+/* ---- args out of memory (args.c) */
+/* Whether a new job's args of len bytes go out of memory (the budget). */
+bool engine_args_spill(engine_t *e, const node *home, uint32_t len);
+/* j was allocated spilled: keeps len; text (when given, outside a load)
+ * stays in the cache, pinned until the job's row is collected. */
+void engine_args_spilled(engine_t *e, struct engine_job *j, const char *text, uint32_t len);
+uint32_t engine_args_spilled_len(const struct engine_job *j);
+/* A spilled job's args in the cache, or NULL. */
+const char *engine_args_cached(engine_t *e, const struct engine_job *j, uint32_t *len);
+void engine_args_job_freed(engine_t *e, struct engine_job *j);
+/* engine_changes_clear's part: the rows collected, their entries unpinned. */
+void engine_args_changes_cleared(engine_t *e);
+/* A node's front changed (leased: a lease took from it). */
+void engine_args_node_busy(engine_t *e, node *n, bool leased);
+/* A job was leased: its entry is the first to evict. */
+void engine_args_consumed(engine_t *e, const struct engine_job *j);
+void engine_args_free(engine_t *e);
+/* For engine_check: the cache's memory as counted, checked against its
+ * entries; false with why. */
+bool engine_args_check(engine_t *e, size_t *mem, char *why, size_t len);
+/* The bytes of args a job keeps inline (2 for a spilled one: its length's
+ * room, as a blank job's "{}"). */
+static inline size_t job_inline_len(const struct engine_job *j)
+{
+    return (j->flags & JF_ARGS_OUT) ? 2 : strlen(j->args);
+}
 
 /* ---- rate limits (rate.c) */
 void engine_rate_init(rate_bucket *b, rb_kind kind);

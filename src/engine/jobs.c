@@ -8,17 +8,24 @@
 
 job *engine_job_alloc(engine_t *e, uint64_t id, node *home, const char *args, uint32_t args_len)
 {
-    job *j = xmalloc(offsetof(job, args) + args_len + 1);
+    bool out = args && engine_args_spill(e, home, args_len);
+    uint32_t inline_len = out ? 2 : args_len; /* a spilled job keeps its length there */
+    job *j = xmalloc(offsetof(job, args) + inline_len + 1);
     memset(j, 0, offsetof(job, args));
     j->id = id;
     j->node = home;
     j->hidx = HEAP_NONE;
     j->state = ENGINE_NSTATES; /* not counted anywhere yet */
+    home->refs++;
+    e->mem_bytes += mem_job(inline_len);
+    e->n_jobs++;
+    if (out) {
+        engine_args_spilled(e, j, args, args_len);
+        return j;
+    }
     if (args_len) memcpy(j->args, args, args_len);
     j->args[args_len] = 0;
-    home->refs++;
     e->data_bytes += args_len;
-    e->n_jobs++;
     return j;
 }
 
@@ -26,6 +33,7 @@ void engine_payload_free(engine_t *e, payload_vec *pv)
 {
     for (uint32_t i = 0; i < pv->n; i++) {
         e->data_bytes -= pv->v[i].len;
+        e->mem_bytes -= mem_payload(pv->v[i].len);
         free((char *)pv->v[i].data);
     }
     free(pv->v);
@@ -49,12 +57,19 @@ void engine_job_free(engine_t *e, job *j)
         free(ex->dl);
         engine_deps_free(ex->deps);
         free(ex);
+        e->mem_bytes -= mem_chunk(sizeof(job_extra));
     }
-    e->data_bytes -= strlen(j->args);
+    size_t inline_len = job_inline_len(j);
+    if (j->flags & JF_ARGS_OUT)
+        engine_args_job_freed(e, j);
+    else
+        e->data_bytes -= inline_len;
+    e->mem_bytes -= mem_job(inline_len);
     e->n_jobs--;
     if (j->in_lane) {
         engine_lane_unref(e, j->in_lane->lane);
         free(j->in_lane);
+        e->mem_bytes -= mem_chunk(sizeof(lane_link));
     }
     engine_node_unref(e, j->node);
     free(j);
@@ -73,8 +88,10 @@ static uint64_t payload_hash(engine_t *e, const char *data, uint32_t len)
     return hash_bytes(&e->hk, data, len);
 }
 
-static void payload_insert_at(payload_vec *pv, uint32_t pos, engine_payload p, uint64_t h)
+static void payload_insert_at(engine_t *e, payload_vec *pv, uint32_t pos, engine_payload p,
+                              uint64_t h)
 {
+    e->mem_bytes += mem_payload(p.len);
     if (pv->n == pv->cap) {
         pv->cap = pv->cap ? pv->cap * 2 : 4;
         pv->v = xrealloc(pv->v, pv->cap * sizeof(*pv->v));
@@ -85,10 +102,13 @@ static void payload_insert_at(payload_vec *pv, uint32_t pos, engine_payload p, u
     pv->v[pos] = p;
     pv->hashes[pos] = h;
     pv->n++;
+    pv->bytes += p.len;
 }
 
-static void payload_remove_at(payload_vec *pv, uint32_t pos)
+static void payload_remove_at(engine_t *e, payload_vec *pv, uint32_t pos)
 {
+    e->mem_bytes -= mem_payload(pv->v[pos].len);
+    pv->bytes -= pv->v[pos].len;
     memmove(&pv->v[pos], &pv->v[pos + 1], (pv->n - pos - 1) * sizeof(*pv->v));
     memmove(&pv->hashes[pos], &pv->hashes[pos + 1], (pv->n - pos - 1) * sizeof(*pv->hashes));
     pv->n--;
@@ -119,9 +139,9 @@ static void payload_add_owned(engine_t *e, payload_vec *pv, double score, char *
         if (pv->hashes[i] == h && pv->v[i].len == len && memcmp(pv->v[i].data, data, len) == 0) {
             if (score < pv->v[i].score) {
                 engine_payload p = pv->v[i];
-                payload_remove_at(pv, i);
+                payload_remove_at(e, pv, i);
                 p.score = score;
-                payload_insert_at(pv, payload_pos(pv, score), p, h);
+                payload_insert_at(e, pv, payload_pos(pv, score), p, h);
             }
             e->data_bytes -= len;
             free(data);
@@ -129,7 +149,7 @@ static void payload_add_owned(engine_t *e, payload_vec *pv, double score, char *
         }
     }
     engine_payload p = {score, data, len};
-    payload_insert_at(pv, payload_pos(pv, score), p, h);
+    payload_insert_at(e, pv, payload_pos(pv, score), p, h);
 }
 
 void engine_payload_add(engine_t *e, payload_vec *pv, double score, const char *data, uint32_t len)
@@ -142,9 +162,11 @@ void engine_payload_add(engine_t *e, payload_vec *pv, double score, const char *
 /* Moves every payload of `from` into `to` (from ends empty). */
 void engine_payload_move_all(engine_t *e, payload_vec *to, payload_vec *from)
 {
-    for (uint32_t i = 0; i < from->n; i++)
+    for (uint32_t i = 0; i < from->n; i++) {
+        e->mem_bytes -= mem_payload(from->v[i].len); /* counted again where it lands */
         payload_add_owned(e, to, from->v[i].score, (char *)from->v[i].data, from->v[i].len,
                           from->hashes[i]);
+    }
     free(from->v);
     free(from->hashes);
     memset(from, 0, sizeof(*from));
@@ -388,7 +410,9 @@ static void auto_unique_key(const engine_submit_req *r, char out[40])
 
 bool engine_can_merge_into(const job *tail, const node *home)
 {
-    return tail && tail->node == home &&
+    /* a job whose args are out of memory takes no payloads (a queue turned
+     * merging after its jobs spilled): the next submit makes a job */
+    return tail && tail->node == home && !(tail->flags & JF_ARGS_OUT) &&
            (tail->state == ENGINE_READY || tail->state == ENGINE_SCHEDULED ||
             tail->state == ENGINE_BLOCKED) &&
            (!(tail->flags & JF_HAS_PAYLOADS) || tail->extra->pl.n < ENGINE_MERGE_MAX_PAYLOADS);
@@ -542,7 +566,9 @@ static int submit_one(engine_t *e, int64_t now, const engine_submit_req *r, engi
     if (q->s.merge && ln && !n_parents && engine_can_merge_into(ln->tail, home)) {
         job *tail = ln->tail;
         engine_ensure_payloads(e, tail);
+        uint64_t before = tail->extra->pl.bytes;
         engine_payload_add(e, &tail->extra->pl, score, args, args_len);
+        engine_job_data_changed(e, tail, before);
         engine_note_job(e, tail, ENGINE_JF_PAYLOADS);
         BUMP(e, home->p, submitted);
         res->id = tail->id;
@@ -579,7 +605,7 @@ static int submit_one(engine_t *e, int64_t now, const engine_submit_req *r, engi
     if (ukey) engine_uniq_add(e, j);
     if (r->key) {
         if (!ln) ln = engine_lane_get_or_create(e, t, q, r->key);
-        engine_lane_join(ln, j);
+        engine_lane_join(e, ln, j);
         engine_lane_append(e, ln, j);
     }
     if (n_parents) engine_deps_attach(e, j, parents, n_parents, r->on_parent_failure, pending);
@@ -745,9 +771,12 @@ static void absorb_waiting(engine_t *e, job *j, int64_t now)
     if (!(j->flags & JF_HAS_PAYLOADS) || !j->in_lane || !job_queue(j)->s.merge) return;
     job *k;
     while ((k = lane_next(j)) && k->state == ENGINE_BLOCKED && k->node == j->node &&
-           j->extra->pl.n < ENGINE_MERGE_MAX_PAYLOADS) {
+           !(k->flags & JF_ARGS_OUT) && j->extra->pl.n < ENGINE_MERGE_MAX_PAYLOADS) {
         engine_ensure_payloads(e, k);
+        uint64_t j_before = j->extra->pl.bytes, k_before = k->extra->pl.bytes;
         engine_payload_move_all(e, &j->extra->pl, &k->extra->pl);
+        engine_job_data_changed(e, j, j_before);
+        engine_job_data_changed(e, k, k_before);
         k->extra->merged_into = j->id;
         engine_finish(e, k, ENGINE_MERGED, now);
         engine_note_job(e, k, ENGINE_JF_PAYLOADS);
@@ -886,17 +915,23 @@ static void split_at_death(engine_t *e, job *j, int64_t now)
 {
     payload_vec *pv = &j->extra->pl;
     payload_vec rest = {0};
+    uint64_t j_before = pv->bytes;
     rest.cap = rest.n = pv->n - 1;
     rest.v = xmalloc(rest.cap * sizeof(*rest.v));
     rest.hashes = xmalloc(rest.cap * sizeof(*rest.hashes));
     memcpy(rest.v, pv->v + 1, rest.n * sizeof(*rest.v));
     memcpy(rest.hashes, pv->hashes + 1, rest.n * sizeof(*rest.hashes));
     pv->n = 1;
+    rest.bytes = pv->bytes - pv->v[0].len;
+    pv->bytes = pv->v[0].len;
+    engine_job_data_changed(e, j, j_before);
     engine_note_job(e, j, ENGINE_JF_PAYLOADS);
     job *k = lane_next(j);
-    if (k && k->state == ENGINE_BLOCKED && k->node == j->node) {
+    if (k && k->state == ENGINE_BLOCKED && k->node == j->node && !(k->flags & JF_ARGS_OUT)) {
         engine_ensure_payloads(e, k);
+        uint64_t k_before = k->extra->pl.bytes;
         engine_payload_move_all(e, &k->extra->pl, &rest);
+        engine_job_data_changed(e, k, k_before);
         k->attempts = 0;
         engine_note_job(e, k, ENGINE_JF_PAYLOADS);
         return;
@@ -911,7 +946,7 @@ static void split_at_death(engine_t *e, job *j, int64_t now)
     l->max_attempts = j->max_attempts;
     if (idtab_put(&e->jobs, l->id, l) != 0) engine_oom();
     if (j->in_lane) {
-        engine_lane_join(j->in_lane->lane, l);
+        engine_lane_join(e, j->in_lane->lane, l);
         engine_lane_append(e, j->in_lane->lane, l);
     }
     if (l->in_lane && l->in_lane->lane->head != l) {

@@ -72,7 +72,7 @@ int engine_load_job(engine_t *e, int64_t now, const engine_job_info *in, engine_
     engine_set_next_id(e, in->id + 1);
     if (in->lane_seq) engine_set_next_id(e, in->lane_seq + 1);
     if (in->key) {
-        engine_lane_join(engine_lane_get_or_create(e, t, q, in->key), j);
+        engine_lane_join(e, engine_lane_get_or_create(e, t, q, in->key), j);
     }
     switch (in->state) {
     case ENGINE_DEAD:

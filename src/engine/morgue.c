@@ -169,13 +169,15 @@ int engine_morgue_requeue(engine_t *e, int64_t now, uint64_t id, engine_err *err
     if (!j) return err ? err->code : TENQ_ENOT_FOUND;
     queue *q = job_queue(j);
     lane *ln = job_lane(j);
-    if (q->s.merge && ln && engine_can_merge_into(ln->tail, j->node)) {
+    if (q->s.merge && ln && !(j->flags & JF_ARGS_OUT) && engine_can_merge_into(ln->tail, j->node)) {
         /* Merge rule: a requeued job joins the waiting job of its lane,
          * which then runs now with its attempts reset. */
         job *tail = ln->tail;
         engine_ensure_payloads(e, tail);
         engine_ensure_payloads(e, j);
+        uint64_t before = tail->extra->pl.bytes;
         engine_payload_move_all(e, &tail->extra->pl, &j->extra->pl);
+        engine_job_data_changed(e, tail, before);
         tail->attempts = 0;
         int64_t old_run_at = tail->run_at;
         if (tail->state == ENGINE_SCHEDULED) {

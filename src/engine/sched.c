@@ -265,8 +265,10 @@ static inline bool job_before(const job *a, const job *b)
 
 job_extra *engine_extra(engine_t *e, job *j)
 {
-    (void)e;
-    if (!j->extra) j->extra = xcalloc(1, sizeof(job_extra));
+    if (!j->extra) {
+        j->extra = xcalloc(1, sizeof(job_extra));
+        e->mem_bytes += mem_chunk(sizeof(job_extra));
+    }
     return j->extra;
 }
 
@@ -292,6 +294,7 @@ void engine_set_state(engine_t *e, job *j, engine_state s)
         counters_add(&e->c, s, 1);
     }
     j->state = (uint8_t)s;
+    engine_quota_moved(e, j, old, s);
     if (j->flags & JF_IN_BATCH) engine_batch_job_moved(e, j, old, s);
 }
 
@@ -411,6 +414,7 @@ static void ready_push(engine_t *e, job *j)
     n->n_ready++;
     /* An identical entry left behind earlier is this one again. */
     if (!stale_take(e, j->id, k)) nh_push(&n->jobs, (ready_entry){k, j->id});
+    if (e->n_spilled) engine_args_node_busy(e, n, false);
     if (was_empty) {
         dlist_push_back(&n->t->ready_nodes, &n->in_tenant);
         dlist_push_back(&n->p->ready_nodes, &n->in_pair);
@@ -479,9 +483,10 @@ void engine_unplace(engine_t *e, job *j)
 
 /* ---- lanes ------------------------------------------------------------------ */
 
-void engine_lane_join(lane *l, job *j)
+void engine_lane_join(engine_t *e, lane *l, job *j)
 {
     j->in_lane = xcalloc(1, sizeof(lane_link));
+    e->mem_bytes += mem_chunk(sizeof(lane_link));
     j->in_lane->lane = l;
     l->refs++;
 }
@@ -532,6 +537,10 @@ static void lease_one(engine_t *e, int64_t now, job *j, const char *worker)
     pair *p = n->p;
     queue *q = p->q;
     ready_remove(e, j);
+    if (e->n_spilled) {
+        engine_args_node_busy(e, n, true);
+        engine_args_consumed(e, j);
+    }
     engine_set_state(e, j, ENGINE_LEASED);
     job_extra *ex = engine_extra(e, j);
     /* Tokens grow with every lease of a job and never fall below the floor

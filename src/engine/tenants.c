@@ -37,6 +37,8 @@ static void counts_fill(engine_counts *o, const counters *c)
     o->failed_total = c->failed;
     o->dead_total = c->dead;
     o->cancelled_total = c->cancelled;
+    for (int s = 0; s < ENGINE_DEAD; s++) o->queued += c->n[s];
+    o->queued_bytes = c->queued_bytes;
 }
 
 /* Lag: how long each tenant's next eligible job has been ready; the

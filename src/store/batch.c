@@ -106,6 +106,11 @@ void store_batch_job(store_batch *b, const engine_job_info *j, uint32_t fields)
     r->lane_seq = j->lane_seq;
     r->timeout_ms = j->timeout_ms;
     bool all = fields & ENGINE_JF_NEW;
+    if (all && j->args_missing) { /* args.c keeps a new job's args until its row is collected */
+        fprintf(stderr, "tenq: job %llu's row would be written without its args\n",
+                (unsigned long long)j->id);
+        abort();
+    }
     r->tenant = all ? astr(b, j->tenant) : SNULL;
     r->queue = all ? astr(b, j->queue) : SNULL;
     r->type = all ? astr(b, j->type) : SNULL;
@@ -151,6 +156,16 @@ void store_batch_pause(store_batch *b, const char *queue, const char *tenant, bo
     o->u.pause.queue = astr(b, queue);
     o->u.pause.tenant = astr(b, tenant);
     o->u.pause.paused = paused;
+}
+
+void store_batch_usage(store_batch *b, bool queue, const char *name, uint64_t queued,
+                       uint64_t bytes)
+{
+    store_op *o = op_push(b, OP_USAGE);
+    o->u.usage.name = astr(b, name);
+    o->u.usage.queue = queue;
+    o->u.usage.queued = queued;
+    o->u.usage.bytes = bytes;
 }
 
 void store_batch_attempt(store_batch *b, const engine_attempt_info *a)

@@ -36,6 +36,7 @@ typedef enum {
     OP_DEP,             /* u.dep: an edge of a new job (its parent) */
     OP_BATCH,           /* u.bat: a batch's whole row */
     OP_BATCH_JOB,       /* u.bat: a job's link to its batch (id, job_id, role) */
+    OP_USAGE,           /* u.usage: what a tenant or queue with a quota holds (PostgreSQL) */
 } op_kind;
 
 typedef struct batch_row {
@@ -89,6 +90,11 @@ typedef struct store_op {
             soff queue, tenant;
             bool paused;
         } pause;
+        struct {
+            soff name;
+            bool queue; /* a queue's, else a tenant's */
+            uint64_t queued, bytes;
+        } usage;
         struct {
             uint64_t job_id, token;
             uint32_t attempt;
@@ -195,6 +201,8 @@ typedef struct read_req {
     store_inbox_fn ifn;    /* an inbox read: up to max, raising tx ids to floor */
     store_attempts_fn afn; /* a job (id) and its attempts */
     store_deps_fn dfn;     /* a job (id) and its edges */
+    uint64_t *ids;         /* an args read: these jobs' ids and args (fn), owned */
+    size_t nids;
     size_t max;
     uint64_t floor;
     store_inbox_flag flag;

@@ -432,4 +432,63 @@
     "      queue, coalesce(limit_bytes, 1048576))\n"                                               \
     "  END $f$;\n"
 
+/* Schema 18: quotas in applications' transactions.  The leader writes what
+ * each tenant and queue with a quota holds into tenq.queued_usage (every
+ * second, when it changed: admit.c); a trigger on the inbox adds the jobs
+ * the inbox holds (the statement's own included) and refuses the statement,
+ * and so the application's transaction, when a quota would be passed
+ * (SQLSTATE TQ429, the message naming the limit as the server's 429 does).
+ * No quota anywhere: the trigger returns at once.  One string, run once, on
+ * PostgreSQL only. */
+#define STORE_PG_TXAPI_QUOTA                                                                       \
+    "CREATE TABLE tenq.queued_usage (\n"                                                           \
+    "  kind TEXT NOT NULL,\n"                                                                      \
+    "  name TEXT NOT NULL,\n"                                                                      \
+    "  queued BIGINT NOT NULL,\n"                                                                  \
+    "  queued_bytes BIGINT NOT NULL,\n"                                                            \
+    "  updated_at BIGINT NOT NULL,\n"                                                              \
+    "  PRIMARY KEY (kind, name));\n"                                                               \
+    "CREATE FUNCTION tenq.inbox_quota() RETURNS trigger LANGUAGE plpgsql AS $f$\n"                 \
+    "DECLARE bad RECORD;\n"                                                                        \
+    "BEGIN\n"                                                                                      \
+    "  IF NOT EXISTS (SELECT 1 FROM tenq.tenants WHERE max_queued IS NOT NULL\n"                   \
+    "      OR max_queued_bytes > 0)\n"                                                             \
+    "    AND NOT EXISTS (SELECT 1 FROM tenq.queues WHERE max_queued IS NOT NULL\n"                 \
+    "      OR max_queued_bytes > 0) THEN\n"                                                        \
+    "    RETURN NULL;\n"                                                                           \
+    "  END IF;\n"                                                                                  \
+    "  SELECT * INTO bad FROM (SELECT l.kind, l.name, l.max_queued, l.max_queued_bytes,\n"         \
+    "      coalesce(u.queued, 0) + c.n AS held, coalesce(u.queued_bytes, 0) + c.b AS held_bytes\n" \
+    "    FROM (SELECT 'tenant' AS kind, t.name, t.max_queued, t.max_queued_bytes\n"                \
+    "        FROM tenq.tenants t WHERE t.name IN (SELECT a.tenant FROM added a)\n"                 \
+    "          AND (t.max_queued IS NOT NULL OR t.max_queued_bytes > 0)\n"                         \
+    "      UNION ALL SELECT 'queue', q.name, q.max_queued, q.max_queued_bytes\n"                   \
+    "        FROM tenq.queues q WHERE q.name IN (SELECT a.queue FROM added a)\n"                   \
+    "          AND (q.max_queued IS NOT NULL OR q.max_queued_bytes > 0)) l\n"                      \
+    "    LEFT JOIN tenq.queued_usage u ON u.kind = l.kind AND u.name = l.name\n"                   \
+    "    CROSS JOIN LATERAL (SELECT count(*) AS n, coalesce(sum(octet_length(i.args)), 0) AS b\n"  \
+    "      FROM tenq.inbox i WHERE CASE l.kind WHEN 'tenant' THEN i.tenant ELSE i.queue END\n"     \
+    "        = l.name) c) x\n"                                                                     \
+    "    WHERE x.held > x.max_queued OR (x.max_queued_bytes > 0 AND x.held_bytes > "               \
+    "x.max_queued_bytes)\n"                                                                        \
+    "    LIMIT 1;\n"                                                                               \
+    "  IF FOUND THEN\n"                                                                            \
+    "    IF bad.held > bad.max_queued THEN\n"                                                      \
+    "      RAISE EXCEPTION 'tenq.submit: quota_exceeded: % % would hold % unfinished jobs, past "  \
+    "its '\n"                                                                                      \
+    "        'max_queued % (jobs of transactions not yet taken in count)', bad.kind, bad.name,\n"  \
+    "        bad.held, bad.max_queued USING ERRCODE = 'TQ429', COLUMN = 'max_queued';\n"           \
+    "    END IF;\n"                                                                                \
+    "    RAISE EXCEPTION 'tenq.submit: quota_exceeded: % % would hold % bytes of args, past its "  \
+    "'\n"                                                                                          \
+    "      'max_queued_bytes % (jobs of transactions not yet taken in count)', bad.kind, "         \
+    "bad.name,\n"                                                                                  \
+    "      bad.held_bytes, bad.max_queued_bytes USING ERRCODE = 'TQ429', COLUMN = "                \
+    "'max_queued_bytes';\n"                                                                        \
+    "  END IF;\n"                                                                                  \
+    "  RETURN NULL;\n"                                                                             \
+    "END $f$;\n"                                                                                   \
+    "CREATE TRIGGER inbox_quota AFTER INSERT ON tenq.inbox REFERENCING NEW TABLE AS added\n"       \
+    "  FOR EACH STATEMENT EXECUTE FUNCTION tenq.inbox_quota();\n"
+
 #endif

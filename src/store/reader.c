@@ -279,10 +279,51 @@ static void read_batch_links_of(store_t *s, rows_builder *rows)
     free(sql);
 }
 
+/* ---- args of jobs whose args are out of memory ------------------------------------ */
+
+#define ARGS_READ_CHUNK 500 /* ids in one statement */
+
+static void args_row(void *ctx, const store_rowacc *acc, void *row)
+{
+    rows_builder *rb = ctx;
+    if (acc->is_null(row, 1)) return; /* payloads: never out of memory */
+    engine_job_info *j = rows_add(rb);
+    j->id = (uint64_t)acc->i64(row, 0);
+    j->args = rows_str(rb, acc->text(row, 1));
+    j->args_len = (uint32_t)strlen(j->args);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The ids in order, a statement for each chunk of them. */
+static int read_args(store_t *s, uint64_t *ids, size_t n, rows_builder *rows)
+{
+    qsort(ids, n, sizeof(*ids), cmp_u64);
+    char *sql = xmalloc(64 + ARGS_READ_CHUNK * 22);
+    int rc = 0;
+    for (size_t at = 0; at < n && !rc; at += ARGS_READ_CHUNK) {
+        size_t m = n - at < ARGS_READ_CHUNK ? n - at : ARGS_READ_CHUNK;
+        size_t len = (size_t)sprintf(sql, "SELECT id, args FROM $Sjobs WHERE id IN (");
+        for (size_t i = 0; i < m; i++)
+            len += (size_t)sprintf(sql + len, "%s%llu", i ? "," : "",
+                                   (unsigned long long)ids[at + i]);
+        sprintf(sql + len, ")");
+        rc = s->be->select(s, true, sql, 0, NULL, args_row, rows);
+    }
+    free(sql);
+    return rc;
+}
+
 static void run_read(store_t *s, read_req *rq, store_result *res)
 {
     pthread_mutex_lock(&s->read_db_lock);
-    if (rq->dfn) {
+    if (rq->ids) {
+        res->rc = read_args(s, rq->ids, rq->nids, &res->rows);
+    } else if (rq->dfn) {
         res->rc = read_deps(s, rq->id, res);
     } else if (rq->afn) {
         res->rc = read_attempts(s, rq->id, res);
@@ -324,6 +365,7 @@ void *store_reader_main(void *arg)
         res->ctx = rq->ctx;
         run_read(s, rq, res);
         free(rq->qstrings);
+        free(rq->ids);
         free(rq);
         store_post_result(s, res);
         pthread_mutex_lock(&s->lock);
@@ -378,6 +420,17 @@ void store_get_job(store_t *s, uint64_t id, store_rows_fn fn, void *ctx)
 void store_list_jobs(store_t *s, const store_job_query *q, store_rows_fn fn, void *ctx)
 {
     read_enqueue(s, read_new(0, q, fn, ctx));
+}
+
+void store_read_args(store_t *s, const uint64_t *ids, size_t n, store_rows_fn fn, void *ctx)
+{
+    read_req *rq = xcalloc(1, sizeof(*rq));
+    rq->ids = xmalloc((n ? n : 1) * sizeof(*ids));
+    memcpy(rq->ids, ids, n * sizeof(*ids));
+    rq->nids = n;
+    rq->fn = fn;
+    rq->ctx = ctx;
+    read_enqueue(s, rq);
 }
 
 void store_get_request(store_t *s, const char *scope, const char *key, store_request_read_fn fn,

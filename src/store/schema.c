@@ -285,6 +285,19 @@ static const char *const migrations[] = {
     /* 16: tenq.problem checks names without a bounded repetition, 3 times
      * faster (PostgreSQL only: pg_txapi.h; SQLite records the version alone). */
     "$TXNAMES",
+
+    /* 17: quotas: unfinished jobs and bytes of args a tenant or a queue
+     * holds at most (settings; max_queued null: none, max_queued_bytes 0:
+     * none). */
+    "ALTER TABLE $Stenants ADD COLUMN max_queued $I64;\n"
+    "ALTER TABLE $Stenants ADD COLUMN max_queued_bytes $I64 NOT NULL DEFAULT 0;\n"
+    "ALTER TABLE $Squeues ADD COLUMN max_queued $I64;\n"
+    "ALTER TABLE $Squeues ADD COLUMN max_queued_bytes $I64 NOT NULL DEFAULT 0;\n",
+
+    /* 18: quotas checked in applications' transactions: what the leader
+     * counts, and a trigger on the inbox (PostgreSQL only: pg_txapi.h;
+     * SQLite records the version alone). */
+    "$TXQUOTA",
 };
 
 int store_schema_versions(void)
@@ -333,6 +346,7 @@ static char *expand(const char *t, bool pg)
         {"$TXTIMEOUT", "", STORE_PG_TXAPI_TIMEOUT},
         {"$TXHOT", "", STORE_PG_TXAPI_HOT},
         {"$TXNAMES", "", STORE_PG_TXAPI_NAMES},
+        {"$TXQUOTA", "", STORE_PG_TXAPI_QUOTA},
         {"$ATTEMPTS_GONE", STORE_ATTEMPTS_GONE_SQLITE, STORE_ATTEMPTS_GONE_PG},
         {"$DEPS_GONE", STORE_DEPS_GONE_SQLITE, STORE_DEPS_GONE_PG},
         {"$BATCH_JOBS_GONE", STORE_BATCH_JOBS_GONE_SQLITE, STORE_BATCH_JOBS_GONE_PG},

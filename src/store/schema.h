@@ -50,6 +50,12 @@ char *store_schema_sql(int version, bool pg);
     "INSERT INTO $Squeue_pauses (queue, tenant, paused, updated_at) VALUES (?1, ?2, ?3, ?4) "      \
     "ON CONFLICT (queue, tenant) DO UPDATE SET paused = excluded.paused, updated_at = "            \
     "excluded.updated_at"
+/* PostgreSQL only (schema 18, pg_txapi.h): what a tenant or queue with a
+ * quota holds, as the leader last wrote it. */
+#define STORE_SQL_UPSERT_USAGE                                                                     \
+    "INSERT INTO tenq.queued_usage (kind, name, queued, queued_bytes, updated_at) VALUES (?1, "    \
+    "?2, ?3, ?4, ?5) ON CONFLICT (kind, name) DO UPDATE SET queued = excluded.queued, "            \
+    "queued_bytes = excluded.queued_bytes, updated_at = excluded.updated_at"
 #define STORE_SCHEDULE_COLUMNS                                                                     \
     "name, tenant, cron, timezone, missed, queue, type, args, key, priority, unique_key, "         \
     "is_unique, max_attempts, timeout_ms, paused, last_tick, next_tick, created_at, updated_at"

@@ -101,6 +101,11 @@ void store_batch_queue(store_batch *b, const char *name, const engine_queue_sett
 void store_batch_idem(store_batch *b, const engine_idem_info *i);
 /* A queue paused (or resumed) for one tenant. */
 void store_batch_pause(store_batch *b, const char *queue, const char *tenant, bool paused);
+/* What a tenant (queue false) or a queue with a quota holds now, for the
+ * quota check of applications' transactions (tenq.queued_usage; PostgreSQL
+ * only: SQLite writes nothing). */
+void store_batch_usage(store_batch *b, bool queue, const char *name, uint64_t queued,
+                       uint64_t bytes);
 /* An attempt that ended without its job succeeding (ENGINE_CH_ATTEMPT): a
  * row of the job's attempt history, kept as long as the job (a job's
  * deletion, by retention or from the morgue, deletes its attempts). */
@@ -396,6 +401,11 @@ void store_get_job(store_t *s, uint64_t id, store_rows_fn fn, void *ctx);
 void store_list_jobs(store_t *s, const store_job_query *q, store_rows_fn fn, void *ctx);
 /* The same, on the caller's thread (tests, tools). */
 int store_get_job_sync(store_t *s, uint64_t id, store_rows_fn fn, void *ctx);
+/* The args of these jobs (of their rows that have args; any order): rows
+ * with only id, args and args_len set.  For args out of memory (the
+ * engine's engine_args_wanted, a lease or a read that found a job's args
+ * missing); read only after the rows' submits are committed. */
+void store_read_args(store_t *s, const uint64_t *ids, size_t n, store_rows_fn fn, void *ctx);
 /* A job's row (job NULL when there is none) and the rows of its attempts
  * that ended without it succeeding (store_batch_attempt), by token. */
 typedef struct store_attempts {

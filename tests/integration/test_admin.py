@@ -32,7 +32,8 @@ class AdminEndpoints(ServerTest):
         when valid, as its row says."""
         table = self.srv.ok("GET", "/v1/settings")
         self.assertEqual([r["name"] for r in table["tenant"]],
-                         ["slots", "weight", "rate", "rate_period_ms", "rate_burst"])
+                         ["slots", "weight", "rate", "rate_period_ms", "rate_burst", "max_queued",
+                          "max_queued_bytes"])
         self.assertIn("lease_ms", [r["name"] for r in table["queue"]])
         for kind, path in (("queue", "/v1/queues/table-q"), ("tenant", "/v1/tenants/table-t")):
             before = self.srv.ok("PUT", path, {})

@@ -216,6 +216,44 @@ class Submit(TxTest):
                           "'AZaz09._-' || repeat('q', 55), 'T'); ROLLBACK;", check=False)
         self.assertEqual(rc, 0, err)
 
+    def test_a_submit_past_a_quota_raises_and_rolls_back_the_transaction(self):
+        self.srv.ok("PUT", "/v1/tenants/txq", {"max_queued": 3})
+        self.srv.ok("PUT", "/v1/queues/txqq", {"max_queued_bytes": 60})
+        ids = q1(self.db, "BEGIN; SELECT tenq.submit_many('[" + ",".join(
+            ['{"tenant":"txq","queue":"txq1","type":"T"}'] * 2) + "]'); COMMIT;")
+        self.assertEqual(len(ids.strip("{}").split(",")), 2)
+        # the leader takes them in and writes what the tenant holds
+        deadline = time.time() + 10
+        while q1(self.db, "SELECT coalesce((SELECT queued FROM tenq.queued_usage WHERE kind = "
+                          "'tenant' AND name = 'txq'), 0)") != "2":
+            self.assertLess(time.time(), deadline, "the leader never wrote the tenant's usage")
+            time.sleep(0.05)
+        over = [
+            ("SELECT tenq.submit_many('[" + ",".join(
+                ['{"tenant":"txq","queue":"txq1","type":"T"}'] * 2) + "]')",
+             "tenant txq would hold 4 unfinished jobs, past its max_queued 3"),
+            ("SELECT tenq.submit('other', 'txqq', 'T', jsonb_build_object('p', repeat('x', 60)))",
+             "queue txqq would hold 69 bytes of args, past its max_queued_bytes 60"),
+        ]
+        for sql, words in over:
+            rc, _, err = psql(self.db, "BEGIN; INSERT INTO biz (note) VALUES ('q'); %s; COMMIT;"
+                              % sql, check=False)
+            self.assertNotEqual(rc, 0, sql)
+            self.assertIn("quota_exceeded", err)
+            self.assertIn(words, err)
+        self.assertEqual(q1(self.db, "SELECT count(*) FROM biz"), "0")  # rolled back
+        self.assertEqual(q1(self.db, "SELECT count(*) FROM tenq.inbox"), "0")
+        # the SQLSTATE an application catches
+        rc, out, err = psql(self.db, "DO $$ BEGIN PERFORM tenq.submit('txq', 'txq1', 'T'); "
+                            "PERFORM tenq.submit('txq', 'txq1', 'T'); EXCEPTION WHEN SQLSTATE "
+                            "'TQ429' THEN RAISE NOTICE 'refused'; END $$;", check=False)
+        self.assertEqual(rc, 0, err)
+        self.assertIn("refused", err)
+        # within the quota, a transaction's job is made
+        q1(self.db, "BEGIN; SELECT tenq.submit('txq', 'txq1', 'T'); COMMIT;")
+        self.settle()
+        self.assertEqual(len(self.lease("txq1")), 3)
+
     def test_a_jobs_own_timeout_arrives_and_the_server_times_the_attempt_out(self):
         self.srv.ok("PUT", "/v1/queues/txt", {"lease_ms": 1500})
         # checked against the queue's lease: a third of 1500 ms is 500

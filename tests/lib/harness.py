@@ -55,7 +55,8 @@ class Server:
     store_url "" passes no --store (the server stores under its data dir);
     an env value of None removes that variable; cwd is the server's."""
 
-    def __init__(self, store_url=None, args=(), env=None, tmp=None, wrap=(), port=0, cwd=None):
+    def __init__(self, store_url=None, args=(), env=None, tmp=None, wrap=(), port=0, cwd=None,
+                 preexec=None):
         self.tmp = tmp or tempfile.mkdtemp(prefix="tenq-it-")
         self.own_tmp = tmp is None
         if store_url is None:
@@ -70,6 +71,7 @@ class Server:
             else:
                 self.env[k] = v
         self.cwd = cwd
+        self.preexec = preexec  # run in the child before exec (resource limits)
         self.wrap = list(wrap)
         self.listen_port = port  # 0: any free port, again at each start
         self.proc = None
@@ -88,7 +90,8 @@ class Server:
         cmd = self.wrap + [BIN, "serve", "--listen", "127.0.0.1:%d" % self.listen_port] + store + [
             "--port-file", port_file] + self.args
         self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL,
-                                     stderr=self.log, env=self.env, cwd=self.cwd)
+                                     stderr=self.log, env=self.env, cwd=self.cwd,
+                                     preexec_fn=self.preexec)
         deadline = time.time() + 30
         while time.time() < deadline:
             if os.path.exists(port_file):

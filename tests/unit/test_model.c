@@ -24,6 +24,10 @@
  *     before its time (on_complete and on_success only once nothing of the
  *     batch is pending, on_success only when all succeeded), and none is
  *     lost (a batch with nothing pending is closed, its callbacks made).
+ *   - args out of memory (the spilling run, a tiny args budget): a job's args
+ *     as engine_job_get shows them (inline, or read back into the cache) are
+ *     the args it was made with, and a job not yet collected never lacks
+ *     them; what the run reads ahead comes back at random, or never.
  * Every few thousand steps the engine is "restarted": its jobs are copied
  * out as a store would and loaded into a fresh engine, which carries on.
  *
@@ -64,6 +68,9 @@ typedef struct rate_log {
 } rate_log;
 
 static struct model {
+    bool spill;       /* the run with a tiny args budget */
+    char **args_of;   /* by id: the args as collected ("the store's rows") */
+    uint64_t n_spilled_leases, n_read_back;
     uint64_t rng;
     int64_t now;
     engine_t *e;
@@ -131,6 +138,7 @@ static engine_config model_config(void)
     engine_config_defaults(&c);
     c.seed = M.rng;
     c.start_ms = M.now; /* limits begin used up at every (re)start */
+    if (M.spill) c.args_budget = 400; /* three or four jobs' args inline, a few cached */
     return c;
 }
 
@@ -203,9 +211,65 @@ static int64_t want_deadline(const live_lease *l)
     return d;
 }
 
+/* A job's args as the engine shows them agree with what was collected
+ * ("the store"); a missing one is read back from there.  Returns them. */
+static const char *job_args(const engine_job_info *in)
+{
+    if (!M.spill || (!in->args && !in->args_missing)) return in->args; /* payloads */
+    const char *stored = M.args_of[in->id];
+    if (!stored) { /* not collected yet: then they must be there */
+        ASSERT_MSG(!in->args_missing, "job %llu lacks its args before its row is written",
+                   (unsigned long long)in->id);
+        return in->args;
+    }
+    if (in->args_missing) return stored;
+    ASSERT_MSG(in->args_len == strlen(stored) && memcmp(in->args, stored, in->args_len) == 0,
+               "job %llu shows args %.*s, made with %s", (unsigned long long)in->id,
+               (int)in->args_len, in->args, stored);
+    return in->args;
+}
+
+/* The store's part: new jobs' rows are written with their args (which
+ * must be there: a spilled job keeps them pinned until now). */
+static void collect_args(void)
+{
+    if (!M.spill) return;
+    size_t n;
+    const engine_change *c = engine_changes(M.e, &n);
+    for (size_t i = 0; i < n; i++) {
+        if (c[i].kind != ENGINE_CH_JOB || !(c[i].fields & ENGINE_JF_NEW)) continue;
+        engine_job_info in;
+        engine_job_get(c[i].job, &in);
+        if (in.payloads) continue;
+        ASSERT_MSG(!in.args_missing, "job %llu's row is written without its args",
+                   (unsigned long long)in.id);
+        if (!M.args_of[in.id]) M.args_of[in.id] = strndup(in.args, in.args_len);
+        job_args(&in);
+    }
+}
+
+/* The server's part: what the engine wants read ahead comes back from the
+ * store, or (at random) later, or never: a read that found nothing. */
+static void read_ahead(void)
+{
+    if (!M.spill) return;
+    uint64_t ids[64];
+    size_t n = engine_args_wanted(M.e, M.now, ids, 64);
+    for (size_t i = 0; i < n; i++) {
+        const char *a = M.args_of[ids[i]];
+        if (a && rn(4)) {
+            engine_args_put(M.e, ids[i], a, (uint32_t)strlen(a));
+            M.n_read_back++;
+        } else {
+            engine_args_unasked(M.e, ids[i]);
+        }
+    }
+}
+
 /* Ends the test's record of leases whose deadline passed at a tick. */
 static void clear_changes(void)
 {
+    collect_args();
     engine_changes_clear(M.e);
     M.seen_changes = 0;
 }
@@ -321,8 +385,11 @@ static void op_submit(void)
 {
     int t = rn(NT), q = rn(NQ);
     char key[4] = {'k', (char)('0' + rn(NK)), 0};
-    char args[32];
-    snprintf(args, sizeof args, "{\"v\":%d}", rn(5));
+    char args[160];
+    if (M.spill) /* 64 bytes and more: spilled once the budget is used */
+        snprintf(args, sizeof args, "{\"v\":%d,\"pad\":\"%0*d\"}", rn(5), 60 + rn(60), 0);
+    else
+        snprintf(args, sizeof args, "{\"v\":%d}", rn(5));
     char ukey[8], idem[16];
     snprintf(ukey, sizeof ukey, "u%d", rn(3));
     snprintf(idem, sizeof idem, "i%d", rn(50));
@@ -453,6 +520,10 @@ static void op_lease(void)
     for (size_t i = 0; i < n; i++) {
         engine_job_info in;
         engine_job_get(out[i], &in);
+        if (M.spill && !in.payloads) {
+            M.n_spilled_leases += in.args_missing || engine_job_spilled(out[i]);
+            job_args(&in); /* what the worker gets is what was submitted */
+        }
         live_lease *l = &M.lease[in.id];
         ASSERT_MSG(!l->live, "job %llu leased twice at once (step %llu)", (unsigned long long)in.id,
                    (unsigned long long)M.steps);
@@ -676,7 +747,11 @@ static void op_restart(void)
         in->queue = dupn(in->queue);
         in->type = dupn(in->type);
         in->key = dupn(in->key);
-        in->args = dupn(in->args);
+        if (!in->payloads) {
+            in->args = dupn(job_args(in)); /* the store's row has them */
+            in->args_len = (uint32_t)strlen(in->args);
+            in->args_missing = false;
+        }
         in->worker = dupn(in->worker);
         in->error = dupn(in->error);
         in->progress = dupn(in->progress);
@@ -799,9 +874,11 @@ static void check_live_leases_agree(void)
     }
 }
 
-static void run_model(uint64_t seed, uint64_t ops)
+static void run_model(uint64_t seed, uint64_t ops, bool spill)
 {
     memset(&M, 0, sizeof M);
+    M.spill = spill;
+    M.args_of = calloc(MAXJ + 1, sizeof(char *));
     M.rng = seed;
     M.now = 1700000000000LL;
     M.lease = calloc(MAXJ + 1, sizeof(live_lease));
@@ -863,6 +940,7 @@ static void run_model(uint64_t seed, uint64_t ops)
                    : r < 81 ? "settings"
                    : r < 97 ? "tick"
                             : "restart/clear");
+        if (rn(3) == 0) read_ahead();
         if (engine_check(M.e, M.now, buf, sizeof buf) != 0)
             test_fail(__FILE__, __LINE__, "step %llu: %s", (unsigned long long)M.steps, buf);
         check_callbacks(M.seen_changes);
@@ -888,7 +966,14 @@ static void run_model(uint64_t seed, uint64_t ops)
     ASSERT(M.n_expired > 0 && M.n_dead > 0 && M.n_merged > 0 && M.n_restarts > 0 && M.n_pauses > 0);
     ASSERT(M.n_children_leased > 0);
     ASSERT(M.n_batches > 0 && M.n_callbacks > 0 && M.n_fanouts > 0);
+    if (spill) {
+        fprintf(stderr, "  spilled: %llu leases of spilled jobs, %llu args read back\n",
+                (unsigned long long)M.n_spilled_leases, (unsigned long long)M.n_read_back);
+        ASSERT(M.n_spilled_leases > 0 && M.n_read_back > 0);
+    }
     engine_destroy(M.e);
+    for (uint64_t i = 0; i <= MAXJ; i++) free(M.args_of[i]);
+    free(M.args_of);
     free(M.ended);
     free(M.dep_of);
     free(M.deps);
@@ -912,5 +997,11 @@ static uint64_t model_ops(uint64_t dflt)
 
 TEST_T(model_random_operations_keep_every_invariant, 900)
 {
-    run_model(test_seed(), model_ops(DEFAULT_OPS));
+    run_model(test_seed(), model_ops(DEFAULT_OPS), false);
+}
+
+/* The same with args out of memory: a budget of a few jobs' args. */
+TEST_T(model_with_args_spilled_keeps_every_invariant, 900)
+{
+    run_model(test_seed() ^ 0x5b111ed, model_ops(DEFAULT_OPS / 2), true);
 }
