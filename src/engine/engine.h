@@ -609,8 +609,11 @@ bool engine_job_attempt(const engine_job_info *j, engine_attempt_info *out);
  * callback is submitted at most once, in the call whose outcome triggered
  * it, so that it is in the same change list (and store commit).  A job
  * requeued from the morgue while its batch is open is pending again; once
- * the batch is closed it runs as any job and fires nothing.  Counters are
- * kept per batch: a finished job costs O(1), never a scan. */
+ * the batch is closed it runs as any job and fires nothing.  A batch
+ * remembers its deaths (`deaths`, written with each death): one that had a
+ * death, a cancel or a merge never fires on_success, whatever its jobs did
+ * after, and on_death is due at the first death only.  Counters are kept
+ * per batch: a finished job costs O(1), never a scan. */
 
 typedef enum {
     ENGINE_CB_COMPLETE, /* on_complete */
@@ -629,7 +632,11 @@ typedef struct engine_batch_info {
     int64_t created_at, closed_at; /* closed_at 0: open */
     uint64_t total;                /* jobs ever added */
     uint64_t deleted;              /* dead jobs deleted from the morgue */
-    uint64_t n[ENGINE_NSTATES];    /* jobs by their state now (final states: how many ended so) */
+    /* deaths of its jobs, ever: a job requeued from the morgue keeps its
+     * death here (and one that dies again counts again), so that a batch
+     * that had a death never fires on_success, across restarts too */
+    uint64_t deaths;
+    uint64_t n[ENGINE_NSTATES]; /* jobs by their state now (final states: how many ended so) */
     /* the callbacks' specs (NULL: none; tenant is the batch's) */
     const engine_submit_req *callbacks[ENGINE_NCALLBACKS];
     uint64_t callback_ids[ENGINE_NCALLBACKS]; /* the job submitted; 0: not (yet) */

@@ -257,12 +257,13 @@ typedef struct batch {
     tenant *t;
     int64_t created_at, closed_at;
     uint64_t total, deleted;
+    uint64_t deaths; /* deaths of its jobs, ever (stored): a requeue takes none back */
     uint64_t n[ENGINE_NSTATES];
     engine_submit_req *cb[ENGINE_NCALLBACKS]; /* owned copies, NULL: none */
     uint64_t cb_id[ENGINE_NCALLBACKS];
     bool chg;   /* listed in the changes */
     bool due;   /* in e->batch_due: to settle at the end of the call */
-    bool death; /* a job died: on_death is due */
+    bool death; /* its first job died: on_death is due */
 } batch;
 
 #define JF_CANCEL_REQ   1u

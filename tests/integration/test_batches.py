@@ -360,6 +360,49 @@ class Restarts(BatchTest):
 
 
 
+class DeathRemembered(BatchTest):
+    """A batch remembers a death (SEMANTICS.md "Batches"): its job requeued
+    from the morgue while the batch is open and succeeding after does not
+    make it a batch that fires on_success, across kill -9 too."""
+
+    def test_a_job_that_died_then_requeued_and_succeeded_fires_no_on_success(self):
+        srv = self.srv
+        b = create(srv, [{"tenant": "acme", "queue": "xq", "type": "A", "max_attempts": 1},
+                         {"tenant": "acme", "queue": "xq", "type": "B"}],
+                   on_complete=cb("done", "xcb"), on_success=cb("ok", "xcb"),
+                   on_death=cb("died", "xcb"))
+        a = srv.lease(["xq"])[0]
+        self.assertEqual(a["type"], "A")
+        self.assertEqual(srv.fail(a, error="no")["state"], "dead")  # max_attempts 1
+        self.assertIsNotNone(batch(srv, b["id"])["callbacks"]["on_death"]["job"])
+        self.assertEqual(batch(srv, b["id"])["deaths"], 1)
+        srv.kill()  # between the death and the requeue
+        srv.start()
+        srv.ok("POST", "/v1/morgue/%d/requeue" % a["id"])
+        st = batch(srv, b["id"])
+        self.assertEqual((st["status"], st["counts"]["dead"], st["deaths"]), ("open", 0, 1))
+        srv.kill()  # between the requeue and the successes: no job of it is dead now
+        srv.start()
+        self.assertEqual(batch(srv, b["id"])["deaths"], 1)
+        again = srv.lease(["xq"], max=2)
+        self.assertEqual(sorted(j["type"] for j in again), ["A", "B"])
+        for j in again:
+            srv.ack(j)
+        st = batch(srv, b["id"])
+        self.assertEqual(st["status"], "closed")
+        self.assertEqual((st["counts"]["succeeded"], st["total"], st["deaths"]), (2, 2, 1))
+        self.assertIsNone(st["callbacks"]["on_success"]["job"])
+        cbs = srv.lease(["xcb"], max=10)
+        self.assertEqual(sorted(j["type"] for j in cbs), ["died", "done"])
+        for j in cbs:
+            srv.ack(j)
+        srv.kill()  # and nothing more after another restart
+        srv.start()
+        self.assertEqual(srv.lease(["xcb"], max=10), [])
+        self.assertEqual(batch(srv, b["id"])["deaths"], 1)
+        self.assertEqual(sql_count(srv, "SELECT deaths FROM batches WHERE id = %d" % b["id"]), 1)
+
+
 class RestartWithDependencies(BatchTest):
     def test_a_restart_keeps_a_batch_whose_jobs_wait_for_each_other(self):
         a = {"tenant": "acme", "queue": "rwq", "type": "A"}
@@ -463,7 +506,9 @@ class Kill9(BatchTest):
 @unittest.skipUnless(STORE == "postgres", "two servers share a store on PostgreSQL only")
 class Takeover(unittest.TestCase):
     """The leader killed in the middle of a batch: the new leader loads the
-    batch with the jobs, and each callback is made exactly once."""
+    batch with the jobs, and each callback is made exactly once; a death
+    whose job was requeued before the takeover is remembered (no
+    on_success)."""
 
     def test_a_takeover_mid_batch_runs_no_callback_twice_and_loses_none(self):
         from cluster import Cluster  # tests/chaos: a leader and a standby
@@ -483,19 +528,32 @@ class Takeover(unittest.TestCase):
                 else:
                     srv.ack(j)
             self.assertIsNotNone(batch(srv, b["id"])["callbacks"]["on_death"]["job"])
+            # the dead job requeued: the batch remembers the death (no on_success
+            # when everything succeeds on the new leader)
+            dead = [j for j in got if j["type"] == "bad"][0]
+            srv.ok("POST", "/v1/morgue/%d/requeue" % dead["id"])
             held = srv.lease(["oq"], max=10)  # leased when the leader dies
-            time.sleep(0.5)  # leases are stored --lease-write-delay (200 ms) after they are granted
+            # leases are stored --lease-write-delay (200 ms) after they are
+            # granted: wait until the store has them, however busy the machine
+            from cluster import psql
+            ids = ",".join(str(j["id"]) for j in held)
+            deadline = time.time() + 60
+            while time.time() < deadline and int(psql(cl.store_url, (
+                    "SELECT count(*) FROM tenq.jobs WHERE id IN (%s) AND state = 'leased'"
+                    % ids))[0][0]) < len(held):
+                time.sleep(0.05)
             cl.kill(lead)
             lead = cl.wait_leader(30, not_in=(lead,))
             srv = cl.servers[lead]
             st = batch(srv, b["id"])
             self.assertEqual((st["status"], st["total"]), ("open", n))
-            self.assertEqual((st["counts"]["succeeded"], st["counts"]["dead"]), (99, 1))
+            self.assertEqual((st["counts"]["succeeded"], st["counts"]["dead"], st["deaths"]),
+                             (99, 0, 1))
             for j in held:  # the worker carries on with its leases
                 srv.ack(j)
-            drain(srv, "oq")
+            drain(srv, "oq")  # the requeued job succeeds this time
             st = batch(srv, b["id"])
-            self.assertEqual((st["status"], st["counts"]["succeeded"]), ("closed", n - 1))
+            self.assertEqual((st["status"], st["counts"]["succeeded"]), ("closed", n))
             cl.restart(1 - lead)  # back as a standby
             cbs = srv.lease(["ocb"], max=10)
             self.assertEqual(sorted(j["type"] for j in cbs), ["died", "done"])
