@@ -528,6 +528,10 @@ typedef enum {
 #define ENGINE_JF_PAYLOADS 2u /* payloads changed */
 #define ENGINE_JF_RESULT   4u /* result and stats were set */
 #define ENGINE_JF_LANE     8u /* lane_seq moved or finished_at was cleared (requeue) */
+/* the job left waiting counting a dead parent as done (policy run): its row
+ * is history a load cannot work out again (the parent may be requeued),
+ * so it is written with the change that released it, never late */
+#define ENGINE_JF_RELEASED 16u
 
 typedef struct engine_idem_info {
     const char *tenant, *key;

@@ -291,7 +291,8 @@ typedef struct engine_job job;
 _Static_assert(offsetof(struct engine_job, args) + sizeof("{}") <= 72,
                "a blank job no longer fits an 80-byte malloc chunk");
 #define JOB_NOTED 0x80u
-_Static_assert((ENGINE_JF_NEW | ENGINE_JF_PAYLOADS | ENGINE_JF_RESULT | ENGINE_JF_LANE) < JOB_NOTED,
+_Static_assert((ENGINE_JF_NEW | ENGINE_JF_PAYLOADS | ENGINE_JF_RESULT | ENGINE_JF_LANE |
+                ENGINE_JF_RELEASED) < JOB_NOTED,
                "change fields must fit beside JOB_NOTED");
 
 typedef struct idem_entry {
