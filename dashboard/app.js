@@ -54,7 +54,7 @@ function sample(st) {
   if (last && st.time - last.t < 1000) return;
   ctx.history.push({
     t: st.time, completed: t.completed_per_s || 0, failed: t.failed_per_s || 0, ready: t.ready, scheduled: t.scheduled,
-    blocked: t.blocked, inflight: t.leased + t.running, dead: t.dead,
+    blocked: t.blocked, waiting: t.waiting || 0, inflight: t.leased + t.running, dead: t.dead,
   });
   const cut = st.time - HISTORY_MS;
   while (ctx.history.length && ctx.history[0].t < cut) ctx.history.shift();

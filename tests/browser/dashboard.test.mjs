@@ -8,7 +8,7 @@ import { mkdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { chromium } from 'playwright-core';
-import { Server, seed, Workload, ADMIN_TOKEN } from './harness.mjs';
+import { Server, seed, Workload, ADMIN_TOKEN, engineStates } from './harness.mjs';
 
 const BIN = process.env.TENQ_BIN;
 const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
@@ -160,8 +160,10 @@ test('the overview shows the numbers of GET /v1/stats', async () => {
   await wl.pause();
   try {
     await go(admin, '#/overview');
-    const keys = ['ready', 'eligible', 'scheduled', 'blocked', 'leased', 'running', 'dead', 'submitted_total',
+    // every state the server counts has its card (the states from the engine's own list)
+    const keys = [...engineStates().counted, 'eligible', 'submitted_total',
       'succeeded_total', 'failed_total', 'dead_total', 'cancelled_total'];
+    assert.ok(keys.includes('waiting'));
     await eventually('cards equal to /v1/stats', async () => {
       await live(admin);
       const st = await srv.api('GET', '/v1/stats');
@@ -171,6 +173,7 @@ test('the overview shows the numbers of GET /v1/stats', async () => {
         const want = new Intl.NumberFormat('en-US').format(st.totals[k]);
         if (shown[k] !== want) throw new Error(`${k}: page ${shown[k]}, API ${want}`);
       }
+      if (st.totals.waiting < 1) throw new Error('the seed has a waiting job');
       // the queues table: ready and dead per queue
       for (const q of st.queues) {
         const row = admin.locator(`#view tr[data-key="${q.name}"]`);
@@ -185,6 +188,22 @@ test('the overview shows the numbers of GET /v1/stats', async () => {
     assert.equal(await admin.locator('.chart svg').count(), 2, 'two charts');
   } finally {
     wl.resume();
+  }
+});
+
+test('every state the server knows has its place: the jobs filter, a column of queues and tenants', async () => {
+  const { all, counted } = engineStates();
+  await go(admin, '#/jobs');
+  const options = await admin.locator('#view form.filters select option').evaluateAll((os) => os.map((o) => o.value));
+  for (const st of all) assert.ok(options.includes(st), `the state filter lacks ${st} (${options})`);
+  for (const [hash, name, path] of [['#/queues', 'mail', '/v1/queues/mail'], ['#/tenants', 'acme', '/v1/tenants/acme']]) {
+    await go(admin, hash);
+    const heads = (await admin.locator('#view table thead th').allInnerTexts()).map((t) => t.trim().toLowerCase());
+    for (const st of counted) assert.ok(heads.some((x) => x.startsWith(st)), `${hash} has no ${st} column (${heads})`);
+    const col = heads.findIndex((x) => x.startsWith('waiting'));
+    const want = String((await srv.api('GET', path)).waiting);
+    await eventually(`${hash}: ${name} waiting ${want}`, async () =>
+      (await admin.locator(`#view tr[data-key="${name}"] > *`).nth(col).innerText()).trim() === want);
   }
 });
 

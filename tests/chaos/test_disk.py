@@ -20,7 +20,7 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import checker  # noqa: E402
-from cluster import harness  # noqa: E402
+from cluster import drained, harness  # noqa: E402
 from load import SLOTS, Load  # noqa: E402
 
 
@@ -82,9 +82,7 @@ class DiskFullTest(unittest.TestCase):
         self.load.stop_submitting()
         deadline = time.time() + 120
         while time.time() < deadline:
-            st, ans = self.srv.req("GET", "/v1/stats")
-            t = ans["totals"] if st == 200 else None
-            if t and t["ready"] + t["scheduled"] + t["blocked"] + t["leased"] + t["running"] == 0:
+            if drained(self.srv):
                 break
             time.sleep(0.2)
         self.load.stop()

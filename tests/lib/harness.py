@@ -14,6 +14,7 @@ import http.client
 import itertools
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -27,6 +28,28 @@ BIN = os.environ.get("TENQ_BIN") or os.path.join(
 STORE = os.environ.get("TENQ_TEST_STORE", "sqlite")
 _db_counter = itertools.count()
 SANITIZER_WORDS = ("AddressSanitizer", "LeakSanitizer", "runtime error:")
+
+
+def engine_states():
+    """The job states the server's engine knows, in its order, read from
+    its X-macro list (ENGINE_STATE_MAP in src/engine/engine.h): the one
+    table tests check hand-kept lists of states against."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "src",
+                        "engine", "engine.h")
+    with open(path) as f:
+        text = f.read()
+    m = re.search(r"#define ENGINE_STATE_MAP\(XX\)(.*?)\n\n", text, re.S)
+    states = re.findall(r'XX\(\w+, "(\w+)"\)', m.group(1)) if m else []
+    if "succeeded" not in states:
+        raise RuntimeError("cannot read ENGINE_STATE_MAP from %s" % path)
+    return states
+
+
+def counted_states():
+    """The states counted per queue and tenant: those before the final ones
+    (the engine's order puts succeeded, cancelled and merged last)."""
+    states = engine_states()
+    return states[:states.index("succeeded")]
 
 
 def free_port():
