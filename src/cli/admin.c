@@ -495,8 +495,10 @@ int cmd_health(cli *c, int argc, char **argv)
         "Asks each server given (--server, TENQ_SERVER, else http://127.0.0.1:7070)\n"
         "GET /healthz, or /readyz with --ready, on its own: no leader followed, no\n"
         "retry, no token needed.  Prints a line per server (its JSON with --json).\n"
-        "Exit status: 0 when every one answered 200, 1 when any did not.  For\n"
-        "health checks of containers and supervisors.",
+        "Exit status: 0 when every one answered 200, 1 when any did not.  /healthz\n"
+        "is liveness: 200 whenever the server answers (its status says reloading\n"
+        "while it waits for its store); /readyz is readiness: 200 only where a\n"
+        "server takes writes.  For health checks of containers and supervisors.",
         opts, 0, 0};
     char *pos[CLI_MAX_POS];
     int np, rc = cli_parse(c, &spec, argc, argv, pos, &np);
