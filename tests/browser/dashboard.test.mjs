@@ -141,12 +141,14 @@ after(async () => {
 
 test('sign-in: the server wants a token; a wrong one is refused, the admin token gets in', async () => {
   assert.equal((await srv.call('GET', '/v1/stats', undefined, null)).status, 401, 'the server must require a token');
+  assert.equal((await srv.call('GET', '/v1/whoami', undefined, null)).status, 401);
   const res = await admin.goto(srv.base + '/');
   const csp = res.headers()['content-security-policy'];
   assert.match(csp, /script-src 'self'/);
   assert.match(csp, /style-src 'self'/);
   await admin.locator('#login').waitFor({ state: 'visible' });
   assert.equal(await admin.locator('#shell').isVisible(), false);
+  assert.equal(await admin.locator('#login-open').isVisible(), false, 'a server with tokens needs one');
   await admin.fill('#login-token', 'not-a-token-at-all');
   await admin.click('#login-form button[type=submit]');
   await admin.locator('#login-error').waitFor({ state: 'visible' });
@@ -657,19 +659,35 @@ test('a worker token gets the parts it may read, without errors', async () => {
   }
 });
 
-test('a server with no tokens (loopback) needs none', async () => {
+test('a server with no tokens (loopback) needs none: the page goes straight in, no form', async () => {
   const open = await new Server(BIN, { adminToken: null }).start();
   const ctx = await browser.newContext({ viewport: { width: 1280, height: 800 } });
   const page = await ctx.newPage();
   watch(page, 'open');
+  // the form never shows: not even for a moment
+  let formShown = false;
+  await page.exposeFunction('__loginShown', () => { formShown = true; });
+  await page.addInitScript(() => {
+    new MutationObserver(() => {
+      const l = document.getElementById('login');
+      if (l && !l.hidden) window.__loginShown();
+    }).observe(document, { subtree: true, attributes: true, attributeFilter: ['hidden'] });
+  });
   try {
     await open.api('POST', '/v1/jobs', { tenant: 'solo', queue: 'q', type: 'T.t' }, null);
+    assert.equal((await open.call('GET', '/v1/whoami', undefined, null)).body.auth, false);
     await page.goto(open.base + '/');
-    await page.locator('#login-open').waitFor({ state: 'visible' });
-    await page.click('#login-form button[type=submit]');
     await page.locator('#shell').waitFor({ state: 'visible' });
+    assert.equal(await page.locator('#login').isVisible(), false);
+    assert.equal(formShown, false, 'the sign-in form was shown');
     assert.equal(await textOf(page, '#who'), 'admin (open server)');
+    assert.equal(await page.locator('#signout').isVisible(), false, 'nothing to sign out of');
     await eventually('its numbers', async () => (await textOf(page, '[data-stat=ready]')) === '1');
+    // a reload goes straight in again
+    await page.reload();
+    await page.locator('#shell').waitFor({ state: 'visible' });
+    assert.equal(formShown, false);
+    await live(page);
   } finally {
     await ctx.close();
     await open.stop();
@@ -694,7 +712,7 @@ test('requests carry the token in the Authorization header, never a cookie', asy
   // the sign-in's probes (is the server open? is this token good?)
   const signedIn = api.findIndex((r) => r.headers && r.headers.authorization === 'Bearer ' + ADMIN_TOKEN);
   for (const r of api.slice(signedIn)) {
-    if (!r.headers.authorization) assert.equal(new URL(r.url).pathname, '/v1/stats', 'only probes go without: ' + r.url);
+    if (!r.headers.authorization) assert.ok(['/v1/stats', '/v1/whoami'].includes(new URL(r.url).pathname), 'only probes go without: ' + r.url);
     else assert.equal(r.headers.authorization, 'Bearer ' + ADMIN_TOKEN);
     assert.equal(r.headers.cookie, undefined);
   }
