@@ -426,6 +426,9 @@ class Kill9(BatchTest):
         srv = self.srv
         n = 10000
         jobs = [{"tenant": "acme", "queue": "kq", "type": "T", "args": {"i": i}} for i in range(n)]
+        # leases of 5 s: a lease stored before the kill runs at most one lease_ms
+        # after the restart's load, so those cut by the kill come back soon
+        srv.ok("PUT", "/v1/queues/kq", {"lease_ms": 5000})
         b = create(srv, jobs, on_complete=cb("done", "kcb"), on_success=cb("ok", "kcb"),
                    on_death=cb("died", "kcb"))
         ids = set(j["id"] for j in b["jobs"])
@@ -474,9 +477,11 @@ class Kill9(BatchTest):
         self.assertGreaterEqual(mid["counts"]["succeeded"], len(set(acked)))
         for jid in acked[::97]:
             self.assertEqual(srv.job(jid)["state"], "succeeded")
-        # drain the rest: (the leases cut by the kill come back when they expire;
-        # a short lease makes that quick)
-        srv.ok("PUT", "/v1/queues/kq", {"lease_ms": 1000})
+        # drain the rest: the leases cut by the kill come back when they expire
+        # (within 5 s of the load); the drain's own leases are long, for it acks
+        # up to 100 jobs one request at a time, on a busy machine too (a
+        # lease_ms of 1 s here made the last acks stale under load: 409)
+        srv.ok("PUT", "/v1/queues/kq", {"lease_ms": 120000})
         end = time.time() + 120
         while time.time() < end:
             drain(srv, "kq")
@@ -535,13 +540,8 @@ class Takeover(unittest.TestCase):
             held = srv.lease(["oq"], max=10)  # leased when the leader dies
             # leases are stored --lease-write-delay (200 ms) after they are
             # granted: wait until the store has them, however busy the machine
-            from cluster import psql
-            ids = ",".join(str(j["id"]) for j in held)
-            deadline = time.time() + 60
-            while time.time() < deadline and int(psql(cl.store_url, (
-                    "SELECT count(*) FROM tenq.jobs WHERE id IN (%s) AND state = 'leased'"
-                    % ids))[0][0]) < len(held):
-                time.sleep(0.05)
+            srv.wait_stored("SELECT count(*) FROM $Sjobs WHERE id IN (%s) AND state = 'leased'"
+                            % ",".join(str(j["id"]) for j in held), len(held))
             cl.kill(lead)
             lead = cl.wait_leader(30, not_in=(lead,))
             srv = cl.servers[lead]

@@ -245,6 +245,34 @@ class Server:
     def job(self, id, token=None):
         return self.ok("GET", "/v1/jobs/%d" % id, token=token)
 
+    def stored(self, sql):
+        """The first column of the first row (None: no row) of a query on this
+        server's store, read beside it: SQLite read-only, PostgreSQL by psql.
+        $S is the schema prefix ("tenq." on PostgreSQL)."""
+        if self.store_url.startswith("sqlite:"):
+            import sqlite3
+            db = sqlite3.connect("file:%s?mode=ro" % self.store_url[len("sqlite:"):], uri=True,
+                                 timeout=30)
+            try:
+                row = db.execute(sql.replace("$S", "")).fetchone()
+            finally:
+                db.close()
+            return None if row is None else row[0]
+        out = subprocess.run(["psql", self.store_url, "-X", "-q", "-At", "-c",
+                              sql.replace("$S", "tenq.")], check=True, capture_output=True,
+                             text=True, timeout=60).stdout.splitlines()
+        return out[0] if out else None
+
+    def wait_stored(self, sql, want, timeout=60):
+        """Until stored(sql) is want (as text): a row written late
+        (--lease-write-delay) is there once it is, however busy the machine."""
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if str(self.stored(sql)) == str(want):
+                return
+            time.sleep(0.05)
+        raise AssertionError("the store never had %r for %s" % (want, sql))
+
 
 def read_until_closed(s):
     """What comes on socket s until the server closes it (or resets it, or
