@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The page: sign-in, the sections, and live refresh.  Every request goes
-// through api.js with the token typed in at sign-in.
+// through api.js with the token typed in at sign-in; a server that needs no
+// token (it has none: GET /v1/whoami says "auth": false) is entered at once.
 import { api, getToken, setToken, clearToken, hasSession, onUnauthenticated } from './api.js';
 import { fmtClock, fmtInt } from './dom.js';
 import { ctx, totals, describe } from './ctx.js';
@@ -54,7 +55,7 @@ function sample(st) {
   if (last && st.time - last.t < 1000) return;
   ctx.history.push({
     t: st.time, completed: t.completed_per_s || 0, failed: t.failed_per_s || 0, ready: t.ready, scheduled: t.scheduled,
-    blocked: t.blocked, inflight: t.leased + t.running, dead: t.dead,
+    blocked: t.blocked, waiting: t.waiting || 0, inflight: t.leased + t.running, dead: t.dead,
   });
   const cut = st.time - HISTORY_MS;
   while (ctx.history.length && ctx.history[0].t < cut) ctx.history.shift();
@@ -185,6 +186,8 @@ function showShell() {
   const who = ctx.role === 'tenant' ? 'tenant ' + (ctx.tenant || '?') : ctx.role;
   $('who').textContent = ctx.open ? who + ' (open server)' : who;
   $('who').title = ctx.open ? 'This server has no tokens: every request may do everything.' : 'The role of the token in use';
+  // nothing to sign out of where no token is needed
+  $('signout').hidden = ctx.open;
   for (const a of document.querySelectorAll('#nav a')) a.hidden = !allowed(a);
   route();
 }
@@ -201,8 +204,31 @@ function showLogin(message) {
   err.hidden = !message;
   document.title = 'Sign in · tenq';
   // tell whether the server needs a token at all
-  api('GET', 'v1/stats', undefined, '').then(() => { $('login-open').hidden = false; }, () => { $('login-open').hidden = true; });
+  needsNoToken().then((open) => { $('login-open').hidden = !open; });
   $('login-token').focus();
+}
+
+// Whether the server needs no token: it has none and treats every request
+// as an admin's (GET /v1/whoami without a token answers 200, "auth": false;
+// a server with tokens answers 401).
+async function needsNoToken() {
+  try {
+    const me = await api('GET', 'v1/whoami', undefined, '');
+    return !!me && me.auth === false;
+  } catch {
+    return false;
+  }
+}
+
+// Straight in, without the form, on a server that needs no token.
+async function enterOpen() {
+  await whoAmI('');
+  ctx.open = true;
+  setToken('');
+  sessionStorage.setItem(OPEN_KEY, '1');
+  sessionStorage.removeItem(HISTORY_KEY);
+  ctx.history = [];
+  showShell();
 }
 
 function signOut(message) {
@@ -293,7 +319,14 @@ document.addEventListener('keydown', (e) => {
 
 async function start() {
   loadHistory();
-  if (!hasSession()) { showLogin(); return; }
+  if (!hasSession()) {
+    // a server with no tokens (`make run`) has nothing to sign in with
+    if (await needsNoToken()) {
+      try { await enterOpen(); return; } catch (e) { showLogin('Cannot reach the server: ' + describe(e)); return; }
+    }
+    showLogin();
+    return;
+  }
   try {
     const token = getToken();
     await whoAmI(token);

@@ -5,6 +5,8 @@ import { ctx, totals, now, isAdmin, link, morgueHref } from './ctx.js';
 import { api } from './api.js';
 import { LineChart } from './chart.js';
 
+// Unfinished but not ready: by time, behind their lane, for their parents.
+const later = (q) => q.scheduled + q.blocked + (q.waiting || 0);
 const RANGES = [[5 * 60e3, '5 min'], [15 * 60e3, '15 min'], [60 * 60e3, '1 hour']];
 let range = 60 * 60e3; // kept across visits
 
@@ -20,6 +22,7 @@ export function mount(root) {
     card('eligible', 'Eligible', fmtInt, 'ready jobs that could be leased now'),
     card('scheduled', 'Scheduled', fmtInt, 'run_at in the future (delays, retries)'),
     card('blocked', 'Blocked', fmtInt, 'behind an earlier job of their lane'),
+    card('waiting', 'Waiting', fmtInt, 'for their parents to succeed (depends_on)'),
     card('leased', 'Leased', fmtInt, 'handed to a worker, not started'),
     card('running', 'Running'),
     card('dead', 'Dead', fmtInt, 'in the morgue'),
@@ -44,6 +47,7 @@ export function mount(root) {
       { key: 'ready', label: 'ready', cls: 'c-ready' },
       { key: 'scheduled', label: 'scheduled', cls: 'c-scheduled' },
       { key: 'blocked', label: 'blocked', cls: 'c-blocked' },
+      { key: 'waiting', label: 'waiting', cls: 'c-waiting' },
       { key: 'inflight', label: 'leased + running', cls: 'c-running' },
       { key: 'dead', label: 'dead', cls: 'c-dead' },
     ],
@@ -63,7 +67,7 @@ export function mount(root) {
       { key: 'name', label: 'Queue', sort: (q) => q.name, render: (q) => link('#/queues', q.name) },
       { key: 'ready', label: 'Ready', num: true, sort: (q) => q.ready, render: (q) => fmtInt(q.ready) },
       { key: 'inflight', label: 'In flight', num: true, sort: (q) => q.leased + q.running, render: (q) => fmtInt(q.leased + q.running) },
-      { key: 'waiting', label: 'Scheduled + blocked', num: true, sort: (q) => q.scheduled + q.blocked, render: (q) => fmtInt(q.scheduled + q.blocked) },
+      { key: 'later', label: 'Scheduled, blocked, waiting', num: true, sort: later, render: (q) => fmtInt(later(q)) },
       { key: 'dead', label: 'Dead', num: true, sort: (q) => q.dead, render: (q) => q.dead ? link(morgueHref({ queue: q.name }), fmtInt(q.dead)) : '0' },
       { key: 'lag', label: 'Lag', num: true, sort: (q) => q.lag_ms, render: (q) => fmtDur(q.lag_ms) },
       { key: 'rate', label: 'Completed / s', num: true, sort: (q) => q.completed_per_s, render: (q) => fmtRate(q.completed_per_s) },

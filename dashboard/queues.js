@@ -130,7 +130,7 @@ export function mount(root) {
   const num = (k, label) => ({ key: k, label, num: true, sort: (q) => q[k], render: (q) => fmtInt(q[k]) });
   const columns = [
     { key: 'name', label: 'Queue', sort: (q) => q.name, render: (q) => link(jobsHref({ queue: q.name }), q.name, { title: 'Jobs in ' + q.name }) },
-    num('ready', 'Ready'), num('eligible', 'Eligible'), num('scheduled', 'Scheduled'), num('blocked', 'Blocked'),
+    num('ready', 'Ready'), num('eligible', 'Eligible'), num('scheduled', 'Scheduled'), num('blocked', 'Blocked'), num('waiting', 'Waiting'),
     num('leased', 'Leased'), num('running', 'Running'),
     { key: 'dead', label: 'Dead', num: true, sort: (q) => q.dead, render: (q) => (q.dead ? link(morgueHref({ queue: q.name }), fmtInt(q.dead)) : '0') },
     { key: 'lag', label: 'Lag', num: true, sort: (q) => q.lag_ms, render: (q) => fmtDur(q.lag_ms) },

@@ -98,6 +98,7 @@ export function mount(root) {
     { key: 'eligible', label: 'Eligible', num: true, sort: (t) => t.eligible, render: (t) => fmtInt(t.eligible) },
     { key: 'scheduled', label: 'Scheduled', num: true, sort: (t) => t.scheduled, render: (t) => fmtInt(t.scheduled) },
     { key: 'blocked', label: 'Blocked', num: true, sort: (t) => t.blocked, render: (t) => fmtInt(t.blocked) },
+    { key: 'waiting', label: 'Waiting', num: true, sort: (t) => t.waiting, render: (t) => fmtInt(t.waiting) },
     { key: 'leased', label: 'Leased', num: true, sort: (t) => t.leased, render: (t) => fmtInt(t.leased) },
     { key: 'running', label: 'Running', num: true, sort: (t) => t.running, render: (t) => fmtInt(t.running) },
     { key: 'dead', label: 'Dead', num: true, sort: (t) => t.dead,

@@ -127,6 +127,9 @@ typedef enum tenq_state {
     TENQ_STATE_SUCCEEDED,
     TENQ_STATE_CANCELLED,
     TENQ_STATE_MERGED,
+    /* for its parents (depends_on); last, so that the values above keep
+     * their numbers for programs built against an earlier libtenq */
+    TENQ_STATE_WAITING,
 } tenq_state;
 
 /* "ready", "dead", ...; "unknown" for TENQ_STATE_UNKNOWN.  A constant. */

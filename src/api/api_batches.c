@@ -41,6 +41,8 @@ static void json_batch(jbuf *b, const engine_batch_info *x)
         jb_kint(b, engine_state_name((engine_state)st), (long long)x->n[st]);
     jb_kint(b, "deleted", (long long)x->deleted);
     jb_obj_end(b);
+    /* its jobs' deaths, ever: a batch that had one never fires on_success */
+    jb_kint(b, "deaths", (long long)x->deaths);
     jb_key(b, "callbacks");
     jb_obj(b);
     for (int k = 0; k < ENGINE_NCALLBACKS; k++) {

@@ -342,9 +342,13 @@ void h_metrics(server *s, http_req *req, const principal *who, const char **args
     free(body);
 }
 
-/* This server's health and role (no token needed): 200 while it answers,
- * whatever its role; 503 while it reloads or stops.  readyz: 200 only on
- * the leader that serves (for load balancers). */
+/* This server's health and role (no token needed).  healthz (liveness):
+ * 200 whenever the process answers, whatever its role or state -- its
+ * status ("ok", "reloading" after a failed commit, "stopping") is in the
+ * body: a leader that reloads serves reads and recovers by itself (a full
+ * disk: once space returns), and a restart would fix nothing.  readyz
+ * (readiness): 200 only on the leader that serves and takes writes; 503
+ * while it reloads, stops, or stands by (for load balancers). */
 static void health(server *s, http_req *req, bool ready)
 {
     char url[256];
@@ -366,7 +370,7 @@ static void health(server *s, http_req *req, bool ready)
     else
         jb_kraw(&b, "leader", "null");
     jb_obj_end(&b);
-    bool ok = ready ? srv_serving(s) && !s->stopping : !s->resyncing && !s->stopping;
+    bool ok = !ready || (srv_serving(s) && !s->stopping);
     reply_json(req, ok ? 200 : 503, &b);
 }
 

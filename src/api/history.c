@@ -14,6 +14,7 @@ void history_push(server *s, const engine_counts *c)
     h->ready = c->ready;
     h->scheduled = c->scheduled;
     h->blocked = c->blocked;
+    h->waiting = c->waiting;
     h->inflight = c->leased + c->running;
     h->dead = c->dead;
     if (s->history_n < HISTORY_N) s->history_n++;
@@ -56,6 +57,7 @@ void h_stats_history(server *s, http_req *req, const principal *who, const char 
         jb_kint(&b, "ready", (long long)h->ready);
         jb_kint(&b, "scheduled", (long long)h->scheduled);
         jb_kint(&b, "blocked", (long long)h->blocked);
+        jb_kint(&b, "waiting", (long long)h->waiting);
         jb_kint(&b, "inflight", (long long)h->inflight);
         jb_kint(&b, "dead", (long long)h->dead);
         jb_obj_end(&b);

@@ -161,7 +161,7 @@ typedef struct rate_ring {
 typedef struct history_sample {
     int64_t t;
     uint64_t succeeded, failed; /* totals since start (rates come from two samples) */
-    uint64_t ready, scheduled, blocked, inflight, dead;
+    uint64_t ready, scheduled, blocked, waiting, inflight, dead;
 } history_sample;
 
 /* Workers seen (workers.c). */

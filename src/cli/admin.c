@@ -48,11 +48,38 @@ static void cell_slots(cli_table *t, const json_t *o, const char *key, const cha
         cell_field(t, o, key);
 }
 
+/* The counts the server sends (docs/API.md), as columns: one list for the
+ * headers and the cells of every table that shows them, so that the two
+ * cannot disagree.  tests/cli/test_cli.py checks that every state the
+ * server's engine counts has its column. */
+static const struct {
+    const char *key, *head;
+} count_cols[] = {{"ready", "READY"},     {"scheduled", "SCHEDULED"}, {"blocked", "BLOCKED"},
+                  {"waiting", "WAITING"}, {"leased", "LEASED"},       {"running", "RUNNING"},
+                  {"dead", "DEAD"}};
+#define N_COUNT_COLS (sizeof count_cols / sizeof count_cols[0])
+#define MAX_COLS     24
+
+/* A table of `pre` columns, the counts and the lag, then `post` columns:
+ * the first left-aligned, the rest right.  align (MAX_COLS + 1 bytes) must
+ * outlive the table. */
+static void counts_table(cli_table *t, char *align, const char *const *pre, size_t npre,
+                         const char *const *post, size_t npost)
+{
+    const char *head[MAX_COLS];
+    size_t n = 0;
+    for (size_t i = 0; i < npre; i++) head[n++] = pre[i];
+    for (size_t i = 0; i < N_COUNT_COLS; i++) head[n++] = count_cols[i].head;
+    head[n++] = "LAG";
+    for (size_t i = 0; i < npost; i++) head[n++] = post[i];
+    for (size_t i = 0; i < n; i++) align[i] = i ? 'r' : 'l';
+    align[n] = 0;
+    cli_table_init(t, align, head);
+}
+
 static void counts_cells(cli_table *t, const json_t *o)
 {
-    static const char *const keys[] = {"ready",  "scheduled", "blocked",
-                                       "leased", "running",   "dead"};
-    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) cell_field(t, o, keys[i]);
+    for (size_t i = 0; i < N_COUNT_COLS; i++) cell_field(t, o, count_cols[i].key);
     cell_lag(t, o);
 }
 
@@ -195,10 +222,10 @@ static void stats_show(const json_t *a)
     if (json_array_size(queues) == 0) {
         printf("no queues yet\n");
     } else {
-        static const char *const head[] = {"QUEUE",   "READY", "SCHEDULED", "BLOCKED", "LEASED",
-                                           "RUNNING", "DEAD",  "LAG",       "DONE/S",  "FAILED/S"};
+        static const char *const pre[] = {"QUEUE"}, *const post[] = {"DONE/S", "FAILED/S"};
         cli_table t;
-        cli_table_init(&t, "lrrrrrrrrr", head);
+        char align[MAX_COLS + 1];
+        counts_table(&t, align, pre, 1, post, 2);
         json_array_foreach(queues, i, o)
         {
             cli_table_cell(&t, "%s", cli_str(o, "name"));
@@ -222,11 +249,11 @@ static void stats_show(const json_t *a)
         cli_table_free(&t);
     }
     if (json_array_size(tenants) > 0) {
-        static const char *const head[] = {"TENANT",    "SLOTS",   "IN_USE", "READY",
-                                           "SCHEDULED", "BLOCKED", "LEASED", "RUNNING",
-                                           "DEAD",      "LAG",     "DONE/S", "FAILED/S"};
+        static const char *const pre[] = {"TENANT", "SLOTS", "IN_USE"}, *const post[] = {
+                                                                            "DONE/S", "FAILED/S"};
         cli_table t;
-        cli_table_init(&t, "lrrrrrrrrrrr", head);
+        char align[MAX_COLS + 1];
+        counts_table(&t, align, pre, 3, post, 2);
         json_array_foreach(tenants, i, o)
         {
             cli_table_cell(&t, "%s", cli_str(o, "name"));
@@ -246,9 +273,10 @@ int cmd_stats(cli *c, int argc, char **argv)
 {
     static const cli_spec spec = {
         "stats",
-        "Counts per queue and per tenant: jobs ready, scheduled, blocked, leased,\n"
-        "running and dead; the lag (how long the next eligible job has been\n"
-        "ready); jobs completed and failed per second over the last minute.",
+        "Counts per queue and per tenant: jobs ready, scheduled, blocked, waiting\n"
+        "(for their parents), leased, running and dead; the lag (how long the next\n"
+        "eligible job has been ready); jobs completed and failed per second over\n"
+        "the last minute.",
         NULL, 0, 0};
     char *pos[CLI_MAX_POS];
     int np, rc = cli_parse(c, &spec, argc, argv, pos, &np);
@@ -266,11 +294,10 @@ static void tenants_show(const json_t *a)
         printf("no tenants yet\n");
         return;
     }
-    static const char *const head[] = {"TENANT",  "SLOTS",     "WEIGHT",  "IN_USE",
-                                       "READY",   "SCHEDULED", "BLOCKED", "LEASED",
-                                       "RUNNING", "DEAD",      "LAG"};
+    static const char *const pre[] = {"TENANT", "SLOTS", "WEIGHT", "IN_USE"};
     cli_table t;
-    cli_table_init(&t, "lrrrrrrrrrr", head);
+    char align[MAX_COLS + 1];
+    counts_table(&t, align, pre, 4, NULL, 0);
     size_t i;
     json_t *o;
     json_array_foreach(list, i, o)
@@ -468,8 +495,10 @@ int cmd_health(cli *c, int argc, char **argv)
         "Asks each server given (--server, TENQ_SERVER, else http://127.0.0.1:7070)\n"
         "GET /healthz, or /readyz with --ready, on its own: no leader followed, no\n"
         "retry, no token needed.  Prints a line per server (its JSON with --json).\n"
-        "Exit status: 0 when every one answered 200, 1 when any did not.  For\n"
-        "health checks of containers and supervisors.",
+        "Exit status: 0 when every one answered 200, 1 when any did not.  /healthz\n"
+        "is liveness: 200 whenever the server answers (its status says reloading\n"
+        "while it waits for its store); /readyz is readiness: 200 only where a\n"
+        "server takes writes.  For health checks of containers and supervisors.",
         opts, 0, 0};
     char *pos[CLI_MAX_POS];
     int np, rc = cli_parse(c, &spec, argc, argv, pos, &np);

@@ -277,9 +277,13 @@ void tenq_jobs_free(tenq_job *jobs, size_t n)
 
 /* ---- states ------------------------------------------------------------------------------- */
 
+/* By tenq_state (include/tenq/tenq.h); tests/cli/test_client_http.c checks
+ * that every state the server's engine names is here. */
 static const char *const state_names[] = {"unknown",   "scheduled", "blocked", "ready",
                                           "leased",    "running",   "dead",    "succeeded",
-                                          "cancelled", "merged"};
+                                          "cancelled", "merged",    "waiting"};
+_Static_assert(sizeof state_names / sizeof state_names[0] == TENQ_STATE_WAITING + 1,
+               "a name for every tenq_state");
 
 const char *tenq_state_name(tenq_state s)
 {

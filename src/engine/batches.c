@@ -132,10 +132,17 @@ void engine_batch_job_moved(engine_t *e, job *j, engine_state old, engine_state 
         b->n[s]++;
     else
         b->deleted++;
-    /* the stored counters: final states and deletions */
-    if (s >= ENGINE_SUCCEEDED || old >= ENGINE_SUCCEEDED) note_batch(e, b);
+    /* a death is history: kept whatever the job does after (a requeue from
+     * the morgue), stored with the death (note_batch), so that on_success
+     * never fires for a batch that had one, across restarts too */
+    bool died = s == ENGINE_DEAD && !e->loading;
+    if (died) b->deaths++;
+    /* the stored counters: final states, deletions and deaths */
+    if (died || s >= ENGINE_SUCCEEDED || old >= ENGINE_SUCCEEDED) note_batch(e, b);
     if (b->closed_at) return;
-    if (s == ENGINE_DEAD && b->cb[ENGINE_CB_DEATH] && !b->cb_id[ENGINE_CB_DEATH]) {
+    /* on_death at the first death only: not again at a later one, even when
+     * the first one's callback was refused */
+    if (died && b->deaths == 1 && b->cb[ENGINE_CB_DEATH] && !b->cb_id[ENGINE_CB_DEATH]) {
         b->death = true;
         mark_due(e, b);
     }
@@ -175,7 +182,9 @@ void engine_batches_settle_due(engine_t *e, int64_t now)
         b->death = false;
         if (pending_of(b->n) == 0 && b->total > 0) {
             if (b->cb[ENGINE_CB_COMPLETE]) fire(e, now, b, ENGINE_CB_COMPLETE);
-            if (b->cb[ENGINE_CB_SUCCESS] && b->n[ENGINE_SUCCEEDED] == b->total)
+            /* every job succeeded, and none ever died (a cancel or a merge
+             * is final: n[SUCCEEDED] falls short of total for good) */
+            if (b->cb[ENGINE_CB_SUCCESS] && b->n[ENGINE_SUCCEEDED] == b->total && !b->deaths)
                 fire(e, now, b, ENGINE_CB_SUCCESS);
             b->closed_at = now;
             e->batches_open--;
@@ -373,6 +382,7 @@ static void fill(const batch *b, engine_batch_info *o)
     o->closed_at = b->closed_at;
     o->total = b->total;
     o->deleted = b->deleted;
+    o->deaths = b->deaths;
     memcpy(o->n, b->n, sizeof(o->n));
     for (int k = 0; k < ENGINE_NCALLBACKS; k++) {
         o->callbacks[k] = b->cb[k];
@@ -437,6 +447,7 @@ int engine_load_batch(engine_t *e, const engine_batch_info *in, engine_err *err)
     b->closed_at = in->closed_at;
     b->total = in->total;
     b->deleted = in->deleted;
+    b->deaths = in->deaths;
     for (int s = ENGINE_SUCCEEDED; s < ENGINE_NSTATES; s++) b->n[s] = in->n[s];
     for (int k = 0; k < ENGINE_NCALLBACKS; k++) {
         if (in->callbacks[k]) b->cb[k] = spec_copy(in->callbacks[k]);

@@ -321,7 +321,7 @@ static int check_sched(engine_t *e, chk *c, rtab *rt)
 /* Each batch's resident counts are its jobs' (looked up only for batches
  * that count some: a batch that counts none but has some shows in the
  * total); its counts add up to its total; an open batch has no on_complete
- * job; none is left due. */
+ * job; none is left due; every dead or deleted job counts a death. */
 static int check_batches(engine_t *e, chk *c, rtab *rt)
 {
     uint64_t counted = 0;
@@ -338,6 +338,10 @@ static int check_batches(engine_t *e, chk *c, rtab *rt)
         CHECK(c, b->closed_at || !b->cb_id[ENGINE_CB_COMPLETE],
               "open batch %llu has its on_complete job", (unsigned long long)b->id);
         CHECK(c, !b->due, "batch %llu is left due", (unsigned long long)b->id);
+        CHECK(c, b->deaths >= b->n[ENGINE_DEAD] + b->deleted,
+              "batch %llu counts %llu deaths, has %llu dead and %llu deleted",
+              (unsigned long long)b->id, (unsigned long long)b->deaths,
+              (unsigned long long)b->n[ENGINE_DEAD], (unsigned long long)b->deleted);
         if (!resident) continue;
         counted += resident;
         recount *r = rget(rt, b);

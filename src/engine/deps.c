@@ -15,7 +15,8 @@
  * policy cancel (whose own children then see it cancelled, and so on: a
  * work list, not recursion, so a long chain costs no stack); one requeued
  * from the morgue is unfinished again, so children still waiting wait for
- * it anew (children already cancelled or released stay so). */
+ * it anew (children already cancelled or released stay so: a release past
+ * a dead parent is written at once, ENGINE_JF_RELEASED). */
 #include "internal.h"
 
 const char *engine_deps_policy_name(engine_deps_policy p)
@@ -115,6 +116,17 @@ void engine_deps_attach(engine_t *e, job *j, const uint64_t *ids, uint32_t n,
     }
 }
 
+/* Whether a parent in d is dead (resident, in the morgue): its child, released,
+ * counted it as done (policy run).  At most ENGINE_PARENTS_MAX finds. */
+static bool past_a_dead_parent(engine_t *e, const job_deps *d)
+{
+    for (uint32_t k = 0; k < d->n_parents; k++) {
+        const job *p = engine_job_find(e, d->parents[k]);
+        if (p && p->state == ENGINE_DEAD) return true;
+    }
+    return false;
+}
+
 void engine_deps_release(engine_t *e, job *j, int64_t now)
 {
     lane *l = job_lane(j);
@@ -124,6 +136,13 @@ void engine_deps_release(engine_t *e, job *j, int64_t now)
     } else {
         engine_make_runnable(e, j, now);
     }
+    /* A release is worked out again at a load from the parents' rows, so a
+     * ready row may be written late (api/commit.c) -- unless a parent is
+     * dead: requeued before that row, it would make the child wait again
+     * at a load, where it is released for good.  Its row goes now. */
+    const job_deps *d = j->extra ? j->extra->deps : NULL;
+    if (d && d->policy == ENGINE_DEPS_RUN && past_a_dead_parent(e, d))
+        engine_note_job(e, j, ENGINE_JF_RELEASED);
 }
 
 static void ended_one(engine_t *e, job *p, int64_t now)

@@ -565,6 +565,10 @@ typedef enum {
 #define ENGINE_JF_PAYLOADS 2u /* payloads changed */
 #define ENGINE_JF_RESULT   4u /* result and stats were set */
 #define ENGINE_JF_LANE     8u /* lane_seq moved or finished_at was cleared (requeue) */
+/* the job left waiting counting a dead parent as done (policy run): its row
+ * is history a load cannot work out again (the parent may be requeued),
+ * so it is written with the change that released it, never late */
+#define ENGINE_JF_RELEASED 16u
 
 typedef struct engine_idem_info {
     const char *tenant, *key;
@@ -646,8 +650,11 @@ bool engine_job_attempt(const engine_job_info *j, engine_attempt_info *out);
  * callback is submitted at most once, in the call whose outcome triggered
  * it, so that it is in the same change list (and store commit).  A job
  * requeued from the morgue while its batch is open is pending again; once
- * the batch is closed it runs as any job and fires nothing.  Counters are
- * kept per batch: a finished job costs O(1), never a scan. */
+ * the batch is closed it runs as any job and fires nothing.  A batch
+ * remembers its deaths (`deaths`, written with each death): one that had a
+ * death, a cancel or a merge never fires on_success, whatever its jobs did
+ * after, and on_death is due at the first death only.  Counters are kept
+ * per batch: a finished job costs O(1), never a scan. */
 
 typedef enum {
     ENGINE_CB_COMPLETE, /* on_complete */
@@ -666,7 +673,11 @@ typedef struct engine_batch_info {
     int64_t created_at, closed_at; /* closed_at 0: open */
     uint64_t total;                /* jobs ever added */
     uint64_t deleted;              /* dead jobs deleted from the morgue */
-    uint64_t n[ENGINE_NSTATES];    /* jobs by their state now (final states: how many ended so) */
+    /* deaths of its jobs, ever: a job requeued from the morgue keeps its
+     * death here (and one that dies again counts again), so that a batch
+     * that had a death never fires on_success, across restarts too */
+    uint64_t deaths;
+    uint64_t n[ENGINE_NSTATES]; /* jobs by their state now (final states: how many ended so) */
     /* the callbacks' specs (NULL: none; tenant is the batch's) */
     const engine_submit_req *callbacks[ENGINE_NCALLBACKS];
     uint64_t callback_ids[ENGINE_NCALLBACKS]; /* the job submitted; 0: not (yet) */

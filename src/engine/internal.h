@@ -262,12 +262,13 @@ typedef struct batch {
     tenant *t;
     int64_t created_at, closed_at;
     uint64_t total, deleted;
+    uint64_t deaths; /* deaths of its jobs, ever (stored): a requeue takes none back */
     uint64_t n[ENGINE_NSTATES];
     engine_submit_req *cb[ENGINE_NCALLBACKS]; /* owned copies, NULL: none */
     uint64_t cb_id[ENGINE_NCALLBACKS];
     bool chg;   /* listed in the changes */
     bool due;   /* in e->batch_due: to settle at the end of the call */
-    bool death; /* a job died: on_death is due */
+    bool death; /* its first job died: on_death is due */
 } batch;
 
 #define JF_CANCEL_REQ   1u
@@ -297,7 +298,8 @@ typedef struct engine_job job;
 _Static_assert(offsetof(struct engine_job, args) + sizeof("{}") <= 72,
                "a blank job no longer fits an 80-byte malloc chunk");
 #define JOB_NOTED 0x80u
-_Static_assert((ENGINE_JF_NEW | ENGINE_JF_PAYLOADS | ENGINE_JF_RESULT | ENGINE_JF_LANE) < JOB_NOTED,
+_Static_assert((ENGINE_JF_NEW | ENGINE_JF_PAYLOADS | ENGINE_JF_RESULT | ENGINE_JF_LANE |
+                ENGINE_JF_RELEASED) < JOB_NOTED,
                "change fields must fit beside JOB_NOTED");
 
 typedef struct idem_entry {

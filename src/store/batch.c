@@ -276,6 +276,7 @@ void store_batch_put_batch(store_batch *b, const engine_batch_info *x)
     o->u.bat.cancelled = x->n[ENGINE_CANCELLED];
     o->u.bat.merged = x->n[ENGINE_MERGED];
     o->u.bat.deleted = x->deleted;
+    o->u.bat.deaths = x->deaths;
     for (int k = 0; k < ENGINE_NCALLBACKS; k++) o->u.bat.cb_id[k] = x->callback_ids[k];
 }
 
@@ -306,6 +307,7 @@ void store_batch_params(const store_batch *b, const store_op *o, const store_par
     out->i64(out->ctx, (long long)o->u.bat.deleted);
     out->text(out->ctx, bstr(b, o->u.bat.callbacks));
     for (int k = 0; k < ENGINE_NCALLBACKS; k++) out->i64(out->ctx, (long long)o->u.bat.cb_id[k]);
+    out->i64(out->ctx, (long long)o->u.bat.deaths);
 }
 
 void store_batch_idem(store_batch *b, const engine_idem_info *i)

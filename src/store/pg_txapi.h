@@ -432,7 +432,7 @@
     "      queue, coalesce(limit_bytes, 1048576))\n"                                               \
     "  END $f$;\n"
 
-/* Schema 18: quotas in applications' transactions.  The leader writes what
+/* Schema 19: quotas in applications' transactions.  The leader writes what
  * each tenant and queue with a quota holds into tenq.queued_usage (every
  * second, when it changed: admit.c); a trigger on the inbox adds the jobs
  * the inbox holds (the statement's own included) and refuses the statement,

@@ -286,7 +286,20 @@ static const char *const migrations[] = {
      * faster (PostgreSQL only: pg_txapi.h; SQLite records the version alone). */
     "$TXNAMES",
 
-    /* 17: quotas: unfinished jobs and bytes of args a tenant or a queue
+    /* 17: a batch remembers its deaths (engine/batches.c): a job requeued
+     * from the morgue keeps its death there, so that a batch that had one
+     * never fires on_success, across restarts and takeovers; written in the
+     * commit of each death.  Batches made before count what the store still
+     * shows: the deaths in the attempts of their jobs (each death ends an
+     * attempt), the dead jobs deleted from the morgue, and at least one
+     * when their on_death was made. */
+    "ALTER TABLE $Sbatches ADD COLUMN deaths $I64 NOT NULL DEFAULT 0;\n"
+    "UPDATE $Sbatches SET deaths = deleted + (SELECT count(*) FROM $Sattempts a JOIN "
+    "$Sbatch_jobs j ON j.job_id = a.job_id WHERE j.batch_id = $Sbatches.id AND j.role = 0 AND "
+    "a.job_state = 'dead');\n"
+    "UPDATE $Sbatches SET deaths = 1 WHERE deaths = 0 AND on_death_job <> 0;\n",
+
+    /* 18: quotas: unfinished jobs and bytes of args a tenant or a queue
      * holds at most (settings; max_queued null: none, max_queued_bytes 0:
      * none). */
     "ALTER TABLE $Stenants ADD COLUMN max_queued $I64;\n"
@@ -294,7 +307,7 @@ static const char *const migrations[] = {
     "ALTER TABLE $Squeues ADD COLUMN max_queued $I64;\n"
     "ALTER TABLE $Squeues ADD COLUMN max_queued_bytes $I64 NOT NULL DEFAULT 0;\n",
 
-    /* 18: quotas checked in applications' transactions: what the leader
+    /* 19: quotas checked in applications' transactions: what the leader
      * counts, and a trigger on the inbox (PostgreSQL only: pg_txapi.h;
      * SQLite records the version alone). */
     "$TXQUOTA",

@@ -50,7 +50,7 @@ char *store_schema_sql(int version, bool pg);
     "INSERT INTO $Squeue_pauses (queue, tenant, paused, updated_at) VALUES (?1, ?2, ?3, ?4) "      \
     "ON CONFLICT (queue, tenant) DO UPDATE SET paused = excluded.paused, updated_at = "            \
     "excluded.updated_at"
-/* PostgreSQL only (schema 18, pg_txapi.h): what a tenant or queue with a
+/* PostgreSQL only (schema 19, pg_txapi.h): what a tenant or queue with a
  * quota holds, as the leader last wrote it. */
 #define STORE_SQL_UPSERT_USAGE                                                                     \
     "INSERT INTO tenq.queued_usage (kind, name, queued, queued_bytes, updated_at) VALUES (?1, "    \
@@ -161,15 +161,17 @@ char *store_schema_sql(int version, bool pg);
     "CREATE TRIGGER jobs_deps_gone AFTER DELETE ON tenq.jobs REFERENCING OLD TABLE AS gone "       \
     "FOR EACH STATEMENT EXECUTE PROCEDURE tenq.deps_gone();\n"
 /* Batches (the migration that made $Sbatches and $Sbatch_jobs). */
+/* (deaths: the migration after, 17) */
 #define STORE_BATCH_COLUMNS                                                                        \
     "id, tenant, created_at, closed_at, total, succeeded, cancelled, merged, deleted, callbacks, " \
-    "on_complete_job, on_success_job, on_death_job"
+    "on_complete_job, on_success_job, on_death_job, deaths"
 #define STORE_SQL_UPSERT_BATCH                                                                     \
     "INSERT INTO $Sbatches (" STORE_BATCH_COLUMNS ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, " \
-    "?10, ?11, ?12, ?13) ON CONFLICT (id) DO UPDATE SET closed_at = excluded.closed_at, total = "  \
-    "excluded.total, succeeded = excluded.succeeded, cancelled = excluded.cancelled, merged = "    \
-    "excluded.merged, deleted = excluded.deleted, on_complete_job = excluded.on_complete_job, "    \
-    "on_success_job = excluded.on_success_job, on_death_job = excluded.on_death_job"
+    "?10, ?11, ?12, ?13, ?14) ON CONFLICT (id) DO UPDATE SET closed_at = excluded.closed_at, "     \
+    "total = excluded.total, succeeded = excluded.succeeded, cancelled = excluded.cancelled, "     \
+    "merged = excluded.merged, deleted = excluded.deleted, on_complete_job = "                     \
+    "excluded.on_complete_job, on_success_job = excluded.on_success_job, on_death_job = "          \
+    "excluded.on_death_job, deaths = excluded.deaths"
 #define STORE_SQL_INSERT_BATCH_JOB                                                                 \
     "INSERT INTO $Sbatch_jobs (job_id, batch_id, role) VALUES (?1, ?2, ?3) ON CONFLICT (job_id) "  \
     "DO NOTHING"

@@ -8,7 +8,7 @@ import { mkdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { chromium } from 'playwright-core';
-import { Server, seed, Workload, ADMIN_TOKEN } from './harness.mjs';
+import { Server, seed, Workload, ADMIN_TOKEN, engineStates } from './harness.mjs';
 
 const BIN = process.env.TENQ_BIN;
 const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
@@ -141,12 +141,14 @@ after(async () => {
 
 test('sign-in: the server wants a token; a wrong one is refused, the admin token gets in', async () => {
   assert.equal((await srv.call('GET', '/v1/stats', undefined, null)).status, 401, 'the server must require a token');
+  assert.equal((await srv.call('GET', '/v1/whoami', undefined, null)).status, 401);
   const res = await admin.goto(srv.base + '/');
   const csp = res.headers()['content-security-policy'];
   assert.match(csp, /script-src 'self'/);
   assert.match(csp, /style-src 'self'/);
   await admin.locator('#login').waitFor({ state: 'visible' });
   assert.equal(await admin.locator('#shell').isVisible(), false);
+  assert.equal(await admin.locator('#login-open').isVisible(), false, 'a server with tokens needs one');
   await admin.fill('#login-token', 'not-a-token-at-all');
   await admin.click('#login-form button[type=submit]');
   await admin.locator('#login-error').waitFor({ state: 'visible' });
@@ -160,8 +162,10 @@ test('the overview shows the numbers of GET /v1/stats', async () => {
   await wl.pause();
   try {
     await go(admin, '#/overview');
-    const keys = ['ready', 'eligible', 'scheduled', 'blocked', 'leased', 'running', 'dead', 'submitted_total',
+    // every state the server counts has its card (the states from the engine's own list)
+    const keys = [...engineStates().counted, 'eligible', 'submitted_total',
       'succeeded_total', 'failed_total', 'dead_total', 'cancelled_total'];
+    assert.ok(keys.includes('waiting'));
     await eventually('cards equal to /v1/stats', async () => {
       await live(admin);
       const st = await srv.api('GET', '/v1/stats');
@@ -171,6 +175,7 @@ test('the overview shows the numbers of GET /v1/stats', async () => {
         const want = new Intl.NumberFormat('en-US').format(st.totals[k]);
         if (shown[k] !== want) throw new Error(`${k}: page ${shown[k]}, API ${want}`);
       }
+      if (st.totals.waiting < 1) throw new Error('the seed has a waiting job');
       // the queues table: ready and dead per queue
       for (const q of st.queues) {
         const row = admin.locator(`#view tr[data-key="${q.name}"]`);
@@ -185,6 +190,22 @@ test('the overview shows the numbers of GET /v1/stats', async () => {
     assert.equal(await admin.locator('.chart svg').count(), 2, 'two charts');
   } finally {
     wl.resume();
+  }
+});
+
+test('every state the server knows has its place: the jobs filter, a column of queues and tenants', async () => {
+  const { all, counted } = engineStates();
+  await go(admin, '#/jobs');
+  const options = await admin.locator('#view form.filters select option').evaluateAll((os) => os.map((o) => o.value));
+  for (const st of all) assert.ok(options.includes(st), `the state filter lacks ${st} (${options})`);
+  for (const [hash, name, path] of [['#/queues', 'mail', '/v1/queues/mail'], ['#/tenants', 'acme', '/v1/tenants/acme']]) {
+    await go(admin, hash);
+    const heads = (await admin.locator('#view table thead th').allInnerTexts()).map((t) => t.trim().toLowerCase());
+    for (const st of counted) assert.ok(heads.some((x) => x.startsWith(st)), `${hash} has no ${st} column (${heads})`);
+    const col = heads.findIndex((x) => x.startsWith('waiting'));
+    const want = String((await srv.api('GET', path)).waiting);
+    await eventually(`${hash}: ${name} waiting ${want}`, async () =>
+      (await admin.locator(`#view tr[data-key="${name}"] > *`).nth(col).innerText()).trim() === want);
   }
 });
 
@@ -638,19 +659,35 @@ test('a worker token gets the parts it may read, without errors', async () => {
   }
 });
 
-test('a server with no tokens (loopback) needs none', async () => {
+test('a server with no tokens (loopback) needs none: the page goes straight in, no form', async () => {
   const open = await new Server(BIN, { adminToken: null }).start();
   const ctx = await browser.newContext({ viewport: { width: 1280, height: 800 } });
   const page = await ctx.newPage();
   watch(page, 'open');
+  // the form never shows: not even for a moment
+  let formShown = false;
+  await page.exposeFunction('__loginShown', () => { formShown = true; });
+  await page.addInitScript(() => {
+    new MutationObserver(() => {
+      const l = document.getElementById('login');
+      if (l && !l.hidden) window.__loginShown();
+    }).observe(document, { subtree: true, attributes: true, attributeFilter: ['hidden'] });
+  });
   try {
     await open.api('POST', '/v1/jobs', { tenant: 'solo', queue: 'q', type: 'T.t' }, null);
+    assert.equal((await open.call('GET', '/v1/whoami', undefined, null)).body.auth, false);
     await page.goto(open.base + '/');
-    await page.locator('#login-open').waitFor({ state: 'visible' });
-    await page.click('#login-form button[type=submit]');
     await page.locator('#shell').waitFor({ state: 'visible' });
+    assert.equal(await page.locator('#login').isVisible(), false);
+    assert.equal(formShown, false, 'the sign-in form was shown');
     assert.equal(await textOf(page, '#who'), 'admin (open server)');
+    assert.equal(await page.locator('#signout').isVisible(), false, 'nothing to sign out of');
     await eventually('its numbers', async () => (await textOf(page, '[data-stat=ready]')) === '1');
+    // a reload goes straight in again
+    await page.reload();
+    await page.locator('#shell').waitFor({ state: 'visible' });
+    assert.equal(formShown, false);
+    await live(page);
   } finally {
     await ctx.close();
     await open.stop();
@@ -675,7 +712,7 @@ test('requests carry the token in the Authorization header, never a cookie', asy
   // the sign-in's probes (is the server open? is this token good?)
   const signedIn = api.findIndex((r) => r.headers && r.headers.authorization === 'Bearer ' + ADMIN_TOKEN);
   for (const r of api.slice(signedIn)) {
-    if (!r.headers.authorization) assert.equal(new URL(r.url).pathname, '/v1/stats', 'only probes go without: ' + r.url);
+    if (!r.headers.authorization) assert.ok(['/v1/stats', '/v1/whoami'].includes(new URL(r.url).pathname), 'only probes go without: ' + r.url);
     else assert.equal(r.headers.authorization, 'Bearer ' + ADMIN_TOKEN);
     assert.equal(r.headers.cookie, undefined);
   }

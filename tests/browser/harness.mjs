@@ -9,6 +9,18 @@ import { setTimeout as sleep } from 'node:timers/promises';
 
 export const ADMIN_TOKEN = 'browser-test-admin-token-0123456789';
 
+// The job states the server's engine knows, read from its X-macro list
+// (ENGINE_STATE_MAP in src/engine/engine.h), and those it counts per queue
+// and tenant (the ones before the final states): what the page's lists of
+// states are checked against.
+export function engineStates() {
+  const text = readFileSync(new URL('../../src/engine/engine.h', import.meta.url), 'utf8');
+  const map = text.match(/#define ENGINE_STATE_MAP\(XX\)([\s\S]*?)\n\n/);
+  const all = map ? [...map[1].matchAll(/XX\(\w+, "(\w+)"\)/g)].map((m) => m[1]) : [];
+  if (!all.includes('succeeded')) throw new Error('cannot read ENGINE_STATE_MAP');
+  return { all, counted: all.slice(0, all.indexOf('succeeded')) };
+}
+
 export class Server {
   // adminToken null: a server with no tokens (open on loopback)
   constructor(bin, { adminToken = ADMIN_TOKEN } = {}) {
@@ -104,6 +116,8 @@ export async function seed(s) {
   for (let i = 0; i < 2; i++) await s.submit({ tenant: 'acme', queue: 'reports', type: 'DataReport.execute', args: { report_id: 7, rerun: i }, key: 'report:7' });
   for (let i = 0; i < 6; i++) await s.submit({ tenant: 'acme', queue: 'mail', type: 'Mailer.deliver', args: { to: `user${i}@acme.example`, template: 'welcome' } });
   ids.acmeDelayed = (await s.submit({ tenant: 'acme', queue: 'mail', type: 'Mailer.digest', args: { week: 12 }, run_at: Date.now() + 3600e3 })).id;
+  // a job waiting for its parent (the delayed one)
+  ids.acmeWaiting = (await s.submit({ tenant: 'acme', queue: 'mail', type: 'Mailer.followup', args: { week: 12 }, depends_on: [ids.acmeDelayed] })).id;
   // merging: three payloads into one job
   for (let i = 0; i < 3; i++) ids.acmeDigest = (await s.submit({ tenant: 'acme', queue: 'digest', type: 'Digest.build', key: 'daily', args: { item: i }, score: 10 - i })).id;
 

@@ -236,9 +236,7 @@ class ClockBase:
         self.load.stop_submitting()
         deadline = time.time() + 60
         while time.time() < deadline:
-            st, ans = self.srv.req("GET", "/v1/stats")
-            t = ans["totals"] if st == 200 else None
-            if t and t["ready"] + t["scheduled"] + t["blocked"] + t["leased"] + t["running"] == 0:
+            if cluster.drained(self.srv):
                 break
             time.sleep(0.2)
         self.load.stop()

@@ -4,7 +4,9 @@ small tmpfs that a filler file fills up, then space comes back. The
 checker's counts (checker.py) must all be 0: no token handed out twice
 across the reloads, no late ack of a dropped lease accepted, nothing
 acknowledged lost; outcomes refused with 503 while the disk was full
-count once sent again.
+count once sent again. While the disk is full and the server reloads, it
+stays alive to its liveness check (/healthz 200, "status": "reloading")
+and not ready (/readyz 503).
 
 Mounting needs root (CI runs as root); elsewhere the test says why it
 cannot run, and in CI (CI set) that is a failure.
@@ -20,7 +22,7 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import checker  # noqa: E402
-from cluster import harness  # noqa: E402
+from cluster import drained, harness  # noqa: E402
 from load import SLOTS, Load  # noqa: E402
 
 
@@ -74,17 +76,32 @@ class DiskFullTest(unittest.TestCase):
         deadline = time.time() + 30
         while time.time() < deadline and len(self.load.rec.grants) < 300:
             time.sleep(0.05)
+        seen = []  # (what, healthz status, its "status", readyz status) while the disk is full
         for _ in range(3):
             path = self.filler()
-            time.sleep(2.0)  # commits fail meanwhile: 503s, reloads that cannot count a term
+            # commits fail meanwhile: 503s, reloads that cannot count a term;
+            # the process answers all along: liveness (/healthz) is 200 with
+            # its status in the body, readiness (/readyz) 503 while it reloads
+            end = time.time() + 2.0
+            while time.time() < end or (not any(x[2] == "reloading" for x in seen) and
+                                        time.time() < end + 30):
+                hst, hbody = self.srv.req("GET", "/healthz", conn="health")
+                rst, _ = self.srv.req("GET", "/readyz", conn="health")
+                seen.append(("full", hst, (hbody or {}).get("status"), rst))
+                time.sleep(0.02)
             os.unlink(path)
             time.sleep(1.5)
+        reloading = [x for x in seen if x[2] == "reloading"]
+        self.assertTrue(reloading, "no /healthz said reloading while the disk was full: %s"
+                        % sorted(set(seen)))
+        self.assertEqual(sorted(set(x[1] for x in seen)), [200], "liveness failed: %s"
+                         % sorted(set(seen)))
+        self.assertEqual(sorted(set(x[3] for x in reloading)), [503],
+                         "readiness while reloading: %s" % sorted(set(reloading)))
         self.load.stop_submitting()
         deadline = time.time() + 120
         while time.time() < deadline:
-            st, ans = self.srv.req("GET", "/v1/stats")
-            t = ans["totals"] if st == 200 else None
-            if t and t["ready"] + t["scheduled"] + t["blocked"] + t["leased"] + t["running"] == 0:
+            if drained(self.srv):
                 break
             time.sleep(0.2)
         self.load.stop()

@@ -524,8 +524,9 @@ class Admin(Case):
         out, _ = self.ok("stats")
         qtable, ttable = out.split("\n\n")
         qlines = qtable.splitlines()
-        self.assertEqual(qlines[0].split(), ["QUEUE", "READY", "SCHEDULED", "BLOCKED", "LEASED",
-                                             "RUNNING", "DEAD", "LAG", "DONE/S", "FAILED/S"])
+        self.assertEqual(qlines[0].split(), ["QUEUE", "READY", "SCHEDULED", "BLOCKED", "WAITING",
+                                             "LEASED", "RUNNING", "DEAD", "LAG", "DONE/S",
+                                             "FAILED/S"])
         row = [line.split() for line in qlines if line.startswith("statsq ")][0]
         self.assertEqual(row[1], "1")
         self.assertEqual(len({len(line) for line in qlines}), 1, "aligned:\n" + qtable)
@@ -535,6 +536,33 @@ class Admin(Case):
         stats = json.loads(self.ok("stats", "--json")[0])
         self.assertIn("statsq", [q["name"] for q in stats["queues"]])
         self.assertIn("server", stats)
+
+    def test_every_state_the_server_knows_is_a_state_and_a_count_here(self):
+        # the states come from the engine's own list (src/engine/engine.h): a
+        # state added there and not to the CLI (or libtenq) fails here
+        parent = self.submit("--tenant", "t-every", "--queue", "everyq", "--type", "P")
+        out, _ = self.ok("submit", "--json", "--tenant", "t-every", "--queue", "everyq",
+                         "--type", "C", "--depends-on", str(parent))
+        child = json.loads(out)
+        self.assertEqual(child["state"], "waiting")
+        for state in harness.engine_states():
+            out, _ = self.ok("jobs", "--queue", "everyq", "--state", state, "--json")
+            want = {"ready": [parent], "waiting": [child["id"]]}.get(state, [])
+            self.assertEqual([j["id"] for j in json.loads(out)["jobs"]], want, state)
+        self.fails(2, "jobs", "--state", "nonsense")
+        counted = [st.upper() for st in harness.counted_states()]
+        for args, first, name in ((["stats"], "QUEUE", "everyq"), (["stats"], "TENANT", "t-every"),
+                                  (["tenant", "ls"], "TENANT", "t-every")):
+            out, _ = self.ok(*args)
+            table = [t for t in out.split("\n\n") if t.startswith(first)][0].splitlines()
+            head = table[0].split()
+            for col in counted:
+                self.assertIn(col, head, "%s: %s" % (" ".join(args), table[0]))
+            row = [line.split() for line in table if line.split()[0] == name][0]
+            if first == "TENANT":  # SLOTS reads "unlimited": one word
+                self.assertEqual(len(row), len(head), table)
+            self.assertEqual(row[head.index("WAITING")], "1", table)
+            self.assertEqual(row[head.index("READY")], "1", table)
 
     def test_tenants(self):
         out, _ = self.ok("tenant", "set", "t-admin", "--slots", "5", "--weight", "2")

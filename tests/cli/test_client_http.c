@@ -5,6 +5,7 @@
 
 #include "client/http.h"
 #include "client/internal.h"
+#include "engine/engine.h" /* the server's states (ENGINE_STATE_MAP), to check libtenq's against */
 #include "base/jscan.h"
 #include "tenq/errors.h"
 
@@ -579,4 +580,27 @@ TEST(job_from_a_lease_answer)
         ASSERT_MSG(tq_job_from_span(span(bad[i]), &j) == TENQ_EPROTOCOL, "took %s", bad[i]);
         ASSERT(j.tenant == NULL && j.json == NULL);
     }
+}
+
+/* Every state the server's engine names (its X-macro list) is one libtenq
+ * knows, by the same name: a state added to the engine and not to
+ * tenq_state fails here (as `waiting` did: `tenq jobs --state waiting`
+ * was refused, a waiting job showed as "unknown"). */
+TEST(every_state_of_the_server_is_a_tenq_state)
+{
+#define ONE_STATE(n, name)                                                                         \
+    do {                                                                                           \
+        tenq_state s = tenq_state_parse(name);                                                     \
+        ASSERT_MSG(s != TENQ_STATE_UNKNOWN, "libtenq knows no state \"%s\"", name);                \
+        ASSERT_STR(tenq_state_name(s), name);                                                      \
+        ASSERT_EQ(tenq_state_finished(s),                                                          \
+                  ENGINE_##n == ENGINE_DEAD || engine_state_finished(ENGINE_##n));                 \
+        known++;                                                                                   \
+    } while (0);
+    int known = 0;
+    ENGINE_STATE_MAP(ONE_STATE)
+#undef ONE_STATE
+    ASSERT_EQ(known, ENGINE_NSTATES);
+    ASSERT_EQ(tenq_state_parse("nonsense"), TENQ_STATE_UNKNOWN);
+    ASSERT_STR(tenq_state_name(TENQ_STATE_UNKNOWN), "unknown");
 }

@@ -80,13 +80,15 @@ class History(ServerTest):
 
     def test_expired_and_timed_out_attempts(self):
         self.srv.ok("PUT", "/v1/queues/h-exp", {"lease_ms": 1000})
-        self.srv.ok("PUT", "/v1/queues/h-tmo", {"lease_ms": 3000, "timeout_ms": 1000})
+        # the heartbeat below must come within the timeout: 3 s, not 1, so that
+        # it does on a busy machine too
+        self.srv.ok("PUT", "/v1/queues/h-tmo", {"lease_ms": 9000, "timeout_ms": 3000})
         e = self.srv.submit(queue="h-exp")
         t = self.srv.submit(queue="h-tmo")
-        self.srv.lease(["h-exp"], worker="gone")
         held = self.srv.lease(["h-tmo"], worker="slow")[0]
         self.srv.ok("POST", "/v1/jobs/%d/heartbeat" % t["id"], {"token": held["token"]})
-        deadline = time.time() + 10
+        self.srv.lease(["h-exp"], worker="gone")
+        deadline = time.time() + 30
         while time.time() < deadline:
             ae, at = attempts(self.srv, e["id"])["attempts"], attempts(self.srv, t["id"])["attempts"]
             if ae and at and ae[0]["outcome"] != "leased" and at[0]["outcome"] != "leased":
@@ -159,12 +161,16 @@ class TenantTokens(ServerTest):
 
 class AcrossRestarts(ServerTest):
     def test_attempts_are_kept_across_a_restart_and_a_lease_held_over_it_expires(self):
-        self.srv.ok("PUT", "/v1/queues/hr", {"lease_ms": 1500, "max_attempts": 5})
+        # long leases while the worker calls must come within them; short once
+        # they are made, so that the held one expires soon after the restart
+        # (a load gives a lease at most one lease_ms)
+        self.srv.ok("PUT", "/v1/queues/hr", {"lease_ms": 60000, "max_attempts": 5})
         j = self.srv.submit(queue="hr")
         got = self.srv.lease(["hr"], worker="before")[0]
         self.srv.fail(got, error="first", retry_in_ms=0)
         held = self.srv.lease(["hr"], worker="held")[0]
         self.srv.ok("POST", "/v1/jobs/%d/start" % j["id"], {"token": held["token"]})
+        self.srv.ok("PUT", "/v1/queues/hr", {"lease_ms": 1500})
         self.srv.kill()  # kill -9: what was answered is stored
         self.srv.start()
         a = attempts(self.srv, j["id"])["attempts"]

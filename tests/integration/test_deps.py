@@ -265,6 +265,30 @@ class Durability(unittest.TestCase):
             srv.cleanup()
 
 
+    def test_a_child_released_past_a_dead_parent_stays_released_across_a_kill_9(self):
+        # A child of policy "run" released by its parent's death is released
+        # for good (SEMANTICS.md: a parent requeued from the morgue does not
+        # touch children already released): the release is stored with the
+        # death, not late, so a load does not see it waiting for the parent
+        # requeued since.  A long --lease-write-delay keeps late rows unwritten.
+        srv = Server(args=["--lease-write-delay", "60s"])
+        try:
+            p = srv.submit(queue="d2", max_attempts=1)
+            c = srv.submit(queue="d2", depends_on=[p["id"]], on_parent_failure="run")
+            got = srv.lease(["d2"], max=10)
+            self.assertEqual([j["id"] for j in got], [p["id"]])
+            self.assertEqual(srv.fail(got[0], error="boom")["state"], "dead")
+            self.assertEqual(srv.job(c["id"])["state"], "ready")
+            srv.ok("POST", "/v1/morgue/%d/requeue" % p["id"])
+            self.assertEqual(srv.job(c["id"])["state"], "ready")  # released stays so
+            srv.kill()
+            srv.start()
+            self.assertEqual(srv.job(c["id"])["state"], "ready")
+            self.assertEqual(sorted(j["id"] for j in srv.lease(["d2"], max=10)),
+                             sorted([p["id"], c["id"]]))
+        finally:
+            srv.cleanup()
+
     def test_a_batch_of_10000_with_index_refs_is_kept_whole_across_a_kill_9(self):
         # written in parts on SQLite (2,000 jobs a part): every edge with its job
         srv = Server()

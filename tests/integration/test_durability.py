@@ -84,7 +84,8 @@ class Crash(unittest.TestCase):
             srv.ack(srv.lease(["lane-late"])[0])
             ready_at = srv.job(second["id"])["ready_at"]
             self.assertIsNotNone(ready_at)
-            time.sleep(0.6)  # the ready row is written 100 ms on
+            # the ready row is written 100 ms on: wait until it is
+            srv.wait_stored("SELECT state FROM $Sjobs WHERE id = %d" % second["id"], "ready")
             srv.kill()
             time.sleep(0.05)
             srv.start()
@@ -115,8 +116,8 @@ class Crash(unittest.TestCase):
             held = srv.submit(queue="crash-held")
             held_job = srv.lease(["crash-held"])[0]
             # leases are stored --lease-write-delay (200 ms) after they are granted
-            # (sooner if their job ends); this one must be older than that
-            time.sleep(0.5)
+            # (sooner if their job ends); this one must be stored: wait until it is
+            srv.wait_stored("SELECT state FROM $Sjobs WHERE id = %d" % held_job["id"], "leased")
             acked_submits, acked_outcomes = [], []
             lock = threading.Lock()
             stop = threading.Event()

@@ -398,8 +398,10 @@ class Workers(ServerTest):
                                                 "backoff_base_ms": 0})
         self.srv.submit(queue="stale")
         first = self.srv.lease(["stale"])[0]
-        time.sleep(0.6)  # the first worker froze; its lease expires
-        second = self.srv.lease(["stale"], wait_ms=2000)[0]
+        # the first worker froze; its lease expires.  The second lease is long:
+        # what follows must happen within it, however busy the machine
+        self.srv.ok("PUT", "/v1/queues/stale", {"lease_ms": 60000})
+        second = self.srv.lease(["stale"], wait_ms=20000)[0]
         self.assertEqual(second["id"], first["id"])
         self.assertGreater(second["token"], first["token"])
         for op, body in [("ack", {}), ("fail", {"error": "late"}), ("heartbeat", {}),
@@ -468,6 +470,9 @@ class Workers(ServerTest):
         self.srv.submit(queue="ended-amo")
         a = self.srv.lease(["ended-amo"])[0]
         time.sleep(0.6)
+        deadline = time.time() + 20  # the expiry runs on the server's tick: late when busy
+        while self.srv.job(a["id"])["state"] != "dead" and time.time() < deadline:
+            time.sleep(0.05)
         self.assertEqual(self.srv.job(a["id"])["state"], "dead")
         for op, body in [("ack", {}), ("fail", {"error": "late"}), ("fail", {}),
                          ("heartbeat", {}), ("start", {})]:
@@ -482,8 +487,9 @@ class Workers(ServerTest):
                                                 "backoff_base_ms": 0})
         self.srv.submit(queue="ended")
         first = self.srv.lease(["ended"])[0]
-        time.sleep(0.5)
-        second = self.srv.lease(["ended"], wait_ms=2000)[0]
+        # the second lease is long: its ack must come within it on a busy machine
+        self.srv.ok("PUT", "/v1/queues/ended", {"lease_ms": 60000})
+        second = self.srv.lease(["ended"], wait_ms=20000)[0]
         self.assertEqual(self.srv.ack(second, result={"by": 2}),
                          {"id": second["id"], "state": "succeeded"})
         for op, body in [("ack", {}), ("fail", {"error": "x"}), ("heartbeat", {}),
@@ -874,7 +880,7 @@ class Semantics(ServerTest):
                                               "backoff_base_ms": 0})
         r = self.srv.submit(queue="exp")
         self.srv.lease(["exp"])
-        j = self.srv.lease(["exp"], wait_ms=3000)
+        j = self.srv.lease(["exp"], wait_ms=20000)  # answered as soon as the lease expired
         self.assertEqual(j[0]["id"], r["id"])
         self.assertEqual(self.srv.job(r["id"])["error"], "lease expired")
 

@@ -217,12 +217,14 @@ class Timeouts(ServerTest):
         self.assertGreaterEqual(time.time() - t0, 1.1)
 
     def test_a_job_without_a_timeout_runs_as_long_as_it_heartbeats(self):
-        self.srv.ok("PUT", "/v1/queues/t-none", {"lease_ms": 600})
+        # heartbeats 0.5 s apart keep a 3 s lease: a busy machine may delay one
+        # by 2.5 s before the lease runs out (600 ms leases left it 0.4 s)
+        self.srv.ok("PUT", "/v1/queues/t-none", {"lease_ms": 3000})
         j = self.srv.submit(queue="t-none")
         got = self.srv.lease(["t-none"])[0]
-        for _ in range(10):  # 2 s, more than three leases
+        for _ in range(20):  # 10 s, more than three leases
             self.srv.ok("POST", "/v1/jobs/%d/heartbeat" % j["id"], {"token": got["token"]})
-            time.sleep(0.2)
+            time.sleep(0.5)
         self.srv.ack(got)
         self.assertEqual(self.srv.job(j["id"])["state"], "succeeded")
 

@@ -966,6 +966,47 @@ BOTH(migrations_upgrade_an_old_database)
     engine_destroy(e);
 }
 
+/* Migration 17 gives batches made before it the deaths the store still
+ * shows: the dead attempts of their jobs, their dead jobs deleted from the
+ * morgue, and one at least when their on_death was made. */
+BOTH(migration_17_counts_the_deaths_of_batches_made_before)
+{
+    char *url = fresh_url(backend);
+    store_opts o = quiet_opts();
+    o.max_version = 16;
+    store_close(open_ok(url, &o));
+    raw_sql(
+        backend, url,
+        "INSERT INTO $Sbatches (id, tenant, created_at, closed_at, total, succeeded, cancelled, "
+        "merged, deleted, callbacks, on_complete_job, on_success_job, on_death_job) VALUES "
+        "(1, 'acme', 1, 0, 3, 0, 0, 0, 1, '{}', 0, 0, 0),"
+        "(2, 'acme', 1, 0, 1, 0, 0, 0, 0, '{}', 0, 0, 99),"
+        "(3, 'acme', 1, 0, 1, 0, 0, 0, 0, '{}', 0, 0, 0);"
+        "INSERT INTO $Sbatch_jobs (job_id, batch_id, role) VALUES (10, 1, 0), (11, 1, 0), "
+        "(12, 1, 3), (13, 3, 0);"
+        /* job 10 died twice (requeued between); 11 was retried; 12 is a
+         * callback, not one of the batch's jobs; 13 died, of batch 3 */
+        "INSERT INTO $Sattempts (job_id, token, attempt, finished_at, outcome, job_state) "
+        "VALUES (10, 1, 1, 5, 'failed', 'dead'), (10, 2, 1, 6, 'expired', 'dead'), "
+        "(11, 3, 1, 5, 'failed', 'scheduled'), (12, 4, 1, 5, 'failed', 'dead'), "
+        "(13, 5, 1, 5, 'timed_out', 'dead');");
+    o.max_version = 0;
+    store_t *s = open_ok(url, &o);
+    engine_t *e = mk_engine();
+    store_load_stats st;
+    ASSERT_EQ(store_load(s, e, T0, &st), 0);
+    const uint64_t want[] = {0, 3, 1, 1};
+    for (uint64_t id = 1; id <= 3; id++) {
+        engine_batch_info b;
+        ASSERT(engine_batch_get(e, id, &b));
+        ASSERT_MSG(b.deaths == want[id], "batch %llu: %llu deaths, not %llu",
+                   (unsigned long long)id, (unsigned long long)b.deaths,
+                   (unsigned long long)want[id]);
+    }
+    store_close(s);
+    engine_destroy(e);
+}
+
 BOTH(refuses_a_newer_schema_with_a_message)
 {
     char *url = fresh_url(backend);

@@ -266,19 +266,23 @@ class Submit(TxTest):
                                      "timeout_ms => 400); EXCEPTION WHEN SQLSTATE '22023' THEN "
                                      "RAISE NOTICE 'refused'; END $$; SELECT 'ok'"), "ok")
         self.assertEqual(q1(self.db, "SELECT count(*) FROM tenq.inbox"), "0")
+        # 3 s: the start below must come within it, on a busy machine too
         jid = int(q1(self.db, "SELECT tenq.submit('acme', 'txt', 'T', max_attempts => 1, "
-                              "timeout_ms => 700)"))
+                              "timeout_ms => 3000)"))
         many = q1(self.db, "SELECT tenq.submit_many('[{\"tenant\":\"acme\",\"queue\":\"txt\","
                            "\"type\":\"U\",\"timeout_ms\":900}]')")
         other = int(many.strip("{}"))
         self.settle()
-        self.assertEqual(self.srv.job(jid)["timeout_ms"], 700)
+        self.assertEqual(self.srv.job(jid)["timeout_ms"], 3000)
         self.assertEqual(self.srv.job(other)["timeout_ms"], 900)
+        # taken in: now a long lease, so that only the job's timeout ends the
+        # attempt, however far apart the heartbeats come
+        self.srv.ok("PUT", "/v1/queues/txt", {"lease_ms": 60000})
+        t0 = time.time()
         got = self.lease("txt", wait_ms=5000, max=1)
         self.assertEqual([j["id"] for j in got], [jid])
         self.srv.ok("POST", "/v1/jobs/%d/start" % jid, {"token": got[0]["token"]})
-        t0 = time.time()
-        deadline = t0 + 10
+        deadline = t0 + 30
         while time.time() < deadline:
             # heartbeats keep the lease; the job's own timeout ends the attempt anyway
             self.srv.req("POST", "/v1/jobs/%d/heartbeat" % jid, {"token": got[0]["token"]})
@@ -287,7 +291,7 @@ class Submit(TxTest):
                 break
             time.sleep(0.1)
         self.assertEqual(job["state"], "dead")
-        self.assertGreaterEqual(time.time() - t0, 0.5)
+        self.assertGreaterEqual(time.time() - t0, 2.9)  # not before its timeout
         att = self.srv.ok("GET", "/v1/jobs/%d/attempts" % jid)["attempts"]
         self.assertEqual([a["outcome"] for a in att], ["timed_out"])
 
@@ -430,7 +434,7 @@ class Complete(TxTest):
         j = self.leased()
         time.sleep(1.0)  # its lease runs out; the job is retried at once
         self.srv.ok("PUT", "/v1/queues/xo", {"lease_ms": 60000})  # for the second lease
-        again = self.lease("xo", wait_ms=5000)[0]
+        again = self.lease("xo", wait_ms=20000)[0]
         self.assertEqual(again["id"], j["id"])
         self.assertGreater(again["token"], j["token"])
         rc, _, err = psql(self.db, "BEGIN; INSERT INTO biz (note) VALUES ('late'); "
@@ -453,10 +457,12 @@ class Complete(TxTest):
         self.assertRegex(err, "expired|not leased")
 
     def test_a_lease_kept_alive_by_heartbeats_can_be_completed_after_its_first_deadline(self):
-        self.srv.ok("PUT", "/v1/queues/xo", {"delivery": "exactly-once", "lease_ms": 400})
+        # heartbeats 0.5 s apart keep a 2 s lease (1.5 s to spare on a busy
+        # machine, where 0.2 s apart on a 400 ms lease left 0.2 s)
+        self.srv.ok("PUT", "/v1/queues/xo", {"delivery": "exactly-once", "lease_ms": 2000})
         j = self.leased()
-        for _ in range(4):
-            time.sleep(0.2)
+        for _ in range(6):  # 3 s: past the first deadline
+            time.sleep(0.5)
             self.srv.ok("POST", "/v1/jobs/%d/heartbeat" % j["id"], {"token": j["token"]})
         psql(self.db, "SELECT tenq.complete(%d, %d)" % (j["id"], j["token"]))
         self.settle()

@@ -14,6 +14,7 @@ import http.client
 import itertools
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -27,6 +28,28 @@ BIN = os.environ.get("TENQ_BIN") or os.path.join(
 STORE = os.environ.get("TENQ_TEST_STORE", "sqlite")
 _db_counter = itertools.count()
 SANITIZER_WORDS = ("AddressSanitizer", "LeakSanitizer", "runtime error:")
+
+
+def engine_states():
+    """The job states the server's engine knows, in its order, read from
+    its X-macro list (ENGINE_STATE_MAP in src/engine/engine.h): the one
+    table tests check hand-kept lists of states against."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "src",
+                        "engine", "engine.h")
+    with open(path) as f:
+        text = f.read()
+    m = re.search(r"#define ENGINE_STATE_MAP\(XX\)(.*?)\n\n", text, re.S)
+    states = re.findall(r'XX\(\w+, "(\w+)"\)', m.group(1)) if m else []
+    if "succeeded" not in states:
+        raise RuntimeError("cannot read ENGINE_STATE_MAP from %s" % path)
+    return states
+
+
+def counted_states():
+    """The states counted per queue and tenant: those before the final ones
+    (the engine's order puts succeeded, cancelled and merged last)."""
+    states = engine_states()
+    return states[:states.index("succeeded")]
 
 
 def free_port():
@@ -224,6 +247,34 @@ class Server:
 
     def job(self, id, token=None):
         return self.ok("GET", "/v1/jobs/%d" % id, token=token)
+
+    def stored(self, sql):
+        """The first column of the first row (None: no row) of a query on this
+        server's store, read beside it: SQLite read-only, PostgreSQL by psql.
+        $S is the schema prefix ("tenq." on PostgreSQL)."""
+        if self.store_url.startswith("sqlite:"):
+            import sqlite3
+            db = sqlite3.connect("file:%s?mode=ro" % self.store_url[len("sqlite:"):], uri=True,
+                                 timeout=30)
+            try:
+                row = db.execute(sql.replace("$S", "")).fetchone()
+            finally:
+                db.close()
+            return None if row is None else row[0]
+        out = subprocess.run(["psql", self.store_url, "-X", "-q", "-At", "-c",
+                              sql.replace("$S", "tenq.")], check=True, capture_output=True,
+                             text=True, timeout=60).stdout.splitlines()
+        return out[0] if out else None
+
+    def wait_stored(self, sql, want, timeout=60):
+        """Until stored(sql) is want (as text): a row written late
+        (--lease-write-delay) is there once it is, however busy the machine."""
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if str(self.stored(sql)) == str(want):
+                return
+            time.sleep(0.05)
+        raise AssertionError("the store never had %r for %s" % (want, sql))
 
 
 def read_until_closed(s):

@@ -684,6 +684,9 @@ class Dockerfile(unittest.TestCase):
         check = exec_form(rest[4:])
         self.assertIsNotNone(check)
         self.assertEqual(check[:2], ["tenq", "health"])
+        # liveness (/healthz: 200 while the process answers), never readiness
+        # (/readyz: 503 on a standby and while a leader waits for its disk)
+        self.assertNotIn("--ready", check)
         inner = seconds(check[check.index("--timeout") + 1])
         self.assertLess(inner, seconds(flags["timeout"]))
         self.assertEqual(self.one(self.final, "STOPSIGNAL"), "SIGTERM")

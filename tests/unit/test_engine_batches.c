@@ -3,7 +3,9 @@
  * has finished, on_success when every one succeeded, on_death at the first
  * death; each callback submitted at most once, in the call whose outcome
  * made it due (so in that call's change list); fan-out while open; 409
- * batch_closed once closed; counters rebuilt by a load. */
+ * batch_closed once closed; counters rebuilt by a load; a death remembered
+ * (never on_success after one, not even when its job is requeued and
+ * succeeds), in the death's change list and across a load. */
 #include "engine_helpers.h"
 
 #define T0 1700000000000LL
@@ -246,6 +248,109 @@ TEST(batch_requeue_from_the_morgue_while_open_waits_again_and_on_death_stays_onc
     engine_destroy(e);
 }
 
+/* Whether the change list holds the batch's row (ENGINE_CH_BATCH). */
+static bool batch_in_changes(engine_t *e, uint64_t batch)
+{
+    size_t n;
+    const engine_change *c = engine_changes(e, &n);
+    for (size_t i = 0; i < n; i++)
+        if (c[i].kind == ENGINE_CH_BATCH && c[i].id == batch) return true;
+    return false;
+}
+
+TEST(batch_a_death_then_requeued_and_succeeded_never_fires_on_success)
+{
+    /* A dies, is requeued from the morgue while the batch is open and
+     * succeeds; B succeeds: on_complete, never on_success (the batch had a
+     * death, whatever its job did after). */
+    engine_t *e = mk_engine();
+    made m = mk_batch(e, T0, 2, true, true, true);
+    engine_changes_clear(e);
+    ASSERT_EQ(lease_all(e, T0), 2);
+    size_t counts[ENGINE_NCALLBACKS] = {0};
+    ASSERT_EQ(fail_ok(e, T0 + 1, m.ids[0], (engine_fail_req){.error = "x", .no_retry = true}),
+              ENGINE_DEAD);
+    count_callbacks(e, m.batch, counts);
+    ASSERT_EQ(counts[ENGINE_CB_DEATH], 1);
+    engine_changes_clear(e);
+    ASSERT_EQ(engine_morgue_requeue(e, T0 + 2, m.ids[0], NULL), 0);
+    ASSERT_EQ(lease_all(e, T0 + 3), 1);
+    ack_ok(e, T0 + 4, m.ids[0]);
+    ack_ok(e, T0 + 5, m.ids[1]);
+    count_callbacks(e, m.batch, counts);
+    ASSERT_EQ(counts[ENGINE_CB_COMPLETE], 1);
+    ASSERT_EQ(counts[ENGINE_CB_SUCCESS], 0);
+    engine_batch_info b = binfo(e, m.batch);
+    ASSERT(b.closed_at != 0);
+    ASSERT_EQ(b.n[ENGINE_SUCCEEDED], 2);
+    ASSERT_EQ(b.callback_ids[ENGINE_CB_SUCCESS], 0);
+    must_check(e, T0 + 100);
+    engine_changes_clear(e);
+    engine_destroy(e);
+}
+
+TEST(batch_a_death_is_written_with_it_even_without_on_death)
+{
+    /* no on_death: the death still changes the batch's row, in the change
+     * list of the death (so the store remembers it in the same commit) */
+    engine_t *e = mk_engine();
+    made m = mk_batch(e, T0, 2, true, true, false);
+    engine_changes_clear(e);
+    ASSERT_EQ(lease_all(e, T0), 2);
+    fail_ok(e, T0 + 1, m.ids[0], (engine_fail_req){.error = "x", .no_retry = true});
+    ASSERT(batch_in_changes(e, m.batch));
+    ASSERT_EQ(binfo(e, m.batch).deaths, 1);
+    engine_changes_clear(e);
+    ASSERT_EQ(engine_morgue_requeue(e, T0 + 2, m.ids[0], NULL), 0);
+    ASSERT_EQ(binfo(e, m.batch).deaths, 1); /* a requeue takes nothing back */
+    ASSERT_EQ(lease_all(e, T0 + 3), 1);
+    fail_ok(e, T0 + 4, m.ids[0], (engine_fail_req){.error = "x", .no_retry = true});
+    ASSERT(batch_in_changes(e, m.batch));
+    ASSERT_EQ(binfo(e, m.batch).deaths, 2); /* each death counts */
+    engine_changes_clear(e);
+    ASSERT_EQ(engine_morgue_requeue(e, T0 + 5, m.ids[0], NULL), 0);
+    ASSERT_EQ(lease_all(e, T0 + 6), 1);
+    ack_ok(e, T0 + 7, m.ids[0]);
+    ack_ok(e, T0 + 8, m.ids[1]);
+    engine_batch_info b = binfo(e, m.batch);
+    ASSERT(b.closed_at != 0);
+    ASSERT(b.callback_ids[ENGINE_CB_COMPLETE] != 0);
+    ASSERT_EQ(b.callback_ids[ENGINE_CB_SUCCESS], 0);
+    must_check(e, T0 + 100);
+    engine_changes_clear(e);
+    engine_destroy(e);
+}
+
+TEST(batch_on_death_refused_at_the_first_death_is_not_made_at_a_later_one)
+{
+    /* on_death is due at the first death only: refused then (its queue's
+     * payload limit lowered since), a later death makes none */
+    engine_t *e = mk_engine();
+    made m = mk_batch(e, T0, 3, true, false, true);
+    engine_changes_clear(e);
+    engine_queue_settings qs = queue_settings(e, "cb");
+    engine_queue_settings was = qs;
+    qs.max_payload_bytes = 2;
+    set_queue(e, "cb", qs);
+    ASSERT_EQ(lease_all(e, T0), 3);
+    fail_ok(e, T0 + 1, m.ids[0], (engine_fail_req){.error = "x", .no_retry = true});
+    ASSERT_EQ(binfo(e, m.batch).callback_ids[ENGINE_CB_DEATH], 0);
+    set_queue(e, "cb", was);
+    engine_changes_clear(e);
+    size_t counts[ENGINE_NCALLBACKS] = {0};
+    fail_ok(e, T0 + 2, m.ids[1], (engine_fail_req){.error = "x", .no_retry = true});
+    count_callbacks(e, m.batch, counts);
+    ASSERT_EQ(counts[ENGINE_CB_DEATH], 0);
+    ASSERT_EQ(binfo(e, m.batch).callback_ids[ENGINE_CB_DEATH], 0);
+    ack_ok(e, T0 + 3, m.ids[2]);
+    count_callbacks(e, m.batch, counts);
+    ASSERT_EQ(counts[ENGINE_CB_COMPLETE], 1);
+    ASSERT_EQ(counts[ENGINE_CB_DEATH], 0);
+    must_check(e, T0 + 100);
+    engine_changes_clear(e);
+    engine_destroy(e);
+}
+
 TEST(batch_requeue_after_close_runs_and_fires_nothing)
 {
     engine_t *e = mk_engine();
@@ -483,6 +588,57 @@ TEST(batch_load_rebuilds_counters_and_fires_each_callback_once_after)
     engine_changes_clear(f);
     made m2 = mk_batch(f, T0 + 5, 1, false, false, false);
     ASSERT(m2.batch > m.batch);
+    must_check(f, T0 + 100);
+    engine_changes_clear(f);
+    engine_destroy(f);
+    engine_destroy(e);
+}
+
+TEST(batch_load_keeps_a_death_whose_job_was_requeued)
+{
+    /* A died and was requeued (pending again); the store's row keeps the
+     * death: after a load, A and B succeed, on_complete fires, on_success
+     * never does */
+    engine_t *e = mk_engine();
+    made m = mk_batch(e, T0, 2, true, true, true);
+    engine_changes_clear(e);
+    ASSERT_EQ(lease_all(e, T0), 2);
+    fail_ok(e, T0 + 1, m.ids[0], (engine_fail_req){.error = "x", .no_retry = true});
+    ASSERT_EQ(engine_morgue_requeue(e, T0 + 2, m.ids[0], NULL), 0);
+    engine_changes_clear(e);
+    engine_batch_info b = binfo(e, m.batch);
+    ASSERT_EQ(b.deaths, 1);
+    ASSERT_EQ(b.n[ENGINE_DEAD], 0);
+
+    engine_t *f = mk_engine();
+    engine_loading(f, true);
+    engine_batch_info row = b;
+    for (int s = 0; s < ENGINE_SUCCEEDED; s++) row.n[s] = 0; /* the row keeps final states only */
+    ASSERT_EQ(engine_load_batch(f, &row, NULL), 0);
+    uint64_t resident[] = {m.ids[0], m.ids[1], b.callback_ids[ENGINE_CB_DEATH]};
+    for (size_t i = 0; i < 3; i++) {
+        engine_job_info in = info_of(e, resident[i]);
+        engine_job_info c = in;
+        c.tenant = dupn(in.tenant);
+        c.queue = dupn(in.queue);
+        c.type = dupn(in.type);
+        ASSERT_EQ(engine_load_job(f, T0 + 3, &c, NULL), 0);
+        ASSERT_EQ(engine_load_batch_job(f, in.id, in.batch, in.batch_role), 0);
+        free((char *)c.tenant);
+        free((char *)c.queue);
+        free((char *)c.type);
+    }
+    engine_loading(f, false);
+    engine_changes_clear(f);
+    ASSERT_EQ(binfo(f, m.batch).deaths, 1);
+    ASSERT_EQ(lease_q(f, T0 + 4, "q", 10, (uint64_t[10]){0}), 1); /* A again; B kept its lease */
+    size_t counts[ENGINE_NCALLBACKS] = {0};
+    ack_ok(f, T0 + 5, m.ids[0]);
+    ack_ok(f, T0 + 5, m.ids[1]);
+    count_callbacks(f, m.batch, counts);
+    ASSERT_EQ(counts[ENGINE_CB_COMPLETE], 1);
+    ASSERT_EQ(counts[ENGINE_CB_SUCCESS], 0);
+    ASSERT_EQ(counts[ENGINE_CB_DEATH], 0);
     must_check(f, T0 + 100);
     engine_changes_clear(f);
     engine_destroy(f);

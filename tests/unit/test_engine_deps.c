@@ -181,6 +181,49 @@ TEST(deps_parent_dies_policy_run_counts_as_done)
     engine_destroy(e);
 }
 
+/* The fields a job's change carries in the change list (0: not there). */
+static uint32_t change_fields(engine_t *e, uint64_t id)
+{
+    size_t n;
+    const engine_change *c = engine_changes(e, &n);
+    for (size_t i = 0; i < n; i++)
+        if (c[i].kind == ENGINE_CH_JOB && c[i].id == id) return c[i].fields | 0x100u;
+    return 0;
+}
+
+TEST(deps_a_release_past_a_dead_parent_is_written_at_once)
+{
+    /* A child released while a parent of it is dead (policy run) carries
+     * ENGINE_JF_RELEASED, so that its row is not written late: the parent
+     * requeued before it would make a load keep the child waiting.  A
+     * release by successes alone is worked out again at a load: no flag. */
+    engine_t *e = mk_engine();
+    uint64_t p1 = SUB(e, T0, "a", "q"), p2 = SUB(e, T0, "a", "q");
+    uint64_t c = DSUB(e, T0, NULL, ENGINE_DEPS_RUN, p1, p2);
+    uint64_t ok1 = SUB(e, T0, "a", "q");
+    uint64_t c2 = DSUB(e, T0, NULL, ENGINE_DEPS_RUN, ok1);
+    engine_changes_clear(e);
+    lease_kill(e, T0, p1); /* still waits for p2 */
+    ASSERT_EQ(change_fields(e, c) & ENGINE_JF_RELEASED, 0);
+    engine_changes_clear(e);
+    ASSERT_EQ(lease_id(e, T0, p2), p2);
+    ack_ok(e, T0, p2); /* released by a success, past p1 dead */
+    ASSERT_EQ(state_of(e, c), ENGINE_READY);
+    ASSERT(change_fields(e, c) & ENGINE_JF_RELEASED);
+    engine_changes_clear(e);
+    ASSERT_EQ(engine_morgue_requeue(e, T0 + 1, p1, NULL), 0);
+    ASSERT_EQ(state_of(e, c), ENGINE_READY); /* released stays so */
+    engine_changes_clear(e);
+    ASSERT_EQ(lease_id(e, T0, ok1), ok1);
+    ack_ok(e, T0, ok1);
+    ASSERT_EQ(state_of(e, c2), ENGINE_READY);
+    ASSERT(change_fields(e, c2) != 0);
+    ASSERT_EQ(change_fields(e, c2) & ENGINE_JF_RELEASED, 0);
+    must_check(e, T0 + 2);
+    engine_changes_clear(e);
+    engine_destroy(e);
+}
+
 TEST(deps_parent_cancelled_applies_the_policy)
 {
     engine_t *e = mk_engine();

@@ -470,6 +470,8 @@ export interface Counts {
   ready?: number;
   scheduled?: number;
   blocked?: number;
+  /** Waiting for their parents (`dependsOn`). */
+  waiting?: number;
   leased?: number;
   running?: number;
   dead?: number;

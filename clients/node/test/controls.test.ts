@@ -8,11 +8,22 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 
 import { LeaseLostError, Tenq } from "tenq";
+import type { Counts } from "tenq";
 
 import { Server, sleep, until, withWorker } from "./harness";
 
 let server: Server;
 let tenq: Tenq;
+
+// Every key of Counts, both ways checked by the compiler (a key of Counts
+// missing here, or one here that Counts lacks, does not build); the test
+// below checks the server's counts against it.
+const COUNT_KEYS: { [K in keyof Required<Counts>]: true } = {
+  ready: true, scheduled: true, blocked: true, waiting: true, leased: true, running: true, dead: true,
+  eligible: true, held: true, rate_limited_until: true, lag_ms: true, submitted_total: true,
+  succeeded_total: true, failed_total: true, dead_total: true, cancelled_total: true,
+  completed_per_s: true, failed_per_s: true,
+};
 
 before(async () => {
   server = await Server.start();
@@ -25,6 +36,17 @@ after(async () => {
 
 
 describe("queue controls", () => {
+  it("Counts names every count the server sends (the totals of GET /v1/stats)", async () => {
+    const app = server.app({ queue: "counted" });
+    const parent = await app.client.submit({ type: "P" });
+    await app.client.submit({ type: "C", dependsOn: [parent] });
+    const stats = (await app.client.call("GET", "/v1/stats")) as { totals: Record<string, unknown> };
+    for (const k of Object.keys(stats.totals)) assert.ok(k in COUNT_KEYS, `Counts lacks "${k}"`);
+    const q = await app.client.getQueue("counted");
+    assert.equal(q.waiting, 1);
+    app.close();
+  });
+
   it("a paused queue leases nothing to the worker until resumed", async () => {
     const app = server.app({ queue: "paused" });
     await app.client.setQueue("paused", {}); // a pause takes a queue that exists

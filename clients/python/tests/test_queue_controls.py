@@ -152,3 +152,17 @@ def test_tenant_rate_through_set_tenant(client: tenq.Client, queue: str) -> None
     assert starts[1] - starts[0] >= 0.7 and starts[2] - starts[1] >= 0.7, starts
     client.set_tenant(name, rate=None)
     assert client.get_tenant(name)["rate"] is None
+
+
+def test_queue_and_tenant_types_name_every_field_the_server_sends(client: tenq.Client,
+                                                                   queue: str) -> None:
+    """QueueInfo and TenantInfo (with Counts) are hand-kept: every field the
+    server sends must be one of theirs (``waiting`` was not)."""
+    parent = client.submit("Parent")
+    client.submit("Child", depends_on=[parent])
+    for info, kind in ((client.get_queue(queue), tenq.QueueInfo),
+                       (client.get_tenant("acme"), tenq.TenantInfo)):
+        names = kind.__required_keys__ | kind.__optional_keys__
+        assert set(info) - names == set(), kind.__name__
+        assert info["waiting"] >= 1
+    assert client.get_queue(queue)["waiting"] == 1

@@ -9,6 +9,18 @@ require_relative "test_helper"
 # worker stops its handler (:lost) and reports nothing; a rate set with
 # set_queue spaces the worker's starts.
 class TestQueueControls < TenqTest::Case
+  # COUNTS is kept by hand: every count the server sends (the totals of GET
+  # /v1/stats) must be one of its readers (+waiting+ was not).
+  def test_settings_info_reads_every_count_the_server_sends
+    c = client
+    parent = c.submit(type: "P.job")
+    c.submit(type: "C.job", depends_on: [parent])
+    totals = c.request("GET", "/v1/stats")["totals"]
+    assert_empty totals.keys.map(&:to_sym) - Tenq::SettingsInfo::COUNTS
+    assert_equal 1, c.queue(@queue).waiting
+    assert_operator c.tenant("acme").waiting, :>=, 1
+  end
+
   def test_a_paused_queue_leases_nothing_until_resumed
     c = client
     c.set_queue(@queue) # a pause takes a queue that exists

@@ -14,11 +14,13 @@ class Counts(TypedDict, total=False):
     """The jobs of a queue or tenant by state, and totals since start-up.
     ``eligible``: ready and free to go; ``held``: ready but held by a
     limit (slots, a cap, a pause, a rate); ``rate_limited_until``: only
-    while a rate limit of its own allows no start (ms since the epoch)."""
+    while a rate limit of its own allows no start (ms since the epoch);
+    ``waiting``: jobs waiting for their parents (``depends_on``)."""
 
     ready: int
     scheduled: int
     blocked: int
+    waiting: int
     leased: int
     running: int
     dead: int

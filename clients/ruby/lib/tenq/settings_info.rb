@@ -9,10 +9,11 @@ module Tenq
   class SettingsInfo
     # The counts both show. +held+: ready jobs held by a limit (slots, a
     # cap, a pause, a rate); +rate_limited_until+: only while a rate limit
-    # of its own allows no start (milliseconds since the epoch).
-    COUNTS = %i[ready scheduled blocked leased running dead eligible held rate_limited_until lag_ms
-                submitted_total succeeded_total failed_total dead_total cancelled_total completed_per_s
-                failed_per_s].freeze
+    # of its own allows no start (milliseconds since the epoch); +waiting+:
+    # jobs waiting for their parents (+depends_on+).
+    COUNTS = %i[ready scheduled blocked waiting leased running dead eligible held rate_limited_until
+                lag_ms submitted_total succeeded_total failed_total dead_total cancelled_total
+                completed_per_s failed_per_s].freeze
     COUNTS.each { |f| define_method(f) { @data[f.to_s] } }
 
     # @param data [Hash{String => Object}] the JSON object
