@@ -26,8 +26,8 @@
 #define ADMIT_RETRY_AFTER_S 1
 
 typedef struct admit_state {
-    uint64_t budget;                            /* --memory-budget, resolved at start (bytes) */
-    uint64_t jobs_budget;                       /* what the jobs may take of it */
+    uint64_t budget;      /* --memory-budget, resolved at start (bytes) */
+    uint64_t jobs_budget; /* what the jobs may take of it */
     uint64_t args_budget; /* of which their args at most (--args-memory: engine args.c) */
     uint64_t refused_quota, refused_overloaded; /* submits refused, for /metrics */
     htab published; /* what admit_publish wrote last, by tenant or queue */

@@ -184,8 +184,10 @@ static void job_reply(server *s, http_req *req, const principal *who, uint64_t i
     }
     if (!srv_args_fill(&in, rows)) {
         if (rows) { /* read, and gone from the cache and the rows: its row changed */
-            reply_error(req, TENQ_EUNAVAILABLE, NULL, "job %llu's args could not be read; try "
-                        "again", (unsigned long long)id);
+            reply_error(req, TENQ_EUNAVAILABLE, NULL,
+                        "job %llu's args could not be read; try "
+                        "again",
+                        (unsigned long long)id);
             return;
         }
         job_again *a = xcalloc(1, sizeof(*a));

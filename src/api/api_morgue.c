@@ -6,8 +6,7 @@
 
 /* ---- the morgue ------------------------------------------------------------------------- */
 
-static void morgue_reply(server *s, http_req *req, const principal *who,
-                         const store_rows *rows);
+static void morgue_reply(server *s, http_req *req, const principal *who, const store_rows *rows);
 
 /* A page whose jobs' args were out of memory, once they are read. */
 static void morgue_with_args(server *s, http_req *req, void *ctx, const store_rows *rows)
@@ -80,7 +79,8 @@ static void morgue_reply(server *s, http_req *req, const principal *who, const s
     if (nmiss) { /* read them first; a second time round, the page moved: try again */
         free(out);
         if (rows)
-            reply_error(req, TENQ_EUNAVAILABLE, NULL, "the morgue changed while its args were "
+            reply_error(req, TENQ_EUNAVAILABLE, NULL,
+                        "the morgue changed while its args were "
                         "read; try again");
         else
             srv_with_args(s, req, missing, nmiss, morgue_with_args,

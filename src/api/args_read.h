@@ -13,11 +13,11 @@
 struct server;
 
 typedef struct args_read_state {
-    int inflight;                 /* reads ahead under way */
-    uint64_t reads_ahead;         /* reads ahead issued */
-    uint64_t rows_ahead;          /* args they brought back */
-    uint64_t waits, waited_jobs;  /* requests that waited for a read, and their jobs */
-    uint64_t leased_spilled;      /* leased jobs whose args were out of memory */
+    int inflight;                /* reads ahead under way */
+    uint64_t reads_ahead;        /* reads ahead issued */
+    uint64_t rows_ahead;         /* args they brought back */
+    uint64_t waits, waited_jobs; /* requests that waited for a read, and their jobs */
+    uint64_t leased_spilled;     /* leased jobs whose args were out of memory */
 } args_read_state;
 
 /* Reads ahead what the engine wants (engine_args_wanted), when it wants
@@ -31,8 +31,8 @@ void srv_args_read_ahead(struct server *s);
 typedef void (*args_then)(struct server *s, http_req *req, void *ctx, const store_rows *rows);
 /* Reads the args of ids (after everything before is committed), then runs
  * then.  The caller does not answer req itself. */
-void srv_with_args(struct server *s, http_req *req, const uint64_t *ids, size_t n,
-                   args_then then, void *ctx);
+void srv_with_args(struct server *s, http_req *req, const uint64_t *ids, size_t n, args_then then,
+                   void *ctx);
 /* A job shown without its args (args_missing) takes them from rows; false
  * when rows lack them. */
 bool srv_args_fill(engine_job_info *in, const store_rows *rows);

@@ -258,7 +258,7 @@ typedef struct server {
     bool open_network; /* listening beyond loopback: tokens always required */
     int exit_code;
 
-    admit_state admit;     /* quotas and the memory budget (admit.c) */
+    admit_state admit;    /* quotas and the memory budget (admit.c) */
     args_read_state args; /* args out of memory: reads (args_read.c) */
 
     /* counters for /metrics */

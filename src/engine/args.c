@@ -22,10 +22,10 @@
  * where its args are. */
 #include "internal.h"
 
-#define ARGS_SPILL_MIN       64         /* smaller args stay inline: a spill saves too little */
-#define ARGS_SPILL_MAX       (1u << 24) /* the length must fit 3 bytes; larger args stay inline */
-#define ARGS_WINDOW_MIN      16         /* jobs read ahead at the front of a node, at least */
-#define ARGS_WINDOW_MAX      4096
+#define ARGS_SPILL_MIN        64         /* smaller args stay inline: a spill saves too little */
+#define ARGS_SPILL_MAX        (1u << 24) /* the length must fit 3 bytes; larger args stay inline */
+#define ARGS_WINDOW_MIN       16         /* jobs read ahead at the front of a node, at least */
+#define ARGS_WINDOW_MAX       4096
 #define ARGS_TIMER_HORIZON_MS 2000
 
 typedef struct args_entry {
@@ -34,8 +34,8 @@ typedef struct args_entry {
     uint16_t pins; /* >0: not to be evicted (a row not yet collected) */
     bool gone;     /* its job was freed while it was pinned */
     bool in_lru;
-    dlink lru;     /* in e->args_lru while unpinned: evicted from the front */
-    char text[];   /* len bytes + NUL */
+    dlink lru;   /* in e->args_lru while unpinned: evicted from the front */
+    char text[]; /* len bytes + NUL */
 } args_entry;
 
 static size_t entry_mem(uint32_t len)

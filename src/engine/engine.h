@@ -761,9 +761,9 @@ void engine_args_unasked(engine_t *e, uint64_t id);
 bool engine_job_spilled(const engine_job *j);
 
 typedef struct engine_args_stats {
-    size_t budget;        /* cfg.args_budget */
-    size_t inline_bytes;  /* args (and payloads) kept in the jobs */
-    size_t cache_bytes;   /* the cache of spilled jobs' args */
+    size_t budget;       /* cfg.args_budget */
+    size_t inline_bytes; /* args (and payloads) kept in the jobs */
+    size_t cache_bytes;  /* the cache of spilled jobs' args */
     size_t cache_entries;
     size_t spilled; /* jobs in memory whose args are out of it */
 } engine_args_stats;

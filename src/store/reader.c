@@ -309,8 +309,8 @@ static int read_args(store_t *s, uint64_t *ids, size_t n, rows_builder *rows)
         size_t m = n - at < ARGS_READ_CHUNK ? n - at : ARGS_READ_CHUNK;
         size_t len = (size_t)sprintf(sql, "SELECT id, args FROM $Sjobs WHERE id IN (");
         for (size_t i = 0; i < m; i++)
-            len += (size_t)sprintf(sql + len, "%s%llu", i ? "," : "",
-                                   (unsigned long long)ids[at + i]);
+            len +=
+                (size_t)sprintf(sql + len, "%s%llu", i ? "," : "", (unsigned long long)ids[at + i]);
         sprintf(sql + len, ")");
         rc = s->be->select(s, true, sql, 0, NULL, args_row, rows);
     }

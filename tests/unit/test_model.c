@@ -68,8 +68,8 @@ typedef struct rate_log {
 } rate_log;
 
 static struct model {
-    bool spill;       /* the run with a tiny args budget */
-    char **args_of;   /* by id: the args as collected ("the store's rows") */
+    bool spill;     /* the run with a tiny args budget */
+    char **args_of; /* by id: the args as collected ("the store's rows") */
     uint64_t n_spilled_leases, n_read_back;
     uint64_t rng;
     int64_t now;
@@ -137,7 +137,7 @@ static engine_config model_config(void)
     engine_config c;
     engine_config_defaults(&c);
     c.seed = M.rng;
-    c.start_ms = M.now; /* limits begin used up at every (re)start */
+    c.start_ms = M.now;               /* limits begin used up at every (re)start */
     if (M.spill) c.args_budget = 400; /* three or four jobs' args inline, a few cached */
     return c;
 }
