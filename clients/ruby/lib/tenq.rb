@@ -28,6 +28,8 @@ require_relative "tenq/perform"
 require_relative "tenq/testing"
 require_relative "tenq/worker"
 require_relative "tenq/tx"
+require_relative "tenq/settings"
+require_relative "tenq/railtie" if defined?(Rails::Railtie)
 
 # The Ruby client of tenq, the multi-tenant job queue: a {Client} for the
 # HTTP/JSON protocol, the sync/async switch ({Job}), a {Worker}, test modes
@@ -38,6 +40,7 @@ module Tenq
   @handlers = Registry.new
   @worker_middleware = Middleware::Chain.new
   @client_middleware = Middleware::Chain.new
+  @settings = nil
 
   class << self
     # +depends_on: [Tenq.index(0)]+: the first job of the same
@@ -77,6 +80,20 @@ module Tenq
     def configure(**options)
       options[:middleware] ||= @client_middleware
       self.client = Client.new(**options)
+    end
+
+    # The settings of config/tenq.yml in force ({configure_from}), or nil.
+    # @return [Settings, nil]
+    attr_reader :settings
+
+    # Makes the default client from settings (config/tenq.yml: servers,
+    # token, tenant, queue) and keeps them for tenq-worker (queues,
+    # concurrency, ...).
+    # @param settings [Settings]
+    # @return [Client]
+    def configure_from(settings)
+      @settings = settings
+      configure(**settings.client_options)
     end
 
     # Registers a handler on the default registry:

@@ -39,6 +39,7 @@ module Tenq
 
     @routes = {}
     @mutex = Mutex.new
+    Registry::ROUTERS << self
 
     class << self
       def included(base)
