@@ -126,7 +126,11 @@ module Tenq
       unless KEYS.include?(name)
         raise InvalidError.new("#{where}unknown setting #{name} (known: #{KEYS.join(', ')})", field: name.to_s)
       end
-      return if KINDS.fetch(name).any? { |k| value.is_a?(k) }
+
+      if KINDS.fetch(name).any? { |k| value.is_a?(k) }
+        Settings.prefetch(value) if name == :prefetch
+        return
+      end
 
       raise InvalidError.new("#{where}#{name} must be #{KINDS.fetch(name).map(&:name).join(' or ')}, " \
                              "not #{value.inspect[0, 80]}", field: name.to_s)
