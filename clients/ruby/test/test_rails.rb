@@ -25,7 +25,7 @@ class TestRails < TenqTest::Case
       module Performed
         def self.record(job, *what)
           File.open(Rails.root.join("tmp", "performed.log"), "a") do |f|
-            f.puts(JSON.generate([job.class.name, job.executions, job.tenq_attempt, *what]))
+            f.puts(JSON.generate([job.class.name, job.executions, job.tenq_job&.attempt, *what]))
           end
         end
       end
@@ -33,10 +33,6 @@ class TestRails < TenqTest::Case
     "application_job.rb" => <<~'RUBY',
       class ApplicationJob < ActiveJob::Base
         queue_as "QUEUE"
-
-        def tenq_attempt
-          Tenq::ActiveJob::Runner.current&.task&.attempt
-        end
       end
     RUBY
     "report_job.rb" => <<~'RUBY',

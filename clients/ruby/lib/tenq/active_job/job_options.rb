@@ -90,4 +90,22 @@ module Tenq
   end
 end
 
-ActiveSupport.on_load(:active_job) { extend Tenq::ActiveJob::JobOptions }
+module Tenq
+  module ActiveJob
+    # Instance methods of every ActiveJob job.
+    module JobMethods
+      # The tenq job this ActiveJob job runs as, while a tenq worker runs it
+      # in this thread ({Task}: +attempt+, +progress+, +cancelled?+), else nil.
+      # @return [Task, nil]
+      def tenq_job
+        run = Runner.current
+        run.task if run && run.job_id == job_id
+      end
+    end
+  end
+end
+
+ActiveSupport.on_load(:active_job) do
+  extend Tenq::ActiveJob::JobOptions
+  include Tenq::ActiveJob::JobMethods
+end
