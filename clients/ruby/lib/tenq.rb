@@ -29,7 +29,6 @@ require_relative "tenq/testing"
 require_relative "tenq/worker"
 require_relative "tenq/tx"
 require_relative "tenq/settings"
-require_relative "tenq/railtie" if defined?(Rails::Railtie)
 
 # The Ruby client of tenq, the multi-tenant job queue: a {Client} for the
 # HTTP/JSON protocol, the sync/async switch ({Job}), a {Worker}, test modes
@@ -104,3 +103,7 @@ module Tenq
     end
   end
 end
+
+# In a Rails application (Rails loaded first, as Bundler.require does): the
+# Railtie, and with ActiveJob the adapter.
+require_relative "tenq/railtie" if defined?(Rails::Railtie)

@@ -108,7 +108,7 @@ module Tenq
     # Loads what -r names; a Rails application (its Railtie reads its
     # config/tenq.yml) or, outside Rails, the settings file first.
     def load_application
-      ENV["RAILS_ENV"] ||= @options[:env] if @options[:env]
+      ENV["RAILS_ENV"] = @options[:env] if @options[:env]
       paths = @options[:require]
       paths = ["."] if paths.empty? && rails_app?(".")
       load_settings unless paths.any? { |p| rails_app?(p) }

@@ -37,7 +37,7 @@ module Tenq
     CLASS_NAME = /\A[A-Z]\w*(::[A-Z]\w*)*\z/
     private_constant :CLASS_NAME
 
-    @routes = {}
+    @routes = {}.freeze # replaced, never changed: read without the lock
     @mutex = Mutex.new
     Registry::ROUTERS << self
 
@@ -52,15 +52,17 @@ module Tenq
       # Tenq::Job (loaded by the time the job runs), or nil.
       # @return [Registry::Entry, nil]
       def route(type)
-        found = @mutex.synchronize { @routes[type] }
+        found = @routes[type]
         return found if found
+        return nil unless type.is_a?(String) && type.include?(".")
 
-        class_name, _, name = type.to_s.rpartition(".")
+        class_name, _, name = type.rpartition(".")
         klass = job_class(class_name)
         return nil unless klass&.tenq_method?(name)
 
         entry = Registry::Entry.new(->(task) { klass.tenq_perform(name, task) }, klass.tenq_options_for(name)[:timeout])
-        @mutex.synchronize { @routes[type] = entry }
+        @mutex.synchronize { @routes = @routes.merge(type => entry).freeze }
+        entry
       end
 
       # @return [Class, nil]

@@ -40,7 +40,7 @@ module Tenq
 
       CLASS_NAME = /\A[A-Z]\w*(::[A-Z]\w*)*\z/
       STATS = "active_job"
-      @routes = {}
+      @routes = {}.freeze # replaced, never changed: read without the lock
       @mutex = Mutex.new
 
       class << self
@@ -53,12 +53,13 @@ module Tenq
         # The handler of a type that names an ActiveJob class, or nil.
         # @return [Registry::Entry, nil]
         def route(type)
-          found = @mutex.synchronize { @routes[type] }
+          found = @routes[type]
           return found if found
           return nil unless CLASS_NAME.match?(type) && active_job_class?(type)
 
           entry = Registry::Entry.new(method(:perform), nil)
-          @mutex.synchronize { @routes[type] = entry }
+          @mutex.synchronize { @routes = @routes.merge(type => entry).freeze }
+          entry
         end
 
         # Runs the job of a task: its result (nil, or what a discard_on says).
