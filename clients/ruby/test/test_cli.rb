@@ -83,6 +83,9 @@ class TestCLI < TenqTest::Case
     out, status = Open3.capture2e(@gems.env, "tenq-worker -r ./missing.rb -q x", chdir: dir)
     assert_equal 2, status.exitstatus
     assert_match(%r{-r \./missing\.rb: no such file}, out)
+    out, status = Open3.capture2e(@gems.env, "tenq-worker -r ./app.rb -q x -c 0", chdir: dir)
+    assert_equal 2, status.exitstatus
+    assert_match(/concurrency must be 1 to 1000/, out)
     out, status = Open3.capture2e(@gems.env, "tenq-worker --version", chdir: dir)
     assert_equal [0, "tenq-worker #{Tenq::VERSION}\n"], [status.exitstatus, out]
   end

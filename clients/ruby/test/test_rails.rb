@@ -235,8 +235,10 @@ class TestRails < TenqTest::Case
                  report.args.values_at("job_class", "arguments")
     assert_equal "acme", client.job(ids["flaky"]).tenant, "tenq.yml's tenant"
     later = client.job(ids["later"])
-    assert_equal %w[scheduled t-zed], [later.state, later.tenant], "enqueue_at; the tenant from a block"
-    assert_in_delta ids["later_at"] * 1000, later.run_at, 2
+    assert_equal "t-zed", later.tenant, "the tenant from a block"
+    assert_in_delta ids["later_at"] * 1000, later.run_at, 2, "enqueue_at: the job's run_at"
+    # (no worker runs yet: a job for 3 s from now is scheduled, however slow the machine)
+    assert_includes %w[scheduled ready], later.state
     assert_equal "own-x", client.job(ids["own"]).tenant, "the tenant from the adapter's block"
     assert_equal 2, ids["bulk_count"]
     assert_equal [%w[ReportJob a1], %w[ReportJob a2]], ids["bulk"].map { |id|

@@ -16,6 +16,9 @@ module Tenq
   class CLI
     USAGE = "Usage: tenq-worker [-r FILE|DIR] -q QUEUE[,QUEUE] [-c N] [options]"
 
+    # An option or a setting that is wrong (exit 2, with the usage line).
+    class UsageError < ArgumentError; end
+
     # @return [Hash{Symbol => Object}] the options as parsed
     attr_reader :options
 
@@ -28,7 +31,8 @@ module Tenq
 
     # Parses, loads and runs. The exit status: 0 after a graceful stop, 1
     # when a second signal cut it short or the server refused the worker,
-    # 2 for bad options.
+    # 2 for bad options or settings. What the application's own code raises
+    # while it loads is raised (Ruby prints it, exit 1).
     # @return [Integer]
     def run
       parse
@@ -37,7 +41,7 @@ module Tenq
       load_application
       worker = build_worker
       worker.run ? 0 : 1
-    rescue OptionParser::ParseError, ArgumentError, InvalidError => e
+    rescue OptionParser::ParseError, UsageError, InvalidError => e
       @err.puts("tenq-worker: #{e.message}")
       @err.puts(USAGE)
       2
@@ -49,7 +53,7 @@ module Tenq
     # @return [void]
     def parse
       parser.parse!(@argv)
-      raise ArgumentError, "unexpected argument(s): #{@argv.join(' ')}" unless @argv.empty?
+      raise UsageError, "unexpected argument(s): #{@argv.join(' ')}" unless @argv.empty?
     end
 
     private
@@ -130,7 +134,7 @@ module Tenq
       elsif File.file?(path)
         require File.expand_path(path)
       else
-        raise ArgumentError, "-r #{path}: no such file, nor a Rails application's folder"
+        raise UsageError, "-r #{path}: no such file, nor a Rails application's folder"
       end
     end
 
@@ -142,11 +146,13 @@ module Tenq
     def build_worker
       settings = Tenq.settings || Settings.new
       queues = @options[:queues].empty? ? settings.queues : @options[:queues]
-      raise ArgumentError, "no queue to lease: name them with -q (or queues: in tenq.yml)" if Array(queues).empty?
+      raise UsageError, "no queue to lease: name them with -q (or queues: in tenq.yml)" if Array(queues).empty?
 
       Tenq.configure(**client_overrides(settings)) if @options[:servers] || @options[:token]
       opts = settings.worker_options.merge(@options.slice(:concurrency, :grace, :timeout, :prefetch, :types))
       Worker.new(queues: queues, logger: logger, **opts)
+    rescue ArgumentError => e # the worker's checks of its options (-c 0, 65 queues)
+      raise UsageError, e.message
     end
 
     def client_overrides(settings)
