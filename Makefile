@@ -160,6 +160,9 @@ bench-peers: build
 	# the client libraries' workers (W1) beside their languages' queues: RQ, Celery, BullMQ, Sidekiq
 	$(PEERS) --runs 3 --workloads W1 --merge --timeout 1800 \
 	    --only tenq-python,tenq-node,tenq-ruby,rq,celery,bullmq,sidekiq
+	# Ruby's ActiveJob path beside Sidekiq's ActiveJob adapter (W1)
+	$(PEERS) --runs 3 --workloads W1 --merge --timeout 1800 \
+	    --only tenq-ruby-activejob,tenq-ruby-activejob-bulk,sidekiq-activejob
 
 # Small counts, one run, every system: a smoke test that the harness and every driver work
 # (CI runs it); writes bench/out/peers-quick.{json,md} only.

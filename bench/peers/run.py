@@ -366,7 +366,7 @@ def load_plugins():
     import types
     # plug-ins load in name order; one may leave a class here for later ones
     # (tenq.py leaves Tenq, which the client libraries' plug-ins extend)
-    base = types.SimpleNamespace(System=System, RedisBacked=RedisBacked, free_port=free_port,
+    base = types.SimpleNamespace(System=System, RedisBacked=RedisBacked, Sidekiq=Sidekiq, free_port=free_port,
                                  wait_port=wait_port, stop_pid=stop_pid, dpkg_version=dpkg_version,
                                  psql_show=psql_show, REPO=REPO, HERE=HERE)
     for path in sorted(glob.glob(os.path.join(HERE, "plugins", "*.py"))):

@@ -1,7 +1,8 @@
 #!/bin/sh
 # SPDX-License-Identifier: Apache-2.0
 # Installs what the peer benchmark needs, only what is missing:
-#   Debian: beanstalkd, redis-server, ruby-sidekiq (Sidekiq 6 + ruby), postgresql,
+#   Debian: beanstalkd, redis-server, ruby-sidekiq (Sidekiq 6 + ruby), ruby-activejob
+#           (W1's ActiveJob path, Rails 6.1's), postgresql,
 #           python3-rq and python3-celery (beside the Python client), a C compiler
 #           and make; then builds the beanstalkd client, runs `npm ci` in
 #           bench/peers/node (graphile-worker, pg-boss, BullMQ, pg) and builds the
@@ -11,7 +12,7 @@ set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 
 need_pkgs=""
-for p in beanstalkd redis-server ruby-sidekiq postgresql gcc make python3 python3-rq \
+for p in beanstalkd redis-server ruby-sidekiq ruby-activejob postgresql gcc make python3 python3-rq \
     python3-celery; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need_pkgs="$need_pkgs $p"
 done

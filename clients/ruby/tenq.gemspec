@@ -13,12 +13,16 @@ Gem::Specification.new do |spec|
     following; methods that run inline or as jobs (report.async.execute(42)); an in-process
     worker with concurrency, heartbeats, cancellation, timeouts, graceful stop and middleware;
     jobs submitted and completed in the application's own PostgreSQL transaction (Tenq::Tx);
-    test modes; tracing hooks. Standard library only.
+    Sidekiq-style perform_async; an ActiveJob adapter and a Railtie (config/tenq.yml); the
+    tenq-worker command; test modes; tracing hooks. Standard library only (ActiveJob and Rails
+    when you use them).
   TEXT
   spec.authors = ["The tenq authors"]
   spec.license = "Apache-2.0"
   spec.required_ruby_version = ">= 3.1"
   spec.files = Dir[File.join(__dir__, "{lib,sig}/**/*.{rb,rbs}")].map { |f| f.delete_prefix("#{__dir__}/") } +
-               %w[README.md tenq.gemspec]
+               %w[exe/tenq-worker README.md CHANGELOG.md tenq.gemspec]
+  spec.bindir = "exe"
+  spec.executables = ["tenq-worker"]
   spec.require_paths = ["lib"]
 end

@@ -9,7 +9,15 @@ a Tenq::Worker with concurrency 5). tenq-ruby-prefetch0 is the same with the
 worker's prefetch 0 (it leases no more jobs than it has free runners), run
 only when named (--only).
 
-The driver has W1 only: a system lists its workloads in `workloads`, and
+W1's ActiveJob path (issue #43): tenq-ruby-activejob is the same server
+with bench/peers/clients/ruby/activejob_driver.rb (ActiveJob 6.1,
+queue_adapter :tenq, BlankJob.perform_later one job a call, drained by a
+Tenq::Worker through ActiveJob::Base.execute); tenq-ruby-activejob-bulk
+enqueues by Tenq::ActiveJob.perform_all_later (submit_many);
+sidekiq-activejob is run.py's Sidekiq system (a private Redis) with the same
+driver on ActiveJob's own :sidekiq adapter, drained by one `sidekiq -c 5`.
+
+The drivers have W1 only: a system lists its workloads in `workloads`, and
 until run.py skips the others the systems are left out of the default run
 (by_default False), so that `make bench-peers-quick` does not fail on W2.
 """
@@ -19,6 +27,7 @@ import shutil
 import subprocess
 
 DRIVER = ("clients", "ruby", "driver.rb")
+ACTIVEJOB_DRIVER = ("clients", "ruby", "activejob_driver.rb")
 
 
 def register_systems(register, base):
@@ -49,8 +58,33 @@ def register_systems(register, base):
                 cmd += ["--prefetch", str(self.prefetch)]
             return cmd
 
+    class TenqRubyActiveJob(TenqRuby):
+        def versions(self):
+            v = super().versions()
+            v["ruby-activejob"] = base.dpkg_version("ruby-activejob")
+            return v
+
+        def driver(self):
+            return ["ruby", os.path.join(base.HERE, *ACTIVEJOB_DRIVER), "--system", self.name]
+
+    class SidekiqActiveJob(base.Sidekiq):
+        name = "sidekiq-activejob"
+        workloads = ("W1",)
+        by_default = False
+
+        def versions(self):
+            v = super().versions()
+            v["ruby-activejob"] = base.dpkg_version("ruby-activejob")
+            return v
+
+        def driver(self):
+            return ["ruby", os.path.join(base.HERE, *ACTIVEJOB_DRIVER), "--system", self.name]
+
     register(TenqRuby("tenq-ruby"))
     register(TenqRuby("tenq-ruby-prefetch0", prefetch=0))
+    register(TenqRubyActiveJob("tenq-ruby-activejob"))
+    register(TenqRubyActiveJob("tenq-ruby-activejob-bulk"))
+    register(SidekiqActiveJob())
 
 
 def ruby_version():

@@ -24,9 +24,11 @@ require_relative "tenq/task"
 require_relative "tenq/registry"
 require_relative "tenq/execution"
 require_relative "tenq/job"
+require_relative "tenq/perform"
 require_relative "tenq/testing"
 require_relative "tenq/worker"
 require_relative "tenq/tx"
+require_relative "tenq/settings"
 
 # The Ruby client of tenq, the multi-tenant job queue: a {Client} for the
 # HTTP/JSON protocol, the sync/async switch ({Job}), a {Worker}, test modes
@@ -37,6 +39,7 @@ module Tenq
   @handlers = Registry.new
   @worker_middleware = Middleware::Chain.new
   @client_middleware = Middleware::Chain.new
+  @settings = nil
 
   class << self
     # +depends_on: [Tenq.index(0)]+: the first job of the same
@@ -78,6 +81,20 @@ module Tenq
       self.client = Client.new(**options)
     end
 
+    # The settings of config/tenq.yml in force ({configure_from}), or nil.
+    # @return [Settings, nil]
+    attr_reader :settings
+
+    # Makes the default client from settings (config/tenq.yml: servers,
+    # token, tenant, queue) and keeps them for tenq-worker (queues,
+    # concurrency, ...).
+    # @param settings [Settings]
+    # @return [Client]
+    def configure_from(settings)
+      @settings = settings
+      configure(**settings.client_options)
+    end
+
     # Registers a handler on the default registry:
     #   Tenq.handle("email.send") { |task| Mailer.deliver(task.args) }
     # @return [Registry]
@@ -86,3 +103,7 @@ module Tenq
     end
   end
 end
+
+# In a Rails application (Rails loaded first, as Bundler.require does): the
+# Railtie, and with ActiveJob the adapter.
+require_relative "tenq/railtie" if defined?(Rails::Railtie)

@@ -100,6 +100,19 @@ module TenqTest
       v
     end
 
+    # PostgreSQL (tests/with-pg.sh's TENQ_TEST_PG_URL) and, with +pg_gem+,
+    # ruby-pg are required: without them the test fails, never skips.
+    def need_postgres(pg_gem: false)
+      flunk "#{name} needs TENQ_TEST_PG_URL: run under tests/with-pg.sh (run-tests.sh does)" unless Postgres.url
+      return unless pg_gem
+
+      begin
+        require "pg"
+      rescue LoadError
+        flunk "#{name} needs ruby-pg (apt-get install ruby-pg; run-tests.sh installs it)"
+      end
+    end
+
     def mono
       Process.clock_gettime(Process::CLOCK_MONOTONIC)
     end

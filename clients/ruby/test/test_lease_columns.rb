@@ -19,7 +19,7 @@ class TestLeaseColumns < TenqTest::Case
     handles = c.submit_many([{ type: "Cols.run", args: { "n" => 1 } }, { type: "Cols.run", args: [2], key: "k" }])
     running(w) { handles.each { |h| h.wait(timeout: 20) } }
     got = Array.new(2) { seen.pop }.sort_by(&:first)
-    assert_equal [[handles[0].id, { "n" => 1 }, 0], [handles[1].id, [2], 0]], got.map { |g| g[0, 3] }
+    assert_equal [[handles[0].id, { "n" => 1 }, 1], [handles[1].id, [2], 1]], got.map { |g| g[0, 3] }
     data = got[1][3]
     assert_instance_of Hash, data
     fields = %w[id token tenant queue type key args attempt]

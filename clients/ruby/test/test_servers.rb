@@ -16,15 +16,6 @@ class TestServers < TenqTest::Case
     assert c.submit(type: "Fail.over").created?
   end
 
-  def need_postgres
-    return if TenqTest::Postgres.url
-
-    message = "needs TENQ_TEST_PG_URL: run under tests/with-pg.sh (run-tests.sh does)"
-    flunk "#{name} #{message}; CI is set, so this is a failure" if ENV["CI"]
-    warn "\nSKIP #{name}: #{message}"
-    skip message
-  end
-
   # A leader and a standby on one fresh database.
   def pair
     db = TenqTest::Postgres.new_database

@@ -43,12 +43,30 @@ class TestWorker < TenqTest::Case
       err = assert_raises(Tenq::JobFailed) { h.wait(timeout: 30) }
       assert_equal "dead", err.job.state
     end
-    assert_equal [0, 1, 2], attempts
+    assert_equal [1, 2, 3], attempts, "attempt counts from 1, as the job's attempts"
     job = c.job(h.id)
     assert_equal 3, job.attempts
     assert_equal "ArgumentError: boom", job.error
     assert_equal [h.id], c.morgue(queue: @queue).jobs.map(&:id)
     assert_equal 3, w.counts[:failed]
+  end
+
+  def test_a_handlers_attempt_is_the_jobs_attempts_and_its_history
+    c = client
+    set_queue(backoff: "fixed", backoff_base_ms: 50)
+    seen = []
+    w = worker do |r|
+      r.register("Twice.run") do |t|
+        seen << [t.attempt, c.job(t.id).attempts]
+        raise "first" if t.attempt == 1
+
+        t.attempt
+      end
+    end
+    h = c.submit(type: "Twice.run")
+    running(w) { assert_equal 2, h.wait(timeout: 30) }
+    assert_equal [[1, 1], [2, 2]], seen, "the first run is attempt 1, as the job's attempts say"
+    assert_equal [1, 2], c.attempts(h.id).map(&:attempt)
   end
 
   def test_retry_with_a_delay_and_no_retry
@@ -57,12 +75,12 @@ class TestWorker < TenqTest::Case
     w = worker do |r|
       r.register("Retry.once") do |t|
         seen << [t.attempt, mono]
-        raise Tenq::Retry.new("not yet", retry_in: 0.4) if t.attempt.zero?
+        raise Tenq::Retry.new("not yet", retry_in: 0.4) if t.attempt == 1
 
         "second time"
       end
       r.register("Give.up") { raise Tenq::NoRetry, "hopeless" }
-      r.register("Returns.retry") { |t| t.attempt.zero? ? Tenq::Retry.new("later", retry_in: 0.1) : t.attempt }
+      r.register("Returns.retry") { |t| t.attempt == 1 ? Tenq::Retry.new("later", retry_in: 0.1) : t.attempt }
       r.register("Bad.result") { Time.now }
     end
     h1 = c.submit(type: "Retry.once")
@@ -72,11 +90,11 @@ class TestWorker < TenqTest::Case
     running(w) do
       assert_equal "second time", h1.wait(timeout: 30)
       assert_raises(Tenq::JobFailed) { h2.wait(timeout: 30) }
-      assert_equal 1, h3.wait(timeout: 30)
+      assert_equal 2, h3.wait(timeout: 30)
       bad = assert_raises(Tenq::JobFailed) { h4.wait(timeout: 30) }
       assert_match(/\Ainvalid result: result is a Time/, bad.job.error)
     end
-    assert_equal [0, 1], seen.map(&:first)
+    assert_equal [1, 2], seen.map(&:first)
     assert_operator seen[1][1] - seen[0][1], :>=, 0.35
     assert_equal "Tenq::Retry: not yet", c.job(h1.id).error
     dead = c.job(h2.id)

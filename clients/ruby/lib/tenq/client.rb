@@ -27,6 +27,10 @@ module Tenq
     BATCH_MAX = 10_000
     JOB_FIELDS = JobFields::NAMES
     WAIT_SLICE = 60 # seconds a single wait request asks for; the server caps it at --max-wait
+    # Seconds {#wait} takes "not found" for a job made in a transaction (an
+    # odd id) to mean "not taken in yet": the leader takes a committed job
+    # in within milliseconds; one whose transaction rolled back never comes.
+    TX_TAKE_IN = 2.0
 
     # @return [Transport]
     attr_reader :transport
@@ -123,12 +127,29 @@ module Tenq
     # the server's --max-wait) and returns it as it is then: see
     # {JobInfo#finished?}. A merged job is followed to the job that took
     # its payload.
+    #
+    # A job made in a transaction ({Tx.submit}: an odd id) exists on the
+    # server once the leader has taken it in, a few milliseconds after the
+    # commit: until then the server answers "not found", and +wait+ asks
+    # again, every 20 ms for up to {TX_TAKE_IN} seconds (within +timeout+),
+    # before it raises {NotFoundError}. Ids the server made (even) are not
+    # asked again.
     # @return [JobInfo]
+    # @raise [NotFoundError] no such job (for an odd id: none taken in within 2 s)
     def wait(id, timeout: 60)
-      deadline = now + timeout
+      start = now
+      deadline = start + timeout
       id = Integer(id)
+      first = id
       loop do
-        info = wait_once(id, deadline)
+        info = begin
+          wait_once(id, deadline)
+        rescue NotFoundError
+          raise unless id == first && id.odd? && now < [start + TX_TAKE_IN, deadline].min
+
+          sleep(0.02)
+          next
+        end
         if info.state == "merged" && info.merged_into
           id = info.merged_into
           next

@@ -20,6 +20,11 @@ module Tenq
   #   end
   #
   #   DataReport.new.async(tenant: "acme").execute(42).wait  # => {"rows"=>42}
+  #   DataReport.new.inline.execute(42)                      # => {"rows"=>42}, run here
+  #
+  # A class that defines +perform+ has Sidekiq's class methods too
+  # ({Perform}: +perform_async+, +perform_in+, +perform_at+, +set+,
+  # +perform_inline+).
   #
   # Arguments are positional JSON values; keyword arguments travel as a
   # final Hash and come back as keywords when the method takes keywords.
@@ -32,28 +37,32 @@ module Tenq
     CLASS_NAME = /\A[A-Z]\w*(::[A-Z]\w*)*\z/
     private_constant :CLASS_NAME
 
-    @routes = {}
+    @routes = {}.freeze # replaced, never changed: read without the lock
     @mutex = Mutex.new
+    Registry::ROUTERS << self
 
     class << self
       def included(base)
         super
         base.extend(ClassMethods)
+        base.extend(Perform)
       end
 
       # The handler entry for a type "Class.method" of a class that includes
       # Tenq::Job (loaded by the time the job runs), or nil.
       # @return [Registry::Entry, nil]
       def route(type)
-        found = @mutex.synchronize { @routes[type] }
+        found = @routes[type]
         return found if found
+        return nil unless type.is_a?(String) && type.include?(".")
 
-        class_name, _, name = type.to_s.rpartition(".")
+        class_name, _, name = type.rpartition(".")
         klass = job_class(class_name)
         return nil unless klass&.tenq_method?(name)
 
         entry = Registry::Entry.new(->(task) { klass.tenq_perform(name, task) }, klass.tenq_options_for(name)[:timeout])
-        @mutex.synchronize { @routes[type] = entry }
+        @mutex.synchronize { @routes = @routes.merge(type => entry).freeze }
+        entry
       end
 
       # @return [Class, nil]
@@ -123,7 +132,14 @@ module Tenq
       def tenq_perform(method_name, task)
         instance = new
         instance.tenq_job = task
-        args = task.args.nil? ? [] : Array(task.args)
+        tenq_call(instance, method_name, task.args)
+      end
+
+      # Calls the method with a job's JSON args (a final Hash as keywords
+      # when the method takes keywords).
+      # @return [Object] the method's result
+      def tenq_call(instance, method_name, json_args)
+        args = json_args.nil? ? [] : Array(json_args)
         kwargs = {}
         if args.last.is_a?(Hash) && takes_keywords?(method_name)
           kwargs = args.last.transform_keys(&:to_sym)
@@ -153,6 +169,15 @@ module Tenq
       raise ArgumentError, "unknown submit option(s): #{unknown.join(', ')}" unless unknown.empty?
 
       AsyncProxy.new(self.class, client, options)
+    end
+
+    # The method run here and now as a worker runs it: +inline.execute(42)+
+    # returns what +async.execute(42).wait+ gives (the arguments and the
+    # result go through JSON: string keys). A plain +execute(42)+ is a plain
+    # Ruby call and returns what the method returns.
+    # @return [InlineProxy]
+    def inline
+      InlineProxy.new(self.class)
     end
 
     # Turns method calls into submits.

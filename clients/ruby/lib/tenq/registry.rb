@@ -5,9 +5,14 @@ module Tenq
   # Handlers by job type. A handler is anything with +call(task)+ that
   # returns the result (any JSON). Types not registered here are routed to
   # the classes that include {Tenq::Job}: "DataReport.execute" runs
-  # +DataReport.new.execute(*args)+.
+  # +DataReport.new.execute(*args)+ (and, with tenq/active_job loaded, a
+  # type that names an ActiveJob class runs that job).
   class Registry
     Entry = Struct.new(:callable, :timeout)
+
+    # Objects with +route(type)+ (an {Entry} or nil), asked in order for a
+    # type no handler is registered for.
+    ROUTERS = [] # rubocop:disable Style/MutableConstant -- tenq/active_job adds its router
 
     def initialize
       @handlers = {}.freeze # replaced, never changed: runners read it without a lock
@@ -29,7 +34,15 @@ module Tenq
     # The entry for a type, or nil.
     # @return [Entry, nil]
     def lookup(type)
-      @handlers[type] || Job.route(type)
+      @handlers[type] || Registry.route(type)
+    end
+
+    # The entry a router gives a type, or nil.
+    # @return [Entry, nil]
+    def self.route(type)
+      found = nil
+      ROUTERS.each { |r| break if (found = r.route(type)) }
+      found
     end
 
     # @return [Array<String>] the types registered explicitly

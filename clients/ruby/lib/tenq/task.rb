@@ -67,7 +67,10 @@ module Tenq
     def key = @data["key"]
     def args = @data["args"]
     def payloads = @data["payloads"]
-    def attempt = @data["attempt"]
+    # The attempt this run is, from 1: the first run is 1, as the job's
+    # +attempts+ and its attempt history ({Client#attempts}) count. (The
+    # lease's "attempt" field counts the attempts before this one.)
+    def attempt = @data["attempt"].to_i + 1
     def max_attempts = @data["max_attempts"]
     def priority = @data["priority"]
     def created_at = @data["created_at"]

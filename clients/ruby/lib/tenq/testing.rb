@@ -16,6 +16,11 @@ module Tenq
   #
   # Each takes a block, and the mode before comes back after it.
   #
+  # Args, results and progress go through JSON in both modes, as they do
+  # through a server: a handler sees string keys, and a handle's +wait+
+  # gives what a worker's job would give (+{ rows: 1 }+ comes back as
+  # +{"rows"=>1}+).
+  #
   # Workflows, kept simple: a job with +depends_on+ (ids or handles of the
   # mode's jobs, or Tenq.index(i) in submit_many) is "waiting" until its
   # parents finished. Inline, its parents ran already: it runs at once when
@@ -144,6 +149,7 @@ module Tenq
           @next_id += 1
           record = job.merge("id" => @next_id, "state" => "ready", "attempts" => 0, "result" => nil,
                              "error" => nil, "tenant" => job["tenant"])
+          record["args"] = Store.through_json(job["args"]) if job.key?("args")
           unless parents.empty?
             record["parents"] = parents
             record["on_parent_failure"] ||= "cancel"
@@ -179,10 +185,15 @@ module Tenq
         out = Execution.perform(task, registry.lookup(record["type"]), middleware)
         out = task.settled if task.settled && out.ok # completed or failed with Tx, as the worker does
         record["state"] = out.ok ? "succeeded" : "dead"
-        record["result"] = out.result
+        record["result"] = Store.through_json(out.result)
         record["error"] = out.error
-        record["progress"] = task.take_progress
+        record["progress"] = Store.through_json(task.take_progress)
         record
+      end
+
+      # A value as it comes back from a server: through JSON.
+      def self.through_json(value)
+        value.nil? ? nil : JSON.parse(JSON.generate(value))
       end
 
       # {Task#add_to_batch} in the test mode: as the default client does
