@@ -16,7 +16,8 @@ def test_mypy_strict() -> None:
     src = os.path.join(HERE, "..", "src")
     out = subprocess.run(
         [sys.executable, "-m", "mypy", "--strict", "--cache-dir=/dev/null",
-         os.path.join(src, "tenq"), os.path.join(HERE, "typed_usage.py")],
+         os.path.join(src, "tenq"), os.path.join(HERE, "typed_usage.py"),
+         os.path.join(HERE, "..", "_backend", "tenq_backend.py")],
         capture_output=True, text=True, env=dict(os.environ, MYPYPATH=src), timeout=300,
     )
     assert out.returncode == 0, out.stdout + out.stderr
