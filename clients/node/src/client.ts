@@ -73,7 +73,7 @@ const WAIT_CHUNK_MS = 60_000;
  * id) that the leader has not taken in yet (it does within milliseconds of
  * the commit; a job whose transaction rolled back never appears).
  */
-const TX_TAKE_IN_MS = 2_000;
+const TX_TAKE_IN_MS = 5_000;
 
 const sleepFor = (ms: number, signal?: AbortSignal): Promise<void> =>
   new Promise((resolve, reject) => {
@@ -361,7 +361,7 @@ export class Client {
    * Waits for the job to finish (succeeded, cancelled, dead; a merged job is
    * followed to the job that took its payloads) and returns it. Throws
    * TimeoutError when `timeoutMs` passes first. A job made in a transaction
-   * (`submitTx`: an odd id) not found yet is looked for again for up to 2 s:
+   * (`submitTx`: an odd id) not found yet is looked for again for up to 5 s:
    * the server takes it in milliseconds after the commit.
    */
   async wait(id: number, o: WaitOptions = {}): Promise<Job> {

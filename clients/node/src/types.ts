@@ -210,6 +210,7 @@ export interface LeasedJob {
   args?: JsonValue;
   payloads?: Payload[];
   priority: number;
+  /** This attempt's number, 1 on the first run, as `client.attempts(id)` numbers it (the wire's `attempt` + 1). */
   attempt: number;
   maxAttempts: number;
   runAt: number;

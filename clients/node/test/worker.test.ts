@@ -95,7 +95,7 @@ describe("worker", () => {
     const seen: number[] = [];
     app.handle("Later", (_a, ctx) => {
       seen.push(Date.now());
-      if (ctx.attempt === 0) throw new RetryError(400, "not yet");
+      if (ctx.attempt === 1) throw new RetryError(400, "not yet");
       return ctx.attempt;
     });
     app.handle("Never", () => {
@@ -104,7 +104,7 @@ describe("worker", () => {
     const later = await app.enqueue("Later");
     const never = await app.enqueue("Never");
     await withWorker(app, {}, async () => {
-      assert.equal(await later.wait({ timeoutMs: 20_000 }), 1);
+      assert.equal(await later.wait({ timeoutMs: 20_000 }), 2);
       await until(async () => (await app.client.get(never.id)).state === "dead", "NoRetryError to the morgue");
     });
     assert.equal(seen.length, 2);

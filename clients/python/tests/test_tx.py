@@ -163,6 +163,30 @@ def test_a_committed_submit_is_leased_by_a_worker(env: Env) -> None:
     assert env.rows("SELECT what FROM app") == [("order 1",)]
 
 
+def test_wait_right_after_the_commit_waits_for_the_job(env: Env) -> None:
+    """client.wait on the id tenq.tx.submit returned, at once after the
+    commit: the server takes the job in milliseconds later, and the wait
+    looks again meanwhile instead of raising NotFoundError."""
+    with _worker(env, _echo()) as w:
+        with env.connect() as conn:
+            for i in range(20):
+                with conn.transaction():
+                    job_id = tenq.tx.submit(conn, "acme", env.queue, "T.echo", {"i": i})
+                job = env.client.wait(job_id, 30)
+                assert (job.state, job.result) == ("succeeded", {"i": i})
+    assert w.counts["succeeded"] == 20
+    # an odd id that never comes (a rolled-back transaction's) is not found
+    # once the take-in window is over, not after the whole wait
+    with env.connect() as conn:
+        with conn.cursor() as cur:
+            gone = tenq.tx.submit(cur, "acme", env.queue, "T.echo")
+        conn.rollback()
+    t0 = time.monotonic()
+    with pytest.raises(tenq.NotFoundError):
+        env.client.wait(gone, 60)
+    assert tenq.client.TX_TAKE_IN <= time.monotonic() - t0 < 30
+
+
 def test_a_rolled_back_submit_never_appears(env: Env) -> None:
     with env.connect() as conn:
         with conn.cursor() as cur:
@@ -336,7 +360,7 @@ def test_complete_in_a_transaction(env: Env, warnings: Warnings) -> None:
         results = [h.wait(30) for h in hs if not isinstance(h, tenq.TenqError)]
         time.sleep(1.5)  # more than the lease: nothing runs again
     assert results == [{"charged": 1}, {"charged": 2}, {"charged": 3}]
-    assert sorted(calls) == sorted((h.id, 0) for h in hs if not isinstance(h, tenq.TenqError))
+    assert sorted(calls) == sorted((h.id, 1) for h in hs if not isinstance(h, tenq.TenqError))
     assert (w.counts["succeeded"], w.counts["failed"], w.counts["refused"],
             w.counts["lost"]) == (3, 0, 0, 0)
     assert warnings.records == []
@@ -393,7 +417,7 @@ def test_fail_in_a_transaction_is_retried(env: Env, warnings: Warnings) -> None:
         with env.connect() as conn:
             with conn.transaction():
                 conn.execute("INSERT INTO app (what) VALUES (%s)", (f"attempt {ctx.attempt}",))
-                if ctx.attempt == 0:
+                if ctx.attempt == 1:
                     tenq.tx.fail(conn, (ctx.id, ctx.token), "card declined", retry_in_ms=0)
                 else:
                     tenq.tx.complete(conn, ctx, {"attempt": ctx.attempt})
@@ -403,14 +427,14 @@ def test_fail_in_a_transaction_is_retried(env: Env, warnings: Warnings) -> None:
     reg.add("T.flaky", flaky)
     h = env.client.submit("T.flaky")
     with _worker(env, reg) as w:
-        assert h.wait(30) == {"attempt": 1}
-    assert attempts == [0, 1]
+        assert h.wait(30) == {"attempt": 2}
+    assert attempts == [1, 2]
     job = env.client.get(h.id)
     assert (job.state, job.attempts) == ("succeeded", 2)
     assert (w.counts["succeeded"], w.counts["failed"], w.counts["refused"],
             w.counts["lost"]) == (1, 1, 0, 0)
     assert warnings.records == []
-    assert env.rows("SELECT what FROM app ORDER BY id") == [("attempt 0",), ("attempt 1",)]
+    assert env.rows("SELECT what FROM app ORDER BY id") == [("attempt 1",), ("attempt 2",)]
 
 
 def test_the_outcome_of_a_context_reported_in_a_transaction() -> None:

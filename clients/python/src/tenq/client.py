@@ -28,7 +28,14 @@ from tenq import _mode
 from tenq._keys import HEADER, REPLAYED_HEADER, RequestKeys
 from tenq._transport import Transport
 from tenq._work_api import WorkerRequests, dumps
-from tenq.errors import ConflictError, InvalidError, ProtocolError, TenqError, item_error
+from tenq.errors import (
+    ConflictError,
+    InvalidError,
+    NotFoundError,
+    ProtocolError,
+    TenqError,
+    item_error,
+)
 from tenq.batches import CALLBACK_NAMES, Batch, BatchCreated, BatchPage
 from tenq.jobs import (
     CancelResult,
@@ -54,6 +61,12 @@ BATCH_MAX = 10_000
 _BATCH_BYTES = 30 << 20
 # An early answer to a wait we did not ask for is not followed at once.
 _WAIT_PAUSE = 0.1
+# How long ``wait`` takes "not found" for a job made in a transaction (an odd
+# id: tenq.tx) as "not taken in yet": the leader takes committed jobs in
+# within milliseconds (a lost notification: at its next --inbox-poll, 1 s);
+# a job whose transaction rolled back never appears. (Node's client: the same.)
+TX_TAKE_IN = 5.0
+_TX_LOOK_AGAIN = 0.02
 
 SubmitHook = Callable[[Dict[str, Any]], None]
 # Gives the W3C traceparent of the caller's current span (or None).
@@ -442,15 +455,26 @@ class Client(WorkerRequests):
         """The job once finished (succeeded, cancelled, dead), or as it is
         after ``timeout`` seconds, in long polls of at most the server's
         --max-wait. A merged job is followed to the job that took its
-        payload (``merged_into``), which is then waited for."""
-        end = time.monotonic() + max(0.0, timeout)
+        payload (``merged_into``), which is then waited for. A job made in
+        a transaction (``tenq.tx.submit``: an odd id) that the server has
+        not taken in yet (it does within milliseconds of the commit) is
+        looked for again for up to 5 s (``TX_TAKE_IN``) before NotFoundError."""
+        start = time.monotonic()
+        end = start + max(0.0, timeout)
         seen = {int(job_id)}
         current = int(job_id)
         while True:
             t0 = time.monotonic()
             left = max(0.0, end - t0)
             path = f"/v1/jobs/{current}/wait?timeout_ms={int(left * 1000)}"
-            job = Job.from_json(self._t.request("GET", path, safe=True, wait=left))
+            try:
+                ans = self._t.request("GET", path, safe=True, wait=left)
+            except NotFoundError:
+                if not _taking_in(current, int(job_id), start, end):
+                    raise
+                time.sleep(_TX_LOOK_AGAIN)
+                continue
+            job = Job.from_json(ans)
             if job.state == "merged" and job.merged_into and job.merged_into not in seen:
                 seen.add(job.merged_into)
                 current = job.merged_into
@@ -874,6 +898,14 @@ class Client(WorkerRequests):
 
 
 _PENDING: Any = object()
+
+
+def _taking_in(current: int, job_id: int, start: float, end: float) -> bool:
+    """Whether a 404 of ``wait`` may be a job of a transaction the server
+    has not taken in yet: the id waited for is odd, and neither the take-in
+    window nor the wait's own time is over."""
+    now = time.monotonic()
+    return current == job_id and job_id % 2 == 1 and now - start < TX_TAKE_IN and now < end
 
 
 def _tenant_body(tenant: Optional[str]) -> Optional[Dict[str, str]]:
