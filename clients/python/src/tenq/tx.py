@@ -34,7 +34,7 @@ import datetime
 import json
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
-from tenq.client import _SUBMIT_FIELDS
+from tenq._shaping import _SUBMIT_FIELDS
 from tenq.context import Context, current_context
 from tenq.errors import InvalidError
 from tenq.jobs import JobSpec, RunAt, run_at_ms
