@@ -131,12 +131,16 @@ class AsyncTransport(Servers):
         connect_timeout: float,
         request_timeout: float,
         failover_budget: float,
+        max_connections: int,
     ) -> None:
         super().__init__(servers)
         self._headers = base_headers(token)
         self.connect_timeout = connect_timeout
         self.request_timeout = request_timeout
         self.failover_budget = failover_budget
+        self.max_connections = max(1, max_connections)
+        # a request waits for one of a server's max_connections (a long poll holds one)
+        self._slots: Dict[str, asyncio.Semaphore] = {}
         self._idle: Dict[str, List[AsyncConnection]] = {}
         self._tls: Optional[ssl.SSLContext] = None
         self._closed = False
@@ -172,6 +176,22 @@ class AsyncTransport(Servers):
                 conn.close()
 
     async def _exchange(
+        self,
+        base: str,
+        method: str,
+        path: str,
+        body: Optional[bytes],
+        timeout: float,
+        safe: bool,
+        extra: Optional[Mapping[str, str]],
+    ) -> _Answer:
+        slots = self._slots.get(base)
+        if slots is None:
+            slots = self._slots[base] = asyncio.Semaphore(self.max_connections)
+        async with slots:
+            return await self._exchange_on(base, method, path, body, timeout, safe, extra)
+
+    async def _exchange_on(
         self,
         base: str,
         method: str,

@@ -80,7 +80,9 @@ def add_header(headers: Dict[str, str], h: bytes) -> None:
     headers[key] = f"{headers[key]}, {value}" if key in headers else value
 
 
-def body_kind(method: str, version: bytes, status: int, headers: Dict[str, str]) -> Tuple[str, int, bool]:
+def body_kind(
+    method: str, version: bytes, status: int, headers: Dict[str, str]
+) -> Tuple[str, int, bool]:
     """How the body is to be read (``none``, ``chunked``, ``length`` with its
     length, ``rest``: to the end of the connection) and whether the server
     closes the connection after the answer."""
