@@ -129,9 +129,10 @@ export declare class Client {
     /** GET /v1/queues/{name}: the queue's settings, pauses and counts. */
     getQueue(name: string): Promise<QueueInfo>;
     /**
-     * PUT /v1/queues/{name} (admin): settings by their protocol names
-     * (`lease_ms`, `max_attempts`, `timeout_ms`, `rate`, ...; null removes a
-     * limit); the queue as it is then.
+     * PUT /v1/queues/{name} (admin): settings in camelCase (`leaseMs`,
+     * `maxAttempts`, `timeoutMs`, `rate`, `tenantRate`, ...; null removes a
+     * limit); the queue as it is then. (The protocol's snake_case names are
+     * still taken, with a deprecation warning.)
      */
     setQueue(name: string, settings: QueueSettings): Promise<QueueInfo>;
     /**
@@ -149,7 +150,7 @@ export declare class Client {
     }): Promise<QueueInfo>;
     /** GET /v1/tenants/{name}: the tenant's settings and counts. */
     getTenant(name: string): Promise<TenantInfo>;
-    /** PUT /v1/tenants/{name} (admin): `slots`, `weight`, `rate`, `rate_period_ms`, `rate_burst`; the tenant then. */
+    /** PUT /v1/tenants/{name} (admin): `slots`, `weight`, `rate`, `ratePeriodMs`, `rateBurst`; the tenant then. */
     setTenant(name: string, settings: TenantSettings): Promise<TenantInfo>;
     /** A queue request; each may be sent again: the same request sets the same state. */
     private queueCall;

@@ -17,6 +17,7 @@ const transport_1 = require("./transport");
 const tx_1 = require("./tx");
 const types_1 = require("./types");
 const wire_1 = require("./wire");
+const settings_1 = require("./settings");
 /** The most jobs one POST /v1/jobs takes. */
 exports.MAX_BATCH_JOBS = 10_000;
 /** Under the server's default body limit (32 MiB). */
@@ -369,12 +370,13 @@ class Client {
         return this.queueCall("GET", name, "");
     }
     /**
-     * PUT /v1/queues/{name} (admin): settings by their protocol names
-     * (`lease_ms`, `max_attempts`, `timeout_ms`, `rate`, ...; null removes a
-     * limit); the queue as it is then.
+     * PUT /v1/queues/{name} (admin): settings in camelCase (`leaseMs`,
+     * `maxAttempts`, `timeoutMs`, `rate`, `tenantRate`, ...; null removes a
+     * limit); the queue as it is then. (The protocol's snake_case names are
+     * still taken, with a deprecation warning.)
      */
     async setQueue(name, settings) {
-        return this.queueCall("PUT", name, "", JSON.stringify(settings));
+        return this.queueCall("PUT", name, "", JSON.stringify((0, settings_1.settingsToWire)(settings, "queue")));
     }
     /**
      * Pauses the queue whole (admin), or only `tenant`'s jobs in it (a tenant
@@ -392,19 +394,19 @@ class Client {
     /** GET /v1/tenants/{name}: the tenant's settings and counts. */
     async getTenant(name) {
         const b = await this.call("GET", `/v1/tenants/${encodeURIComponent(name)}`, { resend: true });
-        return (0, wire_1.asObject)(b, "tenant");
+        return (0, settings_1.infoFromWire)((0, wire_1.asObject)(b, "tenant"));
     }
-    /** PUT /v1/tenants/{name} (admin): `slots`, `weight`, `rate`, `rate_period_ms`, `rate_burst`; the tenant then. */
+    /** PUT /v1/tenants/{name} (admin): `slots`, `weight`, `rate`, `ratePeriodMs`, `rateBurst`; the tenant then. */
     async setTenant(name, settings) {
-        const body = JSON.stringify(settings);
+        const body = JSON.stringify((0, settings_1.settingsToWire)(settings, "tenant"));
         const b = await this.call("PUT", `/v1/tenants/${encodeURIComponent(name)}`, { body, resend: true });
-        return (0, wire_1.asObject)(b, "tenant");
+        return (0, settings_1.infoFromWire)((0, wire_1.asObject)(b, "tenant"));
     }
     /** A queue request; each may be sent again: the same request sets the same state. */
     async queueCall(method, name, tail, body) {
         const path = `/v1/queues/${encodeURIComponent(name)}${tail}`;
         const b = await this.call(method, path, { ...(body !== undefined ? { body } : {}), resend: true });
-        return (0, wire_1.asObject)(b, "queue");
+        return (0, settings_1.infoFromWire)((0, wire_1.asObject)(b, "queue"));
     }
     // ------------------------------------------------------------------ schedules and attempts
     /**

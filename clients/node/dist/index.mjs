@@ -27,6 +27,7 @@ export const {
   RemoteHandle,
   RequestKeys,
   RetryError,
+  SETTING_NAMES,
   Tenq,
   TenqError,
   Testing,

@@ -42,6 +42,8 @@ export declare class Task {
     startedAt: number;
     /** How its handler settled the job in its own transaction (completeTx, failTx), if it did. */
     tx: Outcome | undefined;
+    /** The handler's context, once it began (the worker's events hand it out). */
+    ctx: JobContext | undefined;
     private ac;
     constructor(job: LeasedJob);
     get signal(): AbortSignal;

@@ -54,6 +54,8 @@ class Task {
     startedAt = 0;
     /** How its handler settled the job in its own transaction (completeTx, failTx), if it did. */
     tx;
+    /** The handler's context, once it began (the worker's events hand it out). */
+    ctx;
     ac;
     constructor(job) {
         this.job = job;

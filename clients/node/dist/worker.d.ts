@@ -1,4 +1,50 @@
+/**
+ * The worker: leases jobs and runs their handlers in this process, as
+ * `tenq work` does (docs/WORKER.md).
+ *
+ * - One leaser: leases up to the free capacity (`concurrency` + the
+ *   prefetch, at most 1,000 a request), long-polling (`pollMs`: answered at
+ *   once when jobs are there). It leases when a slot is free and nothing
+ *   waits for it, or when the jobs waiting in hand fall to half the
+ *   prefetch (so a batch is at least half of it).
+ * - The prefetch (jobs leased ahead of a free slot) is by default sized to
+ *   the jobs: about `prefetchMs` (50 ms) of work at the pace the handlers
+ *   have run so far (a running average of their durations, where a longer
+ *   one weighs more than a shorter one, and a handler still running counts
+ *   with the time it has run so far), at most 500 jobs and about 8 MiB of
+ *   them (their leases' answers); none before a job has finished. That is
+ *   about prefetchMs * concurrency / duration: with 5 slots, hundreds of
+ *   blank or sub-millisecond jobs a lease, about 25 of 10 ms jobs, none of
+ *   jobs longer than 250 ms (leased only for free slots, as with
+ *   `prefetch: 0`). Jobs waiting in hand are heartbeaten like running ones
+ *   and given back at a stop.
+ * - Outcomes of finished jobs go by POST /v1/outcomes, in order, batched
+ *   (the next batch gathers while one is out); or, with `outcomes:
+ *   "with-lease"`, with the next lease (which then does not wait), and by
+ *   POST /v1/outcomes only while the leaser long-polls or backs off.
+ * - A handler that settled its job in its own database transaction
+ *   (completeTx, failTx; tx.ts) and returns: the job is reported as that
+ *   transaction said (an ack with its result, or its failure), which the
+ *   server answers as applied, whichever of the two arrives first.
+ * - Heartbeats at a third of each lease, timed on the monotonic clock,
+ *   carrying the latest progress (within half a second of a report); an
+ *   answer `cancel: true` aborts the handler's signal.
+ * - A server that is away is retried with backoff (100 ms doubling to 5 s);
+ *   outcomes are kept in order and reported when one answers.
+ * - `stop()` (and SIGTERM/SIGINT): stop leasing, give back the jobs not
+ *   started, let running ones finish within `graceMs`, then abort them and
+ *   give them back (`retry_in_ms: 0`, "worker stopped"); report everything.
+ *   A second signal stops at once.
+ * - Events (an EventEmitter, as BullMQ's worker): `active` when a handler
+ *   begins, `progress` for each progress report, `completed` and `failed`
+ *   once the server has acknowledged the outcome (so `client.get(id)` shows
+ *   it then), `error` for what the worker would otherwise only log (a lease
+ *   or report that failed, an outcome refused), `closing` and `closed`.
+ */
+import { EventEmitter } from "node:events";
 import type { Client } from "./client";
+import type { JobContext } from "./context";
+import type { JsonValue } from "./json";
 import { type Logger } from "./log";
 import { type Middleware } from "./middleware";
 import { type Registry } from "./registry";
@@ -59,6 +105,34 @@ export interface WorkerOptions {
     /** Called with the server's answers to reported outcomes (acknowledged ones have `ok: true`). */
     onReported?: (results: OutcomeResult[]) => void;
 }
+/**
+ * The worker's events and their arguments (`worker.on("completed", (job,
+ * result) => ...)`). A job's events come in this order: `active`, any
+ * `progress`, then `completed` or `failed` (none for a job given back at a
+ * stop, or whose lease was lost). `error` is emitted only while it has a
+ * listener (an EventEmitter's unheard `error` would throw); without one the
+ * worker logs as before.
+ */
+export interface WorkerEvents {
+    /** A handler began. */
+    active: [job: JobContext];
+    /** The handler reported progress (`ctx.progress(v)`). */
+    progress: [job: JobContext, progress: JsonValue];
+    /** The server has the job succeeded, with what the handler returned. */
+    completed: [job: JobContext, result: unknown];
+    /**
+     * The server has the attempt failed (retried later, or dead): `error` is
+     * what the handler threw, or why it was stopped (JobTimeoutError,
+     * JobCancelledError).
+     */
+    failed: [job: JobContext, error: unknown];
+    /** Something went wrong beside a job: a lease or a report that failed (retried), an outcome the server refused. */
+    error: [error: Error];
+    /** `stop()` began. */
+    closing: [];
+    /** `run()` is about to resolve: everything is reported. */
+    closed: [];
+}
 export interface WorkerStats {
     leased: number;
     succeeded: number;
@@ -69,7 +143,7 @@ export interface WorkerStats {
     /** Outcomes not reported: refused (a stale token), or the lease was lost. */
     dropped: number;
 }
-export declare class Worker {
+export declare class Worker extends EventEmitter<WorkerEvents> {
     private readonly client;
     private readonly registry;
     private readonly opts;
@@ -105,6 +179,8 @@ export declare class Worker {
     private readonly withLease;
     private readonly beats;
     private readonly progressFn;
+    /** The outcomes sent whose acknowledgement is to be emitted (while `completed` or `failed` have listeners). */
+    private readonly toEmit;
     private started;
     private stopping;
     private killed;
@@ -161,6 +237,9 @@ export declare class Worker {
      * under the same token), so a refusal is a real one.
      */
     private reported;
+    private listensToOutcomes;
+    /** `error`, only when someone listens (an unheard one would throw). */
+    private emitError;
     /** Outcomes go back to the head of the queue after a failed request. */
     private putBack;
     private shutdown;

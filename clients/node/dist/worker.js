@@ -39,7 +39,13 @@ exports.Worker = void 0;
  *   started, let running ones finish within `graceMs`, then abort them and
  *   give them back (`retry_in_ms: 0`, "worker stopped"); report everything.
  *   A second signal stops at once.
+ * - Events (an EventEmitter, as BullMQ's worker): `active` when a handler
+ *   begins, `progress` for each progress report, `completed` and `failed`
+ *   once the server has acknowledged the outcome (so `client.get(id)` shows
+ *   it then), `error` for what the worker would otherwise only log (a lease
+ *   or report that failed, an outcome refused), `closing` and `closed`.
  */
+const node_events_1 = require("node:events");
 const node_os_1 = require("node:os");
 const errors_1 = require("./errors");
 const log_1 = require("./log");
@@ -80,7 +86,7 @@ const sleep = (ms, signal) => new Promise((resolve) => {
     }
     signal?.addEventListener("abort", done, { once: true });
 });
-class Worker {
+class Worker extends node_events_1.EventEmitter {
     client;
     registry;
     opts;
@@ -115,7 +121,13 @@ class Worker {
     outage = false;
     withLease;
     beats;
-    progressFn = (t, v) => this.beats.progress(t, v);
+    progressFn = (t, v) => {
+        this.beats.progress(t, v);
+        if (t.ctx && this.listenerCount("progress"))
+            this.emit("progress", t.ctx, v);
+    };
+    /** The outcomes sent whose acknowledgement is to be emitted (while `completed` or `failed` have listeners). */
+    toEmit = new Map();
     started = false;
     stopping = false;
     killed = false;
@@ -126,6 +138,7 @@ class Worker {
     finishRun = () => { };
     stopSignal = new AbortController();
     constructor(client, registry, opts = {}) {
+        super();
         this.client = client;
         this.registry = registry;
         this.opts = opts;
@@ -219,6 +232,7 @@ class Worker {
         this.leaser = this.leaseLoop().catch((e) => {
             this.fatal = e;
             this.log.error(`the server refused the worker: ${(0, middleware_1.describeError)(e)}`);
+            this.emitError(e);
             void this.stop();
         });
         try {
@@ -231,6 +245,7 @@ class Worker {
                 process.off("SIGINT", onSignal);
             }
         }
+        this.emit("closed");
         if (bySignal && (this.opts.exitAfterSignal ?? true)) {
             // unref'd: it ends the process only if something else keeps it alive
             setTimeout(() => process.exit(), 1000).unref();
@@ -241,6 +256,8 @@ class Worker {
     }
     /** Stops gracefully (see the top of this file); resolves when done. */
     stop() {
+        if (this.stopDone === undefined)
+            this.emit("closing");
         this.stopDone ??= this.shutdown();
         return this.stopDone;
     }
@@ -332,6 +349,7 @@ class Worker {
                     throw e;
                 if (!this.outage)
                     this.log.warn(`lease failed: ${(0, middleware_1.describeError)(e)}; retrying with backoff`);
+                this.emitError(e);
                 this.outage = true;
                 this.leaserState = "backoff";
                 this.flushSoon();
@@ -386,6 +404,9 @@ class Worker {
         const job = t.job;
         const reg = this.registry.get(job.type);
         const ctx = new task_1.TaskContext(t, this.name, this.progressFn, this.client);
+        t.ctx = ctx;
+        if (this.listenerCount("active"))
+            this.emit("active", ctx);
         const timeoutMs = reg?.timeoutMs ?? this.opts.timeoutMs;
         if (timeoutMs !== undefined && timeoutMs > 0)
             t.timers.push(setTimeout(() => this.stopTask(t, "timeout"), timeoutMs));
@@ -411,7 +432,13 @@ class Worker {
         const ms = performance.now() - t.startedAt;
         const d = this.durationMs;
         this.durationMs = d >= 0 ? d + (ms - d) * (ms > d ? DURATION_UP : DURATION_DOWN) : ms;
-        this.end(t, t.outcome(s));
+        const out = t.outcome(s);
+        if (out && t.ctx && this.listensToOutcomes() && (out.ok || !(out.retryInMs === 0 && out.error === "worker stopped"))) {
+            // a success's result; a failure's error: what the handler threw, or why it was stopped
+            const value = out.ok ? (s.ok === true ? s.value : undefined) : t.stop || s.ok !== false ? t.signal.reason : s.error;
+            this.toEmit.set(out, { ctx: t.ctx, ok: out.ok, value });
+        }
+        this.end(t, out);
         this.pump();
     }
     /** A job is over: its outcome is queued (or dropped), its slot freed. */
@@ -491,6 +518,7 @@ class Worker {
                 if (this.killed)
                     return;
                 this.putBack(batch);
+                this.emitError(e);
                 if (e instanceof errors_1.UnauthenticatedError || e instanceof errors_1.ForbiddenError) {
                     this.log.error(`outcomes refused: ${(0, middleware_1.describeError)(e)}`);
                     return;
@@ -517,8 +545,32 @@ class Worker {
                 continue;
             this.stat.dropped++;
             this.log.warn(`job ${r.id}: outcome refused: ${r.error.message}`);
+            this.emitError(r.error);
+        }
+        if (this.toEmit.size) {
+            // the answer holds one result per outcome sent, in order
+            sent.forEach((o, i) => {
+                const p = this.toEmit.get(o);
+                if (!p)
+                    return;
+                this.toEmit.delete(o);
+                if (!results[i]?.ok)
+                    return;
+                if (p.ok)
+                    this.emit("completed", p.ctx, p.value);
+                else
+                    this.emit("failed", p.ctx, p.value);
+            });
         }
         this.opts.onReported?.(results);
+    }
+    listensToOutcomes() {
+        return this.listenerCount("completed") > 0 || this.listenerCount("failed") > 0;
+    }
+    /** `error`, only when someone listens (an unheard one would throw). */
+    emitError(e) {
+        if (this.listenerCount("error"))
+            this.emit("error", e instanceof Error ? e : new Error((0, middleware_1.describeError)(e)));
     }
     /** Outcomes go back to the head of the queue after a failed request. */
     putBack(list) {

@@ -61,6 +61,7 @@ import {
   scheduleToWire,
   submitResult,
 } from "./wire";
+import { infoFromWire, settingsToWire } from "./settings";
 
 /** The most jobs one POST /v1/jobs takes. */
 export const MAX_BATCH_JOBS = 10_000;
@@ -456,12 +457,13 @@ export class Client {
   }
 
   /**
-   * PUT /v1/queues/{name} (admin): settings by their protocol names
-   * (`lease_ms`, `max_attempts`, `timeout_ms`, `rate`, ...; null removes a
-   * limit); the queue as it is then.
+   * PUT /v1/queues/{name} (admin): settings in camelCase (`leaseMs`,
+   * `maxAttempts`, `timeoutMs`, `rate`, `tenantRate`, ...; null removes a
+   * limit); the queue as it is then. (The protocol's snake_case names are
+   * still taken, with a deprecation warning.)
    */
   async setQueue(name: string, settings: QueueSettings): Promise<QueueInfo> {
-    return this.queueCall("PUT", name, "", JSON.stringify(settings));
+    return this.queueCall("PUT", name, "", JSON.stringify(settingsToWire(settings, "queue")));
   }
 
   /**
@@ -482,21 +484,21 @@ export class Client {
   /** GET /v1/tenants/{name}: the tenant's settings and counts. */
   async getTenant(name: string): Promise<TenantInfo> {
     const b = await this.call("GET", `/v1/tenants/${encodeURIComponent(name)}`, { resend: true });
-    return asObject(b, "tenant") as unknown as TenantInfo;
+    return infoFromWire<TenantInfo>(asObject(b, "tenant"));
   }
 
-  /** PUT /v1/tenants/{name} (admin): `slots`, `weight`, `rate`, `rate_period_ms`, `rate_burst`; the tenant then. */
+  /** PUT /v1/tenants/{name} (admin): `slots`, `weight`, `rate`, `ratePeriodMs`, `rateBurst`; the tenant then. */
   async setTenant(name: string, settings: TenantSettings): Promise<TenantInfo> {
-    const body = JSON.stringify(settings);
+    const body = JSON.stringify(settingsToWire(settings, "tenant"));
     const b = await this.call("PUT", `/v1/tenants/${encodeURIComponent(name)}`, { body, resend: true });
-    return asObject(b, "tenant") as unknown as TenantInfo;
+    return infoFromWire<TenantInfo>(asObject(b, "tenant"));
   }
 
   /** A queue request; each may be sent again: the same request sets the same state. */
   private async queueCall(method: Method, name: string, tail: string, body?: string): Promise<QueueInfo> {
     const path = `/v1/queues/${encodeURIComponent(name)}${tail}`;
     const b = await this.call(method, path, { ...(body !== undefined ? { body } : {}), resend: true });
-    return asObject(b, "queue") as unknown as QueueInfo;
+    return infoFromWire<QueueInfo>(asObject(b, "queue"));
   }
 
   // ------------------------------------------------------------------ schedules and attempts

@@ -341,7 +341,7 @@ describe("in the application's transaction", () => {
   it("a job's own timeoutMs goes through the transaction and the server times the attempt out", { skip: need }, async () => {
     const e = await setup("txtmo");
     try {
-      await e.app.client.setQueue("txtmo", { lease_ms: 1500 }); // heartbeats every 0.5 s
+      await e.app.client.setQueue("txtmo", { leaseMs: 1500 }); // heartbeats every 0.5 s
       let reason: unknown;
       e.app.handle("Stuck", async (_a, ctx) => {
         await new Promise<void>((resolve) => ctx.signal.addEventListener("abort", () => resolve()));
