@@ -52,10 +52,10 @@ class Tenq {
     }
     /** Submits a job (or runs or records it, in a test mode); the handle's `wait()` gives its result. */
     async enqueue(type, args, options = {}) {
-        const fields = this.client.prepare({ ...options, type, args });
+        const spec = { ...options, type, args };
         if (this.testing.mode !== "off")
-            return this.testing.submit(fields);
-        return new handle_1.RemoteHandle(this.client, await this.client.submitPrepared(fields));
+            return this.testing.submit(this.client.prepare(spec));
+        return new handle_1.RemoteHandle(this.client, await this.client.submit(spec));
     }
     /** A handle on a job submitted before (by id). */
     handleOf(id) {

@@ -8,6 +8,7 @@ import { TenqError } from "./errors";
 import type { JsonValue } from "./json";
 import { type ClientOptions, type Resolved } from "./options";
 import { type Answer, type Method } from "./transport";
+import { type Instrumentation, type Sending } from "./otel";
 import { type Queryable } from "./tx";
 import type { Attempt, BatchCreated, BatchFilter, BatchInfo, BatchPage, BatchResult, CreateBatchOptions, JobParents, CancelResult, FailOptions, Health, Job, JobPage, JobSpec, LeaseRequest, LeaseResult, ListFilter, MorgueFilter, MorguePage, Outcome, OutcomeResult, QueueInfo, QueueSettings, Schedule, ScheduleSpec, SubmitResult, TenantInfo, TenantSettings } from "./types";
 /** The most jobs one POST /v1/jobs takes. */
@@ -48,6 +49,8 @@ export declare class Client {
     readonly options: Resolved;
     private readonly transport;
     private readonly keys;
+    /** The OpenTelemetry spans, when `@opentelemetry/api` is there (otel.ts). */
+    readonly otel: Instrumentation | undefined;
     constructor(options?: ClientOptions);
     /** The servers tried, in order (leaders learnt from redirects are added). */
     get servers(): string[];
@@ -64,7 +67,9 @@ export declare class Client {
      * anything is sent), with its traceparent (the spec's, else the `trace`
      * hook's). It carries an `idempotency_key` only when the spec has one.
      */
-    prepare(spec: JobSpec, index?: number): Record<string, unknown>;
+    prepare(spec: JobSpec, index?: number, sending?: Sending): Record<string, unknown>;
+    /** Runs a submit call inside its OpenTelemetry producer span (when there is one). */
+    private sending;
     /**
      * Submits one job. Safe to send again: the request carries an
      * `Idempotency-Key` made before its first try and the same on every
@@ -86,6 +91,7 @@ export declare class Client {
      * under `<requestKey>.<n>`).
      */
     submitMany(specs: readonly JobSpec[], o?: SubmitManyOptions): Promise<BatchResult[]>;
+    private submitManyIn;
     /**
      * submitMany of jobs that name earlier ones by `index(i)`: one request
      * after another; an index into an earlier request becomes that job's id,

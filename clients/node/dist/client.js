@@ -14,6 +14,7 @@ const ids_1 = require("./ids");
 const options_1 = require("./options");
 const tracing_1 = require("./tracing");
 const transport_1 = require("./transport");
+const otel_1 = require("./otel");
 const tx_1 = require("./tx");
 const types_1 = require("./types");
 const wire_1 = require("./wire");
@@ -78,8 +79,11 @@ class Client {
     options;
     transport;
     keys = new ids_1.RequestKeys();
+    /** The OpenTelemetry spans, when `@opentelemetry/api` is there (otel.ts). */
+    otel;
     constructor(options = {}) {
         this.options = (0, options_1.resolveOptions)(options);
+        this.otel = (0, otel_1.instrumentation)(this.options.openTelemetry, transport_1.VERSION);
         this.transport = new transport_1.Transport({
             servers: this.options.servers,
             connectTimeoutMs: this.options.connectTimeoutMs,
@@ -117,14 +121,33 @@ class Client {
      * anything is sent), with its traceparent (the spec's, else the `trace`
      * hook's). It carries an `idempotency_key` only when the spec has one.
      */
-    prepare(spec, index) {
+    prepare(spec, index, sending) {
         const w = (0, wire_1.jobToWire)(spec, this.options, index);
         if (w["traceparent"] === undefined && this.options.trace) {
             const tp = this.options.trace();
             if (tp !== undefined && tp !== null)
                 w["traceparent"] = (0, tracing_1.checkTraceparent)(tp, "the trace hook's traceparent");
         }
+        if (w["traceparent"] === undefined && sending?.traceparent !== undefined)
+            w["traceparent"] = sending.traceparent;
         return w;
+    }
+    /** Runs a submit call inside its OpenTelemetry producer span (when there is one). */
+    async sending(specs, fn, idOf) {
+        if (!this.otel)
+            return fn(undefined);
+        const first = specs[0];
+        const queue = first?.queue ?? this.options.queue;
+        const s = this.otel.send(queue, specs.length, first?.tenant ?? this.options.tenant);
+        try {
+            const r = await fn(s);
+            s.done(idOf?.(r));
+            return r;
+        }
+        catch (e) {
+            s.fail(e);
+            throw e;
+        }
     }
     /**
      * Submits one job. Safe to send again: the request carries an
@@ -133,7 +156,9 @@ class Client {
      * answered with the first answer (`replayed: true`) and makes nothing.
      */
     async submit(spec, o = {}) {
-        return this.submitPrepared(this.prepare(spec), o);
+        if (!this.otel)
+            return this.submitPrepared(this.prepare(spec), o);
+        return this.sending([spec], (s) => this.submitPrepared(this.prepare(spec, undefined, s), o), (r) => r.id);
     }
     /** Submits a job made by `prepare`. */
     async submitPrepared(fields, o = {}) {
@@ -158,10 +183,15 @@ class Client {
      * under `<requestKey>.<n>`).
      */
     async submitMany(specs, o = {}) {
+        if (!this.otel)
+            return this.submitManyIn(specs, o, undefined);
+        return this.sending(specs, (s) => this.submitManyIn(specs, o, s));
+    }
+    async submitManyIn(specs, o, sending) {
         const per = Math.max(1, Math.min(o.batchSize ?? exports.MAX_BATCH_JOBS, exports.MAX_BATCH_JOBS));
         // every job is checked and keyed before the first request; each request's
         // body is written when it is its turn, while the one before is out
-        const wires = specs.map((spec, i) => this.prepare(spec, i));
+        const wires = specs.map((spec, i) => this.prepare(spec, i, sending));
         if (wires.some(wire_1.hasIndexRef))
             return this.submitManyIndexed(wires, per, o);
         const out = new Array(specs.length);
@@ -265,11 +295,11 @@ class Client {
      * is required (no token implies one here). See `submitTx` in tx.ts.
      */
     async submitTx(db, spec) {
-        return (0, tx_1.submitWireTx)(db, this.prepare(spec));
+        return this.sending([spec], (s) => (0, tx_1.submitWireTx)(db, this.prepare(spec, undefined, s)), (id) => id);
     }
     /** Submits many jobs in the caller's transaction (tenq.submit_many); their ids in order. */
     async submitManyTx(db, specs) {
-        return (0, tx_1.submitManyWireTx)(db, specs.map((spec, i) => this.prepare(spec, i)));
+        return this.sending(specs, (s) => (0, tx_1.submitManyWireTx)(db, specs.map((spec, i) => this.prepare(spec, i, s))));
     }
     async get(id) {
         return (0, wire_1.jobFromWire)(await this.call("GET", `/v1/jobs/${checkId(id)}`, { resend: true }));

@@ -17,6 +17,7 @@ export { checkJson, type JsonObject, type JsonValue } from "./json";
 export { silentLogger, stderrLogger, type Logger } from "./log";
 export { compose, describeError, errorReporter, logging, tracing, type Middleware, type Next } from "./middleware";
 export { DEFAULT_SERVER, type ClientOptions } from "./options";
+export { findOtelApi, toTraceparent, type OpenTelemetryOption, type OtelApi } from "./otel";
 export { SETTING_NAMES } from "./settings";
 export { Registry, type Constructor, type Handler, type HandlerOptions, type RegisterOptions } from "./registry";
 export { type AsyncMethods, type Task } from "./switch";

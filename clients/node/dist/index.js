@@ -14,8 +14,8 @@ var __exportStar = (this && this.__exportStar) || function(m, exports) {
     for (var p in m) if (p !== "default" && !Object.prototype.hasOwnProperty.call(exports, p)) __createBinding(exports, m, p);
 };
 Object.defineProperty(exports, "__esModule", { value: true });
-exports.failTx = exports.completeTx = exports.VERSION = exports.isTraceparent = exports.checkTraceparent = exports.Testing = exports.Registry = exports.SETTING_NAMES = exports.DEFAULT_SERVER = exports.tracing = exports.logging = exports.errorReporter = exports.describeError = exports.compose = exports.stderrLogger = exports.silentLogger = exports.checkJson = exports.WorkerStoppedError = exports.RetryError = exports.NoRetryError = exports.LeaseLostError = exports.JobTimeoutError = exports.JobFailedError = exports.JobCancelledError = exports.RequestKeys = exports.resultOf = exports.RemoteHandle = exports.errorFromWire = exports.UnavailableError = exports.UnauthenticatedError = exports.TooLargeError = exports.TimeoutError = exports.TenqError = exports.RateLimitedError = exports.ProtocolError = exports.OverloadedError = exports.NotLeaderError = exports.NotFoundError = exports.InvalidError = exports.InternalError = exports.ForbiddenError = exports.ConnectionError = exports.ConflictError = exports.BatchClosedError = exports.currentJob = exports.answerError = exports.REQUEST_KEY_HEADER = exports.MAX_BATCH_JOBS = exports.Client = exports.Tenq = void 0;
-exports.Worker = exports.submitTx = exports.submitManyTx = void 0;
+exports.VERSION = exports.isTraceparent = exports.checkTraceparent = exports.Testing = exports.Registry = exports.SETTING_NAMES = exports.toTraceparent = exports.findOtelApi = exports.DEFAULT_SERVER = exports.tracing = exports.logging = exports.errorReporter = exports.describeError = exports.compose = exports.stderrLogger = exports.silentLogger = exports.checkJson = exports.WorkerStoppedError = exports.RetryError = exports.NoRetryError = exports.LeaseLostError = exports.JobTimeoutError = exports.JobFailedError = exports.JobCancelledError = exports.RequestKeys = exports.resultOf = exports.RemoteHandle = exports.errorFromWire = exports.UnavailableError = exports.UnauthenticatedError = exports.TooLargeError = exports.TimeoutError = exports.TenqError = exports.RateLimitedError = exports.ProtocolError = exports.OverloadedError = exports.NotLeaderError = exports.NotFoundError = exports.InvalidError = exports.InternalError = exports.ForbiddenError = exports.ConnectionError = exports.ConflictError = exports.BatchClosedError = exports.currentJob = exports.answerError = exports.REQUEST_KEY_HEADER = exports.MAX_BATCH_JOBS = exports.Client = exports.Tenq = void 0;
+exports.Worker = exports.submitTx = exports.submitManyTx = exports.failTx = exports.completeTx = void 0;
 // SPDX-License-Identifier: Apache-2.0
 /**
  * tenq: the client and worker library for the tenq job queue server.
@@ -78,6 +78,9 @@ Object.defineProperty(exports, "logging", { enumerable: true, get: function () {
 Object.defineProperty(exports, "tracing", { enumerable: true, get: function () { return middleware_1.tracing; } });
 var options_1 = require("./options");
 Object.defineProperty(exports, "DEFAULT_SERVER", { enumerable: true, get: function () { return options_1.DEFAULT_SERVER; } });
+var otel_1 = require("./otel");
+Object.defineProperty(exports, "findOtelApi", { enumerable: true, get: function () { return otel_1.findOtelApi; } });
+Object.defineProperty(exports, "toTraceparent", { enumerable: true, get: function () { return otel_1.toTraceparent; } });
 var settings_1 = require("./settings");
 Object.defineProperty(exports, "SETTING_NAMES", { enumerable: true, get: function () { return settings_1.SETTING_NAMES; } });
 var registry_1 = require("./registry");

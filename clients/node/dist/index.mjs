@@ -48,6 +48,7 @@ export const {
   errorFromWire,
   errorReporter,
   failTx,
+  findOtelApi,
   index,
   isFinished,
   isTraceparent,
@@ -57,5 +58,6 @@ export const {
   stderrLogger,
   submitManyTx,
   submitTx,
+  toTraceparent,
   tracing,
 } = cjs;

@@ -1,4 +1,5 @@
 /** The client's options, and their defaults from the environment. */
+import type { OpenTelemetryOption } from "./otel";
 import type { TraceHook } from "./tracing";
 export interface ClientOptions {
     /** One URL or several (a leader and its standbys). Default: `TENQ_SERVER` (comma-separated), then http://127.0.0.1:7070. */
@@ -19,6 +20,12 @@ export interface ClientOptions {
     maxSockets?: number;
     /** Gives the traceparent a submit carries when its spec has none (e.g. the active OpenTelemetry span's). */
     trace?: TraceHook;
+    /**
+     * OpenTelemetry spans of submits and of handlers' runs (otel.ts): by
+     * default when `@opentelemetry/api` is installed; `false`: none; or the
+     * API module to use.
+     */
+    openTelemetry?: OpenTelemetryOption;
 }
 export declare const DEFAULT_SERVER = "http://127.0.0.1:7070";
 export interface Resolved {
@@ -31,5 +38,6 @@ export interface Resolved {
     requestTimeoutMs: number;
     maxSockets: number;
     trace: TraceHook | undefined;
+    openTelemetry: OpenTelemetryOption;
 }
 export declare function resolveOptions(o: ClientOptions, env?: NodeJS.ProcessEnv): Resolved;

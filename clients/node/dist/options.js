@@ -26,5 +26,6 @@ function resolveOptions(o, env = process.env) {
         requestTimeoutMs: o.requestTimeoutMs ?? 30_000,
         maxSockets: o.maxSockets ?? 16,
         trace: o.trace,
+        openTelemetry: o.openTelemetry,
     };
 }

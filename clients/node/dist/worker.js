@@ -412,7 +412,9 @@ class Worker extends node_events_1.EventEmitter {
             t.timers.push(setTimeout(() => this.stopTask(t, "timeout"), timeoutMs));
         this.beats.started(t);
         const inner = reg ? () => (0, registry_1.invoke)(reg, ctx) : () => Promise.reject(new task_1.UnknownTypeError(job.type));
-        const run = this.middleware.length ? (0, middleware_1.compose)(this.middleware, ctx, inner) : inner;
+        const composed = this.middleware.length ? (0, middleware_1.compose)(this.middleware, ctx, inner) : inner;
+        const otel = this.client.otel;
+        const run = otel ? () => otel.process(ctx, composed) : composed;
         let p;
         try {
             p = run();

@@ -515,7 +515,9 @@ export class Worker extends EventEmitter<WorkerEvents> {
     if (timeoutMs !== undefined && timeoutMs > 0) t.timers.push(setTimeout(() => this.stopTask(t, "timeout"), timeoutMs));
     this.beats.started(t);
     const inner = reg ? () => invoke(reg, ctx) : () => Promise.reject(new UnknownTypeError(job.type));
-    const run = this.middleware.length ? compose(this.middleware, ctx, inner) : inner;
+    const composed = this.middleware.length ? compose(this.middleware, ctx, inner) : inner;
+    const otel = this.client.otel;
+    const run = otel ? () => otel.process(ctx, composed) : composed;
     let p: Promise<unknown>;
     try {
       p = run();
