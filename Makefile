@@ -159,7 +159,7 @@ bench-peers: build
 	    --only pg-boss
 	# the client libraries' workers (W1) beside their languages' queues: RQ, Celery, BullMQ, Sidekiq
 	$(PEERS) --runs 3 --workloads W1 --merge --timeout 1800 \
-	    --only tenq-python,tenq-node,tenq-ruby,rq,celery,bullmq,sidekiq
+	    --only tenq-python,tenq-python-async,tenq-node,tenq-ruby,rq,celery,bullmq,sidekiq
 
 # Small counts, one run, every system: a smoke test that the harness and every driver work
 # (CI runs it); writes bench/out/peers-quick.{json,md} only.

@@ -204,3 +204,25 @@ def test_bad_input_is_refused_before_sending(server: Server) -> None:
                 await ac.get(10**12)
 
     asyncio.run(main())
+
+
+def test_submit_many_over_several_requests_keeps_the_order(client: tenq.Client, server: Server,
+                                                           queue: str) -> None:
+    """25,002 jobs: three requests, one after another, the next encoded
+    while one is out; ids in the order of the list; an Index(i) naming a job
+    of an earlier request becomes its id; a job refused alone gets its error."""
+    jobs: List[Any] = [{"type": "A.echo", "args": {"i": i}} for i in range(25_000)]
+    jobs.append(tenq.JobSpec("A.after", depends_on=[tenq.Index(3)]))
+    jobs.append({"type": "bad type"})
+
+    async def main() -> List[Any]:
+        async with tenq.AsyncClient(server.url, tenant="acme", queue=queue) as ac:
+            return await ac.submit_many(jobs)
+
+    out = asyncio.run(main())
+    handles = [h for h in out if isinstance(h, tenq.AsyncHandle)]
+    assert len(handles) == 25_001 and isinstance(out[-1], tenq.InvalidError)
+    ids = [h.id for h in handles]
+    assert ids == sorted(ids) and len(set(ids)) == len(ids)
+    assert client.get(ids[-1]).parents == [ids[3]]
+    assert client.get(ids[12_345]).args == {"i": 12_345}

@@ -90,7 +90,6 @@ class AsyncHandle(Generic[R]):
         backend: AsyncJobBackend,
         job_id: int,
         state: str,
-        *,
         duplicate: bool = False,
         merged: bool = False,
         replayed: bool = False,
@@ -286,10 +285,16 @@ class AsyncClient(_Shaper):
         self._finish(bodies)
         indexed = any(_has_index(b) for b in bodies)
         sink = _mode.active()
+        # One request at a time (ids follow the order of the jobs); while one
+        # is out, the last one's handles are made and the next one encoded.
+        prev: Optional[Tuple["asyncio.Task[Tuple[List[Any], bool]]", List[int]]] = None
         for at in range(0, len(bodies), BATCH_MAX):
             part = slice(at, at + BATCH_MAX)
             chunk, idx, data = _encode_chunk(bodies[part], where[part], out)
             if indexed:
+                if prev is not None:  # an Index(i) may name a job of the request out
+                    self._place(await prev[0], prev[1], out)
+                    prev = None
                 chunk, idx = _resolve_indexes(chunk, idx, out)
                 data = dumps({"jobs": chunk})
             if not chunk:
@@ -298,13 +303,30 @@ class AsyncClient(_Shaper):
                 for i, ans in zip(idx, sink.submit(chunk)):
                     out[i] = _from_test_mode(ans)
                 continue
-            ans, replayed = await self._post_jobs(data)
-            items = ans.get("jobs") if isinstance(ans, dict) else None
-            if not isinstance(items, list) or len(items) != len(chunk):
-                raise ProtocolError(f"the batch answer does not hold {len(chunk)} results")
-            for i, item in zip(idx, items):
-                out[i] = item_error(item) if "error" in item else self._handle(item, replayed)
+            done = await prev[0] if prev is not None else None
+            task = asyncio.ensure_future(self._send_batch(data, len(chunk)))
+            await asyncio.sleep(0)  # the request is written before the handles are made
+            if prev is not None and done is not None:
+                self._place(done, prev[1], out)
+            prev = (task, idx)
+        if prev is not None:
+            self._place(await prev[0], prev[1], out)
         return cast(List[Union[AsyncHandle[Any], TenqError]], out)
+
+    async def _send_batch(self, data: bytes, n: int) -> Tuple[List[Any], bool]:
+        """One POST /v1/jobs of ``n`` jobs: the answer's items, and whether
+        the server replayed it."""
+        ans, replayed = await self._post_jobs(data)
+        items = ans.get("jobs") if isinstance(ans, dict) else None
+        if not isinstance(items, list) or len(items) != n:
+            raise ProtocolError(f"the batch answer does not hold {n} results")
+        return items, replayed
+
+    def _place(self, done: Tuple[List[Any], bool], idx: List[int], out: List[Any]) -> None:
+        items, replayed = done
+        handle = self._handle
+        for i, item in zip(idx, items):
+            out[i] = item_error(item) if "error" in item else handle(item, replayed)
 
     async def _post_jobs(self, data: bytes) -> Tuple[Any, bool]:
         """POST /v1/jobs under a new request key, the same on every retry."""
@@ -314,16 +336,16 @@ class AsyncClient(_Shaper):
         return ans, headers.get(REPLAYED_HEADER) == "true"
 
     def _handle(self, ans: Any, replayed: bool = False) -> AsyncHandle[Any]:
-        job_id = ans.get("id") if isinstance(ans, dict) else None
+        job_id = ans.get("id") if type(ans) is dict else None
         if type(job_id) is not int:
             raise ProtocolError(f"the submit answer has no id: {str(ans)[:200]}")
         return AsyncHandle(
             self,
             job_id,
             str(ans.get("state")),
-            duplicate=ans.get("duplicate") is True,
-            merged=ans.get("merged") is True,
-            replayed=replayed or ans.get("replayed") is True,
+            ans.get("duplicate") is True,
+            ans.get("merged") is True,
+            replayed or ans.get("replayed") is True,
         )
 
     def handle(self, job_id: int) -> AsyncHandle[Any]:
