@@ -27,6 +27,7 @@ export interface OtelSpan {
     spanContext(): OtelSpanContext;
     isRecording(): boolean;
     setAttribute(key: string, value: Attr): unknown;
+    setAttributes(attributes: Record<string, Attr>): unknown;
     setStatus(status: {
         code: number;
         message?: string;

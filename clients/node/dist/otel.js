@@ -63,9 +63,14 @@ class Instrumentation {
         const job = ctx.job;
         const parentSc = ctx.traceparent !== undefined ? fromTraceparent(ctx.traceparent) : undefined;
         const parent = parentSc ? api.trace.setSpanContext(api.context.active(), parentSc) : api.context.active();
-        const span = this.tracer.startSpan(`process ${job.queue}`, {
-            kind: api.SpanKind.CONSUMER,
-            attributes: {
+        const span = this.tracer.startSpan(`process ${job.queue}`, { kind: api.SpanKind.CONSUMER }, parent);
+        const recording = span.isRecording();
+        if (!recording && parentSc === undefined) {
+            span.end();
+            return run(); // nothing records and no trace came with the job: no context to carry
+        }
+        if (recording)
+            span.setAttributes({
                 "messaging.system": "tenq",
                 "messaging.operation.type": "process",
                 "messaging.operation.name": "process",
@@ -74,12 +79,7 @@ class Instrumentation {
                 "tenq.tenant": job.tenant,
                 "tenq.job.type": job.type,
                 "tenq.job.attempt": ctx.attempt,
-            },
-        }, parent);
-        if (!span.isRecording()) {
-            span.end();
-            return run(); // nothing records: no context to carry
-        }
+            });
         const active = api.trace.setSpan(parent, span);
         let p;
         try {

@@ -32,6 +32,7 @@ export interface OtelSpan {
   spanContext(): OtelSpanContext;
   isRecording(): boolean;
   setAttribute(key: string, value: Attr): unknown;
+  setAttributes(attributes: Record<string, Attr>): unknown;
   setStatus(status: { code: number; message?: string }): unknown;
   recordException(exception: Error | string): void;
   end(): void;
@@ -126,27 +127,23 @@ export class Instrumentation {
     const job = ctx.job;
     const parentSc = ctx.traceparent !== undefined ? fromTraceparent(ctx.traceparent) : undefined;
     const parent = parentSc ? api.trace.setSpanContext(api.context.active() as never, parentSc as never) : api.context.active();
-    const span = this.tracer.startSpan(
-      `process ${job.queue}`,
-      {
-        kind: api.SpanKind.CONSUMER,
-        attributes: {
-          "messaging.system": "tenq",
-          "messaging.operation.type": "process",
-          "messaging.operation.name": "process",
-          "messaging.destination.name": job.queue,
-          "messaging.message.id": String(job.id),
-          "tenq.tenant": job.tenant,
-          "tenq.job.type": job.type,
-          "tenq.job.attempt": ctx.attempt,
-        },
-      },
-      parent,
-    );
-    if (!span.isRecording()) {
+    const span = this.tracer.startSpan(`process ${job.queue}`, { kind: api.SpanKind.CONSUMER }, parent);
+    const recording = span.isRecording();
+    if (!recording && parentSc === undefined) {
       span.end();
-      return run(); // nothing records: no context to carry
+      return run(); // nothing records and no trace came with the job: no context to carry
     }
+    if (recording)
+      span.setAttributes({
+        "messaging.system": "tenq",
+        "messaging.operation.type": "process",
+        "messaging.operation.name": "process",
+        "messaging.destination.name": job.queue,
+        "messaging.message.id": String(job.id),
+        "tenq.tenant": job.tenant,
+        "tenq.job.type": job.type,
+        "tenq.job.attempt": ctx.attempt,
+      });
     const active = api.trace.setSpan(parent as never, span as never);
     let p: Promise<T>;
     try {
