@@ -61,7 +61,7 @@ cd "$here"
 set -- "$PY" -m pytest -p no:cacheprovider -q "$@"
 pg=$(ls /usr/lib/postgresql/*/bin/initdb 2>/dev/null | head -n 1 || true)
 if [ -n "$pg" ] && [ -x "$repo/tests/with-pg.sh" ]; then
-    exec timeout 170 "$repo/tests/with-pg.sh" "$@"
+    exec timeout 400 "$repo/tests/with-pg.sh" "$@"
 fi
 echo "run-tests: no PostgreSQL: the leader-following tests need it (they fail when CI is set)"
-exec timeout 170 "$@"
+exec timeout 400 "$@"
