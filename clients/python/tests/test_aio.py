@@ -226,3 +226,25 @@ def test_submit_many_over_several_requests_keeps_the_order(client: tenq.Client, 
     assert ids == sorted(ids) and len(set(ids)) == len(ids)
     assert client.get(ids[-1]).parents == [ids[3]]
     assert client.get(ids[12_345]).args == {"i": 12_345}
+
+
+def test_max_connections_bounds_the_connections_to_a_server(server: Server, queue: str) -> None:
+    """20 coroutines long-polling at once on a client of max_connections=2:
+    two connections, the other requests waiting for them."""
+    proxy = DroppingProxy(server.port)
+    try:
+
+        async def main() -> float:
+            async with tenq.AsyncClient(proxy.url, tenant="acme", queue=queue,
+                                        max_connections=2) as ac:
+                h = await ac.submit("A.never")  # no worker: each wait runs its time
+                t0 = time.monotonic()
+                jobs = await asyncio.gather(*(ac.wait(h.id, 0.2) for _ in range(20)))
+                assert all(j.state == "ready" for j in jobs)
+                return time.monotonic() - t0
+
+        took = asyncio.run(main())
+        assert proxy.connections <= 2
+        assert took >= 20 * 0.2 / 2 * 0.9  # two at a time
+    finally:
+        proxy.close()
