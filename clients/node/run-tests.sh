@@ -73,6 +73,12 @@ mkdir "$tmp/app"
     node esm.mjs &&
     [ -f node_modules/tenq/dist/index.d.ts ] && [ -f node_modules/tenq/dist/index.d.mts ]) ||
     { echo "run-tests: the packed package does not install" >&2; exit 1; }
+# its types, for a TypeScript module of each kind (strict, the declarations checked too)
+printf 'import { Tenq, type QueueInfo, type WorkerEvents } from "tenq";\nconst t: Tenq = new Tenq({ openTelemetry: false });\nconst q: QueueInfo | undefined = undefined;\nconst e: keyof WorkerEvents = "completed";\nvoid t; void q; void e;\n' >"$tmp/app/check.mts"
+cp "$tmp/app/check.mts" "$tmp/app/check.cts"
+(cd "$tmp/app" && "$here/node_modules/.bin/tsc" --noEmit --strict --module node16 --moduleResolution node16 \
+    --types node --typeRoots "$here/node_modules/@types" --skipLibCheck false check.mts check.cts >&2) ||
+    { echo "run-tests: the packed package's types do not check" >&2; exit 1; }
 git -C "$here" diff --quiet -- dist 2>/dev/null ||
     echo "run-tests: note: npm pack rebuilt dist/ (uncommitted changes in dist/)" >&2
 rm -rf "$tmp"
