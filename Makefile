@@ -159,7 +159,7 @@ bench-peers: build
 	    --only pg-boss
 	# the client libraries' workers (W1) beside their languages' queues: RQ, Celery, BullMQ, Sidekiq
 	$(PEERS) --runs 3 --workloads W1 --merge --timeout 1800 \
-	    --only tenq-python,tenq-node,tenq-ruby,rq,celery,bullmq,sidekiq
+	    --only tenq-python,tenq-python-async,tenq-node,tenq-ruby,rq,celery,bullmq,sidekiq
 	# Ruby's ActiveJob path beside Sidekiq's ActiveJob adapter (W1)
 	$(PEERS) --runs 3 --workloads W1 --merge --timeout 1800 \
 	    --only tenq-ruby-activejob,tenq-ruby-activejob-bulk,sidekiq-activejob

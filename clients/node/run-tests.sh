@@ -40,22 +40,49 @@ if [ ! -d node_modules/typescript ] || [ package-lock.json -nt node_modules/.pac
     npm ci --no-audit --no-fund --loglevel=error >&2
 fi
 
-echo "run-tests: build" >&2
-rm -rf dist .test-build
-# the library (dist/, with .d.ts) and the tests, which use it as the package "tenq"
+tmp=$(mktemp -d /tmp/tenq-node-pkg.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+
+# dist/ is committed (an install of the folder builds nothing): it must be
+# what src/ builds to now
+echo "run-tests: dist/ is what src/ builds to" >&2
+npx --no-install tsc -p tsconfig.json --outDir "$tmp/dist" --tsBuildInfoFile "$tmp/tsbuildinfo"
+node scripts/esm-entry.cjs "$tmp/dist"
+if ! diff -r -x .tsbuildinfo "$tmp/dist" dist >"$tmp/diff" 2>&1; then
+    rm -rf dist && cp -r "$tmp/dist" dist
+    head -n 40 "$tmp/diff" >&2
+    echo "run-tests: dist/ was not what src/ builds to: rebuilt it; commit it" >&2
+    exit 1
+fi
+
+echo "run-tests: build the tests" >&2
+rm -rf .test-build
+# the tests use the library as the package "tenq" (dist/)
 npx --no-install tsc -b test/tsconfig.json
 
-# the package as npm packs it installs and loads (`prepare` built dist/ above)
+# the package as `npm pack` makes it (its prepack builds dist/) installs offline
+# and loads by require and by import, with its types
 echo "run-tests: npm pack + install" >&2
-tmp=$(mktemp -d /tmp/tenq-node-pkg.XXXXXX)
-npm pack --silent --ignore-scripts --pack-destination "$tmp" >/dev/null
+npm pack --silent --pack-destination "$tmp" >/dev/null 2>"$tmp/pack.log" ||
+    { cat "$tmp/pack.log" >&2; echo "run-tests: npm pack failed" >&2; exit 1; }
 mkdir "$tmp/app"
 (cd "$tmp/app" && printf '{"name":"app","version":"1.0.0","private":true}\n' >package.json &&
     npm install --offline --no-audit --no-fund --loglevel=error "$tmp"/tenq-*.tgz >&2 &&
     node -e 'const t = require("tenq"); if (typeof t.Tenq !== "function" || typeof t.Worker !== "function") process.exit(1)' &&
-    [ -f node_modules/tenq/dist/index.d.ts ]) ||
-    { echo "run-tests: the packed package does not install" >&2; rm -rf "$tmp"; exit 1; }
+    printf 'import { Tenq, Worker } from "tenq";\nif (typeof Tenq !== "function" || typeof Worker !== "function") process.exit(1);\n' >esm.mjs &&
+    node esm.mjs &&
+    [ -f node_modules/tenq/dist/index.d.ts ] && [ -f node_modules/tenq/dist/index.d.mts ]) ||
+    { echo "run-tests: the packed package does not install" >&2; exit 1; }
+# its types, for a TypeScript module of each kind (strict, the declarations checked too)
+printf 'import { Tenq, type QueueInfo, type WorkerEvents } from "tenq";\nconst t: Tenq = new Tenq({ openTelemetry: false });\nconst q: QueueInfo | undefined = undefined;\nconst e: keyof WorkerEvents = "completed";\nvoid t; void q; void e;\n' >"$tmp/app/check.mts"
+cp "$tmp/app/check.mts" "$tmp/app/check.cts"
+(cd "$tmp/app" && "$here/node_modules/.bin/tsc" --noEmit --strict --module node16 --moduleResolution node16 \
+    --types node --typeRoots "$here/node_modules/@types" --skipLibCheck false check.mts check.cts >&2) ||
+    { echo "run-tests: the packed package's types do not check" >&2; exit 1; }
+git -C "$here" diff --quiet -- dist 2>/dev/null ||
+    echo "run-tests: note: npm pack rebuilt dist/ (uncommitted changes in dist/)" >&2
 rm -rf "$tmp"
+trap - EXIT
 
 set -- .test-build/*.test.js
 if [ -z "${TENQ_TEST_PG_URL:-}" ] && ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then

@@ -207,7 +207,8 @@ typedef struct tenq_job {
     tenq_state state; /* TENQ_STATE_LEASED for a leased job */
     int priority;
     uint32_t attempts; /* leases so far */
-    uint32_t attempt;  /* this attempt, counted from 0 (attempts - 1) */
+    uint32_t attempt;  /* this attempt, counted from 1 (= attempts), as
+                        * GET /v1/jobs/{id}/attempts numbers it */
     uint32_t max_attempts;
     int64_t run_at, created_at, ready_at, leased_at, started_at, finished_at;
     int64_t lease_until; /* by the server's clock */
@@ -224,7 +225,7 @@ typedef struct tenq_job {
     char *traceparent; /* the submitter's W3C trace context, or NULL */
     bool cancel_requested;
     uint64_t merged_into; /* state merged: the job that took its payloads */
-    char *json;           /* the whole job as JSON text */
+    char *json;           /* the whole job as JSON text (a lease's `attempt` as above) */
 } tenq_job;
 
 /* Frees a job from tenq_status()/tenq_wait() with its strings; NULL is a

@@ -110,17 +110,30 @@ static size_t field_of(tq_span k, size_t from)
 
 /* The string members' text into one block after the job's own text, which
  * starts it (j->json): one allocation a job, freed by tq_job_clear. */
-static bool copy_strings(tenq_job *j, tq_span whole, const tq_span *str)
+/* The job's own copy of its JSON text (with a lease's `attempt`, the span
+ * `attempt`, written as j->attempt: counted from 1) and of its strings, in
+ * one block. */
+static bool copy_strings(tenq_job *j, tq_span whole, tq_span attempt, const tq_span *str)
 {
-    size_t need = whole.n + 1;
+    char num[24];
+    int num_n = attempt.p ? snprintf(num, sizeof num, "%u", j->attempt) : 0;
+    size_t need = whole.n + (size_t)num_n + 1;
     for (size_t f = 0; f < NFIELDS; f++)
         if (str[f].p) need += str[f].n + 1;
     char *block = malloc(need), *o = block;
     if (!block) return false;
-    memcpy(o, whole.p, whole.n);
-    o[whole.n] = 0;
     j->json = o;
-    o += whole.n + 1;
+    if (attempt.p) {
+        size_t head = (size_t)(attempt.p - whole.p), tail = whole.n - head - attempt.n;
+        memcpy(o, whole.p, head);
+        memcpy(o + head, num, (size_t)num_n);
+        memcpy(o + head + (size_t)num_n, attempt.p + attempt.n, tail);
+        o += head + (size_t)num_n + tail;
+    } else {
+        memcpy(o, whole.p, whole.n);
+        o += whole.n;
+    }
+    *o++ = 0;
     for (size_t f = 0; f < NFIELDS; f++) {
         tq_span v = str[f];
         if (!v.p) continue;
@@ -145,7 +158,7 @@ int tq_job_read(tq_iter *at, tenq_job *j)
     if (!tq_iter_enter(at, &it, '{')) return TENQ_EPROTOCOL;
     bool bad = false, has_state = false, has_lease = false, has_attempts = false;
     long long attempt = 0;
-    tq_span k, v, str[NFIELDS] = {{0}};
+    tq_span k, v, str[NFIELDS] = {{0}}, attempt_v = {0};
     size_t f, next = 0;
     int r;
     while (!bad && (r = tq_obj_next(&it, &k, &v)) > 0) {
@@ -171,7 +184,10 @@ int tq_job_read(tq_iter *at, tenq_job *j)
             j->attempts = (uint32_t)tq_span_int(v);
             has_attempts = true;
             break;
-        case F_ATTEMPT: attempt = tq_span_int(v); break;
+        case F_ATTEMPT:
+            attempt = tq_span_int(v);
+            attempt_v = v;
+            break;
         }
         if (job_fields[f].off == offsetof(tenq_job, lease_until)) has_lease = true;
     }
@@ -179,13 +195,16 @@ int tq_job_read(tq_iter *at, tenq_job *j)
     if (!bad) tq_iter_leave(at, &it);
     /* a leased job's answer has no state: it is leased */
     if (!has_state) j->state = has_lease ? TENQ_STATE_LEASED : TENQ_STATE_UNKNOWN;
+    /* a lease's `attempt` counts the attempts before this one; the job's is
+     * this one's number, counted from 1 as the attempt history counts */
     if (has_attempts) {
-        j->attempt = j->attempts ? j->attempts - 1 : 0;
+        j->attempt = j->attempts;
+        attempt_v = (tq_span){0};
     } else {
-        j->attempt = (uint32_t)attempt;
-        j->attempts = j->attempt + 1;
+        j->attempt = (uint32_t)(attempt >= 0 ? attempt + 1 : 1);
+        j->attempts = j->attempt;
     }
-    if (bad || !copy_strings(j, (tq_span){start, (size_t)(at->p - start)}, str)) {
+    if (bad || !copy_strings(j, (tq_span){start, (size_t)(at->p - start)}, attempt_v, str)) {
         tq_job_clear(j);
         /* a wrong type is the server's fault, a NULL from malloc ours; both
          * are rare enough that one code serves */

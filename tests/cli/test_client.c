@@ -311,7 +311,7 @@ TEST(worker_lease_start_heartbeat_ack)
     ASSERT(jobs[0].token > 0 && jobs[0].lease_until > 0);
     ASSERT_EQ(jobs[0].lease_left_ms, 300000); /* the queue's lease_ms: the time left */
     ASSERT_EQ(jobs[0].state, TENQ_STATE_LEASED);
-    ASSERT_EQ(jobs[0].attempt, 0);
+    ASSERT_EQ(jobs[0].attempt, 1); /* the first, as the attempt history counts */
     ASSERT_STR(jobs[0].args_json, "{\"x\":1}");
     ASSERT_STR(jobs[0].tenant, "acme");
     ASSERT_STR(jobs[0].type, "Echo");
@@ -394,7 +394,7 @@ TEST(worker_fail_retry_and_morgue)
     /* retried at once: the long poll sees it */
     ASSERT_EQ(tenq_lease(c, &lr, &jobs, &n), 0);
     ASSERT_EQ(n, 1);
-    ASSERT_EQ(jobs[0].attempt, 1);
+    ASSERT_EQ(jobs[0].attempt, 2);
     ASSERT(jobs[0].token > tok);
     ASSERT_EQ(tenq_fail(c, id, tok, NULL, NULL, NULL), TENQ_ECONFLICT); /* stale token */
     tok = jobs[0].token;

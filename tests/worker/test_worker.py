@@ -382,7 +382,7 @@ class ExecTest(unittest.TestCase):
         self.assertEqual(j["state"], "succeeded", j)
         r = j["result"]
         self.assertEqual((r["id"], r["tenant"], r["queue"], r["type"], r["key"], r["attempt"]),
-                         (j["id"], "acme", "ex-sh", "T", "lane-1", 0))
+                         (j["id"], "acme", "ex-sh", "T", "lane-1", 1))
         self.assertEqual(r["args"], {"mode": "json"})
         self.assertGreater(r["token"], 0)  # the lease's fencing token, not a secret
         self.assertEqual(j["stats"]["exit_code"], 0)
@@ -395,7 +395,7 @@ class ExecTest(unittest.TestCase):
         env = j["result"]["env"]
         self.assertEqual(env["TENQ_JOB_ID"], str(j["id"]))
         self.assertEqual(env["TENQ_QUEUE"], "ex-py")
-        self.assertEqual(env["TENQ_ATTEMPT"], "0")
+        self.assertEqual(env["TENQ_ATTEMPT"], "1")  # the first run
         self.assertIsNone(env["TENQ_KEY"])  # no key: unset
         self.assertTrue(env["TENQ_TOKEN"].isdigit())
         self.assertIsNone(env["TRACEPARENT"])  # none given
@@ -572,6 +572,8 @@ class LinesTest(unittest.TestCase):
             self.assertEqual(j["state"], "succeeded")
             self.assertEqual(j["result"]["args"], {"mode": "ok", "n": n})
             self.assertEqual(j["result"]["type"], "A.b")
+            # the line's attempt is this attempt's number, as the history counts it
+            self.assertEqual(j["result"]["attempt"], 1)
         f = wait_job(fail)
         self.assertEqual((f["state"], f["error"]), ("scheduled", "it did not work"))
         # retry_in_ms 60000 rather than the default backoff's 15 s or so

@@ -5,7 +5,8 @@
   against tenq on SQLite, the server started as for tenq-sqlite (plugins/
   tenq.py: $TENQ_BIN or build/tenq); tenq-python-prefetch0 is the same
   with prefetch=0 (leases only for free threads: the default before the
-  adaptive prefetch);
+  adaptive prefetch); tenq-python-async enqueues with tenq.AsyncClient
+  (asyncio) instead of tenq.Client, and drains as tenq-python;
 - rq: RQ (Debian python3-rq) on a private Redis, 5 SimpleWorker processes;
 - celery: Celery (Debian python3-celery) with a Redis broker, prefork -c 5.
 
@@ -107,5 +108,7 @@ def register_systems(register: Callable[[Any], None], base: Any) -> None:
     register(TenqPython("tenq-python"))
     # the worker as it was before the adaptive prefetch: leases only for free threads
     register(TenqPython("tenq-python-prefetch0", prefetch=0))
+    # the enqueue by the asyncio client (the drain is tenq-python's)
+    register(TenqPython("tenq-python-async"))
     register(RQ())
     register(Celery())

@@ -74,9 +74,9 @@ export class Tenq {
 
   /** Submits a job (or runs or records it, in a test mode); the handle's `wait()` gives its result. */
   async enqueue<R = unknown>(type: string, args?: unknown, options: SubmitOptions = {}): Promise<JobHandle<R>> {
-    const fields = this.client.prepare({ ...options, type, args });
-    if (this.testing.mode !== "off") return this.testing.submit<R>(fields);
-    return new RemoteHandle<R>(this.client, await this.client.submitPrepared(fields));
+    const spec = { ...options, type, args };
+    if (this.testing.mode !== "off") return this.testing.submit<R>(this.client.prepare(spec));
+    return new RemoteHandle<R>(this.client, await this.client.submit(spec));
   }
 
   /** A handle on a job submitted before (by id). */

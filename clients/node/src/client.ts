@@ -10,7 +10,8 @@ import { RequestKeys } from "./ids";
 import type { JsonValue } from "./json";
 import { resolveOptions, type ClientOptions, type Resolved } from "./options";
 import { checkTraceparent } from "./tracing";
-import { Transport, retryAfterMs, type Answer, type Method } from "./transport";
+import { Transport, VERSION, retryAfterMs, type Answer, type Method } from "./transport";
+import { instrumentation, type Instrumentation, type Sending } from "./otel";
 import { submitManyWireTx, submitWireTx, type Queryable } from "./tx";
 import type {
   Attempt,
@@ -61,6 +62,7 @@ import {
   scheduleToWire,
   submitResult,
 } from "./wire";
+import { infoFromWire, settingsToWire } from "./settings";
 
 /** The most jobs one POST /v1/jobs takes. */
 export const MAX_BATCH_JOBS = 10_000;
@@ -73,7 +75,7 @@ const WAIT_CHUNK_MS = 60_000;
  * id) that the leader has not taken in yet (it does within milliseconds of
  * the commit; a job whose transaction rolled back never appears).
  */
-const TX_TAKE_IN_MS = 2_000;
+const TX_TAKE_IN_MS = 5_000;
 
 const sleepFor = (ms: number, signal?: AbortSignal): Promise<void> =>
   new Promise((resolve, reject) => {
@@ -157,9 +159,12 @@ export class Client {
   readonly options: Resolved;
   private readonly transport: Transport;
   private readonly keys = new RequestKeys();
+  /** The OpenTelemetry spans, when `@opentelemetry/api` is there (otel.ts). */
+  readonly otel: Instrumentation | undefined;
 
   constructor(options: ClientOptions = {}) {
     this.options = resolveOptions(options);
+    this.otel = instrumentation(this.options.openTelemetry, VERSION);
     this.transport = new Transport({
       servers: this.options.servers,
       connectTimeoutMs: this.options.connectTimeoutMs,
@@ -202,13 +207,30 @@ export class Client {
    * anything is sent), with its traceparent (the spec's, else the `trace`
    * hook's). It carries an `idempotency_key` only when the spec has one.
    */
-  prepare(spec: JobSpec, index?: number): Record<string, unknown> {
+  prepare(spec: JobSpec, index?: number, sending?: Sending): Record<string, unknown> {
     const w = jobToWire(spec, this.options, index);
     if (w["traceparent"] === undefined && this.options.trace) {
       const tp = this.options.trace();
       if (tp !== undefined && tp !== null) w["traceparent"] = checkTraceparent(tp, "the trace hook's traceparent");
     }
+    if (w["traceparent"] === undefined && sending?.traceparent !== undefined) w["traceparent"] = sending.traceparent;
     return w;
+  }
+
+  /** Runs a submit call inside its OpenTelemetry producer span (when there is one). */
+  private async sending<T>(specs: readonly JobSpec[], fn: (s: Sending | undefined) => Promise<T>, idOf?: (r: T) => number): Promise<T> {
+    if (!this.otel) return fn(undefined);
+    const first = specs[0];
+    const queue = first?.queue ?? this.options.queue;
+    const s = this.otel.send(queue, specs.length, first?.tenant ?? this.options.tenant);
+    try {
+      const r = await fn(s);
+      s.done(idOf?.(r));
+      return r;
+    } catch (e) {
+      s.fail(e);
+      throw e;
+    }
   }
 
   /**
@@ -218,7 +240,8 @@ export class Client {
    * answered with the first answer (`replayed: true`) and makes nothing.
    */
   async submit(spec: JobSpec, o: SubmitCallOptions = {}): Promise<SubmitResult> {
-    return this.submitPrepared(this.prepare(spec), o);
+    if (!this.otel) return this.submitPrepared(this.prepare(spec), o);
+    return this.sending([spec], (s) => this.submitPrepared(this.prepare(spec, undefined, s), o), (r) => r.id);
   }
 
   /** Submits a job made by `prepare`. */
@@ -245,10 +268,15 @@ export class Client {
    * under `<requestKey>.<n>`).
    */
   async submitMany(specs: readonly JobSpec[], o: SubmitManyOptions = {}): Promise<BatchResult[]> {
+    if (!this.otel) return this.submitManyIn(specs, o, undefined);
+    return this.sending(specs, (s) => this.submitManyIn(specs, o, s));
+  }
+
+  private async submitManyIn(specs: readonly JobSpec[], o: SubmitManyOptions, sending: Sending | undefined): Promise<BatchResult[]> {
     const per = Math.max(1, Math.min(o.batchSize ?? MAX_BATCH_JOBS, MAX_BATCH_JOBS));
     // every job is checked and keyed before the first request; each request's
     // body is written when it is its turn, while the one before is out
-    const wires = specs.map((spec, i) => this.prepare(spec, i));
+    const wires = specs.map((spec, i) => this.prepare(spec, i, sending));
     if (wires.some(hasIndexRef)) return this.submitManyIndexed(wires, per, o);
     const out = new Array<BatchResult>(specs.length);
     let cursor = 0;
@@ -342,14 +370,16 @@ export class Client {
    * is required (no token implies one here). See `submitTx` in tx.ts.
    */
   async submitTx(db: Queryable, spec: JobSpec): Promise<number> {
-    return submitWireTx(db, this.prepare(spec));
+    return this.sending([spec], (s) => submitWireTx(db, this.prepare(spec, undefined, s)), (id) => id);
   }
 
   /** Submits many jobs in the caller's transaction (tenq.submit_many); their ids in order. */
   async submitManyTx(db: Queryable, specs: readonly JobSpec[]): Promise<number[]> {
-    return submitManyWireTx(
-      db,
-      specs.map((spec, i) => this.prepare(spec, i)),
+    return this.sending(specs, (s) =>
+      submitManyWireTx(
+        db,
+        specs.map((spec, i) => this.prepare(spec, i, s)),
+      ),
     );
   }
 
@@ -361,7 +391,7 @@ export class Client {
    * Waits for the job to finish (succeeded, cancelled, dead; a merged job is
    * followed to the job that took its payloads) and returns it. Throws
    * TimeoutError when `timeoutMs` passes first. A job made in a transaction
-   * (`submitTx`: an odd id) not found yet is looked for again for up to 2 s:
+   * (`submitTx`: an odd id) not found yet is looked for again for up to 5 s:
    * the server takes it in milliseconds after the commit.
    */
   async wait(id: number, o: WaitOptions = {}): Promise<Job> {
@@ -456,12 +486,13 @@ export class Client {
   }
 
   /**
-   * PUT /v1/queues/{name} (admin): settings by their protocol names
-   * (`lease_ms`, `max_attempts`, `timeout_ms`, `rate`, ...; null removes a
-   * limit); the queue as it is then.
+   * PUT /v1/queues/{name} (admin): settings in camelCase (`leaseMs`,
+   * `maxAttempts`, `timeoutMs`, `rate`, `tenantRate`, ...; null removes a
+   * limit); the queue as it is then. (The protocol's snake_case names are
+   * still taken, with a deprecation warning.)
    */
   async setQueue(name: string, settings: QueueSettings): Promise<QueueInfo> {
-    return this.queueCall("PUT", name, "", JSON.stringify(settings));
+    return this.queueCall("PUT", name, "", JSON.stringify(settingsToWire(settings, "queue")));
   }
 
   /**
@@ -482,21 +513,21 @@ export class Client {
   /** GET /v1/tenants/{name}: the tenant's settings and counts. */
   async getTenant(name: string): Promise<TenantInfo> {
     const b = await this.call("GET", `/v1/tenants/${encodeURIComponent(name)}`, { resend: true });
-    return asObject(b, "tenant") as unknown as TenantInfo;
+    return infoFromWire<TenantInfo>(asObject(b, "tenant"));
   }
 
-  /** PUT /v1/tenants/{name} (admin): `slots`, `weight`, `rate`, `rate_period_ms`, `rate_burst`; the tenant then. */
+  /** PUT /v1/tenants/{name} (admin): `slots`, `weight`, `rate`, `ratePeriodMs`, `rateBurst`; the tenant then. */
   async setTenant(name: string, settings: TenantSettings): Promise<TenantInfo> {
-    const body = JSON.stringify(settings);
+    const body = JSON.stringify(settingsToWire(settings, "tenant"));
     const b = await this.call("PUT", `/v1/tenants/${encodeURIComponent(name)}`, { body, resend: true });
-    return asObject(b, "tenant") as unknown as TenantInfo;
+    return infoFromWire<TenantInfo>(asObject(b, "tenant"));
   }
 
   /** A queue request; each may be sent again: the same request sets the same state. */
   private async queueCall(method: Method, name: string, tail: string, body?: string): Promise<QueueInfo> {
     const path = `/v1/queues/${encodeURIComponent(name)}${tail}`;
     const b = await this.call(method, path, { ...(body !== undefined ? { body } : {}), resend: true });
-    return asObject(b, "queue") as unknown as QueueInfo;
+    return infoFromWire<QueueInfo>(asObject(b, "queue"));
   }
 
   // ------------------------------------------------------------------ schedules and attempts

@@ -25,7 +25,7 @@ export interface JobContext {
   readonly id: number;
   readonly type: string;
   readonly args: JsonValue | undefined;
-  /** 0 on the first run. */
+  /** This attempt's number: 1 on the first run, as `client.attempts(id)` and the job's `attempts` count. */
   readonly attempt: number;
   /** The lease's fencing token. */
   readonly token: number;

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /** The client's options, and their defaults from the environment. */
+import type { OpenTelemetryOption } from "./otel";
 import type { TraceHook } from "./tracing";
 
 export interface ClientOptions {
@@ -21,6 +22,12 @@ export interface ClientOptions {
   maxSockets?: number;
   /** Gives the traceparent a submit carries when its spec has none (e.g. the active OpenTelemetry span's). */
   trace?: TraceHook;
+  /**
+   * OpenTelemetry spans of submits and of handlers' runs (otel.ts): by
+   * default when `@opentelemetry/api` is installed; `false`: none; or the
+   * API module to use.
+   */
+  openTelemetry?: OpenTelemetryOption;
 }
 
 export const DEFAULT_SERVER = "http://127.0.0.1:7070";
@@ -35,6 +42,7 @@ export interface Resolved {
   requestTimeoutMs: number;
   maxSockets: number;
   trace: TraceHook | undefined;
+  openTelemetry: OpenTelemetryOption;
 }
 
 function list(v: string | string[] | undefined): string[] {
@@ -58,5 +66,6 @@ export function resolveOptions(o: ClientOptions, env: NodeJS.ProcessEnv = proces
     requestTimeoutMs: o.requestTimeoutMs ?? 30_000,
     maxSockets: o.maxSockets ?? 16,
     trace: o.trace,
+    openTelemetry: o.openTelemetry,
   };
 }

@@ -59,6 +59,8 @@ export class Task {
   startedAt = 0;
   /** How its handler settled the job in its own transaction (completeTx, failTx), if it did. */
   tx: Outcome | undefined;
+  /** The handler's context, once it began (the worker's events hand it out). */
+  ctx: JobContext | undefined;
   private ac: AbortController | undefined;
 
   constructor(readonly job: LeasedJob) {

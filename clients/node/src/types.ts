@@ -210,6 +210,7 @@ export interface LeasedJob {
   args?: JsonValue;
   payloads?: Payload[];
   priority: number;
+  /** This attempt's number, 1 on the first run, as `client.attempts(id)` numbers it (the wire's `attempt` + 1). */
   attempt: number;
   maxAttempts: number;
   runAt: number;
@@ -422,50 +423,59 @@ export interface MorguePage {
 }
 
 /**
- * A queue's settings by their protocol names (docs/SEMANTICS.md), for
- * `setQueue`; a limit set to null is removed. Settings this library does
- * not name pass through as they are.
+ * A queue's settings (docs/SEMANTICS.md), for `setQueue`, in camelCase (the
+ * wire's snake_case names are converted by one table, settings.ts); a limit
+ * set to null is removed. A setting this library does not name goes as it
+ * is (a newer server's, by its wire name).
  */
 export interface QueueSettings {
   order?: "fifo" | "fair";
   delivery?: "at-least-once" | "at-most-once" | "exactly-once";
-  lease_ms?: number;
-  max_attempts?: number;
+  leaseMs?: number;
+  maxAttempts?: number;
   backoff?: "default" | "fixed" | "exponential";
-  backoff_base_ms?: number;
-  backoff_max_ms?: number;
+  backoffBaseMs?: number;
+  backoffMaxMs?: number;
   merge?: boolean;
-  dedup_window_ms?: number;
-  retention_ms?: number;
-  max_payload_bytes?: number;
-  tenant_cap?: number | null;
+  dedupWindowMs?: number;
+  retentionMs?: number;
+  maxPayloadBytes?: number;
+  tenantCap?: number | null;
   /** Attempts still running this long after their lease fail (0: none). */
-  timeout_ms?: number;
+  timeoutMs?: number;
   /** Nothing of the queue is leased (see also `pauseQueue`). */
   paused?: boolean;
-  /** The queue's starts per `rate_period_ms`, all tenants together (null: no limit). */
+  /** The queue's starts per `ratePeriodMs`, all tenants together (null: no limit). */
   rate?: number | null;
-  /** Each tenant's starts in the queue per `rate_period_ms` (null: no limit). */
-  tenant_rate?: number | null;
-  rate_period_ms?: number;
+  /** Each tenant's starts in the queue per `ratePeriodMs` (null: no limit). */
+  tenantRate?: number | null;
+  ratePeriodMs?: number;
   /** Starts allowed at once after a quiet spell (null: the rate). */
-  rate_burst?: number | null;
+  rateBurst?: number | null;
+  /** Unfinished jobs the queue holds at most, all tenants together (null: no quota). */
+  maxQueued?: number | null;
+  /** Bytes of their args at most (0: no quota). */
+  maxQueuedBytes?: number;
   [setting: string]: JsonValue | undefined;
 }
 
-/** A tenant's settings by their protocol names, for `setTenant`. */
+/** A tenant's settings, for `setTenant`, in camelCase. */
 export interface TenantSettings {
   /** Jobs running at once (null: unlimited; 0: paused in every queue). */
   slots?: number | null;
   weight?: number;
-  /** Its starts in every queue together per `rate_period_ms` (null: no limit). */
+  /** Its starts in every queue together per `ratePeriodMs` (null: no limit). */
   rate?: number | null;
-  rate_period_ms?: number;
-  rate_burst?: number | null;
+  ratePeriodMs?: number;
+  rateBurst?: number | null;
+  /** Unfinished jobs it holds at most, over every queue (null: no quota). */
+  maxQueued?: number | null;
+  /** Bytes of their args at most (0: no quota). */
+  maxQueuedBytes?: number;
   [setting: string]: JsonValue | undefined;
 }
 
-/** The counts of a queue or tenant (docs/API.md), by their protocol names. */
+/** The counts of a queue or tenant (docs/API.md). */
 export interface Counts {
   ready?: number;
   scheduled?: number;
@@ -475,20 +485,24 @@ export interface Counts {
   leased?: number;
   running?: number;
   dead?: number;
+  /** Unfinished (the six states above but dead): what `maxQueued` counts. */
+  queued?: number;
+  /** Bytes of their args: what `maxQueuedBytes` counts. */
+  queuedBytes?: number;
   /** Ready and free to go. */
   eligible?: number;
   /** Ready but held by a limit: slots, a cap, a pause, a rate. */
   held?: number;
   /** Present while a rate limit of its own allows no start: when it may. */
-  rate_limited_until?: number;
-  lag_ms?: number;
-  submitted_total?: number;
-  succeeded_total?: number;
-  failed_total?: number;
-  dead_total?: number;
-  cancelled_total?: number;
-  completed_per_s?: number;
-  failed_per_s?: number;
+  rateLimitedUntil?: number;
+  lagMs?: number;
+  submittedTotal?: number;
+  succeededTotal?: number;
+  failedTotal?: number;
+  deadTotal?: number;
+  cancelledTotal?: number;
+  completedPerS?: number;
+  failedPerS?: number;
 }
 
 /** A queue as GET /v1/queues/{name} shows it: its settings and counts. */
@@ -497,12 +511,12 @@ export interface QueueInfo extends QueueSettings, Counts {
   /** Paused whole. */
   paused: boolean;
   /** The tenants it is paused for (a tenant token sees only its own). */
-  paused_tenants: string[];
-  timeout_ms: number;
+  pausedTenants: string[];
+  timeoutMs: number;
   rate: number | null;
-  tenant_rate: number | null;
-  rate_period_ms: number;
-  rate_burst: number | null;
+  tenantRate: number | null;
+  ratePeriodMs: number;
+  rateBurst: number | null;
 }
 
 /** A tenant as GET /v1/tenants/{name} shows it. */
@@ -510,10 +524,10 @@ export interface TenantInfo extends TenantSettings, Counts {
   name: string;
   slots: number | null;
   weight: number;
-  in_use?: number;
+  inUse?: number;
   rate: number | null;
-  rate_period_ms: number;
-  rate_burst: number | null;
+  ratePeriodMs: number;
+  rateBurst: number | null;
 }
 
 /** What a schedule does with ticks due while it could not run: none, one for the latest, or each (at most 100). */

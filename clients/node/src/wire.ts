@@ -338,7 +338,8 @@ export function leasedFromWire(v: unknown): LeasedJob {
     type: str(o["type"]) ?? "",
     key: str(o["key"]),
     priority: num(o["priority"]) ?? 0,
-    attempt: num(o["attempt"]) ?? 0,
+    // the lease counts the attempts before this one; this one's number is one more
+    attempt: (num(o["attempt"]) ?? 0) + 1,
     maxAttempts: num(o["max_attempts"]) ?? 0,
     runAt: num(o["run_at"]) ?? 0,
     createdAt: num(o["created_at"]) ?? 0,

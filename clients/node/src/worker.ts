@@ -36,11 +36,18 @@
  *   started, let running ones finish within `graceMs`, then abort them and
  *   give them back (`retry_in_ms: 0`, "worker stopped"); report everything.
  *   A second signal stops at once.
+ * - Events (an EventEmitter, as BullMQ's worker): `active` when a handler
+ *   begins, `progress` for each progress report, `completed` and `failed`
+ *   once the server has acknowledged the outcome (so `client.get(id)` shows
+ *   it then), `error` for what the worker would otherwise only log (a lease
+ *   or report that failed, an outcome refused), `closing` and `closed`.
  */
+import { EventEmitter } from "node:events";
 import { hostname } from "node:os";
 
 import type { Client } from "./client";
 import { ForbiddenError, InvalidError, UnauthenticatedError } from "./errors";
+import type { JobContext } from "./context";
 import type { JsonValue } from "./json";
 import { stderrLogger, type Logger } from "./log";
 import { compose, describeError, type Middleware } from "./middleware";
@@ -106,6 +113,42 @@ export interface WorkerOptions {
   onReported?: (results: OutcomeResult[]) => void;
 }
 
+/**
+ * The worker's events and their arguments (`worker.on("completed", (job,
+ * result) => ...)`). A job's events come in this order: `active`, any
+ * `progress`, then `completed` or `failed` (none for a job given back at a
+ * stop, or whose lease was lost). `error` is emitted only while it has a
+ * listener (an EventEmitter's unheard `error` would throw); without one the
+ * worker logs as before.
+ */
+export interface WorkerEvents {
+  /** A handler began. */
+  active: [job: JobContext];
+  /** The handler reported progress (`ctx.progress(v)`). */
+  progress: [job: JobContext, progress: JsonValue];
+  /** The server has the job succeeded, with what the handler returned. */
+  completed: [job: JobContext, result: unknown];
+  /**
+   * The server has the attempt failed (retried later, or dead): `error` is
+   * what the handler threw, or why it was stopped (JobTimeoutError,
+   * JobCancelledError).
+   */
+  failed: [job: JobContext, error: unknown];
+  /** Something went wrong beside a job: a lease or a report that failed (retried), an outcome the server refused. */
+  error: [error: Error];
+  /** `stop()` began. */
+  closing: [];
+  /** `run()` is about to resolve: everything is reported. */
+  closed: [];
+}
+
+/** What an outcome's acknowledgement is emitted as. */
+interface Pending {
+  ctx: JobContext;
+  ok: boolean;
+  value: unknown;
+}
+
 export interface WorkerStats {
   leased: number;
   succeeded: number;
@@ -155,7 +198,7 @@ const sleep = (ms: number, signal?: AbortSignal): Promise<void> =>
     signal?.addEventListener("abort", done, { once: true });
   });
 
-export class Worker {
+export class Worker extends EventEmitter<WorkerEvents> {
   readonly name: string;
   private readonly queues: string[];
   private readonly concurrency: number;
@@ -189,7 +232,12 @@ export class Worker {
   private outage = false;
   private readonly withLease: boolean;
   private readonly beats: Heartbeats;
-  private readonly progressFn = (t: Task, v: JsonValue): void => this.beats.progress(t, v);
+  private readonly progressFn = (t: Task, v: JsonValue): void => {
+    this.beats.progress(t, v);
+    if (t.ctx && this.listenerCount("progress")) this.emit("progress", t.ctx, v);
+  };
+  /** The outcomes sent whose acknowledgement is to be emitted (while `completed` or `failed` have listeners). */
+  private readonly toEmit = new Map<Outcome, Pending>();
 
   private started = false;
   private stopping = false;
@@ -206,6 +254,7 @@ export class Worker {
     private readonly registry: Registry,
     private readonly opts: WorkerOptions = {},
   ) {
+    super();
     const q = opts.queues ?? (client.options.queue ? [client.options.queue] : []);
     if (!q.length) throw new InvalidError("a worker needs queues (or a client with a default queue)", { field: "queues" });
     this.queues = q;
@@ -292,6 +341,7 @@ export class Worker {
     this.leaser = this.leaseLoop().catch((e: unknown) => {
       this.fatal = e;
       this.log.error(`the server refused the worker: ${describeError(e)}`);
+      this.emitError(e);
       void this.stop();
     });
     try {
@@ -303,6 +353,7 @@ export class Worker {
         process.off("SIGINT", onSignal);
       }
     }
+    this.emit("closed");
     if (bySignal && (this.opts.exitAfterSignal ?? true)) {
       // unref'd: it ends the process only if something else keeps it alive
       setTimeout(() => process.exit(), 1000).unref();
@@ -313,6 +364,7 @@ export class Worker {
 
   /** Stops gracefully (see the top of this file); resolves when done. */
   stop(): Promise<void> {
+    if (this.stopDone === undefined) this.emit("closing");
     this.stopDone ??= this.shutdown();
     return this.stopDone;
   }
@@ -402,6 +454,7 @@ export class Worker {
         if (ac.signal.aborted && this.stopping) break;
         if (e instanceof UnauthenticatedError || e instanceof ForbiddenError || e instanceof InvalidError) throw e;
         if (!this.outage) this.log.warn(`lease failed: ${describeError(e)}; retrying with backoff`);
+        this.emitError(e);
         this.outage = true;
         this.leaserState = "backoff";
         this.flushSoon();
@@ -456,11 +509,15 @@ export class Worker {
     const job = t.job;
     const reg = this.registry.get(job.type);
     const ctx = new TaskContext(t, this.name, this.progressFn, this.client);
+    t.ctx = ctx;
+    if (this.listenerCount("active")) this.emit("active", ctx);
     const timeoutMs = reg?.timeoutMs ?? this.opts.timeoutMs;
     if (timeoutMs !== undefined && timeoutMs > 0) t.timers.push(setTimeout(() => this.stopTask(t, "timeout"), timeoutMs));
     this.beats.started(t);
     const inner = reg ? () => invoke(reg, ctx) : () => Promise.reject(new UnknownTypeError(job.type));
-    const run = this.middleware.length ? compose(this.middleware, ctx, inner) : inner;
+    const composed = this.middleware.length ? compose(this.middleware, ctx, inner) : inner;
+    const otel = this.client.otel;
+    const run = otel ? () => otel.process(ctx, composed) : composed;
     let p: Promise<unknown>;
     try {
       p = run();
@@ -482,7 +539,13 @@ export class Worker {
     const ms = performance.now() - t.startedAt;
     const d = this.durationMs;
     this.durationMs = d >= 0 ? d + (ms - d) * (ms > d ? DURATION_UP : DURATION_DOWN) : ms;
-    this.end(t, t.outcome(s));
+    const out = t.outcome(s);
+    if (out && t.ctx && this.listensToOutcomes() && (out.ok || !(out.retryInMs === 0 && out.error === "worker stopped"))) {
+      // a success's result; a failure's error: what the handler threw, or why it was stopped
+      const value = out.ok ? (s.ok === true ? s.value : undefined) : t.stop || s.ok !== false ? t.signal.reason : s.error;
+      this.toEmit.set(out, { ctx: t.ctx, ok: out.ok, value });
+    }
+    this.end(t, out);
     this.pump();
   }
 
@@ -549,6 +612,7 @@ export class Worker {
       } catch (e) {
         if (this.killed) return;
         this.putBack(batch);
+        this.emitError(e);
         if (e instanceof UnauthenticatedError || e instanceof ForbiddenError) {
           this.log.error(`outcomes refused: ${describeError(e)}`);
           return;
@@ -573,8 +637,29 @@ export class Worker {
       if (r.ok) continue;
       this.stat.dropped++;
       this.log.warn(`job ${r.id}: outcome refused: ${r.error.message}`);
+      this.emitError(r.error);
+    }
+    if (this.toEmit.size) {
+      // the answer holds one result per outcome sent, in order
+      sent.forEach((o, i) => {
+        const p = this.toEmit.get(o);
+        if (!p) return;
+        this.toEmit.delete(o);
+        if (!results[i]?.ok) return;
+        if (p.ok) this.emit("completed", p.ctx, p.value);
+        else this.emit("failed", p.ctx, p.value);
+      });
     }
     this.opts.onReported?.(results);
+  }
+
+  private listensToOutcomes(): boolean {
+    return this.listenerCount("completed") > 0 || this.listenerCount("failed") > 0;
+  }
+
+  /** `error`, only when someone listens (an unheard one would throw). */
+  private emitError(e: unknown): void {
+    if (this.listenerCount("error")) this.emit("error", e instanceof Error ? e : new Error(describeError(e)));
   }
 
   /** Outcomes go back to the head of the queue after a failed request. */

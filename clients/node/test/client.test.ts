@@ -226,7 +226,7 @@ describe("wait", () => {
   });
 
   it("follows a merged job to the job that took its payloads", async () => {
-    await c.setQueue("mf", { merge: true, backoff: "fixed", backoff_base_ms: 0 });
+    await c.setQueue("mf", { merge: true, backoff: "fixed", backoffBaseMs: 0 });
     const a = await c.submit({ queue: "mf", type: "M", key: "lane", args: "first" });
     const lease = await c.lease({ queues: ["mf"], max: 1 });
     const b = await c.submit({ queue: "mf", type: "M", key: "lane", args: "second" });

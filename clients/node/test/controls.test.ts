@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 
-import { LeaseLostError, Tenq } from "tenq";
+import { InvalidError, LeaseLostError, Tenq } from "tenq";
 import type { Counts } from "tenq";
 
 import { Server, sleep, until, withWorker } from "./harness";
@@ -20,10 +20,12 @@ let tenq: Tenq;
 // below checks the server's counts against it.
 const COUNT_KEYS: { [K in keyof Required<Counts>]: true } = {
   ready: true, scheduled: true, blocked: true, waiting: true, leased: true, running: true, dead: true,
-  eligible: true, held: true, rate_limited_until: true, lag_ms: true, submitted_total: true,
-  succeeded_total: true, failed_total: true, dead_total: true, cancelled_total: true,
-  completed_per_s: true, failed_per_s: true,
+  queued: true, queuedBytes: true, eligible: true, held: true, rateLimitedUntil: true, lagMs: true,
+  submittedTotal: true, succeededTotal: true, failedTotal: true, deadTotal: true, cancelledTotal: true,
+  completedPerS: true, failedPerS: true,
 };
+// the wire's snake_case name of a count, in this library's camelCase
+const camel = (k: string): string => k.replace(/_(.)/g, (_m, c: string) => c.toUpperCase());
 
 before(async () => {
   server = await Server.start();
@@ -41,10 +43,40 @@ describe("queue controls", () => {
     const parent = await app.client.submit({ type: "P" });
     await app.client.submit({ type: "C", dependsOn: [parent] });
     const stats = (await app.client.call("GET", "/v1/stats")) as { totals: Record<string, unknown> };
-    for (const k of Object.keys(stats.totals)) assert.ok(k in COUNT_KEYS, `Counts lacks "${k}"`);
+    for (const k of Object.keys(stats.totals)) assert.ok(camel(k) in COUNT_KEYS, `Counts lacks "${camel(k)}"`);
     const q = await app.client.getQueue("counted");
     assert.equal(q.waiting, 1);
     app.close();
+  });
+
+  it("settings go in camelCase and come back so; the wire's names still work, with a deprecation warning", async () => {
+    const q = await tenq.client.setQueue("camel", { leaseMs: 45_000, maxAttempts: 7, tenantRate: 3, ratePeriodMs: 2000, dedupWindowMs: 1000 });
+    assert.deepEqual(
+      [q.leaseMs, q.maxAttempts, q.tenantRate, q.ratePeriodMs, q.dedupWindowMs, q.pausedTenants, q.submittedTotal],
+      [45_000, 7, 3, 2000, 1000, [], 0],
+    );
+    assert.ok(!Object.keys(q).some((k) => k.includes("_")), Object.keys(q).join(" "));
+    const t = await tenq.client.setTenant("camel-t", { slots: 4, rateBurst: 2, rate: 10 });
+    assert.deepEqual([t.slots, t.rateBurst, t.rate, t.inUse], [4, 2, 10, 0]);
+    const warnings: Error[] = [];
+    const onWarning = (w: Error): void => void warnings.push(w);
+    process.on("warning", onWarning);
+    try {
+      const old = await tenq.client.setQueue("camel", { lease_ms: 50_000 });
+      assert.equal(old.leaseMs, 50_000);
+      await new Promise((r) => setImmediate(r));
+    } finally {
+      process.off("warning", onWarning);
+    }
+    assert.equal(warnings.length, 1);
+    assert.equal(warnings[0]!.name, "DeprecationWarning");
+    assert.match(warnings[0]!.message, /"lease_ms" is spelt "leaseMs"/);
+    // a setting nobody knows: the server names it, and nothing changed
+    await assert.rejects(
+      tenq.client.setQueue("camel", { leaseMs: 1000, leaseMsec: 1 }),
+      (e: unknown) => e instanceof InvalidError && e.field === "leaseMsec",
+    );
+    assert.equal((await tenq.client.getQueue("camel")).leaseMs, 50_000);
   });
 
   it("a paused queue leases nothing to the worker until resumed", async () => {
@@ -53,7 +85,7 @@ describe("queue controls", () => {
     const info = await app.client.pauseQueue("paused");
     assert.equal(info.name, "paused");
     assert.equal(info.paused, true);
-    assert.deepEqual(info.paused_tenants, []);
+    assert.deepEqual(info.pausedTenants, []);
     app.handle("P", async (a) => a);
     const hs = await Promise.all([0, 1, 2].map((i) => app.enqueue("P", i)));
     await withWorker(app, { concurrency: 3 }, async (w) => {
@@ -75,7 +107,7 @@ describe("queue controls", () => {
     await app.client.setQueue("tpaused", {});
     const info = await app.client.pauseQueue("tpaused", { tenant: "acme" });
     assert.equal(info.paused, false);
-    assert.deepEqual(info.paused_tenants, ["acme"]);
+    assert.deepEqual(info.pausedTenants, ["acme"]);
     app.handle("P", async (a) => a);
     const mine = await app.enqueue("P", "acme");
     const other = await app.enqueue("P", "other", { tenant: "other" });
@@ -85,14 +117,14 @@ describe("queue controls", () => {
       const job = await app.client.get(mine.id);
       assert.equal(job.state, "ready");
       assert.equal(job.waiting?.reason, "tenant_paused");
-      assert.deepEqual((await app.client.resumeQueue("tpaused", { tenant: "acme" })).paused_tenants, []);
+      assert.deepEqual((await app.client.resumeQueue("tpaused", { tenant: "acme" })).pausedTenants, []);
       assert.equal(await mine.wait({ timeoutMs: 20_000 }), "acme");
     });
     app.close();
   });
 
   it("a job past its timeoutMs is failed by the server; the worker stops its handler and reports nothing", async () => {
-    await tenq.client.setQueue("tmo", { lease_ms: 1500, max_attempts: 1 }); // heartbeats every 0.5 s
+    await tenq.client.setQueue("tmo", { leaseMs: 1500, maxAttempts: 1 }); // heartbeats every 0.5 s
     const app = server.app({ queue: "tmo" });
     let reason: unknown;
     let seenTimeout: number | undefined;
@@ -122,8 +154,8 @@ describe("queue controls", () => {
   });
 
   it("the queue's timeout_ms applies to jobs without their own; fake mode records timeoutMs", async () => {
-    const info = await tenq.client.setQueue("qtmo", { lease_ms: 1500, timeout_ms: 900, max_attempts: 1 });
-    assert.equal(info.timeout_ms, 900);
+    const info = await tenq.client.setQueue("qtmo", { leaseMs: 1500, timeoutMs: 900, maxAttempts: 1 });
+    assert.equal(info.timeoutMs, 900);
     const app = server.app({ queue: "qtmo" });
     app.handle("Nap", async (_a, ctx) => {
       await new Promise<void>((resolve) => ctx.signal.addEventListener("abort", () => resolve()));
@@ -146,10 +178,10 @@ describe("queue controls", () => {
   });
 
   it("a queue rate set with setQueue: a burst of 2, then one start each 500 ms", async () => {
-    const info = await tenq.client.setQueue("rated", { rate: 2, rate_period_ms: 1000 });
+    const info = await tenq.client.setQueue("rated", { rate: 2, ratePeriodMs: 1000 });
     assert.equal(info.rate, 2);
-    assert.equal(info.rate_period_ms, 1000);
-    assert.equal(info.rate_burst, null);
+    assert.equal(info.ratePeriodMs, 1000);
+    assert.equal(info.rateBurst, null);
     const app = server.app({ queue: "rated" });
     const starts: number[] = [];
     app.handle("R", async () => {
@@ -159,7 +191,7 @@ describe("queue controls", () => {
     await withWorker(app, { concurrency: 6 }, async (w) => {
       await until(() => starts.length >= 2, "the burst");
       const q = await app.client.getQueue("rated");
-      assert.ok((q.held ?? 0) >= 1 && (q.rate_limited_until ?? 0) > 0, JSON.stringify(q));
+      assert.ok((q.held ?? 0) >= 1 && (q.rateLimitedUntil ?? 0) > 0, JSON.stringify(q));
       const last = hs[5]!;
       assert.ok(last.ok);
       const held = await app.client.get(last.id);
@@ -175,10 +207,10 @@ describe("queue controls", () => {
   });
 
   it("a tenant's rate set with setTenant holds its jobs apart", async () => {
-    const t = await tenq.client.setTenant("rated-node", { rate: 1, rate_period_ms: 800, rate_burst: 1 });
+    const t = await tenq.client.setTenant("rated-node", { rate: 1, ratePeriodMs: 800, rateBurst: 1 });
     assert.equal(t.rate, 1);
-    assert.equal(t.rate_burst, 1);
-    assert.equal((await tenq.client.getTenant("rated-node")).rate_period_ms, 800);
+    assert.equal(t.rateBurst, 1);
+    assert.equal((await tenq.client.getTenant("rated-node")).ratePeriodMs, 800);
     const app = server.app({ queue: "trated", tenant: "rated-node" });
     const starts: number[] = [];
     app.handle("R", async () => {

@@ -100,7 +100,9 @@ describe("attempts", () => {
   it("a job that failed twice and then succeeded lists its three attempts, with outcomes and errors", async () => {
     const app = server.app({ queue: "flaky" });
     let calls = 0;
-    app.handle("Flaky", async () => {
+    const seen: number[] = [];
+    app.handle("Flaky", async (_args, ctx) => {
+      seen.push(ctx.attempt);
       calls++;
       if (calls < 3) throw new RetryError(10, `boom ${calls}`);
       return "ok";
@@ -112,6 +114,7 @@ describe("attempts", () => {
     });
     const att: Attempt[] = await app.client.attempts(h.id);
     assert.deepEqual(att.map((a) => a.attempt), [1, 2, 3]);
+    assert.deepEqual(seen, [1, 2, 3]); // the handler's attempt is the history's
     assert.deepEqual(att.map((a) => a.outcome), ["failed", "failed", "succeeded"]);
     assert.match(att[0]!.error ?? "", /boom 1/);
     assert.match(att[1]!.error ?? "", /boom 2/);

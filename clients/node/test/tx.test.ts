@@ -291,7 +291,7 @@ describe("in the application's transaction", () => {
       e.app.handle("Order.ship", async (_args, ctx) => {
         attempts.push(ctx.attempt);
         await inTx(e.db, async () => {
-          if (ctx.attempt === 0) {
+          if (ctx.attempt === 1) {
             await e.db.query("INSERT INTO orders (note, job) VALUES ('no stock', $1)", [ctx.id]);
             await failTx(e.db, ctx, "no stock", { retryInMs: 0 });
           } else {
@@ -304,11 +304,11 @@ describe("in the application's transaction", () => {
       const reported: OutcomeResult[] = [];
       const w = e.app.worker({ logger: null, handleSignals: false, onReported: (r) => reported.push(...r) });
       const running = w.run();
-      assert.deepEqual(await h.wait({ timeoutMs: 20_000 }), { try: 1 });
+      assert.deepEqual(await h.wait({ timeoutMs: 20_000 }), { try: 2 });
       await until(() => reported.length === 2, "both reports answered");
       await w.stop();
       const stats = await running;
-      assert.deepEqual(attempts, [0, 1]);
+      assert.deepEqual(attempts, [1, 2]);
       assert.deepEqual(reported.map((r) => r.ok), [true, true]);
       assert.equal(stats.dropped, 0);
       assert.equal(stats.failed, 1);
@@ -341,7 +341,7 @@ describe("in the application's transaction", () => {
   it("a job's own timeoutMs goes through the transaction and the server times the attempt out", { skip: need }, async () => {
     const e = await setup("txtmo");
     try {
-      await e.app.client.setQueue("txtmo", { lease_ms: 1500 }); // heartbeats every 0.5 s
+      await e.app.client.setQueue("txtmo", { leaseMs: 1500 }); // heartbeats every 0.5 s
       let reason: unknown;
       e.app.handle("Stuck", async (_a, ctx) => {
         await new Promise<void>((resolve) => ctx.signal.addEventListener("abort", () => resolve()));

@@ -65,7 +65,7 @@ describe("worker", () => {
   });
 
   it("fails a throwing handler's attempt with its class and message, retries, and sends it to the morgue", async () => {
-    await tenq.client.setQueue("retry", { max_attempts: 3, backoff: "fixed", backoff_base_ms: 0 });
+    await tenq.client.setQueue("retry", { maxAttempts: 3, backoff: "fixed", backoffBaseMs: 0 });
     class ReportBroken extends Error {}
     let runs = 0;
     const app = server.app({ queue: "retry" });
@@ -90,12 +90,12 @@ describe("worker", () => {
   });
 
   it("retries after the delay a handler asks for, and not at all on NoRetryError", async () => {
-    await tenq.client.setQueue("retryin", { max_attempts: 5 });
+    await tenq.client.setQueue("retryin", { maxAttempts: 5 });
     const app = server.app({ queue: "retryin" });
     const seen: number[] = [];
     app.handle("Later", (_a, ctx) => {
       seen.push(Date.now());
-      if (ctx.attempt === 0) throw new RetryError(400, "not yet");
+      if (ctx.attempt === 1) throw new RetryError(400, "not yet");
       return ctx.attempt;
     });
     app.handle("Never", () => {
@@ -104,7 +104,7 @@ describe("worker", () => {
     const later = await app.enqueue("Later");
     const never = await app.enqueue("Never");
     await withWorker(app, {}, async () => {
-      assert.equal(await later.wait({ timeoutMs: 20_000 }), 1);
+      assert.equal(await later.wait({ timeoutMs: 20_000 }), 2);
       await until(async () => (await app.client.get(never.id)).state === "dead", "NoRetryError to the morgue");
     });
     assert.equal(seen.length, 2);
@@ -116,7 +116,7 @@ describe("worker", () => {
   });
 
   it("notices a cancel at a heartbeat, and records progress", async () => {
-    await tenq.client.setQueue("cancel", { lease_ms: 1500 });
+    await tenq.client.setQueue("cancel", { leaseMs: 1500 });
     const app = server.app({ queue: "cancel" });
     let reason: unknown;
     app.handle("Long", async (_a, ctx) => {
@@ -141,7 +141,7 @@ describe("worker", () => {
   });
 
   it("keeps a long job's lease alive with heartbeats", async () => {
-    await tenq.client.setQueue("beats", { lease_ms: 900 });
+    await tenq.client.setQueue("beats", { leaseMs: 900 });
     const app = server.app({ queue: "beats" });
     app.handle("Long", async () => {
       await sleep(2_500);
@@ -164,7 +164,7 @@ describe("worker", () => {
       const off = await Server.start({ env: clockOff(offset) });
       const app = off.app({ queue: "beats" });
       try {
-        await app.client.setQueue("beats", { lease_ms: 3_000 }); // heartbeats every second
+        await app.client.setQueue("beats", { leaseMs: 3_000 }); // heartbeats every second
         app.handle("Long", async () => {
           await sleep(3_500);
           return "finished";
@@ -186,7 +186,7 @@ describe("worker", () => {
   }
 
   it("stops a handler past its timeout and fails the job \"timeout\"", async () => {
-    await tenq.client.setQueue("timeout", { max_attempts: 1 });
+    await tenq.client.setQueue("timeout", { maxAttempts: 1 });
     const app = server.app({ queue: "timeout" });
     let aborted: unknown;
     app.handle("Stuck", async (_a, ctx) => {
@@ -244,7 +244,7 @@ describe("worker", () => {
   });
 
   it("fails a job whose type has no handler, and goes on", async () => {
-    await tenq.client.setQueue("unknown", { max_attempts: 1 });
+    await tenq.client.setQueue("unknown", { maxAttempts: 1 });
     const app = server.app({ queue: "unknown" });
     app.handle("Known", () => "yes");
     const nope = await app.client.submit({ type: "Nope" });

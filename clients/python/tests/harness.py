@@ -179,6 +179,7 @@ class DroppingProxy:
         self.upstream = upstream_port
         self.drop = 0
         self.requests = 0
+        self.connections = 0
         self.keys: List[Optional[str]] = []
         self.on_drop: Optional[Callable[[], None]] = None
         self._lock = threading.Lock()
@@ -202,6 +203,8 @@ class DroppingProxy:
                 client, _ = self._sock.accept()
             except OSError:
                 return
+            with self._lock:
+                self.connections += 1
             threading.Thread(target=self._serve, args=(client,), daemon=True).start()
 
     def _serve(self, client: socket.socket) -> None:

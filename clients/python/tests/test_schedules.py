@@ -114,6 +114,7 @@ def test_a_job_failed_twice_then_succeeded_lists_its_attempts(client: tenq.Clien
         assert h.wait(30) == "ok"
     att: List[tenq.Attempt] = client.attempts(h.id)
     assert [a.attempt for a in att] == [1, 2, 3]
+    assert calls == [1, 2, 3]  # the handler's attempt is the history's
     assert [a.outcome for a in att] == ["failed", "failed", "succeeded"]
     assert [a.error for a in att] == ["Retry: boom 1", "Retry: boom 2", None]
     assert [a.job_state for a in att][-1] == "succeeded"

@@ -149,10 +149,10 @@ def test_a_committed_submit_is_leased_by_a_worker(env: Env) -> None:
         with conn.transaction():
             with conn.cursor() as cur:
                 cur.execute("INSERT INTO app (what) VALUES ('order 1')")
-                job_id = tenq.tx.submit(cur, "acme", env.queue, "T.echo", {"order": 1},
+                job_id = tenq.tx.submit(cur, "T.echo", {"order": 1}, tenant="acme", queue=env.queue,
                                         key="order:1")
             # a connection does too (a cursor of it is used)
-            other = tenq.tx.submit(conn, "acme", env.queue, "T.echo")
+            other = tenq.tx.submit(conn, "T.echo", tenant="acme", queue=env.queue)
     assert job_id % 2 == 1 and other % 2 == 1 and other > job_id  # odd: made in a transaction
     with _worker(env, _echo()) as w:
         assert _wait(env.client, job_id).result == {"order": 1}
@@ -163,14 +163,54 @@ def test_a_committed_submit_is_leased_by_a_worker(env: Env) -> None:
     assert env.rows("SELECT what FROM app") == [("order 1",)]
 
 
+def test_wait_right_after_the_commit_waits_for_the_job(env: Env) -> None:
+    """client.wait on the id tenq.tx.submit returned, at once after the
+    commit: the server takes the job in milliseconds later, and the wait
+    looks again meanwhile instead of raising NotFoundError."""
+    with _worker(env, _echo()) as w:
+        with env.connect() as conn:
+            for i in range(20):
+                with conn.transaction():
+                    job_id = tenq.tx.submit(conn, "T.echo", {"i": i}, tenant="acme", queue=env.queue)
+                job = env.client.wait(job_id, 30)
+                assert (job.state, job.result) == ("succeeded", {"i": i})
+    assert w.counts["succeeded"] == 20
+    # an odd id that never comes (a rolled-back transaction's) is not found
+    # once the take-in window is over, not after the whole wait
+    with env.connect() as conn:
+        with conn.cursor() as cur:
+            gone = tenq.tx.submit(cur, "T.echo", tenant="acme", queue=env.queue)
+        conn.rollback()
+    t0 = time.monotonic()
+    with pytest.raises(tenq.NotFoundError):
+        env.client.wait(gone, 60)
+    assert tenq.client.TX_TAKE_IN <= time.monotonic() - t0 < 30
+
+
+def test_the_former_argument_order_still_works_and_warns(env: Env) -> None:
+    with env.connect() as conn:
+        with conn.transaction():
+            with pytest.warns(DeprecationWarning, match="tenq.tx.submit"):
+                old = tenq.tx.submit(conn, "acme", env.queue, "T.echo", {"old": 1}, key="k-old")
+            with pytest.warns(DeprecationWarning):
+                bare = tenq.tx.submit(conn, "acme", env.queue, "T.echo")
+            new = tenq.tx.submit(conn, "T.echo", {"new": 1}, tenant="acme", queue=env.queue)
+    for job_id, args in ((old, {"old": 1}), (bare, {}), (new, {"new": 1})):
+        job = env.client.wait(job_id, 0.5)  # there, not finished: no worker
+        assert (job.tenant, job.queue, job.type, job.args) == ("acme", env.queue, "T.echo", args)
+    assert env.client.get(old).key == "k-old"
+    with pytest.raises(TypeError, match="tenant= and queue="):
+        tenq.tx.submit(conn, "T.echo", {"x": 1})
+
+
 def test_a_rolled_back_submit_never_appears(env: Env) -> None:
     with env.connect() as conn:
         with conn.cursor() as cur:
             cur.execute("INSERT INTO app (what) VALUES ('gone')")
-            gone = tenq.tx.submit(cur, "acme", env.queue, "T.echo", {"n": 1})
+            gone = tenq.tx.submit(cur, "T.echo", {"n": 1}, tenant="acme", queue=env.queue)
         conn.rollback()
         with conn.transaction():
-            marker = tenq.tx.submit(conn, "acme", env.queue, "T.echo", {"n": 2})
+            marker = tenq.tx.submit(conn, "T.echo", {"n": 2}, tenant="acme", queue=env.queue)
     # the marker was committed after the rolled-back one: once it is in, the
     # other would be too
     assert _job(env.client, marker).args == {"n": 2}
@@ -220,7 +260,7 @@ def test_a_refused_submit_raises_the_drivers_error(env: Env) -> None:
         with pytest.raises(psycopg.Error) as info:
             with conn.transaction():
                 conn.execute("INSERT INTO app (what) VALUES ('x')")
-                tenq.tx.submit(conn, "acme", env.queue, "bad type")
+                tenq.tx.submit(conn, "bad type", tenant="acme", queue=env.queue)
         assert info.value.sqlstate == "22023" and "tenq.submit: type" in str(info.value)
         with pytest.raises(psycopg.Error) as info:
             with conn.transaction():
@@ -231,7 +271,7 @@ def test_a_refused_submit_raises_the_drivers_error(env: Env) -> None:
         assert "tenq.submit_many: job 1: priority" in str(info.value)
         # what this library can tell is wrong, before anything is sent
         with pytest.raises(tenq.InvalidError) as bad:
-            tenq.tx.submit(conn, "acme", env.queue, "T", {"x": object()})
+            tenq.tx.submit(conn, "T", {"x": object()}, tenant="acme", queue=env.queue)
         assert bad.value.field == "args"
         with pytest.raises(tenq.InvalidError):
             tenq.tx.submit_many(conn, [{"type": "T", "colour": "red"}])
@@ -244,7 +284,7 @@ def test_a_refused_submit_raises_the_drivers_error(env: Env) -> None:
         assert "tenq.submit_many: job 0: timeout_ms must be" in str(info.value)
         with pytest.raises(psycopg.Error) as info:
             with conn.transaction():
-                tenq.tx.submit(conn, "acme", env.queue, "T", timeout_ms=60_000)
+                tenq.tx.submit(conn, "T", tenant="acme", queue=env.queue, timeout_ms=60_000)
         assert "tenq.submit: timeout_ms must be from a third of the queue's lease" in str(
             info.value)
         with pytest.raises(tenq.InvalidError):
@@ -270,7 +310,7 @@ def test_a_jobs_own_timeout_from_a_transaction_is_enforced_by_the_server(env: En
     reg.add("T.stuck", stuck)
     with env.connect() as conn:
         with conn.transaction():
-            job_id = tenq.tx.submit(conn, "acme", env.queue, "T.stuck", max_attempts=1,
+            job_id = tenq.tx.submit(conn, "T.stuck", tenant="acme", queue=env.queue, max_attempts=1,
                                     timeout_ms=700)
             [other] = tenq.tx.submit_many(conn, [{"tenant": "acme", "queue": env.queue,
                                                   "type": "T.later", "timeout_ms": 900}])
@@ -336,7 +376,7 @@ def test_complete_in_a_transaction(env: Env, warnings: Warnings) -> None:
         results = [h.wait(30) for h in hs if not isinstance(h, tenq.TenqError)]
         time.sleep(1.5)  # more than the lease: nothing runs again
     assert results == [{"charged": 1}, {"charged": 2}, {"charged": 3}]
-    assert sorted(calls) == sorted((h.id, 0) for h in hs if not isinstance(h, tenq.TenqError))
+    assert sorted(calls) == sorted((h.id, 1) for h in hs if not isinstance(h, tenq.TenqError))
     assert (w.counts["succeeded"], w.counts["failed"], w.counts["refused"],
             w.counts["lost"]) == (3, 0, 0, 0)
     assert warnings.records == []
@@ -393,7 +433,7 @@ def test_fail_in_a_transaction_is_retried(env: Env, warnings: Warnings) -> None:
         with env.connect() as conn:
             with conn.transaction():
                 conn.execute("INSERT INTO app (what) VALUES (%s)", (f"attempt {ctx.attempt}",))
-                if ctx.attempt == 0:
+                if ctx.attempt == 1:
                     tenq.tx.fail(conn, (ctx.id, ctx.token), "card declined", retry_in_ms=0)
                 else:
                     tenq.tx.complete(conn, ctx, {"attempt": ctx.attempt})
@@ -403,14 +443,14 @@ def test_fail_in_a_transaction_is_retried(env: Env, warnings: Warnings) -> None:
     reg.add("T.flaky", flaky)
     h = env.client.submit("T.flaky")
     with _worker(env, reg) as w:
-        assert h.wait(30) == {"attempt": 1}
-    assert attempts == [0, 1]
+        assert h.wait(30) == {"attempt": 2}
+    assert attempts == [1, 2]
     job = env.client.get(h.id)
     assert (job.state, job.attempts) == ("succeeded", 2)
     assert (w.counts["succeeded"], w.counts["failed"], w.counts["refused"],
             w.counts["lost"]) == (1, 1, 0, 0)
     assert warnings.records == []
-    assert env.rows("SELECT what FROM app ORDER BY id") == [("attempt 0",), ("attempt 1",)]
+    assert env.rows("SELECT what FROM app ORDER BY id") == [("attempt 1",), ("attempt 2",)]
 
 
 def test_the_outcome_of_a_context_reported_in_a_transaction() -> None:

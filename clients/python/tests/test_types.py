@@ -16,7 +16,8 @@ def test_mypy_strict() -> None:
     src = os.path.join(HERE, "..", "src")
     out = subprocess.run(
         [sys.executable, "-m", "mypy", "--strict", "--cache-dir=/dev/null",
-         os.path.join(src, "tenq"), os.path.join(HERE, "typed_usage.py")],
+         os.path.join(src, "tenq"), os.path.join(HERE, "typed_usage.py"),
+         os.path.join(HERE, "..", "_backend", "tenq_backend.py")],
         capture_output=True, text=True, env=dict(os.environ, MYPYPATH=src), timeout=300,
     )
     assert out.returncode == 0, out.stdout + out.stderr
@@ -33,6 +34,9 @@ def test_mypy_catches_misuse(tmp_path: object) -> None:
             "        return str(n)\n\n"
             "R().run.enqueue('not an int')\n"
             "x: int = R().run.enqueue(1).wait()\n"
+            "async def f(ac: tenq.AsyncClient) -> None:\n"
+            "    await R().run.with_options(client=ac).enqueue('not an int')\n"
+            "    y: int = await (await R().run.with_options(client=ac).enqueue(1)).wait()\n"
         )
     src = os.path.join(HERE, "..", "src")
     out = subprocess.run(
@@ -40,5 +44,5 @@ def test_mypy_catches_misuse(tmp_path: object) -> None:
         capture_output=True, text=True, env=dict(os.environ, MYPYPATH=src), timeout=300,
     )
     assert out.returncode == 1
-    assert 'Argument 1 to "enqueue"' in out.stdout
-    assert "Incompatible types in assignment" in out.stdout
+    assert out.stdout.count('Argument 1 to "enqueue"') == 2, out.stdout
+    assert out.stdout.count("Incompatible types in assignment") == 2, out.stdout

@@ -55,8 +55,8 @@ def work(client: tenq.Client) -> int:
 
 def use_tx(cur: Any, ctx: tenq.Context) -> None:
     """tenq.tx takes any DB-API cursor or connection (typed Any)."""
-    job_id: int = tenq.tx.submit(cur, "acme", "reports", "DataReport.execute", {"report_id": 1},
-                                 priority=5, run_at=0, timeout_ms=600_000)
+    job_id: int = tenq.tx.submit(cur, "DataReport.execute", {"report_id": 1}, tenant="acme",
+                                 queue="reports", priority=5, run_at=0, timeout_ms=600_000)
     ids: list[int] = tenq.tx.submit_many(cur, [tenq.JobSpec("T", tenant="acme", queue="q"),
                                                {"tenant": "acme", "queue": "q", "type": "T"}])
     tenq.tx.complete(cur, ctx, {"ok": True})
@@ -109,3 +109,22 @@ def workflows(client: tenq.Client, ctx: tenq.Context) -> None:
         print(e.code)
     print(many, results, kids, ids, batch_id, more, st.closed, st.progress, done, page.next_before,
           fanned, parents, ctx.batch, ctx.batch_callback, ctx.parent_results().results())
+
+
+async def use_async(ac: tenq.AsyncClient) -> None:
+    """The asyncio client and the switch's asyncio form keep the types."""
+    h: tenq.AsyncHandle[Any] = await ac.submit("Report.build", {"id": 1}, priority=3)
+    job: tenq.Job = await ac.wait(h.id, 10)
+    state: str = (await ac.get(h.id)).state
+    many = await ac.submit_many([tenq.JobSpec("T"), {"type": "T"}])
+    ids: List[int] = [x.id for x in many if isinstance(x, tenq.AsyncHandle)]
+    report = DataReport().execute.with_options(client=ac)
+    rh: tenq.AsyncHandle[Dict[str, int]] = await report.enqueue(1, scale=2)
+    rows: Dict[str, int] = await rh.wait(10)
+    inline: Dict[str, int] = report(3)
+    sums: tenq.AsyncHandle[int] = await add.with_options(client=ac, queue="math").enqueue(1, 2)
+    total: int = await sums.wait()
+    sync_again: tenq.Handle[int] = add.with_options(queue="math").enqueue(1, 2)
+    print(job.state, state, ids, rows, inline, total, sync_again.id)
+    async with tenq.AsyncClient(tenant="acme") as other:
+        await other.cancel((await other.submit("T", queue="q")).id)

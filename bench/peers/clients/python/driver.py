@@ -4,6 +4,7 @@
 driver of the peer benchmark (bench/peers/README.md, "The driver contract"):
 
     driver.py --system tenq-python --workload W1 --url http://HOST:PORT --concurrency 5 --jobs N
+    driver.py --system tenq-python-async ...   (the enqueue by tenq.AsyncClient)
     driver.py --system rq          --workload W1 --url redis://HOST:PORT/0 --concurrency 5 --jobs N
     driver.py --system celery      --workload W1 --url redis://HOST:PORT/0 --concurrency 5 --jobs N
 
@@ -24,7 +25,7 @@ import sys
 from typing import Any, Dict
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SYSTEMS = ("tenq-python", "tenq-python-prefetch0", "rq", "celery")
+SYSTEMS = ("tenq-python", "tenq-python-prefetch0", "tenq-python-async", "rq", "celery")
 
 
 def main() -> int:
@@ -57,7 +58,7 @@ def main() -> int:
             import w1_tenq
 
             out = w1_tenq.run(a.url, a.jobs, a.concurrency, a.timeout, a.prefetch,
-                              a.carry_outcomes)
+                              a.carry_outcomes, aio=a.system == "tenq-python-async")
         elif a.system == "rq":
             import w1_rq
 

@@ -1,14 +1,15 @@
 # SPDX-License-Identifier: Apache-2.0
 """W1 on tenq through the Python library: Client.submit_many (10,000 jobs
-a request), then a tenq.Worker with C threads in this process, with the
-library's defaults."""
+a request; or AsyncClient.submit_many, with ``aio``), then a tenq.Worker
+with C threads in this process, with the library's defaults."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sys
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 try:
     import tenq
@@ -27,8 +28,21 @@ def _counts(c: "tenq.Client") -> Dict[str, Any]:
     return q
 
 
+def _enqueue_async(server: str, specs: List[Dict[str, Any]]) -> Tuple[List[Any], float, float]:
+    """AsyncClient.submit_many in an event loop; the answers and the times
+    around the call (the loop's start left out)."""
+
+    async def main() -> Tuple[List[Any], float, float]:
+        async with tenq.AsyncClient(server, tenant="bench", queue=QUEUE) as ac:
+            t0 = time.perf_counter()
+            answers = await ac.submit_many(specs)
+            return answers, t0, time.perf_counter()
+
+    return asyncio.run(main())
+
+
 def run(server: str, jobs: int, concurrency: int, timeout: float,
-        prefetch: Optional[int] = None, carry: bool = False) -> Dict[str, Any]:
+        prefetch: Optional[int] = None, carry: bool = False, aio: bool = False) -> Dict[str, Any]:
     c = tenq.Client(server, tenant="bench", queue=QUEUE)
     handlers = tenq.Registry()
     calls: List[int] = []  # the driver's check that every job ran once
@@ -38,10 +52,13 @@ def run(server: str, jobs: int, concurrency: int, timeout: float,
 
     handlers.add("blank", blank)
 
-    specs = [{"type": "blank"} for _ in range(jobs)]
-    t0 = time.perf_counter()
-    answers = c.submit_many(specs)
-    t1 = time.perf_counter()
+    specs: List[Dict[str, Any]] = [{"type": "blank"} for _ in range(jobs)]
+    if aio:
+        answers, t0, t1 = _enqueue_async(server, specs)
+    else:
+        t0 = time.perf_counter()
+        answers = list(c.submit_many(specs))
+        t1 = time.perf_counter()
     bad = [a for a in answers if isinstance(a, tenq.TenqError)]
     if bad:
         raise RuntimeError(f"{len(bad)} job(s) refused, e.g. {bad[0]}")
@@ -77,7 +94,8 @@ def run(server: str, jobs: int, concurrency: int, timeout: float,
         "enqueue_jobs_per_s": round(jobs / (t1 - t0), 1),
         "drain_jobs_per_s": round(jobs / (t3 - t2), 1),
         "ms_per_job": round((t3 - t2) * 1000 / jobs, 4),
-        "driver_note": (f"Python {sys.version.split()[0]}, the tenq library: Client.submit_many "
+        "driver_note": (f"Python {sys.version.split()[0]}, the tenq library: "
+                        f"{'AsyncClient' if aio else 'Client'}.submit_many "
                         f"(10,000 jobs a request); tenq.Worker(concurrency={concurrency}), "
                         f"library defaults ({opts}), in the driver's process; drain timed "
                         "from the worker's start to the last outcome acknowledged"),

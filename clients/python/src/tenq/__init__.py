@@ -17,13 +17,14 @@
     tenq.Worker(client, queues=["reports"], concurrency=5).run()
 
     with conn.transaction():                 # your PostgreSQL transaction (tenq.tx)
-        tenq.tx.submit(cur, "acme", "reports", "Report.build", {"id": 42})
+        tenq.tx.submit(cur, "Report.build", {"id": 42}, tenant="acme", queue="reports")
 
 See README.md for the whole API.
 """
 
 from tenq import middleware, testing, tracing, tx
 from tenq._transport import VERSION as __version__
+from tenq.aio import AsyncClient, AsyncHandle
 from tenq.batches import Batch, BatchCallback, BatchCreated, BatchPage, BatchStatus
 from tenq.client import Client
 from tenq.context import (
@@ -77,6 +78,9 @@ from tenq.jobs import (
 from tenq.queues import Counts, QueueInfo, TenantInfo
 from tenq.schedules import Attempt, AttemptOutcome, Missed, Schedule, ScheduleJob
 from tenq.switch import (
+    AsyncBoundTask,
+    AsyncTaskFunction,
+    AsyncTaskFunction0,
     BoundTask,
     TaskFunction,
     TaskFunction0,
@@ -92,6 +96,11 @@ __all__ = [
     "LOST",
     "SHUTDOWN",
     "TIMEOUT",
+    "AsyncBoundTask",
+    "AsyncClient",
+    "AsyncHandle",
+    "AsyncTaskFunction",
+    "AsyncTaskFunction0",
     "Attempt",
     "AttemptOutcome",
     "Batch",

@@ -29,6 +29,85 @@ class BadResponse(Exception):
     """An answer that is not HTTP/1.x as this client reads it."""
 
 
+def encode_request(
+    method: str, path: str, host: str, headers: Mapping[str, str], body: Optional[bytes]
+) -> List[bytes]:
+    """The request's bytes, in the writes to make: one, or the head and a
+    large body apart."""
+    lines = [f"{method} {path} HTTP/1.1\r\nHost: {host}\r\n"]
+    for name, value in headers.items():
+        lines.append(f"{name}: {value}\r\n")
+    if body is not None or method in ("POST", "PUT", "PATCH"):
+        lines.append(f"Content-Length: {len(body) if body is not None else 0}\r\n")
+    lines.append("\r\n")
+    head = "".join(lines).encode("latin-1")
+    if body and len(body) > _JOIN_BODY:
+        return [head, body]
+    return [head + body if body else head]
+
+
+def host_header(host: str, port: int, tls: bool) -> str:
+    hostport = f"[{host}]" if ":" in host else host
+    return hostport if port == (443 if tls else 80) else f"{hostport}:{port}"
+
+
+def parse_status(line: bytes) -> Tuple[bytes, int]:
+    """The version and status of an answer's first line."""
+    if not line:
+        raise RemoteDisconnected("the server closed the connection without an answer")
+    try:
+        version, status_text = line.split(None, 2)[:2]
+        status = int(status_text)
+    except ValueError:
+        raise BadResponse(f"bad status line {line[:80]!r}") from None
+    if not version.startswith(b"HTTP/1.") or not 100 <= status <= 999:
+        raise BadResponse(f"bad status line {line[:80]!r}")
+    return version, status
+
+
+def add_header(headers: Dict[str, str], h: bytes) -> None:
+    """One header line into ``headers`` (names in lower case, repeats
+    joined)."""
+    if not h:
+        raise BadResponse("the connection closed in the answer's headers")
+    if len(headers) >= _MAX_HEADERS:
+        raise BadResponse("too many headers")
+    name, sep, value = h.decode("latin-1").partition(":")
+    if not sep:
+        raise BadResponse(f"bad header line {h[:80]!r}")
+    key = name.strip().lower()
+    value = value.strip()
+    headers[key] = f"{headers[key]}, {value}" if key in headers else value
+
+
+def body_kind(
+    method: str, version: bytes, status: int, headers: Dict[str, str]
+) -> Tuple[str, int, bool]:
+    """How the body is to be read (``none``, ``chunked``, ``length`` with its
+    length, ``rest``: to the end of the connection) and whether the server
+    closes the connection after the answer."""
+    conn = headers.get("connection", "").lower()
+    will_close = "close" in conn or (version == b"HTTP/1.0" and "keep-alive" not in conn)
+    if method == "HEAD" or status in (204, 304):
+        return "none", 0, will_close
+    if "chunked" in headers.get("transfer-encoding", "").lower():
+        return "chunked", 0, will_close
+    length = headers.get("content-length")
+    if length is None:
+        return "rest", 0, True
+    try:
+        return "length", int(length), will_close
+    except ValueError:
+        raise BadResponse(f"bad Content-Length {length!r}") from None
+
+
+def chunk_size(line: bytes) -> int:
+    try:
+        return int(line.split(b";", 1)[0].strip(), 16)
+    except ValueError:
+        raise BadResponse(f"bad chunk size {line[:80]!r}") from None
+
+
 class Connection:
     """``connect``, then ``request`` and ``response`` in turn; ``close``
     when a request failed or the server said it closes."""
@@ -42,9 +121,7 @@ class Connection:
         self.tls = tls
         self.sock: Optional[socket.socket] = None
         self._buf = b""
-        hostport = f"[{host}]" if ":" in host else host
-        default = 443 if tls is not None else 80
-        self._host_header = hostport if port == default else f"{hostport}:{port}"
+        self._host_header = host_header(host, port, tls is not None)
 
     def connect(self) -> None:
         sock = socket.create_connection((self.host, self.port), self.timeout)
@@ -74,62 +151,28 @@ class Connection:
         sock = self.sock
         if sock is None:
             raise ConnectionError("not connected")
-        lines = [f"{method} {path} HTTP/1.1\r\nHost: {self._host_header}\r\n"]
-        for name, value in headers.items():
-            lines.append(f"{name}: {value}\r\n")
-        if body is not None or method in ("POST", "PUT", "PATCH"):
-            lines.append(f"Content-Length: {len(body) if body is not None else 0}\r\n")
-        lines.append("\r\n")
-        head = "".join(lines).encode("latin-1")
-        if body and len(body) > _JOIN_BODY:
-            sock.sendall(head)
-            sock.sendall(body)
-        else:
-            sock.sendall(head + body if body else head)
+        for data in encode_request(method, path, self._host_header, headers, body):
+            sock.sendall(data)
 
     def response(self, method: str) -> Tuple[int, Dict[str, str], bytes, bool]:
         """The answer: status, headers (names in lower case), body, and
         whether the server closes the connection after it."""
-        line = self._line()
-        if not line:
-            raise RemoteDisconnected("the server closed the connection without an answer")
-        try:
-            version, status_text = line.split(None, 2)[:2]
-            status = int(status_text)
-        except ValueError:
-            raise BadResponse(f"bad status line {line[:80]!r}") from None
-        if not version.startswith(b"HTTP/1.") or not 100 <= status <= 999:
-            raise BadResponse(f"bad status line {line[:80]!r}")
+        version, status = parse_status(self._line())
         headers: Dict[str, str] = {}
         while True:
             h = self._line()
             if h in (b"\r\n", b"\n"):
                 break
-            if not h:
-                raise BadResponse("the connection closed in the answer's headers")
-            if len(headers) >= _MAX_HEADERS:
-                raise BadResponse("too many headers")
-            name, sep, value = h.decode("latin-1").partition(":")
-            if not sep:
-                raise BadResponse(f"bad header line {h[:80]!r}")
-            key = name.strip().lower()
-            value = value.strip()
-            headers[key] = f"{headers[key]}, {value}" if key in headers else value
+            add_header(headers, h)
         if 100 <= status < 200:  # an interim answer: the real one follows
             return self.response(method)
-        conn = headers.get("connection", "").lower()
-        will_close = "close" in conn or (version == b"HTTP/1.0" and "keep-alive" not in conn)
-        if method == "HEAD" or status in (204, 304):
+        kind, n, will_close = body_kind(method, version, status, headers)
+        if kind == "none":
             return status, headers, b"", will_close
-        if "chunked" in headers.get("transfer-encoding", "").lower():
+        if kind == "chunked":
             return status, headers, self._chunked(), will_close
-        length = headers.get("content-length")
-        if length is None:
+        if kind == "rest":
             return status, headers, self._rest(), True
-        try:
-            n = int(length)
-        except ValueError:
-            raise BadResponse(f"bad Content-Length {length!r}") from None
         return status, headers, self._exactly(n), will_close
 
     # ---- reading ---------------------------------------------------------------------------
@@ -175,11 +218,7 @@ class Connection:
     def _chunked(self) -> bytes:
         parts: List[bytes] = []
         while True:
-            size_line = self._line()
-            try:
-                size = int(size_line.split(b";", 1)[0].strip(), 16)
-            except ValueError:
-                raise BadResponse(f"bad chunk size {size_line[:80]!r}") from None
+            size = chunk_size(self._line())
             if size == 0:
                 while self._line() not in (b"\r\n", b"\n", b""):
                     pass  # trailers

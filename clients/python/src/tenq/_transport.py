@@ -105,18 +105,11 @@ def _retry_after(headers: Dict[str, str]) -> Optional[float]:
         return None
 
 
-class Transport:
-    """Thread-safe: each request takes a connection from the pool (or opens
-    one) and gives it back after the answer."""
+class Servers:
+    """The servers a client knows (the leaders named by standbys added) and
+    the one tried first; thread-safe."""
 
-    def __init__(
-        self,
-        servers: Sequence[str],
-        token: Optional[str],
-        connect_timeout: float,
-        request_timeout: float,
-        failover_budget: float,
-    ) -> None:
+    def __init__(self, servers: Sequence[str]) -> None:
         if not servers:
             raise InvalidError("no server URL", field="servers")
         self._servers: List[str] = []
@@ -124,25 +117,8 @@ class Transport:
             base = normalize_server(s)
             if base not in self._servers:
                 self._servers.append(base)
-        if token is not None and ("\r" in token or "\n" in token):
-            raise InvalidError("the token holds a line break", field="token")
-        self._headers = {
-            "User-Agent": f"tenq-python/{VERSION}",
-            "Accept": "application/json",
-        }
-        if token:
-            self._headers["Authorization"] = "Bearer " + token
-        self.connect_timeout = connect_timeout
-        self.request_timeout = request_timeout
-        self.failover_budget = failover_budget
         self._lock = threading.Lock()
         self._cur = 0
-        self._idle: Dict[str, List[Connection]] = {}
-        self._busy: Dict[int, Tuple[Connection, float]] = {}
-        self._tls: Optional[ssl.SSLContext] = None
-        self._interrupted = False
-
-    # ---- servers -------------------------------------------------------------------------
 
     @property
     def servers(self) -> List[str]:
@@ -165,6 +141,147 @@ class Transport:
         with self._lock:
             if self._servers[self._cur] == base:
                 self._cur = (self._cur + 1) % len(self._servers)
+
+    def _answered(self, base: str) -> None:
+        with self._lock:
+            if base in self._servers:
+                self._cur = self._servers.index(base)
+
+    def _count(self) -> int:
+        with self._lock:
+            return len(self._servers)
+
+
+class Failover:
+    """What one request does after each try, for the sync and the asyncio
+    transports alike: follow a standby to the leader it names (307, 503
+    not_leader), try the next server at once after a connection error or a
+    503, and after a whole round of them pause (50 ms doubling to 1 s, or
+    the Retry-After) until ``budget`` seconds after the first failure; then
+    raise the last error (ConnectError when no server answered)."""
+
+    def __init__(self, servers: Servers, budget: float, raw: bool) -> None:
+        self.servers = servers
+        self.budget = budget
+        self.raw = raw
+        self.deadline: Optional[float] = None
+        self.delay = _BACKOFF_FIRST
+        self.tried_in_round = 0
+        self.hops = 0
+        self.why: List[str] = []
+
+    def answered(
+        self, base: str, ans: _Answer
+    ) -> Tuple[Optional[Tuple[Any, Dict[str, str]]], float]:
+        """An answer of ``base``: (the parsed answer and its headers, 0) when
+        it is the request's, (None, pause) to send it again after ``pause``
+        seconds (0: at once); raises the typed error of a refusal."""
+        leader = leader_of(ans)
+        if ans.status == 503 and leader == base:
+            leader = None  # the leader itself, unsure of its leadership: wait
+        if ans.status == 307 or (ans.status == 503 and leader):
+            if leader is None:
+                raise ProtocolError(f"{base} redirected without naming the leader")
+            self.hops += 1
+            self.servers._use(leader)
+            if self.hops <= 2 * self.servers._count():
+                return None, 0.0
+            failure: TenqError = NotLeaderError(
+                f"the servers keep naming other leaders (last: {leader})",
+                status=ans.status,
+                leader=leader,
+            )
+            return None, self._failed(base, failure)
+        if ans.status == 503:
+            err = error_from_answer(503, _parse_quietly(ans), _retry_after(ans.headers))
+            self.why.append(f"{base} ({err})")
+            return None, self._failed(base, err)
+        self.servers._answered(base)
+        if self.raw and 200 <= ans.status < 300:
+            return (ans.data, ans.headers), 0.0
+        parsed = _parse(ans.data, ans.headers)
+        if 200 <= ans.status < 300:
+            return (parsed, ans.headers), 0.0
+        raise error_from_answer(ans.status, parsed, _retry_after(ans.headers))
+
+    def unreached(self, base: str, why: str) -> float:
+        """``base`` did not answer: the pause before the next try."""
+        self.why.append(why)
+        return self._failed(base, None)
+
+    def _failed(self, base: str, failure: Optional[TenqError]) -> float:
+        now = time.monotonic()
+        if self.deadline is None:
+            self.deadline = now + self.budget
+        self.servers._next_after(base)
+        self.tried_in_round += 1
+        if self.tried_in_round < self.servers._count() and now < self.deadline:
+            return 0.0  # another server at once
+        self.tried_in_round = 0
+        pause = self.delay
+        if failure is not None and failure.retry_after is not None:
+            pause = max(pause, failure.retry_after)
+        if now >= self.deadline:
+            raise failure or ConnectError(_no_server(self.why, self.budget))
+        self.delay = min(self.delay * 2, _BACKOFF_MAX)
+        return max(min(pause, self.deadline - now), 1e-6)
+
+
+def leader_of(ans: _Answer) -> Optional[str]:
+    """The leader a standby named: ``Tenq-Leader``, else the base of
+    ``Location`` (307), else the ``leader`` of a not_leader error."""
+    named = ans.headers.get("tenq-leader")
+    if not named and ans.status == 307:
+        loc = ans.headers.get("location", "")
+        parts = urlsplit(loc)
+        if parts.scheme and parts.netloc:
+            named = f"{parts.scheme}://{parts.netloc}"
+    if not named and ans.status == 503:
+        err = error_from_answer(503, _parse_quietly(ans))
+        named = err.leader if isinstance(err, NotLeaderError) else None
+    if not named:
+        return None
+    try:
+        return normalize_server(named)
+    except InvalidError:
+        raise ProtocolError(f'the server named a bad leader URL "{named}"') from None
+
+
+def base_headers(token: Optional[str]) -> Dict[str, str]:
+    """The headers of every request; InvalidError for a token that would
+    break the header."""
+    if token is not None and ("\r" in token or "\n" in token):
+        raise InvalidError("the token holds a line break", field="token")
+    headers = {
+        "User-Agent": f"tenq-python/{VERSION}",
+        "Accept": "application/json",
+    }
+    if token:
+        headers["Authorization"] = "Bearer " + token
+    return headers
+
+
+class Transport(Servers):
+    """Thread-safe: each request takes a connection from the pool (or opens
+    one) and gives it back after the answer."""
+
+    def __init__(
+        self,
+        servers: Sequence[str],
+        token: Optional[str],
+        connect_timeout: float,
+        request_timeout: float,
+        failover_budget: float,
+    ) -> None:
+        super().__init__(servers)
+        self._headers = base_headers(token)
+        self.connect_timeout = connect_timeout
+        self.request_timeout = request_timeout
+        self.failover_budget = failover_budget
+        self._idle: Dict[str, List[Connection]] = {}
+        self._busy: Dict[int, Tuple[Connection, float]] = {}
+        self._tls: Optional[ssl.SSLContext] = None
+        self._interrupted = False
 
     # ---- connections ---------------------------------------------------------------------
 
@@ -338,11 +455,7 @@ class Transport:
         """As ``request``, with ``headers`` added to every copy sent (to any
         server); the parsed answer and its headers (names in lower case)."""
         timeout = self.request_timeout + max(0.0, wait)
-        deadline: Optional[float] = None
-        delay = _BACKOFF_FIRST
-        tried_in_round = 0
-        hops = 0
-        why: List[str] = []
+        round = Failover(self, self.failover_budget, raw)
         while True:
             if self._interrupted:
                 raise ConnectError("interrupted")
@@ -350,72 +463,13 @@ class Transport:
             try:
                 ans = self._exchange(base, method, path, body, timeout, safe, headers)
             except _Unreached as e:
-                why.append(str(e))
-                failure: Optional[TenqError] = None
+                pause = round.unreached(base, str(e))
             else:
-                leader = self._leader_of(ans)
-                if ans.status == 503 and leader == base:
-                    leader = None  # the leader itself, unsure of its leadership: wait
-                if ans.status == 307 or (ans.status == 503 and leader):
-                    if leader is None:
-                        raise ProtocolError(f"{base} redirected without naming the leader")
-                    hops += 1
-                    self._use(leader)
-                    if hops <= 2 * len(self._servers):
-                        continue
-                    failure = NotLeaderError(
-                        f"the servers keep naming other leaders (last: {leader})",
-                        status=ans.status,
-                        leader=leader,
-                    )
-                elif ans.status == 503:
-                    err = error_from_answer(503, _parse_quietly(ans), _retry_after(ans.headers))
-                    why.append(f"{base} ({err})")
-                    failure = err
-                else:
-                    with self._lock:
-                        if base in self._servers:
-                            self._cur = self._servers.index(base)
-                    if raw and 200 <= ans.status < 300:
-                        return ans.data, ans.headers
-                    parsed = _parse(ans.data, ans.headers)
-                    if 200 <= ans.status < 300:
-                        return parsed, ans.headers
-                    raise error_from_answer(ans.status, parsed, _retry_after(ans.headers))
-            now = time.monotonic()
-            if deadline is None:
-                deadline = now + self.failover_budget
-            self._next_after(base)
-            tried_in_round += 1
-            if tried_in_round < len(self._servers) and now < deadline:
-                continue  # another server at once
-            tried_in_round = 0
-            pause = delay
-            if failure is not None and failure.retry_after is not None:
-                pause = max(pause, failure.retry_after)
-            if now >= deadline:
-                raise failure or ConnectError(_no_server(why, self.failover_budget))
-            time.sleep(min(pause, deadline - now))
-            delay = min(delay * 2, _BACKOFF_MAX)
-
-    def _leader_of(self, ans: _Answer) -> Optional[str]:
-        """The leader a standby named: ``Tenq-Leader``, else the base of
-        ``Location`` (307), else the ``leader`` of a not_leader error."""
-        named = ans.headers.get("tenq-leader")
-        if not named and ans.status == 307:
-            loc = ans.headers.get("location", "")
-            parts = urlsplit(loc)
-            if parts.scheme and parts.netloc:
-                named = f"{parts.scheme}://{parts.netloc}"
-        if not named and ans.status == 503:
-            err = error_from_answer(503, _parse_quietly(ans))
-            named = err.leader if isinstance(err, NotLeaderError) else None
-        if not named:
-            return None
-        try:
-            return normalize_server(named)
-        except InvalidError:
-            raise ProtocolError(f'the server named a bad leader URL "{named}"') from None
+                done, pause = round.answered(base, ans)
+                if done is not None:
+                    return done
+            if pause:
+                time.sleep(pause)
 
 
 def _parse_quietly(ans: _Answer) -> Any:

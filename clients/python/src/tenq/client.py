@@ -10,7 +10,6 @@ import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import (
     Any,
-    Callable,
     Dict,
     Iterable,
     Iterator,
@@ -26,9 +25,36 @@ from urllib.parse import quote, urlencode
 
 from tenq import _mode
 from tenq._keys import HEADER, REPLAYED_HEADER, RequestKeys
+from tenq._shaping import (
+    _BATCH_BYTES,
+    _CALLBACK_FIELDS,
+    _NOT_IN_BATCH,
+    _PENDING,
+    _TX_LOOK_AGAIN,
+    _WAIT_PAUSE,
+    BATCH_MAX,
+    TX_TAKE_IN,
+    JobLike,
+    SubmitHook,
+    TraceHook,
+    _check_json,
+    _dumps_named,
+    _encode_chunk,
+    _has_index,
+    _resolve_indexes,
+    _Shaper,
+    _taking_in,
+)
 from tenq._transport import Transport
 from tenq._work_api import WorkerRequests, dumps
-from tenq.errors import ConflictError, InvalidError, ProtocolError, TenqError, item_error
+from tenq.errors import (
+    ConflictError,
+    InvalidError,
+    NotFoundError,
+    ProtocolError,
+    TenqError,
+    item_error,
+)
 from tenq.batches import CALLBACK_NAMES, Batch, BatchCreated, BatchPage
 from tenq.jobs import (
     CancelResult,
@@ -40,55 +66,11 @@ from tenq.jobs import (
     OnParentFailure,
     Parents,
     RunAt,
-    depends_on_body,
-    run_at_ms,
 )
 from tenq.queues import QueueInfo, TenantInfo
 from tenq.schedules import Attempt, Missed, Schedule
-from tenq.tracing import check_traceparent
 
 DEFAULT_SERVER = "http://127.0.0.1:7070"
-# The most jobs (and outcomes) one request may carry.
-BATCH_MAX = 10_000
-# A batch body stays under the server's 32 MiB default.
-_BATCH_BYTES = 30 << 20
-# An early answer to a wait we did not ask for is not followed at once.
-_WAIT_PAUSE = 0.1
-
-SubmitHook = Callable[[Dict[str, Any]], None]
-# Gives the W3C traceparent of the caller's current span (or None).
-TraceHook = Callable[[], Optional[str]]
-
-_SUBMIT_FIELDS = frozenset(
-    {
-        "tenant",
-        "queue",
-        "type",
-        "args",
-        "key",
-        "unique_key",
-        "unique",
-        "idempotency_key",
-        "priority",
-        "run_at",
-        "max_attempts",
-        "score",
-        "traceparent",
-        "timeout_ms",
-        "depends_on",
-        "on_parent_failure",
-    }
-)
-# What a batch's callback takes (docs/API.md, "Batches").
-_CALLBACK_FIELDS = frozenset(
-    {"queue", "type", "args", "key", "priority", "max_attempts", "timeout_ms", "traceparent"}
-)
-# What a batch's job may not carry.
-_NOT_IN_BATCH = ("unique", "unique_key", "idempotency_key")
-
-JobLike = Union[JobSpec, Mapping[str, Any]]
-
-
 def servers_from_env(servers: Union[str, Sequence[str], None]) -> List[str]:
     """The servers given, else TENQ_SERVER (comma-separated), else
     http://127.0.0.1:7070."""
@@ -102,7 +84,7 @@ def servers_from_env(servers: Union[str, Sequence[str], None]) -> List[str]:
     return out
 
 
-class Client(WorkerRequests):
+class Client(_Shaper, WorkerRequests):
     """A tenq client. Thread-safe: it keeps a small pool of keep-alive
     connections. ``servers`` is a URL, a comma-separated list or a list
     (default: TENQ_SERVER, then http://127.0.0.1:7070); ``token`` defaults
@@ -331,58 +313,6 @@ class Client(WorkerRequests):
                 self._place(prev[0].result(), prev[1], out)
         return out
 
-    def _shape(self, spec: Union[JobSpec, Mapping[str, Any]]) -> Dict[str, Any]:
-        """A job's body with the client's defaults; InvalidError naming the
-        field when it is wrong here already."""
-        if isinstance(spec, (dict, Mapping)):
-            body = dict(spec)
-            if not _SUBMIT_FIELDS.issuperset(body):
-                unknown = sorted(set(body) - _SUBMIT_FIELDS)[0]
-                raise InvalidError(f'unknown job field "{unknown}"', field=unknown)
-            if body.get("run_at") is not None:
-                body["run_at"] = run_at_ms(body["run_at"])
-        elif isinstance(spec, JobSpec):
-            body = spec.body()
-        else:
-            raise InvalidError("a job is a JobSpec or a mapping of its fields", field="job")
-        kind = body.get("type")
-        if not isinstance(kind, str) or not kind:
-            raise InvalidError("a job needs a type", field="type")
-        if body.get("queue") is None:
-            if self.queue is None:
-                raise InvalidError(
-                    "a job needs a queue (none given and the client has no default)",
-                    field="queue",
-                )
-            body["queue"] = self.queue
-        if self.tenant is not None and body.get("tenant") is None:
-            body["tenant"] = self.tenant
-        if body.get("traceparent") is None:
-            body.pop("traceparent", None)
-        else:
-            check_traceparent(body["traceparent"])
-        if body.get("depends_on") is None:
-            body.pop("depends_on", None)
-        else:
-            body["depends_on"] = depends_on_body(body["depends_on"])
-        if body.get("on_parent_failure") is None:
-            body.pop("on_parent_failure", None)
-        elif body["on_parent_failure"] not in ("cancel", "run"):
-            raise InvalidError('on_parent_failure is "cancel" or "run"', field="on_parent_failure")
-        return body
-
-    def _finish(self, bodies: List[Dict[str, Any]]) -> None:
-        """The caller's traceparent; then the submit hooks."""
-        if self.trace is not None and bodies:
-            tp = self.trace()
-            if tp:
-                check_traceparent(tp)
-                for body in bodies:
-                    body.setdefault("traceparent", tp)
-        for hook in self.on_submit:
-            for body in bodies:
-                hook(body)
-
     def _post_jobs(self, data: bytes) -> Tuple[Any, bool]:
         """POST /v1/jobs under a new request key, the same on every retry;
         the answer, and whether the server replayed it (a copy it had
@@ -442,15 +372,26 @@ class Client(WorkerRequests):
         """The job once finished (succeeded, cancelled, dead), or as it is
         after ``timeout`` seconds, in long polls of at most the server's
         --max-wait. A merged job is followed to the job that took its
-        payload (``merged_into``), which is then waited for."""
-        end = time.monotonic() + max(0.0, timeout)
+        payload (``merged_into``), which is then waited for. A job made in
+        a transaction (``tenq.tx.submit``: an odd id) that the server has
+        not taken in yet (it does within milliseconds of the commit) is
+        looked for again for up to 5 s (``TX_TAKE_IN``) before NotFoundError."""
+        start = time.monotonic()
+        end = start + max(0.0, timeout)
         seen = {int(job_id)}
         current = int(job_id)
         while True:
             t0 = time.monotonic()
             left = max(0.0, end - t0)
             path = f"/v1/jobs/{current}/wait?timeout_ms={int(left * 1000)}"
-            job = Job.from_json(self._t.request("GET", path, safe=True, wait=left))
+            try:
+                ans = self._t.request("GET", path, safe=True, wait=left)
+            except NotFoundError:
+                if not _taking_in(current, int(job_id), start, end):
+                    raise
+                time.sleep(_TX_LOOK_AGAIN)
+                continue
+            job = Job.from_json(ans)
             if job.state == "merged" and job.merged_into and job.merged_into not in seen:
                 seen.add(job.merged_into)
                 current = job.merged_into
@@ -873,106 +814,7 @@ class Client(WorkerRequests):
         return self._t.request(method.upper(), path, data, safe=method.upper() in ("GET", "HEAD"))
 
 
-_PENDING: Any = object()
-
-
 def _tenant_body(tenant: Optional[str]) -> Optional[Dict[str, str]]:
     """The body of a pause or resume: one tenant's jobs, or (None) the
     whole queue (a tenant token: its own tenant)."""
     return None if tenant is None else {"tenant": tenant}
-
-
-def _check_json(body: Dict[str, Any]) -> None:
-    """InvalidError naming the field when a job body is not JSON."""
-    try:
-        dumps(body)
-    except (TypeError, ValueError) as e:
-        for name, value in body.items():
-            try:
-                dumps(value)
-            except (TypeError, ValueError):
-                raise InvalidError(
-                    f"{name} of {body.get('type')} is not JSON-serialisable: {e}", field=name
-                ) from None
-        raise InvalidError(f"the job is not JSON-serialisable: {e}", field="job") from None
-
-
-def _dumps_named(body: Dict[str, Any]) -> bytes:
-    try:
-        return dumps(body)
-    except (TypeError, ValueError) as e:
-        raise InvalidError(f"the request is not JSON-serialisable: {e}", field="jobs") from None
-
-
-def _has_index(body: Dict[str, Any]) -> bool:
-    return any(isinstance(d, dict) for d in body.get("depends_on") or ())
-
-
-def _resolve_indexes(
-    chunk: List[Dict[str, Any]], idx: List[int], out: List[Any]
-) -> Tuple[List[Dict[str, Any]], List[int]]:
-    """The chunk's ``{"index": i}`` (positions in the caller's list) as
-    positions in the chunk, or the ids of jobs made by an earlier request;
-    a job naming one that was refused (or that is not before it) is refused
-    alone, its error put in ``out``."""
-    pos = {i: k for k, i in enumerate(idx)}
-    good_bodies: List[Dict[str, Any]] = []
-    good_idx: List[int] = []
-    here: Dict[int, int] = {}  # a caller's position -> its position in the request sent
-    for body, i in zip(chunk, idx):
-        deps = body.get("depends_on")
-        err: Optional[TenqError] = None
-        if deps and _has_index(body):
-            new: List[Any] = []
-            for d in deps:
-                if not isinstance(d, dict):
-                    new.append(d)
-                    continue
-                j = d["index"]
-                if j < 0 or j >= i:
-                    err = InvalidError(
-                        f"depends_on index {j} names no earlier job", field="depends_on"
-                    )
-                    break
-                if j in here:
-                    new.append({"index": here[j]})
-                elif j not in pos and isinstance(out[j], Handle):
-                    new.append(out[j].id)
-                else:
-                    err = ConflictError(
-                        f"depends_on index {j} names a job that was refused",
-                        status=409,
-                        field="depends_on",
-                    )
-                    break
-            if err is None:
-                body = dict(body, depends_on=new)
-        if err is not None:
-            out[i] = err
-            continue
-        here[i] = len(good_bodies)
-        good_bodies.append(body)
-        good_idx.append(i)
-    return good_bodies, good_idx
-
-
-def _encode_chunk(
-    chunk: List[Dict[str, Any]], idx: List[int], out: List[Any]
-) -> Tuple[List[Dict[str, Any]], List[int], bytes]:
-    """A batch's body; a job that is not JSON is refused alone (its error
-    put in ``out``) and left out with its index."""
-    try:
-        return chunk, idx, dumps({"jobs": chunk})
-    except (TypeError, ValueError):
-        pass
-    good_bodies: List[Dict[str, Any]] = []
-    good_idx: List[int] = []
-    for body, i in zip(chunk, idx):
-        try:
-            _check_json(body)
-        except TenqError as e:
-            out[i] = e
-            continue
-        good_bodies.append(body)
-        good_idx.append(i)
-    return good_bodies, good_idx, dumps({"jobs": good_bodies})

@@ -116,9 +116,12 @@ class Context:
 
     @property
     def attempt(self) -> int:
-        """The job's ``attempt`` as its lease gave it (0 when absent)."""
+        """This attempt's number, 1 on the first run: the ``attempt`` of the
+        job's attempt history (``Client.attempts``) and its ``attempts``
+        while it runs. (The lease's ``attempt`` counts the attempts before
+        this one; inline, with none, it is 1.)"""
         v = self.job.get("attempt")
-        return v if type(v) is int else 0
+        return v + 1 if type(v) is int and v >= 0 else 1
 
     @property
     def args(self) -> Any:

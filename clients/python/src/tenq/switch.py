@@ -14,6 +14,10 @@
     h.wait(30)                                    # the handler's result
     DataReport().execute.with_options(tenant="acme").enqueue(42)
 
+    aclient = tenq.AsyncClient(tenant="acme")   # from asyncio code
+    h = await DataReport().execute.with_options(client=aclient).enqueue(42)
+    await h.wait(30)
+
 The job's type is the function's qualified name (``DataReport.execute``);
 its args are the call's arguments by parameter name, as JSON. A worker runs
 a job of that type by calling the same function with those arguments, on a
@@ -22,6 +26,8 @@ new instance (``DataReport()``) for a method.
 Typing: ``enqueue`` and the call take the function's own parameters (for a
 method, those after ``self``) and ``Handle[R].wait()`` gives its return
 type. The first parameter is positional-only for the type checker.
+``with_options(client=an AsyncClient)`` gives the task's asyncio form,
+whose ``enqueue`` is a coroutine giving ``AsyncHandle[R]``.
 """
 
 from __future__ import annotations
@@ -42,10 +48,12 @@ from typing import (
     Protocol,
     Tuple,
     TypeVar,
+    cast,
     overload,
 )
 
 from tenq._args import decode_args, encode_args
+from tenq.aio import AsyncClient, AsyncHandle
 from tenq.client import Client
 from tenq.context import Context, NoRetry
 from tenq.errors import InvalidError
@@ -151,9 +159,10 @@ class _Task:
             self._sig = sig
         return self._sig
 
-    def _submit(
+    def _prepare(
         self, args: Tuple[Any, ...], kwargs: Dict[str, Any], call_options: Dict[str, Any]
-    ) -> Handle[Any]:
+    ) -> Tuple[Any, Any, Dict[str, Any]]:
+        """The client, the job's args and the submit options of a call."""
         job_args = encode_args(self.signature(), args, kwargs, self.type)
         opts: Dict[str, Any] = {}
         if self.owner is not None:
@@ -164,7 +173,28 @@ class _Task:
         client = opts.pop("client", None) or default_client()
         if opts.get("queue") is None and client.queue is None:
             opts["queue"] = DEFAULT_QUEUE
-        return client.submit(self.type, job_args, **opts)
+        return client, job_args, opts
+
+    def _submit(
+        self, args: Tuple[Any, ...], kwargs: Dict[str, Any], call_options: Dict[str, Any]
+    ) -> Handle[Any]:
+        client, job_args, opts = self._prepare(args, kwargs, call_options)
+        if isinstance(client, AsyncClient):
+            raise InvalidError(
+                f"{self.type}: the client is an AsyncClient: "
+                "await task.with_options(client=...).enqueue(...)",
+                field="client",
+            )
+        return cast(Handle[Any], client.submit(self.type, job_args, **opts))
+
+    async def _asubmit(
+        self, args: Tuple[Any, ...], kwargs: Dict[str, Any], call_options: Dict[str, Any]
+    ) -> AsyncHandle[Any]:
+        client, job_args, opts = self._prepare(args, kwargs, call_options)
+        if not isinstance(client, AsyncClient):
+            raise InvalidError(f"{self.type}: the asyncio form needs an AsyncClient",
+                               field="client")
+        return await client.submit(self.type, job_args, **opts)
 
     def _runner(self) -> Callable[[Context], Any]:
         """The handler a worker runs for this type: the arguments from the
@@ -216,10 +246,21 @@ class TaskFunction(_Task, Generic[S, P, R]):
         """Submits a job that makes this call on a worker."""
         return self._submit((first,) + tuple(args), dict(kwargs), self.call_options)
 
-    def with_options(self, **options: Any) -> "TaskFunction[S, P, R]":
+    @overload
+    def with_options(  # type: ignore[misc]
+        self, *, client: AsyncClient, **options: Any
+    ) -> "AsyncTaskFunction[S, P, R]": ...
+
+    @overload
+    def with_options(self, **options: Any) -> "TaskFunction[S, P, R]": ...
+
+    def with_options(self, **options: Any) -> Any:
         """The same task with submit options for its enqueues (queue,
-        tenant, key, priority, run_at, client, ...)."""
-        return self._with(options)  # type: ignore[no-any-return]
+        tenant, key, priority, run_at, client, ...); with an AsyncClient as
+        ``client``, its asyncio form (``await ....enqueue(...)``)."""
+        if isinstance(options.get("client"), AsyncClient):
+            return AsyncTaskFunction(self, _merged(self.call_options, options))
+        return self._with(options)
 
 
 class TaskFunction0(_Task, Generic[R]):
@@ -237,9 +278,20 @@ class TaskFunction0(_Task, Generic[R]):
         """Submits a job that makes this call on a worker."""
         return self._submit((), {}, self.call_options)
 
-    def with_options(self, **options: Any) -> "TaskFunction0[R]":
-        """The same task with submit options for its enqueues."""
-        return self._with(options)  # type: ignore[no-any-return]
+    @overload
+    def with_options(  # type: ignore[misc]
+        self, *, client: AsyncClient, **options: Any
+    ) -> "AsyncTaskFunction0[R]": ...
+
+    @overload
+    def with_options(self, **options: Any) -> "TaskFunction0[R]": ...
+
+    def with_options(self, **options: Any) -> Any:
+        """The same task with submit options for its enqueues (with an
+        AsyncClient as ``client``: its asyncio form)."""
+        if isinstance(options.get("client"), AsyncClient):
+            return AsyncTaskFunction0(self, _merged(self.call_options, options))
+        return self._with(options)
 
 
 class BoundTask(Generic[P, R]):
@@ -265,11 +317,91 @@ class BoundTask(Generic[P, R]):
         """Submits a job that makes this call on a worker."""
         return self._task._submit(tuple(args), dict(kwargs), self._options)
 
-    def with_options(self, **options: Any) -> "BoundTask[P, R]":
-        """The same with submit options for its enqueues."""
-        merged = dict(self._options)
-        merged.update(_check_options(options, "with_options"))
+    @overload
+    def with_options(  # type: ignore[misc]
+        self, *, client: AsyncClient, **options: Any
+    ) -> "AsyncBoundTask[P, R]": ...
+
+    @overload
+    def with_options(self, **options: Any) -> "BoundTask[P, R]": ...
+
+    def with_options(self, **options: Any) -> Any:
+        """The same with submit options for its enqueues (with an
+        AsyncClient as ``client``: its asyncio form)."""
+        merged = _merged(self._options, options)
+        if isinstance(options.get("client"), AsyncClient):
+            return AsyncBoundTask(self._task, self._instance, merged)
         return BoundTask(self._task, self._instance, merged)
+
+
+def _merged(base: Dict[str, Any], options: Dict[str, Any]) -> Dict[str, Any]:
+    out = dict(base)
+    out.update(_check_options(options, "with_options"))
+    return out
+
+
+class AsyncTaskFunction(Generic[S, P, R]):
+    """A task function's asyncio form (``with_options(client=an
+    AsyncClient)``): ``await enqueue(...)`` submits without blocking the
+    event loop; calling it still runs inline."""
+
+    def __init__(self, task: _Task, options: Dict[str, Any]) -> None:
+        self._task = task
+        self._options = options
+        self.type = task.type
+
+    def __call__(self, first: S, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        """Runs inline, now."""
+        return self._task.fn(first, *args, **kwargs)  # type: ignore[no-any-return]
+
+    async def enqueue(self, first: S, /, *args: P.args, **kwargs: P.kwargs) -> AsyncHandle[R]:
+        """Submits a job that makes this call on a worker."""
+        return await self._task._asubmit((first,) + tuple(args), dict(kwargs), self._options)
+
+    def with_options(self, **options: Any) -> "AsyncTaskFunction[S, P, R]":
+        return AsyncTaskFunction(self._task, _merged(self._options, options))
+
+
+class AsyncTaskFunction0(Generic[R]):
+    """The asyncio form of a task of a function without parameters."""
+
+    def __init__(self, task: _Task, options: Dict[str, Any]) -> None:
+        self._task = task
+        self._options = options
+        self.type = task.type
+
+    def __call__(self) -> R:
+        """Runs inline, now."""
+        return self._task.fn()  # type: ignore[no-any-return]
+
+    async def enqueue(self) -> AsyncHandle[R]:
+        """Submits a job that makes this call on a worker."""
+        return await self._task._asubmit((), {}, self._options)
+
+    def with_options(self, **options: Any) -> "AsyncTaskFunction0[R]":
+        return AsyncTaskFunction0(self._task, _merged(self._options, options))
+
+
+class AsyncBoundTask(Generic[P, R]):
+    """A task method's asyncio form (``with_options(client=an
+    AsyncClient)``): ``await enqueue(...)`` submits the job."""
+
+    def __init__(self, task: _Task, instance: Any, options: Dict[str, Any]) -> None:
+        self._task = task
+        self._instance = instance
+        self._options = options
+        self.type = task.type
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
+        """Runs inline, now."""
+        return self._task.fn(self._instance, *args, **kwargs)  # type: ignore[no-any-return]
+
+    async def enqueue(self, *args: P.args, **kwargs: P.kwargs) -> AsyncHandle[R]:
+        """Submits a job that makes this call on a worker."""
+        return await self._task._asubmit(tuple(args), dict(kwargs), self._options)
+
+    def with_options(self, **options: Any) -> "AsyncBoundTask[P, R]":
+        return AsyncBoundTask(self._task, self._instance, _merged(self._options, options))
 
 
 class TaskDecorator(Protocol):

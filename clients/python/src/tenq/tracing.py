@@ -7,23 +7,8 @@ submit and sends the traceparent it returns (the caller's current span).
 On the worker, ``tracing.middleware(start_span)`` calls
 ``start_span(ctx, traceparent)`` around each job: it returns a context
 manager that opens the run's span as a child of that traceparent (None
-when the job has none) and closes it. With OpenTelemetry::
-
-    from opentelemetry import trace
-    from opentelemetry.propagate import extract, inject
-
-    def current() -> str | None:
-        carrier: dict[str, str] = {}
-        inject(carrier)
-        return carrier.get("traceparent")
-
-    def start_span(ctx, traceparent):
-        parent = extract({"traceparent": traceparent} if traceparent else {})
-        return trace.get_tracer("tenq").start_as_current_span(ctx.type, context=parent)
-
-    client = tenq.Client(trace=current)
-    worker = tenq.Worker(client, queues=["reports"],
-                         middleware=[tenq.tracing.middleware(start_span)])
+when the job has none) and closes it. With OpenTelemetry: the recipe of
+README.md ("Tracing: OpenTelemetry, a recipe"), which the suite runs.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ placeholders), inside the transaction you are in::
 
     with conn.transaction():                       # psycopg 3
         cur.execute("INSERT INTO orders ...")
-        job_id = tenq.tx.submit(cur, "acme", "mail", "Mail.receipt", {"order": 42})
+        job_id = tenq.tx.submit(cur, "Mail.receipt", {"order": 42}, tenant="acme", queue="mail")
 
 The job exists if and only if that transaction commits (the server takes it
 in within milliseconds of the commit); ids made so are odd. A worker's
@@ -32,9 +32,10 @@ from __future__ import annotations
 
 import datetime
 import json
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+import warnings
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union, overload
 
-from tenq.client import _SUBMIT_FIELDS
+from tenq._shaping import _SUBMIT_FIELDS
 from tenq.context import Context, current_context
 from tenq.errors import InvalidError
 from tenq.jobs import JobSpec, RunAt, run_at_ms
@@ -58,6 +59,28 @@ _SQL_COMPLETE = "SELECT tenq.complete(%s::bigint, %s::bigint, %s::jsonb)"
 _SQL_FAIL = "SELECT tenq.fail(%s::bigint, %s::bigint, %s::text, %s::bigint)"
 
 
+@overload
+def submit(
+    cur: Any,
+    type: str,
+    args: Any = None,
+    *,
+    tenant: str,
+    queue: str,
+    key: Optional[str] = None,
+    unique_key: Optional[str] = None,
+    unique: bool = False,
+    idempotency_key: Optional[str] = None,
+    run_at: Optional[RunAt] = None,
+    priority: int = 0,
+    max_attempts: Optional[int] = None,
+    score: Optional[float] = None,
+    traceparent: Optional[str] = None,
+    timeout_ms: Optional[int] = None,
+) -> int: ...
+
+
+@overload
 def submit(
     cur: Any,
     tenant: str,
@@ -75,16 +98,67 @@ def submit(
     score: Optional[float] = None,
     traceparent: Optional[str] = None,
     timeout_ms: Optional[int] = None,
-) -> int:
+) -> int: ...
+
+
+def submit(cur: Any, *pos: Any, **options: Any) -> int:
     """Submits one job in the transaction of ``cur`` (a DB-API cursor, or a
     connection: a cursor of it is used); the job's id. The job exists once
-    that transaction commits, never if it rolls back. The options are those
-    of ``Client.submit``; ``run_at`` is a datetime (a naive one is local
-    time) or milliseconds since the epoch; ``timeout_ms`` is the job's own
-    timeout (from a third of its queue's ``lease_ms`` to 7 days; None or 0:
-    the queue's). The database refuses what the server would (SQLSTATE
+    that transaction commits, never if it rolls back.
+
+    ``submit(cur, type, args=None, *, tenant, queue, ...)``: the order of
+    ``Client.submit`` (``type`` and ``args``, then keywords); ``tenant`` and
+    ``queue`` are required (no client gives defaults). The other options
+    are those of ``Client.submit``; ``run_at`` is a datetime (a naive one is
+    local time) or milliseconds since the epoch; ``timeout_ms`` is the job's
+    own timeout (from a third of its queue's ``lease_ms`` to 7 days; None or
+    0: the queue's). The database refuses what the server would (SQLSTATE
     22023, ``tenq.submit: ...``, e.g. ``tenq.submit: timeout_ms must be
-    from a third of the queue's lease ...``)."""
+    from a third of the queue's lease ...``).
+
+    Deprecated: the former order ``submit(cur, tenant, queue, type,
+    args=None, ...)`` (three or four positional arguments after ``cur``)
+    still works and warns (DeprecationWarning)."""
+    if len(pos) >= 3 and "tenant" not in options and "queue" not in options:
+        warnings.warn(
+            "tenq.tx.submit(cur, tenant, queue, type, args) is deprecated: "
+            "use tenq.tx.submit(cur, type, args, tenant=..., queue=...)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        if len(pos) > 4:
+            raise TypeError("tenq.tx.submit takes at most 4 positional arguments after cur")
+        tenant, queue, type_ = pos[0], pos[1], pos[2]
+        args = pos[3] if len(pos) > 3 else options.pop("args", None)
+    else:
+        if len(pos) > 2:
+            raise TypeError("tenq.tx.submit(cur, type, args=None, *, tenant, queue, ...)")
+        if "tenant" not in options or "queue" not in options:
+            raise TypeError("tenq.tx.submit needs tenant= and queue= (keyword arguments)")
+        tenant, queue = options.pop("tenant"), options.pop("queue")
+        type_ = pos[0] if pos else options.pop("type")
+        args = pos[1] if len(pos) > 1 else options.pop("args", None)
+    return _submit(cur, tenant, queue, type_, args, **options)
+
+
+def _submit(
+    cur: Any,
+    tenant: str,
+    queue: str,
+    type: str,
+    args: Any = None,
+    *,
+    key: Optional[str] = None,
+    unique_key: Optional[str] = None,
+    unique: bool = False,
+    idempotency_key: Optional[str] = None,
+    run_at: Optional[RunAt] = None,
+    priority: int = 0,
+    max_attempts: Optional[int] = None,
+    score: Optional[float] = None,
+    traceparent: Optional[str] = None,
+    timeout_ms: Optional[int] = None,
+) -> int:
     params = (
         tenant,
         queue,

@@ -30,7 +30,7 @@ module Tenq
     # Seconds {#wait} takes "not found" for a job made in a transaction (an
     # odd id) to mean "not taken in yet": the leader takes a committed job
     # in within milliseconds; one whose transaction rolled back never comes.
-    TX_TAKE_IN = 2.0
+    TX_TAKE_IN = 5.0
 
     # @return [Transport]
     attr_reader :transport
@@ -135,7 +135,7 @@ module Tenq
     # before it raises {NotFoundError}. Ids the server made (even) are not
     # asked again.
     # @return [JobInfo]
-    # @raise [NotFoundError] no such job (for an odd id: none taken in within 2 s)
+    # @raise [NotFoundError] no such job (for an odd id: none taken in within 5 s)
     def wait(id, timeout: 60)
       start = now
       deadline = start + timeout

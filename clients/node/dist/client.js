@@ -1,0 +1,668 @@
+"use strict";
+Object.defineProperty(exports, "__esModule", { value: true });
+exports.Client = exports.REQUEST_KEY_HEADER = exports.MAX_BATCH_JOBS = void 0;
+exports.answerError = answerError;
+// SPDX-License-Identifier: Apache-2.0
+/**
+ * The client: every request of the protocol a submitter and a worker make,
+ * over keep-alive connections to one server or several (see transport.ts for
+ * leader following and failover). Answers come back as camelCase objects;
+ * refusals as the TenqError subclass of their error code.
+ */
+const errors_1 = require("./errors");
+const ids_1 = require("./ids");
+const options_1 = require("./options");
+const tracing_1 = require("./tracing");
+const transport_1 = require("./transport");
+const otel_1 = require("./otel");
+const tx_1 = require("./tx");
+const types_1 = require("./types");
+const wire_1 = require("./wire");
+const settings_1 = require("./settings");
+/** The most jobs one POST /v1/jobs takes. */
+exports.MAX_BATCH_JOBS = 10_000;
+/** Under the server's default body limit (32 MiB). */
+const MAX_BATCH_BYTES = 32 * 1024 * 1024 - 64 * 1024;
+/** The server caps one wait (`--max-wait`, 60 s). */
+const WAIT_CHUNK_MS = 60_000;
+/**
+ * How long `wait` takes "not found" for a job made in a transaction (an odd
+ * id) that the leader has not taken in yet (it does within milliseconds of
+ * the commit; a job whose transaction rolled back never appears).
+ */
+const TX_TAKE_IN_MS = 5_000;
+const sleepFor = (ms, signal) => new Promise((resolve, reject) => {
+    if (signal?.aborted)
+        return reject(signal.reason);
+    const t = setTimeout(() => {
+        signal?.removeEventListener("abort", stop);
+        resolve();
+    }, ms);
+    const stop = () => {
+        clearTimeout(t);
+        reject(signal.reason);
+    };
+    signal?.addEventListener("abort", stop, { once: true });
+});
+/** The header a submit request is made safe to send again with. */
+exports.REQUEST_KEY_HEADER = "Idempotency-Key";
+function checkId(id) {
+    if (!Number.isSafeInteger(id) || id <= 0)
+        throw new errors_1.InvalidError(`bad job id ${String(id)}`, { field: "id" });
+    return String(id);
+}
+function query(params) {
+    const q = new URLSearchParams();
+    for (const [k, v] of Object.entries(params))
+        if (v !== undefined)
+            q.set(k, String(v));
+    const s = q.toString();
+    return s ? `?${s}` : "";
+}
+/** The error an answer carries. */
+function answerError(a) {
+    let wire;
+    const b = a.body;
+    if (b && typeof b === "object" && "error" in b) {
+        const e = b.error;
+        if (e && typeof e === "object")
+            wire = e;
+    }
+    return (0, errors_1.errorFromWire)(wire, { status: a.status, retryAfterMs: (0, transport_1.retryAfterMs)(a.headers) });
+}
+/** The server answered with the first answer to this request key (nothing was made this time). */
+function isReplay(a) {
+    const v = a.headers["idempotent-replayed"];
+    return (Array.isArray(v) ? v[0] : v) === "true";
+}
+class Client {
+    options;
+    transport;
+    keys = new ids_1.RequestKeys();
+    /** The OpenTelemetry spans, when `@opentelemetry/api` is there (otel.ts). */
+    otel;
+    constructor(options = {}) {
+        this.options = (0, options_1.resolveOptions)(options);
+        this.otel = (0, otel_1.instrumentation)(this.options.openTelemetry, transport_1.VERSION);
+        this.transport = new transport_1.Transport({
+            servers: this.options.servers,
+            connectTimeoutMs: this.options.connectTimeoutMs,
+            requestTimeoutMs: this.options.requestTimeoutMs,
+            failoverBudgetMs: this.options.failoverBudgetMs,
+            maxSockets: this.options.maxSockets,
+            ...(this.options.token !== undefined ? { token: this.options.token } : {}),
+        });
+    }
+    /** The servers tried, in order (leaders learnt from redirects are added). */
+    get servers() {
+        return this.transport.serverList;
+    }
+    /** The server the next request goes to first: the one that answered last. */
+    get currentServer() {
+        return this.transport.currentServer;
+    }
+    /** Closes the kept connections. The client can still be used: it connects again. */
+    close() {
+        this.transport.close();
+    }
+    /** One request; any answer, errors included. */
+    async send(method, path, o = {}) {
+        return this.transport.send({ method, path, ...o });
+    }
+    /** One request; a 2xx answer's body, else its typed error. */
+    async call(method, path, o = {}) {
+        const a = await this.send(method, path, o);
+        if (a.status >= 200 && a.status < 300)
+            return a.body;
+        throw answerError(a);
+    }
+    /**
+     * A job as it goes on the wire, checked (refused with InvalidError before
+     * anything is sent), with its traceparent (the spec's, else the `trace`
+     * hook's). It carries an `idempotency_key` only when the spec has one.
+     */
+    prepare(spec, index, sending) {
+        const w = (0, wire_1.jobToWire)(spec, this.options, index);
+        if (w["traceparent"] === undefined && this.options.trace) {
+            const tp = this.options.trace();
+            if (tp !== undefined && tp !== null)
+                w["traceparent"] = (0, tracing_1.checkTraceparent)(tp, "the trace hook's traceparent");
+        }
+        if (w["traceparent"] === undefined && sending?.traceparent !== undefined)
+            w["traceparent"] = sending.traceparent;
+        return w;
+    }
+    /** Runs a submit call inside its OpenTelemetry producer span (when there is one). */
+    async sending(specs, fn, idOf) {
+        if (!this.otel)
+            return fn(undefined);
+        const first = specs[0];
+        const queue = first?.queue ?? this.options.queue;
+        const s = this.otel.send(queue, specs.length, first?.tenant ?? this.options.tenant);
+        try {
+            const r = await fn(s);
+            s.done(idOf?.(r));
+            return r;
+        }
+        catch (e) {
+            s.fail(e);
+            throw e;
+        }
+    }
+    /**
+     * Submits one job. Safe to send again: the request carries an
+     * `Idempotency-Key` made before its first try and the same on every
+     * retry (to any server), so a retry whose first try was made is
+     * answered with the first answer (`replayed: true`) and makes nothing.
+     */
+    async submit(spec, o = {}) {
+        if (!this.otel)
+            return this.submitPrepared(this.prepare(spec), o);
+        return this.sending([spec], (s) => this.submitPrepared(this.prepare(spec, undefined, s), o), (r) => r.id);
+    }
+    /** Submits a job made by `prepare`. */
+    async submitPrepared(fields, o = {}) {
+        const a = await this.postJobs(JSON.stringify(fields), o.requestKey ?? this.keys.next());
+        return (0, wire_1.submitResult)(a.body, "submit", isReplay(a));
+    }
+    /** POST /v1/jobs under a request key: a 2xx answer, else its typed error. */
+    async postJobs(body, key, signal) {
+        const headers = { [exports.REQUEST_KEY_HEADER]: key };
+        const a = await this.send("POST", "/v1/jobs", { body, headers, resend: true, ...(signal ? { signal } : {}) });
+        if (a.status >= 200 && a.status < 300)
+            return a;
+        throw answerError(a);
+    }
+    /**
+     * Submits many jobs, 10,000 a request (more are split), each answered at
+     * its index: made, deduplicated, or refused on its own. Each request
+     * carries its own `Idempotency-Key`, reused on its retries. A request that
+     * fails whole throws; the requests before it were made (calling again
+     * makes them again, unless the jobs carry their own idempotency keys or
+     * the call gives a `requestKey`: request n > 0 of a split call then goes
+     * under `<requestKey>.<n>`).
+     */
+    async submitMany(specs, o = {}) {
+        if (!this.otel)
+            return this.submitManyIn(specs, o, undefined);
+        return this.sending(specs, (s) => this.submitManyIn(specs, o, s));
+    }
+    async submitManyIn(specs, o, sending) {
+        const per = Math.max(1, Math.min(o.batchSize ?? exports.MAX_BATCH_JOBS, exports.MAX_BATCH_JOBS));
+        // every job is checked and keyed before the first request; each request's
+        // body is written when it is its turn, while the one before is out
+        const wires = specs.map((spec, i) => this.prepare(spec, i, sending));
+        if (wires.some(wire_1.hasIndexRef))
+            return this.submitManyIndexed(wires, per, o);
+        const out = new Array(specs.length);
+        let cursor = 0;
+        let failed = false;
+        let requests = 0;
+        const nextChunk = () => {
+            if (cursor >= wires.length || failed)
+                return undefined;
+            const start = cursor;
+            const nth = requests++;
+            const key = o.requestKey === undefined ? this.keys.next() : nth ? `${o.requestKey}.${nth}` : o.requestKey;
+            const parts = [];
+            let bytes = 0;
+            while (cursor < wires.length && parts.length < per) {
+                const text = JSON.stringify(wires[cursor]);
+                if (parts.length && bytes + text.length + 1 > MAX_BATCH_BYTES)
+                    break;
+                parts.push(text);
+                bytes += text.length + 1;
+                wires[cursor++] = undefined;
+            }
+            return { start, body: `{"jobs":[${parts.join(",")}]}`, n: parts.length, key };
+        };
+        const lane = async () => {
+            for (let c = nextChunk(); c; c = nextChunk()) {
+                const a = await this.postJobs(c.body, c.key).catch((e) => {
+                    failed = true; // no more requests after one failed whole
+                    throw e;
+                });
+                const items = (0, wire_1.asList)((0, wire_1.asObject)(a.body, "submit")["jobs"], "submit");
+                if (items.length !== c.n)
+                    throw new errors_1.ProtocolError(`the server answered ${items.length} results for ${c.n} jobs`);
+                const replayed = isReplay(a);
+                for (let k = 0; k < c.n; k++)
+                    out[c.start + k] = (0, wire_1.batchResult)(items[k], "submit", replayed);
+            }
+        };
+        const lanes = Math.max(1, Math.min(o.concurrency ?? 2, Math.ceil(specs.length / per)));
+        await Promise.all(Array.from({ length: lanes }, lane));
+        return out;
+    }
+    /**
+     * submitMany of jobs that name earlier ones by `index(i)`: one request
+     * after another; an index into an earlier request becomes that job's id,
+     * and a job naming one that was refused is refused too (ConflictError,
+     * field `depends_on`), as the server does within a request.
+     */
+    async submitManyIndexed(wires, per, o) {
+        const out = new Array(wires.length);
+        let nth = 0;
+        for (let start = 0; start < wires.length; start += per) {
+            const end = Math.min(wires.length, start + per);
+            const slots = [];
+            const here = new Map(); // a position in the list -> in the request
+            const parts = [];
+            for (let i = start; i < end; i++) {
+                const w = wires[i];
+                let refused;
+                const deps = w["depends_on"]?.map((d) => {
+                    if (typeof d !== "object" || d === null)
+                        return d;
+                    const j = d.index;
+                    if (j < 0 || j >= i)
+                        refused ??= new errors_1.InvalidError(`jobs[${i}].dependsOn: index ${j} names no earlier job`, { field: "depends_on" });
+                    else if (here.has(j))
+                        return { index: here.get(j) };
+                    else if (j < start && out[j]?.ok)
+                        return out[j].id;
+                    else
+                        refused ??= new errors_1.ConflictError(`jobs[${i}].dependsOn: index ${j} names a job that was refused`, { field: "depends_on" });
+                    return d;
+                });
+                if (refused) {
+                    out[i] = { ok: false, error: refused };
+                    continue;
+                }
+                here.set(i, parts.length);
+                slots.push(i);
+                parts.push(JSON.stringify(deps ? { ...w, depends_on: deps } : w));
+            }
+            if (!parts.length)
+                continue;
+            const key = o.requestKey === undefined ? this.keys.next() : nth ? `${o.requestKey}.${nth}` : o.requestKey;
+            nth++;
+            const a = await this.postJobs(`{"jobs":[${parts.join(",")}]}`, key);
+            const items = (0, wire_1.asList)((0, wire_1.asObject)(a.body, "submit")["jobs"], "submit");
+            if (items.length !== slots.length)
+                throw new errors_1.ProtocolError(`the server answered ${items.length} results for ${slots.length} jobs`);
+            const replayed = isReplay(a);
+            slots.forEach((i, k) => (out[i] = (0, wire_1.batchResult)(items[k], "submit", replayed)));
+        }
+        return out;
+    }
+    /**
+     * Submits a job in the caller's own PostgreSQL transaction (the server's
+     * SQL function tenq.submit, on `db`: a pg.Client or PoolClient inside
+     * BEGIN ... COMMIT) and returns its id; the job exists only if that
+     * transaction commits. Sends nothing to the server. The client's default
+     * tenant and queue and its `trace` hook apply, as for `submit`; a tenant
+     * is required (no token implies one here). See `submitTx` in tx.ts.
+     */
+    async submitTx(db, spec) {
+        return this.sending([spec], (s) => (0, tx_1.submitWireTx)(db, this.prepare(spec, undefined, s)), (id) => id);
+    }
+    /** Submits many jobs in the caller's transaction (tenq.submit_many); their ids in order. */
+    async submitManyTx(db, specs) {
+        return this.sending(specs, (s) => (0, tx_1.submitManyWireTx)(db, specs.map((spec, i) => this.prepare(spec, i, s))));
+    }
+    async get(id) {
+        return (0, wire_1.jobFromWire)(await this.call("GET", `/v1/jobs/${checkId(id)}`, { resend: true }));
+    }
+    /**
+     * Waits for the job to finish (succeeded, cancelled, dead; a merged job is
+     * followed to the job that took its payloads) and returns it. Throws
+     * TimeoutError when `timeoutMs` passes first. A job made in a transaction
+     * (`submitTx`: an odd id) not found yet is looked for again for up to 5 s:
+     * the server takes it in milliseconds after the commit.
+     */
+    async wait(id, o = {}) {
+        const start = performance.now();
+        const end = o.timeoutMs === undefined ? Infinity : start + o.timeoutMs;
+        let at = id;
+        for (;;) {
+            const left = Math.max(0, Math.ceil(end - performance.now()));
+            const chunk = Math.min(left, WAIT_CHUNK_MS);
+            let body;
+            try {
+                body = await this.call("GET", `/v1/jobs/${checkId(at)}/wait${query({ timeout_ms: chunk })}`, {
+                    resend: true,
+                    extraMs: chunk,
+                    ...(o.signal ? { signal: o.signal } : {}),
+                });
+            }
+            catch (e) {
+                // a job made in a transaction (an odd id) is there once the leader has taken it in,
+                // milliseconds after the commit: until then it is not found
+                const since = performance.now() - start;
+                if (!(e instanceof errors_1.NotFoundError) || at !== id || id % 2 !== 1 || since >= TX_TAKE_IN_MS || performance.now() >= end)
+                    throw e;
+                await sleepFor(Math.min(50, TX_TAKE_IN_MS - since, Math.max(0, end - performance.now())), o.signal);
+                continue;
+            }
+            const job = (0, wire_1.jobFromWire)(body);
+            if (job.state === "merged" && job.mergedInto !== undefined) {
+                at = job.mergedInto;
+                continue;
+            }
+            if ((0, types_1.isFinished)(job.state))
+                return job;
+            if (performance.now() >= end)
+                throw new errors_1.TimeoutError(`job ${at} is still ${job.state} after ${o.timeoutMs} ms`);
+        }
+    }
+    /** Cancels a job: at once when it is not leased, else its worker is told (`cancelRequested`). */
+    async cancel(id) {
+        const b = (0, wire_1.asObject)(await this.call("POST", `/v1/jobs/${checkId(id)}/cancel`, { resend: true }), "cancel");
+        return {
+            id: typeof b["id"] === "number" ? b["id"] : id,
+            state: b["state"],
+            cancelRequested: b["cancel_requested"] === true,
+        };
+    }
+    /** One page of jobs, newest first; pass `next` as `afterId` for the following one. */
+    async list(f = {}) {
+        const q = query({
+            tenant: f.tenant,
+            queue: f.queue,
+            type: f.type,
+            state: f.state,
+            key: f.key,
+            after_id: f.afterId,
+            limit: f.limit,
+        });
+        const b = (0, wire_1.asObject)(await this.call("GET", `/v1/jobs${q}`, { resend: true }), "list");
+        return { jobs: (0, wire_1.asList)(b["jobs"], "list").map(wire_1.jobFromWire), next: typeof b["next"] === "number" ? b["next"] : null };
+    }
+    /** Every job matching the filter, page after page. */
+    async *listAll(f = {}) {
+        let afterId = f.afterId;
+        for (;;) {
+            const page = await this.list({ ...f, ...(afterId !== undefined ? { afterId } : {}) });
+            yield* page.jobs;
+            if (page.next === null || !page.jobs.length)
+                return;
+            afterId = page.next;
+        }
+    }
+    /** A page of dead jobs (newest death first, or by id). */
+    async morgue(f = {}) {
+        const q = query({ tenant: f.tenant, queue: f.queue, type: f.type, sort: f.sort, limit: f.limit, after: f.after });
+        const b = (0, wire_1.asObject)(await this.call("GET", `/v1/morgue${q}`, { resend: true }), "morgue");
+        const next = b["next"];
+        return {
+            jobs: (0, wire_1.asList)(b["jobs"], "morgue").map(wire_1.jobFromWire),
+            next: typeof next === "number" || typeof next === "string" ? next : null,
+        };
+    }
+    /** Takes a dead job out of the morgue (attempts reset, run at once). */
+    async requeue(id) {
+        const b = (0, wire_1.asObject)(await this.call("POST", `/v1/morgue/${checkId(id)}/requeue`, { resend: true }), "requeue");
+        return { id: typeof b["id"] === "number" ? b["id"] : id, state: String(b["state"]) };
+    }
+    /** GET /v1/queues/{name}: the queue's settings, pauses and counts. */
+    async getQueue(name) {
+        return this.queueCall("GET", name, "");
+    }
+    /**
+     * PUT /v1/queues/{name} (admin): settings in camelCase (`leaseMs`,
+     * `maxAttempts`, `timeoutMs`, `rate`, `tenantRate`, ...; null removes a
+     * limit); the queue as it is then. (The protocol's snake_case names are
+     * still taken, with a deprecation warning.)
+     */
+    async setQueue(name, settings) {
+        return this.queueCall("PUT", name, "", JSON.stringify((0, settings_1.settingsToWire)(settings, "queue")));
+    }
+    /**
+     * Pauses the queue whole (admin), or only `tenant`'s jobs in it (a tenant
+     * token: its own tenant when none is named): nothing of it is leased
+     * until resumed; submits are still taken and leased jobs run to their
+     * end. Resolves to the queue (`paused`, `paused_tenants`).
+     */
+    async pauseQueue(name, o = {}) {
+        return this.queueCall("POST", name, "/pause", o.tenant === undefined ? undefined : JSON.stringify({ tenant: o.tenant }));
+    }
+    /** Undoes `pauseQueue` (the same `tenant`): the jobs may be leased at once. Resolves to the queue. */
+    async resumeQueue(name, o = {}) {
+        return this.queueCall("POST", name, "/resume", o.tenant === undefined ? undefined : JSON.stringify({ tenant: o.tenant }));
+    }
+    /** GET /v1/tenants/{name}: the tenant's settings and counts. */
+    async getTenant(name) {
+        const b = await this.call("GET", `/v1/tenants/${encodeURIComponent(name)}`, { resend: true });
+        return (0, settings_1.infoFromWire)((0, wire_1.asObject)(b, "tenant"));
+    }
+    /** PUT /v1/tenants/{name} (admin): `slots`, `weight`, `rate`, `ratePeriodMs`, `rateBurst`; the tenant then. */
+    async setTenant(name, settings) {
+        const body = JSON.stringify((0, settings_1.settingsToWire)(settings, "tenant"));
+        const b = await this.call("PUT", `/v1/tenants/${encodeURIComponent(name)}`, { body, resend: true });
+        return (0, settings_1.infoFromWire)((0, wire_1.asObject)(b, "tenant"));
+    }
+    /** A queue request; each may be sent again: the same request sets the same state. */
+    async queueCall(method, name, tail, body) {
+        const path = `/v1/queues/${encodeURIComponent(name)}${tail}`;
+        const b = await this.call(method, path, { ...(body !== undefined ? { body } : {}), resend: true });
+        return (0, settings_1.infoFromWire)((0, wire_1.asObject)(b, "queue"));
+    }
+    // ------------------------------------------------------------------ schedules and attempts
+    /**
+     * PUT /v1/schedules/{name}: creates the schedule or replaces it whole (its
+     * `createdAt` and last tick stay). The job's `queue` and `tenant` default
+     * to the client's. A bad expression, zone or job field rejects with
+     * InvalidError whose `field` names it (`cron`, `timezone`,
+     * `job.timeout_ms`, ...), and nothing changes.
+     */
+    async putSchedule(name, spec) {
+        const body = JSON.stringify((0, wire_1.scheduleToWire)(spec, this.options));
+        return (0, wire_1.scheduleFromWire)(await this.call("PUT", schedulePath(name, ""), { body, resend: true }));
+    }
+    /** GET /v1/schedules/{name}: the schedule with its next five runs (NotFoundError when none). */
+    async getSchedule(name) {
+        return (0, wire_1.scheduleFromWire)(await this.call("GET", schedulePath(name, ""), { resend: true }));
+    }
+    /** GET /v1/schedules: the schedules the token sees (of `tenant`), by name, each with its next `runs` ticks (0-5, default 1). */
+    async listSchedules(o = {}) {
+        const q = new URLSearchParams();
+        if (o.tenant !== undefined)
+            q.set("tenant", o.tenant);
+        if (o.runs !== undefined)
+            q.set("runs", String(o.runs));
+        const qs = q.toString();
+        const b = (0, wire_1.asObject)(await this.call("GET", `/v1/schedules${qs ? `?${qs}` : ""}`, { resend: true }), "schedules");
+        return (0, wire_1.asList)(b["schedules"], "schedules").map(wire_1.scheduleFromWire);
+    }
+    /** DELETE /v1/schedules/{name}: true once it is gone (the jobs it made stay); NotFoundError when there was none. */
+    async deleteSchedule(name) {
+        const b = (0, wire_1.asObject)(await this.call("DELETE", schedulePath(name, ""), { resend: true }), "schedule");
+        return b["deleted"] === true;
+    }
+    /** Stops the schedule's ticks until `resumeSchedule`. */
+    async pauseSchedule(name) {
+        return (0, wire_1.scheduleFromWire)(await this.call("POST", schedulePath(name, "/pause"), { resend: true }));
+    }
+    /** Resumes a paused schedule; ticks missed meanwhile follow its `missed` policy. */
+    async resumeSchedule(name) {
+        return (0, wire_1.scheduleFromWire)(await this.call("POST", schedulePath(name, "/resume"), { resend: true }));
+    }
+    /** GET /v1/jobs/{id}/attempts: every attempt of the job, oldest first (the one under way last); [] if never leased. */
+    /**
+     * GET /v1/jobs/{id}/parents: the job's parents in the order it named
+     * them, each with its state and result (what a child reads before it
+     * runs), and its children (the first 1,000) with their count.
+     */
+    async parents(id) {
+        return (0, wire_1.parentsFromWire)(await this.call("GET", `/v1/jobs/${checkId(id)}/parents`, { resend: true }));
+    }
+    /**
+     * POST /v1/batches: a batch of `jobs` (1 to 10,000; their `dependsOn` may
+     * name earlier ones by `index(i)`) with its callbacks, jobs the server
+     * submits once: `onComplete` when every job finished, `onSuccess` when
+     * every job succeeded, `onDeath` at the first death. Everything is checked
+     * before anything is made: an InvalidError (or NotFoundError for a parent
+     * that is not there) names the field (`jobs[3].type`, `on_death.queue`).
+     */
+    async createBatch(jobs, o = {}) {
+        const body = { jobs: this.batchJobs(jobs) };
+        const tenant = o.tenant ?? this.options.tenant;
+        if (tenant !== undefined)
+            body["tenant"] = tenant;
+        const cbs = [
+            ["on_complete", o.onComplete],
+            ["on_success", o.onSuccess],
+            ["on_death", o.onDeath],
+        ];
+        for (const [name, spec] of cbs)
+            if (spec !== undefined)
+                body[name] = (0, wire_1.callbackToWire)(spec, this.options, name);
+        const a = await this.postKeyed("/v1/batches", JSON.stringify(body), o.requestKey);
+        const ans = (0, wire_1.asObject)(a.body, "batch");
+        const id = ans["id"];
+        if (typeof id !== "number")
+            throw new errors_1.ProtocolError("the batch answer has no id");
+        const replayed = isReplay(a);
+        return { id, jobs: (0, wire_1.asList)(ans["jobs"], "batch").map((x) => (0, wire_1.submitResult)(x, "batch", replayed)) };
+    }
+    /**
+     * POST /v1/batches/{id}/jobs: adds jobs (1 to 10,000) to an open batch
+     * (fan-out, typically from one of its running jobs: `ctx.addToBatch`).
+     * BatchClosedError once the batch is closed, NotFoundError when there is
+     * none; nothing is added then.
+     */
+    async addToBatch(batchId, jobs, o = {}) {
+        const body = JSON.stringify({ jobs: this.batchJobs(jobs) });
+        const a = await this.postKeyed(`/v1/batches/${checkId(batchId)}/jobs`, body, o.requestKey);
+        const replayed = isReplay(a);
+        return (0, wire_1.asList)((0, wire_1.asObject)(a.body, "batch")["jobs"], "batch").map((x) => (0, wire_1.submitResult)(x, "batch", replayed));
+    }
+    /** GET /v1/batches/{id}: the batch's status, counts, progress and callbacks. */
+    async batch(id) {
+        return (0, wire_1.batchFromWire)(await this.call("GET", `/v1/batches/${checkId(id)}`, { resend: true }));
+    }
+    /** The same as `batch(id)`. */
+    async getBatch(id) {
+        return this.batch(id);
+    }
+    /** GET /v1/batches: a page of batches, newest first; pass `nextBefore` as `before` for the next. */
+    async listBatches(f = {}) {
+        const o = (0, wire_1.asObject)(await this.call("GET", `/v1/batches${query({ tenant: f.tenant, limit: f.limit, before: f.before })}`, { resend: true }), "batches");
+        const nb = o["next_before"];
+        return { batches: (0, wire_1.asList)(o["batches"], "batches").map(wire_1.batchFromWire), nextBefore: typeof nb === "number" ? nb : null };
+    }
+    batchJobs(jobs) {
+        if (!Array.isArray(jobs) || jobs.length === 0)
+            throw new errors_1.InvalidError("a batch needs at least one job", { field: "jobs" });
+        return jobs.map((spec, i) => {
+            for (const f of ["unique", "uniqueKey", "idempotencyKey"])
+                if (spec[f] !== undefined)
+                    throw new errors_1.InvalidError(`jobs[${i}].${f}: a batch's job takes none`, { field: `jobs[${i}].${f}` });
+            return this.prepare(spec, i);
+        });
+    }
+    /** A POST under a request key (the caller's or a new one), the same on every retry. */
+    async postKeyed(path, body, requestKey) {
+        const a = await this.send("POST", path, { body, headers: { [exports.REQUEST_KEY_HEADER]: requestKey ?? this.keys.next() }, resend: true });
+        if (a.status >= 200 && a.status < 300)
+            return a;
+        throw answerError(a);
+    }
+    async attempts(id) {
+        const b = (0, wire_1.asObject)(await this.call("GET", `/v1/jobs/${checkId(id)}/attempts`, { resend: true }), "attempts");
+        return (0, wire_1.asList)(b["attempts"], "attempts").map(wire_1.attemptFromWire);
+    }
+    /** GET /healthz of the server the next request goes to. */
+    async health() {
+        return (0, wire_1.asObject)(await this.call("GET", "/healthz", { resend: true }), "healthz");
+    }
+    /** Who the token is. */
+    async whoami() {
+        return (0, wire_1.asObject)(await this.call("GET", "/v1/whoami", { resend: true }), "whoami");
+    }
+    // ------------------------------------------------------------------ workers
+    /**
+     * Leases jobs, reporting `outcomes` first. Not sent again after a
+     * connection broke mid-request (a second lease would take more jobs).
+     */
+    async lease(r, signal) {
+        const w = { queues: r.queues };
+        if (r.worker !== undefined)
+            w["worker"] = r.worker;
+        if (r.types !== undefined)
+            w["types"] = r.types;
+        if (r.max !== undefined)
+            w["max"] = r.max;
+        if (r.waitMs !== undefined)
+            w["wait_ms"] = r.waitMs;
+        let body = JSON.stringify(w);
+        if (r.outcomes?.length)
+            body = `${body.slice(0, -1)},"outcomes":[${r.outcomes.map(wire_1.outcomeJson).join(",")}]}`;
+        const a = await this.send("POST", "/v1/lease", {
+            body,
+            resend: false,
+            extraMs: r.waitMs ?? 0,
+            ...(signal ? { signal } : {}),
+        });
+        if (a.status < 200 || a.status >= 300)
+            throw answerError(a);
+        const b = (0, wire_1.asObject)(a.body, "lease");
+        const jobs = (0, wire_1.asList)(b["jobs"] ?? [], "lease").map(wire_1.leasedFromWire);
+        const outs = r.outcomes ?? [];
+        const results = Array.isArray(b["results"]) ? b["results"].map((x, i) => (0, wire_1.outcomeResult)(x, outs[i]?.id ?? 0)) : [];
+        return { jobs, results, size: a.size };
+    }
+    /** Tells the server the handler began (state running). */
+    async start(id, token) {
+        await this.call("POST", `/v1/jobs/${checkId(id)}/start`, { body: JSON.stringify({ token }), resend: true });
+    }
+    /**
+     * Extends the lease; `cancel` is true when the job should stop, `leaseLeftMs` the time the
+     * lease has left as the server answered (space heartbeats by it on the monotonic clock).
+     */
+    async heartbeat(id, token, progress) {
+        const w = { token };
+        if (progress !== undefined)
+            w["progress"] = progress;
+        const b = (0, wire_1.asObject)(await this.call("POST", `/v1/jobs/${checkId(id)}/heartbeat`, { body: JSON.stringify(w), resend: true }), "heartbeat");
+        return {
+            leaseUntil: typeof b["lease_until"] === "number" ? b["lease_until"] : 0,
+            leaseLeftMs: typeof b["lease_left_ms"] === "number" ? b["lease_left_ms"] : 0,
+            cancel: b["cancel"] === true,
+        };
+    }
+    /**
+     * The job succeeded. Safe to send again: the same ack under the same
+     * token, already applied, is answered as applied.
+     */
+    async ack(id, token, o = {}) {
+        const w = { token };
+        if (o.result !== undefined)
+            w["result"] = o.result;
+        if (o.stats !== undefined)
+            w["stats"] = o.stats;
+        return this.finish(id, "ack", w);
+    }
+    /** The attempt failed: retried after `retryInMs` or the queue's backoff, or dead with `retry: false`. */
+    async fail(id, token, o = {}) {
+        const w = { token };
+        if (o.error !== undefined)
+            w["error"] = o.error;
+        if (o.retryInMs !== undefined)
+            w["retry_in_ms"] = Math.max(0, Math.round(o.retryInMs));
+        if (o.retry !== undefined)
+            w["retry"] = o.retry;
+        if (o.cancelled)
+            w["cancelled"] = true;
+        if (o.stats !== undefined)
+            w["stats"] = o.stats;
+        return this.finish(id, "fail", w);
+    }
+    async finish(id, verb, w) {
+        const body = JSON.stringify(w);
+        return (0, wire_1.outcomeResult)(await this.call("POST", `/v1/jobs/${checkId(id)}/${verb}`, { body, resend: true }), id);
+    }
+    /** Up to 10,000 acks and fails in one request, answered in order. */
+    async outcomes(list, signal) {
+        if (!list.length)
+            return [];
+        const body = `{"outcomes":[${list.map(wire_1.outcomeJson).join(",")}]}`;
+        const b = (0, wire_1.asObject)(await this.call("POST", "/v1/outcomes", { body, resend: true, ...(signal ? { signal } : {}) }), "outcomes");
+        return (0, wire_1.asList)(b["results"], "outcomes").map((x, i) => (0, wire_1.outcomeResult)(x, list[i]?.id ?? 0));
+    }
+}
+exports.Client = Client;
+function schedulePath(name, tail) {
+    return `/v1/schedules/${encodeURIComponent(name)}${tail}`;
+}
