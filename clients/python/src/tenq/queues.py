@@ -15,7 +15,9 @@ class Counts(TypedDict, total=False):
     ``eligible``: ready and free to go; ``held``: ready but held by a
     limit (slots, a cap, a pause, a rate); ``rate_limited_until``: only
     while a rate limit of its own allows no start (ms since the epoch);
-    ``waiting``: jobs waiting for their parents (``depends_on``)."""
+    ``waiting``: jobs waiting for their parents (``depends_on``);
+    ``queued`` and ``queued_bytes``: the unfinished jobs and their args'
+    bytes, what the quotas count."""
 
     ready: int
     scheduled: int
@@ -24,6 +26,8 @@ class Counts(TypedDict, total=False):
     leased: int
     running: int
     dead: int
+    queued: int
+    queued_bytes: int
     eligible: int
     held: int
     rate_limited_until: int
@@ -65,6 +69,8 @@ class QueueInfo(Counts, total=False):
     tenant_rate: Optional[int]
     rate_period_ms: int
     rate_burst: Optional[int]
+    max_queued: Optional[int]
+    max_queued_bytes: int
 
 
 class TenantInfo(Counts, total=False):
@@ -80,3 +86,5 @@ class TenantInfo(Counts, total=False):
     rate: Optional[int]
     rate_period_ms: int
     rate_burst: Optional[int]
+    max_queued: Optional[int]
+    max_queued_bytes: int

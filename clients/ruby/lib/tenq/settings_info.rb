@@ -10,10 +10,12 @@ module Tenq
     # The counts both show. +held+: ready jobs held by a limit (slots, a
     # cap, a pause, a rate); +rate_limited_until+: only while a rate limit
     # of its own allows no start (milliseconds since the epoch); +waiting+:
-    # jobs waiting for their parents (+depends_on+).
-    COUNTS = %i[ready scheduled blocked waiting leased running dead eligible held rate_limited_until
-                lag_ms submitted_total succeeded_total failed_total dead_total cancelled_total
-                completed_per_s failed_per_s].freeze
+    # jobs waiting for their parents (+depends_on+); +queued+ and
+    # +queued_bytes+: the unfinished jobs and their args' bytes, what the
+    # quotas count.
+    COUNTS = %i[ready scheduled blocked waiting leased running dead queued queued_bytes eligible held
+                rate_limited_until lag_ms submitted_total succeeded_total failed_total dead_total
+                cancelled_total completed_per_s failed_per_s].freeze
     COUNTS.each { |f| define_method(f) { @data[f.to_s] } }
 
     # @param data [Hash{String => Object}] the JSON object
@@ -61,7 +63,7 @@ module Tenq
   class QueueInfo < SettingsInfo
     SETTINGS = %i[order delivery lease_ms max_attempts backoff backoff_base_ms backoff_max_ms merge
                   dedup_window_ms retention_ms max_payload_bytes tenant_cap timeout_ms rate tenant_rate
-                  rate_period_ms rate_burst].freeze
+                  rate_period_ms rate_burst max_queued max_queued_bytes].freeze
     SETTINGS.each { |f| define_method(f) { @data[f.to_s] } }
 
     # Paused whole.
@@ -85,7 +87,7 @@ module Tenq
   # its +rate+ of starts in every queue together per +rate_period_ms+ with
   # bursts of +rate_burst+ (nil: no limit, the rate), and its counts.
   class TenantInfo < SettingsInfo
-    SETTINGS = %i[slots weight in_use rate rate_period_ms rate_burst].freeze
+    SETTINGS = %i[slots weight in_use rate rate_period_ms rate_burst max_queued max_queued_bytes].freeze
     SETTINGS.each { |f| define_method(f) { @data[f.to_s] } }
 
     private
