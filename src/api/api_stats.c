@@ -308,6 +308,16 @@ void h_metrics(server *s, http_req *req, const principal *who, const char **args
               (unsigned long long)s->admit.budget, (unsigned long long)s->admit.jobs_budget,
               m.bytes, m.data_bytes, m.jobs, (unsigned long long)s->admit.refused_quota,
               (unsigned long long)s->admit.refused_overloaded);
+    jb_printf(&b,
+              "# HELP tenq_load_rest_active 1 while the plain jobs waiting in line are still "
+              "being brought in behind the serving leader.\n"
+              "# TYPE tenq_load_rest_active gauge\ntenq_load_rest_active %d\n"
+              "# HELP tenq_load_rest_jobs Plain jobs the last such load brought in.\n"
+              "# TYPE tenq_load_rest_jobs gauge\ntenq_load_rest_jobs %llu\n"
+              "# HELP tenq_load_rest_parked_total Requests that waited for such a load to end.\n"
+              "# TYPE tenq_load_rest_parked_total counter\ntenq_load_rest_parked_total %llu\n",
+              s->load_rest.active ? 1 : 0, (unsigned long long)s->load_rest.loaded,
+              (unsigned long long)s->load_rest.parked_total);
     engine_args_stats as;
     engine_args_usage(s->e, &as);
     jb_printf(&b,
