@@ -244,6 +244,9 @@ typedef struct store_load_stats {
  * sets its next id above every id ever used.  Runs on the caller's thread;
  * call it before handing over batches, or after a failure. */
 int store_load(store_t *s, engine_t *e, int64_t now, store_load_stats *st);
+/* The same but the plain jobs waiting in line (live = 2), which a server
+ * brings in after it began to serve (store_load_rest). */
+int store_load_first(store_t *s, engine_t *e, int64_t now, store_load_stats *st);
 
 /* ---- leadership ------------------------------------------------------------
  * One server leads a store at a time: it loads the jobs, schedules them and
