@@ -54,6 +54,13 @@ export function fmtRate(n) {
   if (n >= 10) return n.toFixed(1);
   return n.toFixed(2);
 }
+export function fmtBytes(n) {
+  if (n === undefined || n === null) return '—';
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let i = 0;
+  while (n >= 1024 && i < units.length - 1) { n /= 1024; i++; }
+  return (i === 0 || n >= 100 ? Math.round(n) : n.toFixed(1)) + ' ' + units[i];
+}
 export function fmtDur(ms) {
   if (ms === undefined || ms === null || Number.isNaN(ms)) return '—';
   if (ms < 0) return '−' + fmtDur(-ms);

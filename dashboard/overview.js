@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Overview: the counts per state, lag, throughput and depth over time.
-import { h, fmtInt, fmtRate, fmtDur, KeyedTable } from './dom.js';
+import { h, fmtInt, fmtRate, fmtDur, fmtBytes, KeyedTable } from './dom.js';
 import { ctx, totals, now, isAdmin, link, morgueHref } from './ctx.js';
 import { api } from './api.js';
 import { LineChart } from './chart.js';
@@ -126,6 +126,14 @@ export function mount(root) {
         const rows = [['Store', sv.store], ['Up for', fmtDur(sv.uptime_ms)], ['Connections', fmtInt(sv.connections)],
           ['Lease waiters', fmtInt(sv.lease_waiters)], ['Commits', fmtInt(sv.commits)], ['Batches', fmtInt(sv.batches)],
           ['Requests', fmtInt(sv.requests)]];
+        const m = st.memory;
+        if (m) {
+          rows.push(['Memory (jobs)', `${fmtBytes(m.jobs_bytes)} of ${fmtBytes(m.jobs_budget)}`],
+            ['Args in memory', `${fmtBytes(m.args_inline_bytes + m.args_cache_bytes)} of ${fmtBytes(m.args_budget)}`],
+            ['Args on disk', `${fmtInt(m.args_spilled_jobs)} jobs`],
+            ['Refused submits', `${fmtInt(m.refused_quota)} over quota, ${fmtInt(m.refused_overloaded)} overloaded`]);
+          if (m.loading) rows.push(['Loading', `${fmtInt(m.loaded_behind)} jobs in so far`]);
+        }
         server.replaceChildren(...rows.flatMap(([k, v]) => [h('dt', { text: k }), h('dd', { text: v })]));
         server.parentElement.hidden = false;
       } else server.parentElement.hidden = true;

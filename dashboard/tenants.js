@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Tenants: slots in use, counts, weight; slots and weight edited in place.
-import { h, s, fmtInt, fmtRate, fmtDur, KeyedTable, field } from './dom.js';
+import { h, s, fmtInt, fmtRate, fmtDur, fmtBytes, KeyedTable, field } from './dom.js';
 import { api } from './api.js';
 import { ctx, isAdmin, toast, describe, denied, link, jobsHref, morgueHref } from './ctx.js';
 
@@ -105,6 +105,13 @@ export function mount(root) {
       render: (t) => (t.dead ? link(morgueHref({ tenant: t.name }), fmtInt(t.dead), { title: 'Morgue of ' + t.name }) : '0') },
     { key: 'lag', label: 'Lag', num: true, sort: (t) => t.lag_ms, render: (t) => fmtDur(t.lag_ms) },
     { key: 'rate', label: 'Done / s', num: true, sort: (t) => t.completed_per_s, render: (t) => fmtRate(t.completed_per_s) },
+    { key: 'queued', label: 'Queued / quota', num: true, sort: (t) => t.queued,
+      sig: (t) => `${t.queued}/${t.max_queued}/${t.queued_bytes}/${t.max_queued_bytes}`,
+      render: (t) => h('span', {
+        'data-queued': t.name,
+        title: `${fmtBytes(t.queued_bytes)} of args` + (t.max_queued_bytes ? ` of ${fmtBytes(t.max_queued_bytes)}` : ''),
+        text: `${fmtInt(t.queued)} / ${t.max_queued === null ? 'no quota' : fmtInt(t.max_queued)}`,
+      }) },
   ];
   if (admin) {
     columns.push({ key: 'act', label: 'Actions', sig: (t, c) => (c.editing ? 'edit' : 'view'),

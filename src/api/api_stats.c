@@ -29,6 +29,34 @@ static void stat_queue(void *ctx, const char *name, const engine_queue_settings 
     jb_obj_end(l->b);
 }
 
+/* "memory": what the jobs take against the budget, the args kept and read
+ * back, and the load that brings the line in behind a serving leader. */
+static void json_memory(jbuf *b, server *s)
+{
+    engine_memory m;
+    engine_memory_usage(s->e, &m);
+    engine_args_stats as;
+    engine_args_usage(s->e, &as);
+    jb_key(b, "memory");
+    jb_obj(b);
+    jb_kint(b, "budget", (long long)s->admit.budget);
+    jb_kint(b, "jobs_budget", (long long)s->admit.jobs_budget);
+    jb_kint(b, "jobs_bytes", (long long)m.bytes);
+    jb_kint(b, "jobs", (long long)m.jobs);
+    jb_kint(b, "args_budget", (long long)as.budget);
+    jb_kint(b, "args_inline_bytes", (long long)as.inline_bytes);
+    jb_kint(b, "args_cache_bytes", (long long)as.cache_bytes);
+    jb_kint(b, "args_spilled_jobs", (long long)as.spilled);
+    jb_kint(b, "args_read_ahead", (long long)s->args.rows_ahead);
+    jb_kint(b, "args_misses", (long long)s->args.waited_jobs);
+    jb_kint(b, "refused_overloaded", (long long)s->admit.refused_overloaded);
+    jb_kint(b, "refused_quota", (long long)s->admit.refused_quota);
+    jb_key(b, "loading");
+    jb_bool(b, s->load_rest.active);
+    jb_kint(b, "loaded_behind", (long long)s->load_rest.loaded);
+    jb_obj_end(b);
+}
+
 void h_stats(server *s, http_req *req, const principal *who, const char **args)
 {
     (void)args;
@@ -71,6 +99,7 @@ void h_stats(server *s, http_req *req, const principal *who, const char **args)
         jb_kint(&b, "requests", (long long)s->n_requests);
         jb_kint(&b, "uptime_ms", now - s->wall0_ms);
         jb_obj_end(&b);
+        json_memory(&b, s);
     }
     jb_obj_end(&b);
     reply_json(req, 200, &b);
@@ -308,6 +337,16 @@ void h_metrics(server *s, http_req *req, const principal *who, const char **args
               (unsigned long long)s->admit.budget, (unsigned long long)s->admit.jobs_budget,
               m.bytes, m.data_bytes, m.jobs, (unsigned long long)s->admit.refused_quota,
               (unsigned long long)s->admit.refused_overloaded);
+    jb_printf(&b,
+              "# HELP tenq_load_rest_active 1 while the plain jobs waiting in line are still "
+              "being brought in behind the serving leader.\n"
+              "# TYPE tenq_load_rest_active gauge\ntenq_load_rest_active %d\n"
+              "# HELP tenq_load_rest_jobs Plain jobs the last such load brought in.\n"
+              "# TYPE tenq_load_rest_jobs gauge\ntenq_load_rest_jobs %llu\n"
+              "# HELP tenq_load_rest_parked_total Requests that waited for such a load to end.\n"
+              "# TYPE tenq_load_rest_parked_total counter\ntenq_load_rest_parked_total %llu\n",
+              s->load_rest.active ? 1 : 0, (unsigned long long)s->load_rest.loaded,
+              (unsigned long long)s->load_rest.parked_total);
     engine_args_stats as;
     engine_args_usage(s->e, &as);
     jb_printf(&b,
@@ -369,6 +408,9 @@ static void health(server *s, http_req *req, bool ready)
         jb_kstr(&b, "leader", url);
     else
         jb_kraw(&b, "leader", "null");
+    /* a leader still bringing in the jobs waiting in line (load_rest.c) */
+    jb_key(&b, "loading");
+    jb_bool(&b, s->leading && s->load_rest.active);
     jb_obj_end(&b);
     bool ok = !ready || (srv_serving(s) && !s->stopping);
     reply_json(req, ok ? 200 : 503, &b);

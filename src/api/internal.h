@@ -6,6 +6,7 @@
 #include "admit.h"
 #include "api.h"
 #include "args_read.h"
+#include "load_rest.h"
 #include "http.h"
 #include "jbuf.h"
 
@@ -258,8 +259,9 @@ typedef struct server {
     bool open_network; /* listening beyond loopback: tokens always required */
     int exit_code;
 
-    admit_state admit;    /* quotas and the memory budget (admit.c) */
-    args_read_state args; /* args out of memory: reads (args_read.c) */
+    admit_state admit;         /* quotas and the memory budget (admit.c) */
+    args_read_state args;      /* args out of memory: reads (args_read.c) */
+    load_rest_state load_rest; /* the plain jobs brought in while serving (load_rest.c) */
 
     /* counters for /metrics */
     uint64_t n_requests, n_errors;

@@ -154,7 +154,7 @@ static void *loader_main(void *arg)
     int64_t known = 0;
     int rc = store_clock_read(L->st, &known);
     if (rc == 0) srv_clock_at_least(s, known);
-    if (rc == 0) rc = store_load(L->st, e, srv_now(s), &st);
+    if (rc == 0) rc = store_load_first(L->st, e, srv_now(s), &st); /* the rest: load_rest.c */
     if (rc == 0) rc = store_load_tokens(L->st, collect_token, &tl);
     if (rc == 0) rc = store_load_schedules(L->st, cron_collect, crons);
     if (rc == 0)

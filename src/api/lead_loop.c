@@ -48,6 +48,7 @@ void srv_step_down(server *s, const char *why)
     store_use_term(s->st, 0);
     s->leading = false;
     s->resyncing = false;
+    srv_load_rest_stop(s);
     srv_drop_uncommitted(s, TENQ_ENOT_LEADER, "this server no longer leads the store");
     while (s->lwait) srv_lease_waiter_end(s, s->lwait);
     srv_end_job_waiters(s);
@@ -84,6 +85,7 @@ void srv_install(server *s, engine_t *e, uint64_t term, const store_load_stats *
     for (lease_waiter *w = s->lwait; w; w = w->next)
         for (size_t i = 0; i < w->nqueues; i++) srv_wake_leases(s, w->queues[i]);
     srv_rearm_tick(s);
+    srv_load_rest_start(s); /* the plain jobs waiting in line, while it serves */
 }
 
 bool srv_serving(server *s)

@@ -317,6 +317,7 @@ void srv_on_request(void *ctx, http_req *req)
                         "this server's leadership is not certain now; try again");
         return;
     }
+    if (srv_load_rest_park(s, req, rt, args)) return; /* runs again once the load is done */
     rt->fn(s, req, &who, args);
     srv_rearm_tick(s);
 }

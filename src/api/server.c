@@ -92,6 +92,7 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
     http_server_stop_accepting(s->http);
     /* long polls answer now */
     while (s->lwait) srv_lease_waiter_end(s, s->lwait);
+    srv_load_rest_stop(s);             /* parked requests are told the server stops */
     srv_write_late_rows(s, INT64_MAX); /* a clean stop keeps every lease */
     srv_flush_now(s);
     srv_maybe_finish_stop(s);

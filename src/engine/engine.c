@@ -567,6 +567,8 @@ void engine_job_get(const engine_job *j, engine_job_info *o)
         o->args = j->args;
         o->args_len = strlen(j->args);
     }
+    o->plain = !j->in_lane && !(j->flags & JF_HAS_PAYLOADS) &&
+               !(ex && (ex->unique_key || ex->batch || ex->deps));
     o->priority = j->priority;
     o->state = (engine_state)j->state;
     o->attempts = j->attempts;

@@ -232,6 +232,11 @@ typedef struct engine_job_info {
     /* The args are out of memory and not read in (engine_args_put): only
      * their length is known; the store's row holds them. */
     bool args_missing;
+    /* A plain job: no key, no unique key, no batch, no payloads, no parents
+     * and no children.  Waiting in line (ready or scheduled), such a job
+     * touches no other job, so a load may bring it in after the server has
+     * begun to serve (its row's live is 2: docs/schema.md). */
+    bool plain;
     const engine_payload *payloads; /* sorted by score */
     uint32_t n_payloads;
     int32_t priority;

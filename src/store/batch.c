@@ -89,6 +89,7 @@ void store_batch_job(store_batch *b, const engine_job_info *j, uint32_t fields)
     batch_row *r = &o->u.job;
     r->id = j->id;
     r->fields = fields;
+    r->plain = j->plain;
     r->priority = j->priority;
     r->state = (uint8_t)j->state;
     r->cancel_requested = j->cancel_requested;
@@ -427,6 +428,7 @@ static void row_from(group_row *r, const store_batch *b, const batch_row *x, boo
 {
     r->id = x->id;
     r->fields |= x->fields;
+    r->plain = x->plain;
     r->priority = x->priority;
     r->state = x->state;
     r->cancel_requested = x->cancel_requested;

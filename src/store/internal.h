@@ -42,6 +42,7 @@ typedef enum {
 typedef struct batch_row {
     uint64_t id;
     uint32_t fields;
+    bool plain; /* engine_job_info.plain */
     int32_t priority;
     uint8_t state;
     bool cancel_requested;
@@ -203,6 +204,8 @@ typedef struct read_req {
     store_deps_fn dfn;     /* a job (id) and its edges */
     uint64_t *ids;         /* an args read: these jobs' ids and args (fn), owned */
     size_t nids;
+    bool rest; /* a page of plain jobs (fn) after rest_after, up to max */
+    store_rest_cursor rest_after;
     size_t max;
     uint64_t floor;
     store_inbox_flag flag;
@@ -222,6 +225,7 @@ void store_inbox_free(store_inbox *in);
 typedef struct group_row {
     uint64_t id;
     uint32_t fields; /* ENGINE_JF_*, of every operation folded in */
+    bool plain;      /* engine_job_info.plain, as of its latest operation */
     int32_t priority;
     uint8_t state;
     bool cancel_requested;
@@ -254,14 +258,20 @@ typedef struct store_group {
 
 void store_group_build(store_group *g, store_batch *const *batches, size_t n);
 /* Is the row's job live after this write (unfinished or dead)? */
-static inline bool group_row_live(const group_row *r)
+/* The row's `live` (docs/schema.md): 2 for a plain job waiting in line
+ * (ready or scheduled: a load brings it in after the server began to
+ * serve), 1 for every other unfinished or dead job, 0 (NULL) once final. */
+static inline int group_row_live(const group_row *r)
 {
-    return r->state < ENGINE_SUCCEEDED;
+    if (r->state >= ENGINE_SUCCEEDED) return 0;
+    return r->plain && (r->state == ENGINE_READY || r->state == ENGINE_SCHEDULED) ? 2 : 1;
 }
-/* May this update skip every index (the job stays live in its lane place)? */
+/* May this update skip every index (the job stays live in its lane place)?
+ * Never for a plain job: its live goes between 2 and 1 with its state. */
 static inline bool group_row_hot(const group_row *r)
 {
-    return group_row_live(r) && r->state != ENGINE_DEAD && !(r->fields & ENGINE_JF_LANE);
+    return group_row_live(r) == 1 && !r->plain && r->state != ENGINE_DEAD &&
+           !(r->fields & ENGINE_JF_LANE);
 }
 void store_group_free(store_group *g);
 

@@ -279,6 +279,14 @@ static void read_batch_links_of(store_t *s, rows_builder *rows)
     free(sql);
 }
 
+/* ---- pages of rows ---------------------------------------------------------------- */
+
+typedef struct read_page {
+    store_t *s;
+    rows_builder *rows;
+    int rc;
+} read_page;
+
 /* ---- args of jobs whose args are out of memory ------------------------------------ */
 
 #define ARGS_READ_CHUNK 500 /* ids in one statement */
@@ -318,10 +326,40 @@ static int read_args(store_t *s, uint64_t *ids, size_t n, rows_builder *rows)
     return rc;
 }
 
+static void rest_row(void *ctx, const store_rowacc *acc, void *row)
+{
+    read_page *p = ctx;
+    if (!p->rc) p->rc = rows_add_row(p->s, p->rows, acc, row);
+}
+
+static int read_rest(store_t *s, const read_req *rq, rows_builder *rows)
+{
+    const store_rest_cursor *c = &rq->rest_after;
+    read_page p = {s, rows, 0};
+    char sql[sizeof(STORE_SQL_REST_COLUMNS) + 160];
+    int rc = 0;
+    for (int part = 1; part <= 3 && !rc && !p.rc && rows->n < rq->max; part++) {
+        size_t n = (size_t)snprintf(sql, sizeof sql, "%s", STORE_SQL_REST_COLUMNS),
+               left = rq->max - rows->n;
+        if (part == 1)
+            snprintf(sql + n, sizeof sql - n, STORE_SQL_REST_1, (long long)c->neg_priority,
+                     (long long)c->run_at, (unsigned long long)c->id, left);
+        else if (part == 2)
+            snprintf(sql + n, sizeof sql - n, STORE_SQL_REST_2, (long long)c->neg_priority,
+                     (long long)c->run_at, left);
+        else
+            snprintf(sql + n, sizeof sql - n, STORE_SQL_REST_3, (long long)c->neg_priority, left);
+        rc = s->be->select(s, true, sql, 0, NULL, rest_row, &p);
+    }
+    return rc ? rc : p.rc;
+}
+
 static void run_read(store_t *s, read_req *rq, store_result *res)
 {
     pthread_mutex_lock(&s->read_db_lock);
-    if (rq->ids) {
+    if (rq->rest) {
+        res->rc = read_rest(s, rq, &res->rows);
+    } else if (rq->ids) {
         res->rc = read_args(s, rq->ids, rq->nids, &res->rows);
     } else if (rq->dfn) {
         res->rc = read_deps(s, rq->id, res);
@@ -420,6 +458,17 @@ void store_get_job(store_t *s, uint64_t id, store_rows_fn fn, void *ctx)
 void store_list_jobs(store_t *s, const store_job_query *q, store_rows_fn fn, void *ctx)
 {
     read_enqueue(s, read_new(0, q, fn, ctx));
+}
+
+void store_load_rest(store_t *s, store_rest_cursor after, size_t max, store_rows_fn fn, void *ctx)
+{
+    read_req *rq = xcalloc(1, sizeof(*rq));
+    rq->rest = true;
+    rq->rest_after = after;
+    rq->max = max;
+    rq->fn = fn;
+    rq->ctx = ctx;
+    read_enqueue(s, rq);
 }
 
 void store_read_args(store_t *s, const uint64_t *ids, size_t n, store_rows_fn fn, void *ctx)

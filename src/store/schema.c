@@ -311,6 +311,16 @@ static const char *const migrations[] = {
      * counts, and a trigger on the inbox (PostgreSQL only: pg_txapi.h;
      * SQLite records the version alone). */
     "$TXQUOTA",
+
+    /* 20: plain jobs waiting in line (no key, unique key, batch, payloads
+     * or edges; ready or scheduled) are live = 2, loaded after the server
+     * began to serve (STORE_SQL_LOAD_REST); every other unfinished or dead
+     * job stays live = 1, loaded first. */
+    "UPDATE $Sjobs SET live = 2 WHERE live = 1 AND state IN ('ready', 'scheduled') AND key IS "
+    "NULL AND unique_key IS NULL AND payloads IS NULL AND id NOT IN (SELECT job_id FROM "
+    "$Sbatch_jobs) AND id NOT IN (SELECT child_id FROM $Sjob_deps) AND id NOT IN (SELECT "
+    "parent_id FROM $Sjob_deps);\n"
+    "$PLAIN",
 };
 
 int store_schema_versions(void)
@@ -360,6 +370,7 @@ static char *expand(const char *t, bool pg)
         {"$TXHOT", "", STORE_PG_TXAPI_HOT},
         {"$TXNAMES", "", STORE_PG_TXAPI_NAMES},
         {"$TXQUOTA", "", STORE_PG_TXAPI_QUOTA},
+        {"$PLAIN", STORE_PLAIN_SQLITE, STORE_PLAIN_PG},
         {"$ATTEMPTS_GONE", STORE_ATTEMPTS_GONE_SQLITE, STORE_ATTEMPTS_GONE_PG},
         {"$DEPS_GONE", STORE_DEPS_GONE_SQLITE, STORE_DEPS_GONE_PG},
         {"$BATCH_JOBS_GONE", STORE_BATCH_JOBS_GONE_SQLITE, STORE_BATCH_JOBS_GONE_PG},

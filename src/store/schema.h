@@ -160,6 +160,34 @@ char *store_schema_sql(int version, bool pg);
     "END $f$;\n"                                                                                   \
     "CREATE TRIGGER jobs_deps_gone AFTER DELETE ON tenq.jobs REFERENCING OLD TABLE AS gone "       \
     "FOR EACH STATEMENT EXECUTE PROCEDURE tenq.deps_gone();\n"
+/* Plain jobs waiting in line (live = 2, migration 20): a load brings them in
+ * after the server began to serve, in fifo order (priority, then run_at,
+ * then id), by the partial index jobs_plain, a page at a time from the
+ * last row read.  A job gaining a child is no longer plain: the edge's
+ * insert makes its parent's row live = 1 (a trigger), in its commit. */
+/* The three parts of a page, after (P, R, I) = (-priority, run_at, id):
+ * the rest of R's jobs, the rest of P's, then the next priorities; each
+ * one range of the index (printf'd: the numbers are the store's own, and
+ * an index on an expression is used for a range only against numbers). */
+#define STORE_SQL_REST_COLUMNS "SELECT " STORE_JOB_COLUMNS " FROM $Sjobs WHERE live = 2 AND "
+#define STORE_SQL_REST_1       "-priority = %lld AND run_at = %lld AND id > %llu ORDER BY id LIMIT %zu"
+#define STORE_SQL_REST_2       "-priority = %lld AND run_at > %lld ORDER BY run_at, id LIMIT %zu"
+#define STORE_SQL_REST_3       "-priority > %lld ORDER BY -priority, run_at, id LIMIT %zu"
+#define STORE_PLAIN_SQLITE                                                                         \
+    "CREATE INDEX jobs_plain ON jobs ((-priority), run_at, id) WHERE live = 2;\n"                  \
+    "CREATE TRIGGER job_deps_parent_live AFTER INSERT ON job_deps BEGIN\n"                         \
+    "  UPDATE jobs SET live = 1 WHERE id = new.parent_id AND live = 2;\n"                          \
+    "END;\n"
+#define STORE_PLAIN_PG                                                                             \
+    "CREATE INDEX jobs_plain ON tenq.jobs ((-priority), run_at, id) WHERE live = 2;\n"             \
+    "CREATE FUNCTION tenq.deps_parent_live() RETURNS trigger LANGUAGE plpgsql AS $f$\n"            \
+    "BEGIN\n"                                                                                      \
+    "  UPDATE tenq.jobs j SET live = 1 FROM added a WHERE j.id = a.parent_id AND j.live = 2;\n"    \
+    "  RETURN NULL;\n"                                                                             \
+    "END $f$;\n"                                                                                   \
+    "CREATE TRIGGER job_deps_parent_live AFTER INSERT ON tenq.job_deps REFERENCING NEW TABLE AS "  \
+    "added FOR EACH STATEMENT EXECUTE PROCEDURE tenq.deps_parent_live();\n"
+
 /* Batches (the migration that made $Sbatches and $Sbatch_jobs). */
 /* (deaths: the migration after, 17) */
 #define STORE_BATCH_COLUMNS                                                                        \

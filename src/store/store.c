@@ -134,7 +134,54 @@ static void dep_row(void *ctx, const store_rowacc *acc, void *row)
                     policy < 0 ? ENGINE_DEPS_CANCEL : (engine_deps_policy)policy);
 }
 
+typedef struct plain_ctx {
+    store_t *s;
+    engine_t *e;
+    int64_t now;
+    store_load_stats *st;
+    int rc;
+} plain_ctx;
+
+static void plain_row(void *ctx, const store_rowacc *acc, void *row)
+{
+    plain_ctx *p = ctx;
+    if (p->rc) return;
+    engine_job_info in;
+    engine_payload *pl;
+    char msg[256];
+    p->rc = store_row_to_job(acc, row, &in, &pl, msg, sizeof msg);
+    engine_err err;
+    if (!p->rc && engine_load_job(p->e, p->now, &in, &err) != 0) {
+        snprintf(msg, sizeof msg, "job %llu: %s", (unsigned long long)in.id, err.message);
+        p->rc = TENQ_ECORRUPT;
+    }
+    store_payloads_free(pl, in.n_payloads);
+    if (p->rc)
+        store_set_err(p->s, "loading: %s", msg);
+    else
+        p->st->jobs++;
+}
+
 int store_load(store_t *s, engine_t *e, int64_t now, store_load_stats *st)
+{
+    store_load_stats local;
+    if (!st) st = &local;
+    int rc = store_load_first(s, e, now, st);
+    if (rc) return rc;
+    plain_ctx p = {s, e, now, st, 0};
+    pthread_mutex_lock(&s->db_lock);
+    engine_loading(e, true);
+    rc = s->be->select(s, false,
+                       "SELECT " STORE_JOB_COLUMNS " FROM $Sjobs WHERE live = 2 ORDER BY "
+                       "-priority, run_at, id",
+                       0, NULL, plain_row, &p);
+    engine_loading(e, false);
+    pthread_mutex_unlock(&s->db_lock);
+    engine_changes_clear(e);
+    return rc ? rc : p.rc;
+}
+
+int store_load_first(store_t *s, engine_t *e, int64_t now, store_load_stats *st)
 {
     store_load_stats local;
     if (!st) st = &local;

@@ -244,6 +244,9 @@ typedef struct store_load_stats {
  * sets its next id above every id ever used.  Runs on the caller's thread;
  * call it before handing over batches, or after a failure. */
 int store_load(store_t *s, engine_t *e, int64_t now, store_load_stats *st);
+/* The same but the plain jobs waiting in line (live = 2), which a server
+ * brings in after it began to serve (store_load_rest). */
+int store_load_first(store_t *s, engine_t *e, int64_t now, store_load_stats *st);
 
 /* ---- leadership ------------------------------------------------------------
  * One server leads a store at a time: it loads the jobs, schedules them and
@@ -401,6 +404,19 @@ void store_get_job(store_t *s, uint64_t id, store_rows_fn fn, void *ctx);
 void store_list_jobs(store_t *s, const store_job_query *q, store_rows_fn fn, void *ctx);
 /* The same, on the caller's thread (tests, tools). */
 int store_get_job_sync(store_t *s, uint64_t id, store_rows_fn fn, void *ctx);
+/* Where a load of the plain jobs waiting in line (live = 2) is: the last
+ * row read, by fifo order ({-32769, 0, 0}: none yet). */
+typedef struct store_rest_cursor {
+    int64_t neg_priority, run_at;
+    uint64_t id;
+} store_rest_cursor;
+#define STORE_REST_START ((store_rest_cursor){-32769, 0, 0})
+/* The next page of them, up to max rows, in fifo order (priority, then
+ * run_at, then id), on the reader thread: what a load brings in after the
+ * server began to serve (docs/SEMANTICS.md, "Serving while loading").
+ * Rows with every field, as store_get_job's. */
+void store_load_rest(store_t *s, store_rest_cursor after, size_t max, store_rows_fn fn, void *ctx);
+
 /* The args of these jobs (of their rows that have args; any order): rows
  * with only id, args and args_len set.  For args out of memory (the
  * engine's engine_args_wanted, a lease or a read that found a job's args

@@ -6,6 +6,7 @@ real sockets, either store (TENQ_TEST_STORE)."""
 import json
 import os
 import sys
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from harness import ServerTest, main  # noqa: E402
@@ -131,6 +132,8 @@ class Backlog(ServerTest):
         held = self.srv.lease(["bl-kill"], max=50)  # leased, not acked before the kill
         self.srv.kill()
         self.srv.start()
+        while metric(self.srv.ok("GET", "/metrics"), "tenq_load_rest_active"):
+            time.sleep(0.02)  # the jobs waiting in line come in behind the first lease
         m = self.srv.ok("GET", "/metrics")
         self.assertGreater(metric(m, "tenq_args_spilled_jobs"), 1000)  # the load spilled too
         for j in held:
@@ -146,6 +149,86 @@ class Backlog(ServerTest):
         self.assertEqual(sorted(done | {i for i, _ in rest}), ids)
         for i, n in rest:
             self.assertEqual(n, 30000 + ids.index(i))
+
+
+
+class ServeWhileLoading(ServerTest):
+    """The plain jobs waiting in line load behind a serving leader, a page
+    every 300 ms here (TENQ_TEST_LOAD_REST_DELAY_MS), so that requests meet
+    the load under way."""
+    server_env = {"TENQ_TEST_LOAD_REST_DELAY_MS": "300"}
+
+    def fill(self, n, queue, tenants=7, **extra):
+        ids = []
+        for k in range(0, n, 5000):
+            out = self.srv.ok("POST", "/v1/jobs", {"jobs": [
+                dict(tenant="t%d" % (i % tenants), queue=queue, type="T", args={"i": i}, **extra)
+                for i in range(k, min(n, k + 5000))]})
+            ids += [j["id"] for j in out["jobs"]]
+        return ids
+
+    def loading(self):
+        return metric(self.srv.ok("GET", "/metrics"), "tenq_load_rest_active") == 1
+
+    def test_a_restart_serves_at_once_and_brings_the_line_in_behind(self):
+        plain = self.fill(30000, "swl")
+        lane = [self.srv.submit(queue="swl-lane", key="k", args={"n": n})["id"] for n in range(5)]
+        first = self.srv.lease(["swl-lane"])[0]  # leased: loaded before serving
+        self.srv.wait_stored("SELECT state FROM $Sjobs WHERE id = %d" % first["id"], "leased")
+        self.srv.kill()
+        self.srv.start()
+        self.assertTrue(self.loading(), "the load ended before the first request")
+        # the front of the line comes first, in order (long polls: pages come in)
+        got = []
+        while len(got) < 10:
+            got += self.srv.lease(["swl"], max=10 - len(got), wait_ms=10000)
+        self.assertEqual([j["id"] for j in got], plain[:10])
+        # the lane's head is still leased, its next job waits behind it
+        self.assertEqual(self.srv.lease(["swl-lane"]), [])
+        self.srv.ack(first)
+        self.assertEqual([j["id"] for j in self.srv.lease(["swl-lane"])], [lane[1]])
+        # everything drains once, in fifo order
+        order = [j["id"] for j in got]
+        while True:
+            page = self.srv.lease(["swl"], max=1000)
+            if not page:
+                if not self.loading():
+                    break
+                time.sleep(0.05)
+                continue
+            order += [j["id"] for j in page]
+            self.srv.ok("POST", "/v1/outcomes", {"outcomes": [
+                {"id": j["id"], "token": j["token"], "ok": True} for j in page]})
+        self.assertEqual(order, plain)
+        self.assertGreaterEqual(metric(self.srv.ok("GET", "/metrics"), "tenq_load_rest_jobs"), 29990)
+
+    def test_a_child_of_a_job_not_loaded_yet_waits_for_the_load(self):
+        plain = self.fill(20000, "swl-dep", tenants=1)
+        self.srv.kill()
+        self.srv.start()
+        self.assertTrue(self.loading())
+        child = self.srv.submit(queue="swl-dep-c", tenant="t0", depends_on=[plain[-1]])
+        self.assertEqual(child["state"], "waiting")
+        self.assertFalse(self.loading())  # it was answered once the load was done
+        self.assertGreater(metric(self.srv.ok("GET", "/metrics"),
+                                  "tenq_load_rest_parked_total"), 0)
+        # a cancel of a job not in yet waits the same way
+        self.srv.kill()
+        self.srv.start()
+        self.assertEqual(self.srv.ok("POST", "/v1/jobs/%d/cancel" % plain[-2])["state"],
+                         "cancelled")
+
+    def test_a_plain_job_that_becomes_a_parent_is_loaded_first(self):
+        parent = self.srv.submit(queue="swl-p")["id"]
+        child = self.srv.submit(queue="swl-pc", depends_on=[parent])["id"]
+        self.srv.kill()  # the parent's row was plain until the child came
+        self.srv.start()
+        self.assertEqual(self.srv.job(child)["state"], "waiting")
+        self.assertEqual(self.srv.lease(["swl-pc"]), [])
+        got = self.srv.lease(["swl-p"])
+        self.assertEqual([j["id"] for j in got], [parent])
+        self.srv.ack(got[0])
+        self.assertEqual([j["id"] for j in self.srv.lease(["swl-pc"])], [child])
 
 
 if __name__ == "__main__":
