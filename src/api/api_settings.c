@@ -3,7 +3,7 @@
 #include "internal.h"
 
 /* The settings of a struct as JSON members, one per row (base/settings.h). */
-static void json_settings(jbuf *b, const tq_setting *rows, size_t n, const void *settings)
+void api_json_settings(jbuf *b, const tq_setting *rows, size_t n, const void *settings)
 {
     for (size_t i = 0; i < n; i++) {
         const tq_setting *r = &rows[i];
@@ -22,8 +22,8 @@ static void json_settings(jbuf *b, const tq_setting *rows, size_t n, const void 
 /* The members of body that name a setting, read into *settings (the others
  * are left as they are); false once a refusal naming the field is sent.
  * The caller refuses unknown members first (setting_fields). */
-static bool read_settings(http_req *req, json_t *body, const tq_setting *rows, size_t n,
-                          void *settings)
+bool api_read_settings(http_req *req, json_t *body, const tq_setting *rows, size_t n,
+                       void *settings)
 {
     for (size_t i = 0; i < n; i++) {
         const tq_setting *r = &rows[i];
@@ -57,8 +57,7 @@ static bool read_settings(http_req *req, json_t *body, const tq_setting *rows, s
 }
 
 /* The names of the rows and then NULL, for req_only_fields (made once). */
-static const char *const *setting_fields(const tq_setting *rows, size_t n,
-                                         const char *const **cache)
+const char *const *api_setting_fields(const tq_setting *rows, size_t n, const char *const **cache)
 {
     if (!*cache) {
         const char **f = xcalloc(n + 1, sizeof(*f));
@@ -114,6 +113,7 @@ void h_settings(server *s, http_req *req, const principal *who, const char **arg
     jb_obj(&b);
     json_setting_rows(&b, "queue", engine_queue_setting_rows, engine_queue_setting_count);
     json_setting_rows(&b, "tenant", engine_tenant_setting_rows, engine_tenant_setting_count);
+    json_setting_rows(&b, "key", engine_key_setting_rows, engine_key_setting_count);
     jb_obj_end(&b);
     reply_json(req, 200, &b);
 }
@@ -123,7 +123,7 @@ static void json_tenant(jbuf *b, server *s, const char *name, const engine_tenan
 {
     jb_obj(b);
     jb_kstr(b, "name", name);
-    json_settings(b, engine_tenant_setting_rows, engine_tenant_setting_count, ts);
+    api_json_settings(b, engine_tenant_setting_rows, engine_tenant_setting_count, ts);
     jb_kint(b, "in_use", (long long)(c->leased + c->running));
     api_json_counts(b, c, srv_now(s));
     api_json_rates(b, s, false, name);
@@ -203,8 +203,8 @@ void h_tenant_put(server *s, http_req *req, const principal *who, const char **a
     }
     const tq_setting *rows = engine_tenant_setting_rows;
     size_t n = engine_tenant_setting_count;
-    if (!req_only_fields(req, body, setting_fields(rows, n, &fields)) ||
-        !read_settings(req, body, rows, n, &ts)) {
+    if (!req_only_fields(req, body, api_setting_fields(rows, n, &fields)) ||
+        !api_read_settings(req, body, rows, n, &ts)) {
         json_decref(body);
         return;
     }
@@ -251,7 +251,7 @@ static void json_queue(jbuf *b, server *s, const principal *who, const char *nam
 {
     jb_obj(b);
     jb_kstr(b, "name", name);
-    json_settings(b, engine_queue_setting_rows, engine_queue_setting_count, qs);
+    api_json_settings(b, engine_queue_setting_rows, engine_queue_setting_count, qs);
     jb_key(b, "paused_tenants");
     jb_arr(b);
     pauses_ctx pc = {b, who->role == ROLE_TENANT && who->tok ? who->tok->tenant : NULL};
@@ -401,8 +401,8 @@ void h_queue_put(server *s, http_req *req, const principal *who, const char **ar
     if (engine_queue_get(s->e, srv_now(s), name, &q, NULL) != 0) engine_queue_settings_defaults(&q);
     const tq_setting *rows = engine_queue_setting_rows;
     size_t n = engine_queue_setting_count;
-    if (!req_only_fields(req, body, setting_fields(rows, n, &fields)) ||
-        !read_settings(req, body, rows, n, &q)) {
+    if (!req_only_fields(req, body, api_setting_fields(rows, n, &fields)) ||
+        !api_read_settings(req, body, rows, n, &q)) {
         json_decref(body);
         return;
     }

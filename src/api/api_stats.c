@@ -271,6 +271,12 @@ void h_metrics(server *s, http_req *req, const principal *who, const char **args
               http_server_connections(s->http), s->n_lwait, engine_lane_count(s->e),
               store_writer_idle(s->st) ? 1 : 0, (unsigned long long)store_writer_raised(s->st),
               (unsigned long long)yields, (unsigned long long)yields_slow);
+    jb_printf(&b,
+              "# HELP tenq_keys Keys (concurrency keys) that resident jobs name.\n"
+              "# TYPE tenq_keys gauge\ntenq_keys %zu\n"
+              "# HELP tenq_keys_at_limit Such keys at their limit (their ready jobs held).\n"
+              "# TYPE tenq_keys_at_limit gauge\ntenq_keys_at_limit %zu\n",
+              engine_key_count(s->e), engine_keys_at_limit(s->e));
     store_timing tm;
     store_commit_timing(s->st, &tm);
     jb_printf(&b, "# HELP tenq_store_commit_seconds Time to write and sync a group commit.\n"

@@ -85,6 +85,8 @@ static void record(server *s, const store_tx_job *j, const char *args, engine_st
     in.timeout_ms = j->timeout_ms;
     in.merged_into = target;
     in.lane_seq = j->id;
+    in.concurrency_keys = j->concurrency_keys;
+    in.n_concurrency_keys = j->n_concurrency_keys;
     store_batch_job(s->batch, &in, ENGINE_JF_NEW);
 }
 
@@ -117,14 +119,18 @@ static void take_job(server *s, const store_tx_job *j, int64_t now)
     r.timeout_ms = j->timeout_ms;
     r.has_score = j->has_score;
     r.score = j->score;
+    r.concurrency_keys = j->concurrency_keys;
+    r.n_concurrency_keys = j->n_concurrency_keys;
     engine_submit_res res;
-    int rc = args ? engine_submit(s->e, now, &r, &res) : TENQ_EINVALID;
+    int rc = args && !j->bad_options ? engine_submit(s->e, now, &r, &res) : TENQ_EINVALID;
     if (rc == 0 && !res.created) {
         record(s, j, args, ENGINE_MERGED, res.id, NULL, now);
     } else if (rc) {
         char why[600];
         snprintf(why, sizeof why, "refused when taken in: %s",
-                 args ? res.err.message : "args are not JSON");
+                 !args            ? "args are not JSON"
+                 : j->bad_options ? "its options are not readable"
+                                  : res.err.message);
         log_event(LOG_WARN, "ingest", "job %llu: %s", (unsigned long long)j->id, why);
         record(s, j, args ? args : "{}", ENGINE_CANCELLED, 0, why, now);
     }

@@ -446,6 +446,8 @@ typedef struct route {
  * to leave it out (a job read from the store). */
 void api_json_job(jbuf *b, const engine_job_info *j, bool show_token, const engine_wait *wait,
                   int64_t now);
+/* "concurrency_keys": [{"key", "limit"}...] of a job that names some. */
+void api_json_ckeys(jbuf *b, const engine_job_info *j);
 /* An answer's field of an item (json_fields.c): whether the item has it
  * (NULL: every item has it), and its value written. */
 typedef struct api_field {
@@ -673,6 +675,8 @@ bool text_int(tq_span v, long long *out);
 
 /* A numeric query parameter from lo to hi (dflt when absent); replies 400
  * and returns false when it is not a whole number in range. */
+/* A query parameter "true" or "false" (also 1 or 0); absent: false. */
+bool req_query_bool(http_req *req, const char *name, bool *out);
 bool req_query_num(http_req *req, const char *name, long long dflt, long long lo, long long hi,
                    long long *out);
 /* Admin and worker tokens see a job's lease token; tenants do not. */
@@ -744,6 +748,20 @@ typedef struct api_list_ctx {
     jbuf *b;
     const principal *who;
 } api_list_ctx;
+
+/* Settings by their rows (base/settings.h; api_settings.c): a struct's as
+ * JSON members; a body's members read into one (false once a refusal
+ * naming the field is sent); the rows' names then NULL (made once into
+ * *cache), for req_only_fields. */
+void api_json_settings(jbuf *b, const tq_setting *rows, size_t n, const void *settings);
+bool api_read_settings(http_req *req, json_t *body, const tq_setting *rows, size_t n,
+                       void *settings);
+const char *const *api_setting_fields(const tq_setting *rows, size_t n, const char *const **cache);
+/* Keyed limits (api_keys.c). */
+void h_keys(server *s, http_req *req, const principal *who, const char **args);
+void h_key_settings(server *s, http_req *req, const principal *who, const char **args);
+void h_key_setting_put(server *s, http_req *req, const principal *who, const char **args);
+void h_key_setting_delete(server *s, http_req *req, const principal *who, const char **args);
 
 /* A tenant as GET /v1/tenants lists it, for engine_foreach_tenant with an
  * api_list_ctx (api_settings.c; a tenant token sees its own only). */

@@ -11,12 +11,24 @@
 #include <errno.h>
 #include <math.h>
 
-static const char *const job_fields[] = {
-    "tenant",      "queue",           "type",         "args",
-    "key",         "priority",        "run_at",       "unique_key",
-    "unique",      "idempotency_key", "max_attempts", "score",
-    "traceparent", "timeout_ms",      "depends_on",   "on_parent_failure",
-    NULL};
+static const char *const job_fields[] = {"tenant",
+                                         "queue",
+                                         "type",
+                                         "args",
+                                         "key",
+                                         "priority",
+                                         "run_at",
+                                         "unique_key",
+                                         "unique",
+                                         "idempotency_key",
+                                         "max_attempts",
+                                         "score",
+                                         "traceparent",
+                                         "timeout_ms",
+                                         "depends_on",
+                                         "on_parent_failure",
+                                         "concurrency_keys",
+                                         NULL};
 enum {
     F_TENANT,
     F_QUEUE,
@@ -34,6 +46,7 @@ enum {
     F_TIMEOUT,
     F_DEPENDS_ON,
     F_ON_PARENT_FAILURE,
+    F_CONCURRENCY_KEYS,
     F_N
 };
 
@@ -98,6 +111,60 @@ static bool read_depends_on(json_t *d, engine_dep_ref **refs, size_t *n, engine_
     }
     *refs = v;
     *n = len;
+    return true;
+}
+
+/* concurrency_keys: a list of {"key": k, "limit": n} (limit optional) or of
+ * keys alone, into v[] (the keys point into the tree). */
+static bool read_ckeys(json_t *a, engine_limit_key *v, uint32_t *n, engine_err *err)
+{
+    *n = 0;
+    if (!json_is_array(a)) {
+        engine_errf(err, TENQ_EINVALID, "concurrency_keys",
+                    "concurrency_keys must be a list of {\"key\": k, \"limit\": n} objects");
+        return false;
+    }
+    if (json_array_size(a) > ENGINE_JOB_KEYS_MAX) {
+        engine_errf(err, TENQ_EINVALID, "concurrency_keys",
+                    "a job names at most %d concurrency keys, not %zu", ENGINE_JOB_KEYS_MAX,
+                    json_array_size(a));
+        return false;
+    }
+    for (uint32_t i = 0; i < json_array_size(a); i++) {
+        json_t *x = json_array_get(a, i), *k = x, *l = NULL;
+        if (json_is_object(x)) {
+            const char *bad = obj_unknown_field(x, (const char *const[]){"key", "limit", NULL});
+            if (bad) {
+                engine_errf(err, TENQ_EINVALID, engine_ckey_field(i, 0), "%s: unknown field \"%s\"",
+                            engine_ckey_field(i, 0), bad);
+                return false;
+            }
+            k = json_object_get(x, "key");
+            l = json_object_get(x, "limit");
+        } else if (!json_is_string(x)) {
+            engine_errf(err, TENQ_EINVALID, engine_ckey_field(i, 0),
+                        "%s must be {\"key\": k, \"limit\": n} or a key", engine_ckey_field(i, 0));
+            return false;
+        }
+        if (!json_is_string(k) || strlen(json_string_value(k)) != json_string_length(k)) {
+            engine_errf(err, TENQ_EINVALID, engine_ckey_field(i, 1), "%s must be a string",
+                        engine_ckey_field(i, 1));
+            return false;
+        }
+        v[i].key = json_string_value(k);
+        v[i].limit = 0;
+        if (l && !json_is_null(l)) {
+            if (!json_is_integer(l) || json_integer_value(l) < 1 ||
+                json_integer_value(l) > TQ_KEY_LIMIT_MAX) {
+                engine_errf(err, TENQ_EINVALID, engine_ckey_field(i, 2),
+                            "%s must be an integer from 1 to %d", engine_ckey_field(i, 2),
+                            TQ_KEY_LIMIT_MAX);
+                return false;
+            }
+            v[i].limit = (uint32_t)json_integer_value(l);
+        }
+        (*n)++;
+    }
     return true;
 }
 
@@ -177,6 +244,10 @@ bool read_job(json_t *o, const principal *who, engine_submit_req *r, char **args
     }
 #undef STR
 #undef INT
+    engine_limit_key ck[ENGINE_JOB_KEYS_MAX];
+    uint32_t nck = 0;
+    json_t *ckj = json_object_get(o, "concurrency_keys");
+    if (ckj && !json_is_null(ckj) && !read_ckeys(ckj, ck, &nck, err)) return false;
     engine_dep_ref *refs = NULL;
     size_t nrefs = 0;
     json_t *d = json_object_get(o, "depends_on");
@@ -186,27 +257,45 @@ bool read_job(json_t *o, const principal *who, engine_submit_req *r, char **args
         return false;
     }
     json_t *a = json_object_get(o, "args");
+    char *args = a ? canonical_json(a) : NULL;
+    uint32_t args_len = args ? (uint32_t)strlen(args) : 0;
+    if (!nrefs && !nck) { /* the args alone (what a schedule keeps) */
+        free(refs);
+        *args_out = args;
+        r->args = args;
+        r->args_len = args_len;
+        return true;
+    }
+    /* one block for the caller to free: the refs, the keys and their
+     * texts, then the args (what the request's tree held is copied: the
+     * job outlives it in a schedule's spec) */
+    size_t rb = nrefs * sizeof(*refs), kb = nck * sizeof(*ck), tb = 0;
+    for (uint32_t i = 0; i < nck; i++) tb += strlen(ck[i].key) + 1;
+    char *block = xmalloc(rb + kb + tb + args_len + 1);
+    memcpy(block, refs, rb);
+    free(refs);
+    char *at = block + rb + kb;
+    for (uint32_t i = 0; i < nck; i++) {
+        size_t n = strlen(ck[i].key) + 1;
+        memcpy(at, ck[i].key, n);
+        ck[i].key = at;
+        at += n;
+    }
+    memcpy(block + rb, ck, kb);
+    if (args) memcpy(at, args, args_len + 1);
+    free(args);
+    *args_out = block;
     if (a) {
-        *args_out = canonical_json(a);
-        r->args = *args_out;
-        r->args_len = (uint32_t)strlen(*args_out);
+        r->args = at;
+        r->args_len = args_len;
     }
     if (nrefs) {
-        /* one block for the caller to free: the refs, then the args */
-        size_t rb = nrefs * sizeof(*refs);
-        char *block = xmalloc(rb + r->args_len + 1);
-        memcpy(block, refs, rb);
-        if (r->args) {
-            memcpy(block + rb, r->args, r->args_len + 1);
-            r->args = block + rb;
-        }
-        free(*args_out);
-        free(refs);
-        *args_out = block;
         r->depends_on = (const engine_dep_ref *)block;
         r->n_depends_on = (uint32_t)nrefs;
-    } else {
-        free(refs);
+    }
+    if (nck) {
+        r->concurrency_keys = (const engine_limit_key *)(block + rb);
+        r->n_concurrency_keys = nck;
     }
     return true;
 }
@@ -419,8 +508,9 @@ bool read_job_text(tq_iter *obj, const principal *who, engine_submit_req *r, cha
         fv[f] = v;
     }
     if (rc < 0) return false;
-    /* dependencies: read_job's (rare, and a list to keep) */
-    if (seen & ((1u << F_DEPENDS_ON) | (1u << F_ON_PARENT_FAILURE))) return false;
+    /* dependencies and keys: read_job's (rare, and lists to keep) */
+    if (seen & ((1u << F_DEPENDS_ON) | (1u << F_ON_PARENT_FAILURE) | (1u << F_CONCURRENCY_KEYS)))
+        return false;
     tq_iter_leave(obj, &it);
     /* one block: the canonical args, then each string with its NUL */
     jbuf b = {0};

@@ -253,6 +253,20 @@ bool req_query_num(http_req *req, const char *name, long long dflt, long long lo
     return true;
 }
 
+bool req_query_bool(http_req *req, const char *name, bool *out)
+{
+    char buf[8];
+    *out = false;
+    if (!http_query_get(req, name, buf, sizeof buf)) return true;
+    if (!strcmp(buf, "true") || !strcmp(buf, "1")) {
+        *out = true;
+        return true;
+    }
+    if (!strcmp(buf, "false") || !strcmp(buf, "0")) return true;
+    reply_error(req, TENQ_EINVALID, name, "%s must be true or false", name);
+    return false;
+}
+
 bool auth_shows_token(const principal *who)
 {
     return who->role == ROLE_ADMIN || who->role == ROLE_WORKER;
@@ -366,6 +380,15 @@ static void json_wait(jbuf *b, const engine_job_info *j, const engine_wait *w, i
     case ENGINE_WAIT_TENANT_PAUSED:
         snprintf(msg, sizeof msg, "queue %.200s is paused for tenant %.200s", j->queue, j->tenant);
         break;
+    case ENGINE_WAIT_CONCURRENCY_KEY:
+        jb_kstr(b, "key", w->key);
+        jb_kint(b, "active", w->active);
+        jb_kint(b, "limit", w->limit);
+        if (w->held_by) jb_kint(b, "held_by", (long long)w->held_by);
+        snprintf(msg, sizeof msg,
+                 "concurrency key %.200s runs %u of its %u jobs at once (job %llu holds it)",
+                 w->key, w->active, w->limit, (unsigned long long)w->held_by);
+        break;
     case ENGINE_WAIT_PARENTS: {
         json_ids(b, "parents", w->parents, w->n_parents);
         int at = snprintf(msg, sizeof msg, "waiting for %u parent%s to succeed:", w->n_parents,
@@ -397,6 +420,19 @@ static void json_wait(jbuf *b, const engine_job_info *j, const engine_wait *w, i
     jb_obj_end(b);
 }
 
+void api_json_ckeys(jbuf *b, const engine_job_info *j)
+{
+    jb_key(b, "concurrency_keys");
+    jb_arr(b);
+    for (uint32_t i = 0; i < j->n_concurrency_keys; i++) {
+        jb_obj(b);
+        jb_kstr(b, "key", j->concurrency_keys[i].key);
+        if (j->concurrency_keys[i].limit) jb_kint(b, "limit", j->concurrency_keys[i].limit);
+        jb_obj_end(b);
+    }
+    jb_arr_end(b);
+}
+
 void api_json_job(jbuf *b, const engine_job_info *j, bool show_token, const engine_wait *wait,
                   int64_t now)
 {
@@ -416,6 +452,7 @@ void api_json_job(jbuf *b, const engine_job_info *j, bool show_token, const engi
     jb_kint(b, "priority", j->priority);
     if (j->traceparent) jb_kstr(b, "traceparent", j->traceparent);
     if (j->timeout_ms) jb_kint(b, "timeout_ms", j->timeout_ms);
+    if (j->n_concurrency_keys) api_json_ckeys(b, j);
     if (j->n_parents) json_ids(b, "parents", j->parents, j->n_parents);
     if (j->batch) {
         jb_kint(b, "batch", (long long)j->batch);

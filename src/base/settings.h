@@ -35,6 +35,8 @@
 #define TQ_RATE_BURST_MAX   1000000
 /* The largest max_queued_bytes: 1 PiB. */
 #define TQ_QUEUED_BYTES_MAX (1LL << 50)
+/* The largest concurrency limit a key may have. */
+#define TQ_KEY_LIMIT_MAX    1000000
 
 #define TQ_WORDS(...) ((const char *const[]){__VA_ARGS__, NULL})
 
@@ -86,7 +88,11 @@
     XX(max_queued_bytes, "max-queued-bytes", BYTES, 0, 0, TQ_QUEUED_BYTES_MAX, NULL,               \
        "Max queued bytes",                                                                         \
        "bytes of args (and payloads) its unfinished jobs hold at most, all tenants together; 0: "  \
-       "no limit")
+       "no limit")                                                                                 \
+    XX(concurrency_limit, "concurrency-limit", COUNT, 1, 1, TQ_KEY_LIMIT_MAX, NULL,                \
+       "Concurrency limit",                                                                        \
+       "jobs naming a concurrency key without a limit (and without a key setting) run this many "  \
+       "at once")
 
 #define TQ_TENANT_SETTINGS(XX)                                                                     \
     XX(slots, "slots", LIMIT, TQ_UNLIMITED, 0, TQ_UNLIMITED - 1, NULL, "Slots",                    \
@@ -106,6 +112,13 @@
        "Max queued bytes",                                                                         \
        "bytes of args (and payloads) its unfinished jobs hold at most, over every queue; 0: no "   \
        "limit")
+
+/* The settings of a key of a tenant, or of every key that begins with a
+ * prefix (docs/SEMANTICS.md, "Keyed limits"): each wins over what the jobs
+ * naming the key say; null leaves it to them. */
+#define TQ_KEY_SETTINGS(XX)                                                                        \
+    XX(concurrency, "concurrency", LIMIT, TQ_UNLIMITED, 1, TQ_KEY_LIMIT_MAX, NULL, "Concurrency",  \
+       "jobs naming this key as a concurrency key that run at once; null: as the jobs say")
 
 typedef enum {
     TQ_SET_CHOICE,

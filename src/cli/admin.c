@@ -155,10 +155,11 @@ static json_t *setting_value(cli *c, const tq_setting *r, const char *v)
     return NULL;
 }
 
-/* `tenant set` and `queue set`: a flag per row; the server checks the
- * values against the same rows. */
-static int settings_set(cli *c, int argc, char **argv, const tq_setting *rows, size_t n,
-                        const char *usage, const char *what, const char *base)
+/* `tenant set`, `queue set` and `key set`: a flag per row; the server
+ * checks the values against the same rows.  One positional (a name, put
+ * after base), or two for a key's (tenant and key, in the body). */
+int cli_settings_set(cli *c, int argc, char **argv, const tq_setting *rows, size_t n,
+                     const char *usage, const char *what, const char *base, int npos)
 {
     const char *vals[MAX_SETTINGS] = {0};
     char metavars[MAX_SETTINGS][160], helps[MAX_SETTINGS][320];
@@ -191,11 +192,22 @@ static int settings_set(cli *c, int argc, char **argv, const tq_setting *rows, s
         snprintf(helps[i], sizeof helps[i], "%s (default %s)", r->help, def);
         opts[i] = (cli_opt){r->flag, metavars[i], helps[i], &vals[i], NULL};
     }
-    const cli_spec spec = {usage, what, opts, 1, 1};
+    const cli_spec spec = {usage, what, opts, npos, npos};
     char *pos[CLI_MAX_POS];
     int np, rc = cli_parse(c, &spec, argc, argv, pos, &np);
     if (rc) return rc == CLI_HELP ? CLI_OK : rc;
     json_t *body = json_object();
+    if (npos == 2) {
+        json_t *t = json_string(pos[0]), *k = json_string(pos[1]);
+        if (!t || !k) {
+            json_decref(t);
+            json_decref(k);
+            json_decref(body);
+            return cli_usage(c, "the tenant and the key must be UTF-8");
+        }
+        json_object_set_new(body, "tenant", t);
+        json_object_set_new(body, "key", k);
+    }
     for (size_t i = 0; i < n && i < MAX_SETTINGS; i++) {
         if (!vals[i]) continue;
         json_t *v = setting_value(c, &rows[i], vals[i]);
@@ -206,7 +218,10 @@ static int settings_set(cli *c, int argc, char **argv, const tq_setting *rows, s
         json_object_set_new(body, rows[i].name, v);
     }
     char path[512];
-    cli_path(path, sizeof path, base, pos[0]);
+    if (npos == 2)
+        snprintf(path, sizeof path, "%s", base);
+    else
+        cli_path(path, sizeof path, base, pos[0]);
     return call_show(c, "PUT", path, body, print_object);
 }
 
@@ -337,9 +352,10 @@ static const tq_setting tenant_rows[] = {TQ_TENANT_SETTINGS(TQ_SETTING_ROW)};
 
 static int tenant_set(cli *c, int argc, char **argv)
 {
-    return settings_set(c, argc, argv, tenant_rows, sizeof tenant_rows / sizeof tenant_rows[0],
-                        "tenant set NAME [--slots N|unlimited] [--weight N]",
-                        "Changes a tenant's settings (creating it when missing).", "/v1/tenants/");
+    return cli_settings_set(c, argc, argv, tenant_rows, sizeof tenant_rows / sizeof tenant_rows[0],
+                            "tenant set NAME [--slots N|unlimited] [--weight N]",
+                            "Changes a tenant's settings (creating it when missing).",
+                            "/v1/tenants/", 1);
 }
 
 int cmd_tenant(cli *c, int argc, char **argv)
@@ -423,11 +439,11 @@ static const tq_setting queue_rows[] = {TQ_QUEUE_SETTINGS(TQ_SETTING_ROW)};
 
 static int queue_set(cli *c, int argc, char **argv)
 {
-    return settings_set(c, argc, argv, queue_rows, sizeof queue_rows / sizeof queue_rows[0],
-                        "queue set NAME [--order fifo|fair] [--lease 5m] [...]",
-                        "Changes a queue's settings (creating it when missing); they take\n"
-                        "effect at once.  Durations: 500ms, 10s, 5m, 2h, 7d.",
-                        "/v1/queues/");
+    return cli_settings_set(c, argc, argv, queue_rows, sizeof queue_rows / sizeof queue_rows[0],
+                            "queue set NAME [--order fifo|fair] [--lease 5m] [...]",
+                            "Changes a queue's settings (creating it when missing); they take\n"
+                            "effect at once.  Durations: 500ms, 10s, 5m, 2h, 7d.",
+                            "/v1/queues/", 1);
 }
 
 /* `queue pause` and `queue resume`: the whole queue, or one tenant's jobs in it. */

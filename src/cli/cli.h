@@ -150,6 +150,15 @@ int cmd_batch(cli *c, int argc, char **argv); /* batches.c */
 int cmd_token(cli *c, int argc, char **argv);
 int cmd_health(cli *c, int argc, char **argv);
 
+int cmd_key(cli *c, int argc, char **argv); /* keys.c */
+
+/* Settings by their rows (admin.c): a flag per row, PUT to base + the one
+ * positional name (npos 1), or to base with the tenant and the key of the
+ * two positionals in the body (npos 2: a key's settings). */
+struct tq_setting;
+int cli_settings_set(cli *c, int argc, char **argv, const struct tq_setting *rows, size_t n,
+                     const char *usage, const char *what, const char *base, int npos);
+
 /* Prints a job (an object of the jobs API) as aligned "key value" lines. */
 void cli_print_job(const json_t *job);
 

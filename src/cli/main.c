@@ -71,6 +71,7 @@ static const cli_cmd commands[] = {
     {"bulk", cmd_bulk, "cancel, retry now, reprioritize or delete jobs by filter"},
     {"tenant", cmd_tenant, "tenants: ls, show, set"},
     {"queue", cmd_queue, "queues: ls, show, set, pause, resume"},
+    {"key", cmd_key, "keyed limits: the keys at their limit (ls), settings (set, rm, settings)"},
     {"schedule", cmd_schedule, "periodic jobs: set, ls, show, rm, pause, resume"},
     {"batch", cmd_batch, "batches of jobs with callbacks: create, add, show, ls"},
     {"token", cmd_token, "tokens: create, ls, revoke"},

@@ -3,6 +3,8 @@
  * batches with the flags as defaults. */
 #include "cli/cli.h"
 
+#include "base/settings.h"
+
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -13,7 +15,8 @@
 
 typedef struct flags {
     const char *tenant, *queue, *type, *args, *key, *priority, *run_at, *delay, *unique_key,
-        *idempotency_key, *max_attempts, *score, *traceparent, *depends_on, *on_parent_failure;
+        *idempotency_key, *max_attempts, *score, *traceparent, *depends_on, *on_parent_failure,
+        *concurrency_keys;
     bool unique;
 } flags;
 
@@ -84,6 +87,32 @@ static int defaults_from_flags(cli *c, const flags *f, json_t **out)
                 goto bad;
             }
             json_array_append_new(ids, json_integer(n));
+        }
+        free(copy);
+    }
+    if (f->concurrency_keys) {
+        /* KEY or KEY=LIMIT, comma-separated: the server checks each */
+        json_t *keys = json_array();
+        json_object_set_new(o, "concurrency_keys", keys);
+        char *copy = strdup(f->concurrency_keys), *save = NULL;
+        for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+            char *eq = strrchr(t, '=');
+            json_t *k = json_object();
+            json_array_append_new(keys, k);
+            if (eq) {
+                *eq = 0;
+                if (!cli_int(c, "concurrency-key", eq + 1, 1, TQ_KEY_LIMIT_MAX, &n)) {
+                    free(copy);
+                    goto bad;
+                }
+                json_object_set_new(k, "limit", json_integer(n));
+            }
+            if (!(v = json_string(t))) {
+                cli_usage(c, "the value of --concurrency-key is not UTF-8");
+                free(copy);
+                goto bad;
+            }
+            json_object_set_new(k, "key", v);
         }
         free(copy);
     }
@@ -362,6 +391,10 @@ int cmd_submit(cli *c, int argc, char **argv)
          "cancel (default): a parent that dies or is cancelled cancels the job; run: it counts "
          "as done",
          &f.on_parent_failure, NULL},
+        {"concurrency-key", "KEY[=N],...",
+         "at most N jobs naming KEY run at once, over the tenant's queues (no N: the key's "
+         "setting, else the queue's concurrency_limit); up to 4 keys",
+         &f.concurrency_keys, NULL},
         {NULL, NULL, NULL, NULL, NULL}};
     const cli_spec spec = {
         "submit --queue Q --type T [--args JSON] [flags]\n"

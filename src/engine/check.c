@@ -193,6 +193,12 @@ static int check_jobs_(engine_t *e, chk *c, int64_t now, rtab *rt, ptr_vec *allv
         CHECK(c, engine_args_check(e, &cache, why, sizeof why), "%s", why);
         mem += cache;
     }
+    {
+        char why[200];
+        size_t keys = 0;
+        CHECK(c, engine_keys_check_all(e, &keys, why, sizeof why), "%s", why);
+        mem += keys;
+    }
     CHECK(c, spilled == e->n_spilled, "%zu jobs spilled, counted %zu", spilled, e->n_spilled);
     CHECK(c, mem == e->mem_bytes, "the jobs' memory is counted %zu, a recount finds %zu",
           e->mem_bytes, mem);
@@ -278,29 +284,62 @@ static int check_sched(engine_t *e, chk *c, rtab *rt)
         CHECK(c, (sh->nodes.n > 0) == (sh->qidx != HEAP_NONE),
               "shard %s/%s: in its queue's heap is wrong", sh->q->name, sh->type);
     }
+    for (size_t i = 0; i < htab_cap(&e->groups); i++) {
+        node *g = e->groups.slots[i].item;
+        if (!g) continue;
+        long live = engine_heap_check_node(e, g);
+        CHECK(c, live >= 0 && (uint32_t)live == g->n_ready && rget(rt, g)->active == g->n_ready,
+              "group of %s/%s/%s: %u ready, %ld live entries, %u ready jobs", g->sh->q->name,
+              g->sh->type, g->t->name, g->n_ready, live, rget(rt, g)->active);
+        CHECK(c, g->sh == g->parent->sh && g->t == g->parent->t && g->p == g->parent->p,
+              "group of %s/%s/%s is not its node's", g->sh->q->name, g->sh->type, g->t->name);
+        rget(rt, (const char *)g->parent + 1)->active += g->n_ready;
+    }
     for (size_t i = 0; i < htab_cap(&e->nodes); i++) {
         node *n = e->nodes.slots[i].item;
         if (!n) continue;
+        CHECK(c, !n->parent && !n->keys, "a group is indexed as a node");
+        CHECK(c, rget(rt, (const char *)n + 1)->active == n->n_grp_ready,
+              "node %s/%s/%s: its groups hold %u ready jobs, counted %u", n->sh->q->name,
+              n->sh->type, n->t->name, rget(rt, (const char *)n + 1)->active, n->n_grp_ready);
+        for (uint32_t k = 0; k < n->groups.n; k++) {
+            const node *g = n->groups.a[k];
+            CHECK(c, g->parent == n && g->sidx == k, "node %s/%s/%s: its group heap is wrong",
+                  n->sh->q->name, n->sh->type, n->t->name);
+        }
         long live = engine_heap_check_node(e, n);
         CHECK(c, live >= 0, "node %s/%s/%s: heap is out of order or holds a wrong entry",
               n->sh->q->name, n->sh->type, n->t->name);
         CHECK(c, (uint32_t)live == n->n_ready && rget(rt, n)->active == n->n_ready,
               "node %s/%s/%s: %u ready, %ld live entries, %u ready jobs", n->sh->q->name,
               n->sh->type, n->t->name, n->n_ready, live, rget(rt, n)->active);
-        bool want = n->n_ready > 0 && tenant_has_room(n->t) && pair_has_room(n->p);
+        bool want =
+            (n->n_ready > 0 || n->groups.n > 0) && tenant_has_room(n->t) && pair_has_room(n->p);
         CHECK(c, want == (n->sidx != HEAP_NONE),
               "node %s/%s/%s: eligible=%d but in heap=%d (ready %u, tenant active %u/%u)",
               n->sh->q->name, n->sh->type, n->t->name, want, n->sidx != HEAP_NONE, n->n_ready,
               n->t->active, n->t->s.slots);
         CHECK(c, n->refs > 0, "node with no references is still indexed");
-        if (n->sidx != HEAP_NONE)
-            CHECK(c, n->k == n->jobs.a[0].k && n->kid == n->jobs.a[0].id && n->pass == n->p->pass,
+        if (n->sidx != HEAP_NONE) {
+            uint64_t k = UINT64_MAX, kid = UINT64_MAX;
+            if (n->n_ready) {
+                k = n->jobs.a[0].k;
+                kid = n->jobs.a[0].id;
+            }
+            if (n->groups.n) {
+                const node *g = n->groups.a[0];
+                if (g->k < k || (g->k == k && g->kid < kid)) {
+                    k = g->k;
+                    kid = g->kid;
+                }
+            }
+            CHECK(c, n->k == k && n->kid == kid && n->pass == n->p->pass,
                   "node %s/%s/%s: cached key is stale", n->sh->q->name, n->sh->type, n->t->name);
-        bool listed_t = false, listed_p = false;
+        }
+        bool listed_t = false, listed_p = false, ready = n->n_ready + n->n_grp_ready > 0;
         DLIST_FOREACH(it, &n->t->ready_nodes) listed_t |= it == &n->in_tenant;
         DLIST_FOREACH(it, &n->p->ready_nodes) listed_p |= it == &n->in_pair;
-        CHECK(c, listed_t == (n->n_ready > 0) && listed_p == (n->n_ready > 0),
-              "node ready-list membership is wrong");
+        CHECK(c, listed_t == ready && listed_p == ready, "node ready-list membership is wrong");
     }
     for (size_t i = 0; i < htab_cap(&e->pairs); i++) {
         pair *p = e->pairs.slots[i].item;

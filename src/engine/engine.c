@@ -164,6 +164,7 @@ void engine_destroy(engine_t *e)
     engine_changes_clear(e);
     idtab_foreach(&e->jobs, free_job_cb, e);
     engine_args_free(e);
+    engine_keys_free(e);
     for (size_t i = 0; i < htab_cap(&e->lanes); i++) {
         free(e->lanes.slots[i].item);
     }
@@ -171,6 +172,7 @@ void engine_destroy(engine_t *e)
         node *n = e->nodes.slots[i].item;
         if (!n) continue;
         ready_heap_free(&n->jobs);
+        heap_free(&n->groups);
         free(n);
     }
     for (size_t i = 0; i < htab_cap(&e->shards); i++) {
@@ -250,6 +252,8 @@ tenant *engine_tenant_get_or_create(engine_t *e, const char *name)
     engine_rate_init(&t->rb, RB_TENANT);
     engine_rate_refresh(&t->rb);
     dlist_init(&t->ready_nodes);
+    dlist_init(&t->keys);
+    dlist_init(&t->key_settings);
     t->dead_by_id.cmp = engine_dead_cmp_tid;
     t->dead_by_fin.cmp = engine_dead_cmp_tfin;
     if (htab_insert(&e->tenants, h, t) != 0) engine_oom();
@@ -395,8 +399,13 @@ void engine_node_unref(engine_t *e, node *n)
 {
     if (--n->refs > 0) return;
     /* No job points here: the node has no ready jobs and is in no heap. */
+    if (n->parent) {
+        engine_group_free(e, n);
+        return;
+    }
     htab_remove(&e->nodes, n->hash, n);
     ready_heap_free(&n->jobs);
+    heap_free(&n->groups);
     free(n);
 }
 
@@ -520,6 +529,8 @@ void engine_job_wait(const engine_job *j, engine_wait *out)
         } else if (p->q->rb.until) {
             out->kind = ENGINE_WAIT_QUEUE_RATE;
             out->until = p->q->rb.until;
+        } else if (j->node->keys && engine_keys_wait(p->q->e, j, out)) {
+            /* its first key at its limit */
         } else {
             out->kind = ENGINE_WAIT_WORKER;
             const shard *sh = j->node->sh;
@@ -537,7 +548,7 @@ const char *engine_wait_name(engine_wait_kind k)
                                         "lane",         "tenant_slots",      "tenant_cap",
                                         "queue_paused", "tenant_paused",     "tenant_rate",
                                         "queue_rate",   "queue_tenant_rate", "worker",
-                                        "parents"};
+                                        "parents",      "concurrency_key"};
     return (size_t)k < sizeof names / sizeof names[0] ? names[k] : NULL;
 }
 
@@ -567,8 +578,14 @@ void engine_job_get(const engine_job *j, engine_job_info *o)
         o->args = j->args;
         o->args_len = strlen(j->args);
     }
-    o->plain = !j->in_lane && !(j->flags & JF_HAS_PAYLOADS) &&
+    /* a job that names keys is loaded first: its keys' limits and counts
+     * are exact from the first lease */
+    o->plain = !j->in_lane && !(j->flags & JF_HAS_PAYLOADS) && !j->node->keys &&
                !(ex && (ex->unique_key || ex->batch || ex->deps));
+    if (j->node->keys) {
+        o->concurrency_keys = j->node->keys->out;
+        o->n_concurrency_keys = j->node->keys->n;
+    }
     o->priority = j->priority;
     o->state = (engine_state)j->state;
     o->attempts = j->attempts;
@@ -723,6 +740,7 @@ void engine_changes_clear(engine_t *e)
         }
     }
     if (e->batch_chg.n) engine_batches_changes_clear(e);
+    if (e->key_setting_graveyard.n) engine_keys_changes_clear(e);
     e->changes.n = 0;
     for (size_t i = 0; i < e->graveyard.n; i++) {
         job *j = e->graveyard.v[i];

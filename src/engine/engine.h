@@ -50,6 +50,10 @@ typedef struct engine_job engine_job;
 #define ENGINE_MERGE_MAX_PAYLOADS 10000
 /* a job depends on at most this many parents (depends_on) */
 #define ENGINE_PARENTS_MAX        100
+/* a job names at most this many concurrency keys, and as many rate keys */
+#define ENGINE_JOB_KEYS_MAX       4
+/* a tenant keeps at most this many key settings that name a prefix ("account:*") */
+#define ENGINE_KEY_PREFIXES_MAX   100
 
 /* What a parent's death (the morgue), cancellation or merging does to a
  * child still waiting for it: cancel the child (and so its own children
@@ -138,6 +142,9 @@ typedef struct engine_queue_settings {
      * holds at most, all tenants together (ENGINE_UNLIMITED, 0: none). */
     uint32_t max_queued;
     int64_t max_queued_bytes;
+    /* A concurrency key a job names without a limit (and that no key
+     * setting limits) lets this many of its jobs run at once (keys.c). */
+    uint32_t concurrency_limit;
 } engine_queue_settings;
 
 typedef struct engine_tenant_settings {
@@ -183,12 +190,22 @@ void engine_tenant_settings_defaults(engine_tenant_settings *s);
 int engine_queue_settings_check(const engine_queue_settings *s, engine_err *err);
 int engine_tenant_settings_check(const engine_tenant_settings *s, engine_err *err);
 
+/* The settings of a key of a tenant, or of every key with a prefix
+ * (TQ_KEY_SETTINGS): ENGINE_UNLIMITED leaves a field to the jobs. */
+typedef struct engine_key_settings {
+    uint32_t concurrency;
+} engine_key_settings;
+void engine_key_settings_defaults(engine_key_settings *s);
+int engine_key_settings_check(const engine_key_settings *s, engine_err *err);
+
 /* The rows of base/settings.h, placed in the structs above (settings.c):
  * what the API, the stores and the dashboard read and write settings by. */
 extern const tq_setting engine_queue_setting_rows[];
 extern const size_t engine_queue_setting_count;
 extern const tq_setting engine_tenant_setting_rows[];
 extern const size_t engine_tenant_setting_count;
+extern const tq_setting engine_key_setting_rows[];
+extern const size_t engine_key_setting_count;
 /* A setting's value in a settings struct (a choice as its index, a bool as
  * 0 or 1), and the same set. */
 long long engine_setting_get(const tq_setting *s, const void *settings);
@@ -219,6 +236,21 @@ typedef struct engine_payload {
     const char *data; /* JSON text */
     uint32_t len;
 } engine_payload;
+
+/* A key a job names to share a limit with the other jobs of its tenant that
+ * name it (keys.c, docs/SEMANTICS.md "Keyed limits").  A concurrency key:
+ * at most `limit` of the jobs naming it leased or running at once, across
+ * every queue and type of the tenant (0: not given; the key's setting, or
+ * else its queue's concurrency_limit). */
+typedef struct engine_limit_key {
+    const char *key; /* 1-256 bytes, no control characters (a key's rule) */
+    uint32_t limit;  /* concurrency: jobs at once; 0: not given */
+} engine_limit_key;
+
+/* The name of a job's i-th concurrency key (i < ENGINE_JOB_KEYS_MAX), or
+ * of its member: part 0 "concurrency_keys[i]", 1 "...key", 2 "...limit"
+ * (the fields refusals name). */
+const char *engine_ckey_field(uint32_t i, int part);
 
 /* Every field of a job, as the store writes it and the API shows it.  Filled
  * by engine_job_get(); also what engine_load_job() takes.  Strings are
@@ -266,6 +298,9 @@ typedef struct engine_job_info {
     engine_deps_policy on_parent_failure;
     uint64_t batch; /* the batch it belongs to, or whose callback it is; 0: none */
     int batch_role; /* ENGINE_BATCH_MEMBER, or 1 + the engine_callback_kind it is */
+    /* Keyed limits, as submitted (a limit not given is 0) */
+    const engine_limit_key *concurrency_keys;
+    uint32_t n_concurrency_keys;
 } engine_job_info;
 
 /* Fills *out with the job's fields (pointers into the engine). */
@@ -273,26 +308,29 @@ void engine_job_get(const engine_job *j, engine_job_info *out);
 
 /* Why a job that is neither leased nor finished is not handed out now. */
 typedef enum {
-    ENGINE_WAIT_NONE,          /* not waiting: leased, running or finished */
-    ENGINE_WAIT_SCHEDULED,     /* its run_at has not come (until) */
-    ENGINE_WAIT_BACKOFF,       /* a retry after a failed attempt, at until */
-    ENGINE_WAIT_LANE,          /* its lane runs another job first (blocked_by) */
-    ENGINE_WAIT_TENANT_SLOTS,  /* its tenant runs active of its limit slots (0: paused) */
-    ENGINE_WAIT_TENANT_CAP,    /* its tenant runs active of the queue's per-tenant cap */
-    ENGINE_WAIT_QUEUE_PAUSED,  /* its queue is paused */
-    ENGINE_WAIT_TENANT_PAUSED, /* its queue is paused for its tenant */
-    ENGINE_WAIT_TENANT_RATE,   /* its tenant's rate allows no start before until */
-    ENGINE_WAIT_QUEUE_RATE,    /* its queue's rate allows no start before until */
-    ENGINE_WAIT_PAIR_RATE,     /* its queue's per-tenant rate allows none before until */
-    ENGINE_WAIT_WORKER,        /* it may go now: it waits for a lease (asked_at: the last) */
-    ENGINE_WAIT_PARENTS        /* parents (ids) have not succeeded yet */
+    ENGINE_WAIT_NONE,           /* not waiting: leased, running or finished */
+    ENGINE_WAIT_SCHEDULED,      /* its run_at has not come (until) */
+    ENGINE_WAIT_BACKOFF,        /* a retry after a failed attempt, at until */
+    ENGINE_WAIT_LANE,           /* its lane runs another job first (blocked_by) */
+    ENGINE_WAIT_TENANT_SLOTS,   /* its tenant runs active of its limit slots (0: paused) */
+    ENGINE_WAIT_TENANT_CAP,     /* its tenant runs active of the queue's per-tenant cap */
+    ENGINE_WAIT_QUEUE_PAUSED,   /* its queue is paused */
+    ENGINE_WAIT_TENANT_PAUSED,  /* its queue is paused for its tenant */
+    ENGINE_WAIT_TENANT_RATE,    /* its tenant's rate allows no start before until */
+    ENGINE_WAIT_QUEUE_RATE,     /* its queue's rate allows no start before until */
+    ENGINE_WAIT_PAIR_RATE,      /* its queue's per-tenant rate allows none before until */
+    ENGINE_WAIT_WORKER,         /* it may go now: it waits for a lease (asked_at: the last) */
+    ENGINE_WAIT_PARENTS,        /* parents (ids) have not succeeded yet */
+    ENGINE_WAIT_CONCURRENCY_KEY /* key has limit jobs running (active): held_by is one */
 } engine_wait_kind;
 
 typedef struct engine_wait {
     engine_wait_kind kind;
     int64_t until;          /* SCHEDULED, BACKOFF, *_RATE: the time it may go */
     uint64_t blocked_by;    /* LANE: the job at the head of its lane */
-    uint32_t active, limit; /* TENANT_SLOTS, TENANT_CAP */
+    uint32_t active, limit; /* TENANT_SLOTS, TENANT_CAP, CONCURRENCY_KEY */
+    const char *key;        /* CONCURRENCY_KEY: the key at its limit */
+    uint64_t held_by;       /* CONCURRENCY_KEY: a job that holds it */
     int64_t asked_at;       /* WORKER: the last lease that could have taken it; 0: none yet */
     uint32_t n_parents;     /* PARENTS: the parents still unfinished */
     uint64_t parents[ENGINE_PARENTS_MAX];
@@ -300,8 +338,8 @@ typedef struct engine_wait {
 
 void engine_job_wait(const engine_job *j, engine_wait *out);
 /* "scheduled", "backoff", "lane", "tenant_slots", "tenant_cap", "queue_paused",
- * "tenant_paused", "tenant_rate", "queue_rate", "queue_tenant_rate", "worker", "parents";
- * NULL for NONE. */
+ * "tenant_paused", "tenant_rate", "queue_rate", "queue_tenant_rate", "worker", "parents",
+ * "concurrency_key"; NULL for NONE. */
 const char *engine_wait_name(engine_wait_kind k);
 uint64_t engine_job_id(const engine_job *j);
 engine_state engine_job_state(const engine_job *j);
@@ -342,6 +380,10 @@ typedef struct engine_submit_req {
     const struct engine_dep_ref *depends_on;
     uint32_t n_depends_on;
     engine_deps_policy on_parent_failure;
+    /* Concurrency keys (at most ENGINE_JOB_KEYS_MAX, each named once): the
+     * job runs only while each has room (keys.c). */
+    const engine_limit_key *concurrency_keys;
+    uint32_t n_concurrency_keys;
 } engine_submit_req;
 
 typedef struct engine_dep_ref {
@@ -537,6 +579,50 @@ bool engine_pair_exists(engine_t *e, const char *queue_name, const char *tenant_
 /* Totals over all queues. */
 void engine_totals(engine_t *e, int64_t now, engine_counts *c);
 
+/* ---- keyed limits (keys.c) ------------------------------------------------
+ * A key is a string of a tenant that jobs name to share a limit.  Its
+ * settings (engine_key_settings) are set for the key itself, or for every
+ * key that begins with a prefix, written "prefix*" (at most
+ * ENGINE_KEY_PREFIXES_MAX of those per tenant); the key's own wins, then
+ * the longest prefix.  Setting or deleting one takes effect at once on the
+ * keys it names (O(keys of the tenant) for a prefix), and is noted as an
+ * ENGINE_CH_KEY_SETTING change. */
+int engine_key_set(engine_t *e, int64_t now, const char *tenant, const char *key,
+                   const engine_key_settings *s, engine_err *err);
+/* TENQ_ENOT_FOUND when none is set. */
+int engine_key_delete(engine_t *e, int64_t now, const char *tenant, const char *key,
+                      engine_err *err);
+bool engine_key_setting_get(engine_t *e, const char *tenant, const char *key,
+                            engine_key_settings *s);
+typedef void (*engine_key_setting_fn)(void *ctx, const char *tenant, const char *key,
+                                      const engine_key_settings *s);
+/* Every key setting of one tenant (NULL: all), in no order. */
+void engine_foreach_key_setting(engine_t *e, const char *tenant, engine_key_setting_fn fn,
+                                void *ctx);
+/* Recovery: a stored key setting (before the jobs). */
+int engine_load_key_setting(engine_t *e, const char *tenant, const char *key,
+                            const engine_key_settings *s, engine_err *err);
+
+/* A key that resident jobs name now. */
+typedef struct engine_key_info {
+    const char *tenant, *key;
+    uint32_t limit;      /* concurrency: in force (ENGINE_UNLIMITED: none) */
+    uint32_t active;     /* its jobs leased or running */
+    uint64_t held;       /* ready jobs waiting for it (its limit is reached) */
+    uint64_t ready;      /* its ready jobs */
+    const char *setting; /* the setting in force: the key, "prefix*", or NULL (the jobs') */
+} engine_key_info;
+/* One key of a tenant; false when no resident job names it. */
+bool engine_key_info_get(engine_t *e, const char *tenant, const char *key, engine_key_info *out);
+/* Up to max keys of one tenant (NULL: every tenant), those at their limit
+ * first (fullest first), then the rest by how many jobs they hold back;
+ * *total gets how many keys there are.  O(keys). */
+size_t engine_keys_list(engine_t *e, const char *tenant, bool at_limit_only, size_t max,
+                        engine_key_info *out, size_t *total);
+/* Keys named by resident jobs, and those at their limit now. */
+size_t engine_key_count(const engine_t *e);
+size_t engine_keys_at_limit(const engine_t *e);
+
 typedef struct engine_lane_info {
     const char *tenant, *queue, *key;
     uint64_t length;  /* unfinished jobs in the lane */
@@ -563,7 +649,8 @@ typedef enum {
     ENGINE_CH_PAUSE,       /* queue `name` was paused (fields 1) or resumed for `tenant` */
     ENGINE_CH_WAKE,        /* queue `name` has newly eligible jobs (not persisted) */
     ENGINE_CH_ATTEMPT,     /* an attempt of job `id` ended without succeeding: attempt */
-    ENGINE_CH_BATCH        /* batch `id` was created or its stored fields changed */
+    ENGINE_CH_BATCH,       /* batch `id` was created or its stored fields changed */
+    ENGINE_CH_KEY_SETTING  /* key `name` of `tenant`: set (fields 1) or deleted (0) */
 } engine_change_kind;
 
 #define ENGINE_JF_NEW      1u /* the job is new: write every field */
@@ -591,7 +678,8 @@ typedef struct engine_change {
     const char *name;
     const char *tenant; /* ENGINE_CH_PAUSE */
     const engine_idem_info *idem;
-    const struct engine_attempt_info *attempt; /* ENGINE_CH_ATTEMPT */
+    const struct engine_attempt_info *attempt;      /* ENGINE_CH_ATTEMPT */
+    const struct engine_key_settings *key_settings; /* ENGINE_CH_KEY_SETTING (set) */
 } engine_change;
 
 /* The changes since the last engine_changes_clear(), in the order made; a

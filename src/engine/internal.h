@@ -9,12 +9,19 @@
  *   node    (shard, tenant)    heap of ready jobs (lane heads and keyless)
  *   lane    (tenant, queue, key) list of unfinished jobs in submission order
  *   job     by id              one allocation: the record, then its args
+ *   tkey    (tenant, key)      a keyed limit: how many of its jobs run (keys.c)
+ *   group   (node, keys)       a node's ready jobs that name the same keys:
+ *                              a node of its own, in its node's heap of
+ *                              groups while every key has room
  *
  * Eligibility is kept exact rather than checked at lease time: a node sits
  * in its shard's heap exactly when it has ready jobs, its tenant has a free
  * slot and its pair is under the queue's tenant cap; a shard sits in its
  * queue's heap exactly when it has such nodes.  So lease never walks past a
- * full tenant, whatever its backlog.
+ * full tenant, whatever its backlog.  A job that names keys lives in a
+ * group of its node: the group sits in its node's heap of groups exactly
+ * when it has ready jobs and each of its keys has room, so a key at its
+ * limit costs a lease nothing either.
  */
 #ifndef TENQ_ENGINE_INTERNAL_H
 #define TENQ_ENGINE_INTERNAL_H
@@ -128,6 +135,9 @@ typedef struct tenant {
     counters c;
     avl_tree dead_by_id, dead_by_fin;
     bool chg;
+    dlist keys;          /* its tkeys (keys.c) */
+    dlist key_settings;  /* its key settings */
+    uint32_t n_prefixes; /* of which name a prefix */
 } tenant;
 
 typedef struct queue {
@@ -186,6 +196,14 @@ typedef struct node {
     dlink in_pair;    /* in p->ready_nodes while jobs.n > 0 */
     uint16_t recent;  /* leases since its args were last read ahead (args.c) */
     bool args_dirty;  /* in e->args_dirty: its front to read ahead */
+    /* Groups (keys.c).  A node (parent NULL): its groups with ready jobs and
+     * keys with room, in `groups` by their front (k, kid), and how many
+     * ready jobs all its groups hold.  A group: its node, its keys, and its
+     * place in the node's `groups` (sidx). */
+    struct node *parent;
+    struct gkeys *keys;
+    heap groups;
+    uint32_t n_grp_ready;
 } node;
 
 typedef struct lane {
@@ -204,6 +222,49 @@ typedef struct lane_link {
     lane *lane;
     struct engine_job *prev, *next;
 } lane_link;
+
+/* A key's settings (keys.c): for the key, or for a prefix ("account:*"). */
+typedef struct key_setting {
+    struct tenant *t;
+    uint64_t hash;
+    engine_key_settings s;
+    bool prefix; /* key ends in '*': every key that begins with the rest */
+    bool gone;   /* deleted: freed at engine_changes_clear */
+    dlink in_tenant;
+    char key[]; /* as set: "account:*" for a prefix */
+} key_setting;
+
+/* A keyed limit (keys.c): a key of a tenant that resident jobs name. */
+typedef struct tkey {
+    struct tenant *t;
+    uint64_t hash;
+    uint32_t limit;         /* concurrency in force; ENGINE_UNLIMITED: none */
+    uint32_t job_limit;     /* what its last submit (or load) said */
+    uint32_t active;        /* leased or running jobs that name it */
+    uint32_t refs;          /* groups that name it */
+    const key_setting *set; /* the setting in force, or NULL */
+    dlist groups;           /* gkey links of its groups */
+    dlink in_tenant;        /* in t->keys */
+    uint32_t klen;
+    char key[];
+} tkey;
+
+/* One key of a group. */
+typedef struct gkey {
+    tkey *k;
+    struct node *g; /* its group */
+    dlink link;     /* in k->groups */
+    uint32_t limit; /* concurrency, as the jobs gave it (0: not given) */
+} gkey;
+
+/* A group's keys, after the group's node in its allocation. */
+typedef struct gkeys {
+    uint64_t hash; /* of the node and the keys */
+    uint8_t n;
+    uint8_t full; /* keys at their limit: the group is eligible when 0 */
+    engine_limit_key out[ENGINE_JOB_KEYS_MAX]; /* as engine_job_get shows them */
+    gkey v[];
+} gkeys;
 
 /* Worker names, interned: many jobs share a few workers. */
 typedef struct worker_name {
@@ -327,10 +388,13 @@ struct engine {
     uint64_t next_id;
     idtab jobs;
     htab tenants, queues, shards, pairs, nodes, lanes, uniq, idem, workers;
-    htab stale;       /* (id, key) of node-heap entries whose job left */
-    jheap timers;     /* scheduled jobs by run_at */
-    jheap leases;     /* leased/running jobs by deadline */
-    heap rate_timers; /* closed rate buckets by the time they open */
+    htab tkeys, groups, key_settings; /* keys.c */
+    size_t keys_full;                 /* tkeys at their limit */
+    ptr_vec key_setting_graveyard;    /* deleted settings listed in changes */
+    htab stale;                       /* (id, key) of node-heap entries whose job left */
+    jheap timers;                     /* scheduled jobs by run_at */
+    jheap leases;                     /* leased/running jobs by deadline */
+    heap rate_timers;                 /* closed rate buckets by the time they open */
     dlist idem_order;
     avl_tree dead_by_id, dead_by_fin;
     change_vec changes;
@@ -461,6 +525,15 @@ static inline bool pair_has_room(const pair *p)
 {
     return pair_room_under(p, &p->q->s);
 }
+static inline bool key_has_room(const tkey *k)
+{
+    return k->active < k->limit;
+}
+/* The node (shard, tenant) a job's node or group belongs to. */
+static inline node *node_base(node *n)
+{
+    return n->parent ? n->parent : n;
+}
 job_extra *engine_extra(engine_t *e, job *j);
 void engine_set_state(engine_t *e, job *j, engine_state s);
 /* The job is its lane's head (or keyless) and not running: make it
@@ -566,6 +639,31 @@ static inline size_t job_inline_len(const struct engine_job *j)
 {
     return (j->flags & JF_ARGS_OUT) ? 2 : strlen(j->args);
 }
+
+/* ---- keyed limits (keys.c) */
+/* Checks a submit's keys (fields named "concurrency_keys[i].key"...). */
+int engine_keys_check(const engine_submit_req *r, engine_err *err);
+/* The group of `home` for a submit's keys (made on first use), its keys'
+ * limits updated by what the submit says; home itself when it names none. */
+node *engine_group_for(engine_t *e, node *home, const engine_queue_settings *qs,
+                       const engine_limit_key *ck, uint32_t n_ck);
+/* A group no job points at any more (engine_node_unref's part). */
+void engine_group_free(engine_t *e, node *g);
+/* A group's eligibility changed (ready jobs, keys' room): in or out of its
+ * node's heap of groups, and the node's place after it. */
+void engine_group_update(engine_t *e, node *g);
+/* A job took a slot or gave it back: its keys count it. */
+void engine_keys_take(engine_t *e, const struct engine_job *j);
+void engine_keys_release(engine_t *e, const struct engine_job *j);
+/* Why a ready job of a group waits: its first key at its limit. */
+bool engine_keys_wait(engine_t *e, const struct engine_job *j, engine_wait *out);
+void engine_keys_free(engine_t *e);
+void engine_keys_changes_clear(engine_t *e);
+/* For engine_check: every key's and group's counts agree with the jobs;
+ * the memory they take in *mem. */
+bool engine_keys_check_all(engine_t *e, size_t *mem, char *why, size_t len);
+/* Nodes and groups compare by their front job (and a fair queue's pass). */
+bool engine_node_before(const node *a, const node *b);
 
 /* ---- rate limits (rate.c) */
 void engine_rate_init(rate_bucket *b, rb_kind kind);

@@ -386,7 +386,7 @@ static int submit_check(engine_t *e, int64_t now, const engine_submit_req *r,
         engine_errf(err, TENQ_EINVALID, "score", "score must be a finite number");
         return TENQ_EINVALID;
     }
-    return 0;
+    return engine_keys_check(r, err);
 }
 
 /* The unique key of `unique: true`: a hash of type and args with a fixed key,
@@ -562,6 +562,8 @@ static int submit_one(engine_t *e, int64_t now, const engine_submit_req *r, engi
     }
 
     node *home = engine_node_get_or_create(e, q, r->type, t);
+    if (r->n_concurrency_keys)
+        home = engine_group_for(e, home, &q->s, r->concurrency_keys, r->n_concurrency_keys);
     lane *ln = r->key ? engine_lane_find(e, t, q, r->key) : NULL;
     if (q->s.merge && ln && !n_parents && engine_can_merge_into(ln->tail, home)) {
         job *tail = ln->tail;

@@ -158,5 +158,13 @@ size_t engine_job_memory_cost(const engine_submit_req *r)
         r->n_depends_on)
         c += mem_chunk(sizeof(job_extra));
     if (r->key) c += mem_chunk(sizeof(lane_link));
+    /* a new key and a new group, at most */
+    for (uint32_t i = 0; i < r->n_concurrency_keys && i < ENGINE_JOB_KEYS_MAX; i++)
+        c += mem_chunk(sizeof(tkey) +
+                       (r->concurrency_keys[i].key ? strlen(r->concurrency_keys[i].key) : 0) + 1) +
+             sizeof(htab_slot);
+    if (r->n_concurrency_keys)
+        c += mem_chunk(sizeof(node) + sizeof(gkeys) + r->n_concurrency_keys * sizeof(gkey)) +
+             sizeof(htab_slot);
     return c;
 }

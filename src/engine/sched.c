@@ -250,6 +250,18 @@ static inline bool node_before(const node *a, const node *b)
 }
 HEAP_DEFINE(nq, node, sidx, node_before)
 
+bool engine_node_before(const node *a, const node *b)
+{
+    return node_before(a, b);
+}
+
+/* A node's groups compare on their front job, cached as a node's is. */
+static inline bool group_before(const node *a, const node *b)
+{
+    return a->k < b->k || (a->k == b->k && a->kid < b->kid);
+}
+HEAP_DEFINE(gq, node, sidx, group_before)
+
 static inline bool shard_before(const shard *a, const shard *b)
 {
     return node_before(a->nodes.a[0], b->nodes.a[0]);
@@ -314,14 +326,52 @@ static void shard_update(shard *sh)
     }
 }
 
-void engine_node_update(engine_t *e, node *n)
+/* A node's front: its own ready jobs' top, or its best group's, whichever
+ * comes first (only called while it has either). */
+static inline void node_front(node *n)
 {
-    shard *sh = n->sh;
-    queue *q = sh->q;
-    bool want = n->n_ready > 0 && tenant_has_room(n->t) && pair_has_room(n->p);
-    if (want) {
+    if (n->n_ready) {
         n->k = n->jobs.a[0].k;
         n->kid = n->jobs.a[0].id;
+    }
+    if (n->groups.n) {
+        const node *g = n->groups.a[0];
+        if (!n->n_ready || group_before(g, n)) {
+            n->k = g->k;
+            n->kid = g->kid;
+        }
+    }
+}
+
+void engine_group_update(engine_t *e, node *g)
+{
+    node *n = g->parent;
+    bool want = g->n_ready > 0 && g->keys->full == 0;
+    if (want) {
+        g->k = g->jobs.a[0].k;
+        g->kid = g->jobs.a[0].id;
+        if (g->sidx == HEAP_NONE) {
+            if (gq_push(&n->groups, g) != 0) engine_oom();
+        } else {
+            gq_fix(&n->groups, g);
+        }
+    } else if (g->sidx != HEAP_NONE) {
+        gq_remove(&n->groups, g);
+    }
+    engine_node_update(e, n);
+}
+
+void engine_node_update(engine_t *e, node *n)
+{
+    if (n->parent) {
+        engine_group_update(e, n);
+        return;
+    }
+    shard *sh = n->sh;
+    queue *q = sh->q;
+    bool want = (n->n_ready > 0 || n->groups.n > 0) && tenant_has_room(n->t) && pair_has_room(n->p);
+    if (want) {
+        node_front(n);
         n->fair = q->s.order == ENGINE_ORDER_FAIR;
         if (n->sidx == HEAP_NONE) {
             /* A tenant that comes back after idling starts at the queue's
@@ -389,6 +439,7 @@ void engine_take_slot(engine_t *e, job *j)
     bool t_had = tenant_has_room(t), p_had = pair_has_room(p);
     t->active++;
     p->active++;
+    if (j->node->keys) engine_keys_take(e, j);
     if (t_had && !tenant_has_room(t)) engine_tenant_room_changed(e, t);
     if (p_had && !pair_has_room(p)) engine_pair_room_changed(e, p);
 }
@@ -400,43 +451,53 @@ void engine_release_slot(engine_t *e, job *j)
     bool t_had = tenant_has_room(t), p_had = pair_has_room(p);
     t->active--;
     p->active--;
+    if (j->node->keys) engine_keys_release(e, j);
     if (!t_had && tenant_has_room(t)) engine_tenant_room_changed(e, t);
     if (!p_had && pair_has_room(p)) engine_pair_room_changed(e, p);
 }
 
 /* ---- ready jobs ----------------------------------------------------------- */
 
+/* A node is in its tenant's and pair's lists of ready nodes while it or
+ * one of its groups has ready jobs. */
+static inline uint32_t node_ready_all(const node *b)
+{
+    return b->n_ready + b->n_grp_ready;
+}
+
 static void ready_push(engine_t *e, job *j)
 {
-    node *n = j->node;
-    bool was_empty = n->n_ready == 0;
+    node *n = j->node, *b = node_base(n);
+    bool was_empty = n->n_ready == 0, b_was_empty = node_ready_all(b) == 0;
     uint64_t k = ready_key(j);
     n->n_ready++;
+    if (n != b) b->n_grp_ready++;
     /* An identical entry left behind earlier is this one again. */
     if (!stale_take(e, j->id, k)) nh_push(&n->jobs, (ready_entry){k, j->id});
     if (e->n_spilled) engine_args_node_busy(e, n, false);
-    if (was_empty) {
-        dlist_push_back(&n->t->ready_nodes, &n->in_tenant);
-        dlist_push_back(&n->p->ready_nodes, &n->in_pair);
+    if (b_was_empty) {
+        dlist_push_back(&b->t->ready_nodes, &b->in_tenant);
+        dlist_push_back(&b->p->ready_nodes, &b->in_pair);
     }
     if (was_empty || (n->jobs.a[0].id == j->id && n->jobs.a[0].k == k)) engine_node_update(e, n);
 }
 
 static void ready_remove(engine_t *e, job *j)
 {
-    node *n = j->node;
+    node *n = j->node, *b = node_base(n);
     ready_heap *h = &n->jobs;
     uint64_t k = ready_key(j);
     bool was_top = h->a[0].id == j->id && h->a[0].k == k;
     n->n_ready--;
+    if (n != b) b->n_grp_ready--;
     if (was_top)
         nh_pop(h);
     else
         stale_add(e, j->id, k);
     node_prune(e, n);
-    if (n->n_ready == 0) {
-        dlist_remove(&n->in_tenant);
-        dlist_remove(&n->in_pair);
+    if (node_ready_all(b) == 0) {
+        dlist_remove(&b->in_tenant);
+        dlist_remove(&b->in_pair);
     }
     if (was_top) engine_node_update(e, n);
 }
@@ -618,7 +679,7 @@ size_t engine_lease(engine_t *e, int64_t now, const engine_lease_req *req, engin
                 }
             }
             if (!cand) continue;
-            job *j = engine_job_find(e, cand->jobs.a[0].id);
+            job *j = engine_job_find(e, cand->kid); /* its front: a job of its own or a group's */
             if (!best || job_before(j, best)) best = j;
         }
         if (!best) break;

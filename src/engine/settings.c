@@ -20,6 +20,7 @@
      (unsigned char)sizeof(((T *)0)->f)},
 #define QROW(...) ROW(engine_queue_settings, __VA_ARGS__)
 #define TROW(...) ROW(engine_tenant_settings, __VA_ARGS__)
+#define KROW(...) ROW(engine_key_settings, __VA_ARGS__)
 
 const tq_setting engine_queue_setting_rows[] = {TQ_QUEUE_SETTINGS(QROW)};
 const size_t engine_queue_setting_count =
@@ -27,6 +28,9 @@ const size_t engine_queue_setting_count =
 const tq_setting engine_tenant_setting_rows[] = {TQ_TENANT_SETTINGS(TROW)};
 const size_t engine_tenant_setting_count =
     sizeof engine_tenant_setting_rows / sizeof engine_tenant_setting_rows[0];
+const tq_setting engine_key_setting_rows[] = {TQ_KEY_SETTINGS(KROW)};
+const size_t engine_key_setting_count =
+    sizeof engine_key_setting_rows / sizeof engine_key_setting_rows[0];
 
 long long engine_setting_get(const tq_setting *s, const void *settings)
 {
@@ -113,4 +117,15 @@ int engine_queue_settings_check(const engine_queue_settings *s, engine_err *err)
 int engine_tenant_settings_check(const engine_tenant_settings *s, engine_err *err)
 {
     return check(engine_tenant_setting_rows, engine_tenant_setting_count, s, err);
+}
+
+void engine_key_settings_defaults(engine_key_settings *s)
+{
+    memset(s, 0, sizeof(*s));
+    defaults(engine_key_setting_rows, engine_key_setting_count, s);
+}
+
+int engine_key_settings_check(const engine_key_settings *s, engine_err *err)
+{
+    return check(engine_key_setting_rows, engine_key_setting_count, s, err);
 }

@@ -45,9 +45,11 @@ static void counts_fill(engine_counts *o, const counters *c)
  * oldest of those counts. */
 static void node_eligible_add(engine_t *e, node *n, engine_counts *o)
 {
-    if (n->sidx == HEAP_NONE || n->n_ready == 0 || n->sh->q->rb.until) return;
+    if (n->sidx == HEAP_NONE || n->sh->q->rb.until) return;
     o->eligible += n->n_ready;
-    const job *j = engine_job_find(e, n->jobs.a[0].id);
+    /* (a group is in its node's heap when its keys let its jobs go) */
+    for (uint32_t i = 0; i < n->groups.n; i++) o->eligible += ((node *)n->groups.a[i])->n_ready;
+    const job *j = engine_job_find(e, n->kid);
     if (o->oldest_eligible == 0 || j->ready_at < o->oldest_eligible)
         o->oldest_eligible = j->ready_at;
 }

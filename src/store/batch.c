@@ -119,6 +119,12 @@ void store_batch_job(store_batch *b, const engine_job_info *j, uint32_t fields)
     r->unique_key = all ? astr(b, j->unique_key) : SNULL;
     r->idem_key = all ? astr(b, j->idempotency_key) : SNULL;
     r->traceparent = all ? astr(b, j->traceparent) : SNULL;
+    r->options = SNULL;
+    if (all && j->n_concurrency_keys) {
+        char *opts = store_options_text(j);
+        r->options = astr(b, opts);
+        free(opts);
+    }
     r->args = all && j->args ? arena_put(b, j->args, j->args_len) : SNULL;
     r->payloads = (all || (fields & ENGINE_JF_PAYLOADS)) && j->payloads
                       ? payloads_text(b, j->payloads, j->n_payloads)
@@ -157,6 +163,16 @@ void store_batch_pause(store_batch *b, const char *queue, const char *tenant, bo
     o->u.pause.queue = astr(b, queue);
     o->u.pause.tenant = astr(b, tenant);
     o->u.pause.paused = paused;
+}
+
+void store_batch_key_setting(store_batch *b, const char *tenant, const char *key,
+                             const engine_key_settings *s)
+{
+    store_op *o = op_push(b, OP_KEY_SETTING);
+    o->u.keyset.tenant = astr(b, tenant);
+    o->u.keyset.key = astr(b, key);
+    o->u.keyset.set = s != NULL;
+    if (s) o->u.keyset.s = *s;
 }
 
 void store_batch_usage(store_batch *b, bool queue, const char *name, uint64_t queued,
@@ -409,6 +425,10 @@ void store_batch_changes_except(store_batch *b, engine_t *e, store_change_filter
         case ENGINE_CH_PAUSE: store_batch_pause(b, c[i].name, c[i].tenant, c[i].fields != 0); break;
         case ENGINE_CH_ATTEMPT: store_batch_attempt(b, c[i].attempt); break;
         case ENGINE_CH_WAKE: break;
+        case ENGINE_CH_KEY_SETTING:
+            store_batch_key_setting(b, c[i].tenant, c[i].name,
+                                    c[i].fields ? c[i].key_settings : NULL);
+            break;
         }
     }
 }
@@ -460,6 +480,7 @@ static void row_from(group_row *r, const store_batch *b, const batch_row *x, boo
         r->unique_key = bstr(b, x->unique_key);
         r->idem_key = bstr(b, x->idem_key);
         r->traceparent = bstr(b, x->traceparent);
+        r->options = bstr(b, x->options);
     }
 }
 

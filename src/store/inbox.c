@@ -16,8 +16,8 @@
 
 #define SQL_READ_JOBS                                                                              \
     "SELECT id, tenant, queue, type, args, key, unique_key, is_unique::int, idempotency_key, "     \
-    "run_at, priority, max_attempts, score::text, traceparent, created_at, timeout_ms FROM "       \
-    "$Sinbox "                                                                                     \
+    "run_at, priority, max_attempts, score::text, traceparent, created_at, timeout_ms, options "   \
+    "FROM $Sinbox "                                                                                \
     "ORDER BY id LIMIT ?1"
 #define SQL_READ_OUTCOMES                                                                          \
     "SELECT id, token, ok::int, result, error, retry_in_ms FROM $Stx_outcomes "                    \
@@ -69,6 +69,18 @@ static void job_row(void *ctx, const store_rowacc *acc, void *row)
     j->traceparent = text_or_null(r, acc, row, 13);
     j->created_at = acc->i64(row, 14);
     j->timeout_ms = acc->is_null(row, 15) ? 0 : acc->i64(row, 15);
+    if (!acc->is_null(row, 16)) {
+        engine_job_info o;
+        void *mem = NULL;
+        memset(&o, 0, sizeof o);
+        if (store_options_parse(acc->text(row, 16), &o, &mem) != 0) {
+            j->bad_options = true;
+            return;
+        }
+        if (mem) rows_keep(r->keep, mem);
+        j->concurrency_keys = o.concurrency_keys;
+        j->n_concurrency_keys = o.n_concurrency_keys;
+    }
 }
 
 static void outcome_row(void *ctx, const store_rowacc *acc, void *row)

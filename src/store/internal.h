@@ -37,6 +37,7 @@ typedef enum {
     OP_BATCH,           /* u.bat: a batch's whole row */
     OP_BATCH_JOB,       /* u.bat: a job's link to its batch (id, job_id, role) */
     OP_USAGE,           /* u.usage: what a tenant or queue with a quota holds (PostgreSQL) */
+    OP_KEY_SETTING,     /* u.keyset: a key's settings set, or deleted */
 } op_kind;
 
 typedef struct batch_row {
@@ -51,7 +52,7 @@ typedef struct batch_row {
     uint64_t token, merged_into, lane_seq;
     int64_t timeout_ms;
     soff tenant, queue, type, key, args, payloads, worker, error, result, stats, progress,
-        unique_key, idem_key, traceparent;
+        unique_key, idem_key, traceparent, options;
 } batch_row;
 
 typedef struct store_op {
@@ -96,6 +97,11 @@ typedef struct store_op {
             bool queue; /* a queue's, else a tenant's */
             uint64_t queued, bytes;
         } usage;
+        struct {
+            soff tenant, key;
+            bool set; /* else deleted */
+            engine_key_settings s;
+        } keyset;
         struct {
             uint64_t job_id, token;
             uint32_t attempt;
@@ -234,7 +240,7 @@ typedef struct group_row {
     uint64_t token, merged_into, lane_seq;
     int64_t timeout_ms;
     const char *tenant, *queue, *type, *key, *args, *payloads, *worker, *error, *result, *stats,
-        *progress, *unique_key, *idem_key, *traceparent;
+        *progress, *unique_key, *idem_key, *traceparent, *options;
     bool dropped;
 } group_row;
 

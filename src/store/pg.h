@@ -55,6 +55,8 @@ enum {
     PG_ST_BATCH,
     PG_ST_BATCH_JOB,
     PG_ST_USAGE,
+    PG_ST_KEY_SET,
+    PG_ST_KEY_DEL,
     PG_ST_N
 };
 extern const char *const pg_stmt_name[PG_ST_N];

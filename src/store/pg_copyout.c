@@ -103,15 +103,15 @@ static long read_row(binrow *r, const unsigned char *p, size_t n)
 static int load_row(store_t *s, engine_t *e, int64_t now, binrow *r)
 {
     engine_job_info in;
-    engine_payload *pl;
+    store_row_mem m;
     char msg[256];
-    int rc = store_row_to_job(&bin_acc, r, &in, &pl, msg, sizeof msg);
+    int rc = store_row_to_job(&bin_acc, r, &in, &m, msg, sizeof msg);
     engine_err err;
     if (rc == 0 && engine_load_job(e, now, &in, &err) != 0) {
         snprintf(msg, sizeof msg, "job %llu: %s", (unsigned long long)in.id, err.message);
         rc = TENQ_ECORRUPT;
     }
-    store_payloads_free(pl, in.n_payloads);
+    store_row_mem_free(&m);
     if (rc) store_set_err(s, "loading: %s", msg);
     return rc;
 }

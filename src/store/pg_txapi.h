@@ -491,4 +491,160 @@
     "CREATE TRIGGER inbox_quota AFTER INSERT ON tenq.inbox REFERENCING NEW TABLE AS added\n"       \
     "  FOR EACH STATEMENT EXECUTE FUNCTION tenq.inbox_quota();\n"
 
+/* Schema 21: keyed limits in applications' transactions: tenq.submit and
+ * tenq.submit_many take a job's concurrency_keys (a JSON list, as an HTTP
+ * submit), checked as the server checks them (tenq.options_problem) and
+ * kept in tenq.inbox's options as a job's row keeps them.  One string, run
+ * once, on PostgreSQL only. */
+#define STORE_PG_TXAPI_KEYS                                                                        \
+    "ALTER TABLE tenq.inbox ADD COLUMN options TEXT;\n"                                            \
+    "-- A job's keyed options as its row keeps them (JSON text: docs/schema.md), from\n"           \
+    "-- tenq.submit's arguments; NULL when it names none.\n"                                       \
+    "CREATE FUNCTION tenq.job_options(concurrency_keys JSONB) RETURNS TEXT LANGUAGE sql "          \
+    "IMMUTABLE\n"                                                                                  \
+    "  AS $f$ SELECT CASE WHEN jsonb_typeof(concurrency_keys) IS DISTINCT FROM 'array'\n"          \
+    "    OR jsonb_array_length(concurrency_keys) = 0 THEN NULL\n"                                  \
+    "  ELSE jsonb_build_object('concurrency_keys', (SELECT jsonb_agg(CASE WHEN jsonb_typeof(x) "   \
+    "=\n"                                                                                          \
+    "    'string' THEN jsonb_build_object('key', x) ELSE jsonb_strip_nulls(x) END ORDER BY o)\n"   \
+    "    FROM jsonb_array_elements(concurrency_keys) WITH ORDINALITY AS e(x, o)))::text END "      \
+    "$f$;\n"                                                                                       \
+    "-- What the server would refuse in a job's keyed options, as a sentence naming the\n"         \
+    "-- field; NULL when nothing.\n"                                                               \
+    "CREATE FUNCTION tenq.options_problem(concurrency_keys JSONB) RETURNS TEXT LANGUAGE plpgsql\n" \
+    "  IMMUTABLE AS $f$\n"                                                                         \
+    "DECLARE x JSONB; i INT := 0; k TEXT; seen TEXT[] := '{}'; f TEXT;\n"                          \
+    "BEGIN\n"                                                                                      \
+    "  IF concurrency_keys IS NULL OR jsonb_typeof(concurrency_keys) = 'null' THEN RETURN NULL;\n" \
+    "  END IF;\n"                                                                                  \
+    "  IF jsonb_typeof(concurrency_keys) <> 'array' THEN\n"                                        \
+    "    RETURN 'concurrency_keys must be a list of {\"key\": k, \"limit\": n} objects';\n"        \
+    "  END IF;\n"                                                                                  \
+    "  IF jsonb_array_length(concurrency_keys) > 4 THEN\n"                                         \
+    "    RETURN format('concurrency_keys: a job names at most 4 concurrency keys, not %s',\n"      \
+    "      jsonb_array_length(concurrency_keys));\n"                                               \
+    "  END IF;\n"                                                                                  \
+    "  FOR x IN SELECT e FROM jsonb_array_elements(concurrency_keys) AS e LOOP\n"                  \
+    "    f := format('concurrency_keys[%s]', i);\n"                                                \
+    "    IF jsonb_typeof(x) = 'string' THEN\n"                                                     \
+    "      k := x #>> '{}';\n"                                                                     \
+    "    ELSIF jsonb_typeof(x) = 'object' THEN\n"                                                  \
+    "      IF x - ARRAY['key', 'limit'] <> '{}' THEN\n"                                            \
+    "        RETURN format('%s: unknown field \"%s\"', f,\n"                                       \
+    "          (SELECT min(n) FROM jsonb_object_keys(x - ARRAY['key', 'limit']) AS n));\n"         \
+    "      END IF;\n"                                                                              \
+    "      IF jsonb_typeof(x->'key') IS DISTINCT FROM 'string' THEN\n"                             \
+    "        RETURN f || '.key must be a string';\n"                                               \
+    "      END IF;\n"                                                                              \
+    "      k := x->>'key';\n"                                                                      \
+    "      IF jsonb_typeof(x->'limit') IS NOT NULL AND jsonb_typeof(x->'limit') <> 'null'\n"       \
+    "        AND (jsonb_typeof(x->'limit') <> 'number' OR (x->>'limit')::numeric NOT BETWEEN 1\n"  \
+    "          AND 1000000 OR (x->>'limit')::numeric <> trunc((x->>'limit')::numeric)) THEN\n"     \
+    "        RETURN f || '.limit must be an integer from 1 to 1000000';\n"                         \
+    "      END IF;\n"                                                                              \
+    "    ELSE\n"                                                                                   \
+    "      RETURN f || ' must be {\"key\": k, \"limit\": n} or a key';\n"                          \
+    "    END IF;\n"                                                                                \
+    "    IF octet_length(k) NOT BETWEEN 1 AND 256 OR k ~ '[\\x01-\\x1f\\x7f]' THEN\n"              \
+    "      RETURN f || '.key: 1-256 bytes without control characters';\n"                          \
+    "    END IF;\n"                                                                                \
+    "    IF k = ANY(seen) THEN\n"                                                                  \
+    "      RETURN format('%s.key: the job names key \"%s\" twice', f, k);\n"                       \
+    "    END IF;\n"                                                                                \
+    "    seen := seen || k;\n"                                                                     \
+    "    i := i + 1;\n"                                                                            \
+    "  END LOOP;\n"                                                                                \
+    "  RETURN NULL;\n"                                                                             \
+    "END $f$;\n"                                                                                   \
+    "DROP FUNCTION tenq.submit(TEXT, TEXT, TEXT, JSONB, TEXT, TEXT, BOOLEAN, TEXT, TIMESTAMPTZ,\n" \
+    "  INTEGER, INTEGER, DOUBLE PRECISION, TEXT, BIGINT);\n"                                       \
+    "-- One job, in the caller's transaction: its id.\n"                                           \
+    "CREATE FUNCTION tenq.submit(tenant TEXT, queue TEXT, type TEXT, args JSONB DEFAULT "          \
+    "'{}'::jsonb,\n"                                                                               \
+    "  key TEXT DEFAULT NULL, unique_key TEXT DEFAULT NULL, \"unique\" BOOLEAN DEFAULT false,\n"   \
+    "  idempotency_key TEXT DEFAULT NULL, run_at TIMESTAMPTZ DEFAULT NULL, priority INTEGER "      \
+    "DEFAULT 0,\n"                                                                                 \
+    "  max_attempts INTEGER DEFAULT NULL, score DOUBLE PRECISION DEFAULT NULL,\n"                  \
+    "  traceparent TEXT DEFAULT NULL, timeout_ms BIGINT DEFAULT NULL,\n"                           \
+    "  concurrency_keys JSONB DEFAULT NULL) RETURNS BIGINT\n"                                      \
+    "  LANGUAGE plpgsql AS $f$\n"                                                                  \
+    "#variable_conflict use_variable\n"                                                            \
+    "DECLARE why TEXT; new_id BIGINT;\n"                                                           \
+    "BEGIN\n"                                                                                      \
+    "  SELECT coalesce(tenq.problem(tenant, queue, type, args, key, unique_key, "                  \
+    "idempotency_key,\n"                                                                           \
+    "      run_at, priority, max_attempts, score, traceparent, q.max_payload_bytes),\n"            \
+    "      tenq.timeout_problem(timeout_ms, q.lease_ms), "                                         \
+    "tenq.options_problem(concurrency_keys))\n"                                                    \
+    "    INTO why FROM (SELECT 1) AS one LEFT JOIN tenq.queues q ON q.name = queue;\n"             \
+    "  IF why IS NOT NULL THEN\n"                                                                  \
+    "    RAISE EXCEPTION 'tenq.submit: %', why USING ERRCODE = '22023';\n"                         \
+    "  END IF;\n"                                                                                  \
+    "  PERFORM pg_advisory_xact_lock_shared(7364748);\n"                                           \
+    "  new_id := nextval('tenq.tx_ids');\n"                                                        \
+    "  INSERT INTO tenq.inbox (id, tenant, queue, type, args, key, unique_key, is_unique,\n"       \
+    "    idempotency_key, run_at, priority, max_attempts, score, traceparent, timeout_ms, "        \
+    "options,\n"                                                                                   \
+    "    created_at)\n"                                                                            \
+    "    VALUES (new_id, tenant, queue, type, args::text, key, unique_key, \"unique\",\n"          \
+    "    idempotency_key, (extract(epoch FROM run_at) * 1000)::bigint, priority, max_attempts,\n"  \
+    "    score, traceparent, nullif(timeout_ms, 0), tenq.job_options(concurrency_keys),\n"         \
+    "    tenq.now_ms());\n"                                                                        \
+    "  PERFORM tenq.notify_inbox();\n"                                                             \
+    "  RETURN new_id;\n"                                                                           \
+    "END $f$;\n"                                                                                   \
+    "-- Many jobs (a JSON array of objects with submit's fields): their ids, in order. One\n"      \
+    "-- bad job fails them all, naming its index.\n"                                               \
+    "CREATE OR REPLACE FUNCTION tenq.submit_many(jobs JSONB) RETURNS BIGINT[] LANGUAGE plpgsql "   \
+    "AS $f$\n"                                                                                     \
+    "DECLARE bad RECORD; ids BIGINT[];\n"                                                          \
+    "  known CONSTANT TEXT[] := ARRAY['tenant', 'queue', 'type', 'args', 'key', 'unique_key',\n"   \
+    "    'unique', 'idempotency_key', 'run_at', 'priority', 'max_attempts', 'score', "             \
+    "'traceparent',\n"                                                                             \
+    "    'timeout_ms', 'concurrency_keys'];\n"                                                     \
+    "BEGIN\n"                                                                                      \
+    "  IF jobs IS NULL OR jsonb_typeof(jobs) <> 'array' THEN\n"                                    \
+    "    RAISE EXCEPTION 'tenq.submit_many: jobs must be a JSON array of job objects'\n"           \
+    "      USING ERRCODE = '22023'; END IF;\n"                                                     \
+    "  SELECT c.i, c.p INTO bad FROM (SELECT e.ord - 1 AS i,\n"                                    \
+    "    CASE WHEN jsonb_typeof(e.j) <> 'object' THEN 'a job is a JSON object'\n"                  \
+    "    WHEN e.j - known <> '{}'\n"                                                               \
+    "      THEN 'unknown field ' || (SELECT min(k) FROM jsonb_object_keys(e.j - known) AS k)\n"    \
+    "    ELSE coalesce(tenq.problem(e.j->>'tenant', e.j->>'queue', e.j->>'type',\n"                \
+    "      coalesce(e.j->'args', '{}'), e.j->>'key', e.j->>'unique_key', "                         \
+    "e.j->>'idempotency_key',\n"                                                                   \
+    "      (e.j->>'run_at')::timestamptz, coalesce((e.j->>'priority')::int, 0),\n"                 \
+    "      (e.j->>'max_attempts')::int, (e.j->>'score')::float8, e.j->>'traceparent',\n"           \
+    "      q.max_payload_bytes), tenq.timeout_problem((e.j->>'timeout_ms')::bigint, "              \
+    "q.lease_ms),\n"                                                                               \
+    "      tenq.options_problem(e.j->'concurrency_keys'))\n"                                       \
+    "    END AS p\n"                                                                               \
+    "    FROM jsonb_array_elements(jobs) WITH ORDINALITY AS e(j, ord)\n"                           \
+    "    LEFT JOIN tenq.queues q ON jsonb_typeof(e.j) = 'object' AND q.name = e.j->>'queue') AS "  \
+    "c\n"                                                                                          \
+    "    WHERE c.p IS NOT NULL ORDER BY c.i LIMIT 1;\n"                                            \
+    "  IF FOUND THEN\n"                                                                            \
+    "    RAISE EXCEPTION 'tenq.submit_many: job %: %', bad.i, bad.p USING ERRCODE = '22023';\n"    \
+    "  END IF;\n"                                                                                  \
+    "  PERFORM pg_advisory_xact_lock_shared(7364748);\n"                                           \
+    "  WITH src AS MATERIALIZED (SELECT e.ord, e.j, nextval('tenq.tx_ids') AS id\n"                \
+    "    FROM jsonb_array_elements(jobs) WITH ORDINALITY AS e(j, ord)),\n"                         \
+    "  ins AS (INSERT INTO tenq.inbox (id, tenant, queue, type, args, key, unique_key, "           \
+    "is_unique,\n"                                                                                 \
+    "    idempotency_key, run_at, priority, max_attempts, score, traceparent, timeout_ms, "        \
+    "options,\n"                                                                                   \
+    "    created_at)\n"                                                                            \
+    "    SELECT id, j->>'tenant', j->>'queue', j->>'type', coalesce(j->'args', '{}')::text,\n"     \
+    "      j->>'key', j->>'unique_key', coalesce((j->>'unique')::boolean, false),\n"               \
+    "      j->>'idempotency_key', (extract(epoch FROM (j->>'run_at')::timestamptz) * "             \
+    "1000)::bigint,\n"                                                                             \
+    "      coalesce((j->>'priority')::int, 0), (j->>'max_attempts')::int, "                        \
+    "(j->>'score')::float8,\n"                                                                     \
+    "      j->>'traceparent', nullif((j->>'timeout_ms')::bigint, 0),\n"                            \
+    "      tenq.job_options(j->'concurrency_keys'), tenq.now_ms() FROM src)\n"                     \
+    "  SELECT coalesce(array_agg(id ORDER BY ord), '{}') INTO ids FROM src;\n"                     \
+    "  IF cardinality(ids) > 0 THEN PERFORM tenq.notify_inbox(); END IF;\n"                        \
+    "  RETURN ids;\n"                                                                              \
+    "END $f$;\n"
+
 #endif

@@ -19,9 +19,9 @@
 /* Statements that write one row; job rows go many at a time (below). */
 
 const char *const pg_stmt_name[PG_ST_N] = {
-    "tenant",    "queue",   "idem",  "token",     "revoke", "fence",
-    "idfloor",   "request", "pause", "attempt",   "sched",  "sched_tick",
-    "sched_del", "dep",     "batch", "batch_job", "usage"};
+    "tenant",  "queue",     "idem",    "token",   "revoke",     "fence",     "idfloor",
+    "request", "pause",     "attempt", "sched",   "sched_tick", "sched_del", "dep",
+    "batch",   "batch_job", "usage",   "key_set", "key_del"};
 static const char *const stmt_sql[PG_ST_N] = {
     NULL,
     NULL,
@@ -40,6 +40,8 @@ static const char *const stmt_sql[PG_ST_N] = {
     STORE_SQL_UPSERT_BATCH,
     STORE_SQL_INSERT_BATCH_JOB,
     STORE_SQL_UPSERT_USAGE,
+    NULL,
+    STORE_SQL_DELETE_KEY_SETTING,
 };
 
 #define CHUNK 4096
@@ -57,7 +59,8 @@ int pg_prepare_all(store_t *s, pg *p)
     for (int i = 0; i < PG_ST_N; i++) {
         char *sql = stmt_sql[i]         ? store_sql(stmt_sql[i], true)
                     : i == PG_ST_TENANT ? store_settings_upsert_sql(STORE_TENANTS, true)
-                                        : store_settings_upsert_sql(STORE_QUEUES, true);
+                    : i == PG_ST_QUEUE  ? store_settings_upsert_sql(STORE_QUEUES, true)
+                                        : store_settings_upsert_sql(STORE_KEYS, true);
         PGresult *res = PQprepare(p->w, pg_stmt_name[i], sql, 0, NULL);
         free(sql);
         bool ok = PQresultStatus(res) == PGRES_COMMAND_OK;
@@ -197,6 +200,15 @@ static int op_params(const store_batch *b, const store_op *o, params *ps)
         store_batch_params(b, o, &out);
         return o->kind == OP_BATCH ? PG_ST_BATCH : PG_ST_BATCH_JOB;
     }
+    case OP_KEY_SETTING: {
+        p_text(ps, bstr(b, o->u.keyset.tenant));
+        p_text(ps, bstr(b, o->u.keyset.key));
+        if (!o->u.keyset.set) return PG_ST_KEY_DEL;
+        store_param_sink out = {sink_i64, sink_text, sink_bool, ps};
+        store_settings_params(STORE_KEYS, &o->u.keyset.s, &out);
+        p_i64(ps, pg_now_ms());
+        return PG_ST_KEY_SET;
+    }
     case OP_USAGE:
         p_text(ps, o->u.usage.queue ? "queue" : "tenant");
         p_text(ps, bstr(b, o->u.usage.name));
@@ -290,7 +302,7 @@ static void a_end(abuf *a)
     a_put(a, "}", 1);
 }
 
-#define INS_COLS 32
+#define INS_COLS 33
 #define UPD_COLS 22
 
 static const char *const SQL_INS =
@@ -299,7 +311,8 @@ static const char *const SQL_INS =
     "$9::text[], $10::bigint[], $11::bigint[], $12::bigint[], $13::bigint[], $14::bigint[], "
     "$15::bigint[], $16::bigint[], $17::bigint[], $18::text[], $19::text[], $20::text[], "
     "$21::text[], $22::text[], $23::text[], $24::text[], $25::bigint[], $26::bigint[], "
-    "$27::boolean[], $28::bigint[], $29::bigint[], $30::text[], $31::bigint[], $32::bigint[])";
+    "$27::boolean[], $28::bigint[], $29::bigint[], $30::text[], $31::bigint[], $32::text[], "
+    "$33::bigint[])";
 
 /* The columns an update may change, in the insert's order (write_row).  A
  * row completed in an application's transaction (tenq.complete) takes no
@@ -435,6 +448,7 @@ static void write_row(rowsink *k, const group_row *r, bool insert)
     if (insert) {
         k_text(k, r->traceparent);
         k_time(k, r->timeout_ms);
+        k_text(k, r->options);
     }
     k_time(k, group_row_live(r));
     if (k->line) a_put(k->line, "\n", 1);

@@ -42,10 +42,11 @@ const char *rows_str(rows_builder *rb, const char *s)
 int rows_add_row(store_t *s, rows_builder *rb, const store_rowacc *acc, void *row)
 {
     engine_job_info in;
-    engine_payload *pl;
+    store_row_mem m;
     char msg[256];
-    int rc = store_row_to_job(acc, row, &in, &pl, msg, sizeof msg);
+    int rc = store_row_to_job(acc, row, &in, &m, msg, sizeof msg);
     if (rc) {
+        store_row_mem_free(&m);
         store_set_err(s, "%s", msg);
         return rc;
     }
@@ -66,10 +67,11 @@ int rows_add_row(store_t *s, rows_builder *rb, const store_rowacc *acc, void *ro
     COPY(idempotency_key);
     COPY(traceparent);
 #undef COPY
-    if (pl) {
-        rows_keep(rb, pl);
-        for (uint32_t k = 0; k < in.n_payloads; k++) rows_keep(rb, (void *)pl[k].data);
+    if (m.payloads) {
+        rows_keep(rb, m.payloads);
+        for (uint32_t k = 0; k < in.n_payloads; k++) rows_keep(rb, (void *)m.payloads[k].data);
     }
+    if (m.options) rows_keep(rb, m.options); /* the keys point into it */
     return 0;
 }
 

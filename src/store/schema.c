@@ -321,6 +321,20 @@ static const char *const migrations[] = {
     "$Sbatch_jobs) AND id NOT IN (SELECT child_id FROM $Sjob_deps) AND id NOT IN (SELECT "
     "parent_id FROM $Sjob_deps);\n"
     "$PLAIN",
+
+    /* 21: keyed limits (engine/keys.c): the keys a job names (its options,
+     * JSON; NULL: none), the queue's concurrency_limit, and the settings of
+     * a tenant's keys or key prefixes ("account:*"), a column per setting
+     * (TQ_KEY_SETTINGS; NULL: left to the jobs). */
+    "ALTER TABLE $Sjobs ADD COLUMN options TEXT;\n"
+    "ALTER TABLE $Squeues ADD COLUMN concurrency_limit $I64 NOT NULL DEFAULT 1;\n"
+    "CREATE TABLE $Skey_settings (\n"
+    "  tenant TEXT NOT NULL,\n"
+    "  key TEXT NOT NULL,\n"
+    "  concurrency $I64,\n"
+    "  updated_at $I64 NOT NULL,\n"
+    "  PRIMARY KEY (tenant, key));\n"
+    "$TXKEYS",
 };
 
 int store_schema_versions(void)
@@ -370,6 +384,7 @@ static char *expand(const char *t, bool pg)
         {"$TXHOT", "", STORE_PG_TXAPI_HOT},
         {"$TXNAMES", "", STORE_PG_TXAPI_NAMES},
         {"$TXQUOTA", "", STORE_PG_TXAPI_QUOTA},
+        {"$TXKEYS", "", STORE_PG_TXAPI_KEYS},
         {"$PLAIN", STORE_PLAIN_SQLITE, STORE_PLAIN_PG},
         {"$ATTEMPTS_GONE", STORE_ATTEMPTS_GONE_SQLITE, STORE_ATTEMPTS_GONE_PG},
         {"$DEPS_GONE", STORE_DEPS_GONE_SQLITE, STORE_DEPS_GONE_PG},
@@ -405,13 +420,20 @@ static char *expand(const char *t, bool pg)
 
 /* ---- rows --------------------------------------------------------------------- */
 
-int store_row_to_job(const store_rowacc *a, void *row, engine_job_info *j,
-                     engine_payload **payloads, char *err, size_t errlen)
+void store_row_mem_free(store_row_mem *m)
+{
+    store_payloads_free(m->payloads, m->n_payloads);
+    free(m->options);
+    memset(m, 0, sizeof(*m));
+}
+
+int store_row_to_job(const store_rowacc *a, void *row, engine_job_info *j, store_row_mem *m,
+                     char *err, size_t errlen)
 {
 #define I64(c) (a->is_null(row, (c)) ? 0 : a->i64(row, (c)))
 #define TXT(c) (a->is_null(row, (c)) ? NULL : a->text(row, (c)))
     memset(j, 0, sizeof(*j));
-    *payloads = NULL;
+    memset(m, 0, sizeof(*m));
     j->id = (uint64_t)I64(0);
     j->tenant = TXT(1);
     j->queue = TXT(2);
@@ -453,11 +475,17 @@ int store_row_to_job(const store_rowacc *a, void *row, engine_job_info *j,
     j->timeout_ms = I64(30);
     if (!j->lane_seq) j->lane_seq = j->id;
     if (pl) {
-        if (store_payloads_parse(pl, payloads, &j->n_payloads) != 0) {
+        if (store_payloads_parse(pl, &m->payloads, &j->n_payloads) != 0) {
             snprintf(err, errlen, "job %llu has unreadable payloads", (unsigned long long)j->id);
             return TENQ_ECORRUPT;
         }
-        j->payloads = *payloads; /* never NULL, even for [] */
+        m->n_payloads = j->n_payloads;
+        j->payloads = m->payloads; /* never NULL, even for [] */
+    }
+    const char *opts = TXT(31);
+    if (opts && store_options_parse(opts, j, &m->options) != 0) {
+        snprintf(err, errlen, "job %llu has unreadable options", (unsigned long long)j->id);
+        return TENQ_ECORRUPT;
     }
     if (!j->tenant || !j->queue || !j->type) {
         snprintf(err, errlen, "job %llu lacks tenant, queue or type", (unsigned long long)j->id);
@@ -514,9 +542,27 @@ void store_payloads_free(engine_payload *p, uint32_t n)
 
 static const tq_setting *settings_rows(store_settings_kind k, size_t *n, const char **table)
 {
-    *n = k == STORE_TENANTS ? engine_tenant_setting_count : engine_queue_setting_count;
-    *table = k == STORE_TENANTS ? "tenants" : "queues";
-    return k == STORE_TENANTS ? engine_tenant_setting_rows : engine_queue_setting_rows;
+    switch (k) {
+    case STORE_TENANTS:
+        *n = engine_tenant_setting_count;
+        *table = "tenants";
+        return engine_tenant_setting_rows;
+    case STORE_QUEUES:
+        *n = engine_queue_setting_count;
+        *table = "queues";
+        return engine_queue_setting_rows;
+    default:
+        *n = engine_key_setting_count;
+        *table = "key_settings";
+        return engine_key_setting_rows;
+    }
+}
+
+/* A table's own columns before the settings': its name, or (key settings)
+ * the tenant and the key. */
+static const char *settings_names(store_settings_kind k)
+{
+    return k == STORE_KEYS ? "tenant, key" : "name";
 }
 
 static void appendf(char **buf, size_t *len, size_t *cap, const char *fmt, ...)
@@ -537,11 +583,12 @@ char *store_settings_upsert_sql(store_settings_kind k, bool pg)
     const char *table;
     const tq_setting *rows = settings_rows(k, &n, &table);
     char *t = NULL;
-    appendf(&t, &len, &cap, "INSERT INTO $S%s (name", table);
+    size_t first = k == STORE_KEYS ? 3 : 2; /* the first setting's parameter */
+    appendf(&t, &len, &cap, "INSERT INTO $S%s (%s", table, settings_names(k));
     for (size_t i = 0; i < n; i++) appendf(&t, &len, &cap, ", \"%s\"", rows[i].name);
-    appendf(&t, &len, &cap, ", updated_at) VALUES (?1");
-    for (size_t i = 0; i <= n; i++) appendf(&t, &len, &cap, ", ?%zu", i + 2);
-    appendf(&t, &len, &cap, ") ON CONFLICT (name) DO UPDATE SET ");
+    appendf(&t, &len, &cap, ", updated_at) VALUES (?1%s", k == STORE_KEYS ? ", ?2" : "");
+    for (size_t i = 0; i <= n; i++) appendf(&t, &len, &cap, ", ?%zu", i + first);
+    appendf(&t, &len, &cap, ") ON CONFLICT (%s) DO UPDATE SET ", settings_names(k));
     for (size_t i = 0; i < n; i++)
         appendf(&t, &len, &cap, "\"%s\" = excluded.\"%s\", ", rows[i].name, rows[i].name);
     appendf(&t, &len, &cap, "updated_at = excluded.updated_at");
@@ -550,15 +597,21 @@ char *store_settings_upsert_sql(store_settings_kind k, bool pg)
     return sql;
 }
 
-char *store_settings_select_sql(store_settings_kind k, bool pg)
+char *store_settings_select_tmpl(store_settings_kind k)
 {
     size_t n, len = 0, cap = 0;
     const char *table;
     const tq_setting *rows = settings_rows(k, &n, &table);
     char *t = NULL;
-    appendf(&t, &len, &cap, "SELECT name");
+    appendf(&t, &len, &cap, "SELECT %s", settings_names(k));
     for (size_t i = 0; i < n; i++) appendf(&t, &len, &cap, ", \"%s\"", rows[i].name);
     appendf(&t, &len, &cap, " FROM $S%s", table);
+    return t;
+}
+
+char *store_settings_select_sql(store_settings_kind k, bool pg)
+{
+    char *t = store_settings_select_tmpl(k);
     char *sql = expand(t, pg);
     free(t);
     return sql;
@@ -593,7 +646,7 @@ int store_settings_from_row(store_settings_kind k, const store_rowacc *acc, void
     const tq_setting *rows = settings_rows(k, &n, &table);
     for (size_t i = 0; i < n; i++) {
         const tq_setting *r = &rows[i];
-        int col = (int)i + 1;
+        int col = (int)i + (k == STORE_KEYS ? 2 : 1);
         long long v;
         if (r->kind == TQ_SET_CHOICE) {
             v = tq_setting_word_index(r, acc->is_null(row, col) ? NULL : acc->text(row, col));

@@ -17,10 +17,10 @@ char *store_schema_sql(int version, bool pg);
     "id, tenant, queue, type, key, args, payloads, priority, state, attempts, max_attempts, "      \
     "run_at, created_at, ready_at, leased_at, started_at, finished_at, worker, error, result, "    \
     "stats, progress, unique_key, idempotency_key, lease_token, lease_until, cancel_requested, "   \
-    "merged_into, lane_seq, traceparent, timeout_ms"
-#define STORE_JOB_NCOLS 31
+    "merged_into, lane_seq, traceparent, timeout_ms, options"
+#define STORE_JOB_NCOLS 32
 
-/* The same and `live`, for INSERT: ?1..?32 in this order. */
+/* The same and `live`, for INSERT: ?1..?33 in this order. */
 #define STORE_JOB_INSERT_COLUMNS STORE_JOB_COLUMNS ", live"
 
 /* Statements, written once for both backends: $S is the schema prefix and
@@ -36,7 +36,7 @@ char *store_schema_sql(int version, bool pg);
     "INSERT INTO $Sjobs (" STORE_JOB_INSERT_COLUMNS                                                \
     ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, "                                               \
     "?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, "   \
-    "?28, ?29, ?30, ?31, ?32)"
+    "?28, ?29, ?30, ?31, ?32, ?33)"
 #define STORE_SQL_DELETE_JOB "DELETE FROM $Sjobs WHERE id = ?1"
 #define STORE_SQL_UPSERT_IDEM                                                                      \
     "INSERT INTO $Sidempotency (tenant, key, job_id, state, duplicate, merged, created_at) "       \
@@ -266,12 +266,17 @@ typedef struct store_rowacc {
  * setting (each column a migration made).  Their statements and their
  * reading and writing come from the rows: a choice is stored as its word, a
  * bool as a bool, an unlimited limit as NULL. */
-typedef enum { STORE_TENANTS, STORE_QUEUES } store_settings_kind;
+typedef enum { STORE_TENANTS, STORE_QUEUES, STORE_KEYS } store_settings_kind;
 /* INSERT ... ON CONFLICT (name) DO UPDATE for a backend: ?1 the name, then
- * one parameter per setting, then updated_at (malloc'd). */
+ * one parameter per setting, then updated_at (malloc'd).  Key settings
+ * (key_settings) are named by ?1 the tenant and ?2 the key. */
 char *store_settings_upsert_sql(store_settings_kind k, bool pg);
-/* SELECT name, <a column per setting> FROM the table (malloc'd). */
+#define STORE_SQL_DELETE_KEY_SETTING "DELETE FROM $Skey_settings WHERE tenant = ?1 AND key = ?2"
+/* SELECT name (key settings: tenant, key), <a column per setting> FROM the
+ * table (malloc'd). */
 char *store_settings_select_sql(store_settings_kind k, bool pg);
+/* The same as a template (schema.h's $S form), for store_driver.select. */
+char *store_settings_select_tmpl(store_settings_kind k);
 /* Where a backend puts a statement's parameters, in order. */
 typedef struct store_param_sink {
     void (*i64)(void *ctx, long long v);
@@ -287,10 +292,25 @@ void store_settings_params(store_settings_kind k, const void *settings,
 int store_settings_from_row(store_settings_kind k, const store_rowacc *acc, void *row,
                             void *settings, char *err, size_t errlen);
 
-/* Fills j from a row (strings point into the row, payloads are parsed into
- * *payloads which the caller frees with store_payloads_free).  Returns 0, or
- * TENQ_ECORRUPT with a message in err. */
-int store_row_to_job(const store_rowacc *acc, void *row, engine_job_info *j,
-                     engine_payload **payloads, char *err, size_t errlen);
+/* What store_row_to_job allocates for a row: its payloads and its options
+ * (the keys the job names: options.c). */
+typedef struct store_row_mem {
+    engine_payload *payloads;
+    uint32_t n_payloads;
+    void *options;
+} store_row_mem;
+void store_row_mem_free(store_row_mem *m);
+
+/* Fills j from a row (strings point into the row; payloads and options are
+ * parsed into *m, which the caller frees with store_row_mem_free).
+ * Returns 0, or TENQ_ECORRUPT with a message in err. */
+int store_row_to_job(const store_rowacc *acc, void *row, engine_job_info *j, store_row_mem *m,
+                     char *err, size_t errlen);
+
+/* A job's options as its row keeps them (options.c): JSON text (malloc'd),
+ * or NULL when the job names no key; and back, into j's fields (what they
+ * point at in *mem, one block to free). */
+char *store_options_text(const engine_job_info *j);
+int store_options_parse(const char *text, engine_job_info *j, void **mem);
 
 #endif

@@ -404,14 +404,14 @@ static int sq_load(store_t *s, engine_t *e, int64_t now, store_load_stats *st)
     char msg[256];
     while ((src = sqlite3_step(t)) == SQLITE_ROW) {
         engine_job_info in;
-        engine_payload *pl;
-        rc = store_row_to_job(&sq_acc, t, &in, &pl, msg, sizeof msg);
+        store_row_mem m;
+        rc = store_row_to_job(&sq_acc, t, &in, &m, msg, sizeof msg);
         engine_err err;
         if (rc == 0 && engine_load_job(e, now, &in, &err) != 0) {
             snprintf(msg, sizeof msg, "job %llu: %s", (unsigned long long)in.id, err.message);
             rc = TENQ_ECORRUPT;
         }
-        store_payloads_free(pl, in.n_payloads);
+        store_row_mem_free(&m);
         if (rc) {
             store_set_err(s, "loading: %s", msg);
             sqlite3_finalize(t);

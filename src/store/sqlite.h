@@ -33,6 +33,8 @@ enum {
     ST_DEP,
     ST_BATCH,
     ST_BATCH_JOB,
+    ST_KEY_SET,
+    ST_KEY_DEL,
     ST_BEGIN, /* prepared once: sqlite3_exec parses its text at every commit */
     ST_COMMIT,
     ST_N

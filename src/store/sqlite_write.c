@@ -26,6 +26,7 @@ static const char *const stmt_sql[ST_N] = {
     [ST_DEP] = STORE_SQL_INSERT_DEP,
     [ST_BATCH] = STORE_SQL_UPSERT_BATCH,
     [ST_BATCH_JOB] = STORE_SQL_INSERT_BATCH_JOB,
+    [ST_KEY_DEL] = STORE_SQL_DELETE_KEY_SETTING,
     [ST_BEGIN] = "BEGIN IMMEDIATE",
     [ST_COMMIT] = "COMMIT",
 };
@@ -59,7 +60,7 @@ static const struct {
     {"payloads", true, true},      {"result", true, true},
     {"stats", true, true},         {"live", false, false},
 };
-enum { UPD_PARAMS = sizeof upd_cols / sizeof upd_cols[0], INS_PARAMS = 32 };
+enum { UPD_PARAMS = sizeof upd_cols / sizeof upd_cols[0], INS_PARAMS = 33 };
 
 static void put(char *sql, size_t cap, size_t *n, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
@@ -149,10 +150,11 @@ int sq_prepare_all(store_t *s, sq *q)
 {
     for (int i = 0; i < ST_N; i++) {
         if (q->st[i]) continue;
-        char *sql = stmt_sql[i]      ? store_sql(stmt_sql[i], false)
-                    : i == ST_TENANT ? store_settings_upsert_sql(STORE_TENANTS, false)
-                    : i == ST_QUEUE  ? store_settings_upsert_sql(STORE_QUEUES, false)
-                                     : job_sql(i);
+        char *sql = stmt_sql[i]       ? store_sql(stmt_sql[i], false)
+                    : i == ST_TENANT  ? store_settings_upsert_sql(STORE_TENANTS, false)
+                    : i == ST_QUEUE   ? store_settings_upsert_sql(STORE_QUEUES, false)
+                    : i == ST_KEY_SET ? store_settings_upsert_sql(STORE_KEYS, false)
+                                      : job_sql(i);
         int rc = sqlite3_prepare_v3(q->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &q->st[i], NULL);
         free(sql);
         if (rc != SQLITE_OK) return sq_fail(s, q->db, rc, "prepare");
@@ -216,7 +218,8 @@ static void bind_insert(sqlite3_stmt *st, int o, const group_row *r)
     bind_i64(st, o + 29, (long long)r->lane_seq);
     bind_text(st, o + 30, r->traceparent);
     bind_time(st, o + 31, r->timeout_ms);
-    bind_time(st, o + 32, group_row_live(r));
+    bind_text(st, o + 32, r->options);
+    bind_time(st, o + 33, group_row_live(r));
 }
 
 static void bind_update(sqlite3_stmt *st, int o, const group_row *r)
@@ -351,6 +354,16 @@ static void bind_other(sqlite3_stmt *st, const store_batch *b, const store_op *o
         store_batch_params(b, o, &out);
         break;
     }
+    case OP_KEY_SETTING: {
+        bind_text(st, 1, bstr(b, o->u.keyset.tenant));
+        bind_text(st, 2, bstr(b, o->u.keyset.key));
+        if (!o->u.keyset.set) break;
+        bind_sink k = {st, 3};
+        store_param_sink out = {sink_i64, sink_text, sink_bool, &k};
+        store_settings_params(STORE_KEYS, &o->u.keyset.s, &out);
+        bind_i64(st, k.at, sq_now_ms());
+        break;
+    }
     default: break; /* job rows are bound by bind_insert and bind_update */
     }
 }
@@ -461,7 +474,10 @@ int sq_apply(store_t *s, const store_group *g, bool begin, bool commit)
     if (src != SQLITE_DONE) return sq_fail(s, q->db, src, "begin");
     for (size_t i = 0; i < g->nother; i++) {
         if (g->other[i]->kind == OP_USAGE) continue; /* for transactions: PostgreSQL's alone */
-        sqlite3_stmt *st = q->st[op_stmt[g->other[i]->kind]];
+        const store_op *o = g->other[i];
+        sqlite3_stmt *st =
+            q->st[o->kind == OP_KEY_SETTING ? (o->u.keyset.set ? ST_KEY_SET : ST_KEY_DEL)
+                                            : op_stmt[o->kind]];
         bind_other(st, g->other_b[i], g->other[i]);
         if ((rc = step(s, q, st, "writing"))) return rc;
     }

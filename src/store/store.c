@@ -134,6 +134,26 @@ static void dep_row(void *ctx, const store_rowacc *acc, void *row)
                     policy < 0 ? ENGINE_DEPS_CANCEL : (engine_deps_policy)policy);
 }
 
+typedef struct key_setting_ctx {
+    store_t *s;
+    engine_t *e;
+    int rc;
+} key_setting_ctx;
+
+static void key_setting_row(void *ctx, const store_rowacc *acc, void *row)
+{
+    key_setting_ctx *k = ctx;
+    if (k->rc) return;
+    engine_key_settings ks;
+    engine_key_settings_defaults(&ks);
+    char msg[200] = "";
+    engine_err err = {0};
+    const char *tenant = acc->text(row, 0), *key = acc->text(row, 1);
+    k->rc = store_settings_from_row(STORE_KEYS, acc, row, &ks, msg, sizeof msg);
+    if (!k->rc && engine_load_key_setting(k->e, tenant, key, &ks, &err) != 0) k->rc = TENQ_ECORRUPT;
+    if (k->rc) store_set_err(k->s, "key %s of %s: %s", key, tenant, msg[0] ? msg : err.message);
+}
+
 typedef struct plain_ctx {
     store_t *s;
     engine_t *e;
@@ -147,15 +167,15 @@ static void plain_row(void *ctx, const store_rowacc *acc, void *row)
     plain_ctx *p = ctx;
     if (p->rc) return;
     engine_job_info in;
-    engine_payload *pl;
+    store_row_mem m;
     char msg[256];
-    p->rc = store_row_to_job(acc, row, &in, &pl, msg, sizeof msg);
+    p->rc = store_row_to_job(acc, row, &in, &m, msg, sizeof msg);
     engine_err err;
     if (!p->rc && engine_load_job(p->e, p->now, &in, &err) != 0) {
         snprintf(msg, sizeof msg, "job %llu: %s", (unsigned long long)in.id, err.message);
         p->rc = TENQ_ECORRUPT;
     }
-    store_payloads_free(pl, in.n_payloads);
+    store_row_mem_free(&m);
     if (p->rc)
         store_set_err(p->s, "loading: %s", msg);
     else
@@ -192,6 +212,14 @@ int store_load_first(store_t *s, engine_t *e, int64_t now, store_load_stats *st)
     engine_loading(e, true);
     int rc = s->be->load(s, e, now, st);
     pause_ctx pc = {e, now};
+    /* the keys' settings: a key's limit in force before the first lease */
+    if (!rc) {
+        char *tmpl = store_settings_select_tmpl(STORE_KEYS);
+        key_setting_ctx kc = {s, e, 0};
+        rc = s->be->select(s, false, tmpl, 0, NULL, key_setting_row, &kc);
+        free(tmpl);
+        if (!rc) rc = kc.rc;
+    }
     if (!rc) rc = s->be->select(s, false, STORE_SQL_LOAD_PAUSES, 0, NULL, pause_row, &pc);
     /* the edges, once every job is in: the waits are worked out from them */
     if (!rc) rc = s->be->select(s, false, STORE_SQL_LOAD_DEPS, 0, NULL, dep_row, &pc);

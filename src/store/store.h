@@ -101,6 +101,9 @@ void store_batch_queue(store_batch *b, const char *name, const engine_queue_sett
 void store_batch_idem(store_batch *b, const engine_idem_info *i);
 /* A queue paused (or resumed) for one tenant. */
 void store_batch_pause(store_batch *b, const char *queue, const char *tenant, bool paused);
+/* A key's settings (s NULL: deleted). */
+void store_batch_key_setting(store_batch *b, const char *tenant, const char *key,
+                             const engine_key_settings *s);
 /* What a tenant (queue false) or a queue with a quota holds now, for the
  * quota check of applications' transactions (tenq.queued_usage; PostgreSQL
  * only: SQLite writes nothing). */
@@ -341,6 +344,11 @@ typedef struct store_tx_job {
     double score;
     int64_t created_at;
     int64_t timeout_ms; /* 0: the queue's (schema 12) */
+    /* keyed options (schema 21): the keys it names; bad_options: its stored
+     * options could not be read (the job is refused when taken in) */
+    const engine_limit_key *concurrency_keys;
+    uint32_t n_concurrency_keys;
+    bool bad_options;
 } store_tx_job;
 
 typedef struct store_tx_outcome {

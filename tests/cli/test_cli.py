@@ -654,6 +654,32 @@ class Admin(Case):
         _, err = self.fails(1, "queue", "pause", "q-pause", "--tenant", "bad name")
         self.assertIn("tenq: invalid:", err)
 
+    def test_concurrency_keys_and_their_settings(self):
+        a, _ = self.ok("submit", "--tenant", "t-key", "--queue", "q-key", "--type", "T",
+                       "--concurrency-key", "acct:1=2,user:9")
+        b, _ = self.ok("submit", "--tenant", "t-key", "--queue", "q-key", "--type", "T",
+                       "--concurrency-key", "acct:1=2", "--json")
+        self.assertIn('"id"', b)
+        out, _ = self.ok("status", a.strip())
+        self.assertRegex(out, r"(?m)^concurrency_keys\s+acct:1 \(limit 2\), user:9$")
+        out, _ = self.ok("key", "set", "t-key", "acct:*", "--concurrency", "1")
+        self.assertRegex(out, r"(?m)^concurrency\s+1$")
+        out, _ = self.ok("key", "settings", "--tenant", "t-key")
+        self.assertRegex(out, r"(?m)^t-key\s+acct:\*\s+1$")
+        self.ok("queue", "set", "q-key")
+        out, _ = self.ok("key", "ls", "--tenant", "t-key")
+        self.assertRegex(out, r"(?m)^t-key\s+acct:1\s+0\s+1\s+2\s+0\s+acct:\*$")
+        self.ok("key", "rm", "t-key", "acct:*")
+        out, _ = self.ok("key", "ls", "--tenant", "t-key", "--key", "acct:1", "--json")
+        self.assertEqual(json.loads(out)["keys"][0]["limit"], 2)
+        _, err = self.fails(2, "submit", "--tenant", "t-key", "--queue", "q-key", "--type", "T",
+                            "--concurrency-key", "k=0")
+        self.assertIn("--concurrency-key", err)
+        _, err = self.fails(2, "key", "set", "t-key", "k", "--concurrency", "0")
+        self.assertIn("--concurrency", err)
+        _, err = self.fails(1, "key", "rm", "t-key", "none-set")
+        self.assertIn("tenq: not_found:", err)
+
     def test_schedules(self):
         out, _ = self.ok("schedule", "set", "nightly", "--cron", "30 2 * * *", "--timezone",
                          "Europe/Berlin", "--missed", "once", "--tenant", "t-cron", "--queue",

@@ -254,6 +254,40 @@ class Submit(TxTest):
         self.settle()
         self.assertEqual(len(self.lease("txq1")), 3)
 
+    def test_concurrency_keys_arrive_checked_as_the_server_checks_them(self):
+        jid = int(q1(self.db, "SELECT tenq.submit('acme', 'txk', 'T', concurrency_keys => "
+                              "'[{\"key\": \"acct:1\", \"limit\": 1}, \"user:2\"]')"))
+        many = q1(self.db, "SELECT tenq.submit_many('[{\"tenant\":\"acme\",\"queue\":\"txk\","
+                           "\"type\":\"T\",\"concurrency_keys\":[{\"key\":\"acct:1\","
+                           "\"limit\":1}]}]')")
+        other = int(many.strip("{}"))
+        self.settle()
+        self.assertEqual(self.srv.job(jid)["concurrency_keys"],
+                         [{"key": "acct:1", "limit": 1}, {"key": "user:2"}])
+        got = self.lease("txk", wait_ms=5000)
+        self.assertEqual([j["id"] for j in got], [jid])  # the key lets one run
+        w = self.srv.job(other)["waiting"]
+        self.assertEqual((w["reason"], w["key"], w["held_by"]), ("concurrency_key", "acct:1", jid))
+        for keys, want in (("[{\"key\": \"a\", \"limit\": 0}]",
+                            "concurrency_keys[0].limit must be an integer from 1 to 1000000"),
+                           ("[\"a\", \"b\", \"c\", \"d\", \"e\"]",
+                            "concurrency_keys: a job names at most 4 concurrency keys, not 5"),
+                           ("[\"a\", \"a\"]", "concurrency_keys[1].key: the job names key"),
+                           ("[\"%s\"]" % ("k" * 257),
+                            "concurrency_keys[0].key: 1-256 bytes without control characters"),
+                           ("[{\"key\": \"a\", \"lim\": 2}]",
+                            "concurrency_keys[0]: unknown field \"lim\"")):
+            rc, _, err = psql(self.db, "SELECT tenq.submit('acme', 'txk', 'T', concurrency_keys "
+                                       "=> '%s')" % keys, check=False)
+            self.assertNotEqual(rc, 0)
+            self.assertIn(want, err)
+            rc, _, err = psql(self.db, "SELECT tenq.submit_many('[{\"tenant\":\"acme\","
+                                       "\"queue\":\"txk\",\"type\":\"T\","
+                                       "\"concurrency_keys\":%s}]')" % keys, check=False)
+            self.assertNotEqual(rc, 0)
+            self.assertIn("job 0: " + want, err)
+        self.assertEqual(q1(self.db, "SELECT count(*) FROM tenq.inbox"), "0")
+
     def test_a_jobs_own_timeout_arrives_and_the_server_times_the_attempt_out(self):
         self.srv.ok("PUT", "/v1/queues/txt", {"lease_ms": 1500})
         # checked against the queue's lease: a third of 1500 ms is 500

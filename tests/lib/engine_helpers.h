@@ -33,6 +33,8 @@ typedef struct sub_opts {
     const engine_dep_ref *deps; /* depends_on */
     uint32_t n_deps;
     engine_deps_policy on_parent_failure;
+    const engine_limit_key *ckeys; /* concurrency keys */
+    uint32_t n_ckeys;
 } sub_opts;
 
 static inline engine_submit_res submit_x(engine_t *e, int64_t now, const char *tenant,
@@ -60,6 +62,8 @@ static inline engine_submit_res submit_x(engine_t *e, int64_t now, const char *t
     r.depends_on = o.deps;
     r.n_depends_on = o.n_deps;
     r.on_parent_failure = o.on_parent_failure;
+    r.concurrency_keys = o.ckeys;
+    r.n_concurrency_keys = o.n_ckeys;
     engine_submit_res res;
     engine_submit(e, now, &r, &res);
     return res;
@@ -146,6 +150,9 @@ static inline uint64_t kill_one(engine_t *e, int64_t now, const char *t, const c
     fail_ok(e, now, r.id, (engine_fail_req){.error = "x", .no_retry = true});
     return r.id;
 }
+
+/* One concurrency key (limit 0: not given) as sub_opts fields. */
+#define CKEY(k, l) .ckeys = (const engine_limit_key[]){{(k), (l)}}, .n_ckeys = 1
 
 static inline void set_slots(engine_t *e, const char *tenant, uint32_t slots, uint32_t weight)
 {

@@ -24,6 +24,10 @@
  *     before its time (on_complete and on_success only once nothing of the
  *     batch is pending, on_success only when all succeeded), and none is
  *     lost (a batch with nothing pending is closed, its callbacks made).
+ *   - concurrency keys: no lease takes a key past its limit (a lowered
+ *     limit leases nothing of it until it is under again), and the limit in
+ *     force is the key's setting (its own, else the longest prefix's),
+ *     else what its jobs say, restarts included;
  *   - args out of memory (the spilling run, a tiny args budget): a job's args
  *     as engine_job_get shows them (inline, or read back into the cache) are
  *     the args it was made with, and a job not yet collected never lacks
@@ -103,7 +107,17 @@ static struct model {
     /* batches: the callback jobs seen made, by batch and kind (0: none yet) */
     uint64_t (*cb_seen)[ENGINE_NCALLBACKS];
     uint64_t max_batch, n_batches, n_callbacks, n_fanouts;
+    /* concurrency keys: settings of "c1" and of "c*" per tenant (0: none) */
+    uint32_t kset_c1[NT], kset_prefix[NT];
+    uint64_t n_keyed_leases, n_key_held, n_key_settings;
 } M;
+
+/* Concurrency keys c0, c1, c2: their jobs say 1, 2 and nothing (the
+ * queues' concurrency_limit, KEY_QUEUE_LIMIT). */
+#define NCK             3
+#define KEY_QUEUE_LIMIT 2
+static const char *ckeys[NCK] = {"c0", "c1", "c2"};
+static const uint32_t ckey_given[NCK] = {1, 2, 0};
 
 #define ENDED_OK      1
 #define ENDED_REQUEUE 2
@@ -166,6 +180,7 @@ static void setup_queues(engine_t *e)
         }
         if (q == 2) s.merge = true;
         if (q == 3) s.delivery = ENGINE_AT_MOST_ONCE;
+        s.concurrency_limit = KEY_QUEUE_LIMIT;
         set_queue(e, queues[q], s);
     }
     for (int t = 0; t < NT; t++) {
@@ -184,6 +199,26 @@ static void setup_queues(engine_t *e)
     for (int t = 0; t < NT; t++)
         for (int q = 0; q < NQ; q++)
             if (M.tpaused[t][q]) engine_pause_tenant(e, M.now, queues[q], tenants[t], true, NULL);
+    for (int t = 0; t < NT; t++) {
+        engine_key_settings ks;
+        engine_key_settings_defaults(&ks);
+        if (M.kset_c1[t]) {
+            ks.concurrency = M.kset_c1[t];
+            ASSERT_EQ(engine_load_key_setting(e, tenants[t], "c1", &ks, NULL), 0);
+        }
+        if (M.kset_prefix[t]) {
+            ks.concurrency = M.kset_prefix[t];
+            ASSERT_EQ(engine_load_key_setting(e, tenants[t], "c*", &ks, NULL), 0);
+        }
+    }
+}
+
+/* The limit the model expects of key k of tenant t. */
+static uint32_t model_key_limit(int t, int k)
+{
+    if (k == 1 && M.kset_c1[t]) return M.kset_c1[t];
+    if (M.kset_prefix[t]) return M.kset_prefix[t];
+    return ckey_given[k] ? ckey_given[k] : KEY_QUEUE_LIMIT;
 }
 
 /* A start of a rate-limited bucket at now: no window ending now holds more
@@ -403,6 +438,16 @@ static void op_submit(void)
     o.has_score = rn(2);
     o.score = rn(100);
     o.timeout_ms = rn(6) == 0 ? 100 + rn(400) : 0;
+    engine_limit_key ck[2];
+    if (rn(3) == 0) {
+        int k0 = rn(NCK);
+        ck[o.n_ckeys++] = (engine_limit_key){ckeys[k0], ckey_given[k0]};
+        if (rn(3) == 0) {
+            int k1 = (k0 + 1 + rn(NCK - 1)) % NCK;
+            ck[o.n_ckeys++] = (engine_limit_key){ckeys[k1], ckey_given[k1]};
+        }
+        o.ckeys = ck;
+    }
     /* dependencies on recent jobs of the tenant: unfinished ones, or dead
      * ones under policy run (what a submit takes) */
     engine_dep_ref refs[3];
@@ -513,6 +558,20 @@ static void op_lease(void)
     }
     int before[NT];
     for (int t = 0; t < NT; t++) before[t] = tenant_active(t);
+    engine_key_info kbefore[NT][NCK];
+    for (int t = 0; t < NT; t++)
+        for (int k = 0; k < NCK; k++) {
+            if (!engine_key_info_get(M.e, tenants[t], ckeys[k], &kbefore[t][k])) {
+                memset(&kbefore[t][k], 0, sizeof kbefore[t][k]);
+                kbefore[t][k].limit = model_key_limit(t, k);
+            }
+            ASSERT_MSG(kbefore[t][k].limit == model_key_limit(t, k),
+                       "step %llu: key %s/%s has limit %u, the model says %u",
+                       (unsigned long long)M.steps, tenants[t], ckeys[k], kbefore[t][k].limit,
+                       model_key_limit(t, k));
+            M.n_key_held += kbefore[t][k].held;
+        }
+    int kgot[NT][NCK] = {{0}};
     engine_job *out[8];
     size_t n = engine_lease(M.e, M.now, &req, out);
     int got[NT] = {0};
@@ -565,6 +624,11 @@ static void op_lease(void)
             }
             M.n_children_leased++;
         }
+        for (uint32_t i = 0; i < in.n_concurrency_keys; i++) {
+            int k = in.concurrency_keys[i].key[1] - '0';
+            kgot[t][k]++;
+            M.n_keyed_leases++;
+        }
         int k = key_index(in.key);
         if (k >= 0) {
             ASSERT_MSG(in.lane_seq >= M.lane_last[t][q][k],
@@ -574,6 +638,12 @@ static void op_lease(void)
         }
         M.n_leased++;
     }
+    for (int t = 0; t < NT; t++)
+        for (int k = 0; k < NCK; k++)
+            ASSERT_MSG(!kgot[t][k] || kbefore[t][k].active + kgot[t][k] <= kbefore[t][k].limit,
+                       "step %llu: key %s/%s had %u of %u running, %d more leased",
+                       (unsigned long long)M.steps, tenants[t], ckeys[k], kbefore[t][k].active,
+                       kbefore[t][k].limit, kgot[t][k]);
     for (int t = 0; t < NT; t++) {
         if (!got[t]) continue;
         int after = tenant_active(t);
@@ -667,8 +737,33 @@ static void op_morgue(void)
         ASSERT_EQ(engine_morgue_delete(M.e, M.now, id, NULL), 0);
 }
 
+/* A setting of key c1 or of the prefix c*, set or deleted. */
+static void op_key_setting(void)
+{
+    int t = rn(NT);
+    bool prefix = rn(2);
+    uint32_t *slot = prefix ? &M.kset_prefix[t] : &M.kset_c1[t];
+    const char *key = prefix ? "c*" : "c1";
+    engine_err err;
+    if (*slot && rn(3) == 0) {
+        ASSERT_EQ(engine_key_delete(M.e, M.now, tenants[t], key, &err), 0);
+        *slot = 0;
+    } else {
+        engine_key_settings ks;
+        engine_key_settings_defaults(&ks);
+        ks.concurrency = (uint32_t)(1 + rn(3));
+        ASSERT_MSG(engine_key_set(M.e, M.now, tenants[t], key, &ks, &err) == 0, "%s", err.message);
+        *slot = ks.concurrency;
+    }
+    M.n_key_settings++;
+}
+
 static void op_settings(void)
 {
+    if (rn(5) == 0) {
+        op_key_setting();
+        return;
+    }
     if (rn(4) == 0) {
         /* a pause or a resume, of a whole queue or of one tenant's jobs in it */
         int q = rn(NQ), t = rn(NT);
@@ -757,6 +852,14 @@ static void op_restart(void)
         in->progress = dupn(in->progress);
         in->unique_key = dupn(in->unique_key);
         in->idempotency_key = dupn(in->idempotency_key);
+        if (in->n_concurrency_keys) {
+            engine_limit_key *ck = calloc(in->n_concurrency_keys, sizeof *ck);
+            for (uint32_t i = 0; i < in->n_concurrency_keys; i++) {
+                ck[i] = in->concurrency_keys[i];
+                ck[i].key = dupn(ck[i].key);
+            }
+            in->concurrency_keys = ck;
+        }
         if (in->n_payloads) {
             engine_payload *p = calloc(in->n_payloads, sizeof *p);
             for (uint32_t i = 0; i < in->n_payloads; i++) {
@@ -818,6 +921,9 @@ static void op_restart(void)
         free((char *)in->idempotency_key);
         for (uint32_t k = 0; k < in->n_payloads; k++) free((char *)in->payloads[k].data);
         free((void *)in->payloads);
+        for (uint32_t k = 0; k < in->n_concurrency_keys; k++)
+            free((char *)in->concurrency_keys[k].key);
+        free((void *)in->concurrency_keys);
     }
     free(v);
     for (size_t i = 0; i < ne; i++)
@@ -952,7 +1058,8 @@ static void run_model(uint64_t seed, uint64_t ops, bool spill)
     fprintf(stderr,
             "  %llu steps: %llu leases, %llu acks, %llu fails, %llu expired, %llu dead, %llu "
             "merged, %llu restarts, %llu pauses, %llu jobs, %llu children (%llu leased), %llu "
-            "batches (%llu fan-outs, %llu callbacks)\n",
+            "batches (%llu fan-outs, %llu callbacks), %llu keyed leases (%llu held by keys, %llu "
+            "key settings)\n",
             (unsigned long long)M.steps, (unsigned long long)M.n_leased,
             (unsigned long long)M.n_acked, (unsigned long long)M.n_failed,
             (unsigned long long)M.n_expired, (unsigned long long)M.n_dead,
@@ -960,12 +1067,14 @@ static void run_model(uint64_t seed, uint64_t ops, bool spill)
             (unsigned long long)M.n_pauses, (unsigned long long)M.max_id,
             (unsigned long long)M.n_children, (unsigned long long)M.n_children_leased,
             (unsigned long long)M.n_batches, (unsigned long long)M.n_fanouts,
-            (unsigned long long)M.n_callbacks);
+            (unsigned long long)M.n_callbacks, (unsigned long long)M.n_keyed_leases,
+            (unsigned long long)M.n_key_held, (unsigned long long)M.n_key_settings);
     ASSERT(M.n_leased > ops / 50);
     ASSERT_EQ(M.n_attempts, M.n_failed + M.n_expired); /* every end but an ack, once */
     ASSERT(M.n_expired > 0 && M.n_dead > 0 && M.n_merged > 0 && M.n_restarts > 0 && M.n_pauses > 0);
     ASSERT(M.n_children_leased > 0);
     ASSERT(M.n_batches > 0 && M.n_callbacks > 0 && M.n_fanouts > 0);
+    ASSERT(M.n_keyed_leases > 0 && M.n_key_held > 0 && M.n_key_settings > 0);
     if (spill) {
         fprintf(stderr, "  spilled: %llu leases of spilled jobs, %llu args read back\n",
                 (unsigned long long)M.n_spilled_leases, (unsigned long long)M.n_read_back);

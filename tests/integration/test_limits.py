@@ -1,0 +1,176 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Keyed limits over HTTP (docs/SEMANTICS.md, "Keyed limits"): concurrency
+keys across queues and types of a tenant, the settings of keys and key
+prefixes, why a held job waits, the keys at their limit, bad input refused
+naming the field, and the limits across a kill -9. Real servers, real
+sockets, either store (TENQ_TEST_STORE)."""
+import os
+import sys
+import time
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from harness import Server, ServerTest, main  # noqa: E402
+
+
+def ck(key, limit=None):
+    return {"key": key} if limit is None else {"key": key, "limit": limit}
+
+
+class ConcurrencyKeys(ServerTest):
+    def test_a_key_limits_its_jobs_across_queues_and_types(self):
+        for i in range(3):
+            self.srv.submit(tenant="ca", queue="ca-1", type="A", concurrency_keys=[ck("acct:1", 2)])
+            self.srv.submit(tenant="ca", queue="ca-2", type="B", concurrency_keys=[ck("acct:1", 2)])
+        got = self.srv.lease(["ca-1", "ca-2"], max=10)
+        self.assertEqual(len(got), 2)
+        self.assertEqual(self.srv.lease(["ca-1", "ca-2"], max=10), [])
+        keys = self.srv.ok("GET", "/v1/keys?tenant=ca")
+        self.assertEqual(keys["total"], 1)
+        k = keys["keys"][0]
+        self.assertEqual((k["key"], k["limit"], k["active"], k["held"], k["at_limit"]),
+                         ("acct:1", 2, 2, 4, True))
+        self.srv.ack(got[0])
+        self.assertEqual(len(self.srv.lease(["ca-1", "ca-2"], max=10)), 1)
+
+    def test_a_held_job_says_which_key_and_which_job_holds_it(self):
+        first = self.srv.submit(tenant="cb", queue="cb", concurrency_keys=[ck("user:9", 1)])
+        held = self.srv.submit(tenant="cb", queue="cb", concurrency_keys=[ck("user:9", 1)])
+        got = self.srv.lease(["cb"])
+        self.assertEqual(got[0]["id"], first["id"])
+        j = self.srv.job(held["id"])
+        self.assertEqual(j["concurrency_keys"], [{"key": "user:9", "limit": 1}])
+        w = j["waiting"]
+        self.assertEqual(w["reason"], "concurrency_key")
+        self.assertEqual((w["key"], w["active"], w["limit"], w["held_by"]),
+                         ("user:9", 1, 1, first["id"]))
+        self.assertIn("user:9", w["message"])
+        # a key given as a string alone takes its queue's concurrency_limit (1)
+        plain = self.srv.submit(tenant="cb", queue="cb-2", concurrency_keys=["k2"])
+        self.assertEqual(self.srv.job(plain["id"])["concurrency_keys"], [{"key": "k2"}])
+
+    def test_a_waiting_lease_is_answered_when_a_key_gets_room(self):
+        a = self.srv.submit(tenant="cc", queue="cc", concurrency_keys=[ck("k", 1)])
+        self.srv.submit(tenant="cc", queue="cc", concurrency_keys=[ck("k", 1)])
+        got = self.srv.lease(["cc"])
+        self.assertEqual(got[0]["id"], a["id"])
+        import threading
+        out = {}
+
+        def poll():
+            out["jobs"] = self.srv.lease(["cc"], wait_ms=20000, conn="poll")
+
+        t = threading.Thread(target=poll)
+        t.start()
+        time.sleep(0.3)
+        self.srv.ack(got[0])
+        t.join(30)
+        self.assertEqual(len(out.get("jobs", [])), 1)
+
+    def test_settings_of_keys_and_prefixes_take_effect_at_once(self):
+        for i in range(4):
+            self.srv.submit(tenant="cd", queue="cd", concurrency_keys=[ck("account:7", 1)])
+            self.srv.submit(tenant="cd", queue="cd", concurrency_keys=[ck("account:8", 1)])
+        self.assertEqual(len(self.srv.lease(["cd"], max=10)), 2)
+        s = self.srv.ok("PUT", "/v1/key-settings",
+                        {"tenant": "cd", "key": "account:*", "concurrency": 3})
+        self.assertEqual(s, {"tenant": "cd", "key": "account:*", "concurrency": 3})
+        self.assertEqual(len(self.srv.lease(["cd"], max=10)), 4)
+        self.srv.ok("PUT", "/v1/key-settings", {"tenant": "cd", "key": "account:7",
+                                                 "concurrency": 4})
+        self.assertEqual(len(self.srv.lease(["cd"], max=10)), 1)
+        listed = self.srv.ok("GET", "/v1/key-settings?tenant=cd")["settings"]
+        self.assertEqual(sorted((x["key"], x["concurrency"]) for x in listed),
+                         [("account:*", 3), ("account:7", 4)])
+        k = self.srv.ok("GET", "/v1/keys?tenant=cd&key=account:8")["keys"][0]
+        self.assertEqual((k["limit"], k["setting"]), (3, "account:*"))
+        self.srv.ok("DELETE", "/v1/key-settings?tenant=cd&key=account:7")
+        k = self.srv.ok("GET", "/v1/keys?tenant=cd&key=account:7")["keys"][0]
+        self.assertEqual((k["limit"], k["setting"], k["active"]), (3, "account:*", 4))
+        status, out = self.srv.req("DELETE", "/v1/key-settings?tenant=cd&key=account:7")
+        self.assertEqual((status, out["error"]["field"]), (404, "key"))
+        rows = self.srv.ok("GET", "/v1/settings")["key"]
+        self.assertEqual([r["name"] for r in rows][0], "concurrency")
+
+    def test_bad_input_is_refused_naming_the_field_and_makes_nothing(self):
+        long_key = "k" * 257
+        cases = [
+            ([ck("a", 0)], "concurrency_keys[0].limit"),
+            ([ck("a", -3)], "concurrency_keys[0].limit"),
+            ([ck("a", "3")], "concurrency_keys[0].limit"),
+            ([ck("a", 1), ck(long_key, 1)], "concurrency_keys[1].key"),
+            ([ck("a"), ck("a")], "concurrency_keys[1].key"),
+            ([ck(str(i)) for i in range(5)], "concurrency_keys"),
+            ("a", "concurrency_keys"),
+            ([{"key": "a", "limt": 2}], "concurrency_keys[0]"),
+            ([7], "concurrency_keys[0]"),
+            ([{"limit": 2}], "concurrency_keys[0].key"),
+        ]
+        for keys, field in cases:
+            status, out = self.srv.req("POST", "/v1/jobs", dict(
+                tenant="ce", queue="ce", type="T", concurrency_keys=keys))
+            self.assertEqual((status, out["error"]["field"]), (400, field), (keys, out))
+        status, out = self.srv.req("POST", "/v1/jobs", dict(
+            tenant="ce", queue="ce", type="T", concurrency_keys=[ck(str(i)) for i in range(5)]))
+        self.assertIn("at most 4", out["error"]["message"])
+        self.assertEqual(self.srv.req("GET", "/v1/tenants/ce")[0], 404)  # nothing was made
+        for body, field in (({"tenant": "ce", "key": "k", "concurrency": 0}, "concurrency"),
+                            ({"tenant": "ce", "key": "k", "concurrency": -1}, "concurrency"),
+                            ({"tenant": "ce", "key": long_key, "concurrency": 1}, "key"),
+                            ({"tenant": "ce", "concurrency": 1}, "key"),
+                            ({"key": "k", "concurrency": 1}, "tenant"),
+                            ({"tenant": "ce", "key": "k", "limit": 1}, "limit")):
+            status, out = self.srv.req("PUT", "/v1/key-settings", body)
+            self.assertEqual((status, out["error"]["field"]), (400, field), body)
+        self.assertEqual(self.srv.ok("GET", "/v1/key-settings?tenant=ce")["settings"], [])
+
+    def test_a_job_that_names_keys_is_stored_live_and_loaded_first(self):
+        j = self.srv.submit(tenant="cf", queue="cf", concurrency_keys=[ck("x", 2)])
+        self.srv.wait_stored("SELECT live FROM $Sjobs WHERE id = %d" % j["id"], 1)
+        opts = self.srv.stored("SELECT options FROM $Sjobs WHERE id = %d" % j["id"])
+        self.assertIn('"concurrency_keys"', opts)
+
+class Tokens(ServerTest):
+    """Its own server: once a token exists, every request needs one."""
+
+    def test_a_tenant_token_sees_its_own_keys_only(self):
+        admin = self.srv.ok("POST", "/v1/tokens", {"role": "admin"})["token"]
+        tok = self.srv.ok("POST", "/v1/tokens", {"role": "tenant:cg"}, token=admin)["token"]
+        self.srv.submit(tenant="cg", queue="cg", concurrency_keys=[ck("mine", 1)], token=admin)
+        self.srv.submit(tenant="ch", queue="cg", concurrency_keys=[ck("theirs", 1)], token=admin)
+        keys = self.srv.ok("GET", "/v1/keys", token=tok)["keys"]
+        self.assertEqual([k["key"] for k in keys], ["mine"])
+        status, _ = self.srv.req("GET", "/v1/keys?tenant=ch", token=tok)
+        self.assertEqual(status, 403)
+        status, _ = self.srv.req("PUT", "/v1/key-settings",
+                                 {"tenant": "cg", "key": "mine", "concurrency": 5}, token=tok)
+        self.assertEqual(status, 403)
+
+
+class AcrossRestarts(unittest.TestCase):
+    """A kill -9 and a start: the leases stored before count against their
+    keys before the new server's first lease, and settings are kept."""
+
+    def test_no_key_goes_over_its_limit_after_a_kill(self):
+        srv = Server()
+        try:
+            srv.ok("PUT", "/v1/key-settings", {"tenant": "ra", "key": "acct:*", "concurrency": 2})
+            for i in range(6):
+                srv.submit(tenant="ra", queue="ra", concurrency_keys=[ck("acct:1", 5)])
+            got = srv.lease(["ra"], max=10)
+            self.assertEqual(len(got), 2)
+            for j in got:  # stored (leases are written late)
+                srv.wait_stored("SELECT state FROM $Sjobs WHERE id = %d" % j["id"], "leased")
+            srv.kill()
+            srv.start()
+            self.assertEqual(srv.lease(["ra"], max=10), [])  # the first lease
+            k = srv.ok("GET", "/v1/keys?tenant=ra&key=acct:1")["keys"][0]
+            self.assertEqual((k["limit"], k["active"], k["setting"]), (2, 2, "acct:*"))
+            srv.ack(got[0])  # its lease lives on: a worker still running it acks it
+            self.assertEqual(len(srv.lease(["ra"], max=10)), 1)
+        finally:
+            srv.cleanup()
+
+
+if __name__ == "__main__":
+    main()
