@@ -33,8 +33,24 @@ static void json_key(jbuf *b, const engine_key_info *k)
     jb_kint(b, "active", k->active);
     jb_kint(b, "ready", (long long)k->ready);
     jb_kint(b, "held", (long long)k->held);
-    jb_kbool(b, "at_limit", k->active >= k->limit);
+    jb_kbool(b, "at_limit", k->active >= k->limit || k->rate_until);
     jb_kstr(b, "setting", k->setting);
+    jb_key(b, "rate");
+    if (k->rate == ENGINE_UNLIMITED) {
+        jb_null(b);
+    } else {
+        jb_obj(b);
+        jb_kint(b, "rate", k->rate);
+        jb_kint(b, "rate_period_ms", k->rate_period_ms);
+        jb_kint(b, "rate_burst", k->rate_burst);
+        jb_key(b, "until");
+        if (k->rate_until)
+            jb_int(b, k->rate_until);
+        else
+            jb_null(b);
+        jb_kstr(b, "setting", k->rate_setting);
+        jb_obj_end(b);
+    }
     jb_obj_end(b);
 }
 
@@ -61,7 +77,7 @@ void h_keys(server *s, http_req *req, const principal *who, const char **args)
             return;
         }
         engine_key_info k;
-        bool found = engine_key_info_get(s->e, tenant, key, &k);
+        bool found = engine_key_info_get(s->e, srv_now(s), tenant, key, &k);
         jb_kint(&b, "total", found);
         jb_key(&b, "keys");
         jb_arr(&b);
@@ -70,7 +86,7 @@ void h_keys(server *s, http_req *req, const principal *who, const char **args)
     } else {
         engine_key_info *v = xmalloc((size_t)limit * sizeof(*v));
         size_t total = 0;
-        size_t n = engine_keys_list(s->e, tenant, at_limit, (size_t)limit, v, &total);
+        size_t n = engine_keys_list(s->e, srv_now(s), tenant, at_limit, (size_t)limit, v, &total);
         jb_kint(&b, "total", (long long)total);
         jb_key(&b, "keys");
         jb_arr(&b);

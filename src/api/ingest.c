@@ -87,6 +87,8 @@ static void record(server *s, const store_tx_job *j, const char *args, engine_st
     in.lane_seq = j->id;
     in.concurrency_keys = j->concurrency_keys;
     in.n_concurrency_keys = j->n_concurrency_keys;
+    in.rate_keys = j->rate_keys;
+    in.n_rate_keys = j->n_rate_keys;
     store_batch_job(s->batch, &in, ENGINE_JF_NEW);
 }
 
@@ -121,6 +123,8 @@ static void take_job(server *s, const store_tx_job *j, int64_t now)
     r.score = j->score;
     r.concurrency_keys = j->concurrency_keys;
     r.n_concurrency_keys = j->n_concurrency_keys;
+    r.rate_keys = j->rate_keys;
+    r.n_rate_keys = j->n_rate_keys;
     engine_submit_res res;
     int rc = args && !j->bad_options ? engine_submit(s->e, now, &r, &res) : TENQ_EINVALID;
     if (rc == 0 && !res.created) {

@@ -446,7 +446,8 @@ typedef struct route {
  * to leave it out (a job read from the store). */
 void api_json_job(jbuf *b, const engine_job_info *j, bool show_token, const engine_wait *wait,
                   int64_t now);
-/* "concurrency_keys": [{"key", "limit"}...] of a job that names some. */
+/* "concurrency_keys": [{"key", "limit"}...] and "rate_keys": [{"key",
+ * "cost", ...}] of a job that names some. */
 void api_json_ckeys(jbuf *b, const engine_job_info *j);
 /* An answer's field of an item (json_fields.c): whether the item has it
  * (NULL: every item has it), and its value written. */

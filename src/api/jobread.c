@@ -28,6 +28,7 @@ static const char *const job_fields[] = {"tenant",
                                          "depends_on",
                                          "on_parent_failure",
                                          "concurrency_keys",
+                                         "rate_keys",
                                          NULL};
 enum {
     F_TENANT,
@@ -47,6 +48,7 @@ enum {
     F_DEPENDS_ON,
     F_ON_PARENT_FAILURE,
     F_CONCURRENCY_KEYS,
+    F_RATE_KEYS,
     F_N
 };
 
@@ -168,6 +170,71 @@ static bool read_ckeys(json_t *a, engine_limit_key *v, uint32_t *n, engine_err *
     return true;
 }
 
+/* rate_keys: a list of {"key": k, "cost": c, "rate": r, "rate_period_ms":
+ * p, "rate_burst": b} (all but the key optional) or of keys alone. */
+static bool read_rkeys(json_t *a, engine_rate_key *v, uint32_t *n, engine_err *err)
+{
+    *n = 0;
+    if (!json_is_array(a)) {
+        engine_errf(err, TENQ_EINVALID, "rate_keys",
+                    "rate_keys must be a list of {\"key\": k, \"cost\": n} objects");
+        return false;
+    }
+    if (json_array_size(a) > ENGINE_JOB_KEYS_MAX) {
+        engine_errf(err, TENQ_EINVALID, "rate_keys", "a job names at most %d rate keys, not %zu",
+                    ENGINE_JOB_KEYS_MAX, json_array_size(a));
+        return false;
+    }
+    static const char *const members[] = {"key",        "cost", "rate", "rate_period_ms",
+                                          "rate_burst", NULL};
+    static const long long lo[] = {0, 1, 1, 1, 1};
+    static const long long hi[] = {0, TQ_KEY_LIMIT_MAX, TQ_UNLIMITED - 1, TQ_DAY_MS,
+                                   TQ_RATE_BURST_MAX};
+    for (uint32_t i = 0; i < json_array_size(a); i++) {
+        json_t *x = json_array_get(a, i), *k = x;
+        memset(&v[i], 0, sizeof v[i]);
+        long long val[5] = {0};
+        if (json_is_object(x)) {
+            const char *bad = obj_unknown_field(x, members);
+            if (bad) {
+                engine_errf(err, TENQ_EINVALID, engine_rkey_field(i, 0), "%s: unknown field \"%s\"",
+                            engine_rkey_field(i, 0), bad);
+                return false;
+            }
+            k = json_object_get(x, "key");
+            for (int m = 1; m < 5; m++) {
+                json_t *y = json_object_get(x, members[m]);
+                if (!y || json_is_null(y)) continue;
+                if (!json_is_integer(y) || json_integer_value(y) < lo[m] ||
+                    json_integer_value(y) > hi[m]) {
+                    engine_errf(err, TENQ_EINVALID, engine_rkey_field(i, m + 1),
+                                "%s must be an integer from %lld to %lld",
+                                engine_rkey_field(i, m + 1), lo[m], hi[m]);
+                    return false;
+                }
+                val[m] = json_integer_value(y);
+            }
+        } else if (!json_is_string(x)) {
+            engine_errf(err, TENQ_EINVALID, engine_rkey_field(i, 0),
+                        "%s must be {\"key\": k, \"cost\": n, ...} or a key",
+                        engine_rkey_field(i, 0));
+            return false;
+        }
+        if (!json_is_string(k) || strlen(json_string_value(k)) != json_string_length(k)) {
+            engine_errf(err, TENQ_EINVALID, engine_rkey_field(i, 1), "%s must be a string",
+                        engine_rkey_field(i, 1));
+            return false;
+        }
+        v[i].key = json_string_value(k);
+        v[i].cost = (uint32_t)val[1];
+        v[i].rate = (uint32_t)val[2];
+        v[i].rate_period_ms = val[3];
+        v[i].rate_burst = (uint32_t)val[4];
+        (*n)++;
+    }
+    return true;
+}
+
 bool read_job(json_t *o, const principal *who, engine_submit_req *r, char **args_out,
               engine_err *err)
 {
@@ -248,6 +315,10 @@ bool read_job(json_t *o, const principal *who, engine_submit_req *r, char **args
     uint32_t nck = 0;
     json_t *ckj = json_object_get(o, "concurrency_keys");
     if (ckj && !json_is_null(ckj) && !read_ckeys(ckj, ck, &nck, err)) return false;
+    engine_rate_key rk[ENGINE_JOB_KEYS_MAX];
+    uint32_t nrk = 0;
+    json_t *rkj = json_object_get(o, "rate_keys");
+    if (rkj && !json_is_null(rkj) && !read_rkeys(rkj, rk, &nrk, err)) return false;
     engine_dep_ref *refs = NULL;
     size_t nrefs = 0;
     json_t *d = json_object_get(o, "depends_on");
@@ -259,7 +330,7 @@ bool read_job(json_t *o, const principal *who, engine_submit_req *r, char **args
     json_t *a = json_object_get(o, "args");
     char *args = a ? canonical_json(a) : NULL;
     uint32_t args_len = args ? (uint32_t)strlen(args) : 0;
-    if (!nrefs && !nck) { /* the args alone (what a schedule keeps) */
+    if (!nrefs && !nck && !nrk) { /* the args alone (what a schedule keeps) */
         free(refs);
         *args_out = args;
         r->args = args;
@@ -269,19 +340,27 @@ bool read_job(json_t *o, const principal *who, engine_submit_req *r, char **args
     /* one block for the caller to free: the refs, the keys and their
      * texts, then the args (what the request's tree held is copied: the
      * job outlives it in a schedule's spec) */
-    size_t rb = nrefs * sizeof(*refs), kb = nck * sizeof(*ck), tb = 0;
+    size_t rb = nrefs * sizeof(*refs), kb = nck * sizeof(*ck), rkb = nrk * sizeof(*rk), tb = 0;
     for (uint32_t i = 0; i < nck; i++) tb += strlen(ck[i].key) + 1;
-    char *block = xmalloc(rb + kb + tb + args_len + 1);
+    for (uint32_t i = 0; i < nrk; i++) tb += strlen(rk[i].key) + 1;
+    char *block = xmalloc(rb + kb + rkb + tb + args_len + 1);
     memcpy(block, refs, rb);
     free(refs);
-    char *at = block + rb + kb;
+    char *at = block + rb + kb + rkb;
     for (uint32_t i = 0; i < nck; i++) {
         size_t n = strlen(ck[i].key) + 1;
         memcpy(at, ck[i].key, n);
         ck[i].key = at;
         at += n;
     }
+    for (uint32_t i = 0; i < nrk; i++) {
+        size_t n = strlen(rk[i].key) + 1;
+        memcpy(at, rk[i].key, n);
+        rk[i].key = at;
+        at += n;
+    }
     memcpy(block + rb, ck, kb);
+    memcpy(block + rb + kb, rk, rkb);
     if (args) memcpy(at, args, args_len + 1);
     free(args);
     *args_out = block;
@@ -296,6 +375,10 @@ bool read_job(json_t *o, const principal *who, engine_submit_req *r, char **args
     if (nck) {
         r->concurrency_keys = (const engine_limit_key *)(block + rb);
         r->n_concurrency_keys = nck;
+    }
+    if (nrk) {
+        r->rate_keys = (const engine_rate_key *)(block + rb + kb);
+        r->n_rate_keys = nrk;
     }
     return true;
 }
@@ -509,7 +592,8 @@ bool read_job_text(tq_iter *obj, const principal *who, engine_submit_req *r, cha
     }
     if (rc < 0) return false;
     /* dependencies and keys: read_job's (rare, and lists to keep) */
-    if (seen & ((1u << F_DEPENDS_ON) | (1u << F_ON_PARENT_FAILURE) | (1u << F_CONCURRENCY_KEYS)))
+    if (seen & ((1u << F_DEPENDS_ON) | (1u << F_ON_PARENT_FAILURE) | (1u << F_CONCURRENCY_KEYS) |
+                (1u << F_RATE_KEYS)))
         return false;
     tq_iter_leave(obj, &it);
     /* one block: the canonical args, then each string with its NUL */

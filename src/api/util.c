@@ -389,6 +389,12 @@ static void json_wait(jbuf *b, const engine_job_info *j, const engine_wait *w, i
                  "concurrency key %.200s runs %u of its %u jobs at once (job %llu holds it)",
                  w->key, w->active, w->limit, (unsigned long long)w->held_by);
         break;
+    case ENGINE_WAIT_RATE_KEY:
+        jb_kstr(b, "key", w->key);
+        jb_kint(b, "until", w->until);
+        snprintf(msg, sizeof msg,
+                 "rate key %.200s allows its next start (of this job's cost) at until", w->key);
+        break;
     case ENGINE_WAIT_PARENTS: {
         json_ids(b, "parents", w->parents, w->n_parents);
         int at = snprintf(msg, sizeof msg, "waiting for %u parent%s to succeed:", w->n_parents,
@@ -422,15 +428,32 @@ static void json_wait(jbuf *b, const engine_job_info *j, const engine_wait *w, i
 
 void api_json_ckeys(jbuf *b, const engine_job_info *j)
 {
-    jb_key(b, "concurrency_keys");
-    jb_arr(b);
-    for (uint32_t i = 0; i < j->n_concurrency_keys; i++) {
-        jb_obj(b);
-        jb_kstr(b, "key", j->concurrency_keys[i].key);
-        if (j->concurrency_keys[i].limit) jb_kint(b, "limit", j->concurrency_keys[i].limit);
-        jb_obj_end(b);
+    if (j->n_concurrency_keys) {
+        jb_key(b, "concurrency_keys");
+        jb_arr(b);
+        for (uint32_t i = 0; i < j->n_concurrency_keys; i++) {
+            jb_obj(b);
+            jb_kstr(b, "key", j->concurrency_keys[i].key);
+            if (j->concurrency_keys[i].limit) jb_kint(b, "limit", j->concurrency_keys[i].limit);
+            jb_obj_end(b);
+        }
+        jb_arr_end(b);
     }
-    jb_arr_end(b);
+    if (j->n_rate_keys) {
+        jb_key(b, "rate_keys");
+        jb_arr(b);
+        for (uint32_t i = 0; i < j->n_rate_keys; i++) {
+            const engine_rate_key *r = &j->rate_keys[i];
+            jb_obj(b);
+            jb_kstr(b, "key", r->key);
+            jb_kint(b, "cost", r->cost ? r->cost : 1);
+            if (r->rate) jb_kint(b, "rate", r->rate);
+            if (r->rate_period_ms) jb_kint(b, "rate_period_ms", r->rate_period_ms);
+            if (r->rate_burst) jb_kint(b, "rate_burst", r->rate_burst);
+            jb_obj_end(b);
+        }
+        jb_arr_end(b);
+    }
 }
 
 void api_json_job(jbuf *b, const engine_job_info *j, bool show_token, const engine_wait *wait,
@@ -452,7 +475,7 @@ void api_json_job(jbuf *b, const engine_job_info *j, bool show_token, const engi
     jb_kint(b, "priority", j->priority);
     if (j->traceparent) jb_kstr(b, "traceparent", j->traceparent);
     if (j->timeout_ms) jb_kint(b, "timeout_ms", j->timeout_ms);
-    if (j->n_concurrency_keys) api_json_ckeys(b, j);
+    if (j->n_concurrency_keys || j->n_rate_keys) api_json_ckeys(b, j);
     if (j->n_parents) json_ids(b, "parents", j->parents, j->n_parents);
     if (j->batch) {
         jb_kint(b, "batch", (long long)j->batch);

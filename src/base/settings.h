@@ -118,7 +118,14 @@
  * naming the key say; null leaves it to them. */
 #define TQ_KEY_SETTINGS(XX)                                                                        \
     XX(concurrency, "concurrency", LIMIT, TQ_UNLIMITED, 1, TQ_KEY_LIMIT_MAX, NULL, "Concurrency",  \
-       "jobs naming this key as a concurrency key that run at once; null: as the jobs say")
+       "jobs naming this key as a concurrency key that run at once; null: as the jobs say")        \
+    XX(rate, "rate", LIMIT, TQ_UNLIMITED, 1, TQ_UNLIMITED - 1, NULL, "Rate",                       \
+       "units the starts of jobs naming this key as a rate key take per rate period (a job's "     \
+       "cost is its units); null: as the jobs say")                                                \
+    XX(rate_period_ms, "rate-period", MS, 1000, 1, TQ_DAY_MS, NULL, "Rate period",                 \
+       "the period of rate")                                                                       \
+    XX(rate_burst, "rate-burst", LIMIT, TQ_UNLIMITED, 1, TQ_RATE_BURST_MAX, NULL, "Rate burst",    \
+       "units that may start at once after a quiet spell; null: a whole period's worth")
 
 typedef enum {
     TQ_SET_CHOICE,

@@ -47,23 +47,25 @@ void cli_print_job(const json_t *job)
     kv_field(job, "queue", "queue", true);
     kv_field(job, "type", "type", true);
     kv_field(job, "key", "key", false);
-    json_t *ck = json_object_get(job, "concurrency_keys");
-    if (json_array_size(ck)) {
+    for (int kind = 0; kind < 2; kind++) {
+        const char *field = kind ? "rate_keys" : "concurrency_keys";
+        json_t *ck = json_object_get(job, field);
+        if (!json_array_size(ck)) continue;
         char line[1200] = "";
         size_t at = 0, i;
         json_t *k;
         json_array_foreach(ck, i, k)
         {
-            json_t *l = json_object_get(k, "limit");
+            json_t *l = json_object_get(k, kind ? "cost" : "limit");
             int w = snprintf(line + at, sizeof line - at, "%s%s", i ? ", " : "", cli_str(k, "key"));
             at += w > 0 && (size_t)w < sizeof line - at ? (size_t)w : 0;
             if (json_is_integer(l)) {
-                w = snprintf(line + at, sizeof line - at, " (limit %lld)",
+                w = snprintf(line + at, sizeof line - at, " (%s %lld)", kind ? "cost" : "limit",
                              (long long)json_integer_value(l));
                 at += w > 0 && (size_t)w < sizeof line - at ? (size_t)w : 0;
             }
         }
-        cli_kv(stdout, "concurrency_keys", "%s", line);
+        cli_kv(stdout, field, "%s", line);
     }
     kv_field(job, "batch", "batch", false);
     kv_field(job, "batch_callback", "batch_callback", false);

@@ -39,10 +39,10 @@ static int key_ls(cli *c, int argc, char **argv)
     } else if (json_array_size(list) == 0) {
         printf("no keys\n");
     } else {
-        static const char *const head[] = {"TENANT", "KEY",  "ACTIVE", "LIMIT",
-                                           "READY",  "HELD", "SETTING"};
+        static const char *const head[] = {"TENANT", "KEY",  "ACTIVE",  "LIMIT",
+                                           "READY",  "HELD", "SETTING", "RATE"};
         cli_table t;
-        cli_table_init(&t, "llrrrrl", head);
+        cli_table_init(&t, "llrrrrll", head);
         size_t i;
         json_t *o;
         char buf[64];
@@ -56,6 +56,18 @@ static int key_ls(cli *c, int argc, char **argv)
                 cli_table_cell(&t, "%s", buf);
             }
             cli_table_cell(&t, "%s", cli_str(o, "setting"));
+            json_t *r = json_object_get(o, "rate");
+            if (json_is_object(r)) {
+                char per[32];
+                cli_fmt_duration(json_integer_value(json_object_get(r, "rate_period_ms")), per,
+                                 sizeof per);
+                cli_table_cell(&t, "%lld/%s burst %lld%s",
+                               (long long)json_integer_value(json_object_get(r, "rate")), per,
+                               (long long)json_integer_value(json_object_get(r, "rate_burst")),
+                               json_is_integer(json_object_get(r, "until")) ? " (held)" : "");
+            } else {
+                cli_table_cell(&t, "-");
+            }
         }
         cli_table_print(&t, stdout);
         cli_table_free(&t);
@@ -73,7 +85,8 @@ static int key_set(cli *c, int argc, char **argv)
 {
     return cli_settings_set(
         c, argc, argv, key_rows, sizeof key_rows / sizeof key_rows[0],
-        "key set TENANT KEY [--concurrency N|none]",
+        "key set TENANT KEY [--concurrency N|none] [--rate N|none] [--rate-period 1s] "
+        "[--rate-burst N|none]",
         "Sets the settings of a tenant's key, or of every key that begins with a\n"
         "prefix (KEY ends with *: account:*), whole: a setting left out is none,\n"
         "and the jobs' own counts.  The key's own setting wins, then the longest\n"

@@ -16,7 +16,7 @@
 typedef struct flags {
     const char *tenant, *queue, *type, *args, *key, *priority, *run_at, *delay, *unique_key,
         *idempotency_key, *max_attempts, *score, *traceparent, *depends_on, *on_parent_failure,
-        *concurrency_keys;
+        *concurrency_keys, *rate_keys;
     bool unique;
 } flags;
 
@@ -90,25 +90,31 @@ static int defaults_from_flags(cli *c, const flags *f, json_t **out)
         }
         free(copy);
     }
-    if (f->concurrency_keys) {
-        /* KEY or KEY=LIMIT, comma-separated: the server checks each */
+    /* KEY or KEY=N, comma-separated (N: a concurrency key's limit, a rate
+     * key's cost): the server checks each */
+    const struct {
+        const char *val, *field, *flag, *n;
+    } lists[] = {{f->concurrency_keys, "concurrency_keys", "concurrency-key", "limit"},
+                 {f->rate_keys, "rate_keys", "rate-key", "cost"}};
+    for (size_t l = 0; l < 2; l++) {
+        if (!lists[l].val) continue;
         json_t *keys = json_array();
-        json_object_set_new(o, "concurrency_keys", keys);
-        char *copy = strdup(f->concurrency_keys), *save = NULL;
+        json_object_set_new(o, lists[l].field, keys);
+        char *copy = strdup(lists[l].val), *save = NULL;
         for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
             char *eq = strrchr(t, '=');
             json_t *k = json_object();
             json_array_append_new(keys, k);
             if (eq) {
                 *eq = 0;
-                if (!cli_int(c, "concurrency-key", eq + 1, 1, TQ_KEY_LIMIT_MAX, &n)) {
+                if (!cli_int(c, lists[l].flag, eq + 1, 1, TQ_KEY_LIMIT_MAX, &n)) {
                     free(copy);
                     goto bad;
                 }
-                json_object_set_new(k, "limit", json_integer(n));
+                json_object_set_new(k, lists[l].n, json_integer(n));
             }
             if (!(v = json_string(t))) {
-                cli_usage(c, "the value of --concurrency-key is not UTF-8");
+                cli_usage(c, "the value of --%s is not UTF-8", lists[l].flag);
                 free(copy);
                 goto bad;
             }
@@ -395,6 +401,10 @@ int cmd_submit(cli *c, int argc, char **argv)
          "at most N jobs naming KEY run at once, over the tenant's queues (no N: the key's "
          "setting, else the queue's concurrency_limit); up to 4 keys",
          &f.concurrency_keys, NULL},
+        {"rate-key", "KEY[=COST],...",
+         "each start takes COST units (default 1) of KEY's rate, as the key's setting says "
+         "(tenq key set T KEY --rate N); up to 4 keys",
+         &f.rate_keys, NULL},
         {NULL, NULL, NULL, NULL, NULL}};
     const cli_spec spec = {
         "submit --queue Q --type T [--args JSON] [flags]\n"

@@ -269,7 +269,7 @@ static int check_callback(engine_t *e, int64_t now, const char *tenant, int k,
     engine_submit_req r = *cb;
     r.tenant = tenant;
     if (r.unique || r.unique_key || r.idempotency_key || r.id || r.run_at || r.has_score ||
-        r.n_depends_on || r.n_concurrency_keys)
+        r.n_depends_on || r.n_concurrency_keys || r.n_rate_keys)
         return refuse(err, TENQ_EINVALID, fields[k][0],
                       "a callback takes queue, type, args, key, priority, max_attempts, "
                       "timeout_ms and traceparent only");

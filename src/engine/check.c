@@ -96,7 +96,6 @@ static int check_jobs(engine_t *e, chk *c, int64_t now, rtab *rt)
 
 static int check_jobs_(engine_t *e, chk *c, int64_t now, rtab *rt, ptr_vec *allv)
 {
-    (void)now;
     counters total = {0};
     size_t resident = 0, mem = 0, spilled = 0;
     for (size_t i = 0; i < allv->n; i++) {
@@ -196,7 +195,7 @@ static int check_jobs_(engine_t *e, chk *c, int64_t now, rtab *rt, ptr_vec *allv
     {
         char why[200];
         size_t keys = 0;
-        CHECK(c, engine_keys_check_all(e, &keys, why, sizeof why), "%s", why);
+        CHECK(c, engine_keys_check_all(e, now, &keys, why, sizeof why), "%s", why);
         mem += keys;
     }
     CHECK(c, spilled == e->n_spilled, "%zu jobs spilled, counted %zu", spilled, e->n_spilled);

@@ -548,7 +548,7 @@ const char *engine_wait_name(engine_wait_kind k)
                                         "lane",         "tenant_slots",      "tenant_cap",
                                         "queue_paused", "tenant_paused",     "tenant_rate",
                                         "queue_rate",   "queue_tenant_rate", "worker",
-                                        "parents",      "concurrency_key"};
+                                        "parents",      "concurrency_key",   "rate_key"};
     return (size_t)k < sizeof names / sizeof names[0] ? names[k] : NULL;
 }
 
@@ -583,8 +583,11 @@ void engine_job_get(const engine_job *j, engine_job_info *o)
     o->plain = !j->in_lane && !(j->flags & JF_HAS_PAYLOADS) && !j->node->keys &&
                !(ex && (ex->unique_key || ex->batch || ex->deps));
     if (j->node->keys) {
-        o->concurrency_keys = j->node->keys->out;
-        o->n_concurrency_keys = j->node->keys->n;
+        const gkeys *gs = j->node->keys;
+        o->concurrency_keys = gs->nc ? gs->cout : NULL;
+        o->n_concurrency_keys = gs->nc;
+        o->rate_keys = gs->n > gs->nc ? gs->rout : NULL;
+        o->n_rate_keys = gs->n - gs->nc;
     }
     o->priority = j->priority;
     o->state = (engine_state)j->state;

@@ -194,6 +194,11 @@ int engine_tenant_settings_check(const engine_tenant_settings *s, engine_err *er
  * (TQ_KEY_SETTINGS): ENGINE_UNLIMITED leaves a field to the jobs. */
 typedef struct engine_key_settings {
     uint32_t concurrency;
+    /* a rate key's GCRA: rate units per rate_period_ms, bursts of
+     * rate_burst (ENGINE_UNLIMITED: the rate) */
+    uint32_t rate;
+    int64_t rate_period_ms;
+    uint32_t rate_burst;
 } engine_key_settings;
 void engine_key_settings_defaults(engine_key_settings *s);
 int engine_key_settings_check(const engine_key_settings *s, engine_err *err);
@@ -247,10 +252,25 @@ typedef struct engine_limit_key {
     uint32_t limit;  /* concurrency: jobs at once; 0: not given */
 } engine_limit_key;
 
+/* A rate key: each start of a job naming it takes `cost` units of the
+ * key's rate, a GCRA bucket of `rate` units per `rate_period_ms` with
+ * bursts of `rate_burst` units (keys.c).  The rate in force is the key's
+ * setting's, else what its last submit gave (rate 0: not given). */
+typedef struct engine_rate_key {
+    const char *key;
+    uint32_t cost;          /* units a start takes: 1 to 1,000,000; 0: 1 */
+    uint32_t rate;          /* 0: not given */
+    int64_t rate_period_ms; /* 0: 1000 */
+    uint32_t rate_burst;    /* 0: the rate */
+} engine_rate_key;
+
 /* The name of a job's i-th concurrency key (i < ENGINE_JOB_KEYS_MAX), or
  * of its member: part 0 "concurrency_keys[i]", 1 "...key", 2 "...limit"
  * (the fields refusals name). */
 const char *engine_ckey_field(uint32_t i, int part);
+/* The same for rate keys: part 0 "rate_keys[i]", 1 "...key", 2 "...cost",
+ * 3 "...rate", 4 "...rate_period_ms", 5 "...rate_burst". */
+const char *engine_rkey_field(uint32_t i, int part);
 
 /* Every field of a job, as the store writes it and the API shows it.  Filled
  * by engine_job_get(); also what engine_load_job() takes.  Strings are
@@ -301,6 +321,8 @@ typedef struct engine_job_info {
     /* Keyed limits, as submitted (a limit not given is 0) */
     const engine_limit_key *concurrency_keys;
     uint32_t n_concurrency_keys;
+    const engine_rate_key *rate_keys;
+    uint32_t n_rate_keys;
 } engine_job_info;
 
 /* Fills *out with the job's fields (pointers into the engine). */
@@ -308,28 +330,29 @@ void engine_job_get(const engine_job *j, engine_job_info *out);
 
 /* Why a job that is neither leased nor finished is not handed out now. */
 typedef enum {
-    ENGINE_WAIT_NONE,           /* not waiting: leased, running or finished */
-    ENGINE_WAIT_SCHEDULED,      /* its run_at has not come (until) */
-    ENGINE_WAIT_BACKOFF,        /* a retry after a failed attempt, at until */
-    ENGINE_WAIT_LANE,           /* its lane runs another job first (blocked_by) */
-    ENGINE_WAIT_TENANT_SLOTS,   /* its tenant runs active of its limit slots (0: paused) */
-    ENGINE_WAIT_TENANT_CAP,     /* its tenant runs active of the queue's per-tenant cap */
-    ENGINE_WAIT_QUEUE_PAUSED,   /* its queue is paused */
-    ENGINE_WAIT_TENANT_PAUSED,  /* its queue is paused for its tenant */
-    ENGINE_WAIT_TENANT_RATE,    /* its tenant's rate allows no start before until */
-    ENGINE_WAIT_QUEUE_RATE,     /* its queue's rate allows no start before until */
-    ENGINE_WAIT_PAIR_RATE,      /* its queue's per-tenant rate allows none before until */
-    ENGINE_WAIT_WORKER,         /* it may go now: it waits for a lease (asked_at: the last) */
-    ENGINE_WAIT_PARENTS,        /* parents (ids) have not succeeded yet */
-    ENGINE_WAIT_CONCURRENCY_KEY /* key has limit jobs running (active): held_by is one */
+    ENGINE_WAIT_NONE,            /* not waiting: leased, running or finished */
+    ENGINE_WAIT_SCHEDULED,       /* its run_at has not come (until) */
+    ENGINE_WAIT_BACKOFF,         /* a retry after a failed attempt, at until */
+    ENGINE_WAIT_LANE,            /* its lane runs another job first (blocked_by) */
+    ENGINE_WAIT_TENANT_SLOTS,    /* its tenant runs active of its limit slots (0: paused) */
+    ENGINE_WAIT_TENANT_CAP,      /* its tenant runs active of the queue's per-tenant cap */
+    ENGINE_WAIT_QUEUE_PAUSED,    /* its queue is paused */
+    ENGINE_WAIT_TENANT_PAUSED,   /* its queue is paused for its tenant */
+    ENGINE_WAIT_TENANT_RATE,     /* its tenant's rate allows no start before until */
+    ENGINE_WAIT_QUEUE_RATE,      /* its queue's rate allows no start before until */
+    ENGINE_WAIT_PAIR_RATE,       /* its queue's per-tenant rate allows none before until */
+    ENGINE_WAIT_WORKER,          /* it may go now: it waits for a lease (asked_at: the last) */
+    ENGINE_WAIT_PARENTS,         /* parents (ids) have not succeeded yet */
+    ENGINE_WAIT_CONCURRENCY_KEY, /* key has limit jobs running (active): held_by is one */
+    ENGINE_WAIT_RATE_KEY         /* key's rate allows its next start at until */
 } engine_wait_kind;
 
 typedef struct engine_wait {
     engine_wait_kind kind;
-    int64_t until;          /* SCHEDULED, BACKOFF, *_RATE: the time it may go */
+    int64_t until;          /* SCHEDULED, BACKOFF, *_RATE, RATE_KEY: the time it may go */
     uint64_t blocked_by;    /* LANE: the job at the head of its lane */
     uint32_t active, limit; /* TENANT_SLOTS, TENANT_CAP, CONCURRENCY_KEY */
-    const char *key;        /* CONCURRENCY_KEY: the key at its limit */
+    const char *key;        /* CONCURRENCY_KEY, RATE_KEY: the key */
     uint64_t held_by;       /* CONCURRENCY_KEY: a job that holds it */
     int64_t asked_at;       /* WORKER: the last lease that could have taken it; 0: none yet */
     uint32_t n_parents;     /* PARENTS: the parents still unfinished */
@@ -339,7 +362,7 @@ typedef struct engine_wait {
 void engine_job_wait(const engine_job *j, engine_wait *out);
 /* "scheduled", "backoff", "lane", "tenant_slots", "tenant_cap", "queue_paused",
  * "tenant_paused", "tenant_rate", "queue_rate", "queue_tenant_rate", "worker", "parents",
- * "concurrency_key"; NULL for NONE. */
+ * "concurrency_key", "rate_key"; NULL for NONE. */
 const char *engine_wait_name(engine_wait_kind k);
 uint64_t engine_job_id(const engine_job *j);
 engine_state engine_job_state(const engine_job *j);
@@ -384,6 +407,10 @@ typedef struct engine_submit_req {
      * job runs only while each has room (keys.c). */
     const engine_limit_key *concurrency_keys;
     uint32_t n_concurrency_keys;
+    /* Rate keys (at most ENGINE_JOB_KEYS_MAX, each named once): each start
+     * takes its cost from each key's rate (keys.c). */
+    const engine_rate_key *rate_keys;
+    uint32_t n_rate_keys;
 } engine_submit_req;
 
 typedef struct engine_dep_ref {
@@ -608,17 +635,24 @@ typedef struct engine_key_info {
     const char *tenant, *key;
     uint32_t limit;      /* concurrency: in force (ENGINE_UNLIMITED: none) */
     uint32_t active;     /* its jobs leased or running */
-    uint64_t held;       /* ready jobs waiting for it (its limit is reached) */
+    uint64_t held;       /* ready jobs waiting for it (its limit is reached, or its rate) */
     uint64_t ready;      /* its ready jobs */
     const char *setting; /* the setting in force: the key, "prefix*", or NULL (the jobs') */
+    /* rate: units per period with bursts (rate ENGINE_UNLIMITED: none) */
+    uint32_t rate, rate_burst;
+    int64_t rate_period_ms;
+    int64_t rate_until; /* its next start of one unit may come then; 0: now */
+    const char *rate_setting;
 } engine_key_info;
-/* One key of a tenant; false when no resident job names it. */
-bool engine_key_info_get(engine_t *e, const char *tenant, const char *key, engine_key_info *out);
+/* One key of a tenant; false when no resident job names it (nor a recent
+ * start: a rate key is kept until its bucket is full again). */
+bool engine_key_info_get(engine_t *e, int64_t now, const char *tenant, const char *key,
+                         engine_key_info *out);
 /* Up to max keys of one tenant (NULL: every tenant), those at their limit
  * first (fullest first), then the rest by how many jobs they hold back;
  * *total gets how many keys there are.  O(keys). */
-size_t engine_keys_list(engine_t *e, const char *tenant, bool at_limit_only, size_t max,
-                        engine_key_info *out, size_t *total);
+size_t engine_keys_list(engine_t *e, int64_t now, const char *tenant, bool at_limit_only,
+                        size_t max, engine_key_info *out, size_t *total);
 /* Keys named by resident jobs, and those at their limit now. */
 size_t engine_key_count(const engine_t *e);
 size_t engine_keys_at_limit(const engine_t *e);

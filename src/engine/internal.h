@@ -115,8 +115,12 @@ typedef struct ready_heap {
     uint32_t n, cap;
 } ready_heap;
 
-/* A rate limit's state (rate.c): one per tenant, queue and pair. */
-typedef enum { RB_TENANT, RB_QUEUE, RB_PAIR } rb_kind;
+/* A rate limit's state (rate.c): one per tenant, queue and pair.  Keys
+ * (keys.c) use the same heap of timers: a key's bucket (RB_KEY) holds its
+ * rate, and its timer keeps a key no job names until its bucket is full
+ * again; a group's (RB_GROUP) is only a timer: closed until its rate keys
+ * allow its cost. */
+typedef enum { RB_TENANT, RB_QUEUE, RB_PAIR, RB_KEY, RB_GROUP } rb_kind;
 typedef struct rate_bucket {
     int64_t t, tau; /* its limit: emission interval and tolerance, us (t 0: none) */
     int64_t tat;    /* GCRA's theoretical arrival time, us; 0: unused since start */
@@ -243,26 +247,39 @@ typedef struct tkey {
     uint32_t active;        /* leased or running jobs that name it */
     uint32_t refs;          /* groups that name it */
     const key_setting *set; /* the setting in force, or NULL */
-    dlist groups;           /* gkey links of its groups */
-    dlink in_tenant;        /* in t->keys */
+    /* rate: rb.t a unit and rb.tau (us; t 0: none), rb.tat; rb.until: a key
+     * no group names, kept until its bucket is full again (its timer) */
+    rate_bucket rb;
+    uint32_t burst;               /* units */
+    uint32_t job_rate, job_burst; /* what its last submit said (0: nothing) */
+    int64_t job_period;
+    const key_setting *rate_set; /* the setting whose rate is in force */
+    dlist groups;                /* gkey links of its groups */
+    dlink in_tenant;             /* in t->keys */
     uint32_t klen;
     char key[];
 } tkey;
 
-/* One key of a group. */
+/* One key of a group: a concurrency key, or a rate key. */
 typedef struct gkey {
     tkey *k;
-    struct node *g; /* its group */
-    dlink link;     /* in k->groups */
-    uint32_t limit; /* concurrency, as the jobs gave it (0: not given) */
+    struct node *g;        /* its group */
+    dlink link;            /* in k->groups */
+    bool rate;             /* a rate key (else a concurrency key) */
+    uint32_t limit;        /* concurrency, as the jobs gave it (0: not given) */
+    engine_rate_key given; /* rate, as the jobs gave it (its key unused) */
 } gkey;
 
-/* A group's keys, after the group's node in its allocation. */
+/* A group's keys, after the group's node in its allocation: its
+ * concurrency keys (nc of them), then its rate keys, each in their text's
+ * order. */
 typedef struct gkeys {
     uint64_t hash; /* of the node and the keys */
-    uint8_t n;
-    uint8_t full; /* keys at their limit: the group is eligible when 0 */
-    engine_limit_key out[ENGINE_JOB_KEYS_MAX]; /* as engine_job_get shows them */
+    uint8_t n, nc;
+    uint8_t full;   /* keys at their limit: the group is eligible when 0 */
+    rate_bucket rb; /* RB_GROUP: closed until its rate keys allow its costs */
+    engine_limit_key cout[ENGINE_JOB_KEYS_MAX]; /* as engine_job_get shows them */
+    engine_rate_key rout[ENGINE_JOB_KEYS_MAX];
     gkey v[];
 } gkeys;
 
@@ -640,30 +657,66 @@ static inline size_t job_inline_len(const struct engine_job *j)
     return (j->flags & JF_ARGS_OUT) ? 2 : strlen(j->args);
 }
 
-/* ---- keyed limits (keys.c) */
+/* ---- keyed limits (keys.c, key_rate.c, key_settings.c) */
 /* Checks a submit's keys (fields named "concurrency_keys[i].key"...). */
 int engine_keys_check(const engine_submit_req *r, engine_err *err);
+/* The checks of a submit's keys against the settings of tenant t: a rate
+ * key's cost above the burst its setting gives (t NULL: none yet). */
+int engine_keys_check_settings(engine_t *e, const tenant *t, const engine_submit_req *r,
+                               engine_err *err);
 /* The group of `home` for a submit's keys (made on first use), its keys'
  * limits updated by what the submit says; home itself when it names none. */
-node *engine_group_for(engine_t *e, node *home, const engine_queue_settings *qs,
-                       const engine_limit_key *ck, uint32_t n_ck);
+node *engine_group_for(engine_t *e, int64_t now, node *home, const engine_queue_settings *qs,
+                       const engine_limit_key *ck, uint32_t n_ck, const engine_rate_key *rk,
+                       uint32_t n_rk);
 /* A group no job points at any more (engine_node_unref's part). */
 void engine_group_free(engine_t *e, node *g);
 /* A group's eligibility changed (ready jobs, keys' room): in or out of its
  * node's heap of groups, and the node's place after it. */
 void engine_group_update(engine_t *e, node *g);
-/* A job took a slot or gave it back: its keys count it. */
+/* A job took a slot or gave it back: its concurrency keys count it. */
 void engine_keys_take(engine_t *e, const struct engine_job *j);
 void engine_keys_release(engine_t *e, const struct engine_job *j);
-/* Why a ready job of a group waits: its first key at its limit. */
+/* Why a ready job of a group waits: its first concurrency key at its
+ * limit, or the rate key that closes its group. */
 bool engine_keys_wait(engine_t *e, const struct engine_job *j, engine_wait *out);
 void engine_keys_free(engine_t *e);
-void engine_keys_changes_clear(engine_t *e);
 /* For engine_check: every key's and group's counts agree with the jobs;
  * the memory they take in *mem. */
-bool engine_keys_check_all(engine_t *e, size_t *mem, char *why, size_t len);
+bool engine_keys_check_all(engine_t *e, int64_t now, size_t *mem, char *why, size_t len);
 /* Nodes and groups compare by their front job (and a fair queue's pass). */
 bool engine_node_before(const node *a, const node *b);
+tkey *engine_tkey_find(engine_t *e, const tenant *t, const char *key);
+/* Reads a key's limits again (its settings, its jobs'): its groups follow. */
+void engine_key_resolve(engine_t *e, int64_t now, tkey *k);
+/* key_settings.c: the setting in force for a field of key (klen bytes)
+ * of tenant t (its own, else the longest prefix's that sets it), or NULL. */
+typedef enum { KEY_CONCURRENCY, KEY_RATE } engine_key_field;
+const key_setting *engine_key_setting_for(engine_t *e, const tenant *t, const char *key,
+                                          size_t klen, engine_key_field f);
+bool engine_key_settings_sets(const engine_key_settings *s, engine_key_field f);
+void engine_keys_changes_clear(engine_t *e);
+void engine_key_settings_free(engine_t *e);
+/* key_rate.c: a key's rate in force read again (true when it changed: its
+ * groups must be worked out again, engine_key_rate_changed). */
+bool engine_key_rate_resolve(engine_t *e, int64_t now, tkey *k);
+void engine_key_rate_changed(engine_t *e, int64_t now, tkey *k);
+/* When a group's rate keys allow its costs: closed until then, or open. */
+void engine_group_rate_eval(engine_t *e, int64_t now, node *g);
+/* A job started: its rate keys take its cost (their groups worked out
+ * again). */
+void engine_keys_rate_take(engine_t *e, int64_t now, const struct engine_job *j);
+bool engine_keys_rate_wait(const struct engine_job *j, engine_wait *out);
+/* A key no group names: kept (its timer) while its bucket is not full
+ * (true), or to be freed; and named again. */
+bool engine_key_rate_retire(engine_t *e, tkey *k);
+void engine_key_rate_unretire(engine_t *e, tkey *k);
+/* When a key's next start of one unit may come (ms; 0: now). */
+int64_t engine_key_rate_until(const tkey *k, int64_t now);
+bool engine_keys_rate_check(engine_t *e, int64_t now, const node *g, char *why, size_t len);
+/* rate.c's timers of keys and groups came due. */
+void engine_key_rate_opened(engine_t *e, tkey *k);
+void engine_group_rate_opened(engine_t *e, node *g);
 
 /* ---- rate limits (rate.c) */
 void engine_rate_init(rate_bucket *b, rb_kind kind);
@@ -682,6 +735,9 @@ void engine_rate_take(engine_t *e, int64_t now, const struct engine_job *j);
 void engine_rate_changed(engine_t *e, rate_bucket *b, int64_t now, bool had_limit);
 /* Opens the buckets whose time came; when the next opens (INT64_MAX: none). */
 size_t engine_rate_tick(engine_t *e, int64_t now);
+/* A timer of keys.c (RB_KEY, RB_GROUP): set to until_ms, or cleared. */
+void engine_rate_timer_set(engine_t *e, rate_bucket *b, int64_t until_ms);
+void engine_rate_timer_clear(engine_t *e, rate_bucket *b);
 int64_t engine_rate_next(const engine_t *e);
 /* The bucket's place in the heap agrees with its state. */
 bool engine_rate_check(const engine_t *e, const rate_bucket *b);

@@ -540,6 +540,7 @@ static int submit_one(engine_t *e, int64_t now, const engine_submit_req *r, engi
             rc = engine_deps_check(e, t, parents, n_parents, r->on_parent_failure, &pending, err);
         if (rc) return res->code = rc;
     }
+    if (r->n_rate_keys && (rc = engine_keys_check_settings(e, t, r, err))) return res->code = rc;
     if (!t) t = engine_tenant_get_or_create(e, r->tenant);
     if (!q) q = engine_queue_get_or_create(e, r->queue);
 
@@ -562,8 +563,9 @@ static int submit_one(engine_t *e, int64_t now, const engine_submit_req *r, engi
     }
 
     node *home = engine_node_get_or_create(e, q, r->type, t);
-    if (r->n_concurrency_keys)
-        home = engine_group_for(e, home, &q->s, r->concurrency_keys, r->n_concurrency_keys);
+    if (r->n_concurrency_keys || r->n_rate_keys)
+        home = engine_group_for(e, now, home, &q->s, r->concurrency_keys, r->n_concurrency_keys,
+                                r->rate_keys, r->n_rate_keys);
     lane *ln = r->key ? engine_lane_find(e, t, q, r->key) : NULL;
     if (q->s.merge && ln && !n_parents && engine_can_merge_into(ln->tail, home)) {
         job *tail = ln->tail;

@@ -1,89 +1,30 @@
 // SPDX-License-Identifier: Apache-2.0
-/* Keyed limits: concurrency keys (docs/SEMANTICS.md, "Keyed limits").
+/* Keyed limits: keys, groups, concurrency keys (docs/SEMANTICS.md,
+ * "Concurrency keys"; rate keys: key_rate.c; settings: key_settings.c).
  *
- * A key is a string of a tenant (tkey): its limit is how many of the jobs
- * that name it may be leased or running at once, across every queue and
- * type of the tenant.  Its limit in force comes from its settings (the
- * key's own, else the longest prefix's: key_setting), else from what its
- * last submit said (the job's limit, else its queue's concurrency_limit).
+ * A key is a string of a tenant (tkey).  As a concurrency key its limit is
+ * how many of the jobs that name it may be leased or running at once,
+ * across every queue and type of the tenant; the limit in force comes from
+ * its settings (the key's own, else the longest prefix's), else from what
+ * its last submit said (the job's limit, else its queue's
+ * concurrency_limit).
  *
  * A job that names keys lives in a **group**: a node of its own under the
- * job's node (shard, tenant), one per set of keys (and the limits the jobs
- * gave).  A group holds its ready jobs in a ready heap like any node, and
- * sits in its node's heap of groups exactly when it has ready jobs and
- * every key it names has room (gkeys.full == 0); the node takes its front
- * from its own jobs and its best group, and is eligible as before.  So a
- * key that reaches its limit takes each of its groups out of its node's
- * heap (O(log n) a group: a key names a group per queue and type it is
- * used in), and the next lease never meets its jobs: nothing is skipped by
+ * job's node (shard, tenant), one per set of keys (and what the jobs gave
+ * for each).  A group holds its ready jobs in a ready heap like any node,
+ * and sits in its node's heap of groups exactly when it has ready jobs,
+ * every concurrency key it names has room (gkeys.full == 0) and its rate
+ * keys allow its cost (gkeys.rb.until == 0); the node takes its front from
+ * its own jobs and its best group, and is eligible as before.  So a key
+ * that reaches its limit takes each of its groups out of its node's heap
+ * (O(log n) a group: a key names a group per queue and type it is used
+ * in), and the next lease never meets its jobs: nothing is skipped by
  * scanning.  A key that gets room back puts its groups back.
  *
  * Memory: a key and a group each take one allocation, counted in the
  * engine's memory (e->mem_bytes) while jobs name them; a job itself
  * carries nothing more (its keys are its group's). */
 #include "internal.h"
-
-/* ---- settings ---------------------------------------------------------------- */
-
-static uint64_t setting_hash(engine_t *e, const tenant *t, const char *key)
-{
-    return hash_combine(t->hash ^ 0x6b6579, hash_bytes(&e->hk, key, strlen(key)));
-}
-
-typedef struct setting_key {
-    const tenant *t;
-    const char *key;
-} setting_key;
-
-static bool setting_eq(const void *item, const void *key)
-{
-    const key_setting *s = item;
-    const setting_key *k = key;
-    return s->t == k->t && strcmp(s->key, k->key) == 0;
-}
-
-static key_setting *setting_find(engine_t *e, const tenant *t, const char *key)
-{
-    setting_key k = {t, key};
-    return htab_find(&e->key_settings, setting_hash(e, t, key), setting_eq, &k);
-}
-
-static bool is_prefix_setting(const char *key, size_t len)
-{
-    return len > 0 && key[len - 1] == '*';
-}
-
-/* The limit in force for k: its own setting's, else the longest prefix's
- * that sets it, else its jobs'. */
-static uint32_t limit_of(engine_t *e, tkey *k, const key_setting **from)
-{
-    *from = NULL;
-    key_setting *own = setting_find(e, k->t, k->key);
-    if (own && own->s.concurrency != ENGINE_UNLIMITED) {
-        *from = own;
-        return own->s.concurrency;
-    }
-    const key_setting *best = NULL;
-    size_t best_len = 0;
-    if (k->t->n_prefixes) {
-        DLIST_FOREACH(it, &k->t->key_settings)
-        {
-            const key_setting *s = DLIST_ITEM(it, key_setting, in_tenant);
-            if (!s->prefix || s->s.concurrency == ENGINE_UNLIMITED) continue;
-            size_t plen = strlen(s->key) - 1;
-            if (plen > k->klen || memcmp(s->key, k->key, plen) != 0) continue;
-            if (!best || plen > best_len) {
-                best = s;
-                best_len = plen;
-            }
-        }
-    }
-    if (best) {
-        *from = best;
-        return best->s.concurrency;
-    }
-    return k->job_limit;
-}
 
 /* ---- keys -------------------------------------------------------------------- */
 
@@ -92,16 +33,21 @@ static uint64_t tkey_hash(engine_t *e, const tenant *t, const char *key, size_t 
     return hash_combine(t->hash ^ 0x7e7, hash_bytes(&e->hk, key, len));
 }
 
+typedef struct tkey_ref {
+    const tenant *t;
+    const char *key;
+} tkey_ref;
+
 static bool tkey_eq(const void *item, const void *key)
 {
     const tkey *k = item;
-    const setting_key *x = key;
+    const tkey_ref *x = key;
     return k->t == x->t && strcmp(k->key, x->key) == 0;
 }
 
-static tkey *tkey_find(engine_t *e, const tenant *t, const char *key)
+tkey *engine_tkey_find(engine_t *e, const tenant *t, const char *key)
 {
-    setting_key x = {t, key};
+    tkey_ref x = {t, key};
     return htab_find(&e->tkeys, tkey_hash(e, t, key, strlen(key)), tkey_eq, &x);
 }
 
@@ -109,8 +55,6 @@ static size_t tkey_mem(const tkey *k)
 {
     return mem_chunk(sizeof(tkey) + k->klen + 1) + sizeof(htab_slot);
 }
-
-static node *gkey_group(const gkey *g);
 
 /* k reached its limit (full) or got room back: each of its groups counts
  * it, and leaves or joins its node's heap when that decides. */
@@ -120,7 +64,8 @@ static void key_full_changed(engine_t *e, tkey *k, bool full)
     DLIST_FOREACH(it, &k->groups)
     {
         gkey *gk = DLIST_ITEM(it, gkey, link);
-        node *g = gkey_group(gk);
+        if (gk->rate) continue;
+        node *g = gk->g;
         if (full) {
             if (g->keys->full++ == 0 && g->sidx != HEAP_NONE) engine_group_update(e, g);
         } else {
@@ -129,57 +74,64 @@ static void key_full_changed(engine_t *e, tkey *k, bool full)
     }
 }
 
-static void key_set_limit(engine_t *e, tkey *k, uint32_t limit)
+static uint32_t concurrency_in_force(engine_t *e, tkey *k, const key_setting **from)
 {
-    bool was_full = !key_has_room(k);
-    k->limit = limit;
-    bool full = !key_has_room(k);
-    if (full != was_full) key_full_changed(e, k, full);
+    *from = engine_key_setting_for(e, k->t, k->key, k->klen, KEY_CONCURRENCY);
+    return *from ? (*from)->s.concurrency : k->job_limit;
 }
 
-static void key_resolve(engine_t *e, tkey *k)
+void engine_key_resolve(engine_t *e, int64_t now, tkey *k)
 {
     const key_setting *from;
-    uint32_t l = limit_of(e, k, &from);
+    uint32_t l = concurrency_in_force(e, k, &from);
     k->set = from;
-    if (l != k->limit) key_set_limit(e, k, l);
+    if (l != k->limit) {
+        bool was_full = !key_has_room(k);
+        k->limit = l;
+        bool full = !key_has_room(k);
+        if (full != was_full) key_full_changed(e, k, full);
+    }
+    if (engine_key_rate_resolve(e, now, k)) engine_key_rate_changed(e, now, k);
 }
 
-static tkey *tkey_get(engine_t *e, tenant *t, const char *key, uint32_t job_limit)
+static tkey *tkey_get(engine_t *e, tenant *t, const char *key)
 {
-    tkey *k = tkey_find(e, t, key);
-    if (k) {
-        if (k->job_limit != job_limit) {
-            k->job_limit = job_limit;
-            key_resolve(e, k);
-        }
-        return k;
-    }
+    tkey *k = engine_tkey_find(e, t, key);
+    if (k) return k;
     size_t len = strlen(key);
     k = xcalloc(1, sizeof(*k) + len + 1);
     k->t = t;
     k->klen = (uint32_t)len;
     memcpy(k->key, key, len + 1);
     k->hash = tkey_hash(e, t, key, len);
-    k->job_limit = job_limit;
+    k->limit = k->job_limit = ENGINE_UNLIMITED;
+    engine_rate_init(&k->rb, RB_KEY);
     dlist_init(&k->groups);
     dlist_push_back(&t->keys, &k->in_tenant);
-    const key_setting *from;
-    k->limit = limit_of(e, k, &from);
-    k->set = from;
     if (htab_insert(&e->tkeys, k->hash, k) != 0) engine_oom();
     e->mem_bytes += tkey_mem(k);
     return k;
 }
 
-static void tkey_unref(engine_t *e, tkey *k)
+static void tkey_free(engine_t *e, tkey *k)
 {
-    if (--k->refs > 0) return;
-    /* no group names it, so no job holds it: it has room */
     htab_remove(&e->tkeys, k->hash, k);
     dlist_remove(&k->in_tenant);
     e->mem_bytes -= tkey_mem(k);
     free(k);
+}
+
+static void tkey_unref(engine_t *e, tkey *k)
+{
+    if (--k->refs > 0) return;
+    /* no group names it, so no job holds it; a rate key stays until its
+     * bucket is full again */
+    if (!engine_key_rate_retire(e, k)) tkey_free(e, k);
+}
+
+void engine_key_rate_opened(engine_t *e, tkey *k)
+{
+    if (k->refs == 0) tkey_free(e, k);
 }
 
 /* ---- groups ------------------------------------------------------------------ */
@@ -194,25 +146,33 @@ static size_t group_mem(const node *g)
     return mem_chunk(group_size(g->keys->n)) + sizeof(htab_slot);
 }
 
-static node *gkey_group(const gkey *g)
-{
-    return g->g;
-}
-
+/* What a group is made of: each key, and what the jobs gave for it. */
 typedef struct group_key {
     const node *home;
-    uint32_t n;
-    tkey *const *k;
-    const uint32_t *limit;
+    uint32_t n, nc;
+    tkey *k[2 * ENGINE_JOB_KEYS_MAX];
+    uint32_t limit[ENGINE_JOB_KEYS_MAX];
+    engine_rate_key given[ENGINE_JOB_KEYS_MAX];
 } group_key;
+
+static bool rate_given_eq(const engine_rate_key *a, const engine_rate_key *b)
+{
+    return a->cost == b->cost && a->rate == b->rate && a->rate_period_ms == b->rate_period_ms &&
+           a->rate_burst == b->rate_burst;
+}
 
 static bool group_eq(const void *item, const void *key)
 {
     const node *g = item;
     const group_key *x = key;
-    if (g->parent != x->home || g->keys->n != x->n) return false;
-    for (uint32_t i = 0; i < x->n; i++)
-        if (g->keys->v[i].k != x->k[i] || g->keys->v[i].limit != x->limit[i]) return false;
+    const gkeys *gs = g->keys;
+    if (g->parent != x->home || gs->n != x->n || gs->nc != x->nc) return false;
+    for (uint32_t i = 0; i < x->n; i++) {
+        if (gs->v[i].k != x->k[i]) return false;
+        if (i < x->nc ? gs->v[i].limit != x->limit[i]
+                      : !rate_given_eq(&gs->v[i].given, &x->given[i - x->nc]))
+            return false;
+    }
     return true;
 }
 
@@ -229,6 +189,49 @@ const char *engine_ckey_field(uint32_t i, int part)
     return i < ENGINE_JOB_KEYS_MAX && part >= 0 && part < 3 ? f[i][part] : "concurrency_keys";
 }
 
+const char *engine_rkey_field(uint32_t i, int part)
+{
+#define RK_FIELDS(n)                                                                               \
+    {                                                                                              \
+        "rate_keys[" #n "]", "rate_keys[" #n "].key", "rate_keys[" #n "].cost",                    \
+            "rate_keys[" #n "].rate", "rate_keys[" #n "].rate_period_ms",                          \
+            "rate_keys[" #n "].rate_burst"                                                         \
+    }
+    static const char *const f[ENGINE_JOB_KEYS_MAX][6] = {RK_FIELDS(0), RK_FIELDS(1), RK_FIELDS(2),
+                                                          RK_FIELDS(3)};
+#undef RK_FIELDS
+    return i < ENGINE_JOB_KEYS_MAX && part >= 0 && part < 6 ? f[i][part] : "rate_keys";
+}
+
+static int check_rate_key(const engine_rate_key *x, uint32_t i, engine_err *err)
+{
+    const char *f = NULL;
+    if (x->cost > TQ_KEY_LIMIT_MAX) {
+        f = engine_rkey_field(i, 2);
+        engine_errf(err, TENQ_EINVALID, f, "%s must be from 1 to %d", f, TQ_KEY_LIMIT_MAX);
+    } else if (x->rate_period_ms < 0 || x->rate_period_ms > TQ_DAY_MS) {
+        f = engine_rkey_field(i, 4);
+        engine_errf(err, TENQ_EINVALID, f, "%s must be from 1 to %lld (a day)", f,
+                    (long long)TQ_DAY_MS);
+    } else if (x->rate_burst > TQ_RATE_BURST_MAX) {
+        f = engine_rkey_field(i, 5);
+        engine_errf(err, TENQ_EINVALID, f, "%s must be from 1 to %d", f, TQ_RATE_BURST_MAX);
+    } else if (!x->rate && (x->rate_period_ms || x->rate_burst)) {
+        f = engine_rkey_field(i, 3);
+        engine_errf(err, TENQ_EINVALID, f, "%s is required with rate_period_ms or rate_burst", f);
+    } else {
+        uint32_t burst = x->rate_burst ? x->rate_burst : x->rate;
+        uint32_t cost = x->cost ? x->cost : 1;
+        if (x->rate && cost > burst) {
+            f = engine_rkey_field(i, 2);
+            engine_errf(err, TENQ_EINVALID, f,
+                        "%s: a start of cost %u can never fit the key's burst of %u", f, cost,
+                        burst);
+        }
+    }
+    return f ? TENQ_EINVALID : 0;
+}
+
 int engine_keys_check(const engine_submit_req *r, engine_err *err)
 {
     if (r->n_concurrency_keys > ENGINE_JOB_KEYS_MAX) {
@@ -237,59 +240,121 @@ int engine_keys_check(const engine_submit_req *r, engine_err *err)
                     r->n_concurrency_keys);
         return TENQ_EINVALID;
     }
-    for (uint32_t i = 0; i < r->n_concurrency_keys; i++) {
-        const engine_limit_key *x = &r->concurrency_keys[i];
-        const char *key_field = engine_ckey_field(i, 1), *limit_field = engine_ckey_field(i, 2);
-        if (!x->key) {
-            engine_errf(err, TENQ_EINVALID, key_field, "%s is required", key_field);
-            return TENQ_EINVALID;
-        }
-        if (engine_check_name(ENGINE_KEY, key_field, x->key, err)) return TENQ_EINVALID;
-        if (x->limit > TQ_KEY_LIMIT_MAX) {
-            engine_errf(err, TENQ_EINVALID, limit_field, "%s must be from 1 to %d", limit_field,
-                        TQ_KEY_LIMIT_MAX);
-            return TENQ_EINVALID;
-        }
-        for (uint32_t k = 0; k < i; k++) {
-            if (strcmp(r->concurrency_keys[k].key, x->key) == 0) {
-                engine_errf(err, TENQ_EINVALID, key_field, "%s: the job names key \"%s\" twice",
-                            key_field, x->key);
+    if (r->n_rate_keys > ENGINE_JOB_KEYS_MAX) {
+        engine_errf(err, TENQ_EINVALID, "rate_keys", "a job names at most %d rate keys, not %u",
+                    ENGINE_JOB_KEYS_MAX, r->n_rate_keys);
+        return TENQ_EINVALID;
+    }
+    for (int kind = 0; kind < 2; kind++) {
+        uint32_t n = kind ? r->n_rate_keys : r->n_concurrency_keys;
+        for (uint32_t i = 0; i < n; i++) {
+            const char *key = kind ? r->rate_keys[i].key : r->concurrency_keys[i].key;
+            const char *field = kind ? engine_rkey_field(i, 1) : engine_ckey_field(i, 1);
+            if (!key) {
+                engine_errf(err, TENQ_EINVALID, field, "%s is required", field);
                 return TENQ_EINVALID;
             }
+            if (engine_check_name(ENGINE_KEY, field, key, err)) return TENQ_EINVALID;
+            for (uint32_t k = 0; k < i; k++) {
+                const char *other = kind ? r->rate_keys[k].key : r->concurrency_keys[k].key;
+                if (strcmp(other, key) == 0) {
+                    engine_errf(err, TENQ_EINVALID, field, "%s: the job names key \"%s\" twice",
+                                field, key);
+                    return TENQ_EINVALID;
+                }
+            }
+            if (!kind && r->concurrency_keys[i].limit > TQ_KEY_LIMIT_MAX) {
+                engine_errf(err, TENQ_EINVALID, engine_ckey_field(i, 2), "%s must be from 1 to %d",
+                            engine_ckey_field(i, 2), TQ_KEY_LIMIT_MAX);
+                return TENQ_EINVALID;
+            }
+            if (kind && check_rate_key(&r->rate_keys[i], i, err)) return TENQ_EINVALID;
         }
     }
     return 0;
 }
 
-node *engine_group_for(engine_t *e, node *home, const engine_queue_settings *qs,
-                       const engine_limit_key *ck, uint32_t n_ck)
+int engine_keys_check_settings(engine_t *e, const tenant *t, const engine_submit_req *r,
+                               engine_err *err)
 {
-    if (n_ck == 0) return home;
-    /* in the order of the keys' text, so that a set of keys is one group
-     * whatever order its jobs name them in */
-    uint32_t order[ENGINE_JOB_KEYS_MAX];
-    for (uint32_t i = 0; i < n_ck; i++) {
+    for (uint32_t i = 0; t && i < r->n_rate_keys; i++) {
+        const engine_rate_key *x = &r->rate_keys[i];
+        const key_setting *s = engine_key_setting_for(e, t, x->key, strlen(x->key), KEY_RATE);
+        if (!s) continue;
+        uint32_t burst = s->s.rate_burst == ENGINE_UNLIMITED ? s->s.rate : s->s.rate_burst;
+        uint32_t cost = x->cost ? x->cost : 1;
+        if (cost > burst) {
+            engine_errf(err, TENQ_EINVALID, engine_rkey_field(i, 2),
+                        "%s: a start of cost %u can never fit the burst of %u that key %s's "
+                        "setting (%s) gives it",
+                        engine_rkey_field(i, 2), cost, burst, x->key, s->key);
+            return TENQ_EINVALID;
+        }
+    }
+    return 0;
+}
+
+/* The keys of a submit in their text's order (concurrency keys, then rate
+ * keys), so that a set of keys is one group whatever order jobs name them
+ * in. */
+static void sort_idx(uint32_t *order, uint32_t n, const char *(*key_at)(const void *, uint32_t),
+                     const void *v)
+{
+    for (uint32_t i = 0; i < n; i++) {
         uint32_t at = i;
-        while (at > 0 && strcmp(ck[order[at - 1]].key, ck[i].key) > 0) {
+        while (at > 0 && strcmp(key_at(v, order[at - 1]), key_at(v, i)) > 0) {
             order[at] = order[at - 1];
             at--;
         }
         order[at] = i;
     }
-    tkey *ks[ENGINE_JOB_KEYS_MAX];
-    uint32_t limits[ENGINE_JOB_KEYS_MAX];
+}
+
+static const char *ck_at(const void *v, uint32_t i)
+{
+    return ((const engine_limit_key *)v)[i].key;
+}
+
+static const char *rk_at(const void *v, uint32_t i)
+{
+    return ((const engine_rate_key *)v)[i].key;
+}
+
+node *engine_group_for(engine_t *e, int64_t now, node *home, const engine_queue_settings *qs,
+                       const engine_limit_key *ck, uint32_t n_ck, const engine_rate_key *rk,
+                       uint32_t n_rk)
+{
+    if (n_ck + n_rk == 0) return home;
+    uint32_t co[ENGINE_JOB_KEYS_MAX], ro[ENGINE_JOB_KEYS_MAX];
+    sort_idx(co, n_ck, ck_at, ck);
+    sort_idx(ro, n_rk, rk_at, rk);
+    group_key gk = {.home = home, .n = n_ck + n_rk, .nc = n_ck};
     uint64_t h = hash_combine(home->hash, 0x6b657973);
     for (uint32_t i = 0; i < n_ck; i++) {
-        const engine_limit_key *x = &ck[order[i]];
-        limits[i] = x->limit;
+        const engine_limit_key *x = &ck[co[i]];
+        tkey *k = gk.k[i] = tkey_get(e, home->t, x->key);
+        gk.limit[i] = x->limit;
         /* the last submit that names a key says its limit (a setting wins) */
-        ks[i] = tkey_get(e, home->t, x->key, x->limit ? x->limit : qs->concurrency_limit);
-        h = hash_combine(h, ks[i]->hash ^ limits[i]);
+        k->job_limit = x->limit ? x->limit : qs->concurrency_limit;
+        engine_key_resolve(e, now, k);
+        h = hash_combine(h, k->hash ^ x->limit);
     }
-    group_key gk = {home, n_ck, ks, limits};
+    for (uint32_t i = 0; i < n_rk; i++) {
+        const engine_rate_key *x = &rk[ro[i]];
+        tkey *k = gk.k[n_ck + i] = tkey_get(e, home->t, x->key);
+        gk.given[i] = *x;
+        gk.given[i].key = NULL;
+        if (x->rate) { /* the last submit that gives a rate says it (a setting wins) */
+            k->job_rate = x->rate;
+            k->job_period = x->rate_period_ms;
+            k->job_burst = x->rate_burst;
+        }
+        engine_key_resolve(e, now, k);
+        h = hash_combine(h, k->hash ^ 0x7a7e ^ x->cost ^ (uint64_t)x->rate << 32);
+    }
     node *g = htab_find(&e->groups, h, group_eq, &gk);
     if (g) return g;
-    g = xcalloc(1, group_size(n_ck));
+    g = xcalloc(1, group_size(gk.n));
     g->sh = home->sh;
     g->t = home->t;
     g->p = home->p;
@@ -300,30 +365,43 @@ node *engine_group_for(engine_t *e, node *home, const engine_queue_settings *qs,
     gkeys *gs = (gkeys *)(g + 1);
     g->keys = gs;
     gs->hash = h;
-    gs->n = (uint8_t)n_ck;
-    for (uint32_t i = 0; i < n_ck; i++) {
+    gs->n = (uint8_t)gk.n;
+    gs->nc = (uint8_t)gk.nc;
+    engine_rate_init(&gs->rb, RB_GROUP);
+    for (uint32_t i = 0; i < gk.n; i++) {
         gkey *v = &gs->v[i];
-        v->k = ks[i];
+        tkey *k = gk.k[i];
+        v->k = k;
         v->g = g;
-        v->limit = limits[i];
-        ks[i]->refs++;
-        dlist_push_back(&ks[i]->groups, &v->link);
-        if (!key_has_room(ks[i])) gs->full++;
-        gs->out[i] = (engine_limit_key){ks[i]->key, limits[i]};
+        v->rate = i >= gk.nc;
+        if (k->refs++ == 0) engine_key_rate_unretire(e, k);
+        dlist_push_back(&k->groups, &v->link);
+        if (!v->rate) {
+            v->limit = gk.limit[i];
+            if (!key_has_room(k)) gs->full++;
+            gs->cout[i] = (engine_limit_key){k->key, v->limit};
+        } else {
+            v->given = gk.given[i - gk.nc];
+            gs->rout[i - gk.nc] = v->given;
+            gs->rout[i - gk.nc].key = k->key;
+        }
     }
     if (htab_insert(&e->groups, h, g) != 0) engine_oom();
     e->mem_bytes += group_mem(g);
+    engine_group_rate_eval(e, now, g);
     return g;
 }
 
 void engine_group_free(engine_t *e, node *g)
 {
     node *home = g->parent;
+    gkeys *gs = g->keys;
     e->mem_bytes -= group_mem(g);
     htab_remove(&e->groups, g->hash, g);
-    for (uint32_t i = 0; i < g->keys->n; i++) {
-        dlist_remove(&g->keys->v[i].link);
-        tkey_unref(e, g->keys->v[i].k);
+    if (gs->rb.until) engine_rate_timer_clear(e, &gs->rb);
+    for (uint32_t i = 0; i < gs->n; i++) {
+        dlist_remove(&gs->v[i].link);
+        tkey_unref(e, gs->v[i].k);
     }
     ready_heap_free(&g->jobs);
     free(g);
@@ -335,7 +413,7 @@ void engine_group_free(engine_t *e, node *g)
 void engine_keys_take(engine_t *e, const job *j)
 {
     const gkeys *gs = j->node->keys;
-    for (uint32_t i = 0; i < gs->n; i++) {
+    for (uint32_t i = 0; i < gs->nc; i++) {
         tkey *k = gs->v[i].k;
         bool had = key_has_room(k);
         k->active++;
@@ -346,7 +424,7 @@ void engine_keys_take(engine_t *e, const job *j)
 void engine_keys_release(engine_t *e, const job *j)
 {
     const gkeys *gs = j->node->keys;
-    for (uint32_t i = 0; i < gs->n; i++) {
+    for (uint32_t i = 0; i < gs->nc; i++) {
         tkey *k = gs->v[i].k;
         bool had = key_has_room(k);
         k->active--;
@@ -360,7 +438,7 @@ static uint64_t key_holder(const engine_t *e, const tkey *k)
     for (uint32_t i = 0; i < e->leases.n; i++) {
         const job *j = e->leases.a[i].j;
         const gkeys *gs = j->node->keys;
-        for (uint32_t x = 0; gs && x < gs->n; x++)
+        for (uint32_t x = 0; gs && x < gs->nc; x++)
             if (gs->v[x].k == k) return j->id;
     }
     return 0;
@@ -369,7 +447,7 @@ static uint64_t key_holder(const engine_t *e, const tkey *k)
 bool engine_keys_wait(engine_t *e, const job *j, engine_wait *out)
 {
     const gkeys *gs = j->node->keys;
-    for (uint32_t i = 0; gs && i < gs->n; i++) {
+    for (uint32_t i = 0; i < gs->nc; i++) {
         const tkey *k = gs->v[i].k;
         if (key_has_room(k)) continue;
         out->kind = ENGINE_WAIT_CONCURRENCY_KEY;
@@ -379,139 +457,12 @@ bool engine_keys_wait(engine_t *e, const job *j, engine_wait *out)
         out->held_by = key_holder(e, k);
         return true;
     }
-    return false;
-}
-
-/* ---- settings: set, delete, load ------------------------------------------------ */
-
-/* The keys a setting may change: its key, or every key of the tenant. */
-static void settings_apply(engine_t *e, tenant *t, const char *key, bool prefix)
-{
-    if (!prefix) {
-        tkey *k = tkey_find(e, t, key);
-        if (k) key_resolve(e, k);
-        return;
-    }
-    DLIST_FOREACH(it, &t->keys)
-    {
-        key_resolve(e, DLIST_ITEM(it, tkey, in_tenant));
-    }
-}
-
-static void setting_note(engine_t *e, key_setting *ks, bool set)
-{
-    engine_change *c = engine_change_push(e);
-    c->kind = ENGINE_CH_KEY_SETTING;
-    c->tenant = ks->t->name;
-    c->name = ks->key;
-    c->fields = set;
-    c->key_settings = &ks->s;
-}
-
-static int setting_args(engine_t *e, const char *tenant_name, const char *key, engine_err *err)
-{
-    if (engine_check_name(ENGINE_NAME, "tenant", tenant_name, err) ||
-        engine_check_name(ENGINE_KEY, "key", key, err))
-        return TENQ_EINVALID;
-    if (e->cfg.strict_tenants && !e->loading && !engine_tenant_find(e, tenant_name)) {
-        engine_errf(err, TENQ_ENOT_FOUND, "tenant", "no tenant %s", tenant_name);
-        return TENQ_ENOT_FOUND;
-    }
-    return 0;
-}
-
-int engine_key_set(engine_t *e, int64_t now, const char *tenant_name, const char *key,
-                   const engine_key_settings *s, engine_err *err)
-{
-    (void)now;
-    int rc = setting_args(e, tenant_name, key, err);
-    if (rc) return rc;
-    rc = engine_key_settings_check(s, err);
-    if (rc) return rc;
-    size_t len = strlen(key);
-    bool prefix = is_prefix_setting(key, len);
-    tenant *t = engine_tenant_find(e, tenant_name);
-    key_setting *ks = t ? setting_find(e, t, key) : NULL;
-    if (!ks && prefix && t && t->n_prefixes >= ENGINE_KEY_PREFIXES_MAX) {
-        engine_errf(err, TENQ_EINVALID, "key",
-                    "a tenant keeps at most %d settings of key prefixes (\"prefix*\")",
-                    ENGINE_KEY_PREFIXES_MAX);
-        return TENQ_EINVALID;
-    }
-    if (!t) t = engine_tenant_get_or_create(e, tenant_name);
-    if (!ks) {
-        ks = xcalloc(1, sizeof(*ks) + len + 1);
-        ks->t = t;
-        ks->prefix = prefix;
-        memcpy(ks->key, key, len + 1);
-        ks->hash = setting_hash(e, t, key);
-        if (htab_insert(&e->key_settings, ks->hash, ks) != 0) engine_oom();
-        dlist_push_back(&t->key_settings, &ks->in_tenant);
-        t->n_prefixes += prefix;
-    }
-    ks->s = *s;
-    if (!e->loading) setting_note(e, ks, true);
-    settings_apply(e, t, key, prefix);
-    return 0;
-}
-
-int engine_load_key_setting(engine_t *e, const char *tenant, const char *key,
-                            const engine_key_settings *s, engine_err *err)
-{
-    return engine_key_set(e, 0, tenant, key, s, err);
-}
-
-int engine_key_delete(engine_t *e, int64_t now, const char *tenant_name, const char *key,
-                      engine_err *err)
-{
-    (void)now;
-    int rc = setting_args(e, tenant_name, key, err);
-    if (rc) return rc;
-    tenant *t = engine_tenant_find(e, tenant_name);
-    key_setting *ks = t ? setting_find(e, t, key) : NULL;
-    if (!ks) {
-        engine_errf(err, TENQ_ENOT_FOUND, "key", "tenant %s has no setting of key %s", tenant_name,
-                    key);
-        return TENQ_ENOT_FOUND;
-    }
-    htab_remove(&e->key_settings, ks->hash, ks);
-    dlist_remove(&ks->in_tenant);
-    t->n_prefixes -= ks->prefix;
-    ks->gone = true;
-    setting_note(e, ks, false);
-    ptr_vec_push(&e->key_setting_graveyard, ks);
-    settings_apply(e, t, key, ks->prefix);
-    return 0;
-}
-
-bool engine_key_setting_get(engine_t *e, const char *tenant_name, const char *key,
-                            engine_key_settings *s)
-{
-    tenant *t = engine_tenant_find(e, tenant_name);
-    key_setting *ks = t ? setting_find(e, t, key) : NULL;
-    if (ks && s) *s = ks->s;
-    return ks != NULL;
-}
-
-void engine_foreach_key_setting(engine_t *e, const char *tenant_name, engine_key_setting_fn fn,
-                                void *ctx)
-{
-    for (size_t i = 0; i < htab_cap(&e->key_settings); i++) {
-        const key_setting *ks = e->key_settings.slots[i].item;
-        if (!ks || (tenant_name && strcmp(ks->t->name, tenant_name) != 0)) continue;
-        fn(ctx, ks->t->name, ks->key, &ks->s);
-    }
-}
-
-void engine_keys_changes_clear(engine_t *e)
-{
-    for (size_t i = 0; i < e->key_setting_graveyard.n; i++) free(e->key_setting_graveyard.v[i]);
-    e->key_setting_graveyard.n = 0;
+    return engine_keys_rate_wait(j, out);
 }
 
 /* ---- reading ------------------------------------------------------------------- */
 
-static void key_info(const tkey *k, engine_key_info *o)
+static void key_info(const tkey *k, int64_t now, engine_key_info *o)
 {
     memset(o, 0, sizeof(*o));
     o->tenant = k->t->name;
@@ -519,26 +470,41 @@ static void key_info(const tkey *k, engine_key_info *o)
     o->limit = k->limit;
     o->active = k->active;
     o->setting = k->set ? k->set->key : NULL;
+    o->rate = ENGINE_UNLIMITED;
+    if (k->rb.t) {
+        const key_setting *s = k->rate_set;
+        o->rate = s ? s->s.rate : k->job_rate;
+        o->rate_period_ms = s ? s->s.rate_period_ms : (k->job_period ? k->job_period : 1000);
+        o->rate_burst = k->burst;
+        o->rate_until = engine_key_rate_until(k, now);
+        o->rate_setting = s ? s->key : NULL;
+    }
     DLIST_FOREACH(it, &k->groups)
     {
-        o->ready += gkey_group(DLIST_ITEM(it, gkey, link))->n_ready;
+        const gkey *v = DLIST_ITEM(it, gkey, link);
+        o->ready += v->g->n_ready;
+        if (v->rate ? v->g->keys->rb.until != 0 : !key_has_room(k)) o->held += v->g->n_ready;
     }
-    o->held = key_has_room(k) ? 0 : o->ready;
 }
 
-bool engine_key_info_get(engine_t *e, const char *tenant_name, const char *key,
+bool engine_key_info_get(engine_t *e, int64_t now, const char *tenant_name, const char *key,
                          engine_key_info *out)
 {
     tenant *t = engine_tenant_find(e, tenant_name);
-    tkey *k = t ? tkey_find(e, t, key) : NULL;
-    if (k) key_info(k, out);
+    tkey *k = t ? engine_tkey_find(e, t, key) : NULL;
+    if (k) key_info(k, now, out);
     return k != NULL;
 }
 
-/* Fullest first: held jobs, then active, then the key's text. */
+static bool info_at_limit(const engine_key_info *a)
+{
+    return a->active >= a->limit || a->rate_until != 0;
+}
+
+/* Fullest first: at the limit, held jobs, active, then the key's text. */
 static bool info_before(const engine_key_info *a, const engine_key_info *b)
 {
-    bool fa = a->held > 0 || a->active >= a->limit, fb = b->held > 0 || b->active >= b->limit;
+    bool fa = info_at_limit(a) || a->held > 0, fb = info_at_limit(b) || b->held > 0;
     if (fa != fb) return fa;
     if (a->held != b->held) return a->held > b->held;
     if (a->active != b->active) return a->active > b->active;
@@ -546,17 +512,17 @@ static bool info_before(const engine_key_info *a, const engine_key_info *b)
     return c ? c < 0 : strcmp(a->key, b->key) < 0;
 }
 
-size_t engine_keys_list(engine_t *e, const char *tenant_name, bool at_limit_only, size_t max,
-                        engine_key_info *out, size_t *total)
+size_t engine_keys_list(engine_t *e, int64_t now, const char *tenant_name, bool at_limit_only,
+                        size_t max, engine_key_info *out, size_t *total)
 {
     size_t n = 0, all = 0;
     for (size_t i = 0; i < htab_cap(&e->tkeys); i++) {
         const tkey *k = e->tkeys.slots[i].item;
         if (!k || (tenant_name && strcmp(k->t->name, tenant_name) != 0)) continue;
-        if (at_limit_only && key_has_room(k)) continue;
-        all++;
         engine_key_info x;
-        key_info(k, &x);
+        key_info(k, now, &x);
+        if (at_limit_only && !info_at_limit(&x)) continue;
+        all++;
         if (max == 0 || (n == max && !info_before(&x, &out[n - 1]))) continue;
         size_t pos = n < max ? n : max - 1;
         while (pos > 0 && info_before(&x, &out[pos - 1])) {
@@ -591,41 +557,85 @@ void engine_keys_free(engine_t *e)
     htab_free(&e->groups);
     for (size_t i = 0; i < htab_cap(&e->tkeys); i++) free(e->tkeys.slots[i].item);
     htab_free(&e->tkeys);
-    for (size_t i = 0; i < htab_cap(&e->key_settings); i++) free(e->key_settings.slots[i].item);
-    htab_free(&e->key_settings);
-    engine_keys_changes_clear(e);
-    free(e->key_setting_graveyard.v);
+    engine_key_settings_free(e);
 }
 
 /* ---- checks -------------------------------------------------------------------- */
 
-bool engine_keys_check_all(engine_t *e, size_t *mem, char *why, size_t len)
+static bool check_key(engine_t *e, tkey *k, size_t *full, char *why, size_t len)
+{
+    uint32_t refs = 0;
+    DLIST_FOREACH(it, &k->groups) refs++;
+    const key_setting *from;
+    uint32_t want = concurrency_in_force(e, k, &from);
+    /* a key no group names is kept only for its rate (its timer) */
+    bool kept = refs == 0 && k->rb.until != 0;
+    if (refs != k->refs || (refs == 0 && !kept) || want != k->limit || from != k->set ||
+        !engine_rate_check(e, &k->rb) || (refs && k->rb.until)) {
+        snprintf(why, len, "key %s/%s: %u groups name it (refs %u), limit %u (wants %u)",
+                 k->t->name, k->key, refs, k->refs, k->limit, want);
+        return false;
+    }
+    *full += !key_has_room(k);
+    uint32_t active = 0;
+    for (uint32_t x = 0; x < e->leases.n; x++) {
+        const gkeys *gs = e->leases.a[x].j->node->keys;
+        for (uint32_t y = 0; gs && y < gs->nc; y++) active += gs->v[y].k == k;
+    }
+    if (active != k->active) {
+        snprintf(why, len, "key %s/%s: %u active, counted %u", k->t->name, k->key, k->active,
+                 active);
+        return false;
+    }
+    return true;
+}
+
+static bool check_group(engine_t *e, int64_t now, node *g, char *why, size_t len)
+{
+    const gkeys *gs = g->keys;
+    uint8_t f = 0;
+    for (uint32_t x = 0; x < gs->n; x++) {
+        if (x < gs->nc) f += !key_has_room(gs->v[x].k);
+        if (gs->v[x].g != g || gs->v[x].rate != (x >= gs->nc)) {
+            snprintf(why, len, "group %llx: a key's link is not its own",
+                     (unsigned long long)g->hash);
+            return false;
+        }
+    }
+    bool want = g->n_ready > 0 && f == 0 && !gs->rb.until;
+    const heap *h = &g->parent->groups;
+    bool in = g->sidx != HEAP_NONE && g->sidx < h->n && h->a[g->sidx] == g;
+    if (f != gs->full || want != in || (g->sidx != HEAP_NONE && !in) || g->refs == 0) {
+        snprintf(why, len,
+                 "group of %s/%s/%s: %u keys full (counted %u), eligible %d, in heap %d, refs %u",
+                 g->sh->q->name, g->sh->type, g->t->name, gs->full, f, want, in, g->refs);
+        return false;
+    }
+    if (!engine_keys_rate_check(e, now, g, why, len)) return false;
+    if (in && (g->k != g->jobs.a[0].k || g->kid != g->jobs.a[0].id)) {
+        snprintf(why, len, "group of %s/%s/%s: cached front is stale", g->sh->q->name, g->sh->type,
+                 g->t->name);
+        return false;
+    }
+    if (in && g->sidx > 0) {
+        const node *p = h->a[(g->sidx - 1) / 2];
+        if (g->k < p->k || (g->k == p->k && g->kid < p->kid)) {
+            snprintf(why, len, "groups of %s/%s/%s out of order", g->sh->q->name, g->sh->type,
+                     g->t->name);
+            return false;
+        }
+    }
+    return true;
+}
+
+bool engine_keys_check_all(engine_t *e, int64_t now, size_t *mem, char *why, size_t len)
 {
     size_t m = 0, full = 0;
     for (size_t i = 0; i < htab_cap(&e->tkeys); i++) {
         tkey *k = e->tkeys.slots[i].item;
         if (!k) continue;
         m += tkey_mem(k);
-        uint32_t refs = 0;
-        DLIST_FOREACH(it, &k->groups) refs++;
-        const key_setting *from;
-        uint32_t want = limit_of(e, k, &from);
-        if (refs != k->refs || refs == 0 || want != k->limit || from != k->set) {
-            snprintf(why, len, "key %s/%s: %u groups name it (refs %u), limit %u (wants %u)",
-                     k->t->name, k->key, refs, k->refs, k->limit, want);
-            return false;
-        }
-        full += !key_has_room(k);
-        uint32_t active = 0;
-        for (uint32_t x = 0; x < e->leases.n; x++) {
-            const gkeys *gs = e->leases.a[x].j->node->keys;
-            for (uint32_t y = 0; gs && y < gs->n; y++) active += gs->v[y].k == k;
-        }
-        if (active != k->active) {
-            snprintf(why, len, "key %s/%s: %u active, counted %u", k->t->name, k->key, k->active,
-                     active);
-            return false;
-        }
+        if (!check_key(e, k, &full, why, len)) return false;
     }
     if (full != e->keys_full) {
         snprintf(why, len, "%zu keys at their limit, counted %zu", e->keys_full, full);
@@ -635,38 +645,7 @@ bool engine_keys_check_all(engine_t *e, size_t *mem, char *why, size_t len)
         node *g = e->groups.slots[i].item;
         if (!g) continue;
         m += group_mem(g);
-        uint8_t f = 0;
-        for (uint32_t x = 0; x < g->keys->n; x++) {
-            f += !key_has_room(g->keys->v[x].k);
-            if (gkey_group(&g->keys->v[x]) != g) {
-                snprintf(why, len, "group %llx: a key's link is not its own",
-                         (unsigned long long)g->hash);
-                return false;
-            }
-        }
-        bool want = g->n_ready > 0 && f == 0;
-        const heap *h = &g->parent->groups;
-        bool in = g->sidx != HEAP_NONE && g->sidx < h->n && h->a[g->sidx] == g;
-        if (f != g->keys->full || want != in || (g->sidx != HEAP_NONE && !in) || g->refs == 0) {
-            snprintf(why, len,
-                     "group of %s/%s/%s: %u keys full (counted %u), eligible %d, in heap %d, "
-                     "refs %u",
-                     g->sh->q->name, g->sh->type, g->t->name, g->keys->full, f, want, in, g->refs);
-            return false;
-        }
-        if (in && (g->k != g->jobs.a[0].k || g->kid != g->jobs.a[0].id)) {
-            snprintf(why, len, "group of %s/%s/%s: cached front is stale", g->sh->q->name,
-                     g->sh->type, g->t->name);
-            return false;
-        }
-        if (in && g->sidx > 0) {
-            const node *p = h->a[(g->sidx - 1) / 2];
-            if (g->k < p->k || (g->k == p->k && g->kid < p->kid)) {
-                snprintf(why, len, "groups of %s/%s/%s out of order", g->sh->q->name, g->sh->type,
-                         g->t->name);
-                return false;
-            }
-        }
+        if (!check_group(e, now, g, why, len)) return false;
     }
     *mem = m;
     return true;

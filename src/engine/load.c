@@ -28,11 +28,14 @@ int engine_load_job(engine_t *e, int64_t now, const engine_job_info *in, engine_
     tenant *t = engine_tenant_get_or_create(e, in->tenant);
     queue *q = engine_queue_get_or_create(e, in->queue);
     node *home = engine_node_get_or_create(e, q, in->type, t);
-    if (in->n_concurrency_keys) {
+    if (in->n_concurrency_keys || in->n_rate_keys) {
         engine_submit_req kr = {.concurrency_keys = in->concurrency_keys,
-                                .n_concurrency_keys = in->n_concurrency_keys};
+                                .n_concurrency_keys = in->n_concurrency_keys,
+                                .rate_keys = in->rate_keys,
+                                .n_rate_keys = in->n_rate_keys};
         if (engine_keys_check(&kr, err)) return TENQ_EINVALID;
-        home = engine_group_for(e, home, &q->s, in->concurrency_keys, in->n_concurrency_keys);
+        home = engine_group_for(e, now, home, &q->s, in->concurrency_keys, in->n_concurrency_keys,
+                                in->rate_keys, in->n_rate_keys);
     }
     bool has_pl = in->payloads != NULL || (!in->args && in->n_payloads == 0 && q->s.merge);
     /* A job keeps no args length (JSON text has no NUL): a stored row whose

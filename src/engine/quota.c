@@ -158,13 +158,15 @@ size_t engine_job_memory_cost(const engine_submit_req *r)
         r->n_depends_on)
         c += mem_chunk(sizeof(job_extra));
     if (r->key) c += mem_chunk(sizeof(lane_link));
-    /* a new key and a new group, at most */
-    for (uint32_t i = 0; i < r->n_concurrency_keys && i < ENGINE_JOB_KEYS_MAX; i++)
+    /* a new key each and a new group, at most */
+    uint32_t nk = 0;
+    for (uint32_t i = 0; i < r->n_concurrency_keys && i < ENGINE_JOB_KEYS_MAX; i++, nk++)
         c += mem_chunk(sizeof(tkey) +
                        (r->concurrency_keys[i].key ? strlen(r->concurrency_keys[i].key) : 0) + 1) +
              sizeof(htab_slot);
-    if (r->n_concurrency_keys)
-        c += mem_chunk(sizeof(node) + sizeof(gkeys) + r->n_concurrency_keys * sizeof(gkey)) +
+    for (uint32_t i = 0; i < r->n_rate_keys && i < ENGINE_JOB_KEYS_MAX; i++, nk++)
+        c += mem_chunk(sizeof(tkey) + (r->rate_keys[i].key ? strlen(r->rate_keys[i].key) : 0) + 1) +
              sizeof(htab_slot);
+    if (nk) c += mem_chunk(sizeof(node) + sizeof(gkeys) + nk * sizeof(gkey)) + sizeof(htab_slot);
     return c;
 }

@@ -23,7 +23,12 @@
  * Limits set in the engine's life (not loaded) begin full instead: nothing
  * started under them before.  A limit that changes counts the starts
  * already made under the new limit, but never as more than a used-up
- * bucket of it. */
+ * bucket of it.
+ *
+ * Rate keys (keys.c) keep their buckets in their keys and use this heap
+ * for their timers (engine_rate_timer_set): RB_KEY, a key no job names
+ * kept until its bucket is full again; RB_GROUP, a group closed until its
+ * keys allow its cost. */
 #include "internal.h"
 
 #define US_PER_MS 1000
@@ -77,10 +82,11 @@ static rate_limit settings_limit(rate_bucket *b)
         const engine_queue_settings *s = &bucket_queue(b)->s;
         return make_limit(s->rate, s->rate_period_ms, s->rate_burst);
     }
-    default: {
+    case RB_PAIR: {
         const engine_queue_settings *s = &bucket_pair(b)->q->s;
         return make_limit(s->tenant_rate, s->rate_period_ms, s->rate_burst);
     }
+    default: return (rate_limit){b->t, b->tau}; /* keys.c keeps its own */
     }
 }
 
@@ -116,6 +122,15 @@ static void owner_changed(engine_t *e, rate_bucket *b)
     case RB_PAIR: engine_pair_room_changed(e, bucket_pair(b)); break;
     case RB_QUEUE:
         if (!b->until) engine_note_wake(e, bucket_queue(b));
+        break;
+    case RB_KEY:
+        if (!b->until) engine_key_rate_opened(e, (tkey *)((char *)b - offsetof(tkey, rb)));
+        break;
+    case RB_GROUP:
+        if (!b->until) {
+            gkeys *gs = (gkeys *)((char *)b - offsetof(gkeys, rb));
+            engine_group_rate_opened(e, (node *)gs - 1);
+        }
         break;
     }
 }
@@ -183,6 +198,7 @@ void engine_rate_take(engine_t *e, int64_t now, const job *j)
     take(e, &p->q->rb, now);
     take(e, &p->t->rb, now);
     take(e, &p->rb, now);
+    if (j->node->keys && j->node->keys->n > j->node->keys->nc) engine_keys_rate_take(e, now, j);
 }
 
 void engine_rate_changed(engine_t *e, rate_bucket *b, int64_t now, bool had_limit)
@@ -207,6 +223,22 @@ void engine_rate_changed(engine_t *e, rate_bucket *b, int64_t now, bool had_limi
         open_bucket(e, b);
     else
         close_until(e, b, opens_at(tat, l));
+}
+
+void engine_rate_timer_set(engine_t *e, rate_bucket *b, int64_t until_ms)
+{
+    b->until = until_ms < 1 ? 1 : until_ms; /* 0 means open */
+    if (b->hidx == HEAP_NONE) {
+        if (rq_push(&e->rate_timers, b) != 0) engine_oom();
+    } else {
+        rq_fix(&e->rate_timers, b);
+    }
+}
+
+void engine_rate_timer_clear(engine_t *e, rate_bucket *b)
+{
+    b->until = 0;
+    if (b->hidx != HEAP_NONE) rq_remove(&e->rate_timers, b);
 }
 
 size_t engine_rate_tick(engine_t *e, int64_t now)

@@ -346,7 +346,7 @@ static inline void node_front(node *n)
 void engine_group_update(engine_t *e, node *g)
 {
     node *n = g->parent;
-    bool want = g->n_ready > 0 && g->keys->full == 0;
+    bool want = g->n_ready > 0 && g->keys->full == 0 && !g->keys->rb.until;
     if (want) {
         g->k = g->jobs.a[0].k;
         g->kid = g->jobs.a[0].id;

@@ -120,7 +120,7 @@ void store_batch_job(store_batch *b, const engine_job_info *j, uint32_t fields)
     r->idem_key = all ? astr(b, j->idempotency_key) : SNULL;
     r->traceparent = all ? astr(b, j->traceparent) : SNULL;
     r->options = SNULL;
-    if (all && j->n_concurrency_keys) {
+    if (all && (j->n_concurrency_keys || j->n_rate_keys)) {
         char *opts = store_options_text(j);
         r->options = astr(b, opts);
         free(opts);

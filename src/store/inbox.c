@@ -80,6 +80,8 @@ static void job_row(void *ctx, const store_rowacc *acc, void *row)
         if (mem) rows_keep(r->keep, mem);
         j->concurrency_keys = o.concurrency_keys;
         j->n_concurrency_keys = o.n_concurrency_keys;
+        j->rate_keys = o.rate_keys;
+        j->n_rate_keys = o.n_rate_keys;
     }
 }
 

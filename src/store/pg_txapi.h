@@ -492,58 +492,75 @@
     "  FOR EACH STATEMENT EXECUTE FUNCTION tenq.inbox_quota();\n"
 
 /* Schema 21: keyed limits in applications' transactions: tenq.submit and
- * tenq.submit_many take a job's concurrency_keys (a JSON list, as an HTTP
- * submit), checked as the server checks them (tenq.options_problem) and
- * kept in tenq.inbox's options as a job's row keeps them.  One string, run
- * once, on PostgreSQL only. */
+ * tenq.submit_many take a job's concurrency_keys and rate_keys (JSON lists,
+ * as an HTTP submit), checked as the server checks them (tenq.keys_problem)
+ * and kept in tenq.inbox's options as a job's row keeps them
+ * (tenq.job_options).  One string, run once, on PostgreSQL only. */
 #define STORE_PG_TXAPI_KEYS                                                                        \
     "ALTER TABLE tenq.inbox ADD COLUMN options TEXT;\n"                                            \
+    "-- A list of keys as a job's row keeps them: keys alone become {\"key\": k}, nulls go.\n"     \
+    "CREATE FUNCTION tenq.key_list(keys JSONB) RETURNS JSONB LANGUAGE sql IMMUTABLE\n"             \
+    "  AS $f$ SELECT CASE WHEN jsonb_typeof(keys) IS DISTINCT FROM 'array'\n"                      \
+    "    OR jsonb_array_length(keys) = 0 THEN NULL\n"                                              \
+    "  ELSE (SELECT jsonb_agg(CASE WHEN jsonb_typeof(x) = 'string' THEN "                          \
+    "jsonb_build_object('key', x)\n"                                                               \
+    "    ELSE jsonb_strip_nulls(x) END ORDER BY o)\n"                                              \
+    "    FROM jsonb_array_elements(keys) WITH ORDINALITY AS e(x, o)) END $f$;\n"                   \
     "-- A job's keyed options as its row keeps them (JSON text: docs/schema.md), from\n"           \
     "-- tenq.submit's arguments; NULL when it names none.\n"                                       \
-    "CREATE FUNCTION tenq.job_options(concurrency_keys JSONB) RETURNS TEXT LANGUAGE sql "          \
-    "IMMUTABLE\n"                                                                                  \
-    "  AS $f$ SELECT CASE WHEN jsonb_typeof(concurrency_keys) IS DISTINCT FROM 'array'\n"          \
-    "    OR jsonb_array_length(concurrency_keys) = 0 THEN NULL\n"                                  \
-    "  ELSE jsonb_build_object('concurrency_keys', (SELECT jsonb_agg(CASE WHEN jsonb_typeof(x) "   \
-    "=\n"                                                                                          \
-    "    'string' THEN jsonb_build_object('key', x) ELSE jsonb_strip_nulls(x) END ORDER BY o)\n"   \
-    "    FROM jsonb_array_elements(concurrency_keys) WITH ORDINALITY AS e(x, o)))::text END "      \
-    "$f$;\n"                                                                                       \
-    "-- What the server would refuse in a job's keyed options, as a sentence naming the\n"         \
-    "-- field; NULL when nothing.\n"                                                               \
-    "CREATE FUNCTION tenq.options_problem(concurrency_keys JSONB) RETURNS TEXT LANGUAGE plpgsql\n" \
-    "  IMMUTABLE AS $f$\n"                                                                         \
-    "DECLARE x JSONB; i INT := 0; k TEXT; seen TEXT[] := '{}'; f TEXT;\n"                          \
+    "CREATE FUNCTION tenq.job_options(concurrency_keys JSONB, rate_keys JSONB) RETURNS TEXT\n"     \
+    "  LANGUAGE sql IMMUTABLE AS $f$ SELECT nullif(jsonb_strip_nulls(jsonb_build_object(\n"        \
+    "    'concurrency_keys', tenq.key_list(concurrency_keys),\n"                                   \
+    "    'rate_keys', tenq.key_list(rate_keys))), '{}'::jsonb)::text $f$;\n"                       \
+    "-- What the server would refuse in a job's list of keys (field: concurrency_keys or\n"        \
+    "-- rate_keys), as a sentence naming the field; NULL when nothing. A rate key's cost is\n"     \
+    "-- checked against its own burst and against the burst a setting of the tenant's keys\n"      \
+    "-- gives it (tenq.key_settings: the key's own, else the longest prefix's).\n"                 \
+    "CREATE FUNCTION tenq.keys_problem(tenant TEXT, field TEXT, keys JSONB) RETURNS TEXT\n"        \
+    "  LANGUAGE plpgsql STABLE AS $f$\n"                                                           \
+    "#variable_conflict use_variable\n"                                                            \
+    "DECLARE x JSONB; i INT := 0; k TEXT; seen TEXT[] := '{}'; f TEXT; m TEXT; v NUMERIC;\n"       \
+    "  rate BOOLEAN := field = 'rate_keys';\n"                                                     \
+    "  members TEXT[] := CASE WHEN field = 'rate_keys'\n"                                          \
+    "    THEN ARRAY['key', 'cost', 'rate', 'rate_period_ms', 'rate_burst'] ELSE ARRAY['key', "     \
+    "'limit'] END;\n"                                                                              \
+    "  lo NUMERIC; hi NUMERIC; cost NUMERIC; burst NUMERIC; s RECORD;\n"                           \
     "BEGIN\n"                                                                                      \
-    "  IF concurrency_keys IS NULL OR jsonb_typeof(concurrency_keys) = 'null' THEN RETURN NULL;\n" \
+    "  IF keys IS NULL OR jsonb_typeof(keys) = 'null' THEN RETURN NULL; END IF;\n"                 \
+    "  IF jsonb_typeof(keys) <> 'array' THEN\n"                                                    \
+    "    RETURN format('%s must be a list of {\"key\": k, ...} objects', field);\n"                \
     "  END IF;\n"                                                                                  \
-    "  IF jsonb_typeof(concurrency_keys) <> 'array' THEN\n"                                        \
-    "    RETURN 'concurrency_keys must be a list of {\"key\": k, \"limit\": n} objects';\n"        \
+    "  IF jsonb_array_length(keys) > 4 THEN\n"                                                     \
+    "    RETURN format('%s: a job names at most 4 %s keys, not %s', field,\n"                      \
+    "      CASE WHEN rate THEN 'rate' ELSE 'concurrency' END, jsonb_array_length(keys));\n"        \
     "  END IF;\n"                                                                                  \
-    "  IF jsonb_array_length(concurrency_keys) > 4 THEN\n"                                         \
-    "    RETURN format('concurrency_keys: a job names at most 4 concurrency keys, not %s',\n"      \
-    "      jsonb_array_length(concurrency_keys));\n"                                               \
-    "  END IF;\n"                                                                                  \
-    "  FOR x IN SELECT e FROM jsonb_array_elements(concurrency_keys) AS e LOOP\n"                  \
-    "    f := format('concurrency_keys[%s]', i);\n"                                                \
+    "  FOR x IN SELECT e FROM jsonb_array_elements(keys) AS e LOOP\n"                              \
+    "    f := format('%s[%s]', field, i);\n"                                                       \
     "    IF jsonb_typeof(x) = 'string' THEN\n"                                                     \
     "      k := x #>> '{}';\n"                                                                     \
+    "      x := jsonb_build_object('key', x);\n"                                                   \
     "    ELSIF jsonb_typeof(x) = 'object' THEN\n"                                                  \
-    "      IF x - ARRAY['key', 'limit'] <> '{}' THEN\n"                                            \
+    "      IF x - members <> '{}' THEN\n"                                                          \
     "        RETURN format('%s: unknown field \"%s\"', f,\n"                                       \
-    "          (SELECT min(n) FROM jsonb_object_keys(x - ARRAY['key', 'limit']) AS n));\n"         \
+    "          (SELECT min(n) FROM jsonb_object_keys(x - members) AS n));\n"                       \
     "      END IF;\n"                                                                              \
     "      IF jsonb_typeof(x->'key') IS DISTINCT FROM 'string' THEN\n"                             \
     "        RETURN f || '.key must be a string';\n"                                               \
     "      END IF;\n"                                                                              \
     "      k := x->>'key';\n"                                                                      \
-    "      IF jsonb_typeof(x->'limit') IS NOT NULL AND jsonb_typeof(x->'limit') <> 'null'\n"       \
-    "        AND (jsonb_typeof(x->'limit') <> 'number' OR (x->>'limit')::numeric NOT BETWEEN 1\n"  \
-    "          AND 1000000 OR (x->>'limit')::numeric <> trunc((x->>'limit')::numeric)) THEN\n"     \
-    "        RETURN f || '.limit must be an integer from 1 to 1000000';\n"                         \
-    "      END IF;\n"                                                                              \
+    "      FOREACH m IN ARRAY members[2:] LOOP\n"                                                  \
+    "        IF jsonb_typeof(x->m) IS NULL OR jsonb_typeof(x->m) = 'null' THEN CONTINUE; END "     \
+    "IF;\n"                                                                                        \
+    "        lo := 1;\n"                                                                           \
+    "        hi := CASE m WHEN 'rate' THEN 4294967294 WHEN 'rate_period_ms' THEN 86400000\n"       \
+    "          ELSE 1000000 END;\n"                                                                \
+    "        IF jsonb_typeof(x->m) <> 'number' OR (x->>m)::numeric NOT BETWEEN lo AND hi\n"        \
+    "          OR (x->>m)::numeric <> trunc((x->>m)::numeric) THEN\n"                              \
+    "          RETURN format('%s.%s must be an integer from %s to %s', f, m, lo, hi);\n"           \
+    "        END IF;\n"                                                                            \
+    "      END LOOP;\n"                                                                            \
     "    ELSE\n"                                                                                   \
-    "      RETURN f || ' must be {\"key\": k, \"limit\": n} or a key';\n"                          \
+    "      RETURN f || ' must be {\"key\": k, ...} or a key';\n"                                   \
     "    END IF;\n"                                                                                \
     "    IF octet_length(k) NOT BETWEEN 1 AND 256 OR k ~ '[\\x01-\\x1f\\x7f]' THEN\n"              \
     "      RETURN f || '.key: 1-256 bytes without control characters';\n"                          \
@@ -552,6 +569,30 @@
     "      RETURN format('%s.key: the job names key \"%s\" twice', f, k);\n"                       \
     "    END IF;\n"                                                                                \
     "    seen := seen || k;\n"                                                                     \
+    "    IF rate THEN\n"                                                                           \
+    "      cost := coalesce((x->>'cost')::numeric, 1);\n"                                          \
+    "      IF x->'rate' IS NULL AND (x->'rate_period_ms' IS NOT NULL OR x->'rate_burst' IS NOT "   \
+    "NULL) THEN\n"                                                                                 \
+    "        RETURN f || '.rate is required with rate_period_ms or rate_burst';\n"                 \
+    "      END IF;\n"                                                                              \
+    "      burst := coalesce((x->>'rate_burst')::numeric, (x->>'rate')::numeric);\n"               \
+    "      IF burst IS NOT NULL AND cost > burst THEN\n"                                           \
+    "        RETURN format('%s.cost: a start of cost %s can never fit the key''s burst of %s', "   \
+    "f,\n"                                                                                         \
+    "          cost, burst);\n"                                                                    \
+    "      END IF;\n"                                                                              \
+    "      SELECT ks.key, coalesce(ks.rate_burst, ks.rate) AS burst INTO s FROM "                  \
+    "tenq.key_settings ks\n"                                                                       \
+    "        WHERE ks.tenant = tenant AND ks.rate IS NOT NULL AND (ks.key = k OR (right(ks.key, "  \
+    "1) = '*'\n"                                                                                   \
+    "          AND left(k, length(ks.key) - 1) = left(ks.key, -1)))\n"                             \
+    "        ORDER BY ks.key = k DESC, length(ks.key) DESC LIMIT 1;\n"                             \
+    "      IF FOUND AND cost > s.burst THEN\n"                                                     \
+    "        RETURN format('%s.cost: a start of cost %s can never fit the burst of %s that key "   \
+    "%s''s '\n"                                                                                    \
+    "          'setting (%s) gives it', f, cost, s.burst, k, s.key);\n"                            \
+    "      END IF;\n"                                                                              \
+    "    END IF;\n"                                                                                \
     "    i := i + 1;\n"                                                                            \
     "  END LOOP;\n"                                                                                \
     "  RETURN NULL;\n"                                                                             \
@@ -566,7 +607,7 @@
     "DEFAULT 0,\n"                                                                                 \
     "  max_attempts INTEGER DEFAULT NULL, score DOUBLE PRECISION DEFAULT NULL,\n"                  \
     "  traceparent TEXT DEFAULT NULL, timeout_ms BIGINT DEFAULT NULL,\n"                           \
-    "  concurrency_keys JSONB DEFAULT NULL) RETURNS BIGINT\n"                                      \
+    "  concurrency_keys JSONB DEFAULT NULL, rate_keys JSONB DEFAULT NULL) RETURNS BIGINT\n"        \
     "  LANGUAGE plpgsql AS $f$\n"                                                                  \
     "#variable_conflict use_variable\n"                                                            \
     "DECLARE why TEXT; new_id BIGINT;\n"                                                           \
@@ -574,8 +615,9 @@
     "  SELECT coalesce(tenq.problem(tenant, queue, type, args, key, unique_key, "                  \
     "idempotency_key,\n"                                                                           \
     "      run_at, priority, max_attempts, score, traceparent, q.max_payload_bytes),\n"            \
-    "      tenq.timeout_problem(timeout_ms, q.lease_ms), "                                         \
-    "tenq.options_problem(concurrency_keys))\n"                                                    \
+    "      tenq.timeout_problem(timeout_ms, q.lease_ms),\n"                                        \
+    "      tenq.keys_problem(tenant, 'concurrency_keys', concurrency_keys),\n"                     \
+    "      tenq.keys_problem(tenant, 'rate_keys', rate_keys))\n"                                   \
     "    INTO why FROM (SELECT 1) AS one LEFT JOIN tenq.queues q ON q.name = queue;\n"             \
     "  IF why IS NOT NULL THEN\n"                                                                  \
     "    RAISE EXCEPTION 'tenq.submit: %', why USING ERRCODE = '22023';\n"                         \
@@ -588,7 +630,8 @@
     "    created_at)\n"                                                                            \
     "    VALUES (new_id, tenant, queue, type, args::text, key, unique_key, \"unique\",\n"          \
     "    idempotency_key, (extract(epoch FROM run_at) * 1000)::bigint, priority, max_attempts,\n"  \
-    "    score, traceparent, nullif(timeout_ms, 0), tenq.job_options(concurrency_keys),\n"         \
+    "    score, traceparent, nullif(timeout_ms, 0), tenq.job_options(concurrency_keys, "           \
+    "rate_keys),\n"                                                                                \
     "    tenq.now_ms());\n"                                                                        \
     "  PERFORM tenq.notify_inbox();\n"                                                             \
     "  RETURN new_id;\n"                                                                           \
@@ -601,7 +644,7 @@
     "  known CONSTANT TEXT[] := ARRAY['tenant', 'queue', 'type', 'args', 'key', 'unique_key',\n"   \
     "    'unique', 'idempotency_key', 'run_at', 'priority', 'max_attempts', 'score', "             \
     "'traceparent',\n"                                                                             \
-    "    'timeout_ms', 'concurrency_keys'];\n"                                                     \
+    "    'timeout_ms', 'concurrency_keys', 'rate_keys'];\n"                                        \
     "BEGIN\n"                                                                                      \
     "  IF jobs IS NULL OR jsonb_typeof(jobs) <> 'array' THEN\n"                                    \
     "    RAISE EXCEPTION 'tenq.submit_many: jobs must be a JSON array of job objects'\n"           \
@@ -617,7 +660,8 @@
     "      (e.j->>'max_attempts')::int, (e.j->>'score')::float8, e.j->>'traceparent',\n"           \
     "      q.max_payload_bytes), tenq.timeout_problem((e.j->>'timeout_ms')::bigint, "              \
     "q.lease_ms),\n"                                                                               \
-    "      tenq.options_problem(e.j->'concurrency_keys'))\n"                                       \
+    "      tenq.keys_problem(e.j->>'tenant', 'concurrency_keys', e.j->'concurrency_keys'),\n"      \
+    "      tenq.keys_problem(e.j->>'tenant', 'rate_keys', e.j->'rate_keys'))\n"                    \
     "    END AS p\n"                                                                               \
     "    FROM jsonb_array_elements(jobs) WITH ORDINALITY AS e(j, ord)\n"                           \
     "    LEFT JOIN tenq.queues q ON jsonb_typeof(e.j) = 'object' AND q.name = e.j->>'queue') AS "  \
@@ -641,7 +685,7 @@
     "      coalesce((j->>'priority')::int, 0), (j->>'max_attempts')::int, "                        \
     "(j->>'score')::float8,\n"                                                                     \
     "      j->>'traceparent', nullif((j->>'timeout_ms')::bigint, 0),\n"                            \
-    "      tenq.job_options(j->'concurrency_keys'), tenq.now_ms() FROM src)\n"                     \
+    "      tenq.job_options(j->'concurrency_keys', j->'rate_keys'), tenq.now_ms() FROM src)\n"     \
     "  SELECT coalesce(array_agg(id ORDER BY ord), '{}') INTO ids FROM src;\n"                     \
     "  IF cardinality(ids) > 0 THEN PERFORM tenq.notify_inbox(); END IF;\n"                        \
     "  RETURN ids;\n"                                                                              \

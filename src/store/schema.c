@@ -332,6 +332,9 @@ static const char *const migrations[] = {
     "  tenant TEXT NOT NULL,\n"
     "  key TEXT NOT NULL,\n"
     "  concurrency $I64,\n"
+    "  rate $I64,\n"
+    "  rate_period_ms $I64 NOT NULL,\n"
+    "  rate_burst $I64,\n"
     "  updated_at $I64 NOT NULL,\n"
     "  PRIMARY KEY (tenant, key));\n"
     "$TXKEYS",

@@ -348,6 +348,8 @@ typedef struct store_tx_job {
      * options could not be read (the job is refused when taken in) */
     const engine_limit_key *concurrency_keys;
     uint32_t n_concurrency_keys;
+    const engine_rate_key *rate_keys;
+    uint32_t n_rate_keys;
     bool bad_options;
 } store_tx_job;
 

@@ -1,11 +1,12 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Concurrency keys across PostgreSQL takeovers: two servers on one store,
-workers leasing and acking keyed jobs while the leader is killed (kill -9)
-again and again. After every takeover, once the new leader serves, no key
-runs more jobs than its limit (its first leases see the leases the old
-leader stored); after the run, the store's record of every attempt (the
-jobs' own lease fields and the attempts table) shows no moment at which a
-key had more attempts under lease than its limit.
+"""Concurrency and rate keys across PostgreSQL takeovers: two servers on
+one store, workers leasing and acking keyed jobs while the leader is killed
+(kill -9) again and again. After every takeover, once the new leader
+serves, no key runs more jobs than its limit (its first leases see the
+leases the old leader stored); after the run, the store's record of every
+attempt (the jobs' own lease fields and the attempts table) shows no moment
+at which a key had more attempts under lease than its limit, and no window
+in which a rate key's starts took more units than its rate allows.
 
 Run under tests/with-pg.sh (ctest does); a missing PostgreSQL is a
 failure, never a skip. TENQ_CHAOS_ROUNDS scales the rounds."""
@@ -30,6 +31,7 @@ TENANT = "kt"
 ACCOUNTS = 6  # acct:N, limit 2 by a prefix setting
 USERS = 6  # user:N, limit 1 given by the jobs
 QUEUES = ("k1", "k2")
+RATE, PERIOD_MS, BURST = 10, 1000, 4  # the rate key "api": 10 units a second
 
 
 def key_limit(key):
@@ -89,8 +91,13 @@ class KeysAcrossTakeovers(unittest.TestCase):
                 keys = [{"key": "acct:%d" % self.rnd.randrange(ACCOUNTS)}]
                 if self.rnd.random() < 0.5:
                     keys.append({"key": "user:%d" % self.rnd.randrange(USERS), "limit": 1})
-                jobs.append({"tenant": TENANT, "queue": self.rnd.choice(QUEUES),
-                             "type": self.rnd.choice(("A", "B")), "concurrency_keys": keys})
+                job = {"tenant": TENANT, "queue": self.rnd.choice(QUEUES),
+                       "type": self.rnd.choice(("A", "B")), "concurrency_keys": keys}
+                if self.rnd.random() < 0.5:
+                    job["rate_keys"] = [{"key": "api", "cost": self.rnd.choice((1, 2)),
+                                         "rate": RATE, "rate_period_ms": PERIOD_MS,
+                                         "rate_burst": BURST}]
+                jobs.append(job)
             st, ans = cl.request("POST", "/v1/jobs", {"jobs": jobs})
             self.assertEqual(st, 201, ans)
             total += len(jobs)
@@ -110,6 +117,9 @@ class KeysAcrossTakeovers(unittest.TestCase):
             # from the new leader's first leases on: no key past its limit
             for _ in range(20):
                 for k in self.keys_now(new):
+                    if k["key"] == "api":  # the rate key: no concurrency limit
+                        self.assertEqual(k["limit"], None, k)
+                        continue
                     self.assertLessEqual(k["active"], k["limit"], k)
                     self.assertEqual(k["limit"], key_limit(k["key"]), k)
                 time.sleep(0.02)
@@ -142,10 +152,13 @@ class KeysAcrossTakeovers(unittest.TestCase):
         rows = psql(url, "SELECT id, options, state, leased_at, finished_at FROM tenq.jobs "
                          "WHERE tenant = '%s'" % TENANT)
         self.assertEqual(len(rows), total)
-        keys_of, spans = {}, []
+        keys_of, cost_of, spans = {}, {}, []
         for jid, opts, state, leased, finished in rows:
             self.assertEqual(state, "succeeded", (jid, state))
-            keys_of[jid] = [k["key"] for k in json.loads(opts)["concurrency_keys"]]
+            o = json.loads(opts)
+            keys_of[jid] = [k["key"] for k in o["concurrency_keys"]]
+            for r in o.get("rate_keys", []):
+                cost_of[jid] = r.get("cost", 1)
             spans.append((jid, int(leased), int(finished)))
         for jid, leased, finished in psql(url, "SELECT a.job_id, a.leased_at, a.finished_at FROM "
                                                "tenq.attempts a JOIN tenq.jobs j ON j.id = "
@@ -164,6 +177,19 @@ class KeysAcrossTakeovers(unittest.TestCase):
                 most = max(most, n)
             self.assertLessEqual(most, key_limit(k), "key %s had %d attempts at once" % (k, most))
         self.assertEqual(len(events), ACCOUNTS + USERS)
+        # the rate key: in any window of W ms, at most BURST + W / T units started
+        starts = sorted((a, cost_of[jid]) for jid, a, _ in spans if jid in cost_of)
+        self.assertGreater(len(starts), 50)
+        t_ms = PERIOD_MS / RATE
+        for w in (PERIOD_MS // 4, PERIOD_MS, 3 * PERIOD_MS):
+            lo = units = 0
+            for hi in range(len(starts)):
+                units += starts[hi][1]
+                while starts[lo][0] <= starts[hi][0] - w:
+                    units -= starts[lo][1]
+                    lo += 1
+                self.assertLessEqual(units, BURST + w / t_ms,
+                                     "rate key api: %d units in %d ms" % (units, w))
 
 
 if __name__ == "__main__":

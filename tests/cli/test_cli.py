@@ -665,10 +665,10 @@ class Admin(Case):
         out, _ = self.ok("key", "set", "t-key", "acct:*", "--concurrency", "1")
         self.assertRegex(out, r"(?m)^concurrency\s+1$")
         out, _ = self.ok("key", "settings", "--tenant", "t-key")
-        self.assertRegex(out, r"(?m)^t-key\s+acct:\*\s+1$")
+        self.assertRegex(out, r"(?m)^t-key\s+acct:\*\s+1\s+-\s+1000\s+-$")
         self.ok("queue", "set", "q-key")
         out, _ = self.ok("key", "ls", "--tenant", "t-key")
-        self.assertRegex(out, r"(?m)^t-key\s+acct:1\s+0\s+1\s+2\s+0\s+acct:\*$")
+        self.assertRegex(out, r"(?m)^t-key\s+acct:1\s+0\s+1\s+2\s+0\s+acct:\*\s+-$")
         self.ok("key", "rm", "t-key", "acct:*")
         out, _ = self.ok("key", "ls", "--tenant", "t-key", "--key", "acct:1", "--json")
         self.assertEqual(json.loads(out)["keys"][0]["limit"], 2)
@@ -679,6 +679,20 @@ class Admin(Case):
         self.assertIn("--concurrency", err)
         _, err = self.fails(1, "key", "rm", "t-key", "none-set")
         self.assertIn("tenq: not_found:", err)
+        # rate keys: the rate from the key's setting, the cost from the job
+        out, _ = self.ok("key", "set", "t-key", "api:*", "--rate", "2", "--rate-period", "1h")
+        self.assertRegex(out, r"(?m)^rate\s+2$")
+        self.assertRegex(out, r"(?m)^rate_period_ms\s+3600000$")
+        c, _ = self.ok("submit", "--tenant", "t-key", "--queue", "q-rate", "--type", "T",
+                       "--rate-key", "api:1=2")
+        out, _ = self.ok("status", c.strip())
+        self.assertRegex(out, r"(?m)^rate_keys\s+api:1 \(cost 2\)$")
+        self.assertRegex(out, r"(?m)^waiting\s+rate key api:1 allows its next start")
+        out, _ = self.ok("key", "ls", "--tenant", "t-key", "--key", "api:1")
+        self.assertRegex(out, r"(?m)^t-key\s+api:1\s.*\s2/1h00m burst 2 \(held\)$")
+        _, err = self.fails(1, "submit", "--tenant", "t-key", "--queue", "q-rate", "--type", "T",
+                            "--rate-key", "api:1=3")
+        self.assertIn("burst of 2", err)
 
     def test_schedules(self):
         out, _ = self.ok("schedule", "set", "nightly", "--cron", "30 2 * * *", "--timezone",

@@ -74,7 +74,8 @@ class ConcurrencyKeys(ServerTest):
         self.assertEqual(len(self.srv.lease(["cd"], max=10)), 2)
         s = self.srv.ok("PUT", "/v1/key-settings",
                         {"tenant": "cd", "key": "account:*", "concurrency": 3})
-        self.assertEqual(s, {"tenant": "cd", "key": "account:*", "concurrency": 3})
+        self.assertEqual(s, {"tenant": "cd", "key": "account:*", "concurrency": 3, "rate": None,
+                             "rate_period_ms": 1000, "rate_burst": None})
         self.assertEqual(len(self.srv.lease(["cd"], max=10)), 4)
         self.srv.ok("PUT", "/v1/key-settings", {"tenant": "cd", "key": "account:7",
                                                  "concurrency": 4})
@@ -130,6 +131,74 @@ class ConcurrencyKeys(ServerTest):
         opts = self.srv.stored("SELECT options FROM $Sjobs WHERE id = %d" % j["id"])
         self.assertIn('"concurrency_keys"', opts)
 
+def rk(key, cost=None, **kw):
+    d = {"key": key}
+    if cost is not None:
+        d["cost"] = cost
+    d.update(kw)
+    return d
+
+
+class RateKeys(ServerTest):
+    def full_buckets(self):
+        """A rate begins used up at the server's start (SEMANTICS.md, "Rate
+        keys"): the rates below are full again 2 s after it."""
+        up = self.srv.ok("GET", "/v1/stats")["server"]["uptime_ms"]
+        if up < 2100:
+            time.sleep((2100 - up) / 1000)
+
+    def test_each_start_takes_its_cost_of_the_keys_rate(self):
+        self.full_buckets()
+        # 10 units a second, bursts of 10: three jobs of cost 3, then the fourth waits
+        ids = [self.srv.submit(tenant="ra", queue="ra", rate_keys=[rk("api:7", 3, rate=10)])["id"]
+               for _ in range(4)]
+        got = self.srv.lease(["ra"], max=10)
+        self.assertEqual([j["id"] for j in got], ids[:3])
+        j = self.srv.job(ids[3])
+        self.assertEqual(j["rate_keys"], [{"key": "api:7", "cost": 3, "rate": 10}])
+        w = j["waiting"]
+        self.assertEqual((w["reason"], w["key"]), ("rate_key", "api:7"))
+        self.assertGreater(w["until"], got[0]["run_at"])
+        k = self.srv.ok("GET", "/v1/keys?tenant=ra&key=api:7")["keys"][0]
+        self.assertEqual((k["rate"]["rate"], k["rate"]["rate_burst"], k["held"]), (10, 10, 1))
+        # within 200 ms and 2 more units it goes (a waiting lease is answered)
+        got = self.srv.lease(["ra"], wait_ms=5000)
+        self.assertEqual([x["id"] for x in got], [ids[3]])
+
+    def test_a_keys_setting_gives_its_rate_and_bad_input_is_refused(self):
+        self.srv.ok("PUT", "/v1/key-settings", {"tenant": "rb", "key": "api:*", "rate": 1,
+                                                 "rate_period_ms": 3600000})
+        a = self.srv.submit(tenant="rb", queue="rb", rate_keys=["api:1"])
+        w = self.srv.job(a["id"])["waiting"]  # used up at the start: an hour's unit
+        self.assertEqual((w["reason"], w["key"]), ("rate_key", "api:1"))
+        cases = [
+            ([rk("a", 0)], "rate_keys[0].cost"),
+            ([rk("a", 6, rate=10, rate_burst=5)], "rate_keys[0].cost"),
+            ([rk("a", 11, rate=10)], "rate_keys[0].cost"),
+            ([rk("api:1", 2)], "rate_keys[0].cost"),  # the setting's burst is 1
+            ([rk("a", rate_burst=5)], "rate_keys[0].rate"),
+            ([rk("a", rate=10, rate_period_ms=0)], "rate_keys[0].rate_period_ms"),
+            ([rk("a", rate=0)], "rate_keys[0].rate"),
+            ([rk(str(i)) for i in range(5)], "rate_keys"),
+            ([rk("a", extra=1)], "rate_keys[0]"),
+            ([rk("a"), rk("a")], "rate_keys[1].key"),
+            ([rk("k" * 257)], "rate_keys[0].key"),
+        ]
+        for keys, field in cases:
+            status, out = self.srv.req("POST", "/v1/jobs", dict(
+                tenant="rb", queue="rb", type="T", rate_keys=keys))
+            self.assertEqual((status, out["error"]["field"]), (400, field), (keys, out))
+        status, out = self.srv.req("POST", "/v1/jobs", dict(
+            tenant="rb", queue="rb", type="T", rate_keys=[rk("api:1", 2)]))
+        self.assertIn("burst of 1 that key api:1's setting (api:*) gives it", out["error"]["message"])
+        self.assertEqual(self.srv.ok("GET", "/v1/queues/rb")["queued"], 1)
+        for body, field in (({"tenant": "rb", "key": "k", "rate": 0}, "rate"),
+                            ({"tenant": "rb", "key": "k", "rate_burst": 0}, "rate_burst"),
+                            ({"tenant": "rb", "key": "k", "rate_period_ms": 0}, "rate_period_ms")):
+            status, out = self.srv.req("PUT", "/v1/key-settings", body)
+            self.assertEqual((status, out["error"]["field"]), (400, field), body)
+
+
 class Tokens(ServerTest):
     """Its own server: once a token exists, every request needs one."""
 
@@ -168,6 +237,28 @@ class AcrossRestarts(unittest.TestCase):
             self.assertEqual((k["limit"], k["active"], k["setting"]), (2, 2, "acct:*"))
             srv.ack(got[0])  # its lease lives on: a worker still running it acks it
             self.assertEqual(len(srv.lease(["ra"], max=10)), 1)
+        finally:
+            srv.cleanup()
+
+    def test_a_rate_key_begins_used_up_after_a_restart(self):
+        srv = Server()
+        try:
+            # one start per 3 s: the restart may not give a second one at once
+            jobs = [srv.submit(tenant="rr", queue="rr", rate_keys=[rk("r", rate=1,
+                                                                      rate_period_ms=3000)])
+                    for _ in range(3)]
+            got = srv.lease(["rr"], wait_ms=10000)  # after the start's unit
+            self.assertEqual([j["id"] for j in got], [jobs[0]["id"]])
+            srv.ack(got[0])
+            srv.kill()
+            t0 = time.time()
+            srv.start()
+            self.assertEqual(srv.lease(["rr"]), [])
+            w = srv.job(jobs[1]["id"])["waiting"]
+            self.assertEqual((w["reason"], w["key"]), ("rate_key", "r"))
+            got = srv.lease(["rr"], wait_ms=10000)
+            self.assertEqual([j["id"] for j in got], [jobs[1]["id"]])
+            self.assertGreater(time.time() - t0, 2.5)  # a period after the start, not before
         finally:
             srv.cleanup()
 

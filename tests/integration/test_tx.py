@@ -288,6 +288,32 @@ class Submit(TxTest):
             self.assertIn("job 0: " + want, err)
         self.assertEqual(q1(self.db, "SELECT count(*) FROM tenq.inbox"), "0")
 
+    def test_rate_keys_arrive_checked_against_their_settings_too(self):
+        self.srv.ok("PUT", "/v1/key-settings", {"tenant": "acme", "key": "api:*", "rate": 5,
+                                                 "rate_burst": 2})
+        jid = int(q1(self.db, "SELECT tenq.submit('acme', 'txr', 'T', rate_keys => "
+                              "'[{\"key\": \"api:1\", \"cost\": 2}, {\"key\": \"own\", "
+                              "\"rate\": 3, \"rate_period_ms\": 60000}]')"))
+        self.settle()
+        self.assertEqual(self.srv.job(jid)["rate_keys"],
+                         [{"key": "api:1", "cost": 2},
+                          {"key": "own", "cost": 1, "rate": 3, "rate_period_ms": 60000}])
+        for keys, want in (("[{\"key\": \"api:1\", \"cost\": 3}]",
+                            "rate_keys[0].cost: a start of cost 3 can never fit the burst of 2 "
+                            "that key api:1's setting (api:*) gives it"),
+                           ("[{\"key\": \"a\", \"cost\": 4, \"rate\": 3}]",
+                            "rate_keys[0].cost: a start of cost 4 can never fit the key's burst "
+                            "of 3"),
+                           ("[{\"key\": \"a\", \"rate_burst\": 3}]",
+                            "rate_keys[0].rate is required with rate_period_ms or rate_burst"),
+                           ("[{\"key\": \"a\", \"cost\": 0}]",
+                            "rate_keys[0].cost must be an integer from 1 to 1000000")):
+            rc, _, err = psql(self.db, "SELECT tenq.submit('acme', 'txr', 'T', rate_keys => "
+                                       "'%s')" % keys, check=False)
+            self.assertNotEqual(rc, 0)
+            self.assertIn(want, err)
+        self.assertEqual(q1(self.db, "SELECT count(*) FROM tenq.inbox"), "0")
+
     def test_a_jobs_own_timeout_arrives_and_the_server_times_the_attempt_out(self):
         self.srv.ok("PUT", "/v1/queues/txt", {"lease_ms": 1500})
         # checked against the queue's lease: a third of 1500 ms is 500

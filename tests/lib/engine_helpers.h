@@ -35,6 +35,8 @@ typedef struct sub_opts {
     engine_deps_policy on_parent_failure;
     const engine_limit_key *ckeys; /* concurrency keys */
     uint32_t n_ckeys;
+    const engine_rate_key *rate_keys;
+    uint32_t n_rate_keys;
 } sub_opts;
 
 static inline engine_submit_res submit_x(engine_t *e, int64_t now, const char *tenant,
@@ -64,6 +66,8 @@ static inline engine_submit_res submit_x(engine_t *e, int64_t now, const char *t
     r.on_parent_failure = o.on_parent_failure;
     r.concurrency_keys = o.ckeys;
     r.n_concurrency_keys = o.n_ckeys;
+    r.rate_keys = o.rate_keys;
+    r.n_rate_keys = o.n_rate_keys;
     engine_submit_res res;
     engine_submit(e, now, &r, &res);
     return res;

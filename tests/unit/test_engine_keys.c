@@ -45,7 +45,7 @@ TEST(key_limits_its_jobs_across_queues_and_types_of_the_tenant)
     ASSERT_EQ(lease_many(e, T0, qs, 2, 10, ids), 2);
     ASSERT_EQ(lease_many(e, T0, qs, 2, 10, ids + 2), 0);
     engine_key_info ki;
-    ASSERT(engine_key_info_get(e, "t", "acct:1", &ki));
+    ASSERT(engine_key_info_get(e, T0, "t", "acct:1", &ki));
     ASSERT_EQ(ki.limit, 2);
     ASSERT_EQ(ki.active, 2);
     ASSERT_EQ(ki.held, 6);
@@ -160,18 +160,18 @@ TEST(key_limit_is_the_last_submits_or_its_queues)
     set_queue(e, "q", qs);
     for (int i = 0; i < 6; i++) SUB(e, T0, "t", "q", CKEY("k", 0));
     engine_key_info ki;
-    ASSERT(engine_key_info_get(e, "t", "k", &ki));
+    ASSERT(engine_key_info_get(e, T0, "t", "k", &ki));
     ASSERT_EQ(ki.limit, 3);
     ASSERT(ki.setting == NULL);
     uint64_t ids[8];
     ASSERT_EQ(lease_q(e, T0, "q", 8, ids), 3);
     SUB(e, T0, "t", "q", CKEY("k", 4)); /* a later submit says 4: one more may go */
-    ASSERT(engine_key_info_get(e, "t", "k", &ki));
+    ASSERT(engine_key_info_get(e, T0, "t", "k", &ki));
     ASSERT_EQ(ki.limit, 4);
     ASSERT_EQ(lease_q(e, T0, "q", 8, ids), 1);
     SUB(e, T0, "t", "q", CKEY("k", 1)); /* lowered: nothing running is stopped */
     ASSERT_EQ(lease_q(e, T0, "q", 8, ids), 0);
-    ASSERT(engine_key_info_get(e, "t", "k", &ki));
+    ASSERT(engine_key_info_get(e, T0, "t", "k", &ki));
     ASSERT_EQ(ki.active, 4);
     ASSERT_EQ(ki.limit, 1);
     must_check(e, T0);
@@ -191,18 +191,18 @@ TEST(key_setting_wins_and_takes_effect_at_once)
     set_key(e, "t", "account:7", 5); /* the key's own wins over the prefix */
     ASSERT_EQ(lease_q(e, T0, "q", 32, ids), 2);
     engine_key_info ki;
-    ASSERT(engine_key_info_get(e, "t", "account:7", &ki));
+    ASSERT(engine_key_info_get(e, T0, "t", "account:7", &ki));
     ASSERT_EQ(ki.limit, 5);
     ASSERT_STR(ki.setting, "account:7");
-    ASSERT(engine_key_info_get(e, "t", "account:8", &ki));
+    ASSERT(engine_key_info_get(e, T0, "t", "account:8", &ki));
     ASSERT_STR(ki.setting, "account:*");
     set_key(e, "t", "acc*", 7); /* a shorter prefix loses to the longer one */
-    ASSERT(engine_key_info_get(e, "t", "account:8", &ki));
+    ASSERT(engine_key_info_get(e, T0, "t", "account:8", &ki));
     ASSERT_EQ(ki.limit, 3);
     must_check(e, T0);
     engine_err err;
     ASSERT_EQ(engine_key_delete(e, T0, "t", "account:7", &err), 0);
-    ASSERT(engine_key_info_get(e, "t", "account:7", &ki));
+    ASSERT(engine_key_info_get(e, T0, "t", "account:7", &ki));
     ASSERT_EQ(ki.limit, 3); /* back to the prefix's */
     ASSERT_EQ(engine_key_delete(e, T0, "t", "account:7", &err), TENQ_ENOT_FOUND);
     /* the settings are changes, for the store */
@@ -299,7 +299,7 @@ TEST(key_is_given_back_by_every_end_of_an_attempt)
     ASSERT_EQ(fail_ok(e, T0 + 1000, c, (engine_fail_req){.error = "stopped", .cancelled = true}),
               ENGINE_CANCELLED);
     engine_key_info ki;
-    ASSERT(engine_key_info_get(e, "t", "k", &ki));
+    ASSERT(engine_key_info_get(e, T0, "t", "k", &ki));
     ASSERT_EQ(ki.active, 0);
     ASSERT_EQ(engine_morgue_requeue(e, T0 + 1000, a, NULL), 0);
     must_check(e, T0 + 1000);
@@ -397,7 +397,7 @@ TEST(key_counts_loaded_leases_before_the_first_lease)
     engine_loading(b, false);
     engine_changes_clear(b);
     engine_key_info ki;
-    ASSERT(engine_key_info_get(b, "t", "k", &ki));
+    ASSERT(engine_key_info_get(b, T0, "t", "k", &ki));
     ASSERT_EQ(ki.active, 2);
     ASSERT_EQ(ki.limit, 2);
     ASSERT_EQ(lease_q(b, T0 + 10, "q", 8, ids), 0);
@@ -423,5 +423,195 @@ TEST(key_backlog_held_costs_leases_nothing)
     ASSERT_EQ(engine_tenant_get(e, T0, "t", NULL, &c), 0);
     ASSERT_EQ(c.ready, 19999);
     ASSERT_EQ(c.eligible, 0);
+    engine_destroy(e);
+}
+
+/* ---- rate keys ---------------------------------------------------------------------- */
+
+#define RKEY(k, c, r, p, b)                                                                        \
+    .rate_keys = (const engine_rate_key[]){{(k), (c), (r), (p), (b)}}, .n_rate_keys = 1
+
+static void set_key_rate(engine_t *e, const char *tenant, const char *key, uint32_t rate,
+                         int64_t period, uint32_t burst)
+{
+    engine_key_settings s;
+    engine_key_settings_defaults(&s);
+    s.rate = rate;
+    s.rate_period_ms = period;
+    s.rate_burst = burst;
+    engine_err err;
+    if (engine_key_set(e, T0, tenant, key, &s, &err))
+        test_fail(__FILE__, __LINE__, "key set: %s", err.message);
+}
+
+TEST(rate_key_takes_each_start_s_cost_from_its_bucket)
+{
+    engine_t *e = mk_engine();
+    /* 10 units a second (100 ms a unit), bursts of 10; each job costs 3 */
+    for (int i = 0; i < 5; i++) SUB(e, T0, "t", "q", RKEY("api:7", 3, 10, 1000, 0));
+    uint64_t ids[8];
+    ASSERT_EQ(lease_q(e, T0, "q", 8, ids), 3); /* 9 of 10 units */
+    uint64_t held = SUB(e, T0, "t", "q", .priority = -1, RKEY("api:7", 3, 10, 1000, 0));
+    engine_wait w;
+    engine_job_wait(engine_find(e, held), &w);
+    ASSERT_EQ(w.kind, ENGINE_WAIT_RATE_KEY);
+    ASSERT_STR(w.key, "api:7");
+    ASSERT_EQ(w.until, T0 + 200); /* two more units: tat is T0 + 900, less 7 units' 700 */
+    ASSERT_STR(engine_wait_name(w.kind), "rate_key");
+    engine_key_info ki;
+    ASSERT(engine_key_info_get(e, T0, "t", "api:7", &ki));
+    ASSERT_EQ(ki.rate, 10);
+    ASSERT_EQ(ki.rate_burst, 10);
+    ASSERT_EQ(ki.held, 3);
+    ASSERT_EQ(ki.rate_until, 0); /* one unit is left */
+    engine_counts c;
+    ASSERT_EQ(engine_tenant_get(e, T0, "t", NULL, &c), 0);
+    ASSERT_EQ(c.eligible, 0);
+    engine_tick(e, T0 + 199);
+    ASSERT_EQ(lease_q(e, T0 + 199, "q", 8, ids), 0);
+    must_check(e, T0 + 199);
+    engine_tick(e, T0 + 200);
+    ASSERT_EQ(lease_q(e, T0 + 200, "q", 8, ids), 1);
+    engine_tick(e, T0 + 500);
+    ASSERT_EQ(lease_q(e, T0 + 500, "q", 8, ids), 1);
+    must_check(e, T0 + 500);
+    engine_destroy(e);
+}
+
+TEST(rate_key_holds_only_its_jobs_and_a_cheaper_one_may_go_first)
+{
+    engine_t *e = mk_engine();
+    uint64_t big = SUB(e, T0, "t", "q", RKEY("k", 4, 4, 1000, 0));
+    ASSERT_EQ(lease1(e, T0, "q"), big); /* the whole burst */
+    uint64_t b2 = SUB(e, T0, "t", "q", RKEY("k", 4, 4, 1000, 0));
+    uint64_t small = SUB(e, T0, "t", "q", RKEY("k", 1, 4, 1000, 0));
+    uint64_t plain = SUB(e, T0, "t", "q");
+    ASSERT_EQ(lease1(e, T0, "q"), plain);
+    engine_tick(e, T0 + 250); /* one unit back: the cheap job, not the dear one */
+    ASSERT_EQ(lease1(e, T0 + 250, "q"), small);
+    ASSERT_EQ(lease1(e, T0 + 250, "q"), 0);
+    engine_tick(e, T0 + 1250);
+    ASSERT_EQ(lease1(e, T0 + 1250, "q"), b2);
+    must_check(e, T0 + 1250);
+    engine_destroy(e);
+}
+
+TEST(rate_key_setting_wins_and_changes_at_once)
+{
+    engine_t *e = mk_engine();
+    for (int i = 0; i < 6; i++) SUB(e, T0, "t", "q", RKEY("api:1", 1, 0, 0, 0));
+    uint64_t ids[8];
+    ASSERT_EQ(lease_q(e, T0, "q", 8, ids), 6); /* no rate given anywhere: no limit */
+    for (int i = 0; i < 6; i++) SUB(e, T0, "t", "q", RKEY("api:1", 1, 0, 0, 0));
+    set_key_rate(e, "t", "api:*", 2, 1000, ENGINE_UNLIMITED); /* a rate from none */
+    ASSERT_EQ(lease_q(e, T0, "q", 8, ids), 2);
+    engine_key_info ki;
+    ASSERT(engine_key_info_get(e, T0, "t", "api:1", &ki));
+    ASSERT_STR(ki.rate_setting, "api:*");
+    ASSERT_EQ(ki.rate_until, T0 + 500);
+    set_key_rate(e, "t", "api:1", 100, 1000, ENGINE_UNLIMITED); /* a faster one, its own */
+    must_check(e, T0);
+    engine_tick(e, T0 + 10);
+    ASSERT_EQ(lease_q(e, T0 + 10, "q", 8, ids), 1);
+    must_check(e, T0 + 10);
+    engine_err err;
+    ASSERT_EQ(engine_key_delete(e, T0 + 10, "t", "api:1", &err), 0); /* back to 2 a second */
+    engine_tick(e, T0 + 20);
+    ASSERT_EQ(lease_q(e, T0 + 20, "q", 8, ids), 0);
+    must_check(e, T0 + 20);
+    engine_changes_clear(e);
+    engine_destroy(e);
+}
+
+TEST(rate_key_refuses_a_cost_above_the_burst)
+{
+    engine_t *e = mk_engine();
+    engine_submit_res r = sub_t(e, "t", "q", "T", (sub_opts){RKEY("k", 6, 10, 1000, 5)});
+    ASSERT_EQ(r.code, TENQ_EINVALID);
+    ASSERT_STR(r.err.field, "rate_keys[0].cost");
+    r = sub_t(e, "t", "q", "T", (sub_opts){RKEY("k", 11, 10, 1000, 0)});
+    ASSERT_STR(r.err.field, "rate_keys[0].cost");
+    set_key_rate(e, "t", "k", 10, 1000, 2);
+    r = sub_t(e, "t", "q", "T", (sub_opts){RKEY("k", 3, 0, 0, 0)});
+    ASSERT_EQ(r.code, TENQ_EINVALID);
+    ASSERT_STR(r.err.field, "rate_keys[0].cost");
+    ASSERT(strstr(r.err.message, "burst of 2") != NULL);
+    r = sub_t(e, "t", "q", "T", (sub_opts){RKEY("k", 1, 0, 0, 5)});
+    ASSERT_STR(r.err.field, "rate_keys[0].rate"); /* a burst without a rate */
+    const engine_rate_key five[5] = {{"a", 1, 0, 0, 0},
+                                     {"b", 1, 0, 0, 0},
+                                     {"c", 1, 0, 0, 0},
+                                     {"d", 1, 0, 0, 0},
+                                     {"e", 1, 0, 0, 0}};
+    r = sub_t(e, "t", "q", "T", (sub_opts){.rate_keys = five, .n_rate_keys = 5});
+    ASSERT_STR(r.err.field, "rate_keys");
+    ASSERT_EQ(engine_key_count(e), 0);
+    engine_changes_clear(e);
+    engine_destroy(e);
+}
+
+TEST(rate_key_begins_used_up_at_a_restart)
+{
+    engine_config c;
+    engine_config_defaults(&c);
+    c.start_ms = T0; /* the engine's life begins at T0 */
+    engine_t *e = engine_create(&c);
+    /* 5 a second (200 ms each), bursts of 5: as if a burst had just started */
+    for (int i = 0; i < 3; i++) SUB(e, T0, "t", "q", RKEY("k", 1, 5, 1000, 0));
+    ASSERT_EQ(lease1(e, T0, "q"), 0);
+    engine_tick(e, T0 + 199);
+    ASSERT_EQ(lease1(e, T0 + 199, "q"), 0);
+    engine_tick(e, T0 + 200);
+    ASSERT(lease1(e, T0 + 200, "q") != 0);
+    ASSERT_EQ(lease1(e, T0 + 200, "q"), 0);
+    must_check(e, T0 + 200);
+    engine_destroy(e);
+}
+
+TEST(rate_key_no_job_names_is_kept_until_its_bucket_is_full)
+{
+    engine_t *e = mk_engine();
+    uint64_t a = SUB(e, T0, "t", "q", RKEY("hourly", 1, 1, 3600000, 0));
+    ASSERT_EQ(lease1(e, T0, "q"), a);
+    ack_ok(e, T0, a);
+    engine_changes_clear(e); /* no job names it now */
+    ASSERT_EQ(engine_key_count(e), 1);
+    must_check(e, T0);
+    uint64_t b = SUB(e, T0 + 1000, "t", "q", RKEY("hourly", 1, 1, 3600000, 0));
+    ASSERT_EQ(lease1(e, T0 + 1000, "q"), 0); /* the hour is not over */
+    engine_tick(e, T0 + 3600000);
+    ASSERT_EQ(lease1(e, T0 + 3600000, "q"), b);
+    ack_ok(e, T0 + 3600000, b);
+    engine_changes_clear(e);
+    engine_tick(e, T0 + 7200000); /* full again: forgotten */
+    ASSERT_EQ(engine_key_count(e), 0);
+    must_check(e, T0 + 7200000);
+    engine_destroy(e);
+}
+
+TEST(rate_key_and_concurrency_key_together)
+{
+    engine_t *e = mk_engine();
+    const engine_limit_key ck[1] = {{"acct", 1}};
+    const engine_rate_key rk[1] = {{"api", 1, 2, 1000, 0}};
+    uint64_t id[4];
+    for (int i = 0; i < 4; i++)
+        id[i] = SUB(e, T0, "t", "q", .ckeys = ck, .n_ckeys = 1, .rate_keys = rk, .n_rate_keys = 1);
+    ASSERT_EQ(lease1(e, T0, "q"), id[0]);
+    ASSERT_EQ(lease1(e, T0, "q"), 0); /* the concurrency key */
+    engine_job_info in = info_of(e, id[0]);
+    ASSERT_EQ(in.n_rate_keys, 1);
+    ASSERT_STR(in.rate_keys[0].key, "api");
+    ASSERT_EQ(in.rate_keys[0].rate, 2);
+    ASSERT_EQ(in.n_concurrency_keys, 1);
+    ack_ok(e, T0, id[0]);
+    ASSERT_EQ(lease1(e, T0, "q"), id[1]); /* the second unit of the burst */
+    ack_ok(e, T0, id[1]);
+    ASSERT_EQ(lease1(e, T0, "q"), 0); /* now the rate holds it */
+    engine_wait w;
+    engine_job_wait(engine_find(e, id[2]), &w);
+    ASSERT_EQ(w.kind, ENGINE_WAIT_RATE_KEY);
+    ASSERT_EQ(w.until, T0 + 500);
+    must_check(e, T0);
     engine_destroy(e);
 }

@@ -24,6 +24,8 @@
  *     before its time (on_complete and on_success only once nothing of the
  *     batch is pending, on_success only when all succeeded), and none is
  *     lost (a batch with nothing pending is closed, its callbacks made).
+ *   - rate keys with a cost: in any window of W ms a key's starts take at
+ *     most burst + W / T units (T = period / rate), restarts included;
  *   - concurrency keys: no lease takes a key past its limit (a lowered
  *     limit leases nothing of it until it is under again), and the limit in
  *     force is the key's setting (its own, else the longest prefix's),
@@ -67,7 +69,8 @@ typedef struct live_lease {
 typedef struct rate_log {
     uint32_t rate, burst;
     int64_t period;
-    int64_t at[RL_KEEP]; /* start times, a ring */
+    int64_t at[RL_KEEP];    /* start times, a ring */
+    uint32_t cost[RL_KEEP]; /* units each took (0: 1) */
     unsigned n;
 } rate_log;
 
@@ -110,6 +113,10 @@ static struct model {
     /* concurrency keys: settings of "c1" and of "c*" per tenant (0: none) */
     uint32_t kset_c1[NT], kset_prefix[NT];
     uint64_t n_keyed_leases, n_key_held, n_key_settings;
+    /* rate keys r0 (its jobs give 6 units a 100 ms) and r1 (its setting:
+     * 4 a 200 ms), per tenant */
+    rate_log rl_rkey[NT][2];
+    uint64_t n_rate_keyed_leases, n_rate_key_held;
 } M;
 
 /* Concurrency keys c0, c1, c2: their jobs say 1, 2 and nothing (the
@@ -210,6 +217,10 @@ static void setup_queues(engine_t *e)
             ks.concurrency = M.kset_prefix[t];
             ASSERT_EQ(engine_load_key_setting(e, tenants[t], "c*", &ks, NULL), 0);
         }
+        engine_key_settings_defaults(&ks);
+        ks.rate = 4;
+        ks.rate_period_ms = 200;
+        ASSERT_EQ(engine_load_key_setting(e, tenants[t], "r1", &ks, NULL), 0);
     }
 }
 
@@ -221,20 +232,26 @@ static uint32_t model_key_limit(int t, int k)
     return ckey_given[k] ? ckey_given[k] : KEY_QUEUE_LIMIT;
 }
 
-/* A start of a rate-limited bucket at now: no window ending now holds more
- * than burst + W / T starts. */
-static void rate_start(rate_log *l, const char *what)
+/* A start of a rate-limited bucket at now (taking cost units): no window
+ * ending now holds more than burst + W / T units. */
+static void rate_start_cost(rate_log *l, const char *what, uint32_t cost)
 {
+    l->cost[l->n % RL_KEEP] = cost;
     l->at[l->n++ % RL_KEEP] = M.now;
     int64_t t_us = (l->period * 1000 + l->rate - 1) / l->rate;
     for (int64_t w = l->period; w <= 4 * l->period; w += l->period) {
         unsigned k = 0;
         for (unsigned i = 0; i < RL_KEEP && i < l->n; i++)
-            if (l->at[(l->n - 1 - i) % RL_KEEP] > M.now - w) k++;
+            if (l->at[(l->n - 1 - i) % RL_KEEP] > M.now - w) k += l->cost[(l->n - 1 - i) % RL_KEEP];
         int64_t most = (int64_t)l->burst + w * 1000 / t_us;
-        ASSERT_MSG((int64_t)k <= most, "%s: %u starts in %lld ms, at most %lld (step %llu)", what,
-                   k, (long long)w, (long long)most, (unsigned long long)M.steps);
+        ASSERT_MSG((int64_t)k <= most, "%s: %u units in %lld ms, at most %lld (step %llu)", what, k,
+                   (long long)w, (long long)most, (unsigned long long)M.steps);
     }
+}
+
+static void rate_start(rate_log *l, const char *what)
+{
+    rate_start_cost(l, what, 1);
 }
 
 /* The deadline the model expects for a lease at now: the lease length, cut
@@ -448,6 +465,16 @@ static void op_submit(void)
         }
         o.ckeys = ck;
     }
+    engine_rate_key rk[2];
+    if (rn(4) == 0) {
+        int k0 = rn(2);
+        rk[o.n_rate_keys++] = k0 == 0 ? (engine_rate_key){"r0", (uint32_t)(1 + rn(3)), 6, 100, 0}
+                                      : (engine_rate_key){"r1", (uint32_t)(1 + rn(2)), 0, 0, 0};
+        if (rn(4) == 0)
+            rk[o.n_rate_keys++] = k0 == 1 ? (engine_rate_key){"r0", 1, 6, 100, 0}
+                                          : (engine_rate_key){"r1", 1, 0, 0, 0};
+        o.rate_keys = rk;
+    }
     /* dependencies on recent jobs of the tenant: unfinished ones, or dead
      * ones under policy run (what a submit takes) */
     engine_dep_ref refs[3];
@@ -561,7 +588,7 @@ static void op_lease(void)
     engine_key_info kbefore[NT][NCK];
     for (int t = 0; t < NT; t++)
         for (int k = 0; k < NCK; k++) {
-            if (!engine_key_info_get(M.e, tenants[t], ckeys[k], &kbefore[t][k])) {
+            if (!engine_key_info_get(M.e, M.now, tenants[t], ckeys[k], &kbefore[t][k])) {
                 memset(&kbefore[t][k], 0, sizeof kbefore[t][k]);
                 kbefore[t][k].limit = model_key_limit(t, k);
             }
@@ -570,6 +597,13 @@ static void op_lease(void)
                        (unsigned long long)M.steps, tenants[t], ckeys[k], kbefore[t][k].limit,
                        model_key_limit(t, k));
             M.n_key_held += kbefore[t][k].held;
+        }
+    for (int t = 0; t < NT; t++)
+        for (int k = 0; k < 2; k++) {
+            engine_key_info ri;
+            const char *rname = k ? "r1" : "r0";
+            if (engine_key_info_get(M.e, M.now, tenants[t], rname, &ri))
+                M.n_rate_key_held += ri.held;
         }
     int kgot[NT][NCK] = {{0}};
     engine_job *out[8];
@@ -628,6 +662,12 @@ static void op_lease(void)
             int k = in.concurrency_keys[i].key[1] - '0';
             kgot[t][k]++;
             M.n_keyed_leases++;
+        }
+        for (uint32_t i = 0; i < in.n_rate_keys; i++) {
+            int k = in.rate_keys[i].key[1] - '0';
+            uint32_t cost = in.rate_keys[i].cost ? in.rate_keys[i].cost : 1;
+            rate_start_cost(&M.rl_rkey[t][k], k ? "rate key r1" : "rate key r0", cost);
+            M.n_rate_keyed_leases++;
         }
         int k = key_index(in.key);
         if (k >= 0) {
@@ -852,6 +892,14 @@ static void op_restart(void)
         in->progress = dupn(in->progress);
         in->unique_key = dupn(in->unique_key);
         in->idempotency_key = dupn(in->idempotency_key);
+        if (in->n_rate_keys) {
+            engine_rate_key *rk = calloc(in->n_rate_keys, sizeof *rk);
+            for (uint32_t i = 0; i < in->n_rate_keys; i++) {
+                rk[i] = in->rate_keys[i];
+                rk[i].key = dupn(rk[i].key);
+            }
+            in->rate_keys = rk;
+        }
         if (in->n_concurrency_keys) {
             engine_limit_key *ck = calloc(in->n_concurrency_keys, sizeof *ck);
             for (uint32_t i = 0; i < in->n_concurrency_keys; i++) {
@@ -924,6 +972,8 @@ static void op_restart(void)
         for (uint32_t k = 0; k < in->n_concurrency_keys; k++)
             free((char *)in->concurrency_keys[k].key);
         free((void *)in->concurrency_keys);
+        for (uint32_t k = 0; k < in->n_rate_keys; k++) free((char *)in->rate_keys[k].key);
+        free((void *)in->rate_keys);
     }
     free(v);
     for (size_t i = 0; i < ne; i++)
@@ -998,6 +1048,10 @@ static void run_model(uint64_t seed, uint64_t ops, bool spill)
     M.rl_tenant = (rate_log){.rate = 3, .burst = 2, .period = 100};
     M.rl_queue = (rate_log){.rate = 5, .burst = 5, .period = 200};
     for (int t = 0; t < NT; t++) M.rl_pair[t] = (rate_log){.rate = 2, .burst = 2, .period = 50};
+    for (int t = 0; t < NT; t++) {
+        M.rl_rkey[t][0] = (rate_log){.rate = 6, .burst = 6, .period = 100};
+        M.rl_rkey[t][1] = (rate_log){.rate = 4, .burst = 4, .period = 200};
+    }
     engine_config c = model_config();
     M.e = engine_create(&c);
     setup_queues(M.e);
@@ -1059,7 +1113,7 @@ static void run_model(uint64_t seed, uint64_t ops, bool spill)
             "  %llu steps: %llu leases, %llu acks, %llu fails, %llu expired, %llu dead, %llu "
             "merged, %llu restarts, %llu pauses, %llu jobs, %llu children (%llu leased), %llu "
             "batches (%llu fan-outs, %llu callbacks), %llu keyed leases (%llu held by keys, %llu "
-            "key settings)\n",
+            "key settings), %llu rate-keyed leases (%llu held)\n",
             (unsigned long long)M.steps, (unsigned long long)M.n_leased,
             (unsigned long long)M.n_acked, (unsigned long long)M.n_failed,
             (unsigned long long)M.n_expired, (unsigned long long)M.n_dead,
@@ -1068,13 +1122,15 @@ static void run_model(uint64_t seed, uint64_t ops, bool spill)
             (unsigned long long)M.n_children, (unsigned long long)M.n_children_leased,
             (unsigned long long)M.n_batches, (unsigned long long)M.n_fanouts,
             (unsigned long long)M.n_callbacks, (unsigned long long)M.n_keyed_leases,
-            (unsigned long long)M.n_key_held, (unsigned long long)M.n_key_settings);
+            (unsigned long long)M.n_key_held, (unsigned long long)M.n_key_settings,
+            (unsigned long long)M.n_rate_keyed_leases, (unsigned long long)M.n_rate_key_held);
     ASSERT(M.n_leased > ops / 50);
     ASSERT_EQ(M.n_attempts, M.n_failed + M.n_expired); /* every end but an ack, once */
     ASSERT(M.n_expired > 0 && M.n_dead > 0 && M.n_merged > 0 && M.n_restarts > 0 && M.n_pauses > 0);
     ASSERT(M.n_children_leased > 0);
     ASSERT(M.n_batches > 0 && M.n_callbacks > 0 && M.n_fanouts > 0);
     ASSERT(M.n_keyed_leases > 0 && M.n_key_held > 0 && M.n_key_settings > 0);
+    ASSERT(M.n_rate_keyed_leases > 0 && M.n_rate_key_held > 0);
     if (spill) {
         fprintf(stderr, "  spilled: %llu leases of spilled jobs, %llu args read back\n",
                 (unsigned long long)M.n_spilled_leases, (unsigned long long)M.n_read_back);
