@@ -130,6 +130,8 @@ typedef enum tenq_state {
     /* for its parents (depends_on); last, so that the values above keep
      * their numbers for programs built against an earlier libtenq */
     TENQ_STATE_WAITING,
+    /* not leased by its expire_at: final (after WAITING for the same reason) */
+    TENQ_STATE_EXPIRED,
 } tenq_state;
 
 /* "ready", "dead", ...; "unknown" for TENQ_STATE_UNKNOWN.  A constant. */
@@ -170,6 +172,7 @@ typedef struct tenq_submit_res {
     bool replayed;     /* the answer of an earlier submit with this idempotency key */
     char message[256]; /* when err: the server's message */
     char field[64];    /* when err: the field at fault, or "" */
+    bool debounced;    /* it replaced the pending job `id` of its key (debounce_ms) */
 } tenq_submit_res;
 
 /* Submits one job.  res (may be NULL) gets the answer; on error res->err

@@ -17,7 +17,8 @@ static uint32_t action_states(int action)
     static const engine_bulk_action kinds[] = {ENGINE_BULK_CANCEL, ENGINE_BULK_RETRY_NOW,
                                                ENGINE_BULK_PRIORITY};
     if (action == A_DELETE)
-        return (1u << ENGINE_SUCCEEDED) | (1u << ENGINE_CANCELLED) | (1u << ENGINE_MERGED);
+        return (1u << ENGINE_SUCCEEDED) | (1u << ENGINE_CANCELLED) | (1u << ENGINE_MERGED) |
+               (1u << ENGINE_EXPIRED);
     return engine_bulk_states(kinds[action]);
 }
 

@@ -314,8 +314,7 @@ void h_list_jobs(server *s, http_req *req, const principal *who, const char **ar
 
 static bool is_final(engine_state st)
 {
-    return st == ENGINE_SUCCEEDED || st == ENGINE_CANCELLED || st == ENGINE_MERGED ||
-           st == ENGINE_DEAD;
+    return engine_state_finished(st) || st == ENGINE_DEAD;
 }
 
 static void wait_register(server *s, http_req *req, const principal *who, uint64_t id,

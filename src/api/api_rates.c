@@ -138,6 +138,7 @@ void api_json_counts(jbuf *b, const engine_counts *c, int64_t now)
     jb_kint(b, "failed_total", (long long)c->failed_total);
     jb_kint(b, "dead_total", (long long)c->dead_total);
     jb_kint(b, "cancelled_total", (long long)c->cancelled_total);
+    jb_kint(b, "expired_total", (long long)c->expired_total);
 }
 
 void api_json_rates(jbuf *b, server *s, bool queue, const char *name)

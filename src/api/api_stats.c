@@ -171,10 +171,10 @@ static void metric_counts(jbuf *b, const char *kind, const char *name, const eng
         metric_label(b, name);
         jb_printf(b, "\",state=\"%s\"} %llu\n", states[i], (unsigned long long)v[i]);
     }
-    const char *totals[] = {"submitted", "succeeded", "failed", "dead", "cancelled"};
-    uint64_t tv[] = {c->submitted_total, c->succeeded_total, c->failed_total, c->dead_total,
-                     c->cancelled_total};
-    for (int i = 0; i < 5; i++) {
+    const char *totals[] = {"submitted", "succeeded", "failed", "dead", "cancelled", "expired"};
+    uint64_t tv[] = {c->submitted_total, c->succeeded_total, c->failed_total,
+                     c->dead_total,      c->cancelled_total, c->expired_total};
+    for (int i = 0; i < 6; i++) {
         jb_printf(b, "tenq_%s_%s_total{%s=\"", kind, totals[i], kind);
         metric_label(b, name);
         jb_printf(b, "\"} %llu\n", (unsigned long long)tv[i]);

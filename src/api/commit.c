@@ -58,8 +58,7 @@ void srv_schedule_flush(server *s)
 /* Is a job final (for waiters)? */
 static bool final_state(engine_state st)
 {
-    return st == ENGINE_SUCCEEDED || st == ENGINE_CANCELLED || st == ENGINE_MERGED ||
-           st == ENGINE_DEAD;
+    return engine_state_finished(st) || st == ENGINE_DEAD;
 }
 
 /* ---- rows written late (leases and readiness)

@@ -89,6 +89,7 @@ static void record(server *s, const store_tx_job *j, const char *args, engine_st
     in.n_concurrency_keys = j->n_concurrency_keys;
     in.rate_keys = j->rate_keys;
     in.n_rate_keys = j->n_rate_keys;
+    in.expire_at = j->expire_at;
     store_batch_job(s->batch, &in, ENGINE_JF_NEW);
 }
 
@@ -125,9 +126,12 @@ static void take_job(server *s, const store_tx_job *j, int64_t now)
     r.n_concurrency_keys = j->n_concurrency_keys;
     r.rate_keys = j->rate_keys;
     r.n_rate_keys = j->n_rate_keys;
+    r.expire_at = j->expire_at;
+    r.debounce_ms = j->debounce_ms;
+    r.debounce_max_ms = j->debounce_max_ms;
     engine_submit_res res;
     int rc = args && !j->bad_options ? engine_submit(s->e, now, &r, &res) : TENQ_EINVALID;
-    if (rc == 0 && !res.created) {
+    if (rc == 0 && !res.created) { /* a duplicate, a replay, a merge, a debounce */
         record(s, j, args, ENGINE_MERGED, res.id, NULL, now);
     } else if (rc) {
         char why[600];

@@ -29,6 +29,10 @@ static const char *const job_fields[] = {"tenant",
                                          "on_parent_failure",
                                          "concurrency_keys",
                                          "rate_keys",
+                                         "expire_at",
+                                         "start_within_ms",
+                                         "debounce_ms",
+                                         "debounce_max_ms",
                                          NULL};
 enum {
     F_TENANT,
@@ -49,6 +53,10 @@ enum {
     F_ON_PARENT_FAILURE,
     F_CONCURRENCY_KEYS,
     F_RATE_KEYS,
+    F_EXPIRE_AT,
+    F_START_WITHIN,
+    F_DEBOUNCE,
+    F_DEBOUNCE_MAX,
     F_N
 };
 
@@ -282,6 +290,10 @@ bool read_job(json_t *o, const principal *who, engine_submit_req *r, char **args
     INT("run_at", r->run_at, 0, RUN_AT_MAX, (void)0);
     INT("max_attempts", r->max_attempts, 1, ENGINE_ATTEMPTS_MAX, (void)0);
     INT("timeout_ms", r->timeout_ms, 0, 7 * TQ_DAY_MS, (void)0);
+    INT("expire_at", r->expire_at, 1, RUN_AT_MAX, (void)0);
+    INT("start_within_ms", r->start_within_ms, 1, 3660LL * TQ_DAY_MS, (void)0);
+    INT("debounce_ms", r->debounce_ms, 1, TQ_DAY_MS, (void)0);
+    INT("debounce_max_ms", r->debounce_max_ms, 1, 7 * TQ_DAY_MS, (void)0);
     json_t *u = json_object_get(o, "unique");
     if (u && !json_is_null(u)) {
         if (!json_is_boolean(u)) {
@@ -593,7 +605,8 @@ bool read_job_text(tq_iter *obj, const principal *who, engine_submit_req *r, cha
     if (rc < 0) return false;
     /* dependencies and keys: read_job's (rare, and lists to keep) */
     if (seen & ((1u << F_DEPENDS_ON) | (1u << F_ON_PARENT_FAILURE) | (1u << F_CONCURRENCY_KEYS) |
-                (1u << F_RATE_KEYS)))
+                (1u << F_RATE_KEYS) | (1u << F_EXPIRE_AT) | (1u << F_START_WITHIN) |
+                (1u << F_DEBOUNCE) | (1u << F_DEBOUNCE_MAX)))
         return false;
     tq_iter_leave(obj, &it);
     /* one block: the canonical args, then each string with its NUL */

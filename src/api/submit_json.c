@@ -40,6 +40,16 @@ static void put_replayed(jbuf *b, const void *p)
     (void)p;
     jb_bool(b, true);
 }
+static bool has_debounced(const void *p)
+{
+    const engine_submit_res *r = p;
+    return !r->code && r->debounced;
+}
+static void put_debounced(jbuf *b, const void *p)
+{
+    (void)p;
+    jb_bool(b, true);
+}
 static bool has_error(const void *p)
 {
     const engine_submit_res *r = p;
@@ -62,6 +72,7 @@ static const api_field fields[] = {
     {"duplicate", made, put_duplicate},
     {"merged", made, put_merged},
     {"replayed", has_replayed, put_replayed},
+    {"debounced", has_debounced, put_debounced},
     {"error", has_error, put_error},
 };
 #define N_FIELDS (sizeof(fields) / sizeof(fields[0]))

@@ -476,6 +476,11 @@ void api_json_job(jbuf *b, const engine_job_info *j, bool show_token, const engi
     if (j->traceparent) jb_kstr(b, "traceparent", j->traceparent);
     if (j->timeout_ms) jb_kint(b, "timeout_ms", j->timeout_ms);
     if (j->n_concurrency_keys || j->n_rate_keys) api_json_ckeys(b, j);
+    if (j->expire_at) jb_kint(b, "expire_at", j->expire_at);
+    if (j->debounced) {
+        jb_kbool(b, "debounced", true);
+        if (j->debounce_until) jb_kint(b, "debounce_until", j->debounce_until);
+    }
     if (j->n_parents) json_ids(b, "parents", j->parents, j->n_parents);
     if (j->batch) {
         jb_kint(b, "batch", (long long)j->batch);

@@ -67,6 +67,13 @@ void cli_print_job(const json_t *job)
         }
         cli_kv(stdout, field, "%s", line);
     }
+    kv_time(job, "expire_at", "expire_at");
+    if (json_is_true(json_object_get(job, "debounced"))) {
+        char t[64] = "no latest start";
+        json_t *u = json_object_get(job, "debounce_until");
+        if (json_is_integer(u)) cli_fmt_time(json_integer_value(u), t, sizeof t);
+        cli_kv(stdout, "debounced", "yes (latest start %s)", t);
+    }
     kv_field(job, "batch", "batch", false);
     kv_field(job, "batch_callback", "batch_callback", false);
     kv_field(job, "priority", "priority", true);

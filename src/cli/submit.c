@@ -16,7 +16,7 @@
 typedef struct flags {
     const char *tenant, *queue, *type, *args, *key, *priority, *run_at, *delay, *unique_key,
         *idempotency_key, *max_attempts, *score, *traceparent, *depends_on, *on_parent_failure,
-        *concurrency_keys, *rate_keys;
+        *concurrency_keys, *rate_keys, *debounce, *debounce_max, *expire_at, *start_within;
     bool unique;
 } flags;
 
@@ -66,6 +66,20 @@ static int defaults_from_flags(cli *c, const flags *f, json_t **out)
     if (f->delay) {
         if (!cli_duration(c, "delay", f->delay, &ms)) goto bad;
         json_object_set_new(o, "run_at", json_integer(cli_now_ms() + ms));
+    }
+    const struct {
+        const char *val, *field, *flag;
+    } durs[] = {{f->debounce, "debounce_ms", "debounce"},
+                {f->debounce_max, "debounce_max_ms", "debounce-max"},
+                {f->start_within, "start_within_ms", "start-within"}};
+    for (size_t i = 0; i < sizeof durs / sizeof durs[0]; i++) {
+        if (!durs[i].val) continue;
+        if (!cli_duration(c, durs[i].flag, durs[i].val, &ms)) goto bad;
+        json_object_set_new(o, durs[i].field, json_integer(ms));
+    }
+    if (f->expire_at) {
+        if (!cli_time(c, "expire-at", f->expire_at, &ms)) goto bad;
+        json_object_set_new(o, "expire_at", json_integer(ms));
     }
     if (f->max_attempts) {
         if (!cli_int(c, "max-attempts", f->max_attempts, 1, 2147483647, &n)) goto bad;
@@ -142,6 +156,7 @@ static void print_result_json(const tenq_submit_res *r)
         o = json_pack("{s:I,s:s,s:b,s:b}", "id", (json_int_t)r->id, "state",
                       tenq_state_name(r->state), "duplicate", r->duplicate, "merged", r->merged);
         if (o && r->replayed) json_object_set_new(o, "replayed", json_true());
+        if (o && r->debounced) json_object_set_new(o, "debounced", json_true());
     }
     char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
     printf("%s\n", s ? s : "{}");
@@ -169,9 +184,10 @@ static int submit_one(cli *c, json_t *job)
         printf("%llu\n", (unsigned long long)r.id);
         if (!r.created && isatty(STDERR_FILENO))
             fprintf(stderr, "tenq: job %llu: %s; nothing new was made\n", (unsigned long long)r.id,
-                    r.replayed ? "replayed"
-                    : r.merged ? "merged into it"
-                               : "a duplicate");
+                    r.replayed    ? "replayed"
+                    : r.merged    ? "merged into it"
+                    : r.debounced ? "debounced into it"
+                                  : "a duplicate");
     }
     return 0;
 }
@@ -405,6 +421,15 @@ int cmd_submit(cli *c, int argc, char **argv)
          "each start takes COST units (default 1) of KEY's rate, as the key's setting says "
          "(tenq key set T KEY --rate N); up to 4 keys",
          &f.rate_keys, NULL},
+        {"debounce", "DURATION",
+         "with --key: replaces the key's pending job (its args, or its payloads merged) and "
+         "starts it this long after the last submit",
+         &f.debounce, NULL},
+        {"debounce-max", "DURATION", "a debounced job starts at most this long after the first",
+         &f.debounce_max, NULL},
+        {"expire-at", "TIME", "not started by then: the job ends expired and never runs",
+         &f.expire_at, NULL},
+        {"start-within", "DURATION", "the same, this long after now", &f.start_within, NULL},
         {NULL, NULL, NULL, NULL, NULL}};
     const cli_spec spec = {
         "submit --queue Q --type T [--args JSON] [flags]\n"

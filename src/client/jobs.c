@@ -88,10 +88,12 @@ static void read_result(tq_span e, const tq_span *v, tenq_submit_res *r)
     r->duplicate = tq_span_true(v[2]);
     r->merged = tq_span_true(v[3]);
     r->replayed = tq_span_true(v[4]);
-    r->created = !r->duplicate && !r->merged && !r->replayed;
+    r->debounced = tq_span_true(v[5]);
+    r->created = !r->duplicate && !r->merged && !r->replayed && !r->debounced;
 }
 
-static const char *const result_names[] = {"id", "state", "duplicate", "merged", "replayed"};
+static const char *const result_names[] = {"id",     "state",    "duplicate",
+                                           "merged", "replayed", "debounced"};
 enum { NRESULT = sizeof result_names / sizeof result_names[0] };
 
 typedef struct batch_answer {

@@ -300,8 +300,8 @@ void tenq_jobs_free(tenq_job *jobs, size_t n)
  * that every state the server's engine names is here. */
 static const char *const state_names[] = {"unknown",   "scheduled", "blocked", "ready",
                                           "leased",    "running",   "dead",    "succeeded",
-                                          "cancelled", "merged",    "waiting"};
-_Static_assert(sizeof state_names / sizeof state_names[0] == TENQ_STATE_WAITING + 1,
+                                          "cancelled", "merged",    "waiting", "expired"};
+_Static_assert(sizeof state_names / sizeof state_names[0] == TENQ_STATE_EXPIRED + 1,
                "a name for every tenq_state");
 
 const char *tenq_state_name(tenq_state s)
@@ -319,7 +319,7 @@ tenq_state tenq_state_parse(const char *name)
 bool tenq_state_finished(tenq_state s)
 {
     return s == TENQ_STATE_SUCCEEDED || s == TENQ_STATE_CANCELLED || s == TENQ_STATE_MERGED ||
-           s == TENQ_STATE_DEAD;
+           s == TENQ_STATE_EXPIRED || s == TENQ_STATE_DEAD;
 }
 
 void tq_buf_raw(tq_buf *b, const char *s, size_t n)

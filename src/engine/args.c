@@ -33,6 +33,8 @@ typedef struct args_entry {
     uint32_t len;
     uint16_t pins; /* >0: not to be evicted (a row not yet collected) */
     bool gone;     /* its job was freed while it was pinned */
+    bool detached; /* its job's args were replaced while it was pinned: out of the
+                      cache and its counts, freed when unpinned */
     bool in_lru;
     dlink lru;   /* in e->args_lru while unpinned: evicted from the front */
     char text[]; /* len bytes + NUL */
@@ -61,6 +63,10 @@ static args_entry *entry_find(const engine_t *e, uint64_t id)
 
 static void entry_drop(engine_t *e, args_entry *a)
 {
+    if (a->detached) {
+        free(a);
+        return;
+    }
     htab_remove(&e->args_cache, hash_u64(a->id), a);
     if (a->in_lru) dlist_remove(&a->lru);
     e->args_cache_bytes -= entry_mem(a->len);
@@ -90,6 +96,7 @@ static args_entry *entry_add(engine_t *e, uint64_t id, const char *text, uint32_
     a->len = len;
     a->pins = pin;
     a->gone = false;
+    a->detached = false;
     a->in_lru = !pin;
     memcpy(a->text, text, len);
     a->text[len] = 0;
@@ -131,6 +138,24 @@ void engine_args_job_freed(engine_t *e, job *j)
         entry_drop(e, a);
     else if (a)
         a->gone = true; /* pinned: dropped at the clear that unpins it */
+}
+
+void engine_args_forget(engine_t *e, job *j)
+{
+    j->flags &= ~(JF_ARGS_OUT | JF_ARGS_ASKED);
+    e->n_spilled--;
+    args_entry *a = entry_find(e, j->id);
+    if (!a) return;
+    if (!a->pins) {
+        entry_drop(e, a);
+        return;
+    }
+    /* pinned (in e->args_pinned until the changes are cleared): out of the
+     * cache now, so that the job's new args may take its id */
+    htab_remove(&e->args_cache, hash_u64(a->id), a);
+    e->args_cache_bytes -= entry_mem(a->len);
+    e->mem_bytes -= entry_mem(a->len);
+    a->detached = a->gone = true;
 }
 
 void engine_args_changes_cleared(engine_t *e)

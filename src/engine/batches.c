@@ -248,6 +248,9 @@ static int check_job(engine_t *e, int64_t now, const char *tenant, const engine_
                       "a job of a batch takes no idempotency_key (send the request with an "
                       "Idempotency-Key header)");
     if (r->id) return refuse(err, TENQ_EINVALID, "id", "a job of a batch takes no id");
+    if (r->debounce_ms)
+        return refuse(err, TENQ_EINVALID, "debounce_ms",
+                      "a job of a batch is always made: it takes no debounce_ms");
     int rc = engine_submit_check(e, now, r, err);
     if (!rc) rc = check_job_deps(e, tenant, r, i, err);
     if (rc) return rc;
@@ -269,7 +272,8 @@ static int check_callback(engine_t *e, int64_t now, const char *tenant, int k,
     engine_submit_req r = *cb;
     r.tenant = tenant;
     if (r.unique || r.unique_key || r.idempotency_key || r.id || r.run_at || r.has_score ||
-        r.n_depends_on || r.n_concurrency_keys || r.n_rate_keys)
+        r.n_depends_on || r.n_concurrency_keys || r.n_rate_keys || r.expire_at ||
+        r.start_within_ms || r.debounce_ms || r.debounce_max_ms)
         return refuse(err, TENQ_EINVALID, fields[k][0],
                       "a callback takes queue, type, args, key, priority, max_attempts, "
                       "timeout_ms and traceparent only");

@@ -194,6 +194,10 @@ static int check_jobs_(engine_t *e, chk *c, int64_t now, rtab *rt, ptr_vec *allv
     }
     {
         char why[200];
+        CHECK(c, engine_expiry_check(e, why, sizeof why), "%s", why);
+    }
+    {
+        char why[200];
         size_t keys = 0;
         CHECK(c, engine_keys_check_all(e, now, &keys, why, sizeof why), "%s", why);
         mem += keys;

@@ -165,6 +165,7 @@ void engine_destroy(engine_t *e)
     idtab_foreach(&e->jobs, free_job_cb, e);
     engine_args_free(e);
     engine_keys_free(e);
+    engine_expiry_free(e);
     for (size_t i = 0; i < htab_cap(&e->lanes); i++) {
         free(e->lanes.slots[i].item);
     }
@@ -626,6 +627,9 @@ void engine_job_get(const engine_job *j, engine_job_info *o)
             o->batch = ex->batch->id;
             o->batch_role = ex->batch_role;
         }
+        o->expire_at = ex->expire_at;
+        o->debounced = ex->debounced;
+        o->debounce_until = ex->debounce_until;
     }
 }
 

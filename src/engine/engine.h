@@ -65,7 +65,8 @@ int engine_deps_policy_parse(const char *name);
 
 /* Job states.  The first six are "unfinished" (waiting: for its parents,
  * see depends_on); dead jobs stay in the morgue
- * until requeued or deleted; the last three are final. */
+ * until requeued or deleted; the last four are final (expired: not leased
+ * by its expire_at, never run after it). */
 #define ENGINE_STATE_MAP(XX)                                                                       \
     XX(SCHEDULED, "scheduled")                                                                     \
     XX(BLOCKED, "blocked")                                                                         \
@@ -76,7 +77,8 @@ int engine_deps_policy_parse(const char *name);
     XX(DEAD, "dead")                                                                               \
     XX(SUCCEEDED, "succeeded")                                                                     \
     XX(CANCELLED, "cancelled")                                                                     \
-    XX(MERGED, "merged")
+    XX(MERGED, "merged")                                                                           \
+    XX(EXPIRED, "expired")
 
 typedef enum engine_state {
 #define ENGINE_STATE_ENUM_(n, s) ENGINE_##n,
@@ -323,6 +325,11 @@ typedef struct engine_job_info {
     uint32_t n_concurrency_keys;
     const engine_rate_key *rate_keys;
     uint32_t n_rate_keys;
+    int64_t expire_at; /* never leased at or after it; 0: none */
+    /* made by a debounced submit: later ones of its key replace its args
+     * while it waits, starting it no later than debounce_until (0: none) */
+    bool debounced;
+    int64_t debounce_until;
 } engine_job_info;
 
 /* Fills *out with the job's fields (pointers into the engine). */
@@ -411,6 +418,16 @@ typedef struct engine_submit_req {
      * takes its cost from each key's rate (keys.c). */
     const engine_rate_key *rate_keys;
     uint32_t n_rate_keys;
+    /* Expiry: the job is never leased at or after expire_at (ms since the
+     * epoch; start_within_ms: now + that); one not leased by then ends
+     * `expired`.  0: none; not both. */
+    int64_t expire_at, start_within_ms;
+    /* Debounce (needs a key): the pending job of the key's lane made by a
+     * debounced submit takes this submit's args (a merging queue: its
+     * payload) and starts debounce_ms from now, but no later than
+     * debounce_max_ms after the first submit of its quiet period (0: no
+     * maximum); else a new job starting debounce_ms from now. */
+    int64_t debounce_ms, debounce_max_ms;
 } engine_submit_req;
 
 typedef struct engine_dep_ref {
@@ -424,7 +441,8 @@ typedef struct engine_submit_res {
     uint64_t id;
     engine_state state;
     bool created, duplicate, merged;
-    bool replayed; /* answered from an earlier submit with the same idempotency_key */
+    bool replayed;  /* answered from an earlier submit with the same idempotency_key */
+    bool debounced; /* it replaced the pending job of its key (debounce_ms): id is that job */
 } engine_submit_res;
 
 /* The checks of a submit alone, changing nothing (a job to be submitted
@@ -563,7 +581,7 @@ typedef struct engine_counts {
     int64_t rate_until;       /* a rate limit of its own allows no start before this; 0 */
     int64_t oldest_eligible;  /* ready_at of the oldest eligible job; 0 if none */
     uint64_t submitted_total; /* monotonic counters since start-up */
-    uint64_t succeeded_total, failed_total, dead_total, cancelled_total;
+    uint64_t succeeded_total, failed_total, dead_total, cancelled_total, expired_total;
     uint64_t queued;       /* unfinished jobs (the six unfinished states): what max_queued counts */
     uint64_t queued_bytes; /* their args (payloads): what max_queued_bytes counts */
 } engine_counts;
@@ -695,6 +713,8 @@ typedef enum {
  * is history a load cannot work out again (the parent may be requeued),
  * so it is written with the change that released it, never late */
 #define ENGINE_JF_RELEASED 16u
+/* its args were replaced (a debounced submit): write them */
+#define ENGINE_JF_ARGS     32u
 
 typedef struct engine_idem_info {
     const char *tenant, *key;

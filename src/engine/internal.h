@@ -45,7 +45,7 @@
 /* Counters per state (resident states only) and monotonic totals. */
 typedef struct counters {
     uint64_t n[ENGINE_NSTATES];
-    uint64_t submitted, succeeded, failed, dead, cancelled;
+    uint64_t submitted, succeeded, failed, dead, cancelled, expired;
     uint64_t queued_bytes; /* args and payloads of the unfinished jobs (quota.c) */
 } counters;
 
@@ -329,9 +329,12 @@ typedef struct job_extra {
     uint64_t merged_into;
     uint64_t lane_seq; /* 0: same as id */
     dead_links *dl;
-    job_deps *deps;      /* NULL: no parents, no children */
-    struct batch *batch; /* its batch (batches.c), or NULL */
-    uint8_t batch_role;  /* ENGINE_BATCH_MEMBER, or 1 + engine_callback_kind */
+    job_deps *deps;         /* NULL: no parents, no children */
+    struct batch *batch;    /* its batch (batches.c), or NULL */
+    uint8_t batch_role;     /* ENGINE_BATCH_MEMBER, or 1 + engine_callback_kind */
+    bool debounced;         /* made by a debounced submit (debounce.c) */
+    int64_t debounce_until; /* ... its latest start (0: none) */
+    int64_t expire_at;      /* never leased at or after it (expiry.c); 0: none */
 } job_extra;
 
 /* A batch (batches.c): counters of its jobs, its callbacks. */
@@ -377,7 +380,7 @@ _Static_assert(offsetof(struct engine_job, args) + sizeof("{}") <= 72,
                "a blank job no longer fits an 80-byte malloc chunk");
 #define JOB_NOTED 0x80u
 _Static_assert((ENGINE_JF_NEW | ENGINE_JF_PAYLOADS | ENGINE_JF_RESULT | ENGINE_JF_LANE |
-                ENGINE_JF_RELEASED) < JOB_NOTED,
+                ENGINE_JF_RELEASED | ENGINE_JF_ARGS) < JOB_NOTED,
                "change fields must fit beside JOB_NOTED");
 
 typedef struct idem_entry {
@@ -412,6 +415,7 @@ struct engine {
     jheap timers;                     /* scheduled jobs by run_at */
     jheap leases;                     /* leased/running jobs by deadline */
     heap rate_timers;                 /* closed rate buckets by the time they open */
+    ready_heap expiry;                /* (expire_at, id) of jobs that may expire (expiry.c; lazy) */
     dlist idem_order;
     avl_tree dead_by_id, dead_by_fin;
     change_vec changes;
@@ -717,6 +721,32 @@ bool engine_keys_rate_check(engine_t *e, int64_t now, const node *g, char *why, 
 /* rate.c's timers of keys and groups came due. */
 void engine_key_rate_opened(engine_t *e, tkey *k);
 void engine_group_rate_opened(engine_t *e, node *g);
+
+/* ---- expiry (expiry.c) and debounce (debounce.c) */
+/* The job carries an expire_at (set in its extra): watched until then. */
+void engine_expiry_watch(engine_t *e, struct engine_job *j);
+/* Whether the job, not leased, has passed its expire_at (then ends it
+ * `expired` and returns true). */
+bool engine_expire_if_due(engine_t *e, struct engine_job *j, int64_t now);
+size_t engine_expiry_tick(engine_t *e, int64_t now);
+int64_t engine_expiry_next(const engine_t *e);
+void engine_expiry_free(engine_t *e);
+bool engine_expiry_check(engine_t *e, char *why, size_t len);
+/* The checks of a submit's expiry and debounce fields. */
+int engine_timing_check(int64_t now, const engine_submit_req *r, engine_err *err);
+/* A debounced submit whose lane's tail is pending, debounced and of the
+ * same node: takes its args (or payload) and moves its start; false when
+ * the tail may not take it (a new job is made). */
+bool engine_debounce_into(engine_t *e, int64_t now, struct engine_job *tail,
+                          const engine_submit_req *r, const char *args, uint32_t args_len,
+                          double score);
+/* The job's args become these (inline or out of memory, as a new job's
+ * by the budget): returns the job, moved when its allocation changed.
+ * The job must be in no heap (scheduled or ready: unplaced first). */
+struct engine_job *engine_job_set_args(engine_t *e, struct engine_job *j, const char *args,
+                                       uint32_t len);
+/* args.c: a spilled job's args are let go (its entry detached). */
+void engine_args_forget(engine_t *e, struct engine_job *j);
 
 /* ---- rate limits (rate.c) */
 void engine_rate_init(rate_bucket *b, rb_kind kind);

@@ -386,7 +386,8 @@ static int submit_check(engine_t *e, int64_t now, const engine_submit_req *r,
         engine_errf(err, TENQ_EINVALID, "score", "score must be a finite number");
         return TENQ_EINVALID;
     }
-    return engine_keys_check(r, err);
+    int rc = engine_timing_check(now, r, err);
+    return rc ? rc : engine_keys_check(r, err);
 }
 
 /* The unique key of `unique: true`: a hash of type and args with a fixed key,
@@ -567,6 +568,17 @@ static int submit_one(engine_t *e, int64_t now, const engine_submit_req *r, engi
         home = engine_group_for(e, now, home, &q->s, r->concurrency_keys, r->n_concurrency_keys,
                                 r->rate_keys, r->n_rate_keys);
     lane *ln = r->key ? engine_lane_find(e, t, q, r->key) : NULL;
+    if (r->debounce_ms && ln && ln->tail && ln->tail->node == home) {
+        job *tail = ln->tail;
+        if (engine_debounce_into(e, now, tail, r, args, args_len, score)) {
+            tail = ln->tail; /* (moved, when its args took another size) */
+            BUMP(e, home->p, submitted);
+            res->id = tail->id;
+            res->state = (engine_state)tail->state;
+            res->debounced = true;
+            goto answered;
+        }
+    }
     if (q->s.merge && ln && !n_parents && engine_can_merge_into(ln->tail, home)) {
         job *tail = ln->tail;
         engine_ensure_payloads(e, tail);
@@ -590,6 +602,16 @@ static int submit_one(engine_t *e, int64_t now, const engine_submit_req *r, engi
     }
     j->created_at = now;
     j->run_at = r->run_at > now ? r->run_at : now;
+    if (r->debounce_ms && j->run_at < now + r->debounce_ms) j->run_at = now + r->debounce_ms;
+    int64_t expire_at = r->expire_at         ? r->expire_at
+                        : r->start_within_ms ? now + r->start_within_ms
+                                             : 0;
+    if (r->debounce_ms || expire_at) {
+        job_extra *ex = engine_extra(e, j);
+        ex->debounced = r->debounce_ms != 0;
+        ex->debounce_until = r->debounce_max_ms ? now + r->debounce_max_ms : 0;
+        ex->expire_at = expire_at;
+    }
     j->priority = (int16_t)(r->has_priority ? r->priority : 0);
     j->max_attempts = (uint16_t)(r->max_attempts ? r->max_attempts : q->s.max_attempts);
     if (q->s.merge) {
@@ -624,6 +646,10 @@ static int submit_one(engine_t *e, int64_t now, const engine_submit_req *r, engi
     }
     engine_note_job(e, j, ENGINE_JF_NEW);
     BUMP(e, home->p, submitted);
+    if (expire_at) {
+        engine_expiry_watch(e, j);
+        engine_expire_if_due(e, j, now); /* given an expire_at already past */
+    }
     res->id = j->id;
     res->state = (engine_state)j->state;
     res->created = true;
@@ -658,6 +684,7 @@ void engine_finish(engine_t *e, job *j, engine_state s, int64_t now)
     pair *p = job_pair(j);
     if (s == ENGINE_SUCCEEDED) BUMP(e, p, succeeded);
     if (s == ENGINE_CANCELLED) BUMP(e, p, cancelled);
+    if (s == ENGINE_EXPIRED) BUMP(e, p, expired);
     engine_set_state(e, j, s);
     engine_note_job(e, j, 0);
     ptr_vec_push(&e->graveyard, j);
@@ -814,6 +841,8 @@ static engine_state attempt_end(engine_t *e, job *j, int64_t now, const engine_f
     absorb_waiting(e, j, now);
     /* The job stays its lane's head: the lane is blocked until it ends. */
     engine_make_runnable(e, j, now);
+    /* a retry never starts at or after its expire_at: watched again */
+    if (j->extra->expire_at && !engine_expire_if_due(e, j, now)) engine_expiry_watch(e, j);
     return (engine_state)j->state;
 }
 
@@ -872,6 +901,7 @@ size_t engine_tick(engine_t *e, int64_t now)
         changed++;
     }
     changed += engine_rate_tick(e, now);
+    changed += engine_expiry_tick(e, now);
     while (!dlist_empty(&e->idem_order)) {
         idem_entry *ie = DLIST_ITEM(e->idem_order.head.next, idem_entry, in_order);
         if (ie->info.created_at + e->cfg.idempotency_ttl_ms > now) break;

@@ -52,9 +52,10 @@ int engine_load_job(engine_t *e, int64_t now, const engine_job_info *in, engine_
     if (in->cancel_requested) j->flags |= JF_CANCEL_REQ;
     bool need_x = has_pl || in->token || in->leased_at || in->started_at || in->finished_at ||
                   in->worker || in->error || in->progress || in->stats || in->unique_key ||
-                  in->idempotency_key || in->traceparent || in->timeout_ms ||
-                  (in->lane_seq && in->lane_seq != in->id) || in->state == ENGINE_DEAD ||
-                  in->state == ENGINE_LEASED || in->state == ENGINE_RUNNING;
+                  in->idempotency_key || in->traceparent || in->timeout_ms || in->expire_at ||
+                  in->debounced || (in->lane_seq && in->lane_seq != in->id) ||
+                  in->state == ENGINE_DEAD || in->state == ENGINE_LEASED ||
+                  in->state == ENGINE_RUNNING;
     if (need_x) {
         job_extra *ex = engine_extra(e, j);
         ex->token = in->token;
@@ -69,6 +70,9 @@ int engine_load_job(engine_t *e, int64_t now, const engine_job_info *in, engine_
         ex->idem_key = dup_or_null(in->idempotency_key);
         ex->traceparent = dup_or_null(in->traceparent);
         ex->timeout_ms = in->timeout_ms;
+        ex->expire_at = in->expire_at;
+        ex->debounced = in->debounced;
+        ex->debounce_until = in->debounce_until;
         if (in->lane_seq && in->lane_seq != in->id) ex->lane_seq = in->lane_seq;
         if (has_pl) {
             j->flags |= JF_HAS_PAYLOADS;
@@ -119,5 +123,7 @@ int engine_load_job(engine_t *e, int64_t now, const engine_job_info *in, engine_
         break;
     }
     if (j->state <= ENGINE_RUNNING) engine_uniq_add(e, j);
+    /* one past its time expires at the next tick (or lease) */
+    if (j->extra && j->extra->expire_at && j->state <= ENGINE_READY) engine_expiry_watch(e, j);
     return 0;
 }

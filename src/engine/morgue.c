@@ -199,6 +199,7 @@ int engine_morgue_requeue(engine_t *e, int64_t now, uint64_t id, engine_err *err
     engine_morgue_remove(e, j);
     j->attempts = 0;
     j->run_at = now;
+    j->extra->expire_at = 0; /* an operator's requeue means: run it */
     j->flags &= ~JF_CANCEL_REQ;
     j->extra->finished_at = 0;
     if (ln) {

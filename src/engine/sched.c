@@ -683,6 +683,8 @@ size_t engine_lease(engine_t *e, int64_t now, const engine_lease_req *req, engin
             if (!best || job_before(j, best)) best = j;
         }
         if (!best) break;
+        /* past its expire_at: ends expired rather than running (a tick late) */
+        if (best->extra && best->extra->expire_at && engine_expire_if_due(e, best, now)) continue;
         if (!engine_rate_allows(e, now, best)) continue; /* closed what did not allow it */
         lease_one(e, now, best, worker);
         out[got++] = best;
@@ -698,6 +700,7 @@ int64_t engine_next_timer(const engine_t *e)
     if (e->timers.n) t = (int64_t)e->timers.a[0].k;
     if (e->leases.n && (int64_t)e->leases.a[0].k < t) t = (int64_t)e->leases.a[0].k;
     if (engine_rate_next(e) < t) t = engine_rate_next(e);
+    if (engine_expiry_next(e) < t) t = engine_expiry_next(e);
     if (!dlist_empty(&e->idem_order)) {
         const idem_entry *ie = DLIST_ITEM(e->idem_order.head.next, idem_entry, in_order);
         int64_t due = ie->info.created_at + e->cfg.idempotency_ttl_ms;

@@ -37,6 +37,7 @@ static void counts_fill(engine_counts *o, const counters *c)
     o->failed_total = c->failed;
     o->dead_total = c->dead;
     o->cancelled_total = c->cancelled;
+    o->expired_total = c->expired;
     for (int s = 0; s < ENGINE_DEAD; s++) o->queued += c->n[s];
     o->queued_bytes = c->queued_bytes;
 }

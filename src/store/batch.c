@@ -120,12 +120,18 @@ void store_batch_job(store_batch *b, const engine_job_info *j, uint32_t fields)
     r->idem_key = all ? astr(b, j->idempotency_key) : SNULL;
     r->traceparent = all ? astr(b, j->traceparent) : SNULL;
     r->options = SNULL;
-    if (all && (j->n_concurrency_keys || j->n_rate_keys)) {
+    if (all && store_options_any(j)) {
         char *opts = store_options_text(j);
         r->options = astr(b, opts);
         free(opts);
     }
-    r->args = all && j->args ? arena_put(b, j->args, j->args_len) : SNULL;
+    r->args =
+        (all || (fields & ENGINE_JF_ARGS)) && j->args ? arena_put(b, j->args, j->args_len) : SNULL;
+    if ((fields & ENGINE_JF_ARGS) && j->args_missing) { /* args.c pins them until collected */
+        fprintf(stderr, "tenq: job %llu's new args would be written without their text\n",
+                (unsigned long long)j->id);
+        abort();
+    }
     r->payloads = (all || (fields & ENGINE_JF_PAYLOADS)) && j->payloads
                       ? payloads_text(b, j->payloads, j->n_payloads)
                       : SNULL;
@@ -294,6 +300,7 @@ void store_batch_put_batch(store_batch *b, const engine_batch_info *x)
     o->u.bat.merged = x->n[ENGINE_MERGED];
     o->u.bat.deleted = x->deleted;
     o->u.bat.deaths = x->deaths;
+    o->u.bat.expired = x->n[ENGINE_EXPIRED];
     for (int k = 0; k < ENGINE_NCALLBACKS; k++) o->u.bat.cb_id[k] = x->callback_ids[k];
 }
 
@@ -325,6 +332,7 @@ void store_batch_params(const store_batch *b, const store_op *o, const store_par
     out->text(out->ctx, bstr(b, o->u.bat.callbacks));
     for (int k = 0; k < ENGINE_NCALLBACKS; k++) out->i64(out->ctx, (long long)o->u.bat.cb_id[k]);
     out->i64(out->ctx, (long long)o->u.bat.deaths);
+    out->i64(out->ctx, (long long)o->u.bat.expired);
 }
 
 void store_batch_idem(store_batch *b, const engine_idem_info *i)
@@ -468,6 +476,7 @@ static void row_from(group_row *r, const store_batch *b, const batch_row *x, boo
     r->error = bstr(b, x->error);
     r->progress = bstr(b, x->progress);
     if (x->payloads != SNULL || all) r->payloads = bstr(b, x->payloads);
+    if (x->args != SNULL) r->args = bstr(b, x->args); /* replaced (debounce) */
     if (x->result != SNULL || all) r->result = bstr(b, x->result);
     if (x->stats != SNULL || all) r->stats = bstr(b, x->stats);
     if (all) {

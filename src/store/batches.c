@@ -124,6 +124,7 @@ static void batchrow_read(void *ctx, const store_rowacc *a, void *row)
         x.callback_ids[k] = (uint64_t)a->i64(row, 10 + k);
     }
     x.deaths = (uint64_t)a->i64(row, 10 + ENGINE_NCALLBACKS);
+    x.n[ENGINE_EXPIRED] = (uint64_t)a->i64(row, 11 + ENGINE_NCALLBACKS);
     engine_err err;
     if (engine_load_batch(l->e, &x, &err) != 0) {
         store_set_err(l->s, "%s", err.message);

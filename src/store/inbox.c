@@ -10,6 +10,8 @@
 
 #include "base/xalloc.h"
 
+#include <jansson.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,6 +84,12 @@ static void job_row(void *ctx, const store_rowacc *acc, void *row)
         j->n_concurrency_keys = o.n_concurrency_keys;
         j->rate_keys = o.rate_keys;
         j->n_rate_keys = o.n_rate_keys;
+        j->expire_at = o.expire_at;
+        /* the debounce asked for (a job's row keeps what became of it) */
+        json_t *x = json_loads(acc->text(row, 16), 0, NULL);
+        j->debounce_ms = json_integer_value(json_object_get(x, "debounce_ms"));
+        j->debounce_max_ms = json_integer_value(json_object_get(x, "debounce_max_ms"));
+        json_decref(x);
     }
 }
 

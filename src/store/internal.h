@@ -125,7 +125,7 @@ typedef struct store_op {
             uint64_t id, job_id, cb_id[ENGINE_NCALLBACKS];
             soff tenant, callbacks;
             int64_t created_at, closed_at;
-            uint64_t total, succeeded, cancelled, merged, deleted, deaths;
+            uint64_t total, succeeded, cancelled, merged, deleted, deaths, expired;
             uint8_t role;
         } bat;
     } u;

@@ -14,10 +14,18 @@ static void put_int(json_t *x, const char *k, long long v)
     if (v) json_object_set_new(x, k, json_integer(v));
 }
 
+bool store_options_any(const engine_job_info *j)
+{
+    return j->n_concurrency_keys || j->n_rate_keys || j->expire_at || j->debounced;
+}
+
 char *store_options_text(const engine_job_info *j)
 {
-    if (!j->n_concurrency_keys && !j->n_rate_keys) return NULL;
+    if (!store_options_any(j)) return NULL;
     json_t *o = json_object();
+    put_int(o, "expire_at", j->expire_at);
+    if (j->debounced) json_object_set_new(o, "debounced", json_true());
+    put_int(o, "debounce_until", j->debounce_until);
     if (j->n_concurrency_keys) {
         json_t *ck = json_array();
         for (uint32_t i = 0; i < j->n_concurrency_keys; i++) {
@@ -125,6 +133,12 @@ int store_options_parse(const char *text, engine_job_info *j, void **mem)
     a = json_object_get(o, "rate_keys");
     if (!rc && a) rc = read_rate_keys(a, rk, &j->n_rate_keys, &texts);
     if (!rc && j->n_rate_keys) j->rate_keys = rk;
+    long long v = 0;
+    if (!rc && !get_int(o, "expire_at", &v)) rc = TENQ_ECORRUPT;
+    j->expire_at = v;
+    if (!rc && !get_int(o, "debounce_until", &v)) rc = TENQ_ECORRUPT;
+    j->debounce_until = v;
+    j->debounced = json_is_true(json_object_get(o, "debounced"));
     json_decref(o);
     if (rc) {
         free(block);

@@ -491,10 +491,11 @@
     "CREATE TRIGGER inbox_quota AFTER INSERT ON tenq.inbox REFERENCING NEW TABLE AS added\n"       \
     "  FOR EACH STATEMENT EXECUTE FUNCTION tenq.inbox_quota();\n"
 
-/* Schema 21: keyed limits in applications' transactions: tenq.submit and
- * tenq.submit_many take a job's concurrency_keys and rate_keys (JSON lists,
- * as an HTTP submit), checked as the server checks them (tenq.keys_problem)
- * and kept in tenq.inbox's options as a job's row keeps them
+/* Schema 21: keyed limits, expiry and debounce in applications' transactions:
+ * tenq.submit and tenq.submit_many take a job's concurrency_keys and
+ * rate_keys (JSON lists, as an HTTP submit), expire_at or start_within_ms,
+ * debounce_ms and debounce_max_ms, checked as the server checks them
+ * (tenq.keys_problem, tenq.timing_problem) and kept in tenq.inbox's options
  * (tenq.job_options).  One string, run once, on PostgreSQL only. */
 #define STORE_PG_TXAPI_KEYS                                                                        \
     "ALTER TABLE tenq.inbox ADD COLUMN options TEXT;\n"                                            \
@@ -506,12 +507,44 @@
     "jsonb_build_object('key', x)\n"                                                               \
     "    ELSE jsonb_strip_nulls(x) END ORDER BY o)\n"                                              \
     "    FROM jsonb_array_elements(keys) WITH ORDINALITY AS e(x, o)) END $f$;\n"                   \
-    "-- A job's keyed options as its row keeps them (JSON text: docs/schema.md), from\n"           \
-    "-- tenq.submit's arguments; NULL when it names none.\n"                                       \
-    "CREATE FUNCTION tenq.job_options(concurrency_keys JSONB, rate_keys JSONB) RETURNS TEXT\n"     \
-    "  LANGUAGE sql IMMUTABLE AS $f$ SELECT nullif(jsonb_strip_nulls(jsonb_build_object(\n"        \
+    "-- A job's options as the inbox keeps them (JSON text: its keys as its row keeps them,\n"     \
+    "-- its expire_at in ms, the debounce asked for), from tenq.submit's arguments; NULL when\n"   \
+    "-- it has none.\n"                                                                            \
+    "CREATE FUNCTION tenq.job_options(concurrency_keys JSONB, rate_keys JSONB, expire_at "         \
+    "TIMESTAMPTZ,\n"                                                                               \
+    "  start_within_ms BIGINT, debounce_ms BIGINT, debounce_max_ms BIGINT) RETURNS TEXT\n"         \
+    "  LANGUAGE sql VOLATILE AS $f$ SELECT nullif(jsonb_strip_nulls(jsonb_build_object(\n"         \
     "    'concurrency_keys', tenq.key_list(concurrency_keys),\n"                                   \
-    "    'rate_keys', tenq.key_list(rate_keys))), '{}'::jsonb)::text $f$;\n"                       \
+    "    'rate_keys', tenq.key_list(rate_keys),\n"                                                 \
+    "    'expire_at', coalesce((extract(epoch FROM expire_at) * 1000)::bigint,\n"                  \
+    "      tenq.now_ms() + start_within_ms),\n"                                                    \
+    "    'debounce_ms', debounce_ms, 'debounce_max_ms', nullif(debounce_max_ms, 0))),\n"           \
+    "    '{}'::jsonb)::text $f$;\n"                                                                \
+    "-- What the server would refuse in a job's expiry and debounce, naming the field; NULL "      \
+    "when\n"                                                                                       \
+    "-- nothing.\n"                                                                                \
+    "CREATE FUNCTION tenq.timing_problem(key TEXT, expire_at TIMESTAMPTZ, start_within_ms "        \
+    "BIGINT,\n"                                                                                    \
+    "  debounce_ms BIGINT, debounce_max_ms BIGINT) RETURNS TEXT LANGUAGE sql VOLATILE AS $f$\n"    \
+    "  SELECT CASE\n"                                                                              \
+    "  WHEN expire_at IS NOT NULL AND start_within_ms IS NOT NULL\n"                               \
+    "    THEN 'start_within_ms: give expire_at or start_within_ms, not both'\n"                    \
+    "  WHEN expire_at < 'epoch'::timestamptz OR expire_at > clock_timestamp() + interval '3650 "   \
+    "days'\n"                                                                                      \
+    "    THEN 'expire_at must be after 1970 and at most 10 years ahead'\n"                         \
+    "  WHEN start_within_ms NOT BETWEEN 1 AND 316224000000\n"                                      \
+    "    THEN 'start_within_ms must be from 1 ms to 10 years'\n"                                   \
+    "  WHEN debounce_ms NOT BETWEEN 1 AND 86400000 THEN 'debounce_ms must be from 1 ms to a "      \
+    "day'\n"                                                                                       \
+    "  WHEN debounce_max_ms IS NOT NULL AND debounce_max_ms <> 0 AND (debounce_max_ms\n"           \
+    "    < coalesce(debounce_ms, 0) OR debounce_max_ms > 604800000)\n"                             \
+    "    THEN 'debounce_max_ms must be from debounce_ms to 7 days, or 0 for none'\n"               \
+    "  WHEN debounce_max_ms IS NOT NULL AND debounce_max_ms <> 0 AND debounce_ms IS NULL\n"        \
+    "    THEN 'debounce_ms: debounce_max_ms needs debounce_ms'\n"                                  \
+    "  WHEN debounce_ms IS NOT NULL AND key IS NULL\n"                                             \
+    "    THEN 'debounce_ms needs a key: the pending job of the key''s lane is the one a later '\n" \
+    "      'submit replaces'\n"                                                                    \
+    "  END $f$;\n"                                                                                 \
     "-- What the server would refuse in a job's list of keys (field: concurrency_keys or\n"        \
     "-- rate_keys), as a sentence naming the field; NULL when nothing. A rate key's cost is\n"     \
     "-- checked against its own burst and against the burst a setting of the tenant's keys\n"      \
@@ -607,7 +640,9 @@
     "DEFAULT 0,\n"                                                                                 \
     "  max_attempts INTEGER DEFAULT NULL, score DOUBLE PRECISION DEFAULT NULL,\n"                  \
     "  traceparent TEXT DEFAULT NULL, timeout_ms BIGINT DEFAULT NULL,\n"                           \
-    "  concurrency_keys JSONB DEFAULT NULL, rate_keys JSONB DEFAULT NULL) RETURNS BIGINT\n"        \
+    "  concurrency_keys JSONB DEFAULT NULL, rate_keys JSONB DEFAULT NULL,\n"                       \
+    "  expire_at TIMESTAMPTZ DEFAULT NULL, start_within_ms BIGINT DEFAULT NULL,\n"                 \
+    "  debounce_ms BIGINT DEFAULT NULL, debounce_max_ms BIGINT DEFAULT NULL) RETURNS BIGINT\n"     \
     "  LANGUAGE plpgsql AS $f$\n"                                                                  \
     "#variable_conflict use_variable\n"                                                            \
     "DECLARE why TEXT; new_id BIGINT;\n"                                                           \
@@ -617,7 +652,8 @@
     "      run_at, priority, max_attempts, score, traceparent, q.max_payload_bytes),\n"            \
     "      tenq.timeout_problem(timeout_ms, q.lease_ms),\n"                                        \
     "      tenq.keys_problem(tenant, 'concurrency_keys', concurrency_keys),\n"                     \
-    "      tenq.keys_problem(tenant, 'rate_keys', rate_keys))\n"                                   \
+    "      tenq.keys_problem(tenant, 'rate_keys', rate_keys),\n"                                   \
+    "      tenq.timing_problem(key, expire_at, start_within_ms, debounce_ms, debounce_max_ms))\n"  \
     "    INTO why FROM (SELECT 1) AS one LEFT JOIN tenq.queues q ON q.name = queue;\n"             \
     "  IF why IS NOT NULL THEN\n"                                                                  \
     "    RAISE EXCEPTION 'tenq.submit: %', why USING ERRCODE = '22023';\n"                         \
@@ -631,8 +667,8 @@
     "    VALUES (new_id, tenant, queue, type, args::text, key, unique_key, \"unique\",\n"          \
     "    idempotency_key, (extract(epoch FROM run_at) * 1000)::bigint, priority, max_attempts,\n"  \
     "    score, traceparent, nullif(timeout_ms, 0), tenq.job_options(concurrency_keys, "           \
-    "rate_keys),\n"                                                                                \
-    "    tenq.now_ms());\n"                                                                        \
+    "rate_keys,\n"                                                                                 \
+    "    expire_at, start_within_ms, debounce_ms, debounce_max_ms), tenq.now_ms());\n"             \
     "  PERFORM tenq.notify_inbox();\n"                                                             \
     "  RETURN new_id;\n"                                                                           \
     "END $f$;\n"                                                                                   \
@@ -644,7 +680,9 @@
     "  known CONSTANT TEXT[] := ARRAY['tenant', 'queue', 'type', 'args', 'key', 'unique_key',\n"   \
     "    'unique', 'idempotency_key', 'run_at', 'priority', 'max_attempts', 'score', "             \
     "'traceparent',\n"                                                                             \
-    "    'timeout_ms', 'concurrency_keys', 'rate_keys'];\n"                                        \
+    "    'timeout_ms', 'concurrency_keys', 'rate_keys', 'expire_at', 'start_within_ms', "          \
+    "'debounce_ms',\n"                                                                             \
+    "    'debounce_max_ms'];\n"                                                                    \
     "BEGIN\n"                                                                                      \
     "  IF jobs IS NULL OR jsonb_typeof(jobs) <> 'array' THEN\n"                                    \
     "    RAISE EXCEPTION 'tenq.submit_many: jobs must be a JSON array of job objects'\n"           \
@@ -661,7 +699,10 @@
     "      q.max_payload_bytes), tenq.timeout_problem((e.j->>'timeout_ms')::bigint, "              \
     "q.lease_ms),\n"                                                                               \
     "      tenq.keys_problem(e.j->>'tenant', 'concurrency_keys', e.j->'concurrency_keys'),\n"      \
-    "      tenq.keys_problem(e.j->>'tenant', 'rate_keys', e.j->'rate_keys'))\n"                    \
+    "      tenq.keys_problem(e.j->>'tenant', 'rate_keys', e.j->'rate_keys'),\n"                    \
+    "      tenq.timing_problem(e.j->>'key', (e.j->>'expire_at')::timestamptz,\n"                   \
+    "        (e.j->>'start_within_ms')::bigint, (e.j->>'debounce_ms')::bigint,\n"                  \
+    "        (e.j->>'debounce_max_ms')::bigint))\n"                                                \
     "    END AS p\n"                                                                               \
     "    FROM jsonb_array_elements(jobs) WITH ORDINALITY AS e(j, ord)\n"                           \
     "    LEFT JOIN tenq.queues q ON jsonb_typeof(e.j) = 'object' AND q.name = e.j->>'queue') AS "  \
@@ -685,7 +726,10 @@
     "      coalesce((j->>'priority')::int, 0), (j->>'max_attempts')::int, "                        \
     "(j->>'score')::float8,\n"                                                                     \
     "      j->>'traceparent', nullif((j->>'timeout_ms')::bigint, 0),\n"                            \
-    "      tenq.job_options(j->'concurrency_keys', j->'rate_keys'), tenq.now_ms() FROM src)\n"     \
+    "      tenq.job_options(j->'concurrency_keys', j->'rate_keys', "                               \
+    "(j->>'expire_at')::timestamptz,\n"                                                            \
+    "        (j->>'start_within_ms')::bigint, (j->>'debounce_ms')::bigint,\n"                      \
+    "        (j->>'debounce_max_ms')::bigint), tenq.now_ms() FROM src)\n"                          \
     "  SELECT coalesce(array_agg(id ORDER BY ord), '{}') INTO ids FROM src;\n"                     \
     "  IF cardinality(ids) > 0 THEN PERFORM tenq.notify_inbox(); END IF;\n"                        \
     "  RETURN ids;\n"                                                                              \

@@ -303,7 +303,7 @@ static void a_end(abuf *a)
 }
 
 #define INS_COLS 33
-#define UPD_COLS 22
+#define UPD_COLS 23
 
 static const char *const SQL_INS =
     "INSERT INTO tenq.jobs (" STORE_JOB_INSERT_COLUMNS ") SELECT * FROM unnest($1::bigint[], "
@@ -322,17 +322,19 @@ static const char *const SQL_UPD =
     "WITH u AS (SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], "
     "$5::bigint[], $6::bigint[], $7::bigint[], $8::bigint[], $9::bigint[], $10::bigint[], "
     "$11::bigint[], $12::text[], $13::text[], $14::text[], $15::text[], $16::text[], "
-    "$17::bigint[], $18::bigint[], $19::boolean[], $20::bigint[], $21::bigint[], $22::bigint[]) "
+    "$17::bigint[], $18::bigint[], $19::boolean[], $20::bigint[], $21::bigint[], $22::text[], "
+    "$23::bigint[]) "
     "AS u(id, payloads, priority, state, attempts, max_attempts, run_at, ready_at, leased_at, "
     "started_at, finished_at, worker, error, result, stats, progress, lease_token, lease_until, "
-    "cancel_requested, merged_into, lane_seq, live)), "
+    "cancel_requested, merged_into, lane_seq, args, live)), "
     "w AS (UPDATE tenq.jobs AS j SET payloads = coalesce(u.payloads, j.payloads), priority = "
     "u.priority, state = u.state, attempts = u.attempts, max_attempts = u.max_attempts, run_at = "
     "u.run_at, ready_at = u.ready_at, leased_at = u.leased_at, started_at = u.started_at, "
     "finished_at = u.finished_at, worker = u.worker, error = u.error, result = coalesce(u.result, "
     "j.result), stats = coalesce(u.stats, j.stats), progress = u.progress, lease_token = "
     "u.lease_token, lease_until = u.lease_until, cancel_requested = u.cancel_requested, "
-    "merged_into = u.merged_into, lane_seq = u.lane_seq, live = u.live FROM u "
+    "merged_into = u.merged_into, lane_seq = u.lane_seq, args = coalesce(u.args, j.args), live = "
+    "u.live FROM u "
     "WHERE j.id = u.id AND (NOT j.done_in_tx OR (u.state = 'succeeded' AND u.lease_token = "
     "j.lease_token)) RETURNING 1) "
     "SELECT tenq.expect_rows((SELECT count(*) FROM w), (SELECT count(*) FROM u))";
@@ -449,6 +451,8 @@ static void write_row(rowsink *k, const group_row *r, bool insert)
         k_text(k, r->traceparent);
         k_time(k, r->timeout_ms);
         k_text(k, r->options);
+    } else {
+        k_text(k, r->args); /* replaced (debounce), else NULL: kept */
     }
     k_time(k, group_row_live(r));
     if (k->line) a_put(k->line, "\n", 1);

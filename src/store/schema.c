@@ -337,6 +337,7 @@ static const char *const migrations[] = {
     "  rate_burst $I64,\n"
     "  updated_at $I64 NOT NULL,\n"
     "  PRIMARY KEY (tenant, key));\n"
+    "ALTER TABLE $Sbatches ADD COLUMN expired $I64 NOT NULL DEFAULT 0;\n"
     "$TXKEYS",
 };
 

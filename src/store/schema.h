@@ -192,14 +192,15 @@ char *store_schema_sql(int version, bool pg);
 /* (deaths: the migration after, 17) */
 #define STORE_BATCH_COLUMNS                                                                        \
     "id, tenant, created_at, closed_at, total, succeeded, cancelled, merged, deleted, callbacks, " \
-    "on_complete_job, on_success_job, on_death_job, deaths"
+    "on_complete_job, on_success_job, on_death_job, deaths, expired"
 #define STORE_SQL_UPSERT_BATCH                                                                     \
     "INSERT INTO $Sbatches (" STORE_BATCH_COLUMNS ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, " \
-    "?10, ?11, ?12, ?13, ?14) ON CONFLICT (id) DO UPDATE SET closed_at = excluded.closed_at, "     \
+    "?10, ?11, ?12, ?13, ?14, ?15) ON CONFLICT (id) DO UPDATE SET closed_at = "                    \
+    "excluded.closed_at, "                                                                         \
     "total = excluded.total, succeeded = excluded.succeeded, cancelled = excluded.cancelled, "     \
     "merged = excluded.merged, deleted = excluded.deleted, on_complete_job = "                     \
     "excluded.on_complete_job, on_success_job = excluded.on_success_job, on_death_job = "          \
-    "excluded.on_death_job, deaths = excluded.deaths"
+    "excluded.on_death_job, deaths = excluded.deaths, expired = excluded.expired"
 #define STORE_SQL_INSERT_BATCH_JOB                                                                 \
     "INSERT INTO $Sbatch_jobs (job_id, batch_id, role) VALUES (?1, ?2, ?3) ON CONFLICT (job_id) "  \
     "DO NOTHING"
@@ -311,6 +312,7 @@ int store_row_to_job(const store_rowacc *acc, void *row, engine_job_info *j, sto
  * or NULL when the job names no key; and back, into j's fields (what they
  * point at in *mem, one block to free). */
 char *store_options_text(const engine_job_info *j);
+bool store_options_any(const engine_job_info *j);
 int store_options_parse(const char *text, engine_job_info *j, void **mem);
 
 #endif

@@ -58,7 +58,8 @@ static const struct {
     {"lease_until", true, false},  {"cancel_requested", true, false},
     {"merged_into", true, false},  {"lane_seq", false, false},
     {"payloads", true, true},      {"result", true, true},
-    {"stats", true, true},         {"live", false, false},
+    {"stats", true, true},         {"args", true, true},
+    {"live", false, false},
 };
 enum { UPD_PARAMS = sizeof upd_cols / sizeof upd_cols[0], INS_PARAMS = 33 };
 
@@ -245,7 +246,8 @@ static void bind_update(sqlite3_stmt *st, int o, const group_row *r)
     bind_text(st, o + 19, r->payloads);
     bind_text(st, o + 20, r->result);
     bind_text(st, o + 21, r->stats);
-    bind_time(st, o + 22, group_row_live(r)); /* the one-row hot form has no ?22: ignored */
+    bind_text(st, o + 22, r->args);
+    bind_time(st, o + 23, group_row_live(r)); /* the one-row hot form has no ?23: ignored */
 }
 
 /* Parameters of a statement bound in order from `at` on. */

@@ -350,6 +350,7 @@ typedef struct store_tx_job {
     uint32_t n_concurrency_keys;
     const engine_rate_key *rate_keys;
     uint32_t n_rate_keys;
+    int64_t expire_at, debounce_ms, debounce_max_ms;
     bool bad_options;
 } store_tx_job;
 

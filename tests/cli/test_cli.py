@@ -693,6 +693,23 @@ class Admin(Case):
         _, err = self.fails(1, "submit", "--tenant", "t-key", "--queue", "q-rate", "--type", "T",
                             "--rate-key", "api:1=3")
         self.assertIn("burst of 2", err)
+        # debounce and expiry
+        d, _ = self.ok("submit", "--tenant", "t-key", "--queue", "q-deb", "--type", "T", "--key",
+                       "doc", "--args", '{"v":1}', "--debounce", "1m", "--debounce-max", "5m")
+        d2, _ = self.ok("submit", "--tenant", "t-key", "--queue", "q-deb", "--type", "T", "--key",
+                        "doc", "--args", '{"v":2}', "--debounce", "1m", "--json")
+        self.assertEqual(json.loads(d2)["id"], int(d))
+        self.assertTrue(json.loads(d2)["debounced"])
+        out, _ = self.ok("status", d.strip())
+        self.assertRegex(out, r"(?m)^debounced\s+yes \(latest start \d{4}-")
+        self.assertRegex(out, r'(?m)^args\s+\{"v":2\}$')
+        x, _ = self.ok("submit", "--tenant", "t-key", "--queue", "q-deb", "--type", "T",
+                       "--start-within", "10m")
+        out, _ = self.ok("status", x.strip())
+        self.assertRegex(out, r"(?m)^expire_at\s+\d{4}-")
+        _, err = self.fails(1, "submit", "--tenant", "t-key", "--queue", "q-deb", "--type", "T",
+                            "--debounce", "1s")
+        self.assertIn("debounce_ms needs a key", err)
 
     def test_schedules(self):
         out, _ = self.ok("schedule", "set", "nightly", "--cron", "30 2 * * *", "--timezone",

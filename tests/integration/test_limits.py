@@ -199,6 +199,76 @@ class RateKeys(ServerTest):
             self.assertEqual((status, out["error"]["field"]), (400, field), body)
 
 
+class DebounceAndExpiry(ServerTest):
+    def test_a_debounced_key_runs_once_after_its_quiet_period_with_the_last_args(self):
+        first = self.srv.submit(tenant="da", queue="da", key="doc:1", args={"v": 1},
+                                debounce_ms=1500)
+        self.assertEqual(first["state"], "scheduled")
+        for v in (2, 3):
+            again = self.srv.ok("POST", "/v1/jobs", dict(tenant="da", queue="da", type="T",
+                                                         key="doc:1", args={"v": v},
+                                                         debounce_ms=1500), expect=200)
+            self.assertEqual((again["id"], again.get("debounced")), (first["id"], True))
+        t_last = time.time()
+        j = self.srv.job(first["id"])
+        self.assertEqual((j["args"], j["debounced"]), ({"v": 3}, True))
+        got = self.srv.lease(["da"], wait_ms=15000)
+        self.assertGreaterEqual(time.time() - t_last, 1.4)  # never before its quiet period
+        self.assertEqual([(x["id"], x["args"]) for x in got], [(first["id"], {"v": 3})])
+        self.srv.wait_stored("SELECT args FROM $Sjobs WHERE id = %d" % first["id"], '{"v":3}')
+        # leased: the next submit makes a job of its own, behind it in the lane
+        nxt = self.srv.submit(tenant="da", queue="da", key="doc:1", args={"v": 4},
+                              debounce_ms=1500)
+        self.assertNotEqual(nxt["id"], first["id"])
+
+    def test_debounce_max_and_bad_input(self):
+        a = self.srv.submit(tenant="db", queue="db", key="k", debounce_ms=60000,
+                            debounce_max_ms=90000)
+        b = self.srv.ok("POST", "/v1/jobs", dict(tenant="db", queue="db", type="T", key="k",
+                                                 debounce_ms=60000), expect=200)
+        self.assertEqual(b["id"], a["id"])
+        j = self.srv.job(a["id"])
+        self.assertEqual(j["debounce_until"], j["created_at"] + 90000)
+        self.assertLessEqual(j["run_at"], j["debounce_until"])
+        for body, field in ((dict(debounce_ms=100), "debounce_ms"),  # no key
+                            (dict(key="k", debounce_ms=0), "debounce_ms"),
+                            (dict(key="k", debounce_ms=100, debounce_max_ms=50),
+                             "debounce_max_ms"),
+                            (dict(key="k", debounce_max_ms=500), "debounce_ms"),
+                            (dict(key="k", debounce_ms=100, depends_on=[a["id"]]), "debounce_ms"),
+                            (dict(expire_at=1, start_within_ms=5), "start_within_ms"),
+                            (dict(expire_at="soon"), "expire_at"),
+                            (dict(start_within_ms=0), "start_within_ms")):
+            status, out = self.srv.req("POST", "/v1/jobs", dict(tenant="db", queue="db", type="T",
+                                                               **body))
+            self.assertEqual((status, out["error"]["field"]), (400, field), body)
+        status, out = self.srv.req("POST", "/v1/batches", {"tenant": "db", "jobs": [
+            dict(queue="db", type="T", key="k", debounce_ms=100)]})
+        self.assertEqual((status, out["error"]["field"]), (400, "jobs[0].debounce_ms"))
+
+    def test_a_job_not_started_by_its_time_ends_expired_and_never_runs(self):
+        self.srv.ok("PUT", "/v1/queues/xa", {"paused": True})
+        t0 = time.time()
+        j = self.srv.submit(tenant="xa", queue="xa", start_within_ms=500)
+        self.assertEqual(self.srv.job(j["id"])["expire_at"] - self.srv.job(j["id"])["created_at"],
+                         500)
+        deadline = time.time() + 20
+        while time.time() < deadline and self.srv.job(j["id"])["state"] != "expired":
+            time.sleep(0.05)
+        x = self.srv.job(j["id"])
+        self.assertEqual(x["state"], "expired")
+        self.assertGreaterEqual(time.time() - t0, 0.5)
+        self.assertIn("expired", x["error"])
+        self.assertGreaterEqual(x["finished_at"], x["expire_at"])
+        self.assertEqual(self.srv.ok("GET", "/v1/queues/xa")["expired_total"], 1)
+        self.srv.wait_stored("SELECT state FROM $Sjobs WHERE id = %d" % j["id"], "expired")
+        self.srv.ok("PUT", "/v1/queues/xa", {"paused": False})
+        self.assertEqual(self.srv.lease(["xa"]), [])
+        # a wait for it answers at once: it is finished
+        w = self.srv.ok("GET", "/v1/jobs/%d/wait?timeout_ms=5000" % j["id"])
+        self.assertEqual(w["state"], "expired")
+
+
 class Tokens(ServerTest):
     """Its own server: once a token exists, every request needs one."""
 
@@ -237,6 +307,25 @@ class AcrossRestarts(unittest.TestCase):
             self.assertEqual((k["limit"], k["active"], k["setting"]), (2, 2, "acct:*"))
             srv.ack(got[0])  # its lease lives on: a worker still running it acks it
             self.assertEqual(len(srv.lease(["ra"], max=10)), 1)
+        finally:
+            srv.cleanup()
+
+    def test_a_debounced_job_and_an_expiring_one_keep_their_timing_across_a_kill(self):
+        srv = Server()
+        try:
+            srv.ok("PUT", "/v1/queues/rd", {"paused": True})
+            d = srv.submit(tenant="rd", queue="rd", key="k", args={"v": 1}, debounce_ms=60000)
+            x = srv.submit(tenant="rd", queue="rd", start_within_ms=2000)
+            srv.kill()
+            srv.start()
+            again = srv.ok("POST", "/v1/jobs", dict(tenant="rd", queue="rd", type="T", key="k",
+                                                    args={"v": 2}, debounce_ms=60000), expect=200)
+            self.assertEqual((again["id"], again.get("debounced")), (d["id"], True))
+            self.assertEqual(srv.job(d["id"])["args"], {"v": 2})
+            deadline = time.time() + 20
+            while time.time() < deadline and srv.job(x["id"])["state"] != "expired":
+                time.sleep(0.05)
+            self.assertEqual(srv.job(x["id"])["state"], "expired")
         finally:
             srv.cleanup()
 

@@ -314,6 +314,30 @@ class Submit(TxTest):
             self.assertIn(want, err)
         self.assertEqual(q1(self.db, "SELECT count(*) FROM tenq.inbox"), "0")
 
+    def test_expiry_and_debounce_arrive_checked_as_the_server_checks_them(self):
+        self.srv.ok("PUT", "/v1/queues/txd", {"paused": True})
+        x = int(q1(self.db, "SELECT tenq.submit('acme', 'txd', 'T', start_within_ms => 600000)"))
+        d = int(q1(self.db, "SELECT tenq.submit('acme', 'txd', 'T', key => 'doc', "
+                            "args => '{\"v\": 1}', debounce_ms => 60000)"))
+        self.settle()
+        d2 = int(q1(self.db, "SELECT (tenq.submit_many('[{\"tenant\":\"acme\",\"queue\":"
+                             "\"txd\",\"type\":\"T\",\"key\":\"doc\",\"args\":{\"v\":2},"
+                             "\"debounce_ms\":60000}]'))[1]"))
+        self.settle()
+        xj = self.srv.job(x)
+        self.assertEqual(xj["expire_at"] // 1000, (xj["created_at"] + 600000) // 1000)
+        self.assertEqual(self.srv.job(d)["args"], {"v": 2})  # the later one replaced it
+        self.assertEqual((self.srv.job(d2)["state"], self.srv.job(d2)["merged_into"]), ("merged", d))
+        for call, want in (("debounce_ms => 100", "debounce_ms needs a key"),
+                           ("key => 'k', debounce_ms => 100, debounce_max_ms => 50",
+                            "debounce_max_ms must be from debounce_ms to 7 days"),
+                           ("expire_at => now(), start_within_ms => 10",
+                            "give expire_at or start_within_ms, not both")):
+            rc, _, err = psql(self.db, "SELECT tenq.submit('acme', 'txd', 'T', %s)" % call,
+                              check=False)
+            self.assertNotEqual(rc, 0)
+            self.assertIn(want, err)
+
     def test_a_jobs_own_timeout_arrives_and_the_server_times_the_attempt_out(self):
         self.srv.ok("PUT", "/v1/queues/txt", {"lease_ms": 1500})
         # checked against the queue's lease: a third of 1500 ms is 500

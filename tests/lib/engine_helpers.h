@@ -37,6 +37,7 @@ typedef struct sub_opts {
     uint32_t n_ckeys;
     const engine_rate_key *rate_keys;
     uint32_t n_rate_keys;
+    int64_t expire_at, start_within_ms, debounce_ms, debounce_max_ms;
 } sub_opts;
 
 static inline engine_submit_res submit_x(engine_t *e, int64_t now, const char *tenant,
@@ -68,6 +69,10 @@ static inline engine_submit_res submit_x(engine_t *e, int64_t now, const char *t
     r.n_concurrency_keys = o.n_ckeys;
     r.rate_keys = o.rate_keys;
     r.n_rate_keys = o.n_rate_keys;
+    r.expire_at = o.expire_at;
+    r.start_within_ms = o.start_within_ms;
+    r.debounce_ms = o.debounce_ms;
+    r.debounce_max_ms = o.debounce_max_ms;
     engine_submit_res res;
     engine_submit(e, now, &r, &res);
     return res;

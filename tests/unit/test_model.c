@@ -26,6 +26,13 @@
  *     lost (a batch with nothing pending is closed, its callbacks made).
  *   - rate keys with a cost: in any window of W ms a key's starts take at
  *     most burst + W / T units (T = period / rate), restarts included;
+ *   - expiry: no job is leased at or after its expire_at, and none ends
+ *     `expired` before it;
+ *   - debounce: a debounced submit replaces the pending job of its key
+ *     whenever there is one (and makes a job otherwise), and no debounced
+ *     job runs before its quiet period is over (its last submit's
+ *     debounce_ms, or its first submit's debounce_max_ms): a key runs once
+ *     per quiet period;
  *   - concurrency keys: no lease takes a key past its limit (a lowered
  *     limit leases nothing of it until it is under again), and the limit in
  *     force is the key's setting (its own, else the longest prefix's),
@@ -117,6 +124,19 @@ static struct model {
      * 4 a 200 ms), per tenant */
     rate_log rl_rkey[NT][2];
     uint64_t n_rate_keyed_leases, n_rate_key_held;
+    /* expiry: each job's expire_at (0: none) */
+    int64_t *expire_at;
+    uint8_t *seen_expired;
+    uint64_t n_jobs_expired, n_expiring_leases;
+    /* debounce: the jobs of lanes d0 and d1 of queue fifo (type D, only
+     * debounced submits go there), newest last, and each one's quiet
+     * period: its last submit and that submit's debounce_ms, its latest start */
+    struct deb_job {
+        uint64_t id;
+        int64_t last, ms, until;
+    } dlane[NT][2][64];
+    unsigned ndlane[NT][2];
+    uint64_t n_debounced, n_debounce_made, n_debounced_leases;
 } M;
 
 /* Concurrency keys c0, c1, c2: their jobs say 1, 2 and nothing (the
@@ -150,7 +170,7 @@ static int idx_of(const char *const *names, int n, const char *s)
 
 static int key_index(const char *key)
 {
-    return key ? key[1] - '0' : -1;
+    return key && key[0] == 'k' ? key[1] - '0' : -1; /* (d0, d1: debounced lanes) */
 }
 
 static engine_config model_config(void)
@@ -289,12 +309,17 @@ static void collect_args(void)
     size_t n;
     const engine_change *c = engine_changes(M.e, &n);
     for (size_t i = 0; i < n; i++) {
-        if (c[i].kind != ENGINE_CH_JOB || !(c[i].fields & ENGINE_JF_NEW)) continue;
+        if (c[i].kind != ENGINE_CH_JOB || !(c[i].fields & (ENGINE_JF_NEW | ENGINE_JF_ARGS)))
+            continue;
         engine_job_info in;
         engine_job_get(c[i].job, &in);
         if (in.payloads) continue;
         ASSERT_MSG(!in.args_missing, "job %llu's row is written without its args",
                    (unsigned long long)in.id);
+        if (c[i].fields & ENGINE_JF_ARGS) { /* replaced (debounce): the row takes them */
+            free(M.args_of[in.id]);
+            M.args_of[in.id] = NULL;
+        }
         if (!M.args_of[in.id]) M.args_of[in.id] = strndup(in.args, in.args_len);
         job_args(&in);
     }
@@ -333,6 +358,16 @@ static void check_attempts(void)
     size_t n;
     const engine_change *c = engine_changes(M.e, &n);
     for (size_t i = M.seen_changes; i < n; i++) {
+        if (c[i].kind == ENGINE_CH_JOB && engine_job_state(c[i].job) == ENGINE_EXPIRED &&
+            !M.seen_expired[c[i].id]) {
+            uint64_t id = c[i].id;
+            ASSERT_MSG(M.expire_at[id] && M.now >= M.expire_at[id],
+                       "step %llu: job %llu expired at %lld, its expire_at is %lld",
+                       (unsigned long long)M.steps, (unsigned long long)id, (long long)M.now,
+                       (long long)M.expire_at[id]);
+            M.seen_expired[id] = 1;
+            M.n_jobs_expired++;
+        }
         if (c[i].kind != ENGINE_CH_ATTEMPT) continue;
         const engine_attempt_info *a = c[i].attempt;
         ASSERT(a->job_id >= 1 && a->job_id <= MAXJ);
@@ -433,6 +468,79 @@ static int tenant_active(int t)
     return (int)(c.leased + c.running);
 }
 
+/* A debounced submit to lane d0 or d1 of queue fifo: it replaces the
+ * lane's newest unfinished job when that one is pending. */
+static void op_debounce(void)
+{
+    int t = rn(NT), k = rn(2);
+    char key[4] = {'d', (char)('0' + k), 0}, args[32];
+    snprintf(args, sizeof args, "{\"v\":%d}", rn(100));
+    engine_submit_req r = {.tenant = tenants[t], .queue = "fifo", .type = "D", .key = key};
+    r.args = args;
+    r.args_len = (uint32_t)strlen(args);
+    r.debounce_ms = 20 + rn(100);
+    r.debounce_max_ms = rn(2) ? 0 : 150 + rn(200);
+    unsigned *n = &M.ndlane[t][k];
+    struct deb_job *v = M.dlane[t][k];
+    struct deb_job *tail = NULL;
+    for (unsigned i = *n; i-- > 0 && !tail;) {
+        engine_job *j = engine_find(M.e, v[i].id);
+        if (j && engine_job_state(j) <= ENGINE_RUNNING) tail = &v[i];
+    }
+    engine_state ts = tail ? engine_job_state(engine_find(M.e, tail->id)) : ENGINE_NSTATES;
+    bool pending = ts == ENGINE_SCHEDULED || ts == ENGINE_READY || ts == ENGINE_BLOCKED;
+    engine_submit_res res;
+    ASSERT_MSG(engine_submit(M.e, M.now, &r, &res) == 0, "debounce: %s", res.err.message);
+    if (pending) {
+        ASSERT_MSG(res.debounced && res.id == tail->id,
+                   "step %llu: a debounced submit made job %llu, its key's job %llu waits",
+                   (unsigned long long)M.steps, (unsigned long long)res.id,
+                   (unsigned long long)tail->id);
+        tail->last = M.now;
+        tail->ms = r.debounce_ms;
+        M.n_debounced++;
+        if (M.spill) { /* its row takes the new args when its change is collected */
+            free(M.args_of[res.id]);
+            M.args_of[res.id] = NULL;
+        }
+        return;
+    }
+    ASSERT_MSG(res.created && !res.debounced, "step %llu: debounced into a job that runs",
+               (unsigned long long)M.steps);
+    if (*n == 64) { /* forget the oldest finished one */
+        unsigned w = 0;
+        for (unsigned i = 0; i < *n; i++) {
+            engine_job *j = engine_find(M.e, v[i].id);
+            if (w < i || (j && engine_job_state(j) <= ENGINE_RUNNING)) v[w++] = v[i];
+        }
+        if (w == 64) w = 63;
+        *n = w;
+    }
+    v[(*n)++] = (struct deb_job){res.id, M.now, r.debounce_ms,
+                                 r.debounce_max_ms ? M.now + r.debounce_max_ms : 0};
+    M.n_debounce_made++;
+    if (res.id > M.max_id) M.max_id = res.id;
+}
+
+/* A leased job of lanes d0/d1 ran after its quiet period. */
+static void check_debounced_lease(const engine_job_info *in)
+{
+    if (strcmp(in->type, "D") != 0) return;
+    int t = idx_of(tenants, NT, in->tenant), k = in->key[1] - '0';
+    for (unsigned i = 0; i < M.ndlane[t][k]; i++) {
+        const struct deb_job *d = &M.dlane[t][k][i];
+        if (d->id != in->id) continue;
+        int64_t quiet = d->last + d->ms;
+        if (d->until && d->until < quiet) quiet = d->until;
+        ASSERT_MSG(M.now >= quiet,
+                   "step %llu: debounced job %llu leased at %lld, its quiet period ends at %lld",
+                   (unsigned long long)M.steps, (unsigned long long)in->id, (long long)M.now,
+                   (long long)quiet);
+        M.n_debounced_leases++;
+        return;
+    }
+}
+
 static void op_submit(void)
 {
     int t = rn(NT), q = rn(NQ);
@@ -455,6 +563,7 @@ static void op_submit(void)
     o.has_score = rn(2);
     o.score = rn(100);
     o.timeout_ms = rn(6) == 0 ? 100 + rn(400) : 0;
+    int64_t within = rn(8) == 0 ? 10 + rn(300) : 0;
     engine_limit_key ck[2];
     if (rn(3) == 0) {
         int k0 = rn(NCK);
@@ -497,7 +606,9 @@ static void op_submit(void)
         o.n_deps = rec.n;
         o.on_parent_failure = (engine_deps_policy)rec.policy;
     }
+    o.start_within_ms = within;
     engine_submit_res r = submit_x(M.e, M.now, tenants[t], queues[q], types[rn(2)], o);
+    if (r.created && within) M.expire_at[r.id] = M.now + within;
     ASSERT_MSG(r.code == 0, "submit: %s", r.err.message);
     if (r.created && rec.n) {
         if (M.ndeps == M.capdeps) {
@@ -620,6 +731,13 @@ static void op_lease(void)
         live_lease *l = &M.lease[in.id];
         ASSERT_MSG(!l->live, "job %llu leased twice at once (step %llu)", (unsigned long long)in.id,
                    (unsigned long long)M.steps);
+        ASSERT_MSG(!M.expire_at[in.id] || M.now < M.expire_at[in.id],
+                   "step %llu: job %llu leased at %lld, it expired at %lld",
+                   (unsigned long long)M.steps, (unsigned long long)in.id, (long long)M.now,
+                   (long long)M.expire_at[in.id]);
+        ASSERT_EQ(in.expire_at, M.expire_at[in.id]);
+        M.n_expiring_leases += M.expire_at[in.id] != 0;
+        check_debounced_lease(&in);
         ASSERT_MSG(!(in.queue[0] == 'o' && in.attempts > 1),
                    "at-most-once job %llu handed out twice", (unsigned long long)in.id);
         int t = idx_of(tenants, NT, in.tenant), q = idx_of(queues, NQ, in.queue);
@@ -772,7 +890,21 @@ static void op_morgue(void)
     uint64_t id = engine_job_id(out[rn((int)n)]);
     if (rn(3)) {
         M.ended[id] |= ENDED_REQUEUE; /* it died: a child of policy run may have gone on */
+        engine_job_info in;
+        engine_job_get(engine_find(M.e, id), &in);
         ASSERT_EQ(engine_morgue_requeue(M.e, M.now, id, NULL), 0);
+        M.expire_at[id] = 0;         /* a requeue clears it */
+        if (!strcmp(in.type, "D")) { /* back at the end of its lane */
+            int t = idx_of(tenants, NT, in.tenant), k = in.key[1] - '0';
+            struct deb_job *v = M.dlane[t][k];
+            for (unsigned i = 0; i < M.ndlane[t][k]; i++) {
+                if (v[i].id != id) continue;
+                struct deb_job d = v[i];
+                memmove(v + i, v + i + 1, (M.ndlane[t][k] - i - 1) * sizeof *v);
+                v[M.ndlane[t][k] - 1] = d;
+                break;
+            }
+        }
     } else
         ASSERT_EQ(engine_morgue_delete(M.e, M.now, id, NULL), 0);
 }
@@ -1043,6 +1175,8 @@ static void run_model(uint64_t seed, uint64_t ops, bool spill)
     M.ended = calloc(MAXJ + 1, 1);
     M.dep_of = calloc(MAXJ + 1, sizeof(uint32_t));
     M.cb_seen = calloc(MAXB + 1, sizeof *M.cb_seen);
+    M.expire_at = calloc(MAXJ + 1, sizeof *M.expire_at);
+    M.seen_expired = calloc(MAXJ + 1, 1);
     for (int t = 0; t < NT; t++) M.slots[t] = (uint32_t)(1 + rn(4));
     for (int q = 0; q < NQ; q++) M.cap[q] = ENGINE_UNLIMITED;
     M.rl_tenant = (rate_log){.rate = 3, .burst = 2, .period = 100};
@@ -1069,6 +1203,8 @@ static void run_model(uint64_t seed, uint64_t ops, bool spill)
             if (resident < 120 && tot.dead < 150 && M.max_id < MAXJ - 10) {
                 if (rn(25) == 0)
                     op_batch();
+                else if (rn(10) == 0)
+                    op_debounce();
                 else
                     op_submit();
             }
@@ -1113,7 +1249,8 @@ static void run_model(uint64_t seed, uint64_t ops, bool spill)
             "  %llu steps: %llu leases, %llu acks, %llu fails, %llu expired, %llu dead, %llu "
             "merged, %llu restarts, %llu pauses, %llu jobs, %llu children (%llu leased), %llu "
             "batches (%llu fan-outs, %llu callbacks), %llu keyed leases (%llu held by keys, %llu "
-            "key settings), %llu rate-keyed leases (%llu held)\n",
+            "key settings), %llu rate-keyed leases (%llu held), %llu expired (%llu leases "
+            "before), %llu debounced jobs (%llu submits replaced one, %llu leased)\n",
             (unsigned long long)M.steps, (unsigned long long)M.n_leased,
             (unsigned long long)M.n_acked, (unsigned long long)M.n_failed,
             (unsigned long long)M.n_expired, (unsigned long long)M.n_dead,
@@ -1123,7 +1260,10 @@ static void run_model(uint64_t seed, uint64_t ops, bool spill)
             (unsigned long long)M.n_batches, (unsigned long long)M.n_fanouts,
             (unsigned long long)M.n_callbacks, (unsigned long long)M.n_keyed_leases,
             (unsigned long long)M.n_key_held, (unsigned long long)M.n_key_settings,
-            (unsigned long long)M.n_rate_keyed_leases, (unsigned long long)M.n_rate_key_held);
+            (unsigned long long)M.n_rate_keyed_leases, (unsigned long long)M.n_rate_key_held,
+            (unsigned long long)M.n_jobs_expired, (unsigned long long)M.n_expiring_leases,
+            (unsigned long long)M.n_debounce_made, (unsigned long long)M.n_debounced,
+            (unsigned long long)M.n_debounced_leases);
     ASSERT(M.n_leased > ops / 50);
     ASSERT_EQ(M.n_attempts, M.n_failed + M.n_expired); /* every end but an ack, once */
     ASSERT(M.n_expired > 0 && M.n_dead > 0 && M.n_merged > 0 && M.n_restarts > 0 && M.n_pauses > 0);
@@ -1131,6 +1271,8 @@ static void run_model(uint64_t seed, uint64_t ops, bool spill)
     ASSERT(M.n_batches > 0 && M.n_callbacks > 0 && M.n_fanouts > 0);
     ASSERT(M.n_keyed_leases > 0 && M.n_key_held > 0 && M.n_key_settings > 0);
     ASSERT(M.n_rate_keyed_leases > 0 && M.n_rate_key_held > 0);
+    ASSERT(M.n_jobs_expired > 0 && M.n_expiring_leases > 0);
+    ASSERT(M.n_debounced > 0 && M.n_debounced_leases > 0);
     if (spill) {
         fprintf(stderr, "  spilled: %llu leases of spilled jobs, %llu args read back\n",
                 (unsigned long long)M.n_spilled_leases, (unsigned long long)M.n_read_back);
@@ -1146,6 +1288,8 @@ static void run_model(uint64_t seed, uint64_t ops, bool spill)
     free(M.live);
     free(M.reported);
     free(M.cb_seen);
+    free(M.expire_at);
+    free(M.seen_expired);
 }
 
 static uint64_t model_ops(uint64_t dflt)
