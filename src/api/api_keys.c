@@ -20,7 +20,8 @@ static bool tenant_scope(http_req *req, const principal *who, char buf[QUERY_NAM
     return true;
 }
 
-static void json_key(jbuf *b, const engine_key_info *k)
+/* A key's fields, in its object (left open). */
+static void json_key_fields(jbuf *b, const engine_key_info *k)
 {
     jb_obj(b);
     jb_kstr(b, "tenant", k->tenant);
@@ -51,7 +52,20 @@ static void json_key(jbuf *b, const engine_key_info *k)
         jb_kstr(b, "setting", k->rate_setting);
         jb_obj_end(b);
     }
+}
+
+static void json_key(jbuf *b, const engine_key_info *k)
+{
+    json_key_fields(b, k);
     jb_obj_end(b);
+}
+
+static void json_ids(jbuf *b, const char *name, const uint64_t *v, size_t n)
+{
+    jb_key(b, name);
+    jb_arr(b);
+    for (size_t i = 0; i < n; i++) jb_uint(b, v[i]);
+    jb_arr_end(b);
 }
 
 /* GET /v1/keys: the keys resident jobs name, those at their limit first. */
@@ -81,7 +95,17 @@ void h_keys(server *s, http_req *req, const principal *who, const char **args)
         jb_kint(&b, "total", found);
         jb_key(&b, "keys");
         jb_arr(&b);
-        if (found) json_key(&b, &k);
+        if (found) {
+            /* one key: who holds it and who waits, as the dashboard shows them */
+            enum { SHOWN = 20 };
+            uint64_t holders[SHOWN], ready[SHOWN];
+            size_t nh, nr;
+            engine_key_jobs(s->e, tenant, key, SHOWN, holders, &nh, ready, &nr);
+            json_key_fields(&b, &k);
+            json_ids(&b, "holders", holders, nh);
+            json_ids(&b, "jobs", ready, nr);
+            jb_obj_end(&b);
+        }
         jb_arr_end(&b);
     } else {
         engine_key_info *v = xmalloc((size_t)limit * sizeof(*v));

@@ -671,6 +671,11 @@ bool engine_key_info_get(engine_t *e, int64_t now, const char *tenant, const cha
  * *total gets how many keys there are.  O(keys). */
 size_t engine_keys_list(engine_t *e, int64_t now, const char *tenant, bool at_limit_only,
                         size_t max, engine_key_info *out, size_t *total);
+/* Up to max jobs of a key: leased or running ones that hold it (as a
+ * concurrency key), and ready ones that name it (held back by it when it
+ * is at its limit), in no order.  O(leases + its groups' heaps). */
+void engine_key_jobs(engine_t *e, const char *tenant, const char *key, size_t max,
+                     uint64_t *holders, size_t *nh, uint64_t *ready, size_t *nr);
 /* Keys named by resident jobs, and those at their limit now. */
 size_t engine_key_count(const engine_t *e);
 size_t engine_keys_at_limit(const engine_t *e);

@@ -496,6 +496,43 @@ bool engine_key_info_get(engine_t *e, int64_t now, const char *tenant_name, cons
     return k != NULL;
 }
 
+static bool names_ckey(const job *j, const tkey *k)
+{
+    const gkeys *gs = j->node->keys;
+    for (uint32_t x = 0; gs && x < gs->nc; x++)
+        if (gs->v[x].k == k) return true;
+    return false;
+}
+
+static bool has_id(const uint64_t *v, size_t n, uint64_t id)
+{
+    for (size_t i = 0; i < n; i++)
+        if (v[i] == id) return true;
+    return false;
+}
+
+void engine_key_jobs(engine_t *e, const char *tenant_name, const char *key, size_t max,
+                     uint64_t *holders, size_t *nh, uint64_t *ready, size_t *nr)
+{
+    *nh = *nr = 0;
+    tenant *t = engine_tenant_find(e, tenant_name);
+    tkey *k = t ? engine_tkey_find(e, t, key) : NULL;
+    if (!k) return;
+    for (uint32_t i = 0; i < e->leases.n && *nh < max; i++)
+        if (names_ckey(e->leases.a[i].j, k)) holders[(*nh)++] = e->leases.a[i].j->id;
+    DLIST_FOREACH(it, &k->groups)
+    {
+        const node *g = DLIST_ITEM(it, gkey, link)->g;
+        /* the heap's entries, stale ones skipped: its jobs in no order */
+        for (uint32_t x = 0; x < g->jobs.n && *nr < max; x++) {
+            const job *j = engine_job_find(e, g->jobs.a[x].id);
+            if (j && j->state == ENGINE_READY && j->node == g && !has_id(ready, *nr, j->id))
+                ready[(*nr)++] = j->id;
+        }
+        if (*nr == max) break;
+    }
+}
+
 static bool info_at_limit(const engine_key_info *a)
 {
     return a->active >= a->limit || a->rate_until != 0;

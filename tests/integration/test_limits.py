@@ -30,8 +30,16 @@ class ConcurrencyKeys(ServerTest):
         k = keys["keys"][0]
         self.assertEqual((k["key"], k["limit"], k["active"], k["held"], k["at_limit"]),
                          ("acct:1", 2, 2, 4, True))
+        # one key: who holds it, who waits
+        one = self.srv.ok("GET", "/v1/keys?tenant=ca&key=acct:1")["keys"][0]
+        self.assertEqual(sorted(one["holders"]), sorted(j["id"] for j in got))
+        self.assertEqual(len(one["jobs"]), 4)
+        self.assertNotIn("holders", k)
         self.srv.ack(got[0])
         self.assertEqual(len(self.srv.lease(["ca-1", "ca-2"], max=10)), 1)
+        one = self.srv.ok("GET", "/v1/keys?tenant=ca&key=acct:1")["keys"][0]
+        self.assertEqual(len(one["holders"]), 2)
+        self.assertEqual(len(one["jobs"]), 3)
 
     def test_a_held_job_says_which_key_and_which_job_holds_it(self):
         first = self.srv.submit(tenant="cb", queue="cb", concurrency_keys=[ck("user:9", 1)])

@@ -59,7 +59,7 @@ class Tenq {
     }
     /** A handle on a job submitted before (by id). */
     handleOf(id) {
-        return new handle_1.RemoteHandle(this.client, { id, state: "ready", created: false, duplicate: false, merged: false, replayed: false });
+        return new handle_1.RemoteHandle(this.client, { id, state: "ready", created: false, duplicate: false, merged: false, replayed: false, debounced: false });
     }
     /** A worker that runs this app's handlers. */
     worker(options = {}) {

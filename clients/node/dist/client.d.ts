@@ -10,7 +10,7 @@ import { type ClientOptions, type Resolved } from "./options";
 import { type Answer, type Method } from "./transport";
 import { type Instrumentation, type Sending } from "./otel";
 import { type Queryable } from "./tx";
-import type { Attempt, BatchCreated, BatchFilter, BatchInfo, BatchPage, BatchResult, CreateBatchOptions, JobParents, CancelResult, FailOptions, Health, Job, JobPage, JobSpec, LeaseRequest, LeaseResult, ListFilter, MorgueFilter, MorguePage, Outcome, OutcomeResult, QueueInfo, QueueSettings, Schedule, ScheduleSpec, SubmitResult, TenantInfo, TenantSettings } from "./types";
+import type { Attempt, BatchCreated, BatchFilter, BatchInfo, BatchPage, BatchResult, CreateBatchOptions, JobParents, CancelResult, FailOptions, Health, Job, JobPage, JobSpec, KeyFilter, KeyPage, KeySetting, LeaseRequest, LeaseResult, ListFilter, MorgueFilter, MorguePage, Outcome, OutcomeResult, QueueInfo, QueueSettings, Schedule, ScheduleSpec, SubmitResult, TenantInfo, TenantSettings } from "./types";
 /** The most jobs one POST /v1/jobs takes. */
 export declare const MAX_BATCH_JOBS = 10000;
 /** The header a submit request is made safe to send again with. */
@@ -158,6 +158,25 @@ export declare class Client {
     getTenant(name: string): Promise<TenantInfo>;
     /** PUT /v1/tenants/{name} (admin): `slots`, `weight`, `rate`, `ratePeriodMs`, `rateBurst`; the tenant then. */
     setTenant(name: string, settings: TenantSettings): Promise<TenantInfo>;
+    /** GET /v1/keys: the keys resident jobs name (docs/SEMANTICS.md, "Concurrency keys"), those at their limit first. */
+    listKeys(f?: KeyFilter): Promise<KeyPage>;
+    /**
+     * PUT /v1/key-settings (admin): the settings of `key` of `tenant`, or (a
+     * key ending in `*`) of every key beginning with the rest, whole (a
+     * setting left out: the jobs' own). The setting as stored.
+     */
+    setKeySetting(s: {
+        tenant: string;
+        key: string;
+        concurrency?: number | null;
+        rate?: number | null;
+        ratePeriodMs?: number;
+        rateBurst?: number | null;
+    }): Promise<KeySetting>;
+    /** GET /v1/key-settings: the key settings (of `tenant`, default the client's). */
+    keySettings(tenant?: string | undefined): Promise<KeySetting[]>;
+    /** DELETE /v1/key-settings (admin); NotFoundError when there is none. */
+    deleteKeySetting(tenant: string, key: string): Promise<void>;
     /** A queue request; each may be sent again: the same request sets the same state. */
     private queueCall;
     /**

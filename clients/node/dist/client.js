@@ -432,6 +432,32 @@ class Client {
         const b = await this.call("PUT", `/v1/tenants/${encodeURIComponent(name)}`, { body, resend: true });
         return (0, settings_1.infoFromWire)((0, wire_1.asObject)(b, "tenant"));
     }
+    /** GET /v1/keys: the keys resident jobs name (docs/SEMANTICS.md, "Concurrency keys"), those at their limit first. */
+    async listKeys(f = {}) {
+        const q = query({ tenant: f.tenant ?? this.options.tenant, key: f.key, at_limit: f.atLimit ? "true" : undefined, limit: f.limit });
+        return (0, wire_1.keyPageFromWire)(await this.call("GET", `/v1/keys${q}`, { resend: true }));
+    }
+    /**
+     * PUT /v1/key-settings (admin): the settings of `key` of `tenant`, or (a
+     * key ending in `*`) of every key beginning with the rest, whole (a
+     * setting left out: the jobs' own). The setting as stored.
+     */
+    async setKeySetting(s) {
+        const body = { tenant: s.tenant, key: s.key, concurrency: s.concurrency ?? null, rate: s.rate ?? null, rate_burst: s.rateBurst ?? null };
+        if (s.ratePeriodMs !== undefined)
+            body["rate_period_ms"] = s.ratePeriodMs;
+        const b = await this.call("PUT", "/v1/key-settings", { body: JSON.stringify(body), resend: true });
+        return (0, wire_1.keySettingFromWire)(b);
+    }
+    /** GET /v1/key-settings: the key settings (of `tenant`, default the client's). */
+    async keySettings(tenant = this.options.tenant) {
+        const o = (0, wire_1.asObject)(await this.call("GET", `/v1/key-settings${query({ tenant })}`, { resend: true }), "key settings");
+        return (0, wire_1.asList)(o["settings"], "key settings").map(wire_1.keySettingFromWire);
+    }
+    /** DELETE /v1/key-settings (admin); NotFoundError when there is none. */
+    async deleteKeySetting(tenant, key) {
+        await this.call("DELETE", `/v1/key-settings${query({ tenant, key })}`, { resend: true });
+    }
     /** A queue request; each may be sent again: the same request sets the same state. */
     async queueCall(method, name, tail, body) {
         const path = `/v1/queues/${encodeURIComponent(name)}${tail}`;

@@ -8,7 +8,8 @@ export interface JobHandle<R = unknown> {
     /**
      * Waits for the job and gives the handler's result (as JSON carried it).
      * Throws JobFailedError when the job died, JobCancelledError when it was
-     * cancelled, TimeoutError when `timeoutMs` passed first.
+     * cancelled, JobExpiredError when it expired, TimeoutError when
+     * `timeoutMs` passed first.
      */
     wait(options?: WaitOptions): Promise<R>;
     /** The job now. */

@@ -10,6 +10,8 @@ function resultOf(job) {
             return job.result;
         case "cancelled":
             throw new job_errors_1.JobCancelledError(`job ${job.id} was cancelled`, job);
+        case "expired":
+            throw new job_errors_1.JobExpiredError(`job ${job.id} expired: not started by ${job.expireAt ?? "its expire_at"}`, job);
         default:
             throw new job_errors_1.JobFailedError(`job ${job.id} is ${job.state}: ${job.error ?? "no error recorded"}`, job);
     }

@@ -12,7 +12,7 @@ export { currentJob, type JobContext, type RunMode, type WorkflowBackend } from 
 export { BatchClosedError, ConflictError, ConnectionError, ForbiddenError, InternalError, InvalidError, NotFoundError, NotLeaderError, OverloadedError, ProtocolError, RateLimitedError, TenqError, TimeoutError, TooLargeError, UnauthenticatedError, UnavailableError, errorFromWire, type ErrorCode, type ErrorDetails, } from "./errors";
 export { RemoteHandle, resultOf, type JobHandle } from "./handle";
 export { RequestKeys } from "./ids";
-export { JobCancelledError, JobFailedError, JobTimeoutError, LeaseLostError, NoRetryError, RetryError, WorkerStoppedError, } from "./job-errors";
+export { JobCancelledError, JobExpiredError, JobFailedError, JobTimeoutError, LeaseLostError, NoRetryError, RetryError, WorkerStoppedError, } from "./job-errors";
 export { checkJson, type JsonObject, type JsonValue } from "./json";
 export { silentLogger, stderrLogger, type Logger } from "./log";
 export { compose, describeError, errorReporter, logging, tracing, type Middleware, type Next } from "./middleware";

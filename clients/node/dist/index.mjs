@@ -12,6 +12,7 @@ export const {
   InternalError,
   InvalidError,
   JobCancelledError,
+  JobExpiredError,
   JobFailedError,
   JobTimeoutError,
   LeaseLostError,

@@ -18,6 +18,11 @@ export declare class JobCancelledError extends TenqError {
     readonly job: Job | undefined;
     constructor(message?: string, job?: Job);
 }
+/** `wait()` on a job that expired: not started by its `expireAt` (docs/SEMANTICS.md, "Expiry"), it never ran. */
+export declare class JobExpiredError extends TenqError {
+    readonly job: Job | undefined;
+    constructor(message: string, job?: Job);
+}
 /** The signal's reason when the job ran past its timeout: the job fails "timeout". */
 export declare class JobTimeoutError extends TenqError {
     constructor(message?: string);

@@ -1,6 +1,6 @@
 "use strict";
 Object.defineProperty(exports, "__esModule", { value: true });
-exports.NoRetryError = exports.RetryError = exports.LeaseLostError = exports.WorkerStoppedError = exports.JobTimeoutError = exports.JobCancelledError = exports.JobFailedError = void 0;
+exports.NoRetryError = exports.RetryError = exports.LeaseLostError = exports.WorkerStoppedError = exports.JobTimeoutError = exports.JobExpiredError = exports.JobCancelledError = exports.JobFailedError = void 0;
 // SPDX-License-Identifier: Apache-2.0
 /**
  * Errors about a job's run rather than a request: what `handle.wait()` throws
@@ -29,6 +29,15 @@ class JobCancelledError extends errors_1.TenqError {
     }
 }
 exports.JobCancelledError = JobCancelledError;
+/** `wait()` on a job that expired: not started by its `expireAt` (docs/SEMANTICS.md, "Expiry"), it never ran. */
+class JobExpiredError extends errors_1.TenqError {
+    job;
+    constructor(message, job) {
+        super("expired", message);
+        this.job = job;
+    }
+}
+exports.JobExpiredError = JobExpiredError;
 /** The signal's reason when the job ran past its timeout: the job fails "timeout". */
 class JobTimeoutError extends errors_1.TenqError {
     constructor(message = "timeout") {

@@ -22,6 +22,9 @@ export declare const SETTING_NAMES: {
     readonly rateBurst: "rate_burst";
     readonly slots: "slots";
     readonly weight: "weight";
+    readonly maxQueued: "max_queued";
+    readonly maxQueuedBytes: "max_queued_bytes";
+    readonly concurrencyLimit: "concurrency_limit";
     readonly name: "name";
     readonly pausedTenants: "paused_tenants";
     readonly inUse: "in_use";
@@ -32,6 +35,8 @@ export declare const SETTING_NAMES: {
     readonly leased: "leased";
     readonly running: "running";
     readonly dead: "dead";
+    readonly queued: "queued";
+    readonly queuedBytes: "queued_bytes";
     readonly eligible: "eligible";
     readonly held: "held";
     readonly rateLimitedUntil: "rate_limited_until";
@@ -41,6 +46,7 @@ export declare const SETTING_NAMES: {
     readonly failedTotal: "failed_total";
     readonly deadTotal: "dead_total";
     readonly cancelledTotal: "cancelled_total";
+    readonly expiredTotal: "expired_total";
     readonly completedPerS: "completed_per_s";
     readonly failedPerS: "failed_per_s";
 };

@@ -33,6 +33,9 @@ exports.SETTING_NAMES = {
     rateBurst: "rate_burst",
     slots: "slots",
     weight: "weight",
+    maxQueued: "max_queued",
+    maxQueuedBytes: "max_queued_bytes",
+    concurrencyLimit: "concurrency_limit",
     // what a queue or tenant shows besides
     name: "name",
     pausedTenants: "paused_tenants",
@@ -44,6 +47,8 @@ exports.SETTING_NAMES = {
     leased: "leased",
     running: "running",
     dead: "dead",
+    queued: "queued",
+    queuedBytes: "queued_bytes",
     eligible: "eligible",
     held: "held",
     rateLimitedUntil: "rate_limited_until",
@@ -53,6 +58,7 @@ exports.SETTING_NAMES = {
     failedTotal: "failed_total",
     deadTotal: "dead_total",
     cancelledTotal: "cancelled_total",
+    expiredTotal: "expired_total",
     completedPerS: "completed_per_s",
     failedPerS: "failed_per_s",
 };

@@ -231,7 +231,7 @@ class LocalHandle {
     constructor(fj) {
         this.fj = fj;
         this.id = fj.id;
-        this.submitted = { id: fj.id, state: STATE[fj.state], created: true, duplicate: false, merged: false, replayed: false };
+        this.submitted = { id: fj.id, state: STATE[fj.state], created: true, duplicate: false, merged: false, replayed: false, debounced: false };
     }
     async wait() {
         const fj = this.fj;

@@ -78,6 +78,13 @@ async function submitWireTx(db, w) {
     add("score", "float8", t["score"]);
     add("traceparent", "text", t["traceparent"]);
     add("timeout_ms", "bigint", t["timeout_ms"]);
+    // schema 21: named only when given, so a database of an older schema takes the rest
+    add("concurrency_keys", "jsonb", t["concurrency_keys"] === undefined ? undefined : JSON.stringify(t["concurrency_keys"]));
+    add("rate_keys", "jsonb", t["rate_keys"] === undefined ? undefined : JSON.stringify(t["rate_keys"]));
+    add("expire_at", "timestamptz", t["expire_at"]);
+    add("start_within_ms", "bigint", t["start_within_ms"]);
+    add("debounce_ms", "bigint", t["debounce_ms"]);
+    add("debounce_max_ms", "bigint", t["debounce_max_ms"]);
     const sql = `SELECT tenq.submit($1::text, $2::text, $3::text${named.map((n) => `, ${n}`).join("")})::text AS id`;
     const r = await run(db, sql, values);
     return toId(firstField(r, "id"), "tenq.submit");
@@ -147,8 +154,9 @@ function txJob(w) {
             field: "tenant",
         });
     const t = { ...w };
-    if (typeof t["run_at"] === "number")
-        t["run_at"] = new Date(t["run_at"]).toISOString();
+    for (const name of ["run_at", "expire_at"])
+        if (typeof t[name] === "number")
+            t[name] = new Date(t[name]).toISOString();
     return t;
 }
 function lease(job) {

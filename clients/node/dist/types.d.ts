@@ -1,8 +1,8 @@
 /** The protocol's objects as this library hands them out (camelCase), and what it takes. */
 import type { TenqError } from "./errors";
 import type { JsonValue } from "./json";
-export type JobState = "waiting" | "scheduled" | "blocked" | "ready" | "leased" | "running" | "succeeded" | "cancelled" | "merged" | "dead";
-/** succeeded, cancelled, merged and dead: the states `wait` waits for. */
+export type JobState = "waiting" | "scheduled" | "blocked" | "ready" | "leased" | "running" | "succeeded" | "cancelled" | "merged" | "expired" | "dead";
+/** succeeded, cancelled, merged, expired and dead: the states `wait` waits for. */
 export declare function isFinished(state: JobState | string): boolean;
 /** How a job is submitted, besides its type and args. Every field of POST /v1/jobs. */
 export interface SubmitOptions {
@@ -48,6 +48,44 @@ export interface SubmitOptions {
     dependsOn?: readonly Dependency[];
     /** What a parent that dies or is cancelled does: `cancel` (the server's default) cancels this job, `run` counts it as done. */
     onParentFailure?: OnParentFailure;
+    /**
+     * Concurrency keys of its tenant (docs/SEMANTICS.md, "Concurrency keys"),
+     * up to 4: at most a key's limit of the tenant's jobs naming it run at
+     * once, across queues and types. A key alone takes its limit from the
+     * key's setting, else the queue's `concurrency_limit`.
+     */
+    concurrencyKeys?: readonly (string | ConcurrencyKey)[];
+    /** Rate keys (docs/SEMANTICS.md, "Rate keys"), up to 4: each start takes `cost` units of the key's rate. */
+    rateKeys?: readonly (string | RateKey)[];
+    /**
+     * With `key`: a later submit of the same lane replaces this job while it
+     * is pending (its args, then its start moves to `debounceMs` after that
+     * submit; docs/SEMANTICS.md, "Debounce").
+     */
+    debounceMs?: number;
+    /** The start moves at most this long after the first submit (0: no bound). */
+    debounceMaxMs?: number;
+    /** Not leased by then, the job ends `expired` and never runs (ms since the epoch, or a Date). */
+    expireAt?: number | Date;
+    /** As `expireAt`, counted from the submit. */
+    startWithinMs?: number;
+}
+/** A concurrency key a job names, with its own limit. */
+export interface ConcurrencyKey {
+    key: string;
+    /** 1 to 1,000,000; default the key's setting, else the queue's `concurrency_limit`. */
+    limit?: number;
+}
+/** A rate key a job names: its cost and, when the key has no setting, its rate. */
+export interface RateKey {
+    key: string;
+    /** Units each start takes (default 1); never above the burst. */
+    cost?: number;
+    /** Units per `ratePeriodMs`. */
+    rate?: number;
+    ratePeriodMs?: number;
+    /** Units at once after a quiet spell (default the rate). */
+    rateBurst?: number;
 }
 /** An earlier job of the same `submitMany` or `createBatch` list, by position (see `index`). */
 export interface IndexRef {
@@ -67,7 +105,8 @@ export interface JobSpec extends SubmitOptions {
     args?: unknown;
 }
 /**
- * The answer to a submit. `created` is false for a duplicate, a merge or a
+ * The answer to a submit. `created` is false for a duplicate, a merge, a
+ * debounce (`debounced`: the pending job of its key took it) or a
  * job whose own `idempotencyKey` was seen before. `replayed` is true then,
  * and also when the server answered the request's `Idempotency-Key` with its
  * first answer (a retry of a request that was made): the rest of the result
@@ -80,6 +119,7 @@ export interface SubmitResult {
     duplicate: boolean;
     merged: boolean;
     replayed: boolean;
+    debounced: boolean;
 }
 /** One job's answer in a batch: made (or deduplicated), or refused on its own. */
 export type BatchResult = ({
@@ -93,7 +133,7 @@ export interface Payload {
     score: number;
 }
 /** Why a job that is neither handed out nor finished waits (docs/API.md). */
-export type WaitingReason = "scheduled" | "backoff" | "lane" | "tenant_slots" | "tenant_cap" | "queue_paused" | "tenant_paused" | "tenant_rate" | "queue_rate" | "queue_tenant_rate" | "worker" | "no_worker" | "parents";
+export type WaitingReason = "scheduled" | "backoff" | "lane" | "tenant_slots" | "tenant_cap" | "queue_paused" | "tenant_paused" | "tenant_rate" | "queue_rate" | "queue_tenant_rate" | "worker" | "no_worker" | "parents" | "concurrency_key" | "rate_key";
 export interface Waiting {
     reason: WaitingReason;
     /** For people: "queue reports is paused", ... */
@@ -102,13 +142,17 @@ export interface Waiting {
     until?: number;
     /** lane: the job that runs first. */
     blockedBy?: number;
-    /** tenant_slots, tenant_cap: jobs running, of `limit`. */
+    /** tenant_slots, tenant_cap, concurrency_key: jobs running, of `limit`. */
     active?: number;
     limit?: number;
     /** worker, no_worker: when a lease last named its queue and type (ms since the epoch). */
     askedAt?: number;
     /** parents: the parents not finished yet. */
     parents?: number[];
+    /** concurrency_key, rate_key: the key holding it. */
+    key?: string;
+    /** concurrency_key: a job holding the key. */
+    heldBy?: number;
 }
 /** A job as GET /v1/jobs/{id} returns it. */
 export interface Job {
@@ -159,6 +203,15 @@ export interface Job {
     batch?: number;
     /** Set on a batch's callback job: which callback it is. */
     batchCallback?: BatchCallbackName;
+    /** Its concurrency keys and rate keys, as submitted (a rate key's `cost` filled in). */
+    concurrencyKeys?: ConcurrencyKey[];
+    rateKeys?: RateKey[];
+    /** Not leased by then, it ends `expired`. */
+    expireAt?: number;
+    /** Submitted with `debounceMs`: later submits of its lane replace it while pending. */
+    debounced?: boolean;
+    /** The latest its start moves to (its first submit + `debounceMaxMs`). */
+    debounceUntil?: number;
 }
 /** A job handed to a worker by POST /v1/lease. */
 export interface LeasedJob {
@@ -406,6 +459,12 @@ export interface QueueSettings {
     ratePeriodMs?: number;
     /** Starts allowed at once after a quiet spell (null: the rate). */
     rateBurst?: number | null;
+    /** Unfinished jobs the queue holds at most, all tenants together (null: no quota). */
+    maxQueued?: number | null;
+    /** Bytes of their args at most (0: no quota). */
+    maxQueuedBytes?: number;
+    /** The limit of a concurrency key its jobs name without one (default 1). */
+    concurrencyLimit?: number;
     [setting: string]: JsonValue | undefined;
 }
 /** A tenant's settings, for `setTenant`, in camelCase. */
@@ -417,6 +476,10 @@ export interface TenantSettings {
     rate?: number | null;
     ratePeriodMs?: number;
     rateBurst?: number | null;
+    /** Unfinished jobs it holds at most, over every queue (null: no quota). */
+    maxQueued?: number | null;
+    /** Bytes of their args at most (0: no quota). */
+    maxQueuedBytes?: number;
     [setting: string]: JsonValue | undefined;
 }
 /** The counts of a queue or tenant (docs/API.md). */
@@ -424,11 +487,15 @@ export interface Counts {
     ready?: number;
     scheduled?: number;
     blocked?: number;
-    /** Waiting for their parents (dependencies). */
+    /** Waiting for their parents (`dependsOn`). */
     waiting?: number;
     leased?: number;
     running?: number;
     dead?: number;
+    /** Unfinished (the six states above but dead): what `maxQueued` counts. */
+    queued?: number;
+    /** Bytes of their args: what `maxQueuedBytes` counts. */
+    queuedBytes?: number;
     /** Ready and free to go. */
     eligible?: number;
     /** Ready but held by a limit: slots, a cap, a pause, a rate. */
@@ -441,6 +508,7 @@ export interface Counts {
     failedTotal?: number;
     deadTotal?: number;
     cancelledTotal?: number;
+    expiredTotal?: number;
     completedPerS?: number;
     failedPerS?: number;
 }
@@ -551,4 +619,59 @@ export interface Attempt {
     error: string | null;
     /** What the worker reported with the outcome. */
     stats: JsonValue | null;
+}
+/** A key's settings (PUT /v1/key-settings): of one key, or of every key beginning with `key` less its `*`. */
+export interface KeySetting {
+    tenant: string;
+    key: string;
+    /** Jobs naming it running at once (null: the jobs' own limit). */
+    concurrency: number | null;
+    /** Units per `ratePeriodMs` (null: the jobs' own rate). */
+    rate: number | null;
+    ratePeriodMs: number;
+    rateBurst: number | null;
+}
+/** A key's rate as GET /v1/keys shows it. */
+export interface KeyRate {
+    rate: number;
+    ratePeriodMs: number;
+    rateBurst: number;
+    /** Its next unit comes then (null: now). */
+    until: number | null;
+    setting: string | null;
+}
+/** A key resident jobs name (GET /v1/keys). */
+export interface KeyInfo {
+    tenant: string;
+    key: string;
+    /** null: no concurrency limit. */
+    limit: number | null;
+    /** Its jobs leased or running. */
+    active: number;
+    ready: number;
+    /** Of those, held back by it. */
+    held: number;
+    atLimit: boolean;
+    /** The key setting in force (the key, `prefix*`), or null: its jobs'. */
+    setting: string | null;
+    rate: KeyRate | null;
+    /** Asked for by its name (`listKeys({ key })`): up to 20 jobs running that hold it. */
+    holders?: number[];
+    /** Asked for by its name: up to 20 of its ready jobs (held back by it while it is at its limit). */
+    jobs?: number[];
+}
+/** GET /v1/keys: the keys listed (those at their limit first), of `total`. */
+export interface KeyPage {
+    total: number;
+    keysAtLimit: number;
+    keys: KeyInfo[];
+}
+export interface KeyFilter {
+    tenant?: string;
+    /** One key (with `tenant`). */
+    key?: string;
+    /** Only the keys at their limit. */
+    atLimit?: boolean;
+    /** 1..1000 (default 100). */
+    limit?: number;
 }

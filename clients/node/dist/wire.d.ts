@@ -1,6 +1,6 @@
 /** Between the wire's snake_case JSON and this library's objects. */
 import { TenqError } from "./errors";
-import type { Attempt, BatchInfo, BatchResult, CallbackSpec, JobParents, Job, JobSpec, LeasedJob, Outcome, OutcomeResult, Schedule, ScheduleSpec, SubmitResult } from "./types";
+import type { Attempt, BatchInfo, BatchResult, CallbackSpec, JobParents, KeyPage, KeySetting, Job, JobSpec, LeasedJob, Outcome, OutcomeResult, Schedule, ScheduleSpec, SubmitResult } from "./types";
 type Wire = Record<string, unknown>;
 export declare function asObject(v: unknown, what: string): Wire;
 export declare function asList(v: unknown, what: string): unknown[];
@@ -23,6 +23,10 @@ export declare function submitResult(v: unknown, what: string, replayedRequest?:
 export declare function itemError(o: Wire): TenqError | undefined;
 export declare function batchResult(v: unknown, what: string, replayedRequest?: boolean): BatchResult;
 export declare function jobFromWire(v: unknown): Job;
+/** GET /v1/keys's answer. */
+export declare function keyPageFromWire(v: unknown): KeyPage;
+/** A key setting as the server shows it. */
+export declare function keySettingFromWire(v: unknown): KeySetting;
 export declare function leasedFromWire(v: unknown): LeasedJob;
 export declare function outcomeToWire(o: Outcome): Wire;
 export declare function outcomeResult(v: unknown, id: number): OutcomeResult;

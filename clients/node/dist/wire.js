@@ -11,6 +11,8 @@ exports.submitResult = submitResult;
 exports.itemError = itemError;
 exports.batchResult = batchResult;
 exports.jobFromWire = jobFromWire;
+exports.keyPageFromWire = keyPageFromWire;
+exports.keySettingFromWire = keySettingFromWire;
 exports.leasedFromWire = leasedFromWire;
 exports.outcomeToWire = outcomeToWire;
 exports.outcomeResult = outcomeResult;
@@ -97,7 +99,66 @@ function jobToWire(spec, defaults, index) {
             throw new errors_1.InvalidError(`${at("onParentFailure")} must be "cancel" or "run"`, { field: "on_parent_failure" });
         w["on_parent_failure"] = spec.onParentFailure;
     }
+    if (spec.concurrencyKeys !== undefined)
+        w["concurrency_keys"] = keysToWire(spec.concurrencyKeys, at("concurrencyKeys"), "concurrency_keys", CKEY_FIELDS);
+    if (spec.rateKeys !== undefined)
+        w["rate_keys"] = keysToWire(spec.rateKeys, at("rateKeys"), "rate_keys", RKEY_FIELDS);
+    for (const [name, wire] of [
+        ["debounceMs", "debounce_ms"],
+        ["debounceMaxMs", "debounce_max_ms"],
+        ["startWithinMs", "start_within_ms"],
+    ]) {
+        const v = spec[name];
+        if (v === undefined)
+            continue;
+        if (!Number.isInteger(v) || v < 0)
+            throw new errors_1.InvalidError(`${at(name)} must be a whole number of milliseconds`, { field: wire });
+        w[wire] = v;
+    }
+    if (spec.expireAt !== undefined) {
+        const t = spec.expireAt instanceof Date ? spec.expireAt.getTime() : spec.expireAt;
+        if (!Number.isFinite(t))
+            throw new errors_1.InvalidError(`${at("expireAt")} must be a time (ms since the epoch, or a Date)`, { field: "expire_at" });
+        w["expire_at"] = Math.round(t);
+    }
     return w;
+}
+const CKEY_FIELDS = [["limit", "limit"]];
+const RKEY_FIELDS = [
+    ["cost", "cost"],
+    ["rate", "rate"],
+    ["ratePeriodMs", "rate_period_ms"],
+    ["rateBurst", "rate_burst"],
+];
+/** A list of keys as the wire's: each a key alone, or `{"key", ...}` in snake_case (the server checks the values, naming the field). */
+function keysToWire(keys, where, field, fields) {
+    if (!Array.isArray(keys))
+        throw new errors_1.InvalidError(`${where} must be a list of keys`, { field });
+    return keys.map((k, i) => {
+        if (typeof k === "string")
+            return k;
+        if (!k || typeof k !== "object" || typeof k["key"] !== "string")
+            throw new errors_1.InvalidError(`${where}[${i}] must be a key or {key, ...}`, { field: `${field}[${i}]` });
+        const o = k;
+        const out = { key: o["key"] };
+        for (const [name, wire] of fields)
+            if (o[name] !== undefined)
+                out[wire] = o[name];
+        return out;
+    });
+}
+function keysFromWire(v, fields) {
+    if (!Array.isArray(v))
+        return undefined;
+    return v
+        .filter((x) => !!x && typeof x === "object" && typeof x["key"] === "string")
+        .map((x) => {
+        const out = { key: x["key"] };
+        for (const [name, wire] of fields)
+            if (typeof x[wire] === "number")
+                out[name] = x[wire];
+        return out;
+    });
 }
 /** `dependsOn` as the wire's list: ids, and `{"index": i}`. */
 function dependsOnToWire(deps, where) {
@@ -220,13 +281,15 @@ function submitResult(v, what, replayedRequest = false) {
     const duplicate = o["duplicate"] === true;
     const merged = o["merged"] === true;
     const jobReplayed = o["replayed"] === true; // the job's own idempotency_key was seen before
+    const debounced = o["debounced"] === true; // the pending job of its key took it
     return {
         id,
         state: (str(o["state"]) ?? "ready"),
-        created: !duplicate && !merged && !jobReplayed,
+        created: !duplicate && !merged && !jobReplayed && !debounced,
         duplicate,
         merged,
         replayed: jobReplayed || replayedRequest,
+        debounced,
     };
 }
 /** An item of a batch's answer that says it was refused, as a TenqError. */
@@ -330,7 +393,66 @@ function jobFromWire(v) {
     const nc = num(o["children_count"]);
     if (nc !== null)
         job.childrenCount = nc;
+    const ck = keysFromWire(o["concurrency_keys"], CKEY_FIELDS);
+    if (ck)
+        job.concurrencyKeys = ck;
+    const rk = keysFromWire(o["rate_keys"], RKEY_FIELDS);
+    if (rk)
+        job.rateKeys = rk;
+    const exp = num(o["expire_at"]);
+    if (exp !== null)
+        job.expireAt = exp;
+    if (o["debounced"] === true)
+        job.debounced = true;
+    const du = num(o["debounce_until"]);
+    if (du !== null)
+        job.debounceUntil = du;
     return job;
+}
+/** GET /v1/keys's answer. */
+function keyPageFromWire(v) {
+    const o = asObject(v, "keys");
+    const keys = asList(o["keys"], "keys").map((x) => {
+        const k = asObject(x, "keys");
+        const r = k["rate"] && typeof k["rate"] === "object" ? k["rate"] : null;
+        const holders = ids(k["holders"]);
+        const jobs = ids(k["jobs"]);
+        const info = {
+            tenant: str(k["tenant"]) ?? "",
+            key: str(k["key"]) ?? "",
+            limit: num(k["limit"]),
+            active: num(k["active"]) ?? 0,
+            ready: num(k["ready"]) ?? 0,
+            held: num(k["held"]) ?? 0,
+            atLimit: k["at_limit"] === true,
+            setting: str(k["setting"]),
+            rate: r && {
+                rate: num(r["rate"]) ?? 0,
+                ratePeriodMs: num(r["rate_period_ms"]) ?? 0,
+                rateBurst: num(r["rate_burst"]) ?? 0,
+                until: num(r["until"]),
+                setting: str(r["setting"]),
+            },
+        };
+        if (holders)
+            info.holders = holders;
+        if (jobs)
+            info.jobs = jobs;
+        return info;
+    });
+    return { total: num(o["total"]) ?? keys.length, keysAtLimit: num(o["keys_at_limit"]) ?? 0, keys };
+}
+/** A key setting as the server shows it. */
+function keySettingFromWire(v) {
+    const o = asObject(v, "key setting");
+    return {
+        tenant: str(o["tenant"]) ?? "",
+        key: str(o["key"]) ?? "",
+        concurrency: num(o["concurrency"]),
+        rate: num(o["rate"]),
+        ratePeriodMs: num(o["rate_period_ms"]) ?? 1000,
+        rateBurst: num(o["rate_burst"]),
+    };
 }
 function waitingFromWire(o) {
     const w = { reason: (str(o["reason"]) ?? "worker"), message: str(o["message"]) ?? "" };
@@ -352,6 +474,12 @@ function waitingFromWire(o) {
     const parents = ids(o["parents"]);
     if (parents)
         w.parents = parents;
+    const key = str(o["key"]);
+    if (key !== null)
+        w.key = key;
+    const heldBy = num(o["held_by"]);
+    if (heldBy !== null)
+        w.heldBy = heldBy;
     return w;
 }
 function leasedFromWire(v) {

@@ -81,7 +81,7 @@ export class Tenq {
 
   /** A handle on a job submitted before (by id). */
   handleOf<R = unknown>(id: number): JobHandle<R> {
-    return new RemoteHandle<R>(this.client, { id, state: "ready", created: false, duplicate: false, merged: false, replayed: false });
+    return new RemoteHandle<R>(this.client, { id, state: "ready", created: false, duplicate: false, merged: false, replayed: false, debounced: false });
   }
 
   /** A worker that runs this app's handlers. */

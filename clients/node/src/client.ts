@@ -28,6 +28,9 @@ import type {
   Job,
   JobPage,
   JobSpec,
+  KeyFilter,
+  KeyPage,
+  KeySetting,
   LeaseRequest,
   LeaseResult,
   ListFilter,
@@ -55,6 +58,8 @@ import {
   parentsFromWire,
   jobFromWire,
   jobToWire,
+  keyPageFromWire,
+  keySettingFromWire,
   leasedFromWire,
   outcomeJson,
   outcomeResult,
@@ -521,6 +526,35 @@ export class Client {
     const body = JSON.stringify(settingsToWire(settings, "tenant"));
     const b = await this.call("PUT", `/v1/tenants/${encodeURIComponent(name)}`, { body, resend: true });
     return infoFromWire<TenantInfo>(asObject(b, "tenant"));
+  }
+
+  /** GET /v1/keys: the keys resident jobs name (docs/SEMANTICS.md, "Concurrency keys"), those at their limit first. */
+  async listKeys(f: KeyFilter = {}): Promise<KeyPage> {
+    const q = query({ tenant: f.tenant ?? this.options.tenant, key: f.key, at_limit: f.atLimit ? "true" : undefined, limit: f.limit });
+    return keyPageFromWire(await this.call("GET", `/v1/keys${q}`, { resend: true }));
+  }
+
+  /**
+   * PUT /v1/key-settings (admin): the settings of `key` of `tenant`, or (a
+   * key ending in `*`) of every key beginning with the rest, whole (a
+   * setting left out: the jobs' own). The setting as stored.
+   */
+  async setKeySetting(s: { tenant: string; key: string; concurrency?: number | null; rate?: number | null; ratePeriodMs?: number; rateBurst?: number | null }): Promise<KeySetting> {
+    const body: Record<string, unknown> = { tenant: s.tenant, key: s.key, concurrency: s.concurrency ?? null, rate: s.rate ?? null, rate_burst: s.rateBurst ?? null };
+    if (s.ratePeriodMs !== undefined) body["rate_period_ms"] = s.ratePeriodMs;
+    const b = await this.call("PUT", "/v1/key-settings", { body: JSON.stringify(body), resend: true });
+    return keySettingFromWire(b);
+  }
+
+  /** GET /v1/key-settings: the key settings (of `tenant`, default the client's). */
+  async keySettings(tenant: string | undefined = this.options.tenant): Promise<KeySetting[]> {
+    const o = asObject(await this.call("GET", `/v1/key-settings${query({ tenant })}`, { resend: true }), "key settings");
+    return asList(o["settings"], "key settings").map(keySettingFromWire);
+  }
+
+  /** DELETE /v1/key-settings (admin); NotFoundError when there is none. */
+  async deleteKeySetting(tenant: string, key: string): Promise<void> {
+    await this.call("DELETE", `/v1/key-settings${query({ tenant, key })}`, { resend: true });
   }
 
   /** A queue request; each may be sent again: the same request sets the same state. */

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /** A submitted job, seen from the code that submitted it: `wait()` gives the handler's result. */
 import type { Client, WaitOptions } from "./client";
-import { JobCancelledError, JobFailedError } from "./job-errors";
+import { JobCancelledError, JobExpiredError, JobFailedError } from "./job-errors";
 import type { CancelResult, Job, SubmitResult } from "./types";
 
 export interface JobHandle<R = unknown> {
@@ -11,7 +11,8 @@ export interface JobHandle<R = unknown> {
   /**
    * Waits for the job and gives the handler's result (as JSON carried it).
    * Throws JobFailedError when the job died, JobCancelledError when it was
-   * cancelled, TimeoutError when `timeoutMs` passed first.
+   * cancelled, JobExpiredError when it expired, TimeoutError when
+   * `timeoutMs` passed first.
    */
   wait(options?: WaitOptions): Promise<R>;
   /** The job now. */
@@ -26,6 +27,8 @@ export function resultOf<R>(job: Job): R {
       return job.result as R;
     case "cancelled":
       throw new JobCancelledError(`job ${job.id} was cancelled`, job);
+    case "expired":
+      throw new JobExpiredError(`job ${job.id} expired: not started by ${job.expireAt ?? "its expire_at"}`, job);
     default:
       throw new JobFailedError(`job ${job.id} is ${job.state}: ${job.error ?? "no error recorded"}`, job);
   }

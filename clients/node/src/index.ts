@@ -43,6 +43,7 @@ export { RemoteHandle, resultOf, type JobHandle } from "./handle";
 export { RequestKeys } from "./ids";
 export {
   JobCancelledError,
+  JobExpiredError,
   JobFailedError,
   JobTimeoutError,
   LeaseLostError,

@@ -28,6 +28,15 @@ export class JobCancelledError extends TenqError {
   }
 }
 
+/** `wait()` on a job that expired: not started by its `expireAt` (docs/SEMANTICS.md, "Expiry"), it never ran. */
+export class JobExpiredError extends TenqError {
+  readonly job: Job | undefined;
+  constructor(message: string, job?: Job) {
+    super("expired", message);
+    this.job = job;
+  }
+}
+
 /** The signal's reason when the job ran past its timeout: the job fails "timeout". */
 export class JobTimeoutError extends TenqError {
   constructor(message = "timeout") {

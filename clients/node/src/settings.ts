@@ -33,6 +33,7 @@ export const SETTING_NAMES = {
   weight: "weight",
   maxQueued: "max_queued",
   maxQueuedBytes: "max_queued_bytes",
+  concurrencyLimit: "concurrency_limit",
   // what a queue or tenant shows besides
   name: "name",
   pausedTenants: "paused_tenants",
@@ -55,6 +56,7 @@ export const SETTING_NAMES = {
   failedTotal: "failed_total",
   deadTotal: "dead_total",
   cancelledTotal: "cancelled_total",
+  expiredTotal: "expired_total",
   completedPerS: "completed_per_s",
   failedPerS: "failed_per_s",
 } as const;

@@ -240,7 +240,7 @@ class LocalHandle<R> implements JobHandle<R> {
   readonly submitted;
   constructor(private readonly fj: FakeJob) {
     this.id = fj.id;
-    this.submitted = { id: fj.id, state: STATE[fj.state], created: true, duplicate: false, merged: false, replayed: false };
+    this.submitted = { id: fj.id, state: STATE[fj.state], created: true, duplicate: false, merged: false, replayed: false, debounced: false };
   }
   async wait(): Promise<R> {
     const fj = this.fj;

@@ -21,7 +21,7 @@ let tenq: Tenq;
 const COUNT_KEYS: { [K in keyof Required<Counts>]: true } = {
   ready: true, scheduled: true, blocked: true, waiting: true, leased: true, running: true, dead: true,
   queued: true, queuedBytes: true, eligible: true, held: true, rateLimitedUntil: true, lagMs: true,
-  submittedTotal: true, succeededTotal: true, failedTotal: true, deadTotal: true, cancelledTotal: true,
+  submittedTotal: true, succeededTotal: true, failedTotal: true, deadTotal: true, cancelledTotal: true, expiredTotal: true,
   completedPerS: true, failedPerS: true,
 };
 // the wire's snake_case name of a count, in this library's camelCase

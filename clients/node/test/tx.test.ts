@@ -366,6 +366,44 @@ describe("in the application's transaction", () => {
     }
   });
 
+  it("keys, debounce and expiry go through the transaction; the server holds the keyed jobs to their limit", { skip: need }, async () => {
+    const e = await setup("txkeys");
+    try {
+      const later = new Date(Date.now() + 3_600_000);
+      const [a, many] = await inTx(e.db, async () => [
+        await submitTx(e.db, { tenant: "acme", queue: "txkeys", type: "K", concurrencyKeys: [{ key: "acct:1", limit: 1 }], rateKeys: ["r:1"], expireAt: later }),
+        await submitManyTx(
+          e.db,
+          [
+            { type: "K", concurrencyKeys: ["acct:1"], startWithinMs: 3_600_000 },
+            { type: "D", key: "doc", debounceMs: 60_000, debounceMaxMs: 120_000 },
+          ],
+          { tenant: "acme", queue: "txkeys" },
+        ),
+      ] as const);
+      const [b, c] = many;
+      await until(async () => (await e.app.client.get(c!).catch(() => null)) !== null, "the jobs taken in");
+      const ja = await e.app.client.get(a);
+      assert.deepEqual([ja.concurrencyKeys, ja.rateKeys, ja.expireAt], [[{ key: "acct:1", limit: 1 }], [{ key: "r:1", cost: 1 }], later.getTime()]);
+      assert.ok((await e.app.client.get(b!)).expireAt !== undefined);
+      const jc = await e.app.client.get(c!);
+      assert.deepEqual([jc.state, jc.debounced], ["scheduled", true]);
+      const got = await e.app.client.lease({ queues: ["txkeys"], max: 10 });
+      assert.deepEqual(got.jobs.map((j) => j.id), [a]); // b waits for acct:1, c for its quiet period
+      assert.equal((await e.app.client.get(b!)).waiting?.reason, "concurrency_key");
+      await assert.rejects(
+        inTx(e.db, () => submitTx(e.db, { tenant: "acme", queue: "txkeys", type: "K", concurrencyKeys: [{ key: "k", limit: 0 }] })),
+        (x: unknown) => x instanceof InvalidError && /concurrency_keys\[0\]\.limit must be/.test(x.message),
+      );
+      await assert.rejects(
+        inTx(e.db, () => submitTx(e.db, { tenant: "acme", queue: "txkeys", type: "K", debounceMs: 10 })),
+        (x: unknown) => x instanceof InvalidError && /debounce_ms needs a key/.test(x.message),
+      );
+    } finally {
+      await e.close();
+    }
+  });
+
   it("refuses bad arguments: before sending, or as the server's functions raise", { skip: need }, async () => {
     const e = await setup();
     try {

@@ -254,6 +254,43 @@ def test_submit_many_keeps_order_and_fields(env: Env) -> None:
     assert d.state == "scheduled" and d.run_at == in_ms
 
 
+def test_keys_debounce_and_expiry_from_a_transaction(env: Env) -> None:
+    """The options of schema 21 go through tenq.submit and submit_many: the
+    server holds the keyed jobs to their limit, takes the debounce and the
+    expiry; the database refuses a bad key as the server would."""
+    later = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(hours=1)
+    later = later.replace(microsecond=later.microsecond // 1000 * 1000)
+    with env.connect() as conn:
+        with conn.transaction():
+            a = tenq.tx.submit(conn, "T.k", {"i": 1}, tenant="acme", queue=env.queue,
+                               concurrency_keys=[{"key": "acct:1", "limit": 1}],
+                               rate_keys=["r:1"], expire_at=later)
+            b, c = tenq.tx.submit_many(conn, [
+                tenq.JobSpec("T.k", {"i": 2}, tenant="acme", queue=env.queue,
+                             concurrency_keys=["acct:1"], start_within_ms=3_600_000),
+                {"tenant": "acme", "queue": env.queue, "type": "T.d", "key": "doc",
+                 "debounce_ms": 60_000, "debounce_max_ms": 120_000},
+            ])
+        with pytest.raises(env.psycopg.Error) as info:
+            with conn.transaction():
+                tenq.tx.submit(conn, "T.k", tenant="acme", queue=env.queue,
+                               concurrency_keys=[{"key": "acct:1", "limit": 0}])
+        assert "tenq.submit: concurrency_keys[0].limit must be" in str(info.value)
+        with pytest.raises(env.psycopg.Error) as info:
+            with conn.transaction():
+                tenq.tx.submit(conn, "T.k", tenant="acme", queue=env.queue, debounce_ms=10)
+        assert "tenq.submit: debounce_ms needs a key" in str(info.value)
+    ja, jb, jc = (_job(env.client, i) for i in (a, b, c))
+    assert ja.concurrency_keys == [{"key": "acct:1", "limit": 1}]
+    assert ja.rate_keys == [{"key": "r:1", "cost": 1}]
+    assert ja.expire_at == int(later.timestamp() * 1000) and jb.expire_at is not None
+    assert jc.state == "scheduled" and jc.debounced
+    got = env.client.lease([env.queue], max=10)["jobs"]
+    assert [j["id"] for j in got] == [a]  # b waits for acct:1, c for its quiet period
+    held = env.client.get(b)
+    assert held.waiting is not None and held.waiting["reason"] == "concurrency_key"
+
+
 def test_a_refused_submit_raises_the_drivers_error(env: Env) -> None:
     psycopg = env.psycopg
     with env.connect() as conn:

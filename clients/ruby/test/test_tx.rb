@@ -279,6 +279,34 @@ class TestTx < TenqTest::Case # rubocop:disable Metrics/ClassLength -- one serve
     assert_empty lease(wait: 0.3)
   end
 
+  def test_keys_debounce_and_expiry_go_through_the_transaction
+    conn = connect
+    k = "acct-#{@queue}"
+    later = Time.at(Time.now.to_i + 3600)
+    a = b = c = nil
+    conn.transaction do
+      a = Tenq::Tx.submit(conn, tenant: "acme", queue: @queue, type: "K", concurrency_keys: [{ key: k, limit: 1 }],
+                                rate_keys: ["r-#{@queue}"], expire_at: later)
+      b, c = Tenq::Tx.submit_many(conn, [
+                                    { tenant: "acme", queue: @queue, type: "K", concurrency_keys: [k],
+                                      start_within_ms: 3_600_000 },
+                                    { tenant: "acme", queue: @queue, type: "D", key: "doc", debounce_ms: 60_000 }
+                                  ])
+    end
+    job = taken_in(a)
+    assert_equal [[{ "key" => k, "limit" => 1 }], [{ "key" => "r-#{@queue}", "cost" => 1 }], later.to_i * 1000],
+                 [job.concurrency_keys, job.rate_keys, job.expire_at]
+    refute_nil taken_in(b).expire_at
+    assert_equal ["scheduled", true], [taken_in(c).state, taken_in(c).debounced?]
+    assert_equal [a], lease.map { |j| j["id"] }, "b waits for the key, c for its quiet period"
+    assert_equal "concurrency_key", client.job(b).waiting_reason
+    err = assert_raises(Tenq::InvalidError) do
+      Tenq::Tx.submit(conn, tenant: "acme", queue: @queue, type: "K", concurrency_keys: [{ key: k, limit: 0 }])
+    end
+    assert_match(/\Atenq\.submit: concurrency_keys\[0\]\.limit must be/, err.message)
+    assert_equal "concurrency_keys", err.field
+  end
+
   def test_a_jobs_own_timeout_ms_goes_through_the_transaction_and_the_server_times_the_attempt_out
     client.set_queue(@queue, lease_ms: 1500) # heartbeats every 0.5 s
     conn = connect

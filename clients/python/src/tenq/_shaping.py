@@ -50,6 +50,12 @@ _SUBMIT_FIELDS = frozenset(
         "timeout_ms",
         "depends_on",
         "on_parent_failure",
+        "concurrency_keys",
+        "rate_keys",
+        "debounce_ms",
+        "debounce_max_ms",
+        "expire_at",
+        "start_within_ms",
     }
 )
 # What a batch's callback takes (docs/API.md, "Batches").
@@ -57,7 +63,7 @@ _CALLBACK_FIELDS = frozenset(
     {"queue", "type", "args", "key", "priority", "max_attempts", "timeout_ms", "traceparent"}
 )
 # What a batch's job may not carry.
-_NOT_IN_BATCH = ("unique", "unique_key", "idempotency_key")
+_NOT_IN_BATCH = ("unique", "unique_key", "idempotency_key", "debounce_ms")
 
 JobLike = Union[JobSpec, Mapping[str, Any]]
 
@@ -79,8 +85,9 @@ class _Shaper:
             if not _SUBMIT_FIELDS.issuperset(body):
                 unknown = sorted(set(body) - _SUBMIT_FIELDS)[0]
                 raise InvalidError(f'unknown job field "{unknown}"', field=unknown)
-            if body.get("run_at") is not None:
-                body["run_at"] = run_at_ms(body["run_at"])
+            for name in ("run_at", "expire_at"):
+                if body.get(name) is not None:
+                    body[name] = run_at_ms(body[name])
         elif isinstance(spec, JobSpec):
             body = spec.body()
         else:

@@ -59,7 +59,9 @@ from tenq.jobs import (
     Handle,
     Job,
     JobSpec,
+    KeyLike,
     OnParentFailure,
+    RateKeyLike,
     RunAt,
     job_outcome,
 )
@@ -80,10 +82,10 @@ class AsyncJobBackend(Protocol):
 class AsyncHandle(Generic[R]):
     """A submitted job, from the asyncio client: ``await h.wait()`` gives
     its result (the handler's return value, as JSON brings it back) or
-    raises why there is none. ``duplicate``, ``merged`` and ``replayed`` as
-    on ``Handle``."""
+    raises why there is none. ``duplicate``, ``merged``, ``replayed`` and
+    ``debounced`` as on ``Handle``."""
 
-    __slots__ = ("_backend", "id", "state", "duplicate", "merged", "replayed")
+    __slots__ = ("_backend", "id", "state", "duplicate", "merged", "replayed", "debounced")
 
     def __init__(
         self,
@@ -93,6 +95,7 @@ class AsyncHandle(Generic[R]):
         duplicate: bool = False,
         merged: bool = False,
         replayed: bool = False,
+        debounced: bool = False,
     ) -> None:
         self._backend = backend
         self.id = job_id
@@ -100,11 +103,12 @@ class AsyncHandle(Generic[R]):
         self.duplicate = duplicate
         self.merged = merged
         self.replayed = replayed
+        self.debounced = debounced
 
     @property
     def created(self) -> bool:
-        """A new job was made (not a duplicate, a merge or a replay)."""
-        return not (self.duplicate or self.merged or self.replayed)
+        """A new job was made (not a duplicate, a merge, a replay or a debounce)."""
+        return not (self.duplicate or self.merged or self.replayed or self.debounced)
 
     async def get(self) -> Job:
         """The job now."""
@@ -117,8 +121,9 @@ class AsyncHandle(Generic[R]):
 
     async def wait(self, timeout: float = 30.0) -> R:
         """The job's result once it succeeded. Raises JobFailedError when it
-        died, JobCancelledError when cancelled, TimedOutError when it is not
-        finished within ``timeout`` seconds."""
+        died, JobCancelledError when cancelled, JobExpiredError when it
+        expired, TimedOutError when it is not finished within ``timeout``
+        seconds."""
         return cast(R, job_outcome(await self.wait_job(timeout)))
 
     async def cancel(self) -> CancelResult:
@@ -153,6 +158,7 @@ def _from_test_mode(
     return AsyncHandle(
         _TestModeBackend(out), out.id, out.state,
         duplicate=out.duplicate, merged=out.merged, replayed=out.replayed,
+        debounced=out.debounced,
     )
 
 
@@ -236,6 +242,12 @@ class AsyncClient(_Shaper):
         timeout_ms: Optional[int] = None,
         depends_on: Optional[Sequence[Dependency]] = None,
         on_parent_failure: Optional[OnParentFailure] = None,
+        concurrency_keys: Optional[Sequence[KeyLike]] = None,
+        rate_keys: Optional[Sequence[RateKeyLike]] = None,
+        debounce_ms: Optional[int] = None,
+        debounce_max_ms: Optional[int] = None,
+        expire_at: Optional[RunAt] = None,
+        start_within_ms: Optional[int] = None,
     ) -> AsyncHandle[Any]:
         """Submits one job (the options are ``Client.submit``'s); its
         handle. Raises the typed error of a refusal (InvalidError names the
@@ -245,6 +257,8 @@ class AsyncClient(_Shaper):
             unique=unique, idempotency_key=idempotency_key, priority=priority, run_at=run_at,
             max_attempts=max_attempts, score=score, traceparent=traceparent,
             timeout_ms=timeout_ms, depends_on=depends_on, on_parent_failure=on_parent_failure,
+            concurrency_keys=concurrency_keys, rate_keys=rate_keys, debounce_ms=debounce_ms,
+            debounce_max_ms=debounce_max_ms, expire_at=expire_at, start_within_ms=start_within_ms,
         )
         body = self._shape(spec)
         if any(isinstance(d, dict) for d in body.get("depends_on", ())):
@@ -346,6 +360,7 @@ class AsyncClient(_Shaper):
             ans.get("duplicate") is True,
             ans.get("merged") is True,
             replayed or ans.get("replayed") is True,
+            ans.get("debounced") is True,
         )
 
     def handle(self, job_id: int) -> AsyncHandle[Any]:

@@ -63,11 +63,13 @@ from tenq.jobs import (
     Job,
     JobPage,
     JobSpec,
+    KeyLike,
     OnParentFailure,
     Parents,
+    RateKeyLike,
     RunAt,
 )
-from tenq.queues import QueueInfo, TenantInfo
+from tenq.queues import KeyPage, KeySetting, QueueInfo, TenantInfo
 from tenq.schedules import Attempt, Missed, Schedule
 
 DEFAULT_SERVER = "http://127.0.0.1:7070"
@@ -194,13 +196,23 @@ class Client(_Shaper, WorkerRequests):
         timeout_ms: Optional[int] = None,
         depends_on: Optional[Sequence[Dependency]] = None,
         on_parent_failure: Optional[OnParentFailure] = None,
+        concurrency_keys: Optional[Sequence[KeyLike]] = None,
+        rate_keys: Optional[Sequence[RateKeyLike]] = None,
+        debounce_ms: Optional[int] = None,
+        debounce_max_ms: Optional[int] = None,
+        expire_at: Optional[RunAt] = None,
+        start_within_ms: Optional[int] = None,
     ) -> Handle[Any]:
         """Submits one job; its handle. ``timeout_ms``: the server fails an
         attempt still running that long after its lease (default: the
         queue's). ``depends_on``: job ids (or handles) the job waits for
         (state ``waiting``) until each succeeded; ``on_parent_failure``:
         ``cancel`` (default) or ``run`` when a parent dies or is cancelled
-        (docs/SEMANTICS.md, "Dependencies"). Raises the typed error of a refusal
+        (docs/SEMANTICS.md, "Dependencies"). ``concurrency_keys``,
+        ``rate_keys``, ``debounce_ms``, ``debounce_max_ms``, ``expire_at``,
+        ``start_within_ms``: as on ``JobSpec`` (docs/SEMANTICS.md,
+        "Concurrency keys" to "Expiry"); a debounced submit's handle says
+        ``debounced``. Raises the typed error of a refusal
         (InvalidError names the field), before anything is sent when the job
         is wrong here already (args that are not JSON, no queue)."""
         spec = JobSpec(
@@ -220,6 +232,12 @@ class Client(_Shaper, WorkerRequests):
             timeout_ms=timeout_ms,
             depends_on=depends_on,
             on_parent_failure=on_parent_failure,
+            concurrency_keys=concurrency_keys,
+            rate_keys=rate_keys,
+            debounce_ms=debounce_ms,
+            debounce_max_ms=debounce_max_ms,
+            expire_at=expire_at,
+            start_within_ms=start_within_ms,
         )
         body = self._shape(spec)
         if any(isinstance(d, dict) for d in body.get("depends_on", ())):
@@ -360,6 +378,7 @@ class Client(_Shaper, WorkerRequests):
             duplicate=ans.get("duplicate") is True,
             merged=ans.get("merged") is True,
             replayed=replayed or ans.get("replayed") is True,
+            debounced=ans.get("debounced") is True,
         )
 
     # ---- reading ----------------------------------------------------------------------------
@@ -540,6 +559,77 @@ class Client(_Shaper, WorkerRequests):
         if not isinstance(ans, dict):
             raise ProtocolError("the tenant answer is not a JSON object")
         return cast(TenantInfo, ans)
+
+    # ---- keyed limits -------------------------------------------------------------------------
+
+    def keys(
+        self,
+        tenant: Optional[str] = None,
+        key: Optional[str] = None,
+        *,
+        at_limit: bool = False,
+        limit: Optional[int] = None,
+    ) -> KeyPage:
+        """GET /v1/keys: the keys resident jobs name (docs/SEMANTICS.md,
+        "Concurrency keys"), those at their limit first; ``at_limit``: only
+        those; ``key`` (with ``tenant``): that one key."""
+        query: Dict[str, Any] = {}
+        t = tenant if tenant is not None else self.tenant
+        if t is not None:
+            query["tenant"] = t
+        if key is not None:
+            query["key"] = key
+        if at_limit:
+            query["at_limit"] = "true"
+        if limit is not None:
+            query["limit"] = int(limit)
+        path = "/v1/keys" + ("?" + urlencode(query) if query else "")
+        ans = self._t.request("GET", path, safe=True)
+        if not isinstance(ans, dict):
+            raise ProtocolError("the keys answer is not a JSON object")
+        return cast(KeyPage, ans)
+
+    def set_key_setting(
+        self,
+        tenant: str,
+        key: str,
+        *,
+        concurrency: Optional[int] = None,
+        rate: Optional[int] = None,
+        rate_period_ms: Optional[int] = None,
+        rate_burst: Optional[int] = None,
+    ) -> KeySetting:
+        """PUT /v1/key-settings (admin): the settings of ``key`` of
+        ``tenant``, or (a key ending in ``*``) of every key beginning with
+        the rest, whole (None: the jobs' own). The setting as stored."""
+        body: Dict[str, Any] = {
+            "tenant": tenant,
+            "key": key,
+            "concurrency": concurrency,
+            "rate": rate,
+            "rate_burst": rate_burst,
+        }
+        if rate_period_ms is not None:
+            body["rate_period_ms"] = rate_period_ms
+        ans = self._t.request("PUT", "/v1/key-settings", dumps(body), safe=True)
+        if not isinstance(ans, dict):
+            raise ProtocolError("the key setting answer is not a JSON object")
+        return cast(KeySetting, ans)
+
+    def key_settings(self, tenant: Optional[str] = None) -> List[KeySetting]:
+        """GET /v1/key-settings: the key settings (of ``tenant``)."""
+        t = tenant if tenant is not None else self.tenant
+        path = "/v1/key-settings" + ("?" + urlencode({"tenant": t}) if t is not None else "")
+        ans = self._t.request("GET", path, safe=True)
+        rows = ans.get("settings") if isinstance(ans, dict) else None
+        if not isinstance(rows, list):
+            raise ProtocolError("the key settings answer has no settings list")
+        return [cast(KeySetting, r) for r in rows if isinstance(r, dict)]
+
+    def delete_key_setting(self, tenant: str, key: str) -> None:
+        """DELETE /v1/key-settings (admin); NotFoundError when there is none."""
+        query = urlencode({"tenant": tenant, "key": key})
+        self._t.request("DELETE", f"/v1/key-settings?{query}", safe=True)
 
     # ---- schedules and attempts ----------------------------------------------------------------
 

@@ -155,6 +155,13 @@ class JobCancelledError(JobFailedError):
     code = "job_cancelled"
 
 
+class JobExpiredError(JobFailedError):
+    """A job waited for expired: it was not started by its ``expire_at``
+    (docs/SEMANTICS.md, "Expiry") and never ran."""
+
+    code = "job_expired"
+
+
 _BY_CODE: Dict[str, Type[TenqError]] = {
     cls.code: cls
     for cls in (

@@ -23,11 +23,17 @@ from typing import (
     cast,
 )
 
-from tenq.errors import InvalidError, JobCancelledError, JobFailedError, TimedOutError
+from tenq.errors import (
+    InvalidError,
+    JobCancelledError,
+    JobExpiredError,
+    JobFailedError,
+    TimedOutError,
+)
 
 R = TypeVar("R")
 
-FINISHED_STATES = frozenset({"succeeded", "cancelled", "merged", "dead"})
+FINISHED_STATES = frozenset({"succeeded", "cancelled", "merged", "expired", "dead"})
 
 RunAt = Union[int, datetime.datetime]
 
@@ -46,6 +52,8 @@ WaitingReason = Literal[
     "worker",
     "no_worker",
     "parents",
+    "concurrency_key",
+    "rate_key",
 ]
 
 # What a child does when one of its parents dies or is cancelled (docs/SEMANTICS.md,
@@ -72,8 +80,10 @@ class Waiting(TypedDict, total=False):
     """A job's ``waiting``: its ``reason``, a ``message`` for people, and
     the reason's figures: ``until`` (scheduled, backoff and the rates: ms
     since the epoch), ``blocked_by`` (lane), ``active`` and ``limit``
-    (tenant_slots, tenant_cap), ``asked_at`` (worker, no_worker: when a
-    lease last named its queue and type)."""
+    (tenant_slots, tenant_cap, concurrency_key), ``asked_at`` (worker,
+    no_worker: when a lease last named its queue and type), ``key`` and
+    ``held_by`` (concurrency_key: the key at its limit and a job holding
+    it; rate_key: the key, its next start at ``until``)."""
 
     reason: WaitingReason
     message: str
@@ -83,6 +93,35 @@ class Waiting(TypedDict, total=False):
     limit: int
     asked_at: int
     parents: List[int]
+    key: str
+    held_by: int
+
+
+class ConcurrencyKey(TypedDict, total=False):
+    """A concurrency key a job names (docs/SEMANTICS.md, "Concurrency
+    keys"): at most ``limit`` of the tenant's jobs naming ``key`` run at
+    once (no limit: the key's setting, else its queue's
+    ``concurrency_limit``). A key alone may be given as a str."""
+
+    key: str
+    limit: int
+
+
+class RateKey(TypedDict, total=False):
+    """A rate key (docs/SEMANTICS.md, "Rate keys"): each start takes
+    ``cost`` units (default 1) of the key's rate: ``rate`` units per
+    ``rate_period_ms`` (default 1000) with bursts of ``rate_burst`` (default
+    the rate), or the key's setting's. A key alone may be given as a str."""
+
+    key: str
+    cost: int
+    rate: int
+    rate_period_ms: int
+    rate_burst: int
+
+
+KeyLike = Union[str, ConcurrencyKey]
+RateKeyLike = Union[str, RateKey]
 
 
 def depends_on_body(deps: Any) -> List[Any]:
@@ -130,7 +169,12 @@ class JobSpec:
     job's parents (ids, handles, or Index(i) for an earlier job of the same
     submit_many or create_batch): it waits, in state ``waiting``, until
     every one succeeded; ``on_parent_failure`` says what a parent that dies
-    or is cancelled does to it (``cancel``, the default, or ``run``)."""
+    or is cancelled does to it (``cancel``, the default, or ``run``).
+    ``concurrency_keys`` and ``rate_keys``: keyed limits (up to 4 each);
+    ``debounce_ms`` (with ``key``) replaces the key's pending job and starts
+    it that long after the last submit, at most ``debounce_max_ms`` after
+    the first; ``expire_at`` (a datetime or ms) or ``start_within_ms``: not
+    leased by then, it ends ``expired`` and never runs."""
 
     type: str
     args: Any = None
@@ -148,6 +192,12 @@ class JobSpec:
     timeout_ms: Optional[int] = None
     depends_on: Optional[Sequence[Dependency]] = None
     on_parent_failure: Optional[OnParentFailure] = None
+    concurrency_keys: Optional[Sequence[KeyLike]] = None
+    rate_keys: Optional[Sequence[RateKeyLike]] = None
+    debounce_ms: Optional[int] = None
+    debounce_max_ms: Optional[int] = None
+    expire_at: Optional[RunAt] = None
+    start_within_ms: Optional[int] = None
 
     def body(self) -> Dict[str, Any]:
         """The job as the protocol's JSON object (without defaults)."""
@@ -168,10 +218,19 @@ class JobSpec:
             "traceparent",
             "timeout_ms",
             "on_parent_failure",
+            "debounce_ms",
+            "debounce_max_ms",
+            "start_within_ms",
         ):
             value = getattr(self, name)
             if value is not None:
                 out[name] = value
+        for name in ("concurrency_keys", "rate_keys"):
+            keys = getattr(self, name)
+            if keys is not None:
+                out[name] = [k if isinstance(k, str) else dict(k) for k in keys]
+        if self.expire_at is not None:
+            out["expire_at"] = run_at_ms(self.expire_at)
         if self.unique:
             out["unique"] = True
         if self.run_at is not None:
@@ -189,6 +248,11 @@ def _opt_int(d: Dict[str, Any], name: str) -> Optional[int]:
 def _opt_str(d: Dict[str, Any], name: str) -> Optional[str]:
     v = d.get(name)
     return v if isinstance(v, str) else None
+
+
+def _dicts(d: Dict[str, Any], name: str) -> List[Dict[str, Any]]:
+    v = d.get(name)
+    return [x for x in v if isinstance(x, dict)] if isinstance(v, list) else []
 
 
 def _ids(d: Dict[str, Any], name: str) -> List[int]:
@@ -245,11 +309,16 @@ class Job:
     on_parent_failure: Optional[str] = None
     batch: Optional[int] = None
     batch_callback: Optional[str] = None
+    concurrency_keys: List[ConcurrencyKey] = field(default_factory=list)
+    rate_keys: List[RateKey] = field(default_factory=list)
+    expire_at: Optional[int] = None
+    debounced: bool = False
+    debounce_until: Optional[int] = None
     data: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def finished(self) -> bool:
-        """Succeeded, cancelled, merged or dead: what a wait waits for."""
+        """Succeeded, cancelled, merged, expired or dead: what a wait waits for."""
         return self.state in FINISHED_STATES
 
     @classmethod
@@ -296,6 +365,11 @@ class Job:
             on_parent_failure=_opt_str(d, "on_parent_failure"),
             batch=_opt_int(d, "batch"),
             batch_callback=_opt_str(d, "batch_callback"),
+            concurrency_keys=[cast(ConcurrencyKey, k) for k in _dicts(d, "concurrency_keys")],
+            rate_keys=[cast(RateKey, k) for k in _dicts(d, "rate_keys")],
+            expire_at=_opt_int(d, "expire_at"),
+            debounced=d.get("debounced") is True,
+            debounce_until=_opt_int(d, "debounce_until"),
             data=d,
         )
 
@@ -389,12 +463,16 @@ class JobBackend(Protocol):
 
 def job_outcome(job: Job) -> Any:
     """The result of a finished job, or the error of one that did not
-    succeed (JobFailedError, JobCancelledError, TimedOutError when it is not
-    finished)."""
+    succeed (JobFailedError, JobCancelledError, JobExpiredError, TimedOutError
+    when it is not finished)."""
     if job.state == "succeeded":
         return job.result
     if job.state == "cancelled":
         raise JobCancelledError(f"job {job.id} ({job.type}) was cancelled", job)
+    if job.state == "expired":
+        raise JobExpiredError(
+            f"job {job.id} ({job.type}) expired: not started by {job.expire_at}", job
+        )
     if job.state == "dead":
         raise JobFailedError(
             f"job {job.id} ({job.type}) failed {job.attempts} time(s) and is dead: "
@@ -410,9 +488,10 @@ class Handle(Generic[R]):
     ``duplicate``: an existing job with the same ``unique_key`` (or
     ``unique`` args); ``merged``: folded into a job with the same ``key``;
     ``replayed``: made before, by an earlier copy of the same request (the
-    server replayed its answer) or a job with the same ``idempotency_key``."""
+    server replayed its answer) or a job with the same ``idempotency_key``;
+    ``debounced``: the pending job of its key (``debounce_ms``) took it."""
 
-    __slots__ = ("_backend", "id", "state", "duplicate", "merged", "replayed")
+    __slots__ = ("_backend", "id", "state", "duplicate", "merged", "replayed", "debounced")
 
     def __init__(
         self,
@@ -423,6 +502,7 @@ class Handle(Generic[R]):
         duplicate: bool = False,
         merged: bool = False,
         replayed: bool = False,
+        debounced: bool = False,
     ) -> None:
         self._backend = backend
         self.id = job_id
@@ -430,11 +510,12 @@ class Handle(Generic[R]):
         self.duplicate = duplicate
         self.merged = merged
         self.replayed = replayed
+        self.debounced = debounced
 
     @property
     def created(self) -> bool:
-        """A new job was made (not a duplicate, a merge or a replay)."""
-        return not (self.duplicate or self.merged or self.replayed)
+        """A new job was made (not a duplicate, a merge, a replay or a debounce)."""
+        return not (self.duplicate or self.merged or self.replayed or self.debounced)
 
     def get(self) -> Job:
         """The job now."""
@@ -447,8 +528,9 @@ class Handle(Generic[R]):
 
     def wait(self, timeout: float = 30.0) -> R:
         """The job's result once it succeeded. Raises JobFailedError when it
-        died, JobCancelledError when cancelled, TimedOutError when it is not
-        finished within ``timeout`` seconds."""
+        died, JobCancelledError when cancelled, JobExpiredError when it
+        expired, TimedOutError when it is not finished within ``timeout``
+        seconds."""
         return cast(R, job_outcome(self.wait_job(timeout)))
 
     def cancel(self) -> CancelResult:

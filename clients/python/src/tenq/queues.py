@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Queues and tenants as the server shows them (GET /v1/queues/{name},
-/v1/tenants/{name}): their settings (docs/SEMANTICS.md) and their counts
+"""Queues, tenants and keys as the server shows them (GET /v1/queues/{name},
+/v1/tenants/{name}, /v1/keys, /v1/key-settings): their settings (docs/SEMANTICS.md) and their counts
 (docs/API.md). Plain dicts at run time, typed for the checker; a field
 the server does not send (a tenant token sees no per-second figures) is
 absent."""
@@ -37,6 +37,7 @@ class Counts(TypedDict, total=False):
     failed_total: int
     dead_total: int
     cancelled_total: int
+    expired_total: int
     completed_per_s: float
     failed_per_s: float
 
@@ -47,7 +48,9 @@ class QueueInfo(Counts, total=False):
     only its own). ``timeout_ms`` (0: none) fails attempts still running
     that long after their lease. ``rate`` (the queue's starts) and
     ``tenant_rate`` (each tenant's starts in it) per ``rate_period_ms``,
-    with bursts of ``rate_burst`` (None: the rate); None: no limit."""
+    with bursts of ``rate_burst`` (None: the rate); None: no limit.
+    ``concurrency_limit``: the limit of a concurrency key its jobs name
+    without one (docs/SEMANTICS.md, "Concurrency keys")."""
 
     name: str
     order: str
@@ -71,6 +74,7 @@ class QueueInfo(Counts, total=False):
     rate_burst: Optional[int]
     max_queued: Optional[int]
     max_queued_bytes: int
+    concurrency_limit: int
 
 
 class TenantInfo(Counts, total=False):
@@ -88,3 +92,57 @@ class TenantInfo(Counts, total=False):
     rate_burst: Optional[int]
     max_queued: Optional[int]
     max_queued_bytes: int
+
+
+class KeyRate(TypedDict, total=False):
+    """A key's rate: ``rate`` units per ``rate_period_ms`` with bursts of
+    ``rate_burst``; its next unit at ``until`` (None: now); ``setting``:
+    the key setting it comes from (None: its jobs')."""
+
+    rate: int
+    rate_period_ms: int
+    rate_burst: int
+    until: Optional[int]
+    setting: Optional[str]
+
+
+class KeyInfo(TypedDict, total=False):
+    """A key resident jobs name (GET /v1/keys): its ``limit`` (None:
+    none), ``active`` (its jobs leased or running), ``ready``, ``held``
+    (of those, held back by it), ``at_limit``, the ``setting`` in force
+    (the key, ``prefix*``, or None) and its ``rate`` (None: none); asked
+    for by its name, ``holders`` (up to 20 jobs running that hold it) and
+    ``jobs`` (up to 20 of its ready jobs)."""
+
+    tenant: str
+    key: str
+    limit: Optional[int]
+    active: int
+    ready: int
+    held: int
+    at_limit: bool
+    setting: Optional[str]
+    rate: Optional[KeyRate]
+    holders: List[int]
+    jobs: List[int]
+
+
+class KeyPage(TypedDict, total=False):
+    """GET /v1/keys: ``total`` keys, ``keys_at_limit`` of them, and the
+    ``keys`` listed (those at their limit first)."""
+
+    total: int
+    keys_at_limit: int
+    keys: List[KeyInfo]
+
+
+class KeySetting(TypedDict, total=False):
+    """A key setting (PUT /v1/key-settings): of ``key`` of ``tenant``, or
+    of every key beginning with it less its ``*``; None: the jobs' own."""
+
+    tenant: str
+    key: str
+    concurrency: Optional[int]
+    rate: Optional[int]
+    rate_period_ms: int
+    rate_burst: Optional[int]

@@ -38,7 +38,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 from tenq._shaping import _SUBMIT_FIELDS
 from tenq.context import Context, current_context
 from tenq.errors import InvalidError
-from tenq.jobs import JobSpec, RunAt, run_at_ms
+from tenq.jobs import JobSpec, KeyLike, RateKeyLike, RunAt, run_at_ms
 
 # A job a handler holds: its Context, or (id, token) as the lease gave them.
 Lease = Union[Context, Tuple[int, int]]
@@ -46,13 +46,21 @@ Lease = Union[Context, Tuple[int, int]]
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
 
 # The fields of a job of tenq.submit_many: a submit's, as tenq.submit names its arguments
-# (timeout_ms since schema 12).
+# (timeout_ms since schema 12; the keys, debounce and expiry since schema 21).
 _FIELDS = _SUBMIT_FIELDS
 
 _SQL_SUBMIT = (
     "SELECT tenq.submit(%s::text, %s::text, %s::text, %s::jsonb, %s::text, %s::text, "
     "%s::boolean, %s::text, %s::timestamptz, %s::integer, %s::integer, "
     "%s::double precision, %s::text, %s::bigint)"
+)
+# With keyed limits, debounce or expiry (schema 21): sent only when one is given, so that
+# a database of an older schema still takes the others.
+_SQL_SUBMIT_KEYED = (
+    "SELECT tenq.submit(%s::text, %s::text, %s::text, %s::jsonb, %s::text, %s::text, "
+    "%s::boolean, %s::text, %s::timestamptz, %s::integer, %s::integer, "
+    "%s::double precision, %s::text, %s::bigint, %s::jsonb, %s::jsonb, %s::timestamptz, "
+    "%s::bigint, %s::bigint, %s::bigint)"
 )
 _SQL_SUBMIT_MANY = "SELECT tenq.submit_many(%s::jsonb)"
 _SQL_COMPLETE = "SELECT tenq.complete(%s::bigint, %s::bigint, %s::jsonb)"
@@ -77,6 +85,12 @@ def submit(
     score: Optional[float] = None,
     traceparent: Optional[str] = None,
     timeout_ms: Optional[int] = None,
+    concurrency_keys: Optional[Sequence[KeyLike]] = None,
+    rate_keys: Optional[Sequence[RateKeyLike]] = None,
+    expire_at: Optional[RunAt] = None,
+    start_within_ms: Optional[int] = None,
+    debounce_ms: Optional[int] = None,
+    debounce_max_ms: Optional[int] = None,
 ) -> int: ...
 
 
@@ -98,6 +112,12 @@ def submit(
     score: Optional[float] = None,
     traceparent: Optional[str] = None,
     timeout_ms: Optional[int] = None,
+    concurrency_keys: Optional[Sequence[KeyLike]] = None,
+    rate_keys: Optional[Sequence[RateKeyLike]] = None,
+    expire_at: Optional[RunAt] = None,
+    start_within_ms: Optional[int] = None,
+    debounce_ms: Optional[int] = None,
+    debounce_max_ms: Optional[int] = None,
 ) -> int: ...
 
 
@@ -112,7 +132,9 @@ def submit(cur: Any, *pos: Any, **options: Any) -> int:
     are those of ``Client.submit``; ``run_at`` is a datetime (a naive one is
     local time) or milliseconds since the epoch; ``timeout_ms`` is the job's
     own timeout (from a third of its queue's ``lease_ms`` to 7 days; None or
-    0: the queue's). The database refuses what the server would (SQLSTATE
+    0: the queue's); ``concurrency_keys``, ``rate_keys``, ``expire_at`` (as
+    ``run_at``), ``start_within_ms``, ``debounce_ms`` and ``debounce_max_ms``
+    as on ``JobSpec`` (schema 21). The database refuses what the server would (SQLSTATE
     22023, ``tenq.submit: ...``, e.g. ``tenq.submit: timeout_ms must be
     from a third of the queue's lease ...``).
 
@@ -158,6 +180,12 @@ def _submit(
     score: Optional[float] = None,
     traceparent: Optional[str] = None,
     timeout_ms: Optional[int] = None,
+    concurrency_keys: Optional[Sequence[KeyLike]] = None,
+    rate_keys: Optional[Sequence[RateKeyLike]] = None,
+    expire_at: Optional[RunAt] = None,
+    start_within_ms: Optional[int] = None,
+    debounce_ms: Optional[int] = None,
+    debounce_max_ms: Optional[int] = None,
 ) -> int:
     params = (
         tenant,
@@ -175,7 +203,19 @@ def _submit(
         traceparent,
         timeout_ms,
     )
-    row = _one(cur, _SQL_SUBMIT, params)
+    keyed = (concurrency_keys, rate_keys, expire_at, start_within_ms, debounce_ms, debounce_max_ms)
+    if all(v is None for v in keyed):
+        row = _one(cur, _SQL_SUBMIT, params)
+    else:
+        more = (
+            _keys(concurrency_keys, "concurrency_keys"),
+            _keys(rate_keys, "rate_keys"),
+            _timestamp(expire_at),
+            start_within_ms,
+            debounce_ms,
+            debounce_max_ms,
+        )
+        row = _one(cur, _SQL_SUBMIT_KEYED, params + more)
     return int(row[0])
 
 
@@ -197,8 +237,9 @@ def submit_many(cur: Any, jobs: Iterable[Union[JobSpec, Mapping[str, Any]]]) -> 
         if unknown:
             raise InvalidError(f"job {i}: unknown field {unknown[0]!r}", field=unknown[0])
         out = {name: value for name, value in body.items() if value is not None}
-        if out.get("run_at") is not None:
-            out["run_at"] = _timestamp(out["run_at"])
+        for name in ("run_at", "expire_at"):
+            if out.get(name) is not None:
+                out[name] = _timestamp(out[name])
         if "unique" in out:
             out["unique"] = bool(out["unique"])
         docs.append(out)
@@ -272,6 +313,15 @@ def _json(value: Any, field: str) -> str:
         return json.dumps(value, separators=(",", ":"), allow_nan=False)
     except (TypeError, ValueError) as e:
         raise InvalidError(f"{field} is not JSON-serialisable: {e}", field=field) from None
+
+
+def _keys(keys: Optional[Sequence[Any]], field: str) -> Optional[str]:
+    """A list of keys (each a str or a dict) as JSON; None when none."""
+    if keys is None:
+        return None
+    if isinstance(keys, (str, bytes)):
+        raise InvalidError(f"{field} is a list of keys, not one key", field=field)
+    return _json([k if isinstance(k, str) else dict(k) for k in keys], field)
 
 
 def _timestamp(value: Optional[RunAt]) -> Optional[str]:

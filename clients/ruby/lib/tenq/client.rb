@@ -20,6 +20,7 @@ module Tenq
   class Client
     include WorkerCalls
     include QueueCalls
+    include KeyCalls
     include ScheduleCalls
     include WorkflowCalls
 

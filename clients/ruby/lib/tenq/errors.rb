@@ -96,6 +96,11 @@ module Tenq
     end
   end
 
+  # Raised by {Handle#result} when the job expired: it was not started by its
+  # +expire_at+ (docs/SEMANTICS.md, "Expiry") and never ran.
+  class JobExpired < JobFailed
+  end
+
   # Raised by {Handle#result} when the job has not finished in time.
   class WaitTimeout < TimeoutError
     # @return [JobInfo]

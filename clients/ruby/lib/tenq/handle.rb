@@ -46,16 +46,21 @@ module Tenq
       @submitted.replayed?
     end
 
+    def debounced?
+      @submitted.debounced?
+    end
+
     # Waits until the job finishes and returns its result (the handler's
     # return value, as JSON gave it back). A merged job is followed to the
     # job that took its payload.
     # @param timeout [Numeric] seconds
     # @return [Object]
-    # @raise [JobFailed] the job ended dead or cancelled
+    # @raise [JobFailed] the job ended dead or cancelled ({JobExpired}: expired)
     # @raise [WaitTimeout] it had not finished within the timeout
     def wait(timeout: 60)
       info = wait_job(timeout: timeout)
       raise WaitTimeout.new(info, timeout) unless info.finished?
+      raise JobExpired, info if info.state == "expired"
       raise JobFailed, info unless info.succeeded?
 
       info.result

@@ -9,7 +9,12 @@ module Tenq
   module JobFields
     # Every field of a submit (docs/API.md, "Jobs").
     NAMES = %i[tenant queue type args key unique_key unique idempotency_key priority run_at
-               max_attempts score traceparent timeout_ms depends_on on_parent_failure].freeze
+               max_attempts score traceparent timeout_ms depends_on on_parent_failure
+               concurrency_keys rate_keys debounce_ms debounce_max_ms expire_at start_within_ms].freeze
+    # The members of a concurrency key's and a rate key's Hash (besides +key+).
+    # The fields that are integers or times (milliseconds).
+    NUMBERS = %i[priority max_attempts timeout_ms run_at debounce_ms debounce_max_ms expire_at start_within_ms].freeze
+    KEY_MEMBERS = { concurrency_keys: %w[limit], rate_keys: %w[cost rate rate_period_ms rate_burst] }.freeze
     POLICIES = %w[cancel run].freeze
     WIRE = NAMES.to_h { |n| [n, n.to_s.freeze] }.freeze
     BY_TEXT = NAMES.to_h { |n| [n.to_s.freeze, n] }.freeze
@@ -48,8 +53,7 @@ module Tenq
       when :queue, :tenant, :key, :unique_key, :idempotency_key then job[WIRE[name]] = text(value, name, index)
       when :args then job["args"] = JSONValue.check!(value, "#{at(index)}args")
       when :unique then job["unique"] = true if value
-      when :priority, :max_attempts, :timeout_ms then job[WIRE[name]] = integer(value, name, index)
-      when :run_at then job["run_at"] = time_ms(value, index)
+      when *NUMBERS, :concurrency_keys, :rate_keys then job[WIRE[name]] = number_or_keys(name, value, index)
       when :score then job["score"] = score(value, index)
       when :traceparent then job["traceparent"] = Traceparent.check!(value, at(index))
       when :depends_on, :on_parent_failure then job[WIRE[name]] = workflow(name, value, index)
@@ -69,12 +73,49 @@ module Tenq
                              field: name.to_s)
     end
 
-    def time_ms(value, index)
+    def time_ms(value, index, name = :run_at)
       return (value.to_r * 1000).round if value.is_a?(Time)
       return value if value.is_a?(Integer)
 
-      raise InvalidError.new("#{at(index)}run_at must be a Time or milliseconds since the epoch, " \
-                             "not #{value.inspect}", field: "run_at")
+      raise InvalidError.new("#{at(index)}#{name} must be a Time or milliseconds since the epoch, " \
+                             "not #{value.inspect}", field: name.to_s)
+    end
+
+    # An integer, a time (run_at, expire_at) or a list of keys.
+    def number_or_keys(name, value, index)
+      case name
+      when :concurrency_keys, :rate_keys then keys(value, name, index)
+      when :run_at, :expire_at then time_ms(value, index, name)
+      else integer(value, name, index)
+      end
+    end
+
+    # Keys (docs/SEMANTICS.md, "Concurrency keys", "Rate keys"): each a key
+    # alone (String or Symbol) or a Hash with +key+ and its members; the
+    # server checks the values, naming the field.
+    def keys(value, name, index)
+      raise InvalidError.new("#{at(index)}#{name} must be an Array of keys", field: name.to_s) unless value.is_a?(Array)
+
+      members = KEY_MEMBERS.fetch(name)
+      value.each_with_index.map do |k, i|
+        next k.to_s if k.is_a?(String) || k.is_a?(Symbol)
+        next key_hash(k, members, "#{name}[#{i}]", index) if k.is_a?(Hash)
+
+        raise InvalidError.new("#{at(index)}#{name}[#{i}] must be a key or a Hash with key:", field: "#{name}[#{i}]")
+      end
+    end
+
+    def key_hash(hash, members, field, index)
+      out = {}
+      hash.each_pair do |m, v|
+        m = m.to_s
+        unless m == "key" || members.include?(m)
+          raise InvalidError.new("#{at(index)}#{field}: unknown member #{m}", field: "#{field}.#{m}")
+        end
+
+        out[m] = v unless v.nil?
+      end
+      out
     end
 
     def score(value, index)
@@ -128,6 +169,7 @@ module Tenq
 
       raise InvalidError.new("#{at(index)}#{name} must be an integer, not #{value.inspect}", field: name.to_s)
     end
-    private_class_method :put, :at, :text, :time_ms, :score, :integer, :workflow, :depends_on, :dependency, :policy
+    private_class_method :put, :at, :text, :time_ms, :score, :integer, :workflow, :depends_on, :dependency, :policy,
+                         :number_or_keys, :keys, :key_hash
   end
 end

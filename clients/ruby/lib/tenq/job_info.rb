@@ -6,17 +6,18 @@ module Tenq
   # fields of docs/API.md are readers; {#[]} and {#to_h} give the raw hash,
   # so a field added to the protocol later is there too.
   class JobInfo
-    STATES = %w[waiting scheduled blocked ready leased running dead succeeded cancelled merged].freeze
-    FINISHED = %w[succeeded cancelled merged dead].freeze
+    STATES = %w[waiting scheduled blocked ready leased running dead succeeded cancelled merged expired].freeze
+    FINISHED = %w[succeeded cancelled merged expired dead].freeze
     # Why a job that is neither handed out nor finished waits: the "reason"
     # of {#waiting} (with "until" for scheduled, backoff and the rates).
+    # concurrency_key: with "key", "active", "limit" and "held_by"; rate_key: with "key" and "until".
     WAITING_REASONS = %w[scheduled backoff lane tenant_slots tenant_cap queue_paused tenant_paused tenant_rate
-                         queue_rate queue_tenant_rate worker no_worker parents].freeze
+                         queue_rate queue_tenant_rate worker no_worker parents concurrency_key rate_key].freeze
 
     FIELDS = %i[id tenant queue type key args payloads priority state attempts max_attempts run_at
                 created_at ready_at leased_at started_at finished_at worker error result stats
                 progress unique_key idempotency_key lease_until merged_into token traceparent timeout_ms
-                waiting on_parent_failure batch batch_callback].freeze
+                waiting on_parent_failure batch batch_callback expire_at debounce_until].freeze
     FIELDS.each { |f| define_method(f) { @data[f.to_s] } }
 
     # @param data [Hash{String => Object}] the job's JSON object
@@ -36,7 +37,24 @@ module Tenq
       @data.dup
     end
 
-    # Succeeded, cancelled, merged or dead: what a wait waits for.
+    # Its concurrency keys (docs/SEMANTICS.md), each {"key", "limit"?} ([] when none).
+    # @return [Array<Hash{String => Object}>]
+    def concurrency_keys
+      Array(@data["concurrency_keys"])
+    end
+
+    # Its rate keys, each {"key", "cost", "rate"?, ...} ([] when none).
+    # @return [Array<Hash{String => Object}>]
+    def rate_keys
+      Array(@data["rate_keys"])
+    end
+
+    # Submitted with +debounce_ms+: later submits of its lane replace it while pending.
+    def debounced?
+      @data["debounced"] == true
+    end
+
+    # Succeeded, cancelled, merged, expired or dead: what a wait waits for.
     def finished?
       FINISHED.include?(state)
     end

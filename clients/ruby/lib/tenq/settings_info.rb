@@ -15,7 +15,7 @@ module Tenq
     # quotas count.
     COUNTS = %i[ready scheduled blocked waiting leased running dead queued queued_bytes eligible held
                 rate_limited_until lag_ms submitted_total succeeded_total failed_total dead_total
-                cancelled_total completed_per_s failed_per_s].freeze
+                cancelled_total expired_total completed_per_s failed_per_s].freeze
     COUNTS.each { |f| define_method(f) { @data[f.to_s] } }
 
     # @param data [Hash{String => Object}] the JSON object
@@ -63,7 +63,7 @@ module Tenq
   class QueueInfo < SettingsInfo
     SETTINGS = %i[order delivery lease_ms max_attempts backoff backoff_base_ms backoff_max_ms merge
                   dedup_window_ms retention_ms max_payload_bytes tenant_cap timeout_ms rate tenant_rate
-                  rate_period_ms rate_burst max_queued max_queued_bytes].freeze
+                  rate_period_ms rate_burst max_queued max_queued_bytes concurrency_limit].freeze
     SETTINGS.each { |f| define_method(f) { @data[f.to_s] } }
 
     # Paused whole.

@@ -3,7 +3,7 @@
 
 module Tenq
   # The server's answer for one submitted job: {"id", "state", "duplicate",
-  # "merged", "replayed"}. In a batch, a job the server refused has {#error}
+  # "merged", "replayed", "debounced"}. In a batch, a job the server refused has {#error}
   # set (an {Error} naming the field) and no id.
   class SubmitResult
     # @return [Error, nil] why this job was refused (batches only)
@@ -31,16 +31,16 @@ module Tenq
         raise ProtocolError, "the batch answer does not hold #{count} results"
       end
 
-      ids, states, duplicate, merged, replayed, errors = lists
+      ids, states, duplicate, merged, replayed, debounced, errors = lists
       Array.new(count) do |i|
         next refused(errors[i]) if errors[i]
         raise ProtocolError, "the submit answer has no id" unless ids[i].is_a?(Integer)
 
-        allocate.send(:made, ids[i], states[i], duplicate[i] == true, merged[i] == true, replayed[i] == true)
+        allocate.send(:made, ids[i], states[i], [duplicate[i], merged[i], replayed[i], debounced[i]])
       end
     end
 
-    FIELDS = %w[id state duplicate merged replayed error].freeze
+    FIELDS = %w[id state duplicate merged replayed debounced error].freeze
     private_constant :FIELDS
 
     def self.refused(wire)
@@ -52,7 +52,7 @@ module Tenq
     # @param data [Hash{String => Object}] the answer ("id", "state", "duplicate", ...)
     # @param error [Error, nil]
     def initialize(data, error = nil)
-      made(data["id"], data["state"], data["duplicate"] == true, data["merged"] == true, data["replayed"] == true)
+      made(data["id"], data["state"], data.values_at("duplicate", "merged", "replayed", "debounced"))
       @error = error
     end
 
@@ -77,9 +77,15 @@ module Tenq
       @replayed
     end
 
+    # The pending job of its key took it (+debounce_ms+): that job's args
+    # were replaced and its start moved.
+    def debounced?
+      @debounced
+    end
+
     # A new job was made.
     def created?
-      !@error && !duplicate? && !merged? && !replayed?
+      !@error && !duplicate? && !merged? && !replayed? && !debounced?
     end
 
     def ok?
@@ -90,17 +96,16 @@ module Tenq
       return "#<Tenq::SubmitResult error=#{@error.message.inspect}>" if @error
 
       "#<Tenq::SubmitResult id=#{id} state=#{state}#{' duplicate' if duplicate?}" \
-        "#{' merged' if merged?}#{' replayed' if replayed?}>"
+        "#{' merged' if merged?}#{' replayed' if replayed?}#{' debounced' if debounced?}>"
     end
 
     private
 
-    def made(id, state, duplicate, merged, replayed)
+    # +flags+: the answer's duplicate, merged, replayed and debounced (true when true).
+    def made(id, state, flags)
       @id = id
       @state = state
-      @duplicate = duplicate
-      @merged = merged
-      @replayed = replayed
+      @duplicate, @merged, @replayed, @debounced = flags.map { |f| f == true }
       @error = nil
       self
     end

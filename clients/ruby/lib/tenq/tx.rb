@@ -35,6 +35,13 @@ module Tenq
     SUBMIT_SQL = "SELECT tenq.submit($1::text, $2::text, $3::text, $4::jsonb, $5::text, $6::text, " \
                  "$7::boolean, $8::text, $9::timestamptz, $10::integer, $11::integer, " \
                  "$12::double precision, $13::text, $14::bigint)"
+    # With keys, a debounce or an expiry (schema 21): sent only when one is
+    # given, so that a database of an older schema takes the others.
+    SUBMIT_KEYED_SQL = "SELECT tenq.submit($1::text, $2::text, $3::text, $4::jsonb, $5::text, $6::text, " \
+                       "$7::boolean, $8::text, $9::timestamptz, $10::integer, $11::integer, " \
+                       "$12::double precision, $13::text, $14::bigint, $15::jsonb, $16::jsonb, " \
+                       "$17::timestamptz, $18::bigint, $19::bigint, $20::bigint)"
+    KEYED = %w[concurrency_keys rate_keys expire_at start_within_ms debounce_ms debounce_max_ms].freeze
     SUBMIT_MANY_SQL = "SELECT tenq.submit_many($1::jsonb)"
     COMPLETE_SQL = "SELECT tenq.complete($1::bigint, $2::bigint, $3::jsonb)"
     FAIL_SQL = "SELECT tenq.fail($1::bigint, $2::bigint, $3::text, $4::bigint)"
@@ -53,11 +60,10 @@ module Tenq
       job = build(fields)
       return Testing.submit(job).id if Testing.active?
 
-      params = [job["tenant"], job["queue"], job["type"], JSON.generate(job.fetch("args", {})), job["key"],
-                job["unique_key"], job["unique"] ? "t" : "f", job["idempotency_key"], timestamp(job["run_at"]),
-                job.fetch("priority", 0).to_s, job["max_attempts"]&.to_s, job["score"]&.to_s, job["traceparent"],
-                job["timeout_ms"]&.to_s]
-      Integer(first_value(run(conn, SUBMIT_SQL, params)))
+      params = submit_params(job)
+      return Integer(first_value(run(conn, SUBMIT_SQL, params))) unless KEYED.any? { |f| job.key?(f) }
+
+      Integer(first_value(run(conn, SUBMIT_KEYED_SQL, params + keyed_params(job))))
     end
 
     # Submits many jobs (Hashes with the fields of {#submit}) in the
@@ -71,7 +77,9 @@ module Tenq
       return built.map { |job| Testing.submit(job).id } if Testing.active?
       return [] if built.empty?
 
-      built.each { |job| job["run_at"] = timestamp(job["run_at"]) if job.key?("run_at") }
+      built.each do |job|
+        %w[run_at expire_at].each { |f| job[f] = timestamp(job[f]) if job.key?(f) }
+      end
 
       ids(first_value(run(conn, SUBMIT_MANY_SQL, [JSON.generate(built)])))
     end
@@ -127,6 +135,21 @@ module Tenq
     rescue StandardError
       task&.unquiet!
       raise
+    end
+
+    # The arguments of tenq.submit's first form, as text.
+    def submit_params(job)
+      [job["tenant"], job["queue"], job["type"], JSON.generate(job.fetch("args", {})), job["key"],
+       job["unique_key"], job["unique"] ? "t" : "f", job["idempotency_key"], timestamp(job["run_at"]),
+       job.fetch("priority", 0).to_s, job["max_attempts"]&.to_s, job["score"]&.to_s, job["traceparent"],
+       job["timeout_ms"]&.to_s]
+    end
+
+    # The arguments of schema 21 (keys as JSON, expire_at as a time).
+    def keyed_params(job)
+      keys = job.values_at("concurrency_keys", "rate_keys").map { |k| k && JSON.generate(k) }
+      times = job.values_at("start_within_ms", "debounce_ms", "debounce_max_ms").map { |v| v&.to_s }
+      keys + [timestamp(job["expire_at"])] + times
     end
 
     # The checked job, as the server's JSON (run_at in milliseconds).
@@ -205,7 +228,7 @@ module Tenq
       list = value.is_a?(Array) ? value : value.to_s.delete("{}").split(",")
       list.map { |v| Integer(v) }
     end
-    private_class_method :build, :timestamp, :lease_of, :settling, :run, :translate, :refused_field, :error_field,
-                         :first_value, :ids
+    private_class_method :build, :submit_params, :keyed_params, :timestamp, :lease_of, :settling, :run, :translate,
+                         :refused_field, :error_field, :first_value, :ids
   end
 end
