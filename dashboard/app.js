@@ -10,6 +10,7 @@ import * as tenants from './tenants.js';
 import * as queues from './queues.js';
 import * as jobs from './jobs.js';
 import * as lanes from './lanes.js';
+import * as keys from './keys.js';
 import * as workers from './workers.js';
 import * as morgue from './morgue.js';
 import * as schedules from './schedules.js';
@@ -23,6 +24,7 @@ const VIEWS = {
   jobs: jobs.mountList,
   job: jobs.mountJob,
   lanes: lanes.mount,
+  keys: keys.mount,
   workers: workers.mount,
   morgue: morgue.mount,
   schedules: schedules.mount,
@@ -125,6 +127,12 @@ function updateNav() {
   const dead = $('nav-dead');
   if (t && t.dead) { dead.textContent = fmtInt(t.dead); dead.hidden = false; } else dead.hidden = true;
   dead.setAttribute('aria-label', t && t.dead ? `${t.dead} dead` : '');
+  // keys at their limit (the server's count: admins)
+  const keys = $('nav-keys');
+  const n = ctx.stats && ctx.stats.keys_at_limit;
+  keys.hidden = !n;
+  keys.textContent = n ? fmtInt(n) : '';
+  keys.setAttribute('aria-label', n ? `${n} at their limit` : '');
 }
 
 // ---- routing --------------------------------------------------------------------------------------

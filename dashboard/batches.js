@@ -6,7 +6,7 @@ import { h, timeEl, fmtInt, badge, jsonView, KeyedTable } from './dom.js';
 import { api, qs } from './api.js';
 import { now, denied, link } from './ctx.js';
 
-const STATE_KEYS = ['scheduled', 'waiting', 'blocked', 'ready', 'leased', 'running', 'succeeded', 'dead', 'cancelled', 'merged', 'deleted'];
+const STATE_KEYS = ['scheduled', 'waiting', 'blocked', 'ready', 'leased', 'running', 'succeeded', 'dead', 'cancelled', 'merged', 'expired', 'deleted'];
 
 function statusBadge(b) {
   return h('span', { class: 'badge ' + (b.status === 'open' ? 'st-running' : 'st-succeeded'), text: b.status });

@@ -100,7 +100,7 @@ export function timeEl(ms, now, withMs = false) {
 }
 
 export const UNFINISHED = ['waiting', 'scheduled', 'blocked', 'ready', 'leased', 'running'];
-export const STATES = ['waiting', 'scheduled', 'blocked', 'ready', 'leased', 'running', 'succeeded', 'cancelled', 'merged', 'dead'];
+export const STATES = ['waiting', 'scheduled', 'blocked', 'ready', 'leased', 'running', 'succeeded', 'cancelled', 'merged', 'expired', 'dead'];
 export function badge(state) {
   return h('span', { class: 'badge st-' + state, text: state });
 }

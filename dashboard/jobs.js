@@ -149,12 +149,22 @@ export function mountList(root, { params }) {
 const KNOWN = new Set(['id', 'tenant', 'queue', 'type', 'key', 'args', 'payloads', 'priority', 'state', 'attempts', 'max_attempts',
   'run_at', 'created_at', 'ready_at', 'leased_at', 'started_at', 'finished_at', 'worker', 'error', 'result', 'stats', 'progress',
   'unique_key', 'idempotency_key', 'lease_until', 'cancel_requested', 'merged_into', 'token', 'waiting',
-  'parents', 'children', 'children_count', 'on_parent_failure', 'batch', 'batch_callback']);
+  'parents', 'children', 'children_count', 'on_parent_failure', 'batch', 'batch_callback',
+  'concurrency_keys', 'rate_keys', 'expire_at', 'debounced', 'debounce_until']);
+
+// A job's keys, each linked to the Keys page (the key, its limit or cost).
+function keysEl(j, list, what) {
+  return h('span', { 'data-fk': what }, list.flatMap((k, i) => [i ? ', ' : null,
+    link('#/keys?' + new URLSearchParams({ tenant: j.tenant, key: k.key }).toString(), k.key),
+    what === 'concurrency_keys' ? (k.limit ? h('small', { class: 'muted', text: ` (limit ${k.limit})` }) : null)
+      : h('small', { class: 'muted', text: ` (cost ${k.cost || 1}${k.rate ? `, ${k.rate} / ${fmtDur(k.rate_period_ms || 1000)}` : ''})` })]));
+}
 
 // Why it is not running yet: the server's sentence, the job it waits for, the time it waits until.
 function waitingEl(w, t) {
   return h('span', { 'data-fk': 'waiting-' + w.reason }, w.message,
     w.blocked_by ? h('span', null, ' ', link('#/job/' + w.blocked_by, 'job ' + w.blocked_by)) : null,
+    w.held_by ? h('span', { 'data-fk': 'held-by' }, ' held by ', link('#/job/' + w.held_by, 'job ' + w.held_by)) : null,
     w.parents && w.parents.length ? h('span', { 'data-fk': 'parent-links' }, ' (',
       w.parents.flatMap((p, i) => [i ? ', ' : null, link('#/job/' + p, 'job ' + p)]), ')') : null,
     w.until ? h('span', null, ' ', timeEl(w.until, t, true), ' ', h('small', { class: 'muted', text: fmtRel(w.until, t) })) : null);
@@ -318,6 +328,12 @@ export function mountJob(root, { arg }) {
       ['Queue', link(jobsHref({ queue: j.queue }), j.queue), 'queue'],
       ['Type', code(j.type), 'type'],
       ['Key (lane)', code(j.key), 'key'],
+      j.concurrency_keys ? ['Concurrency keys', keysEl(j, j.concurrency_keys, 'concurrency_keys'), 'concurrency_keys'] : null,
+      j.rate_keys ? ['Rate keys', keysEl(j, j.rate_keys, 'rate_keys'), 'rate_keys'] : null,
+      j.expire_at ? ['Expires at', h('span', null, timeEl(j.expire_at, t, true), ' ', h('small', { class: 'muted',
+        text: j.state === 'expired' ? 'not started by then: it never ran' : UNFINISHED.includes(j.state) ? fmtRel(j.expire_at, t) : '' })), 'expire_at'] : null,
+      j.debounced ? ['Debounced', h('span', null, 'later submits of its lane replace it while it waits',
+        j.debounce_until ? h('span', null, '; it starts by ', timeEl(j.debounce_until, t, true)) : null), 'debounced'] : null,
       j.batch ? ['Batch', h('span', null, link('#/batch/' + j.batch, 'batch ' + j.batch),
         j.batch_callback ? h('span', null, ' ', h('small', { class: 'muted', text: `(its ${j.batch_callback} callback)` })) : null), 'batch'] : null,
       ['Priority', String(j.priority), 'priority'],

@@ -99,6 +99,8 @@ void h_stats(server *s, http_req *req, const principal *who, const char **args)
         jb_kint(&b, "requests", (long long)s->n_requests);
         jb_kint(&b, "uptime_ms", now - s->wall0_ms);
         jb_obj_end(&b);
+        jb_kint(&b, "keys", (long long)engine_key_count(s->e));
+        jb_kint(&b, "keys_at_limit", (long long)engine_keys_at_limit(s->e));
         json_memory(&b, s);
     }
     jb_obj_end(&b);

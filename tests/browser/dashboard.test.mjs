@@ -566,6 +566,52 @@ test('cancelling a job from its page', async () => {
   await eventually('the page shows it', async () => (await textOf(admin, '[data-field=state]')) === 'cancelled');
 });
 
+test('keys at their limit: the keys page lists them first, who holds one and who waits; a held job links its key', async () => {
+  const first = await srv.submit({ tenant: 'keyco', queue: 'keys-page', type: 'Sync.account', concurrency_keys: [{ key: 'account:77', limit: 1 }] });
+  const held = await srv.submit({ tenant: 'keyco', queue: 'keys-page', type: 'Sync.account', concurrency_keys: [{ key: 'account:77', limit: 1 }] });
+  await srv.submit({ tenant: 'keyco', queue: 'keys-page', type: 'Sync.account', concurrency_keys: ['account:78'] });
+  const got = await srv.lease(['keys-page'], 10);
+  assert.deepEqual(got.map((j) => j.id).sort((a, b) => a - b).slice(0, 1), [first.id]);
+  await go(admin, '#/keys');
+  const row = admin.locator('#view tbody tr', { hasText: 'account:77' }).first();
+  await row.waitFor();
+  assert.match(await row.innerText(), /at limit[\s\S]*1 \/ 1[\s\S]*\b1\b/);
+  assert.equal(await admin.locator('[data-at-limit="account:77"]').count(), 1);
+  // at their limit first
+  const keys = await admin.locator('#view table').first().locator('tbody tr').evaluateAll((rows) => rows.map((r) => r.dataset.key).filter(Boolean));
+  assert.equal(keys[0], 'keyco\u0000account:77', keys.join(' '));
+  await eventually('the nav counts the keys at their limit', async () => (await textOf(admin, '#nav-keys')) === String((await srv.api('GET', '/v1/stats')).keys_at_limit));
+  await row.locator('button', { hasText: 'Who holds' }).click();
+  const detail = admin.locator('[data-fk=key-jobs]');
+  await detail.waitFor();
+  const text = await detail.innerText();
+  assert.match(text, new RegExp(`Holding it: job ${first.id}`));
+  assert.match(text, new RegExp(`Held back by it: job ${held.id}`));
+  await shot(admin, 'keys-light');
+  // the held job's page: why, who holds the key, its key linked to the keys page
+  await go(admin, '#/job/' + held.id);
+  const why = admin.locator('[data-field=waiting]');
+  await why.waitFor();
+  assert.match(await why.innerText(), /account:77/);
+  assert.equal(await why.locator(`[data-fk=held-by] a[href="#/job/${first.id}"]`).count(), 1);
+  const link = admin.locator('[data-field=concurrency_keys] a');
+  assert.equal(await link.getAttribute('href'), '#/keys?tenant=keyco&key=account%3A77');
+  await link.click();
+  await eventually('the key alone, opened', async () => /Holding it: job/.test(await admin.locator('#view').innerText()));
+  // a key setting from the form (its fields from GET /v1/settings): the limit changes on the server
+  await go(admin, '#/keys');
+  await admin.locator('#view details.panel summary').click();
+  await admin.locator('[data-fk=kset-tenant]').fill('keyco');
+  await admin.locator('[data-fk=kset-key]').fill('account:*');
+  await admin.locator('[data-fk=kset-concurrency]').fill('2');
+  await admin.locator('#view details.panel button[type=submit]').click();
+  await eventually('the setting stored', async () => ((await srv.api('GET', '/v1/key-settings?tenant=keyco')).settings || []).some((x) => x.key === 'account:*' && x.concurrency === 2));
+  assert.equal((await srv.api('GET', '/v1/keys?tenant=keyco&key=account:77')).keys[0].limit, 2);
+  await srv.api('DELETE', '/v1/key-settings?tenant=keyco&key=account:*');
+  for (const j of got) await srv.api('POST', `/v1/jobs/${j.id}/cancel`);
+  await srv.api('POST', `/v1/jobs/${held.id}/cancel`);
+});
+
 test('lanes show their head and what holds it', async () => {
   await go(admin, '#/lanes');
   const row = admin.locator('#view tbody tr', { hasText: 'report:42' });
@@ -587,7 +633,7 @@ test('a tenant token sees no other tenant\'s data anywhere in the page', async (
     assert.equal(await textOf(page, '#who'), 'tenant acme');
     assert.equal(await page.locator('#nav a[data-view=tokens]').isVisible(), false);
     const forbidden = /globex|GLX-SECRET|initech|Tps\.|Ledger|payroll/i;
-    const views = ['#/overview', '#/tenants', '#/queues', '#/jobs', '#/jobs?state=dead', '#/lanes', '#/morgue',
+    const views = ['#/overview', '#/tenants', '#/queues', '#/jobs', '#/jobs?state=dead', '#/lanes', '#/keys', '#/morgue',
       '#/morgue?sort=id', '#/schedules', '#/job/' + ids.acmeFirst, '#/job/' + ids.globexDead, '#/tokens'];
     for (const v of views) {
       await go(page, v);
