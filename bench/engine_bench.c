@@ -36,6 +36,12 @@
  * engine_batch_add; a finished job moves its batch's counters.  It prints
  * the same line with batches=1000: the cost per cycle and per job of a
  * job in a batch.
+ * BENCH_KEYS=1 runs each size a second time with every job naming one
+ * concurrency key of limit 1: key acct-<k> of its tenant, k random of 100
+ * (1,000 tenants: 100,000 distinct keys).  It prints the same line with
+ * keys=100000: the cost of keyed limits per decision.  BENCH_HELD=N (both
+ * runs) first leases N jobs and keeps them leased through the cycles: with
+ * keys, N keys are at their limit then, their jobs out of the heaps.
  */
 #include "engine/engine.h"
 
@@ -91,6 +97,9 @@ static size_t heap_in_use(void)
 }
 
 static uint64_t batch_of[TENANTS]; /* BENCH_BATCH: each tenant's batch; 0: none */
+static bool keyed;                 /* BENCH_KEYS: each job names a key of its tenant */
+static uint32_t key_limit = 1;     /* BENCH_KEY_LIMIT: each key's limit */
+#define KEYS_PER_TENANT 100
 
 static void submit_one(engine_t *e, int64_t now, const char *queue)
 {
@@ -103,6 +112,15 @@ static void submit_one(engine_t *e, int64_t now, const char *queue)
     r.key = lane_key(key, lane);
     r.args = "{}";
     r.args_len = 2;
+    char kbuf[24];
+    engine_limit_key ck;
+    if (keyed) {
+        ck.key = lane_key(kbuf, (uint32_t)(rnd() % KEYS_PER_TENANT));
+        memcpy(kbuf, "acct-", 5);
+        ck.limit = key_limit;
+        r.concurrency_keys = &ck;
+        r.n_concurrency_keys = 1;
+    }
     engine_submit_res res;
     uint64_t b = batch_of[lane % TENANTS];
     if (b) {
@@ -207,6 +225,8 @@ static void add_rated(engine_t *e, int64_t now)
     }
 }
 
+static size_t held; /* BENCH_HELD: leases kept through the cycles */
+
 static void run(size_t backlog, size_t cycles, bool rated, bool batched)
 {
     malloc_trim(0);
@@ -234,6 +254,13 @@ static void run(size_t backlog, size_t cycles, bool rated, bool batched)
     const char *qs[1] = {"bench"};
     engine_lease_req req = {.queues = qs, .n_queues = 1, .max = 1, .worker = "bench-worker"};
     engine_job *out[1];
+    for (size_t i = 0; i < held; i++) {
+        if (engine_lease(e, now, &req, out) != 1) {
+            fprintf(stderr, "only %zu of %zu leases to hold\n", i, held);
+            exit(1);
+        }
+    }
+    consume_changes(e, &changes);
     t0 = now_s();
     for (size_t i = 0; i < cycles; i++) {
         if ((i & 1023) == 0) now++;
@@ -256,14 +283,19 @@ static void run(size_t backlog, size_t cycles, bool rated, bool batched)
         fprintf(stderr, "engine_check failed after the run\n");
         exit(1);
     }
-    if (batched)
+    char heldtxt[32] = "";
+    if (held) snprintf(heldtxt, sizeof heldtxt, " held=%zu", held);
+    if (keyed)
+        printf("engine backlog=%zu keys=%d%s cycles_per_s=%.0f bytes_per_job=%.0f\n", backlog,
+               TENANTS * KEYS_PER_TENANT, heldtxt, (double)cycles / secs, bytes_per_job);
+    else if (batched)
         printf("engine backlog=%zu batches=%d cycles_per_s=%.0f bytes_per_job=%.0f\n", backlog,
                TENANTS, (double)cycles / secs, bytes_per_job);
     else if (rated)
         printf("engine backlog=%zu %s=%d cycles_per_s=%.0f\n", backlog,
                rated_mode == 2 ? "held_tenants" : "rated_tenants", RATED, (double)cycles / secs);
     else
-        printf("engine backlog=%zu cycles_per_s=%.0f bytes_per_job=%.0f\n", backlog,
+        printf("engine backlog=%zu%s cycles_per_s=%.0f bytes_per_job=%.0f\n", backlog, heldtxt,
                (double)cycles / secs, bytes_per_job);
     fprintf(stderr, "  (fill: %.0f submits/s; lanes %zu; %zu changes)\n", (double)backlog / fill_s,
             engine_lane_count(e), changes);
@@ -376,10 +408,21 @@ int main(int argc, char **argv)
     }
     const char *bb = getenv("BENCH_BATCH");
     bool batched = bb && atoi(bb) == 1;
+    const char *bk = getenv("BENCH_KEYS");
+    bool keys = bk && atoi(bk) == 1;
+    const char *bl = getenv("BENCH_KEY_LIMIT");
+    if (bl) key_limit = (uint32_t)strtoul(bl, NULL, 10);
+    const char *bh = getenv("BENCH_HELD");
+    held = bh ? strtoull(bh, NULL, 10) : 0;
     for (int i = 0; i < n; i++) {
         if (!getenv("BENCH_SKIP_PLAIN")) run(sizes[i], cycles, false, false);
         if (rated) run(sizes[i], cycles, true, false);
         if (batched) run(sizes[i], cycles, false, true);
+        if (keys) {
+            keyed = true;
+            run(sizes[i], cycles, false, false);
+            keyed = false;
+        }
     }
     return 0;
 }

@@ -159,6 +159,14 @@ typedef struct tenq_submit_req {
     bool has_score;
     double score;            /* merging queues: the payload's order */
     const char *traceparent; /* the caller's W3C trace context, handed out with the job */
+    /* Keyed limits, debounce and expiry (docs/SEMANTICS.md, "Concurrency
+     * keys" to "Expiry"): the keys as the API takes them, a JSON array
+     * (["account:7"] or [{"key": "account:7", "limit": 3}]); NULL: none. */
+    const char *concurrency_keys_json;
+    const char *rate_keys_json;
+    int64_t debounce_ms, debounce_max_ms; /* with key; 0: none */
+    int64_t expire_at;                    /* ms since the epoch; 0: none */
+    int64_t start_within_ms;              /* 0: none */
 } tenq_submit_req;
 
 /* The answer for one job (of a single submit or of a batch). */

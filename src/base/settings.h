@@ -92,7 +92,12 @@
     XX(concurrency_limit, "concurrency-limit", COUNT, 1, 1, TQ_KEY_LIMIT_MAX, NULL,                \
        "Concurrency limit",                                                                        \
        "jobs naming a concurrency key without a limit (and without a key setting) run this many "  \
-       "at once")
+       "at once")                                                                                  \
+    XX(aging_ms, "aging", MS, 0, 0, 30 * TQ_DAY_MS, NULL, "Aging",                                 \
+       "a ready job's priority rises one step every aging_ms it waits (from its run_at), up to "   \
+       "aging_cap; 0: none")                                                                       \
+    XX(aging_cap, "aging-cap", COUNT, 32767, -32768, 32767, NULL, "Aging cap",                     \
+       "the priority aging raises a job to at most; jobs of this priority or above never rise")
 
 #define TQ_TENANT_SETTINGS(XX)                                                                     \
     XX(slots, "slots", LIMIT, TQ_UNLIMITED, 0, TQ_UNLIMITED - 1, NULL, "Slots",                    \

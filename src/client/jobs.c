@@ -60,8 +60,14 @@ static int job_text(tenq_client *c, const tenq_submit_req *r, tq_buf *b)
         (rc = tq_buf_str(c, b, "unique_key", r->unique_key, false)) ||
         (rc = tq_buf_str(c, b, "idempotency_key", r->idempotency_key, false)) ||
         (rc = tq_buf_str(c, b, "traceparent", r->traceparent, false)) ||
-        (rc = tq_buf_json(c, b, "args", r->args_json))) /* checked, sent as written */
+        (rc = tq_buf_json(c, b, "args", r->args_json)) || /* checked, sent as written */
+        (rc = tq_buf_json(c, b, "concurrency_keys", r->concurrency_keys_json)) ||
+        (rc = tq_buf_json(c, b, "rate_keys", r->rate_keys_json)))
         return rc;
+    if (r->debounce_ms) tq_buf_int(b, "debounce_ms", r->debounce_ms);
+    if (r->debounce_max_ms) tq_buf_int(b, "debounce_max_ms", r->debounce_max_ms);
+    if (r->expire_at) tq_buf_int(b, "expire_at", r->expire_at);
+    if (r->start_within_ms) tq_buf_int(b, "start_within_ms", r->start_within_ms);
     if (r->unique) tq_buf_raw(b, ",\"unique\":true", 14);
     if (r->has_priority) tq_buf_int(b, "priority", r->priority);
     if (r->run_at) tq_buf_int(b, "run_at", r->run_at);

@@ -286,13 +286,17 @@ static void want_node(engine_t *e, want *w, node *n, heap_walk *hw)
     size_t window = ARGS_WINDOW_MIN + 4u * n->recent;
     if (window > ARGS_WINDOW_MAX) window = ARGS_WINDOW_MAX;
     n->recent /= 2;
-    walk_start(hw, h->a, sizeof(*h->a), h->n);
-    long i;
-    for (size_t seen = 0; seen < window && w->n < w->max && (i = walk_next(hw)) >= 0; seen++) {
-        job *j = engine_job_find(e, h->a[i].id);
-        if (!j || j->state != ENGINE_READY || j->node != n) continue; /* a stale entry */
-        want_job(e, w, j);
-        want_job(e, w, lane_next(j)); /* what its lane runs next */
+    size_t seen = 0;
+    /* its own heap first, then its jobs still rising to the cap (aging.c) */
+    for (int part = 0; part < 2; part++, h = &n->rising) {
+        walk_start(hw, h->a, sizeof(*h->a), h->n);
+        long i;
+        for (; seen < window && w->n < w->max && (i = walk_next(hw)) >= 0; seen++) {
+            job *j = engine_job_find(e, h->a[i].id);
+            if (!j || j->state != ENGINE_READY || j->node != n) continue; /* a stale entry */
+            want_job(e, w, j);
+            want_job(e, w, lane_next(j)); /* what its lane runs next */
+        }
     }
 }
 

@@ -198,6 +198,10 @@ static int check_jobs_(engine_t *e, chk *c, int64_t now, rtab *rt, ptr_vec *allv
     }
     {
         char why[200];
+        CHECK(c, engine_aging_check(e, why, sizeof why), "%s", why);
+    }
+    {
+        char why[200];
         size_t keys = 0;
         CHECK(c, engine_keys_check_all(e, now, &keys, why, sizeof why), "%s", why);
         mem += keys;
@@ -306,10 +310,13 @@ static int check_sched(engine_t *e, chk *c, rtab *rt)
               "node %s/%s/%s: its groups hold %u ready jobs, counted %u", n->sh->q->name,
               n->sh->type, n->t->name, rget(rt, (const char *)n + 1)->active, n->n_grp_ready);
         for (uint32_t k = 0; k < n->groups.n; k++) {
-            const node *g = n->groups.a[k];
-            CHECK(c, g->parent == n && g->sidx == k, "node %s/%s/%s: its group heap is wrong",
-                  n->sh->q->name, n->sh->type, n->t->name);
+            const gheap_entry *x = &n->groups.a[k];
+            CHECK(c, x->g->parent == n && x->g->sidx == k && x->k == x->g->k && x->kid == x->g->kid,
+                  "node %s/%s/%s: its group heap is wrong", n->sh->q->name, n->sh->type,
+                  n->t->name);
         }
+        CHECK(c, engine_gheap_ordered(&n->groups), "node %s/%s/%s: its group heap is out of order",
+              n->sh->q->name, n->sh->type, n->t->name);
         long live = engine_heap_check_node(e, n);
         CHECK(c, live >= 0, "node %s/%s/%s: heap is out of order or holds a wrong entry",
               n->sh->q->name, n->sh->type, n->t->name);
@@ -326,11 +333,11 @@ static int check_sched(engine_t *e, chk *c, rtab *rt)
         if (n->sidx != HEAP_NONE) {
             uint64_t k = UINT64_MAX, kid = UINT64_MAX;
             if (n->n_ready) {
-                k = n->jobs.a[0].k;
-                kid = n->jobs.a[0].id;
+                k = node_top(n)->k;
+                kid = node_top(n)->id;
             }
             if (n->groups.n) {
-                const node *g = n->groups.a[0];
+                const gheap_entry *g = &n->groups.a[0];
                 if (g->k < k || (g->k == k && g->kid < kid)) {
                     k = g->k;
                     kid = g->kid;

@@ -16,9 +16,14 @@
  * budget, as a new job's would; the quotas count the change. */
 #include "internal.h"
 
-/* Every pointer to a pending job that moved from `old` to `j`. */
-static void relocated(engine_t *e, const job *old, job *j)
+/* Every pointer to a pending job that moved from `old` (its address before
+ * the move, as a number: the block is freed) to `j`. */
+static void relocated(engine_t *e, uintptr_t old, job *j)
 {
+    /* idtab_put adds: the old entry goes first (an id loaded out of order
+     * lives in the table's overflow, where a second put would add a second
+     * entry) */
+    idtab_del(&e->jobs, j->id);
     if (idtab_put(&e->jobs, j->id, j) != 0) engine_oom();
     if (j->in_lane) {
         lane_link *l = j->in_lane;
@@ -33,7 +38,7 @@ static void relocated(engine_t *e, const job *old, job *j)
     }
     if (j->noted) /* its entry in the change list (one at most) */
         for (size_t i = e->changes.n; i-- > 0;)
-            if (e->changes.v[i].kind == ENGINE_CH_JOB && e->changes.v[i].job == old) {
+            if (e->changes.v[i].kind == ENGINE_CH_JOB && (uintptr_t)e->changes.v[i].job == old) {
                 e->changes.v[i].job = j;
                 break;
             }
@@ -52,10 +57,10 @@ job *engine_job_set_args(engine_t *e, job *j, const char *args, uint32_t len)
     e->mem_bytes -= mem_job(old_inline);
     bool out = engine_args_spill(e, j->node, len);
     uint32_t inline_len = out ? 2 : len;
-    job *old = j;
+    uintptr_t old = (uintptr_t)j;
     j = realloc(j, offsetof(job, args) + inline_len + 1);
     if (!j) engine_oom();
-    if (j != old) relocated(e, old, j);
+    if ((uintptr_t)j != old) relocated(e, old, j);
     e->mem_bytes += mem_job(inline_len);
     if (out) {
         engine_args_spilled(e, j, args, len);

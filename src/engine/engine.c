@@ -147,6 +147,7 @@ engine_t *engine_create(const engine_config *cfg)
     e->next_id = id_round(e, 1);
     dlist_init(&e->idem_order);
     dlist_init(&e->args_lru);
+    dlist_init(&e->idle_groups);
     e->dead_by_id.cmp = engine_dead_cmp_id;
     e->dead_by_fin.cmp = engine_dead_cmp_fin;
     return e;
@@ -173,7 +174,8 @@ void engine_destroy(engine_t *e)
         node *n = e->nodes.slots[i].item;
         if (!n) continue;
         ready_heap_free(&n->jobs);
-        heap_free(&n->groups);
+        ready_heap_free(&n->rising);
+        free(n->groups.a);
         free(n);
     }
     for (size_t i = 0; i < htab_cap(&e->shards); i++) {
@@ -215,6 +217,7 @@ void engine_destroy(engine_t *e)
     jheap_free(&e->timers);
     jheap_free(&e->leases);
     heap_free(&e->rate_timers);
+    heap_free(&e->aging);
     for (size_t i = 0; i < htab_cap(&e->workers); i++) free(e->workers.slots[i].item);
     htab_free(&e->workers);
     engine_stale_free(e);
@@ -392,6 +395,7 @@ node *engine_node_get_or_create(engine_t *e, queue *q, const char *type, tenant 
     n->p = engine_pair_get(e, q, t);
     n->hash = h;
     n->sidx = HEAP_NONE;
+    n->aidx = HEAP_NONE;
     if (htab_insert(&e->nodes, h, n) != 0) engine_oom();
     return n;
 }
@@ -401,12 +405,13 @@ void engine_node_unref(engine_t *e, node *n)
     if (--n->refs > 0) return;
     /* No job points here: the node has no ready jobs and is in no heap. */
     if (n->parent) {
-        engine_group_free(e, n);
+        engine_group_idle(e, n);
         return;
     }
     htab_remove(&e->nodes, n->hash, n);
     ready_heap_free(&n->jobs);
-    heap_free(&n->groups);
+    ready_heap_free(&n->rising);
+    free(n->groups.a);
     free(n);
 }
 

@@ -147,6 +147,11 @@ typedef struct engine_queue_settings {
     /* A concurrency key a job names without a limit (and that no key
      * setting limits) lets this many of its jobs run at once (keys.c). */
     uint32_t concurrency_limit;
+    /* Priority aging (aging.c): a ready job of a priority below aging_cap
+     * ranks as its priority + (now - run_at) / aging_ms, at most aging_cap
+     * (aging_ms 0: none). */
+    int64_t aging_ms;
+    int64_t aging_cap;
 } engine_queue_settings;
 
 typedef struct engine_tenant_settings {

@@ -102,6 +102,19 @@ typedef struct jheap {
     uint32_t n, cap;
 } jheap;
 
+/* A node's heap of groups (keys.c): each group's front inline, as a job
+ * heap's, so that sifting touches no group but those it moves (a group's
+ * sidx is its place).  4-ary. */
+typedef struct gheap_entry {
+    uint64_t k, kid;
+    struct node *g;
+} gheap_entry;
+
+typedef struct gheap {
+    gheap_entry *a;
+    uint32_t n, cap;
+} gheap;
+
 /* A node's ready heap holds only (key, id): a queued job costs 16 bytes there
  * rather than 24 (4 entries to a cache line), and the one job a lease takes
  * is found by its id (the top is always live, so always in e->jobs). */
@@ -193,7 +206,14 @@ typedef struct node {
     tenant *t;
     pair *p;
     uint64_t hash;
-    ready_heap jobs;  /* ready jobs, plus stale entries (see sched.c) */
+    ready_heap jobs; /* ready jobs, plus stale entries (see sched.c) */
+    /* Priority aging (aging.c): ready jobs still rising to their queue's
+     * aging_cap, by their rank, which time does not change (they come after
+     * every job of `jobs`); the node waits in e->aging until its first
+     * reaches the cap, at cap_at. */
+    ready_heap rising;
+    int64_t cap_at;
+    uint32_t aidx;
     uint32_t n_ready; /* live entries in jobs */
     uint32_t refs;    /* jobs that point here */
     dlink in_tenant;  /* in t->ready_nodes while jobs.n > 0 */
@@ -206,7 +226,7 @@ typedef struct node {
      * place in the node's `groups` (sidx). */
     struct node *parent;
     struct gkeys *keys;
-    heap groups;
+    gheap groups;
     uint32_t n_grp_ready;
 } node;
 
@@ -246,6 +266,7 @@ typedef struct tkey {
     uint32_t job_limit;     /* what its last submit (or load) said */
     uint32_t active;        /* leased or running jobs that name it */
     uint32_t refs;          /* groups that name it */
+    uint32_t live;          /* of those, groups not idle (jobs point there) */
     const key_setting *set; /* the setting in force, or NULL */
     /* rate: rb.t a unit and rb.tau (us; t 0: none), rb.tat; rb.until: a key
      * no group names, kept until its bucket is full again (its timer) */
@@ -278,8 +299,10 @@ typedef struct gkeys {
     uint8_t n, nc;
     uint8_t full;   /* keys at their limit: the group is eligible when 0 */
     rate_bucket rb; /* RB_GROUP: closed until its rate keys allow its costs */
-    engine_limit_key cout[ENGINE_JOB_KEYS_MAX]; /* as engine_job_get shows them */
-    engine_rate_key rout[ENGINE_JOB_KEYS_MAX];
+    /* the keys as engine_job_get shows them, in the same allocation after v
+     * (a submit's lookup reads only the head and v) */
+    engine_limit_key *cout;
+    engine_rate_key *rout;
     gkey v[];
 } gkeys;
 
@@ -358,6 +381,7 @@ typedef struct batch {
 #define JF_IN_BATCH     8u /* one of a batch's jobs (extra->batch): its state changes count there */
 #define JF_ARGS_OUT     16u /* its args are spilled (args.c): args[0..2] hold their length */
 #define JF_ARGS_ASKED   32u /* spilled, and read ahead already (engine_args_wanted) */
+#define JF_CAPPED       64u /* ready, aged to its queue's aging_cap (aging.c) */
 
 struct engine_job {
     uint64_t id;
@@ -410,12 +434,16 @@ struct engine {
     htab tenants, queues, shards, pairs, nodes, lanes, uniq, idem, workers;
     htab tkeys, groups, key_settings; /* keys.c */
     size_t keys_full;                 /* tkeys at their limit */
-    ptr_vec key_setting_graveyard;    /* deleted settings listed in changes */
-    htab stale;                       /* (id, key) of node-heap entries whose job left */
-    jheap timers;                     /* scheduled jobs by run_at */
-    jheap leases;                     /* leased/running jobs by deadline */
-    heap rate_timers;                 /* closed rate buckets by the time they open */
-    ready_heap expiry;                /* (expire_at, id) of jobs that may expire (expiry.c; lazy) */
+    size_t keys_dormant;              /* tkeys named by idle groups only */
+    dlist idle_groups;                /* groups no job points to, oldest first (keys.c) */
+    size_t n_idle_groups;
+    ptr_vec key_setting_graveyard; /* deleted settings listed in changes */
+    htab stale;                    /* (id, key) of node-heap entries whose job left */
+    jheap timers;                  /* scheduled jobs by run_at */
+    jheap leases;                  /* leased/running jobs by deadline */
+    heap rate_timers;              /* closed rate buckets by the time they open */
+    heap aging;                    /* nodes by when their first rising job reaches the cap */
+    ready_heap expiry;             /* (expire_at, id) of jobs that may expire (expiry.c; lazy) */
     dlist idem_order;
     avl_tree dead_by_id, dead_by_fin;
     change_vec changes;
@@ -592,6 +620,44 @@ bool engine_heap_check_jobs(const jheap *h, int kind); /* 1 timer, 2 lease */
  * marked stale; returns the live count or -1. */
 long engine_heap_check_node(engine_t *e, node *n);
 bool engine_heap_check_nodes(const heap *h);
+bool engine_gheap_ordered(const gheap *h);
+long engine_heap_check_entries(engine_t *e, node *n, const ready_heap *h, bool rising);
+
+/* Ready order: higher priority first, then earlier run_at, packed into one
+ * word (run_at below 2^48 ms, about 8,900 years). */
+static inline uint64_t engine_pack_key(int priority, int64_t run_at)
+{
+    uint64_t run = run_at < 0 ? 0 : (uint64_t)run_at;
+    if (run > 0xffffffffffffULL) run = 0xffffffffffffULL;
+    return ((uint64_t)(ENGINE_PRIORITY_MAX - priority) << 48) | run;
+}
+
+/* A node's front among its ready jobs: its own heap's top, else its rising
+ * heap's (aging.c); NULL when it has none.  Both tops are live. */
+static inline const ready_entry *node_top(const node *n)
+{
+    return n->jobs.n ? &n->jobs.a[0] : n->rising.n ? &n->rising.a[0] : NULL;
+}
+
+/* ---- aging.c ---- */
+/* The key j waits under in its node (the static key, or, while it rises,
+ * its rank in `rising`: *rising true). */
+uint64_t engine_heap_key(const job *j, bool *rising);
+/* What j ranks as at `now` against jobs of other queues: its priority,
+ * raised by its wait (ready_key's packing). */
+uint64_t engine_aging_rank(const job *j, int64_t now);
+/* n's first rising job changed: its place in e->aging. */
+void engine_aging_watch(engine_t *e, node *n);
+size_t engine_aging_tick(engine_t *e, int64_t now);
+int64_t engine_aging_next(const engine_t *e);
+/* q's aging settings changed: every ready job of q re-keyed. */
+void engine_aging_rekey(engine_t *e, queue *q);
+bool engine_aging_check(engine_t *e, char *why, size_t len);
+/* sched.c's ready heaps, for aging.c */
+void engine_ready_entry_push(engine_t *e, ready_heap *h, ready_entry x);
+void engine_ready_entry_pop(ready_heap *h);
+bool engine_stale_take(engine_t *e, uint64_t id, uint64_t k);
+void engine_node_prune(engine_t *e, node *n);
 bool engine_heap_check_shards(const heap *h);
 int engine_dead_cmp_id(const avl_node *a, const avl_node *b);
 int engine_dead_cmp_fin(const avl_node *a, const avl_node *b);
@@ -675,6 +741,10 @@ node *engine_group_for(engine_t *e, int64_t now, node *home, const engine_queue_
                        uint32_t n_rk);
 /* A group no job points at any more (engine_node_unref's part). */
 void engine_group_free(engine_t *e, node *g);
+/* No job points to g: it waits, idle, for the next job of its keys (a key
+ * that comes and goes makes no group nor key each time); the oldest idle
+ * groups are freed past a bound. */
+void engine_group_idle(engine_t *e, node *g);
 /* A group's eligibility changed (ready jobs, keys' room): in or out of its
  * node's heap of groups, and the node's place after it. */
 void engine_group_update(engine_t *e, node *g);

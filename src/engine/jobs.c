@@ -902,6 +902,7 @@ size_t engine_tick(engine_t *e, int64_t now)
     }
     changed += engine_rate_tick(e, now);
     changed += engine_expiry_tick(e, now);
+    changed += engine_aging_tick(e, now);
     while (!dlist_empty(&e->idem_order)) {
         idem_entry *ie = DLIST_ITEM(e->idem_order.head.next, idem_entry, in_order);
         if (ie->info.created_at + e->cfg.idempotency_ttl_ms > now) break;

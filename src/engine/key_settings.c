@@ -34,6 +34,7 @@ static key_setting *setting_find(engine_t *e, const tenant *t, const char *key)
 const key_setting *engine_key_setting_for(engine_t *e, const tenant *t, const char *key,
                                           size_t klen, engine_key_field f)
 {
+    if (dlist_empty(&t->key_settings)) return NULL; /* most tenants: no lookup */
     key_setting *own = setting_find(e, t, key);
     if (own && engine_key_settings_sets(&own->s, f)) return own;
     const key_setting *best = NULL;

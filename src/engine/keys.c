@@ -94,16 +94,49 @@ void engine_key_resolve(engine_t *e, int64_t now, tkey *k)
     if (engine_key_rate_resolve(e, now, k)) engine_key_rate_changed(e, now, k);
 }
 
-static tkey *tkey_get(engine_t *e, tenant *t, const char *key)
+/* A key named by idle groups only is dormant: no resident job names it,
+ * and unless its rate still counts starts (its timer runs until its bucket
+ * is full) it is not shown nor counted. */
+static bool key_dormant(const tkey *k)
 {
-    tkey *k = engine_tkey_find(e, t, key);
+    return k->refs > 0 && k->live == 0 && !k->rb.until;
+}
+
+/* After a change to k's groups or timer: the count of dormant keys. */
+static void dormant_changed(engine_t *e, const tkey *k, bool was)
+{
+    bool now = key_dormant(k);
+    if (now != was) e->keys_dormant += now ? 1 : (size_t)-1;
+}
+
+/* k's last group in use went idle: its rate, if its bucket is not full,
+ * keeps counting starts (as a key no group names). */
+static void key_went_idle(engine_t *e, tkey *k)
+{
+    bool was = key_dormant(k);
+    if (--k->live == 0) engine_key_rate_retire(e, k);
+    dormant_changed(e, k, was);
+}
+
+static void key_back_in_use(engine_t *e, tkey *k)
+{
+    bool was = key_dormant(k);
+    if (k->live++ == 0) engine_key_rate_unretire(e, k);
+    dormant_changed(e, k, was);
+}
+
+static tkey *tkey_get(engine_t *e, tenant *t, const char *key, uint64_t hash, bool *fresh)
+{
+    tkey_ref x = {t, key};
+    tkey *k = htab_find(&e->tkeys, hash, tkey_eq, &x);
+    *fresh = k == NULL;
     if (k) return k;
     size_t len = strlen(key);
     k = xcalloc(1, sizeof(*k) + len + 1);
     k->t = t;
     k->klen = (uint32_t)len;
     memcpy(k->key, key, len + 1);
-    k->hash = tkey_hash(e, t, key, len);
+    k->hash = hash;
     k->limit = k->job_limit = ENGINE_UNLIMITED;
     engine_rate_init(&k->rb, RB_KEY);
     dlist_init(&k->groups);
@@ -123,33 +156,43 @@ static void tkey_free(engine_t *e, tkey *k)
 
 static void tkey_unref(engine_t *e, tkey *k)
 {
-    if (--k->refs > 0) return;
+    bool was = key_dormant(k);
+    --k->refs;
+    dormant_changed(e, k, was);
+    if (k->refs > 0) return;
     /* no group names it, so no job holds it; a rate key stays until its
-     * bucket is full again */
-    if (!engine_key_rate_retire(e, k)) tkey_free(e, k);
+     * bucket is full again (its timer may run already) */
+    if (!k->rb.until && !engine_key_rate_retire(e, k)) tkey_free(e, k);
 }
 
 void engine_key_rate_opened(engine_t *e, tkey *k)
 {
-    if (k->refs == 0) tkey_free(e, k);
+    if (k->refs == 0)
+        tkey_free(e, k);
+    else if (k->live == 0) /* its timer ended: dormant now */
+        e->keys_dormant++;
 }
 
 /* ---- groups ------------------------------------------------------------------ */
 
-static size_t group_size(uint32_t n)
+/* A group: its node, its keys, then what engine_job_get shows of them. */
+static size_t group_size(uint32_t n, uint32_t nc)
 {
-    return sizeof(node) + sizeof(gkeys) + n * sizeof(gkey);
+    return sizeof(node) + sizeof(gkeys) + n * sizeof(gkey) + nc * sizeof(engine_limit_key) +
+           (n - nc) * sizeof(engine_rate_key);
 }
 
 static size_t group_mem(const node *g)
 {
-    return mem_chunk(group_size(g->keys->n)) + sizeof(htab_slot);
+    return mem_chunk(group_size(g->keys->n, g->keys->nc)) + sizeof(htab_slot);
 }
 
 /* What a group is made of: each key, and what the jobs gave for it. */
 typedef struct group_key {
     const node *home;
     uint32_t n, nc;
+    const char *name[2 * ENGINE_JOB_KEYS_MAX]; /* each key, and its tkey's hash */
+    uint64_t khash[2 * ENGINE_JOB_KEYS_MAX];
     tkey *k[2 * ENGINE_JOB_KEYS_MAX];
     uint32_t limit[ENGINE_JOB_KEYS_MAX];
     engine_rate_key given[ENGINE_JOB_KEYS_MAX];
@@ -168,7 +211,8 @@ static bool group_eq(const void *item, const void *key)
     const gkeys *gs = g->keys;
     if (g->parent != x->home || gs->n != x->n || gs->nc != x->nc) return false;
     for (uint32_t i = 0; i < x->n; i++) {
-        if (gs->v[i].k != x->k[i]) return false;
+        const tkey *k = gs->v[i].k;
+        if (k->hash != x->khash[i] || strcmp(k->key, x->name[i]) != 0) return false;
         if (i < x->nc ? gs->v[i].limit != x->limit[i]
                       : !rate_given_eq(&gs->v[i].given, &x->given[i - x->nc]))
             return false;
@@ -320,6 +364,28 @@ static const char *rk_at(const void *v, uint32_t i)
     return ((const engine_rate_key *)v)[i].key;
 }
 
+/* What the last submit naming k said of its limit or rate (a setting
+ * wins): k is resolved again when that changed; settings resolve their keys
+ * when they change (key_settings.c). */
+static void key_given_limit(engine_t *e, int64_t now, tkey *k, uint32_t limit, bool fresh)
+{
+    if (!fresh && k->job_limit == limit) return;
+    k->job_limit = limit;
+    engine_key_resolve(e, now, k);
+}
+
+static void key_given_rate(engine_t *e, int64_t now, tkey *k, const engine_rate_key *x, bool fresh)
+{
+    if (x->rate && (k->job_rate != x->rate || k->job_period != x->rate_period_ms ||
+                    k->job_burst != x->rate_burst)) {
+        k->job_rate = x->rate;
+        k->job_period = x->rate_period_ms;
+        k->job_burst = x->rate_burst;
+        fresh = true;
+    }
+    if (fresh) engine_key_resolve(e, now, k);
+}
+
 node *engine_group_for(engine_t *e, int64_t now, node *home, const engine_queue_settings *qs,
                        const engine_limit_key *ck, uint32_t n_ck, const engine_rate_key *rk,
                        uint32_t n_rk)
@@ -329,37 +395,59 @@ node *engine_group_for(engine_t *e, int64_t now, node *home, const engine_queue_
     sort_idx(co, n_ck, ck_at, ck);
     sort_idx(ro, n_rk, rk_at, rk);
     group_key gk = {.home = home, .n = n_ck + n_rk, .nc = n_ck};
+    /* the group is found by its keys' text: a key's own record is looked
+     * up only for a new group */
     uint64_t h = hash_combine(home->hash, 0x6b657973);
     for (uint32_t i = 0; i < n_ck; i++) {
         const engine_limit_key *x = &ck[co[i]];
-        tkey *k = gk.k[i] = tkey_get(e, home->t, x->key);
+        gk.name[i] = x->key;
+        gk.khash[i] = tkey_hash(e, home->t, x->key, strlen(x->key));
         gk.limit[i] = x->limit;
-        /* the last submit that names a key says its limit (a setting wins) */
-        k->job_limit = x->limit ? x->limit : qs->concurrency_limit;
-        engine_key_resolve(e, now, k);
-        h = hash_combine(h, k->hash ^ x->limit);
+        h = hash_combine(h, gk.khash[i] ^ x->limit);
     }
     for (uint32_t i = 0; i < n_rk; i++) {
         const engine_rate_key *x = &rk[ro[i]];
-        tkey *k = gk.k[n_ck + i] = tkey_get(e, home->t, x->key);
+        gk.name[n_ck + i] = x->key;
+        gk.khash[n_ck + i] = tkey_hash(e, home->t, x->key, strlen(x->key));
         gk.given[i] = *x;
         gk.given[i].key = NULL;
-        if (x->rate) { /* the last submit that gives a rate says it (a setting wins) */
-            k->job_rate = x->rate;
-            k->job_period = x->rate_period_ms;
-            k->job_burst = x->rate_burst;
-        }
-        engine_key_resolve(e, now, k);
-        h = hash_combine(h, k->hash ^ 0x7a7e ^ x->cost ^ (uint64_t)x->rate << 32);
+        h = hash_combine(h, gk.khash[n_ck + i] ^ 0x7a7e ^ x->cost ^ (uint64_t)x->rate << 32);
     }
     node *g = htab_find(&e->groups, h, group_eq, &gk);
-    if (g) return g;
-    g = xcalloc(1, group_size(gk.n));
+    if (g) {
+        const gkeys *gs = g->keys;
+        if (g->refs == 0) { /* idle: back in use */
+            dlist_remove(&g->in_tenant);
+            e->n_idle_groups--;
+            for (uint32_t i = 0; i < gs->n; i++) key_back_in_use(e, gs->v[i].k);
+        }
+        for (uint32_t i = 0; i < n_ck; i++) {
+            uint32_t l = ck[co[i]].limit;
+            key_given_limit(e, now, gs->v[i].k, l ? l : qs->concurrency_limit, false);
+        }
+        for (uint32_t i = 0; i < n_rk; i++)
+            key_given_rate(e, now, gs->v[n_ck + i].k, &rk[ro[i]], false);
+        return g;
+    }
+    for (uint32_t i = 0; i < n_ck; i++) {
+        bool fresh;
+        tkey *k = gk.k[i] = tkey_get(e, home->t, gk.name[i], gk.khash[i], &fresh);
+        uint32_t l = gk.limit[i];
+        key_given_limit(e, now, k, l ? l : qs->concurrency_limit, fresh);
+    }
+    for (uint32_t i = 0; i < n_rk; i++) {
+        bool fresh;
+        tkey *k = gk.k[n_ck + i] =
+            tkey_get(e, home->t, gk.name[n_ck + i], gk.khash[n_ck + i], &fresh);
+        key_given_rate(e, now, k, &rk[ro[i]], fresh);
+    }
+    g = xcalloc(1, group_size(gk.n, gk.nc));
     g->sh = home->sh;
     g->t = home->t;
     g->p = home->p;
     g->hash = h;
     g->sidx = HEAP_NONE;
+    g->aidx = HEAP_NONE;
     g->parent = home;
     home->refs++;
     gkeys *gs = (gkeys *)(g + 1);
@@ -367,6 +455,8 @@ node *engine_group_for(engine_t *e, int64_t now, node *home, const engine_queue_
     gs->hash = h;
     gs->n = (uint8_t)gk.n;
     gs->nc = (uint8_t)gk.nc;
+    gs->cout = (engine_limit_key *)(void *)&gs->v[gk.n];
+    gs->rout = (engine_rate_key *)(void *)&gs->cout[gk.nc];
     engine_rate_init(&gs->rb, RB_GROUP);
     for (uint32_t i = 0; i < gk.n; i++) {
         gkey *v = &gs->v[i];
@@ -374,7 +464,10 @@ node *engine_group_for(engine_t *e, int64_t now, node *home, const engine_queue_
         v->k = k;
         v->g = g;
         v->rate = i >= gk.nc;
-        if (k->refs++ == 0) engine_key_rate_unretire(e, k);
+        bool was = key_dormant(k);
+        k->refs++;
+        if (k->live++ == 0) engine_key_rate_unretire(e, k);
+        dormant_changed(e, k, was);
         dlist_push_back(&k->groups, &v->link);
         if (!v->rate) {
             v->limit = gk.limit[i];
@@ -392,6 +485,26 @@ node *engine_group_for(engine_t *e, int64_t now, node *home, const engine_queue_
     return g;
 }
 
+/* Idle groups kept at most: a quarter of all groups, and at least this
+ * many. */
+#define IDLE_GROUPS_MIN 4096
+
+void engine_group_idle(engine_t *e, node *g)
+{
+    const gkeys *gs = g->keys;
+    for (uint32_t i = 0; i < gs->n; i++) key_went_idle(e, gs->v[i].k);
+    /* the node's in_tenant link is free in a group: it holds the idle list */
+    dlist_push_back(&e->idle_groups, &g->in_tenant);
+    e->n_idle_groups++;
+    size_t most = e->groups.len / 4 > IDLE_GROUPS_MIN ? e->groups.len / 4 : IDLE_GROUPS_MIN;
+    while (e->n_idle_groups > most) {
+        node *old = DLIST_ITEM(e->idle_groups.head.next, node, in_tenant);
+        dlist_remove(&old->in_tenant);
+        e->n_idle_groups--;
+        engine_group_free(e, old);
+    }
+}
+
 void engine_group_free(engine_t *e, node *g)
 {
     node *home = g->parent;
@@ -404,6 +517,7 @@ void engine_group_free(engine_t *e, node *g)
         tkey_unref(e, gs->v[i].k);
     }
     ready_heap_free(&g->jobs);
+    ready_heap_free(&g->rising);
     free(g);
     engine_node_unref(e, home);
 }
@@ -487,11 +601,19 @@ static void key_info(const tkey *k, int64_t now, engine_key_info *o)
     }
 }
 
+/* Whether resident jobs name k (or its rate still counts starts); a key of
+ * idle groups alone is kept for them only. */
+static bool key_shown(const tkey *k)
+{
+    return !key_dormant(k);
+}
+
 bool engine_key_info_get(engine_t *e, int64_t now, const char *tenant_name, const char *key,
                          engine_key_info *out)
 {
     tenant *t = engine_tenant_find(e, tenant_name);
     tkey *k = t ? engine_tkey_find(e, t, key) : NULL;
+    if (k && !key_shown(k)) k = NULL;
     if (k) key_info(k, now, out);
     return k != NULL;
 }
@@ -555,7 +677,7 @@ size_t engine_keys_list(engine_t *e, int64_t now, const char *tenant_name, bool 
     size_t n = 0, all = 0;
     for (size_t i = 0; i < htab_cap(&e->tkeys); i++) {
         const tkey *k = e->tkeys.slots[i].item;
-        if (!k || (tenant_name && strcmp(k->t->name, tenant_name) != 0)) continue;
+        if (!k || (tenant_name && strcmp(k->t->name, tenant_name) != 0) || !key_shown(k)) continue;
         engine_key_info x;
         key_info(k, now, &x);
         if (at_limit_only && !info_at_limit(&x)) continue;
@@ -575,7 +697,7 @@ size_t engine_keys_list(engine_t *e, int64_t now, const char *tenant_name, bool 
 
 size_t engine_key_count(const engine_t *e)
 {
-    return e->tkeys.len;
+    return e->tkeys.len - e->keys_dormant;
 }
 
 size_t engine_keys_at_limit(const engine_t *e)
@@ -589,6 +711,7 @@ void engine_keys_free(engine_t *e)
         node *g = e->groups.slots[i].item;
         if (!g) continue;
         ready_heap_free(&g->jobs);
+        ready_heap_free(&g->rising);
         free(g);
     }
     htab_free(&e->groups);
@@ -599,16 +722,27 @@ void engine_keys_free(engine_t *e)
 
 /* ---- checks -------------------------------------------------------------------- */
 
-static bool check_key(engine_t *e, tkey *k, size_t *full, char *why, size_t len)
+static bool check_key(engine_t *e, tkey *k, size_t *full, size_t *dormant, char *why, size_t len)
 {
-    uint32_t refs = 0;
-    DLIST_FOREACH(it, &k->groups) refs++;
+    uint32_t refs = 0, live = 0;
+    DLIST_FOREACH(it, &k->groups)
+    {
+        refs++;
+        live += DLIST_ITEM(it, gkey, link)->g->refs > 0;
+    }
+    if (live != k->live) {
+        snprintf(why, len, "key %s/%s: %u groups in use name it, counted %u", k->t->name, k->key,
+                 live, k->live);
+        return false;
+    }
+    *dormant += key_dormant(k);
     const key_setting *from;
     uint32_t want = concurrency_in_force(e, k, &from);
-    /* a key no group names is kept only for its rate (its timer) */
+    /* a key no group in use names is kept only for its rate (its timer),
+     * or for its idle groups */
     bool kept = refs == 0 && k->rb.until != 0;
     if (refs != k->refs || (refs == 0 && !kept) || want != k->limit || from != k->set ||
-        !engine_rate_check(e, &k->rb) || (refs && k->rb.until)) {
+        !engine_rate_check(e, &k->rb) || (live && k->rb.until)) {
         snprintf(why, len, "key %s/%s: %u groups name it (refs %u), limit %u (wants %u)",
                  k->t->name, k->key, refs, k->refs, k->limit, want);
         return false;
@@ -640,49 +774,57 @@ static bool check_group(engine_t *e, int64_t now, node *g, char *why, size_t len
         }
     }
     bool want = g->n_ready > 0 && f == 0 && !gs->rb.until;
-    const heap *h = &g->parent->groups;
-    bool in = g->sidx != HEAP_NONE && g->sidx < h->n && h->a[g->sidx] == g;
-    if (f != gs->full || want != in || (g->sidx != HEAP_NONE && !in) || g->refs == 0) {
+    const gheap *h = &g->parent->groups;
+    bool in = g->sidx != HEAP_NONE && g->sidx < h->n && h->a[g->sidx].g == g;
+    if (f != gs->full || want != in || (g->sidx != HEAP_NONE && !in) ||
+        (g->refs == 0 && g->n_ready)) {
         snprintf(why, len,
                  "group of %s/%s/%s: %u keys full (counted %u), eligible %d, in heap %d, refs %u",
                  g->sh->q->name, g->sh->type, g->t->name, gs->full, f, want, in, g->refs);
         return false;
     }
     if (!engine_keys_rate_check(e, now, g, why, len)) return false;
-    if (in && (g->k != g->jobs.a[0].k || g->kid != g->jobs.a[0].id)) {
+    if (in && (g->k != node_top(g)->k || g->kid != node_top(g)->id)) {
         snprintf(why, len, "group of %s/%s/%s: cached front is stale", g->sh->q->name, g->sh->type,
                  g->t->name);
         return false;
-    }
-    if (in && g->sidx > 0) {
-        const node *p = h->a[(g->sidx - 1) / 2];
-        if (g->k < p->k || (g->k == p->k && g->kid < p->kid)) {
-            snprintf(why, len, "groups of %s/%s/%s out of order", g->sh->q->name, g->sh->type,
-                     g->t->name);
-            return false;
-        }
     }
     return true;
 }
 
 bool engine_keys_check_all(engine_t *e, int64_t now, size_t *mem, char *why, size_t len)
 {
-    size_t m = 0, full = 0;
+    size_t m = 0, full = 0, dormant = 0, idle = 0, listed = 0;
     for (size_t i = 0; i < htab_cap(&e->tkeys); i++) {
         tkey *k = e->tkeys.slots[i].item;
         if (!k) continue;
         m += tkey_mem(k);
-        if (!check_key(e, k, &full, why, len)) return false;
+        if (!check_key(e, k, &full, &dormant, why, len)) return false;
     }
-    if (full != e->keys_full) {
-        snprintf(why, len, "%zu keys at their limit, counted %zu", e->keys_full, full);
+    if (full != e->keys_full || dormant != e->keys_dormant) {
+        snprintf(why, len, "%zu keys at their limit, counted %zu; %zu dormant, counted %zu",
+                 e->keys_full, full, e->keys_dormant, dormant);
         return false;
     }
     for (size_t i = 0; i < htab_cap(&e->groups); i++) {
         node *g = e->groups.slots[i].item;
         if (!g) continue;
         m += group_mem(g);
+        idle += g->refs == 0;
         if (!check_group(e, now, g, why, len)) return false;
+    }
+    DLIST_FOREACH(it, &e->idle_groups)
+    {
+        listed++;
+        if (DLIST_ITEM(it, node, in_tenant)->refs != 0) {
+            snprintf(why, len, "a group in use is listed as idle");
+            return false;
+        }
+    }
+    if (idle != e->n_idle_groups || listed != idle) {
+        snprintf(why, len, "%zu idle groups, counted %zu, listed %zu", e->n_idle_groups, idle,
+                 listed);
+        return false;
     }
     *mem = m;
     return true;

@@ -18,15 +18,6 @@ static inline bool jheap_less(const jheap_entry *a, const jheap_entry *b)
     return a->k < b->k || (a->k == b->k && a->id < b->id);
 }
 
-/* Ready order: higher priority first, then earlier run_at; packed into one
- * word (run_at is below 2^48 ms, about 8,900 years). */
-static inline uint64_t ready_key(const job *j)
-{
-    uint64_t run = j->run_at < 0 ? 0 : (uint64_t)j->run_at;
-    if (run > 0xffffffffffffULL) run = 0xffffffffffffULL;
-    return ((uint64_t)(ENGINE_PRIORITY_MAX - j->priority) << 48) | run;
-}
-
 static void jh_place(jheap *h, uint32_t i, jheap_entry x)
 {
     h->a[i] = x;
@@ -204,10 +195,9 @@ static void stale_add(engine_t *e, uint64_t id, uint64_t k)
 }
 
 /* Restores "the top is live", or empties the heap when nothing is. */
-static void node_prune(engine_t *e, node *n)
+static void heap_prune(engine_t *e, ready_heap *h, bool empty)
 {
-    ready_heap *h = &n->jobs;
-    if (n->n_ready == 0) {
+    if (empty) {
         for (uint32_t i = 0; i < h->n; i++) stale_take(e, h->a[i].id, h->a[i].k);
         h->n = 0;
         if (h->cap > 64) {
@@ -218,6 +208,35 @@ static void node_prune(engine_t *e, node *n)
         return;
     }
     while (h->n && stale_take(e, h->a[0].id, h->a[0].k)) nh_pop(h);
+}
+
+/* Restores "each top is live" in n's heaps (its own and its rising jobs'),
+ * or empties them when nothing is. */
+static void node_prune(engine_t *e, node *n)
+{
+    heap_prune(e, &n->jobs, n->n_ready == 0);
+    if (n->rising.n) heap_prune(e, &n->rising, n->n_ready == 0);
+}
+
+void engine_node_prune(engine_t *e, node *n)
+{
+    node_prune(e, n);
+}
+
+bool engine_stale_take(engine_t *e, uint64_t id, uint64_t k)
+{
+    return stale_take(e, id, k);
+}
+
+void engine_ready_entry_push(engine_t *e, ready_heap *h, ready_entry x)
+{
+    /* An identical entry left behind earlier is this one again. */
+    if (!stale_take(e, x.id, x.k)) nh_push(h, x);
+}
+
+void engine_ready_entry_pop(ready_heap *h)
+{
+    nh_pop(h);
 }
 
 void engine_stale_free(engine_t *e)
@@ -255,12 +274,96 @@ bool engine_node_before(const node *a, const node *b)
     return node_before(a, b);
 }
 
-/* A node's groups compare on their front job, cached as a node's is. */
-static inline bool group_before(const node *a, const node *b)
+/* A node's groups compare on their front job, kept in the heap's entries
+ * (and in the group, for its own checks). */
+static inline bool gh_less(const gheap_entry *a, const gheap_entry *b)
 {
     return a->k < b->k || (a->k == b->k && a->kid < b->kid);
 }
-HEAP_DEFINE(gq, node, sidx, group_before)
+
+static inline void gh_place(gheap *h, uint32_t i, gheap_entry x)
+{
+    h->a[i] = x;
+    x.g->sidx = i;
+}
+
+static void gh_up(gheap *h, uint32_t i)
+{
+    gheap_entry x = h->a[i];
+    while (i > 0) {
+        uint32_t p = (i - 1) / 4;
+        if (!gh_less(&x, &h->a[p])) break;
+        gh_place(h, i, h->a[p]);
+        i = p;
+    }
+    gh_place(h, i, x);
+}
+
+static void gh_down(gheap *h, uint32_t i)
+{
+    gheap_entry x = h->a[i];
+    for (;;) {
+        uint32_t c = 4 * i + 1;
+        if (c >= h->n) break;
+        uint32_t end = c + 4 < h->n ? c + 4 : h->n, best = c;
+        for (uint32_t k = c + 1; k < end; k++)
+            if (gh_less(&h->a[k], &h->a[best])) best = k;
+        if (!gh_less(&h->a[best], &x)) break;
+        gh_place(h, i, h->a[best]);
+        i = best;
+    }
+    gh_place(h, i, x);
+}
+
+static void gh_push(gheap *h, node *g)
+{
+    if (h->n == h->cap) {
+        h->cap = h->cap ? h->cap * 2 : 4;
+        h->a = xrealloc(h->a, (size_t)h->cap * sizeof(gheap_entry));
+    }
+    h->a[h->n] = (gheap_entry){g->k, g->kid, g};
+    g->sidx = h->n++;
+    gh_up(h, h->n - 1);
+}
+
+static void gh_remove(gheap *h, node *g)
+{
+    uint32_t i = g->sidx;
+    g->sidx = HEAP_NONE;
+    h->n--;
+    if (i != h->n) {
+        gh_place(h, i, h->a[h->n]);
+        if (i > 0 && gh_less(&h->a[i], &h->a[(i - 1) / 4]))
+            gh_up(h, i);
+        else
+            gh_down(h, i);
+    }
+    if (h->cap > 64 && h->n < h->cap / 4) {
+        h->cap /= 2;
+        h->a = xrealloc(h->a, (size_t)h->cap * sizeof(gheap_entry));
+    }
+}
+
+/* g's front changed: its entry takes it, and moves. */
+static void gh_rekey(gheap *h, node *g)
+{
+    uint32_t i = g->sidx;
+    gheap_entry *x = &h->a[i];
+    bool earlier = g->k < x->k || (g->k == x->k && g->kid < x->kid);
+    x->k = g->k;
+    x->kid = g->kid;
+    if (earlier)
+        gh_up(h, i);
+    else
+        gh_down(h, i);
+}
+
+bool engine_gheap_ordered(const gheap *h)
+{
+    for (uint32_t i = 1; i < h->n; i++)
+        if (gh_less(&h->a[i], &h->a[(i - 1) / 4]) || h->a[i].g->sidx != i) return false;
+    return h->n == 0 || h->a[0].g->sidx == 0;
+}
 
 static inline bool shard_before(const shard *a, const shard *b)
 {
@@ -269,9 +372,11 @@ static inline bool shard_before(const shard *a, const shard *b)
 HEAP_DEFINE(sq, shard, qidx, shard_before)
 
 /* Across queues the best job wins on (priority, run_at, id). */
-static inline bool job_before(const job *a, const job *b)
+/* Across queues the best job wins on what it ranks as now (its priority,
+ * raised by aging where its queue ages), then run_at and id. */
+static inline bool job_before(const job *a, const job *b, int64_t now)
 {
-    uint64_t ka = ready_key(a), kb = ready_key(b);
+    uint64_t ka = engine_aging_rank(a, now), kb = engine_aging_rank(b, now);
     return ka < kb || (ka == kb && a->id < b->id);
 }
 
@@ -331,12 +436,13 @@ static void shard_update(shard *sh)
 static inline void node_front(node *n)
 {
     if (n->n_ready) {
-        n->k = n->jobs.a[0].k;
-        n->kid = n->jobs.a[0].id;
+        const ready_entry *t = node_top(n);
+        n->k = t->k;
+        n->kid = t->id;
     }
     if (n->groups.n) {
-        const node *g = n->groups.a[0];
-        if (!n->n_ready || group_before(g, n)) {
+        const gheap_entry *g = &n->groups.a[0];
+        if (!n->n_ready || g->k < n->k || (g->k == n->k && g->kid < n->kid)) {
             n->k = g->k;
             n->kid = g->kid;
         }
@@ -348,15 +454,19 @@ void engine_group_update(engine_t *e, node *g)
     node *n = g->parent;
     bool want = g->n_ready > 0 && g->keys->full == 0 && !g->keys->rb.until;
     if (want) {
-        g->k = g->jobs.a[0].k;
-        g->kid = g->jobs.a[0].id;
-        if (g->sidx == HEAP_NONE) {
-            if (gq_push(&n->groups, g) != 0) engine_oom();
-        } else {
-            gq_fix(&n->groups, g);
-        }
+        const ready_entry *t = node_top(g);
+        uint64_t k = t->k, kid = t->id;
+        if (g->sidx != HEAP_NONE && g->k == k && g->kid == kid) return; /* its node is as it was */
+        g->k = k;
+        g->kid = kid;
+        if (g->sidx == HEAP_NONE)
+            gh_push(&n->groups, g);
+        else
+            gh_rekey(&n->groups, g);
     } else if (g->sidx != HEAP_NONE) {
-        gq_remove(&n->groups, g);
+        gh_remove(&n->groups, g);
+    } else {
+        return; /* out, and out it stays */
     }
     engine_node_update(e, n);
 }
@@ -469,25 +579,33 @@ static void ready_push(engine_t *e, job *j)
 {
     node *n = j->node, *b = node_base(n);
     bool was_empty = n->n_ready == 0, b_was_empty = node_ready_all(b) == 0;
-    uint64_t k = ready_key(j);
+    bool rising;
+    uint64_t k = engine_heap_key(j, &rising);
+    ready_heap *h = rising ? &n->rising : &n->jobs;
     n->n_ready++;
     if (n != b) b->n_grp_ready++;
     /* An identical entry left behind earlier is this one again. */
-    if (!stale_take(e, j->id, k)) nh_push(&n->jobs, (ready_entry){k, j->id});
+    if (!stale_take(e, j->id, k)) nh_push(h, (ready_entry){k, j->id});
+    if (rising && h->a[0].id == j->id) engine_aging_watch(e, n);
     if (e->n_spilled) engine_args_node_busy(e, n, false);
     if (b_was_empty) {
         dlist_push_back(&b->t->ready_nodes, &b->in_tenant);
         dlist_push_back(&b->p->ready_nodes, &b->in_pair);
     }
-    if (was_empty || (n->jobs.a[0].id == j->id && n->jobs.a[0].k == k)) engine_node_update(e, n);
+    const ready_entry *t = node_top(n);
+    if (was_empty || (t->id == j->id && t->k == k)) engine_node_update(e, n);
 }
 
 static void ready_remove(engine_t *e, job *j)
 {
     node *n = j->node, *b = node_base(n);
-    ready_heap *h = &n->jobs;
-    uint64_t k = ready_key(j);
+    bool rising;
+    uint64_t k = engine_heap_key(j, &rising);
+    ready_heap *h = rising ? &n->rising : &n->jobs;
+    const ready_entry *t = node_top(n);
+    bool was_front = t->id == j->id && t->k == k;
     bool was_top = h->a[0].id == j->id && h->a[0].k == k;
+    j->flags &= (uint8_t)~JF_CAPPED; /* it ranks afresh when next ready */
     n->n_ready--;
     if (n != b) b->n_grp_ready--;
     if (was_top)
@@ -495,11 +613,12 @@ static void ready_remove(engine_t *e, job *j)
     else
         stale_add(e, j->id, k);
     node_prune(e, n);
+    if (rising && was_top) engine_aging_watch(e, n);
     if (node_ready_all(b) == 0) {
         dlist_remove(&b->in_tenant);
         dlist_remove(&b->in_pair);
     }
-    if (was_top) engine_node_update(e, n);
+    if (was_front) engine_node_update(e, n);
 }
 
 void engine_timer_push(engine_t *e, job *j)
@@ -645,6 +764,8 @@ size_t engine_lease(engine_t *e, int64_t now, const engine_lease_req *req, engin
     /* when a worker last asked, for "why a job waits" */
     for (size_t k = 0; k < nq && !req->n_types; k++) qs[k]->asked_at = now;
     if (req->max == 0) return 0;
+    /* jobs that aged to their cap by now rank as such (a tick may not have come) */
+    engine_aging_tick(e, now);
     /* With a type filter the candidates are (queue, type) shards. */
     ptr_vec *sv = &e->scratch;
     sv->n = 0;
@@ -680,7 +801,7 @@ size_t engine_lease(engine_t *e, int64_t now, const engine_lease_req *req, engin
             }
             if (!cand) continue;
             job *j = engine_job_find(e, cand->kid); /* its front: a job of its own or a group's */
-            if (!best || job_before(j, best)) best = j;
+            if (!best || job_before(j, best, now)) best = j;
         }
         if (!best) break;
         /* past its expire_at: ends expired rather than running (a tick late) */
@@ -701,6 +822,7 @@ int64_t engine_next_timer(const engine_t *e)
     if (e->leases.n && (int64_t)e->leases.a[0].k < t) t = (int64_t)e->leases.a[0].k;
     if (engine_rate_next(e) < t) t = engine_rate_next(e);
     if (engine_expiry_next(e) < t) t = engine_expiry_next(e);
+    if (engine_aging_next(e) < t) t = engine_aging_next(e);
     if (!dlist_empty(&e->idem_order)) {
         const idem_entry *ie = DLIST_ITEM(e->idem_order.head.next, idem_entry, in_order);
         int64_t due = ie->info.created_at + e->cfg.idempotency_ttl_ms;
@@ -759,7 +881,13 @@ void engine_worker_release(engine_t *e, const char *name)
 
 long engine_heap_check_node(engine_t *e, node *n)
 {
-    ready_heap *h = &n->jobs;
+    long a = engine_heap_check_entries(e, n, &n->jobs, false);
+    long b = engine_heap_check_entries(e, n, &n->rising, true);
+    return a < 0 || b < 0 ? -1 : a + b;
+}
+
+long engine_heap_check_entries(engine_t *e, node *n, const ready_heap *h, bool rising)
+{
     long live = 0;
     htab seen = {0};
     for (uint32_t i = 0; i < h->n; i++) {
@@ -771,8 +899,9 @@ long engine_heap_check_node(engine_t *e, node *n)
         if (live < 0) break;
         if (stale) continue;
         job *j = engine_job_find(e, x->id);
-        if (!j || j->state != ENGINE_READY || j->node != n || ready_key(j) != x->k ||
-            htab_find(&seen, hash_u64(x->id), stale_eq, &key)) {
+        bool r = false;
+        if (!j || j->state != ENGINE_READY || j->node != n || engine_heap_key(j, &r) != x->k ||
+            r != rising || htab_find(&seen, hash_u64(x->id), stale_eq, &key)) {
             live = -1;
             break;
         }

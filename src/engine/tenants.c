@@ -49,7 +49,7 @@ static void node_eligible_add(engine_t *e, node *n, engine_counts *o)
     if (n->sidx == HEAP_NONE || n->sh->q->rb.until) return;
     o->eligible += n->n_ready;
     /* (a group is in its node's heap when its keys let its jobs go) */
-    for (uint32_t i = 0; i < n->groups.n; i++) o->eligible += ((node *)n->groups.a[i])->n_ready;
+    for (uint32_t i = 0; i < n->groups.n; i++) o->eligible += n->groups.a[i].g->n_ready;
     const job *j = engine_job_find(e, n->kid);
     if (o->oldest_eligible == 0 || j->ready_at < o->oldest_eligible)
         o->oldest_eligible = j->ready_at;
@@ -125,6 +125,7 @@ int engine_queue_set(engine_t *e, int64_t now, const char *name, const engine_qu
         old.rate_burst != s->rate_burst)
         engine_rate_changed(e, &q->rb, now, old.rate != ENGINE_UNLIMITED);
     if (old.order != s->order) engine_queue_reorder(e, q);
+    if (old.aging_ms != s->aging_ms || old.aging_cap != s->aging_cap) engine_aging_rekey(e, q);
     return 0;
 }
 

@@ -323,11 +323,14 @@ static const char *const migrations[] = {
     "$PLAIN",
 
     /* 21: keyed limits (engine/keys.c): the keys a job names (its options,
-     * JSON; NULL: none), the queue's concurrency_limit, and the settings of
+     * JSON; NULL: none), the queue's concurrency_limit and priority aging
+     * (engine/aging.c), and the settings of
      * a tenant's keys or key prefixes ("account:*"), a column per setting
      * (TQ_KEY_SETTINGS; NULL: left to the jobs). */
     "ALTER TABLE $Sjobs ADD COLUMN options TEXT;\n"
     "ALTER TABLE $Squeues ADD COLUMN concurrency_limit $I64 NOT NULL DEFAULT 1;\n"
+    "ALTER TABLE $Squeues ADD COLUMN aging_ms $I64 NOT NULL DEFAULT 0;\n"
+    "ALTER TABLE $Squeues ADD COLUMN aging_cap $I64 NOT NULL DEFAULT 32767;\n"
     "CREATE TABLE $Skey_settings (\n"
     "  tenant TEXT NOT NULL,\n"
     "  key TEXT NOT NULL,\n"

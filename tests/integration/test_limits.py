@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """Keyed limits over HTTP (docs/SEMANTICS.md, "Keyed limits"): concurrency
 keys across queues and types of a tenant, the settings of keys and key
-prefixes, why a held job waits, the keys at their limit, bad input refused
-naming the field, and the limits across a kill -9. Real servers, real
+prefixes, why a held job waits, the keys at their limit, priority aging,
+bad input refused naming the field, and the limits across a kill -9. Real servers, real
 sockets, either store (TENQ_TEST_STORE)."""
 import os
 import sys
@@ -275,6 +275,37 @@ class DebounceAndExpiry(ServerTest):
         # a wait for it answers at once: it is finished
         w = self.srv.ok("GET", "/v1/jobs/%d/wait?timeout_ms=5000" % j["id"])
         self.assertEqual(w["state"], "expired")
+
+
+class PriorityAging(ServerTest):
+    def test_a_waiting_job_rises_one_step_per_aging_ms_up_to_the_cap(self):
+        q = self.srv.ok("PUT", "/v1/queues/ag", {"aging_ms": 100, "aging_cap": 50})
+        self.assertEqual((q["aging_ms"], q["aging_cap"]), (100, 50))
+        low = self.srv.submit(tenant="ag", queue="ag", priority=0)
+        time.sleep(1.0)  # low ranks 10 and more now
+        high = self.srv.submit(tenant="ag", queue="ag", priority=5)
+        got = self.srv.lease(["ag"], max=2)
+        self.assertEqual([j["id"] for j in got], [low["id"], high["id"]])
+        # a cap of 3: aging never lifts a job above jobs of priority 4
+        self.srv.ok("PUT", "/v1/queues/ag2", {"aging_ms": 100, "aging_cap": 3})
+        low = self.srv.submit(tenant="ag", queue="ag2", priority=0)
+        time.sleep(1.0)
+        four = self.srv.submit(tenant="ag", queue="ag2", priority=4)
+        three = self.srv.submit(tenant="ag", queue="ag2", priority=3)
+        got = self.srv.lease(["ag2"], max=3)
+        # four; then low, at the cap and older than three
+        self.assertEqual([j["id"] for j in got], [four["id"], low["id"], three["id"]])
+
+    def test_without_aging_priority_is_strict_and_bad_settings_are_refused(self):
+        low = self.srv.submit(tenant="ag", queue="ag3", priority=0)
+        time.sleep(0.3)
+        high = self.srv.submit(tenant="ag", queue="ag3", priority=1)
+        got = self.srv.lease(["ag3"], max=2)
+        self.assertEqual([j["id"] for j in got], [high["id"], low["id"]])
+        for body, field in (({"aging_cap": 32768}, "aging_cap"), ({"aging_ms": -1}, "aging_ms"),
+                            ({"aging_ms": 31 * 86400000}, "aging_ms")):
+            status, ans = self.srv.req("PUT", "/v1/queues/ag3", body)
+            self.assertEqual((status, ans["error"]["field"]), (400, field), body)
 
 
 class Tokens(ServerTest):

@@ -82,6 +82,32 @@ TEST(debounce_replaces_the_pending_job_and_moves_its_start)
     engine_destroy(e);
 }
 
+TEST(debounce_moves_a_job_loaded_out_of_order)
+{
+    /* A job loaded after one of a later id page lives in the id table's
+     * overflow: replacing its args moves it, and the table must then hold
+     * it once, at its new place. */
+    engine_t *e = mk_engine();
+    engine_submit_res a = dsub(e, T0, "{\"v\":1}", 60000, 0);
+    uint64_t other = SUB(e, T0, "t", "q");
+    engine_job_info ia = info_of(e, a.id), io = info_of(e, other);
+    io.id = a.id + 4096; /* another page of ids */
+    engine_t *f = mk_engine();
+    engine_loading(f, true);
+    ASSERT_EQ(engine_load_job(f, T0, &io, NULL), 0);
+    ASSERT_EQ(engine_load_job(f, T0, &ia, NULL), 0);
+    engine_loading(f, false);
+    engine_changes_clear(f);
+    const char *longer = "{\"v\":2,\"and\":\"args much longer than the first ones were\"}";
+    engine_submit_res b = dsub(f, T0 + 100, longer, 60000, 0);
+    ASSERT(b.debounced);
+    ASSERT_EQ(b.id, a.id);
+    ASSERT_STR(args_of(f, a.id), longer);
+    must_check(f, T0 + 100);
+    engine_destroy(f);
+    engine_destroy(e);
+}
+
 TEST(debounce_max_bounds_how_late_a_busy_key_runs)
 {
     engine_t *e = mk_engine();

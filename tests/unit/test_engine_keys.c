@@ -310,6 +310,9 @@ TEST(key_is_given_back_by_every_end_of_an_attempt)
 
 TEST(key_and_group_leave_memory_with_their_last_job)
 {
+    /* A key's group stays, idle, after its last job (the next job of the
+     * key finds it): the key is no longer counted nor shown.  Idle groups
+     * are kept up to a bound, the oldest freed first, so memory comes back. */
     engine_t *e = mk_engine();
     engine_memory m0;
     engine_memory_usage(e, &m0);
@@ -319,10 +322,34 @@ TEST(key_and_group_leave_memory_with_their_last_job)
     ack_ok(e, T0, a);
     engine_changes_clear(e);
     ASSERT_EQ(engine_key_count(e), 0);
+    engine_key_info ki;
+    ASSERT(!engine_key_info_get(e, T0, "t", "k", &ki));
+    must_check(e, T0);
     engine_memory m1;
     engine_memory_usage(e, &m1);
-    ASSERT_EQ(m1.bytes, m0.bytes);
+    ASSERT(m1.bytes > m0.bytes); /* the idle group and its key */
+    /* the same key again: its group back in use */
+    uint64_t b = SUB(e, T0, "t", "q", CKEY("k", 1));
+    ASSERT_EQ(engine_key_count(e), 1);
+    ASSERT(engine_key_info_get(e, T0, "t", "k", &ki));
+    ASSERT_EQ(lease1(e, T0, "q"), b);
+    ack_ok(e, T0, b);
+    engine_changes_clear(e);
+    /* 5,000 more keys, each used once: at most 4,096 idle groups stay */
+    char key[32];
+    for (int i = 0; i < 5000; i++) {
+        snprintf(key, sizeof key, "k%d", i);
+        uint64_t id = SUB(e, T0, "t", "q", CKEY(key, 1));
+        ASSERT_EQ(lease1(e, T0, "q"), id);
+        ack_ok(e, T0, id);
+        engine_changes_clear(e);
+    }
+    ASSERT_EQ(engine_key_count(e), 0);
     must_check(e, T0);
+    engine_memory m2;
+    engine_memory_usage(e, &m2);
+    ASSERT(m2.bytes - m0.bytes <= 4096 * (m1.bytes - m0.bytes));
+    ASSERT(m2.bytes - m0.bytes >= 4000 * (m1.bytes - m0.bytes) / 2);
     engine_destroy(e);
 }
 

@@ -137,6 +137,11 @@ static struct model {
     } dlane[NT][2][64];
     unsigned ndlane[NT][2];
     uint64_t n_debounced, n_debounce_made, n_debounced_leases;
+    /* priority aging of queue fifo (0: off), its cap; leases checked
+     * against every ready job of their node, those that found one waiting
+     * at a raised rank */
+    int64_t aging_ms, aging_cap;
+    uint64_t n_order_checks, n_aged_seen, n_order_pairs;
 } M;
 
 /* Concurrency keys c0, c1, c2: their jobs say 1, 2 and nothing (the
@@ -208,6 +213,10 @@ static void setup_queues(engine_t *e)
         if (q == 2) s.merge = true;
         if (q == 3) s.delivery = ENGINE_AT_MOST_ONCE;
         s.concurrency_limit = KEY_QUEUE_LIMIT;
+        if (q == 0) {
+            s.aging_ms = M.aging_ms;
+            s.aging_cap = M.aging_cap;
+        }
         set_queue(e, queues[q], s);
     }
     for (int t = 0; t < NT; t++) {
@@ -556,7 +565,7 @@ static void op_submit(void)
     sub_opts o = {0};
     o.key = rn(3) ? key : NULL;
     o.args = args;
-    o.priority = rn(4) == 0 ? rn(5) - 2 : 0;
+    o.priority = rn(q == 0 ? 2 : 4) == 0 ? rn(5) - 2 : 0; /* fifo ages: more of them */
     o.run_at = rn(5) == 0 ? M.now + rn(300) : 0;
     o.unique_key = rn(8) == 0 ? ukey : NULL;
     o.idem = rn(10) == 0 ? idem : NULL;
@@ -682,6 +691,62 @@ static void pair_cb(void *c, const char *qn, const char *tn, const engine_counts
     if (strcmp(qn, cx->q) == 0 && strcmp(tn, cx->t) == 0) *cx->out = *cnt;
 }
 
+/* What a ready job of queue fifo ranks as at now, in 1/aging_ms steps of
+ * priority (higher first): its priority, raised by its wait up to the cap
+ * (docs/SEMANTICS.md, "Priority aging"). */
+static int64_t model_rank(const engine_job_info *in, int64_t now, bool *rising)
+{
+    int64_t n = M.aging_ms ? M.aging_ms : 1, p = in->priority;
+    *rising = false;
+    if (!M.aging_ms || p >= M.aging_cap) return p * n;
+    int64_t waited = now > in->run_at ? now - in->run_at : 0;
+    int64_t r = p * n + waited;
+    if (r >= M.aging_cap * n) return M.aging_cap * n;
+    *rising = true;
+    return r;
+}
+
+/* Whether ready job k goes before j (both of one node, at now). */
+static bool model_before(const engine_job_info *k, const engine_job_info *j, int64_t now)
+{
+    bool rk, rj;
+    int64_t a = model_rank(k, now, &rk), b = model_rank(j, now, &rj);
+    if (a != b) return a > b;
+    if (!rk && (k->run_at != j->run_at)) return k->run_at < j->run_at; /* first come first */
+    return k->id < j->id;
+}
+
+/* No ready job of queue fifo without keys is left behind a job of its node
+ * (tenant, type) just leased that it ranks before: aging raises a job by
+ * its wait, never reorders jobs of one priority.  O(jobs): now and then. */
+static void check_order(const engine_job_info *leased, size_t n, int64_t now)
+{
+    for (uint64_t id = 1; id <= M.max_id; id++) {
+        engine_job *kj = engine_find(M.e, id);
+        if (!kj || engine_job_state(kj) != ENGINE_READY) continue;
+        engine_job_info k;
+        engine_job_get(kj, &k);
+        if (strcmp(k.queue, "fifo") != 0 || k.n_concurrency_keys || k.n_rate_keys) continue;
+        bool rising;
+        model_rank(&k, now, &rising);
+        M.n_aged_seen += rising && now > k.run_at;
+        for (size_t i = 0; i < n; i++) {
+            const engine_job_info *j = &leased[i];
+            if (strcmp(j->tenant, k.tenant) != 0 || strcmp(j->type, k.type) != 0) continue;
+            M.n_order_pairs += M.aging_ms && j->priority != k.priority;
+            ASSERT_MSG(!model_before(&k, j, now),
+                       "step %llu: job %llu (priority %d, run_at %lld) leased while job %llu "
+                       "(priority %d, run_at %lld) of its node ranks before it (aging %lld ms, "
+                       "cap %lld, now %lld)",
+                       (unsigned long long)M.steps, (unsigned long long)j->id, j->priority,
+                       (long long)j->run_at, (unsigned long long)k.id, k.priority,
+                       (long long)k.run_at, (long long)M.aging_ms, (long long)M.aging_cap,
+                       (long long)now);
+        }
+    }
+    M.n_order_checks++;
+}
+
 static void op_lease(void)
 {
     const char *qs[NQ];
@@ -719,6 +784,8 @@ static void op_lease(void)
     int kgot[NT][NCK] = {{0}};
     engine_job *out[8];
     size_t n = engine_lease(M.e, M.now, &req, out);
+    engine_job_info plain_fifo[8];
+    size_t n_plain_fifo = 0;
     int got[NT] = {0};
     int got_q[NT][NQ] = {{0}};
     for (size_t i = 0; i < n; i++) {
@@ -795,7 +862,9 @@ static void op_lease(void)
             M.lane_last[t][q][k] = in.lane_seq;
         }
         M.n_leased++;
+        if (q == 0 && !in.n_concurrency_keys && !in.n_rate_keys) plain_fifo[n_plain_fifo++] = in;
     }
+    if (n_plain_fifo) check_order(plain_fifo, n_plain_fifo, M.now);
     for (int t = 0; t < NT; t++)
         for (int k = 0; k < NCK; k++)
             ASSERT_MSG(!kgot[t][k] || kbefore[t][k].active + kgot[t][k] <= kbefore[t][k].limit,
@@ -965,6 +1034,12 @@ static void op_settings(void)
         M.cap[q] = rn(3) ? ENGINE_UNLIMITED : (uint32_t)(1 + rn(3));
         engine_queue_settings s = queue_settings(M.e, queues[q]);
         s.tenant_cap = M.cap[q];
+        if (q == 0 && rn(4) == 0) { /* aging on, off, or another cap */
+            M.aging_ms = rn(3) ? 20 + rn(40) : 0;
+            M.aging_cap = rn(2) ? 1 : 32767;
+            s.aging_ms = M.aging_ms;
+            s.aging_cap = M.aging_cap;
+        }
         if (q == 1 && rn(4) == 0)
             s.order = s.order == ENGINE_ORDER_FAIR ? ENGINE_ORDER_FIFO : ENGINE_ORDER_FAIR;
         set_queue(M.e, queues[q], s);
@@ -1169,6 +1244,8 @@ static void run_model(uint64_t seed, uint64_t ops, bool spill)
     M.args_of = calloc(MAXJ + 1, sizeof(char *));
     M.rng = seed;
     M.now = 1700000000000LL;
+    M.aging_ms = 30; /* queue fifo ages from the start (op_settings changes it) */
+    M.aging_cap = 1;
     M.lease = calloc(MAXJ + 1, sizeof(live_lease));
     M.live = calloc(MAXJ + 1, sizeof(uint64_t));
     M.reported = calloc(MAXJ + 1, sizeof(uint64_t));
@@ -1273,6 +1350,12 @@ static void run_model(uint64_t seed, uint64_t ops, bool spill)
     ASSERT(M.n_rate_keyed_leases > 0 && M.n_rate_key_held > 0);
     ASSERT(M.n_jobs_expired > 0 && M.n_expiring_leases > 0);
     ASSERT(M.n_debounced > 0 && M.n_debounced_leases > 0);
+    fprintf(stderr,
+            "  order: %llu leases checked against their node, %llu aged jobs seen, %llu pairs of "
+            "priorities compared under aging\n",
+            (unsigned long long)M.n_order_checks, (unsigned long long)M.n_aged_seen,
+            (unsigned long long)M.n_order_pairs);
+    ASSERT(M.n_order_checks > 0 && M.n_aged_seen > 0 && M.n_order_pairs > 0);
     if (spill) {
         fprintf(stderr, "  spilled: %llu leases of spilled jobs, %llu args read back\n",
                 (unsigned long long)M.n_spilled_leases, (unsigned long long)M.n_read_back);

@@ -15,7 +15,7 @@ const { performance } = require('node:perf_hooks');
 // ---------------------------------------------------------------- options
 const opts = {
   concurrency: 5, jobs: 100000, 'interval-ms': 5, flood: 50000, probe: 200,
-  keys: 1000, 'per-key': 20, burst: 5, backlog: 10000, measure: 20000, timeout: 1800,
+  keys: 1000, 'per-key': 20, burst: 5, limit: 3, 'work-ms': 2, backlog: 10000, measure: 20000, timeout: 1800,
 };
 {
   const a = process.argv.slice(2);
@@ -83,17 +83,34 @@ function countViolations(keys, perKey, rec) {
 // A recorder shared by all systems: the handler calls rec.job(data) at start
 // and rec.end(data, tStart) when it returns.
 class Recorder {
-  constructor() { this.lat = []; this.keyed = new Map(); this.done = 0; this.first = null; }
+  constructor() {
+    this.lat = []; this.keyed = new Map(); this.done = 0; this.first = null;
+    this.running = new Map(); this.maxAtOnce = 0; this.overLimit = 0; // W6: by account
+  }
   start(data) {
     const t = nowMs();
     if (this.first === null) this.first = t;
     if (data && data.s !== undefined) this.lat.push(t - data.s);
+    if (data && data.a !== undefined) {
+      const n = (this.running.get(data.a) || 0) + 1;
+      this.running.set(data.a, n);
+      if (n > this.maxAtOnce) this.maxAtOnce = n;
+      if (n > opts.limit) this.overLimit++;
+    }
     return t;
   }
   end(data, t) {
     if (data && data.k !== undefined) this.keyed.set(`${data.k}:${data.q}`, [t, nowMs()]);
+    if (data && data.a !== undefined) this.running.set(data.a, this.running.get(data.a) - 1);
     this.done++;
   }
+}
+
+// A job's run: W6's jobs (data.a) work for --work-ms (a sleep), the others are blank.
+async function runJob(rec, data) {
+  const t = rec.start(data);
+  if (data && data.a !== undefined && opts['work-ms'] > 0) await sleep(opts['work-ms']);
+  rec.end(data, t);
 }
 
 // ---------------------------------------------------------------- systems
@@ -120,8 +137,7 @@ function bullmqAdapter() {
     async one(data) { await queue.add('blank', data, JOB_OPTS); },
     async startWorkers(rec) {
       worker = new Worker('bench', async (job) => {
-        const t = rec.start(job.data);
-        rec.end(job.data, t);
+        await runJob(rec, job.data);
       }, { connection, concurrency: CONC, autorun: false });
       worker.on('error', (e) => log('worker error', e.message));
       this.completed = 0;
@@ -194,7 +210,7 @@ function graphileAdapter() {
     async startWorkers(rec) {
       runner = await gw.run({
         preset, logger: quiet, noHandleSignals: true,
-        taskList: { blank: async (payload) => { const t = rec.start(payload); rec.end(payload, t); } },
+        taskList: { blank: async (payload) => { await runJob(rec, payload); } },
       });
     },
     async settled(n, rec) {
@@ -233,7 +249,7 @@ function pgbossAdapter() {
       for (let w = 0; w < CONC; w++) {
         ids.push(await boss.work('bench', { batchSize: PGBOSS_BATCH, pollingIntervalSeconds: PGBOSS_POLL_S },
           async (jobs) => {
-            for (const job of jobs) { const t = rec.start(job.data); rec.end(job.data, t); }
+            for (const job of jobs) await runJob(rec, job.data);
           }));
       }
     },
@@ -342,6 +358,22 @@ async function run(sys, head) {
       return { ...head, ordered, ordering: ordered ? 'queue_name = key (named queues run serially)'
         : 'not supported (run unordered)', keys, per_key: per, jobs: order.length,
         jobs_per_s: order.length / seconds, order_violations: countViolations(keys, per, rec.keyed) };
+    }
+    case 'W6': {
+      // at most LIMIT jobs of one account at once: the W4 order (bursts of one account)
+      const accts = opts.keys, per = opts['per-key'];
+      const order = keyOrder(accts, per, opts.burst);
+      // graphile-worker: LIMIT named queues per account (a named queue runs one job at a
+      // time), job q of an account in queue q % LIMIT; no other peer has a per-group limit
+      // (BullMQ's groups are BullMQ Pro's)
+      const limited = opts.system === 'graphile-worker';
+      await sys.bulk(order.map(([a]) => ({ a })),
+        limited ? { queues: order.map(([a, q]) => `a${a}:${q % opts.limit}`) } : {});
+      const { rec, seconds } = await drain(sys, order.length);
+      return { ...head, limited, limiting: limited ? `${opts.limit} named queues per account, job q in queue q % ${opts.limit}`
+        : 'not supported (run without a per-account limit)', accounts: accts, per_account: per,
+        limit: opts.limit, work_ms: opts['work-ms'], jobs: order.length, jobs_per_s: order.length / seconds,
+        max_at_once: rec.maxAtOnce, over_limit: rec.overLimit };
     }
     case 'W5': {
       const bl = opts.backlog, m = Math.min(opts.measure, bl);

@@ -21,7 +21,8 @@
 static struct {
     const char *system, *workload, *url;
     int concurrency;
-    long jobs, interval_ms, flood, probe, keys, per_key, burst, backlog, measure, timeout_s;
+    long jobs, interval_ms, flood, probe, keys, per_key, burst, backlog, measure, timeout_s, limit,
+        work_ms;
     int w1_batch;
 } opt = {.concurrency = 5,
          .w1_batch = 10000, /* W1: the server's largest batch, as graphile-worker gets 10,000 */
@@ -32,6 +33,8 @@ static struct {
          .keys = 1000,
          .per_key = 20,
          .burst = 5,
+         .limit = 3,
+         .work_ms = 2,
          .backlog = 10000,
          .measure = 20000,
          .timeout_s = 1800};
@@ -69,7 +72,9 @@ static double *lat; /* W2, W3: start - submit of probe jobs */
 static atomic_long nlat;
 static double *lat_sent;        /* W2: the submit time of each lat[k], for TENQ_DRIVER_DUMP */
 static double *k_start, *k_end; /* W4: by key * per_key + seq */
-static atomic_long a_held, a_held_max; /* W3: tenant A jobs leased and not yet reported */
+static atomic_long a_held, a_held_max;  /* W3: tenant A jobs leased and not yet reported */
+static atomic_long *acct_held;          /* W6: each account's jobs leased, not yet reported */
+static atomic_long acct_max, acct_over; /* W6: the most of one account at once; starts over */
 
 /* Reads a number after "name": in a small JSON object, or returns -1. */
 static double json_num(const char *json, const char *name)
@@ -83,7 +88,7 @@ static double json_num(const char *json, const char *name)
 
 /* What a workload's handler reads from its jobs' args: a blank job's
  * handler reads nothing, as the other drivers' do. */
-enum { READ_NONE, READ_SENT, READ_KEY };
+enum { READ_NONE, READ_SENT, READ_KEY, READ_ACCOUNT };
 
 typedef struct worker_arg {
     const char *queue;
@@ -120,9 +125,25 @@ static void *worker(void *p)
         atomic_fetch_add(&done, (long)nout);
         nout = 0;
         long a_jobs = 0;
+        long accts[1000];
+        size_t nacct = 0;
         for (size_t i = 0; i < n; i++) {
             const char *args = jobs[i].args_json;
             if (jobs[i].tenant && !strcmp(jobs[i].tenant, "A")) a_jobs++;
+            if (a->reads == READ_ACCOUNT) {
+                /* held from the lease's answer until just before its outcome
+                 * leaves, as W3's A: inside the server's hold of its slot */
+                long acct = (long)json_num(args, "a");
+                long held = atomic_fetch_add(&acct_held[acct], 1) + 1;
+                if (held > opt.limit) atomic_fetch_add(&acct_over, 1);
+                long m = atomic_load(&acct_max);
+                while (held > m && !atomic_compare_exchange_weak(&acct_max, &m, held)) {
+                }
+                if (nacct < sizeof accts / sizeof accts[0]) accts[nacct++] = acct;
+                usleep((useconds_t)(opt.work_ms * 1000)); /* the job's work */
+                outs[i] = (tenq_outcome){.id = jobs[i].id, .token = jobs[i].token, .ok = true};
+                continue;
+            }
             if (a->reads == READ_NONE) {
                 outs[i] = (tenq_outcome){.id = jobs[i].id, .token = jobs[i].token, .ok = true};
                 continue;
@@ -153,6 +174,7 @@ static void *worker(void *p)
          * (from the lease until the outcome is committed), so a count above 3
          * here is a real excess, never an artefact of the outcome's round trip */
         if (a_jobs) atomic_fetch_sub(&a_held, a_jobs);
+        for (size_t i = 0; i < nacct; i++) atomic_fetch_sub(&acct_held[accts[i]], 1);
         nout = n;
         tenq_jobs_free(jobs, n);
     }
@@ -273,6 +295,11 @@ static const char *w4_key(long i, char *buf)
     snprintf(buf, 32, "k%ld", w4_order_k[i]);
     return buf;
 }
+
+/* W6: job i of account w6_acct[i]: {"a": account}, concurrency key
+ * account:<a> with the limit */
+static long *w6_acct;
+static char w6_limit_key[64];
 
 static void put(tenq_client *c, const char *path, const char *body)
 {
@@ -407,6 +434,59 @@ static void run(void)
                "submission order\",\"keys\":%ld,\"per_key\":%ld,\"jobs\":%ld,\"jobs_per_s\":%.1f,"
                "\"order_violations\":%ld}\n",
                keys, per, w4_count, w4_count / (t1 - t0) * 1000, viol);
+    } else if (!strcmp(opt.workload, "W6")) {
+        long accts = opt.keys, per = opt.per_key, burst = opt.burst < per ? opt.burst : per;
+        long n = accts * per;
+        w6_acct = calloc((size_t)n, sizeof(long));
+        acct_held = calloc((size_t)accts, sizeof(atomic_long));
+        long at = 0;
+        for (long round = 0; round * burst < per; round++)
+            for (long k = 0; k < accts; k++)
+                for (long j = 0; j < burst && round * burst + j < per; j++) w6_acct[at++] = k;
+        /* the limit as a key setting of every account:* key (one PUT), the
+         * jobs naming their account's key alone */
+        snprintf(w6_limit_key, sizeof w6_limit_key,
+                 "{\"tenant\":\"acme\",\"key\":\"account:*\",\"concurrency\":%ld}", opt.limit);
+        put(c, "/v1/key-settings", w6_limit_key);
+        tenq_submit_req *reqs = calloc(1000, sizeof(*reqs));
+        tenq_submit_res *res = calloc(1000, sizeof(*res));
+        char(*abuf)[32] = calloc(1000, 32);
+        char(*kbuf)[48] = calloc(1000, 48);
+        for (long from = 0; from < n; from += 1000) {
+            long m = n - from < 1000 ? n - from : 1000;
+            for (long i = 0; i < m; i++) {
+                snprintf(abuf[i], 32, "{\"a\":%ld}", w6_acct[from + i]);
+                snprintf(kbuf[i], 48, "[\"account:%ld\"]", w6_acct[from + i]);
+                reqs[i] = (tenq_submit_req){.tenant = "acme",
+                                            .queue = "accounts",
+                                            .type = "Blank",
+                                            .args_json = abuf[i],
+                                            .concurrency_keys_json = kbuf[i]};
+            }
+            if (tenq_submit_batch(c, reqs, (size_t)m, res) != 0) die("submit", c);
+            for (long i = 0; i < m; i++)
+                if (res[i].err) {
+                    fprintf(stderr, "tenq driver: job refused: %s\n", res[i].message);
+                    exit(1);
+                }
+        }
+        free(reqs);
+        free(res);
+        free(abuf);
+        free(kbuf);
+        double t0 = mono_ms();
+        /* one job at a time per worker thread, as the peers' concurrency 5 */
+        pool_start(&p, "accounts", 1, n, READ_ACCOUNT);
+        wait_done(n);
+        double t1 = mono_ms();
+        pool_stop(&p);
+        head();
+        printf(",\"limited\":true,\"limiting\":\"concurrency key account:N, limit %ld (a key "
+               "setting of account:*)\",\"accounts\":%ld,\"per_account\":%ld,\"limit\":%ld,"
+               "\"work_ms\":%ld,\"jobs\":%ld,\"jobs_per_s\":%.1f,\"max_at_once\":%ld,"
+               "\"over_limit\":%ld}\n",
+               opt.limit, accts, per, opt.limit, opt.work_ms, n, n / (t1 - t0) * 1000,
+               atomic_load(&acct_max), atomic_load(&acct_over));
     } else if (!strcmp(opt.workload, "W5")) {
         long bl = opt.backlog, m = opt.measure < bl ? opt.measure : bl;
         double t0 = mono_ms();
@@ -463,6 +543,10 @@ int main(int argc, char **argv)
             opt.per_key = atol(v);
         else if (!strcmp(k, "--burst"))
             opt.burst = atol(v);
+        else if (!strcmp(k, "--limit"))
+            opt.limit = atol(v);
+        else if (!strcmp(k, "--work-ms"))
+            opt.work_ms = atol(v);
         else if (!strcmp(k, "--backlog"))
             opt.backlog = atol(v);
         else if (!strcmp(k, "--measure"))

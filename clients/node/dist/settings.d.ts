@@ -25,6 +25,8 @@ export declare const SETTING_NAMES: {
     readonly maxQueued: "max_queued";
     readonly maxQueuedBytes: "max_queued_bytes";
     readonly concurrencyLimit: "concurrency_limit";
+    readonly agingMs: "aging_ms";
+    readonly agingCap: "aging_cap";
     readonly name: "name";
     readonly pausedTenants: "paused_tenants";
     readonly inUse: "in_use";

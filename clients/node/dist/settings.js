@@ -36,6 +36,8 @@ exports.SETTING_NAMES = {
     maxQueued: "max_queued",
     maxQueuedBytes: "max_queued_bytes",
     concurrencyLimit: "concurrency_limit",
+    agingMs: "aging_ms",
+    agingCap: "aging_cap",
     // what a queue or tenant shows besides
     name: "name",
     pausedTenants: "paused_tenants",

@@ -465,6 +465,10 @@ export interface QueueSettings {
     maxQueuedBytes?: number;
     /** The limit of a concurrency key its jobs name without one (default 1). */
     concurrencyLimit?: number;
+    /** A ready job's priority rises one step per `agingMs` it waits (0: none; docs/SEMANTICS.md, "Priority aging"). */
+    agingMs?: number;
+    /** The priority aging raises a job to at most (-32768..32767; default 32767). */
+    agingCap?: number;
     [setting: string]: JsonValue | undefined;
 }
 /** A tenant's settings, for `setTenant`, in camelCase. */

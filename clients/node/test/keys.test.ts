@@ -94,6 +94,20 @@ describe("keyed limits", () => {
   });
 });
 
+describe("priority aging", () => {
+  it("agingMs and agingCap go in camelCase; a waiting job rises", async () => {
+    const app = server.app({ queue: "age" });
+    const q = await app.client.setQueue("age", { agingMs: 100, agingCap: 5 });
+    assert.deepEqual([q.agingMs, q.agingCap], [100, 5]);
+    const low = await app.client.submit({ type: "A", priority: 0 });
+    await new Promise((r) => setTimeout(r, 1000)); // low ranks 5 (the cap) by now
+    const high = await app.client.submit({ type: "A", priority: 4 });
+    assert.deepEqual((await app.client.lease({ queues: ["age"], max: 2 })).jobs.map((j) => j.id), [low.id, high.id]);
+    await assert.rejects(app.client.setQueue("age", { agingCap: 40000 }), (e: unknown) => e instanceof InvalidError && e.field === "aging_cap");
+    app.close();
+  });
+});
+
 describe("debounce and expiry", () => {
   it("a debounced submit replaces the pending job of its key", async () => {
     const app = server.app({ queue: "deb" });

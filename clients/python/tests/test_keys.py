@@ -106,6 +106,19 @@ def test_expired_job_raises_job_expired(client: tenq.Client, queue: str) -> None
     assert client.get_queue(queue).get("expired_total") == 1
 
 
+def test_priority_aging_settings(client: tenq.Client, queue: str) -> None:
+    info = client.set_queue(queue, aging_ms=100, aging_cap=5)
+    assert (info["aging_ms"], info["aging_cap"]) == (100, 5)
+    low = client.submit("K.age", priority=0)
+    time.sleep(1.0)  # low ranks 5 (the cap) by now
+    high = client.submit("K.age", priority=4)
+    got = [j["id"] for j in client.lease([queue], max=2)["jobs"]]
+    assert got == [low.id, high.id]
+    with pytest.raises(tenq.InvalidError) as e:
+        client.set_queue(queue, aging_cap=40000)
+    assert e.value.field == "aging_cap"
+
+
 def test_submit_many_and_jobspec_carry_the_options(client: tenq.Client, queue: str) -> None:
     later = int(time.time() * 1000) + 600_000
     out = client.submit_many(

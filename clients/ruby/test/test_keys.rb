@@ -74,6 +74,18 @@ class TestKeys < TenqTest::Case
     end
   end
 
+  def test_priority_aging_settings
+    c = client
+    info = c.set_queue(@queue, aging_ms: 100, aging_cap: 5)
+    assert_equal [100, 5], [info.aging_ms, info.aging_cap]
+    low = c.submit(type: "K.age", priority: 0)
+    sleep 1.0 # low ranks 5 (the cap) by now
+    high = c.submit(type: "K.age", priority: 4)
+    assert_equal [low.id, high.id], c.lease(queues: [@queue], max: 2)["jobs"].map { |j| j["id"] }
+    e = assert_raises(Tenq::InvalidError) { c.set_queue(@queue, aging_cap: 40_000) }
+    assert_equal "aging_cap", e.field
+  end
+
   def test_a_debounced_submit_replaces_the_pending_job
     c = client
     first = c.submit(type: "K.deb", args: { "v" => 1 }, key: "doc", debounce_ms: 60_000, debounce_max_ms: 120_000)

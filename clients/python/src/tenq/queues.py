@@ -50,7 +50,9 @@ class QueueInfo(Counts, total=False):
     ``tenant_rate`` (each tenant's starts in it) per ``rate_period_ms``,
     with bursts of ``rate_burst`` (None: the rate); None: no limit.
     ``concurrency_limit``: the limit of a concurrency key its jobs name
-    without one (docs/SEMANTICS.md, "Concurrency keys")."""
+    without one (docs/SEMANTICS.md, "Concurrency keys"). ``aging_ms``
+    (0: none) and ``aging_cap``: a ready job's priority rises one step per
+    ``aging_ms`` it waits, up to ``aging_cap`` ("Priority aging")."""
 
     name: str
     order: str
@@ -75,6 +77,8 @@ class QueueInfo(Counts, total=False):
     max_queued: Optional[int]
     max_queued_bytes: int
     concurrency_limit: int
+    aging_ms: int
+    aging_cap: int
 
 
 class TenantInfo(Counts, total=False):

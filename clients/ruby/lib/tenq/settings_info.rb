@@ -63,7 +63,8 @@ module Tenq
   class QueueInfo < SettingsInfo
     SETTINGS = %i[order delivery lease_ms max_attempts backoff backoff_base_ms backoff_max_ms merge
                   dedup_window_ms retention_ms max_payload_bytes tenant_cap timeout_ms rate tenant_rate
-                  rate_period_ms rate_burst max_queued max_queued_bytes concurrency_limit].freeze
+                  rate_period_ms rate_burst max_queued max_queued_bytes concurrency_limit aging_ms
+                  aging_cap].freeze
     SETTINGS.each { |f| define_method(f) { @data[f.to_s] } }
 
     # Paused whole.
