@@ -667,7 +667,8 @@ NOTES = [
     " same jobs unordered; their violation counts show what that costs and are a floor (blank jobs"
     " rarely overlap).",
     "- W6: tenq limits each account by a concurrency key (limit 3, a key setting of account:*);"
-    " graphile-worker comes nearest with 3 named queues per account (each runs one job at a time);"
+    " graphile-worker comes nearest with 3 named queues per account (each runs one job at a time), without"
+    " its localQueue, which runs a named queue's jobs at once (graphile/worker#621; W4 runs without it too);"
     " BullMQ's groups (a limit per group) are BullMQ Pro's, not in the open-source BullMQ, so it and"
     " the others ran without a limit: their counts show how often an account went over 3.",
     "- pg-boss polls (no LISTEN/NOTIFY in v10): each of its 5 work() loops takes a batch of 100 jobs at"
