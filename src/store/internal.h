@@ -37,6 +37,10 @@ typedef enum {
     OP_BATCH,           /* u.bat: a batch's whole row */
     OP_BATCH_JOB,       /* u.bat: a job's link to its batch (id, job_id, role) */
     OP_USAGE,           /* u.usage: what a tenant or queue with a quota holds (PostgreSQL) */
+    OP_STEP,            /* u.step: a step's new row */
+    OP_STEP_DONE,       /* u.step: a pending step's end (job_id, pos, its result) */
+    OP_EVENT,           /* u.event: an event kept for a later wait */
+    OP_EVENT_DELETE,    /* u.event: id, taken by a wait */
 } op_kind;
 
 typedef struct batch_row {
@@ -116,6 +120,20 @@ typedef struct store_op {
             int64_t timeout_ms, last_tick, next_tick, created_at, updated_at;
         } sched;
         struct {
+            uint64_t job_id, token, child;
+            uint32_t pos, attempt, size;
+            uint8_t kind;
+            bool done;
+            int8_t child_state; /* -1: none */
+            int64_t created_at, finished_at, until;
+            soff name, result, error, event;
+        } step;
+        struct {
+            uint64_t id;
+            int64_t created_at, expires_at;
+            soff tenant, key, payload;
+        } event;
+        struct {
             uint64_t id, job_id, cb_id[ENGINE_NCALLBACKS];
             soff tenant, callbacks;
             int64_t created_at, closed_at;
@@ -137,6 +155,10 @@ struct store_batch {
     struct store_batch *next;
 };
 
+/* A new operation of the batch (zeroed), and a string copied into its arena. */
+store_op *store_op_push(store_batch *b, op_kind k);
+soff store_arena_put(store_batch *b, const char *s, size_t len);
+
 static inline const char *bstr(const store_batch *b, soff o)
 {
     return o == SNULL ? NULL : b->arena + o;
@@ -150,6 +172,13 @@ void store_schedule_params(const store_batch *b, const store_op *o, const store_
 int store_load_batches(store_t *s, engine_t *e);
 /* The parameters of a batch's statement (OP_BATCH, OP_BATCH_JOB), in order. */
 void store_batch_params(const store_batch *b, const store_op *o, const store_param_sink *out);
+
+/* Durable steps' and kept events' rows (steps.c): the parameters of their
+ * statements (OP_STEP, OP_STEP_DONE, OP_EVENT, OP_EVENT_DELETE), in order;
+ * the load of the live jobs' steps and the kept events, after the jobs and
+ * their edges, before the waits are worked out (engine_load_deps_done). */
+void store_step_params(const store_batch *b, const store_op *o, const store_param_sink *out);
+int store_load_steps(store_t *s, engine_t *e, int64_t now);
 
 /* Rows for reads: the row array plus every string allocated for them. */
 typedef struct rows_builder {
@@ -184,7 +213,10 @@ typedef struct store_result {
     store_inbox inbox;
     store_attempts_fn afn; /* a read of a job's attempts: the job in rows, these */
     store_deps_fn dfn;     /* a read of a job's edges: the job in rows, these */
-    store_dep *dep;        /* parents first (ndep_parents), then children */
+    store_steps_fn sfn;    /* a read of a job's steps: the job in rows, these */
+    engine_step_info *stp; /* steps read (a job's, or with its attempts) */
+    size_t nstp, capstp;
+    store_dep *dep; /* parents first (ndep_parents), then children */
     size_t ndep, capdep, ndep_parents, ndep_total;
     engine_attempt_info *att;
     size_t natt, capatt;
@@ -202,6 +234,7 @@ typedef struct read_req {
     store_inbox_fn ifn;    /* an inbox read: up to max, raising tx ids to floor */
     store_attempts_fn afn; /* a job (id) and its attempts */
     store_deps_fn dfn;     /* a job (id) and its edges */
+    store_steps_fn sfn;    /* a job (id) and its steps */
     uint64_t *ids;         /* an args read: these jobs' ids and args (fn), owned */
     size_t nids;
     bool rest; /* a page of plain jobs (fn) after rest_after, up to max */
@@ -213,6 +246,10 @@ typedef struct read_req {
     struct read_req *next;
 } read_req;
 
+/* A job's steps (steps.c, on the reader thread): with their results, or
+ * without (names: for its attempts); and their delivery. */
+int store_read_steps(store_t *s, uint64_t id, bool results, store_result *res);
+void store_steps_deliver(store_result *res);
 /* Hands a read of attempts to its callback, then frees what it read (reader.c). */
 void store_attempts_deliver(store_result *res);
 void store_deps_deliver(store_result *res);
@@ -267,11 +304,12 @@ static inline int group_row_live(const group_row *r)
     return r->plain && (r->state == ENGINE_READY || r->state == ENGINE_SCHEDULED) ? 2 : 1;
 }
 /* May this update skip every index (the job stays live in its lane place)?
- * Never for a plain job: its live goes between 2 and 1 with its state. */
+ * Never for a plain job: its live goes between 2 and 1 with its state; nor
+ * for one that just stopped being plain (its first step: live 2 to 1). */
 static inline bool group_row_hot(const group_row *r)
 {
     return group_row_live(r) == 1 && !r->plain && r->state != ENGINE_DEAD &&
-           !(r->fields & ENGINE_JF_LANE);
+           !(r->fields & (ENGINE_JF_LANE | ENGINE_JF_STEPS));
 }
 void store_group_free(store_group *g);
 

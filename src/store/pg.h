@@ -55,6 +55,10 @@ enum {
     PG_ST_BATCH,
     PG_ST_BATCH_JOB,
     PG_ST_USAGE,
+    PG_ST_STEP,
+    PG_ST_STEP_DONE,
+    PG_ST_EVENT,
+    PG_ST_EVENT_DEL,
     PG_ST_N
 };
 extern const char *const pg_stmt_name[PG_ST_N];

@@ -19,9 +19,9 @@
 /* Statements that write one row; job rows go many at a time (below). */
 
 const char *const pg_stmt_name[PG_ST_N] = {
-    "tenant",    "queue",   "idem",  "token",     "revoke", "fence",
-    "idfloor",   "request", "pause", "attempt",   "sched",  "sched_tick",
-    "sched_del", "dep",     "batch", "batch_job", "usage"};
+    "tenant",  "queue",     "idem",    "token", "revoke",     "fence",     "idfloor",
+    "request", "pause",     "attempt", "sched", "sched_tick", "sched_del", "dep",
+    "batch",   "batch_job", "usage",   "step",  "step_done",  "event",     "event_del"};
 static const char *const stmt_sql[PG_ST_N] = {
     NULL,
     NULL,
@@ -40,6 +40,10 @@ static const char *const stmt_sql[PG_ST_N] = {
     STORE_SQL_UPSERT_BATCH,
     STORE_SQL_INSERT_BATCH_JOB,
     STORE_SQL_UPSERT_USAGE,
+    STORE_SQL_INSERT_STEP,
+    STORE_SQL_STEP_DONE,
+    STORE_SQL_INSERT_EVENT,
+    STORE_SQL_DELETE_EVENT,
 };
 
 #define CHUNK 4096
@@ -196,6 +200,17 @@ static int op_params(const store_batch *b, const store_op *o, params *ps)
         store_param_sink out = {sink_i64, sink_text, sink_bool, ps};
         store_batch_params(b, o, &out);
         return o->kind == OP_BATCH ? PG_ST_BATCH : PG_ST_BATCH_JOB;
+    }
+    case OP_STEP:
+    case OP_STEP_DONE:
+    case OP_EVENT:
+    case OP_EVENT_DELETE: {
+        store_param_sink out = {sink_i64, sink_text, sink_bool, ps};
+        store_step_params(b, o, &out);
+        return o->kind == OP_STEP        ? PG_ST_STEP
+               : o->kind == OP_STEP_DONE ? PG_ST_STEP_DONE
+               : o->kind == OP_EVENT     ? PG_ST_EVENT
+                                         : PG_ST_EVENT_DEL;
     }
     case OP_USAGE:
         p_text(ps, o->u.usage.queue ? "queue" : "tenant");

@@ -26,6 +26,10 @@ static const char *const stmt_sql[ST_N] = {
     [ST_DEP] = STORE_SQL_INSERT_DEP,
     [ST_BATCH] = STORE_SQL_UPSERT_BATCH,
     [ST_BATCH_JOB] = STORE_SQL_INSERT_BATCH_JOB,
+    [ST_STEP] = STORE_SQL_INSERT_STEP,
+    [ST_STEP_DONE] = STORE_SQL_STEP_DONE,
+    [ST_EVENT] = STORE_SQL_INSERT_EVENT,
+    [ST_EVENT_DEL] = STORE_SQL_DELETE_EVENT,
     [ST_BEGIN] = "BEGIN IMMEDIATE",
     [ST_COMMIT] = "COMMIT",
 };
@@ -351,6 +355,15 @@ static void bind_other(sqlite3_stmt *st, const store_batch *b, const store_op *o
         store_batch_params(b, o, &out);
         break;
     }
+    case OP_STEP:
+    case OP_STEP_DONE:
+    case OP_EVENT:
+    case OP_EVENT_DELETE: {
+        bind_sink k = {st, 1};
+        store_param_sink out = {sink_i64, sink_text, sink_bool, &k};
+        store_step_params(b, o, &out);
+        break;
+    }
     default: break; /* job rows are bound by bind_insert and bind_update */
     }
 }
@@ -373,6 +386,10 @@ static const int op_stmt[] = {
     [OP_DEP] = ST_DEP,
     [OP_BATCH] = ST_BATCH,
     [OP_BATCH_JOB] = ST_BATCH_JOB,
+    [OP_STEP] = ST_STEP,
+    [OP_STEP_DONE] = ST_STEP_DONE,
+    [OP_EVENT] = ST_EVENT,
+    [OP_EVENT_DELETE] = ST_EVENT_DEL,
 };
 
 /* Steps one statement; on failure rolls back and says why. */
