@@ -724,7 +724,12 @@ size_t engine_steps_tick(engine_t *e, int64_t now)
 
 int64_t engine_steps_next(const engine_t *e)
 {
-    return e->waits.n ? (int64_t)e->waits.a[0].k : INT64_MAX;
+    int64_t t = e->waits.n ? (int64_t)e->waits.a[0].k : INT64_MAX;
+    if (!dlist_empty(&e->kept_order)) { /* its memory goes back when its window passes */
+        const kept_event *ke = DLIST_ITEM(e->kept_order.head.next, kept_event, in_order);
+        if (ke->expires_at < t) t = ke->expires_at;
+    }
+    return t;
 }
 
 /* ---- recovery ----------------------------------------------------------------------------- */
@@ -742,6 +747,9 @@ int engine_load_step(engine_t *e, int64_t now, const engine_step_info *x, engine
     job_steps *s = steps_of(e, j);
     names_push(e, s, name_hash(e, x->name));
     s->bytes += x->size;
+    /* a lease that goes on across the load: the steps of earlier ones are not its own */
+    if ((j->state == ENGINE_LEASED || j->state == ENGINE_RUNNING) && x->token != j->extra->token)
+        s->n_before = s->n;
     if (s->park == PARK_SLEEP) s->park = PARK_NONE; /* a later step: that sleep ended */
     if (x->kind == ENGINE_STEP_SLEEP && j->state == ENGINE_SCHEDULED && x->until == j->run_at) {
         s->park = PARK_SLEEP;

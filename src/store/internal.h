@@ -26,21 +26,22 @@ typedef enum {
     OP_TOKEN,
     OP_TOKEN_REVOKE,
     OP_REQUEST,
-    OP_PAUSE,           /* u.pause: a queue paused or resumed for a tenant */
-    OP_INBOX_DONE,      /* u.tx: a job taken in from the inbox */
-    OP_TX_DONE,         /* u.tx: an outcome of an application's transaction applied */
-    OP_ATTEMPT,         /* u.attempt: an attempt that ended without its job succeeding */
-    OP_SCHEDULE,        /* u.sched: a schedule's whole row */
-    OP_SCHEDULE_TICK,   /* u.sched: name, last_tick, next_tick */
-    OP_SCHEDULE_DELETE, /* u.sched: name */
-    OP_DEP,             /* u.dep: an edge of a new job (its parent) */
-    OP_BATCH,           /* u.bat: a batch's whole row */
-    OP_BATCH_JOB,       /* u.bat: a job's link to its batch (id, job_id, role) */
-    OP_USAGE,           /* u.usage: what a tenant or queue with a quota holds (PostgreSQL) */
-    OP_STEP,            /* u.step: a step's new row */
-    OP_STEP_DONE,       /* u.step: a pending step's end (job_id, pos, its result) */
-    OP_EVENT,           /* u.event: an event kept for a later wait */
-    OP_EVENT_DELETE,    /* u.event: id, taken by a wait */
+    OP_PAUSE,            /* u.pause: a queue paused or resumed for a tenant */
+    OP_INBOX_DONE,       /* u.tx: a job taken in from the inbox */
+    OP_TX_DONE,          /* u.tx: an outcome of an application's transaction applied */
+    OP_ATTEMPT,          /* u.attempt: an attempt that ended without its job succeeding */
+    OP_SCHEDULE,         /* u.sched: a schedule's whole row */
+    OP_SCHEDULE_TICK,    /* u.sched: name, last_tick, next_tick */
+    OP_SCHEDULE_DELETE,  /* u.sched: name */
+    OP_DEP,              /* u.dep: an edge of a new job (its parent) */
+    OP_BATCH,            /* u.bat: a batch's whole row */
+    OP_BATCH_JOB,        /* u.bat: a job's link to its batch (id, job_id, role) */
+    OP_USAGE,            /* u.usage: what a tenant or queue with a quota holds (PostgreSQL) */
+    OP_STEP,             /* u.step: a step's new row */
+    OP_STEP_DONE,        /* u.step: a pending step's end (job_id, pos, its result) */
+    OP_EVENT,            /* u.event: an event kept for a later wait */
+    OP_EVENT_DELETE,     /* u.event: id, taken by a wait */
+    OP_EVENT_INBOX_DONE, /* u.event: id, an event of tenq.event_inbox delivered (PostgreSQL) */
 } op_kind;
 
 typedef struct batch_row {

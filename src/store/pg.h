@@ -59,6 +59,7 @@ enum {
     PG_ST_STEP_DONE,
     PG_ST_EVENT,
     PG_ST_EVENT_DEL,
+    PG_ST_EVENT_INBOX_DONE,
     PG_ST_N
 };
 extern const char *const pg_stmt_name[PG_ST_N];

@@ -355,6 +355,10 @@ static const char *const migrations[] = {
     "  created_at $I64 NOT NULL,\n"
     "  expires_at $I64 NOT NULL);\n"
     "CREATE INDEX events_expires ON $Sevents (expires_at);\n",
+
+    /* 22: events sent in an application's transaction (PostgreSQL only:
+     * pg_txapi.h; SQLite records the version alone). */
+    "$TXEVENTS",
 };
 
 int store_schema_versions(void)
@@ -404,6 +408,7 @@ static char *expand(const char *t, bool pg)
         {"$TXHOT", "", STORE_PG_TXAPI_HOT},
         {"$TXNAMES", "", STORE_PG_TXAPI_NAMES},
         {"$TXQUOTA", "", STORE_PG_TXAPI_QUOTA},
+        {"$TXEVENTS", "", STORE_PG_TXAPI_EVENTS},
         {"$PLAIN", STORE_PLAIN_SQLITE, STORE_PLAIN_PG},
         {"$ATTEMPTS_GONE", STORE_ATTEMPTS_GONE_SQLITE, STORE_ATTEMPTS_GONE_PG},
         {"$DEPS_GONE", STORE_DEPS_GONE_SQLITE, STORE_DEPS_GONE_PG},

@@ -244,7 +244,7 @@ char *store_schema_sql(int version, bool pg);
 /* The steps a load needs: those of the live jobs loaded first (a job with
  * steps is never plain), without their results. */
 #define STORE_SQL_LOAD_STEPS                                                                       \
-    "SELECT job_id, pos, name, kind, done, size, event_key, wait_until, child_id FROM "            \
+    "SELECT job_id, pos, name, kind, done, size, event_key, wait_until, child_id, token FROM "     \
     "$Sjob_steps WHERE job_id IN (SELECT id FROM $Sjobs WHERE live = 1) ORDER BY job_id, pos"
 #define STORE_SQL_LOAD_EVENTS                                                                      \
     "SELECT id, tenant, key, payload, created_at, expires_at FROM $Sevents WHERE expires_at > "    \

@@ -477,7 +477,8 @@ int sq_apply(store_t *s, const store_group *g, bool begin, bool commit)
     if (begin) sqlite3_reset(q->st[ST_BEGIN]);
     if (src != SQLITE_DONE) return sq_fail(s, q->db, src, "begin");
     for (size_t i = 0; i < g->nother; i++) {
-        if (g->other[i]->kind == OP_USAGE) continue; /* for transactions: PostgreSQL's alone */
+        if (g->other[i]->kind == OP_USAGE || g->other[i]->kind == OP_EVENT_INBOX_DONE)
+            continue; /* for transactions: PostgreSQL's alone */
         sqlite3_stmt *st = q->st[op_stmt[g->other[i]->kind]];
         bind_other(st, g->other_b[i], g->other[i]);
         if ((rc = step(s, q, st, "writing"))) return rc;

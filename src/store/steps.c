@@ -58,6 +58,11 @@ void store_batch_event_delete(store_batch *b, uint64_t id)
     store_op_push(b, OP_EVENT_DELETE)->u.event.id = id;
 }
 
+void store_batch_event_inbox_done(store_batch *b, uint64_t id)
+{
+    store_op_push(b, OP_EVENT_INBOX_DONE)->u.event.id = id;
+}
+
 /* 0 is "none" for these columns: NULL. */
 static void p_opt(const store_param_sink *out, long long v)
 {
@@ -110,7 +115,8 @@ void store_step_params(const store_batch *b, const store_op *o, const store_para
         out->i64(out->ctx, o->u.event.created_at);
         out->i64(out->ctx, o->u.event.expires_at);
         return;
-    case OP_EVENT_DELETE: out->i64(out->ctx, (long long)o->u.event.id); return;
+    case OP_EVENT_DELETE:
+    case OP_EVENT_INBOX_DONE: out->i64(out->ctx, (long long)o->u.event.id); return;
     default: return;
     }
 }
@@ -141,6 +147,7 @@ static void step_row(void *ctx, const store_rowacc *acc, void *row)
                           .event = TXT(6),
                           .until = I64(7),
                           .child = (uint64_t)I64(8),
+                          .token = (uint64_t)I64(9),
                           .child_state = -1};
     engine_err err;
     if (engine_load_step(l->e, l->now, &x, &err) != 0) {

@@ -357,11 +357,19 @@ typedef struct store_tx_outcome {
     int64_t retry_in_ms;
 } store_tx_outcome;
 
+/* An event sent in a transaction (tenq.send_event, schema 22). */
+typedef struct store_tx_event {
+    uint64_t id; /* its number in tenq.event_inbox */
+    const char *tenant, *key, *payload;
+} store_tx_event;
+
 typedef struct store_inbox {
     store_tx_job *jobs;
     size_t njobs;
     store_tx_outcome *outcomes;
     size_t noutcomes;
+    store_tx_event *events;
+    size_t nevents;
     bool cool; /* STORE_INBOX_COOL: no transaction that saw the flag set is open */
 } store_inbox;
 
@@ -376,7 +384,7 @@ typedef enum store_inbox_flag {
 
 /* Does this store take jobs from applications' transactions (PostgreSQL)? */
 bool store_has_inbox(const store_t *s);
-/* Reads up to max jobs and max outcomes, oldest first, on the reader
+/* Reads up to max jobs, max outcomes and max events, oldest first, on the reader
  * thread: fn(ctx, rc, in) in store_dispatch (in valid during the call).
  * floor: the engine's next id, which tenq.tx_ids is raised to when no
  * transaction is taking an id (so that ids stay in time order). */
@@ -384,6 +392,8 @@ typedef void (*store_inbox_fn)(void *ctx, int rc, const store_inbox *in);
 void store_read_inbox(store_t *s, size_t max, uint64_t floor, store_inbox_flag flag,
                       store_inbox_fn fn, void *ctx);
 void store_batch_inbox_done(store_batch *b, uint64_t id);
+/* An event of tenq.event_inbox delivered: its row goes in this commit. */
+void store_batch_event_inbox_done(store_batch *b, uint64_t id);
 void store_batch_tx_done(store_batch *b, uint64_t id, uint64_t token);
 
 typedef void (*store_token_fn)(void *ctx, const store_token *t);
