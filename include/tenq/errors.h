@@ -29,7 +29,8 @@
     XX(PROTOCOL, -18, 502, "protocol", "malformed response")                                       \
     XX(CONSTRAINT, -19, 409, "conflict", "constraint violated")                                    \
     XX(INTERNAL, -20, 500, "internal", "internal error")                                           \
-    XX(NOT_LEADER, -21, 503, "not_leader", "not the leader")
+    XX(NOT_LEADER, -21, 503, "not_leader", "not the leader")                                       \
+    XX(TLS, -22, 502, "tls", "TLS refused: a certificate not trusted or not accepted")
 
 /* Exported from the shared libtenq (built with -fvisibility=hidden). */
 #ifndef TENQ_API

@@ -109,6 +109,24 @@ token *auth_find_id(auth *a, int64_t id)
     return NULL;
 }
 
+token *auth_find_cert(auth *a, const char *cn, char *why, size_t wl)
+{
+    char *end = NULL;
+    long long id = 0;
+    if (strncmp(cn, "token:", 6) == 0 && cn[6] >= '1' && cn[6] <= '9')
+        id = strtoll(cn + 6, &end, 10);
+    if (id <= 0 || *end) {
+        snprintf(why, wl,
+                 "the client certificate (CN=%.64s) names no token: its common name must be "
+                 "token:ID",
+                 cn);
+        return NULL;
+    }
+    token *t = auth_find_id(a, id);
+    if (!t) snprintf(why, wl, "the client certificate's token %lld is unknown or revoked", id);
+    return t;
+}
+
 void auth_revoke(auth *a, token *t)
 {
     if (t->revoked) return;

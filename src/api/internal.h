@@ -58,6 +58,10 @@ token *auth_add(auth *a, int64_t id, const char *hash, const char *role, const c
                 int64_t created_at);
 token *auth_find_secret(auth *a, const char *secret);
 token *auth_find_id(auth *a, int64_t id);
+/* The token a verified client certificate stands for: its common name is
+ * "token:ID" (mutual TLS).  NULL with the reason in why when it names none,
+ * or one unknown or revoked. */
+token *auth_find_cert(auth *a, const char *cn, char *why, size_t wl);
 /* Revokes at once: the token no longer authenticates. */
 void auth_revoke(auth *a, token *t);
 /* Parses "admin", "worker", "tenant:NAME". */
@@ -251,7 +255,8 @@ typedef struct server {
     uint64_t term;
     bool admin_token_refused; /* TENQ_ADMIN_TOKEN names another role's token */
 
-    struct event *sig_term, *sig_int;
+    struct event *sig_term, *sig_int, *sig_hup;
+    struct tls_server *tls; /* NULL: plain HTTP */
     bool stopping;
     bool open_network; /* listening beyond loopback: tokens always required */
     int exit_code;

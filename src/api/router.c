@@ -185,16 +185,27 @@ void srv_on_request(void *ctx, http_req *req)
      * the last token must not open the server to the network). */
     if (rt->roles && (s->auth.by_hash.len > 0 || s->open_network)) {
         const char *h = http_header_get(req, "authorization");
-        if (!h || strncasecmp(h, "Bearer ", 7) != 0) {
+        const token *t = NULL;
+        if (h && strncasecmp(h, "Bearer ", 7) == 0) {
+            t = auth_find_secret(&s->auth, h + 7);
+            if (!t) {
+                s->n_errors++;
+                reply_error(req, TENQ_EUNAUTHENTICATED, NULL, "unknown or revoked token");
+                return;
+            }
+        } else if (req->peer_cert) {
+            /* mutual TLS: the certificate names the token it stands for */
+            char why[200];
+            t = auth_find_cert(&s->auth, req->peer_cert, why, sizeof why);
+            if (!t) {
+                s->n_errors++;
+                reply_error(req, TENQ_EUNAUTHENTICATED, NULL, "%s", why);
+                return;
+            }
+        } else {
             s->n_errors++;
             reply_error(req, TENQ_EUNAUTHENTICATED, NULL,
                         "this server needs a token: Authorization: Bearer <token>");
-            return;
-        }
-        const token *t = auth_find_secret(&s->auth, h + 7);
-        if (!t) {
-            s->n_errors++;
-            reply_error(req, TENQ_EUNAUTHENTICATED, NULL, "unknown or revoked token");
             return;
         }
         who.role = t->role;

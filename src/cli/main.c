@@ -88,8 +88,9 @@ static void usage(FILE *out)
     for (const cli_cmd *t = commands; t->name; t++) fprintf(out, "  %-8s %s\n", t->name, t->help);
     fprintf(out, "\n'tenq <command> --help' tells more.  The server is TENQ_SERVER (comma-\n"
                  "separated URLs, tried in order) or http://127.0.0.1:7070; the token is\n"
-                 "TENQ_TOKEN.  Exit status: 0 ok, 1 error, 2 usage error (tenq wait: see its\n"
-                 "help).\n");
+                 "TENQ_TOKEN; for https, TENQ_CA_FILE, TENQ_CLIENT_CERT and TENQ_CLIENT_KEY\n"
+                 "(or --ca-file, --client-cert, --client-key).  Exit status: 0 ok, 1 error,\n"
+                 "2 usage error (tenq wait: see its help).\n");
 }
 
 int main(int argc, char **argv)
