@@ -57,7 +57,7 @@ void h_morgue(server *s, http_req *req, const principal *who, const char **args)
     for (size_t i = 0; i < n; i++) {
         engine_job_get(out[i], &last);
         if (who->tok && !token_allows_queue(who->tok, last.queue)) continue;
-        api_json_job(&b, &last, false, NULL, 0);
+        api_json_job(&b, &last, api_job_view(who) & ~JOB_VIEW_TOKEN, NULL, 0);
     }
     jb_arr_end(&b);
     jb_key(&b, "next");

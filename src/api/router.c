@@ -180,7 +180,7 @@ void srv_on_request(void *ctx, http_req *req)
         srv_not_leader(s, req);
         return;
     }
-    principal who = {ROLE_ADMIN, NULL};
+    principal who = {.role = ROLE_ADMIN};
     /* Tokens are required once any exists, and always off loopback (revoking
      * the last token must not open the server to the network). */
     if (rt->roles && (s->auth.by_hash.len > 0 || s->open_network)) {
@@ -208,14 +208,24 @@ void srv_on_request(void *ctx, http_req *req)
                         "this server needs a token: Authorization: Bearer <token>");
             return;
         }
-        who.role = t->role;
         who.tok = t;
-        if (!(rt->roles & t->role)) {
+        who.role = t->role;
+        if (t->role == ROLE_VIEWER) {
+            /* reads what an admin, or its tenant, reads; changes nothing */
+            who.role = t->tenant[0] ? ROLE_TENANT : ROLE_ADMIN;
+            who.read_only = true;
+            who.hide_data = t->hide_data;
+            if (strcmp(method, "GET") != 0) {
+                s->n_errors++;
+                reply_error(req, TENQ_EFORBIDDEN, NULL,
+                            "a viewer token reads only: it may not %s %s", req->method, req->path);
+                return;
+            }
+        }
+        if (!(rt->roles & who.role)) {
             s->n_errors++;
             reply_error(req, TENQ_EFORBIDDEN, NULL, "a %s token may not do this",
-                        t->role == ROLE_TENANT   ? "tenant"
-                        : t->role == ROLE_WORKER ? "worker"
-                                                 : "admin");
+                        auth_role_word(t->role));
             return;
         }
     }

@@ -314,6 +314,7 @@ void store_batch_token(store_batch *b, const store_token *t)
     o->u.token.queues = astr(b, t->queues);
     o->u.token.created_at = t->created_at;
     o->u.token.revoked_at = t->revoked_at;
+    o->u.token.hide_data = t->hide_data;
 }
 
 void store_batch_request(store_batch *b, const store_request_key *r)

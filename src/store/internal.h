@@ -75,6 +75,7 @@ typedef struct store_op {
         struct {
             int64_t id, created_at, revoked_at;
             soff hash, role, queues;
+            bool hide_data;
         } token;
         struct {
             soff scope, key, answer;

@@ -142,6 +142,7 @@ static int op_params(const store_batch *b, const store_op *o, params *ps)
         p_text(ps, bstr(b, o->u.token.queues));
         p_i64(ps, o->u.token.created_at);
         p_time(ps, o->u.token.revoked_at);
+        p_bool(ps, o->u.token.hide_data);
         return PG_ST_TOKEN;
     case OP_TOKEN_REVOKE:
         p_i64(ps, o->u.token.id);

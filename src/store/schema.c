@@ -285,6 +285,9 @@ static const char *const migrations[] = {
     /* 16: tenq.problem checks names without a bounded repetition, 3 times
      * faster (PostgreSQL only: pg_txapi.h; SQLite records the version alone). */
     "$TXNAMES",
+
+    /* 17: viewer tokens that see jobs without their args and results. */
+    "ALTER TABLE $Stokens ADD COLUMN hide_data $BOOL NOT NULL DEFAULT $FALSE;\n",
 };
 
 int store_schema_versions(void)

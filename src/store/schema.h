@@ -44,8 +44,8 @@ char *store_schema_sql(int version, bool pg);
     "excluded.job_id, state = excluded.state, duplicate = excluded.duplicate, merged = "           \
     "excluded.merged, created_at = excluded.created_at"
 #define STORE_SQL_INSERT_TOKEN                                                                     \
-    "INSERT INTO $Stokens (id, hash, role, queues, created_at, revoked_at) VALUES (?1, ?2, ?3, "   \
-    "?4, ?5, ?6)"
+    "INSERT INTO $Stokens (id, hash, role, queues, created_at, revoked_at, hide_data) VALUES "     \
+    "(?1, ?2, ?3, ?4, ?5, ?6, ?7)"
 #define STORE_SQL_UPSERT_PAUSE                                                                     \
     "INSERT INTO $Squeue_pauses (queue, tenant, paused, updated_at) VALUES (?1, ?2, ?3, ?4) "      \
     "ON CONFLICT (queue, tenant) DO UPDATE SET paused = excluded.paused, updated_at = "            \

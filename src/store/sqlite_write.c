@@ -298,6 +298,7 @@ static void bind_other(sqlite3_stmt *st, const store_batch *b, const store_op *o
         bind_text(st, 4, bstr(b, o->u.token.queues));
         bind_i64(st, 5, o->u.token.created_at);
         bind_time(st, 6, o->u.token.revoked_at);
+        bind_i64(st, 7, o->u.token.hide_data);
         break;
     case OP_TOKEN_REVOKE:
         bind_i64(st, 1, o->u.token.id);

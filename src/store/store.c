@@ -167,9 +167,10 @@ typedef struct load_ctx {
 static void token_row(void *ctx, const store_rowacc *acc, void *row)
 {
     load_ctx *l = ctx;
-    store_token t = {acc->i64(row, 0),  acc->text(row, 1),
-                     acc->text(row, 2), acc->is_null(row, 3) ? NULL : acc->text(row, 3),
-                     acc->i64(row, 4),  acc->is_null(row, 5) ? 0 : acc->i64(row, 5)};
+    store_token t = {acc->i64(row, 0),     acc->text(row, 1),
+                     acc->text(row, 2),    acc->is_null(row, 3) ? NULL : acc->text(row, 3),
+                     acc->i64(row, 4),     acc->is_null(row, 5) ? 0 : acc->i64(row, 5),
+                     acc->i64(row, 6) != 0};
     l->tfn(l->ctx, &t);
 }
 
@@ -177,10 +178,11 @@ int store_load_tokens(store_t *s, store_token_fn fn, void *ctx)
 {
     load_ctx l = {fn, NULL, ctx};
     pthread_mutex_lock(&s->db_lock);
-    int rc = s->be->select(s, false,
-                           "SELECT id, hash, role, queues, created_at, revoked_at FROM $Stokens "
-                           "ORDER BY id",
-                           0, NULL, token_row, &l);
+    int rc = s->be->select(
+        s, false,
+        "SELECT id, hash, role, queues, created_at, revoked_at, hide_data FROM $Stokens "
+        "ORDER BY id",
+        0, NULL, token_row, &l);
     pthread_mutex_unlock(&s->db_lock);
     return rc;
 }

@@ -145,10 +145,11 @@ void store_callbacks_free(engine_submit_req *cbs[ENGINE_NCALLBACKS]);
 typedef struct store_token {
     int64_t id;
     const char *hash;   /* hex SHA-256 of the secret; the secret is never stored */
-    const char *role;   /* "admin", "worker", "tenant:NAME" */
+    const char *role;   /* "admin", "worker", "tenant:NAME", "viewer", "viewer:NAME" */
     const char *queues; /* JSON array or NULL (all) */
     int64_t created_at;
     int64_t revoked_at; /* 0: live */
+    bool hide_data;     /* a viewer that sees jobs without their data */
 } store_token;
 void store_batch_token(store_batch *b, const store_token *t);
 void store_batch_token_revoke(store_batch *b, int64_t id, int64_t at);
