@@ -14,6 +14,7 @@ import * as morgue from './morgue.js';
 import * as schedules from './schedules.js';
 import * as batches from './batches.js';
 import * as tokens from './tokens.js';
+import * as audit from './audit.js';
 
 const VIEWS = {
   overview: overview.mount,
@@ -28,6 +29,7 @@ const VIEWS = {
   batches: batches.mount,
   batch: batches.mountBatch,
   tokens: tokens.mount,
+  audit: audit.mount,
 };
 const HISTORY_KEY = 'tenq.history';
 const OPEN_KEY = 'tenq.open';

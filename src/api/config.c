@@ -101,6 +101,9 @@ static const setting settings[] = {
     {"request-key-ttl", T_MS, F(request_key_ttl_ms), "10m", false,
      "how long a submit sent with an Idempotency-Key header is remembered: the same request sent "
      "again within it is answered as the first was and makes nothing"},
+    {"audit-retention", T_MS, F(audit_retention_ms), "90d", false,
+     "rows of the audit log (every change made through the API: GET /v1/audit) are kept "
+     "this long"},
     {"inbox-poll", T_MS, F(inbox_poll_ms), "1s", false,
      "PostgreSQL: the leader reads what applications' transactions committed (tenq.submit, "
      "tenq.complete) as soon as they notify it, and this often besides, in case a notification "
@@ -227,9 +230,11 @@ static int set_value(api_config *c, const setting *st, const char *v, char *why,
         long long mul = !*u || !strcmp(u, "ms") ? 1
                         : !strcmp(u, "s")       ? 1000
                         : !strcmp(u, "m")       ? 60000
+                        : !strcmp(u, "h")       ? 3600000
+                        : !strcmp(u, "d")       ? 86400000
                                                 : 0;
-        if (used < 0 || !mul || n < 0) {
-            snprintf(why, wl, "expected a duration such as 500ms, 10s or 2m");
+        if (used < 0 || !mul || n < 0 || n > INT64_MAX / mul) {
+            snprintf(why, wl, "expected a duration such as 500ms, 10s, 2m, 1h or 90d");
             return -1;
         }
         *(long long *)dst = n * mul;

@@ -271,6 +271,10 @@ typedef struct server {
     bool leading;
     uint64_t term;
     bool admin_token_refused; /* TENQ_ADMIN_TOKEN names another role's token */
+    /* the request being handled, when its route is one the audit log
+     * records (api_audit.c), and who made it */
+    http_req *audit_req;
+    principal audit_who;
 
     struct event *sig_term, *sig_int, *sig_hup;
     struct tls_server *tls; /* NULL: plain HTTP */
@@ -446,8 +450,23 @@ typedef struct route {
     const char *method;
     const char *pattern; /* "/v1/jobs/{}/ack": {} takes one segment */
     route_fn fn;
-    int roles;
+    int roles; /* role_kind bits, and ROUTE_AUDIT */
 } route;
+/* In a route's roles: a change the audit log records (api_audit.c). */
+#define ROUTE_AUDIT 0x100
+
+/* The audit log (api_audit.c).  The router brackets an audited route's
+ * handler with begin and end; srv_commit_reply (and _now) call note, which
+ * writes the request's row into the batch being built (the commit of its
+ * change); take fills *a instead, for a change committed by a transaction
+ * of its own, and returns NULL when the request is not audited (mem: its
+ * strings, freed by the caller). */
+void srv_audit_begin(server *s, http_req *req, const principal *who);
+void srv_audit_end(server *s);
+void srv_audit_note(server *s, http_req *req, int status);
+const store_audit *srv_audit_take(server *s, http_req *req, int status, store_audit *a,
+                                  char *mem[3]);
+void h_audit(server *s, http_req *req, const principal *who, const char **args);
 
 /* Job JSON.  wait: why the job is not handed out now ("waiting"), or NULL
  * to leave it out (a job read from the store). */

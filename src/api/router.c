@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-/* Routing: the route table, the path matcher, authentication and roles, a
- * standby's redirect; the error replies every handler uses. */
+/* Routing: the route table (who may use a route, and whether the audit log
+ * records it), the path matcher, authentication and roles, a standby's
+ * redirect; the error replies every handler uses. */
 #include "internal.h"
 
 #include <stdarg.h>
@@ -9,12 +10,12 @@
 static const route routes[] = {
     {"POST", "/v1/jobs", h_submit, ROLE_ADMIN | ROLE_TENANT},
     {"GET", "/v1/jobs", h_list_jobs, ROLE_ADMIN | ROLE_TENANT},
-    {"POST", "/v1/jobs/bulk", h_jobs_bulk, ROLE_ADMIN | ROLE_TENANT},
+    {"POST", "/v1/jobs/bulk", h_jobs_bulk, ROLE_ADMIN | ROLE_TENANT | ROUTE_AUDIT},
     {"GET", "/v1/jobs/{}", h_get_job, ROLES_ALL},
     {"GET", "/v1/jobs/{}/wait", h_wait_job, ROLE_ADMIN | ROLE_TENANT},
     {"GET", "/v1/jobs/{}/attempts", h_job_attempts, ROLES_ALL},
     {"GET", "/v1/jobs/{}/parents", h_job_parents, ROLES_ALL},
-    {"POST", "/v1/jobs/{}/cancel", h_cancel, ROLE_ADMIN | ROLE_TENANT},
+    {"POST", "/v1/jobs/{}/cancel", h_cancel, ROLE_ADMIN | ROLE_TENANT | ROUTE_AUDIT},
     {"POST", "/v1/lease", h_lease, ROLE_ADMIN | ROLE_WORKER},
     {"POST", "/v1/jobs/{}/start", h_start, ROLE_ADMIN | ROLE_WORKER},
     {"POST", "/v1/jobs/{}/heartbeat", h_heartbeat, ROLE_ADMIN | ROLE_WORKER},
@@ -24,35 +25,36 @@ static const route routes[] = {
     {"GET", "/v1/settings", h_settings, ROLES_ALL},
     {"GET", "/v1/tenants", h_tenants, ROLE_ADMIN | ROLE_TENANT},
     {"GET", "/v1/tenants/{}", h_tenant_get, ROLE_ADMIN | ROLE_TENANT},
-    {"PUT", "/v1/tenants/{}", h_tenant_put, ROLE_ADMIN},
+    {"PUT", "/v1/tenants/{}", h_tenant_put, ROLE_ADMIN | ROUTE_AUDIT},
     {"GET", "/v1/queues", h_queues, ROLES_ALL},
     {"GET", "/v1/queues/{}", h_queue_get, ROLES_ALL},
-    {"PUT", "/v1/queues/{}", h_queue_put, ROLE_ADMIN},
-    {"POST", "/v1/queues/{}/pause", h_queue_pause, ROLE_ADMIN | ROLE_TENANT},
-    {"POST", "/v1/queues/{}/resume", h_queue_resume, ROLE_ADMIN | ROLE_TENANT},
+    {"PUT", "/v1/queues/{}", h_queue_put, ROLE_ADMIN | ROUTE_AUDIT},
+    {"POST", "/v1/queues/{}/pause", h_queue_pause, ROLE_ADMIN | ROLE_TENANT | ROUTE_AUDIT},
+    {"POST", "/v1/queues/{}/resume", h_queue_resume, ROLE_ADMIN | ROLE_TENANT | ROUTE_AUDIT},
     {"GET", "/v1/schedules", h_schedules, ROLE_ADMIN | ROLE_TENANT},
     {"GET", "/v1/schedules/{}", h_schedule_get, ROLE_ADMIN | ROLE_TENANT},
-    {"PUT", "/v1/schedules/{}", h_schedule_put, ROLE_ADMIN | ROLE_TENANT},
-    {"DELETE", "/v1/schedules/{}", h_schedule_delete, ROLE_ADMIN | ROLE_TENANT},
-    {"POST", "/v1/schedules/{}/pause", h_schedule_pause, ROLE_ADMIN | ROLE_TENANT},
-    {"POST", "/v1/schedules/{}/resume", h_schedule_resume, ROLE_ADMIN | ROLE_TENANT},
+    {"PUT", "/v1/schedules/{}", h_schedule_put, ROLE_ADMIN | ROLE_TENANT | ROUTE_AUDIT},
+    {"DELETE", "/v1/schedules/{}", h_schedule_delete, ROLE_ADMIN | ROLE_TENANT | ROUTE_AUDIT},
+    {"POST", "/v1/schedules/{}/pause", h_schedule_pause, ROLE_ADMIN | ROLE_TENANT | ROUTE_AUDIT},
+    {"POST", "/v1/schedules/{}/resume", h_schedule_resume, ROLE_ADMIN | ROLE_TENANT | ROUTE_AUDIT},
     {"POST", "/v1/batches", h_batch_create, ROLE_ADMIN | ROLE_TENANT},
     {"GET", "/v1/batches", h_batches, ROLE_ADMIN | ROLE_TENANT},
     {"GET", "/v1/batches/{}", h_batch_get, ROLE_ADMIN | ROLE_TENANT},
     {"POST", "/v1/batches/{}/jobs", h_batch_add, ROLE_ADMIN | ROLE_TENANT},
     {"GET", "/v1/morgue", h_morgue, ROLE_ADMIN | ROLE_TENANT},
-    {"POST", "/v1/morgue/requeue", h_morgue_requeue_where, ROLE_ADMIN | ROLE_TENANT},
-    {"POST", "/v1/morgue/delete", h_morgue_delete_where, ROLE_ADMIN | ROLE_TENANT},
-    {"POST", "/v1/morgue/{}/requeue", h_morgue_requeue, ROLE_ADMIN | ROLE_TENANT},
-    {"DELETE", "/v1/morgue/{}", h_morgue_delete, ROLE_ADMIN | ROLE_TENANT},
+    {"POST", "/v1/morgue/requeue", h_morgue_requeue_where, ROLE_ADMIN | ROLE_TENANT | ROUTE_AUDIT},
+    {"POST", "/v1/morgue/delete", h_morgue_delete_where, ROLE_ADMIN | ROLE_TENANT | ROUTE_AUDIT},
+    {"POST", "/v1/morgue/{}/requeue", h_morgue_requeue, ROLE_ADMIN | ROLE_TENANT | ROUTE_AUDIT},
+    {"DELETE", "/v1/morgue/{}", h_morgue_delete, ROLE_ADMIN | ROLE_TENANT | ROUTE_AUDIT},
     {"GET", "/v1/tokens", h_tokens, ROLE_ADMIN},
-    {"POST", "/v1/tokens", h_token_create, ROLE_ADMIN},
-    {"DELETE", "/v1/tokens/{}", h_token_revoke, ROLE_ADMIN},
+    {"POST", "/v1/tokens", h_token_create, ROLE_ADMIN | ROUTE_AUDIT},
+    {"DELETE", "/v1/tokens/{}", h_token_revoke, ROLE_ADMIN | ROUTE_AUDIT},
     {"GET", "/v1/stats", h_stats, ROLES_ALL},
     {"GET", "/v1/stats/history", h_stats_history, ROLE_ADMIN},
     {"GET", "/v1/workers", h_workers, ROLE_ADMIN},
     {"GET", "/v1/lanes", h_lanes, ROLE_ADMIN | ROLE_TENANT},
     {"GET", "/v1/whoami", h_whoami, ROLES_ALL},
+    {"GET", "/v1/audit", h_audit, ROLE_ADMIN | ROLE_TENANT},
     {"GET", "/metrics", h_metrics, ROLE_ADMIN},
     {"GET", "/healthz", h_healthz, 0},
     {"GET", "/readyz", h_readyz, 0},
@@ -239,6 +241,8 @@ void srv_on_request(void *ctx, http_req *req)
                         "this server's leadership is not certain now; try again");
         return;
     }
+    if (rt->roles & ROUTE_AUDIT) srv_audit_begin(s, req, &who);
     rt->fn(s, req, &who, args);
+    srv_audit_end(s);
     srv_rearm_tick(s);
 }

@@ -220,6 +220,7 @@ int api_serve(const api_config *cfg)
     so.elect = true;
     so.node = node;
     so.request_key_ttl_ms = cfg->request_key_ttl_ms;
+    so.audit_ttl_ms = cfg->audit_retention_ms;
     if (store_open(cfg->store, &so, &s->st, err, sizeof err) != 0) {
         log_event(LOG_ERROR, "store", "%s", err);
         goto out;

@@ -155,6 +155,7 @@ int cmd_queue(cli *c, int argc, char **argv);
 int cmd_schedule(cli *c, int argc, char **argv);
 int cmd_batch(cli *c, int argc, char **argv); /* batches.c */
 int cmd_token(cli *c, int argc, char **argv);
+int cmd_audit(cli *c, int argc, char **argv); /* audit.c */
 int cmd_health(cli *c, int argc, char **argv);
 
 /* Prints a job (an object of the jobs API) as aligned "key value" lines. */

@@ -74,6 +74,7 @@ static const cli_cmd commands[] = {
     {"schedule", cmd_schedule, "periodic jobs: set, ls, show, rm, pause, resume"},
     {"batch", cmd_batch, "batches of jobs with callbacks: create, add, show, ls"},
     {"token", cmd_token, "tokens: create, ls, revoke"},
+    {"audit", cmd_audit, "the audit log: who changed what, when, from where"},
     {"work", cmd_work, "run jobs: lease them and run a handler for each"},
     {"health", cmd_health, "is the server up? exit 0 when /healthz (--ready: /readyz) says so"},
     {"version", cmd_version, "the version of tenq and of its libraries"},

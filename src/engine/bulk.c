@@ -86,7 +86,7 @@ size_t engine_bulk(engine_t *e, int64_t now, const engine_job_filter *f, engine_
     gather g = {f, action_states(a), &v, max};
     if (f->states) g.states &= f->states;
     idtab_foreach(&e->jobs, gather_one, &g);
-    qsort(v.v, v.n, sizeof(void *), cmp_id);
+    if (v.n) qsort(v.v, v.n, sizeof(void *), cmp_id); /* v.v is NULL when none matched */
     size_t done = 0;
     for (size_t i = 0; i < v.n && !dry_run; i++) {
         job *j = v.v[i];

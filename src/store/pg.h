@@ -54,6 +54,7 @@ enum {
     PG_ST_DEP,
     PG_ST_BATCH,
     PG_ST_BATCH_JOB,
+    PG_ST_AUDIT,
     PG_ST_N
 };
 extern const char *const pg_stmt_name[PG_ST_N];

@@ -19,8 +19,9 @@
 /* Statements that write one row; job rows go many at a time (below). */
 
 const char *const pg_stmt_name[PG_ST_N] = {
-    "tenant", "queue",   "idem",  "token",      "revoke",    "fence", "idfloor", "request",
-    "pause",  "attempt", "sched", "sched_tick", "sched_del", "dep",   "batch",   "batch_job"};
+    "tenant",    "queue",   "idem",  "token",     "revoke", "fence",
+    "idfloor",   "request", "pause", "attempt",   "sched",  "sched_tick",
+    "sched_del", "dep",     "batch", "batch_job", "audit"};
 static const char *const stmt_sql[PG_ST_N] = {
     NULL,
     NULL,
@@ -38,6 +39,7 @@ static const char *const stmt_sql[PG_ST_N] = {
     STORE_SQL_INSERT_DEP,
     STORE_SQL_UPSERT_BATCH,
     STORE_SQL_INSERT_BATCH_JOB,
+    STORE_SQL_INSERT_AUDIT,
 };
 
 #define CHUNK 4096
@@ -195,6 +197,11 @@ static int op_params(const store_batch *b, const store_op *o, params *ps)
         store_param_sink out = {sink_i64, sink_text, sink_bool, ps};
         store_batch_params(b, o, &out);
         return o->kind == OP_BATCH ? PG_ST_BATCH : PG_ST_BATCH_JOB;
+    }
+    case OP_AUDIT: {
+        store_param_sink out = {sink_i64, sink_text, sink_bool, ps};
+        store_audit_params(b, o, &out);
+        return PG_ST_AUDIT;
     }
     default: break;
     }

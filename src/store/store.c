@@ -80,6 +80,8 @@ size_t store_dispatch(store_t *s)
                 s->sync_done = true;
             }
             if (s->on_commit) s->on_commit(s->on_commit_ctx, x->seq, x->rc);
+        } else if (x->xdone) {
+            x->xdone(x->ctx, x->rc);
         } else if (x->dfn) {
             store_deps_deliver(x);
         } else if (x->afn) {
@@ -308,6 +310,7 @@ int store_open(const char *url, const store_opts *opts, store_t **out, char *err
     if (opts) s->opts = *opts;
     if (s->opts.retention_batch <= 0) s->opts.retention_batch = 1000;
     if (s->opts.request_key_ttl_ms <= 0) s->opts.request_key_ttl_ms = 10 * 60 * 1000;
+    if (s->opts.audit_ttl_ms <= 0) s->opts.audit_ttl_ms = 90LL * 24 * 3600 * 1000;
     pthread_mutex_init(&s->err_lock, NULL);
     pthread_mutex_init(&s->lock, NULL);
     pthread_mutex_init(&s->db_lock, NULL);

@@ -642,6 +642,35 @@ test('a viewer token reads every section and sees no button that changes anythin
   }
 });
 
+test('the audit page lists changes with who made them; a tenant sees its own only', async () => {
+  if (!(await admin.locator('#shell').isVisible())) await signIn(admin, ADMIN_TOKEN);
+  await srv.api('PUT', '/v1/queues/audited-q', { lease_ms: 61000 });
+  const tok = await srv.api('POST', '/v1/tokens', { role: 'tenant:acme' });
+  await srv.api('POST', '/v1/queues/mail/pause', {}, tok.token);
+  await srv.api('POST', '/v1/queues/mail/resume', {}, tok.token);
+  await go(admin, '#/audit');
+  const text = await eventually('the admin\'s entries', async () => {
+    const t = await admin.locator('#view').innerText();
+    return /PUT \/v1\/queues\/audited-q/.test(t) && /POST \/v1\/queues\/mail\/pause/.test(t) && t;
+  });
+  assert.match(text, /"lease_ms":61000/);
+  assert.match(text, /tenant:acme/);
+  const ctx = await browser.newContext({ viewport: { width: 1440, height: 900 }, colorScheme: 'light' });
+  const page = await ctx.newPage();
+  watch(page, 'tenant-audit');
+  try {
+    await signIn(page, tok.token);
+    await go(page, '#/audit');
+    const mine = await eventually('the tenant\'s entries', async () => {
+      const t = await page.locator('#view').innerText();
+      return /POST \/v1\/queues\/mail\/resume/.test(t) && t;
+    });
+    assert.equal(/audited-q/.test(mine), false, 'no admin entry for a tenant');
+  } finally {
+    await ctx.close();
+  }
+});
+
 test('a tenant with no jobs yet is named (GET /v1/whoami), and sees no queues', async () => {
   const tok = await srv.api('POST', '/v1/tokens', { role: 'tenant:newcomer' });
   const ctx = await browser.newContext({ viewport: { width: 1440, height: 900 }, colorScheme: 'light' });
