@@ -21,6 +21,12 @@ export interface ClientOptions {
   maxSockets?: number;
   /** Gives the traceparent a submit carries when its spec has none (e.g. the active OpenTelemetry span's). */
   trace?: TraceHook;
+  /** https: a PEM file of the CAs trusted to sign servers' certificates, instead of Node's. Default: `TENQ_CA_FILE`. */
+  caFile?: string;
+  /** https: a client certificate (PEM) for a server that takes them (mutual TLS). Default: `TENQ_CLIENT_CERT`. */
+  clientCert?: string;
+  /** Its private key (PEM, no passphrase). Default: `TENQ_CLIENT_KEY`. */
+  clientKey?: string;
 }
 
 export const DEFAULT_SERVER = "http://127.0.0.1:7070";
@@ -35,6 +41,9 @@ export interface Resolved {
   requestTimeoutMs: number;
   maxSockets: number;
   trace: TraceHook | undefined;
+  caFile: string | undefined;
+  clientCert: string | undefined;
+  clientKey: string | undefined;
 }
 
 function list(v: string | string[] | undefined): string[] {
@@ -58,5 +67,8 @@ export function resolveOptions(o: ClientOptions, env: NodeJS.ProcessEnv = proces
     requestTimeoutMs: o.requestTimeoutMs ?? 30_000,
     maxSockets: o.maxSockets ?? 16,
     trace: o.trace,
+    caFile: o.caFile ?? (env["TENQ_CA_FILE"] || undefined),
+    clientCert: o.clientCert ?? (env["TENQ_CLIENT_CERT"] || undefined),
+    clientKey: o.clientKey ?? (env["TENQ_CLIENT_KEY"] || undefined),
   };
 }
