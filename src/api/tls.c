@@ -104,6 +104,7 @@ static SSL_CTX *make_ctx(const tls_server *t, char *err, size_t errlen)
                               SSL_MODE_RELEASE_BUFFERS);
     SSL_CTX_set_read_ahead(ctx, 1);
     SSL_CTX_set_session_id_context(ctx, (const unsigned char *)"tenq", 4);
+    SSL_CTX_set_num_tickets(ctx, 1);
     SSL_CTX_set_default_passwd_cb(ctx, no_passphrase);
     const char *ciphers = *t->ciphers ? t->ciphers : TLS_DEFAULT_CIPHERS;
     if (SSL_CTX_set_cipher_list(ctx, ciphers) != 1) {
