@@ -125,7 +125,7 @@ def peer_serial(port):
     ctx = ssl.create_default_context(cafile=C["ca"][0])
     with socket.create_connection(("localhost", port), timeout=10) as raw:
         with ctx.wrap_socket(raw, server_hostname="localhost") as s:
-            return s.getpeercert()["serialNumber"]
+            return s.getpeercert()["serialNumber"].upper().lstrip("0")
 
 
 def serial_of(name):
