@@ -13,7 +13,7 @@ CMAKE_ARGS ?=
 .PHONY: all build asan run test test-plain test-asan test-fuzz fuzz fuzz-build format \
         format-check clean chaos \
         bench-engine bench-store bench-server bench-takeover bench-tx bench-tx-ceiling deps install bench-worker \
-        screenshots bench-peers bench-peers-quick bench-cron
+        screenshots bench-peers bench-peers-quick bench-cron bench-tls
 
 all: build
 
@@ -166,6 +166,10 @@ bench-peers: build
 
 # Small counts, one run, every system: a smoke test that the harness and every driver work
 # (CI runs it); writes bench/out/peers-quick.{json,md} only.
+# TLS handshakes a second, full and resumed, against a fresh tenq serve --tls-cert
+bench-tls: build
+	bench/tls_handshakes.sh $(BUILD) 10
+
 bench-peers-quick: build
 	bench/peers/setup.sh
 	python3 bench/peers/run.py --quick --baseline tenq-sqlite

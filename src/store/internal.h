@@ -37,6 +37,7 @@ typedef enum {
     OP_BATCH,           /* u.bat: a batch's whole row */
     OP_BATCH_JOB,       /* u.bat: a job's link to its batch (id, job_id, role) */
     OP_USAGE,           /* u.usage: what a tenant or queue with a quota holds (PostgreSQL) */
+    OP_AUDIT,           /* u.audit: a row of the audit log */
 } op_kind;
 
 typedef struct batch_row {
@@ -77,6 +78,7 @@ typedef struct store_op {
         struct {
             int64_t id, created_at, revoked_at;
             soff hash, role, queues;
+            bool hide_data;
         } token;
         struct {
             soff scope, key, answer;
@@ -116,6 +118,11 @@ typedef struct store_op {
             int64_t timeout_ms, last_tick, next_tick, created_at, updated_at;
         } sched;
         struct {
+            int64_t at, token_id;
+            int status;
+            soff role, tenant, method, path, peer, detail;
+        } audit;
+        struct {
             uint64_t id, job_id, cb_id[ENGINE_NCALLBACKS];
             soff tenant, callbacks;
             int64_t created_at, closed_at;
@@ -142,6 +149,8 @@ static inline const char *bstr(const store_batch *b, soff o)
     return o == SNULL ? NULL : b->arena + o;
 }
 
+/* The parameters of an audit row's statement (OP_AUDIT), in order. */
+void store_audit_params(const store_batch *b, const store_op *o, const store_param_sink *out);
 /* The parameters of a schedule's statement (OP_SCHEDULE*), in order. */
 void store_schedule_params(const store_batch *b, const store_op *o, const store_param_sink *out);
 
@@ -182,9 +191,10 @@ typedef struct store_result {
     store_request_key req; /* its strings malloc'd */
     store_inbox_fn ifn;    /* a read of the inbox: its rows (strings kept in rows) */
     store_inbox inbox;
-    store_attempts_fn afn; /* a read of a job's attempts: the job in rows, these */
-    store_deps_fn dfn;     /* a read of a job's edges: the job in rows, these */
-    store_dep *dep;        /* parents first (ndep_parents), then children */
+    store_attempts_fn afn;            /* a read of a job's attempts: the job in rows, these */
+    store_deps_fn dfn;                /* a read of a job's edges: the job in rows, these */
+    void (*xdone)(void *ctx, int rc); /* a read of its own (read_req's xrun) */
+    store_dep *dep;                   /* parents first (ndep_parents), then children */
     size_t ndep, capdep, ndep_parents, ndep_total;
     engine_attempt_info *att;
     size_t natt, capatt;
@@ -206,6 +216,10 @@ typedef struct read_req {
     size_t nids;
     bool rest; /* a page of plain jobs (fn) after rest_after, up to max */
     store_rest_cursor rest_after;
+    /* a read of its own (the audit log): run on the reader thread, then
+     * done on the loop's, with its rc */
+    int (*xrun)(store_t *s, void *ctx);
+    void (*xdone)(void *ctx, int rc);
     size_t max;
     uint64_t floor;
     store_inbox_flag flag;
@@ -213,6 +227,12 @@ typedef struct read_req {
     struct read_req *next;
 } read_req;
 
+/* A read of its own (read_req's xrun, xdone), queued for the reader
+ * thread, or run now on the caller's (sync; 0 or the run's rc). */
+void store_read_own(store_t *s, int (*run)(store_t *, void *), void (*done)(void *, int),
+                    void *ctx);
+int store_read_own_sync(store_t *s, int (*run)(store_t *, void *), void (*done)(void *, int),
+                        void *ctx);
 /* Hands a read of attempts to its callback, then frees what it read (reader.c). */
 void store_attempts_deliver(store_result *res);
 void store_deps_deliver(store_result *res);

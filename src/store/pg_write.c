@@ -21,7 +21,7 @@
 const char *const pg_stmt_name[PG_ST_N] = {
     "tenant",    "queue",   "idem",  "token",     "revoke", "fence",
     "idfloor",   "request", "pause", "attempt",   "sched",  "sched_tick",
-    "sched_del", "dep",     "batch", "batch_job", "usage"};
+    "sched_del", "dep",     "batch", "batch_job", "usage", "audit"};
 static const char *const stmt_sql[PG_ST_N] = {
     NULL,
     NULL,
@@ -40,6 +40,7 @@ static const char *const stmt_sql[PG_ST_N] = {
     STORE_SQL_UPSERT_BATCH,
     STORE_SQL_INSERT_BATCH_JOB,
     STORE_SQL_UPSERT_USAGE,
+    STORE_SQL_INSERT_AUDIT,
 };
 
 #define CHUNK 4096
@@ -144,6 +145,7 @@ static int op_params(const store_batch *b, const store_op *o, params *ps)
         p_text(ps, bstr(b, o->u.token.queues));
         p_i64(ps, o->u.token.created_at);
         p_time(ps, o->u.token.revoked_at);
+        p_bool(ps, o->u.token.hide_data);
         return PG_ST_TOKEN;
     case OP_TOKEN_REVOKE:
         p_i64(ps, o->u.token.id);
@@ -204,6 +206,11 @@ static int op_params(const store_batch *b, const store_op *o, params *ps)
         p_i64(ps, (long long)o->u.usage.bytes);
         p_i64(ps, pg_now_ms());
         return PG_ST_USAGE;
+    case OP_AUDIT: {
+        store_param_sink out = {sink_i64, sink_text, sink_bool, ps};
+        store_audit_params(b, o, &out);
+        return PG_ST_AUDIT;
+    }
     default: break;
     }
     return -1;

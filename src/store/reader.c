@@ -361,6 +361,8 @@ static void run_read(store_t *s, read_req *rq, store_result *res)
         res->rc = read_rest(s, rq, &res->rows);
     } else if (rq->ids) {
         res->rc = read_args(s, rq->ids, rq->nids, &res->rows);
+    } else if (rq->xrun) {
+        res->rc = rq->xrun(s, rq->ctx);
     } else if (rq->dfn) {
         res->rc = read_deps(s, rq->id, res);
     } else if (rq->afn) {
@@ -400,6 +402,7 @@ void *store_reader_main(void *arg)
         res->ifn = rq->ifn;
         res->afn = rq->afn;
         res->dfn = rq->dfn;
+        res->xdone = rq->xdone;
         res->ctx = rq->ctx;
         run_read(s, rq, res);
         free(rq->qstrings);
@@ -448,6 +451,25 @@ static void read_enqueue(store_t *s, read_req *rq)
     s->reads_tail = rq;
     pthread_cond_signal(&s->read_cond);
     pthread_mutex_unlock(&s->lock);
+}
+
+void store_read_own(store_t *s, int (*run)(store_t *, void *), void (*done)(void *, int), void *ctx)
+{
+    read_req *rq = xcalloc(1, sizeof(*rq));
+    rq->xrun = run;
+    rq->xdone = done;
+    rq->ctx = ctx;
+    read_enqueue(s, rq);
+}
+
+int store_read_own_sync(store_t *s, int (*run)(store_t *, void *), void (*done)(void *, int),
+                        void *ctx)
+{
+    pthread_mutex_lock(&s->read_db_lock);
+    int rc = run(s, ctx);
+    pthread_mutex_unlock(&s->read_db_lock);
+    done(ctx, rc);
+    return rc;
 }
 
 void store_get_job(store_t *s, uint64_t id, store_rows_fn fn, void *ctx)

@@ -321,6 +321,27 @@ static const char *const migrations[] = {
     "$Sbatch_jobs) AND id NOT IN (SELECT child_id FROM $Sjob_deps) AND id NOT IN (SELECT "
     "parent_id FROM $Sjob_deps);\n"
     "$PLAIN",
+
+    /* 21: viewer tokens that see jobs without their args and results. */
+    "ALTER TABLE $Stokens ADD COLUMN hide_data $BOOL NOT NULL DEFAULT $FALSE;\n",
+
+    /* 22: the audit log: a row for every change made through the API (who:
+     * token_id, role, tenant; what: method, path, status, detail; when; from
+     * where), written in the commit of the change; ids by the database,
+     * never used twice; kept --audit-retention. */
+    "CREATE TABLE $Saudit (\n"
+    "  id $AUTOID,\n"
+    "  at $I64 NOT NULL,\n"
+    "  token_id $I64,\n"
+    "  role TEXT NOT NULL,\n"
+    "  tenant TEXT,\n"
+    "  method TEXT NOT NULL,\n"
+    "  path TEXT NOT NULL,\n"
+    "  status $I64 NOT NULL,\n"
+    "  peer TEXT,\n"
+    "  detail TEXT);\n"
+    "CREATE INDEX audit_at ON $Saudit (at);\n"
+    "CREATE INDEX audit_tenant ON $Saudit (tenant, id);\n",
 };
 
 int store_schema_versions(void)
@@ -357,6 +378,8 @@ static char *expand(const char *t, bool pg)
     static const struct {
         const char *var, *sqlite, *pg;
     } subst[] = {
+        {"$AUTOID", "INTEGER PRIMARY KEY AUTOINCREMENT",
+         "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY"},
         {"$ID", "INTEGER", "BIGINT"},
         {"$I64", "INTEGER", "BIGINT"},
         {"$BOOL", "INTEGER", "BOOLEAN"},

@@ -44,8 +44,8 @@ char *store_schema_sql(int version, bool pg);
     "excluded.job_id, state = excluded.state, duplicate = excluded.duplicate, merged = "           \
     "excluded.merged, created_at = excluded.created_at"
 #define STORE_SQL_INSERT_TOKEN                                                                     \
-    "INSERT INTO $Stokens (id, hash, role, queues, created_at, revoked_at) VALUES (?1, ?2, ?3, "   \
-    "?4, ?5, ?6)"
+    "INSERT INTO $Stokens (id, hash, role, queues, created_at, revoked_at, hide_data) VALUES "     \
+    "(?1, ?2, ?3, ?4, ?5, ?6, ?7)"
 #define STORE_SQL_UPSERT_PAUSE                                                                     \
     "INSERT INTO $Squeue_pauses (queue, tenant, paused, updated_at) VALUES (?1, ?2, ?3, ?4) "      \
     "ON CONFLICT (queue, tenant) DO UPDATE SET paused = excluded.paused, updated_at = "            \
@@ -75,6 +75,12 @@ char *store_schema_sql(int version, bool pg);
 #define STORE_SQL_LOAD_SCHEDULES  "SELECT " STORE_SCHEDULE_COLUMNS " FROM $Sschedules ORDER BY name"
 #define STORE_SQL_LOAD_PAUSES     "SELECT queue, tenant FROM $Squeue_pauses WHERE paused"
 #define STORE_SQL_REVOKE_TOKEN    "UPDATE $Stokens SET revoked_at = ?2 WHERE id = ?1"
+#define STORE_SQL_INSERT_AUDIT                                                                     \
+    "INSERT INTO $Saudit (at, token_id, role, tenant, method, path, status, peer, detail) "        \
+    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"
+#define STORE_SQL_PRUNE_AUDIT                                                                      \
+    "DELETE FROM $Saudit WHERE id IN (SELECT id FROM $Saudit WHERE at < ?1 ORDER BY id LIMIT ?2)"
+#define STORE_AUDIT_COLUMNS "id, at, token_id, role, tenant, method, path, status, peer, detail"
 #define STORE_SQL_INSERT_REQUEST                                                                   \
     "INSERT INTO $Srequests (scope, key, fingerprint, status, answer, created_at) VALUES (?1, "    \
     "?2, "                                                                                         \

@@ -5,6 +5,8 @@
  * leader following and failover). Answers come back as camelCase objects;
  * refusals as the TenqError subclass of their error code.
  */
+import { readFileSync } from "node:fs";
+
 import { ConflictError, InvalidError, NotFoundError, ProtocolError, TenqError, TimeoutError, errorFromWire, type WireError } from "./errors";
 import { RequestKeys } from "./ids";
 import type { JsonValue } from "./json";
@@ -155,6 +157,27 @@ function isReplay(a: Answer): boolean {
   return (Array.isArray(v) ? v[0] : v) === "true";
 }
 
+/** The TLS files of the options, read now: a file that cannot be read is told at once. */
+function tlsFiles(o: Resolved): { tls?: { ca?: Buffer; cert?: Buffer; key?: Buffer } } {
+  if (!o.caFile && !o.clientCert && !o.clientKey) return {};
+  if (!o.clientCert !== !o.clientKey)
+    throw new InvalidError("a client certificate needs both its certificate and its key file", {
+      field: o.clientCert ? "clientKey" : "clientCert",
+    });
+  const read = (path: string, field: string): Buffer => {
+    try {
+      return readFileSync(path);
+    } catch (e) {
+      throw new InvalidError(`${field} ${path}: ${(e as Error).message}`, { field });
+    }
+  };
+  const tls: { ca?: Buffer; cert?: Buffer; key?: Buffer } = {};
+  if (o.caFile) tls.ca = read(o.caFile, "caFile");
+  if (o.clientCert) tls.cert = read(o.clientCert, "clientCert");
+  if (o.clientKey) tls.key = read(o.clientKey, "clientKey");
+  return { tls };
+}
+
 export class Client {
   readonly options: Resolved;
   private readonly transport: Transport;
@@ -172,6 +195,7 @@ export class Client {
       failoverBudgetMs: this.options.failoverBudgetMs,
       maxSockets: this.options.maxSockets,
       ...(this.options.token !== undefined ? { token: this.options.token } : {}),
+      ...tlsFiles(this.options),
     });
   }
 

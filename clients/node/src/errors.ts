@@ -21,6 +21,7 @@ export type ErrorCode =
   | "timeout"
   | "internal"
   | "connection"
+  | "tls"
   | "protocol";
 
 export interface ErrorDetails {
@@ -134,6 +135,17 @@ export class InternalError extends TenqError {
 export class ConnectionError extends TenqError {
   constructor(message: string, details: ErrorDetails = {}) {
     super("connection", message, details);
+  }
+}
+/**
+ * An https server's certificate did not verify (an unknown CA, an expired
+ * certificate, a name it does not hold), or the server refused this
+ * client's certificate. Configuration: thrown at once, not retried.
+ */
+export class TlsError extends ConnectionError {
+  constructor(message: string, details: ErrorDetails = {}) {
+    super(message, details);
+    Object.defineProperty(this, "code", { value: "tls" });
   }
 }
 /** The answer was not the HTTP/JSON the protocol promises. */

@@ -29,6 +29,7 @@ export {
   NotLeaderError,
   OverloadedError,
   ProtocolError,
+  TlsError,
   RateLimitedError,
   TenqError,
   TimeoutError,

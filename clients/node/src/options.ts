@@ -28,6 +28,12 @@ export interface ClientOptions {
    * API module to use.
    */
   openTelemetry?: OpenTelemetryOption;
+  /** https: a PEM file of the CAs trusted to sign servers' certificates, instead of Node's. Default: `TENQ_CA_FILE`. */
+  caFile?: string;
+  /** https: a client certificate (PEM) for a server that takes them (mutual TLS). Default: `TENQ_CLIENT_CERT`. */
+  clientCert?: string;
+  /** Its private key (PEM, no passphrase). Default: `TENQ_CLIENT_KEY`. */
+  clientKey?: string;
 }
 
 export const DEFAULT_SERVER = "http://127.0.0.1:7070";
@@ -43,6 +49,9 @@ export interface Resolved {
   maxSockets: number;
   trace: TraceHook | undefined;
   openTelemetry: OpenTelemetryOption;
+  caFile: string | undefined;
+  clientCert: string | undefined;
+  clientKey: string | undefined;
 }
 
 function list(v: string | string[] | undefined): string[] {
@@ -67,5 +76,8 @@ export function resolveOptions(o: ClientOptions, env: NodeJS.ProcessEnv = proces
     maxSockets: o.maxSockets ?? 16,
     trace: o.trace,
     openTelemetry: o.openTelemetry,
+    caFile: o.caFile ?? (env["TENQ_CA_FILE"] || undefined),
+    clientCert: o.clientCert ?? (env["TENQ_CLIENT_CERT"] || undefined),
+    clientKey: o.clientKey ?? (env["TENQ_CLIENT_KEY"] || undefined),
   };
 }

@@ -158,8 +158,8 @@ def _from_test_mode(
 
 class AsyncClient(_Shaper):
     """A tenq client for asyncio. ``servers``, ``token``, ``tenant``,
-    ``queue``, the timeouts, ``failover_budget``, ``trace`` and
-    ``on_submit`` are the sync Client's. ``max_connections``: the most
+    ``queue``, the timeouts, ``failover_budget``, ``trace``, ``on_submit``,
+    ``ca_file``, ``client_cert`` and ``client_key`` are the sync Client's. ``max_connections``: the most
     connections to one server at once (default 64); a request beyond them
     waits for one to be free (a long poll of ``wait`` holds one while it
     waits). ``await client.close()`` (or ``async with``) closes its idle
@@ -178,12 +178,19 @@ class AsyncClient(_Shaper):
         max_connections: int = 64,
         trace: Optional[TraceHook] = None,
         on_submit: Sequence[SubmitHook] = (),
+        ca_file: Optional[str] = None,
+        client_cert: Optional[str] = None,
+        client_key: Optional[str] = None,
     ) -> None:
         if token is None:
             token = os.environ.get("TENQ_TOKEN") or None
+        env = os.environ.get
         self._t = AsyncTransport(
             servers_from_env(servers), token, connect_timeout, request_timeout, failover_budget,
             max_connections,
+            ca_file=ca_file or env("TENQ_CA_FILE") or None,
+            cert_file=client_cert or env("TENQ_CLIENT_CERT") or None,
+            key_file=client_key or env("TENQ_CLIENT_KEY") or None,
         )
         self.tenant = tenant
         self.queue = queue

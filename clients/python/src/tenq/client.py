@@ -95,6 +95,13 @@ class Client(_Shaper, WorkerRequests):
     without one carries it. ``on_submit`` hooks see (and may change) every
     job body before it is sent.
 
+    ``https://`` servers are verified against the system's CAs, or only
+    those of ``ca_file`` (default: TENQ_CA_FILE); ``client_cert`` and
+    ``client_key`` (TENQ_CLIENT_CERT, TENQ_CLIENT_KEY) are PEM files of a
+    client certificate for a server that takes them (mutual TLS: the
+    certificate stands for a token). A certificate that does not verify,
+    or one the server refuses, is TLSError, at once.
+
     Every submit request carries an ``Idempotency-Key`` header made for it
     before its first attempt and sent again with every retry (a broken
     connection, another server): the server answers a copy it has seen with
@@ -112,12 +119,23 @@ class Client(_Shaper, WorkerRequests):
         failover_budget: float = 15.0,
         trace: Optional[TraceHook] = None,
         on_submit: Sequence[SubmitHook] = (),
+        ca_file: Optional[str] = None,
+        client_cert: Optional[str] = None,
+        client_key: Optional[str] = None,
     ) -> None:
         if token is None:
             token = os.environ.get("TENQ_TOKEN") or None
         self._token = token
+        env = os.environ.get
         self._t = Transport(
-            servers_from_env(servers), token, connect_timeout, request_timeout, failover_budget
+            servers_from_env(servers),
+            token,
+            connect_timeout,
+            request_timeout,
+            failover_budget,
+            ca_file=ca_file or env("TENQ_CA_FILE") or None,
+            cert_file=client_cert or env("TENQ_CLIENT_CERT") or None,
+            key_file=client_key or env("TENQ_CLIENT_KEY") or None,
         )
         self.tenant = tenant
         self.queue = queue
@@ -138,6 +156,9 @@ class Client(_Shaper, WorkerRequests):
             failover_budget=self._t.failover_budget,
             trace=self.trace,
             on_submit=self.on_submit,
+            ca_file=self._t.ca_file,
+            client_cert=self._t.cert_file,
+            client_key=self._t.key_file,
         )
         out._t._use(self._t.current)
         return out

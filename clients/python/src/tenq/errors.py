@@ -132,6 +132,14 @@ class ConnectError(TenqError):
     code = "connection"
 
 
+class TLSError(ConnectError):
+    """An https server's certificate did not verify (an unknown CA, an
+    expired certificate, a name it does not hold), or the server refused
+    this client's certificate. Configuration: it is not retried."""
+
+    code = "tls"
+
+
 class ProtocolError(TenqError):
     """The answer was not the HTTP/JSON the protocol promises."""
 

@@ -46,15 +46,20 @@ module Tenq
     # @param trace [#call, nil] returns the current traceparent (or nil); put on
     #   every submit that names none
     # @param middleware [Middleware::Chain, nil] around each submit
+    # @param ca_file [String, nil] https: PEM CAs trusted instead of the system's; default TENQ_CA_FILE
+    # @param client_cert [String, nil] https: a client certificate (PEM, mutual TLS); default TENQ_CLIENT_CERT
+    # @param client_key [String, nil] its key (PEM, no passphrase); default TENQ_CLIENT_KEY
     # @param defaults [Hash] submit fields for jobs that name none (tenant:, queue:, ...)
     def initialize(servers: nil, token: nil, failover_budget: 15.0, connect_timeout: 5.0, request_timeout: 30.0,
-                   trace: nil, middleware: nil, **defaults)
+                   trace: nil, middleware: nil, ca_file: nil, client_cert: nil, client_key: nil, **defaults)
       unknown = defaults.keys - JOB_FIELDS
       raise ArgumentError, "unknown option(s): #{unknown.join(', ')}" unless unknown.empty?
 
+      tls = { ca_file: ca_file || env("TENQ_CA_FILE"), cert_file: client_cert || env("TENQ_CLIENT_CERT"),
+              key_file: client_key || env("TENQ_CLIENT_KEY") }.compact
       @transport = Transport.new(servers: self.class.server_list(servers), token: token || env("TENQ_TOKEN"),
                                  connect_timeout: connect_timeout, request_timeout: request_timeout,
-                                 failover_budget: failover_budget)
+                                 failover_budget: failover_budget, tls: tls)
       @defaults = defaults.freeze
       @default_job = JobFields.defaults(defaults)
       @keys = IdempotencyKeys.new

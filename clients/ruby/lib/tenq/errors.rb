@@ -77,6 +77,10 @@ module Tenq
   # failover budget. An {UnavailableError}, so one rescue covers a server
   # that is away either way.
   define_error(:ConnectionError, "connection", UnavailableError)
+  # An https server's certificate did not verify (an unknown CA, an expired
+  # certificate, a name it does not hold), or the server refused this
+  # client's certificate: configuration, raised at once, not retried.
+  define_error(:TlsError, "tls", ConnectionError)
   # The answer was not the HTTP/JSON the protocol promises.
   define_error(:ProtocolError, "protocol")
   # A completion or failure in a database transaction ({Tx.complete},
