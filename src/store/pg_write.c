@@ -21,7 +21,7 @@
 const char *const pg_stmt_name[PG_ST_N] = {
     "tenant",    "queue",   "idem",  "token",     "revoke", "fence",
     "idfloor",   "request", "pause", "attempt",   "sched",  "sched_tick",
-    "sched_del", "dep",     "batch", "batch_job", "usage", "audit"};
+    "sched_del", "dep",     "batch", "batch_job", "usage",  "audit"};
 static const char *const stmt_sql[PG_ST_N] = {
     NULL,
     NULL,
