@@ -29,6 +29,7 @@ export {
   NotLeaderError,
   OverloadedError,
   ProtocolError,
+  QuotaExceededError,
   RateLimitedError,
   TenqError,
   TimeoutError,
