@@ -162,6 +162,7 @@ const byCode = new Map(Object.entries({
     not_leader: NotLeaderError,
     timeout: TimeoutError,
     internal: InternalError,
+    protocol: ProtocolError,
 }));
 const byStatus = new Map([
     [400, InvalidError],

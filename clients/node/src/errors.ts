@@ -179,6 +179,7 @@ const byCode = new Map<string, ErrorClass>(Object.entries({
   not_leader: NotLeaderError,
   timeout: TimeoutError,
   internal: InternalError,
+  protocol: ProtocolError,
 }));
 
 const byStatus = new Map<number, ErrorClass>([

@@ -189,6 +189,7 @@ _BY_CODE: Dict[str, Type[TenqError]] = {
         NotLeaderError,
         TimedOutError,
         InternalError,
+        ProtocolError,
     )
 }
 
