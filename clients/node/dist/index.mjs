@@ -21,6 +21,7 @@ export const {
   NotLeaderError,
   OverloadedError,
   ProtocolError,
+  QuotaExceededError,
   REQUEST_KEY_HEADER,
   RateLimitedError,
   Registry,

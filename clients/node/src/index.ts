@@ -30,6 +30,7 @@ export {
   OverloadedError,
   ProtocolError,
   TlsError,
+  QuotaExceededError,
   RateLimitedError,
   TenqError,
   TimeoutError,
