@@ -214,7 +214,8 @@ typedef struct read_req {
     store_deps_fn dfn;     /* a job (id) and its edges */
     uint64_t *ids;         /* an args read: these jobs' ids and args (fn), owned */
     size_t nids;
-    bool rest; /* a page of plain jobs (fn) after rest_after, up to max */
+    bool rest;      /* a page of plain jobs (fn) after rest_after, up to max */
+    bool rest_args; /* with their args (else only small ones) */
     store_rest_cursor rest_after;
     /* a read of its own (the audit log): run on the reader thread, then
      * done on the loop's, with its rc */

@@ -285,6 +285,7 @@ typedef struct read_page {
     store_t *s;
     rows_builder *rows;
     int rc;
+    bool with_args;
 } read_page;
 
 /* ---- args of jobs whose args are out of memory ------------------------------------ */
@@ -329,17 +330,25 @@ static int read_args(store_t *s, uint64_t *ids, size_t n, rows_builder *rows)
 static void rest_row(void *ctx, const store_rowacc *acc, void *row)
 {
     read_page *p = ctx;
-    if (!p->rc) p->rc = rows_add_row(p->s, p->rows, acc, row);
+    if (p->rc) return;
+    p->rc = rows_add_row(p->s, p->rows, acc, row);
+    engine_job_info *j = &p->rows->v[p->rows->n - 1];
+    if (!p->rc && !p->with_args && !j->args && !j->payloads) { /* left in the store */
+        j->args_missing = true;
+        j->args_len = (uint32_t)acc->i64(row, STORE_JOB_NCOLS);
+    }
 }
 
 static int read_rest(store_t *s, const read_req *rq, rows_builder *rows)
 {
     const store_rest_cursor *c = &rq->rest_after;
-    read_page p = {s, rows, 0};
-    char sql[sizeof(STORE_SQL_REST_COLUMNS) + 160];
+    read_page p = {s, rows, 0, rq->rest_args};
+    char sql[sizeof(STORE_SQL_REST_COLUMNS_NO_ARGS) + 160];
     int rc = 0;
     for (int part = 1; part <= 3 && !rc && !p.rc && rows->n < rq->max; part++) {
-        size_t n = (size_t)snprintf(sql, sizeof sql, "%s", STORE_SQL_REST_COLUMNS),
+        size_t n = (size_t)snprintf(sql, sizeof sql, "%s",
+                                    rq->rest_args ? STORE_SQL_REST_COLUMNS
+                                                  : STORE_SQL_REST_COLUMNS_NO_ARGS),
                left = rq->max - rows->n;
         if (part == 1)
             snprintf(sql + n, sizeof sql - n, STORE_SQL_REST_1, (long long)c->neg_priority,
@@ -482,10 +491,12 @@ void store_list_jobs(store_t *s, const store_job_query *q, store_rows_fn fn, voi
     read_enqueue(s, read_new(0, q, fn, ctx));
 }
 
-void store_load_rest(store_t *s, store_rest_cursor after, size_t max, store_rows_fn fn, void *ctx)
+void store_load_rest(store_t *s, store_rest_cursor after, size_t max, bool with_args,
+                     store_rows_fn fn, void *ctx)
 {
     read_req *rq = xcalloc(1, sizeof(*rq));
     rq->rest = true;
+    rq->rest_args = with_args;
     rq->rest_after = after;
     rq->max = max;
     rq->fn = fn;

@@ -394,6 +394,7 @@ static char *expand(const char *t, bool pg)
         {"$TXNAMES", "", STORE_PG_TXAPI_NAMES},
         {"$TXQUOTA", "", STORE_PG_TXAPI_QUOTA},
         {"$PLAIN", STORE_PLAIN_SQLITE, STORE_PLAIN_PG},
+        {"$ARGS_BYTES", "length(CAST(args AS BLOB))", "octet_length(args)"},
         {"$ATTEMPTS_GONE", STORE_ATTEMPTS_GONE_SQLITE, STORE_ATTEMPTS_GONE_PG},
         {"$DEPS_GONE", STORE_DEPS_GONE_SQLITE, STORE_DEPS_GONE_PG},
         {"$BATCH_JOBS_GONE", STORE_BATCH_JOBS_GONE_SQLITE, STORE_BATCH_JOBS_GONE_PG},

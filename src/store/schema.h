@@ -13,11 +13,12 @@ int store_schema_versions(void);
 char *store_schema_sql(int version, bool pg);
 
 /* The columns of jobs, in the order every SELECT of a job uses. */
-#define STORE_JOB_COLUMNS                                                                          \
-    "id, tenant, queue, type, key, args, payloads, priority, state, attempts, max_attempts, "      \
-    "run_at, created_at, ready_at, leased_at, started_at, finished_at, worker, error, result, "    \
-    "stats, progress, unique_key, idempotency_key, lease_token, lease_until, cancel_requested, "   \
-    "merged_into, lane_seq, traceparent, timeout_ms"
+#define STORE_JOB_COLUMNS "id, tenant, queue, type, key, args, " STORE_JOB_COLUMNS_AFTER_ARGS
+#define STORE_JOB_COLUMNS_AFTER_ARGS                                                               \
+    "payloads, priority, state, attempts, max_attempts, run_at, created_at, ready_at, leased_at, " \
+    "started_at, finished_at, worker, error, result, stats, progress, unique_key, "                \
+    "idempotency_key, lease_token, lease_until, cancel_requested, merged_into, lane_seq, "         \
+    "traceparent, timeout_ms"
 #define STORE_JOB_NCOLS 31
 
 /* The same and `live`, for INSERT: ?1..?32 in this order. */
@@ -176,9 +177,16 @@ char *store_schema_sql(int version, bool pg);
  * one range of the index (printf'd: the numbers are the store's own, and
  * an index on an expression is used for a range only against numbers). */
 #define STORE_SQL_REST_COLUMNS "SELECT " STORE_JOB_COLUMNS " FROM $Sjobs WHERE live = 2 AND "
-#define STORE_SQL_REST_1       "-priority = %lld AND run_at = %lld AND id > %llu ORDER BY id LIMIT %zu"
-#define STORE_SQL_REST_2       "-priority = %lld AND run_at > %lld ORDER BY run_at, id LIMIT %zu"
-#define STORE_SQL_REST_3       "-priority > %lld ORDER BY -priority, run_at, id LIMIT %zu"
+/* The same without the args but small ones (64 bytes at most) and huge ones
+ * (16 MiB and more, whose length a spilled job cannot keep), and their
+ * length after the last column: the jobs come in with their args left in
+ * the store (engine/args.c reads them back ahead of need). */
+#define STORE_SQL_REST_COLUMNS_NO_ARGS                                                             \
+    "SELECT id, tenant, queue, type, key, CASE WHEN $ARGS_BYTES <= 64 OR $ARGS_BYTES >= 16777216 " \
+    "THEN args END, " STORE_JOB_COLUMNS_AFTER_ARGS ", $ARGS_BYTES FROM $Sjobs WHERE live = 2 AND "
+#define STORE_SQL_REST_1 "-priority = %lld AND run_at = %lld AND id > %llu ORDER BY id LIMIT %zu"
+#define STORE_SQL_REST_2 "-priority = %lld AND run_at > %lld ORDER BY run_at, id LIMIT %zu"
+#define STORE_SQL_REST_3 "-priority > %lld ORDER BY -priority, run_at, id LIMIT %zu"
 #define STORE_PLAIN_SQLITE                                                                         \
     "CREATE INDEX jobs_plain ON jobs ((-priority), run_at, id) WHERE live = 2;\n"                  \
     "CREATE TRIGGER job_deps_parent_live AFTER INSERT ON job_deps BEGIN\n"                         \

@@ -431,8 +431,11 @@ typedef struct store_rest_cursor {
 /* The next page of them, up to max rows, in fifo order (priority, then
  * run_at, then id), on the reader thread: what a load brings in after the
  * server began to serve (docs/SEMANTICS.md, "Serving while loading").
- * Rows with every field, as store_get_job's. */
-void store_load_rest(store_t *s, store_rest_cursor after, size_t max, store_rows_fn fn, void *ctx);
+ * Rows with every field, as store_get_job's; without with_args, args of
+ * more than 64 bytes are left in the store (args NULL, args_missing, and
+ * args_len their length). */
+void store_load_rest(store_t *s, store_rest_cursor after, size_t max, bool with_args,
+                     store_rows_fn fn, void *ctx);
 
 /* The args of these jobs (of their rows that have args; any order): rows
  * with only id, args and args_len set.  For args out of memory (the
