@@ -1,9 +1,3 @@
-/**
- * The client: every request of the protocol a submitter and a worker make,
- * over keep-alive connections to one server or several (see transport.ts for
- * leader following and failover). Answers come back as camelCase objects;
- * refusals as the TenqError subclass of their error code.
- */
 import { TenqError } from "./errors";
 import type { JsonValue } from "./json";
 import { type ClientOptions, type Resolved } from "./options";

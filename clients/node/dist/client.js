@@ -9,6 +9,7 @@ exports.answerError = answerError;
  * leader following and failover). Answers come back as camelCase objects;
  * refusals as the TenqError subclass of their error code.
  */
+const node_fs_1 = require("node:fs");
 const errors_1 = require("./errors");
 const ids_1 = require("./ids");
 const options_1 = require("./options");
@@ -78,6 +79,31 @@ function isReplay(a) {
     const v = a.headers["idempotent-replayed"];
     return (Array.isArray(v) ? v[0] : v) === "true";
 }
+/** The TLS files of the options, read now: a file that cannot be read is told at once. */
+function tlsFiles(o) {
+    if (!o.caFile && !o.clientCert && !o.clientKey)
+        return {};
+    if (!o.clientCert !== !o.clientKey)
+        throw new errors_1.InvalidError("a client certificate needs both its certificate and its key file", {
+            field: o.clientCert ? "clientKey" : "clientCert",
+        });
+    const read = (path, field) => {
+        try {
+            return (0, node_fs_1.readFileSync)(path);
+        }
+        catch (e) {
+            throw new errors_1.InvalidError(`${field} ${path}: ${e.message}`, { field });
+        }
+    };
+    const tls = {};
+    if (o.caFile)
+        tls.ca = read(o.caFile, "caFile");
+    if (o.clientCert)
+        tls.cert = read(o.clientCert, "clientCert");
+    if (o.clientKey)
+        tls.key = read(o.clientKey, "clientKey");
+    return { tls };
+}
 class Client {
     options;
     transport;
@@ -94,6 +120,7 @@ class Client {
             failoverBudgetMs: this.options.failoverBudgetMs,
             maxSockets: this.options.maxSockets,
             ...(this.options.token !== undefined ? { token: this.options.token } : {}),
+            ...tlsFiles(this.options),
         });
     }
     /** The servers tried, in order (leaders learnt from redirects are added). */

@@ -4,7 +4,7 @@
  * `if (e instanceof NotFoundError)` or `switch (e.code)`.
  */
 /** The protocol's error words, plus the library's own `connection` and `protocol`. */
-export type ErrorCode = "invalid" | "unauthenticated" | "forbidden" | "not_found" | "conflict" | "batch_closed" | "too_large" | "rate_limited" | "overloaded" | "quota_exceeded" | "unavailable" | "not_leader" | "timeout" | "internal" | "connection" | "protocol";
+export type ErrorCode = "invalid" | "unauthenticated" | "forbidden" | "not_found" | "conflict" | "batch_closed" | "too_large" | "rate_limited" | "overloaded" | "quota_exceeded" | "unavailable" | "not_leader" | "timeout" | "internal" | "connection" | "tls" | "protocol";
 export interface ErrorDetails {
     /** The HTTP status of the answer; 0 when no answer came (a local error). */
     status?: number;
@@ -99,6 +99,14 @@ export declare class InternalError extends TenqError {
 }
 /** No server could be reached, or the connection broke, within the failover budget. */
 export declare class ConnectionError extends TenqError {
+    constructor(message: string, details?: ErrorDetails);
+}
+/**
+ * An https server's certificate did not verify (an unknown CA, an expired
+ * certificate, a name it does not hold), or the server refused this
+ * client's certificate. Configuration: thrown at once, not retried.
+ */
+export declare class TlsError extends ConnectionError {
     constructor(message: string, details?: ErrorDetails);
 }
 /** The answer was not the HTTP/JSON the protocol promises. */

@@ -6,7 +6,7 @@
  * `if (e instanceof NotFoundError)` or `switch (e.code)`.
  */
 Object.defineProperty(exports, "__esModule", { value: true });
-exports.ProtocolError = exports.ConnectionError = exports.InternalError = exports.TimeoutError = exports.NotLeaderError = exports.UnavailableError = exports.QuotaExceededError = exports.OverloadedError = exports.RateLimitedError = exports.TooLargeError = exports.BatchClosedError = exports.ConflictError = exports.NotFoundError = exports.ForbiddenError = exports.UnauthenticatedError = exports.InvalidError = exports.TenqError = void 0;
+exports.ProtocolError = exports.TlsError = exports.ConnectionError = exports.InternalError = exports.TimeoutError = exports.NotLeaderError = exports.UnavailableError = exports.QuotaExceededError = exports.OverloadedError = exports.RateLimitedError = exports.TooLargeError = exports.BatchClosedError = exports.ConflictError = exports.NotFoundError = exports.ForbiddenError = exports.UnauthenticatedError = exports.InvalidError = exports.TenqError = void 0;
 exports.errorFromWire = errorFromWire;
 class TenqError extends Error {
     code;
@@ -140,6 +140,18 @@ class ConnectionError extends TenqError {
     }
 }
 exports.ConnectionError = ConnectionError;
+/**
+ * An https server's certificate did not verify (an unknown CA, an expired
+ * certificate, a name it does not hold), or the server refused this
+ * client's certificate. Configuration: thrown at once, not retried.
+ */
+class TlsError extends ConnectionError {
+    constructor(message, details = {}) {
+        super(message, details);
+        Object.defineProperty(this, "code", { value: "tls" });
+    }
+}
+exports.TlsError = TlsError;
 /** The answer was not the HTTP/JSON the protocol promises. */
 class ProtocolError extends TenqError {
     constructor(message, details = {}) {

@@ -33,6 +33,7 @@ export const {
   TenqError,
   Testing,
   TimeoutError,
+  TlsError,
   TooLargeError,
   UnauthenticatedError,
   UnavailableError,

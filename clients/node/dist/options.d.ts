@@ -33,6 +33,12 @@ export interface ClientOptions {
      * API module to use.
      */
     openTelemetry?: OpenTelemetryOption;
+    /** https: a PEM file of the CAs trusted to sign servers' certificates, instead of Node's. Default: `TENQ_CA_FILE`. */
+    caFile?: string;
+    /** https: a client certificate (PEM) for a server that takes them (mutual TLS). Default: `TENQ_CLIENT_CERT`. */
+    clientCert?: string;
+    /** Its private key (PEM, no passphrase). Default: `TENQ_CLIENT_KEY`. */
+    clientKey?: string;
 }
 export declare const DEFAULT_SERVER = "http://127.0.0.1:7070";
 export interface Resolved {
@@ -47,6 +53,9 @@ export interface Resolved {
     maxSockets: number;
     trace: TraceHook | undefined;
     openTelemetry: OpenTelemetryOption;
+    caFile: string | undefined;
+    clientCert: string | undefined;
+    clientKey: string | undefined;
 }
 /** The default of `backpressureBudgetMs`. */
 export declare const DEFAULT_BACKPRESSURE_BUDGET_MS = 60000;

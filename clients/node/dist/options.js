@@ -40,5 +40,8 @@ function resolveOptions(o, env = process.env) {
         maxSockets: o.maxSockets ?? 16,
         trace: o.trace,
         openTelemetry: o.openTelemetry,
+        caFile: o.caFile ?? (env["TENQ_CA_FILE"] || undefined),
+        clientCert: o.clientCert ?? (env["TENQ_CLIENT_CERT"] || undefined),
+        clientKey: o.clientKey ?? (env["TENQ_CLIENT_KEY"] || undefined),
     };
 }
