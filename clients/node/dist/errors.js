@@ -174,6 +174,7 @@ const byCode = new Map(Object.entries({
     not_leader: NotLeaderError,
     timeout: TimeoutError,
     internal: InternalError,
+    tls: TlsError,
     protocol: ProtocolError,
 }));
 const byStatus = new Map([

@@ -191,6 +191,7 @@ const byCode = new Map<string, ErrorClass>(Object.entries({
   not_leader: NotLeaderError,
   timeout: TimeoutError,
   internal: InternalError,
+  tls: TlsError,
   protocol: ProtocolError,
 }));
 

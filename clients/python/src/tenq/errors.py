@@ -197,6 +197,7 @@ _BY_CODE: Dict[str, Type[TenqError]] = {
         NotLeaderError,
         TimedOutError,
         InternalError,
+        TLSError,
         ProtocolError,
     )
 }

@@ -130,7 +130,7 @@ module Tenq
     "too_large" => TooLargeError, "rate_limited" => RateLimitedError,
     "overloaded" => OverloadedError, "quota_exceeded" => QuotaExceededError, "unavailable" => UnavailableError,
     "not_leader" => NotLeaderError, "timeout" => TimeoutError, "internal" => ServerError,
-    "protocol" => ProtocolError
+    "tls" => TlsError, "protocol" => ProtocolError
   }.freeze
   private_constant :CODES
 end
