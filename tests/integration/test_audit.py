@@ -167,6 +167,8 @@ class AuditLog(unittest.TestCase):
 
     def test_a_tenant_sees_its_own_entries_and_filters(self):
         s = self.srv
+        for t in (self.acme, self.other):  # a tenant pauses a queue it has had jobs in
+            s.ok("POST", "/v1/jobs", {"queue": "tq", "type": "T"}, token=t["token"])
         s.ok("POST", "/v1/queues/tq/pause", token=self.acme["token"])
         s.ok("POST", "/v1/queues/tq/pause", token=self.other["token"])
         s.ok("PUT", "/v1/queues/tq", {"lease_ms": 62000}, token=ADMIN)
