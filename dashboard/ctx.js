@@ -4,8 +4,10 @@
 import { h } from './dom.js';
 
 export const ctx = {
-  role: null,        // 'admin' | 'tenant' | 'worker'
+  role: null,        // 'admin' | 'tenant' | 'worker'; a viewer's scope: 'admin' or 'tenant'
   tenant: null,      // the tenant of a tenant token, when known
+  readOnly: false,   // a viewer token: every button that changes something is hidden
+  hideData: false,   // a viewer that sees jobs without their args and results
   open: false,       // the server needs no token
   tokens: false,     // GET /v1/tokens is allowed
   stats: null,       // the last GET /v1/stats

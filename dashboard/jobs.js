@@ -118,7 +118,7 @@ export function mountList(root, { params }) {
   }
   // (a search by args has no bulk form: the actions would reach further than the list)
   const bulkBar = Object.keys(filter).length && !filter.args && ctx.role !== 'worker'
-    ? h('div', { class: 'row-actions bulk-bar', role: 'group', 'aria-label': 'Bulk actions on matching jobs' },
+    ? h('div', { class: 'row-actions bulk-bar', 'data-write': true, role: 'group', 'aria-label': 'Bulk actions on matching jobs' },
       Object.entries(BULK).map(([a, [label]]) => h('button', { type: 'button', class: 'small ghost', 'data-bulk': a, onclick: () => bulk(a) }, label)))
     : null;
 
@@ -302,10 +302,10 @@ export function mountJob(root, { arg }) {
     const t = now();
     const unfinished = UNFINISHED.includes(j.state);
     const actions = h('div', { class: 'actions' },
-      unfinished ? h('button', { type: 'button', class: 'danger', disabled: j.cancel_requested, 'data-fk': 'cancel', onclick: () => act('cancel') },
+      unfinished ? h('button', { type: 'button', 'data-write': true, class: 'danger', disabled: j.cancel_requested, 'data-fk': 'cancel', onclick: () => act('cancel') },
         j.cancel_requested ? 'Cancel requested' : 'Cancel') : null,
-      j.state === 'dead' ? h('button', { type: 'button', class: 'primary', 'data-fk': 'requeue', onclick: () => act('requeue') }, 'Requeue') : null,
-      j.state === 'dead' ? h('button', { type: 'button', class: 'ghost danger-text', 'data-fk': 'delete', onclick: () => act('delete') }, 'Delete') : null,
+      j.state === 'dead' ? h('button', { type: 'button', 'data-write': true, class: 'primary', 'data-fk': 'requeue', onclick: () => act('requeue') }, 'Requeue') : null,
+      j.state === 'dead' ? h('button', { type: 'button', 'data-write': true, class: 'ghost danger-text', 'data-fk': 'delete', onclick: () => act('delete') }, 'Delete') : null,
       j.key !== null ? h('a', { class: 'button ghost', href: jobsHref({ tenant: j.tenant, queue: j.queue, key: j.key }) }, 'Jobs of this lane') : null);
 
     timesBox = h('div', null, renderTimes(j));
@@ -351,6 +351,9 @@ export function mountJob(root, { arg }) {
       data.push(h('section', { class: 'data', 'aria-labelledby': 'd-payloads' }, h('h3', { id: 'd-payloads', text: `Payloads (${(j.payloads || []).length}, by score)` }),
         h('div', { class: 'table-wrap' }, h('table', { class: 'grid' }, h('thead', null, h('tr', null, h('th', { class: 'num', text: 'Score' }), h('th', { text: 'Payload' }))),
           h('tbody', null, (j.payloads || []).map((p) => h('tr', null, h('td', { class: 'num', text: String(p.score) }), h('td', null, jsonView(p.payload)))))))));
+    } else if (j.data_hidden) {
+      data.push(h('section', { class: 'data', 'aria-labelledby': 'd-args' }, h('h3', { id: 'd-args', text: 'Args' }),
+        h('p', { class: 'muted', 'data-hidden': 'args', text: 'Hidden: this token sees jobs without their args, results and progress.' })));
     } else {
       data.push(h('section', { class: 'data', 'aria-labelledby': 'd-args' }, h('h3', { id: 'd-args', text: 'Args' }), jsonView(j.args === undefined ? null : j.args)));
     }

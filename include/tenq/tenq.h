@@ -85,6 +85,17 @@ typedef struct tenq_options {
      * idempotency keys, a worker's calls; not token creation or the
      * morgue's actions).  0: 15000; negative: never again. */
     int failover_ms;
+    /* https:// servers: the PEM file of the CAs trusted to sign their
+     * certificates, instead of the system's; NULL: the system's.  A
+     * server's certificate must name the host of its URL (a DNS name, or
+     * an IP address as a subjectAltName).  TENQ_ETLS when it does not
+     * verify. */
+    const char *ca_file;
+    /* A client certificate for mutual TLS (both or neither): PEM files of
+     * the certificate (and its chain) and of its key, without passphrase.
+     * A server that accepts it maps it to a token (docs/operations.md). */
+    const char *cert_file;
+    const char *key_file;
 } tenq_options;
 
 /* Fills *o with the defaults above and sets o->size. */

@@ -210,6 +210,11 @@ typedef struct tenq_worker_options {
     tenq_log_fn log;
     void *log_ctx;
     tenq_log_level log_level; /* default TENQ_LOG_INFO */
+    /* https, as in tenq_options: trusted CAs (NULL: the system's), a client
+     * certificate and its key for mutual TLS. */
+    const char *ca_file;
+    const char *cert_file;
+    const char *key_file;
 } tenq_worker_options;
 
 /* Fills *o with the defaults above and sets o->size. */

@@ -17,7 +17,7 @@ static bool batch_visible(const principal *who, const char *tenant)
     return strcmp(who->tok->tenant, tenant) == 0;
 }
 
-static void json_batch(jbuf *b, const engine_batch_info *x)
+static void json_batch(jbuf *b, const engine_batch_info *x, bool hide)
 {
     jb_obj(b);
     jb_kint(b, "id", (long long)x->id);
@@ -52,7 +52,7 @@ static void json_batch(jbuf *b, const engine_batch_info *x)
         jb_obj(b);
         jb_kstr(b, "queue", r->queue);
         jb_kstr(b, "type", r->type);
-        jb_kraw(b, "args", r->args ? r->args : "{}");
+        if (!hide) jb_kraw(b, "args", r->args ? r->args : "{}");
         if (r->key) jb_kstr(b, "key", r->key);
         if (r->has_priority) jb_kint(b, "priority", r->priority);
         if (r->max_attempts) jb_kint(b, "max_attempts", r->max_attempts);
@@ -329,7 +329,7 @@ void h_batch_get(server *s, http_req *req, const principal *who, const char **ar
     }
     jbuf b;
     jb_init(&b);
-    json_batch(&b, &x);
+    json_batch(&b, &x, who->hide_data);
     reply_json(req, 200, &b);
 }
 
@@ -360,7 +360,7 @@ void h_batches(server *s, http_req *req, const principal *who, const char **args
     jb_arr(&b);
     for (size_t i = 0; i < n; i++) {
         engine_batch_info x;
-        if (engine_batch_get(s->e, ids[i], &x)) json_batch(&b, &x);
+        if (engine_batch_get(s->e, ids[i], &x)) json_batch(&b, &x, who->hide_data);
     }
     jb_arr_end(&b);
     jb_key(&b, "next_before");

@@ -117,7 +117,12 @@ void h_jobs_bulk(server *s, http_req *req, const principal *who, const char **ar
     long long matched, changed;
     if (action == A_DELETE) {
         if (!f.states) f.states = action_states(A_DELETE);
-        long n = store_purge_finished(s->st, &f, dry_run, (long)limit);
+        store_audit audit;
+        char *mem[3];
+        const store_audit *a = dry_run ? NULL : srv_audit_take(s, req, 200, &audit, mem);
+        long n = store_purge_finished(s->st, &f, dry_run, (long)limit, a); /* a: in its commit */
+        if (!dry_run)
+            for (int i = 0; i < 3; i++) free(mem[i]);
         if (n < 0) {
             reply_error(req, (int)n, NULL, "%s", store_errmsg(s->st));
             goto out;

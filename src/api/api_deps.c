@@ -71,7 +71,8 @@ static void on_deps(void *ctx, int rc, const store_deps *d)
     jb_kstr(&b, "state", engine_state_name(job->state));
     jb_key(&b, "parents");
     jb_arr(&b);
-    for (size_t i = 0; i < d->n_parents; i++) write_dep(s, &b, &d->parents[i], true);
+    /* a parent's result, unless this token does not see jobs' data */
+    for (size_t i = 0; i < d->n_parents; i++) write_dep(s, &b, &d->parents[i], !c->who.hide_data);
     jb_arr_end(&b);
     jb_key(&b, "children");
     jb_arr(&b);

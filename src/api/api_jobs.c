@@ -147,7 +147,7 @@ static void on_job_rows(void *ctx, int rc, const store_rows *rows)
         } else {
             jbuf b;
             jb_init(&b);
-            api_json_job(&b, &rows->jobs[0], auth_shows_token(&c->who), NULL, 0);
+            api_json_job(&b, &rows->jobs[0], api_job_view(&c->who), NULL, 0);
             reply_json(req, 200, &b);
         }
     }
@@ -200,7 +200,7 @@ static void job_reply(server *s, http_req *req, const principal *who, uint64_t i
     engine_job_wait(j, &w);
     jbuf b;
     jb_init(&b);
-    api_json_job(&b, &in, auth_shows_token(who), &w, srv_now(s));
+    api_json_job(&b, &in, api_job_view(who), &w, srv_now(s));
     reply_json(req, 200, &b);
 }
 
@@ -250,7 +250,7 @@ static void on_list_rows(void *ctx, int rc, const store_rows *rows)
                     }
                     in = &live;
                 }
-                api_json_job(&b, in, auth_shows_token(&c->who), NULL, 0);
+                api_json_job(&b, in, api_job_view(&c->who), NULL, 0);
             }
             jb_arr_end(&b);
             jb_key(&b, "next");
@@ -286,6 +286,11 @@ void h_list_jobs(server *s, http_req *req, const principal *who, const char **ar
         return;
     }
     if (q.args && !*q.args) q.args = NULL;
+    if (q.args && who->hide_data) {
+        /* a search of args would tell what this token may not see */
+        reply_error(req, TENQ_EFORBIDDEN, "args", "this token does not see jobs' data");
+        return;
+    }
     if (http_query_get(req, "state", state, sizeof state)) {
         q.state = engine_state_parse(state);
         if (q.state < 0) {
@@ -345,7 +350,7 @@ static void on_wait_rows(void *ctx, int rc, const store_rows *rows)
     } else if (is_final(rows->jobs[0].state) || c->timeout_ms == 0) {
         jbuf b;
         jb_init(&b);
-        api_json_job(&b, &rows->jobs[0], auth_shows_token(&c->who), NULL, 0);
+        api_json_job(&b, &rows->jobs[0], api_job_view(&c->who), NULL, 0);
         reply_json(req, 200, &b);
     } else if (engine_find(s->e, c->id)) {
         wait_register(s, req, &c->who, c->id, c->timeout_ms);

@@ -98,7 +98,7 @@ static void morgue_reply(server *s, http_req *req, const principal *who, const s
         engine_job_get(out[i], &last);
         srv_args_fill(&last, rows);
         if (who->tok && !token_allows_queue(who->tok, last.queue)) continue;
-        api_json_job(&b, &last, false, NULL, 0);
+        api_json_job(&b, &last, api_job_view(who) & ~JOB_VIEW_TOKEN, NULL, 0);
     }
     jb_arr_end(&b);
     jb_key(&b, "next");

@@ -2,6 +2,7 @@
 /* What the server says of itself: stats (JSON), the longest lanes,
  * Prometheus metrics, health and readiness. */
 #include "internal.h"
+#include "tls.h"
 
 /* ---- stats --------------------------------------------------------------------------------- */
 
@@ -271,6 +272,18 @@ void h_metrics(server *s, http_req *req, const principal *who, const char **args
               http_server_connections(s->http), s->n_lwait, engine_lane_count(s->e),
               store_writer_idle(s->st) ? 1 : 0, (unsigned long long)store_writer_raised(s->st),
               (unsigned long long)yields, (unsigned long long)yields_slow);
+    if (s->tls) {
+        tls_counts tc;
+        tls_server_counts(s->tls, &tc);
+        jb_printf(&b,
+                  "# HELP tenq_tls_handshakes_total TLS handshakes by result: full, resumed "
+                  "(a session resumed), failed.\n# TYPE tenq_tls_handshakes_total counter\n"
+                  "tenq_tls_handshakes_total{result=\"full\"} %llu\n"
+                  "tenq_tls_handshakes_total{result=\"resumed\"} %llu\n"
+                  "tenq_tls_handshakes_total{result=\"failed\"} %llu\n",
+                  (unsigned long long)tc.full, (unsigned long long)tc.resumed,
+                  (unsigned long long)tc.failed);
+    }
     store_timing tm;
     store_commit_timing(s->st, &tm);
     jb_printf(&b, "# HELP tenq_store_commit_seconds Time to write and sync a group commit.\n"

@@ -268,7 +268,8 @@ static void on_steps(void *ctx, int rc, const store_steps *st)
     jb_kstr(&b, "state", engine_state_name(job->state));
     jb_key(&b, "steps");
     jb_arr(&b);
-    for (size_t i = 0; i < st->n; i++) api_json_step(&b, &st->v[i], show_token, true);
+    for (size_t i = 0; i < st->n; i++) /* a viewer that hides data sees no result */
+        api_json_step(&b, &st->v[i], show_token, !c->who.hide_data);
     jb_arr_end(&b);
     jb_obj_end(&b);
     reply_json(req, 200, &b);

@@ -273,6 +273,7 @@ static void pending_queue(server *s, pending *p)
 
 void srv_commit_reply(server *s, http_req *req, int status, jbuf *b)
 {
+    srv_audit_note(s, req, status); /* a change the audit log records: in its commit */
     char **wake = NULL;
     size_t nwake = 0;
     if (engine_change_count(s->e)) collect(s, &wake, &nwake);
@@ -308,6 +309,7 @@ void srv_commit_reply_now(server *s, http_req *req, int status, jbuf *b)
 {
     /* the reply first: it waits for nothing, and a worker may be waiting
      * for it (collecting the changes into the batch comes after) */
+    srv_audit_note(s, req, status);
     reply_json(req, status, b);
     char **wake = NULL;
     size_t nwake = 0;

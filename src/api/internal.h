@@ -27,25 +27,38 @@ struct event_base;
 
 /* ---- auth ------------------------------------------------------------------- */
 
-typedef enum { ROLE_NONE = 0, ROLE_ADMIN = 1, ROLE_TENANT = 2, ROLE_WORKER = 4 } role_kind;
+/* ROLE_VIEWER is a token's role only: a request made with one has the
+ * role of its scope (ROLE_ADMIN for "viewer", ROLE_TENANT for
+ * "viewer:NAME") with read_only set (router.c), so that every handler
+ * scopes its reads as for those roles. */
+typedef enum {
+    ROLE_NONE = 0,
+    ROLE_ADMIN = 1,
+    ROLE_TENANT = 2,
+    ROLE_WORKER = 4,
+    ROLE_VIEWER = 8
+} role_kind;
 #define ROLES_ALL (ROLE_ADMIN | ROLE_TENANT | ROLE_WORKER)
 
 typedef struct token {
     int64_t id;
     char hash[65];
     role_kind role;
-    char tenant[ENGINE_NAME_MAX + 1]; /* ROLE_TENANT */
+    char tenant[ENGINE_NAME_MAX + 1]; /* ROLE_TENANT; ROLE_VIEWER: its scope ("": every tenant) */
     char **queues;                    /* NULL: every queue */
     size_t nqueues;
     char *queues_json;
     int64_t created_at;
-    bool revoked; /* kept until exit: requests in flight may point here */
+    bool hide_data; /* a viewer that sees jobs without their args and results */
+    bool revoked;   /* kept until exit: requests in flight may point here */
 } token;
 
 /* Who is asking: a token, or everyone (no tokens configured). */
 typedef struct principal {
     role_kind role;
     const token *tok; /* NULL when no tokens exist */
+    bool read_only;   /* a viewer: GET only */
+    bool hide_data;   /* jobs shown without args, payloads, result, progress */
 } principal;
 
 typedef struct auth {
@@ -58,13 +71,21 @@ typedef struct auth {
 void auth_init(auth *a);
 void auth_free(auth *a);
 token *auth_add(auth *a, int64_t id, const char *hash, const char *role, const char *queues_json,
-                int64_t created_at);
+                int64_t created_at, bool hide_data);
 token *auth_find_secret(auth *a, const char *secret);
 token *auth_find_id(auth *a, int64_t id);
+/* The token a verified client certificate stands for: its common name is
+ * "token:ID" (mutual TLS).  NULL with the reason in why when it names none,
+ * or one unknown or revoked. */
+token *auth_find_cert(auth *a, const char *cn, char *why, size_t wl);
 /* Revokes at once: the token no longer authenticates. */
 void auth_revoke(auth *a, token *t);
-/* Parses "admin", "worker", "tenant:NAME". */
+/* Parses "admin", "worker", "tenant:NAME", "viewer", "viewer:NAME". */
 bool auth_parse_role(const char *role, role_kind *kind, char *tenant);
+/* A token's role as the API writes it ("tenant:acme", "viewer"), into out. */
+void auth_role_text(const token *t, char *out, size_t len);
+/* The role's word alone, for messages ("tenant", "viewer"). */
+const char *auth_role_word(role_kind r);
 bool token_allows_queue(const token *t, const char *queue);
 /* A new random secret: "tq_" + 43 base64url characters. */
 void auth_new_secret(char out[64]);
@@ -253,8 +274,13 @@ typedef struct server {
     bool leading;
     uint64_t term;
     bool admin_token_refused; /* TENQ_ADMIN_TOKEN names another role's token */
+    /* the request being handled, when its route is one the audit log
+     * records (api_audit.c), and who made it */
+    http_req *audit_req;
+    principal audit_who;
 
-    struct event *sig_term, *sig_int;
+    struct event *sig_term, *sig_int, *sig_hup;
+    struct tls_server *tls; /* NULL: plain HTTP */
     bool stopping;
     bool open_network; /* listening beyond loopback: tokens always required */
     int exit_code;
@@ -437,14 +463,34 @@ typedef struct route {
     const char *method;
     const char *pattern; /* "/v1/jobs/{}/ack": {} takes one segment */
     route_fn fn;
-    int roles;
+    int roles; /* role_kind bits, and ROUTE_AUDIT */
     const char *query;
     route_body body;
 } route;
+/* In a route's roles: a change the audit log records (api_audit.c). */
+#define ROUTE_AUDIT 0x100
+
+/* The audit log (api_audit.c).  The router brackets an audited route's
+ * handler with begin and end; srv_commit_reply (and _now) call note, which
+ * writes the request's row into the batch being built (the commit of its
+ * change); take fills *a instead, for a change committed by a transaction
+ * of its own, and returns NULL when the request is not audited (mem: its
+ * strings, freed by the caller). */
+void srv_audit_begin(server *s, http_req *req, const principal *who);
+void srv_audit_end(server *s);
+void srv_audit_note(server *s, http_req *req, int status);
+const store_audit *srv_audit_take(server *s, http_req *req, int status, store_audit *a,
+                                  char *mem[3]);
+void h_audit(server *s, http_req *req, const principal *who, const char **args);
 
 /* Job JSON.  wait: why the job is not handed out now ("waiting"), or NULL
  * to leave it out (a job read from the store). */
-void api_json_job(jbuf *b, const engine_job_info *j, bool show_token, const engine_wait *wait,
+/* How a job is shown to whom (api_job_view): with its lease token, without
+ * its data (args, payloads, result, progress: "data_hidden": true). */
+#define JOB_VIEW_TOKEN 1u
+#define JOB_VIEW_HIDE  2u
+unsigned api_job_view(const principal *who);
+void api_json_job(jbuf *b, const engine_job_info *j, unsigned view, const engine_wait *wait,
                   int64_t now);
 /* An answer's field of an item (json_fields.c): whether the item has it
  * (NULL: every item has it), and its value written. */

@@ -470,8 +470,8 @@ static void advertise_url(lead *L, const server *s, const char *host)
     }
     bool wildcard = !strcmp(host, "0.0.0.0") || !strcmp(host, "::") || !*host;
     const char *h = wildcard ? L->host : host;
-    snprintf(L->advertise, sizeof L->advertise, strchr(h, ':') ? "http://[%s]:%d" : "http://%s:%d",
-             h, s->port);
+    snprintf(L->advertise, sizeof L->advertise, strchr(h, ':') ? "%s://[%s]:%d" : "%s://%s:%d",
+             s->tls ? "https" : "http", h, s->port);
 }
 
 void lead_node_name(char *out, size_t len)

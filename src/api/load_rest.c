@@ -108,7 +108,12 @@ static void ask_now(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     server *s = arg;
-    store_load_rest(s->st, s->load_rest.after, PAGE, on_page, s);
+    /* args come along while at most half the args budget is taken; past
+     * that they stay in the store and are read back ahead of need */
+    engine_args_stats as;
+    engine_args_usage(s->e, &as);
+    bool with_args = !as.budget || as.inline_bytes < as.budget / 2;
+    store_load_rest(s->st, s->load_rest.after, PAGE, with_args, on_page, s);
 }
 
 /* The next page; tests may space them (TENQ_TEST_LOAD_REST_DELAY_MS), to

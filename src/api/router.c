@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-/* Routing: the route table, the path matcher, authentication and roles, a
- * standby's redirect; the error replies every handler uses. */
+/* Routing: the route table (who may use a route, and whether the audit log
+ * records it), the path matcher, authentication and roles, a standby's
+ * redirect; the error replies every handler uses. */
 #include "internal.h"
 
 #include <stdarg.h>
@@ -18,14 +19,14 @@ static const route routes[] = {
     {"POST", "/v1/jobs", h_submit, ROLE_ADMIN | ROLE_TENANT, "", BODY_JSON},
     {"GET", "/v1/jobs", h_list_jobs, ROLE_ADMIN | ROLE_TENANT,
      "tenant queue type state key args after_id limit", BODY_NONE},
-    {"POST", "/v1/jobs/bulk", h_jobs_bulk, ROLE_ADMIN | ROLE_TENANT, "", BODY_JSON},
+    {"POST", "/v1/jobs/bulk", h_jobs_bulk, ROLE_ADMIN | ROLE_TENANT | ROUTE_AUDIT, "", BODY_JSON},
     {"GET", "/v1/jobs/{}", h_get_job, ROLES_ALL, "", BODY_NONE},
     {"GET", "/v1/jobs/{}/wait", h_wait_job, ROLE_ADMIN | ROLE_TENANT, "timeout_ms", BODY_NONE},
     {"GET", "/v1/jobs/{}/attempts", h_job_attempts, ROLES_ALL, "", BODY_NONE},
     {"GET", "/v1/jobs/{}/parents", h_job_parents, ROLES_ALL, "", BODY_NONE},
+    {"POST", "/v1/jobs/{}/cancel", h_cancel, ROLE_ADMIN | ROLE_TENANT | ROUTE_AUDIT, "", BODY_NONE},
     {"GET", "/v1/jobs/{}/steps", h_job_steps, ROLES_ALL, "", BODY_NONE},
     {"POST", "/v1/jobs/{}/steps", h_step, ROLE_ADMIN | ROLE_WORKER, "", BODY_JSON},
-    {"POST", "/v1/jobs/{}/cancel", h_cancel, ROLE_ADMIN | ROLE_TENANT, "", BODY_NONE},
     {"POST", "/v1/lease", h_lease, ROLE_ADMIN | ROLE_WORKER, "", BODY_JSON},
     {"POST", "/v1/jobs/{}/start", h_start, ROLE_ADMIN | ROLE_WORKER, "", BODY_JSON},
     {"POST", "/v1/jobs/{}/heartbeat", h_heartbeat, ROLE_ADMIN | ROLE_WORKER, "", BODY_JSON},
@@ -36,36 +37,48 @@ static const route routes[] = {
     {"GET", "/v1/settings", h_settings, ROLES_ALL, "", BODY_NONE},
     {"GET", "/v1/tenants", h_tenants, ROLE_ADMIN | ROLE_TENANT, "", BODY_NONE},
     {"GET", "/v1/tenants/{}", h_tenant_get, ROLE_ADMIN | ROLE_TENANT, "", BODY_NONE},
-    {"PUT", "/v1/tenants/{}", h_tenant_put, ROLE_ADMIN, "", BODY_JSON},
+    {"PUT", "/v1/tenants/{}", h_tenant_put, ROLE_ADMIN | ROUTE_AUDIT, "", BODY_JSON},
     {"GET", "/v1/queues", h_queues, ROLES_ALL, "", BODY_NONE},
     {"GET", "/v1/queues/{}", h_queue_get, ROLES_ALL, "", BODY_NONE},
-    {"PUT", "/v1/queues/{}", h_queue_put, ROLE_ADMIN, "", BODY_JSON},
-    {"POST", "/v1/queues/{}/pause", h_queue_pause, ROLE_ADMIN | ROLE_TENANT, "", BODY_JSON},
-    {"POST", "/v1/queues/{}/resume", h_queue_resume, ROLE_ADMIN | ROLE_TENANT, "", BODY_JSON},
+    {"PUT", "/v1/queues/{}", h_queue_put, ROLE_ADMIN | ROUTE_AUDIT, "", BODY_JSON},
+    {"POST", "/v1/queues/{}/pause", h_queue_pause, ROLE_ADMIN | ROLE_TENANT | ROUTE_AUDIT, "",
+     BODY_JSON},
+    {"POST", "/v1/queues/{}/resume", h_queue_resume, ROLE_ADMIN | ROLE_TENANT | ROUTE_AUDIT, "",
+     BODY_JSON},
     {"GET", "/v1/schedules", h_schedules, ROLE_ADMIN | ROLE_TENANT, "tenant runs", BODY_NONE},
     {"GET", "/v1/schedules/{}", h_schedule_get, ROLE_ADMIN | ROLE_TENANT, "", BODY_NONE},
-    {"PUT", "/v1/schedules/{}", h_schedule_put, ROLE_ADMIN | ROLE_TENANT, "", BODY_JSON},
-    {"DELETE", "/v1/schedules/{}", h_schedule_delete, ROLE_ADMIN | ROLE_TENANT, "", BODY_NONE},
-    {"POST", "/v1/schedules/{}/pause", h_schedule_pause, ROLE_ADMIN | ROLE_TENANT, "", BODY_NONE},
-    {"POST", "/v1/schedules/{}/resume", h_schedule_resume, ROLE_ADMIN | ROLE_TENANT, "", BODY_NONE},
+    {"PUT", "/v1/schedules/{}", h_schedule_put, ROLE_ADMIN | ROLE_TENANT | ROUTE_AUDIT, "",
+     BODY_JSON},
+    {"DELETE", "/v1/schedules/{}", h_schedule_delete, ROLE_ADMIN | ROLE_TENANT | ROUTE_AUDIT, "",
+     BODY_NONE},
+    {"POST", "/v1/schedules/{}/pause", h_schedule_pause, ROLE_ADMIN | ROLE_TENANT | ROUTE_AUDIT, "",
+     BODY_NONE},
+    {"POST", "/v1/schedules/{}/resume", h_schedule_resume, ROLE_ADMIN | ROLE_TENANT | ROUTE_AUDIT,
+     "", BODY_NONE},
     {"POST", "/v1/batches", h_batch_create, ROLE_ADMIN | ROLE_TENANT, "", BODY_JSON},
     {"GET", "/v1/batches", h_batches, ROLE_ADMIN | ROLE_TENANT, "tenant limit before", BODY_NONE},
     {"GET", "/v1/batches/{}", h_batch_get, ROLE_ADMIN | ROLE_TENANT, "", BODY_NONE},
     {"POST", "/v1/batches/{}/jobs", h_batch_add, ROLE_ADMIN | ROLE_TENANT, "", BODY_JSON},
     {"GET", "/v1/morgue", h_morgue, ROLE_ADMIN | ROLE_TENANT, "tenant queue type sort limit after",
      BODY_NONE},
-    {"POST", "/v1/morgue/requeue", h_morgue_requeue_where, ROLE_ADMIN | ROLE_TENANT, "", BODY_JSON},
-    {"POST", "/v1/morgue/delete", h_morgue_delete_where, ROLE_ADMIN | ROLE_TENANT, "", BODY_JSON},
-    {"POST", "/v1/morgue/{}/requeue", h_morgue_requeue, ROLE_ADMIN | ROLE_TENANT, "", BODY_NONE},
-    {"DELETE", "/v1/morgue/{}", h_morgue_delete, ROLE_ADMIN | ROLE_TENANT, "", BODY_NONE},
+    {"POST", "/v1/morgue/requeue", h_morgue_requeue_where, ROLE_ADMIN | ROLE_TENANT | ROUTE_AUDIT,
+     "", BODY_JSON},
+    {"POST", "/v1/morgue/delete", h_morgue_delete_where, ROLE_ADMIN | ROLE_TENANT | ROUTE_AUDIT, "",
+     BODY_JSON},
+    {"POST", "/v1/morgue/{}/requeue", h_morgue_requeue, ROLE_ADMIN | ROLE_TENANT | ROUTE_AUDIT, "",
+     BODY_NONE},
+    {"DELETE", "/v1/morgue/{}", h_morgue_delete, ROLE_ADMIN | ROLE_TENANT | ROUTE_AUDIT, "",
+     BODY_NONE},
     {"GET", "/v1/tokens", h_tokens, ROLE_ADMIN, "", BODY_NONE},
-    {"POST", "/v1/tokens", h_token_create, ROLE_ADMIN, "", BODY_JSON},
-    {"DELETE", "/v1/tokens/{}", h_token_revoke, ROLE_ADMIN, "", BODY_NONE},
+    {"POST", "/v1/tokens", h_token_create, ROLE_ADMIN | ROUTE_AUDIT, "", BODY_JSON},
+    {"DELETE", "/v1/tokens/{}", h_token_revoke, ROLE_ADMIN | ROUTE_AUDIT, "", BODY_NONE},
     {"GET", "/v1/stats", h_stats, ROLES_ALL, "", BODY_NONE},
     {"GET", "/v1/stats/history", h_stats_history, ROLE_ADMIN, "", BODY_NONE},
     {"GET", "/v1/workers", h_workers, ROLE_ADMIN, "", BODY_NONE},
     {"GET", "/v1/lanes", h_lanes, ROLE_ADMIN | ROLE_TENANT, "limit", BODY_NONE},
     {"GET", "/v1/whoami", h_whoami, ROLES_ALL, "", BODY_NONE},
+    {"GET", "/v1/audit", h_audit, ROLE_ADMIN | ROLE_TENANT,
+     "limit before token_id since until tenant method path", BODY_NONE},
     {"GET", "/metrics", h_metrics, ROLE_ADMIN, "", BODY_NONE},
     {"GET", "/healthz", h_healthz, 0, ANY_QUERY, BODY_NONE},
     {"GET", "/readyz", h_readyz, 0, ANY_QUERY, BODY_NONE},
@@ -278,31 +291,52 @@ void srv_on_request(void *ctx, http_req *req)
         srv_not_leader(s, req);
         return;
     }
-    principal who = {ROLE_ADMIN, NULL};
+    principal who = {.role = ROLE_ADMIN};
     /* Tokens are required once any exists, and always off loopback (revoking
      * the last token must not open the server to the network). */
     if (rt->roles && (s->auth.by_hash.len > 0 || s->open_network)) {
         const char *h = http_header_get(req, "authorization");
-        if (!h || strncasecmp(h, "Bearer ", 7) != 0) {
+        const token *t = NULL;
+        if (h && strncasecmp(h, "Bearer ", 7) == 0) {
+            t = auth_find_secret(&s->auth, h + 7);
+            if (!t) {
+                s->n_errors++;
+                reply_error(req, TENQ_EUNAUTHENTICATED, NULL, "unknown or revoked token");
+                return;
+            }
+        } else if (req->peer_cert) {
+            /* mutual TLS: the certificate names the token it stands for */
+            char why[200];
+            t = auth_find_cert(&s->auth, req->peer_cert, why, sizeof why);
+            if (!t) {
+                s->n_errors++;
+                reply_error(req, TENQ_EUNAUTHENTICATED, NULL, "%s", why);
+                return;
+            }
+        } else {
             s->n_errors++;
             reply_error(req, TENQ_EUNAUTHENTICATED, NULL,
                         "this server needs a token: Authorization: Bearer <token>");
             return;
         }
-        const token *t = auth_find_secret(&s->auth, h + 7);
-        if (!t) {
-            s->n_errors++;
-            reply_error(req, TENQ_EUNAUTHENTICATED, NULL, "unknown or revoked token");
-            return;
-        }
-        who.role = t->role;
         who.tok = t;
-        if (!(rt->roles & t->role)) {
+        who.role = t->role;
+        if (t->role == ROLE_VIEWER) {
+            /* reads what an admin, or its tenant, reads; changes nothing */
+            who.role = t->tenant[0] ? ROLE_TENANT : ROLE_ADMIN;
+            who.read_only = true;
+            who.hide_data = t->hide_data;
+            if (strcmp(method, "GET") != 0) {
+                s->n_errors++;
+                reply_error(req, TENQ_EFORBIDDEN, NULL,
+                            "a viewer token reads only: it may not %s %s", req->method, req->path);
+                return;
+            }
+        }
+        if (!(rt->roles & who.role)) {
             s->n_errors++;
             reply_error(req, TENQ_EFORBIDDEN, NULL, "a %s token may not do this",
-                        t->role == ROLE_TENANT   ? "tenant"
-                        : t->role == ROLE_WORKER ? "worker"
-                                                 : "admin");
+                        auth_role_word(t->role));
             return;
         }
     }
@@ -321,6 +355,8 @@ void srv_on_request(void *ctx, http_req *req)
         return;
     }
     if (srv_load_rest_park(s, req, rt, args)) return; /* runs again once the load is done */
+    if (rt->roles & ROUTE_AUDIT) srv_audit_begin(s, req, &who);
     rt->fn(s, req, &who, args);
+    srv_audit_end(s);
     srv_rearm_tick(s);
 }

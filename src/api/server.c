@@ -3,6 +3,7 @@
  * The rest of the loop: router.c (requests), commit.c (answers after commit),
  * waiters.c (long polls), lead.c and lead_loop.c (the leadership). */
 #include "internal.h"
+#include "tls.h"
 
 #include "base/clock.h"
 
@@ -98,6 +99,26 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
     srv_maybe_finish_stop(s);
 }
 
+/* SIGHUP: the certificate and key (and client CAs) read again; open
+ * connections go on with what they were made with. */
+static void on_hup(evutil_socket_t sig, short what, void *arg)
+{
+    (void)sig;
+    (void)what;
+    server *s = arg;
+    char err[1024], desc[512];
+    if (!s->tls) {
+        log_event(LOG_INFO, "tls", "SIGHUP: nothing to reload (no --tls-cert)");
+        return;
+    }
+    if (tls_server_reload(s->tls, err, sizeof err) != 0) {
+        log_event(LOG_ERROR, "tls", "SIGHUP: kept the certificate in use: %s", err);
+        return;
+    }
+    tls_server_describe(s->tls, desc, sizeof desc);
+    log_event(LOG_INFO, "tls", "SIGHUP: reloaded; new connections get the %s", desc);
+}
+
 static void on_linger(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
@@ -170,6 +191,21 @@ int api_serve(const api_config *cfg)
         log_event(LOG_ERROR, "auth", "TENQ_ADMIN_TOKEN must be at least 16 characters");
         goto out;
     }
+    char err[1024];
+    /* the certificate before anything else: a bad one is told first */
+    if (*cfg->tls_cert) {
+        if (cfg->allow_plaintext) {
+            log_event(LOG_ERROR, "listen",
+                      "--allow-plaintext with --tls-cert: this server speaks TLS only; give one");
+            goto out;
+        }
+        tls_config tc = {cfg->tls_cert, cfg->tls_key, cfg->tls_client_ca,
+                         !strcmp(cfg->tls_client_auth, "require"), cfg->tls_ciphers};
+        if (tls_server_new(&tc, &s->tls, err, sizeof err) != 0) {
+            log_event(LOG_ERROR, "tls", "%s", err);
+            goto out;
+        }
+    }
     /* this start's name in the store (lead.c makes it; the store's
      * connections carry it from the first) */
     char node[24];
@@ -186,7 +222,7 @@ int api_serve(const api_config *cfg)
     so.elect = true;
     so.node = node;
     so.request_key_ttl_ms = cfg->request_key_ttl_ms;
-    char err[512];
+    so.audit_ttl_ms = cfg->audit_retention_ms;
     if (store_open(cfg->store, &so, &s->st, err, sizeof err) != 0) {
         log_event(LOG_ERROR, "store", "%s", err);
         goto out;
@@ -234,6 +270,7 @@ int api_serve(const api_config *cfg)
         log_event(LOG_ERROR, "listen", "cannot make the HTTP server");
         goto out;
     }
+    if (s->tls) http_server_set_tls(s->http, s->tls);
     s->port = http_server_listen(s->http, host, port, err, sizeof err);
     if (s->port < 0) {
         log_event(LOG_ERROR, "listen", "%s", err);
@@ -259,9 +296,31 @@ int api_serve(const api_config *cfg)
                   host);
         goto out;
     }
+    /* SIGHUP reloads (systemctl reload): never the signal's default, an exit */
+    s->sig_hup = evsignal_new(s->base, SIGHUP, on_hup, s);
+    if (!s->sig_hup || evsignal_add(s->sig_hup, NULL) != 0) {
+        log_event(LOG_ERROR, "listen", "cannot set up the event loop's events");
+        goto out;
+    }
+    if (s->tls) {
+        char desc[512];
+        tls_server_describe(s->tls, desc, sizeof desc);
+        log_event(LOG_INFO, "tls", "https with the %s (SIGHUP reloads it)", desc);
+    } else if (!loopback(host) && cfg->allow_plaintext) {
+        log_event(LOG_INFO, "listen",
+                  "plain HTTP beyond loopback (--allow-plaintext): a proxy in front is to "
+                  "terminate TLS, and only it should reach %s:%d",
+                  host, s->port);
+    } else if (!loopback(host)) {
+        log_event(LOG_WARN, "listen",
+                  "PLAINTEXT: listening on %s:%d without TLS: tokens, job arguments and "
+                  "results cross the network unencrypted. Give --tls-cert and --tls-key, or "
+                  "--allow-plaintext when a proxy in front terminates TLS",
+                  host, s->port);
+    }
     srv_rearm_tick(s);
-    log_event(LOG_INFO, "listen", "listening on %s:%d (auth: %s)", host, s->port,
-              s->auth.by_hash.len ? "tokens" : "none, loopback only");
+    log_event(LOG_INFO, "listen", "listening on %s:%d (%s; auth: %s)", host, s->port,
+              s->tls ? "https" : "http", s->auth.by_hash.len ? "tokens" : "none, loopback only");
     printf("tenq: listening on %s:%d\n", host, s->port);
     fflush(stdout);
     if (*cfg->port_file) {
@@ -300,6 +359,8 @@ out:
     if (s->sample_ev) event_free(s->sample_ev);
     if (s->sig_term) event_free(s->sig_term);
     if (s->sig_int) event_free(s->sig_int);
+    if (s->sig_hup) event_free(s->sig_hup);
+    tls_server_free(s->tls); /* after the connections made from it */
     if (s->base) event_base_free(s->base);
     free(s);
     return rc;

@@ -255,7 +255,7 @@ bool req_query_num(http_req *req, const char *name, long long dflt, long long lo
 
 bool auth_shows_token(const principal *who)
 {
-    return who->role == ROLE_ADMIN || who->role == ROLE_WORKER;
+    return (who->role == ROLE_ADMIN || who->role == ROLE_WORKER) && !who->read_only;
 }
 
 bool auth_may_see_job(const principal *who, const char *tenant, const char *queue)
@@ -416,16 +416,24 @@ static void json_wait(jbuf *b, const engine_job_info *j, const engine_wait *w, i
     jb_obj_end(b);
 }
 
-void api_json_job(jbuf *b, const engine_job_info *j, bool show_token, const engine_wait *wait,
+unsigned api_job_view(const principal *who)
+{
+    return (auth_shows_token(who) ? JOB_VIEW_TOKEN : 0) | (who->hide_data ? JOB_VIEW_HIDE : 0);
+}
+
+void api_json_job(jbuf *b, const engine_job_info *j, unsigned view, const engine_wait *wait,
                   int64_t now)
 {
+    bool show_token = view & JOB_VIEW_TOKEN, hide = view & JOB_VIEW_HIDE;
     jb_obj(b);
     jb_kint(b, "id", (long long)j->id);
     jb_kstr(b, "tenant", j->tenant);
     jb_kstr(b, "queue", j->queue);
     jb_kstr(b, "type", j->type);
     jb_kstr(b, "key", j->key);
-    if (j->payloads) {
+    if (hide) {
+        jb_kbool(b, "data_hidden", true);
+    } else if (j->payloads) {
         jb_key(b, "payloads");
         api_json_payloads(b, j);
     } else {
@@ -454,9 +462,9 @@ void api_json_job(jbuf *b, const engine_job_info *j, bool show_token, const engi
     time_field(b, "finished_at", j->finished_at);
     jb_kstr(b, "worker", j->worker);
     jb_kstr(b, "error", j->error);
-    jb_kraw(b, "result", j->result);
+    if (!hide) jb_kraw(b, "result", j->result);
     jb_kraw(b, "stats", j->stats);
-    jb_kraw(b, "progress", j->progress);
+    if (!hide) jb_kraw(b, "progress", j->progress);
     jb_kstr(b, "unique_key", j->unique_key);
     jb_kstr(b, "idempotency_key", j->idempotency_key);
     time_field(b, "lease_until", j->lease_until);

@@ -241,12 +241,12 @@ static void on_final_rows(void *ctx, int rc, const store_rows *rows)
     server *s = c->srv;
     uint64_t id = c->id;
     free(c);
-    char *bodies[2] = {NULL, NULL}; /* without and with the lease token */
-    size_t lens[2] = {0, 0};
-    for (int t = 0; t < 2 && rc == 0 && rows->n == 1; t++) {
+    char *bodies[4] = {NULL}; /* by api_job_view: with the lease token, without the data */
+    size_t lens[4] = {0};
+    for (unsigned t = 0; t < 4 && rc == 0 && rows->n == 1; t++) {
         jbuf b;
         jb_init(&b);
-        api_json_job(&b, &rows->jobs[0], t == 1, NULL, 0);
+        api_json_job(&b, &rows->jobs[0], t, NULL, 0);
         bodies[t] = jb_take(&b, &lens[t]);
     }
     jw_slot *slot;
@@ -255,7 +255,7 @@ static void on_final_rows(void *ctx, int rc, const store_rows *rows)
         http_req *req = w->req;
         bool visible = rc == 0 && rows->n == 1 &&
                        auth_may_see_job(&w->who, rows->jobs[0].tenant, rows->jobs[0].queue);
-        int t = auth_shows_token(&w->who) ? 1 : 0;
+        unsigned t = api_job_view(&w->who);
         req->on_abort = NULL;
         jw_free(w);
         if (visible)
@@ -264,8 +264,7 @@ static void on_final_rows(void *ctx, int rc, const store_rows *rows)
             reply_error(req, rc ? rc : TENQ_ENOT_FOUND, "id", "no job %llu",
                         (unsigned long long)id);
     }
-    free(bodies[0]);
-    free(bodies[1]);
+    for (int t = 0; t < 4; t++) free(bodies[t]);
     (void)s;
 }
 

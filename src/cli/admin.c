@@ -517,6 +517,7 @@ int cmd_health(cli *c, int argc, char **argv)
     for (size_t i = 0; i < n; i++) {
         tenq_options o;
         tenq_options_init(&o);
+        cli_options(c, &o);
         o.servers = &servers[i];
         o.nservers = 1;
         o.connect_timeout_ms = (int)timeout_ms;

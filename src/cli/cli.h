@@ -29,6 +29,9 @@ typedef struct cli {
     size_t ncopies;
     bool servers_from_flags; /* a --server flag replaced TENQ_SERVER */
     const char *token;       /* borrowed from argv or the environment */
+    /* https: trusted CAs, a client certificate and its key (borrowed from
+     * argv or TENQ_CA_FILE, TENQ_CLIENT_CERT, TENQ_CLIENT_KEY) */
+    const char *ca_file, *cert_file, *key_file;
     bool json;
     tenq_client *client; /* made by cli_client on first use; owned */
     char *answer;        /* the text of the last answer cli_call read; owned */
@@ -60,10 +63,16 @@ typedef struct cli_cmd {
 } cli_cmd;
 
 /* ---- cli.c ---- */
-/* Reads TENQ_SERVER and TENQ_TOKEN; flags given later override them. */
+/* Reads TENQ_SERVER, TENQ_TOKEN, TENQ_CA_FILE, TENQ_CLIENT_CERT and
+ * TENQ_CLIENT_KEY; flags given later override them. */
 void cli_init(cli *c);
 void cli_free(cli *c);
-/* Applies a global flag (--server, --token, --json) at argv[*i]; returns 1
+/* Fills the connection options every command shares (servers, token, TLS). */
+void cli_options(const cli *c, tenq_options *o);
+/* The global flags' help lines (after the command's own). */
+void cli_global_help(FILE *out, int width);
+/* Applies a global flag (--server, --token, --json, --ca-file,
+ * --client-cert, --client-key) at argv[*i]; returns 1
  * when it was one (and *i moved past its value), 0 when not, CLI_USAGE
  * after printing an error. */
 int cli_global_flag(cli *c, int argc, char **argv, int *i);
@@ -150,6 +159,7 @@ int cmd_queue(cli *c, int argc, char **argv);
 int cmd_schedule(cli *c, int argc, char **argv);
 int cmd_batch(cli *c, int argc, char **argv); /* batches.c */
 int cmd_token(cli *c, int argc, char **argv);
+int cmd_audit(cli *c, int argc, char **argv); /* audit.c */
 int cmd_health(cli *c, int argc, char **argv);
 
 /* Prints a job (an object of the jobs API) as aligned "key value" lines. */

@@ -22,13 +22,19 @@ static void queues_text(const json_t *o, char *buf, size_t n)
 static int token_create(cli *c, int argc, char **argv)
 {
     const char *role = NULL, *queues = NULL;
-    const cli_opt opts[] = {{"role", "ROLE", "admin, worker, or tenant:NAME", &role, NULL},
-                            {"queues", "A,B", "limit the token to these queues", &queues, NULL},
-                            {NULL, NULL, NULL, NULL, NULL}};
-    const cli_spec spec = {"token create --role admin|worker|tenant:NAME [--queues a,b]",
-                           "Creates a token and prints its secret on stdout (it is shown only\n"
-                           "once; the server keeps a hash).",
-                           opts, 0, 0};
+    bool hide = false;
+    const cli_opt opts[] = {
+        {"role", "ROLE", "admin, worker, tenant:NAME, viewer or viewer:NAME", &role, NULL},
+        {"queues", "A,B", "limit the token to these queues", &queues, NULL},
+        {"hide-data", NULL, "a viewer that sees jobs without their args and results", NULL, &hide},
+        {NULL, NULL, NULL, NULL, NULL}};
+    const cli_spec spec = {
+        "token create --role admin|worker|tenant:NAME|viewer|viewer:NAME [--queues a,b] "
+        "[--hide-data]",
+        "Creates a token and prints its secret on stdout (it is shown only\n"
+        "once; the server keeps a hash).  A viewer reads what an admin (viewer)\n"
+        "or its tenant (viewer:NAME) reads, and changes nothing.",
+        opts, 0, 0};
     char *pos[CLI_MAX_POS];
     int np, rc = cli_parse(c, &spec, argc, argv, pos, &np);
     if (rc) return rc == CLI_HELP ? CLI_OK : rc;
@@ -46,6 +52,7 @@ static int token_create(cli *c, int argc, char **argv)
         free(copy);
         json_object_set_new(body, "queues", list);
     }
+    if (hide) json_object_set_new(body, "hide_data", json_true());
     json_t *a;
     if ((rc = cli_call(c, "POST", "/v1/tokens", body, &a)) != 0) return rc;
     if (c->json) {
@@ -77,9 +84,9 @@ static int token_ls(cli *c, int argc, char **argv)
     } else if (json_array_size(list) == 0) {
         printf("no tokens (the server accepts every request from loopback)\n");
     } else {
-        static const char *const head[] = {"ID", "ROLE", "QUEUES", "CREATED"};
+        static const char *const head[] = {"ID", "ROLE", "QUEUES", "DATA", "CREATED"};
         cli_table t;
-        cli_table_init(&t, "rlll", head);
+        cli_table_init(&t, "rllll", head);
         size_t i;
         json_t *o;
         json_array_foreach(list, i, o)
@@ -91,6 +98,8 @@ static int token_ls(cli *c, int argc, char **argv)
             cli_table_cell(&t, "%lld", (long long)json_integer_value(json_object_get(o, "id")));
             cli_table_cell(&t, "%s", cli_str(o, "role"));
             cli_table_cell(&t, "%s", q);
+            cli_table_cell(&t, "%s",
+                           json_is_true(json_object_get(o, "hide_data")) ? "hidden" : "-");
             cli_table_cell(&t, "%s", created);
         }
         cli_table_print(&t, stdout);

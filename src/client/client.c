@@ -62,6 +62,14 @@ int tenq_client_new(const tenq_options *opts, tenq_client **out)
     }
     if (c->token && strpbrk(c->token, "\r\n"))
         return tq_seterr(c, TENQ_EINVALID, "the token holds a line break");
+    if ((o.ca_file && !(c->ca_file = strdup(o.ca_file))) ||
+        (o.cert_file && !(c->cert_file = strdup(o.cert_file))) ||
+        (o.key_file && !(c->key_file = strdup(o.key_file))))
+        return tq_seterr(c, TENQ_ENOMEM, "out of memory");
+    /* the files are read now, so that a bad one is told at once */
+    bool https = o.ca_file || o.cert_file || o.key_file;
+    for (size_t i = 0; i < c->nservers; i++) https = https || c->servers[i].tls;
+    if (https) return tq_tls_setup(c);
     return 0;
 }
 
@@ -69,6 +77,11 @@ void tenq_client_free(tenq_client *c)
 {
     if (!c) return;
     tq_disconnect(c);
+    for (size_t i = 0; i < c->nservers; i++) tq_tls_session_free(c->servers[i].session);
+    tq_tls_ctx_free(c->tls_ctx);
+    free(c->ca_file);
+    free(c->cert_file);
+    free(c->key_file);
     free(c->servers);
     free(c->token);
     free(c->buf);

@@ -5,6 +5,7 @@
 #define TENQ_CLIENT_INTERNAL_H
 
 #include "http.h"
+#include "tls.h"
 #include "base/jscan.h"
 #include "tenq/tenq.h"
 
@@ -25,9 +26,12 @@ struct tenq_client {
     bool sent;                    /* the last exchange sent (some of) its request */
     bool interrupted;             /* and was cut short by the abort fd */
     int fd;                       /* -1: no connection */
-    size_t fd_server;             /* the server fd talks to */
-    int64_t fd_used_ms;           /* when fd last carried an answer (now_ms) */
-    int rcvtimeo_ms;              /* fd's SO_RCVTIMEO; 0: none set */
+    tq_tls *tls;                  /* fd's TLS session (https); NULL: plain */
+    tq_tls_ctx *tls_ctx;          /* made with the first https server */
+    char *ca_file, *cert_file, *key_file; /* tenq_options' */
+    size_t fd_server;                     /* the server fd talks to */
+    int64_t fd_used_ms;                   /* when fd last carried an answer (now_ms) */
+    int rcvtimeo_ms;                      /* fd's SO_RCVTIMEO; 0: none set */
     /* the last answer: bytes as read; body points into buf, NUL-terminated */
     char *buf;
     size_t blen, bcap;
@@ -60,6 +64,9 @@ void tq_clearerr(tenq_client *c);
  * message set.  extra_ms lengthens the request timeout (long polls). */
 int tq_exchange(tenq_client *c, const char *method, const char *path, const char *body, size_t len,
                 int64_t extra_ms);
+/* The TLS context, made now if it was not (https, or TLS options given):
+ * 0, or TENQ_EINVALID with the message set (a file unreadable, ...). */
+int tq_tls_setup(tenq_client *c);
 /* Closes the connection (the next request opens a new one). */
 void tq_disconnect(tenq_client *c);
 

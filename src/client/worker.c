@@ -65,6 +65,9 @@ tenq_client *wk_client(tenq_worker *w, int abort_fd, int abort_after_ms)
     o.servers = (const char *const *)w->servers;
     o.nservers = w->nservers;
     o.token = w->token;
+    o.ca_file = w->ca_file;
+    o.cert_file = w->cert_file;
+    o.key_file = w->key_file;
     if (w->connect_ms > 0) o.connect_timeout_ms = w->connect_ms;
     if (w->request_ms > 0) o.request_timeout_ms = w->request_ms;
     /* a takeover is followed within a call; a server away longer is the
@@ -210,6 +213,9 @@ int tenq_worker_new(const tenq_worker_options *in, tenq_worker **out)
     w->nqueues = o.queues ? o.nqueues : 0;
     w->queues = copy_list(o.queues, w->nqueues, &bad);
     if (o.token && !(w->token = strdup(o.token))) bad = true;
+    if (o.ca_file && !(w->ca_file = strdup(o.ca_file))) bad = true;
+    if (o.cert_file && !(w->cert_file = strdup(o.cert_file))) bad = true;
+    if (o.key_file && !(w->key_file = strdup(o.key_file))) bad = true;
     w->connect_ms = o.connect_timeout_ms;
     w->request_ms = o.request_timeout_ms;
     w->concurrency = o.concurrency ? o.concurrency : 1;
@@ -253,6 +259,9 @@ void tenq_worker_free(tenq_worker *w)
     free_list(w->servers, w->nservers);
     free_list(w->queues, w->nqueues);
     free(w->token);
+    free(w->ca_file);
+    free(w->cert_file);
+    free(w->key_file);
     free(w->name);
     for (size_t i = 0; i < w->nhandlers; i++) free(w->handlers[i].type);
     free(w->handlers);

@@ -89,6 +89,7 @@ struct tenq_worker {
     char **servers;
     size_t nservers;
     char *token;
+    char *ca_file, *cert_file, *key_file; /* https (tenq_worker_options) */
     int connect_ms, request_ms;
     char *name;
     char **queues;

@@ -132,8 +132,12 @@ void *wk_leaser_main(void *arg)
         }
         /* a stop interrupts the request before the control thread says so */
         if (w->stopping || atomic_load(&w->stops)) break;
-        if (lease_fatal(rc) && (tenq_errstatus(c) != 0 || rc == TENQ_EINVALID)) {
-            snprintf(w->err, sizeof w->err, "the server refuses leases: %s", tenq_errmsg(c));
+        if (rc == TENQ_ETLS ||
+            (lease_fatal(rc) && (tenq_errstatus(c) != 0 || rc == TENQ_EINVALID))) {
+            /* a certificate that does not verify, or that the server
+             * refuses, is configuration: retrying would not cure it */
+            snprintf(w->err, sizeof w->err, "%s%s",
+                     rc == TENQ_ETLS ? "" : "the server refuses leases: ", tenq_errmsg(c));
             wk_log(w, TENQ_LOG_ERROR, "%s", w->err);
             w->fatal = rc;
             pthread_mutex_unlock(&w->mu);

@@ -8,7 +8,8 @@
 
 job *engine_job_alloc(engine_t *e, uint64_t id, node *home, const char *args, uint32_t args_len)
 {
-    bool out = args && engine_args_spill(e, home, args_len);
+    /* no text but a length: args left in the store by a load */
+    bool out = args ? engine_args_spill(e, home, args_len) : args_len > 0;
     uint32_t inline_len = out ? 2 : args_len; /* a spilled job keeps its length there */
     job *j = xmalloc(offsetof(job, args) + inline_len + 1);
     memset(j, 0, offsetof(job, args));

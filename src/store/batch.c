@@ -332,6 +332,37 @@ void store_batch_token(store_batch *b, const store_token *t)
     o->u.token.queues = astr(b, t->queues);
     o->u.token.created_at = t->created_at;
     o->u.token.revoked_at = t->revoked_at;
+    o->u.token.hide_data = t->hide_data;
+}
+
+void store_batch_audit(store_batch *b, const store_audit *a)
+{
+    store_op *o = store_op_push(b, OP_AUDIT);
+    o->u.audit.at = a->at;
+    o->u.audit.token_id = a->token_id;
+    o->u.audit.status = a->status;
+    o->u.audit.role = astr(b, a->role);
+    o->u.audit.tenant = astr(b, a->tenant);
+    o->u.audit.method = astr(b, a->method);
+    o->u.audit.path = astr(b, a->path);
+    o->u.audit.peer = astr(b, a->peer);
+    o->u.audit.detail = astr(b, a->detail);
+}
+
+void store_audit_params(const store_batch *b, const store_op *o, const store_param_sink *out)
+{
+    out->i64(out->ctx, o->u.audit.at);
+    if (o->u.audit.token_id)
+        out->i64(out->ctx, o->u.audit.token_id);
+    else
+        out->text(out->ctx, NULL);
+    out->text(out->ctx, bstr(b, o->u.audit.role));
+    out->text(out->ctx, bstr(b, o->u.audit.tenant));
+    out->text(out->ctx, bstr(b, o->u.audit.method));
+    out->text(out->ctx, bstr(b, o->u.audit.path));
+    out->i64(out->ctx, o->u.audit.status);
+    out->text(out->ctx, bstr(b, o->u.audit.peer));
+    out->text(out->ctx, bstr(b, o->u.audit.detail));
 }
 
 void store_batch_request(store_batch *b, const store_request_key *r)

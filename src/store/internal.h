@@ -37,6 +37,7 @@ typedef enum {
     OP_BATCH,            /* u.bat: a batch's whole row */
     OP_BATCH_JOB,        /* u.bat: a job's link to its batch (id, job_id, role) */
     OP_USAGE,            /* u.usage: what a tenant or queue with a quota holds (PostgreSQL) */
+    OP_AUDIT,            /* u.audit: a row of the audit log */
     OP_STEP,             /* u.step: a step's new row */
     OP_STEP_DONE,        /* u.step: a pending step's end (job_id, pos, its result) */
     OP_EVENT,            /* u.event: an event kept for a later wait */
@@ -82,6 +83,7 @@ typedef struct store_op {
         struct {
             int64_t id, created_at, revoked_at;
             soff hash, role, queues;
+            bool hide_data;
         } token;
         struct {
             soff scope, key, answer;
@@ -135,6 +137,11 @@ typedef struct store_op {
             soff tenant, key, payload;
         } event;
         struct {
+            int64_t at, token_id;
+            int status;
+            soff role, tenant, method, path, peer, detail;
+        } audit;
+        struct {
             uint64_t id, job_id, cb_id[ENGINE_NCALLBACKS];
             soff tenant, callbacks;
             int64_t created_at, closed_at;
@@ -165,6 +172,8 @@ static inline const char *bstr(const store_batch *b, soff o)
     return o == SNULL ? NULL : b->arena + o;
 }
 
+/* The parameters of an audit row's statement (OP_AUDIT), in order. */
+void store_audit_params(const store_batch *b, const store_op *o, const store_param_sink *out);
 /* The parameters of a schedule's statement (OP_SCHEDULE*), in order. */
 void store_schedule_params(const store_batch *b, const store_op *o, const store_param_sink *out);
 
@@ -217,7 +226,8 @@ typedef struct store_result {
     store_steps_fn sfn;    /* a read of a job's steps: the job in rows, these */
     engine_step_info *stp; /* steps read (a job's, or with its attempts) */
     size_t nstp, capstp;
-    store_dep *dep; /* parents first (ndep_parents), then children */
+    void (*xdone)(void *ctx, int rc); /* a read of its own (read_req's xrun) */
+    store_dep *dep;                   /* parents first (ndep_parents), then children */
     size_t ndep, capdep, ndep_parents, ndep_total;
     engine_attempt_info *att;
     size_t natt, capatt;
@@ -238,8 +248,13 @@ typedef struct read_req {
     store_steps_fn sfn;    /* a job (id) and its steps */
     uint64_t *ids;         /* an args read: these jobs' ids and args (fn), owned */
     size_t nids;
-    bool rest; /* a page of plain jobs (fn) after rest_after, up to max */
+    bool rest;      /* a page of plain jobs (fn) after rest_after, up to max */
+    bool rest_args; /* with their args (else only small ones) */
     store_rest_cursor rest_after;
+    /* a read of its own (the audit log): run on the reader thread, then
+     * done on the loop's, with its rc */
+    int (*xrun)(store_t *s, void *ctx);
+    void (*xdone)(void *ctx, int rc);
     size_t max;
     uint64_t floor;
     store_inbox_flag flag;
@@ -251,6 +266,12 @@ typedef struct read_req {
  * without (names: for its attempts); and their delivery. */
 int store_read_steps(store_t *s, uint64_t id, bool results, store_result *res);
 void store_steps_deliver(store_result *res);
+/* A read of its own (read_req's xrun, xdone), queued for the reader
+ * thread, or run now on the caller's (sync; 0 or the run's rc). */
+void store_read_own(store_t *s, int (*run)(store_t *, void *), void (*done)(void *, int),
+                    void *ctx);
+int store_read_own_sync(store_t *s, int (*run)(store_t *, void *), void (*done)(void *, int),
+                        void *ctx);
 /* Hands a read of attempts to its callback, then frees what it read (reader.c). */
 void store_attempts_deliver(store_result *res);
 void store_deps_deliver(store_result *res);

@@ -55,6 +55,7 @@ enum {
     PG_ST_BATCH,
     PG_ST_BATCH_JOB,
     PG_ST_USAGE,
+    PG_ST_AUDIT,
     PG_ST_STEP,
     PG_ST_STEP_DONE,
     PG_ST_EVENT,

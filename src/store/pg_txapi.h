@@ -491,7 +491,7 @@
     "CREATE TRIGGER inbox_quota AFTER INSERT ON tenq.inbox REFERENCING NEW TABLE AS added\n"       \
     "  FOR EACH STATEMENT EXECUTE FUNCTION tenq.inbox_quota();\n"
 
-/* Schema 22: events sent in an application's transaction (tenq.send_event):
+/* Schema 24: events sent in an application's transaction (tenq.send_event):
  * written to tenq.event_inbox, which the leader takes in once the
  * transaction commits (inbox.c, api/ingest.c), exactly once, each deleted
  * in the commit that delivers it (engine/steps.c: the jobs waiting for its

@@ -19,10 +19,10 @@
 /* Statements that write one row; job rows go many at a time (below). */
 
 const char *const pg_stmt_name[PG_ST_N] = {
-    "tenant",    "queue",   "idem",      "token",           "revoke", "fence",
-    "idfloor",   "request", "pause",     "attempt",         "sched",  "sched_tick",
-    "sched_del", "dep",     "batch",     "batch_job",       "usage",  "step",
-    "step_done", "event",   "event_del", "event_inbox_done"};
+    "tenant",    "queue",     "idem",  "token",     "revoke",          "fence",
+    "idfloor",   "request",   "pause", "attempt",   "sched",           "sched_tick",
+    "sched_del", "dep",       "batch", "batch_job", "usage",           "audit",
+    "step",      "step_done", "event", "event_del", "event_inbox_done"};
 static const char *const stmt_sql[PG_ST_N] = {
     NULL,
     NULL,
@@ -41,6 +41,7 @@ static const char *const stmt_sql[PG_ST_N] = {
     STORE_SQL_UPSERT_BATCH,
     STORE_SQL_INSERT_BATCH_JOB,
     STORE_SQL_UPSERT_USAGE,
+    STORE_SQL_INSERT_AUDIT,
     STORE_SQL_INSERT_STEP,
     STORE_SQL_STEP_DONE,
     STORE_SQL_INSERT_EVENT,
@@ -150,6 +151,7 @@ static int op_params(const store_batch *b, const store_op *o, params *ps)
         p_text(ps, bstr(b, o->u.token.queues));
         p_i64(ps, o->u.token.created_at);
         p_time(ps, o->u.token.revoked_at);
+        p_bool(ps, o->u.token.hide_data);
         return PG_ST_TOKEN;
     case OP_TOKEN_REVOKE:
         p_i64(ps, o->u.token.id);
@@ -223,6 +225,11 @@ static int op_params(const store_batch *b, const store_op *o, params *ps)
         p_i64(ps, (long long)o->u.usage.bytes);
         p_i64(ps, pg_now_ms());
         return PG_ST_USAGE;
+    case OP_AUDIT: {
+        store_param_sink out = {sink_i64, sink_text, sink_bool, ps};
+        store_audit_params(b, o, &out);
+        return PG_ST_AUDIT;
+    }
     default: break;
     }
     return -1;

@@ -286,6 +286,7 @@ typedef struct read_page {
     store_t *s;
     rows_builder *rows;
     int rc;
+    bool with_args;
 } read_page;
 
 /* ---- args of jobs whose args are out of memory ------------------------------------ */
@@ -330,17 +331,25 @@ static int read_args(store_t *s, uint64_t *ids, size_t n, rows_builder *rows)
 static void rest_row(void *ctx, const store_rowacc *acc, void *row)
 {
     read_page *p = ctx;
-    if (!p->rc) p->rc = rows_add_row(p->s, p->rows, acc, row);
+    if (p->rc) return;
+    p->rc = rows_add_row(p->s, p->rows, acc, row);
+    engine_job_info *j = &p->rows->v[p->rows->n - 1];
+    if (!p->rc && !p->with_args && !j->args && !j->payloads) { /* left in the store */
+        j->args_missing = true;
+        j->args_len = (uint32_t)acc->i64(row, STORE_JOB_NCOLS);
+    }
 }
 
 static int read_rest(store_t *s, const read_req *rq, rows_builder *rows)
 {
     const store_rest_cursor *c = &rq->rest_after;
-    read_page p = {s, rows, 0};
-    char sql[sizeof(STORE_SQL_REST_COLUMNS) + 160];
+    read_page p = {s, rows, 0, rq->rest_args};
+    char sql[sizeof(STORE_SQL_REST_COLUMNS_NO_ARGS) + 160];
     int rc = 0;
     for (int part = 1; part <= 3 && !rc && !p.rc && rows->n < rq->max; part++) {
-        size_t n = (size_t)snprintf(sql, sizeof sql, "%s", STORE_SQL_REST_COLUMNS),
+        size_t n = (size_t)snprintf(sql, sizeof sql, "%s",
+                                    rq->rest_args ? STORE_SQL_REST_COLUMNS
+                                                  : STORE_SQL_REST_COLUMNS_NO_ARGS),
                left = rq->max - rows->n;
         if (part == 1)
             snprintf(sql + n, sizeof sql - n, STORE_SQL_REST_1, (long long)c->neg_priority,
@@ -362,6 +371,8 @@ static void run_read(store_t *s, read_req *rq, store_result *res)
         res->rc = read_rest(s, rq, &res->rows);
     } else if (rq->ids) {
         res->rc = read_args(s, rq->ids, rq->nids, &res->rows);
+    } else if (rq->xrun) {
+        res->rc = rq->xrun(s, rq->ctx);
     } else if (rq->dfn) {
         res->rc = read_deps(s, rq->id, res);
     } else if (rq->afn) {
@@ -405,6 +416,7 @@ void *store_reader_main(void *arg)
         res->afn = rq->afn;
         res->dfn = rq->dfn;
         res->sfn = rq->sfn;
+        res->xdone = rq->xdone;
         res->ctx = rq->ctx;
         run_read(s, rq, res);
         free(rq->qstrings);
@@ -455,6 +467,25 @@ static void read_enqueue(store_t *s, read_req *rq)
     pthread_mutex_unlock(&s->lock);
 }
 
+void store_read_own(store_t *s, int (*run)(store_t *, void *), void (*done)(void *, int), void *ctx)
+{
+    read_req *rq = xcalloc(1, sizeof(*rq));
+    rq->xrun = run;
+    rq->xdone = done;
+    rq->ctx = ctx;
+    read_enqueue(s, rq);
+}
+
+int store_read_own_sync(store_t *s, int (*run)(store_t *, void *), void (*done)(void *, int),
+                        void *ctx)
+{
+    pthread_mutex_lock(&s->read_db_lock);
+    int rc = run(s, ctx);
+    pthread_mutex_unlock(&s->read_db_lock);
+    done(ctx, rc);
+    return rc;
+}
+
 void store_get_job(store_t *s, uint64_t id, store_rows_fn fn, void *ctx)
 {
     read_enqueue(s, read_new(id ? id : UINT64_MAX, NULL, fn, ctx));
@@ -465,10 +496,12 @@ void store_list_jobs(store_t *s, const store_job_query *q, store_rows_fn fn, voi
     read_enqueue(s, read_new(0, q, fn, ctx));
 }
 
-void store_load_rest(store_t *s, store_rest_cursor after, size_t max, store_rows_fn fn, void *ctx)
+void store_load_rest(store_t *s, store_rest_cursor after, size_t max, bool with_args,
+                     store_rows_fn fn, void *ctx)
 {
     read_req *rq = xcalloc(1, sizeof(*rq));
     rq->rest = true;
+    rq->rest_args = with_args;
     rq->rest_after = after;
     rq->max = max;
     rq->fn = fn;

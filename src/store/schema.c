@@ -322,7 +322,28 @@ static const char *const migrations[] = {
     "parent_id FROM $Sjob_deps);\n"
     "$PLAIN",
 
-    /* 21: durable steps (engine/steps.c): each step a job's handler stored,
+    /* 21: viewer tokens that see jobs without their args and results. */
+    "ALTER TABLE $Stokens ADD COLUMN hide_data $BOOL NOT NULL DEFAULT $FALSE;\n",
+
+    /* 22: the audit log: a row for every change made through the API (who:
+     * token_id, role, tenant; what: method, path, status, detail; when; from
+     * where), written in the commit of the change; ids by the database,
+     * never used twice; kept --audit-retention. */
+    "CREATE TABLE $Saudit (\n"
+    "  id $AUTOID,\n"
+    "  at $I64 NOT NULL,\n"
+    "  token_id $I64,\n"
+    "  role TEXT NOT NULL,\n"
+    "  tenant TEXT,\n"
+    "  method TEXT NOT NULL,\n"
+    "  path TEXT NOT NULL,\n"
+    "  status $I64 NOT NULL,\n"
+    "  peer TEXT,\n"
+    "  detail TEXT);\n"
+    "CREATE INDEX audit_at ON $Saudit (at);\n"
+    "CREATE INDEX audit_tenant ON $Saudit (tenant, id);\n",
+
+    /* 23: durable steps (engine/steps.c): each step a job's handler stored,
      * in order (pos), under the lease token it was stored with; a wait
      * under way (done false: an event, a child) is completed in the commit
      * of its end.  A job's deletion deletes its steps, by a trigger.  Events
@@ -356,7 +377,7 @@ static const char *const migrations[] = {
     "  expires_at $I64 NOT NULL);\n"
     "CREATE INDEX events_expires ON $Sevents (expires_at);\n",
 
-    /* 22: events sent in an application's transaction (PostgreSQL only:
+    /* 24: events sent in an application's transaction (PostgreSQL only:
      * pg_txapi.h; SQLite records the version alone). */
     "$TXEVENTS",
 };
@@ -395,6 +416,8 @@ static char *expand(const char *t, bool pg)
     static const struct {
         const char *var, *sqlite, *pg;
     } subst[] = {
+        {"$AUTOID", "INTEGER PRIMARY KEY AUTOINCREMENT",
+         "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY"},
         {"$ID", "INTEGER", "BIGINT"},
         {"$I64", "INTEGER", "BIGINT"},
         {"$BOOL", "INTEGER", "BOOLEAN"},
@@ -410,6 +433,7 @@ static char *expand(const char *t, bool pg)
         {"$TXQUOTA", "", STORE_PG_TXAPI_QUOTA},
         {"$TXEVENTS", "", STORE_PG_TXAPI_EVENTS},
         {"$PLAIN", STORE_PLAIN_SQLITE, STORE_PLAIN_PG},
+        {"$ARGS_BYTES", "length(CAST(args AS BLOB))", "octet_length(args)"},
         {"$ATTEMPTS_GONE", STORE_ATTEMPTS_GONE_SQLITE, STORE_ATTEMPTS_GONE_PG},
         {"$DEPS_GONE", STORE_DEPS_GONE_SQLITE, STORE_DEPS_GONE_PG},
         {"$BATCH_JOBS_GONE", STORE_BATCH_JOBS_GONE_SQLITE, STORE_BATCH_JOBS_GONE_PG},

@@ -13,11 +13,12 @@ int store_schema_versions(void);
 char *store_schema_sql(int version, bool pg);
 
 /* The columns of jobs, in the order every SELECT of a job uses. */
-#define STORE_JOB_COLUMNS                                                                          \
-    "id, tenant, queue, type, key, args, payloads, priority, state, attempts, max_attempts, "      \
-    "run_at, created_at, ready_at, leased_at, started_at, finished_at, worker, error, result, "    \
-    "stats, progress, unique_key, idempotency_key, lease_token, lease_until, cancel_requested, "   \
-    "merged_into, lane_seq, traceparent, timeout_ms"
+#define STORE_JOB_COLUMNS "id, tenant, queue, type, key, args, " STORE_JOB_COLUMNS_AFTER_ARGS
+#define STORE_JOB_COLUMNS_AFTER_ARGS                                                               \
+    "payloads, priority, state, attempts, max_attempts, run_at, created_at, ready_at, leased_at, " \
+    "started_at, finished_at, worker, error, result, stats, progress, unique_key, "                \
+    "idempotency_key, lease_token, lease_until, cancel_requested, merged_into, lane_seq, "         \
+    "traceparent, timeout_ms"
 #define STORE_JOB_NCOLS 31
 
 /* The same and `live`, for INSERT: ?1..?32 in this order. */
@@ -44,8 +45,8 @@ char *store_schema_sql(int version, bool pg);
     "excluded.job_id, state = excluded.state, duplicate = excluded.duplicate, merged = "           \
     "excluded.merged, created_at = excluded.created_at"
 #define STORE_SQL_INSERT_TOKEN                                                                     \
-    "INSERT INTO $Stokens (id, hash, role, queues, created_at, revoked_at) VALUES (?1, ?2, ?3, "   \
-    "?4, ?5, ?6)"
+    "INSERT INTO $Stokens (id, hash, role, queues, created_at, revoked_at, hide_data) VALUES "     \
+    "(?1, ?2, ?3, ?4, ?5, ?6, ?7)"
 #define STORE_SQL_UPSERT_PAUSE                                                                     \
     "INSERT INTO $Squeue_pauses (queue, tenant, paused, updated_at) VALUES (?1, ?2, ?3, ?4) "      \
     "ON CONFLICT (queue, tenant) DO UPDATE SET paused = excluded.paused, updated_at = "            \
@@ -75,6 +76,12 @@ char *store_schema_sql(int version, bool pg);
 #define STORE_SQL_LOAD_SCHEDULES  "SELECT " STORE_SCHEDULE_COLUMNS " FROM $Sschedules ORDER BY name"
 #define STORE_SQL_LOAD_PAUSES     "SELECT queue, tenant FROM $Squeue_pauses WHERE paused"
 #define STORE_SQL_REVOKE_TOKEN    "UPDATE $Stokens SET revoked_at = ?2 WHERE id = ?1"
+#define STORE_SQL_INSERT_AUDIT                                                                     \
+    "INSERT INTO $Saudit (at, token_id, role, tenant, method, path, status, peer, detail) "        \
+    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"
+#define STORE_SQL_PRUNE_AUDIT                                                                      \
+    "DELETE FROM $Saudit WHERE id IN (SELECT id FROM $Saudit WHERE at < ?1 ORDER BY id LIMIT ?2)"
+#define STORE_AUDIT_COLUMNS "id, at, token_id, role, tenant, method, path, status, peer, detail"
 #define STORE_SQL_INSERT_REQUEST                                                                   \
     "INSERT INTO $Srequests (scope, key, fingerprint, status, answer, created_at) VALUES (?1, "    \
     "?2, "                                                                                         \
@@ -170,9 +177,16 @@ char *store_schema_sql(int version, bool pg);
  * one range of the index (printf'd: the numbers are the store's own, and
  * an index on an expression is used for a range only against numbers). */
 #define STORE_SQL_REST_COLUMNS "SELECT " STORE_JOB_COLUMNS " FROM $Sjobs WHERE live = 2 AND "
-#define STORE_SQL_REST_1       "-priority = %lld AND run_at = %lld AND id > %llu ORDER BY id LIMIT %zu"
-#define STORE_SQL_REST_2       "-priority = %lld AND run_at > %lld ORDER BY run_at, id LIMIT %zu"
-#define STORE_SQL_REST_3       "-priority > %lld ORDER BY -priority, run_at, id LIMIT %zu"
+/* The same without the args but small ones (64 bytes at most) and huge ones
+ * (16 MiB and more, whose length a spilled job cannot keep), and their
+ * length after the last column: the jobs come in with their args left in
+ * the store (engine/args.c reads them back ahead of need). */
+#define STORE_SQL_REST_COLUMNS_NO_ARGS                                                             \
+    "SELECT id, tenant, queue, type, key, CASE WHEN $ARGS_BYTES <= 64 OR $ARGS_BYTES >= 16777216 " \
+    "THEN args END, " STORE_JOB_COLUMNS_AFTER_ARGS ", $ARGS_BYTES FROM $Sjobs WHERE live = 2 AND "
+#define STORE_SQL_REST_1 "-priority = %lld AND run_at = %lld AND id > %llu ORDER BY id LIMIT %zu"
+#define STORE_SQL_REST_2 "-priority = %lld AND run_at > %lld ORDER BY run_at, id LIMIT %zu"
+#define STORE_SQL_REST_3 "-priority > %lld ORDER BY -priority, run_at, id LIMIT %zu"
 #define STORE_PLAIN_SQLITE                                                                         \
     "CREATE INDEX jobs_plain ON jobs ((-priority), run_at, id) WHERE live = 2;\n"                  \
     "CREATE TRIGGER job_deps_parent_live AFTER INSERT ON job_deps BEGIN\n"                         \

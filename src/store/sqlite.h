@@ -26,6 +26,7 @@ enum {
     ST_REVOKE,
     ST_REQUEST,
     ST_PAUSE,
+    ST_AUDIT,
     ST_ATTEMPT,
     ST_SCHEDULE,
     ST_SCHEDULE_TICK,

@@ -26,6 +26,7 @@ static const char *const stmt_sql[ST_N] = {
     [ST_DEP] = STORE_SQL_INSERT_DEP,
     [ST_BATCH] = STORE_SQL_UPSERT_BATCH,
     [ST_BATCH_JOB] = STORE_SQL_INSERT_BATCH_JOB,
+    [ST_AUDIT] = STORE_SQL_INSERT_AUDIT,
     [ST_STEP] = STORE_SQL_INSERT_STEP,
     [ST_STEP_DONE] = STORE_SQL_STEP_DONE,
     [ST_EVENT] = STORE_SQL_INSERT_EVENT,
@@ -302,6 +303,7 @@ static void bind_other(sqlite3_stmt *st, const store_batch *b, const store_op *o
         bind_text(st, 4, bstr(b, o->u.token.queues));
         bind_i64(st, 5, o->u.token.created_at);
         bind_time(st, 6, o->u.token.revoked_at);
+        bind_i64(st, 7, o->u.token.hide_data);
         break;
     case OP_TOKEN_REVOKE:
         bind_i64(st, 1, o->u.token.id);
@@ -364,6 +366,12 @@ static void bind_other(sqlite3_stmt *st, const store_batch *b, const store_op *o
         store_step_params(b, o, &out);
         break;
     }
+    case OP_AUDIT: {
+        bind_sink k = {st, 1};
+        store_param_sink out = {sink_i64, sink_text, sink_bool, &k};
+        store_audit_params(b, o, &out);
+        break;
+    }
     default: break; /* job rows are bound by bind_insert and bind_update */
     }
 }
@@ -386,6 +394,7 @@ static const int op_stmt[] = {
     [OP_DEP] = ST_DEP,
     [OP_BATCH] = ST_BATCH,
     [OP_BATCH_JOB] = ST_BATCH_JOB,
+    [OP_AUDIT] = ST_AUDIT,
     [OP_STEP] = ST_STEP,
     [OP_STEP_DONE] = ST_STEP_DONE,
     [OP_EVENT] = ST_EVENT,

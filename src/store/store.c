@@ -80,6 +80,8 @@ size_t store_dispatch(store_t *s)
                 s->sync_done = true;
             }
             if (s->on_commit) s->on_commit(s->on_commit_ctx, x->seq, x->rc);
+        } else if (x->xdone) {
+            x->xdone(x->ctx, x->rc);
         } else if (x->dfn) {
             store_deps_deliver(x);
         } else if (x->afn) {
@@ -218,9 +220,10 @@ typedef struct load_ctx {
 static void token_row(void *ctx, const store_rowacc *acc, void *row)
 {
     load_ctx *l = ctx;
-    store_token t = {acc->i64(row, 0),  acc->text(row, 1),
-                     acc->text(row, 2), acc->is_null(row, 3) ? NULL : acc->text(row, 3),
-                     acc->i64(row, 4),  acc->is_null(row, 5) ? 0 : acc->i64(row, 5)};
+    store_token t = {acc->i64(row, 0),     acc->text(row, 1),
+                     acc->text(row, 2),    acc->is_null(row, 3) ? NULL : acc->text(row, 3),
+                     acc->i64(row, 4),     acc->is_null(row, 5) ? 0 : acc->i64(row, 5),
+                     acc->i64(row, 6) != 0};
     l->tfn(l->ctx, &t);
 }
 
@@ -228,10 +231,11 @@ int store_load_tokens(store_t *s, store_token_fn fn, void *ctx)
 {
     load_ctx l = {fn, NULL, ctx};
     pthread_mutex_lock(&s->db_lock);
-    int rc = s->be->select(s, false,
-                           "SELECT id, hash, role, queues, created_at, revoked_at FROM $Stokens "
-                           "ORDER BY id",
-                           0, NULL, token_row, &l);
+    int rc = s->be->select(
+        s, false,
+        "SELECT id, hash, role, queues, created_at, revoked_at, hide_data FROM $Stokens "
+        "ORDER BY id",
+        0, NULL, token_row, &l);
     pthread_mutex_unlock(&s->db_lock);
     return rc;
 }
@@ -357,6 +361,7 @@ int store_open(const char *url, const store_opts *opts, store_t **out, char *err
     if (opts) s->opts = *opts;
     if (s->opts.retention_batch <= 0) s->opts.retention_batch = 1000;
     if (s->opts.request_key_ttl_ms <= 0) s->opts.request_key_ttl_ms = 10 * 60 * 1000;
+    if (s->opts.audit_ttl_ms <= 0) s->opts.audit_ttl_ms = 90LL * 24 * 3600 * 1000;
     pthread_mutex_init(&s->err_lock, NULL);
     pthread_mutex_init(&s->lock, NULL);
     pthread_mutex_init(&s->db_lock, NULL);

@@ -52,6 +52,8 @@ typedef struct store_opts {
     int retention_batch;
     /* How long request keys are kept (Idempotency-Key; default 10 min). */
     int64_t request_key_ttl_ms;
+    /* How long audit rows are kept (default 90 days). */
+    int64_t audit_ttl_ms;
     /* Tests: the writer waits this long before each commit, so that a crash
      * can land between an answer and its commit. */
     int test_commit_delay_ms;
@@ -157,12 +159,27 @@ void store_callbacks_free(engine_submit_req *cbs[ENGINE_NCALLBACKS]);
 typedef struct store_token {
     int64_t id;
     const char *hash;   /* hex SHA-256 of the secret; the secret is never stored */
-    const char *role;   /* "admin", "worker", "tenant:NAME" */
+    const char *role;   /* "admin", "worker", "tenant:NAME", "viewer", "viewer:NAME" */
     const char *queues; /* JSON array or NULL (all) */
     int64_t created_at;
     int64_t revoked_at; /* 0: live */
+    bool hide_data;     /* a viewer that sees jobs without their data */
 } store_token;
 void store_batch_token(store_batch *b, const store_token *t);
+
+/* A change made through the API, written in the commit of the change (the
+ * audit log; docs/operations.md, "The audit log"). */
+typedef struct store_audit {
+    int64_t at;
+    int64_t token_id;   /* 0: no token (a server with none) */
+    const char *role;   /* the token's role ("admin", "tenant:acme"...) */
+    const char *tenant; /* the token's tenant, or NULL: whose entry it is */
+    const char *method, *path;
+    int status;         /* the answer's */
+    const char *peer;   /* "ip:port" the request came from */
+    const char *detail; /* the request's body, cut short (2 KiB), or NULL */
+} store_audit;
+void store_batch_audit(store_batch *b, const store_audit *a);
 void store_batch_token_revoke(store_batch *b, int64_t id, int64_t at);
 
 /* A request sent with an Idempotency-Key: its first answer, kept so that
@@ -357,7 +374,7 @@ typedef struct store_tx_outcome {
     int64_t retry_in_ms;
 } store_tx_outcome;
 
-/* An event sent in a transaction (tenq.send_event, schema 22). */
+/* An event sent in a transaction (tenq.send_event, schema 24). */
 typedef struct store_tx_event {
     uint64_t id; /* its number in tenq.event_inbox */
     const char *tenant, *key, *payload;
@@ -431,8 +448,11 @@ typedef struct store_rest_cursor {
 /* The next page of them, up to max rows, in fifo order (priority, then
  * run_at, then id), on the reader thread: what a load brings in after the
  * server began to serve (docs/SEMANTICS.md, "Serving while loading").
- * Rows with every field, as store_get_job's. */
-void store_load_rest(store_t *s, store_rest_cursor after, size_t max, store_rows_fn fn, void *ctx);
+ * Rows with every field, as store_get_job's; without with_args, args of
+ * more than 64 bytes are left in the store (args NULL, args_missing, and
+ * args_len their length). */
+void store_load_rest(store_t *s, store_rest_cursor after, size_t max, bool with_args,
+                     store_rows_fn fn, void *ctx);
 
 /* The args of these jobs (of their rows that have args; any order): rows
  * with only id, args and args_len set.  For args out of memory (the
@@ -513,8 +533,30 @@ int store_keep_clock(store_t *s);
 long store_prune_now(store_t *s, int64_t now);
 /* Finished jobs (succeeded, cancelled, merged) matching the filter, at most
  * max, lowest ids first: deleted, or counted when dry_run.  Returns the
- * count or an error.  Runs on the caller's thread (an operator's action). */
-long store_purge_finished(store_t *s, const engine_job_filter *f, bool dry_run, long max);
+ * count or an error.  Runs on the caller's thread (an operator's action).
+ * audit (may be NULL): written in the transaction of the delete. */
+long store_purge_finished(store_t *s, const engine_job_filter *f, bool dry_run, long max,
+                          const store_audit *audit);
+
+/* ---- the audit log ---------------------------------------------------------- */
+
+/* Which rows (newest first): before_id (0: from the newest), limit; the
+ * rest narrow (0/NULL: any): a token, a tenant's ("" : the admins', made
+ * with no tenant), a method, paths starting with path, since/until (at). */
+typedef struct store_audit_query {
+    int64_t before_id, token_id, since, until;
+    const char *tenant, *method, *path;
+    uint32_t limit;
+} store_audit_query;
+typedef struct store_audit_row {
+    int64_t id;
+    store_audit a;
+} store_audit_row;
+typedef void (*store_audit_fn)(void *ctx, int rc, const store_audit_row *rows, size_t n);
+/* On the reader thread; fn on the loop's (store_dispatch), its rows good
+ * until it returns. */
+void store_list_audit(store_t *s, const store_audit_query *q, store_audit_fn fn, void *ctx);
+int store_list_audit_sync(store_t *s, const store_audit_query *q, store_audit_fn fn, void *ctx);
 
 /* ---- tests ----------------------------------------------------------------- */
 

@@ -622,6 +622,76 @@ test('a tenant token sees no other tenant\'s data anywhere in the page', async (
   }
 });
 
+test('a viewer token reads every section and sees no button that changes anything', async () => {
+  const views = ['#/overview', '#/tenants', '#/queues', '#/jobs?tenant=acme', '#/job/' + ids.acmeFirst,
+    '#/job/' + ids.acmeDead[0], '#/morgue', '#/schedules', '#/batches', '#/tokens'];
+  const writes = /^(Cancel|Requeue|Delete|Edit|Pause|Resume|Revoke|Save|Create token|Requeue all matching…|Delete all matching…|Cancel matching…|Retry now…|Delete finished…)$/;
+  const visibleWrites = (page) => page.evaluate((src) => {
+    const re = new RegExp(src);
+    const shown = (el) => el.getClientRects().length > 0;
+    return [...document.querySelectorAll('#view button, #view details, #view form')]
+      .filter((el) => shown(el) && (el.matches('[data-write], [data-write] *') || re.test(el.textContent.trim())))
+      .map((el) => el.textContent.trim().slice(0, 40));
+  }, writes.source);
+  // the admin sees them (so that the check below can fail)
+  if (!(await admin.locator('#shell').isVisible())) await signIn(admin, ADMIN_TOKEN);
+  await go(admin, '#/morgue');
+  assert.ok((await visibleWrites(admin)).length > 0, 'the admin sees the morgue\'s buttons');
+  for (const [role, who] of [['viewer', 'viewer (every tenant)'], ['viewer:acme', 'viewer (tenant acme)']]) {
+    const tok = await srv.api('POST', '/v1/tokens', { role, hide_data: role === 'viewer:acme' });
+    const ctx = await browser.newContext({ viewport: { width: 1440, height: 900 }, colorScheme: 'light' });
+    const page = await ctx.newPage();
+    watch(page, role);
+    try {
+      await signIn(page, tok.token);
+      assert.equal(await textOf(page, '#who'), who);
+      for (const v of views) {
+        await go(page, v);
+        assert.deepEqual(await visibleWrites(page), [], `${role} at ${v}`);
+      }
+      await go(page, '#/job/' + ids.acmeFirst);
+      const text = await page.locator('#view').innerText();
+      if (role === 'viewer:acme') {
+        assert.match(text, /Hidden: this token sees jobs without their args/);
+        assert.equal(/report_id/.test(text), false, 'no args shown');
+      } else {
+        assert.match(text, /report_id/);
+      }
+    } finally {
+      await ctx.close();
+    }
+  }
+});
+
+test('the audit page lists changes with who made them; a tenant sees its own only', async () => {
+  if (!(await admin.locator('#shell').isVisible())) await signIn(admin, ADMIN_TOKEN);
+  await srv.api('PUT', '/v1/queues/audited-q', { lease_ms: 61000 });
+  const tok = await srv.api('POST', '/v1/tokens', { role: 'tenant:acme' });
+  await srv.api('POST', '/v1/queues/mail/pause', {}, tok.token);
+  await srv.api('POST', '/v1/queues/mail/resume', {}, tok.token);
+  await go(admin, '#/audit');
+  const text = await eventually('the admin\'s entries', async () => {
+    const t = await admin.locator('#view').innerText();
+    return /PUT \/v1\/queues\/audited-q/.test(t) && /POST \/v1\/queues\/mail\/pause/.test(t) && t;
+  });
+  assert.match(text, /"lease_ms":61000/);
+  assert.match(text, /tenant:acme/);
+  const ctx = await browser.newContext({ viewport: { width: 1440, height: 900 }, colorScheme: 'light' });
+  const page = await ctx.newPage();
+  watch(page, 'tenant-audit');
+  try {
+    await signIn(page, tok.token);
+    await go(page, '#/audit');
+    const mine = await eventually('the tenant\'s entries', async () => {
+      const t = await page.locator('#view').innerText();
+      return /POST \/v1\/queues\/mail\/resume/.test(t) && t;
+    });
+    assert.equal(/audited-q/.test(mine), false, 'no admin entry for a tenant');
+  } finally {
+    await ctx.close();
+  }
+});
+
 test('a tenant with no jobs yet is named (GET /v1/whoami), and sees no queues', async () => {
   const tok = await srv.api('POST', '/v1/tokens', { role: 'tenant:newcomer' });
   const ctx = await browser.newContext({ viewport: { width: 1440, height: 900 }, colorScheme: 'light' });

@@ -35,25 +35,33 @@ TEST(url_with_scheme_host_and_port)
     ASSERT_EQ(tq_url_parse("HTTP://[::1]:8080", &u, &why), 0);
     ASSERT_STR(u.host, "::1");
     ASSERT_STR(u.hostport, "[::1]:8080");
+    ASSERT(!u.tls);
+}
+
+TEST(url_https_and_its_port)
+{
+    tq_url u;
+    const char *why;
+    ASSERT_EQ(tq_url_parse("https://tenq.example.com", &u, &why), 0);
+    ASSERT(u.tls);
+    ASSERT_STR(u.host, "tenq.example.com");
+    ASSERT_STR(u.port, "443");
+    ASSERT_STR(u.hostport, "tenq.example.com:443");
+    ASSERT_EQ(tq_url_parse("HTTPS://[::1]:7443/", &u, &why), 0);
+    ASSERT(u.tls);
+    ASSERT_STR(u.hostport, "[::1]:7443");
+    ASSERT_EQ(tq_url_parse("http://x", &u, &why), 0);
+    ASSERT(!u.tls);
 }
 
 TEST(url_refuses_what_it_cannot_serve)
 {
     tq_url u;
     const char *why = NULL;
-    const char *bad[] = {"",
-                         "https://x:1",
-                         "ftp://x",
-                         "http://",
-                         "http://:80",
-                         "http://x:0",
-                         "http://x:65536",
-                         "http://x:12ab",
-                         "http://x:/",
-                         "http://x/prefix",
-                         "http://[::1",
-                         "http://us er@x",
-                         "http://x:80?q"};
+    const char *bad[] = {
+        "",           "https://",        "https://x/prefix", "httpx://x:1",    "ftp://x",
+        "http://",    "http://:80",      "http://x:0",       "http://x:65536", "http://x:12ab",
+        "http://x:/", "http://x/prefix", "http://[::1",      "http://us er@x", "http://x:80?q"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         why = NULL;
         ASSERT_MSG(tq_url_parse(bad[i], &u, &why) == TENQ_EINVALID, "accepted \"%s\"", bad[i]);

@@ -184,6 +184,13 @@ class Steps(StepsTest):
         self.assertEqual(len(steps_of(self.srv, j["id"], token=worker)), 1)
         st, _ = self.srv.req("GET", "/v1/jobs/%d/steps" % j["id"], token=other)
         self.assertEqual(st, 404)
+        # a viewer reads them; one that hides data sees no result
+        viewer = self.srv.ok("POST", "/v1/tokens", {"role": "viewer"}, ADMIN)["token"]
+        blind = self.srv.ok("POST", "/v1/tokens", {"role": "viewer", "hide_data": True},
+                            ADMIN)["token"]
+        self.assertEqual(steps_of(self.srv, j["id"], token=viewer)[0]["result"], [1])
+        hidden = steps_of(self.srv, j["id"], token=blind)[0]
+        self.assertEqual((hidden["name"], "result" in hidden), ("a", False))
         # a tenant token stores no step (a worker's call)
         st, _ = self.srv.req("POST", "/v1/jobs/%d/steps" % j["id"],
                              {"token": got["token"], "name": "b"}, acme)

@@ -18,6 +18,7 @@ import re
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import tempfile
 import time
@@ -76,10 +77,15 @@ class Server:
     """One tenq serve process. Stop with stop() (SIGTERM) or kill().
 
     store_url "" passes no --store (the server stores under its data dir);
-    an env value of None removes that variable; cwd is the server's."""
+    an env value of None removes that variable; cwd is the server's.
+    tls_ca: the server speaks TLS (its --tls-cert in args) with a
+    certificate for localhost that this CA file verifies; requests then go
+    to https://localhost (client_cert: a (cert, key) pair to present)."""
 
     def __init__(self, store_url=None, args=(), env=None, tmp=None, wrap=(), port=0, cwd=None,
-                 preexec=None):
+                 preexec=None, tls_ca=None, client_cert=None):
+        self.tls_ca = tls_ca
+        self.client_cert = client_cert
         self.tmp = tmp or tempfile.mkdtemp(prefix="tenq-it-")
         self.own_tmp = tmp is None
         if store_url is None:
@@ -163,7 +169,15 @@ class Server:
             return ""
 
     def url(self):
+        if self.tls_ca:
+            return "https://localhost:%d" % self.port
         return "http://127.0.0.1:%d" % self.port
+
+    def tls_context(self):
+        ctx = ssl.create_default_context(cafile=self.tls_ca)
+        if self.client_cert:
+            ctx.load_cert_chain(*self.client_cert)
+        return ctx
 
     def assert_clean(self):
         """Raises when the server's log shows a sanitizer's report."""
@@ -199,6 +213,9 @@ class Server:
     # -- requests ---------------------------------------------------------
     def conn(self, key="default"):
         c = self.conns.get(key)
+        if c is None and self.tls_ca:
+            c = http.client.HTTPSConnection("localhost", self.port, timeout=60,
+                                            context=self.tls_context())
         if c is None:
             c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
             self.conns[key] = c

@@ -1,9 +1,3 @@
-/**
- * The client: every request of the protocol a submitter and a worker make,
- * over keep-alive connections to one server or several (see transport.ts for
- * leader following and failover). Answers come back as camelCase objects;
- * refusals as the TenqError subclass of their error code.
- */
 import { TenqError } from "./errors";
 import type { JsonValue } from "./json";
 import { type ClientOptions, type Resolved } from "./options";
@@ -75,16 +69,21 @@ export declare class Client {
      * `Idempotency-Key` made before its first try and the same on every
      * retry (to any server), so a retry whose first try was made is
      * answered with the first answer (`replayed: true`) and makes nothing.
+     * A 429 `overloaded` or `quota_exceeded` is waited out for up to
+     * `backpressureBudgetMs` (default 60 s), then thrown (OverloadedError,
+     * QuotaExceededError).
      */
     submit(spec: JobSpec, o?: SubmitCallOptions): Promise<SubmitResult>;
     /** Submits a job made by `prepare`. */
     submitPrepared(fields: Record<string, unknown>, o?: SubmitCallOptions): Promise<SubmitResult>;
-    /** POST /v1/jobs under a request key: a 2xx answer, else its typed error. */
+    /** POST /v1/jobs under a request key: a 2xx answer, else its typed error (see `postKeyed`). */
     private postJobs;
     /**
      * Submits many jobs, 10,000 a request (more are split), each answered at
      * its index: made, deduplicated, or refused on its own. Each request
-     * carries its own `Idempotency-Key`, reused on its retries. A request that
+     * carries its own `Idempotency-Key`, reused on its retries (a 429
+     * `overloaded` or `quota_exceeded` is sent again after the Retry-After
+     * for up to `backpressureBudgetMs` from its first refusal). A request that
      * fails whole throws; the requests before it were made (calling again
      * makes them again, unless the jobs carry their own idempotency keys or
      * the call gives a `requestKey`: request n > 0 of a split call then goes
@@ -211,7 +210,14 @@ export declare class Client {
     /** GET /v1/batches: a page of batches, newest first; pass `nextBefore` as `before` for the next. */
     listBatches(f?: BatchFilter): Promise<BatchPage>;
     private batchJobs;
-    /** A POST under a request key (the caller's or a new one), the same on every retry. */
+    /**
+     * A submit request: a POST under a request key (the caller's or a new
+     * one), the same on every try; a 2xx answer, else its typed error. A 429
+     * `overloaded` or `quota_exceeded` made nothing: the request is sent again
+     * after the server's Retry-After until `backpressureBudgetMs` has passed
+     * since its first refusal (the last try when it runs out), then that
+     * refusal is thrown.
+     */
     private postKeyed;
     attempts(id: number): Promise<Attempt[]>;
     /** GET /healthz of the server the next request goes to. */

@@ -9,7 +9,7 @@
 export { Tenq, type TenqOptions } from "./app";
 export { Client, MAX_BATCH_JOBS, REQUEST_KEY_HEADER, answerError, type SubmitCallOptions, type SubmitManyOptions, type WaitOptions, } from "./client";
 export { currentJob, type JobContext, type RunMode, type WorkflowBackend } from "./context";
-export { BatchClosedError, ConflictError, ConnectionError, ForbiddenError, InternalError, InvalidError, NotFoundError, NotLeaderError, OverloadedError, ProtocolError, RateLimitedError, TenqError, TimeoutError, TooLargeError, UnauthenticatedError, UnavailableError, errorFromWire, type ErrorCode, type ErrorDetails, } from "./errors";
+export { BatchClosedError, ConflictError, ConnectionError, ForbiddenError, InternalError, InvalidError, NotFoundError, NotLeaderError, OverloadedError, ProtocolError, TlsError, QuotaExceededError, RateLimitedError, TenqError, TimeoutError, TooLargeError, UnauthenticatedError, UnavailableError, errorFromWire, type ErrorCode, type ErrorDetails, } from "./errors";
 export { RemoteHandle, resultOf, type JobHandle } from "./handle";
 export { RequestKeys } from "./ids";
 export { JobCancelledError, JobFailedError, JobTimeoutError, LeaseLostError, NoRetryError, RetryError, WorkerStoppedError, } from "./job-errors";

@@ -22,6 +22,8 @@ export declare const SETTING_NAMES: {
     readonly rateBurst: "rate_burst";
     readonly slots: "slots";
     readonly weight: "weight";
+    readonly maxQueued: "max_queued";
+    readonly maxQueuedBytes: "max_queued_bytes";
     readonly name: "name";
     readonly pausedTenants: "paused_tenants";
     readonly inUse: "in_use";
@@ -32,6 +34,8 @@ export declare const SETTING_NAMES: {
     readonly leased: "leased";
     readonly running: "running";
     readonly dead: "dead";
+    readonly queued: "queued";
+    readonly queuedBytes: "queued_bytes";
     readonly eligible: "eligible";
     readonly held: "held";
     readonly rateLimitedUntil: "rate_limited_until";

@@ -33,6 +33,8 @@ exports.SETTING_NAMES = {
     rateBurst: "rate_burst",
     slots: "slots",
     weight: "weight",
+    maxQueued: "max_queued",
+    maxQueuedBytes: "max_queued_bytes",
     // what a queue or tenant shows besides
     name: "name",
     pausedTenants: "paused_tenants",
@@ -44,6 +46,8 @@ exports.SETTING_NAMES = {
     leased: "leased",
     running: "running",
     dead: "dead",
+    queued: "queued",
+    queuedBytes: "queued_bytes",
     eligible: "eligible",
     held: "held",
     rateLimitedUntil: "rate_limited_until",

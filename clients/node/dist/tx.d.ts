@@ -32,7 +32,9 @@ export declare const TX_SETTLED: unique symbol;
  * transaction commits; a rollback leaves nothing. `tenant` and `queue` are
  * required (here, or in `defaults`). Fields are checked as for
  * `client.submit` before anything is sent (InvalidError); the server's own
- * checks raise in the transaction, as InvalidError too.
+ * checks raise in the transaction, as InvalidError too, and a job over its
+ * tenant's or queue's quota (SQLSTATE TQ429) as QuotaExceededError; the
+ * transaction is then aborted (roll it back).
  */
 export declare function submitTx(db: Queryable, spec: JobSpec, defaults?: TxDefaults): Promise<number>;
 /**

@@ -38,13 +38,19 @@ exports.TX_SETTLED = Symbol.for("tenq.txSettled");
 const SQLSTATE_INVALID = "22023";
 /** tenq's SQLSTATE for a lease that is not the job's current one (or a queue that is not exactly-once). */
 const SQLSTATE_LEASE = "TQ002";
+/** tenq's SQLSTATE for a submit over a tenant's or a queue's quota (the server's 429 quota_exceeded). */
+const SQLSTATE_QUOTA = "TQ429";
+/** The limits a quota refusal names (the longer first: one holds the other). */
+const QUOTA_FIELDS = ["max_queued_bytes", "max_queued"];
 /**
  * Submits one job in the caller's transaction (tenq.submit) and returns its
  * id (odd: ids made in transactions are). The job exists once the
  * transaction commits; a rollback leaves nothing. `tenant` and `queue` are
  * required (here, or in `defaults`). Fields are checked as for
  * `client.submit` before anything is sent (InvalidError); the server's own
- * checks raise in the transaction, as InvalidError too.
+ * checks raise in the transaction, as InvalidError too, and a job over its
+ * tenant's or queue's quota (SQLSTATE TQ429) as QuotaExceededError; the
+ * transaction is then aborted (roll it back).
  */
 async function submitTx(db, spec, defaults = {}) {
     return submitWireTx(db, (0, wire_1.jobToWire)(spec, defaults));
@@ -195,6 +201,12 @@ function typed(e) {
     }
     if (code === SQLSTATE_LEASE)
         return new errors_1.ConflictError(text, { field: "token", cause: e });
+    if (code === SQLSTATE_QUOTA) {
+        // the limit: the error's column (node-postgres's `column`), else the one the message names
+        const column = e.column;
+        const field = QUOTA_FIELDS.find((f) => f === column) ?? QUOTA_FIELDS.find((f) => text.includes(f));
+        return new errors_1.QuotaExceededError(text, field !== undefined ? { field, cause: e } : { cause: e });
+    }
     return e;
 }
 /** The fields of tenq.submit, as its refusals name them first. */

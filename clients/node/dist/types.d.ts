@@ -406,6 +406,10 @@ export interface QueueSettings {
     ratePeriodMs?: number;
     /** Starts allowed at once after a quiet spell (null: the rate). */
     rateBurst?: number | null;
+    /** Unfinished jobs the queue holds at most, all tenants together (null: no quota). */
+    maxQueued?: number | null;
+    /** Bytes of their args at most (0: no quota). */
+    maxQueuedBytes?: number;
     [setting: string]: JsonValue | undefined;
 }
 /** A tenant's settings, for `setTenant`, in camelCase. */
@@ -417,6 +421,10 @@ export interface TenantSettings {
     rate?: number | null;
     ratePeriodMs?: number;
     rateBurst?: number | null;
+    /** Unfinished jobs it holds at most, over every queue (null: no quota). */
+    maxQueued?: number | null;
+    /** Bytes of their args at most (0: no quota). */
+    maxQueuedBytes?: number;
     [setting: string]: JsonValue | undefined;
 }
 /** The counts of a queue or tenant (docs/API.md). */
@@ -424,11 +432,15 @@ export interface Counts {
     ready?: number;
     scheduled?: number;
     blocked?: number;
-    /** Waiting for their parents (dependencies). */
+    /** Waiting for their parents (`dependsOn`). */
     waiting?: number;
     leased?: number;
     running?: number;
     dead?: number;
+    /** Unfinished (the six states above but dead): what `maxQueued` counts. */
+    queued?: number;
+    /** Bytes of their args: what `maxQueuedBytes` counts. */
+    queuedBytes?: number;
     /** Ready and free to go. */
     eligible?: number;
     /** Ready but held by a limit: slots, a cap, a pause, a rate. */

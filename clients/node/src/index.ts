@@ -29,6 +29,8 @@ export {
   NotLeaderError,
   OverloadedError,
   ProtocolError,
+  TlsError,
+  QuotaExceededError,
   RateLimitedError,
   TenqError,
   TimeoutError,

@@ -15,7 +15,7 @@
  * stay below 2^53), whatever the driver does with int8.
  */
 import { currentJob } from "./context";
-import { ConflictError, InvalidError, ProtocolError, TenqError } from "./errors";
+import { ConflictError, InvalidError, ProtocolError, QuotaExceededError, TenqError } from "./errors";
 import { checkJson, type JsonValue } from "./json";
 import type { JobSpec, Outcome } from "./types";
 import { jobToWire } from "./wire";
@@ -55,6 +55,10 @@ type TxAware = LeaseRef & { [TX_SETTLED]?: (o: Outcome) => void };
 const SQLSTATE_INVALID = "22023";
 /** tenq's SQLSTATE for a lease that is not the job's current one (or a queue that is not exactly-once). */
 const SQLSTATE_LEASE = "TQ002";
+/** tenq's SQLSTATE for a submit over a tenant's or a queue's quota (the server's 429 quota_exceeded). */
+const SQLSTATE_QUOTA = "TQ429";
+/** The limits a quota refusal names (the longer first: one holds the other). */
+const QUOTA_FIELDS = ["max_queued_bytes", "max_queued"];
 
 /**
  * Submits one job in the caller's transaction (tenq.submit) and returns its
@@ -62,7 +66,9 @@ const SQLSTATE_LEASE = "TQ002";
  * transaction commits; a rollback leaves nothing. `tenant` and `queue` are
  * required (here, or in `defaults`). Fields are checked as for
  * `client.submit` before anything is sent (InvalidError); the server's own
- * checks raise in the transaction, as InvalidError too.
+ * checks raise in the transaction, as InvalidError too, and a job over its
+ * tenant's or queue's quota (SQLSTATE TQ429) as QuotaExceededError; the
+ * transaction is then aborted (roll it back).
  */
 export async function submitTx(db: Queryable, spec: JobSpec, defaults: TxDefaults = {}): Promise<number> {
   return submitWireTx(db, jobToWire(spec, defaults));
@@ -215,6 +221,12 @@ function typed(e: unknown): unknown {
     return new InvalidError(text, field !== undefined ? { field, cause: e } : { cause: e });
   }
   if (code === SQLSTATE_LEASE) return new ConflictError(text, { field: "token", cause: e });
+  if (code === SQLSTATE_QUOTA) {
+    // the limit: the error's column (node-postgres's `column`), else the one the message names
+    const column = (e as { column?: unknown }).column;
+    const field = QUOTA_FIELDS.find((f) => f === column) ?? QUOTA_FIELDS.find((f) => text.includes(f));
+    return new QuotaExceededError(text, field !== undefined ? { field, cause: e } : { cause: e });
+  }
   return e;
 }
 

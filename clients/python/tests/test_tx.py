@@ -293,6 +293,40 @@ def test_a_refused_submit_raises_the_drivers_error(env: Env) -> None:
     assert env.rows("SELECT count(*) FROM tenq.inbox") == [(0,)]
 
 
+def test_a_submit_over_a_quota_raises_quota_exceeded_and_rolls_back(env: Env) -> None:
+    """SQLSTATE TQ429 (tenq.inbox's quota trigger) is the client's own
+    QuotaExceededError, the driver's error its cause; the transaction is
+    aborted and nothing of it stays."""
+    psycopg = env.psycopg
+    assert env.client.set_tenant("acme", max_queued=2)["max_queued"] == 2
+    env.client.set_queue(env.queue, max_queued_bytes=40)
+    with env.connect() as conn:
+        with pytest.raises(tenq.QuotaExceededError) as info:
+            with conn.transaction():
+                conn.execute("INSERT INTO app (what) VALUES ('over')")
+                tenq.tx.submit_many(conn, [tenq.JobSpec("T.q", {"i": i}, tenant="acme",
+                                                        queue=env.queue) for i in range(3)])
+        err = info.value
+        assert (err.code, err.status, err.field) == ("quota_exceeded", 429, "max_queued")
+        assert isinstance(err, tenq.RateLimitedError)
+        assert err.message.startswith("tenq.submit: quota_exceeded: tenant acme")
+        assert isinstance(err.__cause__, psycopg.Error) and err.__cause__.sqlstate == "TQ429"
+        # the bytes of a queue, through tenq.submit
+        with pytest.raises(tenq.QuotaExceededError) as info:
+            with conn.transaction():
+                tenq.tx.submit(conn, "T.q", {"pad": "x" * 40}, tenant="acme", queue=env.queue)
+        assert info.value.field == "max_queued_bytes"
+        assert f"queue {env.queue}" in info.value.message
+        # within the quotas: made
+        with conn.transaction():
+            ids = tenq.tx.submit_many(conn, [tenq.JobSpec("T.q", {"i": i}, tenant="acme",
+                                                          queue=env.queue) for i in range(2)])
+    assert [_job(env.client, i).args for i in ids] == [{"i": 0}, {"i": 1}]
+    assert env.rows("SELECT count(*) FROM app") == [(0,)]
+    q = env.client.get_queue(env.queue)
+    assert (q["submitted_total"], q["queued"]) == (2, 2)
+
+
 def test_a_jobs_own_timeout_from_a_transaction_is_enforced_by_the_server(env: Env) -> None:
     env.client.set_queue(env.queue, lease_ms=1500)  # heartbeats every 0.5 s
     stopped: List[str] = []

@@ -279,6 +279,44 @@ class TestTx < TenqTest::Case # rubocop:disable Metrics/ClassLength -- one serve
     assert_empty lease(wait: 0.3)
   end
 
+  # SQLSTATE TQ429 (the inbox's quota trigger) is the client's own
+  # QuotaExceededError, naming the limit, the database's error its cause;
+  # the transaction is aborted and nothing of it stays.
+  def test_a_submit_over_a_quota_raises_quota_exceeded_and_rolls_the_transaction_back
+    tenant = "t-#{@queue}"
+    c = client(tenant: tenant)
+    assert_equal 2, c.set_tenant(tenant, max_queued: 2).max_queued
+    assert_equal 40, c.set_queue(@queue, max_queued_bytes: 40).max_queued_bytes
+    conn = connect
+    err = assert_raises(Tenq::QuotaExceededError) do
+      conn.transaction do
+        conn.exec_params("INSERT INTO biz (queue, note) VALUES ($1, 'over')", [@queue])
+        Tenq::Tx.submit_many(conn, Array.new(3) { |i| { tenant: tenant, queue: @queue, type: "T", args: [i] } })
+      end
+    end
+    assert_kind_of Tenq::RateLimitedError, err
+    assert_equal ["quota_exceeded", 429, "max_queued"], [err.code, err.status, err.field]
+    assert_match(/\Atenq\.submit: quota_exceeded: tenant #{tenant} /, err.message)
+    assert_kind_of PG::Error, err.cause
+    assert_equal "TQ429", err.cause.result.error_field(PG::PG_DIAG_SQLSTATE)
+    err = assert_raises(Tenq::QuotaExceededError) do
+      conn.transaction do
+        Tenq::Tx.submit(conn, tenant: tenant, queue: @queue, type: "T", args: { "pad" => "x" * 40 })
+      end
+    end
+    assert_equal "max_queued_bytes", err.field
+    assert_match(/queue #{@queue} /, err.message)
+    assert_equal 0, rows
+    assert_equal 0, rows("SELECT count(*) FROM tenq.inbox", [])
+    # within the quotas: made
+    ids = conn.transaction do
+      Tenq::Tx.submit_many(conn, Array.new(2) { |i| { tenant: tenant, queue: @queue, type: "T", args: [i] } })
+    end
+    assert_equal [[0], [1]], ids.map { |id| taken_in(id).args }
+    q = c.queue(@queue)
+    assert_equal [2, 2], [q.submitted_total, q.queued]
+  end
+
   def test_a_jobs_own_timeout_ms_goes_through_the_transaction_and_the_server_times_the_attempt_out
     client.set_queue(@queue, lease_ms: 1500) # heartbeats every 0.5 s
     conn = connect

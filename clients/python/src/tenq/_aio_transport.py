@@ -22,7 +22,7 @@ from tenq._http import (
     host_header,
     parse_status,
 )
-from tenq._transport import Failover, Servers, _Answer, _Unreached, base_headers
+from tenq._transport import Failover, Servers, _Answer, _Unreached, base_headers, tls_context
 from tenq.errors import ConnectError, TimedOutError
 
 # Most idle connections kept per server (many coroutines share a client).
@@ -132,6 +132,9 @@ class AsyncTransport(Servers):
         request_timeout: float,
         failover_budget: float,
         max_connections: int,
+        ca_file: Optional[str] = None,
+        cert_file: Optional[str] = None,
+        key_file: Optional[str] = None,
     ) -> None:
         super().__init__(servers)
         self._headers = base_headers(token)
@@ -143,6 +146,8 @@ class AsyncTransport(Servers):
         self._slots: Dict[str, asyncio.Semaphore] = {}
         self._idle: Dict[str, List[AsyncConnection]] = {}
         self._tls: Optional[ssl.SSLContext] = None
+        if ca_file or cert_file or key_file:
+            self._tls = tls_context(ca_file, cert_file, key_file)  # a bad file: told now
         self._closed = False
 
     def _checkout(self, base: str) -> Tuple[AsyncConnection, bool]:
@@ -157,7 +162,7 @@ class AsyncTransport(Servers):
         tls = None
         if scheme == "https":
             if self._tls is None:
-                self._tls = ssl.create_default_context()
+                self._tls = tls_context(None, None, None)
             tls = self._tls
         return AsyncConnection(host.strip("[]"), int(port), tls), False
 

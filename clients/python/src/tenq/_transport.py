@@ -31,6 +31,7 @@ from tenq.errors import (
     ProtocolError,
     TenqError,
     TimedOutError,
+    TLSError,
     error_from_answer,
 )
 
@@ -272,6 +273,9 @@ class Transport(Servers):
         connect_timeout: float,
         request_timeout: float,
         failover_budget: float,
+        ca_file: Optional[str] = None,
+        cert_file: Optional[str] = None,
+        key_file: Optional[str] = None,
     ) -> None:
         super().__init__(servers)
         self._headers = base_headers(token)
@@ -280,7 +284,10 @@ class Transport(Servers):
         self.failover_budget = failover_budget
         self._idle: Dict[str, List[Connection]] = {}
         self._busy: Dict[int, Tuple[Connection, float]] = {}
+        self.ca_file, self.cert_file, self.key_file = ca_file, cert_file, key_file
         self._tls: Optional[ssl.SSLContext] = None
+        if ca_file or cert_file or key_file:
+            self._tls = tls_context(ca_file, cert_file, key_file)  # a bad file: told now
         self._interrupted = False
 
     # ---- connections ---------------------------------------------------------------------
@@ -296,7 +303,7 @@ class Transport(Servers):
         tls = None
         if scheme == "https":
             if self._tls is None:
-                self._tls = ssl.create_default_context()
+                self._tls = tls_context(None, None, None)
             tls = self._tls
         return Connection(host, int(port), self.connect_timeout, tls), False
 
@@ -362,6 +369,10 @@ class Transport(Servers):
             if conn.sock is None:
                 try:
                     conn.connect()
+                except ssl.SSLError as e:
+                    # a certificate refused, either way: not cured by trying again
+                    conn.close()
+                    raise TLSError(f"TLS with {base} failed: {_why(e)}") from None
                 except OSError as e:
                     conn.close()
                     raise _Unreached(f"{base} ({_why(e)})") from None
@@ -403,6 +414,10 @@ class Transport(Servers):
                     conn.close()
                     if self._interrupted:
                         raise ConnectError("interrupted") from None
+                    if isinstance(e, ssl.SSLError) and "ALERT" in str(e.reason or ""):
+                        # TLS 1.3: a client certificate the server refuses is
+                        # told by an alert where the answer was to be
+                        raise TLSError(f"{base} refused the TLS connection: {_why(e)}") from None
                     if safe:
                         raise _Unreached(f"{base} ({_why(e)})") from None
                     if isinstance(e, socket.timeout):
@@ -477,6 +492,33 @@ def _parse_quietly(ans: _Answer) -> Any:
         return _parse(ans.data, ans.headers)
     except ProtocolError:
         return None
+
+
+def tls_context(
+    ca_file: Optional[str], cert_file: Optional[str], key_file: Optional[str]
+) -> ssl.SSLContext:
+    """A context verifying servers against ca_file (None: the system's CAs)
+    and presenting a client certificate when cert_file is given; InvalidError
+    naming the option when a file cannot be used."""
+    if bool(cert_file) != bool(key_file):
+        raise InvalidError(
+            "a client certificate needs both its certificate and its key file",
+            field="client_cert" if key_file else "client_key",
+        )
+    try:
+        ctx = ssl.create_default_context(cafile=ca_file)
+    except (OSError, ssl.SSLError) as e:
+        raise InvalidError(f"the CA file {ca_file}: {_why(e)}", field="ca_file") from None
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    if cert_file:
+        try:
+            ctx.load_cert_chain(cert_file, key_file)
+        except (OSError, ssl.SSLError) as e:
+            raise InvalidError(
+                f"the client certificate {cert_file} or its key {key_file}: {_why(e)}",
+                field="client_cert",
+            ) from None
+    return ctx
 
 
 def _why(e: BaseException) -> str:

@@ -35,6 +35,7 @@ from typing import (
 
 from tenq import _mode
 from tenq._aio_transport import AsyncTransport
+from tenq._backpressure import DEFAULT_BUDGET, RETRIED, Backpressure, check_budget
 from tenq._keys import HEADER, REPLAYED_HEADER, RequestKeys
 from tenq._shaping import (
     _PENDING,
@@ -158,8 +159,11 @@ def _from_test_mode(
 
 class AsyncClient(_Shaper):
     """A tenq client for asyncio. ``servers``, ``token``, ``tenant``,
-    ``queue``, the timeouts, ``failover_budget``, ``trace`` and
-    ``on_submit`` are the sync Client's. ``max_connections``: the most
+    ``queue``, the timeouts, ``failover_budget``, ``backpressure_budget``
+    (a submit refused 429 overloaded or quota_exceeded is sent again after
+    the Retry-After for up to that many seconds), ``trace``, ``on_submit``,
+    ``ca_file``, ``client_cert`` and ``client_key`` are the sync Client's.
+    ``max_connections``: the most
     connections to one server at once (default 64); a request beyond them
     waits for one to be free (a long poll of ``wait`` holds one while it
     waits). ``await client.close()`` (or ``async with``) closes its idle
@@ -175,15 +179,24 @@ class AsyncClient(_Shaper):
         connect_timeout: float = 5.0,
         request_timeout: float = 30.0,
         failover_budget: float = 15.0,
+        backpressure_budget: float = DEFAULT_BUDGET,
         max_connections: int = 64,
         trace: Optional[TraceHook] = None,
         on_submit: Sequence[SubmitHook] = (),
+        ca_file: Optional[str] = None,
+        client_cert: Optional[str] = None,
+        client_key: Optional[str] = None,
     ) -> None:
         if token is None:
             token = os.environ.get("TENQ_TOKEN") or None
+        self.backpressure_budget = check_budget(backpressure_budget)
+        env = os.environ.get
         self._t = AsyncTransport(
             servers_from_env(servers), token, connect_timeout, request_timeout, failover_budget,
             max_connections,
+            ca_file=ca_file or env("TENQ_CA_FILE") or None,
+            cert_file=client_cert or env("TENQ_CLIENT_CERT") or None,
+            key_file=client_key or env("TENQ_CLIENT_KEY") or None,
         )
         self.tenant = tenant
         self.queue = queue
@@ -329,11 +342,18 @@ class AsyncClient(_Shaper):
             out[i] = item_error(item) if "error" in item else handle(item, replayed)
 
     async def _post_jobs(self, data: bytes) -> Tuple[Any, bool]:
-        """POST /v1/jobs under a new request key, the same on every retry."""
-        ans, headers = await self._t.send(
-            "POST", "/v1/jobs", data, safe=True, headers={HEADER: self._keys.make()}
-        )
-        return ans, headers.get(REPLAYED_HEADER) == "true"
+        """POST /v1/jobs under a new request key, the same on every retry
+        (a 429 overloaded or quota_exceeded is waited out for up to
+        ``backpressure_budget`` seconds, as the sync Client does)."""
+        key = {HEADER: self._keys.make()}
+        waits = Backpressure(self.backpressure_budget)
+        while True:
+            try:
+                ans, headers = await self._t.send("POST", "/v1/jobs", data, safe=True, headers=key)
+                return ans, headers.get(REPLAYED_HEADER) == "true"
+            except RETRIED as e:
+                pause = waits.pause(e)
+            await asyncio.sleep(pause)
 
     def _handle(self, ans: Any, replayed: bool = False) -> AsyncHandle[Any]:
         job_id = ans.get("id") if type(ans) is dict else None

@@ -24,6 +24,7 @@ from typing import (
 from urllib.parse import quote, urlencode
 
 from tenq import _mode
+from tenq._backpressure import DEFAULT_BUDGET, RETRIED, Backpressure, check_budget
 from tenq._keys import HEADER, REPLAYED_HEADER, RequestKeys
 from tenq._shaping import (
     _BATCH_BYTES,
@@ -95,10 +96,26 @@ class Client(_Shaper, WorkerRequests):
     without one carries it. ``on_submit`` hooks see (and may change) every
     job body before it is sent.
 
+    ``https://`` servers are verified against the system's CAs, or only
+    those of ``ca_file`` (default: TENQ_CA_FILE); ``client_cert`` and
+    ``client_key`` (TENQ_CLIENT_CERT, TENQ_CLIENT_KEY) are PEM files of a
+    client certificate for a server that takes them (mutual TLS: the
+    certificate stands for a token). A certificate that does not verify,
+    or one the server refuses, is TLSError, at once.
+
     Every submit request carries an ``Idempotency-Key`` header made for it
     before its first attempt and sent again with every retry (a broken
     connection, another server): the server answers a copy it has seen with
-    the first answer and makes nothing twice."""
+    the first answer and makes nothing twice.
+
+    A submit request refused with 429 ``overloaded`` (the server's memory
+    budget) or ``quota_exceeded`` (a tenant's or a queue's ``max_queued`` /
+    ``max_queued_bytes``) made nothing: it is sent again, under the same
+    request key, after the server's Retry-After (1 s), until
+    ``backpressure_budget`` seconds (default 60; 0: never) have passed since
+    its first refusal; then OverloadedError / QuotaExceededError is raised.
+    This holds for ``submit``, each request of ``submit_many``,
+    ``create_batch`` and ``add_to_batch``."""
 
     def __init__(
         self,
@@ -110,14 +127,27 @@ class Client(_Shaper, WorkerRequests):
         connect_timeout: float = 5.0,
         request_timeout: float = 30.0,
         failover_budget: float = 15.0,
+        backpressure_budget: float = DEFAULT_BUDGET,
         trace: Optional[TraceHook] = None,
         on_submit: Sequence[SubmitHook] = (),
+        ca_file: Optional[str] = None,
+        client_cert: Optional[str] = None,
+        client_key: Optional[str] = None,
     ) -> None:
         if token is None:
             token = os.environ.get("TENQ_TOKEN") or None
         self._token = token
+        self.backpressure_budget = check_budget(backpressure_budget)
+        env = os.environ.get
         self._t = Transport(
-            servers_from_env(servers), token, connect_timeout, request_timeout, failover_budget
+            servers_from_env(servers),
+            token,
+            connect_timeout,
+            request_timeout,
+            failover_budget,
+            ca_file=ca_file or env("TENQ_CA_FILE") or None,
+            cert_file=client_cert or env("TENQ_CLIENT_CERT") or None,
+            key_file=client_key or env("TENQ_CLIENT_KEY") or None,
         )
         self.tenant = tenant
         self.queue = queue
@@ -136,8 +166,12 @@ class Client(_Shaper, WorkerRequests):
             connect_timeout=self._t.connect_timeout,
             request_timeout=self._t.request_timeout,
             failover_budget=self._t.failover_budget,
+            backpressure_budget=self.backpressure_budget,
             trace=self.trace,
             on_submit=self.on_submit,
+            ca_file=self._t.ca_file,
+            client_cert=self._t.cert_file,
+            client_key=self._t.key_file,
         )
         out._t._use(self._t.current)
         return out
@@ -317,10 +351,21 @@ class Client(_Shaper, WorkerRequests):
         """POST /v1/jobs under a new request key, the same on every retry;
         the answer, and whether the server replayed it (a copy it had
         already acted on)."""
-        ans, headers = self._t.send(
-            "POST", "/v1/jobs", data, safe=True, headers={HEADER: self._keys.make()}
-        )
+        ans, headers = self._send_keyed("/v1/jobs", data)
         return ans, headers.get(REPLAYED_HEADER) == "true"
+
+    def _send_keyed(self, path: str, data: bytes) -> Tuple[Any, Dict[str, str]]:
+        """POSTs a submit request under a new request key, the same on every
+        copy: sent again after a 429 overloaded or quota_exceeded (nothing
+        was made) for up to ``backpressure_budget`` seconds."""
+        key = {HEADER: self._keys.make()}
+        waits = Backpressure(self.backpressure_budget)
+        while True:
+            try:
+                return self._t.send("POST", path, data, safe=True, headers=key)
+            except RETRIED as e:
+                pause = waits.pause(e)
+            time.sleep(pause)
 
     def _send_batch(
         self, bodies: List[Dict[str, Any]], data: bytes
@@ -500,7 +545,8 @@ class Client(_Shaper, WorkerRequests):
         """PUT /v1/queues/{name} with settings of docs/SEMANTICS.md
         (``lease_ms=``, ``max_attempts=``, ``timeout_ms=``, ``paused=``,
         ``rate=``, ``tenant_rate=``, ``rate_period_ms=``, ``rate_burst=``,
-        ...; None clears a limit); the queue as it is then."""
+        ``max_queued=``, ``max_queued_bytes=``, ...; None clears a limit,
+        0 a ``max_queued_bytes``); the queue as it is then."""
         return self._queue_call("PUT", name, "", settings)
 
     def pause_queue(self, name: str, tenant: Optional[str] = None) -> QueueInfo:
@@ -533,7 +579,8 @@ class Client(_Shaper, WorkerRequests):
 
     def set_tenant(self, name: str, **settings: Any) -> TenantInfo:
         """PUT /v1/tenants/{name} with ``slots=``, ``weight=``, ``rate=``,
-        ``rate_period_ms=``, ``rate_burst=`` (None: unlimited, no limit);
+        ``rate_period_ms=``, ``rate_burst=``, ``max_queued=``,
+        ``max_queued_bytes=`` (None: unlimited, no limit; 0 bytes: none);
         the tenant as it is then."""
         path = f"/v1/tenants/{quote(name, safe='')}"
         ans = self._t.request("PUT", path, dumps(settings), safe=True)
@@ -680,10 +727,7 @@ class Client(_Shaper, WorkerRequests):
             for b in bodies:
                 b["batch"] = batch_id
             return BatchCreated(batch_id, self._sink_handles(sink.submit(bodies)))
-        ans, headers = self._t.send(
-            "POST", "/v1/batches", _dumps_named(body), safe=True,
-            headers={HEADER: self._keys.make()},
-        )
+        ans, headers = self._send_keyed("/v1/batches", _dumps_named(body))
         replayed = headers.get(REPLAYED_HEADER) == "true"
         items = ans.get("jobs") if isinstance(ans, dict) else None
         if not isinstance(ans, dict) or type(ans.get("id")) is not int or not isinstance(items, list):
@@ -702,9 +746,8 @@ class Client(_Shaper, WorkerRequests):
             for b in bodies:
                 b["batch"] = int(batch_id)
             return self._sink_handles(sink.submit(bodies))
-        ans, headers = self._t.send(
-            "POST", f"/v1/batches/{int(batch_id)}/jobs", _dumps_named({"jobs": bodies}),
-            safe=True, headers={HEADER: self._keys.make()},
+        ans, headers = self._send_keyed(
+            f"/v1/batches/{int(batch_id)}/jobs", _dumps_named({"jobs": bodies})
         )
         replayed = headers.get(REPLAYED_HEADER) == "true"
         items = ans.get("jobs") if isinstance(ans, dict) else None

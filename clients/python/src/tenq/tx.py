@@ -19,13 +19,16 @@ handler of an exactly-once queue completes its job with its own writes::
             cur.execute("UPDATE accounts ...")
             tenq.tx.complete(cur, ctx, result={"charged": True})
 
-Nothing is imported at module import time (no driver is a dependency), and
-nothing is caught: an error of the database (a refused argument, SQLSTATE
-22023; a lease that is not current, TQ002; a lost connection) is raised as
-your driver's exception, and your transaction is then to be rolled back.
-Arguments this module can tell are wrong (args that are not JSON, a job that
-is neither a Context nor an ``(id, token)`` pair) raise ``InvalidError``
-before anything is sent.
+Nothing is imported at module import time (no driver is a dependency). An
+error of the database (a refused argument, SQLSTATE 22023; a lease that is
+not current, TQ002; a lost connection) is raised as your driver's
+exception, but for a submit over a tenant's or a queue's quota (SQLSTATE
+TQ429): that raises ``tenq.QuotaExceededError``, as the server's 429 does,
+with ``field`` naming the limit (``max_queued`` or ``max_queued_bytes``)
+and the driver's exception as ``__cause__``. Either way your transaction is
+then aborted and is to be rolled back. Arguments this module can tell are
+wrong (args that are not JSON, a job that is neither a Context nor an
+``(id, token)`` pair) raise ``InvalidError`` before anything is sent.
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from tenq._shaping import _SUBMIT_FIELDS
 from tenq.context import Context, current_context
-from tenq.errors import InvalidError
+from tenq.errors import InvalidError, QuotaExceededError
 from tenq.jobs import JobSpec, RunAt, run_at_ms
 
 # A job a handler holds: its Context, or (id, token) as the lease gave them.
@@ -57,6 +60,9 @@ _SQL_SUBMIT = (
 _SQL_SUBMIT_MANY = "SELECT tenq.submit_many(%s::jsonb)"
 _SQL_COMPLETE = "SELECT tenq.complete(%s::bigint, %s::bigint, %s::jsonb)"
 _SQL_FAIL = "SELECT tenq.fail(%s::bigint, %s::bigint, %s::text, %s::bigint)"
+# tenq's SQLSTATE of a submit over a quota (the server's 429 quota_exceeded).
+SQLSTATE_QUOTA = "TQ429"
+_QUOTA_FIELDS = ("max_queued_bytes", "max_queued")
 
 
 @overload
@@ -114,7 +120,8 @@ def submit(cur: Any, *pos: Any, **options: Any) -> int:
     own timeout (from a third of its queue's ``lease_ms`` to 7 days; None or
     0: the queue's). The database refuses what the server would (SQLSTATE
     22023, ``tenq.submit: ...``, e.g. ``tenq.submit: timeout_ms must be
-    from a third of the queue's lease ...``).
+    from a third of the queue's lease ...``); a job over its tenant's or
+    queue's quota raises ``QuotaExceededError`` (SQLSTATE TQ429).
 
     Deprecated: the former order ``submit(cur, tenant, queue, type,
     args=None, ...)`` (three or four positional arguments after ``cur``)
@@ -184,7 +191,9 @@ def submit_many(cur: Any, jobs: Iterable[Union[JobSpec, Mapping[str, Any]]]) -> 
     ids, in the order of ``jobs``. Each is a ``JobSpec`` or a mapping with
     the fields of ``submit`` (``tenant``, ``queue`` and ``type`` required;
     ``run_at`` a datetime or milliseconds). One job the database refuses
-    fails them all (``tenq.submit_many: job INDEX: ...``, SQLSTATE 22023)."""
+    fails them all (``tenq.submit_many: job INDEX: ...``, SQLSTATE 22023);
+    jobs that would take a tenant or a queue past its quota raise
+    ``QuotaExceededError`` (SQLSTATE TQ429), none of them made."""
     docs: List[Mapping[str, Any]] = []
     for i, job in enumerate(jobs):
         if isinstance(job, JobSpec):
@@ -285,18 +294,41 @@ def _timestamp(value: Optional[RunAt]) -> Optional[str]:
 
 def _one(cur: Any, sql: str, params: Sequence[Any]) -> Any:
     """Runs ``sql`` on ``cur`` (a cursor; of a connection, a new cursor,
-    closed after) and returns its one row."""
-    if hasattr(cur, "fetchone"):
-        cur.execute(sql, params)
-        return cur.fetchone()
-    if not hasattr(cur, "cursor"):
-        raise InvalidError("cur is a DB-API cursor or connection", field="cur")
-    c = cur.cursor()
+    closed after) and returns its one row; a refusal over a quota raises
+    QuotaExceededError (the driver's exception as its cause)."""
     try:
-        c.execute(sql, params)
-        return c.fetchone()
-    finally:
-        c.close()
+        if hasattr(cur, "fetchone"):
+            cur.execute(sql, params)
+            return cur.fetchone()
+        if not hasattr(cur, "cursor"):
+            raise InvalidError("cur is a DB-API cursor or connection", field="cur")
+        c = cur.cursor()
+        try:
+            c.execute(sql, params)
+            return c.fetchone()
+        finally:
+            c.close()
+    except Exception as e:
+        quota = _quota_refusal(e)
+        if quota is None:
+            raise
+        raise quota from e
+
+
+def _quota_refusal(e: BaseException) -> Optional[QuotaExceededError]:
+    """The QuotaExceededError of a driver's exception with SQLSTATE TQ429
+    (psycopg 3's ``sqlstate``, psycopg2's ``pgcode``), else None. The limit
+    is the error's column (``diag.column_name``), else the one its message
+    names."""
+    state = getattr(e, "sqlstate", None) or getattr(e, "pgcode", None)
+    if state != SQLSTATE_QUOTA:
+        return None
+    diag = getattr(e, "diag", None)
+    message = getattr(diag, "message_primary", None) or str(e).strip().splitlines()[0]
+    field = getattr(diag, "column_name", None)
+    if field not in _QUOTA_FIELDS:
+        field = next((f for f in _QUOTA_FIELDS if f in message), None)
+    return QuotaExceededError(message, status=429, field=field)
 
 
 __all__ = ["Lease", "complete", "fail", "submit", "submit_many"]

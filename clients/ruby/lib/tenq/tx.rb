@@ -25,9 +25,12 @@ module Tenq
   #
   # Fields are checked here first, as {Client#submit} checks them: a bad one
   # raises {InvalidError} before anything is sent, and the transaction goes
-  # on. What the database refuses raises {InvalidError} (SQLSTATE 22023) or
-  # {LeaseError} (TQ002, a lease not held) with the database's error as its
-  # +cause+; the transaction is then aborted and must be rolled back.
+  # on. What the database refuses raises {InvalidError} (SQLSTATE 22023),
+  # {LeaseError} (TQ002, a lease not held) or {QuotaExceededError} (TQ429,
+  # a submit past a tenant's or a queue's +max_queued+ or
+  # +max_queued_bytes+, which +field+ names: the class a client's submit
+  # raises) with the database's error as its +cause+; the transaction is
+  # then aborted and must be rolled back.
   #
   # In a test mode ({Testing}) the jobs stay in this process, as a client's
   # do, and completions and failures send nothing.
@@ -40,6 +43,11 @@ module Tenq
     FAIL_SQL = "SELECT tenq.fail($1::bigint, $2::bigint, $3::text, $4::bigint)"
     SQLSTATE = "C".ord # PG::PG_DIAG_SQLSTATE
     PRIMARY = "M".ord  # PG::PG_DIAG_MESSAGE_PRIMARY
+    COLUMN = "c".ord   # PG::PG_DIAG_COLUMN_NAME
+    # tenq's SQLSTATEs and the errors they raise.
+    REFUSALS = { "22023" => InvalidError, "TQ002" => LeaseError, "TQ429" => QuotaExceededError }.freeze
+    # The limits a quota refusal names (the longer first: one holds the other).
+    QUOTA_FIELDS = %w[max_queued_bytes max_queued].freeze
 
     module_function
 
@@ -48,6 +56,7 @@ module Tenq
     # @param fields the fields of {Client#submit} (+tenant:+ and +queue:+ are required)
     # @return [Integer] the job's id (odd: the ids of transactions)
     # @raise [InvalidError]
+    # @raise [QuotaExceededError] past a tenant's or a queue's quota
     def submit(conn, type:, **fields)
       fields[:type] = type
       job = build(fields)
@@ -66,6 +75,7 @@ module Tenq
     # @param jobs [Array<Hash>]
     # @return [Array<Integer>] their ids, in order
     # @raise [InvalidError] a bad job (naming its index); none is made
+    # @raise [QuotaExceededError] past a tenant's or a queue's quota; none is made
     def submit_many(conn, jobs)
       built = jobs.each_with_index.map { |fields, i| build(fields, i) }
       return built.map { |job| Testing.submit(job).id } if Testing.active?
@@ -167,15 +177,26 @@ module Tenq
       raise
     end
 
-    # An {InvalidError} or {LeaseError} for tenq's own SQLSTATEs, else nil.
+    # An {InvalidError}, {LeaseError} or {QuotaExceededError} for tenq's own
+    # SQLSTATEs, else nil.
     def translate(error)
-      klass = { "22023" => InvalidError, "TQ002" => LeaseError }[error_field(error, SQLSTATE)]
+      klass = REFUSALS[error_field(error, SQLSTATE)]
       return nil unless klass
 
       message = error_field(error, PRIMARY) || error.message.sub(/\AERROR:\s+/, "").lines.first.to_s.strip
       return nil unless message.start_with?("tenq.")
 
+      if klass == QuotaExceededError
+        return QuotaExceededError.new(message, status: 429, field: quota_field(error, message))
+      end
+
       klass.new(message, field: klass == LeaseError ? "token" : refused_field(message))
+    end
+
+    # The limit a quota refusal names: the error's column, else its message's.
+    def quota_field(error, message)
+      column = error_field(error, COLUMN)
+      QUOTA_FIELDS.include?(column) ? column : QUOTA_FIELDS.find { |f| message.include?(f) }
     end
 
     # The argument a refusal names first ("tenq.submit: timeout_ms must be ...",
@@ -205,7 +226,7 @@ module Tenq
       list = value.is_a?(Array) ? value : value.to_s.delete("{}").split(",")
       list.map { |v| Integer(v) }
     end
-    private_class_method :build, :timestamp, :lease_of, :settling, :run, :translate, :refused_field, :error_field,
-                         :first_value, :ids
+    private_class_method :build, :timestamp, :lease_of, :settling, :run, :translate, :refused_field, :quota_field,
+                         :error_field, :first_value, :ids
   end
 end
