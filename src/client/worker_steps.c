@@ -194,10 +194,27 @@ int tenq_task_wait_event(tenq_task *t, const char *name, const char *key, int64_
         tenq_step_res res = {0};
         rc = park_step(t, c, &r, &res, was_parked);
         if (rc || *was_parked) return rc;
-        /* a kept event, taken at once */
-        x = keep(t, name, TENQ_STEP_EVENT, res.result_json);
-        free(res.result_json);
-        if (!x) return TENQ_ENOMEM;
+        if (res.duplicate) {
+            /* sent again, its first answer lost: the event it took is in
+             * the job's steps (a duplicate's answer carries no result) */
+            free(res.result_json);
+            tenq_steps_free(t->steps, t->nsteps);
+            t->steps = NULL;
+            t->nsteps = t->capsteps = 0;
+            t->steps_read = false;
+            t->job.steps = 1;
+            if ((rc = read_steps(t, &c))) return rc;
+            if (!(x = find(t, name))) {
+                snprintf(t->err, sizeof t->err, "event step %s was stored, and is not in the steps",
+                         name);
+                return TENQ_EPROTOCOL;
+            }
+        } else {
+            /* a kept event, taken at once */
+            x = keep(t, name, TENQ_STEP_EVENT, res.result_json);
+            free(res.result_json);
+            if (!x) return TENQ_ENOMEM;
+        }
     }
     if (x->error) {
         snprintf(t->err, sizeof t->err, "waiting for event %s: %s", key ? key : "", x->error);

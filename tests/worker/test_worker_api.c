@@ -630,6 +630,49 @@ TEST(sleep_event_and_child_park_the_job_and_it_resumes)
     tenq_client_free(c);
 }
 
+/* An event step whose first answer was lost: the handler's own request
+ * stored it (taking a kept event); the task's, sent again, is answered a
+ * duplicate without the payload, which it reads back from the steps. */
+static tenq_result h_dup_event(tenq_task *t, void *ctx)
+{
+    (void)ctx;
+    const tenq_job *job = tenq_task_job(t);
+    tenq_client *c = client();
+    tenq_step_req r = {.name = "ev", .kind = TENQ_STEP_EVENT, .event = "dup-key"};
+    tenq_step_res res;
+    ASSERT_MSG(tenq_step_store(c, job->id, job->token, &r, &res) == 0, "%s", tenq_errmsg(c));
+    ASSERT(res.done && !res.parked);
+    tenq_free(res.result_json);
+    tenq_client_free(c);
+    const char *payload;
+    bool parked;
+    ASSERT_EQ(tenq_task_wait_event(t, "ev", "dup-key", 0, &payload, &parked), 0);
+    ASSERT(!parked);
+    return tenq_result_ok(payload);
+}
+
+TEST(an_event_step_sent_again_reads_its_payload_back)
+{
+    test_server_start(NULL);
+    tenq_client *c = client();
+    size_t delivered = 1;
+    bool kept = false;
+    ASSERT_MSG(tenq_send_event(c, "acme", "dup-key", "{\"early\":true}", &delivered, &kept) == 0,
+               "%s", tenq_errmsg(c));
+    ASSERT(kept && delivered == 0);
+    uint64_t id = submit(c, "wd", "D", NULL);
+    tenq_worker *w = worker("wd", 1, 5000);
+    ASSERT(tenq_worker_handle(w, "D", h_dup_event, NULL) == 0);
+    running r;
+    run_start(&r, w);
+    tenq_job *j = wait_done(c, id, true);
+    ASSERT_EQ(j->state, TENQ_STATE_SUCCEEDED);
+    ASSERT_STR(j->result_json, "{\"early\":true}");
+    tenq_job_free(j);
+    ASSERT_EQ(run_stop(&r), 0);
+    tenq_client_free(c);
+}
+
 TEST(api_errors)
 {
     tenq_worker_options o;

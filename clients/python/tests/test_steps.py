@@ -225,3 +225,31 @@ def test_the_readme_durable_example_runs_as_written(server: Server, tmp_path: An
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines() == expected
+
+
+def test_a_step_sent_again_after_a_lost_answer_is_stored_once(
+    client: tenq.Client, queue: str, monkeypatch: Any
+) -> None:
+    # every step request goes twice: the first answer is lost; an event
+    # taken at once is then read back from the job's steps
+    store = client._store_step
+
+    def twice(job_id: int, body: Dict[str, Any]) -> Dict[str, Any]:
+        store(job_id, dict(body))
+        return store(job_id, body)
+
+    monkeypatch.setattr(client, "_store_step", twice)
+    client.send_event("twice-key", {"early": True})
+    ran: List[int] = []
+    reg = tenq.Registry()
+
+    def handler(ctx: tenq.Context) -> Any:
+        a = ctx.step("a", lambda: ran.append(1) or len(ran))
+        return {"a": a, "ev": ctx.wait_for_event("twice-key")}
+
+    reg.add("S.twice", handler)
+    h = client.submit("S.twice")
+    with worker_for(client, queue, reg, poll=0.2):
+        assert h.wait(30) == {"a": 1, "ev": {"early": True}}
+    assert ran == [1]
+    assert [(s.name, s.result) for s in client.steps(h.id)] == [("a", 1), ("event#1", {"early": True})]

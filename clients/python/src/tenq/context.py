@@ -308,7 +308,14 @@ class Context:
             ans = self._post(body, "event", name) or {}
             if ans.get("parked") is True:
                 raise self._park("event", name, ans.get("state"))
-            got = self._remember(name, "event", ans.get("result"), None)
+            if ans.get("duplicate") is True:
+                # sent again, its first answer lost: the event taken is in the steps
+                self._stored().update(stored_by_name(self._client.steps(self.id)))
+                got = self._stored().get(name)
+                if got is None:
+                    raise ProtocolError(f"event step {name!r} was stored, and is not in the steps")
+            else:
+                got = self._remember(name, "event", ans.get("result"), None)
         if got.error is not None:
             raise EventTimeoutError(key, name)
         return got.result

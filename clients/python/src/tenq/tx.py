@@ -332,10 +332,6 @@ def _quota_refusal(e: BaseException) -> Optional[QuotaExceededError]:
     return QuotaExceededError(message, status=429, field=field)
 
 
-__all__ = ["Lease", "complete", "fail", "submit", "submit_many"]
-
-
-
 def send_event(cur: Any, tenant: str, key: str, payload: Any = None) -> int:
     """Sends an event of ``tenant`` (``tenq.send_event``, docs/transactions.md)
     in the transaction of ``cur`` (a cursor, or a connection): the jobs
@@ -347,3 +343,6 @@ def send_event(cur: Any, tenant: str, key: str, payload: Any = None) -> int:
     except (TypeError, ValueError) as e:
         raise InvalidError(f"the payload is not JSON: {e}", field="payload") from None
     return int(_one(cur, _SQL_SEND_EVENT, (tenant, key, text))[0])
+
+
+__all__ = ["Lease", "complete", "fail", "send_event", "submit", "submit_many"]
