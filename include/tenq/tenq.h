@@ -325,6 +325,26 @@ typedef struct tenq_step_res {
  * earlier attempt stored: TENQ_ECONFLICT (field "name"). */
 TENQ_API int tenq_step_store(tenq_client *c, uint64_t id, uint64_t token, const tenq_step_req *r,
                              tenq_step_res *res);
+/* One step of a batch (tenq_steps_store): its job, its lease token, the step. */
+typedef struct tenq_step_item {
+    uint64_t id, token;
+    tenq_step_req step;
+} tenq_step_item;
+
+typedef struct tenq_step_item_res {
+    int err; /* 0, or why this step was refused (a job not in hand: TENQ_ECONFLICT, "token") */
+    tenq_step_res res; /* err 0: its answer (an event taken at once: done, no result_json; read
+                        * the job's steps) */
+    char message[256];
+    char field[64];
+} tenq_step_item_res;
+
+/* Stores n steps (1..TENQ_BATCH_MAX) of any jobs in one request (POST
+ * /v1/steps), each as tenq_step_store would, answered once committed;
+ * res is the caller's array of n answers, in order.  Returns 0 when the
+ * server answered, even if some steps were refused (res[i].err). */
+TENQ_API int tenq_steps_store(tenq_client *c, const tenq_step_item *items, size_t n,
+                              tenq_step_item_res *res);
 /* Sends an event of a tenant (NULL: the tenant of a tenant token): the jobs
  * waiting for its key go on with its payload (any JSON; NULL: null), or it
  * is kept for the server's --event-window.  *delivered gets how many jobs it

@@ -747,6 +747,7 @@ void h_job_attempts(server *s, http_req *req, const principal *who, const char *
 void h_job_parents(server *s, http_req *req, const principal *who, const char **args);
 /* Durable steps (api_steps.c) and events (api_events.c). */
 void h_step(server *s, http_req *req, const principal *who, const char **args);
+void h_steps_batch(server *s, http_req *req, const principal *who, const char **args);
 void h_job_steps(server *s, http_req *req, const principal *who, const char **args);
 void h_event_send(server *s, http_req *req, const principal *who, const char **args);
 void api_json_step(jbuf *b, const engine_step_info *x, bool show_token, bool with_result);

@@ -27,6 +27,7 @@ static const route routes[] = {
     {"POST", "/v1/jobs/{}/cancel", h_cancel, ROLE_ADMIN | ROLE_TENANT | ROUTE_AUDIT, "", BODY_NONE},
     {"GET", "/v1/jobs/{}/steps", h_job_steps, ROLES_ALL, "", BODY_NONE},
     {"POST", "/v1/jobs/{}/steps", h_step, ROLE_ADMIN | ROLE_WORKER, "", BODY_JSON},
+    {"POST", "/v1/steps", h_steps_batch, ROLE_ADMIN | ROLE_WORKER, "", BODY_JSON},
     {"POST", "/v1/lease", h_lease, ROLE_ADMIN | ROLE_WORKER, "", BODY_JSON},
     {"POST", "/v1/jobs/{}/start", h_start, ROLE_ADMIN | ROLE_WORKER, "", BODY_JSON},
     {"POST", "/v1/jobs/{}/heartbeat", h_heartbeat, ROLE_ADMIN | ROLE_WORKER, "", BODY_JSON},

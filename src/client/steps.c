@@ -95,6 +95,42 @@ int tenq_steps(tenq_client *c, uint64_t id, tenq_step **steps, size_t *n)
     return 0;
 }
 
+/* A step's fields after its opening brace ("token" first) into b; 0 or the
+ * refusal. */
+static int step_text(tenq_client *c, uint64_t token, const tenq_step_req *r, tq_buf *b)
+{
+    if (!r || !r->name || (unsigned)r->kind > TENQ_STEP_CHILD)
+        return tq_refuse(c, "name", "a step needs a name and a kind");
+    char num[64];
+    tq_buf_raw(b, num,
+               (size_t)snprintf(num, sizeof num, "\"token\":%llu", (unsigned long long)token));
+    int rc = tq_buf_str(c, b, "name", r->name, false);
+    if (!rc && r->kind != TENQ_STEP_RUN) rc = tq_buf_str(c, b, "kind", kind_words[r->kind], false);
+    switch (r->kind) {
+    case TENQ_STEP_RUN:
+        if (!rc) rc = tq_buf_json(c, b, "result", r->result_json ? r->result_json : "null");
+        break;
+    case TENQ_STEP_SLEEP:
+        if (r->until)
+            tq_buf_int(b, "until", r->until);
+        else
+            tq_buf_int(b, "duration_ms", r->duration_ms > 0 ? r->duration_ms : 0);
+        break;
+    case TENQ_STEP_EVENT:
+        if (!rc) rc = tq_buf_str(c, b, "event", r->event, false);
+        if (r->timeout_ms > 0) tq_buf_int(b, "timeout_ms", r->timeout_ms);
+        break;
+    case TENQ_STEP_CHILD:
+        if (!r->child) rc = tq_refuse(c, "job", "a child step needs its job");
+        if (!rc) {
+            tq_buf_raw(b, ",\"job\":", 7);
+            rc = tq_job_text(c, r->child, b);
+        }
+        break;
+    }
+    return rc;
+}
+
 int tenq_step_store(tenq_client *c, uint64_t id, uint64_t token, const tenq_step_req *r,
                     tenq_step_res *res)
 {
@@ -102,36 +138,9 @@ int tenq_step_store(tenq_client *c, uint64_t id, uint64_t token, const tenq_step
     if (!res) res = &local;
     memset(res, 0, sizeof(*res));
     tq_clearerr(c);
-    if (!r || !r->name || (unsigned)r->kind > TENQ_STEP_CHILD)
-        return tq_refuse(c, "name", "a step needs a name and a kind");
     tq_buf b = {0};
-    char num[64];
-    tq_buf_raw(&b, num,
-               (size_t)snprintf(num, sizeof num, "{\"token\":%llu", (unsigned long long)token));
-    int rc = tq_buf_str(c, &b, "name", r->name, false);
-    if (!rc && r->kind != TENQ_STEP_RUN) rc = tq_buf_str(c, &b, "kind", kind_words[r->kind], false);
-    switch (r->kind) {
-    case TENQ_STEP_RUN:
-        if (!rc) rc = tq_buf_json(c, &b, "result", r->result_json ? r->result_json : "null");
-        break;
-    case TENQ_STEP_SLEEP:
-        if (r->until)
-            tq_buf_int(&b, "until", r->until);
-        else
-            tq_buf_int(&b, "duration_ms", r->duration_ms > 0 ? r->duration_ms : 0);
-        break;
-    case TENQ_STEP_EVENT:
-        if (!rc) rc = tq_buf_str(c, &b, "event", r->event, false);
-        if (r->timeout_ms > 0) tq_buf_int(&b, "timeout_ms", r->timeout_ms);
-        break;
-    case TENQ_STEP_CHILD:
-        if (!r->child) rc = tq_refuse(c, "job", "a child step needs its job");
-        if (!rc) {
-            tq_buf_raw(&b, ",\"job\":", 7);
-            rc = tq_job_text(c, r->child, &b);
-        }
-        break;
-    }
+    tq_buf_raw(&b, "{", 1);
+    int rc = step_text(c, token, r, &b);
     if (rc) {
         free(b.p);
         return rc;
@@ -154,6 +163,71 @@ int tenq_step_store(tenq_client *c, uint64_t id, uint64_t token, const tenq_step
         res->result_json = tq_span_text(v, &bad);
         if (!res->result_json && !bad) res->result_json = strdup("null");
         if (!res->result_json) return tq_seterr(c, TENQ_ENOMEM, "out of memory");
+    }
+    return 0;
+}
+
+typedef struct step_results {
+    tenq_step_item_res *res;
+    size_t n;
+} step_results;
+
+/* Result k of a steps answer (tq_walk_list's each): the step's answer, or
+ * its error.  (A kept event's payload is not read here: an event step
+ * taken at once in a batch reads it from the job's steps.) */
+static int step_one(tq_iter *at, size_t k, void *ctx)
+{
+    step_results *o = ctx;
+    static const char *const names[] = {"pos",    "duplicate", "parked", "state",
+                                        "run_at", "done",      "child"};
+    tq_span v[7], e;
+    if (tq_item_read(at, names, 7, v, &e) != 0) return -1;
+    if (k >= o->n) return 0;
+    tenq_step_item_res *r = &o->res[k];
+    if (e.p) {
+        tq_item_error(e, &r->err, r->message, sizeof r->message, r->field, sizeof r->field);
+        return 0;
+    }
+    r->res.pos = v[0].p ? (uint32_t)tq_span_int(v[0]) : 0;
+    r->res.duplicate = v[1].p && tq_span_true(v[1]);
+    r->res.parked = v[2].p && tq_span_true(v[2]);
+    r->res.state = v[3].p ? tq_span_state(v[3]) : TENQ_STATE_UNKNOWN;
+    r->res.run_at = v[4].p ? tq_span_int(v[4]) : 0;
+    r->res.done = v[5].p && tq_span_true(v[5]);
+    r->res.child = v[6].p ? (uint64_t)tq_span_int(v[6]) : 0;
+    return 0;
+}
+
+int tenq_steps_store(tenq_client *c, const tenq_step_item *items, size_t n, tenq_step_item_res *res)
+{
+    tq_clearerr(c);
+    if (!items || !res || n == 0 || n > TENQ_BATCH_MAX)
+        return tq_seterr(c, TENQ_EINVALID, "steps come 1 to %d at a time", TENQ_BATCH_MAX);
+    memset(res, 0, n * sizeof(*res));
+    tq_buf b = {0};
+    tq_buf_raw(&b, "{\"steps\":[", 10);
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        char num[48];
+        tq_buf_raw(&b, num,
+                   (size_t)snprintf(num, sizeof num, "%s{\"id\":%llu,", i ? "," : "",
+                                    (unsigned long long)items[i].id));
+        rc = step_text(c, items[i].token, &items[i].step, &b);
+        tq_buf_raw(&b, "}", 1);
+    }
+    tq_buf_raw(&b, "]}", 2);
+    if (rc) {
+        free(b.p);
+        return rc;
+    }
+    tq_iter top;
+    if ((rc = tq_post_walk(c, "/v1/steps", &b, 0, &top)) != 0) return rc;
+    step_results o = {res, n};
+    size_t k;
+    if (tq_walk_list(&top, "results", step_one, &o, &k) != 0) k = SIZE_MAX;
+    if (k != n) {
+        memset(res, 0, n * sizeof(*res));
+        return tq_seterr(c, TENQ_EPROTOCOL, "the answer does not hold %zu results", n);
     }
     return 0;
 }

@@ -173,6 +173,48 @@ class Steps(StepsTest):
         self.assertEqual(self.srv.job(j["id"])["state"], "leased")
         self.assertNotIn("steps", self.srv.job(j["id"]))
 
+    def test_many_jobs_steps_in_one_request_each_answered_on_its_own(self):
+        self.srv.ok("PUT", "/v1/queues/s5", {"lease_ms": 300, "backoff": "fixed",
+                                             "backoff_base_ms": 10})
+        a, b, c = (self.srv.submit(queue="s5") for _ in range(3))
+        got = {j["id"]: j for j in self.srv.lease(["s5"], max=3)}
+        self.assertEqual(len(got), 3)
+        ta, tb, tc = (got[x["id"]]["token"] for x in (a, b, c))
+        st, ans = self.srv.req("POST", "/v1/steps", {"steps": [
+            {"id": a["id"], "token": ta, "name": "one", "result": {"n": 1}},
+            {"id": b["id"], "token": tb, "name": "one", "result": 2},
+            {"id": a["id"], "token": ta, "name": "two", "result": [3]},
+            {"id": a["id"], "token": ta, "name": "one", "result": {"n": 1}},  # again: duplicate
+            {"id": b["id"], "token": tb + 1, "name": "x"},  # not its token
+            {"id": b["id"], "token": tb, "name": "y", "bogus": 1},
+            {"token": tb, "name": "z"},
+            "not a step",
+            {"id": 99999999, "token": 5, "name": "gone"},
+            {"id": c["id"], "token": tc, "name": "nap", "kind": "sleep", "duration_ms": 60000},
+        ]})
+        self.assertEqual(st, 200, ans)
+        r = ans["results"]
+        self.assertEqual(len(r), 10)
+        self.assertEqual([(x["id"], x["name"], x["pos"], x["duplicate"]) for x in r[:4]],
+                         [(a["id"], "one", 0, False), (b["id"], "one", 0, False),
+                          (a["id"], "two", 1, False), (a["id"], "one", 0, True)])
+        self.assertEqual([(x["error"]["code"], x["error"]["field"]) for x in r[4:9]],
+                         [("conflict", "token"), ("invalid", "bogus"), ("invalid", "id"),
+                          ("invalid", "steps"), ("conflict", "token")])
+        self.assertEqual((r[9]["parked"], r[9]["state"]), (True, "scheduled"))
+        self.assertEqual([(x["name"], x["result"]) for x in steps_of(self.srv, a["id"])],
+                         [("one", {"n": 1}), ("two", [3])])
+        self.assertEqual([x["name"] for x in steps_of(self.srv, b["id"])], ["one"])
+        for body in [{}, {"steps": []}, {"steps": {}}, {"steps": [{}] * 10001},
+                     {"steps": [], "more": 1}]:
+            st, ans = self.srv.req("POST", "/v1/steps", body)
+            self.assertEqual(st, 400, (body, ans))
+        # a tenant token stores no step
+        acme = self.srv.ok("POST", "/v1/tokens", {"role": "tenant:acme"}, ADMIN)["token"]
+        st, _ = self.srv.req("POST", "/v1/steps", {"steps": [
+            {"id": a["id"], "token": ta, "name": "three"}]}, acme)
+        self.assertEqual(st, 403)
+
     def test_a_tenant_reads_its_own_jobs_steps_only(self):
         acme = self.srv.ok("POST", "/v1/tokens", {"role": "tenant:acme"}, ADMIN)["token"]
         other = self.srv.ok("POST", "/v1/tokens", {"role": "tenant:else"}, ADMIN)["token"]
