@@ -240,7 +240,8 @@ static void collect_args(void)
         if (c[i].kind != ENGINE_CH_JOB || !(c[i].fields & ENGINE_JF_NEW)) continue;
         engine_job_info in;
         engine_job_get(c[i].job, &in);
-        if (in.payloads) continue;
+        /* payloads (none left: a new job whose payloads joined another) */
+        if (in.payloads || (!in.args && !in.args_missing)) continue;
         ASSERT_MSG(!in.args_missing, "job %llu's row is written without its args",
                    (unsigned long long)in.id);
         if (!M.args_of[in.id]) M.args_of[in.id] = strndup(in.args, in.args_len);
