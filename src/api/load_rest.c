@@ -77,7 +77,7 @@ static void on_page(void *ctx, int rc, const store_rows *rows)
     bool last = rows->n < PAGE;
     if (!last) {
         const engine_job_info *r = &rows->jobs[rows->n - 1];
-        l->after = (store_rest_cursor){-(int64_t)r->priority, r->run_at, r->id};
+        l->after = store_rest_after(r);
         ask_page(s); /* read the next page while this one goes in */
     }
     int64_t now = srv_now(s);

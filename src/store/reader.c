@@ -344,21 +344,18 @@ static int read_rest(store_t *s, const read_req *rq, rows_builder *rows)
 {
     const store_rest_cursor *c = &rq->rest_after;
     read_page p = {s, rows, 0, rq->rest_args};
-    char sql[sizeof(STORE_SQL_REST_COLUMNS_NO_ARGS) + 160];
+    char sql[sizeof(STORE_SQL_REST_COLUMNS_NO_ARGS) + sizeof(STORE_SQL_REST_2) + 64];
     int rc = 0;
-    for (int part = 1; part <= 3 && !rc && !p.rc && rows->n < rq->max; part++) {
+    for (int part = 1; part <= 2 && !rc && !p.rc && rows->n < rq->max; part++) {
         size_t n = (size_t)snprintf(sql, sizeof sql, "%s",
                                     rq->rest_args ? STORE_SQL_REST_COLUMNS
                                                   : STORE_SQL_REST_COLUMNS_NO_ARGS),
                left = rq->max - rows->n;
         if (part == 1)
-            snprintf(sql + n, sizeof sql - n, STORE_SQL_REST_1, (long long)c->neg_priority,
-                     (long long)c->run_at, (unsigned long long)c->id, left);
-        else if (part == 2)
-            snprintf(sql + n, sizeof sql - n, STORE_SQL_REST_2, (long long)c->neg_priority,
-                     (long long)c->run_at, left);
+            snprintf(sql + n, sizeof sql - n, STORE_SQL_REST_1, (long long)c->key,
+                     (unsigned long long)c->id, left);
         else
-            snprintf(sql + n, sizeof sql - n, STORE_SQL_REST_3, (long long)c->neg_priority, left);
+            snprintf(sql + n, sizeof sql - n, STORE_SQL_REST_2, (long long)c->key, left);
         rc = s->be->select(s, true, sql, 0, NULL, rest_row, &p);
     }
     return rc ? rc : p.rc;
@@ -494,6 +491,13 @@ void store_get_job(store_t *s, uint64_t id, store_rows_fn fn, void *ctx)
 void store_list_jobs(store_t *s, const store_job_query *q, store_rows_fn fn, void *ctx)
 {
     read_enqueue(s, read_new(0, q, fn, ctx));
+}
+
+store_rest_cursor store_rest_after(const engine_job_info *row)
+{
+    /* STORE_FIFO_KEY (schema.h), in C */
+    return (store_rest_cursor){(32767 - (int64_t)row->priority) * (INT64_C(1) << 47) + row->run_at,
+                               row->id};
 }
 
 void store_load_rest(store_t *s, store_rest_cursor after, size_t max, bool with_args,

@@ -439,12 +439,15 @@ void store_list_jobs(store_t *s, const store_job_query *q, store_rows_fn fn, voi
 /* The same, on the caller's thread (tests, tools). */
 int store_get_job_sync(store_t *s, uint64_t id, store_rows_fn fn, void *ctx);
 /* Where a load of the plain jobs waiting in line (live = 2) is: the last
- * row read, by fifo order ({-32769, 0, 0}: none yet). */
+ * row read, by fifo order (its key, STORE_FIFO_KEY, and id; {-1, 0}: none
+ * yet). */
 typedef struct store_rest_cursor {
-    int64_t neg_priority, run_at;
+    int64_t key;
     uint64_t id;
 } store_rest_cursor;
-#define STORE_REST_START ((store_rest_cursor){-32769, 0, 0})
+#define STORE_REST_START ((store_rest_cursor){-1, 0})
+/* The cursor after this row. */
+store_rest_cursor store_rest_after(const engine_job_info *row);
 /* The next page of them, up to max rows, in fifo order (priority, then
  * run_at, then id), on the reader thread: what a load brings in after the
  * server began to serve (docs/SEMANTICS.md, "Serving while loading").
