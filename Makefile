@@ -13,7 +13,7 @@ CMAKE_ARGS ?=
 .PHONY: all build asan run test test-plain test-asan test-fuzz fuzz fuzz-build format \
         format-check clean chaos \
         bench-engine bench-store bench-server bench-takeover bench-tx bench-tx-ceiling deps install bench-worker \
-        screenshots bench-peers bench-peers-quick bench-cron bench-tls bench-backlog
+        screenshots bench-peers bench-peers-quick bench-cron bench-tls bench-backlog bench-steps
 
 all: build
 
@@ -104,6 +104,11 @@ clean:
 # Reruns the dashboard's browser tests and refreshes docs/screenshots/ from them.
 screenshots: build
 	TENQ_BIN=$(CURDIR)/$(BUILD)/tenq tests/browser/run.sh
+
+# Durable steps (bench/steps_bench.c): steps stored a second, one request a step and batched; W1 with
+# a step a job beside plain W1; W1 beside 100,000 parked jobs; an event's wake-up latency
+bench-steps: build
+	./$(BUILD)/bench_steps ./$(BUILD)/tenq
 
 bench-cron: build
 	./$(BUILD)/bench_cron

@@ -54,6 +54,7 @@ typedef struct api_config {
     long long request_key_ttl_ms; /* how long an Idempotency-Key's first answer is kept */
     long long stop_linger_ms;     /* after a stop's handover: requests still answered */
     long long inbox_poll_ms;      /* PostgreSQL: how often the inbox is read without news */
+    long long event_window_ms;    /* an event that woke no job is kept this long (engine/steps.c) */
     long long audit_retention_ms; /* how long audit rows are kept */
 } api_config;
 

@@ -49,7 +49,18 @@ static void note_lease(server *s, uint64_t id, bool *resident, bool *active, uin
     *token = in.token;
 }
 
-static void write_attempt(jbuf *b, const engine_attempt_info *a, bool show_token)
+/* The names of the steps stored under the attempt's token, in order. */
+static void write_attempt_steps(jbuf *b, const store_attempts *rows, uint64_t token)
+{
+    jb_key(b, "steps");
+    jb_arr(b);
+    for (size_t i = 0; rows && i < rows->n_steps; i++)
+        if (rows->steps[i].token == token) jb_str(b, rows->steps[i].name);
+    jb_arr_end(b);
+}
+
+static void write_attempt(jbuf *b, const engine_attempt_info *a, bool show_token,
+                          const store_attempts *rows)
 {
     jb_obj(b);
     jb_kint(b, "attempt", a->attempt);
@@ -71,6 +82,7 @@ static void write_attempt(jbuf *b, const engine_attempt_info *a, bool show_token
     jb_kstr(b, "job_state", engine_state_name(a->job_state));
     jb_kstr(b, "error", a->error);
     jb_kraw(b, "stats", a->stats);
+    write_attempt_steps(b, rows, a->token);
     jb_obj_end(b);
 }
 
@@ -90,13 +102,13 @@ static void reply_attempts(attempts_ctx *c, http_req *req, const engine_job_info
     /* rows by token, the job's own in its place (once: a row wins) */
     for (size_t i = 0; i < rows->n; i++) {
         if (has_own && own.token < rows->v[i].token) {
-            write_attempt(&b, &own, show_token);
+            write_attempt(&b, &own, show_token, rows);
             has_own = false;
         }
         if (has_own && own.token == rows->v[i].token) has_own = false;
-        write_attempt(&b, &rows->v[i], show_token);
+        write_attempt(&b, &rows->v[i], show_token, rows);
     }
-    if (has_own) write_attempt(&b, &own, show_token);
+    if (has_own) write_attempt(&b, &own, show_token, rows);
     jb_arr_end(&b);
     jb_obj_end(&b);
     reply_json(req, 200, &b);

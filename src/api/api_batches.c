@@ -178,7 +178,7 @@ static const char *const create_fields[] = {"tenant",     "jobs",     "on_comple
 void h_batch_create(server *s, http_req *req, const principal *who, const char **args)
 {
     rkey_ctx k;
-    if (!srv_request_key_begin(s, req, who, args, &k)) return;
+    if (!srv_request_key_begin(s, req, who, args, h_batch_create, &k)) return;
     json_t *body = req_body(req);
     if (!body) return;
     if (!json_is_object(body)) {
@@ -280,7 +280,7 @@ void h_batch_add(server *s, http_req *req, const principal *who, const char **ar
     uint64_t id = req_path_id(req, args[0]);
     if (!id) return;
     rkey_ctx k;
-    if (!srv_request_key_begin(s, req, who, args, &k)) return;
+    if (!srv_request_key_begin(s, req, who, args, h_batch_add, &k)) return;
     engine_batch_info x;
     if (!engine_batch_get(s->e, id, &x) || !batch_visible(who, x.tenant)) {
         reply_error(req, TENQ_ENOT_FOUND, "id", "no batch %llu", (unsigned long long)id);

@@ -95,7 +95,7 @@ static void submit_and_reply(server *s, http_req *req, const rkey_ctx *k, const 
 void h_submit(server *s, http_req *req, const principal *who, const char **args)
 {
     rkey_ctx k;
-    if (!srv_request_key_begin(s, req, who, args, &k)) return;
+    if (!srv_request_key_begin(s, req, who, args, h_submit, &k)) return;
     submit_in in;
     /* the usual body is read in place; jansson reads the rest and words
      * every refusal */

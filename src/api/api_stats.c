@@ -324,6 +324,12 @@ void h_metrics(server *s, http_req *req, const principal *who, const char **args
               engine_batch_count(s->e), engine_batch_open_count(s->e),
               (unsigned long long)engine_batch_callbacks_made(s->e));
     jb_printf(&b,
+              "# HELP tenq_event_waiters Jobs whose handler waits for an event.\n"
+              "# TYPE tenq_event_waiters gauge\ntenq_event_waiters %zu\n"
+              "# HELP tenq_events_kept Events that woke no job, kept for a later wait "
+              "(--event-window).\n# TYPE tenq_events_kept gauge\ntenq_events_kept %zu\n",
+              engine_event_waiters(s->e), engine_events_kept(s->e));
+    jb_printf(&b,
               "# HELP tenq_leader 1 while this server leads its store and serves, else 0.\n"
               "# TYPE tenq_leader gauge\ntenq_leader %d\n"
               "# HELP tenq_leader_term The term this server leads under (0: none).\n"

@@ -121,6 +121,10 @@ static const setting settings[] = {
      "PostgreSQL: the leader reads what applications' transactions committed (tenq.submit, "
      "tenq.complete) as soon as they notify it, and this often besides, in case a notification "
      "was lost"},
+    {"event-window", T_MS, F(event_window_ms), "10m", false,
+     "an event (POST /v1/events) that finds no job waiting for its key is kept this long, for "
+     "the first job of its tenant that waits for it (so that none is lost to a race); 0 keeps "
+     "none"},
     {"stop-linger", T_MS, F(stop_linger_ms), "500ms", false,
      "a stopping server, once its work is committed and its leadership handed over, still "
      "answers requests on open connections this long (with the new leader, or 503), so "

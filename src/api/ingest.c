@@ -156,6 +156,29 @@ static bool take_outcome(server *s, const store_tx_outcome *o, int64_t now)
     return ji.state == ENGINE_SUCCEEDED && ji.token == o->token;
 }
 
+/* An event sent in a transaction: delivered (or kept) as POST /v1/events
+ * would, exactly once (its inbox row goes in the commit that delivers it);
+ * one the engine refuses (a strict server without its tenant) is dropped,
+ * logged. */
+static void take_event(server *s, const store_tx_event *v, int64_t now)
+{
+    store_batch_event_inbox_done(s->batch, v->id);
+    json_error_t jerr;
+    json_t *p = json_loads(v->payload ? v->payload : "null", JSON_DECODE_ANY, &jerr);
+    char *payload = p ? canonical_json(p) : NULL;
+    json_decref(p);
+    engine_event_res res;
+    engine_err err;
+    int rc = payload ? engine_event_send(s->e, now, v->tenant, v->key, payload,
+                                         (uint32_t)strlen(payload), NULL, 0, &res, &err)
+                     : TENQ_EINVALID;
+    if (rc)
+        log_event(LOG_WARN, "ingest", "event %llu (%s of %s) refused when taken in: %s",
+                  (unsigned long long)v->id, v->key ? v->key : "", v->tenant ? v->tenant : "",
+                  payload ? err.message : "its payload is not JSON");
+    free(payload);
+}
+
 /* After a read that found nothing: hot, it cools at once; cooling, it
  * looks again a little later; idle, it waits for a notification. */
 static void after_empty(server *s)
@@ -189,7 +212,7 @@ static void on_inbox(void *ctx, int rc, const store_inbox *in)
         s->ingest_phase = in->cool ? PHASE_IDLE : PHASE_COOLING;
         if (in->cool) s->ingest_backoff_ms = 1;
     }
-    if (in->njobs == 0 && in->noutcomes == 0) {
+    if (in->njobs == 0 && in->noutcomes == 0 && in->nevents == 0) {
         free(c);
         s->ingest_busy = false;
         after_empty(s);
@@ -200,6 +223,7 @@ static void on_inbox(void *ctx, int rc, const store_inbox *in)
     for (size_t i = 0; i < in->njobs; i++) take_job(s, &in->jobs[i], now);
     bool agree = true;
     for (size_t i = 0; i < in->noutcomes; i++) agree &= take_outcome(s, &in->outcomes[i], now);
+    for (size_t i = 0; i < in->nevents; i++) take_event(s, &in->events[i], now);
     srv_wake_first(s);
     srv_after_commit(s, NULL, on_committed, c);
     srv_schedule_flush(s);

@@ -610,7 +610,7 @@ typedef struct rkey_ctx {
     uint64_t fingerprint;
 } rkey_ctx;
 bool srv_request_key_begin(server *s, http_req *req, const principal *who, const char **args,
-                           rkey_ctx *k);
+                           route_fn again, rkey_ctx *k);
 /* submit_json.c: one job's answer to a submit, {"id", "state",
  * "duplicate", "merged"} or {"error"}; a batch's as the member "jobs" (a
  * list of those) or "columns" (a list a field). */
@@ -745,6 +745,12 @@ void h_job_attempts(server *s, http_req *req, const principal *who, const char *
 #define API_CHILDREN_SHOWN 1000
 /* api_deps.c */
 void h_job_parents(server *s, http_req *req, const principal *who, const char **args);
+/* Durable steps (api_steps.c) and events (api_events.c). */
+void h_step(server *s, http_req *req, const principal *who, const char **args);
+void h_steps_batch(server *s, http_req *req, const principal *who, const char **args);
+void h_job_steps(server *s, http_req *req, const principal *who, const char **args);
+void h_event_send(server *s, http_req *req, const principal *who, const char **args);
+void api_json_step(jbuf *b, const engine_step_info *x, bool show_token, bool with_result);
 void h_cancel(server *s, http_req *req, const principal *who, const char **args);
 void h_lease(server *s, http_req *req, const principal *who, const char **args);
 void h_start(server *s, http_req *req, const principal *who, const char **args);

@@ -23,6 +23,7 @@ engine_t *srv_engine_new(server *s, uint64_t term)
         cfg->default_max_queued < 0 ? ENGINE_UNLIMITED : (uint32_t)cfg->default_max_queued;
     ec.tenant_defaults.max_queued_bytes = cfg->default_max_queued_bytes;
     ec.args_budget = s->admit.args_budget;
+    ec.event_window_ms = cfg->event_window_ms;
     ec.strict_tenants = cfg->strict_tenants;
     ec.token_floor = term << 32; /* above every token of every earlier term */
     /* applications' transactions number their jobs with odd ids */

@@ -201,7 +201,9 @@ typedef struct replay_ctx {
     server *srv;
     http_req *req; /* NULL once the client left */
     principal who;
-    const char **args;
+    const char **args; /* argv's: the path's {} segments, copied (the router's are its own) */
+    char *argv[4];
+    route_fn again; /* the handler, when the request is to be made anew */
     char *scope, *key;
     uint64_t fingerprint;
 } replay_ctx;
@@ -213,13 +215,15 @@ static void replay_abort(http_req *req)
 }
 
 static replay_ctx *replay_new(server *s, http_req *req, const principal *who, const char **args,
-                              const rkey_ctx *k)
+                              route_fn again, const rkey_ctx *k)
 {
     replay_ctx *c = xcalloc(1, sizeof(*c));
     c->srv = s;
     c->req = req;
     c->who = *who;
-    c->args = args;
+    for (int i = 0; i < 4 && args && args[i]; i++) c->argv[i] = xstrdup(args[i]);
+    c->args = (const char **)c->argv;
+    c->again = again;
     c->scope = xstrdup(k->scope);
     c->key = xstrdup(k->key);
     c->fingerprint = k->fingerprint;
@@ -228,6 +232,7 @@ static replay_ctx *replay_new(server *s, http_req *req, const principal *who, co
 
 static void replay_free(replay_ctx *c)
 {
+    for (int i = 0; i < 4; i++) free(c->argv[i]);
     free(c->scope);
     free(c->key);
     free(c);
@@ -279,7 +284,7 @@ static void on_answer(void *ctx, int rc, const store_request_key *r)
         reply_error(req, rc, NULL, "reading the request's first answer failed: %s",
                     store_errmsg(c->srv->st));
     } else if (!r) { /* kept no more (its TTL passed meanwhile): a new request */
-        h_submit(c->srv, req, &c->who, c->args);
+        c->again(c->srv, req, &c->who, c->args);
     } else {
         size_t len = 0;
         char *whole = unpack_answer(r->answer, &len);
@@ -306,7 +311,7 @@ static void after_first(server *s, http_req *req, void *ctx, int rc)
     if (!c->req) {
         replay_free(c);
     } else if (!k) { /* the first failed: this one is the request now */
-        h_submit(s, req, &c->who, c->args);
+        c->again(s, req, &c->who, c->args);
         replay_free(c);
     } else {
         replay(c);
@@ -314,7 +319,7 @@ static void after_first(server *s, http_req *req, void *ctx, int rc)
 }
 
 bool srv_request_key_begin(server *s, http_req *req, const principal *who, const char **args,
-                           rkey_ctx *out)
+                           route_fn again, rkey_ctx *out)
 {
     memset(out, 0, sizeof(*out));
     const char *key = http_header_get(req, "idempotency-key");
@@ -335,7 +340,7 @@ bool srv_request_key_begin(server *s, http_req *req, const principal *who, const
                     "this Idempotency-Key was sent with another request");
         return false;
     }
-    replay_ctx *c = replay_new(s, req, who, args, out);
+    replay_ctx *c = replay_new(s, req, who, args, again, out);
     if (k->pending)
         srv_after_commit(s, req, after_first, c);
     else

@@ -375,6 +375,25 @@ static void json_wait(jbuf *b, const engine_job_info *j, const engine_wait *w, i
                            (unsigned long long)w->parents[i]);
         break;
     }
+    case ENGINE_WAIT_SLEEP:
+        jb_kint(b, "until", w->until);
+        snprintf(msg, sizeof msg, "its handler sleeps: it goes on at until (its run_at)");
+        break;
+    case ENGINE_WAIT_EVENT:
+        jb_kstr(b, "event", w->event);
+        jb_key(b, "until");
+        if (w->until)
+            jb_int(b, w->until);
+        else
+            jb_null(b);
+        snprintf(msg, sizeof msg, "its handler waits for event %.200s%s", w->event ? w->event : "",
+                 w->until ? ", at most until until" : "");
+        break;
+    case ENGINE_WAIT_CHILD:
+        jb_kint(b, "child", (long long)w->child);
+        snprintf(msg, sizeof msg, "its handler waits for child job %llu to end",
+                 (unsigned long long)w->child);
+        break;
     default:
         if (w->asked_at) jb_kint(b, "asked_at", w->asked_at);
         if (!w->asked_at)
@@ -425,6 +444,8 @@ void api_json_job(jbuf *b, const engine_job_info *j, unsigned view, const engine
     if (j->traceparent) jb_kstr(b, "traceparent", j->traceparent);
     if (j->timeout_ms) jb_kint(b, "timeout_ms", j->timeout_ms);
     if (j->n_parents) json_ids(b, "parents", j->parents, j->n_parents);
+    if (j->n_steps) jb_kint(b, "steps", j->n_steps);
+    if (j->awaited_by) jb_kint(b, "awaited_by", (long long)j->awaited_by);
     if (j->batch) {
         jb_kint(b, "batch", (long long)j->batch);
         if (j->batch_role > 0)

@@ -146,6 +146,8 @@ void cli_kv(FILE *out, const char *key, const char *fmt, ...) __attribute__((for
 int cmd_submit(cli *c, int argc, char **argv);
 int cmd_status(cli *c, int argc, char **argv);
 int cmd_attempts(cli *c, int argc, char **argv); /* attempts.c */
+int cmd_steps(cli *c, int argc, char **argv);    /* steps.c */
+int cmd_event(cli *c, int argc, char **argv);    /* steps.c */
 int cmd_wait(cli *c, int argc, char **argv);
 int cmd_cancel(cli *c, int argc, char **argv);
 int cmd_jobs(cli *c, int argc, char **argv);

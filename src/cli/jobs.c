@@ -67,6 +67,8 @@ void cli_print_job(const json_t *job)
     kv_field(job, "parents", "parents", false);
     kv_field(job, "on_parent_failure", "on_parent_failure", false);
     kv_field(job, "children", "children", false);
+    kv_field(job, "steps", "steps", false);
+    kv_field(job, "awaited_by", "awaited_by", false);
     kv_field(job, "unique_key", "unique_key", false);
     kv_field(job, "idempotency_key", "idempotency_key", false);
     kv_field(job, "error", "error", false);

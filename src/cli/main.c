@@ -63,6 +63,8 @@ static const cli_cmd commands[] = {
     {"submit", cmd_submit, "submit a job, or many as JSON lines on stdin"},
     {"status", cmd_status, "show a job"},
     {"attempts", cmd_attempts, "a job's attempts: how each ended, worker, times, error"},
+    {"steps", cmd_steps, "a job's durable steps: kind, done or waiting, result"},
+    {"event", cmd_event, "events: send (the jobs waiting for its key go on)"},
     {"wait", cmd_wait, "wait for a job to finish"},
     {"cancel", cmd_cancel, "cancel a job"},
     {"jobs", cmd_jobs, "list jobs"},

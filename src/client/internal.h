@@ -120,6 +120,15 @@ int tq_post_buf(tenq_client *c, const char *path, tq_buf *b, int64_t extra_ms, t
  * which checks it; until then nothing in it is known to be JSON. */
 int tq_post_walk(tenq_client *c, const char *path, tq_buf *b, int64_t extra_ms, tq_iter *top);
 
+/* ---- jobs (jobs.c) ---- */
+/* A request key of this handle (Idempotency-Key: a request sent again is
+ * answered its first answer), ordered by time. */
+#define TQ_AUTO_KEY_LEN 30
+void tq_auto_key(tenq_client *c, char out[TQ_AUTO_KEY_LEN + 1]);
+/* One job as JSON text appended to b; 0 or the refusal (a queue and a type
+ * are required). */
+int tq_job_text(tenq_client *c, const tenq_submit_req *r, tq_buf *b);
+
 /* ---- answers (json.c) ---- */
 /* Member name of the answer object a: an integer (0 when absent or not
  * one), a state (UNKNOWN when absent), or true. */

@@ -18,8 +18,7 @@
  * the batch: per-job keys (the jobs' own idempotency_key, kept a day) cost
  * the server a row and a record per job.  Keys are ordered by time ("tq1",
  * the ms clock, this handle's salt, a count). */
-#define AUTO_KEY_LEN 30
-static void auto_key(tenq_client *c, char out[AUTO_KEY_LEN + 1])
+void tq_auto_key(tenq_client *c, char out[TQ_AUTO_KEY_LEN + 1])
 {
     if (!c->key_salt) {
         uint32_t salt = 0;
@@ -31,15 +30,15 @@ static void auto_key(tenq_client *c, char out[AUTO_KEY_LEN + 1])
     clock_gettime(CLOCK_REALTIME, &ts);
     unsigned long long ms =
         (unsigned long long)ts.tv_sec * 1000 + (unsigned long long)ts.tv_nsec / 1000000;
-    snprintf(out, AUTO_KEY_LEN + 1, "tq1%011llx%08x%08x", ms & 0xfffffffffffULL, c->key_salt,
+    snprintf(out, TQ_AUTO_KEY_LEN + 1, "tq1%011llx%08x%08x", ms & 0xfffffffffffULL, c->key_salt,
              c->key_count++);
 }
 
 /* POST /v1/jobs of b, with a request key of its own. */
 static int post_jobs(tenq_client *c, tq_buf *b, tq_span *a, tq_iter *top)
 {
-    char key[AUTO_KEY_LEN + 1];
-    auto_key(c, key);
+    char key[TQ_AUTO_KEY_LEN + 1];
+    tq_auto_key(c, key);
     c->request_key = key;
     int rc = top ? tq_post_walk(c, "/v1/jobs", b, 0, top) : tq_post_buf(c, "/v1/jobs", b, 0, a);
     c->request_key = NULL;
@@ -47,7 +46,7 @@ static int post_jobs(tenq_client *c, tq_buf *b, tq_span *a, tq_iter *top)
 }
 
 /* One job as JSON text appended to b (no tree, no dump). */
-static int job_text(tenq_client *c, const tenq_submit_req *r, tq_buf *b)
+int tq_job_text(tenq_client *c, const tenq_submit_req *r, tq_buf *b)
 {
     if (!r || !r->queue || !r->type)
         return tq_refuse(c, r && r->queue ? "type" : "queue", "a job needs a queue and a type");
@@ -198,7 +197,7 @@ static int submit_many(tenq_client *c, size_t n, const void *jobs, tenq_submit_r
 static int put_req(tenq_client *c, const void *jobs, size_t i, tq_buf *b)
 {
     const tenq_submit_req *r = jobs;
-    return job_text(c, r ? &r[i] : NULL, b);
+    return tq_job_text(c, r ? &r[i] : NULL, b);
 }
 
 static int put_text(tenq_client *c, const void *jobs, size_t i, tq_buf *b)

@@ -70,6 +70,7 @@ static const struct {
     NAMED("args", F_RAW, args_json),
     FIELD(priority, F_INT),
     FIELD(traceparent, F_STR),
+    FIELD(steps, F_U32),
     NAMED("attempt", F_ATTEMPT, attempt),
     NAMED("attempts", F_ATTEMPTS, attempts),
     FIELD(max_attempts, F_U32),

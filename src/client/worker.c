@@ -140,6 +140,7 @@ void wk_task_free(tenq_task *t)
     free(t->stats);
     free(t->res.result_json);
     free(t->res.error);
+    tenq_steps_free(t->steps, t->nsteps);
     free(t);
 }
 
@@ -273,6 +274,9 @@ void tenq_worker_free(tenq_worker *w)
         for (int k = 0; k < 2; k++)
             if (fds[i][k] >= 0) close(fds[i][k]);
     free(w->slot_fds);
+    for (unsigned i = 0; w->slot_clients && i < w->concurrency; i++)
+        tenq_client_free(w->slot_clients[i]);
+    free(w->slot_clients);
     pthread_mutex_destroy(&w->mu);
     pthread_cond_destroy(&w->cv_run);
     pthread_cond_destroy(&w->cv_lease);
@@ -454,7 +458,8 @@ int tenq_worker_run(tenq_worker *w)
     int rc = 0;
     threads th = {0};
     w->slot_fds = calloc(w->concurrency, sizeof(int));
-    if (!w->slot_fds) return set_err(w, TENQ_ENOMEM, "out of memory");
+    w->slot_clients = calloc(w->concurrency, sizeof(tenq_client *));
+    if (!w->slot_fds || !w->slot_clients) return set_err(w, TENQ_ENOMEM, "out of memory");
     for (unsigned i = 0; i < w->concurrency; i++) w->slot_fds[i] = -1;
     for (unsigned i = 0; i < w->concurrency; i++) {
         w->slot_fds[i] = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);

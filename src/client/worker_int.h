@@ -48,20 +48,27 @@ enum { TK_QUEUED, TK_RUNNING, TK_DONE };
 struct tenq_task {
     tenq_job job; /* owned; immutable after the lease */
     tenq_worker *w;
-    unsigned slot;                 /* (mu) the runner, when running */
-    int state;                     /* (mu) TK_* */
-    int64_t got_ms;                /* monotonic: leased */
-    int64_t began_ms, ended_ms;    /* (mu) monotonic: the handler ran */
-    int64_t next_hb_ms;            /* (mu) monotonic: the next heartbeat */
-    bool start_sent;               /* (mu) */
-    bool lost;                     /* (mu) the lease is gone: report nothing */
-    bool cancel_seen;              /* (mu) a heartbeat answered cancel: true */
-    atomic_int stop;               /* tenq_stop */
-    char *progress;                /* (mu) owned; the latest progress */
-    bool progress_dirty;           /* (mu) not sent yet */
-    int64_t progress_sent_ms;      /* (mu) */
-    char *stats;                   /* owned; set by the handler */
-    tenq_result res;               /* set when done */
+    unsigned slot;              /* (mu) the runner, when running */
+    int state;                  /* (mu) TK_* */
+    int64_t got_ms;             /* monotonic: leased */
+    int64_t began_ms, ended_ms; /* (mu) monotonic: the handler ran */
+    int64_t next_hb_ms;         /* (mu) monotonic: the next heartbeat */
+    bool start_sent;            /* (mu) */
+    bool lost;                  /* (mu) the lease is gone: report nothing */
+    bool cancel_seen;           /* (mu) a heartbeat answered cancel: true */
+    atomic_int stop;            /* tenq_stop */
+    char *progress;             /* (mu) owned; the latest progress */
+    bool progress_dirty;        /* (mu) not sent yet */
+    int64_t progress_sent_ms;   /* (mu) */
+    char *stats;                /* owned; set by the handler */
+    tenq_result res;            /* set when done */
+    /* durable steps (worker_steps.c; the handler's thread): the job's
+     * steps read once, then kept with those this attempt stores */
+    tenq_step *steps;
+    size_t nsteps, capsteps;
+    bool steps_read;
+    bool parked;                   /* (mu) a step parked the job: no outcome, no heartbeat */
+    char err[512];                 /* tenq_task_errmsg */
     struct tenq_task *prev, *next; /* (mu) the list of tasks in hand */
     struct tenq_task *qnext;       /* (mu) the ready or the done queue */
 };
@@ -110,19 +117,20 @@ struct tenq_worker {
     /* written by the control thread on a second stop: interrupts the
      * reporter's request; never read */
     int abandon_pipe[2];
-    atomic_int stops;       /* calls of tenq_worker_stop() */
-    int *slot_fds;          /* eventfd per runner: tenq_task_stop_fd() */
-    bool stopping;          /* (mu) */
-    bool past_grace;        /* (mu) */
-    bool abandon;           /* (mu) a second stop */
-    bool leaser_done;       /* (mu) */
-    bool reporter_done;     /* (mu) */
-    unsigned runners_alive; /* (mu) */
-    int fatal;              /* (mu) the server refused leases for good */
-    tenq_task *hand;        /* (mu) every task in hand */
-    wk_queue ready;         /* (mu) leased, waiting for a runner */
-    wk_queue done;          /* (mu) handler returned, outcome not reported */
-    size_t nrunning;        /* (mu) */
+    atomic_int stops;           /* calls of tenq_worker_stop() */
+    int *slot_fds;              /* eventfd per runner: tenq_task_stop_fd() */
+    tenq_client **slot_clients; /* per runner, made at a handler's first step */
+    bool stopping;              /* (mu) */
+    bool past_grace;            /* (mu) */
+    bool abandon;               /* (mu) a second stop */
+    bool leaser_done;           /* (mu) */
+    bool reporter_done;         /* (mu) */
+    unsigned runners_alive;     /* (mu) */
+    int fatal;                  /* (mu) the server refused leases for good */
+    tenq_task *hand;            /* (mu) every task in hand */
+    wk_queue ready;             /* (mu) leased, waiting for a runner */
+    wk_queue done;              /* (mu) handler returned, outcome not reported */
+    size_t nrunning;            /* (mu) */
     /* (mu) the free slots the waiting leaser needs to go on; 0: it is not
      * waiting for slots */
     unsigned lease_want;

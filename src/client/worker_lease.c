@@ -183,6 +183,11 @@ static const wk_handler *handler_for(const tenq_worker *w, const char *type)
 static void check_result(tenq_task *t)
 {
     tenq_result *r = &t->res;
+    if (r->parked && !t->parked) { /* tenq_result_parked() without a step that parked */
+        *r = tenq_result_fail("the handler returned tenq_result_parked() but no step parked "
+                              "the job",
+                              TENQ_RETRY_BACKOFF);
+    }
     if (r->ok && r->result_json) {
         if (!tq_scan_valid(r->result_json, strlen(r->result_json))) {
             free(r->result_json);

@@ -101,8 +101,9 @@ static void send_outcomes(reporter *r)
     while (w->done.head && n < TENQ_BATCH_MAX && bytes < BATCH_BYTES) {
         if (!grow(r, n + 1)) break;
         tenq_task *t = wk_queue_pop(&w->done);
-        if (t->lost) {
-            /* another worker has the job now; our outcome would be refused */
+        if (t->lost || t->parked) {
+            /* another worker has the job now; our outcome would be refused
+             * (parked: its lease ended when a step parked it) */
             drop_task(w, t);
             continue;
         }
@@ -253,7 +254,7 @@ static tenq_task *next_due(tenq_worker *w, int64_t now, int *action, int64_t *wa
     *action = 0;
     *wake = now + 60000;
     for (tenq_task *t = w->hand; t; t = t->next) {
-        if (t->lost) continue;
+        if (t->lost || t->parked) continue;
         int64_t hb = t->next_hb_ms;
         if (t->progress_dirty && t->progress_sent_ms + WK_PROGRESS_EVERY_MS < hb)
             hb = t->progress_sent_ms + WK_PROGRESS_EVERY_MS;

@@ -147,6 +147,7 @@ engine_t *engine_create(const engine_config *cfg)
     e->next_id = id_round(e, 1);
     dlist_init(&e->idem_order);
     dlist_init(&e->args_lru);
+    dlist_init(&e->kept_order);
     e->dead_by_id.cmp = engine_dead_cmp_id;
     e->dead_by_fin.cmp = engine_dead_cmp_fin;
     return e;
@@ -164,6 +165,7 @@ void engine_destroy(engine_t *e)
     engine_changes_clear(e);
     idtab_foreach(&e->jobs, free_job_cb, e);
     engine_args_free(e);
+    engine_steps_free(e);
     for (size_t i = 0; i < htab_cap(&e->lanes); i++) {
         free(e->lanes.slots[i].item);
     }
@@ -211,6 +213,7 @@ void engine_destroy(engine_t *e)
     htab_free(&e->idem);
     jheap_free(&e->timers);
     jheap_free(&e->leases);
+    jheap_free(&e->waits);
     heap_free(&e->rate_timers);
     for (size_t i = 0; i < htab_cap(&e->workers); i++) free(e->workers.slots[i].item);
     htab_free(&e->workers);
@@ -478,9 +481,22 @@ void engine_job_wait(const engine_job *j, engine_wait *out)
     switch ((engine_state)j->state) {
     case ENGINE_SCHEDULED:
         out->kind = j->attempts > 0 ? ENGINE_WAIT_BACKOFF : ENGINE_WAIT_SCHEDULED;
+        if (job_parked(j)) out->kind = ENGINE_WAIT_SLEEP;
         out->until = j->run_at;
         return;
     case ENGINE_WAITING: {
+        if (job_parked(j)) {
+            const job_steps *st = j->extra->steps;
+            if (st->park == PARK_CHILD) {
+                out->kind = ENGINE_WAIT_CHILD;
+                out->child = st->child;
+            } else {
+                out->kind = ENGINE_WAIT_EVENT;
+                out->event = engine_steps_event_key(st);
+                out->until = st->until;
+            }
+            return;
+        }
         const job_deps *d = j->extra ? j->extra->deps : NULL;
         out->kind = ENGINE_WAIT_PARENTS;
         for (uint32_t k = 0; d && k < d->n_parents; k++) {
@@ -533,11 +549,22 @@ void engine_job_wait(const engine_job *j, engine_wait *out)
 
 const char *engine_wait_name(engine_wait_kind k)
 {
-    static const char *const names[] = {NULL,           "scheduled",         "backoff",
-                                        "lane",         "tenant_slots",      "tenant_cap",
-                                        "queue_paused", "tenant_paused",     "tenant_rate",
-                                        "queue_rate",   "queue_tenant_rate", "worker",
-                                        "parents"};
+    static const char *const names[] = {NULL,
+                                        "scheduled",
+                                        "backoff",
+                                        "lane",
+                                        "tenant_slots",
+                                        "tenant_cap",
+                                        "queue_paused",
+                                        "tenant_paused",
+                                        "tenant_rate",
+                                        "queue_rate",
+                                        "queue_tenant_rate",
+                                        "worker",
+                                        "parents",
+                                        "sleep",
+                                        "event",
+                                        "child"};
     return (size_t)k < sizeof names / sizeof names[0] ? names[k] : NULL;
 }
 
@@ -568,7 +595,7 @@ void engine_job_get(const engine_job *j, engine_job_info *o)
         o->args_len = strlen(j->args);
     }
     o->plain = !j->in_lane && !(j->flags & JF_HAS_PAYLOADS) &&
-               !(ex && (ex->unique_key || ex->batch || ex->deps));
+               !(ex && (ex->unique_key || ex->batch || ex->deps || ex->steps));
     o->priority = j->priority;
     o->state = (engine_state)j->state;
     o->attempts = j->attempts;
@@ -605,6 +632,10 @@ void engine_job_get(const engine_job *j, engine_job_info *o)
         if (ex->batch) {
             o->batch = ex->batch->id;
             o->batch_role = ex->batch_role;
+        }
+        if (ex->steps) {
+            o->n_steps = ex->steps->n;
+            o->awaited_by = ex->steps->awaited_by;
         }
     }
 }
@@ -737,6 +768,7 @@ void engine_changes_clear(engine_t *e)
     }
     e->idem_graveyard.n = 0;
     engine_attempts_clear(e);
+    engine_steps_changes_clear(e);
     if (e->args_pinned.n) engine_args_changes_cleared(e);
 }
 

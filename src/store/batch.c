@@ -29,7 +29,7 @@ size_t store_batch_ops(const store_batch *b)
     return b->n;
 }
 
-static store_op *op_push(store_batch *b, op_kind k)
+store_op *store_op_push(store_batch *b, op_kind k)
 {
     if (b->n == b->cap) {
         b->cap = b->cap ? b->cap * 2 : 16;
@@ -41,7 +41,7 @@ static store_op *op_push(store_batch *b, op_kind k)
     return o;
 }
 
-static soff arena_put(store_batch *b, const char *s, size_t len)
+soff store_arena_put(store_batch *b, const char *s, size_t len)
 {
     if (b->alen + len + 1 > b->acap) {
         size_t nc = b->acap ? b->acap * 2 : 1024;
@@ -58,7 +58,7 @@ static soff arena_put(store_batch *b, const char *s, size_t len)
 
 static soff astr(store_batch *b, const char *s)
 {
-    return s ? arena_put(b, s, strlen(s)) : SNULL;
+    return s ? store_arena_put(b, s, strlen(s)) : SNULL;
 }
 
 /* The payload list as stored: [{"payload":...,"score":...},...] */
@@ -78,14 +78,14 @@ static soff payloads_text(store_batch *b, const engine_payload *p, uint32_t n)
         at += (size_t)snprintf(buf + at, need + 1 - at, ",\"score\":%.17g}", p[i].score);
     }
     buf[at++] = ']';
-    soff o = arena_put(b, buf, at);
+    soff o = store_arena_put(b, buf, at);
     free(buf);
     return o;
 }
 
 void store_batch_job(store_batch *b, const engine_job_info *j, uint32_t fields)
 {
-    store_op *o = op_push(b, (fields & ENGINE_JF_NEW) ? OP_JOB_INSERT : OP_JOB_UPDATE);
+    store_op *o = store_op_push(b, (fields & ENGINE_JF_NEW) ? OP_JOB_INSERT : OP_JOB_UPDATE);
     batch_row *r = &o->u.job;
     r->id = j->id;
     r->fields = fields;
@@ -119,12 +119,12 @@ void store_batch_job(store_batch *b, const engine_job_info *j, uint32_t fields)
     r->unique_key = all ? astr(b, j->unique_key) : SNULL;
     r->idem_key = all ? astr(b, j->idempotency_key) : SNULL;
     r->traceparent = all ? astr(b, j->traceparent) : SNULL;
-    r->args = all && j->args ? arena_put(b, j->args, j->args_len) : SNULL;
+    r->args = all && j->args ? store_arena_put(b, j->args, j->args_len) : SNULL;
     r->payloads = (all || (fields & ENGINE_JF_PAYLOADS)) && j->payloads
                       ? payloads_text(b, j->payloads, j->n_payloads)
                       : SNULL;
     if (j->payloads == NULL && j->args == NULL && (fields & ENGINE_JF_PAYLOADS))
-        r->payloads = arena_put(b, "[]", 2);
+        r->payloads = store_arena_put(b, "[]", 2);
     r->worker = astr(b, j->worker);
     r->error = astr(b, j->error);
     r->progress = astr(b, j->progress);
@@ -134,26 +134,26 @@ void store_batch_job(store_batch *b, const engine_job_info *j, uint32_t fields)
 
 void store_batch_job_delete(store_batch *b, uint64_t id)
 {
-    op_push(b, OP_JOB_DELETE)->u.id = id;
+    store_op_push(b, OP_JOB_DELETE)->u.id = id;
 }
 
 void store_batch_tenant(store_batch *b, const char *name, const engine_tenant_settings *s)
 {
-    store_op *o = op_push(b, OP_TENANT);
+    store_op *o = store_op_push(b, OP_TENANT);
     o->u.tenant.name = astr(b, name);
     o->u.tenant.s = *s;
 }
 
 void store_batch_queue(store_batch *b, const char *name, const engine_queue_settings *s)
 {
-    store_op *o = op_push(b, OP_QUEUE);
+    store_op *o = store_op_push(b, OP_QUEUE);
     o->u.queue.name = astr(b, name);
     o->u.queue.s = *s;
 }
 
 void store_batch_pause(store_batch *b, const char *queue, const char *tenant, bool paused)
 {
-    store_op *o = op_push(b, OP_PAUSE);
+    store_op *o = store_op_push(b, OP_PAUSE);
     o->u.pause.queue = astr(b, queue);
     o->u.pause.tenant = astr(b, tenant);
     o->u.pause.paused = paused;
@@ -162,7 +162,7 @@ void store_batch_pause(store_batch *b, const char *queue, const char *tenant, bo
 void store_batch_usage(store_batch *b, bool queue, const char *name, uint64_t queued,
                        uint64_t bytes)
 {
-    store_op *o = op_push(b, OP_USAGE);
+    store_op *o = store_op_push(b, OP_USAGE);
     o->u.usage.name = astr(b, name);
     o->u.usage.queue = queue;
     o->u.usage.queued = queued;
@@ -171,7 +171,7 @@ void store_batch_usage(store_batch *b, bool queue, const char *name, uint64_t qu
 
 void store_batch_attempt(store_batch *b, const engine_attempt_info *a)
 {
-    store_op *o = op_push(b, OP_ATTEMPT);
+    store_op *o = store_op_push(b, OP_ATTEMPT);
     o->u.attempt.job_id = a->job_id;
     o->u.attempt.token = a->token;
     o->u.attempt.attempt = a->attempt;
@@ -187,7 +187,7 @@ void store_batch_attempt(store_batch *b, const engine_attempt_info *a)
 
 void store_batch_schedule(store_batch *b, const store_schedule *x)
 {
-    store_op *o = op_push(b, OP_SCHEDULE);
+    store_op *o = store_op_push(b, OP_SCHEDULE);
     o->u.sched.name = astr(b, x->name);
     o->u.sched.tenant = astr(b, x->tenant);
     o->u.sched.cron = astr(b, x->cron);
@@ -212,7 +212,7 @@ void store_batch_schedule(store_batch *b, const store_schedule *x)
 void store_batch_schedule_tick(store_batch *b, const char *name, int64_t last_tick,
                                int64_t next_tick)
 {
-    store_op *o = op_push(b, OP_SCHEDULE_TICK);
+    store_op *o = store_op_push(b, OP_SCHEDULE_TICK);
     o->u.sched.name = astr(b, name);
     o->u.sched.last_tick = last_tick;
     o->u.sched.next_tick = next_tick;
@@ -220,7 +220,7 @@ void store_batch_schedule_tick(store_batch *b, const char *name, int64_t last_ti
 
 void store_batch_schedule_delete(store_batch *b, const char *name)
 {
-    op_push(b, OP_SCHEDULE_DELETE)->u.sched.name = astr(b, name);
+    store_op_push(b, OP_SCHEDULE_DELETE)->u.sched.name = astr(b, name);
 }
 
 void store_schedule_params(const store_batch *b, const store_op *o, const store_param_sink *out)
@@ -255,7 +255,7 @@ void store_schedule_params(const store_batch *b, const store_op *o, const store_
 void store_batch_dep(store_batch *b, uint64_t child, uint64_t parent, uint32_t pos,
                      engine_deps_policy policy)
 {
-    store_op *o = op_push(b, OP_DEP);
+    store_op *o = store_op_push(b, OP_DEP);
     o->u.dep.child = child;
     o->u.dep.parent = parent;
     o->u.dep.pos = pos;
@@ -265,7 +265,7 @@ void store_batch_dep(store_batch *b, uint64_t child, uint64_t parent, uint32_t p
 void store_batch_put_batch(store_batch *b, const engine_batch_info *x)
 {
     char *cbs = store_callbacks_json(x->callbacks);
-    store_op *o = op_push(b, OP_BATCH);
+    store_op *o = store_op_push(b, OP_BATCH);
     o->u.bat.id = x->id;
     o->u.bat.tenant = astr(b, x->tenant);
     o->u.bat.callbacks = astr(b, cbs);
@@ -283,7 +283,7 @@ void store_batch_put_batch(store_batch *b, const engine_batch_info *x)
 
 void store_batch_batch_job(store_batch *b, uint64_t job_id, uint64_t batch_id, int role)
 {
-    store_op *o = op_push(b, OP_BATCH_JOB);
+    store_op *o = store_op_push(b, OP_BATCH_JOB);
     o->u.bat.id = batch_id;
     o->u.bat.job_id = job_id;
     o->u.bat.role = (uint8_t)role;
@@ -313,7 +313,7 @@ void store_batch_params(const store_batch *b, const store_op *o, const store_par
 
 void store_batch_idem(store_batch *b, const engine_idem_info *i)
 {
-    store_op *o = op_push(b, OP_IDEM);
+    store_op *o = store_op_push(b, OP_IDEM);
     o->u.idem.tenant = astr(b, i->tenant);
     o->u.idem.key = astr(b, i->key);
     o->u.idem.id = i->id;
@@ -325,7 +325,7 @@ void store_batch_idem(store_batch *b, const engine_idem_info *i)
 
 void store_batch_token(store_batch *b, const store_token *t)
 {
-    store_op *o = op_push(b, OP_TOKEN);
+    store_op *o = store_op_push(b, OP_TOKEN);
     o->u.token.id = t->id;
     o->u.token.hash = astr(b, t->hash);
     o->u.token.role = astr(b, t->role);
@@ -337,7 +337,7 @@ void store_batch_token(store_batch *b, const store_token *t)
 
 void store_batch_audit(store_batch *b, const store_audit *a)
 {
-    store_op *o = op_push(b, OP_AUDIT);
+    store_op *o = store_op_push(b, OP_AUDIT);
     o->u.audit.at = a->at;
     o->u.audit.token_id = a->token_id;
     o->u.audit.status = a->status;
@@ -367,7 +367,7 @@ void store_audit_params(const store_batch *b, const store_op *o, const store_par
 
 void store_batch_request(store_batch *b, const store_request_key *r)
 {
-    store_op *o = op_push(b, OP_REQUEST);
+    store_op *o = store_op_push(b, OP_REQUEST);
     o->u.request.scope = astr(b, r->scope);
     o->u.request.key = astr(b, r->key);
     o->u.request.answer = astr(b, r->answer ? r->answer : "");
@@ -378,19 +378,19 @@ void store_batch_request(store_batch *b, const store_request_key *r)
 
 void store_batch_inbox_done(store_batch *b, uint64_t id)
 {
-    op_push(b, OP_INBOX_DONE)->u.tx.id = id;
+    store_op_push(b, OP_INBOX_DONE)->u.tx.id = id;
 }
 
 void store_batch_tx_done(store_batch *b, uint64_t id, uint64_t token)
 {
-    store_op *o = op_push(b, OP_TX_DONE);
+    store_op *o = store_op_push(b, OP_TX_DONE);
     o->u.tx.id = id;
     o->u.tx.token = token;
 }
 
 void store_batch_token_revoke(store_batch *b, int64_t id, int64_t at)
 {
-    store_op *o = op_push(b, OP_TOKEN_REVOKE);
+    store_op *o = store_op_push(b, OP_TOKEN_REVOKE);
     o->u.token.id = id;
     o->u.token.revoked_at = at;
 }
@@ -439,6 +439,9 @@ void store_batch_changes_except(store_batch *b, engine_t *e, store_change_filter
         case ENGINE_CH_IDEM: store_batch_idem(b, c[i].idem); break;
         case ENGINE_CH_PAUSE: store_batch_pause(b, c[i].name, c[i].tenant, c[i].fields != 0); break;
         case ENGINE_CH_ATTEMPT: store_batch_attempt(b, c[i].attempt); break;
+        case ENGINE_CH_STEP: store_batch_step(b, c[i].step, c[i].fields != 0); break;
+        case ENGINE_CH_EVENT: store_batch_event(b, c[i].event); break;
+        case ENGINE_CH_EVENT_GONE: store_batch_event_delete(b, c[i].id); break;
         case ENGINE_CH_WAKE: break;
         }
     }
@@ -499,14 +502,17 @@ static bool id_eq(const void *item, const void *key)
     return *(const uint64_t *)item == *(const uint64_t *)key;
 }
 
-/* Leaves out the attempts of jobs the group deletes. */
+/* Leaves out the attempts, edges and steps of jobs the group deletes. */
 static void drop_attempts_of(store_group *g, htab *gone)
 {
     size_t k = 0;
     for (size_t i = 0; i < g->nother; i++) {
         const store_op *o = g->other[i];
-        uint64_t id = o->kind == OP_DEP ? o->u.dep.child : o->u.attempt.job_id;
-        if ((o->kind == OP_ATTEMPT || o->kind == OP_DEP) &&
+        bool step = o->kind == OP_STEP || o->kind == OP_STEP_DONE;
+        uint64_t id = o->kind == OP_DEP ? o->u.dep.child
+                      : step            ? o->u.step.job_id
+                                        : o->u.attempt.job_id;
+        if ((o->kind == OP_ATTEMPT || o->kind == OP_DEP || step) &&
             htab_find(gone, hash_u64(id), id_eq, &id))
             continue;
         g->other[k] = o;

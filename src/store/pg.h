@@ -56,6 +56,11 @@ enum {
     PG_ST_BATCH_JOB,
     PG_ST_USAGE,
     PG_ST_AUDIT,
+    PG_ST_STEP,
+    PG_ST_STEP_DONE,
+    PG_ST_EVENT,
+    PG_ST_EVENT_DEL,
+    PG_ST_EVENT_INBOX_DONE,
     PG_ST_N
 };
 extern const char *const pg_stmt_name[PG_ST_N];

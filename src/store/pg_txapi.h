@@ -491,4 +491,46 @@
     "CREATE TRIGGER inbox_quota AFTER INSERT ON tenq.inbox REFERENCING NEW TABLE AS added\n"       \
     "  FOR EACH STATEMENT EXECUTE FUNCTION tenq.inbox_quota();\n"
 
+/* Schema 24: events sent in an application's transaction (tenq.send_event):
+ * written to tenq.event_inbox, which the leader takes in once the
+ * transaction commits (inbox.c, api/ingest.c), exactly once, each deleted
+ * in the commit that delivers it (engine/steps.c: the jobs waiting for its
+ * key go on, or it is kept for --event-window).  Checked as POST /v1/events
+ * checks it.  One string, run once, on PostgreSQL only. */
+#define STORE_PG_TXAPI_EVENTS                                                                      \
+    "CREATE TABLE tenq.event_inbox (\n"                                                            \
+    "  id BIGINT PRIMARY KEY,\n"                                                                   \
+    "  tenant TEXT NOT NULL,\n"                                                                    \
+    "  key TEXT NOT NULL,\n"                                                                       \
+    "  payload TEXT NOT NULL,\n"                                                                   \
+    "  created_at BIGINT NOT NULL);\n"                                                             \
+    "CREATE SEQUENCE tenq.event_ids;\n"                                                            \
+    "-- An event of a tenant, sent if and only if the caller's transaction commits: its\n"         \
+    "-- number in the inbox.\n"                                                                    \
+    "CREATE FUNCTION tenq.send_event(tenant TEXT, key TEXT, payload JSONB DEFAULT 'null') "        \
+    "RETURNS BIGINT LANGUAGE plpgsql AS $f$\n"                                                     \
+    "#variable_conflict use_variable\n"                                                            \
+    "DECLARE new_id BIGINT; body TEXT := coalesce(payload, 'null'::jsonb)::text;\n"                \
+    "BEGIN\n"                                                                                      \
+    "  IF tenant IS NULL OR octet_length(tenant) NOT BETWEEN 1 AND 64 OR tenant ~ "                \
+    "'[^A-Za-z0-9._-]' THEN\n"                                                                     \
+    "    RAISE EXCEPTION 'tenq.send_event: tenant: names are 1-64 of A-Z a-z 0-9 . _ -'\n"         \
+    "      USING ERRCODE = '22023';\n"                                                             \
+    "  END IF;\n"                                                                                  \
+    "  IF key IS NULL OR octet_length(key) NOT BETWEEN 1 AND 256 OR key ~ "                        \
+    "'[\\x01-\\x1f\\x7f]' THEN\n"                                                                  \
+    "    RAISE EXCEPTION 'tenq.send_event: key: 1-256 bytes without control characters'\n"         \
+    "      USING ERRCODE = '22023';\n"                                                             \
+    "  END IF;\n"                                                                                  \
+    "  IF octet_length(body) > 1048576 THEN\n"                                                     \
+    "    RAISE EXCEPTION 'tenq.send_event: payload is % bytes; an event takes at most 1048576',\n" \
+    "      octet_length(body) USING ERRCODE = '22023';\n"                                          \
+    "  END IF;\n"                                                                                  \
+    "  new_id := nextval('tenq.event_ids');\n"                                                     \
+    "  INSERT INTO tenq.event_inbox (id, tenant, key, payload, created_at)\n"                      \
+    "    VALUES (new_id, tenant, key, body, tenq.now_ms());\n"                                     \
+    "  PERFORM tenq.notify_inbox();\n"                                                             \
+    "  RETURN new_id;\n"                                                                           \
+    "END $f$;\n"
+
 #endif

@@ -19,9 +19,10 @@
 /* Statements that write one row; job rows go many at a time (below). */
 
 const char *const pg_stmt_name[PG_ST_N] = {
-    "tenant",    "queue",   "idem",  "token",     "revoke", "fence",
-    "idfloor",   "request", "pause", "attempt",   "sched",  "sched_tick",
-    "sched_del", "dep",     "batch", "batch_job", "usage",  "audit"};
+    "tenant",    "queue",     "idem",  "token",     "revoke",          "fence",
+    "idfloor",   "request",   "pause", "attempt",   "sched",           "sched_tick",
+    "sched_del", "dep",       "batch", "batch_job", "usage",           "audit",
+    "step",      "step_done", "event", "event_del", "event_inbox_done"};
 static const char *const stmt_sql[PG_ST_N] = {
     NULL,
     NULL,
@@ -41,6 +42,11 @@ static const char *const stmt_sql[PG_ST_N] = {
     STORE_SQL_INSERT_BATCH_JOB,
     STORE_SQL_UPSERT_USAGE,
     STORE_SQL_INSERT_AUDIT,
+    STORE_SQL_INSERT_STEP,
+    STORE_SQL_STEP_DONE,
+    STORE_SQL_INSERT_EVENT,
+    STORE_SQL_DELETE_EVENT,
+    "DELETE FROM tenq.event_inbox WHERE id = ?1",
 };
 
 #define CHUNK 4096
@@ -198,6 +204,19 @@ static int op_params(const store_batch *b, const store_op *o, params *ps)
         store_param_sink out = {sink_i64, sink_text, sink_bool, ps};
         store_batch_params(b, o, &out);
         return o->kind == OP_BATCH ? PG_ST_BATCH : PG_ST_BATCH_JOB;
+    }
+    case OP_STEP:
+    case OP_STEP_DONE:
+    case OP_EVENT:
+    case OP_EVENT_DELETE:
+    case OP_EVENT_INBOX_DONE: {
+        store_param_sink out = {sink_i64, sink_text, sink_bool, ps};
+        store_step_params(b, o, &out);
+        return o->kind == OP_STEP           ? PG_ST_STEP
+               : o->kind == OP_STEP_DONE    ? PG_ST_STEP_DONE
+               : o->kind == OP_EVENT        ? PG_ST_EVENT
+               : o->kind == OP_EVENT_DELETE ? PG_ST_EVENT_DEL
+                                            : PG_ST_EVENT_INBOX_DONE;
     }
     case OP_USAGE:
         p_text(ps, o->u.usage.queue ? "queue" : "tenant");

@@ -131,6 +131,7 @@ static int read_attempts(store_t *s, uint64_t id, store_result *res)
     snprintf(idtext, sizeof idtext, "%llu", (unsigned long long)id);
     const char *params[1] = {idtext};
     rc = s->be->select(s, true, STORE_SQL_GET_ATTEMPTS, 1, params, attempt_row, res);
+    if (!rc) rc = store_read_steps(s, id, false, res); /* which attempt stored each step */
     if (!rc && res->bad_att) {
         store_set_err(s, "job %llu has an attempt with an unknown outcome or state",
                       (unsigned long long)id);
@@ -373,6 +374,9 @@ static void run_read(store_t *s, read_req *rq, store_result *res)
         res->rc = read_deps(s, rq->id, res);
     } else if (rq->afn) {
         res->rc = read_attempts(s, rq->id, res);
+    } else if (rq->sfn) {
+        res->rc = s->be->query(s, rq->id, NULL, &res->rows);
+        if (!res->rc && res->rows.n == 1) res->rc = store_read_steps(s, rq->id, true, res);
     } else if (rq->ifn) {
         res->rc = store_inbox_run(s, rq->max, rq->floor, rq->flag, &res->inbox, &res->rows);
     } else if (rq->rfn) {
@@ -408,6 +412,7 @@ void *store_reader_main(void *arg)
         res->ifn = rq->ifn;
         res->afn = rq->afn;
         res->dfn = rq->dfn;
+        res->sfn = rq->sfn;
         res->xdone = rq->xdone;
         res->ctx = rq->ctx;
         run_read(s, rq, res);
@@ -556,11 +561,32 @@ void store_get_attempts(store_t *s, uint64_t id, store_attempts_fn fn, void *ctx
 void store_attempts_deliver(store_result *res)
 {
     store_attempts a = {res->rows.n == 1 && !res->rc ? &res->rows.v[0] : NULL, res->att,
-                        res->rc ? 0 : res->natt};
+                        res->rc ? 0 : res->natt, res->stp, res->rc ? 0 : res->nstp};
     res->afn(res->ctx, res->rc, &a);
     rows_free(&res->rows);
     free(res->att);
     res->att = NULL;
+    free(res->stp);
+    res->stp = NULL;
+}
+
+void store_get_steps(store_t *s, uint64_t id, store_steps_fn fn, void *ctx)
+{
+    read_req *rq = read_new(id ? id : UINT64_MAX, NULL, NULL, ctx);
+    rq->sfn = fn;
+    read_enqueue(s, rq);
+}
+
+int store_get_steps_sync(store_t *s, uint64_t id, store_steps_fn fn, void *ctx)
+{
+    store_result res = {0};
+    read_req rq = {.id = id ? id : UINT64_MAX, .sfn = fn};
+    run_read(s, &rq, &res);
+    res.sfn = fn;
+    res.ctx = ctx;
+    int rc = res.rc;
+    store_steps_deliver(&res);
+    return rc;
 }
 
 int store_get_attempts_sync(store_t *s, uint64_t id, store_attempts_fn fn, void *ctx)

@@ -342,6 +342,44 @@ static const char *const migrations[] = {
     "  detail TEXT);\n"
     "CREATE INDEX audit_at ON $Saudit (at);\n"
     "CREATE INDEX audit_tenant ON $Saudit (tenant, id);\n",
+
+    /* 23: durable steps (engine/steps.c): each step a job's handler stored,
+     * in order (pos), under the lease token it was stored with; a wait
+     * under way (done false: an event, a child) is completed in the commit
+     * of its end.  A job's deletion deletes its steps, by a trigger.  Events
+     * that woke no job are kept until expires_at for a later wait, and
+     * deleted in the commit of the wait that took them (or by retention). */
+    "CREATE TABLE $Sjob_steps (\n"
+    "  job_id $I64 NOT NULL,\n"
+    "  pos $I64 NOT NULL,\n"
+    "  name TEXT NOT NULL,\n"
+    "  kind TEXT NOT NULL,\n"
+    "  done $BOOL NOT NULL,\n"
+    "  result TEXT,\n"
+    "  size $I64 NOT NULL,\n"
+    "  error TEXT,\n"
+    "  token $I64 NOT NULL,\n"
+    "  attempt $I64 NOT NULL,\n"
+    "  created_at $I64 NOT NULL,\n"
+    "  finished_at $I64,\n"
+    "  event_key TEXT,\n"
+    "  wait_until $I64,\n"
+    "  child_id $I64,\n"
+    "  child_state TEXT,\n"
+    "  PRIMARY KEY (job_id, pos))$NOROWID;\n"
+    "$STEPS_GONE"
+    "CREATE TABLE $Sevents (\n"
+    "  id $I64 PRIMARY KEY,\n"
+    "  tenant TEXT NOT NULL,\n"
+    "  key TEXT NOT NULL,\n"
+    "  payload TEXT NOT NULL,\n"
+    "  created_at $I64 NOT NULL,\n"
+    "  expires_at $I64 NOT NULL);\n"
+    "CREATE INDEX events_expires ON $Sevents (expires_at);\n",
+
+    /* 24: events sent in an application's transaction (PostgreSQL only:
+     * pg_txapi.h; SQLite records the version alone). */
+    "$TXEVENTS",
 };
 
 int store_schema_versions(void)
@@ -393,11 +431,13 @@ static char *expand(const char *t, bool pg)
         {"$TXHOT", "", STORE_PG_TXAPI_HOT},
         {"$TXNAMES", "", STORE_PG_TXAPI_NAMES},
         {"$TXQUOTA", "", STORE_PG_TXAPI_QUOTA},
+        {"$TXEVENTS", "", STORE_PG_TXAPI_EVENTS},
         {"$PLAIN", STORE_PLAIN_SQLITE, STORE_PLAIN_PG},
         {"$ARGS_BYTES", "length(CAST(args AS BLOB))", "octet_length(args)"},
         {"$ATTEMPTS_GONE", STORE_ATTEMPTS_GONE_SQLITE, STORE_ATTEMPTS_GONE_PG},
         {"$DEPS_GONE", STORE_DEPS_GONE_SQLITE, STORE_DEPS_GONE_PG},
         {"$BATCH_JOBS_GONE", STORE_BATCH_JOBS_GONE_SQLITE, STORE_BATCH_JOBS_GONE_PG},
+        {"$STEPS_GONE", STORE_STEPS_GONE_SQLITE, STORE_STEPS_GONE_PG},
         {"$S", "", "tenq."},
     };
     char *out = NULL;

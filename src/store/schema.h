@@ -243,6 +243,56 @@ char *store_schema_sql(int version, bool pg);
     "CREATE TRIGGER jobs_batch_jobs_gone AFTER DELETE ON tenq.jobs REFERENCING OLD TABLE AS gone " \
     "FOR EACH STATEMENT EXECUTE PROCEDURE tenq.batch_jobs_gone();\n"
 
+/* Durable steps and kept events (the migration that made $Sjob_steps and
+ * $Sevents; store/steps.c).  A step's row is written in the commit that
+ * stored it, and a wait's end (an event, a timeout, its child's end)
+ * completes it in the commit of that end; a job's deletion deletes its
+ * steps (STORE_STEPS_GONE_*). */
+#define STORE_STEP_COLUMNS                                                                         \
+    "job_id, pos, name, kind, done, result, size, error, token, attempt, created_at, "             \
+    "finished_at, event_key, wait_until, child_id, child_state"
+#define STORE_SQL_INSERT_STEP                                                                      \
+    "INSERT INTO $Sjob_steps (" STORE_STEP_COLUMNS                                                 \
+    ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, "                                               \
+    "?10, ?11, ?12, ?13, ?14, ?15, ?16) ON CONFLICT (job_id, pos) DO NOTHING"
+#define STORE_SQL_STEP_DONE                                                                        \
+    "UPDATE $Sjob_steps SET done = ?3, result = ?4, size = ?5, error = ?6, finished_at = ?7, "     \
+    "child_state = ?8 WHERE job_id = ?1 AND pos = ?2"
+#define STORE_SQL_INSERT_EVENT                                                                     \
+    "INSERT INTO $Sevents (id, tenant, key, payload, created_at, expires_at) VALUES (?1, ?2, ?3, " \
+    "?4, ?5, ?6) ON CONFLICT (id) DO NOTHING"
+#define STORE_SQL_DELETE_EVENT "DELETE FROM $Sevents WHERE id = ?1"
+/* The steps a load needs: those of the live jobs loaded first (a job with
+ * steps is never plain), without their results. */
+#define STORE_SQL_LOAD_STEPS                                                                       \
+    "SELECT job_id, pos, name, kind, done, size, event_key, wait_until, child_id, token FROM "     \
+    "$Sjob_steps WHERE job_id IN (SELECT id FROM $Sjobs WHERE live = 1) ORDER BY job_id, pos"
+#define STORE_SQL_LOAD_EVENTS                                                                      \
+    "SELECT id, tenant, key, payload, created_at, expires_at FROM $Sevents WHERE expires_at > "    \
+    "?1 ORDER BY expires_at, id"
+#define STORE_SQL_MAX_EVENT "SELECT coalesce(max(id), 0) FROM $Sevents"
+#define STORE_SQL_GET_STEPS                                                                        \
+    "SELECT " STORE_STEP_COLUMNS " FROM $Sjob_steps WHERE job_id = ?1 ORDER BY pos"
+/* A job's steps without their results (what each attempt ran). */
+#define STORE_SQL_GET_STEP_NAMES                                                                   \
+    "SELECT job_id, pos, name, kind, done, NULL, size, NULL, token, attempt, created_at, "         \
+    "finished_at, event_key, wait_until, child_id, child_state FROM $Sjob_steps WHERE job_id = "   \
+    "?1 ORDER BY pos"
+#define STORE_SQL_PRUNE_EVENTS                                                                     \
+    "DELETE FROM $Sevents WHERE id IN (SELECT id FROM $Sevents WHERE expires_at < ?1 LIMIT ?2)"
+#define STORE_STEPS_GONE_SQLITE                                                                    \
+    "CREATE TRIGGER jobs_steps_gone AFTER DELETE ON jobs BEGIN\n"                                  \
+    "  DELETE FROM job_steps WHERE job_id = old.id;\n"                                             \
+    "END;\n"
+#define STORE_STEPS_GONE_PG                                                                        \
+    "CREATE FUNCTION tenq.steps_gone() RETURNS trigger LANGUAGE plpgsql AS $f$\n"                  \
+    "BEGIN\n"                                                                                      \
+    "  DELETE FROM tenq.job_steps s USING gone g WHERE s.job_id = g.id;\n"                         \
+    "  RETURN NULL;\n"                                                                             \
+    "END $f$;\n"                                                                                   \
+    "CREATE TRIGGER jobs_steps_gone AFTER DELETE ON tenq.jobs REFERENCING OLD TABLE AS gone "      \
+    "FOR EACH STATEMENT EXECUTE PROCEDURE tenq.steps_gone();\n"
+
 /* Job ids are never used twice: a transaction that deletes jobs (retention,
  * the morgue) first raises the floor to the highest id there is (writing
  * only when it rises), and a load starts numbering above both. */

@@ -34,6 +34,10 @@ enum {
     ST_DEP,
     ST_BATCH,
     ST_BATCH_JOB,
+    ST_STEP,
+    ST_STEP_DONE,
+    ST_EVENT,
+    ST_EVENT_DEL,
     ST_BEGIN, /* prepared once: sqlite3_exec parses its text at every commit */
     ST_COMMIT,
     ST_N

@@ -27,6 +27,10 @@ static const char *const stmt_sql[ST_N] = {
     [ST_BATCH] = STORE_SQL_UPSERT_BATCH,
     [ST_BATCH_JOB] = STORE_SQL_INSERT_BATCH_JOB,
     [ST_AUDIT] = STORE_SQL_INSERT_AUDIT,
+    [ST_STEP] = STORE_SQL_INSERT_STEP,
+    [ST_STEP_DONE] = STORE_SQL_STEP_DONE,
+    [ST_EVENT] = STORE_SQL_INSERT_EVENT,
+    [ST_EVENT_DEL] = STORE_SQL_DELETE_EVENT,
     [ST_BEGIN] = "BEGIN IMMEDIATE",
     [ST_COMMIT] = "COMMIT",
 };
@@ -353,6 +357,15 @@ static void bind_other(sqlite3_stmt *st, const store_batch *b, const store_op *o
         store_batch_params(b, o, &out);
         break;
     }
+    case OP_STEP:
+    case OP_STEP_DONE:
+    case OP_EVENT:
+    case OP_EVENT_DELETE: {
+        bind_sink k = {st, 1};
+        store_param_sink out = {sink_i64, sink_text, sink_bool, &k};
+        store_step_params(b, o, &out);
+        break;
+    }
     case OP_AUDIT: {
         bind_sink k = {st, 1};
         store_param_sink out = {sink_i64, sink_text, sink_bool, &k};
@@ -382,6 +395,10 @@ static const int op_stmt[] = {
     [OP_BATCH] = ST_BATCH,
     [OP_BATCH_JOB] = ST_BATCH_JOB,
     [OP_AUDIT] = ST_AUDIT,
+    [OP_STEP] = ST_STEP,
+    [OP_STEP_DONE] = ST_STEP_DONE,
+    [OP_EVENT] = ST_EVENT,
+    [OP_EVENT_DELETE] = ST_EVENT_DEL,
 };
 
 /* Steps one statement; on failure rolls back and says why. */
@@ -469,7 +486,8 @@ int sq_apply(store_t *s, const store_group *g, bool begin, bool commit)
     if (begin) sqlite3_reset(q->st[ST_BEGIN]);
     if (src != SQLITE_DONE) return sq_fail(s, q->db, src, "begin");
     for (size_t i = 0; i < g->nother; i++) {
-        if (g->other[i]->kind == OP_USAGE) continue; /* for transactions: PostgreSQL's alone */
+        if (g->other[i]->kind == OP_USAGE || g->other[i]->kind == OP_EVENT_INBOX_DONE)
+            continue; /* for transactions: PostgreSQL's alone */
         sqlite3_stmt *st = q->st[op_stmt[g->other[i]->kind]];
         bind_other(st, g->other_b[i], g->other[i]);
         if ((rc = step(s, q, st, "writing"))) return rc;

@@ -86,6 +86,8 @@ size_t store_dispatch(store_t *s)
             store_deps_deliver(x);
         } else if (x->afn) {
             store_attempts_deliver(x);
+        } else if (x->sfn) {
+            store_steps_deliver(x);
         } else if (x->ifn) {
             x->ifn(x->ctx, x->rc, &x->inbox);
             store_inbox_free(&x->inbox);
@@ -197,6 +199,8 @@ int store_load_first(store_t *s, engine_t *e, int64_t now, store_load_stats *st)
     if (!rc) rc = s->be->select(s, false, STORE_SQL_LOAD_PAUSES, 0, NULL, pause_row, &pc);
     /* the edges, once every job is in: the waits are worked out from them */
     if (!rc) rc = s->be->select(s, false, STORE_SQL_LOAD_DEPS, 0, NULL, dep_row, &pc);
+    /* the steps, and the waits under way, before the waits are worked out */
+    if (!rc) rc = store_load_steps(s, e, now);
     if (!rc) engine_load_deps_done(e, now);
     if (!rc) rc = store_load_batches(s, e);
     engine_loading(e, false);

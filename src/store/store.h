@@ -112,6 +112,13 @@ void store_batch_usage(store_batch *b, bool queue, const char *name, uint64_t qu
  * row of the job's attempt history, kept as long as the job (a job's
  * deletion, by retention or from the morgue, deletes its attempts). */
 void store_batch_attempt(store_batch *b, const engine_attempt_info *a);
+/* A step's row (new, or the end of a pending one: update), a kept
+ * event's row, and its deletion (taken by a wait): added by
+ * store_batch_changes for ENGINE_CH_STEP, ENGINE_CH_EVENT and
+ * ENGINE_CH_EVENT_GONE. */
+void store_batch_step(store_batch *b, const engine_step_info *x, bool update);
+void store_batch_event(store_batch *b, const engine_event_info *x);
+void store_batch_event_delete(store_batch *b, uint64_t id);
 /* An edge of a new job: its parent at position pos (its depends_on), with
  * its policy; added by store_batch_changes for every new job's parents. */
 void store_batch_dep(store_batch *b, uint64_t child, uint64_t parent, uint32_t pos,
@@ -367,11 +374,19 @@ typedef struct store_tx_outcome {
     int64_t retry_in_ms;
 } store_tx_outcome;
 
+/* An event sent in a transaction (tenq.send_event, schema 24). */
+typedef struct store_tx_event {
+    uint64_t id; /* its number in tenq.event_inbox */
+    const char *tenant, *key, *payload;
+} store_tx_event;
+
 typedef struct store_inbox {
     store_tx_job *jobs;
     size_t njobs;
     store_tx_outcome *outcomes;
     size_t noutcomes;
+    store_tx_event *events;
+    size_t nevents;
     bool cool; /* STORE_INBOX_COOL: no transaction that saw the flag set is open */
 } store_inbox;
 
@@ -386,7 +401,7 @@ typedef enum store_inbox_flag {
 
 /* Does this store take jobs from applications' transactions (PostgreSQL)? */
 bool store_has_inbox(const store_t *s);
-/* Reads up to max jobs and max outcomes, oldest first, on the reader
+/* Reads up to max jobs, max outcomes and max events, oldest first, on the reader
  * thread: fn(ctx, rc, in) in store_dispatch (in valid during the call).
  * floor: the engine's next id, which tenq.tx_ids is raised to when no
  * transaction is taking an id (so that ids stay in time order). */
@@ -394,6 +409,8 @@ typedef void (*store_inbox_fn)(void *ctx, int rc, const store_inbox *in);
 void store_read_inbox(store_t *s, size_t max, uint64_t floor, store_inbox_flag flag,
                       store_inbox_fn fn, void *ctx);
 void store_batch_inbox_done(store_batch *b, uint64_t id);
+/* An event of tenq.event_inbox delivered: its row goes in this commit. */
+void store_batch_event_inbox_done(store_batch *b, uint64_t id);
 void store_batch_tx_done(store_batch *b, uint64_t id, uint64_t token);
 
 typedef void (*store_token_fn)(void *ctx, const store_token *t);
@@ -451,9 +468,22 @@ typedef struct store_attempts {
     const engine_job_info *job;
     const engine_attempt_info *v;
     size_t n;
+    /* its steps, without results: which attempt (token) stored each */
+    const engine_step_info *steps;
+    size_t n_steps;
 } store_attempts;
 typedef void (*store_attempts_fn)(void *ctx, int rc, const store_attempts *a);
 void store_get_attempts(store_t *s, uint64_t id, store_attempts_fn fn, void *ctx);
+/* A job's row (job NULL when there is none) and its steps in order, with
+ * their results (store_batch_changes writes them: ENGINE_CH_STEP). */
+typedef struct store_steps {
+    const engine_job_info *job;
+    const engine_step_info *v;
+    size_t n;
+} store_steps;
+typedef void (*store_steps_fn)(void *ctx, int rc, const store_steps *st);
+void store_get_steps(store_t *s, uint64_t id, store_steps_fn fn, void *ctx);
+int store_get_steps_sync(store_t *s, uint64_t id, store_steps_fn fn, void *ctx);
 /* A job's row (job NULL when there is none), its parents in the order it
  * named them (state -1 and result NULL: gone from the store) and its
  * children still in the store, the first 1,000 by id (children_total: all). */

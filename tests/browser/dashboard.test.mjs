@@ -534,6 +534,32 @@ test('a job\'s page lists its attempts, how each ended', async () => {
   assert.match(await textOf(admin, '#job-attempts'), /Attempts \(3\)/);
 });
 
+test('a job\'s page shows its durable steps, what it waits for, and which attempt stored each', async () => {
+  const { id } = await srv.submit({ tenant: 'acme', queue: 'steps-page', type: 'Order.fulfil' });
+  const [j] = await srv.lease(['steps-page'], 1);
+  await srv.api('POST', `/v1/jobs/${id}/steps`, { token: j.token, name: 'fetch', result: { rows: 3 } });
+  const parked = await srv.api('POST', `/v1/jobs/${id}/steps`, { token: j.token, name: 'paid', kind: 'event', event: `order-${id}/paid` });
+  assert.equal(parked.parked, true);
+  await go(admin, '#/job/' + id);
+  await eventually('it says it waits for its event', async () => (await admin.locator('[data-fk=waiting-event]').count()) === 1);
+  assert.match(await textOf(admin, '[data-field=waiting]'), new RegExp(`waits for event order-${id}/paid`));
+  assert.match(await textOf(admin, '[data-field=steps]'), /^2/);
+  const rows = admin.locator('[data-fk=steps] tbody tr');
+  await eventually('two steps', async () => (await rows.count()) === 2);
+  assert.deepEqual(await rows.evaluateAll((rs) => rs.map((r) => [r.dataset.step, r.dataset.kind, r.dataset.done])),
+    [['fetch', 'step', 'true'], ['paid', 'event', 'false']]);
+  assert.match(await rows.nth(0).innerText(), /"rows": 3/);
+  assert.match(await rows.nth(1).innerText(), new RegExp(`order-${id}/paid[\\s\\S]*waiting`));
+  const att = admin.locator('[data-fk=attempts] tbody tr');
+  assert.deepEqual(await att.evaluateAll((rs) => rs.map((r) => r.dataset.outcome)), ['suspended']);
+  assert.match(await att.nth(0).locator('[data-col=steps]').innerText(), /fetch, paid/);
+  const ev = await srv.api('POST', '/v1/events', { tenant: 'acme', key: `order-${id}/paid`, payload: { amount: 70 } });
+  assert.deepEqual(ev.jobs, [id]);
+  await eventually('the wait is done, with the payload', async () => (await rows.nth(1).getAttribute('data-done')) === 'true');
+  assert.match(await rows.nth(1).innerText(), /"amount": 70/);
+  await srv.api('POST', `/v1/jobs/${id}/cancel`);
+});
+
 test('a job\'s page shows its parents and children, with links', async () => {
   const parent = await srv.submit({ tenant: 'acme', queue: 'deps-page', type: 'Report.build' });
   const child = await srv.submit({ tenant: 'acme', queue: 'deps-page', type: 'Report.mail', depends_on: [parent.id] });

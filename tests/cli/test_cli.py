@@ -366,6 +366,38 @@ class Jobs(Case):
         self.assertEqual([x["outcome"] for x in a["attempts"]], ["failed", "succeeded"])
         self.assertEqual(a["attempts"][1]["stats"], {"rows": 2})
 
+    def test_steps_table_json_and_event_send(self):
+        _, err = self.fails(1, "steps", "987654321")
+        self.assertEqual(err, "tenq: not_found: no job 987654321\n")
+        self.fails(2, "steps", "nope")
+        jid = self.submit("--tenant", "t-steps", "--queue", "stepq", "--type", "t")
+        out, _ = self.ok("steps", str(jid))
+        self.assertEqual(out, "job %d is ready and has stored no step\n" % jid)
+        [j] = self.lease("stepq")
+        api("POST", "/v1/jobs/%d/steps" % jid, {"token": j["token"], "name": "fetch",
+                                                "result": {"rows": 3}})
+        api("POST", "/v1/jobs/%d/steps" % jid, {"token": j["token"], "name": "paid",
+                                                "kind": "event", "event": "order-9"})
+        out, _ = self.ok("steps", str(jid))
+        lines = out.strip().splitlines()
+        self.assertEqual(lines[0].split(), ["POS", "NAME", "KIND", "DONE", "ATTEMPT", "WAITS",
+                                            "UNTIL", "RESULT"])
+        self.assertRegex(lines[1], r"^\s*0\s+fetch\s+step\s+done\s+1\s+-\s+-\s+\{\"rows\":3\}$")
+        self.assertRegex(lines[2], r"^\s*1\s+paid\s+event\s+waiting\s+1\s+event order-9\s+-\s+-$")
+        fields = dict(l.split(None, 1) for l in self.ok("status", str(jid))[0].splitlines()
+                      if " " in l)
+        self.assertEqual(fields["steps"], "2")
+        self.assertIn("waits for event order-9", fields["waiting"])
+        # the event wakes it; sent again (another request) it is kept
+        out, _ = self.ok("event", "send", "--tenant", "t-steps", "order-9", '{"paid": true}')
+        self.assertEqual(out, "woke 1 job\n")
+        out, _ = self.ok("event", "send", "--tenant", "t-steps", "order-9", "--json")
+        self.assertEqual(json.loads(out), {"delivered": 0, "kept": True})
+        self.fails(1, "event", "send", "--tenant", "t-steps", "order-9", "{not json")
+        out, _ = self.ok("steps", str(jid), "--json")
+        s = json.loads(out)["steps"]
+        self.assertEqual((s[1]["done"], s[1]["result"]), (True, {"paid": True}))
+
     def test_wait_returns_when_the_job_finishes(self):
         jid = self.submit("--tenant", "t-wait", "--queue", "waitq3", "--type", "t")
         p = subprocess.Popen([BIN, "wait", str(jid), "--timeout", "30s"],

@@ -1502,6 +1502,203 @@ BOTH(dependencies_are_kept_with_their_child_and_a_load_rebuilds_the_waits)
     engine_destroy(e);
 }
 
+/* ---- durable steps ------------------------------------------------------------ */
+
+static long count_rows(const char *backend, const char *url, const char *table, const char *where)
+{
+    char sql[256];
+    long n = -1;
+    bool lite = strcmp(backend, "sqlite") == 0;
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM %s%s WHERE %s", lite ? "" : "tenq.", table,
+             where);
+    if (lite) {
+        sqlite3 *db;
+        sqlite3_stmt *st;
+        ASSERT_EQ(sqlite3_open(url + 7, &db), SQLITE_OK);
+        ASSERT_EQ(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
+        ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
+        n = (long)sqlite3_column_int64(st, 0);
+        sqlite3_finalize(st);
+        sqlite3_close(db);
+        return n;
+    }
+    PGconn *c = PQconnectdb(url);
+    ASSERT_MSG(PQstatus(c) == CONNECTION_OK, "connect: %s", PQerrorMessage(c));
+    PGresult *r = PQexec(c, sql);
+    ASSERT_MSG(PQresultStatus(r) == PGRES_TUPLES_OK, "%s", PQresultErrorMessage(r));
+    n = atol(PQgetvalue(r, 0, 0));
+    PQclear(r);
+    PQfinish(c);
+    return n;
+}
+
+typedef struct got_steps {
+    bool job;
+    size_t n;
+    char name[8][32], result[8][64], error[8][32];
+    bool done[8];
+    int kind[8];
+    uint64_t token[8], child[8];
+} got_steps;
+
+static void collect_steps(void *ctx, int rc, const store_steps *st)
+{
+    got_steps *g = ctx;
+    ASSERT_EQ(rc, 0);
+    g->job = st->job != NULL;
+    for (size_t i = 0; i < st->n && g->n < 8; i++, g->n++) {
+        const engine_step_info *x = &st->v[i];
+        ASSERT_EQ(x->pos, i);
+        snprintf(g->name[i], sizeof g->name[0], "%s", x->name);
+        snprintf(g->result[i], sizeof g->result[0], "%s", x->result ? x->result : "-");
+        snprintf(g->error[i], sizeof g->error[0], "%s", x->error ? x->error : "-");
+        g->done[i] = x->done;
+        g->kind[i] = x->kind;
+        g->token[i] = x->token;
+        g->child[i] = x->child;
+    }
+}
+
+static got_steps read_steps(store_t *s, uint64_t id)
+{
+    got_steps g;
+    memset(&g, 0, sizeof g);
+    ASSERT_EQ(store_get_steps_sync(s, id, collect_steps, &g), 0);
+    return g;
+}
+
+static void step_put(engine_t *e, uint64_t id, engine_step_req r)
+{
+    engine_step_res res;
+    engine_err err;
+    if (r.result) r.result_len = (uint32_t)strlen(r.result);
+    int rc = engine_step(e, T0, id, token_of(e, id), &r, &res, &err);
+    ASSERT_MSG(rc == 0, "step %s: %s", r.name, err.message);
+}
+
+BOTH(steps_and_kept_events_are_kept_and_a_load_parks_the_jobs_again)
+{
+    char *url = fresh_url(backend);
+    store_opts o = quiet_opts();
+    store_t *s = open_ok(url, &o);
+    engine_config cfg;
+    engine_config_defaults(&cfg);
+    cfg.seed = 42;
+    cfg.event_window_ms = 60000;
+    engine_t *e = engine_create(&cfg);
+    uint64_t run = SUB(e, T0, "t", "qr"), ev = SUB(e, T0, "t", "q"), par = SUB(e, T0, "t", "q"),
+             nap = SUB(e, T0, "t", "q");
+    ASSERT_EQ(commit_changes(s, e), 0);
+    uint64_t ids[4];
+    ASSERT_EQ(lease_q(e, T0, "q", 4, ids), 3);
+    ASSERT_EQ(lease1(e, T0, "qr"), run);
+    step_put(e, run, (engine_step_req){.name = "one", .result = "{\"a\":\"\\u00e9t\\u00e9\"}"});
+    step_put(e, run, (engine_step_req){.name = "two", .result = "[1,2]"});
+    step_put(e, ev,
+             (engine_step_req){
+                 .name = "w", .kind = ENGINE_STEP_EVENT, .event = "paid", .timeout_ms = 5000});
+    engine_step_req cr = {.name = "sub", .kind = ENGINE_STEP_CHILD};
+    cr.child.queue = "kids";
+    cr.child.type = "K";
+    step_put(e, par, cr);
+    uint64_t child = info_of(e, par).n_steps ? 0 : 0;
+    for (uint64_t id = par + 1; id < engine_next_id(e); id++)
+        if (info_of(e, id).awaited_by == par) child = id;
+    ASSERT(child);
+    step_put(e, nap,
+             (engine_step_req){.name = "nap", .kind = ENGINE_STEP_SLEEP, .until = T0 + 9000});
+    engine_event_res er;
+    ASSERT_EQ(engine_event_send(e, T0, "t", "spare", "{\"x\":1}", 7, NULL, 0, &er, NULL), 0);
+    ASSERT(er.kept);
+    ASSERT_EQ(commit_changes(s, e), 0);
+    ASSERT_EQ(count_rows(backend, url, "job_steps", "true"), 5);
+    ASSERT_EQ(count_rows(backend, url, "events", "true"), 1);
+    /* the jobs with steps are loaded first (live 1), the child too */
+    ASSERT_EQ(count_rows(backend, url, "jobs", "live = 2"), 0);
+
+    got_steps g = read_steps(s, run);
+    ASSERT(g.job);
+    ASSERT_EQ(g.n, 2);
+    ASSERT_STR(g.name[0], "one");
+    ASSERT_STR(g.result[0], "{\"a\":\"\\u00e9t\\u00e9\"}");
+    ASSERT_STR(g.result[1], "[1,2]");
+    ASSERT_EQ(g.token[0], token_of(e, run));
+    ASSERT(g.done[0]);
+    g = read_steps(s, par);
+    ASSERT_EQ(g.n, 1);
+    ASSERT(!g.done[0]);
+    ASSERT_EQ(g.kind[0], ENGINE_STEP_CHILD);
+    ASSERT_EQ(g.child[0], child);
+    ASSERT(!read_steps(s, 999999).job);
+
+    /* reopened and loaded: every wait is as it was */
+    store_close(s);
+    s = open_ok(url, &o);
+    engine_t *f = engine_create(&cfg);
+    ASSERT_EQ(store_load(s, f, T0 + 10, NULL), 0);
+    must_check(f, T0 + 10);
+    ASSERT_EQ(info_of(f, run).n_steps, 2);
+    ASSERT_EQ(state_of(f, ev), ENGINE_WAITING);
+    ASSERT_EQ(state_of(f, par), ENGINE_WAITING);
+    ASSERT_EQ(state_of(f, nap), ENGINE_SCHEDULED);
+    ASSERT_EQ(info_of(f, child).awaited_by, par);
+    ASSERT_EQ(engine_events_kept(f), 1);
+    ASSERT_EQ(engine_event_waiters(f), 1);
+    engine_wait w;
+    engine_job_wait(engine_find(f, ev), &w);
+    ASSERT_EQ(w.kind, ENGINE_WAIT_EVENT);
+    ASSERT_EQ(w.until, T0 + 5000);
+    engine_job_wait(engine_find(f, nap), &w);
+    ASSERT_EQ(w.kind, ENGINE_WAIT_SLEEP);
+    /* the event comes: its payload completes the step, in the store too */
+    ASSERT_EQ(engine_event_send(f, T0 + 11, "t", "paid", "{\"ok\":1}", 8, NULL, 0, &er, NULL), 0);
+    ASSERT_EQ(er.delivered, 1);
+    ASSERT_EQ(lease1(f, T0 + 11, "kids"), child);
+    ASSERT_EQ(engine_ack(f, T0 + 12, child, token_of(f, child), "\"done\"", NULL, NULL), 0);
+    ASSERT_EQ(state_of(f, par), ENGINE_READY);
+    ASSERT_EQ(commit_changes(s, f), 0);
+    g = read_steps(s, ev);
+    ASSERT(g.done[0]);
+    ASSERT_STR(g.result[0], "{\"ok\":1}");
+    g = read_steps(s, par);
+    ASSERT(g.done[0]);
+    ASSERT_STR(g.result[0], "\"done\"");
+    /* a later load finds the waits ended (the jobs' ready rows may lag) */
+    engine_t *h = engine_create(&cfg);
+    ASSERT_EQ(store_load(s, h, T0 + 20, NULL), 0);
+    must_check(h, T0 + 20);
+    ASSERT_EQ(state_of(h, ev), ENGINE_READY);
+    ASSERT_EQ(state_of(h, par), ENGINE_READY);
+    ASSERT_EQ(engine_event_waiters(h), 0);
+    /* the kept event is taken by a wait, and its row goes in that commit */
+    uint64_t late = SUB(h, T0 + 20, "t", "q2");
+    ASSERT_EQ(lease1(h, T0 + 20, "q2"), late);
+    engine_step_res res;
+    engine_step_req wr = {.name = "w", .kind = ENGINE_STEP_EVENT, .event = "spare"};
+    ASSERT_EQ(engine_step(h, T0 + 20, late, token_of(h, late), &wr, &res, NULL), 0);
+    ASSERT(res.done);
+    ASSERT_EQ(commit_changes(s, h), 0);
+    ASSERT_EQ(count_rows(backend, url, "events", "true"), 0);
+    /* a job's deletion deletes its steps; retention prunes expired events */
+    ASSERT_EQ(engine_event_send(h, T0 + 21, "t", "old", "1", 1, NULL, 0, &er, NULL), 0);
+    engine_tick(h, T0 + 400000); /* run's lease, loaded, expires; its retry comes */
+    engine_tick(h, T0 + 500000);
+    ASSERT_EQ(lease1(h, T0 + 500000, "qr"), run);
+    fail_ok(h, T0 + 500000, run, (engine_fail_req){.error = "x", .no_retry = true});
+    ASSERT_EQ(engine_morgue_delete(h, T0 + 500000, run, NULL), 0);
+    ASSERT_EQ(commit_changes(s, h), 0);
+    ASSERT_EQ(count_rows(backend, url, "job_steps", "true"), 4); /* 6 less run's two */
+    ASSERT_EQ(count_rows(backend, url, "events", "true"), 1);
+    while (store_prune_now(s, T0 + 21 + 60001) > 0) {
+        /* until nothing is left to prune */
+    }
+    ASSERT_EQ(count_rows(backend, url, "events", "true"), 0);
+    store_close(s);
+    engine_destroy(h);
+    engine_destroy(f);
+    engine_destroy(e);
+}
+
 TEST(disk_full_fails_the_batch_cleanly_and_keeps_what_was_durable_sqlite)
 {
     char *url = fresh_url("sqlite");

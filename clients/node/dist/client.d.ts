@@ -5,6 +5,7 @@ import { type Answer, type Method } from "./transport";
 import { type Instrumentation, type Sending } from "./otel";
 import { type Queryable } from "./tx";
 import type { Attempt, BatchCreated, BatchFilter, BatchInfo, BatchPage, BatchResult, CreateBatchOptions, JobParents, CancelResult, FailOptions, Health, Job, JobPage, JobSpec, LeaseRequest, LeaseResult, ListFilter, MorgueFilter, MorguePage, Outcome, OutcomeResult, QueueInfo, QueueSettings, Schedule, ScheduleSpec, SubmitResult, TenantInfo, TenantSettings } from "./types";
+import { type EventResult, type Step } from "./steps";
 /** The most jobs one POST /v1/jobs takes. */
 export declare const MAX_BATCH_JOBS = 10000;
 /** The header a submit request is made safe to send again with. */
@@ -219,6 +220,21 @@ export declare class Client {
      * refusal is thrown.
      */
     private postKeyed;
+    /** GET /v1/jobs/{id}/steps: the steps the job's handler stored, in order, with their results (docs/SEMANTICS.md, "Durable steps"). */
+    steps(id: number): Promise<Step[]>;
+    /**
+     * POST /v1/events: every job of the tenant (the client's by default)
+     * whose handler waits for `key` goes on with `payload` (JSON) as its
+     * wait's result; when none waits the server keeps the event for its
+     * --event-window. Sent under a request key (the caller's or a new one),
+     * the same on every try: sent again after a lost answer, it delivers
+     * nothing twice.
+     */
+    sendEvent(key: string, payload?: unknown, o?: SubmitCallOptions & {
+        tenant?: string;
+    }): Promise<EventResult>;
+    /** @internal POST /v1/jobs/{id}/steps (a worker's, under the body's token): the answer. Safe to send again: a name is stored once a lease. */
+    storeStep(id: number, body: Record<string, unknown>): Promise<Record<string, unknown>>;
     attempts(id: number): Promise<Attempt[]>;
     /** GET /healthz of the server the next request goes to. */
     health(): Promise<Health>;

@@ -20,6 +20,8 @@ const tx_1 = require("./tx");
 const types_1 = require("./types");
 const wire_1 = require("./wire");
 const settings_1 = require("./settings");
+const steps_1 = require("./steps");
+const json_1 = require("./json");
 /** The most jobs one POST /v1/jobs takes. */
 exports.MAX_BATCH_JOBS = 10_000;
 /** Under the server's default body limit (32 MiB). */
@@ -608,6 +610,34 @@ class Client {
             const wait = Math.max(e.retryAfterMs ?? BACKPRESSURE_PAUSE_MS, BACKPRESSURE_PAUSE_MIN_MS);
             await sleepFor(Math.min(wait, deadline - now), signal);
         }
+    }
+    // ------------------------------------------------------------------ durable steps and events
+    /** GET /v1/jobs/{id}/steps: the steps the job's handler stored, in order, with their results (docs/SEMANTICS.md, "Durable steps"). */
+    async steps(id) {
+        return (0, steps_1.stepsFromWire)(await this.call("GET", `/v1/jobs/${checkId(id)}/steps`, { resend: true }));
+    }
+    /**
+     * POST /v1/events: every job of the tenant (the client's by default)
+     * whose handler waits for `key` goes on with `payload` (JSON) as its
+     * wait's result; when none waits the server keeps the event for its
+     * --event-window. Sent under a request key (the caller's or a new one),
+     * the same on every try: sent again after a lost answer, it delivers
+     * nothing twice.
+     */
+    async sendEvent(key, payload, o = {}) {
+        if (typeof key !== "string" || key === "")
+            throw new errors_1.InvalidError("an event needs a key (a non-empty string)", { field: "key" });
+        const body = { key, payload: payload === undefined ? null : payload };
+        (0, json_1.checkJson)(body["payload"], "payload");
+        const tenant = o.tenant ?? this.options.tenant;
+        if (tenant !== undefined)
+            body["tenant"] = tenant;
+        const a = await this.postKeyed("/v1/events", JSON.stringify(body), o.requestKey);
+        return (0, steps_1.eventResultFromWire)(a.body);
+    }
+    /** @internal POST /v1/jobs/{id}/steps (a worker's, under the body's token): the answer. Safe to send again: a name is stored once a lease. */
+    async storeStep(id, body) {
+        return (0, wire_1.asObject)(await this.call("POST", `/v1/jobs/${checkId(id)}/steps`, { body: JSON.stringify(body), resend: true }), "step");
     }
     async attempts(id) {
         const b = (0, wire_1.asObject)(await this.call("GET", `/v1/jobs/${checkId(id)}/attempts`, { resend: true }), "attempts");

@@ -68,5 +68,14 @@ export declare function completeTx(db: Queryable, job: LeaseRef, result?: JsonVa
  * worker reports the same failure (answered as applied), not a success.
  */
 export declare function failTx(db: Queryable, job: LeaseRef, error: string, o?: FailTxOptions): Promise<void>;
+/**
+ * Sends an event of `tenant` in the caller's transaction (tenq.send_event,
+ * docs/transactions.md): the jobs whose handler waits for `key`
+ * (`ctx.waitForEvent`) go on with `payload` (JSON) if and only if the
+ * transaction commits. Returns the event's number in the server's inbox.
+ * The database refuses a bad tenant, key or payload (InvalidError; the
+ * transaction is then aborted).
+ */
+export declare function sendEventTx(db: Queryable, tenant: string, key: string, payload?: unknown): Promise<number>;
 /** A BIGINT id as a number: from text (node-postgres's int8), a number or a BigInt. */
 export declare function toId(v: unknown, what: string): number;

@@ -93,7 +93,7 @@ export interface Payload {
     score: number;
 }
 /** Why a job that is neither handed out nor finished waits (docs/API.md). */
-export type WaitingReason = "scheduled" | "backoff" | "lane" | "tenant_slots" | "tenant_cap" | "queue_paused" | "tenant_paused" | "tenant_rate" | "queue_rate" | "queue_tenant_rate" | "worker" | "no_worker" | "parents";
+export type WaitingReason = "scheduled" | "backoff" | "lane" | "tenant_slots" | "tenant_cap" | "queue_paused" | "tenant_paused" | "tenant_rate" | "queue_rate" | "queue_tenant_rate" | "worker" | "no_worker" | "parents" | "sleep" | "event" | "child";
 export interface Waiting {
     reason: WaitingReason;
     /** For people: "queue reports is paused", ... */
@@ -109,6 +109,10 @@ export interface Waiting {
     askedAt?: number;
     /** parents: the parents not finished yet. */
     parents?: number[];
+    /** event: the key its handler waits for (`until`: its timeout's time, if any; `sleep`'s `until`: when it resumes). */
+    event?: string;
+    /** child: the child job its handler waits for. */
+    child?: number;
 }
 /** A job as GET /v1/jobs/{id} returns it. */
 export interface Job {
@@ -159,6 +163,10 @@ export interface Job {
     batch?: number;
     /** Set on a batch's callback job: which callback it is. */
     batchCallback?: BatchCallbackName;
+    /** How many durable steps its handler stored (`client.steps(id)`), when it has some. */
+    steps?: number;
+    /** The job whose handler waits for it (`ctx.runChild`), while that one waits. */
+    awaitedBy?: number;
 }
 /** A job handed to a worker by POST /v1/lease. */
 export interface LeasedJob {
@@ -189,6 +197,8 @@ export interface LeasedJob {
     batch?: number;
     /** Set on a batch's callback job. */
     batchCallback?: BatchCallbackName;
+    /** How many durable steps its handler stored before this lease (read at its first step). */
+    steps?: number;
 }
 /** A parent of a job, as GET /v1/jobs/{id}/parents shows it (`gone`: pruned; its result is then null). */
 export interface ParentInfo {
@@ -545,7 +555,7 @@ export interface Schedule {
     updatedAt: number;
 }
 /** How an attempt ended; `leased` and `running` are the attempt under way. */
-export type AttemptOutcome = "failed" | "expired" | "timed_out" | "cancelled" | "succeeded" | "leased" | "running";
+export type AttemptOutcome = "failed" | "expired" | "timed_out" | "cancelled" | "succeeded" | "leased" | "running" | "suspended";
 /** One attempt of a job (GET /v1/jobs/{id}/attempts), oldest first. */
 export interface Attempt {
     /** The job's attempt count at that lease. */
@@ -563,4 +573,6 @@ export interface Attempt {
     error: string | null;
     /** What the worker reported with the outcome. */
     stats: JsonValue | null;
+    /** The names of the durable steps it stored (`suspended`: one parked the job; not a failure). */
+    steps: string[];
 }

@@ -210,6 +210,9 @@ function workflowFromWire(o, job) {
     const cb = str(o["batch_callback"]);
     if (cb !== null)
         job.batchCallback = cb;
+    const steps = num(o["steps"]);
+    if (steps !== null)
+        job.steps = steps;
 }
 /** A submit's answer; `replayedRequest`: the server replayed the request's first answer (Idempotent-Replayed). */
 function submitResult(v, what, replayedRequest = false) {
@@ -330,6 +333,9 @@ function jobFromWire(v) {
     const nc = num(o["children_count"]);
     if (nc !== null)
         job.childrenCount = nc;
+    const by = num(o["awaited_by"]);
+    if (by !== null)
+        job.awaitedBy = by;
     return job;
 }
 function waitingFromWire(o) {
@@ -352,6 +358,12 @@ function waitingFromWire(o) {
     const parents = ids(o["parents"]);
     if (parents)
         w.parents = parents;
+    const event = str(o["event"]);
+    if (event !== null)
+        w.event = event;
+    const child = num(o["child"]);
+    if (child !== null)
+        w.child = child;
     return w;
 }
 function leasedFromWire(v) {
@@ -517,5 +529,6 @@ function attemptFromWire(v) {
         jobState: (str(o["job_state"]) ?? "ready"),
         error: str(o["error"]),
         stats: (o["stats"] ?? null),
+        steps: Array.isArray(o["steps"]) ? o["steps"].filter((x) => typeof x === "string") : [],
     };
 }

@@ -76,6 +76,8 @@ import {
   submitResult,
 } from "./wire";
 import { infoFromWire, settingsToWire } from "./settings";
+import { eventResultFromWire, stepsFromWire, type EventResult, type Step } from "./steps";
+import { checkJson } from "./json";
 
 /** The most jobs one POST /v1/jobs takes. */
 export const MAX_BATCH_JOBS = 10_000;
@@ -712,6 +714,36 @@ export class Client {
       const wait = Math.max(e.retryAfterMs ?? BACKPRESSURE_PAUSE_MS, BACKPRESSURE_PAUSE_MIN_MS);
       await sleepFor(Math.min(wait, deadline - now), signal);
     }
+  }
+
+  // ------------------------------------------------------------------ durable steps and events
+
+  /** GET /v1/jobs/{id}/steps: the steps the job's handler stored, in order, with their results (docs/SEMANTICS.md, "Durable steps"). */
+  async steps(id: number): Promise<Step[]> {
+    return stepsFromWire(await this.call("GET", `/v1/jobs/${checkId(id)}/steps`, { resend: true }));
+  }
+
+  /**
+   * POST /v1/events: every job of the tenant (the client's by default)
+   * whose handler waits for `key` goes on with `payload` (JSON) as its
+   * wait's result; when none waits the server keeps the event for its
+   * --event-window. Sent under a request key (the caller's or a new one),
+   * the same on every try: sent again after a lost answer, it delivers
+   * nothing twice.
+   */
+  async sendEvent(key: string, payload?: unknown, o: SubmitCallOptions & { tenant?: string } = {}): Promise<EventResult> {
+    if (typeof key !== "string" || key === "") throw new InvalidError("an event needs a key (a non-empty string)", { field: "key" });
+    const body: Record<string, unknown> = { key, payload: payload === undefined ? null : payload };
+    checkJson(body["payload"], "payload");
+    const tenant = o.tenant ?? this.options.tenant;
+    if (tenant !== undefined) body["tenant"] = tenant;
+    const a = await this.postKeyed("/v1/events", JSON.stringify(body), o.requestKey);
+    return eventResultFromWire(a.body);
+  }
+
+  /** @internal POST /v1/jobs/{id}/steps (a worker's, under the body's token): the answer. Safe to send again: a name is stored once a lease. */
+  async storeStep(id: number, body: Record<string, unknown>): Promise<Record<string, unknown>> {
+    return asObject(await this.call("POST", `/v1/jobs/${checkId(id)}/steps`, { body: JSON.stringify(body), resend: true }), "step");
   }
 
   async attempts(id: number): Promise<Attempt[]> {

@@ -3,7 +3,7 @@
  * Jobs submitted and completed in the application's own PostgreSQL
  * transaction: the SQL functions a tenq server on PostgreSQL installs in
  * the schema `tenq` (tenq.submit, tenq.submit_many, tenq.complete,
- * tenq.fail), called on the application's connection, so that a job exists
+ * tenq.fail, tenq.send_event), called on the application's connection, so that a job exists
  * (or a job is finished) if and only if the application's transaction
  * commits. The server's leader takes committed rows in within milliseconds.
  *
@@ -169,6 +169,23 @@ export async function failTx(db: Queryable, job: LeaseRef, error: string, o: Fai
   settled(job, retry !== undefined ? { id, token, ok: false, error, retryInMs: retry } : { id, token, ok: false, error });
 }
 
+/**
+ * Sends an event of `tenant` in the caller's transaction (tenq.send_event,
+ * docs/transactions.md): the jobs whose handler waits for `key`
+ * (`ctx.waitForEvent`) go on with `payload` (JSON) if and only if the
+ * transaction commits. Returns the event's number in the server's inbox.
+ * The database refuses a bad tenant, key or payload (InvalidError; the
+ * transaction is then aborted).
+ */
+export async function sendEventTx(db: Queryable, tenant: string, key: string, payload?: unknown): Promise<number> {
+  if (typeof tenant !== "string" || tenant === "") throw new InvalidError("sendEventTx: a tenant is required", { field: "tenant" });
+  if (typeof key !== "string" || key === "") throw new InvalidError("sendEventTx: a key is required", { field: "key" });
+  const v = payload === undefined ? null : payload;
+  checkJson(v, "payload");
+  const r = await run(db, "SELECT tenq.send_event($1::text, $2::text, $3::jsonb)::text AS n", [tenant, key, JSON.stringify(v)]);
+  return toId(firstField(r, "n"), "tenq.send_event");
+}
+
 // ------------------------------------------------------------------ helpers
 
 /** A wire job (run_at in ms) as the SQL functions take it (run_at as ISO text); tenant required. */
@@ -246,6 +263,7 @@ const TX_FIELDS = new Set([
   "traceparent",
   "timeout_ms",
   "retry_in_ms",
+  "payload",
 ]);
 
 function firstField(r: { rows: unknown[] }, name: string): unknown {

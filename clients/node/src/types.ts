@@ -126,7 +126,10 @@ export type WaitingReason =
   | "queue_tenant_rate"
   | "worker"
   | "no_worker"
-  | "parents";
+  | "parents"
+  | "sleep"
+  | "event"
+  | "child";
 
 export interface Waiting {
   reason: WaitingReason;
@@ -143,6 +146,10 @@ export interface Waiting {
   askedAt?: number;
   /** parents: the parents not finished yet. */
   parents?: number[];
+  /** event: the key its handler waits for (`until`: its timeout's time, if any; `sleep`'s `until`: when it resumes). */
+  event?: string;
+  /** child: the child job its handler waits for. */
+  child?: number;
 }
 
 /** A job as GET /v1/jobs/{id} returns it. */
@@ -194,6 +201,10 @@ export interface Job {
   batch?: number;
   /** Set on a batch's callback job: which callback it is. */
   batchCallback?: BatchCallbackName;
+  /** How many durable steps its handler stored (`client.steps(id)`), when it has some. */
+  steps?: number;
+  /** The job whose handler waits for it (`ctx.runChild`), while that one waits. */
+  awaitedBy?: number;
 }
 
 /** A job handed to a worker by POST /v1/lease. */
@@ -225,6 +236,8 @@ export interface LeasedJob {
   batch?: number;
   /** Set on a batch's callback job. */
   batchCallback?: BatchCallbackName;
+  /** How many durable steps its handler stored before this lease (read at its first step). */
+  steps?: number;
 }
 
 /** A parent of a job, as GET /v1/jobs/{id}/parents shows it (`gone`: pruned; its result is then null). */
@@ -601,7 +614,7 @@ export interface Schedule {
 }
 
 /** How an attempt ended; `leased` and `running` are the attempt under way. */
-export type AttemptOutcome = "failed" | "expired" | "timed_out" | "cancelled" | "succeeded" | "leased" | "running";
+export type AttemptOutcome = "failed" | "expired" | "timed_out" | "cancelled" | "succeeded" | "leased" | "running" | "suspended";
 
 /** One attempt of a job (GET /v1/jobs/{id}/attempts), oldest first. */
 export interface Attempt {
@@ -620,4 +633,6 @@ export interface Attempt {
   error: string | null;
   /** What the worker reported with the outcome. */
   stats: JsonValue | null;
+  /** The names of the durable steps it stored (`suspended`: one parked the job; not a failure). */
+  steps: string[];
 }

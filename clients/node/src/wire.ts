@@ -192,6 +192,8 @@ function workflowFromWire(o: Wire, job: Job | LeasedJob): void {
   if (batch !== null) job.batch = batch;
   const cb = str(o["batch_callback"]);
   if (cb !== null) job.batchCallback = cb as BatchCallbackName;
+  const steps = num(o["steps"]);
+  if (steps !== null) job.steps = steps;
 }
 
 /** A submit's answer; `replayedRequest`: the server replayed the request's first answer (Idempotent-Replayed). */
@@ -303,6 +305,8 @@ export function jobFromWire(v: unknown): Job {
   if (children) job.children = children;
   const nc = num(o["children_count"]);
   if (nc !== null) job.childrenCount = nc;
+  const by = num(o["awaited_by"]);
+  if (by !== null) job.awaitedBy = by;
   return job;
 }
 
@@ -320,6 +324,10 @@ function waitingFromWire(o: Wire): Waiting {
   if (asked !== null) w.askedAt = asked;
   const parents = ids(o["parents"]);
   if (parents) w.parents = parents;
+  const event = str(o["event"]);
+  if (event !== null) w.event = event;
+  const child = num(o["child"]);
+  if (child !== null) w.child = child;
   return w;
 }
 
@@ -461,5 +469,6 @@ export function attemptFromWire(v: unknown): Attempt {
     jobState: (str(o["job_state"]) ?? "ready") as Attempt["jobState"],
     error: str(o["error"]),
     stats: (o["stats"] ?? null) as JsonValue | null,
+    steps: Array.isArray(o["steps"]) ? o["steps"].filter((x): x is string => typeof x === "string") : [],
   };
 }

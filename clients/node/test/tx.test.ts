@@ -26,6 +26,7 @@ import {
   TimeoutError,
   completeTx,
   failTx,
+  sendEventTx,
   submitManyTx,
   submitTx,
   type OutcomeResult,
@@ -436,6 +437,31 @@ describe("in the application's transaction", () => {
       const q = await c.getQueue("txq");
       assert.equal(q.submittedTotal, 2);
       assert.equal(q.queued, 2);
+    } finally {
+      await e.close();
+    }
+  });
+
+  it("sendEventTx: a committed event wakes the waiting job with its payload, a rolled-back one nothing", { skip: need }, async () => {
+    const e = await setup("txev");
+    try {
+      e.app.handle("Order.wait", async (_args, ctx) => ctx.waitForEvent(`paid-${ctx.id}`));
+      const h = await e.app.enqueue("Order.wait");
+      await withWorker(e.app, {}, async () => {
+        await until(async () => (await e.app.client.get(h.id)).waiting?.reason === "event", "the wait");
+        await assert.rejects(
+          inTx(e.db, async () => {
+            await sendEventTx(e.db, "acme", `paid-${h.id}`, { rolled: "back" });
+            throw new Error("the application changes its mind");
+          }),
+          /changes its mind/,
+        );
+        const n = await inTx(e.db, () => sendEventTx(e.db, "acme", `paid-${h.id}`, { amount: 5 }));
+        assert.equal(typeof n, "number");
+        assert.deepEqual(await h.wait({ timeoutMs: 30_000 }), { amount: 5 });
+      });
+      await assert.rejects(sendEventTx(e.db, "acme", "k", { big: "x".repeat(1_100_000) }), InvalidError);
+      await assert.rejects(sendEventTx(e.db, "", "k"), InvalidError);
     } finally {
       await e.close();
     }

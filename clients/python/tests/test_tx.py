@@ -533,3 +533,26 @@ def test_the_readme_example_runs_as_written(env: Env, tmp_path: Any,
         assert w.counts["refused"] == 0 and w.counts["lost"] == 0
     finally:
         mod.conn.close()
+
+
+def test_an_event_sent_in_a_transaction_wakes_its_job_if_it_commits(env: Env) -> None:
+    reg = tenq.Registry()
+    reg.add("T.wait", lambda ctx: ctx.wait_for_event(f"paid-{ctx.id}"))
+    h = env.client.submit("T.wait")
+    with tenq.Worker(env.client, queues=[env.queue], handlers=reg, poll=0.2):
+        until(lambda: bool(env.client.get(h.id).state == "waiting"))
+        with env.connect() as conn:
+            with conn.cursor() as cur:  # rolled back: never sent
+                cur.execute("INSERT INTO app (what) VALUES ('not paid')")
+                tenq.tx.send_event(cur, "acme", f"paid-{h.id}", {"amount": 0})
+            conn.rollback()
+            with conn.transaction():
+                conn.execute("INSERT INTO app (what) VALUES ('paid')")
+                n = tenq.tx.send_event(conn, "acme", f"paid-{h.id}", {"amount": 120})
+        assert isinstance(n, int) and n > 0
+        assert h.wait(30) == {"amount": 120}
+    assert env.rows("SELECT what FROM app") == [("paid",)]
+    assert env.rows("SELECT count(*) FROM tenq.event_inbox") == [(0,)]
+    with pytest.raises(tenq.InvalidError):
+        with env.connect() as conn:
+            tenq.tx.send_event(conn, "acme", "k", object())

@@ -175,6 +175,35 @@ class TestTx < TenqTest::Case # rubocop:disable Metrics/ClassLength -- one serve
     assert_equal 1, rows
   end
 
+  def test_send_event_wakes_the_waiting_job_if_and_only_if_it_commits
+    c = client
+    w = worker(client: c) { |r| r.register("Order.wait") { |task| task.wait_for_event("paid-#{task.id}") } }
+    h = c.submit(type: "Order.wait")
+    out = nil
+    running(w) do
+      eventually(what: "the wait") { c.job(h.id).waiting_reason == "event" }
+      conn = connect
+      assert_raises(RuntimeError) do
+        conn.transaction do
+          Tenq::Tx.send_event(conn, tenant: "acme", key: "paid-#{h.id}", payload: { "rolled" => "back" })
+          raise "the application changed its mind"
+        end
+      end
+      n = nil
+      conn.transaction do
+        n = Tenq::Tx.send_event(conn, tenant: "acme", key: "paid-#{h.id}", payload: { "amount" => 5 })
+      end
+      assert_kind_of Integer, n
+      out = h.wait(timeout: 30)
+    end
+    assert_equal({ "amount" => 5 }, out)
+    e = assert_raises(Tenq::InvalidError) do
+      Tenq::Tx.send_event(connect, tenant: "acme", key: "k", payload: { "big" => "x" * 1_100_000 })
+    end
+    assert_equal "payload", e.field
+    assert_raises(Tenq::InvalidError) { Tenq::Tx.send_event(connect, tenant: "", key: "k") }
+  end
+
   def test_a_rolled_back_submit_never_appears
     conn = connect
     id = nil

@@ -79,6 +79,7 @@ from tenq.jobs import (
 )
 from tenq.queues import Counts, QueueInfo, TenantInfo
 from tenq.schedules import Attempt, AttemptOutcome, Missed, Schedule, ScheduleJob
+from tenq.steps import ChildFailedError, EventResult, EventTimeoutError, Parked, Step
 from tenq.switch import (
     AsyncBoundTask,
     AsyncTaskFunction,
@@ -114,12 +115,15 @@ __all__ = [
     "BoundTask",
     "CancelResult",
     "Child",
+    "ChildFailedError",
     "Client",
     "ConflictError",
     "ConnectError",
     "Context",
     "Counts",
     "Dependency",
+    "EventResult",
+    "EventTimeoutError",
     "ForbiddenError",
     "Handle",
     "InternalError",
@@ -137,6 +141,7 @@ __all__ = [
     "OnParentFailure",
     "OverloadedError",
     "Parent",
+    "Parked",
     "Parents",
     "ProtocolError",
     "QueueInfo",
@@ -146,6 +151,7 @@ __all__ = [
     "Retry",
     "Schedule",
     "ScheduleJob",
+    "Step",
     "Stopped",
     "TaskFunction",
     "TaskFunction0",

@@ -57,6 +57,7 @@ from tenq.errors import (
     item_error,
 )
 from tenq.batches import CALLBACK_NAMES, Batch, BatchCreated, BatchPage
+from tenq.steps import EventResult, Step, steps_from_json
 from tenq.jobs import (
     CancelResult,
     Dependency,
@@ -841,6 +842,41 @@ class Client(_Shaper, WorkerRequests):
         if not isinstance(items, list):
             raise ProtocolError("the attempts answer has no list")
         return [Attempt.from_json(x) for x in items]
+
+    # ---- durable steps and events (docs/SEMANTICS.md, "Durable steps") ----------------------
+
+    def steps(self, job_id: int) -> List[Step]:
+        """GET /v1/jobs/{id}/steps: the steps the job's handler stored, in
+        order, with their results."""
+        return steps_from_json(
+            self._t.request("GET", f"/v1/jobs/{int(job_id)}/steps", safe=True)
+        )
+
+    def send_event(
+        self, key: str, payload: Any = None, *, tenant: Optional[str] = None
+    ) -> EventResult:
+        """POST /v1/events: every job of the tenant (the client's by default)
+        whose handler waits for ``key`` goes on with ``payload`` (JSON) as
+        its wait's result; when none waits the server keeps the event for
+        its --event-window. Sent with a request key of its own: sent again
+        after a lost answer, it delivers nothing twice."""
+        body: Dict[str, Any] = {"key": key, "payload": payload}
+        tenant = tenant if tenant is not None else self.tenant
+        if tenant is not None:
+            body["tenant"] = tenant
+        _check_json(body)
+        ans, _ = self._t.send(
+            "POST", "/v1/events", dumps(body), safe=True, headers={HEADER: self._keys.make()}
+        )
+        return EventResult.from_json(ans)
+
+    def _store_step(self, job_id: int, body: Dict[str, Any]) -> Dict[str, Any]:
+        """POST /v1/jobs/{id}/steps (a worker's, under the body's token): the
+        answer. Safe to send again: a name is stored once a lease."""
+        ans = self._t.request("POST", f"/v1/jobs/{int(job_id)}/steps", dumps(body), safe=True)
+        if not isinstance(ans, dict):
+            raise ProtocolError("the step's answer is not an object")
+        return ans
 
     def health(self) -> Dict[str, Any]:
         """GET /healthz of the server tried first: status, role, leader."""

@@ -46,6 +46,9 @@ WaitingReason = Literal[
     "worker",
     "no_worker",
     "parents",
+    "sleep",
+    "event",
+    "child",
 ]
 
 # What a child does when one of its parents dies or is cancelled (docs/SEMANTICS.md,
@@ -83,6 +86,8 @@ class Waiting(TypedDict, total=False):
     limit: int
     asked_at: int
     parents: List[int]
+    event: str
+    child: int
 
 
 def depends_on_body(deps: Any) -> List[Any]:
@@ -206,7 +211,9 @@ class Job:
     ``on_parent_failure``, ``children`` (the first 1,000 ids of the jobs
     that depend on it) and ``children_count``; ``batch`` (the id of its
     batch) and ``batch_callback`` (``on_complete``, ``on_success`` or
-    ``on_death`` for a batch's callback job)."""
+    ``on_death`` for a batch's callback job); ``steps`` (how many durable
+    steps its handler stored) and ``awaited_by`` (the job whose handler
+    waits for it: ``Context.run_child``), while the server holds it."""
 
     id: int
     tenant: str
@@ -245,6 +252,8 @@ class Job:
     on_parent_failure: Optional[str] = None
     batch: Optional[int] = None
     batch_callback: Optional[str] = None
+    steps: int = 0
+    awaited_by: Optional[int] = None
     data: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -293,6 +302,8 @@ class Job:
             parents=_ids(d, "parents"),
             children=_ids(d, "children"),
             children_count=_opt_int(d, "children_count") or 0,
+            steps=_opt_int(d, "steps") or 0,
+            awaited_by=_opt_int(d, "awaited_by"),
             on_parent_failure=_opt_str(d, "on_parent_failure"),
             batch=_opt_int(d, "batch"),
             batch_callback=_opt_str(d, "batch_callback"),

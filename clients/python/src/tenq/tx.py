@@ -57,6 +57,7 @@ _SQL_SUBMIT = (
     "%s::boolean, %s::text, %s::timestamptz, %s::integer, %s::integer, "
     "%s::double precision, %s::text, %s::bigint)"
 )
+_SQL_SEND_EVENT = "SELECT tenq.send_event(%s::text, %s::text, %s::jsonb)"
 _SQL_SUBMIT_MANY = "SELECT tenq.submit_many(%s::jsonb)"
 _SQL_COMPLETE = "SELECT tenq.complete(%s::bigint, %s::bigint, %s::jsonb)"
 _SQL_FAIL = "SELECT tenq.fail(%s::bigint, %s::bigint, %s::text, %s::bigint)"
@@ -331,4 +332,17 @@ def _quota_refusal(e: BaseException) -> Optional[QuotaExceededError]:
     return QuotaExceededError(message, status=429, field=field)
 
 
-__all__ = ["Lease", "complete", "fail", "submit", "submit_many"]
+def send_event(cur: Any, tenant: str, key: str, payload: Any = None) -> int:
+    """Sends an event of ``tenant`` (``tenq.send_event``, docs/transactions.md)
+    in the transaction of ``cur`` (a cursor, or a connection): the jobs
+    whose handler waits for ``key`` go on with ``payload`` (JSON) if and
+    only if it commits; the event's number in the server's inbox. The
+    database refuses a bad tenant, key or payload (SQLSTATE 22023)."""
+    try:
+        text = json.dumps(payload, allow_nan=False)
+    except (TypeError, ValueError) as e:
+        raise InvalidError(f"the payload is not JSON: {e}", field="payload") from None
+    return int(_one(cur, _SQL_SEND_EVENT, (tenant, key, text))[0])
+
+
+__all__ = ["Lease", "complete", "fail", "send_event", "submit", "submit_many"]

@@ -30,6 +30,7 @@ module Tenq
     include QueueCalls
     include ScheduleCalls
     include WorkflowCalls
+    include StepCalls
 
     DEFAULT_SERVER = "http://127.0.0.1:7070"
     BATCH_MAX = 10_000

@@ -11,12 +11,12 @@ module Tenq
     # Why a job that is neither handed out nor finished waits: the "reason"
     # of {#waiting} (with "until" for scheduled, backoff and the rates).
     WAITING_REASONS = %w[scheduled backoff lane tenant_slots tenant_cap queue_paused tenant_paused tenant_rate
-                         queue_rate queue_tenant_rate worker no_worker parents].freeze
+                         queue_rate queue_tenant_rate worker no_worker parents sleep event child].freeze
 
     FIELDS = %i[id tenant queue type key args payloads priority state attempts max_attempts run_at
                 created_at ready_at leased_at started_at finished_at worker error result stats
                 progress unique_key idempotency_key lease_until merged_into token traceparent timeout_ms
-                waiting on_parent_failure batch batch_callback].freeze
+                waiting on_parent_failure batch batch_callback awaited_by].freeze
     FIELDS.each { |f| define_method(f) { @data[f.to_s] } }
 
     # @param data [Hash{String => Object}] the job's JSON object
@@ -67,6 +67,12 @@ module Tenq
     # @return [Integer]
     def children_count
       @data["children_count"] || children.size
+    end
+
+    # How many durable steps its handler stored ({Client#steps}; 0 when none).
+    # @return [Integer]
+    def steps
+      @data["steps"] || 0
     end
 
     def cancel_requested?

@@ -7,7 +7,8 @@ require "time"
 module Tenq
   # Jobs made and finished in the application's own PostgreSQL transaction,
   # through the SQL functions a tenq server on PostgreSQL installs in schema
-  # +tenq+ (tenq.submit, tenq.submit_many, tenq.complete, tenq.fail): a job
+  # +tenq+ (tenq.submit, tenq.submit_many, tenq.complete, tenq.fail,
+  # tenq.send_event): a job
   # exists if and only if the transaction that submitted it commits, and a
   # job of an exactly-once queue succeeds together with the writes of the
   # transaction that completed it. The server's leader takes committed rows
@@ -41,6 +42,7 @@ module Tenq
     SUBMIT_MANY_SQL = "SELECT tenq.submit_many($1::jsonb)"
     COMPLETE_SQL = "SELECT tenq.complete($1::bigint, $2::bigint, $3::jsonb)"
     FAIL_SQL = "SELECT tenq.fail($1::bigint, $2::bigint, $3::text, $4::bigint)"
+    SEND_EVENT_SQL = "SELECT tenq.send_event($1::text, $2::text, $3::jsonb)"
     SQLSTATE = "C".ord # PG::PG_DIAG_SQLSTATE
     PRIMARY = "M".ord  # PG::PG_DIAG_MESSAGE_PRIMARY
     COLUMN = "c".ord   # PG::PG_DIAG_COLUMN_NAME
@@ -124,6 +126,20 @@ module Tenq
       end
     end
 
+    # Sends an event of +tenant+ in the connection's transaction
+    # (tenq.send_event, docs/transactions.md): the jobs whose handler waits
+    # for +key+ ({Task#wait_for_event}) go on with +payload+ (JSON) if and
+    # only if the transaction commits.
+    # @return [Integer] the event's number in the server's inbox
+    # @raise [InvalidError] a bad tenant, key or payload
+    def send_event(conn, tenant:, key:, payload: nil)
+      raise InvalidError.new("tenant is required", field: "tenant") unless tenant.is_a?(String) && !tenant.empty?
+      raise InvalidError.new("key is required", field: "key") unless key.is_a?(String) && !key.empty?
+
+      JSONValue.check!(payload, "payload")
+      Integer(first_value(run(conn, SEND_EVENT_SQL, [tenant, key, JSON.generate(payload)])))
+    end
+
     # Runs the completion or failure (nothing in a test mode). A {Task}'s
     # worker sends no start or heartbeat for it from just before: the
     # statement locks the job's row until the transaction ends. The task
@@ -203,7 +219,7 @@ module Tenq
     # "tenq.submit_many: job 3: priority ..."), or nil.
     def refused_field(message)
       word = message[/\Atenq\.[a-z_]+: (?:job \d+: )?([a-z_]+)\b/, 1]
-      word if word && (JobFields::NAMES.include?(word.to_sym) || word == "retry_in_ms")
+      word if word && (JobFields::NAMES.include?(word.to_sym) || %w[retry_in_ms payload].include?(word))
     end
 
     def error_field(error, field)
