@@ -185,6 +185,7 @@ static double median(double *v, int n)
 
 /* ---- steps: 10 no-op steps a job ------------------------------------------------------------ */
 
+static bool steps_as_submits;
 static atomic_long jobs_left, steps_done;
 
 static void *steps_worker(void *p)
@@ -209,9 +210,15 @@ static void *steps_worker(void *p)
         for (int i = 0; i < 10; i++) {
             char result[16];
             snprintf(result, sizeof result, "%d", i);
-            tenq_step_req r = {.name = names[i], .kind = TENQ_STEP_RUN, .result_json = result};
-            tenq_step_res res;
-            if (tenq_step_store(c, jobs[0].id, jobs[0].token, &r, &res) != 0) die("step", c);
+            if (steps_as_submits) { /* the ceiling: a committed request as small */
+                tenq_submit_req one = {.tenant = "acme", .queue = "side", .type = "Blank"};
+                tenq_submit_res sres;
+                if (tenq_submit(c, &one, &sres) != 0) die("submit", c);
+            } else {
+                tenq_step_req r = {.name = names[i], .kind = TENQ_STEP_RUN, .result_json = result};
+                tenq_step_res res;
+                if (tenq_step_store(c, jobs[0].id, jobs[0].token, &r, &res) != 0) die("step", c);
+            }
             atomic_fetch_add(&steps_done, 1);
         }
         out = (tenq_outcome){.id = jobs[0].id, .token = jobs[0].token, .ok = true};
@@ -223,13 +230,16 @@ static void *steps_worker(void *p)
     return NULL;
 }
 
-static void mode_steps(void)
+/* steps_per_s of JOBS jobs of 10 steps on a fresh server (as_submits: each
+ * step a one-job submit instead, a request committed as a step is). */
+static double steps_run(bool as_submits)
 {
     long jobs = env_long("JOBS", 20000), threads = env_long("THREADS", 128);
-    pid_t pid = start_server("steps");
+    pid_t pid = start_server(as_submits ? "steps-ceiling" : "steps");
     submit_blank(QUEUE, jobs, 1000);
     atomic_store(&jobs_left, jobs);
     atomic_store(&steps_done, 0);
+    steps_as_submits = as_submits;
     pthread_t *t = calloc((size_t)threads, sizeof(*t));
     double t0 = now_ms();
     for (long i = 0; i < threads; i++) pthread_create(&t[i], NULL, steps_worker, NULL);
@@ -237,10 +247,21 @@ static void mode_steps(void)
     double s = (now_ms() - t0) / 1e3;
     free(t);
     stop_pid(pid);
-    printf("steps steps_per_s=%.0f jobs_per_s=%.0f server_cpu_us_per_step=%.1f (%ld jobs x 10 "
+    double rate = (double)atomic_load(&steps_done) / s;
+    printf("%s steps_per_s=%.0f jobs_per_s=%.0f server_cpu_us_per_step=%.1f (%ld jobs x 10 "
            "steps, %ld threads; the server's CPU from its start, the submits included)\n",
-           (double)atomic_load(&steps_done) / s, (double)jobs / s,
+           as_submits ? "ceiling" : "steps", rate, (double)jobs / s,
            server_cpu_s * 1e6 / (double)atomic_load(&steps_done), jobs, threads);
+    fflush(stdout);
+    return rate;
+}
+
+/* Steps one request each, then the same loop with a one-job submit in each
+ * step's place (what a committed request costs here: the ceiling). */
+static void mode_steps(void)
+{
+    double steps = steps_run(false), ceiling = steps_run(true);
+    printf("steps ratio_to_ceiling=%.3f\n", steps / ceiling);
     fflush(stdout);
 }
 
@@ -310,8 +331,13 @@ static void mode_batched(void)
 
 static atomic_long w1_done;
 
+/* What a batch does besides its lease and its outcomes: nothing, store a
+ * step for each of its jobs, or submit one blank job to another queue (one
+ * more commit a batch, the least there is: the ceiling of a step). */
+typedef enum { W1_PLAIN, W1_STEP, W1_COMMIT } w1_mode;
+
 typedef struct w1_arg {
-    bool with_step;
+    w1_mode mode;
 } w1_arg;
 
 static void *w1_worker(void *p)
@@ -335,7 +361,12 @@ static void *w1_worker(void *p)
             die("lease", c);
         atomic_fetch_add(&w1_done, (long)nout);
         nout = 0;
-        if (a->with_step && n) {
+        if (a->mode == W1_COMMIT && n) {
+            tenq_submit_req one = {.tenant = "acme", .queue = "side", .type = "Blank"};
+            tenq_submit_res sres;
+            if (tenq_submit(c, &one, &sres) != 0) die("submit", c);
+        }
+        if (a->mode == W1_STEP && n) {
             /* each job's step, stored (committed) before its ack: the
              * batch's in one POST /v1/steps */
             for (size_t i = 0; i < n; i++)
@@ -369,13 +400,13 @@ static double self_cpu_s(void)
            (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
 }
 
-static double w1_drain(bool with_step)
+static double w1_drain(w1_mode mode)
 {
     submit_blank(QUEUE, W1_JOBS, W1_SUBMIT);
     double c0 = self_cpu_s();
     atomic_store(&w1_done, 0);
     pthread_t t[W1_THREADS];
-    w1_arg a = {with_step};
+    w1_arg a = {mode};
     double t0 = now_ms();
     for (int i = 0; i < W1_THREADS; i++) pthread_create(&t[i], NULL, w1_worker, &a);
     for (int i = 0; i < W1_THREADS; i++) pthread_join(t[i], NULL);
@@ -388,22 +419,29 @@ static double w1_drain(bool with_step)
 static void mode_onestep(void)
 {
     int runs = (int)env_long("RUNS", 3);
-    double plain[16], one[16];
+    double plain[16], one[16], commit[16];
     for (int r = 0; r < runs && r < 16; r++) {
         pid_t pid = start_server("w1-plain");
-        plain[r] = w1_drain(false);
+        plain[r] = w1_drain(W1_PLAIN);
         stop_pid(pid);
         double cpu_plain = server_cpu_s;
         pid = start_server("w1-onestep");
-        one[r] = w1_drain(true);
+        one[r] = w1_drain(W1_STEP);
         stop_pid(pid);
-        printf("onestep run %d: plain %.0f jobs/s, one step %.0f jobs/s; the server's CPU a job "
-               "(submit included): %.1f us, %.1f us\n",
-               r + 1, plain[r], one[r], cpu_plain * 1e6 / W1_JOBS, server_cpu_s * 1e6 / W1_JOBS);
+        double cpu_one = server_cpu_s;
+        pid = start_server("w1-commit");
+        commit[r] = w1_drain(W1_COMMIT);
+        stop_pid(pid);
+        printf("onestep run %d: plain %.0f jobs/s, one step %.0f jobs/s, one more commit a batch "
+               "%.0f jobs/s; the server's CPU a job (submit included): %.1f us, %.1f us, %.1f us\n",
+               r + 1, plain[r], one[r], commit[r], cpu_plain * 1e6 / W1_JOBS,
+               cpu_one * 1e6 / W1_JOBS, server_cpu_s * 1e6 / W1_JOBS);
         fflush(stdout);
     }
-    double p = median(plain, runs), o = median(one, runs);
-    printf("onestep plain_jobs_per_s=%.0f onestep_jobs_per_s=%.0f ratio=%.3f\n", p, o, o / p);
+    double p = median(plain, runs), o = median(one, runs), c = median(commit, runs);
+    printf("onestep plain_jobs_per_s=%.0f onestep_jobs_per_s=%.0f ratio=%.3f "
+           "commit_jobs_per_s=%.0f ratio_to_commit=%.3f\n",
+           p, o, o / p, c, o / c);
     fflush(stdout);
 }
 
@@ -441,11 +479,11 @@ static void mode_parked(void)
     double idle[16], busy[16];
     for (int r = 0; r < runs && r < 16; r++) {
         pid_t pid = start_server("w1-idle");
-        idle[r] = w1_drain(false);
+        idle[r] = w1_drain(W1_PLAIN);
         stop_pid(pid);
         pid = start_server("w1-parked");
         park_jobs(nparked);
-        busy[r] = w1_drain(false);
+        busy[r] = w1_drain(W1_PLAIN);
         stop_pid(pid);
         printf("parked run %d: idle %.0f jobs/s, beside %ld parked %.0f jobs/s\n", r + 1, idle[r],
                nparked, busy[r]);
