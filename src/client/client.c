@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 /* The handle, its errors, and calls that turn answers into error codes. */
 #include "internal.h"
+#include "base/clock.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 static const char *const default_server = "http://127.0.0.1:7070";
@@ -157,23 +157,16 @@ static int answer_error(tenq_client *c)
     return code;
 }
 
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 int tq_call(tenq_client *c, const char *method, const char *path, const char *body, size_t len,
             int64_t extra_ms)
 {
-    int64_t until = mono_ms() + c->failover_ms;
+    int64_t until = tq_mono_ms() + c->failover_ms;
     int pause_ms = 50, hops = 0;
     for (;;) {
         tq_clearerr(c);
         int rc = tq_exchange(c, method, path, body, len, extra_ms);
         tq_next next = tq_failover_next(c, rc, method, path, &hops);
-        int64_t left = until - mono_ms();
+        int64_t left = until - tq_mono_ms();
         if (next != TQ_DONE && left > 0) {
             if (next == TQ_AGAIN_NOW) continue;
             if (!tq_pause(c, (int)(pause_ms < left ? pause_ms : left)))

@@ -2,6 +2,7 @@
 /* The worker: options and handlers, the control thread (tenq_worker_run),
  * stopping, status, logging, and the helpers its threads share. */
 #include "internal.h"
+#include "base/clock.h"
 #include "worker_int.h"
 
 #include <errno.h>
@@ -17,25 +18,11 @@
 
 /* ---- helpers -------------------------------------------------------------------------------- */
 
-int64_t wk_mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-int64_t wk_wall_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 int64_t wk_heartbeat_every(int64_t lease_left_ms, int64_t lease_until)
 {
     /* a third of the time the server says the lease has left; from a server
      * too old to say, its deadline by this machine's clock */
-    int64_t left = lease_left_ms > 0 ? lease_left_ms : lease_until - wk_wall_ms();
+    int64_t left = lease_left_ms > 0 ? lease_left_ms : lease_until - tq_wall_ms();
     int64_t every = left / 3;
     return every < WK_HEARTBEAT_MIN_MS ? WK_HEARTBEAT_MIN_MS : every;
 }
@@ -413,7 +400,7 @@ static void control_loop(tenq_worker *w)
             wk_log(w, TENQ_LOG_INFO, "stopping: no more leases; %zu job(s) in hand",
                    w->ready.n + w->nrunning + w->done.n);
         }
-        if (w->stopping && !deadline) deadline = wk_mono_ms() + w->grace_ms;
+        if (w->stopping && !deadline) deadline = tq_mono_ms() + w->grace_ms;
         if (stops >= 2 && !w->abandon) {
             w->abandon = true;
             w->past_grace = true;
@@ -425,7 +412,7 @@ static void control_loop(tenq_worker *w)
             wk_log(w, TENQ_LOG_WARN, "stopping now: outcomes not reported are abandoned");
         }
         seen = stops;
-        if (deadline && !w->past_grace && wk_mono_ms() >= deadline) {
+        if (deadline && !w->past_grace && tq_mono_ms() >= deadline) {
             w->past_grace = true;
             shutdown_running(w);
             pthread_cond_broadcast(&w->cv_report);
@@ -435,7 +422,7 @@ static void control_loop(tenq_worker *w)
         }
         bool done = w->reporter_done;
         int64_t wait = -1;
-        if (deadline && !w->past_grace) wait = deadline - wk_mono_ms();
+        if (deadline && !w->past_grace) wait = deadline - tq_mono_ms();
         pthread_mutex_unlock(&w->mu);
         if (done) return;
         struct pollfd p = {w->ctl_pipe[0], POLLIN, 0};
@@ -508,7 +495,7 @@ int tenq_worker_status(tenq_worker *w, char **text)
     FILE *f = open_memstream(&buf, &len);
     if (!f) return TENQ_ENOMEM;
     pthread_mutex_lock(&w->mu);
-    int64_t now = wk_mono_ms();
+    int64_t now = tq_mono_ms();
     size_t n = 0;
     for (tenq_task *t = w->hand; t; t = t->next) n++;
     fprintf(f, "%zu job(s) in hand%s\n", n, w->stopping ? " (stopping)" : "");

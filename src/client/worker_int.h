@@ -143,8 +143,6 @@ struct tenq_worker {
 /* ---- worker.c ---- */
 void wk_log(tenq_worker *w, tenq_log_level level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-int64_t wk_mono_ms(void);
-int64_t wk_wall_ms(void);
 /* How long after an answer that granted or extended a lease the next
  * heartbeat is due (ms, on the monotonic clock): a third of the lease's time
  * left, as the server said, so that a step of the wall clock on either side

@@ -2,6 +2,7 @@
 /* The worker's leaser thread (tasks from leases) and runner threads
  * (handlers). */
 #include "internal.h"
+#include "base/clock.h"
 #include "worker_int.h"
 
 #include <errno.h>
@@ -31,7 +32,7 @@ static bool lease_fatal(int rc)
  * put in hand.  (mu) */
 static void take_jobs(tenq_worker *w, tenq_job *jobs, size_t n)
 {
-    int64_t now = wk_mono_ms();
+    int64_t now = tq_mono_ms();
     for (size_t i = 0; i < n; i++) {
         tenq_task *t = calloc(1, sizeof(*t));
         if (!t) {
@@ -151,8 +152,8 @@ void *wk_leaser_main(void *arg)
         if (!away)
             wk_log(w, TENQ_LOG_WARN, "cannot lease (%s): retrying with backoff", tenq_errmsg(c));
         away = true;
-        int64_t until = wk_mono_ms() + backoff;
-        while (!w->stopping && wk_mono_ms() < until)
+        int64_t until = tq_mono_ms() + backoff;
+        while (!w->stopping && tq_mono_ms() < until)
             wk_cond_wait_until(&w->cv_lease, &w->mu, until);
     }
     pthread_mutex_unlock(&w->mu);
@@ -217,7 +218,7 @@ void *wk_runner_main(void *arg)
         if (!t) break;
         t->state = TK_RUNNING;
         t->slot = a->slot;
-        t->began_ms = wk_mono_ms();
+        t->began_ms = tq_mono_ms();
         w->nrunning++;
         /* the reporter tells the server it began, if it runs long enough */
         if (w->report_wake > t->began_ms + WK_START_AFTER_MS) pthread_cond_signal(&w->cv_report);
@@ -243,7 +244,7 @@ void *wk_runner_main(void *arg)
 
         pthread_mutex_lock(&w->mu);
         t->state = TK_DONE;
-        t->ended_ms = wk_mono_ms();
+        t->ended_ms = tq_mono_ms();
         w->nrunning--;
         wk_queue_push(&w->done, t);
         if (w->report_wake) pthread_cond_signal(&w->cv_report);
