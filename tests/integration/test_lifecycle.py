@@ -233,11 +233,7 @@ class WriterPriority(unittest.TestCase):
 
     @staticmethod
     def metric(srv, name):
-        status, text = srv.req("GET", "/metrics")
-        for line in text.splitlines():
-            if line.startswith(name + " "):
-                return float(line.split()[1])
-        raise AssertionError("no metric " + name)
+        return srv.metric(name)
 
     def quiet_until_idle(self, srv, queue):
         for _ in range(100):
