@@ -3,10 +3,46 @@
 #include "cli/cli.h"
 
 #include <stdlib.h>
-#include <string.h>
+
+/* Appends key=N to the query q for a flag's number N (1 to hi), when the
+ * flag was given; false after a usage error. */
+static bool query_int(cli *c, char *q, size_t cap, const char *flag, const char *key, const char *v,
+                      long long hi)
+{
+    long long n;
+    char num[32];
+    if (!v) return true;
+    if (!cli_int(c, flag, v, 1, hi, &n)) return false;
+    snprintf(num, sizeof num, "%lld", n);
+    cli_query(q, cap, key, num);
+    return true;
+}
+
+/* An entry as a row: id, when, the token and its role, the request, its
+ * status, where it came from, its detail (cut short). */
+static void entry_row(cli_table *t, const json_t *o)
+{
+    char when[64], detail[64];
+    cli_fmt_time(json_integer_value(json_object_get(o, "at")), when, sizeof when);
+    cli_fmt_cut(detail, sizeof detail, json_string_value(json_object_get(o, "detail")));
+    json_t *tok = json_object_get(o, "token_id");
+    cli_table_cell(t, "%lld", (long long)json_integer_value(json_object_get(o, "id")));
+    cli_table_cell(t, "%s", when);
+    if (json_is_integer(tok))
+        cli_table_cell(t, "%lld", (long long)json_integer_value(tok));
+    else
+        cli_table_cell(t, "-");
+    cli_table_cell(t, "%s", cli_str(o, "role"));
+    cli_table_cell(t, "%s %s", cli_str(o, "method"), cli_str(o, "path"));
+    cli_table_cell(t, "%lld", (long long)json_integer_value(json_object_get(o, "status")));
+    cli_table_cell(t, "%s", cli_str(o, "peer"));
+    cli_table_cell(t, "%s", detail);
+}
 
 int cmd_audit(cli *c, int argc, char **argv)
 {
+    static const char *const head[] = {"ID",      "WHEN",   "TOKEN", "ROLE",
+                                       "REQUEST", "STATUS", "FROM",  "DETAIL"};
     const char *token = NULL, *tenant = NULL, *method = NULL, *path = NULL, *since = NULL,
                *until = NULL, *limit = NULL, *before = NULL;
     const cli_opt opts[] = {
@@ -32,12 +68,7 @@ int cmd_audit(cli *c, int argc, char **argv)
     if (rc) return rc == CLI_HELP ? CLI_OK : rc;
     char q[1600] = "/v1/audit", num[32];
     int64_t ms;
-    long long n;
-    if (token) {
-        if (!cli_int(c, "--token-id", token, 1, INT64_MAX, &n)) return CLI_USAGE;
-        snprintf(num, sizeof num, "%lld", n);
-        cli_query(q, sizeof q, "token_id", num);
-    }
+    if (!query_int(c, q, sizeof q, "--token-id", "token_id", token, INT64_MAX)) return CLI_USAGE;
     cli_query(q, sizeof q, "tenant", tenant);
     cli_query(q, sizeof q, "method", method);
     cli_query(q, sizeof q, "path", path);
@@ -50,55 +81,18 @@ int cmd_audit(cli *c, int argc, char **argv)
         snprintf(num, sizeof num, "%lld", (long long)ms);
         cli_query(q, sizeof q, times[i][0], num);
     }
-    if (limit) {
-        if (!cli_int(c, "--limit", limit, 1, 1000, &n)) return CLI_USAGE;
-        snprintf(num, sizeof num, "%lld", n);
-        cli_query(q, sizeof q, "limit", num);
-    }
-    if (before) {
-        if (!cli_int(c, "--before", before, 1, INT64_MAX, &n)) return CLI_USAGE;
-        snprintf(num, sizeof num, "%lld", n);
-        cli_query(q, sizeof q, "before", num);
-    }
+    if (!query_int(c, q, sizeof q, "--limit", "limit", limit, 1000) ||
+        !query_int(c, q, sizeof q, "--before", "before", before, INT64_MAX))
+        return CLI_USAGE;
     json_t *a;
     if ((rc = cli_call(c, "GET", q, NULL, &a)) != 0) return rc;
-    json_t *list = json_object_get(a, "entries");
+    json_t *list = json_object_get(a, "entries"), *next = json_object_get(a, "next_before");
     if (c->json) {
         cli_print_answer(c);
-    } else if (json_array_size(list) == 0) {
+    } else if (!cli_print_rows(list, "rlrllrll", head, entry_row)) {
         printf("no entries\n");
-    } else {
-        static const char *const head[] = {"ID",      "WHEN",   "TOKEN", "ROLE",
-                                           "REQUEST", "STATUS", "FROM",  "DETAIL"};
-        cli_table t;
-        cli_table_init(&t, "rlrllrll", head);
-        size_t i;
-        json_t *o;
-        json_array_foreach(list, i, o)
-        {
-            char when[64], detail[64];
-            cli_fmt_time(json_integer_value(json_object_get(o, "at")), when, sizeof when);
-            const char *d = json_string_value(json_object_get(o, "detail"));
-            snprintf(detail, sizeof detail, "%s", d ? d : "-");
-            if (d && strlen(d) >= sizeof detail - 1) memcpy(detail + sizeof detail - 4, "...", 4);
-            json_t *tok = json_object_get(o, "token_id");
-            cli_table_cell(&t, "%lld", (long long)json_integer_value(json_object_get(o, "id")));
-            cli_table_cell(&t, "%s", when);
-            if (json_is_integer(tok))
-                cli_table_cell(&t, "%lld", (long long)json_integer_value(tok));
-            else
-                cli_table_cell(&t, "-");
-            cli_table_cell(&t, "%s", cli_str(o, "role"));
-            cli_table_cell(&t, "%s %s", cli_str(o, "method"), cli_str(o, "path"));
-            cli_table_cell(&t, "%lld", (long long)json_integer_value(json_object_get(o, "status")));
-            cli_table_cell(&t, "%s", cli_str(o, "peer"));
-            cli_table_cell(&t, "%s", detail);
-        }
-        cli_table_print(&t, stdout);
-        cli_table_free(&t);
-        json_t *next = json_object_get(a, "next_before");
-        if (json_is_integer(next))
-            printf("(more: tenq audit --before %lld)\n", (long long)json_integer_value(next));
+    } else if (json_is_integer(next)) {
+        printf("(more: tenq audit --before %lld)\n", (long long)json_integer_value(next));
     }
     json_decref(a);
     return 0;

@@ -198,6 +198,17 @@ int cli_parse(cli *c, const cli_spec *spec, int argc, char **argv, char **pos, i
     return 0;
 }
 
+int cli_parse_id(cli *c, const cli_spec *spec, int argc, char **argv, const char *prefix,
+                 const char *suffix, uint64_t *id, char *path, size_t cap)
+{
+    char *pos[CLI_MAX_POS];
+    int np, rc = cli_parse(c, spec, argc, argv, pos, &np);
+    if (rc) return rc;
+    if (!cli_id(c, pos[0], id)) return CLI_USAGE;
+    snprintf(path, cap, "%s%llu%s", prefix, (unsigned long long)*id, suffix);
+    return 0;
+}
+
 int cli_dispatch(cli *c, const char *group, const cli_cmd *table, int argc, char **argv)
 {
     int i = 1;

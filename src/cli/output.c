@@ -108,6 +108,13 @@ void cli_fmt_field(const json_t *o, const char *key, char *buf, size_t n)
     }
 }
 
+void cli_fmt_cut(char *buf, size_t n, const char *text)
+{
+    if (!text) text = "-";
+    snprintf(buf, n, "%s", text);
+    if (n >= 4 && strlen(text) >= n - 1) memcpy(buf + n - 4, "...", 4);
+}
+
 /* ---- tables ---------------------------------------------------------------------------------- */
 
 void cli_table_init(cli_table *t, const char *align, const char *const *header)
@@ -177,6 +184,20 @@ void cli_table_free(cli_table *t)
     for (size_t i = 0; i < t->ncells; i++) free(t->cells[i]);
     free(t->cells);
     memset(t, 0, sizeof(*t));
+}
+
+bool cli_print_rows(const json_t *list, const char *align, const char *const *header,
+                    cli_row_fn row)
+{
+    if (json_array_size(list) == 0) return false;
+    cli_table t;
+    cli_table_init(&t, align, header);
+    size_t i;
+    json_t *x;
+    json_array_foreach(list, i, x) row(&t, x);
+    cli_table_print(&t, stdout);
+    cli_table_free(&t);
+    return true;
 }
 
 void cli_kv(FILE *out, const char *key, const char *fmt, ...)

@@ -2,6 +2,7 @@
 /* tenq steps: a job's durable steps as a table; tenq event send. */
 #include "cli/cli.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 /* A step as a row: position, name, kind, done, attempt, its result or
@@ -15,8 +16,7 @@ static void step_row(cli_table *t, const json_t *x)
         snprintf(result, sizeof result, "error: %s", e);
     } else if (r && !json_is_null(r)) {
         char *text = json_dumps(r, JSON_COMPACT | JSON_ENCODE_ANY);
-        snprintf(result, sizeof result, "%s", text ? text : "?");
-        if (text && strlen(text) >= sizeof result - 1) memcpy(result + sizeof result - 4, "...", 4);
+        cli_fmt_cut(result, sizeof result, text ? text : "?");
         free(text);
     }
     result[strcspn(result, "\r\n")] = 0;
@@ -48,34 +48,10 @@ int cmd_steps(cli *c, int argc, char **argv)
         "for and until when, its result or error.  --json prints the server's answer,\n"
         "results whole.",
         NULL, 1, 1};
-    char *pos[CLI_MAX_POS];
-    int np, rc = cli_parse(c, &spec, argc, argv, pos, &np);
-    if (rc) return rc == CLI_HELP ? CLI_OK : rc;
-    uint64_t id;
-    if (!cli_id(c, pos[0], &id)) return CLI_USAGE;
-    char path[64];
-    snprintf(path, sizeof path, "/v1/jobs/%llu/steps", (unsigned long long)id);
-    json_t *a;
-    if ((rc = cli_call(c, "GET", path, NULL, &a)) != 0) return rc;
-    json_t *list = json_object_get(a, "steps");
-    if (c->json) {
-        cli_print_answer(c);
-    } else if (json_array_size(list) == 0) {
-        printf("job %llu is %s and has stored no step\n", (unsigned long long)id,
-               cli_str(a, "state"));
-    } else {
-        static const char *const head[] = {"POS",     "NAME",  "KIND",  "DONE",
-                                           "ATTEMPT", "WAITS", "UNTIL", "RESULT"};
-        cli_table t;
-        cli_table_init(&t, "rlllrlll", head);
-        size_t i;
-        json_t *x;
-        json_array_foreach(list, i, x) step_row(&t, x);
-        cli_table_print(&t, stdout);
-        cli_table_free(&t);
-    }
-    json_decref(a);
-    return 0;
+    static const char *const head[] = {"POS",     "NAME",  "KIND",  "DONE",
+                                       "ATTEMPT", "WAITS", "UNTIL", "RESULT"};
+    static const cli_job_list what = {"steps", "rlllrlll", head, step_row, "stored no step"};
+    return cli_show_job_list(c, &spec, &what, argc, argv);
 }
 
 static int event_send(cli *c, int argc, char **argv)
