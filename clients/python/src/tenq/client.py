@@ -24,27 +24,31 @@ from typing import (
 from urllib.parse import quote, urlencode
 
 from tenq import _mode
-from tenq._backpressure import DEFAULT_BUDGET, RETRIED, Backpressure, check_budget
-from tenq._keys import HEADER, REPLAYED_HEADER, RequestKeys
+from tenq._backpressure import DEFAULT_BUDGET, RETRIED, Backpressure
+from tenq._client_base import (
+    TX_TAKE_IN,  # documented as tenq.client.TX_TAKE_IN
+    ClientBase,
+    WaitLoop,
+    any_request,
+    cancel_result,
+    client_env,
+)
+from tenq._keys import HEADER, REPLAYED_HEADER
 from tenq._shaping import (
     _BATCH_BYTES,
     _CALLBACK_FIELDS,
     _NOT_IN_BATCH,
-    _PENDING,
-    _TX_LOOK_AGAIN,
-    _WAIT_PAUSE,
     BATCH_MAX,
-    TX_TAKE_IN,
     JobLike,
     SubmitHook,
     TraceHook,
+    _batch_items,
     _check_json,
     _dumps_named,
     _encode_chunk,
     _has_index,
+    _place,
     _resolve_indexes,
-    _Shaper,
-    _taking_in,
 )
 from tenq._transport import Transport
 from tenq._work_api import WorkerRequests, dumps
@@ -54,7 +58,6 @@ from tenq.errors import (
     NotFoundError,
     ProtocolError,
     TenqError,
-    item_error,
 )
 from tenq.batches import CALLBACK_NAMES, Batch, BatchCreated, BatchPage
 from tenq.steps import EventResult, Step, steps_from_json
@@ -86,7 +89,7 @@ def servers_from_env(servers: Union[str, Sequence[str], None]) -> List[str]:
     return out
 
 
-class Client(_Shaper, WorkerRequests):
+class Client(ClientBase[Transport], WorkerRequests):
     """A tenq client. Thread-safe: it keeps a small pool of keep-alive
     connections. ``servers`` is a URL, a comma-separated list or a list
     (default: TENQ_SERVER, then http://127.0.0.1:7070); ``token`` defaults
@@ -118,6 +121,8 @@ class Client(_Shaper, WorkerRequests):
     This holds for ``submit``, each request of ``submit_many``,
     ``create_batch`` and ``add_to_batch``."""
 
+    _t: Transport
+
     def __init__(
         self,
         servers: Union[str, Sequence[str], None] = None,
@@ -135,26 +140,19 @@ class Client(_Shaper, WorkerRequests):
         client_cert: Optional[str] = None,
         client_key: Optional[str] = None,
     ) -> None:
-        if token is None:
-            token = os.environ.get("TENQ_TOKEN") or None
+        token, ca_file, client_cert, client_key = client_env(token, ca_file, client_cert, client_key)
         self._token = token
-        self.backpressure_budget = check_budget(backpressure_budget)
-        env = os.environ.get
+        self._settings(backpressure_budget, tenant, queue, trace, on_submit)
         self._t = Transport(
             servers_from_env(servers),
             token,
             connect_timeout,
             request_timeout,
             failover_budget,
-            ca_file=ca_file or env("TENQ_CA_FILE") or None,
-            cert_file=client_cert or env("TENQ_CLIENT_CERT") or None,
-            key_file=client_key or env("TENQ_CLIENT_KEY") or None,
+            ca_file=ca_file,
+            cert_file=client_cert,
+            key_file=client_key,
         )
-        self.tenant = tenant
-        self.queue = queue
-        self.trace = trace
-        self.on_submit = list(on_submit)
-        self._keys = RequestKeys()
 
     def copy(self) -> "Client":
         """A client with the same settings and servers (the leaders learnt
@@ -176,21 +174,6 @@ class Client(_Shaper, WorkerRequests):
         )
         out._t._use(self._t.current)
         return out
-
-    @property
-    def failover_budget(self) -> float:
-        """Seconds a request keeps trying servers before ConnectError."""
-        return self._t.failover_budget
-
-    @property
-    def servers(self) -> List[str]:
-        """The servers known, the leaders named by standbys included."""
-        return self._t.servers
-
-    @property
-    def current_server(self) -> str:
-        """The server tried first: the one that answered last."""
-        return self._t.current
 
     def close(self) -> None:
         """Closes the idle connections (the client stays usable)."""
@@ -238,37 +221,29 @@ class Client(_Shaper, WorkerRequests):
         (docs/SEMANTICS.md, "Dependencies"). Raises the typed error of a refusal
         (InvalidError names the field), before anything is sent when the job
         is wrong here already (args that are not JSON, no queue)."""
-        spec = JobSpec(
-            type=type,
-            args=args,
-            queue=queue,
-            tenant=tenant,
-            key=key,
-            unique_key=unique_key,
-            unique=unique,
-            idempotency_key=idempotency_key,
-            priority=priority,
-            run_at=run_at,
-            max_attempts=max_attempts,
-            score=score,
-            traceparent=traceparent,
-            timeout_ms=timeout_ms,
-            depends_on=depends_on,
-            on_parent_failure=on_parent_failure,
-        )
-        body = self._shape(spec)
-        if any(isinstance(d, dict) for d in body.get("depends_on", ())):
-            raise InvalidError(
-                "Index(i) names a job of the same submit_many or create_batch", field="depends_on"
+        body = self._single(
+            JobSpec(
+                type=type,
+                args=args,
+                queue=queue,
+                tenant=tenant,
+                key=key,
+                unique_key=unique_key,
+                unique=unique,
+                idempotency_key=idempotency_key,
+                priority=priority,
+                run_at=run_at,
+                max_attempts=max_attempts,
+                score=score,
+                traceparent=traceparent,
+                timeout_ms=timeout_ms,
+                depends_on=depends_on,
+                on_parent_failure=on_parent_failure,
             )
-        self._finish([body])
-        _check_json(body)
-        sink = _mode.active()
-        if sink is not None:
-            out = sink.submit([body])[0]
-            if isinstance(out, TenqError):
-                raise out
-            return out
+        )
+        taken = self._test_mode_submit(body)
+        if taken is not None:
+            return taken
         ans, replayed = self._post_jobs(dumps(body))
         return self._handle(ans, replayed)
 
@@ -288,19 +263,7 @@ class Client(_Shaper, WorkerRequests):
         in an earlier request, its id is sent instead; when it was refused,
         the job naming it is refused too (ConflictError, field
         ``depends_on``), as the server does within one request."""
-        out: List[Union[Handle[Any], TenqError]] = []
-        bodies: List[Dict[str, Any]] = []
-        where: List[int] = []
-        for spec in jobs:
-            try:
-                body = self._shape(spec)
-            except TenqError as e:
-                out.append(e)
-                continue
-            bodies.append(body)
-            where.append(len(out))
-            out.append(_PENDING)
-        self._finish(bodies)
+        out, bodies, where = self._shape_all(jobs)
         chunks = [
             (bodies[at : at + BATCH_MAX], where[at : at + BATCH_MAX])
             for at in range(0, len(bodies), BATCH_MAX)
@@ -319,7 +282,7 @@ class Client(_Shaper, WorkerRequests):
                     for i, ans in zip(idx, sink.submit(chunk)):
                         out[i] = ans
                 else:
-                    self._place(self._send_batch(chunk, data), idx, out)
+                    _place(self._send_batch(chunk, data), idx, out, self._handle)
             return out
         if sink is not None:
             for chunk, idx in chunks:
@@ -330,7 +293,7 @@ class Client(_Shaper, WorkerRequests):
         if len(chunks) == 1:
             chunk, idx, data = _encode_chunk(chunks[0][0], chunks[0][1], out)
             if chunk:
-                self._place(self._send_batch(chunk, data), idx, out)
+                _place(self._send_batch(chunk, data), idx, out, self._handle)
             return out
         # One request at a time (so that ids follow the order of the jobs),
         # but the next batch is encoded and the last one's handles made
@@ -342,28 +305,29 @@ class Client(_Shaper, WorkerRequests):
                 items = prev[0].result() if prev is not None else None
                 cur = (pool.submit(self._send_batch, chunk, data), idx) if chunk else None
                 if prev is not None and items is not None:
-                    self._place(items, prev[1], out)
+                    _place(items, prev[1], out, self._handle)
                 prev = cur
             if prev is not None:
-                self._place(prev[0].result(), prev[1], out)
+                _place(prev[0].result(), prev[1], out, self._handle)
         return out
 
     def _post_jobs(self, data: bytes) -> Tuple[Any, bool]:
         """POST /v1/jobs under a new request key, the same on every retry;
         the answer, and whether the server replayed it (a copy it had
         already acted on)."""
-        ans, headers = self._send_keyed("/v1/jobs", data)
-        return ans, headers.get(REPLAYED_HEADER) == "true"
+        return self._send_keyed("/v1/jobs", data)
 
-    def _send_keyed(self, path: str, data: bytes) -> Tuple[Any, Dict[str, str]]:
+    def _send_keyed(self, path: str, data: bytes) -> Tuple[Any, bool]:
         """POSTs a submit request under a new request key, the same on every
         copy: sent again after a 429 overloaded or quota_exceeded (nothing
-        was made) for up to ``backpressure_budget`` seconds."""
+        was made) for up to ``backpressure_budget`` seconds. The answer,
+        and whether the server replayed it."""
         key = {HEADER: self._keys.make()}
         waits = Backpressure(self.backpressure_budget)
         while True:
             try:
-                return self._t.send("POST", path, data, safe=True, headers=key)
+                ans, headers = self._t.send("POST", path, data, safe=True, headers=key)
+                return ans, headers.get(REPLAYED_HEADER) == "true"
             except RETRIED as e:
                 pause = waits.pause(e)
             time.sleep(pause)
@@ -381,32 +345,10 @@ class Client(_Shaper, WorkerRequests):
                 second, dumps({"jobs": second})
             )
         ans, replayed = self._post_jobs(data)
-        items = ans.get("jobs") if isinstance(ans, dict) else None
-        if not isinstance(items, list) or len(items) != len(bodies):
-            raise ProtocolError(f"the batch answer does not hold {len(bodies)} results")
-        return [(item, replayed) for item in items]
-
-    def _place(
-        self,
-        items: List[Tuple[Dict[str, Any], bool]],
-        idx: List[int],
-        out: List[Union[Handle[Any], TenqError]],
-    ) -> None:
-        for i, (item, replayed) in zip(idx, items):
-            out[i] = item_error(item) if "error" in item else self._handle(item, replayed)
+        return [(item, replayed) for item in _batch_items(ans, len(bodies))]
 
     def _handle(self, ans: Any, replayed: bool = False) -> Handle[Any]:
-        job_id = ans.get("id") if isinstance(ans, dict) else None
-        if type(job_id) is not int:
-            raise ProtocolError(f"the submit answer has no id: {str(ans)[:200]}")
-        return Handle(
-            self,
-            job_id,
-            ans.get("state"),
-            duplicate=ans.get("duplicate") is True,
-            merged=ans.get("merged") is True,
-            replayed=replayed or ans.get("replayed") is True,
-        )
+        return Handle._of_answer(self, ans, replayed)
 
     # ---- reading ----------------------------------------------------------------------------
 
@@ -422,43 +364,22 @@ class Client(_Shaper, WorkerRequests):
         a transaction (``tenq.tx.submit``: an odd id) that the server has
         not taken in yet (it does within milliseconds of the commit) is
         looked for again for up to 5 s (``TX_TAKE_IN``) before NotFoundError."""
-        start = time.monotonic()
-        end = start + max(0.0, timeout)
-        seen = {int(job_id)}
-        current = int(job_id)
-        while True:
-            t0 = time.monotonic()
-            left = max(0.0, end - t0)
-            path = f"/v1/jobs/{current}/wait?timeout_ms={int(left * 1000)}"
+        w = WaitLoop(job_id, timeout)
+        while w.job is None:
+            path, left = w.poll()
             try:
-                ans = self._t.request("GET", path, safe=True, wait=left)
-            except NotFoundError:
-                if not _taking_in(current, int(job_id), start, end):
-                    raise
-                time.sleep(_TX_LOOK_AGAIN)
-                continue
-            job = Job.from_json(ans)
-            if job.state == "merged" and job.merged_into and job.merged_into not in seen:
-                seen.add(job.merged_into)
-                current = job.merged_into
-                continue
-            t1 = time.monotonic()
-            if job.finished or t1 >= end:
-                return job
-            if t1 - t0 < _WAIT_PAUSE:
-                time.sleep(min(_WAIT_PAUSE, end - t1))
+                w.answered(self._t.request("GET", path, safe=True, wait=left))
+            except NotFoundError as e:
+                w.not_found(e)
+            if w.pause:
+                time.sleep(w.pause)
+        return w.job
 
     def cancel(self, job_id: int) -> CancelResult:
         """Cancels a job: cancelled at once, or (leased, running) marked so
         that its worker stops it. A finished or dead job: ConflictError."""
         ans = self._t.request("POST", f"/v1/jobs/{int(job_id)}/cancel", safe=True)
-        if not isinstance(ans, dict):
-            raise ProtocolError("the cancel answer is not a JSON object")
-        return CancelResult(
-            int(ans.get("id", job_id)),
-            str(ans.get("state")),
-            ans.get("cancel_requested") is True,
-        )
+        return cancel_result(ans, job_id)
 
     def list_jobs(
         self,
@@ -728,8 +649,7 @@ class Client(_Shaper, WorkerRequests):
             for b in bodies:
                 b["batch"] = batch_id
             return BatchCreated(batch_id, self._sink_handles(sink.submit(bodies)))
-        ans, headers = self._send_keyed("/v1/batches", _dumps_named(body))
-        replayed = headers.get(REPLAYED_HEADER) == "true"
+        ans, replayed = self._send_keyed("/v1/batches", _dumps_named(body))
         items = ans.get("jobs") if isinstance(ans, dict) else None
         if not isinstance(ans, dict) or type(ans.get("id")) is not int or not isinstance(items, list):
             raise ProtocolError(f"the batch answer has no id or jobs: {str(ans)[:200]}")
@@ -747,10 +667,9 @@ class Client(_Shaper, WorkerRequests):
             for b in bodies:
                 b["batch"] = int(batch_id)
             return self._sink_handles(sink.submit(bodies))
-        ans, headers = self._send_keyed(
+        ans, replayed = self._send_keyed(
             f"/v1/batches/{int(batch_id)}/jobs", _dumps_named({"jobs": bodies})
         )
-        replayed = headers.get(REPLAYED_HEADER) == "true"
         items = ans.get("jobs") if isinstance(ans, dict) else None
         if not isinstance(items, list):
             raise ProtocolError(f"the batch answer has no jobs: {str(ans)[:200]}")
@@ -887,10 +806,8 @@ class Client(_Shaper, WorkerRequests):
         """Any other request of the protocol (tenants, queues, the morgue,
         tokens, stats): the parsed answer of a 2xx, else its typed error.
         Only GET and HEAD are sent again after a connection broke."""
-        if not path.startswith("/") or any(c in path for c in " \r\n"):
-            raise InvalidError("a path starts with / and has no spaces", field="path")
-        data = None if body is None else dumps(body)
-        return self._t.request(method.upper(), path, data, safe=method.upper() in ("GET", "HEAD"))
+        m, data, safe = any_request(method, path, body)
+        return self._t.request(m, path, data, safe=safe)
 
 
 def _tenant_body(tenant: Optional[str]) -> Optional[Dict[str, str]]:

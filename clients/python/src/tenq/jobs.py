@@ -17,15 +17,24 @@ from typing import (
     Mapping,
     Protocol,
     Sequence,
+    Type,
     TypedDict,
     TypeVar,
     Union,
     cast,
 )
 
-from tenq.errors import InvalidError, JobCancelledError, JobFailedError, TimedOutError
+from tenq.errors import (
+    InvalidError,
+    JobCancelledError,
+    JobFailedError,
+    ProtocolError,
+    TimedOutError,
+)
 
 R = TypeVar("R")
+B = TypeVar("B")
+H = TypeVar("H", bound="_HandleBase[Any]")
 
 FINISHED_STATES = frozenset({"succeeded", "cancelled", "merged", "dead"})
 
@@ -415,22 +424,19 @@ def job_outcome(job: Job) -> Any:
     raise TimedOutError(f"job {job.id} ({job.type}) is still {job.state}")
 
 
-class Handle(Generic[R]):
-    """A submitted job. ``wait`` gives its result (the handler's return
-    value, as JSON brings it back) or raises why there is none.
-    ``duplicate``: an existing job with the same ``unique_key`` (or
-    ``unique`` args); ``merged``: folded into a job with the same ``key``;
-    ``replayed``: made before, by an earlier copy of the same request (the
-    server replayed its answer) or a job with the same ``idempotency_key``."""
+class _HandleBase(Generic[B]):
+    """What the handles of both clients hold (``Handle``, and the asyncio
+    client's ``AsyncHandle``): the job's ``id``, its ``state`` when
+    submitted, how the submit went, and where to ask about the job."""
 
     __slots__ = ("_backend", "id", "state", "duplicate", "merged", "replayed")
+    _name = "Handle"
 
     def __init__(
         self,
-        backend: JobBackend,
+        backend: B,
         job_id: int,
         state: str,
-        *,
         duplicate: bool = False,
         merged: bool = False,
         replayed: bool = False,
@@ -442,10 +448,52 @@ class Handle(Generic[R]):
         self.merged = merged
         self.replayed = replayed
 
+    @classmethod
+    def _of_answer(cls: Type[H], backend: Any, ans: Any, replayed: bool = False) -> H:
+        """The handle of a job of a submit's answer (``replayed``: its
+        request was); ProtocolError when it names no job."""
+        job_id = ans.get("id") if isinstance(ans, dict) else None
+        if type(job_id) is not int:
+            raise ProtocolError(f"the submit answer has no id: {str(ans)[:200]}")
+        return cls(
+            backend,
+            job_id,
+            str(ans.get("state")),
+            duplicate=ans.get("duplicate") is True,
+            merged=ans.get("merged") is True,
+            replayed=replayed or ans.get("replayed") is True,
+        )
+
     @property
     def created(self) -> bool:
         """A new job was made (not a duplicate, a merge or a replay)."""
         return not (self.duplicate or self.merged or self.replayed)
+
+    def __repr__(self) -> str:
+        return f"<tenq.{self._name} id={self.id} state={self.state}>"
+
+
+class Handle(_HandleBase[JobBackend], Generic[R]):
+    """A submitted job. ``wait`` gives its result (the handler's return
+    value, as JSON brings it back) or raises why there is none.
+    ``duplicate``: an existing job with the same ``unique_key`` (or
+    ``unique`` args); ``merged``: folded into a job with the same ``key``;
+    ``replayed``: made before, by an earlier copy of the same request (the
+    server replayed its answer) or a job with the same ``idempotency_key``."""
+
+    __slots__ = ()
+
+    def __init__(
+        self,
+        backend: JobBackend,
+        job_id: int,
+        state: str,
+        *,
+        duplicate: bool = False,
+        merged: bool = False,
+        replayed: bool = False,
+    ) -> None:
+        super().__init__(backend, job_id, state, duplicate, merged, replayed)
 
     def get(self) -> Job:
         """The job now."""
@@ -464,6 +512,3 @@ class Handle(Generic[R]):
 
     def cancel(self) -> CancelResult:
         return self._backend.cancel(self.id)
-
-    def __repr__(self) -> str:
-        return f"<tenq.Handle id={self.id} state={self.state}>"
