@@ -70,6 +70,14 @@ class Stopped(Exception):
         self.reason = reason
 
 
+def _check_json(value: Any, what: str, field: str) -> None:
+    """InvalidError naming ``field`` when ``value`` is not JSON."""
+    try:
+        json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError) as e:
+        raise InvalidError(f"{what} is not JSON-serialisable: {e}", field=field) from None
+
+
 def _opt_int(job: Dict[str, Any], name: str) -> int:
     v = job.get(name)
     return v if isinstance(v, int) else 0
@@ -243,12 +251,7 @@ class Context:
         if got is not None:
             return cast(T, got.result)
         value = fn()
-        try:
-            json.dumps(value, allow_nan=False)
-        except (TypeError, ValueError) as e:
-            raise InvalidError(
-                f"step {name!r}: its result is not JSON-serialisable: {e}", field="result"
-            ) from None
+        _check_json(value, f"step {name!r}: its result", "result")
         if self._post({"name": name, "result": value}, "step", name) is not None:
             self._remember(name, "step", value, None)
         return value
@@ -444,12 +447,7 @@ class Context:
     def progress(self, value: Any) -> None:
         """Records progress (any JSON); it reaches the job (GET shows it in
         ``progress``) within about half a second."""
-        try:
-            json.dumps(value, allow_nan=False)
-        except (TypeError, ValueError) as e:
-            raise InvalidError(
-                f"progress is not JSON-serialisable: {e}", field="progress"
-            ) from None
+        _check_json(value, "progress", "progress")
         with _lock:
             self._progress = value
         if self._on_progress is not None:

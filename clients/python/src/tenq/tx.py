@@ -57,6 +57,20 @@ _SQL_SUBMIT = (
     "%s::boolean, %s::text, %s::timestamptz, %s::integer, %s::integer, "
     "%s::double precision, %s::text, %s::bigint)"
 )
+# submit's options (its keyword arguments after tenant and queue), with
+# their defaults.
+_OPTIONS: Tuple[Tuple[str, Any], ...] = (
+    ("key", None),
+    ("unique_key", None),
+    ("unique", False),
+    ("idempotency_key", None),
+    ("run_at", None),
+    ("priority", 0),
+    ("max_attempts", None),
+    ("score", None),
+    ("traceparent", None),
+    ("timeout_ms", None),
+)
 _SQL_SEND_EVENT = "SELECT tenq.send_event(%s::text, %s::text, %s::jsonb)"
 _SQL_SUBMIT_MANY = "SELECT tenq.submit_many(%s::jsonb)"
 _SQL_COMPLETE = "SELECT tenq.complete(%s::bigint, %s::bigint, %s::jsonb)"
@@ -146,42 +160,33 @@ def submit(cur: Any, *pos: Any, **options: Any) -> int:
         tenant, queue = options.pop("tenant"), options.pop("queue")
         type_ = pos[0] if pos else options.pop("type")
         args = pos[1] if len(pos) > 1 else options.pop("args", None)
-    return _submit(cur, tenant, queue, type_, args, **options)
+    return _submit(cur, tenant, queue, type_, args, options)
 
 
 def _submit(
-    cur: Any,
-    tenant: str,
-    queue: str,
-    type: str,
-    args: Any = None,
-    *,
-    key: Optional[str] = None,
-    unique_key: Optional[str] = None,
-    unique: bool = False,
-    idempotency_key: Optional[str] = None,
-    run_at: Optional[RunAt] = None,
-    priority: int = 0,
-    max_attempts: Optional[int] = None,
-    score: Optional[float] = None,
-    traceparent: Optional[str] = None,
-    timeout_ms: Optional[int] = None,
+    cur: Any, tenant: str, queue: str, type: str, args: Any, options: Dict[str, Any]
 ) -> int:
+    """tenq.submit(...) with the options of ``submit`` (by name: its
+    keyword arguments, checked against ``_OPTIONS``)."""
+    unknown = sorted(set(options) - {name for name, _ in _OPTIONS})
+    if unknown:
+        raise TypeError(f"tenq.tx.submit() got an unexpected keyword argument {unknown[0]!r}")
+    opt = {name: options.get(name, default) for name, default in _OPTIONS}
     params = (
         tenant,
         queue,
         type,
         _json(args if args is not None else {}, "args"),
-        key,
-        unique_key,
-        bool(unique),
-        idempotency_key,
-        _timestamp(run_at),
-        priority,
-        max_attempts,
-        score,
-        traceparent,
-        timeout_ms,
+        opt["key"],
+        opt["unique_key"],
+        bool(opt["unique"]),
+        opt["idempotency_key"],
+        _timestamp(opt["run_at"]),
+        opt["priority"],
+        opt["max_attempts"],
+        opt["score"],
+        opt["traceparent"],
+        opt["timeout_ms"],
     )
     row = _one(cur, _SQL_SUBMIT, params)
     return int(row[0])
