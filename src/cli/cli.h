@@ -132,8 +132,8 @@ void cli_fmt_duration(int64_t ms, char *buf, size_t n);
 const char *cli_str(const json_t *o, const char *key);
 /* o[key] as text for a table cell: numbers, strings, "-" for null. */
 void cli_fmt_field(const json_t *o, const char *key, char *buf, size_t n);
-/* text (NULL: "-") cut to fit buf; when it fills buf (n - 1 bytes or
- * more), "..." stands for its last three bytes. */
+/* text (NULL: "-") cut to fit buf; when it does not fit (n bytes or
+ * more), "..." stands for the last three bytes kept. */
 void cli_fmt_cut(char *buf, size_t n, const char *text);
 
 /* An aligned table: cells fill rows left to right. */

@@ -14,8 +14,7 @@ static void dead_row(cli_table *t, const json_t *o)
     char died[64], err[64];
     cli_fmt_time(json_integer_value(json_object_get(o, "finished_at")), died, sizeof died);
     /* errors can be long: the table keeps their start */
-    snprintf(err, sizeof err, "%s", cli_str(o, "error"));
-    if (strlen(cli_str(o, "error")) >= sizeof err) strcpy(err + sizeof err - 4, "...");
+    cli_fmt_cut(err, sizeof err, cli_str(o, "error"));
     cli_table_cell(t, "%lld", (long long)json_integer_value(json_object_get(o, "id")));
     cli_table_cell(t, "%s", cli_str(o, "tenant"));
     cli_table_cell(t, "%s", cli_str(o, "queue"));

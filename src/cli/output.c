@@ -112,7 +112,7 @@ void cli_fmt_cut(char *buf, size_t n, const char *text)
 {
     if (!text) text = "-";
     snprintf(buf, n, "%s", text);
-    if (n >= 4 && strlen(text) >= n - 1) memcpy(buf + n - 4, "...", 4);
+    if (n >= 4 && strlen(text) >= n) memcpy(buf + n - 4, "...", 4);
 }
 
 /* ---- tables ---------------------------------------------------------------------------------- */

@@ -366,6 +366,29 @@ class Jobs(Case):
         self.assertEqual([x["outcome"] for x in a["attempts"]], ["failed", "succeeded"])
         self.assertEqual(a["attempts"][1]["stats"], {"rows": 2})
 
+    def test_a_cell_is_cut_only_when_its_text_does_not_fit(self):
+        # the ERROR cell of attempts holds 95 bytes, the morgue's 63: text of
+        # that length is shown whole; a byte more ends in "..."
+        jid = self.submit("--tenant", "t-cut", "--queue", "cutq", "--type", "t",
+                          "--max-attempts", "2")
+        for err in ("x" * 95, "y" * 96):
+            [j] = self.lease("cutq")
+            st, a = api("POST", "/v1/jobs/%d/fail" % jid,
+                        {"token": j["token"], "error": err, "retry_in_ms": 0})
+            self.assertEqual(st, 200, a)
+        lines = self.ok("attempts", str(jid))[0].strip().splitlines()
+        self.assertTrue(lines[1].endswith(" " + "x" * 95), lines[1])
+        self.assertTrue(lines[2].endswith(" " + "y" * 92 + "..."), lines[2])
+        self.submit("--tenant", "t-cut", "--queue", "cutq", "--type", "t")
+        [j] = self.lease("cutq")
+        st, a = api("POST", "/v1/jobs/%d/fail" % j["id"],
+                    {"token": j["token"], "error": "z" * 63, "retry": False})
+        self.assertEqual(a["state"], "dead", a)
+        out, _ = self.ok("morgue", "ls", "--queue", "cutq", "--sort", "id")
+        rows = out.strip().splitlines()[1:]
+        self.assertTrue(rows[0].endswith(" " + "y" * 60 + "..."), rows[0])
+        self.assertTrue(rows[1].endswith(" " + "z" * 63), rows[1])
+
     def test_steps_table_json_and_event_send(self):
         _, err = self.fails(1, "steps", "987654321")
         self.assertEqual(err, "tenq: not_found: no job 987654321\n")
