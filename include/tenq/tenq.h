@@ -41,6 +41,7 @@
 #define TENQ_TENQ_H
 
 #include "tenq/errors.h"
+#include "tenq/states.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -129,25 +130,16 @@ TENQ_API void tenq_free(void *p);
 
 typedef enum tenq_state {
     TENQ_STATE_UNKNOWN = 0, /* a name this library does not know */
-    TENQ_STATE_SCHEDULED,
-    TENQ_STATE_BLOCKED,
-    TENQ_STATE_READY,
-    TENQ_STATE_LEASED,
-    TENQ_STATE_RUNNING,
-    TENQ_STATE_DEAD,
-    TENQ_STATE_SUCCEEDED,
-    TENQ_STATE_CANCELLED,
-    TENQ_STATE_MERGED,
-    /* for its parents (depends_on); last, so that the values above keep
-     * their numbers for programs built against an earlier libtenq */
-    TENQ_STATE_WAITING,
+#define TENQ_STATE_ENUM_(name, word, abi, kind, finished, help) TENQ_STATE_##name = (abi),
+    TENQ_STATE_TABLE(TENQ_STATE_ENUM_)
+#undef TENQ_STATE_ENUM_
 } tenq_state;
 
 /* "ready", "dead", ...; "unknown" for TENQ_STATE_UNKNOWN.  A constant. */
 TENQ_API const char *tenq_state_name(tenq_state s);
 /* The state of that name, or TENQ_STATE_UNKNOWN. */
 TENQ_API tenq_state tenq_state_parse(const char *name);
-/* Succeeded, cancelled, merged or dead: what tenq_wait() waits for. */
+/* Finished (tenq/states.h): what tenq_wait() waits for. */
 TENQ_API bool tenq_state_finished(tenq_state s);
 
 /* ---- submitting ----------------------------------------------------------------------------- */

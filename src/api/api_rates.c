@@ -119,13 +119,10 @@ int api_rates_start(server *s)
 
 void api_json_counts(jbuf *b, const engine_counts *c, int64_t now)
 {
-    jb_kint(b, "ready", (long long)c->ready);
-    jb_kint(b, "scheduled", (long long)c->scheduled);
-    jb_kint(b, "blocked", (long long)c->blocked);
-    jb_kint(b, "waiting", (long long)c->waiting);
-    jb_kint(b, "leased", (long long)c->leased);
-    jb_kint(b, "running", (long long)c->running);
-    jb_kint(b, "dead", (long long)c->dead);
+#define COUNT_JSON_(name, word, abi, kind, finished, help)                                         \
+    TENQ_STATE_IF_LIVE(kind, jb_kint(b, #word, (long long)c->word);)
+    TENQ_STATE_TABLE(COUNT_JSON_)
+#undef COUNT_JSON_
     jb_kint(b, "queued", (long long)c->queued);
     jb_kint(b, "queued_bytes", (long long)c->queued_bytes);
     jb_kint(b, "eligible", (long long)c->eligible);

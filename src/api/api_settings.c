@@ -111,11 +111,16 @@ void h_settings(server *s, http_req *req, const principal *who, const char **arg
     (void)args;
     jbuf b;
     jb_init(&b);
-    jb_obj(&b);
-    json_setting_rows(&b, "queue", engine_queue_setting_rows, engine_queue_setting_count);
-    json_setting_rows(&b, "tenant", engine_tenant_setting_rows, engine_tenant_setting_count);
-    jb_obj_end(&b);
+    api_json_settings(&b);
     reply_json(req, 200, &b);
+}
+
+void api_json_settings(jbuf *b)
+{
+    jb_obj(b);
+    json_setting_rows(b, "queue", engine_queue_setting_rows, engine_queue_setting_count);
+    json_setting_rows(b, "tenant", engine_tenant_setting_rows, engine_tenant_setting_count);
+    jb_obj_end(b);
 }
 
 static void json_tenant(jbuf *b, server *s, const char *name, const engine_tenant_settings *ts,

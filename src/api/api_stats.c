@@ -164,14 +164,14 @@ static void metric_label(jbuf *b, const char *v)
 static void metric_counts(jbuf *b, const char *kind, const char *name, const engine_counts *c,
                           int64_t now)
 {
-    static const char *const states[] = {"ready",  "scheduled", "blocked", "waiting",
-                                         "leased", "running",   "dead"};
-    uint64_t v[] = {c->ready, c->scheduled, c->blocked, c->waiting, c->leased, c->running, c->dead};
-    for (int i = 0; i < 7; i++) {
-        jb_printf(b, "tenq_%s_jobs{%s=\"", kind, kind);
-        metric_label(b, name);
-        jb_printf(b, "\",state=\"%s\"} %llu\n", states[i], (unsigned long long)v[i]);
-    }
+#define METRIC_STATE_(sname, word, abi, skind, finished, help)                                     \
+    TENQ_STATE_IF_LIVE(skind, {                                                                    \
+        jb_printf(b, "tenq_%s_jobs{%s=\"", kind, kind);                                            \
+        metric_label(b, name);                                                                     \
+        jb_printf(b, "\",state=\"%s\"} %llu\n", #word, (unsigned long long)c->word);               \
+    })
+    TENQ_STATE_TABLE(METRIC_STATE_)
+#undef METRIC_STATE_
     const char *totals[] = {"submitted", "succeeded", "failed", "dead", "cancelled"};
     uint64_t tv[] = {c->submitted_total, c->succeeded_total, c->failed_total, c->dead_total,
                      c->cancelled_total};

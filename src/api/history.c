@@ -11,12 +11,10 @@ void history_push(server *s, const engine_counts *c)
     h->t = srv_now(s);
     h->succeeded = c->succeeded_total;
     h->failed = c->failed_total;
-    h->ready = c->ready;
-    h->scheduled = c->scheduled;
-    h->blocked = c->blocked;
-    h->waiting = c->waiting;
-    h->inflight = c->leased + c->running;
-    h->dead = c->dead;
+#define HISTORY_PUSH_(name, word, abi, kind, finished, help)                                       \
+    TENQ_STATE_IF_LIVE(kind, h->word = c->word;)
+    TENQ_STATE_TABLE(HISTORY_PUSH_)
+#undef HISTORY_PUSH_
     if (s->history_n < HISTORY_N) s->history_n++;
 }
 
@@ -54,12 +52,11 @@ void h_stats_history(server *s, http_req *req, const principal *who, const char 
             jb_null(&b);
         else
             jb_num(&b, per_s(h->failed, p->failed, h->t - p->t));
-        jb_kint(&b, "ready", (long long)h->ready);
-        jb_kint(&b, "scheduled", (long long)h->scheduled);
-        jb_kint(&b, "blocked", (long long)h->blocked);
-        jb_kint(&b, "waiting", (long long)h->waiting);
-        jb_kint(&b, "inflight", (long long)h->inflight);
-        jb_kint(&b, "dead", (long long)h->dead);
+#define HISTORY_JSON_(name, word, abi, kind, finished, help)                                       \
+    TENQ_STATE_IF_LIVE(kind, jb_kint(&b, #word, (long long)h->word);)
+        TENQ_STATE_TABLE(HISTORY_JSON_)
+#undef HISTORY_JSON_
+        jb_kint(&b, "inflight", (long long)(h->leased + h->running));
         jb_obj_end(&b);
     }
     jb_arr_end(&b);

@@ -183,7 +183,11 @@ typedef struct rate_ring {
 typedef struct history_sample {
     int64_t t;
     uint64_t succeeded, failed; /* totals since start (rates come from two samples) */
-    uint64_t ready, scheduled, blocked, waiting, inflight, dead;
+    /* one count per LIVE state (tenq/states.h) */
+#define HISTORY_COUNT_(name, word, abi, kind, finished, help)                                      \
+    TENQ_STATE_IF_LIVE(kind, uint64_t word;)
+    TENQ_STATE_TABLE(HISTORY_COUNT_)
+#undef HISTORY_COUNT_
 } history_sample;
 
 /* Workers seen (workers.c). */
@@ -760,6 +764,7 @@ void h_fail(server *s, http_req *req, const principal *who, const char **args);
 void h_outcomes(server *s, http_req *req, const principal *who, const char **args);
 void h_tenants(server *s, http_req *req, const principal *who, const char **args);
 void h_settings(server *s, http_req *req, const principal *who, const char **args);
+void h_spec(server *s, http_req *req, const principal *who, const char **args);
 void h_tenant_get(server *s, http_req *req, const principal *who, const char **args);
 void h_tenant_put(server *s, http_req *req, const principal *who, const char **args);
 void h_queues(server *s, http_req *req, const principal *who, const char **args);
@@ -804,6 +809,14 @@ void api_list_tenant(void *ctx, const char *name, const engine_tenant_settings *
 
 /* A queue's or tenant's counts as JSON members, and its rates (api_rates.c). */
 void api_json_counts(jbuf *b, const engine_counts *c, int64_t now);
+/* The settings of queues and tenants as GET /v1/settings shows them (an
+ * object: queue, tenant). */
+void api_json_settings(jbuf *b);
+/* The waiting reason of a job that waits for a worker when none asked for
+ * work lately (util.c), beside the engine's (engine_wait_name). */
+#define API_WAIT_NO_WORKER "no_worker"
+/* The dashboard's states.js: STATES, LIVE and UNFINISHED (api_spec.c). */
+void api_spec_states_js(jbuf *b);
 void api_json_rates(jbuf *b, server *s, bool queue, const char *name);
 void rates_sample(server *s);
 void rates_get(server *s, bool queue, const char *name, double *ok_per_s, double *bad_per_s);

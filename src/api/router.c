@@ -36,6 +36,7 @@ static const route routes[] = {
     {"POST", "/v1/outcomes", h_outcomes, ROLE_ADMIN | ROLE_WORKER, "", BODY_JSON},
     {"POST", "/v1/events", h_event_send, ROLE_ADMIN | ROLE_TENANT, "", BODY_JSON},
     {"GET", "/v1/settings", h_settings, ROLES_ALL, "", BODY_NONE},
+    {"GET", "/v1/spec", h_spec, ROLES_ALL, "", BODY_NONE},
     {"GET", "/v1/tenants", h_tenants, ROLE_ADMIN | ROLE_TENANT, "", BODY_NONE},
     {"GET", "/v1/tenants/{}", h_tenant_get, ROLE_ADMIN | ROLE_TENANT, "", BODY_NONE},
     {"PUT", "/v1/tenants/{}", h_tenant_put, ROLE_ADMIN | ROUTE_AUDIT, "", BODY_JSON},

@@ -303,7 +303,7 @@ static void json_wait(jbuf *b, const engine_job_info *j, const engine_wait *w, i
     const char *reason = engine_wait_name(w->kind);
     if (!reason) return;
     if (w->kind == ENGINE_WAIT_WORKER && (!w->asked_at || now - w->asked_at > WORKER_LATELY_MS))
-        reason = "no_worker";
+        reason = API_WAIT_NO_WORKER;
     jb_key(b, "waiting");
     jb_obj(b);
     jb_kstr(b, "reason", reason);

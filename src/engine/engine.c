@@ -7,10 +7,17 @@
 #include <stdarg.h>
 
 static const char *const state_names[] = {
-#define STATE_NAME_(n, s) s,
-    ENGINE_STATE_MAP(STATE_NAME_)
+#define STATE_NAME_(name, word, abi, kind, finished, help) #word,
+    TENQ_STATE_TABLE(STATE_NAME_)
 #undef STATE_NAME_
 };
+
+/* engine_state_finished: every FINAL row comes after every LIVE one. */
+#define STATE_ORDER_(name, word, abi, kind, finished, help)                                        \
+    _Static_assert((ENGINE_##name >= ENGINE_SUCCEEDED) == (0 TENQ_STATE_IF_FINAL(kind, +1)),       \
+                   "tenq/states.h: the FINAL states last, from succeeded on");
+TENQ_STATE_TABLE(STATE_ORDER_)
+#undef STATE_ORDER_
 
 const char *engine_state_name(engine_state s)
 {

@@ -32,6 +32,7 @@
 
 #include "base/settings.h"
 #include "tenq/errors.h"
+#include "tenq/states.h"
 
 typedef struct engine engine_t;
 typedef struct engine_job engine_job;
@@ -59,24 +60,11 @@ typedef enum { ENGINE_DEPS_CANCEL, ENGINE_DEPS_RUN } engine_deps_policy;
 const char *engine_deps_policy_name(engine_deps_policy p);
 int engine_deps_policy_parse(const char *name);
 
-/* Job states.  The first six are "unfinished" (waiting: for its parents,
- * see depends_on); dead jobs stay in the morgue
- * until requeued or deleted; the last three are final. */
-#define ENGINE_STATE_MAP(XX)                                                                       \
-    XX(SCHEDULED, "scheduled")                                                                     \
-    XX(BLOCKED, "blocked")                                                                         \
-    XX(WAITING, "waiting")                                                                         \
-    XX(READY, "ready")                                                                             \
-    XX(LEASED, "leased")                                                                           \
-    XX(RUNNING, "running")                                                                         \
-    XX(DEAD, "dead")                                                                               \
-    XX(SUCCEEDED, "succeeded")                                                                     \
-    XX(CANCELLED, "cancelled")                                                                     \
-    XX(MERGED, "merged")
-
+/* Job states: the rows of tenq/states.h, in its order (the LIVE ones
+ * first, the FINAL ones last). */
 typedef enum engine_state {
-#define ENGINE_STATE_ENUM_(n, s) ENGINE_##n,
-    ENGINE_STATE_MAP(ENGINE_STATE_ENUM_)
+#define ENGINE_STATE_ENUM_(name, word, abi, kind, finished, help) ENGINE_##name,
+    TENQ_STATE_TABLE(ENGINE_STATE_ENUM_)
 #undef ENGINE_STATE_ENUM_
         ENGINE_NSTATES
 } engine_state;
@@ -84,6 +72,8 @@ typedef enum engine_state {
 const char *engine_state_name(engine_state s);
 /* Returns the state for a name, or -1. */
 int engine_state_parse(const char *name);
+/* A FINAL state (tenq/states.h): kept as history only.  The table puts
+ * every FINAL row after the LIVE ones (engine.c checks it). */
 static inline bool engine_state_finished(engine_state s)
 {
     return s >= ENGINE_SUCCEEDED;
@@ -501,7 +491,11 @@ size_t engine_bulk(engine_t *e, int64_t now, const engine_job_filter *f, engine_
 /* ---- tenants and queues -------------------------------------------------- */
 
 typedef struct engine_counts {
-    uint64_t ready, scheduled, blocked, waiting, leased, running, dead;
+    /* one count per LIVE state (tenq/states.h) */
+#define ENGINE_COUNT_FIELD_(name, word, abi, kind, finished, help)                                 \
+    TENQ_STATE_IF_LIVE(kind, uint64_t word;)
+    TENQ_STATE_TABLE(ENGINE_COUNT_FIELD_)
+#undef ENGINE_COUNT_FIELD_
     uint64_t eligible;        /* ready jobs that could be leased now */
     int64_t rate_until;       /* a rate limit of its own allows no start before this; 0 */
     int64_t oldest_eligible;  /* ready_at of the oldest eligible job; 0 if none */

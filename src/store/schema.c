@@ -110,8 +110,10 @@ static const char *const migrations[] = {
     "state <> 'merged';\n"
     "DROP INDEX $Sjobs_live;\n"
     "DROP INDEX $Sjobs_finished;\n"
-    "CREATE INDEX jobs_live ON $Sjobs (lane_seq) WHERE " STORE_LIVE ";\n"
-    "CREATE INDEX jobs_finished ON $Sjobs (queue, finished_at) WHERE " STORE_FINAL ";\n"
+    "CREATE INDEX jobs_live ON $Sjobs (lane_seq) WHERE (state <> 'succeeded' AND state <> "
+    "'cancelled' AND state <> 'merged');\n"
+    "CREATE INDEX jobs_finished ON $Sjobs (queue, finished_at) WHERE (state = 'succeeded' OR "
+    "state = 'cancelled' OR state = 'merged');\n"
     "$FILLFACTOR",
 
     /* 4: what 3 meant: its indexes still read `state` in their predicates, so

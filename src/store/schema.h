@@ -26,12 +26,6 @@ char *store_schema_sql(int version, bool pg);
 
 /* Statements, written once for both backends: $S is the schema prefix and
  * ?N the N-th parameter (store_sql turns them into each backend's form). */
-/* The predicates of migration 3's indexes (migration 4 replaced them with
- * `live`, which no update of a live job sets).  Written as comparisons, not
- * IN lists: SQLite evaluates an IN list of constants through a temporary
- * table, built again on every row write that maintains a partial index. */
-#define STORE_LIVE  "(state <> 'succeeded' AND state <> 'cancelled' AND state <> 'merged')"
-#define STORE_FINAL "(state = 'succeeded' OR state = 'cancelled' OR state = 'merged')"
 
 #define STORE_SQL_INSERT_JOB                                                                       \
     "INSERT INTO $Sjobs (" STORE_JOB_INSERT_COLUMNS                                                \

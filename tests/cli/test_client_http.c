@@ -5,7 +5,7 @@
 
 #include "client/http.h"
 #include "client/internal.h"
-#include "engine/engine.h" /* the server's states (ENGINE_STATE_MAP), to check libtenq's against */
+#include "engine/engine.h" /* the server's states, to check libtenq's against */
 #include "base/jscan.h"
 #include "tenq/errors.h"
 
@@ -601,17 +601,18 @@ TEST(job_from_a_lease_answer)
  * was refused, a waiting job showed as "unknown"). */
 TEST(every_state_of_the_server_is_a_tenq_state)
 {
-#define ONE_STATE(n, name)                                                                         \
+#define ONE_STATE(n, word, abi, kind, finished, help)                                              \
     do {                                                                                           \
-        tenq_state s = tenq_state_parse(name);                                                     \
-        ASSERT_MSG(s != TENQ_STATE_UNKNOWN, "libtenq knows no state \"%s\"", name);                \
-        ASSERT_STR(tenq_state_name(s), name);                                                      \
-        ASSERT_EQ(tenq_state_finished(s),                                                          \
+        tenq_state s = tenq_state_parse(#word);                                                    \
+        ASSERT_MSG(s != TENQ_STATE_UNKNOWN, "libtenq knows no state \"%s\"", #word);               \
+        ASSERT_STR(tenq_state_name(s), #word);                                                     \
+        ASSERT_EQ(tenq_state_finished(s), (bool)(finished));                                       \
+        ASSERT_EQ((bool)(finished),                                                                \
                   ENGINE_##n == ENGINE_DEAD || engine_state_finished(ENGINE_##n));                 \
         known++;                                                                                   \
     } while (0);
     int known = 0;
-    ENGINE_STATE_MAP(ONE_STATE)
+    TENQ_STATE_TABLE(ONE_STATE)
 #undef ONE_STATE
     ASSERT_EQ(known, ENGINE_NSTATES);
     ASSERT_EQ(tenq_state_parse("nonsense"), TENQ_STATE_UNKNOWN);

@@ -42,25 +42,27 @@ SANITIZER_WORDS = ("AddressSanitizer", "LeakSanitizer", "runtime error:")
 
 
 # -- the engine's states ------------------------------------------------------
-def engine_states():
-    """The job states the server's engine knows, in its order, read from
-    its X-macro list (ENGINE_STATE_MAP in src/engine/engine.h): the one
-    table tests check hand-kept lists of states against."""
-    path = os.path.join(REPO, "src", "engine", "engine.h")
+def state_rows():
+    """The job states, in their order, as (word, live, finished) read from
+    the one table of them (TENQ_STATE_TABLE in include/tenq/states.h): what
+    tests check hand-kept lists of states against."""
+    path = os.path.join(REPO, "include", "tenq", "states.h")
     with open(path) as f:
         text = f.read()
-    m = re.search(r"#define ENGINE_STATE_MAP\(XX\)(.*?)\n\n", text, re.S)
-    states = re.findall(r'XX\(\w+, "(\w+)"\)', m.group(1)) if m else []
-    if "succeeded" not in states:
-        raise RuntimeError("cannot read ENGINE_STATE_MAP from %s" % path)
-    return states
+    rows = re.findall(r"XX\((\w+), (\w+), (\d+), (LIVE|FINAL), ([01]),", text)
+    if not any(r[1] == "succeeded" for r in rows):
+        raise RuntimeError("cannot read TENQ_STATE_TABLE from %s" % path)
+    return [(r[1], r[3] == "LIVE", r[4] == "1") for r in rows]
+
+
+def engine_states():
+    """Every job state's word, in the table's order."""
+    return [w for w, _, _ in state_rows()]
 
 
 def counted_states():
-    """The states counted per queue and tenant: those before the final ones
-    (the engine's order puts succeeded, cancelled and merged last)."""
-    states = engine_states()
-    return states[:states.index("succeeded")]
+    """The states counted per queue and tenant: the LIVE ones."""
+    return [w for w, live, _ in state_rows() if live]
 
 
 # -- ports and stores -----------------------------------------------------------

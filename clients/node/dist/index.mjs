@@ -3,6 +3,7 @@
 import cjs from "./index.js";
 
 export const {
+  ATTEMPT_OUTCOMES,
   BatchClosedError,
   ChildFailedError,
   Client,
@@ -10,9 +11,11 @@ export const {
   ConnectionError,
   DEFAULT_SERVER,
   EventTimeoutError,
+  FINISHED_STATES,
   ForbiddenError,
   InternalError,
   InvalidError,
+  JOB_STATES,
   JobCancelledError,
   JobFailedError,
   JobTimeoutError,
@@ -41,6 +44,7 @@ export const {
   UnauthenticatedError,
   UnavailableError,
   VERSION,
+  WAITING_REASONS,
   Worker,
   WorkerStoppedError,
   answerError,

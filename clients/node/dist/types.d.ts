@@ -1,7 +1,11 @@
 /** The protocol's objects as this library hands them out (camelCase), and what it takes. */
 import type { TenqError } from "./errors";
 import type { JsonValue } from "./json";
-export type JobState = "waiting" | "scheduled" | "blocked" | "ready" | "leased" | "running" | "succeeded" | "cancelled" | "merged" | "dead";
+/** Every job state, in the server's order (GET /v1/spec; test/spec.test.ts checks it). */
+export declare const JOB_STATES: readonly ["scheduled", "blocked", "waiting", "ready", "leased", "running", "dead", "succeeded", "cancelled", "merged"];
+export type JobState = (typeof JOB_STATES)[number];
+/** The states a job moves no further from by itself: what `wait` waits for. */
+export declare const FINISHED_STATES: readonly JobState[];
 /** succeeded, cancelled, merged and dead: the states `wait` waits for. */
 export declare function isFinished(state: JobState | string): boolean;
 /** How a job is submitted, besides its type and args. Every field of POST /v1/jobs. */
@@ -92,8 +96,9 @@ export interface Payload {
     payload: JsonValue;
     score: number;
 }
-/** Why a job that is neither handed out nor finished waits (docs/API.md). */
-export type WaitingReason = "scheduled" | "backoff" | "lane" | "tenant_slots" | "tenant_cap" | "queue_paused" | "tenant_paused" | "tenant_rate" | "queue_rate" | "queue_tenant_rate" | "worker" | "no_worker" | "parents" | "sleep" | "event" | "child";
+/** Why a job that is neither handed out nor finished waits (docs/API.md; GET /v1/spec). */
+export declare const WAITING_REASONS: readonly ["scheduled", "backoff", "lane", "tenant_slots", "tenant_cap", "queue_paused", "tenant_paused", "tenant_rate", "queue_rate", "queue_tenant_rate", "worker", "no_worker", "parents", "sleep", "event", "child"];
+export type WaitingReason = (typeof WAITING_REASONS)[number];
 export interface Waiting {
     reason: WaitingReason;
     /** For people: "queue reports is paused", ... */
@@ -555,7 +560,9 @@ export interface Schedule {
     updatedAt: number;
 }
 /** How an attempt ended; `leased` and `running` are the attempt under way. */
-export type AttemptOutcome = "failed" | "expired" | "timed_out" | "cancelled" | "succeeded" | "leased" | "running" | "suspended";
+/** How an attempt ended, or that it is under way (GET /v1/spec). */
+export declare const ATTEMPT_OUTCOMES: readonly ["failed", "expired", "timed_out", "cancelled", "succeeded", "leased", "running", "suspended"];
+export type AttemptOutcome = (typeof ATTEMPT_OUTCOMES)[number];
 /** One attempt of a job (GET /v1/jobs/{id}/attempts), oldest first. */
 export interface Attempt {
     /** The job's attempt count at that lease. */

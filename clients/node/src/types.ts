@@ -3,21 +3,16 @@
 import type { TenqError } from "./errors";
 import type { JsonValue } from "./json";
 
-export type JobState =
-  | "waiting"
-  | "scheduled"
-  | "blocked"
-  | "ready"
-  | "leased"
-  | "running"
-  | "succeeded"
-  | "cancelled"
-  | "merged"
-  | "dead";
+/** Every job state, in the server's order (GET /v1/spec; test/spec.test.ts checks it). */
+export const JOB_STATES = ["scheduled", "blocked", "waiting", "ready", "leased", "running", "dead", "succeeded", "cancelled", "merged"] as const;
+export type JobState = (typeof JOB_STATES)[number];
+
+/** The states a job moves no further from by itself: what `wait` waits for. */
+export const FINISHED_STATES: readonly JobState[] = ["dead", "succeeded", "cancelled", "merged"];
 
 /** succeeded, cancelled, merged and dead: the states `wait` waits for. */
 export function isFinished(state: JobState | string): boolean {
-  return state === "succeeded" || state === "cancelled" || state === "merged" || state === "dead";
+  return (FINISHED_STATES as readonly string[]).includes(state);
 }
 
 /** How a job is submitted, besides its type and args. Every field of POST /v1/jobs. */
@@ -112,24 +107,26 @@ export interface Payload {
   score: number;
 }
 
-/** Why a job that is neither handed out nor finished waits (docs/API.md). */
-export type WaitingReason =
-  | "scheduled"
-  | "backoff"
-  | "lane"
-  | "tenant_slots"
-  | "tenant_cap"
-  | "queue_paused"
-  | "tenant_paused"
-  | "tenant_rate"
-  | "queue_rate"
-  | "queue_tenant_rate"
-  | "worker"
-  | "no_worker"
-  | "parents"
-  | "sleep"
-  | "event"
-  | "child";
+/** Why a job that is neither handed out nor finished waits (docs/API.md; GET /v1/spec). */
+export const WAITING_REASONS = [
+  "scheduled",
+  "backoff",
+  "lane",
+  "tenant_slots",
+  "tenant_cap",
+  "queue_paused",
+  "tenant_paused",
+  "tenant_rate",
+  "queue_rate",
+  "queue_tenant_rate",
+  "worker",
+  "no_worker",
+  "parents",
+  "sleep",
+  "event",
+  "child",
+] as const;
+export type WaitingReason = (typeof WAITING_REASONS)[number];
 
 export interface Waiting {
   reason: WaitingReason;
@@ -614,7 +611,9 @@ export interface Schedule {
 }
 
 /** How an attempt ended; `leased` and `running` are the attempt under way. */
-export type AttemptOutcome = "failed" | "expired" | "timed_out" | "cancelled" | "succeeded" | "leased" | "running" | "suspended";
+/** How an attempt ended, or that it is under way (GET /v1/spec). */
+export const ATTEMPT_OUTCOMES = ["failed", "expired", "timed_out", "cancelled", "succeeded", "leased", "running", "suspended"] as const;
+export type AttemptOutcome = (typeof ATTEMPT_OUTCOMES)[number];
 
 /** One attempt of a job (GET /v1/jobs/{id}/attempts), oldest first. */
 export interface Attempt {

@@ -36,6 +36,21 @@ R = TypeVar("R")
 B = TypeVar("B")
 H = TypeVar("H", bound="_HandleBase[Any]")
 
+# A job's state (docs/SEMANTICS.md); the server's table of them is served at
+# GET /v1/spec, and tests/test_spec.py checks these against it.
+JobState = Literal[
+    "scheduled",
+    "blocked",
+    "waiting",
+    "ready",
+    "leased",
+    "running",
+    "dead",
+    "succeeded",
+    "cancelled",
+    "merged",
+]
+# The states a job moves no further from by itself: what ``wait()`` waits for.
 FINISHED_STATES = frozenset({"succeeded", "cancelled", "merged", "dead"})
 
 RunAt = Union[int, datetime.datetime]

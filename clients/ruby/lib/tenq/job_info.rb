@@ -6,7 +6,7 @@ module Tenq
   # fields of docs/API.md are readers; {#[]} and {#to_h} give the raw hash,
   # so a field added to the protocol later is there too.
   class JobInfo
-    STATES = %w[waiting scheduled blocked ready leased running dead succeeded cancelled merged].freeze
+    STATES = %w[scheduled blocked waiting ready leased running dead succeeded cancelled merged].freeze
     FINISHED = %w[succeeded cancelled merged dead].freeze
     # Why a job that is neither handed out nor finished waits: the "reason"
     # of {#waiting} (with "until" for scheduled, backoff and the rates).
