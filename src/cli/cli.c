@@ -262,20 +262,6 @@ int cli_error(cli *c, int rc)
     return CLI_ERR;
 }
 
-int cli_usage(cli *c, const char *fmt, ...)
-{
-    char msg[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    if (c->cmd[0])
-        fprintf(stderr, "tenq %s: %s (see tenq %s --help)\n", c->cmd, msg, c->cmd);
-    else
-        fprintf(stderr, "tenq: %s (see tenq --help)\n", msg);
-    return CLI_USAGE;
-}
-
 int cli_call(cli *c, const char *method, const char *path, json_t *body, json_t **answer)
 {
     if (answer) *answer = NULL;

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-/* What the CLI prints: times, durations, aligned tables and key/value lines. */
+/* What the CLI prints: times, durations, aligned tables, key/value lines and
+ * usage errors. */
 #include "cli/cli.h"
 
 #include <ctype.h>
@@ -208,4 +209,18 @@ void cli_kv(FILE *out, const char *key, const char *fmt, ...)
     vfprintf(out, fmt, ap);
     fputc('\n', out);
     va_end(ap);
+}
+
+int cli_usage(cli *c, const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (c->cmd[0])
+        fprintf(stderr, "tenq %s: %s (see tenq %s --help)\n", c->cmd, msg, c->cmd);
+    else
+        fprintf(stderr, "tenq: %s (see tenq --help)\n", msg);
+    return CLI_USAGE;
 }
