@@ -4,7 +4,25 @@
  * Admin tokens see every batch; a tenant token its own tenant's only (any
  * other is not there: 404).  A request is taken whole or refused whole,
  * with the field at fault named ("jobs[3].queue", "on_death.type"). */
-#include "internal.h"
+#include "admit.h"
+#include "auth.h"
+#include "clock.h"
+#include "commit.h"
+#include "handlers.h"
+#include "http.h"
+#include "jbuf.h"
+#include "jobread.h"
+#include "reply.h"
+#include "request.h"
+#include "request_keys.h"
+#include "server.h"
+#include "submit_json.h"
+
+#include "base/xalloc.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include <stdio.h>
 

@@ -2,7 +2,17 @@
 /* The dashboard: static files compiled into the binary (dashboard/ in the
  * source tree, embedded by tools/embed.c), served at / and /ui/NAME.  It
  * uses only the public API, with the token the user types in. */
-#include "internal.h"
+#include "auth.h"
+#include "handlers.h"
+#include "http.h"
+#include "reply.h"
+#include "server.h"
+
+#include "base/xalloc.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 typedef struct asset {
     const char *name;
