@@ -24,8 +24,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <stdio.h>
-
 #define BATCH_JOBS_MAX 10000 /* jobs one request may carry (documented in API.md) */
 #define BATCH_LIST_MAX 1000
 
@@ -86,24 +84,12 @@ static void json_batch(jbuf *b, const engine_batch_info *x, bool hide)
     jb_obj_end(b);
 }
 
-/* 409 batch_closed. */
+/* 409 batch_closed: a conflict (the error table's status), in a word of its own. */
 static void reply_closed(http_req *req, uint64_t id)
 {
-    jbuf b;
-    jb_init(&b);
-    jb_obj(&b);
-    jb_key(&b, "error");
-    jb_obj(&b);
-    jb_kstr(&b, "code", "batch_closed");
-    char msg[160];
-    snprintf(msg, sizeof msg,
-             "batch %llu is closed: its jobs all finished and its callbacks were submitted",
-             (unsigned long long)id);
-    jb_kstr(&b, "message", msg);
-    jb_kstr(&b, "field", "id");
-    jb_obj_end(&b);
-    jb_obj_end(&b);
-    reply_json(req, 409, &b);
+    reply_error_word(req, TENQ_ECONFLICT, "batch_closed", "id",
+                     "batch %llu is closed: its jobs all finished and its callbacks were submitted",
+                     (unsigned long long)id);
 }
 
 /* The jobs of a request, read whole. */

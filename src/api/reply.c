@@ -18,28 +18,29 @@ void reply_json(http_req *req, int status, jbuf *b)
     free(body);
 }
 
-static void error_body(jbuf *b, int err, const char *field, const char *msg)
+static void error_body(jbuf *b, const char *word, const char *field, const char *msg)
 {
     jb_obj(b);
     jb_key(b, "error");
     jb_obj(b);
-    jb_kstr(b, "code", tenq_err_word(err));
+    jb_kstr(b, "code", word);
     jb_kstr(b, "message", msg);
     if (field) jb_kstr(b, "field", field);
     jb_obj_end(b);
     jb_obj_end(b);
 }
 
-void reply_error(http_req *req, int err, const char *field, const char *fmt, ...)
+static void error_reply(http_req *req, int err, const char *word, const char *field,
+                        const char *fmt, va_list ap) __attribute__((format(printf, 5, 0)));
+
+static void error_reply(http_req *req, int err, const char *word, const char *field,
+                        const char *fmt, va_list ap)
 {
     char msg[512];
-    va_list ap;
-    va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
     jbuf b;
     jb_init(&b);
-    error_body(&b, err, field, msg);
+    error_body(&b, word, field, msg);
     int status = tenq_err_http_status(err);
     if (status == 429) { /* quota_exceeded, overloaded: come back (admit.h) */
         size_t len;
@@ -50,6 +51,23 @@ void reply_error(http_req *req, int err, const char *field, const char *fmt, ...
         return;
     }
     reply_json(req, status, &b);
+}
+
+void reply_error(http_req *req, int err, const char *field, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    error_reply(req, err, tenq_err_word(err), field, fmt, ap);
+    va_end(ap);
+}
+
+void reply_error_word(http_req *req, int err, const char *word, const char *field, const char *fmt,
+                      ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    error_reply(req, err, word, field, fmt, ap);
+    va_end(ap);
 }
 
 void reply_engine_err(http_req *req, const engine_err *err)
