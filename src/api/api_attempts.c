@@ -9,13 +9,24 @@
  * the job's own attempt.  An attempt that ends while the rows are read
  * could be in neither: the job's lease is noted before, and when it moved
  * meanwhile, the read is made again (a few times at most). */
-#include "internal.h"
+#include "auth.h"
+#include "commit.h"
+#include "handlers.h"
+#include "jbuf.h"
+#include "read_ctx.h"
+#include "reply.h"
+#include "request.h"
+#include "server.h"
+
+#include "base/xalloc.h"
+
+#include <stdlib.h>
 
 #define ATTEMPTS_TRIES 4
 
 typedef struct attempts_ctx {
+    read_ctx held; /* the request, while the store reads */
     server *srv;
-    http_req *req; /* NULL once the client left */
     principal who;
     uint64_t id;
     /* the job as the read began: resident? leased or running, under token? */
@@ -23,12 +34,6 @@ typedef struct attempts_ctx {
     uint64_t token;
     int tries;
 } attempts_ctx;
-
-static void attempts_abort(http_req *req)
-{
-    attempts_ctx *c = req->user;
-    c->req = NULL;
-}
 
 static bool job_active(const engine_job_info *in)
 {
@@ -119,15 +124,12 @@ static void attempts_read(server *s, http_req *req, attempts_ctx *c);
 static void on_attempts(void *ctx, int rc, const store_attempts *rows)
 {
     attempts_ctx *c = ctx;
-    http_req *req = c->req;
+    http_req *req = read_ctx_take(&c->held);
     server *s = c->srv;
     if (!req) {
         free(c);
         return;
     }
-    req->on_abort = NULL;
-    req->user = NULL;
-    c->req = NULL;
     if (rc != 0) {
         reply_error(req, rc, NULL, "reading the attempts failed: %s", store_errmsg(s->st));
         free(c);
@@ -160,9 +162,7 @@ static void after_commit(server *s, http_req *req, void *ctx, int rc)
         free(c);
         return;
     }
-    c->req = req;
-    req->user = c;
-    req->on_abort = attempts_abort;
+    read_ctx_hold(&c->held, req);
     store_get_attempts(s->st, c->id, on_attempts, c);
 }
 

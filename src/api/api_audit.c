@@ -1,108 +1,33 @@
 // SPDX-License-Identifier: Apache-2.0
-/* The audit log: a row for every change made through the API, written in
- * the same commit as the change, and GET /v1/audit.
- *
- * Which routes are changes the log records is said once, in the route
- * table (ROUTE_AUDIT, router.c).  The router marks such a request while its
- * handler runs (srv_audit_begin, srv_audit_end); the handler's
- * srv_commit_reply (commit.c) puts the row into the batch being built,
- * which holds the handler's changes, so that one commit writes both or
- * neither; a change committed by a transaction of its own (a bulk delete,
- * store_purge_finished) takes the row with srv_audit_take.  A request
- * refused (an error answer) changes nothing and writes no row. */
-#include "internal.h"
+/* GET /v1/audit: the audit log's rows (written by audit.c), newest first. */
+#include "auth.h"
+#include "handlers.h"
+#include "http.h"
+#include "jbuf.h"
+#include "read_ctx.h"
+#include "reply.h"
+#include "request.h"
+#include "server.h"
 
-#include "base/utf8.h"
+#include "base/xalloc.h"
 
-#define AUDIT_DETAIL_MAX 2048 /* bytes of the request's body kept */
-
-void srv_audit_begin(server *s, http_req *req, const principal *who)
-{
-    s->audit_req = req;
-    s->audit_who = *who;
-}
-
-void srv_audit_end(server *s)
-{
-    s->audit_req = NULL;
-}
-
-/* The row of the request being handled, when it is audited (and not
- * written yet); its strings malloc'd into mem[0..2]. */
-static bool audit_fill(server *s, http_req *req, int status, store_audit *a, char *mem[3])
-{
-    if (!req || req != s->audit_req) return false;
-    s->audit_req = NULL; /* one row a request */
-    const principal *who = &s->audit_who;
-    const token *t = who->tok;
-    char role[ENGINE_NAME_MAX + 16];
-    if (t)
-        auth_role_text(t, role, sizeof role);
-    else
-        snprintf(role, sizeof role, "admin"); /* a server with no tokens */
-    size_t n = req->body_len < AUDIT_DETAIL_MAX ? req->body_len : AUDIT_DETAIL_MAX;
-    /* cut at a character's start; bytes that are not UTF-8 (a body no
-     * handler read) are replaced: the row must be valid text */
-    while (n > 0 && n < req->body_len && ((unsigned char)req->body[n] & 0xC0) == 0x80) n--;
-    mem[0] = n ? tq_utf8_fix(req->body, n) : NULL;
-    mem[1] = tq_utf8_fix(req->path, strlen(req->path));
-    mem[2] = xstrdup(role);
-    if (!mem[1] || (n && !mem[0])) xalloc_die();
-    *a = (store_audit){
-        .at = srv_now(s),
-        .token_id = t ? t->id : 0,
-        .role = mem[2],
-        .tenant = t && t->role == ROLE_TENANT ? t->tenant : NULL,
-        .method = req->method,
-        .path = mem[1],
-        .status = status,
-        .peer = req->peer,
-        .detail = mem[0],
-    };
-    return true;
-}
-
-void srv_audit_note(server *s, http_req *req, int status)
-{
-    store_audit a;
-    char *mem[3];
-    if (!audit_fill(s, req, status, &a, mem)) return;
-    store_batch_audit(s->batch, &a); /* the arena copies the strings */
-    for (int i = 0; i < 3; i++) free(mem[i]);
-    srv_schedule_flush(s);
-}
-
-const store_audit *srv_audit_take(server *s, http_req *req, int status, store_audit *a,
-                                  char *mem[3])
-{
-    mem[0] = mem[1] = mem[2] = NULL;
-    return audit_fill(s, req, status, a, mem) ? a : NULL;
-}
-
-/* ---- GET /v1/audit ----------------------------------------------------------------------------
- */
+#include <stdlib.h>
+#include <string.h>
 
 typedef struct audit_ctx {
-    http_req *req; /* NULL once the client left */
+    read_ctx held; /* the request, while the store reads */
     bool hide;     /* a viewer that does not see data: no request bodies */
     uint32_t limit;
 } audit_ctx;
 
-static void audit_abort(http_req *req)
-{
-    audit_ctx *c = req->user;
-    c->req = NULL;
-}
-
 static void on_rows(void *ctx, int rc, const store_audit_row *rows, size_t n)
 {
     audit_ctx *c = ctx;
-    http_req *req = c->req;
+    http_req *req = read_ctx_take(&c->held);
     if (!req) {
         free(c);
         return;
     }
-    req->on_abort = NULL;
     if (rc) {
         reply_error(req, rc, NULL, "reading the audit log failed");
         free(c);
@@ -175,10 +100,8 @@ void h_audit(server *s, http_req *req, const principal *who, const char **args)
     q.since = since;
     q.until = until;
     audit_ctx *c = xcalloc(1, sizeof(*c));
-    c->req = req;
     c->hide = who->hide_data;
     c->limit = q.limit;
-    req->user = c;
-    req->on_abort = audit_abort;
+    read_ctx_hold(&c->held, req);
     store_list_audit(s->st, &q, on_rows, c);
 }

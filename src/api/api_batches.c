@@ -4,9 +4,25 @@
  * Admin tokens see every batch; a tenant token its own tenant's only (any
  * other is not there: 404).  A request is taken whole or refused whole,
  * with the field at fault named ("jobs[3].queue", "on_death.type"). */
-#include "internal.h"
+#include "admit.h"
+#include "auth.h"
+#include "clock.h"
+#include "commit.h"
+#include "handlers.h"
+#include "http.h"
+#include "jbuf.h"
+#include "jobread.h"
+#include "reply.h"
+#include "request.h"
+#include "request_keys.h"
+#include "server.h"
+#include "submit_json.h"
+
+#include "base/xalloc.h"
 
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #define BATCH_JOBS_MAX 10000 /* jobs one request may carry (documented in API.md) */
 #define BATCH_LIST_MAX 1000
@@ -68,24 +84,12 @@ static void json_batch(jbuf *b, const engine_batch_info *x, bool hide)
     jb_obj_end(b);
 }
 
-/* 409 batch_closed. */
+/* 409 batch_closed: a conflict (the error table's status), in a word of its own. */
 static void reply_closed(http_req *req, uint64_t id)
 {
-    jbuf b;
-    jb_init(&b);
-    jb_obj(&b);
-    jb_key(&b, "error");
-    jb_obj(&b);
-    jb_kstr(&b, "code", "batch_closed");
-    char msg[160];
-    snprintf(msg, sizeof msg,
-             "batch %llu is closed: its jobs all finished and its callbacks were submitted",
-             (unsigned long long)id);
-    jb_kstr(&b, "message", msg);
-    jb_kstr(&b, "field", "id");
-    jb_obj_end(&b);
-    jb_obj_end(&b);
-    reply_json(req, 409, &b);
+    reply_error_word(req, TENQ_ECONFLICT, "batch_closed", "id",
+                     "batch %llu is closed: its jobs all finished and its callbacks were submitted",
+                     (unsigned long long)id);
 }
 
 /* The jobs of a request, read whole. */

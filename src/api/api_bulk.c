@@ -3,7 +3,22 @@
  * retry now, set priority: in the engine; delete finished jobs: in the
  * store), or a dry run that counts them.  A tenant token acts on its own
  * jobs only. */
-#include "internal.h"
+#include "audit.h"
+#include "auth.h"
+#include "clock.h"
+#include "commit.h"
+#include "handlers.h"
+#include "http.h"
+#include "jbuf.h"
+#include "reply.h"
+#include "request.h"
+#include "server.h"
+
+#include "base/xalloc.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #define BULK_MAX 100000
 

@@ -7,7 +7,22 @@
  * Answered once committed (the steps it completed, or the kept event's
  * row); sent with an Idempotency-Key header (the client libraries send
  * one), a repeat is answered the first answer and delivers nothing again. */
-#include "internal.h"
+#include "admit.h"
+#include "auth.h"
+#include "clock.h"
+#include "handlers.h"
+#include "http.h"
+#include "jbuf.h"
+#include "reply.h"
+#include "request.h"
+#include "request_keys.h"
+#include "server.h"
+
+#include "base/xalloc.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #define EVENT_JOBS_SHOWN 1000 /* job ids an answer lists at most */
 

@@ -1,6 +1,22 @@
 // SPDX-License-Identifier: Apache-2.0
 /* The morgue: dead jobs listed, requeued and deleted, one or by filter. */
-#include "internal.h"
+#include "args_read.h"
+#include "auth.h"
+#include "clock.h"
+#include "commit.h"
+#include "handlers.h"
+#include "http.h"
+#include "jbuf.h"
+#include "job_json.h"
+#include "reply.h"
+#include "request.h"
+#include "server.h"
+
+#include "base/xalloc.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include <errno.h>
 

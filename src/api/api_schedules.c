@@ -3,7 +3,23 @@
  * /v1/schedules, POST /v1/schedules/{name}/pause|resume (docs/API.md).
  * Admin tokens manage every schedule; a tenant token only its own tenant's
  * (within its queues), and sees no other. */
-#include "internal.h"
+#include "auth.h"
+#include "clock.h"
+#include "commit.h"
+#include "cron.h"
+#include "handlers.h"
+#include "http.h"
+#include "jbuf.h"
+#include "jobread.h"
+#include "reply.h"
+#include "request.h"
+#include "server.h"
+
+#include "base/xalloc.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include <stdio.h>
 

@@ -1,6 +1,21 @@
 // SPDX-License-Identifier: Apache-2.0
 /* Tenants and queues: their settings and counts (GET, PUT). */
-#include "internal.h"
+#include "auth.h"
+#include "clock.h"
+#include "commit.h"
+#include "handlers.h"
+#include "http.h"
+#include "jbuf.h"
+#include "rates.h"
+#include "reply.h"
+#include "request.h"
+#include "server.h"
+
+#include "base/xalloc.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 /* The settings of a struct as JSON members, one per row (base/settings.h). */
 static void json_settings(jbuf *b, const tq_setting *rows, size_t n, const void *settings)

@@ -4,7 +4,14 @@
  * the engine, the error words of tenq/errors.h, the fields of a count, the
  * settings of GET /v1/settings), and the dashboard's states.js.  Client
  * libraries' suites check their types against it. */
-#include "internal.h"
+#include "handlers.h"
+#include "jbuf.h"
+#include "job_json.h"
+#include "rates.h"
+#include "reply.h"
+
+#include <stdlib.h>
+#include <string.h>
 
 static void json_states(jbuf *b)
 {

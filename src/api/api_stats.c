@@ -1,8 +1,26 @@
 // SPDX-License-Identifier: Apache-2.0
 /* What the server says of itself: stats (JSON), the longest lanes,
  * Prometheus metrics, health and readiness. */
-#include "internal.h"
+#include "auth.h"
+#include "clock.h"
+#include "cron.h"
+#include "handlers.h"
+#include "http.h"
+#include "jbuf.h"
+#include "lead.h"
+#include "rates.h"
+#include "reply.h"
+#include "request.h"
+#include "server.h"
+#include "serving.h"
 #include "tls.h"
+#include "tls.h"
+
+#include "base/xalloc.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 /* ---- stats --------------------------------------------------------------------------------- */
 
@@ -94,11 +112,11 @@ void h_stats(server *s, http_req *req, const principal *who, const char **args)
         jb_obj(&b);
         jb_kstr(&b, "store", store_backend(s->st));
         jb_kint(&b, "connections", (long long)http_server_connections(s->http));
-        jb_kint(&b, "lease_waiters", (long long)s->n_lwait);
+        jb_kint(&b, "lease_waiters", (long long)s->waiters.n_lwait);
         jb_kint(&b, "commits", (long long)tx);
         jb_kint(&b, "batches", (long long)batches);
-        jb_kint(&b, "requests", (long long)s->n_requests);
-        jb_kint(&b, "uptime_ms", now - s->wall0_ms);
+        jb_kint(&b, "requests", (long long)s->router.requests);
+        jb_kint(&b, "uptime_ms", now - s->clock.wall0_ms);
         jb_obj_end(&b);
         json_memory(&b, s);
     }
@@ -268,8 +286,8 @@ void h_metrics(server *s, http_req *req, const principal *who, const char **args
               "(each stops them for a second).\n# TYPE tenq_http_idle_yields_slow_total counter\n"
               "tenq_http_idle_yields_slow_total %llu\n",
               (unsigned long long)tx, (unsigned long long)batches,
-              (unsigned long long)s->n_commits_failed, (unsigned long long)s->n_requests,
-              http_server_connections(s->http), s->n_lwait, engine_lane_count(s->e),
+              (unsigned long long)s->commit.n_failed, (unsigned long long)s->router.requests,
+              http_server_connections(s->http), s->waiters.n_lwait, engine_lane_count(s->e),
               store_writer_idle(s->st) ? 1 : 0, (unsigned long long)store_writer_raised(s->st),
               (unsigned long long)yields, (unsigned long long)yields_slow);
     if (s->tls) {
@@ -334,7 +352,7 @@ void h_metrics(server *s, http_req *req, const principal *who, const char **args
               "# TYPE tenq_leader gauge\ntenq_leader %d\n"
               "# HELP tenq_leader_term The term this server leads under (0: none).\n"
               "# TYPE tenq_leader_term gauge\ntenq_leader_term %llu\n",
-              srv_serving(s) ? 1 : 0, (unsigned long long)s->term);
+              srv_serving(s) ? 1 : 0, (unsigned long long)s->lead.term);
     engine_memory m;
     engine_memory_usage(s->e, &m);
     jb_printf(&b,
@@ -411,17 +429,17 @@ static void health(server *s, http_req *req, bool ready)
 {
     char url[256];
     bool other = lead_leader(s, url, sizeof url);
-    const char *status = s->stopping ? "stopping" : s->resyncing ? "reloading" : "ok";
+    const char *status = s->stopping ? "stopping" : s->lead.resyncing ? "reloading" : "ok";
     jbuf b;
     jb_init(&b);
     jb_obj(&b);
     jb_kstr(&b, "status", status);
-    jb_kstr(&b, "role", s->leading ? "leader" : "standby");
+    jb_kstr(&b, "role", s->lead.leading ? "leader" : "standby");
     jb_kstr(&b, "store", store_backend(s->st));
     jb_kstr(&b, "node", lead_node(s));
     jb_kstr(&b, "advertise", lead_advertise(s));
-    jb_kint(&b, "term", (long long)s->term);
-    if (s->leading)
+    jb_kint(&b, "term", (long long)s->lead.term);
+    if (s->lead.leading)
         jb_kstr(&b, "leader", lead_advertise(s));
     else if (other)
         jb_kstr(&b, "leader", url);
@@ -429,7 +447,7 @@ static void health(server *s, http_req *req, bool ready)
         jb_kraw(&b, "leader", "null");
     /* a leader still bringing in the jobs waiting in line (load_rest.c) */
     jb_key(&b, "loading");
-    jb_bool(&b, s->leading && s->load_rest.active);
+    jb_bool(&b, s->lead.leading && s->load_rest.active);
     jb_obj_end(&b);
     bool ok = !ready || (srv_serving(s) && !s->stopping);
     reply_json(req, ok ? 200 : 503, &b);

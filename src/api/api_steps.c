@@ -8,7 +8,24 @@
  * uncommitted before it (a worker reading its job's steps right after its
  * lease, which may leave before the commit of the event that woke the job,
  * reads them whole) and reads the rows: results are the store's alone. */
-#include "internal.h"
+#include "admit.h"
+#include "auth.h"
+#include "clock.h"
+#include "commit.h"
+#include "handlers.h"
+#include "jbuf.h"
+#include "jobread.h"
+#include "outcome_late.h"
+#include "read_ctx.h"
+#include "reply.h"
+#include "request.h"
+#include "request_read.h"
+#include "server.h"
+
+#include "base/xalloc.h"
+
+#include <stdlib.h>
+#include <string.h>
 
 /* ---- POST /v1/jobs/{id}/steps ---------------------------------------------------- */
 
@@ -282,17 +299,11 @@ out:
 /* ---- GET /v1/jobs/{id}/steps ------------------------------------------------------ */
 
 typedef struct steps_ctx {
+    read_ctx held; /* the request, while the store reads */
     server *srv;
-    http_req *req; /* NULL once the client left */
     principal who;
     uint64_t id;
 } steps_ctx;
-
-static void steps_abort(http_req *req)
-{
-    steps_ctx *c = req->user;
-    c->req = NULL;
-}
 
 static void time_or_null(jbuf *b, const char *k, int64_t v)
 {
@@ -303,7 +314,7 @@ static void time_or_null(jbuf *b, const char *k, int64_t v)
         jb_null(b);
 }
 
-void api_json_step(jbuf *b, const engine_step_info *x, bool show_token, bool with_result)
+static void json_step(jbuf *b, const engine_step_info *x, bool show_token, bool with_result)
 {
     jb_obj(b);
     jb_kint(b, "pos", x->pos);
@@ -333,15 +344,12 @@ void api_json_step(jbuf *b, const engine_step_info *x, bool show_token, bool wit
 static void on_steps(void *ctx, int rc, const store_steps *st)
 {
     steps_ctx *c = ctx;
-    http_req *req = c->req;
+    http_req *req = read_ctx_take(&c->held);
     server *s = c->srv;
     if (!req) {
         free(c);
         return;
     }
-    req->on_abort = NULL;
-    req->user = NULL;
-    c->req = NULL;
     if (rc != 0) {
         reply_error(req, rc, NULL, "reading the steps failed: %s", store_errmsg(s->st));
         free(c);
@@ -365,7 +373,7 @@ static void on_steps(void *ctx, int rc, const store_steps *st)
     jb_key(&b, "steps");
     jb_arr(&b);
     for (size_t i = 0; i < st->n; i++) /* a viewer that hides data sees no result */
-        api_json_step(&b, &st->v[i], show_token, !c->who.hide_data);
+        json_step(&b, &st->v[i], show_token, !c->who.hide_data);
     jb_arr_end(&b);
     jb_obj_end(&b);
     reply_json(req, 200, &b);
@@ -379,9 +387,7 @@ static void steps_after_commit(server *s, http_req *req, void *ctx, int rc)
         free(c);
         return;
     }
-    c->req = req;
-    req->user = c;
-    req->on_abort = steps_abort;
+    read_ctx_hold(&c->held, req);
     store_get_steps(s->st, c->id, on_steps, c);
 }
 

@@ -1,6 +1,20 @@
 // SPDX-License-Identifier: Apache-2.0
 /* Tokens (list, create, revoke) and who a token is (whoami). */
-#include "internal.h"
+#include "auth.h"
+#include "clock.h"
+#include "commit.h"
+#include "handlers.h"
+#include "http.h"
+#include "jbuf.h"
+#include "reply.h"
+#include "request.h"
+#include "server.h"
+
+#include "base/xalloc.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "base/sha256.h"
 
@@ -94,7 +108,7 @@ void h_token_create(server *s, http_req *req, const principal *who, const char *
     sha256_hex(secret, strlen(secret), hex);
     store_token st = {s->auth.next_id, hex, role, queues, srv_now(s), 0, hide_data};
     token *t = auth_add(&s->auth, st.id, hex, role, queues, st.created_at, hide_data);
-    store_batch_token(s->batch, &st);
+    store_batch_token(s->commit.batch, &st);
     jbuf b;
     jb_init(&b);
     jb_obj(&b);
@@ -117,7 +131,7 @@ void h_token_revoke(server *s, http_req *req, const principal *who, const char *
         return;
     }
     auth_revoke(&s->auth, t);
-    store_batch_token_revoke(s->batch, id, srv_now(s));
+    store_batch_token_revoke(s->commit.batch, id, srv_now(s));
     jbuf b;
     jb_init(&b);
     jb_obj(&b);

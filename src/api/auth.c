@@ -1,11 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 /* Tokens: held in memory by the SHA-256 of their secret (the secret itself is
- * never stored), with a role and optionally a list of queues. */
-#include "internal.h"
+ * never stored), with a role and optionally a list of queues (auth.h). */
+#include "auth.h"
 
 #include "base/hash.h"
 #include "base/sha256.h"
+#include "base/xalloc.h"
 
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/random.h>
 
 static uint64_t hhash(const char *hex)
@@ -183,53 +188,14 @@ void auth_new_secret(char out[64])
     out[k] = 0;
 }
 
-/* ---- the store's tokens, and TENQ_ADMIN_TOKEN --------------------------------------------- */
-
-/* ---- start-up -----------------------------------------------------------------------------------
- */
-
-void srv_merge_tokens(server *s, const store_token *v, size_t n)
+bool auth_shows_token(const principal *who)
 {
-    for (size_t i = 0; i < n; i++) {
-        token *t = NULL;
-        for (size_t k = 0; k < s->auth.n && !t; k++)
-            if (s->auth.all[k]->id == v[i].id) t = s->auth.all[k];
-        if (!t)
-            t = auth_add(&s->auth, v[i].id, v[i].hash, v[i].role, v[i].queues, v[i].created_at,
-                         v[i].hide_data);
-        if (t && v[i].revoked_at) auth_revoke(&s->auth, t);
-    }
+    return (who->role == ROLE_ADMIN || who->role == ROLE_WORKER) && !who->read_only;
 }
 
-int srv_ensure_admin_token(server *s)
+bool auth_may_see_job(const principal *who, const char *tenant, const char *queue)
 {
-    const char *secret = s->cfg.admin_token;
-    if (!*secret) return 0;
-    token *t = auth_find_secret(&s->auth, secret);
-    if (t && t->role != ROLE_ADMIN) {
-        log_event(LOG_ERROR, "auth", "TENQ_ADMIN_TOKEN is already a %s token",
-                  auth_role_word(t->role));
-        return -1;
-    }
-    if (t && t->id > 0) return 0;
-    char hex[65];
-    sha256_hex(secret, strlen(secret), hex);
-    if (!s->leading) {
-        /* a standby knows it (its own endpoints) but cannot store it: the
-         * leader it becomes stores it (id 0 until then) */
-        if (!t) auth_add(&s->auth, 0, hex, "admin", NULL, srv_now(s), false);
-        return 0;
-    }
-    store_token st = {s->auth.next_id, hex, "admin", NULL, srv_now(s), 0, false};
-    store_batch_token(s->batch, &st);
-    srv_schedule_flush(s);
-    if (t) {
-        t->id = st.id;
-        s->auth.next_id = st.id + 1;
-    } else {
-        auth_add(&s->auth, st.id, hex, "admin", NULL, st.created_at, false);
-    }
-    log_event(LOG_INFO, "auth", "created the admin token from TENQ_ADMIN_TOKEN (id %lld)",
-              (long long)st.id);
-    return 0;
+    if (!who->tok) return true;
+    if (who->role == ROLE_TENANT && strcmp(who->tok->tenant, tenant) != 0) return false;
+    return token_allows_queue(who->tok, queue);
 }

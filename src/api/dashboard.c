@@ -3,7 +3,18 @@
  * source tree, embedded by tools/embed.c), served at / and /ui/NAME.  It
  * uses only the public API, with the token the user types in; states.js is
  * made from the table of states (api_spec.c). */
-#include "internal.h"
+#include "auth.h"
+#include "handlers.h"
+#include "http.h"
+#include "jbuf.h"
+#include "reply.h"
+#include "server.h"
+
+#include "base/xalloc.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 typedef struct asset {
     const char *name;

@@ -2,14 +2,20 @@
 /* What clients send, read: a submitted job's fields, a worker's lease
  * request and its outcomes, from a jansson tree (every case, and the words of every
  * refusal) or in place from the request's text (the usual case, without a
- * tree).  See internal.h. */
-#include "internal.h"
+ * tree).  See jobread.h. */
+#include "jobread.h"
+
+#include "jbuf.h"
+#include "request.h"
 
 #include "base/jreal.h"
 #include "base/jscan.h"
+#include "base/xalloc.h"
 
 #include <errno.h>
 #include <math.h>
+#include <stdlib.h>
+#include <string.h>
 
 static const char *const job_fields[] = {
     "tenant",      "queue",           "type",         "args",

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 /* A lease's jobs in its answer: a list of objects ("jobs"), or, when the
  * worker asked for "columns", one list per field (json_fields.c). */
-#include "internal.h"
+#include "lease_json.h"
+
+#include "json_fields.h"
 
 static void put_id(jbuf *b, const void *p)
 {

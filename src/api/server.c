@@ -1,83 +1,43 @@
 // SPDX-License-Identifier: Apache-2.0
-/* tenq serve: start-up and stop, the engine's clock and its timers (ticks).
- * The rest of the loop: router.c (requests), commit.c (answers after commit),
- * waiters.c (long polls), lead.c and lead_loop.c (the leadership). */
-#include "internal.h"
-#include "tls.h"
+/* tenq serve: start-up and stop (api_serve, api.h), the top of src/api: it
+ * makes the server (server.h) and each subsystem's state, and registers the
+ * calls that go up the layers (commit_hooks, load_rest_again).  The rest of
+ * the loop: router.c (requests), commit.c (answers after commit), tick.c
+ * (the engine's timers), waiters.c (long polls), lead.c and lead_loop.c
+ * (the leadership). */
+#include "server.h"
 
-#include "base/clock.h"
+#include "admit.h"
+#include "api.h"
+#include "auth.h"
+#include "clock.h"
+#include "commit.h"
+#include "cron.h"
+#include "ingest.h"
+#include "lead.h"
+#include "lead_loop.h"
+#include "load_rest.h"
+#include "rates.h"
+#include "request_keys.h"
+#include "router.h"
+#include "term_load.h"
+#include "tick.h"
+#include "tls.h"
+#include "waiters.h"
+#include "workers.h"
+
+#include "base/xalloc.h"
 
 #include <event2/event.h>
 #include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
-/* ---- time ------------------------------------------------------------------
- * The engine's clock is the wall clock at start-up advanced by the monotonic
- * clock: a jump of the wall clock neither fires scheduled work early nor
- * expires leases early.  It never runs behind the time the store kept
- * (srv_clock_at_least, at each load): deadlines stored by an earlier run
- * stay on that run's clock when the wall clock went back meanwhile
- * (docs/SEMANTICS.md, "The clock"). */
-
-int64_t srv_now(server *s)
-{
-    return __atomic_load_n(&s->wall0_ms, __ATOMIC_RELAXED) + (tq_mono_ns() - s->mono0_ns) / 1000000;
-}
-
-void srv_clock_at_least(server *s, int64_t known)
-{
-    int64_t behind = known - srv_now(s);
-    if (behind <= 0) return;
-    __atomic_add_fetch(&s->wall0_ms, behind, __ATOMIC_RELAXED);
-    store_set_clock(s->st, __atomic_load_n(&s->wall0_ms, __ATOMIC_RELAXED), s->mono0_ns);
-    log_event(LOG_WARN, "clock",
-              "the wall clock is %lld ms behind the time the store last knew: it went back "
-              "while no server ran; this server's clock goes on from the store's",
-              (long long)behind);
-}
-
-/* ---- ticks --------------------------------------------------------------------------- */
-
-void srv_rearm_tick(server *s)
-{
-    srv_args_read_ahead(s); /* what the turn moved to the front (args_read.c) */
-    int64_t next = engine_next_timer(s->e);
-    if (next == INT64_MAX) {
-        if (s->tick_at) event_del(s->tick_ev);
-        s->tick_at = 0;
-        return;
-    }
-    if (s->tick_at && s->tick_at <= next && event_pending(s->tick_ev, EV_TIMEOUT, NULL)) return;
-    int64_t delay = next - srv_now(s);
-    if (delay < 0) delay = 0;
-    struct timeval tv = {(time_t)(delay / 1000), (suseconds_t)((delay % 1000) * 1000)};
-    event_add(s->tick_ev, &tv);
-    s->tick_at = next;
-}
-
-static void on_tick(evutil_socket_t fd, short what, void *arg)
-{
-    (void)fd;
-    (void)what;
-    server *s = arg;
-    s->tick_at = 0;
-    if (srv_serving(s)) {
-        engine_tick(s->e, srv_now(s));
-        srv_collect(s);
-    }
-    srv_rearm_tick(s);
-}
-
 /* ---- stopping ---------------------------------------------------------------------------------
  */
-
-void srv_maybe_finish_stop(server *s)
-{
-    if (!s->stopping) return;
-    if (s->inflight || s->cur || store_batch_ops(s->batch) > 0) return;
-    event_base_loopexit(s->base, NULL);
-}
 
 static void on_signal(evutil_socket_t sig, short what, void *arg)
 {
@@ -91,8 +51,7 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
     log_event(LOG_INFO, "stop", "signal=%d: no new connections; finishing what is in flight",
               (int)sig);
     http_server_stop_accepting(s->http);
-    /* long polls answer now */
-    while (s->lwait) srv_lease_waiter_end(s, s->lwait);
+    srv_end_lease_waiters(s);          /* long polls answer now */
     srv_load_rest_stop(s);             /* parked requests are told the server stops */
     srv_write_late_rows(s, INT64_MAX); /* a clean stop keeps every lease */
     srv_flush_now(s);
@@ -136,10 +95,10 @@ static void on_linger(evutil_socket_t fd, short what, void *arg)
  * refused before it reaches a handler. */
 static void linger(server *s)
 {
-    s->leading = false;
+    s->lead.leading = false;
     srv_end_job_waiters(s);
-    event_del(s->tick_ev);
-    event_del(s->sample_ev);
+    srv_tick_stop(s);
+    event_del(s->rates.sample_ev);
     srv_ingest_stop(s);
     srv_commit_timers_off(s);
     if (s->cfg.stop_linger_ms <= 0 || http_server_connections(s->http) == 0) return;
@@ -166,11 +125,11 @@ int api_serve(const api_config *cfg)
     server *s = xcalloc(1, sizeof(*s));
     s->cfg = *cfg;
     int rc = 1;
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    s->wall0_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-    s->mono0_ns = tq_mono_ns();
+    srv_clock_start(s);
     auth_init(&s->auth);
+    /* the calls up the layers, to the layer that answers them */
+    s->commit.hooks = (commit_hooks){srv_wake_leases, srv_jobs_finished, srv_step_down};
+    s->load_rest.again = srv_on_request;
 
     char host[256];
     int port = 7070;
@@ -227,7 +186,7 @@ int api_serve(const api_config *cfg)
         log_event(LOG_ERROR, "store", "%s", err);
         goto out;
     }
-    store_set_clock(s->st, s->wall0_ms, s->mono0_ns);
+    store_set_clock(s->st, s->clock.wall0_ms, s->clock.mono0_ns);
     if (cfg->data_dir_used) log_event(LOG_INFO, "data", "data-dir=%s", cfg->data_dir);
     log_event(LOG_INFO, "store", "backend=%s at=%s sync=%s writer=%s", store_backend(s->st),
               store_where(s->st),
@@ -246,7 +205,7 @@ int api_serve(const api_config *cfg)
     }
     s->e = srv_engine_new(s, 0); /* until this server leads */
     s->rkeys = rkeys_new();
-    s->batch = store_batch_new();
+    s->commit.batch = store_batch_new();
 
     s->base = event_base_new();
     if (!s->base) {
@@ -276,17 +235,17 @@ int api_serve(const api_config *cfg)
         log_event(LOG_ERROR, "listen", "%s", err);
         goto out;
     }
-    s->tick_ev = evtimer_new(s->base, on_tick, s);
+    int ticks = srv_tick_start(s);
     s->sig_term = evsignal_new(s->base, SIGTERM, on_signal, s);
     s->sig_int = evsignal_new(s->base, SIGINT, on_signal, s);
-    if (srv_commit_start(s) != 0 || api_rates_start(s) != 0 || srv_ingest_start(s) != 0 ||
-        srv_cron_start(s) != 0 || !s->tick_ev || !s->sig_term || !s->sig_int ||
+    if (srv_commit_start(s) != 0 || srv_rates_start(s) != 0 || srv_ingest_start(s) != 0 ||
+        srv_cron_start(s) != 0 || ticks != 0 || !s->sig_term || !s->sig_int ||
         evsignal_add(s->sig_term, NULL) != 0 || evsignal_add(s->sig_int, NULL) != 0) {
         log_event(LOG_ERROR, "listen", "cannot set up the event loop's events");
         goto out;
     }
     /* Leads, or stands by: loads the jobs and tokens when it leads. */
-    if (lead_start(s, node, host) != 0) goto out;
+    if (srv_lead_start(s, node, host) != 0) goto out;
     s->open_network = !loopback(host) && !cfg->allow_open_network;
     if (s->auth.by_hash.len == 0 && s->open_network) {
         log_event(LOG_ERROR, "auth",
@@ -348,15 +307,15 @@ out:
     engine_destroy(s->e);
     admit_free(&s->admit);
     rkeys_free(s->rkeys);
-    store_batch_free(s->batch);
+    store_batch_free(s->commit.batch);
     rates_free(s);
     workers_free(s);
     auth_free(&s->auth);
     srv_ingest_free(s);
     srv_cron_free(s);
     srv_commit_free(s);
-    if (s->tick_ev) event_free(s->tick_ev);
-    if (s->sample_ev) event_free(s->sample_ev);
+    srv_tick_free(s);
+    if (s->rates.sample_ev) event_free(s->rates.sample_ev);
     if (s->sig_term) event_free(s->sig_term);
     if (s->sig_int) event_free(s->sig_int);
     if (s->sig_hup) event_free(s->sig_hup);

@@ -5,7 +5,13 @@
 #ifndef TENQ_FUZZ_PRINCIPALS_H
 #define TENQ_FUZZ_PRINCIPALS_H
 
-#include "api/internal.h"
+#include "api/auth.h"
+#include "api/jobread.h"
+#include "api/request.h"
+#include "api/request_read.h"
+
+#include <jansson.h>
+#include <string.h>
 
 static char *fuzz_queues[] = {"reports", "bench"};
 static const token fuzz_token = {

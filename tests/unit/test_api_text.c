@@ -7,7 +7,9 @@
  * JSON shape, escapes, duplicates, reals jansson rewrites) and mutated. */
 #include "runner.h"
 
-#include "api/internal.h"
+#include "api/jbuf.h"
+#include "api/jobread.h"
+#include "api/request.h"
 #include "base/jreal.h"
 #include "base/jscan.h"
 
