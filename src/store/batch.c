@@ -83,53 +83,51 @@ static soff payloads_text(store_batch *b, const engine_payload *p, uint32_t n)
     return o;
 }
 
-void store_batch_job(store_batch *b, const engine_job_info *j, uint32_t fields)
+/* A row's args (a new job's: args.c keeps them in memory until its row is
+ * collected), and its payloads as stored ("[]" once a merging job has
+ * none left). */
+static soff args_of(store_batch *b, const engine_job_info *j)
 {
-    store_op *o = store_op_push(b, (fields & ENGINE_JF_NEW) ? OP_JOB_INSERT : OP_JOB_UPDATE);
-    batch_row *r = &o->u.job;
-    r->id = j->id;
-    r->fields = fields;
-    r->plain = j->plain;
-    r->priority = j->priority;
-    r->state = (uint8_t)j->state;
-    r->cancel_requested = j->cancel_requested;
-    r->attempts = j->attempts;
-    r->max_attempts = j->max_attempts;
-    r->run_at = j->run_at;
-    r->created_at = j->created_at;
-    r->ready_at = j->ready_at;
-    r->leased_at = j->leased_at;
-    r->started_at = j->started_at;
-    r->finished_at = j->finished_at;
-    r->lease_until = j->lease_until;
-    r->token = j->token;
-    r->merged_into = j->merged_into;
-    r->lane_seq = j->lane_seq;
-    r->timeout_ms = j->timeout_ms;
-    bool all = fields & ENGINE_JF_NEW;
-    if (all && j->args_missing) { /* args.c keeps a new job's args until its row is collected */
+    if (j->args_missing) {
         fprintf(stderr, "tenq: job %llu's row would be written without its args\n",
                 (unsigned long long)j->id);
         abort();
     }
-    r->tenant = all ? astr(b, j->tenant) : SNULL;
-    r->queue = all ? astr(b, j->queue) : SNULL;
-    r->type = all ? astr(b, j->type) : SNULL;
-    r->key = all ? astr(b, j->key) : SNULL;
-    r->unique_key = all ? astr(b, j->unique_key) : SNULL;
-    r->idem_key = all ? astr(b, j->idempotency_key) : SNULL;
-    r->traceparent = all ? astr(b, j->traceparent) : SNULL;
-    r->args = all && j->args ? store_arena_put(b, j->args, j->args_len) : SNULL;
-    r->payloads = (all || (fields & ENGINE_JF_PAYLOADS)) && j->payloads
-                      ? payloads_text(b, j->payloads, j->n_payloads)
-                      : SNULL;
-    if (j->payloads == NULL && j->args == NULL && (fields & ENGINE_JF_PAYLOADS))
-        r->payloads = store_arena_put(b, "[]", 2);
-    r->worker = astr(b, j->worker);
-    r->error = astr(b, j->error);
-    r->progress = astr(b, j->progress);
-    r->result = (all || (fields & ENGINE_JF_RESULT)) ? astr(b, j->result) : SNULL;
-    r->stats = (all || (fields & ENGINE_JF_RESULT)) ? astr(b, j->stats) : SNULL;
+    return j->args ? store_arena_put(b, j->args, j->args_len) : SNULL;
+}
+
+static soff payloads_of(store_batch *b, const engine_job_info *j, uint32_t fields)
+{
+    if (j->payloads) return payloads_text(b, j->payloads, j->n_payloads);
+    return !j->args && (fields & ENGINE_JF_PAYLOADS) ? store_arena_put(b, "[]", 2) : SNULL;
+}
+
+/* Each column of the row from the job (columns.h): a number as it is, a
+ * string when the change carries it (`when`: NEW in the insert alone, KEPT
+ * when the change's fields have its flag). */
+#define CARRIED_KEY(flag)        true
+#define CARRIED_NEW(flag)        all
+#define CARRIED_ALWAYS(flag)     true
+#define CARRIED_KEPT(flag)       (all || (fields & (flag)))
+#define PUT_ID(f, carried)       r->f = j->f;
+#define PUT_NUM(f, carried)      r->f = j->f;
+#define PUT_TIME(f, carried)     r->f = j->f;
+#define PUT_BOOL(f, carried)     r->f = j->f;
+#define PUT_STATE(f, carried)    r->f = j->f;
+#define PUT_TEXT(f, carried)     r->f = (carried) ? astr(b, j->f) : SNULL;
+#define PUT_ARGS(f, carried)     r->f = (carried) ? args_of(b, j) : SNULL;
+#define PUT_PAYLOADS(f, carried) r->f = (carried) ? payloads_of(b, j, fields) : SNULL;
+#define PUT_LIVE(f, carried)
+#define PUT(column, type, kind, when, hot, field, flag) PUT_##kind(field, CARRIED_##when(flag))
+
+void store_batch_job(store_batch *b, const engine_job_info *j, uint32_t fields)
+{
+    store_op *o = store_op_push(b, (fields & ENGINE_JF_NEW) ? OP_JOB_INSERT : OP_JOB_UPDATE);
+    batch_row *r = &o->u.job;
+    bool all = fields & ENGINE_JF_NEW;
+    r->fields = fields;
+    r->plain = j->plain;
+    STORE_JOB_COLUMNS_TABLE(PUT)
 }
 
 void store_batch_job_delete(store_batch *b, uint64_t id)
@@ -458,43 +456,28 @@ static bool fold_eq(const void *item, const void *key)
     return ((const fold_ent *)item)->id == *(const uint64_t *)key;
 }
 
+/* Folds a later write of the job into its row (columns.h): a number as it
+ * is now, a string as the write carries it (NEW: an insert's alone; KEPT:
+ * unless the write left it out). */
+#define FROM_N_KEY(f) r->f = x->f;
+#define FROM_N_NEW(f)                                                                              \
+    if (all) r->f = x->f;
+#define FROM_N_ALWAYS(f) r->f = x->f;
+#define FROM_N_KEPT(f)   r->f = x->f;
+#define FROM_S_NEW(f)                                                                              \
+    if (all) r->f = bstr(b, x->f);
+#define FROM_S_ALWAYS(f) r->f = bstr(b, x->f);
+#define FROM_S_KEPT(f)                                                                             \
+    if (x->f != SNULL || all) r->f = bstr(b, x->f);
+#define FROM_X_ALWAYS(f)
+#define FROM(column, type, kind, when, hot, field, flag)                                           \
+    STORE_JC_CAT(STORE_JC_CAT(FROM_, STORE_JK_CLASS(kind)), _##when)(field)
+
 static void row_from(group_row *r, const store_batch *b, const batch_row *x, bool all)
 {
-    r->id = x->id;
     r->fields |= x->fields;
     r->plain = x->plain;
-    r->priority = x->priority;
-    r->state = x->state;
-    r->cancel_requested = x->cancel_requested;
-    r->attempts = x->attempts;
-    r->max_attempts = x->max_attempts;
-    r->run_at = x->run_at;
-    r->ready_at = x->ready_at;
-    r->leased_at = x->leased_at;
-    r->started_at = x->started_at;
-    r->finished_at = x->finished_at;
-    r->lease_until = x->lease_until;
-    r->token = x->token;
-    r->merged_into = x->merged_into;
-    r->lane_seq = x->lane_seq;
-    r->timeout_ms = x->timeout_ms;
-    r->worker = bstr(b, x->worker);
-    r->error = bstr(b, x->error);
-    r->progress = bstr(b, x->progress);
-    if (x->payloads != SNULL || all) r->payloads = bstr(b, x->payloads);
-    if (x->result != SNULL || all) r->result = bstr(b, x->result);
-    if (x->stats != SNULL || all) r->stats = bstr(b, x->stats);
-    if (all) {
-        r->created_at = x->created_at;
-        r->tenant = bstr(b, x->tenant);
-        r->queue = bstr(b, x->queue);
-        r->type = bstr(b, x->type);
-        r->key = bstr(b, x->key);
-        r->args = bstr(b, x->args);
-        r->unique_key = bstr(b, x->unique_key);
-        r->idem_key = bstr(b, x->idem_key);
-        r->traceparent = bstr(b, x->traceparent);
-    }
+    STORE_JOB_COLUMNS_TABLE(FROM)
 }
 
 static bool id_eq(const void *item, const void *key)

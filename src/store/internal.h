@@ -3,6 +3,7 @@
 #ifndef TENQ_STORE_INTERNAL_H
 #define TENQ_STORE_INTERNAL_H
 
+#include "columns.h"
 #include "schema.h"
 #include "store.h"
 
@@ -45,19 +46,11 @@ typedef enum {
     OP_EVENT_INBOX_DONE, /* u.event: id, an event of tenq.event_inbox delivered (PostgreSQL) */
 } op_kind;
 
+/* A job row in a batch: its columns (columns.h), strings in the arena. */
 typedef struct batch_row {
-    uint64_t id;
     uint32_t fields;
     bool plain; /* engine_job_info.plain */
-    int32_t priority;
-    uint8_t state;
-    bool cancel_requested;
-    uint32_t attempts, max_attempts;
-    int64_t run_at, created_at, ready_at, leased_at, started_at, finished_at, lease_until;
-    uint64_t token, merged_into, lane_seq;
-    int64_t timeout_ms;
-    soff tenant, queue, type, key, args, payloads, worker, error, result, stats, progress,
-        unique_key, idem_key, traceparent;
+    STORE_JOB_COLUMNS_TABLE(STORE_JC_BATCH_FIELD)
 } batch_row;
 
 typedef struct store_op {
@@ -280,21 +273,13 @@ int store_inbox_run(store_t *s, size_t max, uint64_t floor, store_inbox_flag fla
                     rows_builder *keep);
 void store_inbox_free(store_inbox *in);
 
-/* A job row ready to write: strings point into the batches' arenas. */
+/* A job row ready to write: its columns (columns.h), strings pointing into
+ * the batches' arenas. */
 typedef struct group_row {
-    uint64_t id;
     uint32_t fields; /* ENGINE_JF_*, of every operation folded in */
     bool plain;      /* engine_job_info.plain, as of its latest operation */
-    int32_t priority;
-    uint8_t state;
-    bool cancel_requested;
-    uint32_t attempts, max_attempts;
-    int64_t run_at, created_at, ready_at, leased_at, started_at, finished_at, lease_until;
-    uint64_t token, merged_into, lane_seq;
-    int64_t timeout_ms;
-    const char *tenant, *queue, *type, *key, *args, *payloads, *worker, *error, *result, *stats,
-        *progress, *unique_key, *idem_key, *traceparent;
     bool dropped;
+    STORE_JOB_COLUMNS_TABLE(STORE_JC_GROUP_FIELD)
 } group_row;
 
 /* What one transaction writes, folded: every job appears once, as an

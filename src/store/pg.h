@@ -67,6 +67,9 @@ extern const char *const pg_stmt_name[PG_ST_N];
 int pg_prepare_all(store_t *s, pg *p);
 int pg_fence(store_t *s, pg *p, const char *term);
 int pg_apply(store_t *s, const store_group *g, bool begin, bool commit);
+/* The statement that inserts (or updates) job rows from one array per
+ * column, made from the table once (columns.h). */
+const char *pg_job_sql(bool insert);
 
 /* A load's jobs, every live one in lane order, into the engine by binary
  * COPY on c (pg_copyout.c); *count counts them.  0 or an error. */

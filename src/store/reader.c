@@ -39,6 +39,19 @@ const char *rows_str(rows_builder *rb, const char *s)
     return c;
 }
 
+/* The strings of a row the rows keep (columns.h: text and args; the
+ * payloads are kept whole, below). */
+#define KEEP_TEXT(f) o->f = rows_str(rb, in.f);
+#define KEEP_ARGS(f) o->f = rows_str(rb, in.f);
+#define KEEP_ID(f)
+#define KEEP_NUM(f)
+#define KEEP_TIME(f)
+#define KEEP_BOOL(f)
+#define KEEP_STATE(f)
+#define KEEP_PAYLOADS(f)
+#define KEEP_LIVE(f)
+#define KEEP(column, type, kind, when, hot, field, flag) KEEP_##kind(field)
+
 int rows_add_row(store_t *s, rows_builder *rb, const store_rowacc *acc, void *row)
 {
     engine_job_info in;
@@ -51,21 +64,7 @@ int rows_add_row(store_t *s, rows_builder *rb, const store_rowacc *acc, void *ro
     }
     engine_job_info *o = rows_add(rb);
     *o = in;
-#define COPY(f) o->f = rows_str(rb, in.f)
-    COPY(tenant);
-    COPY(queue);
-    COPY(type);
-    COPY(key);
-    COPY(args);
-    COPY(worker);
-    COPY(error);
-    COPY(result);
-    COPY(stats);
-    COPY(progress);
-    COPY(unique_key);
-    COPY(idempotency_key);
-    COPY(traceparent);
-#undef COPY
+    STORE_JOB_COLUMNS_TABLE(KEEP)
     if (pl) {
         rows_keep(rb, pl);
         for (uint32_t k = 0; k < in.n_payloads; k++) rows_keep(rb, (void *)pl[k].data);

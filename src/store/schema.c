@@ -10,7 +10,6 @@
 
 #include "base/xalloc.h"
 
-#include <jansson.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -465,113 +464,6 @@ static char *expand(const char *t, bool pg)
         if (!done) append(&out, &len, &cap, t++, 1);
     }
     return out;
-}
-
-/* ---- rows --------------------------------------------------------------------- */
-
-int store_row_to_job(const store_rowacc *a, void *row, engine_job_info *j,
-                     engine_payload **payloads, char *err, size_t errlen)
-{
-#define I64(c) (a->is_null(row, (c)) ? 0 : a->i64(row, (c)))
-#define TXT(c) (a->is_null(row, (c)) ? NULL : a->text(row, (c)))
-    memset(j, 0, sizeof(*j));
-    *payloads = NULL;
-    j->id = (uint64_t)I64(0);
-    j->tenant = TXT(1);
-    j->queue = TXT(2);
-    j->type = TXT(3);
-    j->key = TXT(4);
-    j->args = TXT(5);
-    j->args_len = j->args ? (uint32_t)strlen(j->args) : 0;
-    const char *pl = TXT(6);
-    j->priority = (int32_t)I64(7);
-    const char *st = TXT(8);
-    int state = st ? engine_state_parse(st) : -1;
-    if (state < 0) {
-        snprintf(err, errlen, "job %llu has an unknown state \"%s\"", (unsigned long long)j->id,
-                 st ? st : "(null)");
-        return TENQ_ECORRUPT;
-    }
-    j->state = (engine_state)state;
-    j->attempts = (uint32_t)I64(9);
-    j->max_attempts = (uint32_t)I64(10);
-    j->run_at = I64(11);
-    j->created_at = I64(12);
-    j->ready_at = I64(13);
-    j->leased_at = I64(14);
-    j->started_at = I64(15);
-    j->finished_at = I64(16);
-    j->worker = TXT(17);
-    j->error = TXT(18);
-    j->result = TXT(19);
-    j->stats = TXT(20);
-    j->progress = TXT(21);
-    j->unique_key = TXT(22);
-    j->idempotency_key = TXT(23);
-    j->token = (uint64_t)I64(24);
-    j->lease_until = I64(25);
-    j->cancel_requested = I64(26) != 0;
-    j->merged_into = (uint64_t)I64(27);
-    j->lane_seq = (uint64_t)I64(28);
-    j->traceparent = TXT(29);
-    j->timeout_ms = I64(30);
-    if (!j->lane_seq) j->lane_seq = j->id;
-    if (pl) {
-        if (store_payloads_parse(pl, payloads, &j->n_payloads) != 0) {
-            snprintf(err, errlen, "job %llu has unreadable payloads", (unsigned long long)j->id);
-            return TENQ_ECORRUPT;
-        }
-        j->payloads = *payloads; /* never NULL, even for [] */
-    }
-    if (!j->tenant || !j->queue || !j->type) {
-        snprintf(err, errlen, "job %llu lacks tenant, queue or type", (unsigned long long)j->id);
-        return TENQ_ECORRUPT;
-    }
-    return 0;
-#undef I64
-#undef TXT
-}
-
-/* ---- payloads as stored -------------------------------------------------------- */
-
-/* ---- payloads as stored --------------------------------------------------- */
-
-int store_payloads_parse(const char *text, engine_payload **out, uint32_t *n)
-{
-    *out = NULL;
-    *n = 0;
-    json_error_t jerr;
-    json_t *arr = json_loads(text, JSON_DECODE_ANY, &jerr);
-    if (!arr || !json_is_array(arr)) {
-        json_decref(arr);
-        return TENQ_ECORRUPT;
-    }
-    size_t cnt = json_array_size(arr);
-    engine_payload *v = xcalloc(cnt ? cnt : 1, sizeof(*v));
-    for (size_t i = 0; i < cnt; i++) {
-        json_t *el = json_array_get(arr, i);
-        json_t *p = json_object_get(el, "payload");
-        json_t *sc = json_object_get(el, "score");
-        if (!p || !json_is_number(sc)) {
-            store_payloads_free(v, (uint32_t)i);
-            json_decref(arr);
-            return TENQ_ECORRUPT;
-        }
-        char *d = json_dumps(p, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
-        v[i].data = d;
-        v[i].len = (uint32_t)strlen(d);
-        v[i].score = json_number_value(sc);
-    }
-    json_decref(arr);
-    *out = v;
-    *n = (uint32_t)cnt;
-    return 0;
-}
-
-void store_payloads_free(engine_payload *p, uint32_t n)
-{
-    for (uint32_t i = 0; i < n; i++) free((char *)p[i].data);
-    free(p);
 }
 
 /* ---- the settings of tenants and queues ------------------------------------------------ */

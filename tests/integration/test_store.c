@@ -966,6 +966,87 @@ BOTH(migrations_upgrade_an_old_database)
     engine_destroy(e);
 }
 
+/* A column of jobs as a store describes it: its type's first word in
+ * capitals, whether it is NOT NULL (a primary key is), whether it has a
+ * default. */
+typedef struct described {
+    char name[64], type[32];
+    bool notnull, dflt;
+} described;
+
+static size_t describe_jobs(const char *backend, const char *url, described *out, size_t max)
+{
+    size_t n = 0;
+    if (strcmp(backend, "sqlite") == 0) {
+        sqlite3 *db;
+        sqlite3_stmt *st;
+        ASSERT_EQ(sqlite3_open(url + 7, &db), SQLITE_OK);
+        ASSERT_EQ(sqlite3_prepare_v2(db, "PRAGMA table_info(jobs)", -1, &st, NULL), SQLITE_OK);
+        while (sqlite3_step(st) == SQLITE_ROW && n < max) {
+            described *d = &out[n++];
+            snprintf(d->name, sizeof d->name, "%s", sqlite3_column_text(st, 1));
+            snprintf(d->type, sizeof d->type, "%s", sqlite3_column_text(st, 2));
+            d->notnull = sqlite3_column_int(st, 3) || sqlite3_column_int(st, 5);
+            d->dflt = sqlite3_column_type(st, 4) != SQLITE_NULL;
+        }
+        sqlite3_finalize(st);
+        sqlite3_close(db);
+        return n;
+    }
+    PGconn *c = PQconnectdb(url);
+    ASSERT_MSG(PQstatus(c) == CONNECTION_OK, "connect: %s", PQerrorMessage(c));
+    PGresult *r = PQexec(c, "SELECT column_name, upper(data_type), is_nullable = 'NO', "
+                            "column_default IS NOT NULL FROM information_schema.columns WHERE "
+                            "table_schema = 'tenq' AND table_name = 'jobs'");
+    ASSERT_MSG(PQresultStatus(r) == PGRES_TUPLES_OK, "%s", PQresultErrorMessage(r));
+    for (int i = 0; i < PQntuples(r) && n < max; i++) {
+        described *d = &out[n++];
+        snprintf(d->name, sizeof d->name, "%s", PQgetvalue(r, i, 0));
+        snprintf(d->type, sizeof d->type, "%s", PQgetvalue(r, i, 1));
+        d->notnull = PQgetvalue(r, i, 2)[0] == 't';
+        d->dflt = PQgetvalue(r, i, 3)[0] == 't';
+    }
+    PQclear(r);
+    PQfinish(c);
+    return n;
+}
+
+/* The table of job columns (store/columns.h) is the jobs table a store
+ * has after every migration: the same columns, each of the type, NOT NULL
+ * and default the row says; nothing more but PostgreSQL's done_in_tx
+ * (applications' transactions: pg_txapi.h), which no statement of the
+ * server's writes. */
+BOTH(the_table_of_job_columns_is_the_stores_jobs_table)
+{
+    char *url = fresh_url(backend);
+    store_opts o = quiet_opts();
+    store_close(open_ok(url, &o));
+    bool pg = strcmp(backend, "postgres") == 0;
+    described have[64];
+    size_t n = describe_jobs(backend, url, have, 64);
+    bool seen[64] = {false};
+    for (int c = 0; c < STORE_JOB_NINS; c++) {
+        const store_job_column *col = &store_job_columns[c];
+        char *want = store_sql(col->type, pg);
+        char type[32];
+        snprintf(type, sizeof type, "%.*s", (int)strcspn(want, " "), want);
+        size_t k = 0;
+        while (k < n && strcmp(have[k].name, col->name) != 0) k++;
+        ASSERT_MSG(k < n, "the store has no column %s", col->name);
+        seen[k] = true;
+        ASSERT_MSG(strcmp(have[k].type, type) == 0, "%s: %s in the store, %s in the table",
+                   col->name, have[k].type, type);
+        ASSERT_MSG(have[k].notnull == (strstr(want, "NOT NULL") || strstr(want, "PRIMARY KEY")),
+                   "%s: NOT NULL differs (the table says \"%s\")", col->name, want);
+        ASSERT_MSG(have[k].dflt == (strstr(want, "DEFAULT") != NULL),
+                   "%s: a default differs (the table says \"%s\")", col->name, want);
+        free(want);
+    }
+    for (size_t k = 0; k < n; k++)
+        ASSERT_MSG(seen[k] || (pg && strcmp(have[k].name, "done_in_tx") == 0),
+                   "the store's column %s is not in the table of job columns", have[k].name);
+}
+
 /* Migration 17 gives batches made before it the deaths the store still
  * shows: the dead attempts of their jobs, their dead jobs deleted from the
  * morgue, and one at least when their on_death was made. */
