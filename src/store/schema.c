@@ -379,6 +379,11 @@ static const char *const migrations[] = {
     /* 24: events sent in an application's transaction (PostgreSQL only:
      * pg_txapi.h; SQLite records the version alone). */
     "$TXEVENTS",
+
+    /* 25: tenq.problem with every limit the server's: the run_at horizon
+     * was 10 days short (PostgreSQL only: pg_txapi.h; SQLite records the
+     * version alone). */
+    "$TXLIMITS",
 };
 
 int store_schema_versions(void)
@@ -398,6 +403,46 @@ static void append(char **buf, size_t *len, size_t *cap, const char *s, size_t n
 }
 
 static char *expand(const char *t, bool pg);
+
+/* The limits the SQL of applications' transactions checks (pg_txapi.h:
+ * $NAME_MAX ...), from the server's own constants and defaults, so that
+ * the two cannot differ (test_store tries each function at each limit).
+ * The length of the variable at t with its value in out, or 0. */
+static size_t limit_text(const char *t, char *out, size_t n)
+{
+    engine_queue_settings qs;
+    engine_queue_settings_defaults(&qs);
+    const struct {
+        const char *var;
+        long long v;
+        const char *rule; /* a wording, else the number */
+    } limits[] = {
+        {"$NAME_MAX", ENGINE_NAME_MAX, NULL},
+        {"$NAME_RULE", 0, ENGINE_NAME_RULE},
+        {"$TYPE_MAX", ENGINE_TYPE_MAX, NULL},
+        {"$TYPE_RULE", 0, ENGINE_TYPE_RULE},
+        {"$KEY_MAX", ENGINE_KEY_MAX, NULL},
+        {"$KEY_RULE", 0, ENGINE_KEY_RULE},
+        {"$PRIORITY_MIN", ENGINE_PRIORITY_MIN, NULL},
+        {"$PRIORITY_MAX", ENGINE_PRIORITY_MAX, NULL},
+        {"$ATTEMPTS_MAX", ENGINE_ATTEMPTS_MAX, NULL},
+        {"$RUN_AT_HORIZON_MS", ENGINE_RUN_AT_HORIZON_MS, NULL},
+        {"$ARGS_MAX", qs.max_payload_bytes, NULL}, /* a queue's default */
+        {"$LEASE_MS", qs.lease_ms, NULL},          /* a queue's default */
+        {"$TIMEOUT_MAX", ENGINE_TIMEOUT_MAX_MS, NULL},
+        {"$EVENT_MAX", ENGINE_EVENT_MAX_BYTES, NULL},
+    };
+    for (size_t i = 0; i < sizeof limits / sizeof limits[0]; i++) {
+        size_t vl = strlen(limits[i].var);
+        if (strncmp(t, limits[i].var, vl) != 0) continue;
+        if (limits[i].rule)
+            snprintf(out, n, "%s", limits[i].rule);
+        else
+            snprintf(out, n, "%lld", limits[i].v);
+        return vl;
+    }
+    return 0;
+}
 
 char *store_schema_sql(int version, bool pg)
 {
@@ -425,12 +470,6 @@ static char *expand(const char *t, bool pg)
         {"$FENCE", "", STORE_PG_FENCE},
         {"$GREATEST", "max", "greatest"},
         {"$NOROWID", " WITHOUT ROWID", ""},
-        {"$TXAPI", "", STORE_PG_TXAPI},
-        {"$TXTIMEOUT", "", STORE_PG_TXAPI_TIMEOUT},
-        {"$TXHOT", "", STORE_PG_TXAPI_HOT},
-        {"$TXNAMES", "", STORE_PG_TXAPI_NAMES},
-        {"$TXQUOTA", "", STORE_PG_TXAPI_QUOTA},
-        {"$TXEVENTS", "", STORE_PG_TXAPI_EVENTS},
         {"$PLAIN", STORE_PLAIN_SQLITE, STORE_PLAIN_PG},
         {"$ARGS_BYTES", "length(CAST(args AS BLOB))", "octet_length(args)"},
         {"$ATTEMPTS_GONE", STORE_ATTEMPTS_GONE_SQLITE, STORE_ATTEMPTS_GONE_PG},
@@ -438,6 +477,16 @@ static char *expand(const char *t, bool pg)
         {"$BATCH_JOBS_GONE", STORE_BATCH_JOBS_GONE_SQLITE, STORE_BATCH_JOBS_GONE_PG},
         {"$STEPS_GONE", STORE_STEPS_GONE_SQLITE, STORE_STEPS_GONE_PG},
         {"$S", "", "tenq."},
+    };
+    /* PostgreSQL's SQL of applications' transactions (pg_txapi.h; nothing
+     * on SQLite): templates of their own, for their limits (limit_text). */
+    static const struct {
+        const char *var, *pg;
+    } txapi[] = {
+        {"$TXAPI", STORE_PG_TXAPI},           {"$TXTIMEOUT", STORE_PG_TXAPI_TIMEOUT},
+        {"$TXHOT", STORE_PG_TXAPI_HOT},       {"$TXNAMES", STORE_PG_TXAPI_NAMES},
+        {"$TXQUOTA", STORE_PG_TXAPI_QUOTA},   {"$TXEVENTS", STORE_PG_TXAPI_EVENTS},
+        {"$TXLIMITS", STORE_PG_TXAPI_LIMITS},
     };
     char *out = NULL;
     size_t len = 0, cap = 0;
@@ -455,6 +504,22 @@ static char *expand(const char *t, bool pg)
                     break;
                 }
             }
+            for (size_t i = 0; !done && i < sizeof(txapi) / sizeof(txapi[0]); i++) {
+                size_t vl = strlen(txapi[i].var);
+                if (strncmp(t, txapi[i].var, vl) != 0) continue;
+                char *x = pg ? expand(txapi[i].pg, pg) : NULL;
+                if (x) append(&out, &len, &cap, x, strlen(x));
+                free(x);
+                t += vl;
+                done = true;
+            }
+        }
+        char num[128];
+        size_t vl;
+        if (!done && *t == '$' && (vl = limit_text(t, num, sizeof num)) > 0) {
+            append(&out, &len, &cap, num, strlen(num));
+            t += vl;
+            done = true;
         }
         if (!done && *t == '?' && pg) {
             append(&out, &len, &cap, "$", 1); /* ?N -> $N */
