@@ -94,6 +94,7 @@ format-check:
 	@clang-format --dry-run --Werror $(FORMAT_FILES) && echo "format: ok"
 	@scripts/check-spdx.sh
 	@scripts/check-layers.sh
+	@scripts/check-results.sh
 
 bench-engine: build
 	./$(BUILD)/bench_engine

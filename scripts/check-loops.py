@@ -18,11 +18,15 @@ import sys
 
 
 def objects(build):
-    """{folder: {file stem: object path}} (one object a source file)."""
+    """{folder: {file stem: object path}}: one object a source file that
+    still exists (a build keeps the objects of files since removed)."""
     found = collections.defaultdict(dict)
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
     for o in sorted(glob.glob(os.path.join(build, "CMakeFiles", "*", "src", "*", "*.c.o"))):
         folder = o.split(os.sep + "src" + os.sep)[-1].split(os.sep)[0]
-        found[folder].setdefault(os.path.basename(o)[: -len(".c.o")], o)
+        stem = os.path.basename(o)[: -len(".c.o")]
+        if os.path.exists(os.path.join(root, "src", folder, stem + ".c")):  # not a stale object
+            found[folder].setdefault(stem, o)
     return found
 
 

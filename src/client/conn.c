@@ -7,6 +7,7 @@
  * the path of every answer).  While a stop can interrupt the wait (a
  * worker's abort fd), it goes through poll() on both fds. */
 #include "internal.h"
+#include "base/clock.h"
 
 #include "base/jscan.h"
 
@@ -27,13 +28,6 @@
 
 /* read_answer/send_all results besides 0 and TENQ_E* codes */
 enum { R_LOST = 1, R_TIMEOUT = 2, R_ABORT = 3 };
-
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 void tq_disconnect(tenq_client *c)
 {
@@ -59,7 +53,7 @@ void tq_disconnect(tenq_client *c)
 static int wait_fd(int fd, short events, int64_t deadline, int abort_fd, int64_t abort_from)
 {
     for (;;) {
-        int64_t now = now_ms(), left = deadline - now;
+        int64_t now = tq_mono_ms(), left = deadline - now;
         if (left <= 0) return 0;
         bool watch = abort_fd >= 0 && now >= abort_from;
         if (abort_fd >= 0 && !watch && abort_from - now < left) left = abort_from - now;
@@ -139,7 +133,7 @@ static int connect_one(tenq_client *c, tq_url *u, int timeout_ms, int abort, cha
         snprintf(why, wl, "%s", gai_strerror(g));
         return -1;
     }
-    int64_t deadline = now_ms() + timeout_ms;
+    int64_t deadline = tq_mono_ms() + timeout_ms;
     int fd = -1;
     for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
         fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai->ai_protocol);
@@ -342,7 +336,7 @@ static ssize_t recv_wait(tenq_client *c, char *buf, size_t len, int64_t deadline
         if (r < 0) return -1;
     }
     for (;;) {
-        int64_t now = now_ms(), left = deadline - now;
+        int64_t now = tq_mono_ms(), left = deadline - now;
         if (left <= 0) return -R_TIMEOUT;
         if ((abort < 0 || now < abort_from) &&
             bound_reads(c, abort >= 0 && abort_from - now < left ? abort_from - now : left)) {
@@ -380,7 +374,7 @@ static int grow(tenq_client *c, size_t want)
  * request. */
 static int read_answer(tenq_client *c, int64_t deadline, bool *got, bool *close_after)
 {
-    int64_t abort_from = now_ms() + c->abort_after_ms;
+    int64_t abort_from = tq_mono_ms() + c->abort_after_ms;
     const tq_url *u = &c->servers[c->fd_server];
     tq_http_head h;
     size_t start = 0; /* where the head being read begins (after any 1xx) */
@@ -509,7 +503,7 @@ int tq_exchange(tenq_client *c, const char *method, const char *path, const char
     int rc = 0;
     for (int attempt = 0;; attempt++) {
         bool reused = c->fd >= 0;
-        if (reused && now_ms() - c->fd_used_ms > STALE_CHECK_MS && conn_stale(c)) {
+        if (reused && tq_mono_ms() - c->fd_used_ms > STALE_CHECK_MS && conn_stale(c)) {
             tq_disconnect(c);
             reused = false;
         }
@@ -523,7 +517,7 @@ int tq_exchange(tenq_client *c, const char *method, const char *path, const char
             rc = tq_seterr(c, TENQ_ENOMEM, "out of memory");
             goto out;
         }
-        int64_t deadline = now_ms() + c->request_ms + (extra_ms > 0 ? extra_ms : 0);
+        int64_t deadline = tq_mono_ms() + c->request_ms + (extra_ms > 0 ? extra_ms : 0);
         bool got = false, close_after = false;
         c->sent = true;
         int r = c->tls ? send_tls(c, head, hl, body, len, deadline, abort_fd(c))
@@ -533,7 +527,7 @@ int tq_exchange(tenq_client *c, const char *method, const char *path, const char
             if (close_after)
                 tq_disconnect(c);
             else
-                c->fd_used_ms = now_ms();
+                c->fd_used_ms = tq_mono_ms();
             goto out;
         }
         int err = errno;

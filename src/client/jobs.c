@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /* Jobs: submit (one, a batch), status, wait, cancel. */
 #include "internal.h"
+#include "base/clock.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -26,10 +27,7 @@ void tq_auto_key(tenq_client *c, char out[TQ_AUTO_KEY_LEN + 1])
             salt = (uint32_t)getpid() * 2654435761u ^ (uint32_t)time(NULL);
         c->key_salt = salt | 1;
     }
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    unsigned long long ms =
-        (unsigned long long)ts.tv_sec * 1000 + (unsigned long long)ts.tv_nsec / 1000000;
+    unsigned long long ms = (unsigned long long)tq_wall_ms();
     snprintf(out, TQ_AUTO_KEY_LEN + 1, "tq1%011llx%08x%08x", ms & 0xfffffffffffULL, c->key_salt,
              c->key_count++);
 }
@@ -284,21 +282,14 @@ int tenq_status(tenq_client *c, uint64_t id, tenq_job **job)
     return rc ? rc : answer_job(c, job);
 }
 
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 int tenq_wait(tenq_client *c, uint64_t id, int64_t timeout_ms, tenq_job **job)
 {
     *job = NULL;
     tq_clearerr(c);
     if (timeout_ms < 0) timeout_ms = 0;
-    int64_t end = mono_ms() + timeout_ms;
+    int64_t end = tq_mono_ms() + timeout_ms;
     for (;;) {
-        int64_t t0 = mono_ms(), left = end - t0;
+        int64_t t0 = tq_mono_ms(), left = end - t0;
         if (left < 0) left = 0;
         char path[96];
         snprintf(path, sizeof path, "/v1/jobs/%llu/wait?timeout_ms=%lld", (unsigned long long)id,
@@ -306,7 +297,7 @@ int tenq_wait(tenq_client *c, uint64_t id, int64_t timeout_ms, tenq_job **job)
         int rc = tq_call(c, "GET", path, NULL, 0, left);
         if (rc == 0) rc = answer_job(c, job);
         if (rc != 0) return rc;
-        int64_t t1 = mono_ms();
+        int64_t t1 = tq_mono_ms();
         /* the server answers unfinished jobs at its own --max-wait: ask again */
         if (tenq_state_finished((*job)->state) || t1 >= end) return 0;
         tenq_job_free(*job);

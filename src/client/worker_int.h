@@ -8,7 +8,7 @@
  *   deadline and joins everyone (worker.c);
  * - one leaser thread (worker_lease.c) makes tasks from leases and queues
  *   them;
- * - `concurrency` runner threads (worker_lease.c) take queued tasks and run
+ * - `concurrency` runner threads (worker_run.c) take queued tasks and run
  *   their handlers;
  * - one reporter thread (worker_report.c) sends outcomes, heartbeats and
  *   starts, and is the only one that frees tasks.
@@ -140,11 +140,28 @@ struct tenq_worker {
     tenq_worker_counts counts; /* (mu) */
 };
 
-/* ---- worker.c ---- */
+/* Capacity not taken by queued or running tasks.  (mu) */
+static inline unsigned wk_free_slots(const tenq_worker *w)
+{
+    size_t used = w->ready.n + w->nrunning;
+    return used >= w->concurrency ? 0 : (unsigned)(w->concurrency - used);
+}
+
+/* The files, bottom-up: each calls only what the sections before its own
+ * offer (and worker_task.c, what handlers see); worker.c, at the top,
+ * starts the threads. */
+
+/* ---- worker_queue.c: tasks in hand ---- */
+void wk_queue_push(wk_queue *q, tenq_task *t);
+tenq_task *wk_queue_pop(wk_queue *q);
+/* Asks a task's handler to stop (first reason wins) and wakes it.  (mu) */
+void wk_task_stop(tenq_task *t, tenq_stop why);
+/* Frees a task and its strings (it must be out of every list). */
+void wk_task_free(tenq_task *t);
+
+/* ---- worker_util.c: what the threads share (and tenq_worker_stop) ---- */
 void wk_log(tenq_worker *w, tenq_log_level level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-int64_t wk_mono_ms(void);
-int64_t wk_wall_ms(void);
 /* How long after an answer that granted or extended a lease the next
  * heartbeat is due (ms, on the monotonic clock): a third of the lease's time
  * left, as the server said, so that a step of the wall clock on either side
@@ -156,22 +173,17 @@ int64_t wk_heartbeat_every(int64_t lease_left_ms, int64_t lease_until);
 tenq_client *wk_client(tenq_worker *w, int abort_fd, int abort_after_ms);
 /* Waits on cv until the monotonic time `until` (<= 0: without limit). */
 void wk_cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t until);
-/* Asks a task's handler to stop (first reason wins) and wakes it.  (mu) */
-void wk_task_stop(tenq_task *t, tenq_stop why);
-void wk_queue_push(wk_queue *q, tenq_task *t);
-tenq_task *wk_queue_pop(wk_queue *q);
-/* Frees a task and its strings (it must be out of every list). */
-void wk_task_free(tenq_task *t);
 
-/* ---- worker_lease.c: the threads' bodies ---- */
+/* ---- the threads' bodies ---- */
+/* worker_lease.c */
 void *wk_leaser_main(void *arg);
+/* worker_run.c */
 typedef struct wk_runner_arg {
     tenq_worker *w;
     unsigned slot;
 } wk_runner_arg;
 void *wk_runner_main(void *arg);
-
-/* ---- worker_report.c ---- */
+/* worker_report.c */
 void *wk_reporter_main(void *arg);
 
 #endif

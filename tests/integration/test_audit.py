@@ -61,8 +61,7 @@ class AuditLog(unittest.TestCase):
     def setUpClass(cls):
         cls.srv = Server(env={"TENQ_ADMIN_TOKEN": ADMIN})
         cls.admin_id = cls.srv.ok("GET", "/v1/whoami", token=ADMIN)["token_id"]
-        mk = lambda role, **kw: cls.srv.ok("POST", "/v1/tokens", dict(role=role, **kw),  # noqa
-                                           token=ADMIN)
+        mk = lambda role, **kw: cls.srv.token(ADMIN, role, **kw)  # noqa: E731
         cls.acme = mk("tenant:acme")
         cls.other = mk("tenant:other")
         cls.worker = mk("worker")

@@ -9,16 +9,9 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from harness import ServerTest, main  # noqa: E402
+from harness import ServerTest, main, metric  # noqa: E402
 
 PAD = "a" * 1000  # 1 KB of args a job: 64 KiB of budget holds ~48 inline
-
-
-def metric(text, name):
-    for line in text.splitlines():
-        if line.startswith(name + " "):
-            return float(line.split()[1])
-    raise AssertionError("no metric " + name)
 
 
 class Backlog(ServerTest):

@@ -19,9 +19,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from harness import BIN, Server, main  # noqa: E402
-
-CERTS_SH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib", "certs.sh")
+from harness import BIN, Server, certs, main  # noqa: E402
 
 
 def psql(url, sql):
@@ -39,7 +37,7 @@ class PostgresOverTLS(unittest.TestCase):
         cls.tmp = tempfile.mkdtemp(prefix="tenq-pg-tls-")
         for args in (["ca", "ca"], ["ca", "other_ca"],
                      ["leaf", "db", "ca", "localhost", "DNS:localhost"]):
-            subprocess.run(["sh", CERTS_SH, args[0], cls.tmp] + args[1:], check=True)
+            certs(args[0], cls.tmp, *args[1:])
         # the database's certificate and key, owned by its user (as PostgreSQL wants)
         data = os.path.join(pgdir, "data")
         owner = os.stat(data).st_uid

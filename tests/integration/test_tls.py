@@ -22,23 +22,16 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from harness import BIN, STORE, Server, free_port, main, pg_url_for_new_database  # noqa: E402
+from harness import (BIN, STORE, Server, asan_options_with_preload, cert_pair, certs,  # noqa: E402
+                     free_port, main, pg_url_for_new_database)
 
-CERTS_SH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib", "certs.sh")
 ADMIN = "tls-test-admin-token-0123456789"
 C = {}  # the certificates of the suite: name -> (pem, key)
 
 
-def certs(*args, faketime=None):
-    cmd = ["sh", CERTS_SH] + list(args)
-    if faketime:
-        cmd = ["faketime", "-f", faketime] + cmd
-    subprocess.run(cmd, check=True)
-
-
 def make(name, ca, cn, san="DNS:localhost,IP:127.0.0.1", days=30, faketime=None):
     certs("leaf", C["dir"], name, ca, cn, san, str(days), faketime=faketime)
-    C[name] = (os.path.join(C["dir"], name + ".pem"), os.path.join(C["dir"], name + ".key"))
+    C[name] = cert_pair(C["dir"], name)
     return C[name]
 
 
@@ -46,7 +39,7 @@ def setUpModule():
     C["dir"] = tempfile.mkdtemp(prefix="tenq-tls-certs-")
     for ca in ("ca", "other_ca", "client_ca"):
         certs("ca", C["dir"], ca)
-        C[ca] = (os.path.join(C["dir"], ca + ".pem"), os.path.join(C["dir"], ca + ".key"))
+        C[ca] = cert_pair(C["dir"], ca)
     make("srv", "ca", "localhost")
     make("srv2", "ca", "localhost")
     make("wronghost", "ca", "wronghost", "DNS:wronghost")
@@ -402,11 +395,8 @@ class StartUp(unittest.TestCase):
 
     def test_an_expired_server_certificate_is_refused_by_clients(self):
         # a server whose clock says the certificate is good (20 days ago)
-        asan = os.environ.get("ASAN_OPTIONS", "")
-        # ASan wants to be the first library; libfaketime is preloaded
         srv = tls_server(cert="expired", wrap=["faketime", "-f", "-19d"],
-                         env={"ASAN_OPTIONS": (asan + ":" if asan else "") +
-                              "verify_asan_link_order=0"})
+                         env={"ASAN_OPTIONS": asan_options_with_preload()})
         try:
             p = cli(srv.url(), "stats")
             self.assertEqual(p.returncode, 1)

@@ -38,8 +38,7 @@ class Viewer(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         s = cls.srv = Server(env={"TENQ_ADMIN_TOKEN": ADMIN})
-        tok = lambda role, **kw: s.ok("POST", "/v1/tokens", dict(role=role, **kw),  # noqa: E731
-                                      token=ADMIN)["token"]
+        tok = lambda role, **kw: s.token(ADMIN, role, **kw)["token"]  # noqa: E731
         cls.viewer = tok("viewer")
         cls.acme_viewer = tok("viewer:acme")
         cls.blind = tok("viewer", hide_data=True)

@@ -13,7 +13,6 @@ is set."""
 from __future__ import annotations
 
 import datetime
-import itertools
 import json
 import logging
 import os
@@ -21,28 +20,19 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from typing import Any, Dict, Iterator, List, NoReturn, Tuple
+from typing import Any, Dict, Iterator, List, Tuple
 
 import pytest
 
 import tenq
-from harness import Server, until
-
-PG = os.environ.get("TENQ_TEST_PG_URL")
-_dbs = itertools.count(1)
-
-
-def _need(what: str) -> NoReturn:
-    if os.environ.get("CI"):
-        pytest.fail(f"{what} (CI is set: this is a failure, not a skip)")
-    pytest.skip(what)
+from harness import Server, need, pg_database, until
 
 
 def _psycopg() -> Any:
     try:
         import psycopg
     except ImportError:
-        _need("needs psycopg 3 (apt-get install python3-psycopg)")
+        need("needs psycopg 3 (apt-get install python3-psycopg)")
     return psycopg
 
 
@@ -86,12 +76,7 @@ class Env:
 @pytest.fixture
 def env(tmp_path: Any, queue: str) -> Iterator[Env]:
     psycopg = _psycopg()
-    if not PG:
-        _need("needs TENQ_TEST_PG_URL (run the suite under tests/with-pg.sh)")
-    name = f"tx_{os.getpid()}_{next(_dbs)}"
-    with psycopg.connect(PG, autocommit=True) as admin:
-        admin.execute(f"CREATE DATABASE {name}")
-    db_url = PG.rsplit("/", 1)[0] + "/" + name
+    db_url = pg_database()
     server = Server(str(tmp_path), store=db_url).start()
     e = Env(psycopg, db_url, server, queue)
     try:
