@@ -200,9 +200,11 @@ struct store_rowacc;
  * payloads copied into the rows.  0, or TENQ_ECORRUPT with the store's error set. */
 int rows_add_row(store_t *s, rows_builder *rb, const struct store_rowacc *acc, void *row);
 
-/* A finished piece of work waiting for store_dispatch. */
+/* A finished piece of work waiting for store_dispatch (results.c). */
 typedef struct store_result {
     int kind; /* 0 commit, 1 read */
+    /* a read: hands it to its callback and frees what it read (reader.c) */
+    void (*deliver)(struct store_result *r);
     uint64_t seq;
     int rc;
     /* reads: of jobs (fn, rows), or of a request key (rfn, req) */
@@ -265,9 +267,6 @@ void store_read_own(store_t *s, int (*run)(store_t *, void *), void (*done)(void
                     void *ctx);
 int store_read_own_sync(store_t *s, int (*run)(store_t *, void *), void (*done)(void *, int),
                         void *ctx);
-/* Hands a read of attempts to its callback, then frees what it read (reader.c). */
-void store_attempts_deliver(store_result *res);
-void store_deps_deliver(store_result *res);
 /* The inbox's read (inbox.c), on the reader thread. */
 int store_inbox_run(store_t *s, size_t max, uint64_t floor, store_inbox_flag flag, store_inbox *in,
                     rows_builder *keep);
@@ -426,7 +425,8 @@ long store_retention_step(store_t *s, int64_t now, uint64_t term);
  * db_lock), only ever raised. */
 void store_clock_init(store_t *s);
 int store_clock_save(store_t *s, uint64_t term);
-/* A finished commit or read, for the caller's thread (store_dispatch). */
+/* A finished commit or read, for the caller's thread (results.c:
+ * store_dispatch). */
 void store_post_result(store_t *s, store_result *r);
 /* The threads (writer.c, reader.c). */
 void *store_writer_main(void *arg);
