@@ -153,7 +153,7 @@ bool read_job(json_t *o, const principal *who, engine_submit_req *r, char **args
     INT("priority", r->priority, ENGINE_PRIORITY_MIN, ENGINE_PRIORITY_MAX, r->has_priority = true);
     INT("run_at", r->run_at, 0, RUN_AT_MAX, (void)0);
     INT("max_attempts", r->max_attempts, 1, ENGINE_ATTEMPTS_MAX, (void)0);
-    INT("timeout_ms", r->timeout_ms, 0, 7 * TQ_DAY_MS, (void)0);
+    INT("timeout_ms", r->timeout_ms, 0, ENGINE_TIMEOUT_MAX_MS, (void)0);
     json_t *u = json_object_get(o, "unique");
     if (u && !json_is_null(u)) {
         if (!json_is_boolean(u)) {
@@ -454,7 +454,7 @@ bool read_job_text(tq_iter *obj, const principal *who, engine_submit_req *r, cha
             r->max_attempts = (uint32_t)x;
             break;
         case F_TIMEOUT:
-            if (!text_int(v, &x) || x < 0 || x > 7 * TQ_DAY_MS) goto decline;
+            if (!text_int(v, &x) || x < 0 || x > ENGINE_TIMEOUT_MAX_MS) goto decline;
             r->timeout_ms = x;
             break;
         case F_UNIQUE:

@@ -130,9 +130,9 @@ int engine_check_name(engine_name_kind kind, const char *field, const char *s, e
         bool (*valid)(const char *);
         const char *rule;
     } rules[] = {
-        [ENGINE_NAME] = {engine_name_valid, "names are 1-64 of A-Z a-z 0-9 . _ -"},
-        [ENGINE_TYPE] = {engine_type_valid, "1-128 printable characters without spaces"},
-        [ENGINE_KEY] = {engine_key_valid, "1-256 bytes without control characters"},
+        [ENGINE_NAME] = {engine_name_valid, ENGINE_NAME_RULE},
+        [ENGINE_TYPE] = {engine_type_valid, ENGINE_TYPE_RULE},
+        [ENGINE_KEY] = {engine_key_valid, ENGINE_KEY_RULE},
     };
     if (rules[kind].valid(s)) return 0;
     engine_errf(err, TENQ_EINVALID, field, "%s: %s", field, rules[kind].rule);

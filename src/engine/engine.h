@@ -47,6 +47,8 @@ typedef struct engine_job engine_job;
 #define ENGINE_ATTEMPTS_MAX       TQ_ATTEMPTS_MAX
 /* run_at may be at most about ten years ahead */
 #define ENGINE_RUN_AT_HORIZON_MS  (10LL * 366 * 24 * 3600 * 1000)
+/* a job's own timeout_ms is at most this */
+#define ENGINE_TIMEOUT_MAX_MS     (7 * TQ_DAY_MS)
 /* a merged job takes at most this many payloads; then a new job starts */
 #define ENGINE_MERGE_MAX_PAYLOADS 10000
 /* a job depends on at most this many parents (depends_on) */
@@ -196,7 +198,13 @@ bool engine_type_valid(const char *s);
 bool engine_key_valid(const char *s);
 typedef enum { ENGINE_NAME, ENGINE_TYPE, ENGINE_KEY } engine_name_kind;
 /* 0 when s keeps its kind's rule, else TENQ_EINVALID with err naming
- * field, in the rule's one wording ("queue: names are 1-64 of ..."). */
+ * field, in the rule's one wording ("queue: names are 1-64 of ..."): the
+ * wordings, which the SQL of applications' transactions says too. */
+#define ENGINE_STR_(x)   #x
+#define ENGINE_STR(x)    ENGINE_STR_(x)
+#define ENGINE_NAME_RULE "names are 1-" ENGINE_STR(ENGINE_NAME_MAX) " of A-Z a-z 0-9 . _ -"
+#define ENGINE_TYPE_RULE "1-" ENGINE_STR(ENGINE_TYPE_MAX) " printable characters without spaces"
+#define ENGINE_KEY_RULE  "1-" ENGINE_STR(ENGINE_KEY_MAX) " bytes without control characters"
 int engine_check_name(engine_name_kind kind, const char *field, const char *s, engine_err *err);
 /* A W3C trace context (traceparent): version-traceid-parentid-flags in
  * lowercase hex, 2-32-16-2 digits, version not ff, neither id all zeros. */

@@ -377,7 +377,8 @@ static int submit_check(engine_t *e, int64_t now, const engine_submit_req *r,
                     ENGINE_ATTEMPTS_MAX);
         return TENQ_EINVALID;
     }
-    if (r->timeout_ms && (r->timeout_ms < qs->lease_ms / 3 || r->timeout_ms > 7 * TQ_DAY_MS)) {
+    if (r->timeout_ms &&
+        (r->timeout_ms < qs->lease_ms / 3 || r->timeout_ms > ENGINE_TIMEOUT_MAX_MS)) {
         engine_errf(err, TENQ_EINVALID, "timeout_ms",
                     "timeout_ms must be from a third of the queue's lease (%lld ms: workers "
                     "heartbeat that often) to 7 days, or 0 for the queue's",

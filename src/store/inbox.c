@@ -3,7 +3,7 @@
  * (PostgreSQL, schema 8, pg_txapi.h): the jobs of tenq.inbox, the
  * outcomes of tenq.tx_outcomes and the events of tenq.event_inbox (schema
  * 24), read on the reader thread, oldest first.
- * The rows are deleted by the commit that applies them (batch.c collects
+ * The rows are deleted by the commit that applies them (group.c collects
  * the ids, pg_write.c deletes them in the group's transaction), so a leader
  * that dies before that commit leaves them for the next one. */
 #include "internal.h"

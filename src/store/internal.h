@@ -3,6 +3,7 @@
 #ifndef TENQ_STORE_INTERNAL_H
 #define TENQ_STORE_INTERNAL_H
 
+#include "columns.h"
 #include "schema.h"
 #include "store.h"
 
@@ -45,19 +46,11 @@ typedef enum {
     OP_EVENT_INBOX_DONE, /* u.event: id, an event of tenq.event_inbox delivered (PostgreSQL) */
 } op_kind;
 
+/* A job row in a batch: its columns (columns.h), strings in the arena. */
 typedef struct batch_row {
-    uint64_t id;
     uint32_t fields;
     bool plain; /* engine_job_info.plain */
-    int32_t priority;
-    uint8_t state;
-    bool cancel_requested;
-    uint32_t attempts, max_attempts;
-    int64_t run_at, created_at, ready_at, leased_at, started_at, finished_at, lease_until;
-    uint64_t token, merged_into, lane_seq;
-    int64_t timeout_ms;
-    soff tenant, queue, type, key, args, payloads, worker, error, result, stats, progress,
-        unique_key, idem_key, traceparent;
+    STORE_JOB_COLUMNS_TABLE(STORE_JC_BATCH_FIELD)
 } batch_row;
 
 typedef struct store_op {
@@ -207,9 +200,11 @@ struct store_rowacc;
  * payloads copied into the rows.  0, or TENQ_ECORRUPT with the store's error set. */
 int rows_add_row(store_t *s, rows_builder *rb, const struct store_rowacc *acc, void *row);
 
-/* A finished piece of work waiting for store_dispatch. */
+/* A finished piece of work waiting for store_dispatch (results.c). */
 typedef struct store_result {
     int kind; /* 0 commit, 1 read */
+    /* a read: hands it to its callback and frees what it read (reader.c) */
+    void (*deliver)(struct store_result *r);
     uint64_t seq;
     int rc;
     /* reads: of jobs (fn, rows), or of a request key (rfn, req) */
@@ -272,29 +267,18 @@ void store_read_own(store_t *s, int (*run)(store_t *, void *), void (*done)(void
                     void *ctx);
 int store_read_own_sync(store_t *s, int (*run)(store_t *, void *), void (*done)(void *, int),
                         void *ctx);
-/* Hands a read of attempts to its callback, then frees what it read (reader.c). */
-void store_attempts_deliver(store_result *res);
-void store_deps_deliver(store_result *res);
 /* The inbox's read (inbox.c), on the reader thread. */
 int store_inbox_run(store_t *s, size_t max, uint64_t floor, store_inbox_flag flag, store_inbox *in,
                     rows_builder *keep);
 void store_inbox_free(store_inbox *in);
 
-/* A job row ready to write: strings point into the batches' arenas. */
+/* A job row ready to write: its columns (columns.h), strings pointing into
+ * the batches' arenas. */
 typedef struct group_row {
-    uint64_t id;
     uint32_t fields; /* ENGINE_JF_*, of every operation folded in */
     bool plain;      /* engine_job_info.plain, as of its latest operation */
-    int32_t priority;
-    uint8_t state;
-    bool cancel_requested;
-    uint32_t attempts, max_attempts;
-    int64_t run_at, created_at, ready_at, leased_at, started_at, finished_at, lease_until;
-    uint64_t token, merged_into, lane_seq;
-    int64_t timeout_ms;
-    const char *tenant, *queue, *type, *key, *args, *payloads, *worker, *error, *result, *stats,
-        *progress, *unique_key, *idem_key, *traceparent;
     bool dropped;
+    STORE_JOB_COLUMNS_TABLE(STORE_JC_GROUP_FIELD)
 } group_row;
 
 /* What one transaction writes, folded: every job appears once, as an
@@ -441,7 +425,8 @@ long store_retention_step(store_t *s, int64_t now, uint64_t term);
  * db_lock), only ever raised. */
 void store_clock_init(store_t *s);
 int store_clock_save(store_t *s, uint64_t term);
-/* A finished commit or read, for the caller's thread (store_dispatch). */
+/* A finished commit or read, for the caller's thread (results.c:
+ * store_dispatch). */
 void store_post_result(store_t *s, store_result *r);
 /* The threads (writer.c, reader.c). */
 void *store_writer_main(void *arg);

@@ -1,85 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
-/* The reader thread: reads of jobs (one by id, a page) on their own
- * connection, handed back through the event fd so that a slow query never
- * stalls the caller's loop; the rows they return, each string copied. */
+/* The reader thread: reads of jobs (one by id, a page), of a job's
+ * attempts, edges and steps, of request keys, of the inbox and reads of
+ * their own, on their own connection, handed back through the event fd
+ * (results.c) so that a slow query never stalls the caller's loop. */
 #include "internal.h"
 #include "schema.h"
 
 #include "base/xalloc.h"
 
 #include <string.h>
-
-/* ---- rows for reads ---------------------------------------------------------- */
-
-engine_job_info *rows_add(rows_builder *rb)
-{
-    if (rb->n == rb->cap) {
-        rb->cap = rb->cap ? rb->cap * 2 : 16;
-        rb->v = xrealloc(rb->v, rb->cap * sizeof(*rb->v));
-    }
-    engine_job_info *j = &rb->v[rb->n++];
-    memset(j, 0, sizeof(*j));
-    return j;
-}
-
-void rows_keep(rows_builder *rb, void *p)
-{
-    if (rb->nmem == rb->capmem) {
-        rb->capmem = rb->capmem ? rb->capmem * 2 : 64;
-        rb->mem = xrealloc(rb->mem, rb->capmem * sizeof(void *));
-    }
-    rb->mem[rb->nmem++] = p;
-}
-
-const char *rows_str(rows_builder *rb, const char *s)
-{
-    if (!s) return NULL;
-    char *c = xstrdup(s);
-    rows_keep(rb, c);
-    return c;
-}
-
-int rows_add_row(store_t *s, rows_builder *rb, const store_rowacc *acc, void *row)
-{
-    engine_job_info in;
-    engine_payload *pl;
-    char msg[256];
-    int rc = store_row_to_job(acc, row, &in, &pl, msg, sizeof msg);
-    if (rc) {
-        store_set_err(s, "%s", msg);
-        return rc;
-    }
-    engine_job_info *o = rows_add(rb);
-    *o = in;
-#define COPY(f) o->f = rows_str(rb, in.f)
-    COPY(tenant);
-    COPY(queue);
-    COPY(type);
-    COPY(key);
-    COPY(args);
-    COPY(worker);
-    COPY(error);
-    COPY(result);
-    COPY(stats);
-    COPY(progress);
-    COPY(unique_key);
-    COPY(idempotency_key);
-    COPY(traceparent);
-#undef COPY
-    if (pl) {
-        rows_keep(rb, pl);
-        for (uint32_t k = 0; k < in.n_payloads; k++) rows_keep(rb, (void *)pl[k].data);
-    }
-    return 0;
-}
-
-void rows_free(rows_builder *rb)
-{
-    for (size_t i = 0; i < rb->nmem; i++) free(rb->mem[i]);
-    free(rb->mem);
-    free(rb->v);
-    memset(rb, 0, sizeof(*rb));
-}
 
 /* ---- the reader ------------------------------------------------------------------ */
 
@@ -393,6 +322,35 @@ static void run_read(store_t *s, read_req *rq, store_result *res)
     pthread_mutex_unlock(&s->read_db_lock);
 }
 
+static void attempts_deliver(store_result *res);
+static void deps_deliver(store_result *res);
+
+/* A read's result on the caller's thread (store_dispatch): to its
+ * callback, then what it read freed. */
+static void deliver(store_result *x)
+{
+    if (x->xdone) {
+        x->xdone(x->ctx, x->rc);
+    } else if (x->dfn) {
+        deps_deliver(x);
+    } else if (x->afn) {
+        attempts_deliver(x);
+    } else if (x->sfn) {
+        store_steps_deliver(x);
+    } else if (x->ifn) {
+        x->ifn(x->ctx, x->rc, &x->inbox);
+        store_inbox_free(&x->inbox);
+        rows_free(&x->rows);
+    } else if (x->rfn) {
+        x->rfn(x->ctx, x->rc, x->found ? &x->req : NULL);
+        free((char *)x->req.answer);
+    } else {
+        store_rows rows = {x->rows.v, x->rows.n};
+        if (x->fn) x->fn(x->ctx, x->rc, &rows);
+        rows_free(&x->rows);
+    }
+}
+
 void *store_reader_main(void *arg)
 {
     store_t *s = arg;
@@ -407,6 +365,7 @@ void *store_reader_main(void *arg)
         pthread_mutex_unlock(&s->lock);
         store_result *res = xcalloc(1, sizeof(*res));
         res->kind = 1;
+        res->deliver = deliver;
         res->fn = rq->fn;
         res->rfn = rq->rfn;
         res->ifn = rq->ifn;
@@ -558,7 +517,7 @@ void store_get_attempts(store_t *s, uint64_t id, store_attempts_fn fn, void *ctx
     read_enqueue(s, rq);
 }
 
-void store_attempts_deliver(store_result *res)
+static void attempts_deliver(store_result *res)
 {
     store_attempts a = {res->rows.n == 1 && !res->rc ? &res->rows.v[0] : NULL, res->att,
                         res->rc ? 0 : res->natt, res->stp, res->rc ? 0 : res->nstp};
@@ -597,7 +556,7 @@ int store_get_attempts_sync(store_t *s, uint64_t id, store_attempts_fn fn, void 
     res.afn = fn;
     res.ctx = ctx;
     int rc = res.rc;
-    store_attempts_deliver(&res);
+    attempts_deliver(&res);
     return rc;
 }
 
@@ -631,7 +590,7 @@ void store_get_deps(store_t *s, uint64_t id, store_deps_fn fn, void *ctx)
     read_enqueue(s, rq);
 }
 
-void store_deps_deliver(store_result *res)
+static void deps_deliver(store_result *res)
 {
     bool ok = res->rows.n == 1 && !res->rc;
     store_deps d = {ok ? &res->rows.v[0] : NULL,
@@ -654,6 +613,6 @@ int store_get_deps_sync(store_t *s, uint64_t id, store_deps_fn fn, void *ctx)
     res.dfn = fn;
     res.ctx = ctx;
     int rc = res.rc;
-    store_deps_deliver(&res);
+    deps_deliver(&res);
     return rc;
 }

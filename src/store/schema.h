@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-/* The schema shared by both backends, and reading a jobs row into an
- * engine_job_info whatever the backend. */
+/* The schema shared by both backends: its migrations, the statements
+ * written once for both, and reading a jobs row into an engine_job_info
+ * whatever the backend (the columns of jobs: columns.h). */
 #ifndef TENQ_STORE_SCHEMA_H
 #define TENQ_STORE_SCHEMA_H
 
+#include "columns.h"
 #include "engine/engine.h"
 
 #include <stdbool.h>
@@ -12,26 +14,9 @@ int store_schema_versions(void);
 /* The SQL of one migration for a backend (malloc'd), or NULL. */
 char *store_schema_sql(int version, bool pg);
 
-/* The columns of jobs, in the order every SELECT of a job uses. */
-#define STORE_JOB_COLUMNS "id, tenant, queue, type, key, args, " STORE_JOB_COLUMNS_AFTER_ARGS
-#define STORE_JOB_COLUMNS_AFTER_ARGS                                                               \
-    "payloads, priority, state, attempts, max_attempts, run_at, created_at, ready_at, leased_at, " \
-    "started_at, finished_at, worker, error, result, stats, progress, unique_key, "                \
-    "idempotency_key, lease_token, lease_until, cancel_requested, merged_into, lane_seq, "         \
-    "traceparent, timeout_ms"
-#define STORE_JOB_NCOLS 31
-
-/* The same and `live`, for INSERT: ?1..?32 in this order. */
-#define STORE_JOB_INSERT_COLUMNS STORE_JOB_COLUMNS ", live"
-
 /* Statements, written once for both backends: $S is the schema prefix and
  * ?N the N-th parameter (store_sql turns them into each backend's form). */
 
-#define STORE_SQL_INSERT_JOB                                                                       \
-    "INSERT INTO $Sjobs (" STORE_JOB_INSERT_COLUMNS                                                \
-    ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, "                                               \
-    "?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, "   \
-    "?28, ?29, ?30, ?31, ?32)"
 #define STORE_SQL_DELETE_JOB "DELETE FROM $Sjobs WHERE id = ?1"
 #define STORE_SQL_UPSERT_IDEM                                                                      \
     "INSERT INTO $Sidempotency (tenant, key, job_id, state, duplicate, merged, created_at) "       \
@@ -179,13 +164,10 @@ char *store_schema_sql(int version, bool pg);
  * is used for a range only against numbers). */
 #define STORE_FIFO_KEY         "((32767 - priority) * 140737488355328 + run_at)"
 #define STORE_SQL_REST_COLUMNS "SELECT " STORE_JOB_COLUMNS " FROM $Sjobs WHERE live = 2 AND "
-/* The same without the args but small ones (64 bytes at most) and huge ones
- * (16 MiB and more, whose length a spilled job cannot keep), and their
- * length after the last column: the jobs come in with their args left in
- * the store (engine/args.c reads them back ahead of need). */
+/* The same without the args but small ones and huge ones
+ * (STORE_JOB_COLUMNS_NO_ARGS), and their length after the last column. */
 #define STORE_SQL_REST_COLUMNS_NO_ARGS                                                             \
-    "SELECT id, tenant, queue, type, key, CASE WHEN $ARGS_BYTES <= 64 OR $ARGS_BYTES >= 16777216 " \
-    "THEN args END, " STORE_JOB_COLUMNS_AFTER_ARGS ", $ARGS_BYTES FROM $Sjobs WHERE live = 2 AND "
+    "SELECT " STORE_JOB_COLUMNS_NO_ARGS ", $ARGS_BYTES FROM $Sjobs WHERE live = 2 AND "
 #define STORE_SQL_REST_1 STORE_FIFO_KEY " = %lld AND id > %llu ORDER BY id LIMIT %zu"
 #define STORE_SQL_REST_2 STORE_FIFO_KEY " > %lld ORDER BY " STORE_FIFO_KEY ", id LIMIT %zu"
 #define STORE_PLAIN_SQLITE                                                                         \
@@ -352,9 +334,9 @@ void store_settings_params(store_settings_kind k, const void *settings,
 int store_settings_from_row(store_settings_kind k, const store_rowacc *acc, void *row,
                             void *settings, char *err, size_t errlen);
 
-/* Fills j from a row (strings point into the row, payloads are parsed into
- * *payloads which the caller frees with store_payloads_free).  Returns 0, or
- * TENQ_ECORRUPT with a message in err. */
+/* Fills j from a row of STORE_JOB_COLUMNS (columns.c; strings point into
+ * the row, payloads are parsed into *payloads which the caller frees with
+ * store_payloads_free).  Returns 0, or TENQ_ECORRUPT with a message in err. */
 int store_row_to_job(const store_rowacc *acc, void *row, engine_job_info *j,
                      engine_payload **payloads, char *err, size_t errlen);
 

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 /* The store's front: opening a backend by its URL, the loads (jobs, tokens,
- * request keys), the leadership calls, and handing results back to the
- * caller's loop.  Batches are in batch.c, the writer thread in writer.c, the
- * reader thread in reader.c, retention in retention.c. */
+ * request keys) and the leadership calls.  Results go back to the caller's
+ * loop in results.c, the store's error in err.c; batches are in batch.c
+ * (changes.c, group.c), the writer thread in writer.c, the reader thread
+ * in reader.c (its rows: rows.c), retention in retention.c. */
 #include "internal.h"
 #include "schema.h"
 
@@ -14,108 +15,9 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <sched.h>
-#include <stdarg.h>
 #include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
-
-void store_set_err(store_t *s, const char *fmt, ...)
-{
-    pthread_mutex_lock(&s->err_lock);
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(s->err, sizeof(s->err), fmt, ap);
-    va_end(ap);
-    pthread_mutex_unlock(&s->err_lock);
-}
-
-const char *store_errmsg(const store_t *s)
-{
-    return s->err;
-}
-
-const char *store_backend(const store_t *s)
-{
-    return s->be->name;
-}
-
-const char *store_where(const store_t *s)
-{
-    return s->where;
-}
-
-/* ---- results back to the caller's thread ------------------------------------- */
-
-void store_post_result(store_t *s, store_result *r)
-{
-    pthread_mutex_lock(&s->lock);
-    r->next = NULL;
-    if (s->results_tail)
-        s->results_tail->next = r;
-    else
-        s->results = r;
-    s->results_tail = r;
-    pthread_mutex_unlock(&s->lock);
-    uint64_t one = 1;
-    ssize_t w = write(s->efd, &one, sizeof one);
-    (void)w; /* the counter cannot overflow in practice; a failed wake is retried by the next */
-}
-
-size_t store_dispatch(store_t *s)
-{
-    uint64_t cnt;
-    ssize_t r = read(s->efd, &cnt, sizeof cnt);
-    (void)r;
-    pthread_mutex_lock(&s->lock);
-    store_result *list = s->results;
-    s->results = s->results_tail = NULL;
-    pthread_mutex_unlock(&s->lock);
-    size_t n = 0;
-    while (list) {
-        store_result *x = list;
-        list = x->next;
-        if (x->kind == 0) {
-            if (x->seq == s->sync_seq) {
-                s->sync_rc = x->rc;
-                s->sync_done = true;
-            }
-            if (s->on_commit) s->on_commit(s->on_commit_ctx, x->seq, x->rc);
-        } else if (x->xdone) {
-            x->xdone(x->ctx, x->rc);
-        } else if (x->dfn) {
-            store_deps_deliver(x);
-        } else if (x->afn) {
-            store_attempts_deliver(x);
-        } else if (x->sfn) {
-            store_steps_deliver(x);
-        } else if (x->ifn) {
-            x->ifn(x->ctx, x->rc, &x->inbox);
-            store_inbox_free(&x->inbox);
-            rows_free(&x->rows);
-        } else if (x->rfn) {
-            x->rfn(x->ctx, x->rc, x->found ? &x->req : NULL);
-            free((char *)x->req.answer);
-        } else {
-            store_rows rows = {x->rows.v, x->rows.n};
-            if (x->fn) x->fn(x->ctx, x->rc, &rows);
-            rows_free(&x->rows);
-        }
-        free(x);
-        n++;
-    }
-    return n;
-}
-
-int store_event_fd(const store_t *s)
-{
-    return s->efd;
-}
-
-void store_on_commit(store_t *s, store_commit_fn fn, void *ctx)
-{
-    s->on_commit = fn;
-    s->on_commit_ctx = ctx;
-}
 
 /* ---- load, prune ------------------------------------------------------------------- */
 

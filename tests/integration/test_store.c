@@ -966,6 +966,293 @@ BOTH(migrations_upgrade_an_old_database)
     engine_destroy(e);
 }
 
+/* A column of jobs as a store describes it: its type's first word in
+ * capitals, whether it is NOT NULL (a primary key is), whether it has a
+ * default. */
+typedef struct described {
+    char name[64], type[32];
+    bool notnull, dflt;
+} described;
+
+static size_t describe_jobs(const char *backend, const char *url, described *out, size_t max)
+{
+    size_t n = 0;
+    if (strcmp(backend, "sqlite") == 0) {
+        sqlite3 *db;
+        sqlite3_stmt *st;
+        ASSERT_EQ(sqlite3_open(url + 7, &db), SQLITE_OK);
+        ASSERT_EQ(sqlite3_prepare_v2(db, "PRAGMA table_info(jobs)", -1, &st, NULL), SQLITE_OK);
+        while (sqlite3_step(st) == SQLITE_ROW && n < max) {
+            described *d = &out[n++];
+            snprintf(d->name, sizeof d->name, "%s", sqlite3_column_text(st, 1));
+            snprintf(d->type, sizeof d->type, "%s", sqlite3_column_text(st, 2));
+            d->notnull = sqlite3_column_int(st, 3) || sqlite3_column_int(st, 5);
+            d->dflt = sqlite3_column_type(st, 4) != SQLITE_NULL;
+        }
+        sqlite3_finalize(st);
+        sqlite3_close(db);
+        return n;
+    }
+    PGconn *c = PQconnectdb(url);
+    ASSERT_MSG(PQstatus(c) == CONNECTION_OK, "connect: %s", PQerrorMessage(c));
+    PGresult *r = PQexec(c, "SELECT column_name, upper(data_type), is_nullable = 'NO', "
+                            "column_default IS NOT NULL FROM information_schema.columns WHERE "
+                            "table_schema = 'tenq' AND table_name = 'jobs'");
+    ASSERT_MSG(PQresultStatus(r) == PGRES_TUPLES_OK, "%s", PQresultErrorMessage(r));
+    for (int i = 0; i < PQntuples(r) && n < max; i++) {
+        described *d = &out[n++];
+        snprintf(d->name, sizeof d->name, "%s", PQgetvalue(r, i, 0));
+        snprintf(d->type, sizeof d->type, "%s", PQgetvalue(r, i, 1));
+        d->notnull = PQgetvalue(r, i, 2)[0] == 't';
+        d->dflt = PQgetvalue(r, i, 3)[0] == 't';
+    }
+    PQclear(r);
+    PQfinish(c);
+    return n;
+}
+
+/* The table of job columns (store/columns.h) is the jobs table a store
+ * has after every migration: the same columns, each of the type, NOT NULL
+ * and default the row says; nothing more but PostgreSQL's done_in_tx
+ * (applications' transactions: pg_txapi.h), which no statement of the
+ * server's writes. */
+BOTH(the_table_of_job_columns_is_the_stores_jobs_table)
+{
+    char *url = fresh_url(backend);
+    store_opts o = quiet_opts();
+    store_close(open_ok(url, &o));
+    bool pg = strcmp(backend, "postgres") == 0;
+    described have[64];
+    size_t n = describe_jobs(backend, url, have, 64);
+    bool seen[64] = {false};
+    for (int c = 0; c < STORE_JOB_NINS; c++) {
+        const store_job_column *col = &store_job_columns[c];
+        char *want = store_sql(col->type, pg);
+        char type[32];
+        snprintf(type, sizeof type, "%.*s", (int)strcspn(want, " "), want);
+        size_t k = 0;
+        while (k < n && strcmp(have[k].name, col->name) != 0) k++;
+        ASSERT_MSG(k < n, "the store has no column %s", col->name);
+        seen[k] = true;
+        ASSERT_MSG(strcmp(have[k].type, type) == 0, "%s: %s in the store, %s in the table",
+                   col->name, have[k].type, type);
+        ASSERT_MSG(have[k].notnull == (strstr(want, "NOT NULL") || strstr(want, "PRIMARY KEY")),
+                   "%s: NOT NULL differs (the table says \"%s\")", col->name, want);
+        ASSERT_MSG(have[k].dflt == (strstr(want, "DEFAULT") != NULL),
+                   "%s: a default differs (the table says \"%s\")", col->name, want);
+        free(want);
+    }
+    for (size_t k = 0; k < n; k++)
+        ASSERT_MSG(seen[k] || (pg && strcmp(have[k].name, "done_in_tx") == 0),
+                   "the store's column %s is not in the table of job columns", have[k].name);
+}
+
+/* ---- the limits of applications' transactions -------------------------------
+ * The SQL an application calls in its own transaction (store/pg_txapi.h)
+ * checks a job as the server would, and its limits come from the
+ * server's (engine.h, a queue's defaults).  Each function is tried at
+ * each limit and one past it, against the engine's own check of the same
+ * job or event: the same verdict, in the same words where both word it. */
+
+/* A job as tenq.problem and engine_submit_check take it. */
+typedef struct tx_job {
+    const char *tenant, *queue, *type, *args, *key, *unique_key, *idem;
+    int64_t run_at;   /* ms, 0: none */
+    int32_t priority; /* always given */
+    uint32_t max_attempts;
+    int64_t timeout_ms;
+} tx_job;
+
+static char *repeat_char(char ch, size_t n)
+{
+    char *s = keep(malloc(n + 1));
+    memset(s, ch, n);
+    s[n] = 0;
+    return s;
+}
+
+/* Runs a query of one text value with text parameters: the value (kept;
+ * "" for NULL: no problem), or "ERROR: " and the message. */
+static const char *tx_query(PGconn *c, const char *sql, int n, const char *const *v)
+{
+    PGresult *r = PQexecParams(c, sql, n, NULL, v, NULL, NULL, 0);
+    char *out = keep(malloc(4096));
+    if (PQresultStatus(r) != PGRES_TUPLES_OK)
+        snprintf(out, 4096, "ERROR: %s", PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY));
+    else
+        snprintf(out, 4096, "%s", PQgetisnull(r, 0, 0) ? "" : PQgetvalue(r, 0, 0));
+    PQclear(r);
+    return out;
+}
+
+static const char *sql_problem(PGconn *c, const tx_job *j)
+{
+    char run_at[32], prio[16], att[16], tmo[32];
+    snprintf(run_at, sizeof run_at, "%lld", (long long)j->run_at);
+    snprintf(prio, sizeof prio, "%d", j->priority);
+    snprintf(att, sizeof att, "%u", j->max_attempts);
+    snprintf(tmo, sizeof tmo, "%lld", (long long)j->timeout_ms);
+    const char *v[10] = {j->tenant, j->queue,
+                         j->type,   j->args ? j->args : "{}",
+                         j->key,    j->unique_key,
+                         j->idem,   j->run_at ? run_at : NULL,
+                         prio,      j->max_attempts ? att : NULL};
+    const char *p = tx_query(c,
+                             "SELECT tenq.problem($1, $2, $3, $4::jsonb, $5, $6, $7, "
+                             "to_timestamp($8::bigint / 1000.0), $9::int, $10::int, NULL, NULL, "
+                             "NULL)",
+                             10, v);
+    if (*p || !j->timeout_ms) return p;
+    const char *t[1] = {tmo};
+    return tx_query(c, "SELECT tenq.timeout_problem($1::bigint, NULL)", 1, t);
+}
+
+static const char *c_problem(const tx_job *j)
+{
+    engine_t *e = mk_engine();
+    engine_submit_req r = {.tenant = j->tenant,
+                           .queue = j->queue,
+                           .type = j->type,
+                           .args = j->args,
+                           .args_len = j->args ? (uint32_t)strlen(j->args) : 0,
+                           .key = j->key,
+                           .unique_key = j->unique_key,
+                           .idempotency_key = j->idem,
+                           .run_at = j->run_at,
+                           .has_priority = true,
+                           .priority = j->priority,
+                           .max_attempts = j->max_attempts,
+                           .timeout_ms = j->timeout_ms};
+    engine_err err = {0};
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    int64_t now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    int rc = engine_submit_check(e, now, &r, &err);
+    engine_destroy(e);
+    return rc ? keep(strdup(err.message)) : "";
+}
+
+/* The job's verdicts agree; and their words, when `words`. */
+static void same_verdict(PGconn *c, const tx_job *j, bool words, const char *what)
+{
+    const char *sql = sql_problem(c, j), *eng = c_problem(j);
+    ASSERT_MSG(!*sql == !*eng, "%s: the SQL says \"%s\", the server \"%s\"", what, sql, eng);
+    if (words) ASSERT_MSG(strcmp(sql, eng) == 0, "%s: \"%s\" and \"%s\"", what, sql, eng);
+}
+
+/* One past a limit is refused, the limit itself taken, by both. */
+static void at_limit(PGconn *c, tx_job at, tx_job past, bool words, const char *what)
+{
+    same_verdict(c, &at, words, what);
+    ASSERT_MSG(!*sql_problem(c, &at), "%s: the limit itself is refused", what);
+    same_verdict(c, &past, words, what);
+    ASSERT_MSG(*sql_problem(c, &past), "%s: one past the limit is taken", what);
+}
+
+TEST_T(the_sql_of_transactions_checks_the_servers_limits_postgres, 120)
+{
+    char *url = fresh_url("postgres");
+    store_opts o = quiet_opts();
+    store_close(open_ok(url, &o));
+    PGconn *c = PQconnectdb(url);
+    ASSERT_MSG(PQstatus(c) == CONNECTION_OK, "connect: %s", PQerrorMessage(c));
+    const tx_job ok = {.tenant = "acme", .queue = "q", .type = "t"};
+    engine_queue_settings qs;
+    engine_queue_settings_defaults(&qs);
+    tx_job a = ok, b = ok;
+
+    a.tenant = repeat_char('a', ENGINE_NAME_MAX), b.tenant = repeat_char('a', ENGINE_NAME_MAX + 1);
+    at_limit(c, a, b, true, "tenant");
+    a = ok, b = ok;
+    a.queue = repeat_char('q', ENGINE_NAME_MAX), b.queue = repeat_char('q', ENGINE_NAME_MAX + 1);
+    at_limit(c, a, b, true, "queue");
+    a = ok, b = ok;
+    a.type = repeat_char('t', ENGINE_TYPE_MAX), b.type = repeat_char('t', ENGINE_TYPE_MAX + 1);
+    at_limit(c, a, b, true, "type");
+    const char *key = repeat_char('k', ENGINE_KEY_MAX),
+               *key1 = repeat_char('k', ENGINE_KEY_MAX + 1);
+    a = ok, b = ok;
+    a.key = key, b.key = key1;
+    at_limit(c, a, b, true, "key");
+    a = ok, b = ok;
+    a.unique_key = key, b.unique_key = key1;
+    at_limit(c, a, b, true, "unique_key");
+    a = ok, b = ok;
+    a.idem = key, b.idem = key1;
+    at_limit(c, a, b, true, "idempotency_key");
+    a = ok, b = ok;
+    a.priority = ENGINE_PRIORITY_MAX, b.priority = ENGINE_PRIORITY_MAX + 1;
+    at_limit(c, a, b, true, "priority");
+    a.priority = ENGINE_PRIORITY_MIN, b.priority = ENGINE_PRIORITY_MIN - 1;
+    at_limit(c, a, b, true, "priority");
+    a = ok, b = ok;
+    a.max_attempts = ENGINE_ATTEMPTS_MAX, b.max_attempts = ENGINE_ATTEMPTS_MAX + 1;
+    at_limit(c, a, b, true, "max_attempts");
+    /* run_at within a day of the horizon, on either side (the words differ:
+     * SQL takes a timestamp) */
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    int64_t now = (int64_t)ts.tv_sec * 1000, day = 24LL * 3600 * 1000;
+    a = ok, b = ok;
+    a.run_at = now + ENGINE_RUN_AT_HORIZON_MS - day,
+    b.run_at = now + ENGINE_RUN_AT_HORIZON_MS + day;
+    at_limit(c, a, b, false, "run_at");
+    /* args as large as a queue takes by default (a JSON string), and one
+     * byte more (the words differ: SQL names the queue) */
+    char *args = repeat_char('x', qs.max_payload_bytes + 1);
+    args[0] = '"', args[qs.max_payload_bytes - 1] = '"', args[qs.max_payload_bytes] = 0;
+    char *args1 = repeat_char('x', qs.max_payload_bytes + 1);
+    args1[0] = '"', args1[qs.max_payload_bytes] = '"';
+    a = ok, b = ok;
+    a.args = args, b.args = args1;
+    at_limit(c, a, b, false, "args");
+    /* a job's own timeout: from a third of the default lease to the most */
+    a = ok, b = ok;
+    a.timeout_ms = ENGINE_TIMEOUT_MAX_MS, b.timeout_ms = ENGINE_TIMEOUT_MAX_MS + 1;
+    at_limit(c, a, b, true, "timeout_ms");
+    a.timeout_ms = qs.lease_ms / 3, b.timeout_ms = qs.lease_ms / 3 - 1;
+    at_limit(c, a, b, true, "timeout_ms");
+
+    /* tenq.send_event: a tenant's name, a key, a payload as large as an
+     * event takes (in a transaction rolled back) */
+    struct {
+        const char *tenant, *key;
+        size_t payload;
+        bool ok;
+    } ev[] = {
+        {repeat_char('a', ENGINE_NAME_MAX), "k", 2, true},
+        {repeat_char('a', ENGINE_NAME_MAX + 1), "k", 2, false},
+        {"acme", key, 2, true},
+        {"acme", key1, 2, false},
+        {"acme", "k", ENGINE_EVENT_MAX_BYTES, true},
+        {"acme", "k", ENGINE_EVENT_MAX_BYTES + 1, false},
+    };
+    for (size_t i = 0; i < sizeof ev / sizeof ev[0]; i++) {
+        char *payload = repeat_char('p', ev[i].payload);
+        payload[0] = payload[ev[i].payload - 1] = '"';
+        PQclear(PQexec(c, "BEGIN"));
+        const char *v[3] = {ev[i].tenant, ev[i].key, payload};
+        const char *sql = tx_query(c, "SELECT tenq.send_event($1, $2, $3::jsonb)::text", 3, v);
+        PQclear(PQexec(c, "ROLLBACK"));
+        engine_t *e = mk_engine();
+        engine_err err = {0};
+        engine_event_res res;
+        int rc = engine_event_send(e, now, ev[i].tenant, ev[i].key, payload,
+                                   (uint32_t)ev[i].payload, NULL, 0, &res, &err);
+        engine_destroy(e);
+        bool refused = strncmp(sql, "ERROR: ", 7) == 0;
+        ASSERT_MSG(refused == !ev[i].ok && (rc != 0) == !ev[i].ok,
+                   "event %zu: the SQL says \"%s\", the server \"%s\"", i, sql,
+                   rc ? err.message : "");
+        if (refused) {
+            char want[300];
+            snprintf(want, sizeof want, "ERROR: tenq.send_event: %s", err.message);
+            ASSERT_MSG(strcmp(sql, want) == 0, "event %zu: \"%s\", not \"%s\"", i, sql, want);
+        }
+    }
+    PQfinish(c);
+}
+
 /* Migration 17 gives batches made before it the deaths the store still
  * shows: the dead attempts of their jobs, their dead jobs deleted from the
  * morgue, and one at least when their on_death was made. */
