@@ -79,6 +79,7 @@ class DiskFullTest(unittest.TestCase):
         # (what, healthz status, its "status", readyz status, its "status")
         # while the disk is full: each answer is judged by its own body, as
         # the reload may end between the two requests
+        seen = []
         for _ in range(3):
             path = self.filler()
             # commits fail meanwhile: 503s, reloads that cannot count a term;
