@@ -8,13 +8,23 @@ its bottom up and a file can be understood from what it calls.
   scripts/check-loops.py BUILD_DIR [--show FOLDER]
 
 Prints each folder's files, calls between files and loops; fails when a
-folder has a loop.  --show also lists FOLDER's edges.  The ctest "loops"
-runs it."""
+folder has a loop that KNOWN does not hold.  --show also lists FOLDER's
+edges.  The ctest "loops" runs it."""
 import collections
 import glob
 import os
 import subprocess
 import sys
+
+
+# The loops still to undo (issue #42): the scheduler's files call each other
+# both ways (a job's end reaches batches, dependencies, steps and the morgue,
+# which submit and schedule jobs).  A loop among these files passes; a file
+# added to it, or a loop in another folder, fails.  Shrink this as they go.
+KNOWN = {
+    "engine": {"args", "attempts", "batches", "deps", "engine", "jobs", "morgue", "quota", "rate",
+               "sched", "settings", "steps"},
+}
 
 
 def objects(build):
@@ -97,7 +107,10 @@ def main():
         if show == folder:
             for f in sorted(edges):
                 print("  %s -> %s" % (f, " ".join(edges[f])))
-        bad = bad or bool(cycles)
+        new = [c for c in cycles if not set(c) <= KNOWN.get(folder, set())]
+        if new:
+            print("  a loop not known before: %s" % "; ".join(" ".join(c) for c in new))
+        bad = bad or bool(new)
     sys.exit(1 if bad else 0)
 
 
