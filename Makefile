@@ -13,7 +13,7 @@ CMAKE_ARGS ?=
 .PHONY: all build asan run test test-plain test-asan test-fuzz fuzz fuzz-build format \
         format-check clean chaos \
         bench-engine bench-store bench-server bench-takeover bench-tx bench-tx-ceiling deps install bench-worker \
-        screenshots bench-peers bench-peers-quick bench-cron
+        screenshots bench-peers bench-peers-quick bench-cron bench-tls bench-backlog bench-steps
 
 all: build
 
@@ -94,6 +94,7 @@ format-check:
 	@clang-format --dry-run --Werror $(FORMAT_FILES) && echo "format: ok"
 	@scripts/check-spdx.sh
 	@scripts/check-layers.sh
+	@scripts/check-results.sh
 
 bench-engine: build
 	./$(BUILD)/bench_engine
@@ -105,6 +106,11 @@ clean:
 screenshots: build
 	TENQ_BIN=$(CURDIR)/$(BUILD)/tenq tests/browser/run.sh
 
+# Durable steps (bench/steps_bench.c): steps stored a second, one request a step and batched; W1 with
+# a step a job beside plain W1; W1 beside 100,000 parked jobs; an event's wake-up latency
+bench-steps: build
+	./$(BUILD)/bench_steps ./$(BUILD)/tenq
+
 bench-cron: build
 	./$(BUILD)/bench_cron
 
@@ -113,6 +119,12 @@ bench-store: build
 
 bench-server: build
 	tests/with-pg.sh ./$(BUILD)/bench_server ./$(BUILD)/tenq both
+
+# A backlog larger than memory on SQLite (bench/backlog.py): 20M jobs of 1 KB, memory, the first
+# lease after kill -9, the drain beside 10k queued; BACKLOG_OLD=<tenq binary> compares a build.
+BACKLOG_ARGS ?=
+bench-backlog: build
+	python3 bench/backlog.py $(if $(BACKLOG_OLD),--old $(BACKLOG_OLD)) $(BACKLOG_ARGS)
 
 # kill -9 of the leader to the first lease on the new one, 10k and 1M jobs queued (bench/takeover.py)
 bench-takeover: build
@@ -166,6 +178,10 @@ bench-peers: build
 
 # Small counts, one run, every system: a smoke test that the harness and every driver work
 # (CI runs it); writes bench/out/peers-quick.{json,md} only.
+# TLS handshakes a second, full and resumed, against a fresh tenq serve --tls-cert
+bench-tls: build
+	bench/tls_handshakes.sh $(BUILD) 10
+
 bench-peers-quick: build
 	bench/peers/setup.sh
 	python3 bench/peers/run.py --quick --baseline tenq-sqlite

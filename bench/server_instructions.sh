@@ -9,8 +9,9 @@
 # store, runs the peer driver's workload against it (W1: JOBS blank jobs
 # submitted in bulk and drained by 5 workers; W2: JOBS jobs 5 ms apart to 5
 # idle workers), stops the server and prints, per job, the instructions of
-# the event loop (everything under on_read), of the handlers, and of the
-# writer thread (SQLite).
+# the reads (on_readable), of two handlers, of the writer (SQLite), and the
+# totals: the event loop's thread, the store's threads, the server, and the
+# server less its start (store_open: a fresh store's migrations).
 set -eu
 here=$(cd "$(dirname "$0")/.." && pwd)
 bin=${1:-$here/build/tenq}
@@ -38,12 +39,17 @@ wait $pid || true
 callgrind_annotate --inclusive=yes "$tmp/cg.out" 2>/dev/null |
     awk -v jobs="$jobs" -v wl="$workload" '
         { gsub(",", "", $1) }
-        $NF ~ /tenq/ && $0 ~ /:(on_read|h_submit|h_lease|h_outcomes|writer_main) / {
+        $0 ~ /:(api_serve|start_thread|store_open|on_readable|h_submit|h_lease|store_writer_main) / {
             split($0, a, ":"); name = a[2]; sub(/ .*/, "", name)
-            per[name] = $1 / jobs
+            if (!(name in per)) per[name] = $1 / jobs
         }
         END {
             printf "%s, %d jobs: instructions per job\n", wl, jobs
-            n = split("on_read h_submit h_lease h_outcomes writer_main", k, " ")
-            for (i = 1; i <= n; i++) printf "  %-12s %8.0f\n", k[i], per[k[i]]
+            n = split("on_readable h_submit h_lease store_writer_main", k, " ")
+            for (i = 1; i <= n; i++) printf "  %-18s %8.0f\n", k[i], per[k[i]]
+            printf "  %-18s %8.0f\n", "event loop", per["api_serve"]
+            printf "  %-18s %8.0f\n", "store threads", per["start_thread"]
+            printf "  %-18s %8.0f\n", "server", per["api_serve"] + per["start_thread"]
+            printf "  %-18s %8.0f\n", "less the start", \
+                per["api_serve"] + per["start_thread"] - per["store_open"]
         }'

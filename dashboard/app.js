@@ -16,6 +16,7 @@ import * as morgue from './morgue.js';
 import * as schedules from './schedules.js';
 import * as batches from './batches.js';
 import * as tokens from './tokens.js';
+import * as audit from './audit.js';
 
 const VIEWS = {
   overview: overview.mount,
@@ -31,6 +32,7 @@ const VIEWS = {
   batches: batches.mount,
   batch: batches.mountBatch,
   tokens: tokens.mount,
+  audit: audit.mount,
 };
 const HISTORY_KEY = 'tenq.history';
 const OPEN_KEY = 'tenq.open';
@@ -180,8 +182,12 @@ async function whoAmI(token) {
   const [me, st] = await Promise.all([api('GET', 'v1/whoami', undefined, token), api('GET', 'v1/stats', undefined, token)]);
   ctx.stats = st;
   ctx.skew = st.time - Date.now();
-  ctx.role = me.role;
-  ctx.tenant = me.role === 'tenant' ? me.tenant : null;
+  // a viewer reads what its scope reads (every tenant, or its own) and changes nothing
+  ctx.readOnly = me.role === 'viewer';
+  ctx.hideData = !!me.hide_data;
+  ctx.role = ctx.readOnly ? (me.tenant ? 'tenant' : 'admin') : me.role;
+  ctx.tenant = ctx.role === 'tenant' ? me.tenant : null;
+  document.body.classList.toggle('read-only', ctx.readOnly);
   ctx.tokens = false;
   if (ctx.role === 'admin') {
     try { await api('GET', 'v1/tokens', undefined, token); ctx.tokens = true; } catch { ctx.tokens = false; }
@@ -191,7 +197,8 @@ async function whoAmI(token) {
 function showShell() {
   $('login').hidden = true;
   $('shell').hidden = false;
-  const who = ctx.role === 'tenant' ? 'tenant ' + (ctx.tenant || '?') : ctx.role;
+  const scope = ctx.role === 'tenant' ? 'tenant ' + (ctx.tenant || '?') : ctx.role;
+  const who = ctx.readOnly ? 'viewer (' + (ctx.role === 'tenant' ? scope : 'every tenant') + ')' : scope;
   $('who').textContent = ctx.open ? who + ' (open server)' : who;
   $('who').title = ctx.open ? 'This server has no tokens: every request may do everything.' : 'The role of the token in use';
   // nothing to sign out of where no token is needed
@@ -246,6 +253,9 @@ function signOut(message) {
   ctx.history = [];
   ctx.stats = null;
   ctx.role = null;
+  ctx.readOnly = false;
+  ctx.hideData = false;
+  document.body.classList.remove('read-only');
   showLogin(message);
 }
 

@@ -2,11 +2,11 @@
 // Batches: groups of jobs with callbacks, newest first, each with its
 // progress and counts; one batch's page shows its counts by state and the
 // jobs its callbacks made.
-import { h, timeEl, fmtInt, badge, jsonView, KeyedTable } from './dom.js';
+import { h, timeEl, fmtInt, badge, jsonView, KeyedTable, STATES } from './dom.js';
 import { api, qs } from './api.js';
 import { now, denied, link } from './ctx.js';
 
-const STATE_KEYS = ['scheduled', 'waiting', 'blocked', 'ready', 'leased', 'running', 'succeeded', 'dead', 'cancelled', 'merged', 'expired', 'deleted'];
+const STATE_KEYS = [...STATES, 'deleted'];
 
 function statusBadge(b) {
   return h('span', { class: 'badge ' + (b.status === 'open' ? 'st-running' : 'st-succeeded'), text: b.status });

@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 // What every view shares: who is signed in, the latest /v1/stats, the
 // client-side history of samples, and the toasts and confirmation dialog.
-import { h } from './dom.js';
+import { h, LIVE } from './dom.js';
 
 export const ctx = {
-  role: null,        // 'admin' | 'tenant' | 'worker'
+  role: null,        // 'admin' | 'tenant' | 'worker'; a viewer's scope: 'admin' or 'tenant'
   tenant: null,      // the tenant of a tenant token, when known
+  readOnly: false,   // a viewer token: every button that changes something is hidden
+  hideData: false,   // a viewer that sees jobs without their args and results
   open: false,       // the server needs no token
   tokens: false,     // GET /v1/tokens is allowed
   stats: null,       // the last GET /v1/stats
@@ -26,7 +28,7 @@ export function totals(st = ctx.stats) {
   const sum = (k) => qs.reduce((a, q) => a + (q[k] || 0), 0);
   if (st.totals) return st.totals;
   if (st.tenants && st.tenants.length === 1) return st.tenants[0];
-  const keys = ['ready', 'scheduled', 'blocked', 'waiting', 'leased', 'running', 'dead', 'eligible', 'submitted_total',
+  const keys = [...LIVE, 'eligible', 'submitted_total',
     'succeeded_total', 'failed_total', 'dead_total', 'cancelled_total', 'completed_per_s', 'failed_per_s'];
   const t = {};
   for (const k of keys) t[k] = sum(k);

@@ -99,8 +99,8 @@ export function timeEl(ms, now, withMs = false) {
   return h('time', { datetime: new Date(ms).toISOString(), title: fmtRel(ms, now) }, fmtTime(ms, withMs));
 }
 
-export const UNFINISHED = ['waiting', 'scheduled', 'blocked', 'ready', 'leased', 'running'];
-export const STATES = ['waiting', 'scheduled', 'blocked', 'ready', 'leased', 'running', 'succeeded', 'cancelled', 'merged', 'expired', 'dead'];
+// the job states: made by the server from its table (include/tenq/states.h)
+export { STATES, LIVE, UNFINISHED } from './states.js';
 export function badge(state) {
   return h('span', { class: 'badge st-' + state, text: state });
 }

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Jobs: search with filters and paging; a job's page with every field, its
-// timings, its attempts, its data, and cancel / requeue / delete.
+// timings, its durable steps, its attempts, its data, and cancel / requeue / delete.
 import { h, s, fmtDur, fmtTime, fmtRel, timeEl, badge, jsonView, KeyedTable, field, STATES, UNFINISHED, replaceKeepFocus } from './dom.js';
 import { api, qs } from './api.js';
 import { ctx, now, toast, describe, denied, confirmDialog, link, jobsHref } from './ctx.js';
@@ -118,7 +118,7 @@ export function mountList(root, { params }) {
   }
   // (a search by args has no bulk form: the actions would reach further than the list)
   const bulkBar = Object.keys(filter).length && !filter.args && ctx.role !== 'worker'
-    ? h('div', { class: 'row-actions bulk-bar', role: 'group', 'aria-label': 'Bulk actions on matching jobs' },
+    ? h('div', { class: 'row-actions bulk-bar', 'data-write': true, role: 'group', 'aria-label': 'Bulk actions on matching jobs' },
       Object.entries(BULK).map(([a, [label]]) => h('button', { type: 'button', class: 'small ghost', 'data-bulk': a, onclick: () => bulk(a) }, label)))
     : null;
 
@@ -149,7 +149,7 @@ export function mountList(root, { params }) {
 const KNOWN = new Set(['id', 'tenant', 'queue', 'type', 'key', 'args', 'payloads', 'priority', 'state', 'attempts', 'max_attempts',
   'run_at', 'created_at', 'ready_at', 'leased_at', 'started_at', 'finished_at', 'worker', 'error', 'result', 'stats', 'progress',
   'unique_key', 'idempotency_key', 'lease_until', 'cancel_requested', 'merged_into', 'token', 'waiting',
-  'parents', 'children', 'children_count', 'on_parent_failure', 'batch', 'batch_callback',
+  'parents', 'children', 'children_count', 'on_parent_failure', 'batch', 'batch_callback', 'steps', 'awaited_by',
   'concurrency_keys', 'rate_keys', 'expire_at', 'debounced', 'debounce_until']);
 
 // A job's keys, each linked to the Keys page (the key, its limit or cost).
@@ -167,6 +167,7 @@ function waitingEl(w, t) {
     w.held_by ? h('span', { 'data-fk': 'held-by' }, ' held by ', link('#/job/' + w.held_by, 'job ' + w.held_by)) : null,
     w.parents && w.parents.length ? h('span', { 'data-fk': 'parent-links' }, ' (',
       w.parents.flatMap((p, i) => [i ? ', ' : null, link('#/job/' + p, 'job ' + p)]), ')') : null,
+    w.child ? h('span', null, ' ', link('#/job/' + w.child, 'job ' + w.child)) : null,
     w.until ? h('span', null, ' ', timeEl(w.until, t, true), ' ', h('small', { class: 'muted', text: fmtRel(w.until, t) })) : null);
 }
 
@@ -233,6 +234,39 @@ function depsPanel(d, policy) {
     table(d.children, false, ['Job', 'State'])) : null);
 }
 
+// The durable steps its handler stored (GET /v1/jobs/{id}/steps), in order: what each ran or waited
+// for, its result (a token that sees no data: none), and which attempt stored it.
+function stepsPanel(d, t) {
+  const detail = (x) => {
+    if (x.kind === 'sleep') return h('span', null, 'until ', timeEl(x.until, t, true));
+    if (x.kind === 'event') return h('span', null, 'event ', code(x.event),
+      x.until ? h('span', null, ', timeout ', timeEl(x.until, t, true)) : null);
+    if (x.kind === 'child') return h('span', null, link('#/job/' + x.child, 'job ' + x.child),
+      x.child_state ? h('span', null, ' ', badge(x.child_state)) : null);
+    return code(null);
+  };
+  const outcome = (x) => {
+    if (!x.done) return h('span', { class: 'muted', text: 'waiting' });
+    if (x.error) return errorSnippet(x.error);
+    if (!('result' in x)) return h('span', { class: 'muted', 'data-hidden': 'result', text: 'hidden' });
+    return x.result === null ? code(null) : jsonView(x.result);
+  };
+  const rows = d.steps.map((x) => h('tr', { 'data-step': x.name, 'data-kind': x.kind, 'data-done': String(x.done) },
+    h('td', { class: 'num', text: String(x.pos + 1) }),
+    h('td', null, code(x.name)),
+    h('td', null, h('span', { class: 'badge st-step-' + x.kind, text: x.kind })),
+    h('td', null, detail(x)),
+    h('td', { 'data-col': 'result' }, outcome(x)),
+    h('td', { class: 'num', text: String(x.attempt) }),
+    h('td', null, timeEl(x.finished_at || x.created_at, t, true))));
+  const head = ['#', 'Name', 'Kind', 'Waits for', 'Result', 'Attempt', 'Stored at'];
+  return h('section', { class: 'panel', 'aria-labelledby': 'job-steps', 'data-fk': 'steps' },
+    h('h2', { id: 'job-steps', text: `Steps (${d.steps.length})` }),
+    h('div', { class: 'table-wrap' }, h('table', { class: 'grid' },
+      h('thead', null, h('tr', null, head.map((x, i) => h('th', { class: i === 0 || i === 5 ? 'num' : null, text: x })))),
+      h('tbody', null, rows))));
+}
+
 // Every attempt, oldest first (GET /v1/jobs/{id}/attempts): how it ended, what became of the job.
 function attemptsPanel(list, t) {
   const took = (a) => {
@@ -248,8 +282,9 @@ function attemptsPanel(list, t) {
     h('td', null, timeEl(a.leased_at, t, true)),
     h('td', { class: 'num', text: took(a) }),
     h('td', { 'data-col': 'error' }, a.error ? errorSnippet(a.error) : code(null)),
-    h('td', null, a.stats === null || a.stats === undefined ? code(null) : jsonView(a.stats))));
-  const head = ['#', 'Outcome', 'Job then', 'Worker', 'Leased at', 'Took', 'Error', 'Stats'];
+    h('td', null, a.stats === null || a.stats === undefined ? code(null) : jsonView(a.stats)),
+    h('td', { 'data-col': 'steps' }, a.steps && a.steps.length ? a.steps.map((n, i) => [i ? ', ' : null, h('code', { text: n })]) : code(null))));
+  const head = ['#', 'Outcome', 'Job then', 'Worker', 'Leased at', 'Took', 'Error', 'Stats', 'Steps stored'];
   return h('section', { class: 'panel', 'aria-labelledby': 'job-attempts', 'data-fk': 'attempts' },
     h('h2', { id: 'job-attempts', text: `Attempts (${list.length})` }),
     list.length ? h('div', { class: 'table-wrap' }, h('table', { class: 'grid' },
@@ -308,14 +343,14 @@ export function mountJob(root, { arg }) {
 
   }
 
-  function render(j, attempts, deps) {
+  function render(j, attempts, deps, steps) {
     const t = now();
     const unfinished = UNFINISHED.includes(j.state);
     const actions = h('div', { class: 'actions' },
-      unfinished ? h('button', { type: 'button', class: 'danger', disabled: j.cancel_requested, 'data-fk': 'cancel', onclick: () => act('cancel') },
+      unfinished ? h('button', { type: 'button', 'data-write': true, class: 'danger', disabled: j.cancel_requested, 'data-fk': 'cancel', onclick: () => act('cancel') },
         j.cancel_requested ? 'Cancel requested' : 'Cancel') : null,
-      j.state === 'dead' ? h('button', { type: 'button', class: 'primary', 'data-fk': 'requeue', onclick: () => act('requeue') }, 'Requeue') : null,
-      j.state === 'dead' ? h('button', { type: 'button', class: 'ghost danger-text', 'data-fk': 'delete', onclick: () => act('delete') }, 'Delete') : null,
+      j.state === 'dead' ? h('button', { type: 'button', 'data-write': true, class: 'primary', 'data-fk': 'requeue', onclick: () => act('requeue') }, 'Requeue') : null,
+      j.state === 'dead' ? h('button', { type: 'button', 'data-write': true, class: 'ghost danger-text', 'data-fk': 'delete', onclick: () => act('delete') }, 'Delete') : null,
       j.key !== null ? h('a', { class: 'button ghost', href: jobsHref({ tenant: j.tenant, queue: j.queue, key: j.key }) }, 'Jobs of this lane') : null);
 
     timesBox = h('div', null, renderTimes(j));
@@ -357,6 +392,9 @@ export function mountJob(root, { arg }) {
       j.on_parent_failure ? ['On parent failure', code(j.on_parent_failure), 'on_parent_failure'] : null,
       j.children ? ['Children', h('span', null, j.children.slice(0, 20).flatMap((c, i) => [i ? ', ' : null, link('#/job/' + c, 'job ' + c)]),
         (j.children_count || j.children.length) > 20 ? ` and ${(j.children_count || j.children.length) - 20} more` : null), 'children'] : null,
+      j.steps ? ['Steps', h('span', null, String(j.steps), ' ', jump('job-steps')), 'steps'] : null,
+      j.awaited_by ? ['Awaited by', h('span', null, link('#/job/' + j.awaited_by, 'job ' + j.awaited_by),
+        h('small', { class: 'muted', text: ' (its handler waits for this job)' })), 'awaited_by'] : null,
       'merged_into' in j ? ['Merged into', j.merged_into ? link('#/job/' + j.merged_into, 'job ' + j.merged_into) : code(null), 'merged_into'] : null,
       'token' in j ? ['Lease token', code(j.token), 'token'] : null,
       ...Object.keys(j).filter((k) => !KNOWN.has(k)).map((k) => [k, typeof j[k] === 'object' ? jsonView(j[k]) : code(j[k]), k]),
@@ -367,6 +405,9 @@ export function mountJob(root, { arg }) {
       data.push(h('section', { class: 'data', 'aria-labelledby': 'd-payloads' }, h('h3', { id: 'd-payloads', text: `Payloads (${(j.payloads || []).length}, by score)` }),
         h('div', { class: 'table-wrap' }, h('table', { class: 'grid' }, h('thead', null, h('tr', null, h('th', { class: 'num', text: 'Score' }), h('th', { text: 'Payload' }))),
           h('tbody', null, (j.payloads || []).map((p) => h('tr', null, h('td', { class: 'num', text: String(p.score) }), h('td', null, jsonView(p.payload)))))))));
+    } else if (j.data_hidden) {
+      data.push(h('section', { class: 'data', 'aria-labelledby': 'd-args' }, h('h3', { id: 'd-args', text: 'Args' }),
+        h('p', { class: 'muted', 'data-hidden': 'args', text: 'Hidden: this token sees jobs without their args, results and progress.' })));
     } else {
       data.push(h('section', { class: 'data', 'aria-labelledby': 'd-args' }, h('h3', { id: 'd-args', text: 'Args' }), jsonView(j.args === undefined ? null : j.args)));
     }
@@ -388,6 +429,7 @@ export function mountJob(root, { arg }) {
         h('section', { class: 'panel', 'aria-labelledby': 'job-fields' }, h('h2', { id: 'job-fields', text: 'Fields' }), fields),
         h('section', { class: 'panel', 'aria-labelledby': 'job-times' }, h('h2', { id: 'job-times', text: 'Timings' }), timesBox)),
       deps && (deps.parents.length || deps.children.length) ? depsPanel(deps, j.on_parent_failure) : null,
+      steps && steps.steps.length ? stepsPanel(steps, t) : null,
       attempts ? attemptsPanel(attempts.attempts, t) : null,
       h('div', { class: 'data-grid' }, data),
       none.length ? h('p', { class: 'muted small', text: `No ${none.join(', ').replace(/, ([^,]*)$/, ' or $1')} recorded.` }) : null);
@@ -401,9 +443,11 @@ export function mountJob(root, { arg }) {
         const [j, attempts, deps] = await Promise.all([api('GET', 'v1/jobs/' + id),
           api('GET', `v1/jobs/${id}/attempts`).catch((e) => { if (e.status === 401) throw e; return null; }),
           api('GET', `v1/jobs/${id}/parents`).catch((e) => { if (e.status === 401) throw e; return null; })]);
+        // its steps, when its handler stored some (a job waiting for one has)
+        const steps = j.steps ? await api('GET', `v1/jobs/${id}/steps`).catch((e) => { if (e.status === 401) throw e; return null; }) : null;
         job = j;
-        const js = JSON.stringify([j, attempts, deps]);
-        if (js !== lastJson) render(j, attempts, deps);
+        const js = JSON.stringify([j, attempts, deps, steps]);
+        if (js !== lastJson) render(j, attempts, deps, steps);
         // unfinished jobs show times "so far": redraw those
         else if (UNFINISHED.includes(j.state) && timesBox) timesBox.replaceChildren(renderTimes(j));
         lastJson = js;

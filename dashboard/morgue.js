@@ -100,14 +100,14 @@ export function mount(root, { params }) {
       { key: 'error', label: 'Last error', render: (j) => errorSnippet(j.error) },
       { key: 'died', label: 'Died', render: (j) => timeEl(j.finished_at, now()) },
       { key: 'act', label: 'Actions', sig: (j) => 'a' + j.id, render: (j) => h('span', { class: 'row-actions' },
-        h('button', { type: 'button', class: 'small', 'data-fk': 'rq-' + j.id, 'aria-label': 'Requeue job ' + j.id, onclick: () => one(j.id, 'requeue') }, 'Requeue'),
-        h('button', { type: 'button', class: 'small ghost danger-text', 'data-fk': 'rm-' + j.id, 'aria-label': 'Delete job ' + j.id, onclick: () => one(j.id, 'delete') }, 'Delete')) },
+        h('button', { type: 'button', 'data-write': true, class: 'small', 'data-fk': 'rq-' + j.id, 'aria-label': 'Requeue job ' + j.id, onclick: () => one(j.id, 'requeue') }, 'Requeue'),
+        h('button', { type: 'button', 'data-write': true, class: 'small ghost danger-text', 'data-fk': 'rm-' + j.id, 'aria-label': 'Delete job ' + j.id, onclick: () => one(j.id, 'delete') }, 'Delete')) },
     ],
   });
   const status = h('div');
   const count = h('p', { class: 'muted small', role: 'status' });
   const more = h('button', { type: 'button', hidden: true, onclick: () => loadMore() }, 'Load more');
-  const bulkBar = h('div', { class: 'bulk' },
+  const bulkBar = h('div', { class: 'bulk', 'data-write': true },
     h('button', { type: 'button', onclick: () => bulk('requeue') }, 'Requeue all matching…'),
     h('button', { type: 'button', class: 'danger', onclick: () => bulk('delete') }, 'Delete all matching…'));
 

@@ -141,12 +141,12 @@ export function mount(root) {
   ];
   const pauseButton = (q) => {
     const paused = ctx.role === 'tenant' ? (q.paused_tenants || []).length > 0 : q.paused;
-    return h('button', { type: 'button', class: 'small ghost', 'data-fk': 'qpause-' + q.name,
+    return h('button', { type: 'button', 'data-write': true, class: 'small ghost', 'data-fk': 'qpause-' + q.name,
       'aria-label': (paused ? 'Resume ' : 'Pause ') + q.name, onclick: () => pauseOrResume(q) }, paused ? 'Resume' : 'Pause');
   };
   if (admin) {
     columns.push({ key: 'act', label: 'Actions', sig: (q, c) => (c.editing ? 'e' : 'v') + pausedText(q),
-      render: (q, c) => h('span', { class: 'row-actions' }, h('button', { type: 'button', class: 'small', 'data-fk': 'qedit-' + q.name, 'aria-expanded': String(c.editing),
+      render: (q, c) => h('span', { class: 'row-actions', 'data-write': true }, h('button', { type: 'button', class: 'small', 'data-fk': 'qedit-' + q.name, 'aria-expanded': String(c.editing),
         'aria-label': (c.editing ? 'Close the settings of ' : 'Edit the settings of ') + q.name, onclick: () => edit(q.name) }, c.editing ? 'Close' : 'Edit'), ' ', pauseButton(q)) });
   } else if (ctx.role === 'tenant') {
     columns.push({ key: 'act', label: 'Actions', sig: (q) => pausedText(q), render: (q) => pauseButton(q) });

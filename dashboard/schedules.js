@@ -51,7 +51,7 @@ export function mount(root) {
         ? h('ul', { class: 'runs' }, s.next_runs.map((t) => h('li', null, timeEl(t, now()))))
         : muted(s.paused ? 'paused' : '—')) },
       { key: 'state', label: 'State', render: state },
-      { key: 'act', label: 'Actions', sig: (s) => s.name + (s.paused ? 'p' : 'a'), render: (s) => h('span', { class: 'row-actions' },
+      { key: 'act', label: 'Actions', sig: (s) => s.name + (s.paused ? 'p' : 'a'), render: (s) => h('span', { class: 'row-actions', 'data-write': true },
         s.paused
           ? h('button', { type: 'button', class: 'small', 'data-fk': 'resume-' + s.name, 'aria-label': 'Resume schedule ' + s.name, onclick: () => act(s, 'resume') }, 'Resume')
           : h('button', { type: 'button', class: 'small', 'data-fk': 'pause-' + s.name, 'aria-label': 'Pause schedule ' + s.name, onclick: () => act(s, 'pause') }, 'Pause'),

@@ -116,7 +116,7 @@ export function mount(root) {
   if (admin) {
     columns.push({ key: 'act', label: 'Actions', sig: (t, c) => (c.editing ? 'edit' : 'view'),
       render: (t, c) => c.editing ? editors.get(c.key).actions
-        : h('button', { type: 'button', class: 'small', 'data-fk': 'edit-' + t.name, 'aria-label': 'Edit slots and weight of ' + t.name,
+        : h('button', { type: 'button', 'data-write': true, class: 'small', 'data-fk': 'edit-' + t.name, 'aria-label': 'Edit slots and weight of ' + t.name,
           onclick: () => edit(t.name) }, 'Edit') });
   }
   const table = new KeyedTable({ caption: 'Tenants', columns, rowKey: (t) => t.name, sort: { key: 'name', dir: 1 },
@@ -129,7 +129,7 @@ export function mount(root) {
     const slots = h('input', { type: 'text', inputmode: 'numeric', placeholder: 'unlimited' });
     const weight = h('input', { type: 'number', min: '1', step: '1', value: '1' });
     const err = h('p', { class: 'error-text', role: 'alert', hidden: true });
-    addForm = h('details', { class: 'panel' }, h('summary', { text: 'Add or set a tenant' }),
+    addForm = h('details', { class: 'panel', 'data-write': true }, h('summary', { text: 'Add or set a tenant' }),
       h('form', {
         class: 'inline-form',
         onsubmit: async (e) => {

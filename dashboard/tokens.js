@@ -24,23 +24,23 @@ export function mount(root) {
       { key: 'role', label: 'Role', sort: (t) => t.role, render: (t) => h('code', { text: t.role }) },
       { key: 'queues', label: 'Queues', render: (t) => (t.queues ? t.queues.join(', ') : h('span', { class: 'muted', text: 'all' })) },
       { key: 'created', label: 'Created', sort: (t) => t.created_at, render: (t) => timeEl(t.created_at, now()) },
-      { key: 'act', label: 'Actions', sig: (t) => 'r' + t.id, render: (t) => h('button', { type: 'button', class: 'small ghost danger-text', 'data-fk': 'revoke-' + t.id,
+      { key: 'act', label: 'Actions', sig: (t) => 'r' + t.id, render: (t) => h('button', { type: 'button', 'data-write': true, class: 'small ghost danger-text', 'data-fk': 'revoke-' + t.id,
         'aria-label': 'Revoke token ' + t.id, onclick: () => revoke(t) }, 'Revoke') },
     ],
   });
 
-  const kind = h('select', null, ['tenant', 'worker', 'admin'].map((k) => h('option', { value: k, text: k })));
+  const kind = h('select', null, ['tenant', 'worker', 'admin', 'viewer'].map((k) => h('option', { value: k, text: k })));
   const tenant = h('input', { type: 'text', list: 'dl-tok-tenants', spellcheck: 'false' });
   const queues = h('input', { type: 'text', spellcheck: 'false', placeholder: 'all' });
   const err = h('p', { class: 'error-text', role: 'alert', hidden: true });
   const tenantField = field('Tenant', tenant);
-  kind.addEventListener('change', () => { tenantField.hidden = kind.value !== 'tenant'; });
+  kind.addEventListener('change', () => { tenantField.hidden = kind.value !== 'tenant' && kind.value !== 'viewer'; });
   const form = h('form', {
     class: 'inline-form',
     onsubmit: async (e) => {
       e.preventDefault();
       err.hidden = true;
-      const role = kind.value === 'tenant' ? 'tenant:' + tenant.value.trim() : kind.value;
+      const role = (kind.value === 'tenant' || (kind.value === 'viewer' && tenant.value.trim())) ? kind.value + ':' + tenant.value.trim() : kind.value;
       const body = { role };
       const q = queues.value.split(/[\s,]+/).filter(Boolean);
       if (q.length) body.queues = q;
@@ -58,7 +58,7 @@ export function mount(root) {
 
   root.append(h('div', { class: 'page-head' }, h('h1', { text: 'Tokens' }),
     h('p', { class: 'muted', text: 'Secrets are stored as hashes: a token is shown once, when it is made.' })),
-  status, secretBox, table.el, h('details', { class: 'panel' }, h('summary', { text: 'Create a token' }), form));
+  status, secretBox, table.el, h('details', { class: 'panel', 'data-write': true }, h('summary', { text: 'Create a token' }), form));
 
   return {
     title: 'Tokens',

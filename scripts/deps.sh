@@ -12,7 +12,7 @@
 set -eu
 
 what=${1:-build}
-pkgs="build-essential cmake pkg-config python3 libevent-dev libjansson-dev libsqlite3-dev libpq-dev tzdata"
+pkgs="build-essential cmake pkg-config python3 libevent-dev libjansson-dev libsqlite3-dev libpq-dev libssl-dev openssl tzdata"
 case "$what" in
 build) ;;
 fuzz) pkgs="$pkgs clang libclang-rt-dev" ;;

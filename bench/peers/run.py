@@ -783,10 +783,11 @@ def splice(path, begin, end, text):
 def write_reports(doc, args):
     """--results and --readme: the headline (and for --results the whole report) into marked sections."""
     if args.results:
+        # the headline and how it was run; every table is in --md (last-run.md)
         md = render_md(doc, args.baseline)
-        body = md.split("\n", 2)[2].replace("\n## ", "\n### ")  # the report, one heading level down
+        how = md.split("\n## ", 1)[0].split("\n", 2)[2]
         splice(args.results, "<!-- peers:begin -->", "<!-- peers:end -->",
-               "### Headline\n\n" + render_headline(doc, "peers/last-run.md") + "\n" + body)
+               render_headline(doc, "peers/last-run.md") + "\n" + how)
         print(f"results: {args.results}")
     if args.readme:
         splice(args.readme, "<!-- peers-headline:begin -->", "<!-- peers-headline:end -->",
@@ -819,7 +820,7 @@ def main():
     ap.add_argument("--md", help="Markdown table (default bench/peers/last-run.md; with --quick bench/out/peers-quick.md)")
     ap.add_argument("--merge", action="store_true",
                     help="keep the results already in --out for the (system, case) pairs not run now")
-    ap.add_argument("--results", help="also write the headline and the tables into the marked section of this"
+    ap.add_argument("--results", help="also write the headline and the commands into the marked section of this"
                     " file (bench/RESULTS.md: <!-- peers:begin --> ... <!-- peers:end -->)")
     ap.add_argument("--readme", help="also write the headline table into the marked section of this file"
                     " (README.md: <!-- peers-headline:begin --> ... <!-- peers-headline:end -->)")

@@ -30,7 +30,8 @@
     XX(CONSTRAINT, -19, 409, "conflict", "constraint violated")                                    \
     XX(INTERNAL, -20, 500, "internal", "internal error")                                           \
     XX(NOT_LEADER, -21, 503, "not_leader", "not the leader")                                       \
-    XX(QUOTA_EXCEEDED, -22, 429, "quota_exceeded", "over a quota")
+    XX(QUOTA_EXCEEDED, -22, 429, "quota_exceeded", "over a quota")                                 \
+    XX(TLS, -23, 502, "tls", "TLS refused: a certificate not trusted or not accepted")
 
 /* Exported from the shared libtenq (built with -fvisibility=hidden). */
 #ifndef TENQ_API

@@ -41,6 +41,7 @@
 #define TENQ_TENQ_H
 
 #include "tenq/errors.h"
+#include "tenq/states.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -85,6 +86,17 @@ typedef struct tenq_options {
      * idempotency keys, a worker's calls; not token creation or the
      * morgue's actions).  0: 15000; negative: never again. */
     int failover_ms;
+    /* https:// servers: the PEM file of the CAs trusted to sign their
+     * certificates, instead of the system's; NULL: the system's.  A
+     * server's certificate must name the host of its URL (a DNS name, or
+     * an IP address as a subjectAltName).  TENQ_ETLS when it does not
+     * verify. */
+    const char *ca_file;
+    /* A client certificate for mutual TLS (both or neither): PEM files of
+     * the certificate (and its chain) and of its key, without passphrase.
+     * A server that accepts it maps it to a token (docs/operations.md). */
+    const char *cert_file;
+    const char *key_file;
 } tenq_options;
 
 /* Fills *o with the defaults above and sets o->size. */
@@ -118,27 +130,16 @@ TENQ_API void tenq_free(void *p);
 
 typedef enum tenq_state {
     TENQ_STATE_UNKNOWN = 0, /* a name this library does not know */
-    TENQ_STATE_SCHEDULED,
-    TENQ_STATE_BLOCKED,
-    TENQ_STATE_READY,
-    TENQ_STATE_LEASED,
-    TENQ_STATE_RUNNING,
-    TENQ_STATE_DEAD,
-    TENQ_STATE_SUCCEEDED,
-    TENQ_STATE_CANCELLED,
-    TENQ_STATE_MERGED,
-    /* for its parents (depends_on); last, so that the values above keep
-     * their numbers for programs built against an earlier libtenq */
-    TENQ_STATE_WAITING,
-    /* not leased by its expire_at: final (after WAITING for the same reason) */
-    TENQ_STATE_EXPIRED,
+#define TENQ_STATE_ENUM_(name, word, abi, kind, finished, help) TENQ_STATE_##name = (abi),
+    TENQ_STATE_TABLE(TENQ_STATE_ENUM_)
+#undef TENQ_STATE_ENUM_
 } tenq_state;
 
 /* "ready", "dead", ...; "unknown" for TENQ_STATE_UNKNOWN.  A constant. */
 TENQ_API const char *tenq_state_name(tenq_state s);
 /* The state of that name, or TENQ_STATE_UNKNOWN. */
 TENQ_API tenq_state tenq_state_parse(const char *name);
-/* Succeeded, cancelled, merged or dead: what tenq_wait() waits for. */
+/* Finished (tenq/states.h): what tenq_wait() waits for. */
 TENQ_API bool tenq_state_finished(tenq_state s);
 
 /* ---- submitting ----------------------------------------------------------------------------- */
@@ -237,6 +238,10 @@ typedef struct tenq_job {
     bool cancel_requested;
     uint64_t merged_into; /* state merged: the job that took its payloads */
     char *json;           /* the whole job as JSON text (a lease's `attempt` as above) */
+    /* steps its handler stored before (a lease; a status of a job in the
+     * server's memory): read them with tenq_steps() (docs/SEMANTICS.md,
+     * "Durable steps") */
+    uint32_t steps;
 } tenq_job;
 
 /* Frees a job from tenq_status()/tenq_wait() with its strings; NULL is a
@@ -257,6 +262,97 @@ TENQ_API int tenq_wait(tenq_client *c, uint64_t id, int64_t timeout_ms, tenq_job
  * *cancel_requested set.  Finished and dead jobs: TENQ_ECONFLICT.  Either
  * out-parameter may be NULL. */
 TENQ_API int tenq_cancel(tenq_client *c, uint64_t id, tenq_state *state, bool *cancel_requested);
+
+/* ---- durable steps (docs/SEMANTICS.md, "Durable steps") -----------------------------------
+ * A handler stores each step's result under its lease; a later attempt reads
+ * them back instead of running those steps again.  A worker's handler uses
+ * the task's calls (tenq/worker.h: tenq_task_step_get, ...), which make
+ * these. */
+
+typedef enum tenq_step_kind {
+    TENQ_STEP_RUN = 0, /* code the handler ran: its result */
+    TENQ_STEP_SLEEP,   /* a durable sleep */
+    TENQ_STEP_EVENT,   /* a wait for an event: its payload */
+    TENQ_STEP_CHILD,   /* a child job awaited: its result or its error */
+} tenq_step_kind;
+
+/* A step as GET /v1/jobs/{id}/steps answers it.  Strings are owned by the
+ * array (tenq_steps_free); NULL when none. */
+typedef struct tenq_step {
+    uint32_t pos;
+    char *name;
+    tenq_step_kind kind;
+    bool done;         /* false while the job waits for it */
+    char *result_json; /* its result (JSON text), or NULL */
+    char *error;       /* EVENT: "timed out"; CHILD: the child's error */
+    uint32_t attempt;  /* the attempt that stored it (1 = first) */
+    uint64_t token;    /* its lease (admin and worker tokens) */
+    int64_t created_at, finished_at;
+    char *event;            /* EVENT: the key */
+    int64_t until;          /* SLEEP: when the job resumes; EVENT: its timeout (0: none) */
+    uint64_t child;         /* CHILD: the child's id */
+    tenq_state child_state; /* CHILD, done: the state it ended in */
+} tenq_step;
+
+/* The job's steps, in order.  The caller frees *steps with
+ * tenq_steps_free(*steps, *n). */
+TENQ_API int tenq_steps(tenq_client *c, uint64_t id, tenq_step **steps, size_t *n);
+TENQ_API void tenq_steps_free(tenq_step *steps, size_t n);
+
+typedef struct tenq_step_req {
+    const char *name; /* 1-256 bytes without control characters */
+    tenq_step_kind kind;
+    const char *result_json;      /* RUN: any JSON; NULL: null */
+    int64_t duration_ms;          /* SLEEP: from now, on the server's clock ... */
+    int64_t until;                /* ... or until this time (ms since the epoch), when not 0 */
+    const char *event;            /* EVENT: the key */
+    int64_t timeout_ms;           /* EVENT: 0: none */
+    const tenq_submit_req *child; /* CHILD: the job (the parent's tenant) */
+} tenq_step_req;
+
+typedef struct tenq_step_res {
+    uint32_t pos;
+    bool duplicate;    /* stored already by this lease (an answer lost) */
+    bool parked;       /* the lease ended: the job waits (state) */
+    tenq_state state;  /* the job's state after */
+    int64_t run_at;    /* SLEEP, parked: when it resumes */
+    bool done;         /* EVENT: a kept event was taken at once: result_json */
+    char *result_json; /* done: its payload; the caller frees it with tenq_free */
+    uint64_t child;    /* CHILD: the child's id */
+} tenq_step_res;
+
+/* Stores a step of job id under its lease token, or parks the job (SLEEP,
+ * EVENT, CHILD).  A stale token: TENQ_ECONFLICT (field "token"); a name an
+ * earlier attempt stored: TENQ_ECONFLICT (field "name"). */
+TENQ_API int tenq_step_store(tenq_client *c, uint64_t id, uint64_t token, const tenq_step_req *r,
+                             tenq_step_res *res);
+/* One step of a batch (tenq_steps_store): its job, its lease token, the step. */
+typedef struct tenq_step_item {
+    uint64_t id, token;
+    tenq_step_req step;
+} tenq_step_item;
+
+typedef struct tenq_step_item_res {
+    int err; /* 0, or why this step was refused (a job not in hand: TENQ_ECONFLICT, "token") */
+    tenq_step_res res; /* err 0: its answer (an event taken at once: done, no result_json; read
+                        * the job's steps) */
+    char message[256];
+    char field[64];
+} tenq_step_item_res;
+
+/* Stores n steps (1..TENQ_BATCH_MAX) of any jobs in one request (POST
+ * /v1/steps), each as tenq_step_store would, answered once committed;
+ * res is the caller's array of n answers, in order.  Returns 0 when the
+ * server answered, even if some steps were refused (res[i].err). */
+TENQ_API int tenq_steps_store(tenq_client *c, const tenq_step_item *items, size_t n,
+                              tenq_step_item_res *res);
+/* Sends an event of a tenant (NULL: the tenant of a tenant token): the jobs
+ * waiting for its key go on with its payload (any JSON; NULL: null), or it
+ * is kept for the server's --event-window.  *delivered gets how many jobs it
+ * woke, *kept whether it was kept (either may be NULL).  Sent with a
+ * request key: sent again it delivers nothing twice. */
+TENQ_API int tenq_send_event(tenq_client *c, const char *tenant, const char *key,
+                             const char *payload_json, size_t *delivered, bool *kept);
 
 /* ---- workers -------------------------------------------------------------------------------- */
 

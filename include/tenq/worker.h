@@ -65,6 +65,7 @@ typedef struct tenq_result {
     char *error;         /* !ok: for people; owned by the result */
     int64_t retry_in_ms; /* !ok: retry after this, or TENQ_RETRY_BACKOFF */
     bool no_retry;       /* !ok: to the morgue now */
+    bool parked;         /* a step parked the job: nothing is reported */
 } tenq_result;
 
 /* The job succeeded with this result (any JSON text; NULL: none).  Text
@@ -75,6 +76,10 @@ TENQ_API tenq_result tenq_result_ok(const char *result_json);
 TENQ_API tenq_result tenq_result_fail(const char *error, int64_t retry_in_ms);
 /* The job failed for good: to the morgue. */
 TENQ_API tenq_result tenq_result_no_retry(const char *error);
+/* What a handler returns when a step parked its job (a sleep, a wait for
+ * an event or a child: *parked was set): its lease ended, nothing is
+ * reported, and the job runs again when its wait is over. */
+TENQ_API tenq_result tenq_result_parked(void);
 
 /* A handler.  It runs on one of the worker's threads and returns the
  * outcome; ctx is what tenq_worker_handle() was given. */
@@ -111,6 +116,58 @@ TENQ_API tenq_stop tenq_task_stopping(tenq_task *t);
  * for handlers that wait in poll(); tenq_task_stopping() reads it empty.
  * Owned by the worker. */
 TENQ_API int tenq_task_stop_fd(const tenq_task *t);
+
+/* ---- durable steps (docs/SEMANTICS.md, "Durable steps") --------------------------------------
+ * A handler stores each step's result under its lease, and an attempt after
+ * a failure (a crash, a lost lease, a deploy) gets it back instead of
+ * running that step again:
+ *
+ *     const char *rows;
+ *     int rc = tenq_task_step_get(t, "fetch", &rows);
+ *     if (rc == TENQ_ENOT_FOUND) {          // not done by an earlier attempt
+ *         char *got = fetch_rows(...);       // may run again if we die now
+ *         rc = tenq_task_step_put(t, "fetch", got);
+ *         ...
+ *     }
+ *
+ * Names (1-256 bytes without control characters) must mean the same work on
+ * every attempt.  A step that parks the job (a sleep, a wait for an event or
+ * for a child job) ends the attempt: it sets *parked, and the handler
+ * returns tenq_result_parked() at once; the job runs again from the start
+ * when its wait is over, and the same calls then answer from the stored
+ * steps without parking.  They run on the handler's thread, with a
+ * connection of its slot's.  Errors: TENQ_ECONFLICT when the lease is gone
+ * (return; nothing more counts), else the server's refusal or a failure to
+ * reach it; tenq_task_errmsg() says why. */
+
+/* The result of step `name` (JSON text owned by the task) when an earlier
+ * attempt stored it: 0; TENQ_ENOT_FOUND when none did. */
+TENQ_API int tenq_task_step_get(tenq_task *t, const char *name, const char **result_json);
+/* Stores step `name`'s result (any JSON; NULL: null), answered once the
+ * server committed it. */
+TENQ_API int tenq_task_step_put(tenq_task *t, const char *name, const char *result_json);
+/* A durable sleep of duration_ms (on the server's clock), or until until_ms
+ * (ms since the epoch): *parked, or (a sleep done before, or a time past)
+ * the handler goes on. */
+TENQ_API int tenq_task_sleep(tenq_task *t, const char *name, int64_t duration_ms, bool *parked);
+TENQ_API int tenq_task_sleep_until(tenq_task *t, const char *name, int64_t until_ms, bool *parked);
+/* Waits for an event of the job's tenant with this key, at most timeout_ms
+ * (0: none): *parked, or 0 with the event's payload (JSON text owned by the
+ * task), or TENQ_ETIMEOUT when the wait timed out. */
+TENQ_API int tenq_task_wait_event(tenq_task *t, const char *name, const char *key,
+                                  int64_t timeout_ms, const char **payload_json, bool *parked);
+/* Submits a child job (the job's tenant) once and waits for its end:
+ * *parked, or 0 with the child's result (*result_json) when it succeeded or
+ * its error (*error; result NULL) when it died or was cancelled; both
+ * owned by the task.  A refused submit is its error (TENQ_EQUOTA_EXCEEDED
+ * past a quota). */
+TENQ_API int tenq_task_run_child(tenq_task *t, const char *name, const tenq_submit_req *child,
+                                 const char **result_json, const char **error, bool *parked);
+/* Every step of the job stored so far (by earlier attempts, then this
+ * one), in order; owned by the task, valid until its next step call. */
+TENQ_API int tenq_task_steps(tenq_task *t, const tenq_step **steps, size_t *n);
+/* Why the task's last step call failed; "" otherwise.  Owned by the task. */
+TENQ_API const char *tenq_task_errmsg(const tenq_task *t);
 
 /* ---- the worker -------------------------------------------------------------------------------
  */
@@ -153,6 +210,11 @@ typedef struct tenq_worker_options {
     tenq_log_fn log;
     void *log_ctx;
     tenq_log_level log_level; /* default TENQ_LOG_INFO */
+    /* https, as in tenq_options: trusted CAs (NULL: the system's), a client
+     * certificate and its key for mutual TLS. */
+    const char *ca_file;
+    const char *cert_file;
+    const char *key_file;
 } tenq_worker_options;
 
 /* Fills *o with the defaults above and sets o->size. */

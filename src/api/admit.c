@@ -157,22 +157,26 @@ void admit_free(admit_state *a)
     admit_forget(a);
 }
 
-int admit_check(admit_state *a, engine_t *e, const engine_submit_req *reqs, const bool *ok,
-                size_t n, engine_err *err)
+int admit_memory(admit_state *a, engine_t *e, uint64_t cost, engine_err *err)
 {
     engine_memory m;
     engine_memory_usage(e, &m);
-    uint64_t cost = request_cost(reqs, ok, n);
-    if (m.bytes + cost > a->jobs_budget) {
-        a->refused_overloaded++;
-        engine_errf(err, TENQ_EOVERLOADED, NULL,
-                    "the server is at its memory budget: its jobs take %zu MiB of the %" PRIu64
-                    " MiB they may; this request would add %" PRIu64
-                    " KiB (submits resume as jobs finish)",
-                    m.bytes >> 20, a->jobs_budget >> 20, (cost + 1023) >> 10);
-        return TENQ_EOVERLOADED;
-    }
-    int rc = engine_quota_admit(e, reqs, ok, n, err);
+    if (m.bytes + cost <= a->jobs_budget) return 0;
+    a->refused_overloaded++;
+    engine_errf(err, TENQ_EOVERLOADED, NULL,
+                "the server is at its memory budget: its jobs take %zu MiB of the %" PRIu64
+                " MiB they may; this request would add %" PRIu64
+                " KiB (submits resume as jobs finish)",
+                m.bytes >> 20, a->jobs_budget >> 20, (cost + 1023) >> 10);
+    return TENQ_EOVERLOADED;
+}
+
+int admit_check(admit_state *a, engine_t *e, const engine_submit_req *reqs, const bool *ok,
+                size_t n, engine_err *err)
+{
+    int rc = admit_memory(a, e, request_cost(reqs, ok, n), err);
+    if (rc) return rc;
+    rc = engine_quota_admit(e, reqs, ok, n, err);
     if (rc) a->refused_quota++;
     return rc;
 }

@@ -50,6 +50,9 @@ size_t admit_publish(admit_state *a, engine_t *e, store_batch *b);
 /* A new engine (a new term): the next admit_publish writes everything. */
 void admit_forget(admit_state *a);
 
+/* 0 when what a request would add to the memory the jobs take (cost
+ * bytes: a kept event) fits the budget, else TENQ_EOVERLOADED (counted). */
+int admit_memory(admit_state *a, engine_t *e, uint64_t cost, engine_err *err);
 /* 0 when the n requests (those ok[i] marks; ok NULL: all) may be
  * submitted now, else TENQ_EQUOTA_EXCEEDED or TENQ_EOVERLOADED with *err
  * filled, and the refusal counted. */

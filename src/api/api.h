@@ -44,12 +44,18 @@ typedef struct api_config {
     char config_file[1024];
     char port_file[1024]; /* write the bound port here (tests, supervisors) */
     bool allow_open_network;
+    char tls_cert[1024], tls_key[1024], tls_client_ca[1024]; /* "": none */
+    char tls_client_auth[16];                                /* optional | require */
+    char tls_ciphers[512];                                   /* "": the default */
+    bool allow_plaintext; /* beyond loopback without TLS: a proxy terminates it */
     bool idle_yield;
     char advertise[256];          /* the URL clients reach this server at */
     long long leader_ttl_ms;      /* PostgreSQL: how long a renewal keeps the leadership */
     long long request_key_ttl_ms; /* how long an Idempotency-Key's first answer is kept */
     long long stop_linger_ms;     /* after a stop's handover: requests still answered */
     long long inbox_poll_ms;      /* PostgreSQL: how often the inbox is read without news */
+    long long event_window_ms;    /* an event that woke no job is kept this long (engine/steps.c) */
+    long long audit_retention_ms; /* how long audit rows are kept */
 } api_config;
 
 void api_config_defaults(api_config *c);

@@ -9,13 +9,24 @@
  * the job's own attempt.  An attempt that ends while the rows are read
  * could be in neither: the job's lease is noted before, and when it moved
  * meanwhile, the read is made again (a few times at most). */
-#include "internal.h"
+#include "auth.h"
+#include "commit.h"
+#include "handlers.h"
+#include "jbuf.h"
+#include "read_ctx.h"
+#include "reply.h"
+#include "request.h"
+#include "server.h"
+
+#include "base/xalloc.h"
+
+#include <stdlib.h>
 
 #define ATTEMPTS_TRIES 4
 
 typedef struct attempts_ctx {
+    read_ctx held; /* the request, while the store reads */
     server *srv;
-    http_req *req; /* NULL once the client left */
     principal who;
     uint64_t id;
     /* the job as the read began: resident? leased or running, under token? */
@@ -23,12 +34,6 @@ typedef struct attempts_ctx {
     uint64_t token;
     int tries;
 } attempts_ctx;
-
-static void attempts_abort(http_req *req)
-{
-    attempts_ctx *c = req->user;
-    c->req = NULL;
-}
 
 static bool job_active(const engine_job_info *in)
 {
@@ -49,7 +54,18 @@ static void note_lease(server *s, uint64_t id, bool *resident, bool *active, uin
     *token = in.token;
 }
 
-static void write_attempt(jbuf *b, const engine_attempt_info *a, bool show_token)
+/* The names of the steps stored under the attempt's token, in order. */
+static void write_attempt_steps(jbuf *b, const store_attempts *rows, uint64_t token)
+{
+    jb_key(b, "steps");
+    jb_arr(b);
+    for (size_t i = 0; rows && i < rows->n_steps; i++)
+        if (rows->steps[i].token == token) jb_str(b, rows->steps[i].name);
+    jb_arr_end(b);
+}
+
+static void write_attempt(jbuf *b, const engine_attempt_info *a, bool show_token,
+                          const store_attempts *rows)
 {
     jb_obj(b);
     jb_kint(b, "attempt", a->attempt);
@@ -71,6 +87,7 @@ static void write_attempt(jbuf *b, const engine_attempt_info *a, bool show_token
     jb_kstr(b, "job_state", engine_state_name(a->job_state));
     jb_kstr(b, "error", a->error);
     jb_kraw(b, "stats", a->stats);
+    write_attempt_steps(b, rows, a->token);
     jb_obj_end(b);
 }
 
@@ -90,13 +107,13 @@ static void reply_attempts(attempts_ctx *c, http_req *req, const engine_job_info
     /* rows by token, the job's own in its place (once: a row wins) */
     for (size_t i = 0; i < rows->n; i++) {
         if (has_own && own.token < rows->v[i].token) {
-            write_attempt(&b, &own, show_token);
+            write_attempt(&b, &own, show_token, rows);
             has_own = false;
         }
         if (has_own && own.token == rows->v[i].token) has_own = false;
-        write_attempt(&b, &rows->v[i], show_token);
+        write_attempt(&b, &rows->v[i], show_token, rows);
     }
-    if (has_own) write_attempt(&b, &own, show_token);
+    if (has_own) write_attempt(&b, &own, show_token, rows);
     jb_arr_end(&b);
     jb_obj_end(&b);
     reply_json(req, 200, &b);
@@ -107,15 +124,12 @@ static void attempts_read(server *s, http_req *req, attempts_ctx *c);
 static void on_attempts(void *ctx, int rc, const store_attempts *rows)
 {
     attempts_ctx *c = ctx;
-    http_req *req = c->req;
+    http_req *req = read_ctx_take(&c->held);
     server *s = c->srv;
     if (!req) {
         free(c);
         return;
     }
-    req->on_abort = NULL;
-    req->user = NULL;
-    c->req = NULL;
     if (rc != 0) {
         reply_error(req, rc, NULL, "reading the attempts failed: %s", store_errmsg(s->st));
         free(c);
@@ -148,9 +162,7 @@ static void after_commit(server *s, http_req *req, void *ctx, int rc)
         free(c);
         return;
     }
-    c->req = req;
-    req->user = c;
-    req->on_abort = attempts_abort;
+    read_ctx_hold(&c->held, req);
     store_get_attempts(s->st, c->id, on_attempts, c);
 }
 

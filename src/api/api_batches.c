@@ -4,9 +4,25 @@
  * Admin tokens see every batch; a tenant token its own tenant's only (any
  * other is not there: 404).  A request is taken whole or refused whole,
  * with the field at fault named ("jobs[3].queue", "on_death.type"). */
-#include "internal.h"
+#include "admit.h"
+#include "auth.h"
+#include "clock.h"
+#include "commit.h"
+#include "handlers.h"
+#include "http.h"
+#include "jbuf.h"
+#include "jobread.h"
+#include "reply.h"
+#include "request.h"
+#include "request_keys.h"
+#include "server.h"
+#include "submit_json.h"
+
+#include "base/xalloc.h"
 
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #define BATCH_JOBS_MAX 10000 /* jobs one request may carry (documented in API.md) */
 #define BATCH_LIST_MAX 1000
@@ -17,7 +33,7 @@ static bool batch_visible(const principal *who, const char *tenant)
     return strcmp(who->tok->tenant, tenant) == 0;
 }
 
-static void json_batch(jbuf *b, const engine_batch_info *x)
+static void json_batch(jbuf *b, const engine_batch_info *x, bool hide)
 {
     jb_obj(b);
     jb_kint(b, "id", (long long)x->id);
@@ -52,7 +68,7 @@ static void json_batch(jbuf *b, const engine_batch_info *x)
         jb_obj(b);
         jb_kstr(b, "queue", r->queue);
         jb_kstr(b, "type", r->type);
-        jb_kraw(b, "args", r->args ? r->args : "{}");
+        if (!hide) jb_kraw(b, "args", r->args ? r->args : "{}");
         if (r->key) jb_kstr(b, "key", r->key);
         if (r->has_priority) jb_kint(b, "priority", r->priority);
         if (r->max_attempts) jb_kint(b, "max_attempts", r->max_attempts);
@@ -68,24 +84,12 @@ static void json_batch(jbuf *b, const engine_batch_info *x)
     jb_obj_end(b);
 }
 
-/* 409 batch_closed. */
+/* 409 batch_closed: a conflict (the error table's status), in a word of its own. */
 static void reply_closed(http_req *req, uint64_t id)
 {
-    jbuf b;
-    jb_init(&b);
-    jb_obj(&b);
-    jb_key(&b, "error");
-    jb_obj(&b);
-    jb_kstr(&b, "code", "batch_closed");
-    char msg[160];
-    snprintf(msg, sizeof msg,
-             "batch %llu is closed: its jobs all finished and its callbacks were submitted",
-             (unsigned long long)id);
-    jb_kstr(&b, "message", msg);
-    jb_kstr(&b, "field", "id");
-    jb_obj_end(&b);
-    jb_obj_end(&b);
-    reply_json(req, 409, &b);
+    reply_error_word(req, TENQ_ECONFLICT, "batch_closed", "id",
+                     "batch %llu is closed: its jobs all finished and its callbacks were submitted",
+                     (unsigned long long)id);
 }
 
 /* The jobs of a request, read whole. */
@@ -178,7 +182,7 @@ static const char *const create_fields[] = {"tenant",     "jobs",     "on_comple
 void h_batch_create(server *s, http_req *req, const principal *who, const char **args)
 {
     rkey_ctx k;
-    if (!srv_request_key_begin(s, req, who, args, &k)) return;
+    if (!srv_request_key_begin(s, req, who, args, h_batch_create, &k)) return;
     json_t *body = req_body(req);
     if (!body) return;
     if (!json_is_object(body)) {
@@ -280,7 +284,7 @@ void h_batch_add(server *s, http_req *req, const principal *who, const char **ar
     uint64_t id = req_path_id(req, args[0]);
     if (!id) return;
     rkey_ctx k;
-    if (!srv_request_key_begin(s, req, who, args, &k)) return;
+    if (!srv_request_key_begin(s, req, who, args, h_batch_add, &k)) return;
     engine_batch_info x;
     if (!engine_batch_get(s->e, id, &x) || !batch_visible(who, x.tenant)) {
         reply_error(req, TENQ_ENOT_FOUND, "id", "no batch %llu", (unsigned long long)id);
@@ -329,7 +333,7 @@ void h_batch_get(server *s, http_req *req, const principal *who, const char **ar
     }
     jbuf b;
     jb_init(&b);
-    json_batch(&b, &x);
+    json_batch(&b, &x, who->hide_data);
     reply_json(req, 200, &b);
 }
 
@@ -360,7 +364,7 @@ void h_batches(server *s, http_req *req, const principal *who, const char **args
     jb_arr(&b);
     for (size_t i = 0; i < n; i++) {
         engine_batch_info x;
-        if (engine_batch_get(s->e, ids[i], &x)) json_batch(&b, &x);
+        if (engine_batch_get(s->e, ids[i], &x)) json_batch(&b, &x, who->hide_data);
     }
     jb_arr_end(&b);
     jb_key(&b, "next_before");

@@ -3,7 +3,22 @@
  * retry now, set priority: in the engine; delete finished jobs: in the
  * store), or a dry run that counts them.  A tenant token acts on its own
  * jobs only. */
-#include "internal.h"
+#include "audit.h"
+#include "auth.h"
+#include "clock.h"
+#include "commit.h"
+#include "handlers.h"
+#include "http.h"
+#include "jbuf.h"
+#include "reply.h"
+#include "request.h"
+#include "server.h"
+
+#include "base/xalloc.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #define BULK_MAX 100000
 
@@ -118,7 +133,12 @@ void h_jobs_bulk(server *s, http_req *req, const principal *who, const char **ar
     long long matched, changed;
     if (action == A_DELETE) {
         if (!f.states) f.states = action_states(A_DELETE);
-        long n = store_purge_finished(s->st, &f, dry_run, (long)limit);
+        store_audit audit;
+        char *mem[3];
+        const store_audit *a = dry_run ? NULL : srv_audit_take(s, req, 200, &audit, mem);
+        long n = store_purge_finished(s->st, &f, dry_run, (long)limit, a); /* a: in its commit */
+        if (!dry_run)
+            for (int i = 0; i < 3; i++) free(mem[i]);
         if (n < 0) {
             reply_error(req, (int)n, NULL, "%s", store_errmsg(s->st));
             goto out;

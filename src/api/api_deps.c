@@ -7,20 +7,26 @@
  * commit (a submit answered before the request is then there) and reads
  * them; a parent or child the engine holds shows its state from memory
  * (the store's row may lag: readiness and leases are written late). */
-#include "internal.h"
+#include "auth.h"
+#include "commit.h"
+#include "handlers.h"
+#include "jbuf.h"
+#include "job_json.h"
+#include "read_ctx.h"
+#include "reply.h"
+#include "request.h"
+#include "server.h"
+
+#include "base/xalloc.h"
+
+#include <stdlib.h>
 
 typedef struct deps_ctx {
+    read_ctx held; /* the request, while the store reads */
     server *srv;
-    http_req *req; /* NULL once the client left */
     principal who;
     uint64_t id;
 } deps_ctx;
-
-static void deps_abort(http_req *req)
-{
-    deps_ctx *c = req->user;
-    c->req = NULL;
-}
 
 static void write_dep(server *s, jbuf *b, const store_dep *d, bool with_result)
 {
@@ -41,15 +47,12 @@ static void write_dep(server *s, jbuf *b, const store_dep *d, bool with_result)
 static void on_deps(void *ctx, int rc, const store_deps *d)
 {
     deps_ctx *c = ctx;
-    http_req *req = c->req;
+    http_req *req = read_ctx_take(&c->held);
     server *s = c->srv;
     if (!req) {
         free(c);
         return;
     }
-    req->on_abort = NULL;
-    req->user = NULL;
-    c->req = NULL;
     if (rc != 0) {
         reply_error(req, rc, NULL, "reading the dependencies failed: %s", store_errmsg(s->st));
         free(c);
@@ -71,7 +74,8 @@ static void on_deps(void *ctx, int rc, const store_deps *d)
     jb_kstr(&b, "state", engine_state_name(job->state));
     jb_key(&b, "parents");
     jb_arr(&b);
-    for (size_t i = 0; i < d->n_parents; i++) write_dep(s, &b, &d->parents[i], true);
+    /* a parent's result, unless this token does not see jobs' data */
+    for (size_t i = 0; i < d->n_parents; i++) write_dep(s, &b, &d->parents[i], !c->who.hide_data);
     jb_arr_end(&b);
     jb_key(&b, "children");
     jb_arr(&b);
@@ -91,9 +95,7 @@ static void after_commit(server *s, http_req *req, void *ctx, int rc)
         free(c);
         return;
     }
-    c->req = req;
-    req->user = c;
-    req->on_abort = deps_abort;
+    read_ctx_hold(&c->held, req);
     store_get_deps(s->st, c->id, on_deps, c);
 }
 

@@ -1,34 +1,46 @@
 // SPDX-License-Identifier: Apache-2.0
 /* Jobs: submit, read, list, wait, cancel. */
-#include "internal.h"
+#include "admit.h"
+#include "auth.h"
+#include "clock.h"
+#include "commit.h"
+#include "handlers.h"
+#include "http.h"
+#include "jbuf.h"
+#include "job_json.h"
+#include "job_reply.h"
+#include "read_ctx.h"
+#include "reply.h"
+#include "request.h"
+#include "request_keys.h"
+#include "request_read.h"
+#include "server.h"
+#include "submit_json.h"
+#include "waiters.h"
 
-#include "base/hash.h"
+#include "base/xalloc.h"
 
-/* ---- reads from the store on behalf of a request --------------------------------- */
+#include <stdlib.h>
+#include <string.h>
 
-static void read_abort(http_req *req)
+/* A read from the store on behalf of a request: a list, a wait, a cancel. */
+typedef struct job_read {
+    read_ctx held;
+    server *srv;
+    principal who;
+    uint64_t id;
+    uint64_t committed_before; /* wait: read again if a commit landed meanwhile */
+    int64_t timeout_ms;
+    uint32_t limit;
+} job_read;
+
+static job_read *job_read_new(server *s, http_req *req, const principal *who)
 {
-    read_ctx *c = req->user;
-    c->req = NULL;
-}
-
-read_ctx *read_ctx_new(server *s, http_req *req, const principal *who)
-{
-    read_ctx *c = xcalloc(1, sizeof(*c));
+    job_read *c = xcalloc(1, sizeof(*c));
     c->srv = s;
-    c->req = req;
-    if (who) c->who = *who;
-    req->user = c;
-    req->on_abort = read_abort;
+    c->who = *who;
+    read_ctx_hold(&c->held, req);
     return c;
-}
-
-http_req *read_ctx_take(read_ctx *c)
-{
-    http_req *req = c->req;
-    if (req) req->on_abort = NULL;
-    c->req = NULL;
-    return req;
 }
 
 /* ---- submit ------------------------------------------------------------------------- */
@@ -95,7 +107,7 @@ static void submit_and_reply(server *s, http_req *req, const rkey_ctx *k, const 
 void h_submit(server *s, http_req *req, const principal *who, const char **args)
 {
     rkey_ctx k;
-    if (!srv_request_key_begin(s, req, who, args, &k)) return;
+    if (!srv_request_key_begin(s, req, who, args, h_submit, &k)) return;
     submit_in in;
     /* the usual body is read in place; jansson reads the rest and words
      * every refusal */
@@ -134,96 +146,18 @@ void h_submit(server *s, http_req *req, const principal *who, const char **args)
 
 /* ---- reading a job ---------------------------------------------------------------------- */
 
-static void on_job_rows(void *ctx, int rc, const store_rows *rows)
-{
-    read_ctx *c = ctx;
-    http_req *req = read_ctx_take(c);
-    if (req) {
-        if (rc != 0) {
-            reply_error(req, rc, NULL, "reading the job failed: %s", store_errmsg(c->srv->st));
-        } else if (rows->n != 1 ||
-                   !auth_may_see_job(&c->who, rows->jobs[0].tenant, rows->jobs[0].queue)) {
-            reply_error(req, TENQ_ENOT_FOUND, "id", "no job %llu", (unsigned long long)c->id);
-        } else {
-            jbuf b;
-            jb_init(&b);
-            api_json_job(&b, &rows->jobs[0], auth_shows_token(&c->who), NULL, 0);
-            reply_json(req, 200, &b);
-        }
-    }
-    free(c);
-}
-
-/* A job the engine holds, answered from memory; its args read first when
- * they are out of memory (rows: what that read brought; NULL the first
- * time). */
-typedef struct job_again {
-    principal who;
-    uint64_t id;
-} job_again;
-
-static void job_reply(server *s, http_req *req, const principal *who, uint64_t id,
-                      const store_rows *rows);
-
-static void job_with_args(server *s, http_req *req, void *ctx, const store_rows *rows)
-{
-    job_again *a = ctx;
-    if (req) job_reply(s, req, &a->who, a->id, rows ? rows : &(store_rows){0});
-    free(a);
-}
-
-static void job_reply(server *s, http_req *req, const principal *who, uint64_t id,
-                      const store_rows *rows)
-{
-    engine_job *j = engine_find(s->e, id);
-    engine_job_info in;
-    if (j) engine_job_get(j, &in);
-    if (!j || !auth_may_see_job(who, in.tenant, in.queue)) {
-        reply_error(req, TENQ_ENOT_FOUND, "id", "no job %llu", (unsigned long long)id);
-        return;
-    }
-    if (!srv_args_fill(&in, rows)) {
-        if (rows) { /* read, and gone from the cache and the rows: its row changed */
-            reply_error(req, TENQ_EUNAVAILABLE, NULL,
-                        "job %llu's args could not be read; try "
-                        "again",
-                        (unsigned long long)id);
-            return;
-        }
-        job_again *a = xcalloc(1, sizeof(*a));
-        a->who = *who;
-        a->id = id;
-        srv_with_args(s, req, &id, 1, job_with_args, a);
-        return;
-    }
-    engine_wait w;
-    engine_job_wait(j, &w);
-    jbuf b;
-    jb_init(&b);
-    api_json_job(&b, &in, auth_shows_token(who), &w, srv_now(s));
-    reply_json(req, 200, &b);
-}
-
 void h_get_job(server *s, http_req *req, const principal *who, const char **args)
 {
     uint64_t id = req_path_id(req, args[0]);
-    if (!id) return;
-    if (engine_find(s->e, id)) {
-        job_reply(s, req, who, id, NULL);
-        return;
-    }
-    /* finished: its history is in the store */
-    read_ctx *c = read_ctx_new(s, req, who);
-    c->id = id;
-    store_get_job(s->st, id, on_job_rows, c);
+    if (id) srv_reply_job(s, req, who, id);
 }
 
 /* ---- listing ------------------------------------------------------------------------------ */
 
 static void on_list_rows(void *ctx, int rc, const store_rows *rows)
 {
-    read_ctx *c = ctx;
-    http_req *req = read_ctx_take(c);
+    job_read *c = ctx;
+    http_req *req = read_ctx_take(&c->held);
     server *s = c->srv;
     if (req) {
         if (rc != 0) {
@@ -250,7 +184,7 @@ static void on_list_rows(void *ctx, int rc, const store_rows *rows)
                     }
                     in = &live;
                 }
-                api_json_job(&b, in, auth_shows_token(&c->who), NULL, 0);
+                api_json_job(&b, in, api_job_view(&c->who), NULL, 0);
             }
             jb_arr_end(&b);
             jb_key(&b, "next");
@@ -286,6 +220,11 @@ void h_list_jobs(server *s, http_req *req, const principal *who, const char **ar
         return;
     }
     if (q.args && !*q.args) q.args = NULL;
+    if (q.args && who->hide_data) {
+        /* a search of args would tell what this token may not see */
+        reply_error(req, TENQ_EFORBIDDEN, "args", "this token does not see jobs' data");
+        return;
+    }
     if (http_query_get(req, "state", state, sizeof state)) {
         q.state = engine_state_parse(state);
         if (q.state < 0) {
@@ -305,7 +244,7 @@ void h_list_jobs(server *s, http_req *req, const principal *who, const char **ar
         }
         q.tenant = who->tok->tenant;
     }
-    read_ctx *c = read_ctx_new(s, req, who);
+    job_read *c = job_read_new(s, req, who);
     c->limit = q.limit;
     store_list_jobs(s->st, &q, on_list_rows, c);
 }
@@ -329,9 +268,9 @@ static void wait_register(server *s, http_req *req, const principal *who, uint64
 
 static void on_wait_rows(void *ctx, int rc, const store_rows *rows)
 {
-    read_ctx *c = ctx;
+    job_read *c = ctx;
     server *s = c->srv;
-    http_req *req = read_ctx_take(c);
+    http_req *req = read_ctx_take(&c->held);
     if (!req) {
         free(c);
         return;
@@ -344,16 +283,14 @@ static void on_wait_rows(void *ctx, int rc, const store_rows *rows)
     } else if (is_final(rows->jobs[0].state) || c->timeout_ms == 0) {
         jbuf b;
         jb_init(&b);
-        api_json_job(&b, &rows->jobs[0], auth_shows_token(&c->who), NULL, 0);
+        api_json_job(&b, &rows->jobs[0], api_job_view(&c->who), NULL, 0);
         reply_json(req, 200, &b);
     } else if (engine_find(s->e, c->id)) {
         wait_register(s, req, &c->who, c->id, c->timeout_ms);
     } else if (store_committed_seq(s->st) != c->committed_before) {
         /* a commit landed while we read: it may hold the final state */
         c->committed_before = store_committed_seq(s->st);
-        c->req = req;
-        req->user = c;
-        read_ctx_rearm(c, req);
+        read_ctx_hold(&c->held, req);
         store_get_job(s->st, c->id, on_wait_rows, c);
         return;
     } else {
@@ -361,13 +298,6 @@ static void on_wait_rows(void *ctx, int rc, const store_rows *rows)
         wait_register(s, req, &c->who, c->id, c->timeout_ms);
     }
     free(c);
-}
-
-void read_ctx_rearm(read_ctx *c, http_req *req)
-{
-    c->req = req;
-    req->user = c;
-    req->on_abort = read_abort;
 }
 
 void h_wait_job(server *s, http_req *req, const principal *who, const char **args)
@@ -386,13 +316,13 @@ void h_wait_job(server *s, http_req *req, const principal *who, const char **arg
             return;
         }
         if (is_final(in.state) || timeout == 0) {
-            job_reply(s, req, who, id, NULL);
+            srv_reply_job(s, req, who, id);
             return;
         }
         wait_register(s, req, who, id, timeout);
         return;
     }
-    read_ctx *c = read_ctx_new(s, req, who);
+    job_read *c = job_read_new(s, req, who);
     c->id = id;
     c->timeout_ms = timeout;
     c->committed_before = store_committed_seq(s->st);
@@ -403,8 +333,8 @@ void h_wait_job(server *s, http_req *req, const principal *who, const char **arg
 
 static void on_cancel_rows(void *ctx, int rc, const store_rows *rows)
 {
-    read_ctx *c = ctx;
-    http_req *req = read_ctx_take(c);
+    job_read *c = ctx;
+    http_req *req = read_ctx_take(&c->held);
     if (req) {
         if (rc != 0)
             reply_error(req, rc, NULL, "reading the job failed");
@@ -424,7 +354,7 @@ void h_cancel(server *s, http_req *req, const principal *who, const char **args)
     if (!id) return;
     engine_job *j = engine_find(s->e, id);
     if (!j) {
-        read_ctx *c = read_ctx_new(s, req, who);
+        job_read *c = job_read_new(s, req, who);
         c->id = id;
         store_get_job(s->st, id, on_cancel_rows, c);
         return;

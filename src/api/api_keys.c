@@ -1,7 +1,23 @@
 // SPDX-License-Identifier: Apache-2.0
 /* Keyed limits: the keys jobs name now (GET /v1/keys) and the settings of
  * keys and key prefixes (GET, PUT, DELETE /v1/key-settings). */
-#include "internal.h"
+#include "auth.h"
+#include "clock.h"
+#include "commit.h"
+#include "handlers.h"
+#include "http.h"
+#include "jbuf.h"
+#include "job_json.h"
+#include "read_ctx.h"
+#include "reply.h"
+#include "request.h"
+#include "server.h"
+
+#include "base/xalloc.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 /* The tenant a request may see: its token's, or the query's (NULL: all);
  * false once refused. */
@@ -129,7 +145,7 @@ static void json_setting(jbuf *b, const char *tenant, const char *key,
     jb_obj(b);
     jb_kstr(b, "tenant", tenant);
     jb_kstr(b, "key", key);
-    api_json_settings(b, engine_key_setting_rows, engine_key_setting_count, ks);
+    api_settings_json(b, engine_key_setting_rows, engine_key_setting_count, ks);
     jb_obj_end(b);
 }
 
@@ -170,7 +186,7 @@ void h_key_setting_put(server *s, http_req *req, const principal *who, const cha
     static const char **all; /* tenant, key, then the settings */
     if (!all) {
         const char *const *f =
-            api_setting_fields(engine_key_setting_rows, engine_key_setting_count, &fields);
+            api_settings_fields(engine_key_setting_rows, engine_key_setting_count, &fields);
         all = xcalloc(engine_key_setting_count + 3, sizeof(*all));
         all[0] = "tenant";
         all[1] = "key";
@@ -181,7 +197,7 @@ void h_key_setting_put(server *s, http_req *req, const principal *who, const cha
     engine_key_settings_defaults(&ks);
     if (!req_only_fields(req, body, all) || !req_name(req, body, "tenant", ENGINE_NAME, &tenant) ||
         !req_name(req, body, "key", ENGINE_KEY, &key) ||
-        !api_read_settings(req, body, engine_key_setting_rows, engine_key_setting_count, &ks)) {
+        !api_settings_read(req, body, engine_key_setting_rows, engine_key_setting_count, &ks)) {
         json_decref(body);
         return;
     }

@@ -1,6 +1,22 @@
 // SPDX-License-Identifier: Apache-2.0
 /* The morgue: dead jobs listed, requeued and deleted, one or by filter. */
-#include "internal.h"
+#include "args_read.h"
+#include "auth.h"
+#include "clock.h"
+#include "commit.h"
+#include "handlers.h"
+#include "http.h"
+#include "jbuf.h"
+#include "job_json.h"
+#include "reply.h"
+#include "request.h"
+#include "server.h"
+
+#include "base/xalloc.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include <errno.h>
 
@@ -98,7 +114,7 @@ static void morgue_reply(server *s, http_req *req, const principal *who, const s
         engine_job_get(out[i], &last);
         srv_args_fill(&last, rows);
         if (who->tok && !token_allows_queue(who->tok, last.queue)) continue;
-        api_json_job(&b, &last, false, NULL, 0);
+        api_json_job(&b, &last, api_job_view(who) & ~JOB_VIEW_TOKEN, NULL, 0);
     }
     jb_arr_end(&b);
     jb_key(&b, "next");

@@ -3,13 +3,29 @@
  * /v1/schedules, POST /v1/schedules/{name}/pause|resume (docs/API.md).
  * Admin tokens manage every schedule; a tenant token only its own tenant's
  * (within its queues), and sees no other. */
-#include "internal.h"
+#include "auth.h"
+#include "clock.h"
+#include "commit.h"
+#include "cron.h"
+#include "handlers.h"
+#include "http.h"
+#include "jbuf.h"
+#include "jobread.h"
+#include "reply.h"
+#include "request.h"
+#include "server.h"
+
+#include "base/xalloc.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include <stdio.h>
 
 #define NEXT_RUNS 5 /* the next ticks GET shows */
 
-static void json_schedule(jbuf *b, const schedule *x, int64_t now, int runs)
+static void json_schedule(jbuf *b, const schedule *x, int64_t now, int runs, bool hide)
 {
     jb_obj(b);
     jb_kstr(b, "name", x->name);
@@ -22,7 +38,10 @@ static void json_schedule(jbuf *b, const schedule *x, int64_t now, int runs)
     jb_kstr(b, "tenant", x->tenant);
     jb_kstr(b, "queue", x->queue);
     jb_kstr(b, "type", x->type);
-    jb_kraw(b, "args", x->args);
+    if (hide)
+        jb_kbool(b, "data_hidden", true);
+    else
+        jb_kraw(b, "args", x->args);
     if (x->key) jb_kstr(b, "key", x->key);
     jb_kint(b, "priority", x->priority);
     if (x->unique_key) jb_kstr(b, "unique_key", x->unique_key);
@@ -94,7 +113,7 @@ void h_schedules(server *s, http_req *req, const principal *who, const char **ar
     for (size_t i = 0; i < n; i++) {
         if (!auth_may_see_job(who, all[i]->tenant, all[i]->queue)) continue;
         if (tenant && strcmp(tenant, all[i]->tenant) != 0) continue;
-        json_schedule(&b, all[i], now, (int)runs);
+        json_schedule(&b, all[i], now, (int)runs, who->hide_data);
     }
     jb_arr_end(&b);
     jb_obj_end(&b);
@@ -108,7 +127,7 @@ void h_schedule_get(server *s, http_req *req, const principal *who, const char *
     if (!x) return;
     jbuf b;
     jb_init(&b);
-    json_schedule(&b, x, srv_now(s), NEXT_RUNS);
+    json_schedule(&b, x, srv_now(s), NEXT_RUNS, who->hide_data);
     reply_json(req, 200, &b);
 }
 
@@ -214,7 +233,7 @@ void h_schedule_put(server *s, http_req *req, const principal *who, const char *
     srv_cron_put(s, x, now);
     jbuf b;
     jb_init(&b);
-    json_schedule(&b, x, now, NEXT_RUNS);
+    json_schedule(&b, x, now, NEXT_RUNS, false);
     srv_commit_reply(s, req, created ? 201 : 200, &b);
 }
 
@@ -245,7 +264,7 @@ static void pause_resume(server *s, http_req *req, const principal *who, const c
     srv_cron_pause(s, x, paused, now);
     jbuf b;
     jb_init(&b);
-    json_schedule(&b, x, now, NEXT_RUNS);
+    json_schedule(&b, x, now, NEXT_RUNS, false);
     srv_commit_reply(s, req, 200, &b);
 }
 

@@ -1,9 +1,24 @@
 // SPDX-License-Identifier: Apache-2.0
 /* Tenants and queues: their settings and counts (GET, PUT). */
-#include "internal.h"
+#include "auth.h"
+#include "clock.h"
+#include "commit.h"
+#include "handlers.h"
+#include "http.h"
+#include "jbuf.h"
+#include "rates.h"
+#include "reply.h"
+#include "request.h"
+#include "server.h"
+
+#include "base/xalloc.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 /* The settings of a struct as JSON members, one per row (base/settings.h). */
-void api_json_settings(jbuf *b, const tq_setting *rows, size_t n, const void *settings)
+void api_settings_json(jbuf *b, const tq_setting *rows, size_t n, const void *settings)
 {
     for (size_t i = 0; i < n; i++) {
         const tq_setting *r = &rows[i];
@@ -22,7 +37,7 @@ void api_json_settings(jbuf *b, const tq_setting *rows, size_t n, const void *se
 /* The members of body that name a setting, read into *settings (the others
  * are left as they are); false once a refusal naming the field is sent.
  * The caller refuses unknown members first (setting_fields). */
-bool api_read_settings(http_req *req, json_t *body, const tq_setting *rows, size_t n,
+bool api_settings_read(http_req *req, json_t *body, const tq_setting *rows, size_t n,
                        void *settings)
 {
     for (size_t i = 0; i < n; i++) {
@@ -57,7 +72,7 @@ bool api_read_settings(http_req *req, json_t *body, const tq_setting *rows, size
 }
 
 /* The names of the rows and then NULL, for req_only_fields (made once). */
-const char *const *api_setting_fields(const tq_setting *rows, size_t n, const char *const **cache)
+const char *const *api_settings_fields(const tq_setting *rows, size_t n, const char *const **cache)
 {
     if (!*cache) {
         const char **f = xcalloc(n + 1, sizeof(*f));
@@ -110,12 +125,17 @@ void h_settings(server *s, http_req *req, const principal *who, const char **arg
     (void)args;
     jbuf b;
     jb_init(&b);
-    jb_obj(&b);
-    json_setting_rows(&b, "queue", engine_queue_setting_rows, engine_queue_setting_count);
-    json_setting_rows(&b, "tenant", engine_tenant_setting_rows, engine_tenant_setting_count);
-    json_setting_rows(&b, "key", engine_key_setting_rows, engine_key_setting_count);
-    jb_obj_end(&b);
+    api_json_settings(&b);
     reply_json(req, 200, &b);
+}
+
+void api_json_settings(jbuf *b)
+{
+    jb_obj(b);
+    json_setting_rows(b, "queue", engine_queue_setting_rows, engine_queue_setting_count);
+    json_setting_rows(b, "tenant", engine_tenant_setting_rows, engine_tenant_setting_count);
+    json_setting_rows(b, "key", engine_key_setting_rows, engine_key_setting_count);
+    jb_obj_end(b);
 }
 
 static void json_tenant(jbuf *b, server *s, const char *name, const engine_tenant_settings *ts,
@@ -123,7 +143,7 @@ static void json_tenant(jbuf *b, server *s, const char *name, const engine_tenan
 {
     jb_obj(b);
     jb_kstr(b, "name", name);
-    api_json_settings(b, engine_tenant_setting_rows, engine_tenant_setting_count, ts);
+    api_settings_json(b, engine_tenant_setting_rows, engine_tenant_setting_count, ts);
     jb_kint(b, "in_use", (long long)(c->leased + c->running));
     api_json_counts(b, c, srv_now(s));
     api_json_rates(b, s, false, name);
@@ -203,8 +223,8 @@ void h_tenant_put(server *s, http_req *req, const principal *who, const char **a
     }
     const tq_setting *rows = engine_tenant_setting_rows;
     size_t n = engine_tenant_setting_count;
-    if (!req_only_fields(req, body, api_setting_fields(rows, n, &fields)) ||
-        !api_read_settings(req, body, rows, n, &ts)) {
+    if (!req_only_fields(req, body, api_settings_fields(rows, n, &fields)) ||
+        !api_settings_read(req, body, rows, n, &ts)) {
         json_decref(body);
         return;
     }
@@ -251,7 +271,7 @@ static void json_queue(jbuf *b, server *s, const principal *who, const char *nam
 {
     jb_obj(b);
     jb_kstr(b, "name", name);
-    api_json_settings(b, engine_queue_setting_rows, engine_queue_setting_count, qs);
+    api_settings_json(b, engine_queue_setting_rows, engine_queue_setting_count, qs);
     jb_key(b, "paused_tenants");
     jb_arr(b);
     pauses_ctx pc = {b, who->role == ROLE_TENANT && who->tok ? who->tok->tenant : NULL};
@@ -401,8 +421,8 @@ void h_queue_put(server *s, http_req *req, const principal *who, const char **ar
     if (engine_queue_get(s->e, srv_now(s), name, &q, NULL) != 0) engine_queue_settings_defaults(&q);
     const tq_setting *rows = engine_queue_setting_rows;
     size_t n = engine_queue_setting_count;
-    if (!req_only_fields(req, body, api_setting_fields(rows, n, &fields)) ||
-        !api_read_settings(req, body, rows, n, &q)) {
+    if (!req_only_fields(req, body, api_settings_fields(rows, n, &fields)) ||
+        !api_settings_read(req, body, rows, n, &q)) {
         json_decref(body);
         return;
     }

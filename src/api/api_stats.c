@@ -1,7 +1,26 @@
 // SPDX-License-Identifier: Apache-2.0
 /* What the server says of itself: stats (JSON), the longest lanes,
  * Prometheus metrics, health and readiness. */
-#include "internal.h"
+#include "auth.h"
+#include "clock.h"
+#include "cron.h"
+#include "handlers.h"
+#include "http.h"
+#include "jbuf.h"
+#include "lead.h"
+#include "rates.h"
+#include "reply.h"
+#include "request.h"
+#include "server.h"
+#include "serving.h"
+#include "tls.h"
+#include "tls.h"
+
+#include "base/xalloc.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 /* ---- stats --------------------------------------------------------------------------------- */
 
@@ -93,11 +112,11 @@ void h_stats(server *s, http_req *req, const principal *who, const char **args)
         jb_obj(&b);
         jb_kstr(&b, "store", store_backend(s->st));
         jb_kint(&b, "connections", (long long)http_server_connections(s->http));
-        jb_kint(&b, "lease_waiters", (long long)s->n_lwait);
+        jb_kint(&b, "lease_waiters", (long long)s->waiters.n_lwait);
         jb_kint(&b, "commits", (long long)tx);
         jb_kint(&b, "batches", (long long)batches);
-        jb_kint(&b, "requests", (long long)s->n_requests);
-        jb_kint(&b, "uptime_ms", now - s->wall0_ms);
+        jb_kint(&b, "requests", (long long)s->router.requests);
+        jb_kint(&b, "uptime_ms", now - s->clock.wall0_ms);
         jb_obj_end(&b);
         jb_kint(&b, "keys", (long long)engine_key_count(s->e));
         jb_kint(&b, "keys_at_limit", (long long)engine_keys_at_limit(s->e));
@@ -165,14 +184,14 @@ static void metric_label(jbuf *b, const char *v)
 static void metric_counts(jbuf *b, const char *kind, const char *name, const engine_counts *c,
                           int64_t now)
 {
-    static const char *const states[] = {"ready",  "scheduled", "blocked", "waiting",
-                                         "leased", "running",   "dead"};
-    uint64_t v[] = {c->ready, c->scheduled, c->blocked, c->waiting, c->leased, c->running, c->dead};
-    for (int i = 0; i < 7; i++) {
-        jb_printf(b, "tenq_%s_jobs{%s=\"", kind, kind);
-        metric_label(b, name);
-        jb_printf(b, "\",state=\"%s\"} %llu\n", states[i], (unsigned long long)v[i]);
-    }
+#define METRIC_STATE_(sname, word, abi, skind, finished, help)                                     \
+    TENQ_STATE_IF_LIVE(skind, {                                                                    \
+        jb_printf(b, "tenq_%s_jobs{%s=\"", kind, kind);                                            \
+        metric_label(b, name);                                                                     \
+        jb_printf(b, "\",state=\"%s\"} %llu\n", #word, (unsigned long long)c->word);               \
+    })
+    TENQ_STATE_TABLE(METRIC_STATE_)
+#undef METRIC_STATE_
     const char *totals[] = {"submitted", "succeeded", "failed", "dead", "cancelled", "expired"};
     uint64_t tv[] = {c->submitted_total, c->succeeded_total, c->failed_total,
                      c->dead_total,      c->cancelled_total, c->expired_total};
@@ -269,8 +288,8 @@ void h_metrics(server *s, http_req *req, const principal *who, const char **args
               "(each stops them for a second).\n# TYPE tenq_http_idle_yields_slow_total counter\n"
               "tenq_http_idle_yields_slow_total %llu\n",
               (unsigned long long)tx, (unsigned long long)batches,
-              (unsigned long long)s->n_commits_failed, (unsigned long long)s->n_requests,
-              http_server_connections(s->http), s->n_lwait, engine_lane_count(s->e),
+              (unsigned long long)s->commit.n_failed, (unsigned long long)s->router.requests,
+              http_server_connections(s->http), s->waiters.n_lwait, engine_lane_count(s->e),
               store_writer_idle(s->st) ? 1 : 0, (unsigned long long)store_writer_raised(s->st),
               (unsigned long long)yields, (unsigned long long)yields_slow);
     jb_printf(&b,
@@ -279,6 +298,18 @@ void h_metrics(server *s, http_req *req, const principal *who, const char **args
               "# HELP tenq_keys_at_limit Such keys at their limit (their ready jobs held).\n"
               "# TYPE tenq_keys_at_limit gauge\ntenq_keys_at_limit %zu\n",
               engine_key_count(s->e), engine_keys_at_limit(s->e));
+    if (s->tls) {
+        tls_counts tc;
+        tls_server_counts(s->tls, &tc);
+        jb_printf(&b,
+                  "# HELP tenq_tls_handshakes_total TLS handshakes by result: full, resumed "
+                  "(a session resumed), failed.\n# TYPE tenq_tls_handshakes_total counter\n"
+                  "tenq_tls_handshakes_total{result=\"full\"} %llu\n"
+                  "tenq_tls_handshakes_total{result=\"resumed\"} %llu\n"
+                  "tenq_tls_handshakes_total{result=\"failed\"} %llu\n",
+                  (unsigned long long)tc.full, (unsigned long long)tc.resumed,
+                  (unsigned long long)tc.failed);
+    }
     store_timing tm;
     store_commit_timing(s->st, &tm);
     jb_printf(&b, "# HELP tenq_store_commit_seconds Time to write and sync a group commit.\n"
@@ -319,11 +350,17 @@ void h_metrics(server *s, http_req *req, const principal *who, const char **args
               engine_batch_count(s->e), engine_batch_open_count(s->e),
               (unsigned long long)engine_batch_callbacks_made(s->e));
     jb_printf(&b,
+              "# HELP tenq_event_waiters Jobs whose handler waits for an event.\n"
+              "# TYPE tenq_event_waiters gauge\ntenq_event_waiters %zu\n"
+              "# HELP tenq_events_kept Events that woke no job, kept for a later wait "
+              "(--event-window).\n# TYPE tenq_events_kept gauge\ntenq_events_kept %zu\n",
+              engine_event_waiters(s->e), engine_events_kept(s->e));
+    jb_printf(&b,
               "# HELP tenq_leader 1 while this server leads its store and serves, else 0.\n"
               "# TYPE tenq_leader gauge\ntenq_leader %d\n"
               "# HELP tenq_leader_term The term this server leads under (0: none).\n"
               "# TYPE tenq_leader_term gauge\ntenq_leader_term %llu\n",
-              srv_serving(s) ? 1 : 0, (unsigned long long)s->term);
+              srv_serving(s) ? 1 : 0, (unsigned long long)s->lead.term);
     engine_memory m;
     engine_memory_usage(s->e, &m);
     jb_printf(&b,
@@ -400,17 +437,17 @@ static void health(server *s, http_req *req, bool ready)
 {
     char url[256];
     bool other = lead_leader(s, url, sizeof url);
-    const char *status = s->stopping ? "stopping" : s->resyncing ? "reloading" : "ok";
+    const char *status = s->stopping ? "stopping" : s->lead.resyncing ? "reloading" : "ok";
     jbuf b;
     jb_init(&b);
     jb_obj(&b);
     jb_kstr(&b, "status", status);
-    jb_kstr(&b, "role", s->leading ? "leader" : "standby");
+    jb_kstr(&b, "role", s->lead.leading ? "leader" : "standby");
     jb_kstr(&b, "store", store_backend(s->st));
     jb_kstr(&b, "node", lead_node(s));
     jb_kstr(&b, "advertise", lead_advertise(s));
-    jb_kint(&b, "term", (long long)s->term);
-    if (s->leading)
+    jb_kint(&b, "term", (long long)s->lead.term);
+    if (s->lead.leading)
         jb_kstr(&b, "leader", lead_advertise(s));
     else if (other)
         jb_kstr(&b, "leader", url);
@@ -418,7 +455,7 @@ static void health(server *s, http_req *req, bool ready)
         jb_kraw(&b, "leader", "null");
     /* a leader still bringing in the jobs waiting in line (load_rest.c) */
     jb_key(&b, "loading");
-    jb_bool(&b, s->leading && s->load_rest.active);
+    jb_bool(&b, s->lead.leading && s->load_rest.active);
     jb_obj_end(&b);
     bool ok = !ready || (srv_serving(s) && !s->stopping);
     reply_json(req, ok ? 200 : 503, &b);

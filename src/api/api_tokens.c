@@ -1,6 +1,20 @@
 // SPDX-License-Identifier: Apache-2.0
 /* Tokens (list, create, revoke) and who a token is (whoami). */
-#include "internal.h"
+#include "auth.h"
+#include "clock.h"
+#include "commit.h"
+#include "handlers.h"
+#include "http.h"
+#include "jbuf.h"
+#include "reply.h"
+#include "request.h"
+#include "server.h"
+
+#include "base/xalloc.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "base/sha256.h"
 
@@ -10,13 +24,10 @@ static void json_token(jbuf *b, const token *t)
 {
     jb_kint(b, "id", t->id);
     char role[ENGINE_NAME_MAX + 16];
-    snprintf(role, sizeof role, "%s%s",
-             t->role == ROLE_ADMIN    ? "admin"
-             : t->role == ROLE_WORKER ? "worker"
-                                      : "tenant:",
-             t->role == ROLE_TENANT ? t->tenant : "");
+    auth_role_text(t, role, sizeof role);
     jb_kstr(b, "role", role);
     jb_kraw(b, "queues", t->queues_json);
+    jb_kbool(b, "hide_data", t->hide_data);
     jb_kint(b, "created_at", t->created_at);
 }
 
@@ -46,7 +57,7 @@ void h_token_create(server *s, http_req *req, const principal *who, const char *
     (void)args;
     json_t *body = req_body(req);
     if (!body) return;
-    static const char *const fields[] = {"role", "queues", NULL};
+    static const char *const fields[] = {"role", "queues", "hide_data", NULL};
     const char *role = NULL;
     if (!req_only_fields(req, body, fields) || !req_str(req, body, "role", &role, true)) {
         json_decref(body);
@@ -54,7 +65,20 @@ void h_token_create(server *s, http_req *req, const principal *who, const char *
     }
     role_kind kind;
     if (!auth_parse_role(role, &kind, NULL)) {
-        reply_error(req, TENQ_EINVALID, "role", "role is admin, worker or tenant:NAME");
+        reply_error(req, TENQ_EINVALID, "role",
+                    "role is admin, worker, tenant:NAME, viewer or viewer:NAME");
+        json_decref(body);
+        return;
+    }
+    json_t *hd = json_object_get(body, "hide_data");
+    if (hd && !json_is_boolean(hd) && !json_is_null(hd)) {
+        reply_error(req, TENQ_EINVALID, "hide_data", "hide_data is true or false");
+        json_decref(body);
+        return;
+    }
+    bool hide_data = json_is_true(hd);
+    if (hide_data && kind != ROLE_VIEWER) {
+        reply_error(req, TENQ_EINVALID, "hide_data", "hide_data is for viewer tokens only");
         json_decref(body);
         return;
     }
@@ -82,9 +106,9 @@ void h_token_create(server *s, http_req *req, const principal *who, const char *
     char secret[64], hex[65];
     auth_new_secret(secret);
     sha256_hex(secret, strlen(secret), hex);
-    store_token st = {s->auth.next_id, hex, role, queues, srv_now(s), 0};
-    token *t = auth_add(&s->auth, st.id, hex, role, queues, st.created_at);
-    store_batch_token(s->batch, &st);
+    store_token st = {s->auth.next_id, hex, role, queues, srv_now(s), 0, hide_data};
+    token *t = auth_add(&s->auth, st.id, hex, role, queues, st.created_at, hide_data);
+    store_batch_token(s->commit.batch, &st);
     jbuf b;
     jb_init(&b);
     jb_obj(&b);
@@ -107,7 +131,7 @@ void h_token_revoke(server *s, http_req *req, const principal *who, const char *
         return;
     }
     auth_revoke(&s->auth, t);
-    store_batch_token_revoke(s->batch, id, srv_now(s));
+    store_batch_token_revoke(s->commit.batch, id, srv_now(s));
     jbuf b;
     jb_init(&b);
     jb_obj(&b);
@@ -134,11 +158,12 @@ void h_whoami(server *s, http_req *req, const principal *who, const char **args)
         jb_kbool(&b, "auth", false);
     } else {
         const token *t = who->tok;
-        jb_kstr(&b, "role",
-                t->role == ROLE_TENANT   ? "tenant"
-                : t->role == ROLE_WORKER ? "worker"
-                                         : "admin");
-        if (t->role == ROLE_TENANT) jb_kstr(&b, "tenant", t->tenant);
+        jb_kstr(&b, "role", auth_role_word(t->role));
+        if (t->tenant[0]) jb_kstr(&b, "tenant", t->tenant);
+        if (t->role == ROLE_VIEWER) {
+            jb_kbool(&b, "read_only", true);
+            jb_kbool(&b, "hide_data", t->hide_data);
+        }
         jb_key(&b, "queues");
         if (t->queues) {
             jb_arr(&b);

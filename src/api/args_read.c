@@ -9,7 +9,18 @@
  * is there to read.  A read's rows go into the engine's cache; a request
  * that waited for them also takes them from the rows themselves, so an
  * answer never depends on the cache having had room. */
-#include "internal.h"
+#include "args_read.h"
+
+#include "clock.h"
+#include "commit.h"
+#include "read_ctx.h"
+#include "reply.h"
+#include "server.h"
+
+#include "base/xalloc.h"
+
+#include <stdlib.h>
+#include <string.h>
 
 #define READ_AHEAD_MAX      2048 /* ids in one read ahead */
 #define READ_AHEAD_INFLIGHT 2    /* reads ahead at once */
@@ -51,7 +62,7 @@ static void on_ahead_rows(void *ctx, int rc, const store_rows *rows)
 {
     ahead *a = ctx;
     server *s = a->s;
-    if (s->leading && s->term == a->term) {
+    if (s->lead.leading && s->lead.term == a->term) {
         if (rc == 0) {
             put_rows(s, rows);
             s->args.rows_ahead += rows->n;
@@ -68,8 +79,8 @@ static void ahead_committed(server *s, http_req *req, void *ctx, int rc)
 {
     (void)req;
     ahead *a = ctx;
-    if (rc != 0 || !s->leading || s->term != a->term) {
-        if (s->leading && s->term == a->term)
+    if (rc != 0 || !s->lead.leading || s->lead.term != a->term) {
+        if (s->lead.leading && s->lead.term == a->term)
             for (size_t i = 0; i < a->n; i++) engine_args_unasked(s->e, a->ids[i]);
         ahead_free(a);
         return;
@@ -79,13 +90,13 @@ static void ahead_committed(server *s, http_req *req, void *ctx, int rc)
 
 void srv_args_read_ahead(server *s)
 {
-    if (!s->leading || s->stopping || s->args.inflight >= READ_AHEAD_INFLIGHT) return;
+    if (!s->lead.leading || s->stopping || s->args.inflight >= READ_AHEAD_INFLIGHT) return;
     uint64_t buf[READ_AHEAD_MAX];
     size_t n = engine_args_wanted(s->e, srv_now(s), buf, READ_AHEAD_MAX);
     if (!n) return;
     ahead *a = xcalloc(1, sizeof(*a));
     a->s = s;
-    a->term = s->term;
+    a->term = s->lead.term;
     a->ids = xmalloc(n * sizeof(*buf));
     memcpy(a->ids, buf, n * sizeof(*buf));
     a->n = n;
@@ -104,7 +115,7 @@ typedef struct args_wait {
     size_t n;
     args_then then;
     void *ctx;
-    read_ctx *rc; /* the request, while the read runs */
+    read_ctx held; /* the request, while the read runs */
 } args_wait;
 
 static void wait_free(args_wait *w)
@@ -117,9 +128,8 @@ static void on_wait_rows(void *ctx, int rc, const store_rows *rows)
 {
     args_wait *w = ctx;
     server *s = w->s;
-    http_req *req = read_ctx_take(w->rc);
-    free(w->rc);
-    bool same = s->leading && s->term == w->term;
+    http_req *req = read_ctx_take(&w->held);
+    bool same = s->lead.leading && s->lead.term == w->term;
     if (same && rc == 0) put_rows(s, rows);
     if (!req) {
         w->then(s, NULL, w->ctx, NULL); /* gone: frees its ctx */
@@ -144,7 +154,7 @@ static void wait_committed(server *s, http_req *req, void *ctx, int rc)
         wait_free(w);
         return;
     }
-    w->rc = read_ctx_new(s, req, NULL);
+    read_ctx_hold(&w->held, req);
     store_read_args(s->st, w->ids, w->n, on_wait_rows, w);
 }
 
@@ -153,7 +163,7 @@ void srv_with_args(server *s, http_req *req, const uint64_t *ids, size_t n, args
 {
     args_wait *w = xcalloc(1, sizeof(*w));
     w->s = s;
-    w->term = s->term;
+    w->term = s->lead.term;
     w->ids = xmalloc(n * sizeof(*ids));
     memcpy(w->ids, ids, n * sizeof(*ids));
     w->n = n;

@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct server;
+typedef struct server server;
 
 typedef struct args_read_state {
     int inflight;                /* reads ahead under way */
@@ -23,15 +23,15 @@ typedef struct args_read_state {
 /* Reads ahead what the engine wants (engine_args_wanted), when it wants
  * anything and fewer than two reads are under way.  Called at the end of
  * each turn that changed something, and when a read comes back. */
-void srv_args_read_ahead(struct server *s);
+void srv_args_read_ahead(server *s);
 
 /* What a request does once its jobs' args are read: rows holds them (also
  * in the engine's cache when it had room); req NULL: the request is gone
  * (or was answered with an error), free ctx only. */
-typedef void (*args_then)(struct server *s, http_req *req, void *ctx, const store_rows *rows);
+typedef void (*args_then)(server *s, http_req *req, void *ctx, const store_rows *rows);
 /* Reads the args of ids (after everything before is committed), then runs
  * then.  The caller does not answer req itself. */
-void srv_with_args(struct server *s, http_req *req, const uint64_t *ids, size_t n, args_then then,
+void srv_with_args(server *s, http_req *req, const uint64_t *ids, size_t n, args_then then,
                    void *ctx);
 /* A job shown without its args (args_missing) takes them from rows; false
  * when rows lack them. */

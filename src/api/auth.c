@@ -1,11 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 /* Tokens: held in memory by the SHA-256 of their secret (the secret itself is
- * never stored), with a role and optionally a list of queues. */
-#include "internal.h"
+ * never stored), with a role and optionally a list of queues (auth.h). */
+#include "auth.h"
 
 #include "base/hash.h"
 #include "base/sha256.h"
+#include "base/xalloc.h"
 
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/random.h>
 
 static uint64_t hhash(const char *hex)
@@ -58,11 +63,30 @@ bool auth_parse_role(const char *role, role_kind *kind, char *tenant)
         if (tenant) snprintf(tenant, ENGINE_NAME_MAX + 1, "%s", role + 7);
         return true;
     }
+    if (!strcmp(role, "viewer") || (!strncmp(role, "viewer:", 7) && engine_name_valid(role + 7))) {
+        *kind = ROLE_VIEWER;
+        if (tenant) snprintf(tenant, ENGINE_NAME_MAX + 1, "%s", role[6] ? role + 7 : "");
+        return true;
+    }
     return false;
 }
 
+const char *auth_role_word(role_kind r)
+{
+    return r == ROLE_ADMIN    ? "admin"
+           : r == ROLE_TENANT ? "tenant"
+           : r == ROLE_WORKER ? "worker"
+           : r == ROLE_VIEWER ? "viewer"
+                              : "none";
+}
+
+void auth_role_text(const token *t, char *out, size_t len)
+{
+    snprintf(out, len, "%s%s%s", auth_role_word(t->role), t->tenant[0] ? ":" : "", t->tenant);
+}
+
 token *auth_add(auth *a, int64_t id, const char *hash, const char *role, const char *queues_json,
-                int64_t created_at)
+                int64_t created_at, bool hide_data)
 {
     token *t = xcalloc(1, sizeof(*t));
     if (!auth_parse_role(role, &t->role, t->tenant) || strlen(hash) != 64) {
@@ -72,6 +96,7 @@ token *auth_add(auth *a, int64_t id, const char *hash, const char *role, const c
     t->id = id;
     memcpy(t->hash, hash, 65);
     t->created_at = created_at;
+    t->hide_data = hide_data;
     if (queues_json) {
         json_t *arr = json_loads(queues_json, 0, NULL);
         if (json_is_array(arr)) {
@@ -107,6 +132,24 @@ token *auth_find_id(auth *a, int64_t id)
     for (size_t i = 0; i < a->n; i++)
         if (a->all[i]->id == id && !a->all[i]->revoked) return a->all[i];
     return NULL;
+}
+
+token *auth_find_cert(auth *a, const char *cn, char *why, size_t wl)
+{
+    char *end = NULL;
+    long long id = 0;
+    if (strncmp(cn, "token:", 6) == 0 && cn[6] >= '1' && cn[6] <= '9')
+        id = strtoll(cn + 6, &end, 10);
+    if (id <= 0 || *end) {
+        snprintf(why, wl,
+                 "the client certificate (CN=%.64s) names no token: its common name must be "
+                 "token:ID",
+                 cn);
+        return NULL;
+    }
+    token *t = auth_find_id(a, id);
+    if (!t) snprintf(why, wl, "the client certificate's token %lld is unknown or revoked", id);
+    return t;
 }
 
 void auth_revoke(auth *a, token *t)
@@ -145,51 +188,14 @@ void auth_new_secret(char out[64])
     out[k] = 0;
 }
 
-/* ---- the store's tokens, and TENQ_ADMIN_TOKEN --------------------------------------------- */
-
-/* ---- start-up -----------------------------------------------------------------------------------
- */
-
-void srv_merge_tokens(server *s, const store_token *v, size_t n)
+bool auth_shows_token(const principal *who)
 {
-    for (size_t i = 0; i < n; i++) {
-        token *t = NULL;
-        for (size_t k = 0; k < s->auth.n && !t; k++)
-            if (s->auth.all[k]->id == v[i].id) t = s->auth.all[k];
-        if (!t) t = auth_add(&s->auth, v[i].id, v[i].hash, v[i].role, v[i].queues, v[i].created_at);
-        if (t && v[i].revoked_at) auth_revoke(&s->auth, t);
-    }
+    return (who->role == ROLE_ADMIN || who->role == ROLE_WORKER) && !who->read_only;
 }
 
-int srv_ensure_admin_token(server *s)
+bool auth_may_see_job(const principal *who, const char *tenant, const char *queue)
 {
-    const char *secret = s->cfg.admin_token;
-    if (!*secret) return 0;
-    token *t = auth_find_secret(&s->auth, secret);
-    if (t && t->role != ROLE_ADMIN) {
-        log_event(LOG_ERROR, "auth", "TENQ_ADMIN_TOKEN is already a %s token",
-                  t->role == ROLE_TENANT ? "tenant" : "worker");
-        return -1;
-    }
-    if (t && t->id > 0) return 0;
-    char hex[65];
-    sha256_hex(secret, strlen(secret), hex);
-    if (!s->leading) {
-        /* a standby knows it (its own endpoints) but cannot store it: the
-         * leader it becomes stores it (id 0 until then) */
-        if (!t) auth_add(&s->auth, 0, hex, "admin", NULL, srv_now(s));
-        return 0;
-    }
-    store_token st = {s->auth.next_id, hex, "admin", NULL, srv_now(s), 0};
-    store_batch_token(s->batch, &st);
-    srv_schedule_flush(s);
-    if (t) {
-        t->id = st.id;
-        s->auth.next_id = st.id + 1;
-    } else {
-        auth_add(&s->auth, st.id, hex, "admin", NULL, st.created_at);
-    }
-    log_event(LOG_INFO, "auth", "created the admin token from TENQ_ADMIN_TOKEN (id %lld)",
-              (long long)st.id);
-    return 0;
+    if (!who->tok) return true;
+    if (who->role == ROLE_TENANT && strcmp(who->tok->tenant, tenant) != 0) return false;
+    return token_allows_queue(who->tok, queue);
 }

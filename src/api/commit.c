@@ -4,47 +4,52 @@
  * commit; leases and readiness written late (a lease is stored only
  * --lease-write-delay after it is granted, unless its job changes first);
  * what a failed commit does (writes refused, the engine reloaded under a new
- * term: lead.c).  See docs/ARCHITECTURE.md, "The commit pipeline". */
-#include "internal.h"
+ * term: lead.c).  See docs/ARCHITECTURE.md, "The commit pipeline".
+ *
+ * Below the waiters and the leadership's loop side: it reaches them through
+ * the hooks server.c registers (commit_hooks). */
+#include "commit.h"
+
+#include "api.h"
+#include "audit.h"
+#include "clock.h"
+#include "lead.h"
+#include "reply.h"
+#include "server.h"
 
 #include "base/hash.h"
+#include "base/xalloc.h"
 
 #include <event2/event.h>
-/* ---- answering after commit ---------------------------------------------------------- */
+#include <stdlib.h>
+#include <string.h>
 
-static void pending_abort(http_req *req)
-{
-    pending *p = req->user;
-    p->req = NULL;
-}
+/* ---- answering after commit ---------------------------------------------------------- */
 
 static pending *pending_new(http_req *req, int status, jbuf *b)
 {
     pending *p = xcalloc(1, sizeof(*p));
-    p->req = req;
     p->status = status;
     p->body = jb_take(b, &p->len);
-    req->user = p;
-    req->on_abort = pending_abort;
+    read_ctx_hold(&p->held, req);
     return p;
 }
 
 /* Answers a pending reply (or takes its step) and frees it. */
 static void pending_finish(server *s, pending *p, int rc, const char *why)
 {
-    if (p->req) p->req->on_abort = NULL;
+    http_req *req = read_ctx_take(&p->held);
     if (p->then) {
-        if (p->req) p->req->user = NULL;
-        if (rc && p->req) {
-            reply_error(p->req, rc, NULL, "not committed: %s", why);
-            p->req = NULL;
+        if (rc && req) {
+            reply_error(req, rc, NULL, "not committed: %s", why);
+            req = NULL;
         }
-        p->then(s, p->req, p->ctx, rc);
-    } else if (p->req) {
+        p->then(s, req, p->ctx, rc);
+    } else if (req) {
         if (rc == 0)
-            http_reply(p->req, p->status, "application/json", NULL, p->body, p->len);
+            http_reply(req, p->status, "application/json", NULL, p->body, p->len);
         else
-            reply_error(p->req, rc, NULL, "not committed: %s", why);
+            reply_error(req, rc, NULL, "not committed: %s", why);
     }
     free(p->body);
     free(p);
@@ -52,7 +57,8 @@ static void pending_finish(server *s, pending *p, int rc, const char *why)
 
 void srv_schedule_flush(server *s)
 {
-    if (!event_pending(s->flush_ev, EV_TIMEOUT, NULL)) event_active(s->flush_ev, EV_TIMEOUT, 1);
+    if (!event_pending(s->commit.flush_ev, EV_TIMEOUT, NULL))
+        event_active(s->commit.flush_ev, EV_TIMEOUT, 1);
 }
 
 /* Is a job final (for waiters)? */
@@ -85,44 +91,45 @@ static bool late_row_eq(const void *item, const void *key)
 
 static late_row *late_row_find(server *s, uint64_t id)
 {
-    return s->late_rows.len ? htab_find(&s->late_rows, hash_u64(id), late_row_eq, &id) : NULL;
+    return s->commit.late_rows.len ? htab_find(&s->commit.late_rows, hash_u64(id), late_row_eq, &id)
+                                   : NULL;
 }
 
 static void late_row_drop(server *s, late_row *d)
 {
-    htab_remove(&s->late_rows, hash_u64(d->id), d);
+    htab_remove(&s->commit.late_rows, hash_u64(d->id), d);
     if (d->prev)
         d->prev->next = d->next;
     else
-        s->late_first = d->next;
+        s->commit.late_first = d->next;
     if (d->next)
         d->next->prev = d->prev;
     else
-        s->late_last = d->prev;
+        s->commit.late_last = d->prev;
     free(d);
 }
 
 static void arm_late_rows(server *s)
 {
-    if (!s->late_first || event_pending(s->late_ev, EV_TIMEOUT, NULL)) return;
-    int64_t due = s->late_first->at + s->cfg.lease_write_delay_ms - srv_now(s);
+    if (!s->commit.late_first || event_pending(s->commit.late_ev, EV_TIMEOUT, NULL)) return;
+    int64_t due = s->commit.late_first->at + s->cfg.lease_write_delay_ms - srv_now(s);
     if (due < 1) due = 1;
     struct timeval tv = {(time_t)(due / 1000), (suseconds_t)((due % 1000) * 1000)};
-    event_add(s->late_ev, &tv);
+    event_add(s->commit.late_ev, &tv);
 }
 
 /* Writes the late rows noted before `before` (all with INT64_MAX). */
 void srv_write_late_rows(server *s, int64_t before)
 {
     bool any = false;
-    while (s->late_first && s->late_first->at < before) {
-        late_row *d = s->late_first;
+    while (s->commit.late_first && s->commit.late_first->at < before) {
+        late_row *d = s->commit.late_first;
         engine_job *j = engine_find(s->e, d->id);
         engine_state st = j ? engine_job_state(j) : ENGINE_DEAD;
         if (st == ENGINE_READY || st == ENGINE_LEASED || st == ENGINE_RUNNING) {
             engine_job_info in;
             engine_job_get(j, &in);
-            store_batch_job(s->batch, &in, 0);
+            store_batch_job(s->commit.batch, &in, 0);
             any = true;
         }
         late_row_drop(s, d);
@@ -141,7 +148,7 @@ static void on_late_rows(evutil_socket_t fd, short what, void *arg)
 
 void srv_drop_late_rows(server *s)
 {
-    while (s->late_first) late_row_drop(s, s->late_first);
+    while (s->commit.late_first) late_row_drop(s, s->commit.late_first);
 }
 
 /* Changes left out of the batch: fresh leases of at-least-once queues. */
@@ -170,13 +177,13 @@ static bool write_late(void *ctx, const engine_change *c)
         d = xcalloc(1, sizeof(*d));
         d->id = c->id;
         d->at = srv_now(s);
-        d->prev = s->late_last;
-        if (s->late_last)
-            s->late_last->next = d;
+        d->prev = s->commit.late_last;
+        if (s->commit.late_last)
+            s->commit.late_last->next = d;
         else
-            s->late_first = d;
-        s->late_last = d;
-        htab_insert(&s->late_rows, hash_u64(d->id), d);
+            s->commit.late_first = d;
+        s->commit.late_last = d;
+        htab_insert(&s->commit.late_rows, hash_u64(d->id), d);
     }
     return true;
 }
@@ -195,7 +202,7 @@ static void collect(server *s, char ***wake, size_t *nwake)
             *wake = xrealloc(*wake, (*nwake + 1) * sizeof(char *));
             (*wake)[(*nwake)++] = xstrdup(c[i].name);
         } else if (c[i].kind == ENGINE_CH_JOB && final_state(engine_job_state(c[i].job))) {
-            idvec *d = &s->cur_done;
+            idvec *d = &s->commit.cur_done;
             if (d->n == d->cap) {
                 d->cap = d->cap ? d->cap * 2 : 64;
                 d->v = xrealloc(d->v, d->cap * sizeof(uint64_t));
@@ -203,16 +210,16 @@ static void collect(server *s, char ***wake, size_t *nwake)
             d->v[d->n++] = c[i].id;
         }
     }
-    store_batch_changes_except(s->batch, s->e, write_late, s);
+    store_batch_changes_except(s->commit.batch, s->e, write_late, s);
     engine_changes_clear(s->e);
-    if (store_batch_ops(s->batch)) srv_schedule_flush(s);
+    if (store_batch_ops(s->commit.batch)) srv_schedule_flush(s);
     arm_late_rows(s);
 }
 
 static void wake_all(server *s, char **wake, size_t nwake)
 {
     for (size_t i = 0; i < nwake; i++) {
-        srv_wake_leases(s, wake[i]);
+        s->commit.hooks.wake(s, wake[i]);
         free(wake[i]);
     }
     free(wake);
@@ -228,7 +235,7 @@ void srv_wake_first(server *s)
     /* a lease's reply collects the changes: names are copies (queues past
      * the eighth are woken when the changes are collected, as before) */
     for (size_t i = 0; i < k; i++) {
-        srv_wake_leases(s, names[i]);
+        s->commit.hooks.wake(s, names[i]);
         free(names[i]);
     }
 }
@@ -244,7 +251,7 @@ void srv_collect(server *s)
 /* Is anything uncommitted, in the batch being built or handed over? */
 static bool uncommitted(const server *s)
 {
-    return store_batch_ops(s->batch) > 0 || s->inflight_tail;
+    return store_batch_ops(s->commit.batch) > 0 || s->commit.inflight_tail;
 }
 
 /* Queues p behind the batch being built, when it has changes, or else
@@ -253,16 +260,16 @@ static bool uncommitted(const server *s)
  * yet (an idempotent replay, say). */
 static void pending_queue(server *s, pending *p)
 {
-    if (store_batch_ops(s->batch) > 0) {
-        if (s->cur_tail)
-            s->cur_tail->next = p;
+    if (store_batch_ops(s->commit.batch) > 0) {
+        if (s->commit.cur_tail)
+            s->commit.cur_tail->next = p;
         else
-            s->cur = p;
-        s->cur_tail = p;
+            s->commit.cur = p;
+        s->commit.cur_tail = p;
         srv_schedule_flush(s); /* ops may come from the handler itself (tokens) */
         return;
     }
-    inflight *f = s->inflight_tail;
+    inflight *f = s->commit.inflight_tail;
     if (f->replies_tail)
         f->replies_tail->next = p;
     else
@@ -270,8 +277,15 @@ static void pending_queue(server *s, pending *p)
     f->replies_tail = p;
 }
 
+/* A change the audit log records: its row in the change's commit. */
+static void audit_note(server *s, http_req *req, int status)
+{
+    if (srv_audit_note(s, req, status, s->commit.batch)) srv_schedule_flush(s);
+}
+
 void srv_commit_reply(server *s, http_req *req, int status, jbuf *b)
 {
+    audit_note(s, req, status);
     char **wake = NULL;
     size_t nwake = 0;
     if (engine_change_count(s->e)) collect(s, &wake, &nwake);
@@ -289,13 +303,9 @@ void srv_after_commit(server *s, http_req *req, commit_then then, void *ctx)
     if (engine_change_count(s->e)) collect(s, &wake, &nwake);
     if (uncommitted(s)) {
         pending *p = xcalloc(1, sizeof(*p));
-        p->req = req;
         p->then = then;
         p->ctx = ctx;
-        if (req) { /* NULL: a step of the server's own (ingest.c) */
-            req->user = p;
-            req->on_abort = pending_abort;
-        }
+        if (req) read_ctx_hold(&p->held, req); /* NULL: a step of the server's own (ingest.c) */
         pending_queue(s, p);
     } else {
         then(s, req, ctx, 0);
@@ -307,6 +317,7 @@ void srv_commit_reply_now(server *s, http_req *req, int status, jbuf *b)
 {
     /* the reply first: it waits for nothing, and a worker may be waiting
      * for it (collecting the changes into the batch comes after) */
+    audit_note(s, req, status);
     reply_json(req, status, b);
     char **wake = NULL;
     size_t nwake = 0;
@@ -328,15 +339,15 @@ static void on_writer_watch(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     server *s = arg;
-    if (store_writer_check(s->st, s->last_seq)) watch_writer(s);
+    if (store_writer_check(s->st, s->commit.last_seq)) watch_writer(s);
 }
 
 static void watch_writer(server *s)
 {
-    if (!s->writer_watch_ev || !store_writer_idle(s->st)) return;
-    if (evtimer_pending(s->writer_watch_ev, NULL)) return;
+    if (!s->commit.writer_watch_ev || !store_writer_idle(s->st)) return;
+    if (evtimer_pending(s->commit.writer_watch_ev, NULL)) return;
     struct timeval tv = {0, WRITER_WATCH_MS * 1000};
-    evtimer_add(s->writer_watch_ev, &tv);
+    evtimer_add(s->commit.writer_watch_ev, &tv);
 }
 
 /* Hands the batch being built to the writer, with the replies waiting for
@@ -345,41 +356,42 @@ static void watch_writer(server *s)
 static void flush_batch(server *s, bool more)
 {
     inflight *f = xcalloc(1, sizeof(*f));
-    f->replies = s->cur;
-    f->replies_tail = s->cur_tail;
-    f->done = s->cur_done;
-    s->cur = s->cur_tail = NULL;
-    memset(&s->cur_done, 0, sizeof s->cur_done);
-    f->term = s->term;
-    f->seq = more ? store_commit_part(s->st, s->batch) : store_commit(s->st, s->batch);
-    s->batch = store_batch_new();
-    s->last_seq = f->seq;
+    f->replies = s->commit.cur;
+    f->replies_tail = s->commit.cur_tail;
+    f->done = s->commit.cur_done;
+    s->commit.cur = s->commit.cur_tail = NULL;
+    memset(&s->commit.cur_done, 0, sizeof s->commit.cur_done);
+    f->term = s->lead.term;
+    f->seq =
+        more ? store_commit_part(s->st, s->commit.batch) : store_commit(s->st, s->commit.batch);
+    s->commit.batch = store_batch_new();
+    s->commit.last_seq = f->seq;
     watch_writer(s);
-    if (s->inflight_tail)
-        s->inflight_tail->next = f;
+    if (s->commit.inflight_tail)
+        s->commit.inflight_tail->next = f;
     else
-        s->inflight = f;
-    s->inflight_tail = f;
+        s->commit.inflight = f;
+    s->commit.inflight_tail = f;
 }
 
 void srv_flush_now(server *s)
 {
-    if (store_batch_ops(s->batch) > 0) flush_batch(s, false);
+    if (store_batch_ops(s->commit.batch) > 0) flush_batch(s, false);
 }
 
 void srv_hand_over(server *s)
 {
     if (!store_can_chain(s->st)) return;
     srv_collect(s);
-    if (store_batch_ops(s->batch) == 0) return;
+    if (store_batch_ops(s->commit.batch) == 0) return;
     flush_batch(s, true);
-    s->chain_open = true;
+    s->commit.chain_open = true;
 }
 
 void srv_end_chain(server *s)
 {
-    if (!s->chain_open) return;
-    s->chain_open = false;
+    if (!s->commit.chain_open) return;
+    s->commit.chain_open = false;
     flush_batch(s, false);
 }
 
@@ -395,29 +407,29 @@ static void on_flush(evutil_socket_t fd, short what, void *arg)
 void srv_drop_uncommitted(server *s, int rc, const char *why)
 {
     srv_drop_late_rows(s);
-    for (pending *p = s->cur, *nx; p; p = nx) {
+    for (pending *p = s->commit.cur, *nx; p; p = nx) {
         nx = p->next;
         pending_finish(s, p, rc, why);
     }
-    s->cur = s->cur_tail = NULL;
-    s->cur_done.n = 0;
-    store_batch_free(s->batch);
-    s->batch = store_batch_new();
+    s->commit.cur = s->commit.cur_tail = NULL;
+    s->commit.cur_done.n = 0;
+    store_batch_free(s->commit.batch);
+    s->commit.batch = store_batch_new();
 }
 
 /* A commit failed: writes are refused (503) and reads go on from the engine
  * as it was.  Once every batch built on the lost changes has reported, the
- * leadership thread counts a new term and loads a new engine (srv_install). */
+ * leadership thread counts a new term and loads a new engine (install_term, lead_loop.c). */
 static void start_resync(server *s)
 {
-    s->resyncing = true;
+    s->lead.resyncing = true;
     srv_drop_uncommitted(s, TENQ_EUNAVAILABLE, "the store failed; reloading");
-    event_active(s->resync_ev, EV_TIMEOUT, 1);
+    event_active(s->commit.resync_ev, EV_TIMEOUT, 1);
 }
 
 void srv_reload(server *s, const char *why)
 {
-    if (s->resyncing || !s->leading) return;
+    if (s->lead.resyncing || !s->lead.leading) return;
     log_event(LOG_WARN, "store", "%s; reloading from the store", why);
     start_resync(s);
 }
@@ -427,45 +439,43 @@ static void on_resync(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     server *s = arg;
-    if (s->inflight) {
+    if (s->commit.inflight) {
         /* wait until every batch built on the lost changes has reported */
         struct timeval tv = {0, 20000};
-        event_add(s->resync_ev, &tv);
+        event_add(s->commit.resync_ev, &tv);
         return;
     }
-    if (s->resyncing && s->leading) lead_reload(s);
+    if (s->lead.resyncing && s->lead.leading) lead_reload(s);
 }
 
 static void on_commit(void *ctx, uint64_t seq, int rc)
 {
     server *s = ctx;
-    inflight *f = s->inflight;
+    inflight *f = s->commit.inflight;
     if (!f || f->seq != seq) {
         log_event(LOG_ERROR, "commit", "seq=%llu arrived out of order", (unsigned long long)seq);
         return;
     }
-    s->inflight = f->next;
-    if (!s->inflight) s->inflight_tail = NULL;
+    s->commit.inflight = f->next;
+    if (!s->commit.inflight) s->commit.inflight_tail = NULL;
     if (rc == 0)
-        s->n_commits_ok++;
+        s->commit.n_ok++;
     else
-        s->n_commits_failed++;
+        s->commit.n_failed++;
     for (pending *p = f->replies, *nx; p; p = nx) {
         nx = p->next;
         pending_finish(s, p, rc, store_errmsg(s->st));
     }
-    if (rc == 0)
-        for (size_t i = 0; i < f->done.n; i++)
-            if (srv_has_waiter(f->done.v[i])) srv_answer_waiters(s, f->done.v[i]);
+    if (rc == 0 && f->done.n) s->commit.hooks.finished(s, f->done.v, f->done.n);
     /* a batch of an earlier term (one that failed as its engine was
      * dropped) says nothing of this one */
-    bool ours = f->term == s->term && s->leading;
+    bool ours = f->term == s->lead.term && s->lead.leading;
     free(f->done.v);
     free(f);
     if (rc == TENQ_ENOT_LEADER && ours) {
-        srv_step_down(s, "a write was refused: another server leads the store");
+        s->commit.hooks.refused(s, "a write was refused: another server leads the store");
         lead_recheck(s);
-    } else if (rc != 0 && ours && !s->resyncing) {
+    } else if (rc != 0 && ours && !s->lead.resyncing) {
         log_event(LOG_ERROR, "store", "commit failed: %s; reloading from the store",
                   store_errmsg(s->st));
         start_resync(s);
@@ -480,18 +490,25 @@ static void on_store_event(evutil_socket_t fd, short what, void *arg)
     store_dispatch(((server *)arg)->st);
 }
 
+void srv_maybe_finish_stop(server *s)
+{
+    if (!s->stopping) return;
+    if (s->commit.inflight || s->commit.cur || store_batch_ops(s->commit.batch) > 0) return;
+    event_base_loopexit(s->base, NULL);
+}
+
 /* ---- the events of this file ------------------------------------------------------------- */
 
 int srv_commit_start(server *s)
 {
-    s->flush_ev = event_new(s->base, -1, 0, on_flush, s);
-    s->writer_watch_ev = evtimer_new(s->base, on_writer_watch, s);
-    s->resync_ev = evtimer_new(s->base, on_resync, s);
-    s->late_ev = evtimer_new(s->base, on_late_rows, s);
-    s->store_ev =
+    s->commit.flush_ev = event_new(s->base, -1, 0, on_flush, s);
+    s->commit.writer_watch_ev = evtimer_new(s->base, on_writer_watch, s);
+    s->commit.resync_ev = evtimer_new(s->base, on_resync, s);
+    s->commit.late_ev = evtimer_new(s->base, on_late_rows, s);
+    s->commit.store_ev =
         event_new(s->base, store_event_fd(s->st), EV_READ | EV_PERSIST, on_store_event, s);
-    if (!s->flush_ev || !s->writer_watch_ev || !s->resync_ev || !s->late_ev || !s->store_ev ||
-        event_add(s->store_ev, NULL) != 0)
+    if (!s->commit.flush_ev || !s->commit.writer_watch_ev || !s->commit.resync_ev ||
+        !s->commit.late_ev || !s->commit.store_ev || event_add(s->commit.store_ev, NULL) != 0)
         return -1;
     store_on_commit(s->st, on_commit, s);
     return 0;
@@ -500,19 +517,19 @@ int srv_commit_start(server *s)
 /* A stopped server's: nothing more is written. */
 void srv_commit_timers_off(server *s)
 {
-    event_del(s->flush_ev);
-    event_del(s->writer_watch_ev);
-    event_del(s->resync_ev);
-    event_del(s->late_ev);
+    event_del(s->commit.flush_ev);
+    event_del(s->commit.writer_watch_ev);
+    event_del(s->commit.resync_ev);
+    event_del(s->commit.late_ev);
 }
 
 void srv_commit_free(server *s)
 {
-    if (s->flush_ev) event_free(s->flush_ev);
-    if (s->writer_watch_ev) event_free(s->writer_watch_ev);
-    if (s->resync_ev) event_free(s->resync_ev);
-    if (s->late_ev) event_free(s->late_ev);
-    if (s->store_ev) event_free(s->store_ev);
+    if (s->commit.flush_ev) event_free(s->commit.flush_ev);
+    if (s->commit.writer_watch_ev) event_free(s->commit.writer_watch_ev);
+    if (s->commit.resync_ev) event_free(s->commit.resync_ev);
+    if (s->commit.late_ev) event_free(s->commit.late_ev);
+    if (s->commit.store_ev) event_free(s->commit.store_ev);
     srv_drop_late_rows(s);
-    htab_free(&s->late_rows);
+    htab_free(&s->commit.late_rows);
 }

@@ -87,6 +87,23 @@ static const setting settings[] = {
      "write the port listened on to this file once listening"},
     {"allow-open-network", T_BOOL, F(allow_open_network), "false", false,
      "listen beyond loopback even with no tokens (anyone can do anything)"},
+    {"tls-cert", T_STR, F(tls_cert), "", false,
+     "PEM file of the server's certificate (then its chain): clients speak https; read again "
+     "on SIGHUP"},
+    {"tls-key", T_STR, F(tls_key), "", false,
+     "PEM file of the certificate's private key (no passphrase); read again on SIGHUP"},
+    {"tls-client-ca", T_STR, F(tls_client_ca), "", false,
+     "PEM file of the CAs whose client certificates are accepted (mutual TLS): a certificate "
+     "whose common name is token:ID authenticates as the token ID (docs/operations.md)"},
+    {"tls-client-auth", T_STR, F(tls_client_auth), "optional", false,
+     "with --tls-client-ca: optional (a client without a certificate sends a bearer token) or "
+     "require (the handshake fails without one)"},
+    {"tls-ciphers", T_STR, F(tls_ciphers), "", false,
+     "TLS 1.2's cipher list in OpenSSL's syntax (default: ECDHE with AES-GCM or "
+     "ChaCha20-Poly1305; TLS 1.3 uses OpenSSL's suites)"},
+    {"allow-plaintext", T_BOOL, F(allow_plaintext), "false", false,
+     "listening beyond loopback without TLS (a proxy in front terminates it) is logged once "
+     "at start as such, rather than as a warning"},
     {"advertise", T_STR, F(advertise), "", false,
      "the URL clients reach this server at, which standbys send them to when it leads "
      "(default: http://<listen address>, the host's name for 0.0.0.0)"},
@@ -97,10 +114,17 @@ static const setting settings[] = {
     {"request-key-ttl", T_MS, F(request_key_ttl_ms), "10m", false,
      "how long a submit sent with an Idempotency-Key header is remembered: the same request sent "
      "again within it is answered as the first was and makes nothing"},
+    {"audit-retention", T_MS, F(audit_retention_ms), "90d", false,
+     "rows of the audit log (every change made through the API: GET /v1/audit) are kept "
+     "this long"},
     {"inbox-poll", T_MS, F(inbox_poll_ms), "1s", false,
      "PostgreSQL: the leader reads what applications' transactions committed (tenq.submit, "
      "tenq.complete) as soon as they notify it, and this often besides, in case a notification "
      "was lost"},
+    {"event-window", T_MS, F(event_window_ms), "10m", false,
+     "an event (POST /v1/events) that finds no job waiting for its key is kept this long, for "
+     "the first job of its tenant that waits for it (so that none is lost to a race); 0 keeps "
+     "none"},
     {"stop-linger", T_MS, F(stop_linger_ms), "500ms", false,
      "a stopping server, once its work is committed and its leadership handed over, still "
      "answers requests on open connections this long (with the new leader, or 503), so "
@@ -114,9 +138,8 @@ static const setting settings[] = {
 static const struct {
     const char *name, *choices;
 } choice_list[] = {
-    {"sqlite-sync", "full|normal"},
-    {"writer-priority", "auto|normal"},
-    {"log-format", "text|json"},
+    {"sqlite-sync", "full|normal"},          {"writer-priority", "auto|normal"},
+    {"tls-client-auth", "optional|require"}, {"log-format", "text|json"},
     {"log-level", "debug|info|warn|error"},
 };
 
@@ -227,9 +250,11 @@ static int set_value(api_config *c, const setting *st, const char *v, char *why,
         long long mul = !*u || !strcmp(u, "ms") ? 1
                         : !strcmp(u, "s")       ? 1000
                         : !strcmp(u, "m")       ? 60000
+                        : !strcmp(u, "h")       ? 3600000
+                        : !strcmp(u, "d")       ? 86400000
                                                 : 0;
-        if (used < 0 || !mul || n < 0) {
-            snprintf(why, wl, "expected a duration such as 500ms, 10s or 2m");
+        if (used < 0 || !mul || n < 0 || n > INT64_MAX / mul) {
+            snprintf(why, wl, "expected a duration such as 500ms, 10s, 2m, 1h or 90d");
             return -1;
         }
         *(long long *)dst = n * mul;
@@ -456,6 +481,15 @@ int api_config_load(api_config *c, int argc, char **argv, FILE *err)
         strncmp(c->advertise, "https://", 8) != 0) {
         fprintf(err, "tenq serve: --advertise %s: expected a URL such as http://host:7070\n",
                 c->advertise);
+        return -1;
+    }
+    if (!*c->tls_cert != !*c->tls_key) {
+        fprintf(err, "tenq serve: TLS needs both --tls-cert and --tls-key\n");
+        return -1;
+    }
+    if (!*c->tls_cert && (*c->tls_client_ca || *c->tls_ciphers)) {
+        fprintf(err, "tenq serve: --%s needs --tls-cert and --tls-key\n",
+                *c->tls_client_ca ? "tls-client-ca" : "tls-ciphers");
         return -1;
     }
     return resolve_data_dir(c, err);

@@ -14,12 +14,23 @@
  * the ticks due meanwhile are missed ticks, which the schedule's policy
  * makes up or not.  The engine knows nothing of schedules: 100,000 of them
  * cost it nothing. */
-#include "internal.h"
+#include "cron.h"
+
+#include "admit.h"
+#include "api.h"
+#include "clock.h"
+#include "commit.h"
+#include "server.h"
+#include "serving.h"
 
 #include "base/hash.h"
 #include "base/heap.h"
+#include "base/xalloc.h"
 
 #include <event2/event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 struct cron_set {
     htab by_name; /* schedule */
@@ -148,7 +159,7 @@ static size_t due_ticks(const schedule *x, int64_t from, int64_t now, size_t max
 static void arm_in(server *s, int64_t ms)
 {
     cron_set *c = s->cron;
-    if (!sheap_top(&c->due) || !s->leading || s->stopping) {
+    if (!sheap_top(&c->due) || !s->lead.leading || s->stopping) {
         evtimer_del(c->timer);
         return;
     }
@@ -217,7 +228,7 @@ static void fire(server *s, schedule *x, int64_t now, bool catchup)
         if (submit_tick(s, x, ticks[i], now)) x->last_tick = ticks[i];
     int64_t next = cron_next(x, now);
     x->next_tick = next < 0 ? INT64_MAX : next;
-    store_batch_schedule_tick(s->batch, x->name, x->last_tick, x->next_tick);
+    store_batch_schedule_tick(s->commit.batch, x->name, x->last_tick, x->next_tick);
 }
 
 static void on_timer(evutil_socket_t fd, short what, void *arg)
@@ -327,7 +338,7 @@ static store_schedule row_of(const schedule *x)
 static void write_row(server *s, const schedule *x)
 {
     store_schedule row = row_of(x);
-    store_batch_schedule(s->batch, &row);
+    store_batch_schedule(s->commit.batch, &row);
 }
 
 void srv_cron_put(server *s, schedule *x, int64_t now)
@@ -354,7 +365,7 @@ void srv_cron_put(server *s, schedule *x, int64_t now)
 void srv_cron_delete(server *s, schedule *x)
 {
     cron_set *c = s->cron;
-    store_batch_schedule_delete(s->batch, x->name);
+    store_batch_schedule_delete(s->commit.batch, x->name);
     if (x->hidx != HEAP_NONE) sheap_remove(&c->due, x);
     htab_remove(&c->by_name, name_hash(x->name), x);
     cron_schedule_free(x);

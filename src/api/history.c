@@ -2,22 +2,26 @@
 /* The last hour of throughput and depth, kept by the server: every 10 s the
  * totals (rates_sample calls history_push), in a ring; GET /v1/stats/history
  * answers it, each sample's rates from the counters of the one before. */
-#include "internal.h"
+#include "history.h"
+
+#include "clock.h"
+#include "handlers.h"
+#include "jbuf.h"
+#include "reply.h"
+#include "server.h"
 
 void history_push(server *s, const engine_counts *c)
 {
-    s->history_head = (s->history_head + 1) % HISTORY_N;
-    history_sample *h = &s->history[s->history_head];
+    s->history.head = (s->history.head + 1) % HISTORY_N;
+    history_sample *h = &s->history.v[s->history.head];
     h->t = srv_now(s);
     h->succeeded = c->succeeded_total;
     h->failed = c->failed_total;
-    h->ready = c->ready;
-    h->scheduled = c->scheduled;
-    h->blocked = c->blocked;
-    h->waiting = c->waiting;
-    h->inflight = c->leased + c->running;
-    h->dead = c->dead;
-    if (s->history_n < HISTORY_N) s->history_n++;
+#define HISTORY_PUSH_(name, word, abi, kind, finished, help)                                       \
+    TENQ_STATE_IF_LIVE(kind, h->word = c->word;)
+    TENQ_STATE_TABLE(HISTORY_PUSH_)
+#undef HISTORY_PUSH_
+    if (s->history.n < HISTORY_N) s->history.n++;
 }
 
 /* Per second between two samples; 0 when the counter went back (a reload
@@ -38,10 +42,10 @@ void h_stats_history(server *s, http_req *req, const principal *who, const char 
     jb_key(&b, "samples");
     jb_arr(&b);
     /* oldest first; the oldest has no sample before it: its rates are null */
-    for (int i = s->history_n - 1; i >= 0; i--) {
-        const history_sample *h = &s->history[(s->history_head - i + HISTORY_N) % HISTORY_N];
-        const history_sample *p = &s->history[(s->history_head - i - 1 + HISTORY_N) % HISTORY_N];
-        bool first = i == s->history_n - 1;
+    for (int i = s->history.n - 1; i >= 0; i--) {
+        const history_sample *h = &s->history.v[(s->history.head - i + HISTORY_N) % HISTORY_N];
+        const history_sample *p = &s->history.v[(s->history.head - i - 1 + HISTORY_N) % HISTORY_N];
+        bool first = i == s->history.n - 1;
         jb_obj(&b);
         jb_kint(&b, "t", h->t);
         jb_key(&b, "completed");
@@ -54,12 +58,11 @@ void h_stats_history(server *s, http_req *req, const principal *who, const char 
             jb_null(&b);
         else
             jb_num(&b, per_s(h->failed, p->failed, h->t - p->t));
-        jb_kint(&b, "ready", (long long)h->ready);
-        jb_kint(&b, "scheduled", (long long)h->scheduled);
-        jb_kint(&b, "blocked", (long long)h->blocked);
-        jb_kint(&b, "waiting", (long long)h->waiting);
-        jb_kint(&b, "inflight", (long long)h->inflight);
-        jb_kint(&b, "dead", (long long)h->dead);
+#define HISTORY_JSON_(name, word, abi, kind, finished, help)                                       \
+    TENQ_STATE_IF_LIVE(kind, jb_kint(&b, #word, (long long)h->word);)
+        TENQ_STATE_TABLE(HISTORY_JSON_)
+#undef HISTORY_JSON_
+        jb_kint(&b, "inflight", (long long)(h->leased + h->running));
         jb_obj_end(&b);
     }
     jb_arr_end(&b);

@@ -2,7 +2,9 @@
 /* A small, strict HTTP/1.1 server.  See http.h for what and why. */
 #include "http.h"
 #include "http_parse.h"
+#include "tls.h"
 
+#include "api.h"
 #include "base/clock.h"
 #include "base/jscan.h"
 #include "base/xalloc.h"
@@ -61,6 +63,15 @@ typedef struct http_conn {
     bool aborting;        /* inside on_abort: replies are ignored */
     bool close_after;
     bool peer_eof; /* the client sent all it will (a half-close): answer, then close */
+    /* TLS (NULL: plain).  A read may wait for the socket to be writable and
+     * a write for it to be readable (OpenSSL's want-read/want-write); a
+     * write that must be retried offers tls_wlen bytes again. */
+    tls_conn *tls;
+    bool handshaking;
+    bool sniffed;        /* the first byte was a handshake's */
+    char peer_name[256]; /* the verified client certificate's common name, or "" */
+    bool tls_read_wants_write, tls_write_wants_read;
+    size_t tls_wlen;
     struct http_conn *prev, *next;
 } http_conn;
 
@@ -80,6 +91,7 @@ struct http_server {
     bool yield_armed; /* the request being handled woke an idle server */
     bool closing;     /* stopping: every reply closes its connection */
     uint64_t n_yields, n_yields_slow;
+    tls_server *tls; /* every connection speaks TLS; NULL: none does */
 };
 
 void http_limits_defaults(http_limits *l)
@@ -149,6 +161,8 @@ static void conn_close_socket(http_conn *c)
     if (c->wev) event_free(c->wev);
     c->rev = c->wev = NULL;
     c->reading = c->writing = false;
+    tls_conn_free(c->tls); /* its close_notify, when the session is sound */
+    c->tls = NULL;
     if (c->fd >= 0) close(c->fd);
     c->fd = -1;
     if (c->out) evbuffer_drain(c->out, evbuffer_get_length(c->out));
@@ -183,6 +197,8 @@ static void want_read(http_conn *c, bool on)
     else
         event_del(c->rev);
     c->reading = on;
+    /* what the session holds already, the socket will not announce */
+    if (on && c->tls && tls_has_pending(c->tls)) event_active(c->rev, EV_READ, 1);
 }
 
 static size_t in_avail(const http_conn *c)
@@ -223,11 +239,64 @@ static void body_append(http_conn *c, const char *p, size_t n)
 
 static void conn_lost(http_conn *c);
 
+/* TLS: writes what out holds through the session, a record (16 KiB) a
+ * call, small replies together in one: 1 all written, TLS_WANT_WRITE or
+ * TLS_WANT_READ (the rest waits), or TLS_FAIL. */
+#define TLS_RECORD 16384
+static int tls_flush(http_conn *c)
+{
+    while (evbuffer_get_length(c->out) > 0) {
+        size_t len = evbuffer_get_length(c->out);
+        size_t n = c->tls_wlen ? c->tls_wlen : len < TLS_RECORD ? len : TLS_RECORD;
+        const unsigned char *p = evbuffer_pullup(c->out, (ev_ssize_t)n);
+        ssize_t w = tls_write(c->tls, p, n);
+        if (w > 0) {
+            evbuffer_drain(c->out, (size_t)w);
+            c->tls_wlen = 0;
+            continue;
+        }
+        if (w == TLS_WANT_WRITE || w == TLS_WANT_READ) {
+            c->tls_wlen = n; /* offered again, from where out holds them then */
+            c->tls_write_wants_read = w == TLS_WANT_READ;
+            return (int)w;
+        }
+        return TLS_FAIL;
+    }
+    return 1;
+}
+
+/* Waits for the socket to take more (at most write_timeout_ms without
+ * progress). */
+static void wait_writable(http_conn *c)
+{
+    if (c->writing) return;
+    int ms = c->srv->lim.write_timeout_ms;
+    struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+    event_add(c->wev, &tv);
+    c->writing = true;
+}
+
 /* Writes what out holds; what the socket does not take waits for EV_WRITE
  * (at most write_timeout_ms without progress).  A closing connection is
  * freed once its reply is out. */
 static void conn_write(http_conn *c)
 {
+    if (c->tls) {
+        int r = tls_flush(c);
+        if (r == TLS_FAIL) {
+            conn_lost(c);
+            return;
+        }
+        if (r == TLS_WANT_WRITE) {
+            wait_writable(c);
+            return;
+        }
+        if (r == TLS_WANT_READ) {
+            /* on_readable writes again; reading may be off meanwhile */
+            if (c->fd >= 0 && !c->reading) event_add(c->rev, NULL);
+            return;
+        }
+    }
     while (evbuffer_get_length(c->out) > 0) {
         struct evbuffer_iovec v[16];
         int nv = evbuffer_peek(c->out, -1, NULL, v, 16);
@@ -242,12 +311,7 @@ static void conn_write(http_conn *c)
         }
         if (w < 0 && errno == EINTR) continue;
         if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            if (!c->writing) {
-                int ms = c->srv->lim.write_timeout_ms;
-                struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
-                event_add(c->wev, &tv);
-                c->writing = true;
-            }
+            wait_writable(c);
             return;
         }
         conn_lost(c); /* the peer is gone */
@@ -287,12 +351,27 @@ static void on_flush(evutil_socket_t fd, short what, void *arg)
     }
 }
 
+static void on_readable(evutil_socket_t fd, short what, void *arg);
+static bool tls_go(http_conn *c);
+
 static void on_writable(evutil_socket_t fd, short what, void *arg)
 {
-    (void)fd;
     http_conn *c = arg;
     if (what & EV_TIMEOUT) {
         conn_lost(c); /* a reply nobody reads */
+        return;
+    }
+    if (c->handshaking || c->tls_read_wants_write) {
+        if (evbuffer_get_length(c->out) == 0) {
+            event_del(c->wev);
+            c->writing = false;
+        }
+        if (c->handshaking) {
+            tls_go(c); /* may free c */
+            return;
+        }
+        c->tls_read_wants_write = false;
+        on_readable(fd, EV_READ, c); /* may free c */
         return;
     }
     conn_write(c);
@@ -444,7 +523,17 @@ static void send_reply(http_conn *c, int status, const char *ctype, const char *
      * does not take waits in out.  A reply that closes always goes through
      * out: the connection is freed once it is written (conn_write). */
     size_t sent = 0;
-    if (keep && c->req.write_now && evbuffer_get_length(out) == 0) {
+    if (c->tls && keep && c->req.write_now && evbuffer_get_length(out) == 0) {
+        /* the same through the session: head and body in one record; what
+         * it does not take (or a failure) is conn_write's, at the turn's end */
+        evbuffer_add(out, head, (size_t)hn);
+        if (len) evbuffer_add(out, body, len);
+        sent = (size_t)hn + len;
+        if (tls_flush(c) == 1 && c->srv->yield_armed) {
+            c->srv->yield_armed = false;
+            yield_once(c->srv);
+        }
+    } else if (keep && c->req.write_now && evbuffer_get_length(out) == 0) {
         struct iovec iov[2] = {{head, (size_t)hn}, {(void *)body, len}};
         struct msghdr mh = {.msg_iov = iov, .msg_iovlen = len ? 2 : 1};
         ssize_t w = sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -500,6 +589,7 @@ static void dispatch(http_conn *c)
     c->req.body = c->body;
     c->req.body_len = c->body_len;
     c->req.peer = c->peer;
+    c->req.peer_cert = c->peer_name[0] ? c->peer_name : NULL;
     c->req.conn = c;
     c->req.start_ns = tq_mono_ns();
     c->st = C_HANDLING;
@@ -608,6 +698,32 @@ static void process(http_conn *c)
     if (c->st == C_CLOSING && evbuffer_get_length(c->out) == 0) conn_free(c);
 }
 
+/* TLS: what the session gives, up to room bytes, as recv() would say it
+ * (-1 with errno EAGAIN: nothing now).  Several records are read while
+ * room is left; data the session still holds comes back through the read
+ * event, made active, since the socket will not announce it. */
+static ssize_t tls_fill(http_conn *c, char *dst, size_t room)
+{
+    size_t got = 0;
+    ssize_t r = 0;
+    while (got < room) {
+        r = tls_read(c->tls, dst + got, room - got);
+        if (r <= 0) break;
+        got += (size_t)r;
+    }
+    if (r == TLS_WANT_WRITE) {
+        c->tls_read_wants_write = true; /* on_writable reads again */
+        wait_writable(c);
+    }
+    if (got > 0) {
+        if (tls_has_pending(c->tls) && c->reading) event_active(c->rev, EV_READ, 1);
+        return (ssize_t)got;
+    }
+    if (r == 0) return 0;
+    errno = r == TLS_FAIL ? ECONNRESET : EAGAIN;
+    return -1;
+}
+
 /* Reads what the socket holds: into the body when a body is being read and
  * nothing else waits in the buffer, else into the buffer (which grows up to
  * max_header_bytes + 64 KiB; full, reading stops until a request is taken
@@ -642,7 +758,7 @@ static bool conn_fill(http_conn *c)
         }
         dst = c->in + c->in_len;
     }
-    ssize_t n = recv(c->fd, dst, room, 0);
+    ssize_t n = c->tls ? tls_fill(c, dst, room) : recv(c->fd, dst, room, 0);
     if (n > 0) {
         if (into_body) {
             c->body_len += (size_t)n;
@@ -665,11 +781,79 @@ static bool conn_fill(http_conn *c)
     return false;
 }
 
+/* ---- TLS: the handshake ------------------------------------------------------------------- */
+
+/* A TLS port that was sent plain HTTP (a request line's first byte, where
+ * a handshake record starts 0x16) answers it so, in plain HTTP, and closes:
+ * the client learns why rather than seeing a connection reset. */
+static void refuse_plain(http_conn *c)
+{
+    static const char msg[] =
+        "HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nContent-Length: 88\r\n"
+        "Connection: close\r\n\r\n"
+        "{\"error\":{\"code\":\"invalid\",\"message\":\"this port speaks TLS: use https:// "
+        "to reach it\"}}\n";
+    char sink[4096];
+    while (recv(c->fd, sink, sizeof sink, MSG_DONTWAIT) > 0) {
+    } /* read what came, so that the close sends no reset before the answer */
+    ssize_t w = send(c->fd, msg, sizeof msg - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+    (void)w;
+    shutdown(c->fd, SHUT_WR);
+}
+
+/* Goes on with a connection's handshake; false when the connection is
+ * gone (failed, or refused). */
+static bool tls_go(http_conn *c)
+{
+    if (!c->sniffed) {
+        unsigned char first;
+        ssize_t n = recv(c->fd, &first, 1, MSG_PEEK | MSG_DONTWAIT);
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return true;
+        if (n <= 0) {
+            conn_free(c);
+            return false;
+        }
+        c->sniffed = true;
+        if (first != 0x16) { /* not a TLS handshake record */
+            if (first >= 'A' && first <= 'Z') refuse_plain(c);
+            log_event(LOG_DEBUG, "tls", "%s sent no TLS handshake%s", c->peer,
+                      first >= 'A' && first <= 'Z' ? " (plain HTTP): refused" : "");
+            conn_free(c);
+            return false;
+        }
+    }
+    char why[256];
+    int r = tls_handshake(c->tls, why, sizeof why);
+    if (r == 1) {
+        c->handshaking = false;
+        const char *name = tls_peer_name(c->tls);
+        if (name) snprintf(c->peer_name, sizeof c->peer_name, "%s", name);
+        arm(c, c->srv->lim.idle_timeout_ms);
+        if (tls_has_pending(c->tls)) event_active(c->rev, EV_READ, 1); /* a request came along */
+        return true;
+    }
+    if (r == TLS_WANT_WRITE) wait_writable(c);
+    if (r == TLS_WANT_READ || r == TLS_WANT_WRITE) return true;
+    log_event(LOG_DEBUG, "tls", "handshake with %s failed: %s", c->peer, why);
+    conn_free(c);
+    return false;
+}
+
 static void on_readable(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
     (void)what;
     http_conn *c = arg;
+    if (c->handshaking) {
+        tls_go(c); /* may free c; once done, the request comes as a read */
+        return;
+    }
+    if (c->tls_write_wants_read) {
+        c->tls_write_wants_read = false;
+        if (!c->reading) event_del(c->rev);
+        conn_write(c); /* may free c */
+        return;
+    }
     if (!conn_fill(c)) return;
     if (c->st == C_HANDLING || c->st == C_CLOSING) return; /* pipelined: later */
     process(c);                                            /* may free c */
@@ -698,7 +882,9 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     http_conn *c = arg;
-    if (c->st == C_HEAD && c->started) {
+    if (c->handshaking) {
+        conn_free(c); /* a handshake not done within header_timeout_ms */
+    } else if (c->st == C_HEAD && c->started) {
         error_reply(c, 408, "the request head took too long");
     } else if (c->st == C_BODY || c->st == C_CHUNK) {
         error_reply(c, 408, "the request body took too long");
@@ -720,6 +906,10 @@ static void on_accept(struct evconnlistener *lis, evutil_socket_t fd, struct soc
     (void)lis;
     (void)alen;
     http_server *s = arg;
+    if (s->nconns >= (size_t)s->lim.max_connections && s->tls) {
+        close(fd); /* no plain answer makes sense to a TLS client */
+        return;
+    }
     if (s->nconns >= (size_t)s->lim.max_connections) {
         static const char busy[] =
             "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
@@ -755,6 +945,14 @@ static void on_accept(struct evconnlistener *lis, evutil_socket_t fd, struct soc
     s->nconns++;
     reset_request(c);
     c->st = C_HEAD;
+    if (s->tls) {
+        /* the handshake, within the time a request's head has */
+        c->tls = tls_conn_new(s->tls, fd);
+        c->handshaking = true;
+        want_read(c, true);
+        arm(c, s->lim.header_timeout_ms);
+        return;
+    }
     want_read(c, true);
     arm(c, s->lim.idle_timeout_ms);
 }
@@ -812,6 +1010,11 @@ int http_server_listen(http_server *s, const char *host, int port, char *err, si
     getsockname(evconnlistener_get_fd(s->lis), (struct sockaddr *)&bound, &bl);
     if (bound.ss_family == AF_INET) return ntohs(((struct sockaddr_in *)&bound)->sin_port);
     return ntohs(((struct sockaddr_in6 *)&bound)->sin6_port);
+}
+
+void http_server_set_tls(http_server *s, tls_server *tls)
+{
+    s->tls = tls;
 }
 
 void http_server_stop_accepting(http_server *s)

@@ -31,6 +31,7 @@
 struct event_base;
 
 typedef struct http_server http_server;
+typedef struct tls_server tls_server;
 typedef struct http_req http_req;
 
 typedef struct http_limits {
@@ -62,8 +63,9 @@ struct http_req {
     const char *body; /* NUL-terminated copy; body_len bytes */
     size_t body_len;
     bool keep_alive;
-    const char *peer; /* "ip:port" */
-    int64_t start_ns; /* monotonic, when the head was complete */
+    const char *peer;      /* "ip:port" */
+    const char *peer_cert; /* TLS: the verified client certificate's common name, or NULL */
+    int64_t start_ns;      /* monotonic, when the head was complete */
     /* for the handler */
     bool write_now; /* reply with a direct write (see send_reply) */
     void *user;
@@ -81,6 +83,11 @@ http_server *http_server_new(struct event_base *base, const http_limits *lim, ht
 /* Listens on host:port (port 0: any free port); returns the port, or -1
  * with a message in err. */
 int http_server_listen(http_server *s, const char *host, int port, char *err, size_t errlen);
+/* Every connection accepted from now on speaks TLS with tls's current
+ * context (tls.h): the handshake within header_timeout_ms, then HTTP as
+ * over a plain socket.  A client that sends plain HTTP instead is answered
+ * 400 in plain HTTP and closed.  tls stays the caller's. */
+void http_server_set_tls(http_server *s, tls_server *tls);
 /* Stops accepting.  Connections stay open, so that a request a client sent
  * on one meanwhile is read and answered rather than cut off unanswered;
  * every reply from now on closes its connection. */

@@ -30,11 +30,21 @@
  *     database says no such transaction is open (then one more read finds
  *     all they committed, and the leader is idle).
  * A new term starts cooling: the last leader may have left the flag set. */
-#include "internal.h"
+#include "ingest.h"
+
+#include "api.h"
+#include "clock.h"
+#include "commit.h"
+#include "request.h"
+#include "server.h"
+#include "serving.h"
+
+#include "base/xalloc.h"
 
 #include <event2/event.h>
 #include <jansson.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define INGEST_MAX  10000 /* rows of each kind a read takes */
@@ -52,7 +62,7 @@ static void on_committed(server *s, http_req *req, void *ctx, int rc)
 {
     (void)req;
     free(ctx);
-    s->ingest_busy = false;
+    s->ingest.busy = false;
     if (rc == 0) srv_ingest_kick(s); /* it found rows: there may be more */
 }
 
@@ -90,12 +100,12 @@ static void record(server *s, const store_tx_job *j, const char *args, engine_st
     in.rate_keys = j->rate_keys;
     in.n_rate_keys = j->n_rate_keys;
     in.expire_at = j->expire_at;
-    store_batch_job(s->batch, &in, ENGINE_JF_NEW);
+    store_batch_job(s->commit.batch, &in, ENGINE_JF_NEW);
 }
 
 static void take_job(server *s, const store_tx_job *j, int64_t now)
 {
-    store_batch_inbox_done(s->batch, j->id);
+    store_batch_inbox_done(s->commit.batch, j->id);
     if (engine_find(s->e, j->id)) return; /* taken in already */
     /* the args as the server keeps them: canonical JSON */
     json_error_t jerr;
@@ -151,7 +161,7 @@ static void take_job(server *s, const store_tx_job *j, int64_t now)
  * loaded again.  A refused failure changes nothing. */
 static bool take_outcome(server *s, const store_tx_outcome *o, int64_t now)
 {
-    store_batch_tx_done(s->batch, o->id, o->token);
+    store_batch_tx_done(s->commit.batch, o->id, o->token);
     if (!engine_find(s->e, o->id)) return true; /* finished, and out of memory */
     engine_err err;
     int rc;
@@ -170,18 +180,41 @@ static bool take_outcome(server *s, const store_tx_outcome *o, int64_t now)
     return ji.state == ENGINE_SUCCEEDED && ji.token == o->token;
 }
 
+/* An event sent in a transaction: delivered (or kept) as POST /v1/events
+ * would, exactly once (its inbox row goes in the commit that delivers it);
+ * one the engine refuses (a strict server without its tenant) is dropped,
+ * logged. */
+static void take_event(server *s, const store_tx_event *v, int64_t now)
+{
+    store_batch_event_inbox_done(s->commit.batch, v->id);
+    json_error_t jerr;
+    json_t *p = json_loads(v->payload ? v->payload : "null", JSON_DECODE_ANY, &jerr);
+    char *payload = p ? canonical_json(p) : NULL;
+    json_decref(p);
+    engine_event_res res;
+    engine_err err;
+    int rc = payload ? engine_event_send(s->e, now, v->tenant, v->key, payload,
+                                         (uint32_t)strlen(payload), NULL, 0, &res, &err)
+                     : TENQ_EINVALID;
+    if (rc)
+        log_event(LOG_WARN, "ingest", "event %llu (%s of %s) refused when taken in: %s",
+                  (unsigned long long)v->id, v->key ? v->key : "", v->tenant ? v->tenant : "",
+                  payload ? err.message : "its payload is not JSON");
+    free(payload);
+}
+
 /* After a read that found nothing: hot, it cools at once; cooling, it
  * looks again a little later; idle, it waits for a notification. */
 static void after_empty(server *s)
 {
-    s->ingest_streak = 0;
-    if (s->ingest_phase == PHASE_HOT || s->ingest_again) {
+    s->ingest.streak = 0;
+    if (s->ingest.phase == PHASE_HOT || s->ingest.again) {
         srv_ingest_kick(s);
-    } else if (s->ingest_phase == PHASE_COOLING) {
-        int ms = s->ingest_backoff_ms;
-        s->ingest_backoff_ms = ms < COOL_MAX_MS ? ms * 2 : COOL_MAX_MS;
+    } else if (s->ingest.phase == PHASE_COOLING) {
+        int ms = s->ingest.backoff_ms;
+        s->ingest.backoff_ms = ms < COOL_MAX_MS ? ms * 2 : COOL_MAX_MS;
         struct timeval tv = {0, (suseconds_t)ms * 1000};
-        event_add(s->ingest_retry_ev, &tv);
+        event_add(s->ingest.retry_ev, &tv);
     }
 }
 
@@ -189,31 +222,32 @@ static void on_inbox(void *ctx, int rc, const store_inbox *in)
 {
     ingest_ctx *c = ctx;
     server *s = c->s;
-    if (rc || c->term != s->term || !srv_serving(s) || s->stopping) {
+    if (rc || c->term != s->lead.term || !srv_serving(s) || s->stopping) {
         if (rc) log_event(LOG_WARN, "ingest", "reading the inbox failed: %s", store_errmsg(s->st));
         /* it may have set the flag: the next read (the poll's) clears it */
-        s->ingest_phase = PHASE_COOLING;
-        s->ingest_streak = 0;
+        s->ingest.phase = PHASE_COOLING;
+        s->ingest.streak = 0;
         free(c);
-        s->ingest_busy = false;
+        s->ingest.busy = false;
         return; /* the poll, or the next term's install, reads again */
     }
-    if (c->flag == STORE_INBOX_HOT) s->ingest_phase = PHASE_HOT;
+    if (c->flag == STORE_INBOX_HOT) s->ingest.phase = PHASE_HOT;
     if (c->flag == STORE_INBOX_COOL) {
-        s->ingest_phase = in->cool ? PHASE_IDLE : PHASE_COOLING;
-        if (in->cool) s->ingest_backoff_ms = 1;
+        s->ingest.phase = in->cool ? PHASE_IDLE : PHASE_COOLING;
+        if (in->cool) s->ingest.backoff_ms = 1;
     }
-    if (in->njobs == 0 && in->noutcomes == 0) {
+    if (in->njobs == 0 && in->noutcomes == 0 && in->nevents == 0) {
         free(c);
-        s->ingest_busy = false;
+        s->ingest.busy = false;
         after_empty(s);
         return;
     }
-    s->ingest_streak++;
+    s->ingest.streak++;
     int64_t now = srv_now(s);
     for (size_t i = 0; i < in->njobs; i++) take_job(s, &in->jobs[i], now);
     bool agree = true;
     for (size_t i = 0; i < in->noutcomes; i++) agree &= take_outcome(s, &in->outcomes[i], now);
+    for (size_t i = 0; i < in->nevents; i++) take_event(s, &in->events[i], now);
     srv_wake_first(s);
     srv_after_commit(s, NULL, on_committed, c);
     srv_schedule_flush(s);
@@ -223,34 +257,34 @@ static void on_inbox(void *ctx, int rc, const store_inbox *in)
 /* What the next read does with the flag. */
 static store_inbox_flag next_flag(server *s)
 {
-    if (s->ingest_term != s->term) { /* the last leader may have left it set */
-        s->ingest_term = s->term;
-        s->ingest_phase = PHASE_COOLING;
-        s->ingest_streak = 0;
-        s->ingest_backoff_ms = 1;
+    if (s->ingest.term != s->lead.term) { /* the last leader may have left it set */
+        s->ingest.term = s->lead.term;
+        s->ingest.phase = PHASE_COOLING;
+        s->ingest.streak = 0;
+        s->ingest.backoff_ms = 1;
     }
-    switch (s->ingest_phase) {
-    case PHASE_HOT: return s->ingest_streak ? STORE_INBOX_KEEP : STORE_INBOX_COOL;
-    case PHASE_COOLING: return s->ingest_streak >= 2 ? STORE_INBOX_HOT : STORE_INBOX_COOL;
-    default: return s->ingest_streak >= 2 ? STORE_INBOX_HOT : STORE_INBOX_KEEP;
+    switch (s->ingest.phase) {
+    case PHASE_HOT: return s->ingest.streak ? STORE_INBOX_KEEP : STORE_INBOX_COOL;
+    case PHASE_COOLING: return s->ingest.streak >= 2 ? STORE_INBOX_HOT : STORE_INBOX_COOL;
+    default: return s->ingest.streak >= 2 ? STORE_INBOX_HOT : STORE_INBOX_KEEP;
     }
 }
 
 void srv_ingest_kick(server *s)
 {
-    if (!s->ingest_ev) return; /* no inbox here */
-    if (s->ingest_busy) {
-        s->ingest_again = true;
+    if (!s->ingest.ev) return; /* no inbox here */
+    if (s->ingest.busy) {
+        s->ingest.again = true;
         return;
     }
     if (!srv_serving(s) || s->stopping) return;
-    event_del(s->ingest_retry_ev);
+    event_del(s->ingest.retry_ev);
     ingest_ctx *c = xcalloc(1, sizeof(*c));
     c->s = s;
-    c->term = s->term;
+    c->term = s->lead.term;
     c->flag = next_flag(s);
-    s->ingest_busy = true;
-    s->ingest_again = false;
+    s->ingest.busy = true;
+    s->ingest.again = false;
     store_read_inbox(s->st, INGEST_MAX, engine_next_id(s->e), c->flag, on_inbox, c);
 }
 
@@ -263,25 +297,25 @@ static void on_poll(evutil_socket_t fd, short what, void *arg)
 
 void srv_ingest_stop(server *s)
 {
-    if (s->ingest_ev) event_del(s->ingest_ev);
-    if (s->ingest_retry_ev) event_del(s->ingest_retry_ev);
+    if (s->ingest.ev) event_del(s->ingest.ev);
+    if (s->ingest.retry_ev) event_del(s->ingest.retry_ev);
 }
 
 int srv_ingest_start(server *s)
 {
     if (!store_has_inbox(s->st)) return 0;
-    s->ingest_ev = event_new(s->base, -1, EV_PERSIST, on_poll, s);
-    s->ingest_retry_ev = evtimer_new(s->base, on_poll, s);
-    if (!s->ingest_ev || !s->ingest_retry_ev) return -1;
-    s->ingest_backoff_ms = 1;
+    s->ingest.ev = event_new(s->base, -1, EV_PERSIST, on_poll, s);
+    s->ingest.retry_ev = evtimer_new(s->base, on_poll, s);
+    if (!s->ingest.ev || !s->ingest.retry_ev) return -1;
+    s->ingest.backoff_ms = 1;
     long long ms = s->cfg.inbox_poll_ms > 0 ? s->cfg.inbox_poll_ms : 1000;
     struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)((ms % 1000) * 1000)};
-    return event_add(s->ingest_ev, &tv);
+    return event_add(s->ingest.ev, &tv);
 }
 
 void srv_ingest_free(server *s)
 {
-    if (s->ingest_ev) event_free(s->ingest_ev);
-    if (s->ingest_retry_ev) event_free(s->ingest_retry_ev);
-    s->ingest_ev = s->ingest_retry_ev = NULL;
+    if (s->ingest.ev) event_free(s->ingest.ev);
+    if (s->ingest.retry_ev) event_free(s->ingest.retry_ev);
+    s->ingest.ev = s->ingest.retry_ev = NULL;
 }

@@ -2,14 +2,20 @@
 /* What clients send, read: a submitted job's fields, a worker's lease
  * request and its outcomes, from a jansson tree (every case, and the words of every
  * refusal) or in place from the request's text (the usual case, without a
- * tree).  See internal.h. */
-#include "internal.h"
+ * tree).  See jobread.h. */
+#include "jobread.h"
+
+#include "jbuf.h"
+#include "request.h"
 
 #include "base/jreal.h"
 #include "base/jscan.h"
+#include "base/xalloc.h"
 
 #include <errno.h>
 #include <math.h>
+#include <stdlib.h>
+#include <string.h>
 
 static const char *const job_fields[] = {"tenant",
                                          "queue",
@@ -289,7 +295,7 @@ bool read_job(json_t *o, const principal *who, engine_submit_req *r, char **args
     INT("priority", r->priority, ENGINE_PRIORITY_MIN, ENGINE_PRIORITY_MAX, r->has_priority = true);
     INT("run_at", r->run_at, 0, RUN_AT_MAX, (void)0);
     INT("max_attempts", r->max_attempts, 1, ENGINE_ATTEMPTS_MAX, (void)0);
-    INT("timeout_ms", r->timeout_ms, 0, 7 * TQ_DAY_MS, (void)0);
+    INT("timeout_ms", r->timeout_ms, 0, ENGINE_TIMEOUT_MAX_MS, (void)0);
     INT("expire_at", r->expire_at, 1, RUN_AT_MAX, (void)0);
     INT("start_within_ms", r->start_within_ms, 1, 3660LL * TQ_DAY_MS, (void)0);
     INT("debounce_ms", r->debounce_ms, 1, TQ_DAY_MS, (void)0);
@@ -635,7 +641,7 @@ bool read_job_text(tq_iter *obj, const principal *who, engine_submit_req *r, cha
             r->max_attempts = (uint32_t)x;
             break;
         case F_TIMEOUT:
-            if (!text_int(v, &x) || x < 0 || x > 7 * TQ_DAY_MS) goto decline;
+            if (!text_int(v, &x) || x < 0 || x > ENGINE_TIMEOUT_MAX_MS) goto decline;
             r->timeout_ms = x;
             break;
         case F_UNIQUE:

@@ -4,7 +4,7 @@
  * JSON objects are dear to make (Ruby, Python) reads in a fraction of the
  * time.  The lease (lease_json.c) and the submit (submit_json.c) answer
  * this way, so both forms follow one set of rules. */
-#include "internal.h"
+#include "json_fields.h"
 
 static bool has(const api_field *f, const void *item)
 {

@@ -21,15 +21,25 @@
  * of its last renewal plus the TTL less a guard (valid_until), which comes
  * before any standby may take over (the row expires a TTL after the
  * database ran the renewal).  A process paused past that (SIGSTOP) refuses
- * everything the moment it runs again, before its thread has looked. */
-#include "internal.h"
+ * everything the moment it runs again, before its thread has looked.
+ *
+ * What a term loads is lead_hooks.load's (term_load.c), and what the loop
+ * does with the news lead_hooks.news's (lead_loop.c). */
+#include "lead.h"
+
+#include "api.h"
+#include "server.h"
 
 #include "base/clock.h"
+#include "base/xalloc.h"
 
 #include <errno.h>
 #include <event2/event.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/eventfd.h>
 #include <sys/random.h>
 #include <unistd.h>
@@ -40,6 +50,7 @@
 typedef struct lead {
     server *srv; /* the threads read only what never changes: cfg, st, the clock's origin */
     store_t *st;
+    lead_hooks hooks;
     store_node me;
     char node[24], advertise[256], host[128];
     int64_t ttl_ms, guard_ms;
@@ -53,13 +64,8 @@ typedef struct lead {
     pthread_mutex_t mu; /* guards the fields below */
     uint64_t leading;   /* the term this server leads under; 0: none */
     bool loading, load_failed;
-    engine_t *loaded; /* an engine for loaded_term, not yet taken by the loop */
+    void *loaded; /* what hooks.load made for loaded_term, not yet taken by the loop */
     uint64_t loaded_term;
-    store_load_stats loaded_stats;
-    store_token *tokens; /* every token, revoked ones too, loaded with it */
-    size_t ntokens;
-    void *rkeys;        /* and the request keys (rkeys_collect) */
-    void *crons;        /* and the schedules (cron_collect) */
     store_leader known; /* who leads, as last seen */
     bool want_reload;
     bool inbox_news; /* an application's transaction committed to the inbox */
@@ -86,6 +92,13 @@ static void drain(int fd)
     (void)r;
 }
 
+/* What was loaded and not taken (under mu, or with the threads ended). */
+static void drop_loaded(lead *L)
+{
+    if (L->loaded) L->hooks.load_free(L->loaded);
+    L->loaded = NULL;
+}
+
 static void set_valid(lead *L, int64_t until_ns)
 {
     if (L->forever && until_ns) until_ns = INT64_MAX;
@@ -94,48 +107,19 @@ static void set_valid(lead *L, int64_t until_ns)
 
 bool lead_valid(const server *s)
 {
-    const lead *L = s->lead;
+    const lead *L = s->lead.thread;
     return tq_mono_ns() < __atomic_load_n(&L->valid_until_ns, __ATOMIC_ACQUIRE);
 }
 
 /* ---- the threads --------------------------------------------------------------------------- */
-
-static void tokens_free(store_token *t, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        free((char *)t[i].hash);
-        free((char *)t[i].role);
-        free((char *)t[i].queues);
-    }
-    free(t);
-}
-
-typedef struct token_list {
-    store_token *v;
-    size_t n, cap;
-} token_list;
-
-static void collect_token(void *ctx, const store_token *t)
-{
-    token_list *l = ctx;
-    if (l->n == l->cap) {
-        l->cap = l->cap ? l->cap * 2 : 16;
-        l->v = xrealloc(l->v, l->cap * sizeof(*l->v));
-    }
-    store_token *c = &l->v[l->n++];
-    *c = *t;
-    c->hash = xstrdup(t->hash);
-    c->role = xstrdup(t->role);
-    c->queues = t->queues ? xstrdup(t->queues) : NULL;
-}
 
 typedef struct load_job {
     lead *L;
     uint64_t term;
 } load_job;
 
-/* The loader: a fresh engine for the term, loaded with the store's jobs and
- * tokens, left for the loop (or dropped, if the term ended meanwhile). */
+/* The loader: what the term serves with (hooks.load), left for the loop
+ * (or dropped, if the term ended meanwhile). */
 static void *loader_main(void *arg)
 {
     load_job *j = arg;
@@ -143,52 +127,23 @@ static void *loader_main(void *arg)
     uint64_t term = j->term;
     free(j);
     pthread_setname_np(pthread_self(), "tenq-loader");
-    server *s = L->srv;
-    engine_t *e = srv_engine_new(s, term);
-    store_load_stats st = {0};
-    token_list tl = {0};
-    void *keys = rkeys_load_new();
-    /* first the time the store kept: the clock never runs behind it, so that
-     * deadlines stored by an earlier run keep their meaning (SEMANTICS.md) */
-    void *crons = cron_load_new();
-    int64_t known = 0;
-    int rc = store_clock_read(L->st, &known);
-    if (rc == 0) srv_clock_at_least(s, known);
-    if (rc == 0) rc = store_load_first(L->st, e, srv_now(s), &st); /* the rest: load_rest.c */
-    if (rc == 0) rc = store_load_tokens(L->st, collect_token, &tl);
-    if (rc == 0) rc = store_load_schedules(L->st, cron_collect, crons);
-    if (rc == 0)
-        rc =
-            store_load_requests(L->st, srv_now(s) - s->cfg.request_key_ttl_ms, rkeys_collect, keys);
+    int rc = 0;
+    void *loaded = L->hooks.load(L->srv, term, &rc);
     if (rc)
         log_event(LOG_WARN, "leader", "loading term %llu failed: %s", (unsigned long long)term,
                   store_errmsg(L->st));
     pthread_mutex_lock(&L->mu);
     L->loading = false;
     if (rc == 0 && L->leading == term) {
-        engine_destroy(L->loaded);
-        tokens_free(L->tokens, L->ntokens);
-        rkeys_load_free(L->rkeys);
-        cron_load_free(L->crons);
-        L->crons = crons;
-        crons = NULL;
-        L->loaded = e;
+        drop_loaded(L);
+        L->loaded = loaded;
         L->loaded_term = term;
-        L->loaded_stats = st;
-        L->tokens = tl.v;
-        L->ntokens = tl.n;
-        L->rkeys = keys;
-        e = NULL;
-        keys = NULL;
-        tl = (token_list){0};
+        loaded = NULL;
     } else {
         L->load_failed = rc != 0;
     }
     pthread_mutex_unlock(&L->mu);
-    engine_destroy(e);
-    tokens_free(tl.v, tl.n);
-    rkeys_load_free(keys);
-    cron_load_free(crons);
+    if (loaded) L->hooks.load_free(loaded);
     poke(L->news_fd);
     poke(L->wake_fd);
     return NULL;
@@ -370,73 +325,53 @@ static void *lead_main(void *arg)
 
 /* ---- the loop's side ------------------------------------------------------------------------- */
 
+void lead_take_news(server *s, lead_news *n)
+{
+    lead *L = s->lead.thread;
+    drain(L->news_fd);
+    pthread_mutex_lock(&L->mu);
+    n->leading = L->leading;
+    n->loaded = NULL;
+    if (L->loaded && L->loaded_term == n->leading) {
+        n->loaded = L->loaded;
+        L->loaded = NULL;
+    } else {
+        drop_loaded(L);
+    }
+    store_leader known = L->known;
+    n->inbox = L->inbox_news;
+    L->inbox_news = false;
+    snprintf(n->why, sizeof n->why, "%s", L->why);
+    pthread_mutex_unlock(&L->mu);
+    n->other = known.node[0] && strcmp(known.node, L->node) != 0 && known.expires_in_ms > 0;
+}
+
 static void on_news(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
     (void)what;
     server *s = arg;
-    lead *L = s->lead;
-    drain(L->news_fd);
-    pthread_mutex_lock(&L->mu);
-    uint64_t leading = L->leading;
-    engine_t *e = NULL;
-    store_load_stats st = L->loaded_stats;
-    store_token *tokens = NULL;
-    size_t ntokens = 0;
-    void *keys = NULL, *crons = NULL;
-    if (L->loaded && L->loaded_term == leading) {
-        e = L->loaded;
-        crons = L->crons;
-        L->crons = NULL;
-        tokens = L->tokens;
-        ntokens = L->ntokens;
-        keys = L->rkeys;
-        L->tokens = NULL;
-        L->ntokens = 0;
-        L->rkeys = NULL;
-    } else {
-        engine_destroy(L->loaded);
-    }
-    L->loaded = NULL;
-    store_leader known = L->known;
-    bool inbox = L->inbox_news;
-    L->inbox_news = false;
-    char why[300];
-    snprintf(why, sizeof why, "%s", L->why);
-    pthread_mutex_unlock(&L->mu);
-
-    bool other = known.node[0] && strcmp(known.node, L->node) != 0 && known.expires_in_ms > 0;
-    if (e) {
-        srv_install(s, e, leading, &st, tokens, ntokens, rkeys_from_load(keys), crons);
-        tokens_free(tokens, ntokens);
-    } else if (s->leading && leading != s->term) {
-        if (!leading && other)
-            srv_step_down(s, "another server leads");
-        else if (!s->resyncing)
-            srv_detach(s, leading ? "reloading under a new term" : why);
-    }
-    /* what applications' transactions committed: now, and after a new term */
-    if (inbox || e) srv_ingest_kick(s);
+    s->lead.thread->hooks.news(s);
 }
 
 void lead_reload(server *s)
 {
-    lead *L = s->lead;
+    lead *L = s->lead.thread;
     pthread_mutex_lock(&L->mu);
     L->want_reload = true;
-    L->reload_from = s->term;
+    L->reload_from = s->lead.term;
     pthread_mutex_unlock(&L->mu);
     poke(L->wake_fd);
 }
 
 void lead_recheck(server *s)
 {
-    poke(s->lead->wake_fd);
+    poke(s->lead.thread->wake_fd);
 }
 
 bool lead_leader(server *s, char *url, size_t len)
 {
-    lead *L = s->lead;
+    lead *L = s->lead.thread;
     pthread_mutex_lock(&L->mu);
     bool known = L->known.node[0] && strcmp(L->known.node, L->node) != 0 &&
                  L->known.expires_in_ms > 0 && L->known.advertise[0];
@@ -447,12 +382,12 @@ bool lead_leader(server *s, char *url, size_t len)
 
 const char *lead_node(const server *s)
 {
-    return s->lead->node;
+    return s->lead.thread->node;
 }
 
 const char *lead_advertise(const server *s)
 {
-    return s->lead->advertise;
+    return s->lead.thread->advertise;
 }
 
 /* ---- start and stop ----------------------------------------------------------------------------
@@ -470,8 +405,8 @@ static void advertise_url(lead *L, const server *s, const char *host)
     }
     bool wildcard = !strcmp(host, "0.0.0.0") || !strcmp(host, "::") || !*host;
     const char *h = wildcard ? L->host : host;
-    snprintf(L->advertise, sizeof L->advertise, strchr(h, ':') ? "http://[%s]:%d" : "http://%s:%d",
-             h, s->port);
+    snprintf(L->advertise, sizeof L->advertise, strchr(h, ':') ? "%s://[%s]:%d" : "%s://%s:%d",
+             s->tls ? "https" : "http", h, s->port);
 }
 
 void lead_node_name(char *out, size_t len)
@@ -486,12 +421,13 @@ void lead_node_name(char *out, size_t len)
         snprintf(out + 2 * i, 3, "%02x", rnd[i]);
 }
 
-int lead_start(server *s, const char *node, const char *listen_host)
+int lead_open(server *s, const char *node, const char *listen_host, const lead_hooks *hooks)
 {
     lead *L = xcalloc(1, sizeof(*L));
-    s->lead = L;
+    s->lead.thread = L;
     L->srv = s;
     L->st = s->st;
+    L->hooks = *hooks;
     L->wake_fd = L->news_fd = -1;
     pthread_mutex_init(&L->mu, NULL);
     snprintf(L->node, sizeof L->node, "%s", node);
@@ -513,35 +449,24 @@ int lead_start(server *s, const char *node, const char *listen_host)
         log_event(LOG_ERROR, "leader", "cannot watch the leadership thread");
         return -1;
     }
-    /* The first campaign before serving, so that a server that can lead
-     * answers its first request as the leader. */
+    return 0;
+}
+
+/* The first campaign before serving, so that a server that can lead
+ * answers its first request as the leader. */
+bool lead_campaign_first(server *s)
+{
+    lead *L = s->lead.thread;
     bool quiet = false;
-    if (campaign(L, &quiet)) {
-        pthread_join(L->loader, NULL);
-        L->loader_on = false;
-        on_news(-1, 0, s);
-        if (!s->leading) {
-            log_event(LOG_ERROR, "store", "loading failed: %s", store_errmsg(s->st));
-            return -1;
-        }
-        if (s->admin_token_refused) return -1;
-    } else {
-        /* a standby authenticates its own endpoints with the tokens as they
-         * are now (the leader it may become loads them again) */
-        token_list tl = {0};
-        int rc = store_load_tokens(s->st, collect_token, &tl);
-        srv_merge_tokens(s, tl.v, tl.n);
-        tokens_free(tl.v, tl.n);
-        if (rc != 0 || srv_ensure_admin_token(s) != 0) {
-            if (rc) log_event(LOG_ERROR, "store", "loading tokens: %s", store_errmsg(s->st));
-            return -1;
-        }
-        on_news(-1, 0, s);
-        char url[256];
-        bool known = lead_leader(s, url, sizeof url);
-        log_event(LOG_INFO, "leader", "standby (node %s); the leader is %s", L->node,
-                  known ? url : "not known yet");
-    }
+    if (!campaign(L, &quiet)) return false;
+    pthread_join(L->loader, NULL);
+    L->loader_on = false;
+    return true;
+}
+
+int lead_run(server *s)
+{
+    lead *L = s->lead.thread;
     int e = pthread_create(&L->thread, NULL, lead_main, L);
     if (e != 0) {
         log_event(LOG_ERROR, "leader", "cannot start the leadership thread: %s", strerror(e));
@@ -553,7 +478,7 @@ int lead_start(server *s, const char *node, const char *listen_host)
 
 void lead_stop(server *s, bool resign)
 {
-    lead *L = s->lead;
+    lead *L = s->lead.thread;
     if (!L) return;
     if (L->thread_on) {
         pthread_mutex_lock(&L->mu);
@@ -571,17 +496,14 @@ void lead_stop(server *s, bool resign)
 
 void lead_free(server *s)
 {
-    lead *L = s->lead;
+    lead *L = s->lead.thread;
     if (!L) return;
     lead_stop(s, false);
     if (L->news_ev) event_free(L->news_ev);
     if (L->wake_fd >= 0) close(L->wake_fd);
     if (L->news_fd >= 0) close(L->news_fd);
-    engine_destroy(L->loaded);
-    tokens_free(L->tokens, L->ntokens);
-    rkeys_load_free(L->rkeys);
-    cron_load_free(L->crons);
+    drop_loaded(L);
     pthread_mutex_destroy(&L->mu);
     free(L);
-    s->lead = NULL;
+    s->lead.thread = NULL;
 }

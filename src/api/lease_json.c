@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 /* A lease's jobs in its answer: a list of objects ("jobs"), or, when the
  * worker asked for "columns", one list per field (json_fields.c). */
-#include "internal.h"
+#include "lease_json.h"
+
+#include "json_fields.h"
 
 static void put_id(jbuf *b, const void *p)
 {
@@ -134,6 +136,16 @@ static void put_callback(jbuf *b, const void *p)
     const engine_job_info *j = p;
     jb_str(b, engine_callback_name(j->batch_role - 1));
 }
+static bool has_steps(const void *p)
+{
+    const engine_job_info *j = p;
+    return j->n_steps;
+}
+static void put_steps(jbuf *b, const void *p)
+{
+    const engine_job_info *j = p;
+    jb_int(b, j->n_steps);
+}
 static void put_attempt(jbuf *b, const void *p)
 {
     const engine_job_info *j = p;
@@ -173,6 +185,7 @@ static const api_field fields[] = {
     {"parents", has_parents, put_parents},
     {"batch", has_batch, put_batch},
     {"batch_callback", has_callback, put_callback},
+    {"steps", has_steps, put_steps},
     {"attempt", NULL, put_attempt},
     {"max_attempts", NULL, put_max_attempts},
     {"run_at", NULL, put_run_at},

@@ -12,9 +12,19 @@
  * for before the last is put in.  A plain row changes only once its job is
  * in memory (nothing else acts on it), and a row whose job is in memory
  * already (made or taken in meanwhile) is passed over. */
-#include "internal.h"
+#include "load_rest.h"
+
+#include "api.h"
+#include "clock.h"
+#include "commit.h"
+#include "server.h"
+#include "tick.h"
+
+#include "base/xalloc.h"
 
 #include <event2/event.h>
+#include <stdlib.h>
+#include <string.h>
 
 #define PAGE 5000
 
@@ -56,7 +66,7 @@ static void release_parked(server *s)
         req->on_abort = NULL;
         req->user = NULL;
         free(p);
-        srv_on_request(s, req);
+        l->again(s, req);
         p = next;
     }
 }
@@ -67,7 +77,7 @@ static void on_page(void *ctx, int rc, const store_rows *rows)
 {
     server *s = ctx;
     load_rest_state *l = &s->load_rest;
-    if (!l->active || !s->leading || s->term != l->term) return; /* another engine now */
+    if (!l->active || !s->lead.leading || s->lead.term != l->term) return; /* another engine now */
     if (rc != 0) {
         log_event(LOG_WARN, "load", "reading plain jobs failed (%s); trying again",
                   store_errmsg(s->st));
@@ -77,7 +87,7 @@ static void on_page(void *ctx, int rc, const store_rows *rows)
     bool last = rows->n < PAGE;
     if (!last) {
         const engine_job_info *r = &rows->jobs[rows->n - 1];
-        l->after = (store_rest_cursor){-(int64_t)r->priority, r->run_at, r->id};
+        l->after = store_rest_after(r);
         ask_page(s); /* read the next page while this one goes in */
     }
     int64_t now = srv_now(s);
@@ -108,7 +118,12 @@ static void ask_now(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     server *s = arg;
-    store_load_rest(s->st, s->load_rest.after, PAGE, on_page, s);
+    /* args come along while at most half the args budget is taken; past
+     * that they stay in the store and are read back ahead of need */
+    engine_args_stats as;
+    engine_args_usage(s->e, &as);
+    bool with_args = !as.budget || as.inline_bytes < as.budget / 2;
+    store_load_rest(s->st, s->load_rest.after, PAGE, with_args, on_page, s);
 }
 
 /* The next page; tests may space them (TENQ_TEST_LOAD_REST_DELAY_MS), to
@@ -132,7 +147,7 @@ void srv_load_rest_start(server *s)
 {
     load_rest_state *l = &s->load_rest;
     l->active = true;
-    l->term = s->term;
+    l->term = s->lead.term;
     l->after = STORE_REST_START;
     l->loaded = 0;
     l->started_ms = srv_now(s);
@@ -140,22 +155,22 @@ void srv_load_rest_start(server *s)
 }
 
 /* Whether the request needs jobs a load may not have brought in. */
-static bool needs_all_jobs(server *s, http_req *req, const route *rt, const char **args)
+static bool needs_all_jobs(server *s, http_req *req, int needs, const char **args)
 {
-    if (rt->fn == h_jobs_bulk) return true; /* acts on every job a filter matches */
-    if (rt->fn == h_cancel) {               /* a job not in memory may be one not in yet */
+    if (needs & LOAD_ALL) return true; /* acts on every job a filter matches */
+    if (needs & LOAD_JOB) {            /* a job not in memory may be one not in yet */
         uint64_t id = strtoull(args[0], NULL, 10);
         return !id || !engine_find(s->e, id);
     }
-    if (rt->fn == h_submit || rt->fn == h_batch_create || rt->fn == h_batch_add)
+    if (needs & LOAD_DEPS)
         return req->body && memmem(req->body, req->body_len, "depends_on", 10) != NULL;
     return false;
 }
 
-bool srv_load_rest_park(server *s, http_req *req, const route *rt, const char **args)
+bool srv_load_rest_park(server *s, http_req *req, int needs, const char **args)
 {
     load_rest_state *l = &s->load_rest;
-    if (!l->active || !needs_all_jobs(s, req, rt, args)) return false;
+    if (!l->active || !needs || !needs_all_jobs(s, req, needs, args)) return false;
     parked *p = xcalloc(1, sizeof(*p));
     p->s = s;
     p->req = req;

@@ -12,10 +12,21 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-struct server;
-struct route;
+typedef struct server server;
 
 typedef struct parked parked;
+
+/* What a route needs of the jobs a load brings in (the route table's
+ * flags, router.c): every job (a bulk action); the job its path names, when
+ * that one is not in memory (a cancel); the jobs its body names as parents,
+ * when it names any (a submit with depends_on). */
+#define LOAD_ALL  0x200
+#define LOAD_JOB  0x400
+#define LOAD_DEPS 0x800
+
+/* Runs a parked request again, from the top (the router's srv_on_request,
+ * registered at start: server.c). */
+typedef void (*load_rest_again)(void *ctx, http_req *req);
 
 typedef struct load_rest_state {
     bool active;             /* plain jobs are still being brought in */
@@ -26,16 +37,17 @@ typedef struct load_rest_state {
     double last_seconds;     /* how long the last one took */
     parked *parked, *last;   /* requests waiting for it to end */
     uint64_t parked_total;
+    load_rest_again again;
 } load_rest_state;
 
 /* Begins bringing in the plain jobs of the engine just installed. */
-void srv_load_rest_start(struct server *s);
+void srv_load_rest_start(server *s);
 /* While the load goes on, a request that needs jobs it may not have
- * brought in yet (a submit naming depends_on, a cancel of a job not in
- * memory, a bulk action) waits for its end: true when req was parked (it
- * runs again, from the top, once the load ends). */
-bool srv_load_rest_park(struct server *s, http_req *req, const struct route *rt, const char **args);
+ * brought in yet (needs: its route's LOAD_* bits; args: its path's
+ * segments) waits for its end: true when req was parked (it runs again,
+ * from the top, once the load ends). */
+bool srv_load_rest_park(server *s, http_req *req, int needs, const char **args);
 /* The leadership ended: parked requests are answered (307 or 503). */
-void srv_load_rest_stop(struct server *s);
+void srv_load_rest_stop(server *s);
 
 #endif

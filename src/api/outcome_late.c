@@ -21,7 +21,18 @@
  * A batch of outcomes writes a placeholder (null) for each such outcome in
  * its results; late_resolve reads the rows and puts each answer in its
  * place before the caller goes on (answers, or leases). */
-#include "internal.h"
+#include "outcome_late.h"
+
+#include "commit.h"
+#include "read_ctx.h"
+#include "reply.h"
+#include "server.h"
+
+#include "base/xalloc.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 enum { LATE_ACK, LATE_FAIL, LATE_CALL /* a start or heartbeat */ };
 
@@ -122,8 +133,8 @@ static int decide(const late_item *it, const principal *who, int rc, const store
 }
 
 typedef struct late_ctx {
+    read_ctx held; /* the request, while the rows are read */
     server *srv;
-    http_req *req; /* NULL once the client left */
     principal who;
     late_set *ls;
     char *text; /* the results with placeholders; NULL: a single outcome */
@@ -136,12 +147,6 @@ typedef struct late_read {
     late_ctx *lc;
     size_t i;
 } late_read;
-
-static void late_abort(http_req *req)
-{
-    late_ctx *lc = req->user;
-    lc->req = NULL;
-}
 
 /* The results' text with every placeholder replaced by its answer. */
 static char *splice(const char *text, const late_set *ls)
@@ -164,8 +169,7 @@ static char *splice(const char *text, const late_set *ls)
 
 static void finish(late_ctx *lc)
 {
-    http_req *req = lc->req;
-    if (req) req->on_abort = NULL;
+    http_req *req = read_ctx_take(&lc->held);
     char *text = req && lc->text ? splice(lc->text, lc->ls) : NULL;
     lc->done(lc->srv, req, text, lc->ctx);
     free(lc->text);
@@ -183,10 +187,8 @@ static void on_late_row(void *ctx, int rc, const store_rows *rows)
     char msg[256];
     int drc = decide(it, &lc->who, rc, rows, &state, msg, sizeof msg);
     if (!lc->text) { /* a single outcome: its own answer */
-        http_req *req = lc->req;
+        http_req *req = read_ctx_take(&lc->held);
         if (req && drc) {
-            req->on_abort = NULL;
-            lc->req = NULL;
             reply_error(req, drc, drc == TENQ_ECONFLICT ? "token" : "id", "%s", msg);
         } else if (req) {
             jbuf b;
@@ -195,8 +197,6 @@ static void on_late_row(void *ctx, int rc, const store_rows *rows)
             jb_kint(&b, "id", (long long)it->id);
             jb_kstr(&b, "state", state);
             jb_obj_end(&b);
-            req->on_abort = NULL;
-            lc->req = NULL;
             reply_json(req, 200, &b);
         }
     } else {
@@ -224,14 +224,12 @@ static void on_late_row(void *ctx, int rc, const store_rows *rows)
 static void late_committed(server *s, http_req *req, void *ctx, int rc)
 {
     late_ctx *lc = ctx;
-    lc->req = rc == 0 ? req : NULL;
-    if (!lc->req) { /* the client left, or the commit failed (answered already) */
+    if (!req || rc != 0) { /* the client left, or the commit failed (answered already) */
         lc->left = 0;
         finish(lc);
         return;
     }
-    req->user = lc;
-    req->on_abort = late_abort;
+    read_ctx_hold(&lc->held, req);
     lc->left = lc->ls->n;
     for (size_t i = 0; i < lc->ls->n; i++) {
         late_read *r = xcalloc(1, sizeof(*r));

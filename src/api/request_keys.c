@@ -16,13 +16,24 @@
  * Unlike a job's idempotency_key (one record a job, kept a day), this costs
  * one row and a few dozen bytes of memory a request, whatever the batch,
  * for minutes: every tenq library sends one with every submit. */
-#include "internal.h"
+#include "request_keys.h"
+
+#include "clock.h"
+#include "commit.h"
+#include "read_ctx.h"
+#include "reply.h"
+#include "request_read.h"
+#include "server.h"
+#include "submit_json.h"
 
 #include "base/hash.h"
+#include "base/xalloc.h"
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
+typedef struct rkey rkey;
 struct rkey {
     uint64_t hash, fingerprint;
     int64_t created_at;
@@ -198,28 +209,25 @@ static bool key_valid(const char *k)
 }
 
 typedef struct replay_ctx {
+    read_ctx held; /* the request, while its first answer is read */
     server *srv;
-    http_req *req; /* NULL once the client left */
     principal who;
-    const char **args;
+    const char **args; /* argv's: the path's {} segments, copied (the router's are its own) */
+    char *argv[4];
+    rkey_again again; /* the handler, when the request is to be made anew */
     char *scope, *key;
     uint64_t fingerprint;
 } replay_ctx;
 
-static void replay_abort(http_req *req)
-{
-    replay_ctx *c = req->user;
-    c->req = NULL;
-}
-
-static replay_ctx *replay_new(server *s, http_req *req, const principal *who, const char **args,
+static replay_ctx *replay_new(server *s, const principal *who, const char **args, rkey_again again,
                               const rkey_ctx *k)
 {
     replay_ctx *c = xcalloc(1, sizeof(*c));
     c->srv = s;
-    c->req = req;
     c->who = *who;
-    c->args = args;
+    for (int i = 0; i < 4 && args && args[i]; i++) c->argv[i] = xstrdup(args[i]);
+    c->args = (const char **)c->argv;
+    c->again = again;
     c->scope = xstrdup(k->scope);
     c->key = xstrdup(k->key);
     c->fingerprint = k->fingerprint;
@@ -228,17 +236,10 @@ static replay_ctx *replay_new(server *s, http_req *req, const principal *who, co
 
 static void replay_free(replay_ctx *c)
 {
+    for (int i = 0; i < 4; i++) free(c->argv[i]);
     free(c->scope);
     free(c->key);
     free(c);
-}
-
-static http_req *replay_take(replay_ctx *c)
-{
-    http_req *req = c->req;
-    if (req) req->on_abort = NULL;
-    c->req = NULL;
-    return req;
 }
 
 #define RANGE_TAG "range " /* a stored answer kept as an rkey_range (never JSON) */
@@ -273,13 +274,13 @@ static char *unpack_answer(const char *answer, size_t *len)
 static void on_answer(void *ctx, int rc, const store_request_key *r)
 {
     replay_ctx *c = ctx;
-    http_req *req = replay_take(c);
+    http_req *req = read_ctx_take(&c->held);
     if (!req) {
     } else if (rc != 0) {
         reply_error(req, rc, NULL, "reading the request's first answer failed: %s",
                     store_errmsg(c->srv->st));
     } else if (!r) { /* kept no more (its TTL passed meanwhile): a new request */
-        h_submit(c->srv, req, &c->who, c->args);
+        c->again(c->srv, req, &c->who, c->args);
     } else {
         size_t len = 0;
         char *whole = unpack_answer(r->answer, &len);
@@ -290,10 +291,9 @@ static void on_answer(void *ctx, int rc, const store_request_key *r)
     replay_free(c);
 }
 
-static void replay(replay_ctx *c)
+static void replay(replay_ctx *c, http_req *req)
 {
-    c->req->user = c;
-    c->req->on_abort = replay_abort;
+    read_ctx_hold(&c->held, req);
     store_get_request(c->srv->st, c->scope, c->key, on_answer, c);
 }
 
@@ -301,20 +301,20 @@ static void replay(replay_ctx *c)
 static void after_first(server *s, http_req *req, void *ctx, int rc)
 {
     replay_ctx *c = ctx;
-    c->req = rc == 0 ? req : NULL;
-    rkey *k = c->req ? rkey_find(s->rkeys, c->scope, c->key) : NULL;
-    if (!c->req) {
+    if (rc != 0) req = NULL; /* answered already */
+    rkey *k = req ? rkey_find(s->rkeys, c->scope, c->key) : NULL;
+    if (!req) {
         replay_free(c);
     } else if (!k) { /* the first failed: this one is the request now */
-        h_submit(s, req, &c->who, c->args);
+        c->again(s, req, &c->who, c->args);
         replay_free(c);
     } else {
-        replay(c);
+        replay(c, req);
     }
 }
 
 bool srv_request_key_begin(server *s, http_req *req, const principal *who, const char **args,
-                           rkey_ctx *out)
+                           rkey_again again, rkey_ctx *out)
 {
     memset(out, 0, sizeof(*out));
     const char *key = http_header_get(req, "idempotency-key");
@@ -335,11 +335,11 @@ bool srv_request_key_begin(server *s, http_req *req, const principal *who, const
                     "this Idempotency-Key was sent with another request");
         return false;
     }
-    replay_ctx *c = replay_new(s, req, who, args, out);
+    replay_ctx *c = replay_new(s, who, args, again, out);
     if (k->pending)
         srv_after_commit(s, req, after_first, c);
     else
-        replay(c);
+        replay(c, req);
     return false;
 }
 
@@ -386,7 +386,7 @@ void srv_request_key_reply(server *s, http_req *req, const rkey_ctx *k, int stat
                  engine_state_name(range->state), range->columns ? " columns" : "");
     store_request_key row = {k->scope, k->key, k->fingerprint, status, range ? packed : r->body,
                              now};
-    store_batch_request(s->batch, &row);
+    store_batch_request(s->commit.batch, &row);
     rkey_add(s->rkeys, k->scope, k->key, k->fingerprint, now)->pending = true;
     srv_after_commit(s, req, keyed_committed, r);
 }

@@ -3,8 +3,15 @@
  * outcomes) read whole before anything is applied: pure functions over the
  * request's text or its jansson tree, so that the handlers (api_jobs.c,
  * api_work.c) only apply what was read, and tests and fuzzers (tests/fuzz)
- * call the readers alone.  See internal.h. */
-#include "internal.h"
+ * call the readers alone.  See request_read.h. */
+#include "request_read.h"
+
+#include "request.h"
+
+#include "base/xalloc.h"
+
+#include <stdlib.h>
+#include <string.h>
 
 /* ---- submits ------------------------------------------------------------------------------ */
 

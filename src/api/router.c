@@ -1,13 +1,27 @@
 // SPDX-License-Identifier: Apache-2.0
-/* Routing: the route table, the path matcher, authentication and roles, a
- * standby's redirect; the error replies every handler uses. */
-#include "internal.h"
+/* Routing: the route table (who may use a route, whether the audit log
+ * records it, whether it waits for the jobs a load brings in), the path
+ * matcher, authentication and roles, a standby's redirect. */
+#include "router.h"
 
-#include <stdarg.h>
+#include "audit.h"
+#include "handlers.h"
+#include "load_rest.h"
+#include "reply.h"
+#include "request.h"
+#include "server.h"
+#include "serving.h"
+#include "tick.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
 /* ---- routes -------------------------------------------------------------------- */
 
 /* Each route with the query parameters it takes and whether it reads a
- * body (internal.h, route).  ANY_QUERY is for the dashboard's pages, which
+ * body (router.h, route).  ANY_QUERY is for the dashboard's pages, which
  * a browser opens with whatever query a link carries (a tracking tag), and
  * for liveness and readiness, which must never fail a probe while the
  * process answers (a probe configured with a query would restart it); they
@@ -15,49 +29,67 @@
  * (EveryRoute): every route is called with what it does not take. */
 #define ANY_QUERY NULL
 static const route routes[] = {
-    {"POST", "/v1/jobs", h_submit, ROLE_ADMIN | ROLE_TENANT, "", BODY_JSON},
+    {"POST", "/v1/jobs", h_submit, ROLE_ADMIN | ROLE_TENANT | LOAD_DEPS, "", BODY_JSON},
     {"GET", "/v1/jobs", h_list_jobs, ROLE_ADMIN | ROLE_TENANT,
      "tenant queue type state key args after_id limit", BODY_NONE},
-    {"POST", "/v1/jobs/bulk", h_jobs_bulk, ROLE_ADMIN | ROLE_TENANT, "", BODY_JSON},
+    {"POST", "/v1/jobs/bulk", h_jobs_bulk, ROLE_ADMIN | ROLE_TENANT | ROUTE_AUDIT | LOAD_ALL, "",
+     BODY_JSON},
     {"GET", "/v1/jobs/{}", h_get_job, ROLES_ALL, "", BODY_NONE},
     {"GET", "/v1/jobs/{}/wait", h_wait_job, ROLE_ADMIN | ROLE_TENANT, "timeout_ms", BODY_NONE},
     {"GET", "/v1/jobs/{}/attempts", h_job_attempts, ROLES_ALL, "", BODY_NONE},
     {"GET", "/v1/jobs/{}/parents", h_job_parents, ROLES_ALL, "", BODY_NONE},
-    {"POST", "/v1/jobs/{}/cancel", h_cancel, ROLE_ADMIN | ROLE_TENANT, "", BODY_NONE},
+    {"POST", "/v1/jobs/{}/cancel", h_cancel, ROLE_ADMIN | ROLE_TENANT | ROUTE_AUDIT | LOAD_JOB, "",
+     BODY_NONE},
+    {"GET", "/v1/jobs/{}/steps", h_job_steps, ROLES_ALL, "", BODY_NONE},
+    {"POST", "/v1/jobs/{}/steps", h_step, ROLE_ADMIN | ROLE_WORKER, "", BODY_JSON},
+    {"POST", "/v1/steps", h_steps_batch, ROLE_ADMIN | ROLE_WORKER, "", BODY_JSON},
     {"POST", "/v1/lease", h_lease, ROLE_ADMIN | ROLE_WORKER, "", BODY_JSON},
     {"POST", "/v1/jobs/{}/start", h_start, ROLE_ADMIN | ROLE_WORKER, "", BODY_JSON},
     {"POST", "/v1/jobs/{}/heartbeat", h_heartbeat, ROLE_ADMIN | ROLE_WORKER, "", BODY_JSON},
     {"POST", "/v1/jobs/{}/ack", h_ack, ROLE_ADMIN | ROLE_WORKER, "", BODY_JSON},
     {"POST", "/v1/jobs/{}/fail", h_fail, ROLE_ADMIN | ROLE_WORKER, "", BODY_JSON},
     {"POST", "/v1/outcomes", h_outcomes, ROLE_ADMIN | ROLE_WORKER, "", BODY_JSON},
+    {"POST", "/v1/events", h_event_send, ROLE_ADMIN | ROLE_TENANT, "", BODY_JSON},
     {"GET", "/v1/settings", h_settings, ROLES_ALL, "", BODY_NONE},
+    {"GET", "/v1/spec", h_spec, ROLES_ALL, "", BODY_NONE},
     {"GET", "/v1/tenants", h_tenants, ROLE_ADMIN | ROLE_TENANT, "", BODY_NONE},
     {"GET", "/v1/tenants/{}", h_tenant_get, ROLE_ADMIN | ROLE_TENANT, "", BODY_NONE},
-    {"PUT", "/v1/tenants/{}", h_tenant_put, ROLE_ADMIN, "", BODY_JSON},
+    {"PUT", "/v1/tenants/{}", h_tenant_put, ROLE_ADMIN | ROUTE_AUDIT, "", BODY_JSON},
     {"GET", "/v1/queues", h_queues, ROLES_ALL, "", BODY_NONE},
     {"GET", "/v1/queues/{}", h_queue_get, ROLES_ALL, "", BODY_NONE},
-    {"PUT", "/v1/queues/{}", h_queue_put, ROLE_ADMIN, "", BODY_JSON},
-    {"POST", "/v1/queues/{}/pause", h_queue_pause, ROLE_ADMIN | ROLE_TENANT, "", BODY_JSON},
-    {"POST", "/v1/queues/{}/resume", h_queue_resume, ROLE_ADMIN | ROLE_TENANT, "", BODY_JSON},
+    {"PUT", "/v1/queues/{}", h_queue_put, ROLE_ADMIN | ROUTE_AUDIT, "", BODY_JSON},
+    {"POST", "/v1/queues/{}/pause", h_queue_pause, ROLE_ADMIN | ROLE_TENANT | ROUTE_AUDIT, "",
+     BODY_JSON},
+    {"POST", "/v1/queues/{}/resume", h_queue_resume, ROLE_ADMIN | ROLE_TENANT | ROUTE_AUDIT, "",
+     BODY_JSON},
     {"GET", "/v1/schedules", h_schedules, ROLE_ADMIN | ROLE_TENANT, "tenant runs", BODY_NONE},
     {"GET", "/v1/schedules/{}", h_schedule_get, ROLE_ADMIN | ROLE_TENANT, "", BODY_NONE},
-    {"PUT", "/v1/schedules/{}", h_schedule_put, ROLE_ADMIN | ROLE_TENANT, "", BODY_JSON},
-    {"DELETE", "/v1/schedules/{}", h_schedule_delete, ROLE_ADMIN | ROLE_TENANT, "", BODY_NONE},
-    {"POST", "/v1/schedules/{}/pause", h_schedule_pause, ROLE_ADMIN | ROLE_TENANT, "", BODY_NONE},
-    {"POST", "/v1/schedules/{}/resume", h_schedule_resume, ROLE_ADMIN | ROLE_TENANT, "", BODY_NONE},
-    {"POST", "/v1/batches", h_batch_create, ROLE_ADMIN | ROLE_TENANT, "", BODY_JSON},
+    {"PUT", "/v1/schedules/{}", h_schedule_put, ROLE_ADMIN | ROLE_TENANT | ROUTE_AUDIT, "",
+     BODY_JSON},
+    {"DELETE", "/v1/schedules/{}", h_schedule_delete, ROLE_ADMIN | ROLE_TENANT | ROUTE_AUDIT, "",
+     BODY_NONE},
+    {"POST", "/v1/schedules/{}/pause", h_schedule_pause, ROLE_ADMIN | ROLE_TENANT | ROUTE_AUDIT, "",
+     BODY_NONE},
+    {"POST", "/v1/schedules/{}/resume", h_schedule_resume, ROLE_ADMIN | ROLE_TENANT | ROUTE_AUDIT,
+     "", BODY_NONE},
+    {"POST", "/v1/batches", h_batch_create, ROLE_ADMIN | ROLE_TENANT | LOAD_DEPS, "", BODY_JSON},
     {"GET", "/v1/batches", h_batches, ROLE_ADMIN | ROLE_TENANT, "tenant limit before", BODY_NONE},
     {"GET", "/v1/batches/{}", h_batch_get, ROLE_ADMIN | ROLE_TENANT, "", BODY_NONE},
-    {"POST", "/v1/batches/{}/jobs", h_batch_add, ROLE_ADMIN | ROLE_TENANT, "", BODY_JSON},
+    {"POST", "/v1/batches/{}/jobs", h_batch_add, ROLE_ADMIN | ROLE_TENANT | LOAD_DEPS, "",
+     BODY_JSON},
     {"GET", "/v1/morgue", h_morgue, ROLE_ADMIN | ROLE_TENANT, "tenant queue type sort limit after",
      BODY_NONE},
-    {"POST", "/v1/morgue/requeue", h_morgue_requeue_where, ROLE_ADMIN | ROLE_TENANT, "", BODY_JSON},
-    {"POST", "/v1/morgue/delete", h_morgue_delete_where, ROLE_ADMIN | ROLE_TENANT, "", BODY_JSON},
-    {"POST", "/v1/morgue/{}/requeue", h_morgue_requeue, ROLE_ADMIN | ROLE_TENANT, "", BODY_NONE},
-    {"DELETE", "/v1/morgue/{}", h_morgue_delete, ROLE_ADMIN | ROLE_TENANT, "", BODY_NONE},
+    {"POST", "/v1/morgue/requeue", h_morgue_requeue_where, ROLE_ADMIN | ROLE_TENANT | ROUTE_AUDIT,
+     "", BODY_JSON},
+    {"POST", "/v1/morgue/delete", h_morgue_delete_where, ROLE_ADMIN | ROLE_TENANT | ROUTE_AUDIT, "",
+     BODY_JSON},
+    {"POST", "/v1/morgue/{}/requeue", h_morgue_requeue, ROLE_ADMIN | ROLE_TENANT | ROUTE_AUDIT, "",
+     BODY_NONE},
+    {"DELETE", "/v1/morgue/{}", h_morgue_delete, ROLE_ADMIN | ROLE_TENANT | ROUTE_AUDIT, "",
+     BODY_NONE},
     {"GET", "/v1/tokens", h_tokens, ROLE_ADMIN, "", BODY_NONE},
-    {"POST", "/v1/tokens", h_token_create, ROLE_ADMIN, "", BODY_JSON},
-    {"DELETE", "/v1/tokens/{}", h_token_revoke, ROLE_ADMIN, "", BODY_NONE},
+    {"POST", "/v1/tokens", h_token_create, ROLE_ADMIN | ROUTE_AUDIT, "", BODY_JSON},
+    {"DELETE", "/v1/tokens/{}", h_token_revoke, ROLE_ADMIN | ROUTE_AUDIT, "", BODY_NONE},
     {"GET", "/v1/stats", h_stats, ROLES_ALL, "", BODY_NONE},
     {"GET", "/v1/stats/history", h_stats_history, ROLE_ADMIN, "", BODY_NONE},
     {"GET", "/v1/workers", h_workers, ROLE_ADMIN, "", BODY_NONE},
@@ -67,6 +99,8 @@ static const route routes[] = {
     {"PUT", "/v1/key-settings", h_key_setting_put, ROLE_ADMIN, "", BODY_JSON},
     {"DELETE", "/v1/key-settings", h_key_setting_delete, ROLE_ADMIN, "tenant key", BODY_NONE},
     {"GET", "/v1/whoami", h_whoami, ROLES_ALL, "", BODY_NONE},
+    {"GET", "/v1/audit", h_audit, ROLE_ADMIN | ROLE_TENANT,
+     "limit before token_id since until tenant method path", BODY_NONE},
     {"GET", "/metrics", h_metrics, ROLE_ADMIN, "", BODY_NONE},
     {"GET", "/healthz", h_healthz, 0, ANY_QUERY, BODY_NONE},
     {"GET", "/readyz", h_readyz, 0, ANY_QUERY, BODY_NONE},
@@ -112,55 +146,6 @@ static bool match(const char *pattern, const char *path, char *buf, size_t blen,
         args[i] = buf + at[i];
     }
     return true;
-}
-
-/* ---- replies --------------------------------------------------------------------- */
-
-void reply_json(http_req *req, int status, jbuf *b)
-{
-    size_t len;
-    char *body = jb_take(b, &len);
-    http_reply(req, status, "application/json", NULL, body, len);
-    free(body);
-}
-
-static void error_body(jbuf *b, int err, const char *field, const char *msg)
-{
-    jb_obj(b);
-    jb_key(b, "error");
-    jb_obj(b);
-    jb_kstr(b, "code", tenq_err_word(err));
-    jb_kstr(b, "message", msg);
-    if (field) jb_kstr(b, "field", field);
-    jb_obj_end(b);
-    jb_obj_end(b);
-}
-
-void reply_error(http_req *req, int err, const char *field, const char *fmt, ...)
-{
-    char msg[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    jbuf b;
-    jb_init(&b);
-    error_body(&b, err, field, msg);
-    int status = tenq_err_http_status(err);
-    if (status == 429) { /* quota_exceeded, overloaded: come back (admit.h) */
-        size_t len;
-        char *body = jb_take(&b, &len), hdr[48];
-        snprintf(hdr, sizeof hdr, "Retry-After: %d\r\n", ADMIT_RETRY_AFTER_S);
-        http_reply(req, status, "application/json", hdr, body, len);
-        free(body);
-        return;
-    }
-    reply_json(req, status, &b);
-}
-
-void reply_engine_err(http_req *req, const engine_err *err)
-{
-    reply_error(req, err->code, err->field, "%s", err->message);
 }
 
 /* ---- what a route does not read ------------------------------------------------------------ */
@@ -244,7 +229,7 @@ static bool no_body_ok(http_req *req, const route *rt)
 void srv_on_request(void *ctx, http_req *req)
 {
     server *s = ctx;
-    s->n_requests++;
+    s->router.requests++;
     char buf[1024];
     const char *args[MAX_ARGS] = {0};
     const route *rt = NULL;
@@ -260,7 +245,7 @@ void srv_on_request(void *ctx, http_req *req)
         }
     }
     if (!rt) {
-        s->n_errors++;
+        s->router.errors++;
         if (path_known) {
             char body[512];
             int n = snprintf(body, sizeof body,
@@ -275,45 +260,66 @@ void srv_on_request(void *ctx, http_req *req)
     }
     /* A standby has no jobs: the leader answers (every route but health,
      * readiness and metrics, which are this server's own). */
-    if (!s->leading && rt->fn != h_healthz && rt->fn != h_readyz && rt->fn != h_metrics) {
+    if (!s->lead.leading && rt->fn != h_healthz && rt->fn != h_readyz && rt->fn != h_metrics) {
         srv_not_leader(s, req);
         return;
     }
-    principal who = {ROLE_ADMIN, NULL};
+    principal who = {.role = ROLE_ADMIN};
     /* Tokens are required once any exists, and always off loopback (revoking
      * the last token must not open the server to the network). */
     if (rt->roles && (s->auth.by_hash.len > 0 || s->open_network)) {
         const char *h = http_header_get(req, "authorization");
-        if (!h || strncasecmp(h, "Bearer ", 7) != 0) {
-            s->n_errors++;
+        const token *t = NULL;
+        if (h && strncasecmp(h, "Bearer ", 7) == 0) {
+            t = auth_find_secret(&s->auth, h + 7);
+            if (!t) {
+                s->router.errors++;
+                reply_error(req, TENQ_EUNAUTHENTICATED, NULL, "unknown or revoked token");
+                return;
+            }
+        } else if (req->peer_cert) {
+            /* mutual TLS: the certificate names the token it stands for */
+            char why[200];
+            t = auth_find_cert(&s->auth, req->peer_cert, why, sizeof why);
+            if (!t) {
+                s->router.errors++;
+                reply_error(req, TENQ_EUNAUTHENTICATED, NULL, "%s", why);
+                return;
+            }
+        } else {
+            s->router.errors++;
             reply_error(req, TENQ_EUNAUTHENTICATED, NULL,
                         "this server needs a token: Authorization: Bearer <token>");
             return;
         }
-        const token *t = auth_find_secret(&s->auth, h + 7);
-        if (!t) {
-            s->n_errors++;
-            reply_error(req, TENQ_EUNAUTHENTICATED, NULL, "unknown or revoked token");
-            return;
-        }
-        who.role = t->role;
         who.tok = t;
-        if (!(rt->roles & t->role)) {
-            s->n_errors++;
+        who.role = t->role;
+        if (t->role == ROLE_VIEWER) {
+            /* reads what an admin, or its tenant, reads; changes nothing */
+            who.role = t->tenant[0] ? ROLE_TENANT : ROLE_ADMIN;
+            who.read_only = true;
+            who.hide_data = t->hide_data;
+            if (strcmp(method, "GET") != 0) {
+                s->router.errors++;
+                reply_error(req, TENQ_EFORBIDDEN, NULL,
+                            "a viewer token reads only: it may not %s %s", req->method, req->path);
+                return;
+            }
+        }
+        if (!(rt->roles & who.role)) {
+            s->router.errors++;
             reply_error(req, TENQ_EFORBIDDEN, NULL, "a %s token may not do this",
-                        t->role == ROLE_TENANT   ? "tenant"
-                        : t->role == ROLE_WORKER ? "worker"
-                                                 : "admin");
+                        auth_role_word(t->role));
             return;
         }
     }
     if (!query_ok(req, rt) || !no_body_ok(req, rt)) {
-        s->n_errors++;
+        s->router.errors++;
         return;
     }
     bool mutating = strcmp(method, "GET") != 0;
     if (mutating && (s->stopping || !srv_serving(s))) {
-        if (s->stopping || s->resyncing)
+        if (s->stopping || s->lead.resyncing)
             reply_error(req, TENQ_EUNAVAILABLE, NULL,
                         s->stopping ? "the server is stopping" : "the store failed; reloading");
         else
@@ -321,7 +327,10 @@ void srv_on_request(void *ctx, http_req *req)
                         "this server's leadership is not certain now; try again");
         return;
     }
-    if (srv_load_rest_park(s, req, rt, args)) return; /* runs again once the load is done */
+    /* runs again once the load is done */
+    if (srv_load_rest_park(s, req, rt->roles & (LOAD_ALL | LOAD_JOB | LOAD_DEPS), args)) return;
+    if (rt->roles & ROUTE_AUDIT) srv_audit_begin(s, req, &who);
     rt->fn(s, req, &who, args);
+    srv_audit_end(s);
     srv_rearm_tick(s);
 }

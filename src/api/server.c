@@ -1,82 +1,43 @@
 // SPDX-License-Identifier: Apache-2.0
-/* tenq serve: start-up and stop, the engine's clock and its timers (ticks).
- * The rest of the loop: router.c (requests), commit.c (answers after commit),
- * waiters.c (long polls), lead.c and lead_loop.c (the leadership). */
-#include "internal.h"
+/* tenq serve: start-up and stop (api_serve, api.h), the top of src/api: it
+ * makes the server (server.h) and each subsystem's state, and registers the
+ * calls that go up the layers (commit_hooks, load_rest_again).  The rest of
+ * the loop: router.c (requests), commit.c (answers after commit), tick.c
+ * (the engine's timers), waiters.c (long polls), lead.c and lead_loop.c
+ * (the leadership). */
+#include "server.h"
 
-#include "base/clock.h"
+#include "admit.h"
+#include "api.h"
+#include "auth.h"
+#include "clock.h"
+#include "commit.h"
+#include "cron.h"
+#include "ingest.h"
+#include "lead.h"
+#include "lead_loop.h"
+#include "load_rest.h"
+#include "rates.h"
+#include "request_keys.h"
+#include "router.h"
+#include "term_load.h"
+#include "tick.h"
+#include "tls.h"
+#include "waiters.h"
+#include "workers.h"
+
+#include "base/xalloc.h"
 
 #include <event2/event.h>
 #include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
-/* ---- time ------------------------------------------------------------------
- * The engine's clock is the wall clock at start-up advanced by the monotonic
- * clock: a jump of the wall clock neither fires scheduled work early nor
- * expires leases early.  It never runs behind the time the store kept
- * (srv_clock_at_least, at each load): deadlines stored by an earlier run
- * stay on that run's clock when the wall clock went back meanwhile
- * (docs/SEMANTICS.md, "The clock"). */
-
-int64_t srv_now(server *s)
-{
-    return __atomic_load_n(&s->wall0_ms, __ATOMIC_RELAXED) + (tq_mono_ns() - s->mono0_ns) / 1000000;
-}
-
-void srv_clock_at_least(server *s, int64_t known)
-{
-    int64_t behind = known - srv_now(s);
-    if (behind <= 0) return;
-    __atomic_add_fetch(&s->wall0_ms, behind, __ATOMIC_RELAXED);
-    store_set_clock(s->st, __atomic_load_n(&s->wall0_ms, __ATOMIC_RELAXED), s->mono0_ns);
-    log_event(LOG_WARN, "clock",
-              "the wall clock is %lld ms behind the time the store last knew: it went back "
-              "while no server ran; this server's clock goes on from the store's",
-              (long long)behind);
-}
-
-/* ---- ticks --------------------------------------------------------------------------- */
-
-void srv_rearm_tick(server *s)
-{
-    srv_args_read_ahead(s); /* what the turn moved to the front (args_read.c) */
-    int64_t next = engine_next_timer(s->e);
-    if (next == INT64_MAX) {
-        if (s->tick_at) event_del(s->tick_ev);
-        s->tick_at = 0;
-        return;
-    }
-    if (s->tick_at && s->tick_at <= next && event_pending(s->tick_ev, EV_TIMEOUT, NULL)) return;
-    int64_t delay = next - srv_now(s);
-    if (delay < 0) delay = 0;
-    struct timeval tv = {(time_t)(delay / 1000), (suseconds_t)((delay % 1000) * 1000)};
-    event_add(s->tick_ev, &tv);
-    s->tick_at = next;
-}
-
-static void on_tick(evutil_socket_t fd, short what, void *arg)
-{
-    (void)fd;
-    (void)what;
-    server *s = arg;
-    s->tick_at = 0;
-    if (srv_serving(s)) {
-        engine_tick(s->e, srv_now(s));
-        srv_collect(s);
-    }
-    srv_rearm_tick(s);
-}
-
 /* ---- stopping ---------------------------------------------------------------------------------
  */
-
-void srv_maybe_finish_stop(server *s)
-{
-    if (!s->stopping) return;
-    if (s->inflight || s->cur || store_batch_ops(s->batch) > 0) return;
-    event_base_loopexit(s->base, NULL);
-}
 
 static void on_signal(evutil_socket_t sig, short what, void *arg)
 {
@@ -90,12 +51,31 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
     log_event(LOG_INFO, "stop", "signal=%d: no new connections; finishing what is in flight",
               (int)sig);
     http_server_stop_accepting(s->http);
-    /* long polls answer now */
-    while (s->lwait) srv_lease_waiter_end(s, s->lwait);
+    srv_end_lease_waiters(s);          /* long polls answer now */
     srv_load_rest_stop(s);             /* parked requests are told the server stops */
     srv_write_late_rows(s, INT64_MAX); /* a clean stop keeps every lease */
     srv_flush_now(s);
     srv_maybe_finish_stop(s);
+}
+
+/* SIGHUP: the certificate and key (and client CAs) read again; open
+ * connections go on with what they were made with. */
+static void on_hup(evutil_socket_t sig, short what, void *arg)
+{
+    (void)sig;
+    (void)what;
+    server *s = arg;
+    char err[1024], desc[512];
+    if (!s->tls) {
+        log_event(LOG_INFO, "tls", "SIGHUP: nothing to reload (no --tls-cert)");
+        return;
+    }
+    if (tls_server_reload(s->tls, err, sizeof err) != 0) {
+        log_event(LOG_ERROR, "tls", "SIGHUP: kept the certificate in use: %s", err);
+        return;
+    }
+    tls_server_describe(s->tls, desc, sizeof desc);
+    log_event(LOG_INFO, "tls", "SIGHUP: reloaded; new connections get the %s", desc);
 }
 
 static void on_linger(evutil_socket_t fd, short what, void *arg)
@@ -115,10 +95,10 @@ static void on_linger(evutil_socket_t fd, short what, void *arg)
  * refused before it reaches a handler. */
 static void linger(server *s)
 {
-    s->leading = false;
+    s->lead.leading = false;
     srv_end_job_waiters(s);
-    event_del(s->tick_ev);
-    event_del(s->sample_ev);
+    srv_tick_stop(s);
+    event_del(s->rates.sample_ev);
     srv_ingest_stop(s);
     srv_commit_timers_off(s);
     if (s->cfg.stop_linger_ms <= 0 || http_server_connections(s->http) == 0) return;
@@ -145,11 +125,11 @@ int api_serve(const api_config *cfg)
     server *s = xcalloc(1, sizeof(*s));
     s->cfg = *cfg;
     int rc = 1;
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    s->wall0_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-    s->mono0_ns = tq_mono_ns();
+    srv_clock_start(s);
     auth_init(&s->auth);
+    /* the calls up the layers, to the layer that answers them */
+    s->commit.hooks = (commit_hooks){srv_wake_leases, srv_jobs_finished, srv_step_down};
+    s->load_rest.again = srv_on_request;
 
     char host[256];
     int port = 7070;
@@ -170,6 +150,21 @@ int api_serve(const api_config *cfg)
         log_event(LOG_ERROR, "auth", "TENQ_ADMIN_TOKEN must be at least 16 characters");
         goto out;
     }
+    char err[1024];
+    /* the certificate before anything else: a bad one is told first */
+    if (*cfg->tls_cert) {
+        if (cfg->allow_plaintext) {
+            log_event(LOG_ERROR, "listen",
+                      "--allow-plaintext with --tls-cert: this server speaks TLS only; give one");
+            goto out;
+        }
+        tls_config tc = {cfg->tls_cert, cfg->tls_key, cfg->tls_client_ca,
+                         !strcmp(cfg->tls_client_auth, "require"), cfg->tls_ciphers};
+        if (tls_server_new(&tc, &s->tls, err, sizeof err) != 0) {
+            log_event(LOG_ERROR, "tls", "%s", err);
+            goto out;
+        }
+    }
     /* this start's name in the store (lead.c makes it; the store's
      * connections carry it from the first) */
     char node[24];
@@ -186,12 +181,12 @@ int api_serve(const api_config *cfg)
     so.elect = true;
     so.node = node;
     so.request_key_ttl_ms = cfg->request_key_ttl_ms;
-    char err[512];
+    so.audit_ttl_ms = cfg->audit_retention_ms;
     if (store_open(cfg->store, &so, &s->st, err, sizeof err) != 0) {
         log_event(LOG_ERROR, "store", "%s", err);
         goto out;
     }
-    store_set_clock(s->st, s->wall0_ms, s->mono0_ns);
+    store_set_clock(s->st, s->clock.wall0_ms, s->clock.mono0_ns);
     if (cfg->data_dir_used) log_event(LOG_INFO, "data", "data-dir=%s", cfg->data_dir);
     log_event(LOG_INFO, "store", "backend=%s at=%s sync=%s writer=%s", store_backend(s->st),
               store_where(s->st),
@@ -210,7 +205,7 @@ int api_serve(const api_config *cfg)
     }
     s->e = srv_engine_new(s, 0); /* until this server leads */
     s->rkeys = rkeys_new();
-    s->batch = store_batch_new();
+    s->commit.batch = store_batch_new();
 
     s->base = event_base_new();
     if (!s->base) {
@@ -234,22 +229,23 @@ int api_serve(const api_config *cfg)
         log_event(LOG_ERROR, "listen", "cannot make the HTTP server");
         goto out;
     }
+    if (s->tls) http_server_set_tls(s->http, s->tls);
     s->port = http_server_listen(s->http, host, port, err, sizeof err);
     if (s->port < 0) {
         log_event(LOG_ERROR, "listen", "%s", err);
         goto out;
     }
-    s->tick_ev = evtimer_new(s->base, on_tick, s);
+    int ticks = srv_tick_start(s);
     s->sig_term = evsignal_new(s->base, SIGTERM, on_signal, s);
     s->sig_int = evsignal_new(s->base, SIGINT, on_signal, s);
-    if (srv_commit_start(s) != 0 || api_rates_start(s) != 0 || srv_ingest_start(s) != 0 ||
-        srv_cron_start(s) != 0 || !s->tick_ev || !s->sig_term || !s->sig_int ||
+    if (srv_commit_start(s) != 0 || srv_rates_start(s) != 0 || srv_ingest_start(s) != 0 ||
+        srv_cron_start(s) != 0 || ticks != 0 || !s->sig_term || !s->sig_int ||
         evsignal_add(s->sig_term, NULL) != 0 || evsignal_add(s->sig_int, NULL) != 0) {
         log_event(LOG_ERROR, "listen", "cannot set up the event loop's events");
         goto out;
     }
     /* Leads, or stands by: loads the jobs and tokens when it leads. */
-    if (lead_start(s, node, host) != 0) goto out;
+    if (srv_lead_start(s, node, host) != 0) goto out;
     s->open_network = !loopback(host) && !cfg->allow_open_network;
     if (s->auth.by_hash.len == 0 && s->open_network) {
         log_event(LOG_ERROR, "auth",
@@ -259,9 +255,31 @@ int api_serve(const api_config *cfg)
                   host);
         goto out;
     }
+    /* SIGHUP reloads (systemctl reload): never the signal's default, an exit */
+    s->sig_hup = evsignal_new(s->base, SIGHUP, on_hup, s);
+    if (!s->sig_hup || evsignal_add(s->sig_hup, NULL) != 0) {
+        log_event(LOG_ERROR, "listen", "cannot set up the event loop's events");
+        goto out;
+    }
+    if (s->tls) {
+        char desc[512];
+        tls_server_describe(s->tls, desc, sizeof desc);
+        log_event(LOG_INFO, "tls", "https with the %s (SIGHUP reloads it)", desc);
+    } else if (!loopback(host) && cfg->allow_plaintext) {
+        log_event(LOG_INFO, "listen",
+                  "plain HTTP beyond loopback (--allow-plaintext): a proxy in front is to "
+                  "terminate TLS, and only it should reach %s:%d",
+                  host, s->port);
+    } else if (!loopback(host)) {
+        log_event(LOG_WARN, "listen",
+                  "PLAINTEXT: listening on %s:%d without TLS: tokens, job arguments and "
+                  "results cross the network unencrypted. Give --tls-cert and --tls-key, or "
+                  "--allow-plaintext when a proxy in front terminates TLS",
+                  host, s->port);
+    }
     srv_rearm_tick(s);
-    log_event(LOG_INFO, "listen", "listening on %s:%d (auth: %s)", host, s->port,
-              s->auth.by_hash.len ? "tokens" : "none, loopback only");
+    log_event(LOG_INFO, "listen", "listening on %s:%d (%s; auth: %s)", host, s->port,
+              s->tls ? "https" : "http", s->auth.by_hash.len ? "tokens" : "none, loopback only");
     printf("tenq: listening on %s:%d\n", host, s->port);
     fflush(stdout);
     if (*cfg->port_file) {
@@ -289,17 +307,19 @@ out:
     engine_destroy(s->e);
     admit_free(&s->admit);
     rkeys_free(s->rkeys);
-    store_batch_free(s->batch);
+    store_batch_free(s->commit.batch);
     rates_free(s);
     workers_free(s);
     auth_free(&s->auth);
     srv_ingest_free(s);
     srv_cron_free(s);
     srv_commit_free(s);
-    if (s->tick_ev) event_free(s->tick_ev);
-    if (s->sample_ev) event_free(s->sample_ev);
+    srv_tick_free(s);
+    if (s->rates.sample_ev) event_free(s->rates.sample_ev);
     if (s->sig_term) event_free(s->sig_term);
     if (s->sig_int) event_free(s->sig_int);
+    if (s->sig_hup) event_free(s->sig_hup);
+    tls_server_free(s->tls); /* after the connections made from it */
     if (s->base) event_base_free(s->base);
     free(s);
     return rc;

@@ -3,7 +3,11 @@
  * duplicate or merged (and replayed), or why it was refused.  A batch
  * answers a list of objects ("jobs"), or, when the request asked for
  * "columns", one list per field (json_fields.c). */
-#include "internal.h"
+#include "submit_json.h"
+
+#include "json_fields.h"
+
+#include "tenq/errors.h"
 
 static bool made(const void *p)
 {

@@ -2,21 +2,32 @@
 /* Workers as the server sees them: each name a lease came from, when it
  * last asked and for which queues, how many jobs it was handed; and, from
  * the engine, the jobs it holds now.  GET /v1/workers. */
-#include "internal.h"
+#include "workers.h"
+
+#include "clock.h"
+#include "handlers.h"
+#include "jbuf.h"
+#include "reply.h"
+#include "server.h"
 
 #include "base/hash.h"
+#include "base/xalloc.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #define WORKERS_MAX      10000
 #define WORKER_FORGET_MS (3600 * 1000) /* not seen for an hour, nothing in hand */
 
-struct worker_seen {
+typedef struct worker_seen {
     uint64_t hash;
     char *name;
     char queues[256]; /* as the last lease named them, comma-separated */
     int64_t first_seen, last_seen;
     uint64_t leased_total;
     uint32_t in_hand; /* counted for an answer */
-};
+} worker_seen;
 
 static const hash_key wkey = {0x776f726b, 0x657273};
 
@@ -28,13 +39,13 @@ static bool seen_eq(const void *item, const void *key)
 static worker_seen *find(server *s, const char *name, bool create)
 {
     uint64_t h = hash_bytes(&wkey, name, strlen(name));
-    worker_seen *w = htab_find(&s->workers, h, seen_eq, name);
-    if (w || !create || s->workers.len >= WORKERS_MAX) return w;
+    worker_seen *w = htab_find(&s->workers.by_name, h, seen_eq, name);
+    if (w || !create || s->workers.by_name.len >= WORKERS_MAX) return w;
     w = xcalloc(1, sizeof(*w));
     w->hash = h;
     w->name = xstrdup(name);
     w->first_seen = srv_now(s);
-    htab_insert(&s->workers, h, w);
+    htab_insert(&s->workers.by_name, h, w);
     return w;
 }
 
@@ -74,11 +85,11 @@ void h_workers(server *s, http_req *req, const principal *who, const char **args
 {
     (void)who;
     (void)args;
-    size_t cap = htab_cap(&s->workers), n = 0;
+    size_t cap = htab_cap(&s->workers.by_name), n = 0;
     worker_seen **v = xmalloc((cap + 1) * sizeof(*v));
     for (size_t i = 0; i < cap; i++)
-        if (s->workers.slots[i].item) {
-            v[n] = s->workers.slots[i].item;
+        if (s->workers.by_name.slots[i].item) {
+            v[n] = s->workers.by_name.slots[i].item;
             v[n++]->in_hand = 0;
         }
     engine_foreach_leased(s->e, count_in_hand, s);
@@ -87,7 +98,7 @@ void h_workers(server *s, http_req *req, const principal *who, const char **args
     for (size_t i = 0; i < n; i++) {
         worker_seen *w = v[i];
         if (w->in_hand == 0 && now - w->last_seen > WORKER_FORGET_MS) {
-            htab_remove(&s->workers, w->hash, w);
+            htab_remove(&s->workers.by_name, w->hash, w);
             free(w->name);
             free(w);
         } else {
@@ -118,11 +129,11 @@ void h_workers(server *s, http_req *req, const principal *who, const char **args
 
 void workers_free(server *s)
 {
-    for (size_t i = 0; i < htab_cap(&s->workers); i++) {
-        worker_seen *w = s->workers.slots[i].item;
+    for (size_t i = 0; i < htab_cap(&s->workers.by_name); i++) {
+        worker_seen *w = s->workers.by_name.slots[i].item;
         if (!w) continue;
         free(w->name);
         free(w);
     }
-    htab_free(&s->workers);
+    htab_free(&s->workers.by_name);
 }

@@ -48,15 +48,16 @@ static void cell_slots(cli_table *t, const json_t *o, const char *key, const cha
         cell_field(t, o, key);
 }
 
-/* The counts the server sends (docs/API.md), as columns: one list for the
- * headers and the cells of every table that shows them, so that the two
- * cannot disagree.  tests/cli/test_cli.py checks that every state the
- * server's engine counts has its column. */
+/* The counts the server sends (docs/API.md), as columns: the LIVE states
+ * of tenq/states.h, for the headers and the cells of every table that shows
+ * them. */
 static const struct {
     const char *key, *head;
-} count_cols[] = {{"ready", "READY"},     {"scheduled", "SCHEDULED"}, {"blocked", "BLOCKED"},
-                  {"waiting", "WAITING"}, {"leased", "LEASED"},       {"running", "RUNNING"},
-                  {"dead", "DEAD"}};
+} count_cols[] = {
+#define COUNT_COL_(name, word, abi, kind, finished, help) TENQ_STATE_IF_LIVE(kind, {#word, #name}, )
+    TENQ_STATE_TABLE(COUNT_COL_)
+#undef COUNT_COL_
+};
 #define N_COUNT_COLS (sizeof count_cols / sizeof count_cols[0])
 #define MAX_COLS     24
 
@@ -533,6 +534,7 @@ int cmd_health(cli *c, int argc, char **argv)
     for (size_t i = 0; i < n; i++) {
         tenq_options o;
         tenq_options_init(&o);
+        cli_options(c, &o);
         o.servers = &servers[i];
         o.nservers = 1;
         o.connect_timeout_ms = (int)timeout_ms;

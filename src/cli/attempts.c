@@ -13,10 +13,8 @@ static void attempt_row(cli_table *t, const json_t *a)
     cli_fmt_time(json_is_integer(l) ? json_integer_value(l) : 0, leased, sizeof leased);
     if (json_is_integer(l) && json_is_integer(f))
         cli_fmt_duration(json_integer_value(f) - json_integer_value(l), took, sizeof took);
-    const char *e = json_string_value(json_object_get(a, "error"));
-    snprintf(error, sizeof error, "%s", e ? e : "-");
+    cli_fmt_cut(error, sizeof error, json_string_value(json_object_get(a, "error")));
     error[strcspn(error, "\r\n")] = 0;
-    if (e && strlen(e) >= sizeof error - 1) memcpy(error + sizeof error - 4, "...", 4);
     cli_table_cell(t, "%lld", (long long)json_integer_value(json_object_get(a, "attempt")));
     cli_table_cell(t, "%s", cli_str(a, "outcome"));
     cli_table_cell(t, "%s", cli_str(a, "job_state"));
@@ -35,32 +33,8 @@ int cmd_attempts(cli *c, int argc, char **argv)
         "became of the job, the worker, when it was leased, how long it took, its\n"
         "error.  --json prints the server's answer, stats included.",
         NULL, 1, 1};
-    char *pos[CLI_MAX_POS];
-    int np, rc = cli_parse(c, &spec, argc, argv, pos, &np);
-    if (rc) return rc == CLI_HELP ? CLI_OK : rc;
-    uint64_t id;
-    if (!cli_id(c, pos[0], &id)) return CLI_USAGE;
-    char path[64];
-    snprintf(path, sizeof path, "/v1/jobs/%llu/attempts", (unsigned long long)id);
-    json_t *a;
-    if ((rc = cli_call(c, "GET", path, NULL, &a)) != 0) return rc;
-    json_t *list = json_object_get(a, "attempts");
-    if (c->json) {
-        cli_print_answer(c);
-    } else if (json_array_size(list) == 0) {
-        printf("job %llu is %s and has had no attempt\n", (unsigned long long)id,
-               cli_str(a, "state"));
-    } else {
-        static const char *const head[] = {"ATTEMPT", "OUTCOME", "JOB",  "WORKER",
-                                           "LEASED",  "TOOK",    "ERROR"};
-        cli_table t;
-        cli_table_init(&t, "rllllrl", head);
-        size_t i;
-        json_t *x;
-        json_array_foreach(list, i, x) attempt_row(&t, x);
-        cli_table_print(&t, stdout);
-        cli_table_free(&t);
-    }
-    json_decref(a);
-    return 0;
+    static const char *const head[] = {"ATTEMPT", "OUTCOME", "JOB",  "WORKER",
+                                       "LEASED",  "TOOK",    "ERROR"};
+    static const cli_job_list what = {"attempts", "rllllrl", head, attempt_row, "had no attempt"};
+    return cli_show_job_list(c, &spec, &what, argc, argv);
 }

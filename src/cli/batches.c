@@ -165,13 +165,10 @@ static int batch_add(cli *c, int argc, char **argv)
                            "Adds jobs to an open batch, from stdin, one JSON object per line\n"
                            "(at most 10,000).  A closed batch refuses them (batch_closed).",
                            opts, 1, 1};
-    char *pos[CLI_MAX_POS];
-    int np, rc = cli_parse(c, &spec, argc, argv, pos, &np);
-    if (rc) return rc == CLI_HELP ? CLI_OK : rc;
     uint64_t id;
-    if (!cli_id(c, pos[0], &id)) return CLI_USAGE;
     char path[64];
-    snprintf(path, sizeof path, "/v1/batches/%llu/jobs", (unsigned long long)id);
+    int rc = cli_parse_id(c, &spec, argc, argv, "/v1/batches/", "/jobs", &id, path, sizeof path);
+    if (rc) return rc == CLI_HELP ? CLI_OK : rc;
     return post_jobs(c, json_object(), path, "batch");
 }
 
@@ -182,13 +179,10 @@ static int batch_show(cli *c, int argc, char **argv)
                            "Shows a batch: open or closed, its progress, its jobs by state and\n"
                            "the jobs its callbacks made.",
                            opts, 1, 1};
-    char *pos[CLI_MAX_POS];
-    int np, rc = cli_parse(c, &spec, argc, argv, pos, &np);
-    if (rc) return rc == CLI_HELP ? CLI_OK : rc;
     uint64_t id;
-    if (!cli_id(c, pos[0], &id)) return CLI_USAGE;
     char path[64];
-    snprintf(path, sizeof path, "/v1/batches/%llu", (unsigned long long)id);
+    int rc = cli_parse_id(c, &spec, argc, argv, "/v1/batches/", "", &id, path, sizeof path);
+    if (rc) return rc == CLI_HELP ? CLI_OK : rc;
     json_t *a;
     if ((rc = cli_call(c, "GET", path, NULL, &a)) != 0) return rc;
     if (c->json)
@@ -199,8 +193,27 @@ static int batch_show(cli *c, int argc, char **argv)
     return 0;
 }
 
+/* A batch as a row: id, tenant, status, its jobs, those pending and dead,
+ * when it was made. */
+static void batch_row(cli_table *t, const json_t *o)
+{
+    char created[64];
+    cli_fmt_time(json_integer_value(json_object_get(o, "created_at")), created, sizeof created);
+    cli_table_cell(t, "%lld", (long long)json_integer_value(json_object_get(o, "id")));
+    cli_table_cell(t, "%s", cli_str(o, "tenant"));
+    cli_table_cell(t, "%s", cli_str(o, "status"));
+    cli_table_cell(t, "%lld", (long long)json_integer_value(json_object_get(o, "total")));
+    cli_table_cell(t, "%lld", (long long)json_integer_value(json_object_get(o, "pending")));
+    cli_table_cell(
+        t, "%lld",
+        (long long)json_integer_value(json_object_get(json_object_get(o, "counts"), "dead")));
+    cli_table_cell(t, "%s", created);
+}
+
 static int batch_ls(cli *c, int argc, char **argv)
 {
+    static const char *const head[] = {"BATCH",   "TENANT", "STATUS", "TOTAL",
+                                       "PENDING", "DEAD",   "CREATED"};
     const char *tenant = NULL, *limit = NULL;
     const cli_opt opts[] = {{"tenant", "NAME", "only this tenant's batches", &tenant, NULL},
                             {"limit", "N", "at most N (default 100)", &limit, NULL},
@@ -218,33 +231,8 @@ static int batch_ls(cli *c, int argc, char **argv)
     json_t *list = json_object_get(a, "batches");
     if (c->json) {
         cli_print_answer(c);
-    } else if (json_array_size(list) == 0) {
+    } else if (!cli_print_rows(list, "rllrrrl", head, batch_row)) {
         printf("no batches\n");
-    } else {
-        static const char *const head[] = {"BATCH",   "TENANT", "STATUS", "TOTAL",
-                                           "PENDING", "DEAD",   "CREATED"};
-        cli_table t;
-        cli_table_init(&t, "rllrrrl", head);
-        size_t i;
-        json_t *o;
-        json_array_foreach(list, i, o)
-        {
-            char created[64];
-            cli_fmt_time(json_integer_value(json_object_get(o, "created_at")), created,
-                         sizeof created);
-            cli_table_cell(&t, "%lld", (long long)json_integer_value(json_object_get(o, "id")));
-            cli_table_cell(&t, "%s", cli_str(o, "tenant"));
-            cli_table_cell(&t, "%s", cli_str(o, "status"));
-            cli_table_cell(&t, "%lld", (long long)json_integer_value(json_object_get(o, "total")));
-            cli_table_cell(&t, "%lld",
-                           (long long)json_integer_value(json_object_get(o, "pending")));
-            cli_table_cell(&t, "%lld",
-                           (long long)json_integer_value(
-                               json_object_get(json_object_get(o, "counts"), "dead")));
-            cli_table_cell(&t, "%s", created);
-        }
-        cli_table_print(&t, stdout);
-        cli_table_free(&t);
     }
     json_decref(a);
     return 0;

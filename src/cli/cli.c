@@ -3,6 +3,7 @@
 #include "cli/cli.h"
 
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,6 +31,20 @@ void cli_init(cli *c)
     if (env && *env) add_servers(c, env);
     const char *tok = getenv("TENQ_TOKEN");
     if (tok && *tok) c->token = tok;
+    const char *v;
+    if ((v = getenv("TENQ_CA_FILE")) && *v) c->ca_file = v;
+    if ((v = getenv("TENQ_CLIENT_CERT")) && *v) c->cert_file = v;
+    if ((v = getenv("TENQ_CLIENT_KEY")) && *v) c->key_file = v;
+}
+
+void cli_options(const cli *c, tenq_options *o)
+{
+    o->servers = c->nservers ? c->servers : NULL;
+    o->nservers = c->nservers;
+    o->token = c->token;
+    o->ca_file = c->ca_file;
+    o->cert_file = c->cert_file;
+    o->key_file = c->key_file;
 }
 
 void cli_free(cli *c)
@@ -84,6 +99,18 @@ int cli_global_flag(cli *c, int argc, char **argv, int *i)
         c->token = v;
         return 1;
     }
+    static const struct {
+        const char *name;
+        size_t off;
+    } files[] = {{"ca-file", offsetof(cli, ca_file)},
+                 {"client-cert", offsetof(cli, cert_file)},
+                 {"client-key", offsetof(cli, key_file)}};
+    for (size_t k = 0; k < sizeof files / sizeof files[0]; k++) {
+        if (!flag_is(a, files[k].name)) continue;
+        if (flag_value(c, files[k].name, argc, argv, i, &v) != 0) return CLI_USAGE;
+        *(const char **)((char *)c + files[k].off) = v;
+        return 1;
+    }
     return 0;
 }
 
@@ -107,15 +134,27 @@ static void print_help(cli *c, const cli_spec *spec)
         }
         printf("\n");
     }
-    printf("global flags:\n"
-           "  --%-*s  server base URL; repeat for failover (default: TENQ_SERVER, comma-\n"
-           "  %*s  separated, else http://127.0.0.1:7070)\n"
-           "  --%-*s  bearer token (default: TENQ_TOKEN)\n"
-           "  --%-*s  print the server's JSON answers (for scripts)\n"
+    printf("global flags:\n");
+    cli_global_help(stdout, (int)w);
+    printf("  --%-*s  print the server's JSON answers (for scripts)\n"
            "  --%-*s  this help\n",
-           (int)w, "server URL", (int)w + 2, "", (int)w, "token TOKEN", (int)w, "json", (int)w,
-           "help");
+           (int)w, "json", (int)w, "help");
     (void)c;
+}
+
+void cli_global_help(FILE *out, int w)
+{
+    fprintf(out,
+            "  --%-*s  server base URL, http:// or https://; repeat for failover (default:\n"
+            "  %*s  TENQ_SERVER, comma-separated, else http://127.0.0.1:7070)\n"
+            "  --%-*s  bearer token (default: TENQ_TOKEN)\n"
+            "  --%-*s  https: PEM file of the CAs to trust instead of the system's\n"
+            "  %*s  (default: TENQ_CA_FILE)\n"
+            "  --%-*s  https: a client certificate (PEM) for mutual TLS (default:\n"
+            "  %*s  TENQ_CLIENT_CERT)\n"
+            "  --%-*s  its private key (PEM, no passphrase; default: TENQ_CLIENT_KEY)\n",
+            w, "server URL", w + 2, "", w, "token TOKEN", w, "ca-file FILE", w + 2, "", w,
+            "client-cert FILE", w + 2, "", w, "client-key FILE");
 }
 
 int cli_parse(cli *c, const cli_spec *spec, int argc, char **argv, char **pos, int *npos)
@@ -159,6 +198,17 @@ int cli_parse(cli *c, const cli_spec *spec, int argc, char **argv, char **pos, i
     return 0;
 }
 
+int cli_parse_id(cli *c, const cli_spec *spec, int argc, char **argv, const char *prefix,
+                 const char *suffix, uint64_t *id, char *path, size_t cap)
+{
+    char *pos[CLI_MAX_POS];
+    int np, rc = cli_parse(c, spec, argc, argv, pos, &np);
+    if (rc) return rc;
+    if (!cli_id(c, pos[0], id)) return CLI_USAGE;
+    snprintf(path, cap, "%s%llu%s", prefix, (unsigned long long)*id, suffix);
+    return 0;
+}
+
 int cli_dispatch(cli *c, const char *group, const cli_cmd *table, int argc, char **argv)
 {
     int i = 1;
@@ -190,9 +240,7 @@ tenq_client *cli_client(cli *c)
     if (c->client) return c->client;
     tenq_options o;
     tenq_options_init(&o);
-    o.servers = c->nservers ? c->servers : NULL;
-    o.nservers = c->nservers;
-    o.token = c->token;
+    cli_options(c, &o);
     int rc = tenq_client_new(&o, &c->client);
     if (rc != 0) {
         if (rc == TENQ_EINVALID) {
@@ -212,20 +260,6 @@ int cli_error(cli *c, int rc)
     const char *msg = c->client ? tenq_errmsg(c->client) : "";
     fprintf(stderr, "tenq: %s: %s\n", tenq_err_word(rc), *msg ? msg : tenq_err_message(rc));
     return CLI_ERR;
-}
-
-int cli_usage(cli *c, const char *fmt, ...)
-{
-    char msg[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    if (c->cmd[0])
-        fprintf(stderr, "tenq %s: %s (see tenq %s --help)\n", c->cmd, msg, c->cmd);
-    else
-        fprintf(stderr, "tenq: %s (see tenq --help)\n", msg);
-    return CLI_USAGE;
 }
 
 int cli_call(cli *c, const char *method, const char *path, json_t *body, json_t **answer)

@@ -29,6 +29,9 @@ typedef struct cli {
     size_t ncopies;
     bool servers_from_flags; /* a --server flag replaced TENQ_SERVER */
     const char *token;       /* borrowed from argv or the environment */
+    /* https: trusted CAs, a client certificate and its key (borrowed from
+     * argv or TENQ_CA_FILE, TENQ_CLIENT_CERT, TENQ_CLIENT_KEY) */
+    const char *ca_file, *cert_file, *key_file;
     bool json;
     tenq_client *client; /* made by cli_client on first use; owned */
     char *answer;        /* the text of the last answer cli_call read; owned */
@@ -60,10 +63,16 @@ typedef struct cli_cmd {
 } cli_cmd;
 
 /* ---- cli.c ---- */
-/* Reads TENQ_SERVER and TENQ_TOKEN; flags given later override them. */
+/* Reads TENQ_SERVER, TENQ_TOKEN, TENQ_CA_FILE, TENQ_CLIENT_CERT and
+ * TENQ_CLIENT_KEY; flags given later override them. */
 void cli_init(cli *c);
 void cli_free(cli *c);
-/* Applies a global flag (--server, --token, --json) at argv[*i]; returns 1
+/* Fills the connection options every command shares (servers, token, TLS). */
+void cli_options(const cli *c, tenq_options *o);
+/* The global flags' help lines (after the command's own). */
+void cli_global_help(FILE *out, int width);
+/* Applies a global flag (--server, --token, --json, --ca-file,
+ * --client-cert, --client-key) at argv[*i]; returns 1
  * when it was one (and *i moved past its value), 0 when not, CLI_USAGE
  * after printing an error. */
 int cli_global_flag(cli *c, int argc, char **argv, int *i);
@@ -71,6 +80,12 @@ int cli_global_flag(cli *c, int argc, char **argv, int *i);
  * global flags; positional arguments go to pos (borrowed from argv).
  * Returns 0, CLI_HELP after printing help, or CLI_USAGE after an error. */
 int cli_parse(cli *c, const cli_spec *spec, int argc, char **argv, char **pos, int *npos);
+/* cli_parse for a command whose one positional argument is an ID: then
+ * *id, and path (cap bytes) made of prefix, the id and suffix
+ * ("/v1/jobs/" 42 "/steps").  Returns what cli_parse does, or CLI_USAGE
+ * after an error about the ID. */
+int cli_parse_id(cli *c, const cli_spec *spec, int argc, char **argv, const char *prefix,
+                 const char *suffix, uint64_t *id, char *path, size_t cap);
 /* Runs the row of table named by argv[1] (a group such as `tenq morgue`). */
 int cli_dispatch(cli *c, const char *group, const cli_cmd *table, int argc, char **argv);
 /* The client handle, made on first use; NULL after printing an error. */
@@ -117,6 +132,9 @@ void cli_fmt_duration(int64_t ms, char *buf, size_t n);
 const char *cli_str(const json_t *o, const char *key);
 /* o[key] as text for a table cell: numbers, strings, "-" for null. */
 void cli_fmt_field(const json_t *o, const char *key, char *buf, size_t n);
+/* text (NULL: "-") cut to fit buf; when it does not fit (n bytes or
+ * more), "..." stands for the last three bytes kept. */
+void cli_fmt_cut(char *buf, size_t n, const char *text);
 
 /* An aligned table: cells fill rows left to right. */
 typedef struct cli_table {
@@ -129,6 +147,13 @@ void cli_table_init(cli_table *t, const char *align, const char *const *header);
 void cli_table_cell(cli_table *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void cli_table_print(cli_table *t, FILE *out);
 void cli_table_free(cli_table *t);
+/* One row of a table: the cells of one element of a list. */
+typedef void (*cli_row_fn)(cli_table *t, const json_t *item);
+/* Prints list (a JSON array) as a table under header, aligned as align,
+ * a row per element made by row; false, printing nothing, when the list
+ * is empty (or not an array). */
+bool cli_print_rows(const json_t *list, const char *align, const char *const *header,
+                    cli_row_fn row);
 /* "key  value" lines, keys aligned; values of NULL are skipped. */
 void cli_kv(FILE *out, const char *key, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
@@ -137,6 +162,8 @@ void cli_kv(FILE *out, const char *key, const char *fmt, ...) __attribute__((for
 int cmd_submit(cli *c, int argc, char **argv);
 int cmd_status(cli *c, int argc, char **argv);
 int cmd_attempts(cli *c, int argc, char **argv); /* attempts.c */
+int cmd_steps(cli *c, int argc, char **argv);    /* steps.c */
+int cmd_event(cli *c, int argc, char **argv);    /* steps.c */
 int cmd_wait(cli *c, int argc, char **argv);
 int cmd_cancel(cli *c, int argc, char **argv);
 int cmd_jobs(cli *c, int argc, char **argv);
@@ -148,6 +175,7 @@ int cmd_queue(cli *c, int argc, char **argv);
 int cmd_schedule(cli *c, int argc, char **argv);
 int cmd_batch(cli *c, int argc, char **argv); /* batches.c */
 int cmd_token(cli *c, int argc, char **argv);
+int cmd_audit(cli *c, int argc, char **argv); /* audit.c */
 int cmd_health(cli *c, int argc, char **argv);
 
 int cmd_key(cli *c, int argc, char **argv); /* keys.c */
@@ -161,5 +189,17 @@ int cli_settings_set(cli *c, int argc, char **argv, const struct tq_setting *row
 
 /* Prints a job (an object of the jobs API) as aligned "key value" lines. */
 void cli_print_job(const json_t *job);
+/* A command showing one of a job's lists (jobs.c; tenq attempts, tenq
+ * steps): GET /v1/jobs/ID/<list>, then its array <list> as a table
+ * (--json: the answer), or "job ID is STATE and has <none>". */
+typedef struct cli_job_list {
+    const char *list; /* "attempts": the path's last segment and the answer's key */
+    const char *align;
+    const char *const *header;
+    cli_row_fn row;
+    const char *none; /* "had no attempt" */
+} cli_job_list;
+int cli_show_job_list(cli *c, const cli_spec *spec, const cli_job_list *what, int argc,
+                      char **argv);
 
 #endif

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-/* tenq status, wait, cancel, jobs: reading and cancelling jobs. */
+/* tenq status, wait, cancel, jobs: reading and cancelling jobs; a job's
+ * lists (tenq attempts, tenq steps). */
 #include "cli/cli.h"
 
 #include <stdlib.h>
@@ -94,6 +95,8 @@ void cli_print_job(const json_t *job)
     kv_field(job, "parents", "parents", false);
     kv_field(job, "on_parent_failure", "on_parent_failure", false);
     kv_field(job, "children", "children", false);
+    kv_field(job, "steps", "steps", false);
+    kv_field(job, "awaited_by", "awaited_by", false);
     kv_field(job, "unique_key", "unique_key", false);
     kv_field(job, "idempotency_key", "idempotency_key", false);
     kv_field(job, "error", "error", false);
@@ -202,13 +205,10 @@ int cmd_cancel(cli *c, int argc, char **argv)
         "Cancels a job.  A job not yet leased is cancelled at once; a leased or\n"
         "running one is marked, and its worker stops it at its next heartbeat.",
         NULL, 1, 1};
-    char *pos[CLI_MAX_POS];
-    int np, rc = cli_parse(c, &spec, argc, argv, pos, &np);
-    if (rc) return rc == CLI_HELP ? CLI_OK : rc;
     uint64_t id;
-    if (!cli_id(c, pos[0], &id)) return CLI_USAGE;
     char path[64];
-    snprintf(path, sizeof path, "/v1/jobs/%llu/cancel", (unsigned long long)id);
+    int rc = cli_parse_id(c, &spec, argc, argv, "/v1/jobs/", "/cancel", &id, path, sizeof path);
+    if (rc) return rc == CLI_HELP ? CLI_OK : rc;
     json_t *a;
     if ((rc = cli_call(c, "POST", path, NULL, &a)) != 0) return rc;
     if (c->json) {
@@ -228,6 +228,9 @@ int cmd_cancel(cli *c, int argc, char **argv)
 /* ---- jobs ------------------------------------------------------------------------------------ */
 
 #define PAGE_MAX 1000
+
+static const char *const job_head[] = {"ID",   "STATE", "TENANT",   "QUEUE",
+                                       "TYPE", "KEY",   "ATTEMPTS", "CREATED"};
 
 static void job_row(cli_table *t, const json_t *j)
 {
@@ -310,23 +313,33 @@ int cmd_jobs(cli *c, int argc, char **argv)
         printf("%s\n", s ? s : "");
         free(s);
         json_decref(o);
-    } else if (json_array_size(all) == 0) {
+    } else if (!cli_print_rows(all, "rllllllr", job_head, job_row)) {
         printf("no jobs\n");
-    } else {
-        static const char *const head[] = {"ID",   "STATE", "TENANT",   "QUEUE",
-                                           "TYPE", "KEY",   "ATTEMPTS", "CREATED"};
-        cli_table t;
-        cli_table_init(&t, "rllllllr", head);
-        size_t i;
-        json_t *j;
-        json_array_foreach(all, i, j) job_row(&t, j);
-        cli_table_print(&t, stdout);
-        cli_table_free(&t);
-        if (json_is_integer(next))
-            fprintf(stderr, "more: --after %lld\n", (long long)json_integer_value(next));
+    } else if (json_is_integer(next)) {
+        fprintf(stderr, "more: --after %lld\n", (long long)json_integer_value(next));
     }
 out:
     json_decref(all);
     json_decref(next);
     return rc;
+}
+
+/* ---- a job's lists: attempts, steps ---------------------------------------------------------- */
+
+int cli_show_job_list(cli *c, const cli_spec *spec, const cli_job_list *what, int argc, char **argv)
+{
+    uint64_t id;
+    char tail[32], path[64];
+    snprintf(tail, sizeof tail, "/%s", what->list);
+    int rc = cli_parse_id(c, spec, argc, argv, "/v1/jobs/", tail, &id, path, sizeof path);
+    if (rc) return rc == CLI_HELP ? CLI_OK : rc;
+    json_t *a;
+    if ((rc = cli_call(c, "GET", path, NULL, &a)) != 0) return rc;
+    if (c->json)
+        cli_print_answer(c);
+    else if (!cli_print_rows(json_object_get(a, what->list), what->align, what->header, what->row))
+        printf("job %llu is %s and has %s\n", (unsigned long long)id, cli_str(a, "state"),
+               what->none);
+    json_decref(a);
+    return 0;
 }

@@ -63,6 +63,8 @@ static const cli_cmd commands[] = {
     {"submit", cmd_submit, "submit a job, or many as JSON lines on stdin"},
     {"status", cmd_status, "show a job"},
     {"attempts", cmd_attempts, "a job's attempts: how each ended, worker, times, error"},
+    {"steps", cmd_steps, "a job's durable steps: kind, done or waiting, result"},
+    {"event", cmd_event, "events: send (the jobs waiting for its key go on)"},
     {"wait", cmd_wait, "wait for a job to finish"},
     {"cancel", cmd_cancel, "cancel a job"},
     {"jobs", cmd_jobs, "list jobs"},
@@ -75,6 +77,7 @@ static const cli_cmd commands[] = {
     {"schedule", cmd_schedule, "periodic jobs: set, ls, show, rm, pause, resume"},
     {"batch", cmd_batch, "batches of jobs with callbacks: create, add, show, ls"},
     {"token", cmd_token, "tokens: create, ls, revoke"},
+    {"audit", cmd_audit, "the audit log: who changed what, when, from where"},
     {"work", cmd_work, "run jobs: lease them and run a handler for each"},
     {"health", cmd_health, "is the server up? exit 0 when /healthz (--ready: /readyz) says so"},
     {"version", cmd_version, "the version of tenq and of its libraries"},
@@ -89,8 +92,9 @@ static void usage(FILE *out)
     for (const cli_cmd *t = commands; t->name; t++) fprintf(out, "  %-8s %s\n", t->name, t->help);
     fprintf(out, "\n'tenq <command> --help' tells more.  The server is TENQ_SERVER (comma-\n"
                  "separated URLs, tried in order) or http://127.0.0.1:7070; the token is\n"
-                 "TENQ_TOKEN.  Exit status: 0 ok, 1 error, 2 usage error (tenq wait: see its\n"
-                 "help).\n");
+                 "TENQ_TOKEN; for https, TENQ_CA_FILE, TENQ_CLIENT_CERT and TENQ_CLIENT_KEY\n"
+                 "(or --ca-file, --client-cert, --client-key).  Exit status: 0 ok, 1 error,\n"
+                 "2 usage error (tenq wait: see its help).\n");
 }
 
 int main(int argc, char **argv)

@@ -7,8 +7,27 @@
 
 #define BULK_MAX 100000 /* the server's most per request */
 
+/* A dead job as a row: id, tenant, queue, type, attempts, when it died,
+ * its error. */
+static void dead_row(cli_table *t, const json_t *o)
+{
+    char died[64], err[64];
+    cli_fmt_time(json_integer_value(json_object_get(o, "finished_at")), died, sizeof died);
+    /* errors can be long: the table keeps their start */
+    cli_fmt_cut(err, sizeof err, cli_str(o, "error"));
+    cli_table_cell(t, "%lld", (long long)json_integer_value(json_object_get(o, "id")));
+    cli_table_cell(t, "%s", cli_str(o, "tenant"));
+    cli_table_cell(t, "%s", cli_str(o, "queue"));
+    cli_table_cell(t, "%s", cli_str(o, "type"));
+    cli_table_cell(t, "%lld", (long long)json_integer_value(json_object_get(o, "attempts")));
+    cli_table_cell(t, "%s", died);
+    cli_table_cell(t, "%s", err);
+}
+
 static int morgue_ls(cli *c, int argc, char **argv)
 {
+    static const char *const head[] = {"ID",       "TENANT", "QUEUE", "TYPE",
+                                       "ATTEMPTS", "DIED",   "ERROR"};
     const char *tenant = NULL, *queue = NULL, *type = NULL, *sort = NULL, *limit = "50",
                *after = NULL;
     const cli_opt opts[] = {
@@ -41,34 +60,10 @@ static int morgue_ls(cli *c, int argc, char **argv)
     json_t *list = json_object_get(a, "jobs"), *next = json_object_get(a, "next");
     if (c->json) {
         cli_print_answer(c);
-    } else if (json_array_size(list) == 0) {
+    } else if (!cli_print_rows(list, "rllllll", head, dead_row)) {
         printf("the morgue is empty\n");
-    } else {
-        static const char *const head[] = {"ID",       "TENANT", "QUEUE", "TYPE",
-                                           "ATTEMPTS", "DIED",   "ERROR"};
-        cli_table t;
-        cli_table_init(&t, "rllllll", head);
-        size_t i;
-        json_t *o;
-        json_array_foreach(list, i, o)
-        {
-            char died[64], err[64];
-            cli_fmt_time(json_integer_value(json_object_get(o, "finished_at")), died, sizeof died);
-            /* errors can be long: the table keeps their start */
-            snprintf(err, sizeof err, "%s", cli_str(o, "error"));
-            if (strlen(cli_str(o, "error")) >= sizeof err) strcpy(err + sizeof err - 4, "...");
-            cli_table_cell(&t, "%lld", (long long)json_integer_value(json_object_get(o, "id")));
-            cli_table_cell(&t, "%s", cli_str(o, "tenant"));
-            cli_table_cell(&t, "%s", cli_str(o, "queue"));
-            cli_table_cell(&t, "%s", cli_str(o, "type"));
-            cli_table_cell(&t, "%lld",
-                           (long long)json_integer_value(json_object_get(o, "attempts")));
-            cli_table_cell(&t, "%s", died);
-            cli_table_cell(&t, "%s", err);
-        }
-        cli_table_print(&t, stdout);
-        cli_table_free(&t);
-        if (json_is_string(next)) fprintf(stderr, "more: --after %s\n", json_string_value(next));
+    } else if (json_is_string(next)) {
+        fprintf(stderr, "more: --after %s\n", json_string_value(next));
     }
     json_decref(a);
     return 0;

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-/* What the CLI prints: times, durations, aligned tables and key/value lines. */
+/* What the CLI prints: times, durations, aligned tables, key/value lines and
+ * usage errors. */
 #include "cli/cli.h"
 
 #include <ctype.h>
@@ -108,6 +109,13 @@ void cli_fmt_field(const json_t *o, const char *key, char *buf, size_t n)
     }
 }
 
+void cli_fmt_cut(char *buf, size_t n, const char *text)
+{
+    if (!text) text = "-";
+    snprintf(buf, n, "%s", text);
+    if (n >= 4 && strlen(text) >= n) memcpy(buf + n - 4, "...", 4);
+}
+
 /* ---- tables ---------------------------------------------------------------------------------- */
 
 void cli_table_init(cli_table *t, const char *align, const char *const *header)
@@ -179,6 +187,20 @@ void cli_table_free(cli_table *t)
     memset(t, 0, sizeof(*t));
 }
 
+bool cli_print_rows(const json_t *list, const char *align, const char *const *header,
+                    cli_row_fn row)
+{
+    if (json_array_size(list) == 0) return false;
+    cli_table t;
+    cli_table_init(&t, align, header);
+    size_t i;
+    json_t *x;
+    json_array_foreach(list, i, x) row(&t, x);
+    cli_table_print(&t, stdout);
+    cli_table_free(&t);
+    return true;
+}
+
 void cli_kv(FILE *out, const char *key, const char *fmt, ...)
 {
     va_list ap;
@@ -187,4 +209,18 @@ void cli_kv(FILE *out, const char *key, const char *fmt, ...)
     vfprintf(out, fmt, ap);
     fputc('\n', out);
     va_end(ap);
+}
+
+int cli_usage(cli *c, const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (c->cmd[0])
+        fprintf(stderr, "tenq %s: %s (see tenq %s --help)\n", c->cmd, msg, c->cmd);
+    else
+        fprintf(stderr, "tenq: %s (see tenq --help)\n", msg);
+    return CLI_USAGE;
 }

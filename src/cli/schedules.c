@@ -138,8 +138,32 @@ usage:
     return CLI_USAGE;
 }
 
+/* A schedule as a row: name, cron, zone, its job's tenant, queue and
+ * type, its last and next ticks, whether it is active. */
+static void schedule_row(cli_table *t, const json_t *o)
+{
+    const json_t *job = json_object_get(o, "job");
+    char last[64], next[64];
+    fmt_tick(json_object_get(o, "last_tick"), last, sizeof last);
+    fmt_tick(json_object_get(o, "next_tick"), next, sizeof next);
+    cli_table_cell(t, "%s", cli_str(o, "name"));
+    cli_table_cell(t, "%s", cli_str(o, "cron"));
+    cli_table_cell(t, "%s", cli_str(o, "timezone"));
+    cli_table_cell(t, "%s", cli_str(job, "tenant"));
+    cli_table_cell(t, "%s", cli_str(job, "queue"));
+    cli_table_cell(t, "%s", cli_str(job, "type"));
+    cli_table_cell(t, "%s", last);
+    cli_table_cell(t, "%s", next);
+    cli_table_cell(t, "%s",
+                   json_object_get(o, "last_error")             ? "error"
+                   : json_is_true(json_object_get(o, "paused")) ? "paused"
+                                                                : "active");
+}
+
 static int sched_ls(cli *c, int argc, char **argv)
 {
+    static const char *const head[] = {"NAME", "CRON",      "TIMEZONE",  "TENANT", "QUEUE",
+                                       "TYPE", "LAST TICK", "NEXT TICK", "STATE"};
     const char *tenant = NULL;
     const cli_opt opts[] = {{"tenant", "NAME", "only this tenant's schedules", &tenant, NULL},
                             {NULL, NULL, NULL, NULL, NULL}};
@@ -154,36 +178,8 @@ static int sched_ls(cli *c, int argc, char **argv)
     json_t *list = json_object_get(a, "schedules");
     if (c->json) {
         cli_print_answer(c);
-    } else if (json_array_size(list) == 0) {
+    } else if (!cli_print_rows(list, "lllllllll", head, schedule_row)) {
         printf("no schedules\n");
-    } else {
-        static const char *const head[] = {"NAME", "CRON",      "TIMEZONE",  "TENANT", "QUEUE",
-                                           "TYPE", "LAST TICK", "NEXT TICK", "STATE"};
-        cli_table t;
-        cli_table_init(&t, "lllllllll", head);
-        size_t i;
-        json_t *o;
-        json_array_foreach(list, i, o)
-        {
-            const json_t *job = json_object_get(o, "job");
-            char last[64], next[64];
-            fmt_tick(json_object_get(o, "last_tick"), last, sizeof last);
-            fmt_tick(json_object_get(o, "next_tick"), next, sizeof next);
-            cli_table_cell(&t, "%s", cli_str(o, "name"));
-            cli_table_cell(&t, "%s", cli_str(o, "cron"));
-            cli_table_cell(&t, "%s", cli_str(o, "timezone"));
-            cli_table_cell(&t, "%s", cli_str(job, "tenant"));
-            cli_table_cell(&t, "%s", cli_str(job, "queue"));
-            cli_table_cell(&t, "%s", cli_str(job, "type"));
-            cli_table_cell(&t, "%s", last);
-            cli_table_cell(&t, "%s", next);
-            cli_table_cell(&t, "%s",
-                           json_object_get(o, "last_error")             ? "error"
-                           : json_is_true(json_object_get(o, "paused")) ? "paused"
-                                                                        : "active");
-        }
-        cli_table_print(&t, stdout);
-        cli_table_free(&t);
     }
     json_decref(a);
     return 0;

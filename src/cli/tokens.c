@@ -22,13 +22,19 @@ static void queues_text(const json_t *o, char *buf, size_t n)
 static int token_create(cli *c, int argc, char **argv)
 {
     const char *role = NULL, *queues = NULL;
-    const cli_opt opts[] = {{"role", "ROLE", "admin, worker, or tenant:NAME", &role, NULL},
-                            {"queues", "A,B", "limit the token to these queues", &queues, NULL},
-                            {NULL, NULL, NULL, NULL, NULL}};
-    const cli_spec spec = {"token create --role admin|worker|tenant:NAME [--queues a,b]",
-                           "Creates a token and prints its secret on stdout (it is shown only\n"
-                           "once; the server keeps a hash).",
-                           opts, 0, 0};
+    bool hide = false;
+    const cli_opt opts[] = {
+        {"role", "ROLE", "admin, worker, tenant:NAME, viewer or viewer:NAME", &role, NULL},
+        {"queues", "A,B", "limit the token to these queues", &queues, NULL},
+        {"hide-data", NULL, "a viewer that sees jobs without their args and results", NULL, &hide},
+        {NULL, NULL, NULL, NULL, NULL}};
+    const cli_spec spec = {
+        "token create --role admin|worker|tenant:NAME|viewer|viewer:NAME [--queues a,b] "
+        "[--hide-data]",
+        "Creates a token and prints its secret on stdout (it is shown only\n"
+        "once; the server keeps a hash).  A viewer reads what an admin (viewer)\n"
+        "or its tenant (viewer:NAME) reads, and changes nothing.",
+        opts, 0, 0};
     char *pos[CLI_MAX_POS];
     int np, rc = cli_parse(c, &spec, argc, argv, pos, &np);
     if (rc) return rc == CLI_HELP ? CLI_OK : rc;
@@ -46,6 +52,7 @@ static int token_create(cli *c, int argc, char **argv)
         free(copy);
         json_object_set_new(body, "queues", list);
     }
+    if (hide) json_object_set_new(body, "hide_data", json_true());
     json_t *a;
     if ((rc = cli_call(c, "POST", "/v1/tokens", body, &a)) != 0) return rc;
     if (c->json) {
@@ -63,8 +70,23 @@ static int token_create(cli *c, int argc, char **argv)
     return 0;
 }
 
+/* A token as a row: id, role, queues, whether it hides data, when it was
+ * made (never its secret). */
+static void token_row(cli_table *t, const json_t *o)
+{
+    char q[1024], created[64];
+    queues_text(o, q, sizeof q);
+    cli_fmt_time(json_integer_value(json_object_get(o, "created_at")), created, sizeof created);
+    cli_table_cell(t, "%lld", (long long)json_integer_value(json_object_get(o, "id")));
+    cli_table_cell(t, "%s", cli_str(o, "role"));
+    cli_table_cell(t, "%s", q);
+    cli_table_cell(t, "%s", json_is_true(json_object_get(o, "hide_data")) ? "hidden" : "-");
+    cli_table_cell(t, "%s", created);
+}
+
 static int token_ls(cli *c, int argc, char **argv)
 {
+    static const char *const head[] = {"ID", "ROLE", "QUEUES", "DATA", "CREATED"};
     static const cli_spec spec = {"token ls", "Lists tokens (never their secrets).", NULL, 0, 0};
     char *pos[CLI_MAX_POS];
     int np, rc = cli_parse(c, &spec, argc, argv, pos, &np);
@@ -74,27 +96,8 @@ static int token_ls(cli *c, int argc, char **argv)
     json_t *list = json_object_get(a, "tokens");
     if (c->json) {
         cli_print_answer(c);
-    } else if (json_array_size(list) == 0) {
+    } else if (!cli_print_rows(list, "rllll", head, token_row)) {
         printf("no tokens (the server accepts every request from loopback)\n");
-    } else {
-        static const char *const head[] = {"ID", "ROLE", "QUEUES", "CREATED"};
-        cli_table t;
-        cli_table_init(&t, "rlll", head);
-        size_t i;
-        json_t *o;
-        json_array_foreach(list, i, o)
-        {
-            char q[1024], created[64];
-            queues_text(o, q, sizeof q);
-            cli_fmt_time(json_integer_value(json_object_get(o, "created_at")), created,
-                         sizeof created);
-            cli_table_cell(&t, "%lld", (long long)json_integer_value(json_object_get(o, "id")));
-            cli_table_cell(&t, "%s", cli_str(o, "role"));
-            cli_table_cell(&t, "%s", q);
-            cli_table_cell(&t, "%s", created);
-        }
-        cli_table_print(&t, stdout);
-        cli_table_free(&t);
     }
     json_decref(a);
     return 0;
@@ -104,13 +107,10 @@ static int token_revoke(cli *c, int argc, char **argv)
 {
     static const cli_spec spec = {"token revoke ID", "Revokes a token: it stops working at once.",
                                   NULL, 1, 1};
-    char *pos[CLI_MAX_POS];
-    int np, rc = cli_parse(c, &spec, argc, argv, pos, &np);
-    if (rc) return rc == CLI_HELP ? CLI_OK : rc;
     uint64_t id;
-    if (!cli_id(c, pos[0], &id)) return CLI_USAGE;
     char path[64];
-    snprintf(path, sizeof path, "/v1/tokens/%llu", (unsigned long long)id);
+    int rc = cli_parse_id(c, &spec, argc, argv, "/v1/tokens/", "", &id, path, sizeof path);
+    if (rc) return rc == CLI_HELP ? CLI_OK : rc;
     if ((rc = cli_call(c, "DELETE", path, NULL, NULL)) != 0) return rc;
     if (c->json)
         cli_print_answer(c);

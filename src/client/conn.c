@@ -7,6 +7,7 @@
  * the path of every answer).  While a stop can interrupt the wait (a
  * worker's abort fd), it goes through poll() on both fds. */
 #include "internal.h"
+#include "base/clock.h"
 
 #include "base/jscan.h"
 
@@ -28,15 +29,19 @@
 /* read_answer/send_all results besides 0 and TENQ_E* codes */
 enum { R_LOST = 1, R_TIMEOUT = 2, R_ABORT = 3 };
 
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 void tq_disconnect(tenq_client *c)
 {
+    if (c->tls) {
+        /* the session is kept, to resume at the next connection there */
+        void *session = tq_tls_session(c->tls);
+        if (session) {
+            tq_url *u = &c->servers[c->fd_server];
+            tq_tls_session_free(u->session);
+            u->session = session;
+        }
+        tq_tls_free(c->tls);
+        c->tls = NULL;
+    }
     if (c->fd >= 0) close(c->fd);
     c->fd = -1;
 }
@@ -48,7 +53,7 @@ void tq_disconnect(tenq_client *c)
 static int wait_fd(int fd, short events, int64_t deadline, int abort_fd, int64_t abort_from)
 {
     for (;;) {
-        int64_t now = now_ms(), left = deadline - now;
+        int64_t now = tq_mono_ms(), left = deadline - now;
         if (left <= 0) return 0;
         bool watch = abort_fd >= 0 && now >= abort_from;
         if (abort_fd >= 0 && !watch && abort_from - now < left) left = abort_from - now;
@@ -66,8 +71,58 @@ static int abort_fd(const tenq_client *c)
     return c->abort_set ? c->abort_fd : -1;
 }
 
-/* A connected socket to one server, or -1 with the reason in why. */
-static int connect_one(const tq_url *u, int timeout_ms, int abort, char *why, size_t wl)
+int tq_tls_setup(tenq_client *c)
+{
+    if (c->tls_ctx) return 0;
+    char why[512];
+    if (tq_tls_ctx_new(c->ca_file, c->cert_file, c->key_file, &c->tls_ctx, why, sizeof why) != 0)
+        return tq_seterr(c, TENQ_EINVALID, "TLS: %s", why);
+    return 0;
+}
+
+/* The TLS handshake on a connected non-blocking socket, within the
+ * deadline: 0 with c->tls set, or -1 with the reason in why and
+ * *refused set when the handshake itself failed (a certificate not
+ * trusted, a name not matched, a client certificate refused). */
+static int tls_start(tenq_client *c, int fd, tq_url *u, int64_t deadline, int abort, char *why,
+                     size_t wl, bool *refused)
+{
+    char r[300];
+    if (!c->tls_ctx &&
+        tq_tls_ctx_new(c->ca_file, c->cert_file, c->key_file, &c->tls_ctx, r, sizeof r) != 0) {
+        snprintf(why, wl, "%s", r);
+        *refused = true;
+        return -1;
+    }
+    tq_tls *t = tq_tls_new(c->tls_ctx, fd, u->host, u->session);
+    if (!t) {
+        snprintf(why, wl, "out of memory");
+        return -1;
+    }
+    for (;;) {
+        int h = tq_tls_handshake(t, r, sizeof r);
+        if (h == 1) break;
+        int w = h == TQ_TLS_WANT_READ    ? wait_fd(fd, POLLIN, deadline, abort, 0)
+                : h == TQ_TLS_WANT_WRITE ? wait_fd(fd, POLLOUT, deadline, abort, 0)
+                                         : 2;
+        if (w == 1) continue;
+        if (w == 2) {
+            snprintf(why, wl, "TLS handshake failed: %s", r);
+            *refused = true;
+        } else {
+            snprintf(why, wl, "%s", w == 0 ? "TLS handshake timed out" : "interrupted");
+        }
+        tq_tls_free(t);
+        return -1;
+    }
+    c->tls = t;
+    return 0;
+}
+
+/* A connected socket to one server (with its TLS session for https), or
+ * -1 with the reason in why (*refused: by TLS). */
+static int connect_one(tenq_client *c, tq_url *u, int timeout_ms, int abort, char *why, size_t wl,
+                       bool *refused)
 {
     struct addrinfo hints, *res = NULL;
     memset(&hints, 0, sizeof hints);
@@ -78,7 +133,7 @@ static int connect_one(const tq_url *u, int timeout_ms, int abort, char *why, si
         snprintf(why, wl, "%s", gai_strerror(g));
         return -1;
     }
-    int64_t deadline = now_ms() + timeout_ms;
+    int64_t deadline = tq_mono_ms() + timeout_ms;
     int fd = -1;
     for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
         fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai->ai_protocol);
@@ -112,6 +167,15 @@ static int connect_one(const tq_url *u, int timeout_ms, int abort, char *why, si
     if (fd >= 0) {
         int one = 1;
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        if (u->tls) {
+            /* a TLS socket stays non-blocking: its reads and writes wait in
+             * poll() (tls_start, recv_wait, send_tls) */
+            if (tls_start(c, fd, u, deadline, abort, why, wl, refused) != 0) {
+                close(fd);
+                fd = -1;
+            }
+            return fd;
+        }
         int fl = fcntl(fd, F_GETFL);
         if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0) {
             snprintf(why, wl, "%s", strerror(errno));
@@ -126,12 +190,16 @@ static int connect_one(const tq_url *u, int timeout_ms, int abort, char *why, si
  * that did. */
 static int connect_any(tenq_client *c)
 {
-    char why[256], all[800];
+    char why[400], all[800];
     size_t al = 0;
     all[0] = 0;
+    bool all_refused = true; /* by TLS: trying again will not help */
     for (size_t k = 0; k < c->nservers; k++) {
         size_t i = (c->cur + k) % c->nservers;
-        int fd = connect_one(&c->servers[i], c->connect_ms, abort_fd(c), why, sizeof why);
+        bool refused = false;
+        int fd =
+            connect_one(c, &c->servers[i], c->connect_ms, abort_fd(c), why, sizeof why, &refused);
+        all_refused = all_refused && refused;
         if (fd >= 0) {
             c->fd = fd;
             c->fd_server = i;
@@ -140,13 +208,14 @@ static int connect_any(tenq_client *c)
             return 0;
         }
         if (al < sizeof all)
-            al += (size_t)snprintf(all + al, sizeof all - al, "%shttp://%s (%s)", k ? ", " : "",
-                                   c->servers[i].hostport, why);
+            al += (size_t)snprintf(all + al, sizeof all - al, "%s%s://%s (%s)", k ? ", " : "",
+                                   TQ_SCHEME(&c->servers[i]), c->servers[i].hostport, why);
     }
+    int code = all_refused ? TENQ_ETLS : TENQ_ECONNECT;
     if (c->nservers == 1)
-        return tq_seterr(c, TENQ_ECONNECT, "cannot connect to http://%s: %s",
+        return tq_seterr(c, code, "cannot connect to %s://%s: %s", TQ_SCHEME(&c->servers[0]),
                          c->servers[0].hostport, why);
-    return tq_seterr(c, TENQ_ECONNECT, "cannot connect to any server: %s", all);
+    return tq_seterr(c, code, "cannot connect to any server: %s", all);
 }
 
 /* Is a kept connection unusable?  Between requests the server sends nothing,
@@ -158,10 +227,49 @@ static int connect_any(tenq_client *c)
  * so the check saves a failed send, not a request; on a connection in use it
  * was a system call on the path of every request. */
 #define STALE_CHECK_MS 1000
-static bool conn_stale(int fd)
+static bool conn_stale(tenq_client *c)
 {
-    struct pollfd p = {fd, POLLIN, 0};
-    return poll(&p, 1, 0) != 0;
+    struct pollfd p = {c->fd, POLLIN, 0};
+    if (poll(&p, 1, 0) == 0) return false;
+    if (!c->tls) return true;
+    /* TLS: what came may be a record of the protocol's own (a session
+     * ticket), which the session takes, leaving the connection good */
+    char b;
+    return tq_tls_read(c->tls, &b, 1) != TQ_TLS_WANT_READ;
+}
+
+/* TLS: sends a[0..na) then b[0..nb), a record at a time (both in one when
+ * they fit), waiting in poll() while the socket takes nothing. */
+static int send_tls(tenq_client *c, const char *a, size_t na, const char *b, size_t nb,
+                    int64_t deadline, int abort)
+{
+    char one[16384];
+    if (nb && na + nb <= sizeof one) {
+        memcpy(one, a, na);
+        memcpy(one + na, b, nb);
+        a = one;
+        na += nb;
+        nb = 0;
+    }
+    const char *p[2] = {a, b};
+    size_t n[2] = {na, nb};
+    for (int k = 0; k < 2; k++) {
+        while (n[k] > 0) {
+            size_t chunk = n[k] < sizeof one ? n[k] : sizeof one;
+            ssize_t w = tq_tls_write(c->tls, p[k], chunk);
+            if (w > 0) {
+                p[k] += w;
+                n[k] -= (size_t)w;
+                continue;
+            }
+            if (w == TQ_TLS_FAIL) return R_LOST;
+            int r = wait_fd(c->fd, w == TQ_TLS_WANT_READ ? POLLIN : POLLOUT, deadline, abort, 0);
+            if (r == 0) return R_TIMEOUT;
+            if (r == -2) return R_ABORT;
+            if (r < 0) return R_LOST;
+        }
+    }
+    return 0;
 }
 
 /* Sends a[0..na) then b[0..nb) (a request's head and body): one sendmsg
@@ -217,8 +325,18 @@ static ssize_t recv_wait(tenq_client *c, char *buf, size_t len, int64_t deadline
                          int64_t abort_from)
 {
     int abort = abort_fd(c);
+    while (c->tls) {
+        ssize_t n = tq_tls_read(c->tls, buf, len);
+        if (n >= 0) return n;
+        if (n == TQ_TLS_FAIL) return -1;
+        int r =
+            wait_fd(c->fd, n == TQ_TLS_WANT_READ ? POLLIN : POLLOUT, deadline, abort, abort_from);
+        if (r == 0) return -R_TIMEOUT;
+        if (r == -2) return -R_ABORT;
+        if (r < 0) return -1;
+    }
     for (;;) {
-        int64_t now = now_ms(), left = deadline - now;
+        int64_t now = tq_mono_ms(), left = deadline - now;
         if (left <= 0) return -R_TIMEOUT;
         if ((abort < 0 || now < abort_from) &&
             bound_reads(c, abort >= 0 && abort_from - now < left ? abort_from - now : left)) {
@@ -256,7 +374,7 @@ static int grow(tenq_client *c, size_t want)
  * request. */
 static int read_answer(tenq_client *c, int64_t deadline, bool *got, bool *close_after)
 {
-    int64_t abort_from = now_ms() + c->abort_after_ms;
+    int64_t abort_from = tq_mono_ms() + c->abort_after_ms;
     const tq_url *u = &c->servers[c->fd_server];
     tq_http_head h;
     size_t start = 0; /* where the head being read begins (after any 1xx) */
@@ -267,8 +385,8 @@ static int read_answer(tenq_client *c, int64_t deadline, bool *got, bool *close_
             const char *why;
             int r = tq_http_head_parse(c->buf + start, c->blen - start, &h, &why);
             if (r < 0)
-                return tq_seterr(c, TENQ_EPROTOCOL, "bad answer from http://%s: %s", u->hostport,
-                                 why);
+                return tq_seterr(c, TENQ_EPROTOCOL, "bad answer from %s://%s: %s", TQ_SCHEME(u),
+                                 u->hostport, why);
             if (r == 1 && h.status < 200) {
                 start += h.head_len; /* 100 Continue and the like: no body, skip */
                 continue;
@@ -276,8 +394,8 @@ static int read_answer(tenq_client *c, int64_t deadline, bool *got, bool *close_
             if (r == 1) {
                 have_head = true;
                 if (h.content_length > TQ_BODY_MAX)
-                    return tq_seterr(c, TENQ_EPROTOCOL, "the answer from http://%s is too large",
-                                     u->hostport);
+                    return tq_seterr(c, TENQ_EPROTOCOL, "the answer from %s://%s is too large",
+                                     TQ_SCHEME(u), u->hostport);
                 if (h.content_length >= 0 &&
                     grow(c, start + h.head_len + (size_t)h.content_length + 1) != 0)
                     return TENQ_ENOMEM;
@@ -287,8 +405,8 @@ static int read_answer(tenq_client *c, int64_t deadline, bool *got, bool *close_
             c->blen - start - h.head_len >= (size_t)h.content_length)
             break;
         if (have_head && h.content_length < 0 && c->blen - start - h.head_len > TQ_BODY_MAX)
-            return tq_seterr(c, TENQ_EPROTOCOL, "the answer from http://%s is too large",
-                             u->hostport);
+            return tq_seterr(c, TENQ_EPROTOCOL, "the answer from %s://%s is too large",
+                             TQ_SCHEME(u), u->hostport);
         if (c->bcap - c->blen < 4097 && grow(c, c->blen + 16384) != 0) return TENQ_ENOMEM;
         /* A request aborted once the server may have acted on it could lose
          * what it answers (a lease): abort only after abort_after_ms, when a
@@ -385,7 +503,7 @@ int tq_exchange(tenq_client *c, const char *method, const char *path, const char
     int rc = 0;
     for (int attempt = 0;; attempt++) {
         bool reused = c->fd >= 0;
-        if (reused && now_ms() - c->fd_used_ms > STALE_CHECK_MS && conn_stale(c->fd)) {
+        if (reused && tq_mono_ms() - c->fd_used_ms > STALE_CHECK_MS && conn_stale(c)) {
             tq_disconnect(c);
             reused = false;
         }
@@ -399,30 +517,41 @@ int tq_exchange(tenq_client *c, const char *method, const char *path, const char
             rc = tq_seterr(c, TENQ_ENOMEM, "out of memory");
             goto out;
         }
-        int64_t deadline = now_ms() + c->request_ms + (extra_ms > 0 ? extra_ms : 0);
+        int64_t deadline = tq_mono_ms() + c->request_ms + (extra_ms > 0 ? extra_ms : 0);
         bool got = false, close_after = false;
         c->sent = true;
-        int r = send_all(c->fd, head, hl, body, len, deadline, abort_fd(c));
+        int r = c->tls ? send_tls(c, head, hl, body, len, deadline, abort_fd(c))
+                       : send_all(c->fd, head, hl, body, len, deadline, abort_fd(c));
         if (r == 0) r = read_answer(c, deadline, &got, &close_after);
         if (r == 0) {
             if (close_after)
                 tq_disconnect(c);
             else
-                c->fd_used_ms = now_ms();
+                c->fd_used_ms = tq_mono_ms();
             goto out;
         }
         int err = errno;
+        /* a TLS alert where the answer was to be: the server refused this
+         * client (its certificate), after a handshake that looked done */
+        char alert[256] = "";
+        if (c->tls && strstr(tq_tls_why(c->tls), "alert"))
+            snprintf(alert, sizeof alert, "%s", tq_tls_why(c->tls));
         tq_disconnect(c);
+        if (r == R_LOST && *alert) {
+            rc = tq_seterr(c, TENQ_ETLS, "%s://%s refused the TLS connection: %s", TQ_SCHEME(u),
+                           u->hostport, alert);
+            goto out;
+        }
         if (r == R_LOST && !got && attempt == 0 && (reused || idempotent)) continue;
         c->interrupted = r == R_ABORT;
         if (r == R_ABORT)
             rc = tq_seterr(c, TENQ_ETIMEOUT, "interrupted (the worker is stopping)");
         else if (r == R_TIMEOUT)
-            rc = tq_seterr(c, TENQ_ETIMEOUT, "no answer from http://%s within %lld ms", u->hostport,
-                           (long long)c->request_ms + (extra_ms > 0 ? extra_ms : 0));
+            rc = tq_seterr(c, TENQ_ETIMEOUT, "no answer from %s://%s within %lld ms", TQ_SCHEME(u),
+                           u->hostport, (long long)c->request_ms + (extra_ms > 0 ? extra_ms : 0));
         else if (r == R_LOST)
-            rc = tq_seterr(c, TENQ_ECONNECT, "lost the connection to http://%s: %s", u->hostport,
-                           got ? "the answer was cut short" : strerror(err));
+            rc = tq_seterr(c, TENQ_ECONNECT, "lost the connection to %s://%s: %s", TQ_SCHEME(u),
+                           u->hostport, got ? "the answer was cut short" : strerror(err));
         else
             rc = r;
         goto out;

@@ -61,7 +61,7 @@ static bool go_to(tenq_client *c, const char *url)
     const char *why;
     if (tq_url_parse(url, &u, &why) != 0) return false;
     for (size_t i = 0; i < c->nservers; i++)
-        if (!strcmp(c->servers[i].hostport, u.hostport)) {
+        if (!strcmp(c->servers[i].hostport, u.hostport) && c->servers[i].tls == u.tls) {
             if (c->fd >= 0 && c->fd_server != i) tq_disconnect(c);
             c->cur = i;
             return true;

@@ -15,11 +15,14 @@ int tq_url_parse(const char *url, tq_url *u, const char **why)
     memset(u, 0, sizeof(*u));
     if (!url || !*url) return *why = "empty server URL", TENQ_EINVALID;
     const char *p = url;
-    if (!strncasecmp(p, "https://", 8)) return *why = "https is not supported", TENQ_EINVALID;
-    if (!strncasecmp(p, "http://", 7))
+    if (!strncasecmp(p, "https://", 8)) {
+        u->tls = true;
+        p += 8;
+    } else if (!strncasecmp(p, "http://", 7)) {
         p += 7;
-    else if (strstr(p, "://"))
-        return *why = "the URL must start with http://", TENQ_EINVALID;
+    } else if (strstr(p, "://")) {
+        return *why = "the URL must start with http:// or https://", TENQ_EINVALID;
+    }
     const char *hs, *he, *rest;
     if (*p == '[') {
         hs = p + 1;
@@ -38,7 +41,7 @@ int tq_url_parse(const char *url, tq_url *u, const char **why)
         if ((unsigned char)*c <= ' ' || *c == '@' || *c == '[' || *c == ']' || *c == 0x7f)
             return *why = "bad character in the host", TENQ_EINVALID;
     memcpy(u->host, hs, hl);
-    long port = 80;
+    long port = u->tls ? 443 : 80;
     if (*rest == ':') {
         char *end;
         if (!isdigit((unsigned char)rest[1])) return *why = "bad port", TENQ_EINVALID;
@@ -47,7 +50,7 @@ int tq_url_parse(const char *url, tq_url *u, const char **why)
         rest = end;
     }
     if (*rest == '/') rest++;
-    if (*rest) return *why = "a server URL has no path (use http://host:port)", TENQ_EINVALID;
+    if (*rest) return *why = "a server URL has no path (use http(s)://host:port)", TENQ_EINVALID;
     snprintf(u->port, sizeof u->port, "%ld", port);
     bool v6 = strchr(u->host, ':') != NULL;
     snprintf(u->hostport, sizeof u->hostport, "%s%s%s:%ld", v6 ? "[" : "", u->host, v6 ? "]" : "",

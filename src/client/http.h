@@ -15,10 +15,16 @@ typedef struct tq_url {
     char host[256]; /* a name or an address; IPv6 without brackets */
     char port[8];
     char hostport[272]; /* for the Host header: "host:port", "[::1]:port" */
+    bool tls;           /* https */
+    void *session;      /* conn.c's: the TLS session to resume there, or NULL */
 } tq_url;
 
-/* Parses "http://host[:port][/]" (the scheme may be left out).  Returns 0,
- * or TENQ_EINVALID with *why set to a constant reason. */
+/* "https" or "http", for messages. */
+#define TQ_SCHEME(u) ((u)->tls ? "https" : "http")
+
+/* Parses "http://host[:port][/]" or "https://..." (the scheme may be left
+ * out: http; the port defaults to 80, 443 for https).  Returns 0, or
+ * TENQ_EINVALID with *why set to a constant reason. */
 int tq_url_parse(const char *url, tq_url *u, const char **why);
 
 typedef struct tq_http_head {

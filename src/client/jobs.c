@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /* Jobs: submit (one, a batch), status, wait, cancel. */
 #include "internal.h"
+#include "base/clock.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -18,8 +19,7 @@
  * the batch: per-job keys (the jobs' own idempotency_key, kept a day) cost
  * the server a row and a record per job.  Keys are ordered by time ("tq1",
  * the ms clock, this handle's salt, a count). */
-#define AUTO_KEY_LEN 30
-static void auto_key(tenq_client *c, char out[AUTO_KEY_LEN + 1])
+void tq_auto_key(tenq_client *c, char out[TQ_AUTO_KEY_LEN + 1])
 {
     if (!c->key_salt) {
         uint32_t salt = 0;
@@ -27,19 +27,16 @@ static void auto_key(tenq_client *c, char out[AUTO_KEY_LEN + 1])
             salt = (uint32_t)getpid() * 2654435761u ^ (uint32_t)time(NULL);
         c->key_salt = salt | 1;
     }
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    unsigned long long ms =
-        (unsigned long long)ts.tv_sec * 1000 + (unsigned long long)ts.tv_nsec / 1000000;
-    snprintf(out, AUTO_KEY_LEN + 1, "tq1%011llx%08x%08x", ms & 0xfffffffffffULL, c->key_salt,
+    unsigned long long ms = (unsigned long long)tq_wall_ms();
+    snprintf(out, TQ_AUTO_KEY_LEN + 1, "tq1%011llx%08x%08x", ms & 0xfffffffffffULL, c->key_salt,
              c->key_count++);
 }
 
 /* POST /v1/jobs of b, with a request key of its own. */
 static int post_jobs(tenq_client *c, tq_buf *b, tq_span *a, tq_iter *top)
 {
-    char key[AUTO_KEY_LEN + 1];
-    auto_key(c, key);
+    char key[TQ_AUTO_KEY_LEN + 1];
+    tq_auto_key(c, key);
     c->request_key = key;
     int rc = top ? tq_post_walk(c, "/v1/jobs", b, 0, top) : tq_post_buf(c, "/v1/jobs", b, 0, a);
     c->request_key = NULL;
@@ -47,7 +44,7 @@ static int post_jobs(tenq_client *c, tq_buf *b, tq_span *a, tq_iter *top)
 }
 
 /* One job as JSON text appended to b (no tree, no dump). */
-static int job_text(tenq_client *c, const tenq_submit_req *r, tq_buf *b)
+int tq_job_text(tenq_client *c, const tenq_submit_req *r, tq_buf *b)
 {
     if (!r || !r->queue || !r->type)
         return tq_refuse(c, r && r->queue ? "type" : "queue", "a job needs a queue and a type");
@@ -206,7 +203,7 @@ static int submit_many(tenq_client *c, size_t n, const void *jobs, tenq_submit_r
 static int put_req(tenq_client *c, const void *jobs, size_t i, tq_buf *b)
 {
     const tenq_submit_req *r = jobs;
-    return job_text(c, r ? &r[i] : NULL, b);
+    return tq_job_text(c, r ? &r[i] : NULL, b);
 }
 
 static int put_text(tenq_client *c, const void *jobs, size_t i, tq_buf *b)
@@ -293,21 +290,14 @@ int tenq_status(tenq_client *c, uint64_t id, tenq_job **job)
     return rc ? rc : answer_job(c, job);
 }
 
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 int tenq_wait(tenq_client *c, uint64_t id, int64_t timeout_ms, tenq_job **job)
 {
     *job = NULL;
     tq_clearerr(c);
     if (timeout_ms < 0) timeout_ms = 0;
-    int64_t end = mono_ms() + timeout_ms;
+    int64_t end = tq_mono_ms() + timeout_ms;
     for (;;) {
-        int64_t t0 = mono_ms(), left = end - t0;
+        int64_t t0 = tq_mono_ms(), left = end - t0;
         if (left < 0) left = 0;
         char path[96];
         snprintf(path, sizeof path, "/v1/jobs/%llu/wait?timeout_ms=%lld", (unsigned long long)id,
@@ -315,7 +305,7 @@ int tenq_wait(tenq_client *c, uint64_t id, int64_t timeout_ms, tenq_job **job)
         int rc = tq_call(c, "GET", path, NULL, 0, left);
         if (rc == 0) rc = answer_job(c, job);
         if (rc != 0) return rc;
-        int64_t t1 = mono_ms();
+        int64_t t1 = tq_mono_ms();
         /* the server answers unfinished jobs at its own --max-wait: ask again */
         if (tenq_state_finished((*job)->state) || t1 >= end) return 0;
         tenq_job_free(*job);

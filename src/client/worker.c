@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-/* The worker: options and handlers, the control thread (tenq_worker_run),
- * stopping, status, logging, and the helpers its threads share. */
+/* The worker: options and handlers, the control thread (tenq_worker_run)
+ * and how it stops, status. */
 #include "internal.h"
+#include "base/clock.h"
 #include "worker_int.h"
 
 #include <errno.h>
@@ -14,131 +15,6 @@
 #include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
-
-/* ---- helpers -------------------------------------------------------------------------------- */
-
-int64_t wk_mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-int64_t wk_wall_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-int64_t wk_heartbeat_every(int64_t lease_left_ms, int64_t lease_until)
-{
-    /* a third of the time the server says the lease has left; from a server
-     * too old to say, its deadline by this machine's clock */
-    int64_t left = lease_left_ms > 0 ? lease_left_ms : lease_until - wk_wall_ms();
-    int64_t every = left / 3;
-    return every < WK_HEARTBEAT_MIN_MS ? WK_HEARTBEAT_MIN_MS : every;
-}
-
-static const char *const level_names[] = {"debug", "info", "warn", "error"};
-
-void wk_log(tenq_worker *w, tenq_log_level level, const char *fmt, ...)
-{
-    if (level < w->log_level) return;
-    char line[2048];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
-    va_end(ap);
-    if (w->log) {
-        w->log(w->log_ctx, level, line);
-        return;
-    }
-    /* one fprintf per line: stdio's lock keeps lines of threads whole */
-    fprintf(stderr, "tenq worker: %s: %s\n", level_names[level], line);
-}
-
-tenq_client *wk_client(tenq_worker *w, int abort_fd, int abort_after_ms)
-{
-    tenq_options o;
-    tenq_options_init(&o);
-    o.servers = (const char *const *)w->servers;
-    o.nservers = w->nservers;
-    o.token = w->token;
-    if (w->connect_ms > 0) o.connect_timeout_ms = w->connect_ms;
-    if (w->request_ms > 0) o.request_timeout_ms = w->request_ms;
-    /* a takeover is followed within a call; a server away longer is the
-     * worker's own loop's to wait for (backing off, saying so in its log) */
-    o.failover_ms = WK_FAILOVER_MS;
-    tenq_client *c = NULL;
-    int rc = tenq_client_new(&o, &c);
-    if (rc != 0) {
-        wk_log(w, TENQ_LOG_ERROR, "cannot make a client: %s",
-               c ? tenq_errmsg(c) : tenq_err_message(rc));
-        tenq_client_free(c);
-        return NULL;
-    }
-    if (abort_fd >= 0) {
-        c->abort_set = true;
-        c->abort_fd = abort_fd;
-        c->abort_after_ms = abort_after_ms;
-    }
-    return c;
-}
-
-void wk_cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t until)
-{
-    if (until <= 0) {
-        pthread_cond_wait(cv, mu);
-        return;
-    }
-    /* the condvars are made with CLOCK_MONOTONIC (see tenq_worker_new) */
-    struct timespec ts = {(time_t)(until / 1000), (long)(until % 1000) * 1000000};
-    pthread_cond_timedwait(cv, mu, &ts);
-}
-
-void wk_queue_push(wk_queue *q, tenq_task *t)
-{
-    t->qnext = NULL;
-    if (q->tail)
-        q->tail->qnext = t;
-    else
-        q->head = t;
-    q->tail = t;
-    q->n++;
-}
-
-tenq_task *wk_queue_pop(wk_queue *q)
-{
-    tenq_task *t = q->head;
-    if (!t) return NULL;
-    q->head = t->qnext;
-    if (!q->head) q->tail = NULL;
-    t->qnext = NULL;
-    q->n--;
-    return t;
-}
-
-void wk_task_stop(tenq_task *t, tenq_stop why)
-{
-    int none = TENQ_STOP_NONE;
-    if (!atomic_compare_exchange_strong(&t->stop, &none, (int)why)) return;
-    if (t->state != TK_RUNNING) return;
-    uint64_t one = 1;
-    /* an eventfd write fails only when the counter would overflow */
-    if (write(t->w->slot_fds[t->slot], &one, sizeof one) < 0) return;
-}
-
-void wk_task_free(tenq_task *t)
-{
-    if (!t) return;
-    tq_job_clear(&t->job);
-    free(t->progress);
-    free(t->stats);
-    free(t->res.result_json);
-    free(t->res.error);
-    free(t);
-}
 
 /* ---- options and handlers ------------------------------------------------------------------- */
 
@@ -209,6 +85,9 @@ int tenq_worker_new(const tenq_worker_options *in, tenq_worker **out)
     w->nqueues = o.queues ? o.nqueues : 0;
     w->queues = copy_list(o.queues, w->nqueues, &bad);
     if (o.token && !(w->token = strdup(o.token))) bad = true;
+    if (o.ca_file && !(w->ca_file = strdup(o.ca_file))) bad = true;
+    if (o.cert_file && !(w->cert_file = strdup(o.cert_file))) bad = true;
+    if (o.key_file && !(w->key_file = strdup(o.key_file))) bad = true;
     w->connect_ms = o.connect_timeout_ms;
     w->request_ms = o.request_timeout_ms;
     w->concurrency = o.concurrency ? o.concurrency : 1;
@@ -252,6 +131,9 @@ void tenq_worker_free(tenq_worker *w)
     free_list(w->servers, w->nservers);
     free_list(w->queues, w->nqueues);
     free(w->token);
+    free(w->ca_file);
+    free(w->cert_file);
+    free(w->key_file);
     free(w->name);
     for (size_t i = 0; i < w->nhandlers; i++) free(w->handlers[i].type);
     free(w->handlers);
@@ -264,6 +146,9 @@ void tenq_worker_free(tenq_worker *w)
         for (int k = 0; k < 2; k++)
             if (fds[i][k] >= 0) close(fds[i][k]);
     free(w->slot_fds);
+    for (unsigned i = 0; w->slot_clients && i < w->concurrency; i++)
+        tenq_client_free(w->slot_clients[i]);
+    free(w->slot_clients);
     pthread_mutex_destroy(&w->mu);
     pthread_cond_destroy(&w->cv_run);
     pthread_cond_destroy(&w->cv_lease);
@@ -319,18 +204,6 @@ int tenq_worker_handle(tenq_worker *w, const char *type, tenq_handler_fn fn, voi
 }
 
 /* ---- stopping ------------------------------------------------------------------------------- */
-
-void tenq_worker_stop(tenq_worker *w)
-{
-    if (!w) return;
-    int saved = errno; /* a signal handler must leave errno as it was */
-    atomic_fetch_add(&w->stops, 1);
-    char b = 's';
-    /* Full pipes already say "stop": a failed write changes nothing. */
-    if (write(w->stop_pipe[1], &b, 1) < 0) (void)0;
-    if (write(w->ctl_pipe[1], &b, 1) < 0) (void)0;
-    errno = saved;
-}
 
 /* Marks every running task as past the grace period.  (mu) */
 static void shutdown_running(tenq_worker *w)
@@ -400,7 +273,7 @@ static void control_loop(tenq_worker *w)
             wk_log(w, TENQ_LOG_INFO, "stopping: no more leases; %zu job(s) in hand",
                    w->ready.n + w->nrunning + w->done.n);
         }
-        if (w->stopping && !deadline) deadline = wk_mono_ms() + w->grace_ms;
+        if (w->stopping && !deadline) deadline = tq_mono_ms() + w->grace_ms;
         if (stops >= 2 && !w->abandon) {
             w->abandon = true;
             w->past_grace = true;
@@ -412,7 +285,7 @@ static void control_loop(tenq_worker *w)
             wk_log(w, TENQ_LOG_WARN, "stopping now: outcomes not reported are abandoned");
         }
         seen = stops;
-        if (deadline && !w->past_grace && wk_mono_ms() >= deadline) {
+        if (deadline && !w->past_grace && tq_mono_ms() >= deadline) {
             w->past_grace = true;
             shutdown_running(w);
             pthread_cond_broadcast(&w->cv_report);
@@ -422,7 +295,7 @@ static void control_loop(tenq_worker *w)
         }
         bool done = w->reporter_done;
         int64_t wait = -1;
-        if (deadline && !w->past_grace) wait = deadline - wk_mono_ms();
+        if (deadline && !w->past_grace) wait = deadline - tq_mono_ms();
         pthread_mutex_unlock(&w->mu);
         if (done) return;
         struct pollfd p = {w->ctl_pipe[0], POLLIN, 0};
@@ -445,7 +318,8 @@ int tenq_worker_run(tenq_worker *w)
     int rc = 0;
     threads th = {0};
     w->slot_fds = calloc(w->concurrency, sizeof(int));
-    if (!w->slot_fds) return set_err(w, TENQ_ENOMEM, "out of memory");
+    w->slot_clients = calloc(w->concurrency, sizeof(tenq_client *));
+    if (!w->slot_fds || !w->slot_clients) return set_err(w, TENQ_ENOMEM, "out of memory");
     for (unsigned i = 0; i < w->concurrency; i++) w->slot_fds[i] = -1;
     for (unsigned i = 0; i < w->concurrency; i++) {
         w->slot_fds[i] = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -494,7 +368,7 @@ int tenq_worker_status(tenq_worker *w, char **text)
     FILE *f = open_memstream(&buf, &len);
     if (!f) return TENQ_ENOMEM;
     pthread_mutex_lock(&w->mu);
-    int64_t now = wk_mono_ms();
+    int64_t now = tq_mono_ms();
     size_t n = 0;
     for (tenq_task *t = w->hand; t; t = t->next) n++;
     fprintf(f, "%zu job(s) in hand%s\n", n, w->stopping ? " (stopping)" : "");

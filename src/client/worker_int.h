@@ -8,7 +8,7 @@
  *   deadline and joins everyone (worker.c);
  * - one leaser thread (worker_lease.c) makes tasks from leases and queues
  *   them;
- * - `concurrency` runner threads (worker_lease.c) take queued tasks and run
+ * - `concurrency` runner threads (worker_run.c) take queued tasks and run
  *   their handlers;
  * - one reporter thread (worker_report.c) sends outcomes, heartbeats and
  *   starts, and is the only one that frees tasks.
@@ -48,20 +48,27 @@ enum { TK_QUEUED, TK_RUNNING, TK_DONE };
 struct tenq_task {
     tenq_job job; /* owned; immutable after the lease */
     tenq_worker *w;
-    unsigned slot;                 /* (mu) the runner, when running */
-    int state;                     /* (mu) TK_* */
-    int64_t got_ms;                /* monotonic: leased */
-    int64_t began_ms, ended_ms;    /* (mu) monotonic: the handler ran */
-    int64_t next_hb_ms;            /* (mu) monotonic: the next heartbeat */
-    bool start_sent;               /* (mu) */
-    bool lost;                     /* (mu) the lease is gone: report nothing */
-    bool cancel_seen;              /* (mu) a heartbeat answered cancel: true */
-    atomic_int stop;               /* tenq_stop */
-    char *progress;                /* (mu) owned; the latest progress */
-    bool progress_dirty;           /* (mu) not sent yet */
-    int64_t progress_sent_ms;      /* (mu) */
-    char *stats;                   /* owned; set by the handler */
-    tenq_result res;               /* set when done */
+    unsigned slot;              /* (mu) the runner, when running */
+    int state;                  /* (mu) TK_* */
+    int64_t got_ms;             /* monotonic: leased */
+    int64_t began_ms, ended_ms; /* (mu) monotonic: the handler ran */
+    int64_t next_hb_ms;         /* (mu) monotonic: the next heartbeat */
+    bool start_sent;            /* (mu) */
+    bool lost;                  /* (mu) the lease is gone: report nothing */
+    bool cancel_seen;           /* (mu) a heartbeat answered cancel: true */
+    atomic_int stop;            /* tenq_stop */
+    char *progress;             /* (mu) owned; the latest progress */
+    bool progress_dirty;        /* (mu) not sent yet */
+    int64_t progress_sent_ms;   /* (mu) */
+    char *stats;                /* owned; set by the handler */
+    tenq_result res;            /* set when done */
+    /* durable steps (worker_steps.c; the handler's thread): the job's
+     * steps read once, then kept with those this attempt stores */
+    tenq_step *steps;
+    size_t nsteps, capsteps;
+    bool steps_read;
+    bool parked;                   /* (mu) a step parked the job: no outcome, no heartbeat */
+    char err[512];                 /* tenq_task_errmsg */
     struct tenq_task *prev, *next; /* (mu) the list of tasks in hand */
     struct tenq_task *qnext;       /* (mu) the ready or the done queue */
 };
@@ -82,6 +89,7 @@ struct tenq_worker {
     char **servers;
     size_t nservers;
     char *token;
+    char *ca_file, *cert_file, *key_file; /* https (tenq_worker_options) */
     int connect_ms, request_ms;
     char *name;
     char **queues;
@@ -109,19 +117,20 @@ struct tenq_worker {
     /* written by the control thread on a second stop: interrupts the
      * reporter's request; never read */
     int abandon_pipe[2];
-    atomic_int stops;       /* calls of tenq_worker_stop() */
-    int *slot_fds;          /* eventfd per runner: tenq_task_stop_fd() */
-    bool stopping;          /* (mu) */
-    bool past_grace;        /* (mu) */
-    bool abandon;           /* (mu) a second stop */
-    bool leaser_done;       /* (mu) */
-    bool reporter_done;     /* (mu) */
-    unsigned runners_alive; /* (mu) */
-    int fatal;              /* (mu) the server refused leases for good */
-    tenq_task *hand;        /* (mu) every task in hand */
-    wk_queue ready;         /* (mu) leased, waiting for a runner */
-    wk_queue done;          /* (mu) handler returned, outcome not reported */
-    size_t nrunning;        /* (mu) */
+    atomic_int stops;           /* calls of tenq_worker_stop() */
+    int *slot_fds;              /* eventfd per runner: tenq_task_stop_fd() */
+    tenq_client **slot_clients; /* per runner, made at a handler's first step */
+    bool stopping;              /* (mu) */
+    bool past_grace;            /* (mu) */
+    bool abandon;               /* (mu) a second stop */
+    bool leaser_done;           /* (mu) */
+    bool reporter_done;         /* (mu) */
+    unsigned runners_alive;     /* (mu) */
+    int fatal;                  /* (mu) the server refused leases for good */
+    tenq_task *hand;            /* (mu) every task in hand */
+    wk_queue ready;             /* (mu) leased, waiting for a runner */
+    wk_queue done;              /* (mu) handler returned, outcome not reported */
+    size_t nrunning;            /* (mu) */
     /* (mu) the free slots the waiting leaser needs to go on; 0: it is not
      * waiting for slots */
     unsigned lease_want;
@@ -131,11 +140,28 @@ struct tenq_worker {
     tenq_worker_counts counts; /* (mu) */
 };
 
-/* ---- worker.c ---- */
+/* Capacity not taken by queued or running tasks.  (mu) */
+static inline unsigned wk_free_slots(const tenq_worker *w)
+{
+    size_t used = w->ready.n + w->nrunning;
+    return used >= w->concurrency ? 0 : (unsigned)(w->concurrency - used);
+}
+
+/* The files, bottom-up: each calls only what the sections before its own
+ * offer (and worker_task.c, what handlers see); worker.c, at the top,
+ * starts the threads. */
+
+/* ---- worker_queue.c: tasks in hand ---- */
+void wk_queue_push(wk_queue *q, tenq_task *t);
+tenq_task *wk_queue_pop(wk_queue *q);
+/* Asks a task's handler to stop (first reason wins) and wakes it.  (mu) */
+void wk_task_stop(tenq_task *t, tenq_stop why);
+/* Frees a task and its strings (it must be out of every list). */
+void wk_task_free(tenq_task *t);
+
+/* ---- worker_util.c: what the threads share (and tenq_worker_stop) ---- */
 void wk_log(tenq_worker *w, tenq_log_level level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-int64_t wk_mono_ms(void);
-int64_t wk_wall_ms(void);
 /* How long after an answer that granted or extended a lease the next
  * heartbeat is due (ms, on the monotonic clock): a third of the lease's time
  * left, as the server said, so that a step of the wall clock on either side
@@ -147,22 +173,17 @@ int64_t wk_heartbeat_every(int64_t lease_left_ms, int64_t lease_until);
 tenq_client *wk_client(tenq_worker *w, int abort_fd, int abort_after_ms);
 /* Waits on cv until the monotonic time `until` (<= 0: without limit). */
 void wk_cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t until);
-/* Asks a task's handler to stop (first reason wins) and wakes it.  (mu) */
-void wk_task_stop(tenq_task *t, tenq_stop why);
-void wk_queue_push(wk_queue *q, tenq_task *t);
-tenq_task *wk_queue_pop(wk_queue *q);
-/* Frees a task and its strings (it must be out of every list). */
-void wk_task_free(tenq_task *t);
 
-/* ---- worker_lease.c: the threads' bodies ---- */
+/* ---- the threads' bodies ---- */
+/* worker_lease.c */
 void *wk_leaser_main(void *arg);
+/* worker_run.c */
 typedef struct wk_runner_arg {
     tenq_worker *w;
     unsigned slot;
 } wk_runner_arg;
 void *wk_runner_main(void *arg);
-
-/* ---- worker_report.c ---- */
+/* worker_report.c */
 void *wk_reporter_main(void *arg);
 
 #endif

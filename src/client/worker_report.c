@@ -3,6 +3,7 @@
  * progress and cancellation), starts.  It alone frees tasks, so a task it
  * is talking about cannot vanish while the lock is down. */
 #include "internal.h"
+#include "base/clock.h"
 #include "worker_int.h"
 
 #include <stdio.h>
@@ -101,8 +102,9 @@ static void send_outcomes(reporter *r)
     while (w->done.head && n < TENQ_BATCH_MAX && bytes < BATCH_BYTES) {
         if (!grow(r, n + 1)) break;
         tenq_task *t = wk_queue_pop(&w->done);
-        if (t->lost) {
-            /* another worker has the job now; our outcome would be refused */
+        if (t->lost || t->parked) {
+            /* another worker has the job now; our outcome would be refused
+             * (parked: its lease ended when a step parked it) */
             drop_task(w, t);
             continue;
         }
@@ -120,7 +122,7 @@ static void send_outcomes(reporter *r)
         if (w->abandon) return;
         r->backoff = r->backoff ? r->backoff * 2 : 100;
         if (r->backoff > WK_BACKOFF_MAX_MS) r->backoff = WK_BACKOFF_MAX_MS;
-        r->next_try = wk_mono_ms() + r->backoff;
+        r->next_try = tq_mono_ms() + r->backoff;
         if (!r->away)
             wk_log(w, TENQ_LOG_WARN, "cannot report %zu outcome(s) (%s): keeping them, retrying",
                    w->done.n, tenq_errmsg(r->c));
@@ -203,7 +205,7 @@ static void heartbeat(reporter *r, tenq_task *t)
     if (t->progress_dirty && t->progress) progress = strdup(t->progress);
     bool sent_progress = progress != NULL;
     if (sent_progress) t->progress_dirty = false;
-    int64_t now = wk_mono_ms();
+    int64_t now = tq_mono_ms();
     t->progress_sent_ms = now;
     /* until the answer: not again at once, whatever happens */
     t->next_hb_ms = now + 1000;
@@ -214,7 +216,7 @@ static void heartbeat(reporter *r, tenq_task *t)
         r->c ? tenq_heartbeat_left(r->c, id, token, progress, &until, &left, &cancel) : TENQ_ENOMEM;
     pthread_mutex_lock(&w->mu);
     free(progress);
-    now = wk_mono_ms();
+    now = tq_mono_ms();
     if (rc == 0) {
         t->next_hb_ms = now + wk_heartbeat_every(left, until);
         if (cancel && !t->cancel_seen) {
@@ -253,7 +255,7 @@ static tenq_task *next_due(tenq_worker *w, int64_t now, int *action, int64_t *wa
     *action = 0;
     *wake = now + 60000;
     for (tenq_task *t = w->hand; t; t = t->next) {
-        if (t->lost) continue;
+        if (t->lost || t->parked) continue;
         int64_t hb = t->next_hb_ms;
         if (t->progress_dirty && t->progress_sent_ms + WK_PROGRESS_EVERY_MS < hb)
             hb = t->progress_sent_ms + WK_PROGRESS_EVERY_MS;
@@ -298,7 +300,7 @@ void *wk_reporter_main(void *arg)
     }
     for (;;) {
         if (w->abandon) break;
-        int64_t now = wk_mono_ms();
+        int64_t now = tq_mono_ms();
         if (w->done.head && now >= r.next_try && !r.gave_up) {
             send_outcomes(&r);
             continue;

@@ -33,6 +33,12 @@ tenq_result tenq_result_no_retry(const char *error)
     return r;
 }
 
+tenq_result tenq_result_parked(void)
+{
+    tenq_result r = {.ok = false, .retry_in_ms = TENQ_RETRY_BACKOFF, .parked = true};
+    return r;
+}
+
 const tenq_job *tenq_task_job(const tenq_task *t)
 {
     return &t->job;

@@ -325,8 +325,10 @@ size_t engine_args_wanted(engine_t *e, int64_t now, uint64_t *ids, size_t max)
         want_node(e, &w, n, &hw);
         engine_node_unref(e, n);
     }
-    memmove(e->args_dirty.v, e->args_dirty.v + i, (e->args_dirty.n - i) * sizeof(void *));
-    e->args_dirty.n -= i;
+    if (i) {
+        memmove(e->args_dirty.v, e->args_dirty.v + i, (e->args_dirty.n - i) * sizeof(void *));
+        e->args_dirty.n -= i;
+    }
     if (now >= e->args_timers_at) {
         want_timers(e, &w, now, &hw);
         e->args_timers_at = now + ARGS_TIMER_HORIZON_MS / 4;

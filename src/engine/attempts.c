@@ -6,7 +6,7 @@
 #include "internal.h"
 
 static const char *const outcome_names[ENGINE_ATTEMPT_NOUTCOMES] = {
-    "failed", "expired", "timed_out", "cancelled", "succeeded", "leased", "running"};
+    "failed", "expired", "timed_out", "cancelled", "succeeded", "leased", "running", "suspended"};
 
 const char *engine_attempt_outcome_name(engine_attempt_outcome o)
 {
@@ -45,7 +45,9 @@ void engine_attempt_ended(engine_t *e, const job *j, int64_t now, engine_attempt
 {
     if (e->loading) return;
     const job_extra *ex = j->extra; /* a leased job always has one */
-    engine_attempt_info *a = record_new(ex->worker, ex->error, stats);
+    /* a suspended attempt ended without an error: the job's is an earlier one's */
+    engine_attempt_info *a =
+        record_new(ex->worker, outcome == ENGINE_ATTEMPT_SUSPENDED ? NULL : ex->error, stats);
     a->job_id = j->id;
     a->token = ex->token;
     a->attempt = j->attempts;

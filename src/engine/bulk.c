@@ -22,8 +22,10 @@ uint32_t engine_bulk_states(engine_bulk_action a)
 {
 #define S(x) (1u << ENGINE_##x)
     switch (a) {
-    case ENGINE_BULK_CANCEL:
-        return S(SCHEDULED) | S(BLOCKED) | S(WAITING) | S(READY) | S(LEASED) | S(RUNNING);
+    case ENGINE_BULK_CANCEL: /* every state not finished (tenq/states.h) */
+#define UNFINISHED_(name, word, abi, kind, finished, help) | ((finished) ? 0 : S(name))
+        return 0 TENQ_STATE_TABLE(UNFINISHED_);
+#undef UNFINISHED_
     case ENGINE_BULK_RETRY_NOW: return S(SCHEDULED);
     default: return S(SCHEDULED) | S(BLOCKED) | S(WAITING) | S(READY);
     }

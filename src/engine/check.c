@@ -105,6 +105,7 @@ static int check_jobs_(engine_t *e, chk *c, int64_t now, rtab *rt, ptr_vec *allv
         spilled += (j->flags & JF_ARGS_OUT) != 0;
         if (j->extra) mem += mem_chunk(sizeof(job_extra));
         if (j->in_lane) mem += mem_chunk(sizeof(lane_link));
+        if (j->extra && j->extra->steps) mem += engine_steps_mem(j->extra->steps);
         for (uint32_t k = 0; j->extra && k < j->extra->pl.n; k++)
             mem += mem_payload(j->extra->pl.v[k].len);
         if (s >= ENGINE_SUCCEEDED) {
@@ -159,6 +160,12 @@ static int check_jobs_(engine_t *e, chk *c, int64_t now, rtab *rt, ptr_vec *allv
         } else if (s == ENGINE_SCHEDULED) {
             CHECK(c, j->hidx < e->timers.n && e->timers.a[j->hidx].j == j,
                   "scheduled job %llu is not in the timer heap", (unsigned long long)j->id);
+        } else if (s == ENGINE_WAITING && job_parked(j) && j->extra->steps->until) {
+            CHECK(c,
+                  j->extra->steps->park == PARK_EVENT && j->hidx < e->waits.n &&
+                      e->waits.a[j->hidx].j == j,
+                  "job %llu waiting for an event is not in the waits heap",
+                  (unsigned long long)j->id);
         } else {
             CHECK(c, j->hidx == HEAP_NONE, "%s job %llu is in a heap", engine_state_name(s),
                   (unsigned long long)j->id);
@@ -191,6 +198,9 @@ static int check_jobs_(engine_t *e, chk *c, int64_t now, rtab *rt, ptr_vec *allv
         size_t cache = 0;
         CHECK(c, engine_args_check(e, &cache, why, sizeof why), "%s", why);
         mem += cache;
+        size_t ev = 0;
+        CHECK(c, engine_steps_check(e, &ev, why, sizeof why), "%s", why);
+        mem += ev;
     }
     {
         char why[200];
@@ -254,6 +264,7 @@ static int check_sched(engine_t *e, chk *c, rtab *rt)
 {
     CHECK(c, engine_heap_check_jobs(&e->timers, 1), "timer heap is out of order");
     CHECK(c, engine_heap_check_jobs(&e->leases, 2), "lease heap is out of order");
+    CHECK(c, engine_heap_check_jobs(&e->waits, 3), "waits heap is out of order");
     for (size_t i = 0; i < htab_cap(&e->tenants); i++) {
         tenant *t = e->tenants.slots[i].item;
         if (!t) continue;

@@ -151,7 +151,8 @@ static void ended_one(engine_t *e, job *p, int64_t now)
     bool ok = p->state == ENGINE_SUCCEEDED;
     for (uint32_t i = 0; i < d->n_children; i++) {
         job *c = engine_job_find(e, d->children[i]);
-        if (!c || c->state != ENGINE_WAITING) continue;
+        /* a parked child (steps.c) was released before: no parent holds it */
+        if (!c || c->state != ENGINE_WAITING || job_parked(c)) continue;
         job_deps *cd = c->extra->deps;
         if (ok || cd->policy == ENGINE_DEPS_RUN) {
             if (cd->pending > 0 && --cd->pending == 0) engine_deps_release(e, c, now);
@@ -187,7 +188,7 @@ void engine_deps_requeued(engine_t *e, job *j)
     job_deps *d = j->extra->deps;
     for (uint32_t i = 0; i < d->n_children; i++) {
         job *c = engine_job_find(e, d->children[i]);
-        if (c && c->state == ENGINE_WAITING) c->extra->deps->pending++;
+        if (c && c->state == ENGINE_WAITING && !job_parked(c)) c->extra->deps->pending++;
     }
 }
 
@@ -210,7 +211,7 @@ static void collect_waiting(void *ctx, uint64_t id, void *item)
 {
     (void)id;
     job *j = item;
-    if (j->state == ENGINE_WAITING) ptr_vec_push(ctx, j);
+    if (j->state == ENGINE_WAITING && !job_parked(j)) ptr_vec_push(ctx, j);
 }
 
 /* Jobs the store holds as waiting are loaded off every heap (load.c): here
@@ -236,7 +237,7 @@ void engine_load_deps_done(engine_t *e, int64_t now)
 bool engine_deps_consistent(engine_t *e, const job *j, char *why, size_t len)
 {
     const job_deps *d = j->extra ? j->extra->deps : NULL;
-    if (j->state != ENGINE_WAITING) return true;
+    if (j->state != ENGINE_WAITING || job_parked(j)) return true;
     if (!d || !d->pending) {
         snprintf(why, len, "waiting job %llu has no pending parent", (unsigned long long)j->id);
         return false;

@@ -7,10 +7,17 @@
 #include <stdarg.h>
 
 static const char *const state_names[] = {
-#define STATE_NAME_(n, s) s,
-    ENGINE_STATE_MAP(STATE_NAME_)
+#define STATE_NAME_(name, word, abi, kind, finished, help) #word,
+    TENQ_STATE_TABLE(STATE_NAME_)
 #undef STATE_NAME_
 };
+
+/* engine_state_finished: every FINAL row comes after every LIVE one. */
+#define STATE_ORDER_(name, word, abi, kind, finished, help)                                        \
+    _Static_assert((ENGINE_##name >= ENGINE_SUCCEEDED) == (0 TENQ_STATE_IF_FINAL(kind, +1)),       \
+                   "tenq/states.h: the FINAL states last, from succeeded on");
+TENQ_STATE_TABLE(STATE_ORDER_)
+#undef STATE_ORDER_
 
 const char *engine_state_name(engine_state s)
 {
@@ -123,9 +130,9 @@ int engine_check_name(engine_name_kind kind, const char *field, const char *s, e
         bool (*valid)(const char *);
         const char *rule;
     } rules[] = {
-        [ENGINE_NAME] = {engine_name_valid, "names are 1-64 of A-Z a-z 0-9 . _ -"},
-        [ENGINE_TYPE] = {engine_type_valid, "1-128 printable characters without spaces"},
-        [ENGINE_KEY] = {engine_key_valid, "1-256 bytes without control characters"},
+        [ENGINE_NAME] = {engine_name_valid, ENGINE_NAME_RULE},
+        [ENGINE_TYPE] = {engine_type_valid, ENGINE_TYPE_RULE},
+        [ENGINE_KEY] = {engine_key_valid, ENGINE_KEY_RULE},
     };
     if (rules[kind].valid(s)) return 0;
     engine_errf(err, TENQ_EINVALID, field, "%s: %s", field, rules[kind].rule);
@@ -148,6 +155,7 @@ engine_t *engine_create(const engine_config *cfg)
     dlist_init(&e->idem_order);
     dlist_init(&e->args_lru);
     dlist_init(&e->idle_groups);
+    dlist_init(&e->kept_order);
     e->dead_by_id.cmp = engine_dead_cmp_id;
     e->dead_by_fin.cmp = engine_dead_cmp_fin;
     return e;
@@ -167,6 +175,7 @@ void engine_destroy(engine_t *e)
     engine_args_free(e);
     engine_keys_free(e);
     engine_expiry_free(e);
+    engine_steps_free(e);
     for (size_t i = 0; i < htab_cap(&e->lanes); i++) {
         free(e->lanes.slots[i].item);
     }
@@ -216,6 +225,7 @@ void engine_destroy(engine_t *e)
     htab_free(&e->idem);
     jheap_free(&e->timers);
     jheap_free(&e->leases);
+    jheap_free(&e->waits);
     heap_free(&e->rate_timers);
     heap_free(&e->aging);
     for (size_t i = 0; i < htab_cap(&e->workers); i++) free(e->workers.slots[i].item);
@@ -493,9 +503,22 @@ void engine_job_wait(const engine_job *j, engine_wait *out)
     switch ((engine_state)j->state) {
     case ENGINE_SCHEDULED:
         out->kind = j->attempts > 0 ? ENGINE_WAIT_BACKOFF : ENGINE_WAIT_SCHEDULED;
+        if (job_parked(j)) out->kind = ENGINE_WAIT_SLEEP;
         out->until = j->run_at;
         return;
     case ENGINE_WAITING: {
+        if (job_parked(j)) {
+            const job_steps *st = j->extra->steps;
+            if (st->park == PARK_CHILD) {
+                out->kind = ENGINE_WAIT_CHILD;
+                out->child = st->child;
+            } else {
+                out->kind = ENGINE_WAIT_EVENT;
+                out->event = engine_steps_event_key(st);
+                out->until = st->until;
+            }
+            return;
+        }
         const job_deps *d = j->extra ? j->extra->deps : NULL;
         out->kind = ENGINE_WAIT_PARENTS;
         for (uint32_t k = 0; d && k < d->n_parents; k++) {
@@ -550,11 +573,24 @@ void engine_job_wait(const engine_job *j, engine_wait *out)
 
 const char *engine_wait_name(engine_wait_kind k)
 {
-    static const char *const names[] = {NULL,           "scheduled",         "backoff",
-                                        "lane",         "tenant_slots",      "tenant_cap",
-                                        "queue_paused", "tenant_paused",     "tenant_rate",
-                                        "queue_rate",   "queue_tenant_rate", "worker",
-                                        "parents",      "concurrency_key",   "rate_key"};
+    static const char *const names[] = {NULL,
+                                        "scheduled",
+                                        "backoff",
+                                        "lane",
+                                        "tenant_slots",
+                                        "tenant_cap",
+                                        "queue_paused",
+                                        "tenant_paused",
+                                        "tenant_rate",
+                                        "queue_rate",
+                                        "queue_tenant_rate",
+                                        "worker",
+                                        "parents",
+                                        "sleep",
+                                        "event",
+                                        "child",
+                                        "concurrency_key",
+                                        "rate_key"};
     return (size_t)k < sizeof names / sizeof names[0] ? names[k] : NULL;
 }
 
@@ -587,7 +623,7 @@ void engine_job_get(const engine_job *j, engine_job_info *o)
     /* a job that names keys is loaded first: its keys' limits and counts
      * are exact from the first lease */
     o->plain = !j->in_lane && !(j->flags & JF_HAS_PAYLOADS) && !j->node->keys &&
-               !(ex && (ex->unique_key || ex->batch || ex->deps));
+               !(ex && (ex->unique_key || ex->batch || ex->deps || ex->steps));
     if (j->node->keys) {
         const gkeys *gs = j->node->keys;
         o->concurrency_keys = gs->nc ? gs->cout : NULL;
@@ -635,6 +671,10 @@ void engine_job_get(const engine_job *j, engine_job_info *o)
         o->expire_at = ex->expire_at;
         o->debounced = ex->debounced;
         o->debounce_until = ex->debounce_until;
+        if (ex->steps) {
+            o->n_steps = ex->steps->n;
+            o->awaited_by = ex->steps->awaited_by;
+        }
     }
 }
 
@@ -767,6 +807,7 @@ void engine_changes_clear(engine_t *e)
     }
     e->idem_graveyard.n = 0;
     engine_attempts_clear(e);
+    engine_steps_changes_clear(e);
     if (e->args_pinned.n) engine_args_changes_cleared(e);
 }
 

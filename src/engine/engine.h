@@ -32,6 +32,7 @@
 
 #include "base/settings.h"
 #include "tenq/errors.h"
+#include "tenq/states.h"
 
 typedef struct engine engine_t;
 typedef struct engine_job engine_job;
@@ -46,6 +47,8 @@ typedef struct engine_job engine_job;
 #define ENGINE_ATTEMPTS_MAX       TQ_ATTEMPTS_MAX
 /* run_at may be at most about ten years ahead */
 #define ENGINE_RUN_AT_HORIZON_MS  (10LL * 366 * 24 * 3600 * 1000)
+/* a job's own timeout_ms is at most this */
+#define ENGINE_TIMEOUT_MAX_MS     (7 * TQ_DAY_MS)
 /* a merged job takes at most this many payloads; then a new job starts */
 #define ENGINE_MERGE_MAX_PAYLOADS 10000
 /* a job depends on at most this many parents (depends_on) */
@@ -63,26 +66,11 @@ typedef enum { ENGINE_DEPS_CANCEL, ENGINE_DEPS_RUN } engine_deps_policy;
 const char *engine_deps_policy_name(engine_deps_policy p);
 int engine_deps_policy_parse(const char *name);
 
-/* Job states.  The first six are "unfinished" (waiting: for its parents,
- * see depends_on); dead jobs stay in the morgue
- * until requeued or deleted; the last four are final (expired: not leased
- * by its expire_at, never run after it). */
-#define ENGINE_STATE_MAP(XX)                                                                       \
-    XX(SCHEDULED, "scheduled")                                                                     \
-    XX(BLOCKED, "blocked")                                                                         \
-    XX(WAITING, "waiting")                                                                         \
-    XX(READY, "ready")                                                                             \
-    XX(LEASED, "leased")                                                                           \
-    XX(RUNNING, "running")                                                                         \
-    XX(DEAD, "dead")                                                                               \
-    XX(SUCCEEDED, "succeeded")                                                                     \
-    XX(CANCELLED, "cancelled")                                                                     \
-    XX(MERGED, "merged")                                                                           \
-    XX(EXPIRED, "expired")
-
+/* Job states: the rows of tenq/states.h, in its order (the LIVE ones
+ * first, the FINAL ones last). */
 typedef enum engine_state {
-#define ENGINE_STATE_ENUM_(n, s) ENGINE_##n,
-    ENGINE_STATE_MAP(ENGINE_STATE_ENUM_)
+#define ENGINE_STATE_ENUM_(name, word, abi, kind, finished, help) ENGINE_##name,
+    TENQ_STATE_TABLE(ENGINE_STATE_ENUM_)
 #undef ENGINE_STATE_ENUM_
         ENGINE_NSTATES
 } engine_state;
@@ -90,6 +78,8 @@ typedef enum engine_state {
 const char *engine_state_name(engine_state s);
 /* Returns the state for a name, or -1. */
 int engine_state_parse(const char *name);
+/* A FINAL state (tenq/states.h): kept as history only.  The table puts
+ * every FINAL row after the LIVE ones (engine.c checks it). */
 static inline bool engine_state_finished(engine_state s)
 {
     return s >= ENGINE_SUCCEEDED;
@@ -187,6 +177,9 @@ typedef struct engine_config {
      * past three quarters of it, new jobs' args stay out of memory, in the
      * store's rows, and the rest is a cache of those read ahead (args.c). */
     size_t args_budget;
+    /* How long an event that woke no job is kept for a job that waits for
+     * its key later (engine_event_send; 0: not kept). */
+    int64_t event_window_ms;
 } engine_config;
 
 /* The defaults of SEMANTICS.md. */
@@ -232,7 +225,13 @@ bool engine_type_valid(const char *s);
 bool engine_key_valid(const char *s);
 typedef enum { ENGINE_NAME, ENGINE_TYPE, ENGINE_KEY } engine_name_kind;
 /* 0 when s keeps its kind's rule, else TENQ_EINVALID with err naming
- * field, in the rule's one wording ("queue: names are 1-64 of ..."). */
+ * field, in the rule's one wording ("queue: names are 1-64 of ..."): the
+ * wordings, which the SQL of applications' transactions says too. */
+#define ENGINE_STR_(x)   #x
+#define ENGINE_STR(x)    ENGINE_STR_(x)
+#define ENGINE_NAME_RULE "names are 1-" ENGINE_STR(ENGINE_NAME_MAX) " of A-Z a-z 0-9 . _ -"
+#define ENGINE_TYPE_RULE "1-" ENGINE_STR(ENGINE_TYPE_MAX) " printable characters without spaces"
+#define ENGINE_KEY_RULE  "1-" ENGINE_STR(ENGINE_KEY_MAX) " bytes without control characters"
 int engine_check_name(engine_name_kind kind, const char *field, const char *s, engine_err *err);
 /* A W3C trace context (traceparent): version-traceid-parentid-flags in
  * lowercase hex, 2-32-16-2 digits, version not ff, neither id all zeros. */
@@ -335,6 +334,10 @@ typedef struct engine_job_info {
      * while it waits, starting it no later than debounce_until (0: none) */
     bool debounced;
     int64_t debounce_until;
+    /* Durable steps (steps.c; resident jobs only, 0 from the store's rows):
+     * how many it stored, and the job that awaits it (run_child). */
+    uint32_t n_steps;
+    uint64_t awaited_by;
 } engine_job_info;
 
 /* Fills *out with the job's fields (pointers into the engine). */
@@ -355,6 +358,9 @@ typedef enum {
     ENGINE_WAIT_PAIR_RATE,       /* its queue's per-tenant rate allows none before until */
     ENGINE_WAIT_WORKER,          /* it may go now: it waits for a lease (asked_at: the last) */
     ENGINE_WAIT_PARENTS,         /* parents (ids) have not succeeded yet */
+    ENGINE_WAIT_SLEEP,           /* a durable sleep of its handler, until */
+    ENGINE_WAIT_EVENT,           /* its handler waits for an event (event), at most until */
+    ENGINE_WAIT_CHILD,           /* its handler waits for the end of a child job (child) */
     ENGINE_WAIT_CONCURRENCY_KEY, /* key has limit jobs running (active): held_by is one */
     ENGINE_WAIT_RATE_KEY         /* key's rate allows its next start at until */
 } engine_wait_kind;
@@ -369,12 +375,14 @@ typedef struct engine_wait {
     int64_t asked_at;       /* WORKER: the last lease that could have taken it; 0: none yet */
     uint32_t n_parents;     /* PARENTS: the parents still unfinished */
     uint64_t parents[ENGINE_PARENTS_MAX];
+    const char *event; /* EVENT: the key */
+    uint64_t child;    /* CHILD: the job awaited */
 } engine_wait;
 
 void engine_job_wait(const engine_job *j, engine_wait *out);
 /* "scheduled", "backoff", "lane", "tenant_slots", "tenant_cap", "queue_paused",
  * "tenant_paused", "tenant_rate", "queue_rate", "queue_tenant_rate", "worker", "parents",
- * "concurrency_key", "rate_key"; NULL for NONE. */
+ * "sleep", "event", "child", "concurrency_key", "rate_key"; NULL for NONE. */
 const char *engine_wait_name(engine_wait_kind k);
 uint64_t engine_job_id(const engine_job *j);
 engine_state engine_job_state(const engine_job *j);
@@ -581,7 +589,11 @@ size_t engine_bulk(engine_t *e, int64_t now, const engine_job_filter *f, engine_
 /* ---- tenants and queues -------------------------------------------------- */
 
 typedef struct engine_counts {
-    uint64_t ready, scheduled, blocked, waiting, leased, running, dead;
+    /* one count per LIVE state (tenq/states.h) */
+#define ENGINE_COUNT_FIELD_(name, word, abi, kind, finished, help)                                 \
+    TENQ_STATE_IF_LIVE(kind, uint64_t word;)
+    TENQ_STATE_TABLE(ENGINE_COUNT_FIELD_)
+#undef ENGINE_COUNT_FIELD_
     uint64_t eligible;        /* ready jobs that could be leased now */
     int64_t rate_until;       /* a rate limit of its own allows no start before this; 0 */
     int64_t oldest_eligible;  /* ready_at of the oldest eligible job; 0 if none */
@@ -712,6 +724,9 @@ typedef enum {
     ENGINE_CH_WAKE,        /* queue `name` has newly eligible jobs (not persisted) */
     ENGINE_CH_ATTEMPT,     /* an attempt of job `id` ended without succeeding: attempt */
     ENGINE_CH_BATCH,       /* batch `id` was created or its stored fields changed */
+    ENGINE_CH_STEP,        /* a step of job `id` was stored or completed: step */
+    ENGINE_CH_EVENT,       /* an event was kept for a later wait: event */
+    ENGINE_CH_EVENT_GONE,  /* kept event `id` was taken by a wait (its row goes) */
     ENGINE_CH_KEY_SETTING  /* key `name` of `tenant`: set (fields 1) or deleted (0) */
 } engine_change_kind;
 
@@ -723,8 +738,11 @@ typedef enum {
  * is history a load cannot work out again (the parent may be requeued),
  * so it is written with the change that released it, never late */
 #define ENGINE_JF_RELEASED 16u
+/* the job stored its first step, or is a child awaited: no longer plain, so
+ * its row (live 1 from now) is written with that change, never late */
+#define ENGINE_JF_STEPS    32u
 /* its args were replaced (a debounced submit): write them */
-#define ENGINE_JF_ARGS     32u
+#define ENGINE_JF_ARGS     64u
 
 typedef struct engine_idem_info {
     const char *tenant, *key;
@@ -744,6 +762,8 @@ typedef struct engine_change {
     const engine_idem_info *idem;
     const struct engine_attempt_info *attempt;      /* ENGINE_CH_ATTEMPT */
     const struct engine_key_settings *key_settings; /* ENGINE_CH_KEY_SETTING (set) */
+    const struct engine_step_info *step;            /* ENGINE_CH_STEP */
+    const struct engine_event_info *event;          /* ENGINE_CH_EVENT */
 } engine_change;
 
 /* The changes since the last engine_changes_clear(), in the order made; a
@@ -772,11 +792,14 @@ typedef enum {
     ENGINE_ATTEMPT_SUCCEEDED, /* acked: the job's own fields */
     ENGINE_ATTEMPT_LEASED,    /* the current attempt, not started yet */
     ENGINE_ATTEMPT_RUNNING,   /* the current attempt, started */
+    /* its handler parked the job (a durable sleep, a wait for an event or
+     * a child): the lease ended, the attempt did not fail (steps.c) */
+    ENGINE_ATTEMPT_SUSPENDED,
     ENGINE_ATTEMPT_NOUTCOMES
 } engine_attempt_outcome;
 
 /* "failed", "expired", "timed_out", "cancelled", "succeeded", "leased",
- * "running"; and back (-1: none). */
+ * "running", "suspended"; and back (-1: none). */
 const char *engine_attempt_outcome_name(engine_attempt_outcome o);
 int engine_attempt_outcome_parse(const char *name);
 
@@ -875,6 +898,128 @@ int engine_load_batch(engine_t *e, const engine_batch_info *b, engine_err *err);
 /* A loaded job's link to its batch (role: ENGINE_BATCH_MEMBER or 1 + kind);
  * a job not resident is ignored. */
 int engine_load_batch_job(engine_t *e, uint64_t job_id, uint64_t batch_id, int role);
+
+/* ---- durable steps (steps.c) -----------------------------------------------
+ * A handler stores the result of each step of its job under the job's
+ * current lease token (a stale token is refused like a stale ack), so that
+ * a later attempt gets the stored results back instead of running those
+ * steps again.  A step may also park the job between attempts, ending its
+ * lease without failing it: a durable sleep (back to scheduled until a
+ * time), a wait for an event of its tenant (waiting, until the event comes
+ * or a timeout), or a child job it submits and waits for (waiting, until
+ * the child ends).  A parked job gives back its tenant's slot and keeps its
+ * lane (it is still its lane's head: the jobs behind it wait).  The lease
+ * that parked it is an attempt that ended "suspended" and does not count:
+ * the lease that resumes it has the same attempt number.
+ *
+ * Memory: a job keeps its steps' count, bytes and a 64-bit hash of each
+ * name; results are the store's alone (read with the job's steps).  An
+ * event that woke no job is kept, with its payload, for cfg.event_window_ms,
+ * and the first job of its tenant that waits for its key takes it. */
+
+#define ENGINE_STEPS_MAX       1000                /* steps a job stores at most */
+#define ENGINE_STEPS_BYTES_MAX (16u * 1024 * 1024) /* their results' bytes at most */
+#define ENGINE_EVENT_MAX_BYTES (1024u * 1024)      /* an event's payload at most */
+
+typedef enum {
+    ENGINE_STEP_RUN,   /* code the handler ran: its result */
+    ENGINE_STEP_SLEEP, /* a durable sleep until a time */
+    ENGINE_STEP_EVENT, /* a wait for an event: its payload, or timed out */
+    ENGINE_STEP_CHILD, /* a child job awaited: its result, or its error */
+    ENGINE_NSTEP_KINDS
+} engine_step_kind;
+/* "step", "sleep", "event", "child"; and back (-1: none). */
+const char *engine_step_kind_name(engine_step_kind k);
+int engine_step_kind_parse(const char *name);
+
+/* A step as its row holds it. */
+typedef struct engine_step_info {
+    uint64_t job_id;
+    uint32_t pos; /* 0, 1, ... in the order stored */
+    const char *name;
+    engine_step_kind kind;
+    bool done;          /* false: the job waits for it (EVENT, CHILD) */
+    const char *result; /* JSON text; NULL: none (a sleep, a timeout, a failed child) */
+    const char *error;  /* EVENT: "timed out"; CHILD: why the child did not succeed */
+    uint64_t token;     /* the lease it was stored under */
+    uint32_t attempt;   /* that lease's attempt number (1 = first) */
+    int64_t created_at, finished_at; /* finished_at 0: not done */
+    const char *event;               /* EVENT: the key */
+    int64_t until;                   /* SLEEP: until; EVENT: the timeout's time (0: none) */
+    uint64_t child;                  /* CHILD: the child's id */
+    int child_state;                 /* CHILD done: the child's state then (else -1) */
+    uint32_t size;                   /* bytes of result */
+} engine_step_info;
+
+typedef struct engine_step_req {
+    const char *name; /* the key rule: 1-256 bytes, no control character */
+    engine_step_kind kind;
+    const char *result; /* RUN: JSON text (NULL: null), at most the queue's max_payload_bytes */
+    uint32_t result_len;
+    int64_t until;           /* SLEEP: the time to resume (ms; past: not parked) */
+    const char *event;       /* EVENT: the key (the key rule) */
+    int64_t timeout_ms;      /* EVENT: 0: none; else 1 ms to 10 years */
+    engine_submit_req child; /* CHILD: the child (its tenant is the job's) */
+} engine_step_req;
+
+typedef struct engine_step_res {
+    uint32_t pos;
+    bool duplicate;     /* stored already by this lease: nothing changed */
+    bool parked;        /* the lease ended: the job is `state` (scheduled or waiting) */
+    engine_state state; /* the job's state after */
+    int64_t run_at;     /* SLEEP: when it resumes */
+    bool done;          /* EVENT: taken at once from a kept event (result) */
+    const char *result; /* valid until the next call that mutates the engine */
+    uint64_t child;     /* CHILD: the child's id */
+    engine_state child_state;
+} engine_step_res;
+
+/* Stores a step of job id under its lease token (the lease goes on), or
+ * parks the job (SLEEP, EVENT, CHILD: the lease ends).  A name this lease
+ * stored already is answered duplicate; one an earlier lease stored is
+ * TENQ_ECONFLICT ("name": read the job's steps).  Limits: ENGINE_STEPS_MAX
+ * steps, ENGINE_STEPS_BYTES_MAX bytes of results (TENQ_ETOO_LARGE), a
+ * result within the queue's max_payload_bytes.  An at-most-once job is
+ * never parked (it would be handed out again), nor a job whose cancel was
+ * requested (TENQ_ECONFLICT).  A CHILD submits the child as engine_submit
+ * would (no id, idempotency key, uniqueness or depends_on; not to a
+ * merging queue), refusing with its error. */
+int engine_step(engine_t *e, int64_t now, uint64_t id, uint64_t token, const engine_step_req *r,
+                engine_step_res *res, engine_err *err);
+
+/* An event as its row holds it (kept for a later wait). */
+typedef struct engine_event_info {
+    uint64_t id;
+    const char *tenant, *key;
+    const char *payload; /* JSON text */
+    uint32_t len;
+    int64_t created_at, expires_at;
+} engine_event_info;
+
+typedef struct engine_event_res {
+    size_t delivered; /* jobs it woke (their ids: the first max_ids in ids) */
+    bool kept;        /* it woke none: kept until expires_at for a later wait */
+    int64_t expires_at;
+} engine_event_res;
+
+/* An event of a tenant: every job of the tenant waiting for its key takes
+ * its payload as that step's result and goes on; when none waits it is
+ * kept for cfg.event_window_ms (0: dropped).  payload: JSON text (NULL:
+ * null), at most ENGINE_EVENT_MAX_BYTES. */
+int engine_event_send(engine_t *e, int64_t now, const char *tenant, const char *key,
+                      const char *payload, uint32_t len, uint64_t *ids, size_t max_ids,
+                      engine_event_res *res, engine_err *err);
+/* Events kept now, and jobs waiting for an event. */
+size_t engine_events_kept(const engine_t *e);
+size_t engine_event_waiters(const engine_t *e);
+
+/* Recovery: a job's steps, in (job, pos) order, after every job is loaded
+ * and before engine_load_deps_done (result NULL: only its size is known);
+ * each kept event, by expires_at (expired ones are dropped); the highest
+ * event id ever written (new ones are numbered above it). */
+int engine_load_step(engine_t *e, int64_t now, const engine_step_info *s, engine_err *err);
+int engine_load_event(engine_t *e, int64_t now, const engine_event_info *ev, engine_err *err);
+void engine_load_event_id(engine_t *e, uint64_t max_id);
 
 /* ---- recovery ------------------------------------------------------------ */
 

@@ -338,6 +338,25 @@ typedef struct job_deps {
     uint8_t policy; /* engine_deps_policy */
 } job_deps;
 
+/* Durable steps (steps.c): only jobs that stored a step, or a child that
+ * a job awaits, carry them, in their extra.  Results are the store's. */
+enum { PARK_NONE, PARK_SLEEP, PARK_EVENT, PARK_CHILD };
+struct ev_key;
+typedef struct job_steps {
+    uint64_t *names; /* a hash of each stored step's name, in the order stored */
+    uint32_t n, cap;
+    uint32_t n_before;   /* stored before the current lease (its own are after) */
+    uint64_t bytes;      /* of their results */
+    uint8_t park;        /* PARK_*: what the job, not leased, waits for */
+    uint32_t wait_pos;   /* PARK_EVENT, PARK_CHILD: the step waited for */
+    int64_t until;       /* PARK_SLEEP: its time; PARK_EVENT: its timeout (0: none) */
+    uint64_t child;      /* PARK_CHILD: the job awaited */
+    uint64_t awaited_by; /* a child: the job that awaits it (0: none) */
+    struct ev_key *ek;   /* PARK_EVENT: its key's waiters */
+    dlink in_key;        /* PARK_EVENT: in ek->waiters */
+    struct engine_job *j;
+} job_steps;
+
 /* Fields most queued jobs never need: allocated on first use. */
 typedef struct job_extra {
     int64_t leased_at, started_at, finished_at, deadline;
@@ -358,6 +377,7 @@ typedef struct job_extra {
     bool debounced;         /* made by a debounced submit (debounce.c) */
     int64_t debounce_until; /* ... its latest start (0: none) */
     int64_t expire_at;      /* never leased at or after it (expiry.c); 0: none */
+    job_steps *steps;       /* NULL: no step, not awaited */
 } job_extra;
 
 /* A batch (batches.c): counters of its jobs, its callbacks. */
@@ -404,7 +424,7 @@ _Static_assert(offsetof(struct engine_job, args) + sizeof("{}") <= 72,
                "a blank job no longer fits an 80-byte malloc chunk");
 #define JOB_NOTED 0x80u
 _Static_assert((ENGINE_JF_NEW | ENGINE_JF_PAYLOADS | ENGINE_JF_RESULT | ENGINE_JF_LANE |
-                ENGINE_JF_RELEASED | ENGINE_JF_ARGS) < JOB_NOTED,
+                ENGINE_JF_RELEASED | ENGINE_JF_STEPS | ENGINE_JF_ARGS) < JOB_NOTED,
                "change fields must fit beside JOB_NOTED");
 
 typedef struct idem_entry {
@@ -441,6 +461,7 @@ struct engine {
     htab stale;                    /* (id, key) of node-heap entries whose job left */
     jheap timers;                  /* scheduled jobs by run_at */
     jheap leases;                  /* leased/running jobs by deadline */
+    jheap waits;                   /* jobs waiting for an event, by its timeout (steps.c) */
     heap rate_timers;              /* closed rate buckets by the time they open */
     heap aging;                    /* nodes by when their first rising job reaches the cap */
     ready_heap expiry;             /* (expire_at, id) of jobs that may expire (expiry.c; lazy) */
@@ -471,6 +492,15 @@ struct engine {
     size_t n_spilled;        /* jobs in memory whose args are spilled */
     int64_t args_timers_at;  /* when to look at the timers again */
     size_t n_jobs;
+    /* durable steps (steps.c) */
+    htab evkeys;      /* ev_key by (tenant, key): jobs waiting, events kept */
+    dlist kept_order; /* kept events by expires_at */
+    size_t n_kept, n_ev_waiting;
+    uint64_t event_id;  /* the last kept event's id */
+    ptr_vec step_recs;  /* steps listed in changes */
+    ptr_vec event_recs; /* kept events listed in changes */
+    ptr_vec steps_work; /* children whose parent ended: to cancel */
+    bool steps_busy;
     /* scratch for lease */
     ptr_vec scratch;
 };
@@ -615,7 +645,7 @@ void engine_stale_free(engine_t *e);
 job *engine_timer_due(engine_t *e, int64_t now);
 /* The leased job whose deadline passed first (still in the heap), or NULL. */
 job *engine_lease_due(engine_t *e, int64_t now);
-bool engine_heap_check_jobs(const jheap *h, int kind); /* 1 timer, 2 lease */
+bool engine_heap_check_jobs(const jheap *h, int kind); /* 1 timer, 2 lease, 3 waits */
 /* Checks a node heap: live entries are ready jobs of the node, the rest are
  * marked stale; returns the live count or -1. */
 long engine_heap_check_node(engine_t *e, node *n);
@@ -876,6 +906,36 @@ static inline bool job_waits_for_parents(const job *j)
 }
 /* For engine_check: the job's pending count agrees with its parents. */
 bool engine_deps_consistent(engine_t *e, const job *j, char *why, size_t len);
+/* ---- durable steps (steps.c) */
+/* The job is parked (a sleep, a wait for an event or a child), not leased. */
+static inline bool job_parked(const job *j)
+{
+    return j->extra && j->extra->steps && j->extra->steps->park != PARK_NONE;
+}
+/* A leased (or running) job under this token, or NULL with the refusal. */
+job *engine_leased_job(engine_t *e, uint64_t id, uint64_t token, engine_err *err);
+/* A lease of a job with steps: those stored before it are an earlier
+ * attempt's; the job is no longer parked. */
+void engine_steps_leased(engine_t *e, job *j);
+/* The job left the unfinished states: a wait of its own ends (a child it
+ * awaited is cancelled), and a job that awaited it goes on. */
+void engine_steps_ended(engine_t *e, job *j, int64_t now);
+/* Timeouts of waits for events that came; kept events past their window. */
+size_t engine_steps_tick(engine_t *e, int64_t now);
+int64_t engine_steps_next(const engine_t *e);
+void engine_steps_free_job(engine_t *e, job_steps *s);
+/* PARK_EVENT: the key waited for. */
+const char *engine_steps_event_key(const job_steps *s);
+void engine_steps_free(engine_t *e);
+void engine_steps_changes_clear(engine_t *e);
+/* What a job's steps take in memory (engine_check) and the events' table. */
+size_t engine_steps_mem(const job_steps *s);
+bool engine_steps_check(engine_t *e, size_t *mem, char *why, size_t len);
+/* The waits heap (sched.c). */
+void engine_wait_heap_push(engine_t *e, job *j, int64_t until);
+void engine_wait_heap_remove(engine_t *e, job *j);
+job *engine_wait_due(engine_t *e, int64_t now);
+
 /* ---- batches (batches.c) */
 /* A job of a batch moved from state `old` to `s` (ENGINE_NSTATES: deleted);
  * called by engine_set_state for jobs with a batch. */

@@ -8,7 +8,8 @@
 
 job *engine_job_alloc(engine_t *e, uint64_t id, node *home, const char *args, uint32_t args_len)
 {
-    bool out = args && engine_args_spill(e, home, args_len);
+    /* no text but a length: args left in the store by a load */
+    bool out = args ? engine_args_spill(e, home, args_len) : args_len > 0;
     uint32_t inline_len = out ? 2 : args_len; /* a spilled job keeps its length there */
     job *j = xmalloc(offsetof(job, args) + inline_len + 1);
     memset(j, 0, offsetof(job, args));
@@ -56,6 +57,7 @@ void engine_job_free(engine_t *e, job *j)
         engine_payload_free(e, &ex->pl);
         free(ex->dl);
         engine_deps_free(ex->deps);
+        if (ex->steps) engine_steps_free_job(e, ex->steps);
         free(ex);
         e->mem_bytes -= mem_chunk(sizeof(job_extra));
     }
@@ -375,7 +377,8 @@ static int submit_check(engine_t *e, int64_t now, const engine_submit_req *r,
                     ENGINE_ATTEMPTS_MAX);
         return TENQ_EINVALID;
     }
-    if (r->timeout_ms && (r->timeout_ms < qs->lease_ms / 3 || r->timeout_ms > 7 * TQ_DAY_MS)) {
+    if (r->timeout_ms &&
+        (r->timeout_ms < qs->lease_ms / 3 || r->timeout_ms > ENGINE_TIMEOUT_MAX_MS)) {
         engine_errf(err, TENQ_EINVALID, "timeout_ms",
                     "timeout_ms must be from a third of the queue's lease (%lld ms: workers "
                     "heartbeat that often) to 7 days, or 0 for the queue's",
@@ -413,7 +416,9 @@ bool engine_can_merge_into(const job *tail, const node *home)
 {
     /* a job whose args are out of memory takes no payloads (a queue turned
      * merging after its jobs spilled): the next submit makes a job */
+    /* nor a job that stored steps: it is part way through (steps.c) */
     return tail && tail->node == home && !(tail->flags & JF_ARGS_OUT) &&
+           !(tail->extra && tail->extra->steps) &&
            (tail->state == ENGINE_READY || tail->state == ENGINE_SCHEDULED ||
             tail->state == ENGINE_BLOCKED) &&
            (!(tail->flags & JF_HAS_PAYLOADS) || tail->extra->pl.n < ENGINE_MERGE_MAX_PAYLOADS);
@@ -688,12 +693,15 @@ void engine_finish(engine_t *e, job *j, engine_state s, int64_t now)
     engine_set_state(e, j, s);
     engine_note_job(e, j, 0);
     ptr_vec_push(&e->graveyard, j);
-    if (was_unfinished) engine_deps_ended(e, j, now);
+    if (was_unfinished) {
+        engine_steps_ended(e, j, now);
+        engine_deps_ended(e, j, now);
+    }
 }
 
 /* ---- worker calls --------------------------------------------------------------- */
 
-static job *leased_job(engine_t *e, uint64_t id, uint64_t token, engine_err *err)
+job *engine_leased_job(engine_t *e, uint64_t id, uint64_t token, engine_err *err)
 {
     job *j = engine_job_find(e, id);
     if (!j) {
@@ -719,7 +727,7 @@ static job *leased_job(engine_t *e, uint64_t id, uint64_t token, engine_err *err
 
 int engine_start(engine_t *e, int64_t now, uint64_t id, uint64_t token, engine_err *err)
 {
-    job *j = leased_job(e, id, token, err);
+    job *j = engine_leased_job(e, id, token, err);
     if (!j) return err ? err->code : TENQ_ECONFLICT;
     if (j->state == ENGINE_RUNNING) return 0;
     j->extra->started_at = now;
@@ -731,7 +739,7 @@ int engine_start(engine_t *e, int64_t now, uint64_t id, uint64_t token, engine_e
 int engine_heartbeat(engine_t *e, int64_t now, uint64_t id, uint64_t token, const char *progress,
                      int64_t *lease_until, bool *cancel, engine_err *err)
 {
-    job *j = leased_job(e, id, token, err);
+    job *j = engine_leased_job(e, id, token, err);
     if (!j) return err ? err->code : TENQ_ECONFLICT;
     j->extra->deadline = engine_lease_deadline(j, now);
     engine_lease_heap_fix(e, j);
@@ -745,7 +753,7 @@ int engine_heartbeat(engine_t *e, int64_t now, uint64_t id, uint64_t token, cons
 int engine_ack(engine_t *e, int64_t now, uint64_t id, uint64_t token, const char *result,
                const char *stats, engine_err *err)
 {
-    job *j = leased_job(e, id, token, err);
+    job *j = engine_leased_job(e, id, token, err);
     if (!j) return err ? err->code : TENQ_ECONFLICT;
     set_str(&j->extra->result, result);
     set_str(&j->extra->stats, stats);
@@ -799,7 +807,8 @@ int64_t engine_backoff_ms(engine_t *e, const queue *q, uint32_t attempt)
  * leased: they are blocked behind it), their payloads join it. */
 static void absorb_waiting(engine_t *e, job *j, int64_t now)
 {
-    if (!(j->flags & JF_HAS_PAYLOADS) || !j->in_lane || !job_queue(j)->s.merge) return;
+    if (!(j->flags & JF_HAS_PAYLOADS) || !j->in_lane || !job_queue(j)->s.merge || j->extra->steps)
+        return;
     job *k;
     while ((k = lane_next(j)) && k->state == ENGINE_BLOCKED && k->node == j->node &&
            !(k->flags & JF_ARGS_OUT) && j->extra->pl.n < ENGINE_MERGE_MAX_PAYLOADS) {
@@ -859,7 +868,7 @@ static engine_state attempt_failed(engine_t *e, job *j, int64_t now, const engin
 int engine_fail(engine_t *e, int64_t now, uint64_t id, uint64_t token, const engine_fail_req *f,
                 engine_state *state_out, engine_err *err)
 {
-    job *j = leased_job(e, id, token, err);
+    job *j = engine_leased_job(e, id, token, err);
     if (!j) return err ? err->code : TENQ_ECONFLICT;
     if (f->error && strlen(f->error) > 65536) {
         engine_errf(err, TENQ_ETOO_LARGE, "error", "error is longer than 65536 bytes");
@@ -903,6 +912,7 @@ size_t engine_tick(engine_t *e, int64_t now)
     changed += engine_rate_tick(e, now);
     changed += engine_expiry_tick(e, now);
     changed += engine_aging_tick(e, now);
+    changed += engine_steps_tick(e, now);
     while (!dlist_empty(&e->idem_order)) {
         idem_entry *ie = DLIST_ITEM(e->idem_order.head.next, idem_entry, in_order);
         if (ie->info.created_at + e->cfg.idempotency_ttl_ms > now) break;
@@ -1006,5 +1016,8 @@ void engine_kill(engine_t *e, job *j, int64_t now, const char *error)
     engine_set_state(e, j, ENGINE_DEAD);
     engine_morgue_insert(e, j);
     engine_note_job(e, j, 0);
-    if (was_unfinished) engine_deps_ended(e, j, now);
+    if (was_unfinished) {
+        engine_steps_ended(e, j, now);
+        engine_deps_ended(e, j, now);
+    }
 }

@@ -40,9 +40,11 @@ int engine_load_job(engine_t *e, int64_t now, const engine_job_info *in, engine_
     bool has_pl = in->payloads != NULL || (!in->args && in->n_payloads == 0 && q->s.merge);
     /* A job keeps no args length (JSON text has no NUL): a stored row whose
      * args hold one anyway is cut there, so what is counted is what is kept. */
-    job *j =
-        engine_job_alloc(e, in->id, home, has_pl ? NULL : (in->args ? in->args : "{}"),
-                         has_pl ? 0 : (in->args ? (uint32_t)strnlen(in->args, in->args_len) : 2));
+    job *j = in->args_missing /* left in the store: its length only (args.c) */
+                 ? engine_job_alloc(e, in->id, home, NULL, in->args_len ? in->args_len : 2)
+                 : engine_job_alloc(
+                       e, in->id, home, has_pl ? NULL : (in->args ? in->args : "{}"),
+                       has_pl ? 0 : (in->args ? (uint32_t)strnlen(in->args, in->args_len) : 2));
     j->priority = (int16_t)in->priority;
     j->attempts = (uint16_t)in->attempts;
     j->max_attempts = (uint16_t)(in->max_attempts ? in->max_attempts : q->s.max_attempts);

@@ -132,14 +132,15 @@ int engine_quota_admit(engine_t *e, const engine_submit_req *reqs, const bool *o
     htab h = {0};
     ptr_vec all = {0};
     int rc = 0;
+    tally *t = NULL, *q = NULL; /* the last job's: a run of one tenant's queue hashes once */
     for (size_t i = 0; i < n; i++) {
         const engine_submit_req *r = &reqs[i];
         if ((ok && !ok[i]) || !r->tenant || !r->queue) continue;
         uint64_t bytes = r->args ? r->args_len : 2;
-        tally *t = tally_get(e, &h, &all, false, r->tenant);
+        if (!t || strcmp(t->name, r->tenant) != 0) t = tally_get(e, &h, &all, false, r->tenant);
         t->jobs++;
         t->bytes += bytes;
-        tally *q = tally_get(e, &h, &all, true, r->queue);
+        if (!q || strcmp(q->name, r->queue) != 0) q = tally_get(e, &h, &all, true, r->queue);
         q->jobs++;
         q->bytes += bytes;
     }

@@ -657,8 +657,29 @@ void engine_unplace(engine_t *e, job *j)
     case ENGINE_LEASED:
     case ENGINE_RUNNING: jh_remove(&e->leases, j); break;
     case ENGINE_DEAD: engine_morgue_remove(e, j); break;
+    case ENGINE_WAITING:
+        if (j->hidx != HEAP_NONE) jh_remove(&e->waits, j); /* an event's timeout */
+        break;
     default: break;
     }
+}
+
+void engine_wait_heap_push(engine_t *e, job *j, int64_t until)
+{
+    jh_push(&e->waits, j, (uint64_t)until);
+}
+
+void engine_wait_heap_remove(engine_t *e, job *j)
+{
+    if (j->hidx != HEAP_NONE) jh_remove(&e->waits, j);
+}
+
+job *engine_wait_due(engine_t *e, int64_t now)
+{
+    if (!e->waits.n || (int64_t)e->waits.a[0].k > now) return NULL;
+    job *j = e->waits.a[0].j;
+    jh_remove(&e->waits, j);
+    return j;
 }
 
 /* ---- lanes ------------------------------------------------------------------ */
@@ -736,6 +757,7 @@ static void lease_one(engine_t *e, int64_t now, job *j, const char *worker)
         ex->worker = engine_worker_intern(e, worker);
     }
     engine_lease_heap_push(e, j);
+    if (ex->steps) engine_steps_leased(e, j);
     if (q->s.order == ENGINE_ORDER_FAIR) {
         if (p->pass > q->vclock) q->vclock = p->pass;
         p->pass += FAIR_STRIDE / n->t->s.weight;
@@ -823,6 +845,7 @@ int64_t engine_next_timer(const engine_t *e)
     if (engine_rate_next(e) < t) t = engine_rate_next(e);
     if (engine_expiry_next(e) < t) t = engine_expiry_next(e);
     if (engine_aging_next(e) < t) t = engine_aging_next(e);
+    if (engine_steps_next(e) < t) t = engine_steps_next(e);
     if (!dlist_empty(&e->idem_order)) {
         const idem_entry *ie = DLIST_ITEM(e->idem_order.head.next, idem_entry, in_order);
         int64_t due = ie->info.created_at + e->cfg.idempotency_ttl_ms;
@@ -921,7 +944,9 @@ bool engine_heap_check_jobs(const jheap *h, int kind)
         const jheap_entry *x = &h->a[i];
         const job *j = x->j;
         if (j->hidx != i || x->id != j->id) return false;
-        uint64_t want = kind == 1 ? (uint64_t)j->run_at : (uint64_t)j->extra->deadline;
+        uint64_t want = kind == 1   ? (uint64_t)j->run_at
+                        : kind == 2 ? (uint64_t)j->extra->deadline
+                                    : (uint64_t)j->extra->steps->until;
         if (x->k != want) return false;
         if (i > 0 && jheap_less(x, &h->a[(i - 1) / 4])) return false;
     }

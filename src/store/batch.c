@@ -1,12 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-/* Batches: the engine's changes as rows to write (store_batch_*), strings
- * in one arena each; and a group of batches folded for one transaction
- * (store_group_build: every job once, as its insert or its latest update,
- * deletes last). */
+/* Batches: rows to write (store_batch_*), strings in one arena each: a
+ * job's row from its columns (columns.h), and the rows of tenants, queues,
+ * keys, tokens, attempts, schedules, edges, batches and the audit log, with
+ * the parameters of their statements.  The engine's change list becomes a
+ * batch in changes.c; batches are folded for one transaction in group.c. */
 #include "internal.h"
 
-#include "base/hash.h"
-#include "base/htab.h"
 #include "base/xalloc.h"
 
 /* ---- batches ------------------------------------------------------------------ */
@@ -29,7 +28,7 @@ size_t store_batch_ops(const store_batch *b)
     return b->n;
 }
 
-static store_op *op_push(store_batch *b, op_kind k)
+store_op *store_op_push(store_batch *b, op_kind k)
 {
     if (b->n == b->cap) {
         b->cap = b->cap ? b->cap * 2 : 16;
@@ -41,7 +40,7 @@ static store_op *op_push(store_batch *b, op_kind k)
     return o;
 }
 
-static soff arena_put(store_batch *b, const char *s, size_t len)
+soff store_arena_put(store_batch *b, const char *s, size_t len)
 {
     if (b->alen + len + 1 > b->acap) {
         size_t nc = b->acap ? b->acap * 2 : 1024;
@@ -58,7 +57,7 @@ static soff arena_put(store_batch *b, const char *s, size_t len)
 
 static soff astr(store_batch *b, const char *s)
 {
-    return s ? arena_put(b, s, strlen(s)) : SNULL;
+    return s ? store_arena_put(b, s, strlen(s)) : SNULL;
 }
 
 /* The payload list as stored: [{"payload":...,"score":...},...] */
@@ -78,94 +77,92 @@ static soff payloads_text(store_batch *b, const engine_payload *p, uint32_t n)
         at += (size_t)snprintf(buf + at, need + 1 - at, ",\"score\":%.17g}", p[i].score);
     }
     buf[at++] = ']';
-    soff o = arena_put(b, buf, at);
+    soff o = store_arena_put(b, buf, at);
     free(buf);
     return o;
 }
 
-void store_batch_job(store_batch *b, const engine_job_info *j, uint32_t fields)
+/* A row's args (a new job's: args.c keeps them in memory until its row is
+ * collected), and its payloads as stored ("[]" once a merging job has
+ * none left). */
+static soff args_of(store_batch *b, const engine_job_info *j)
 {
-    store_op *o = op_push(b, (fields & ENGINE_JF_NEW) ? OP_JOB_INSERT : OP_JOB_UPDATE);
-    batch_row *r = &o->u.job;
-    r->id = j->id;
-    r->fields = fields;
-    r->plain = j->plain;
-    r->priority = j->priority;
-    r->state = (uint8_t)j->state;
-    r->cancel_requested = j->cancel_requested;
-    r->attempts = j->attempts;
-    r->max_attempts = j->max_attempts;
-    r->run_at = j->run_at;
-    r->created_at = j->created_at;
-    r->ready_at = j->ready_at;
-    r->leased_at = j->leased_at;
-    r->started_at = j->started_at;
-    r->finished_at = j->finished_at;
-    r->lease_until = j->lease_until;
-    r->token = j->token;
-    r->merged_into = j->merged_into;
-    r->lane_seq = j->lane_seq;
-    r->timeout_ms = j->timeout_ms;
-    bool all = fields & ENGINE_JF_NEW;
-    if (all && j->args_missing) { /* args.c keeps a new job's args until its row is collected */
+    if (j->args_missing) {
         fprintf(stderr, "tenq: job %llu's row would be written without its args\n",
                 (unsigned long long)j->id);
         abort();
     }
-    r->tenant = all ? astr(b, j->tenant) : SNULL;
-    r->queue = all ? astr(b, j->queue) : SNULL;
-    r->type = all ? astr(b, j->type) : SNULL;
-    r->key = all ? astr(b, j->key) : SNULL;
-    r->unique_key = all ? astr(b, j->unique_key) : SNULL;
-    r->idem_key = all ? astr(b, j->idempotency_key) : SNULL;
-    r->traceparent = all ? astr(b, j->traceparent) : SNULL;
-    r->options = SNULL;
-    if (all && store_options_any(j)) {
-        char *opts = store_options_text(j);
-        r->options = astr(b, opts);
-        free(opts);
-    }
-    r->args =
-        (all || (fields & ENGINE_JF_ARGS)) && j->args ? arena_put(b, j->args, j->args_len) : SNULL;
-    if ((fields & ENGINE_JF_ARGS) && j->args_missing) { /* args.c pins them until collected */
-        fprintf(stderr, "tenq: job %llu's new args would be written without their text\n",
-                (unsigned long long)j->id);
-        abort();
-    }
-    r->payloads = (all || (fields & ENGINE_JF_PAYLOADS)) && j->payloads
-                      ? payloads_text(b, j->payloads, j->n_payloads)
-                      : SNULL;
-    if (j->payloads == NULL && j->args == NULL && (fields & ENGINE_JF_PAYLOADS))
-        r->payloads = arena_put(b, "[]", 2);
-    r->worker = astr(b, j->worker);
-    r->error = astr(b, j->error);
-    r->progress = astr(b, j->progress);
-    r->result = (all || (fields & ENGINE_JF_RESULT)) ? astr(b, j->result) : SNULL;
-    r->stats = (all || (fields & ENGINE_JF_RESULT)) ? astr(b, j->stats) : SNULL;
+    return j->args ? store_arena_put(b, j->args, j->args_len) : SNULL;
+}
+
+static soff payloads_of(store_batch *b, const engine_job_info *j, uint32_t fields)
+{
+    if (j->payloads) return payloads_text(b, j->payloads, j->n_payloads);
+    return !j->args && (fields & ENGINE_JF_PAYLOADS) ? store_arena_put(b, "[]", 2) : SNULL;
+}
+
+/* A new row's options (options.c): the keys it names, its expiry and
+ * debounce, as JSON; none: NULL. */
+static soff options_of(store_batch *b, const engine_job_info *j)
+{
+    if (!store_options_any(j)) return SNULL;
+    char *text = store_options_text(j);
+    soff o = store_arena_put(b, text, strlen(text));
+    free(text);
+    return o;
+}
+
+/* Each column of the row from the job (columns.h): a number as it is, a
+ * string when the change carries it (`when`: NEW in the insert alone, KEPT
+ * when the change's fields have its flag). */
+#define CARRIED_KEY(flag)        true
+#define CARRIED_NEW(flag)        all
+#define CARRIED_ALWAYS(flag)     true
+#define CARRIED_KEPT(flag)       (all || (fields & (flag)))
+#define PUT_ID(f, carried)       r->f = j->f;
+#define PUT_NUM(f, carried)      r->f = j->f;
+#define PUT_TIME(f, carried)     r->f = j->f;
+#define PUT_BOOL(f, carried)     r->f = j->f;
+#define PUT_STATE(f, carried)    r->f = j->f;
+#define PUT_TEXT(f, carried)     r->f = (carried) ? astr(b, j->f) : SNULL;
+#define PUT_ARGS(f, carried)     r->f = (carried) ? args_of(b, j) : SNULL;
+#define PUT_PAYLOADS(f, carried) r->f = (carried) ? payloads_of(b, j, fields) : SNULL;
+#define PUT_OPTIONS(f, carried)  r->f = (carried) ? options_of(b, j) : SNULL;
+#define PUT_LIVE(f, carried)
+#define PUT(column, type, kind, when, hot, field, flag) PUT_##kind(field, CARRIED_##when(flag))
+
+void store_batch_job(store_batch *b, const engine_job_info *j, uint32_t fields)
+{
+    store_op *o = store_op_push(b, (fields & ENGINE_JF_NEW) ? OP_JOB_INSERT : OP_JOB_UPDATE);
+    batch_row *r = &o->u.job;
+    bool all = fields & ENGINE_JF_NEW;
+    r->fields = fields;
+    r->plain = j->plain;
+    STORE_JOB_COLUMNS_TABLE(PUT)
 }
 
 void store_batch_job_delete(store_batch *b, uint64_t id)
 {
-    op_push(b, OP_JOB_DELETE)->u.id = id;
+    store_op_push(b, OP_JOB_DELETE)->u.id = id;
 }
 
 void store_batch_tenant(store_batch *b, const char *name, const engine_tenant_settings *s)
 {
-    store_op *o = op_push(b, OP_TENANT);
+    store_op *o = store_op_push(b, OP_TENANT);
     o->u.tenant.name = astr(b, name);
     o->u.tenant.s = *s;
 }
 
 void store_batch_queue(store_batch *b, const char *name, const engine_queue_settings *s)
 {
-    store_op *o = op_push(b, OP_QUEUE);
+    store_op *o = store_op_push(b, OP_QUEUE);
     o->u.queue.name = astr(b, name);
     o->u.queue.s = *s;
 }
 
 void store_batch_pause(store_batch *b, const char *queue, const char *tenant, bool paused)
 {
-    store_op *o = op_push(b, OP_PAUSE);
+    store_op *o = store_op_push(b, OP_PAUSE);
     o->u.pause.queue = astr(b, queue);
     o->u.pause.tenant = astr(b, tenant);
     o->u.pause.paused = paused;
@@ -174,7 +171,7 @@ void store_batch_pause(store_batch *b, const char *queue, const char *tenant, bo
 void store_batch_key_setting(store_batch *b, const char *tenant, const char *key,
                              const engine_key_settings *s)
 {
-    store_op *o = op_push(b, OP_KEY_SETTING);
+    store_op *o = store_op_push(b, OP_KEY_SETTING);
     o->u.keyset.tenant = astr(b, tenant);
     o->u.keyset.key = astr(b, key);
     o->u.keyset.set = s != NULL;
@@ -184,7 +181,7 @@ void store_batch_key_setting(store_batch *b, const char *tenant, const char *key
 void store_batch_usage(store_batch *b, bool queue, const char *name, uint64_t queued,
                        uint64_t bytes)
 {
-    store_op *o = op_push(b, OP_USAGE);
+    store_op *o = store_op_push(b, OP_USAGE);
     o->u.usage.name = astr(b, name);
     o->u.usage.queue = queue;
     o->u.usage.queued = queued;
@@ -193,7 +190,7 @@ void store_batch_usage(store_batch *b, bool queue, const char *name, uint64_t qu
 
 void store_batch_attempt(store_batch *b, const engine_attempt_info *a)
 {
-    store_op *o = op_push(b, OP_ATTEMPT);
+    store_op *o = store_op_push(b, OP_ATTEMPT);
     o->u.attempt.job_id = a->job_id;
     o->u.attempt.token = a->token;
     o->u.attempt.attempt = a->attempt;
@@ -209,7 +206,7 @@ void store_batch_attempt(store_batch *b, const engine_attempt_info *a)
 
 void store_batch_schedule(store_batch *b, const store_schedule *x)
 {
-    store_op *o = op_push(b, OP_SCHEDULE);
+    store_op *o = store_op_push(b, OP_SCHEDULE);
     o->u.sched.name = astr(b, x->name);
     o->u.sched.tenant = astr(b, x->tenant);
     o->u.sched.cron = astr(b, x->cron);
@@ -234,7 +231,7 @@ void store_batch_schedule(store_batch *b, const store_schedule *x)
 void store_batch_schedule_tick(store_batch *b, const char *name, int64_t last_tick,
                                int64_t next_tick)
 {
-    store_op *o = op_push(b, OP_SCHEDULE_TICK);
+    store_op *o = store_op_push(b, OP_SCHEDULE_TICK);
     o->u.sched.name = astr(b, name);
     o->u.sched.last_tick = last_tick;
     o->u.sched.next_tick = next_tick;
@@ -242,7 +239,7 @@ void store_batch_schedule_tick(store_batch *b, const char *name, int64_t last_ti
 
 void store_batch_schedule_delete(store_batch *b, const char *name)
 {
-    op_push(b, OP_SCHEDULE_DELETE)->u.sched.name = astr(b, name);
+    store_op_push(b, OP_SCHEDULE_DELETE)->u.sched.name = astr(b, name);
 }
 
 void store_schedule_params(const store_batch *b, const store_op *o, const store_param_sink *out)
@@ -277,7 +274,7 @@ void store_schedule_params(const store_batch *b, const store_op *o, const store_
 void store_batch_dep(store_batch *b, uint64_t child, uint64_t parent, uint32_t pos,
                      engine_deps_policy policy)
 {
-    store_op *o = op_push(b, OP_DEP);
+    store_op *o = store_op_push(b, OP_DEP);
     o->u.dep.child = child;
     o->u.dep.parent = parent;
     o->u.dep.pos = pos;
@@ -287,7 +284,7 @@ void store_batch_dep(store_batch *b, uint64_t child, uint64_t parent, uint32_t p
 void store_batch_put_batch(store_batch *b, const engine_batch_info *x)
 {
     char *cbs = store_callbacks_json(x->callbacks);
-    store_op *o = op_push(b, OP_BATCH);
+    store_op *o = store_op_push(b, OP_BATCH);
     o->u.bat.id = x->id;
     o->u.bat.tenant = astr(b, x->tenant);
     o->u.bat.callbacks = astr(b, cbs);
@@ -306,7 +303,7 @@ void store_batch_put_batch(store_batch *b, const engine_batch_info *x)
 
 void store_batch_batch_job(store_batch *b, uint64_t job_id, uint64_t batch_id, int role)
 {
-    store_op *o = op_push(b, OP_BATCH_JOB);
+    store_op *o = store_op_push(b, OP_BATCH_JOB);
     o->u.bat.id = batch_id;
     o->u.bat.job_id = job_id;
     o->u.bat.role = (uint8_t)role;
@@ -337,7 +334,7 @@ void store_batch_params(const store_batch *b, const store_op *o, const store_par
 
 void store_batch_idem(store_batch *b, const engine_idem_info *i)
 {
-    store_op *o = op_push(b, OP_IDEM);
+    store_op *o = store_op_push(b, OP_IDEM);
     o->u.idem.tenant = astr(b, i->tenant);
     o->u.idem.key = astr(b, i->key);
     o->u.idem.id = i->id;
@@ -349,18 +346,49 @@ void store_batch_idem(store_batch *b, const engine_idem_info *i)
 
 void store_batch_token(store_batch *b, const store_token *t)
 {
-    store_op *o = op_push(b, OP_TOKEN);
+    store_op *o = store_op_push(b, OP_TOKEN);
     o->u.token.id = t->id;
     o->u.token.hash = astr(b, t->hash);
     o->u.token.role = astr(b, t->role);
     o->u.token.queues = astr(b, t->queues);
     o->u.token.created_at = t->created_at;
     o->u.token.revoked_at = t->revoked_at;
+    o->u.token.hide_data = t->hide_data;
+}
+
+void store_batch_audit(store_batch *b, const store_audit *a)
+{
+    store_op *o = store_op_push(b, OP_AUDIT);
+    o->u.audit.at = a->at;
+    o->u.audit.token_id = a->token_id;
+    o->u.audit.status = a->status;
+    o->u.audit.role = astr(b, a->role);
+    o->u.audit.tenant = astr(b, a->tenant);
+    o->u.audit.method = astr(b, a->method);
+    o->u.audit.path = astr(b, a->path);
+    o->u.audit.peer = astr(b, a->peer);
+    o->u.audit.detail = astr(b, a->detail);
+}
+
+void store_audit_params(const store_batch *b, const store_op *o, const store_param_sink *out)
+{
+    out->i64(out->ctx, o->u.audit.at);
+    if (o->u.audit.token_id)
+        out->i64(out->ctx, o->u.audit.token_id);
+    else
+        out->text(out->ctx, NULL);
+    out->text(out->ctx, bstr(b, o->u.audit.role));
+    out->text(out->ctx, bstr(b, o->u.audit.tenant));
+    out->text(out->ctx, bstr(b, o->u.audit.method));
+    out->text(out->ctx, bstr(b, o->u.audit.path));
+    out->i64(out->ctx, o->u.audit.status);
+    out->text(out->ctx, bstr(b, o->u.audit.peer));
+    out->text(out->ctx, bstr(b, o->u.audit.detail));
 }
 
 void store_batch_request(store_batch *b, const store_request_key *r)
 {
-    store_op *o = op_push(b, OP_REQUEST);
+    store_op *o = store_op_push(b, OP_REQUEST);
     o->u.request.scope = astr(b, r->scope);
     o->u.request.key = astr(b, r->key);
     o->u.request.answer = astr(b, r->answer ? r->answer : "");
@@ -371,230 +399,19 @@ void store_batch_request(store_batch *b, const store_request_key *r)
 
 void store_batch_inbox_done(store_batch *b, uint64_t id)
 {
-    op_push(b, OP_INBOX_DONE)->u.tx.id = id;
+    store_op_push(b, OP_INBOX_DONE)->u.tx.id = id;
 }
 
 void store_batch_tx_done(store_batch *b, uint64_t id, uint64_t token)
 {
-    store_op *o = op_push(b, OP_TX_DONE);
+    store_op *o = store_op_push(b, OP_TX_DONE);
     o->u.tx.id = id;
     o->u.tx.token = token;
 }
 
 void store_batch_token_revoke(store_batch *b, int64_t id, int64_t at)
 {
-    store_op *o = op_push(b, OP_TOKEN_REVOKE);
+    store_op *o = store_op_push(b, OP_TOKEN_REVOKE);
     o->u.token.id = id;
     o->u.token.revoked_at = at;
-}
-
-void store_batch_changes(store_batch *b, engine_t *e)
-{
-    store_batch_changes_except(b, e, NULL, NULL);
-}
-
-void store_batch_changes_except(store_batch *b, engine_t *e, store_change_filter skip, void *ctx)
-{
-    size_t n;
-    const engine_change *c = engine_changes(e, &n);
-    for (size_t i = 0; i < n; i++) {
-        if (skip && skip(ctx, &c[i])) continue;
-        switch (c[i].kind) {
-        case ENGINE_CH_JOB: {
-            engine_job_info in;
-            engine_job_get(c[i].job, &in);
-            store_batch_job(b, &in, c[i].fields);
-            if (c[i].fields & ENGINE_JF_NEW)
-                for (uint32_t k = 0; k < in.n_parents; k++)
-                    store_batch_dep(b, in.id, in.parents[k], k, in.on_parent_failure);
-            if ((c[i].fields & ENGINE_JF_NEW) && in.batch)
-                store_batch_batch_job(b, in.id, in.batch, in.batch_role);
-            break;
-        }
-        case ENGINE_CH_BATCH: {
-            engine_batch_info bi;
-            if (engine_batch_get(e, c[i].id, &bi)) store_batch_put_batch(b, &bi);
-            break;
-        }
-        case ENGINE_CH_JOB_DELETED: store_batch_job_delete(b, c[i].id); break;
-        case ENGINE_CH_TENANT: {
-            engine_tenant_settings ts;
-            if (engine_tenant_get(e, 0, c[i].name, &ts, NULL) == 0)
-                store_batch_tenant(b, c[i].name, &ts);
-            break;
-        }
-        case ENGINE_CH_QUEUE: {
-            engine_queue_settings qs;
-            if (engine_queue_get(e, 0, c[i].name, &qs, NULL) == 0)
-                store_batch_queue(b, c[i].name, &qs);
-            break;
-        }
-        case ENGINE_CH_IDEM: store_batch_idem(b, c[i].idem); break;
-        case ENGINE_CH_PAUSE: store_batch_pause(b, c[i].name, c[i].tenant, c[i].fields != 0); break;
-        case ENGINE_CH_ATTEMPT: store_batch_attempt(b, c[i].attempt); break;
-        case ENGINE_CH_WAKE: break;
-        case ENGINE_CH_KEY_SETTING:
-            store_batch_key_setting(b, c[i].tenant, c[i].name,
-                                    c[i].fields ? c[i].key_settings : NULL);
-            break;
-        }
-    }
-}
-
-typedef struct fold_ent {
-    uint64_t id;
-    bool ins; /* in g->ins, else g->upd */
-    size_t idx;
-} fold_ent;
-
-static bool fold_eq(const void *item, const void *key)
-{
-    return ((const fold_ent *)item)->id == *(const uint64_t *)key;
-}
-
-static void row_from(group_row *r, const store_batch *b, const batch_row *x, bool all)
-{
-    r->id = x->id;
-    r->fields |= x->fields;
-    r->plain = x->plain;
-    r->priority = x->priority;
-    r->state = x->state;
-    r->cancel_requested = x->cancel_requested;
-    r->attempts = x->attempts;
-    r->max_attempts = x->max_attempts;
-    r->run_at = x->run_at;
-    r->ready_at = x->ready_at;
-    r->leased_at = x->leased_at;
-    r->started_at = x->started_at;
-    r->finished_at = x->finished_at;
-    r->lease_until = x->lease_until;
-    r->token = x->token;
-    r->merged_into = x->merged_into;
-    r->lane_seq = x->lane_seq;
-    r->timeout_ms = x->timeout_ms;
-    r->worker = bstr(b, x->worker);
-    r->error = bstr(b, x->error);
-    r->progress = bstr(b, x->progress);
-    if (x->payloads != SNULL || all) r->payloads = bstr(b, x->payloads);
-    if (x->args != SNULL) r->args = bstr(b, x->args); /* replaced (debounce) */
-    if (x->result != SNULL || all) r->result = bstr(b, x->result);
-    if (x->stats != SNULL || all) r->stats = bstr(b, x->stats);
-    if (all) {
-        r->created_at = x->created_at;
-        r->tenant = bstr(b, x->tenant);
-        r->queue = bstr(b, x->queue);
-        r->type = bstr(b, x->type);
-        r->key = bstr(b, x->key);
-        r->args = bstr(b, x->args);
-        r->unique_key = bstr(b, x->unique_key);
-        r->idem_key = bstr(b, x->idem_key);
-        r->traceparent = bstr(b, x->traceparent);
-        r->options = bstr(b, x->options);
-    }
-}
-
-static bool id_eq(const void *item, const void *key)
-{
-    return *(const uint64_t *)item == *(const uint64_t *)key;
-}
-
-/* Leaves out the attempts of jobs the group deletes. */
-static void drop_attempts_of(store_group *g, htab *gone)
-{
-    size_t k = 0;
-    for (size_t i = 0; i < g->nother; i++) {
-        const store_op *o = g->other[i];
-        uint64_t id = o->kind == OP_DEP ? o->u.dep.child : o->u.attempt.job_id;
-        if ((o->kind == OP_ATTEMPT || o->kind == OP_DEP) &&
-            htab_find(gone, hash_u64(id), id_eq, &id))
-            continue;
-        g->other[k] = o;
-        g->other_b[k++] = g->other_b[i];
-    }
-    g->nother = k;
-}
-
-void store_group_build(store_group *g, store_batch *const *batches, size_t n)
-{
-    memset(g, 0, sizeof(*g));
-    size_t total = 0;
-    for (size_t i = 0; i < n; i++) total += batches[i]->n;
-    g->ins = xcalloc(total + 1, sizeof(group_row));
-    g->upd = xcalloc(total + 1, sizeof(group_row));
-    g->del = xcalloc(total + 1, sizeof(uint64_t));
-    g->other = xcalloc(total + 1, sizeof(*g->other));
-    g->other_b = xcalloc(total + 1, sizeof(*g->other_b));
-    g->inbox_done = xcalloc(total + 1, sizeof(uint64_t));
-    g->tx_id = xcalloc(total + 1, sizeof(uint64_t));
-    g->tx_token = xcalloc(total + 1, sizeof(uint64_t));
-    fold_ent *ents = xcalloc(total + 1, sizeof(fold_ent));
-    size_t nent = 0;
-    htab seen = {0};
-    uint64_t *gone = NULL; /* deleted in this group (made at the first delete) */
-    size_t ngone = 0;
-    htab gone_set = {0};
-    for (size_t i = 0; i < n; i++) {
-        const store_batch *b = batches[i];
-        for (size_t k = 0; k < b->n; k++) {
-            const store_op *o = &b->ops[k];
-            if (o->kind == OP_INBOX_DONE) {
-                g->inbox_done[g->ninbox++] = o->u.tx.id;
-                continue;
-            }
-            if (o->kind == OP_TX_DONE) {
-                g->tx_id[g->ntx] = o->u.tx.id;
-                g->tx_token[g->ntx++] = o->u.tx.token;
-                continue;
-            }
-            if (o->kind > OP_JOB_DELETE) {
-                g->other[g->nother] = o;
-                g->other_b[g->nother++] = b;
-                continue;
-            }
-            uint64_t id = o->kind == OP_JOB_DELETE ? o->u.id : o->u.job.id;
-            uint64_t h = hash_u64(id);
-            fold_ent *f = htab_find(&seen, h, fold_eq, &id);
-            if (o->kind == OP_JOB_DELETE) {
-                if (f) (f->ins ? g->ins : g->upd)[f->idx].dropped = true;
-                if (!f || !f->ins) g->del[g->ndel++] = id; /* never written: nothing to delete */
-                /* nor its attempts of this group: a job written before loses
-                 * its rows by the delete (a trigger), one never written has none */
-                if (!gone) gone = xcalloc(total + 1, sizeof(uint64_t));
-                gone[ngone] = id;
-                htab_insert(&gone_set, h, &gone[ngone++]);
-                if (f) htab_remove(&seen, h, f);
-                continue;
-            }
-            if (f) {
-                row_from(&(f->ins ? g->ins : g->upd)[f->idx], b, &o->u.job, false);
-                continue;
-            }
-            bool ins = o->kind == OP_JOB_INSERT;
-            group_row *r = ins ? &g->ins[g->nins] : &g->upd[g->nupd];
-            row_from(r, b, &o->u.job, ins);
-            f = &ents[nent++];
-            f->id = id;
-            f->ins = ins;
-            f->idx = ins ? g->nins++ : g->nupd++;
-            htab_insert(&seen, h, f);
-        }
-    }
-    htab_free(&seen);
-    free(ents);
-    if (ngone) drop_attempts_of(g, &gone_set);
-    htab_free(&gone_set);
-    free(gone);
-}
-
-void store_group_free(store_group *g)
-{
-    free(g->ins);
-    free(g->upd);
-    free(g->del);
-    free(g->other);
-    free(g->other_b);
-    free(g->inbox_done);
-    free(g->tx_id);
-    free(g->tx_token);
-    memset(g, 0, sizeof(*g));
 }

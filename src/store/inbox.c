@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 /* What applications' transactions committed for the leader to take in
- * (PostgreSQL, schema 8, pg_txapi.h): the jobs of tenq.inbox and the
- * outcomes of tenq.tx_outcomes, read on the reader thread, oldest first.
- * The rows are deleted by the commit that applies them (batch.c collects
+ * (PostgreSQL, schema 8, pg_txapi.h): the jobs of tenq.inbox, the
+ * outcomes of tenq.tx_outcomes and the events of tenq.event_inbox (schema
+ * 24), read on the reader thread, oldest first.
+ * The rows are deleted by the commit that applies them (group.c collects
  * the ids, pg_write.c deletes them in the group's transaction), so a leader
  * that dies before that commit leaves them for the next one. */
 #include "internal.h"
@@ -24,9 +25,10 @@
 #define SQL_READ_OUTCOMES                                                                          \
     "SELECT id, token, ok::int, result, error, retry_in_ms FROM $Stx_outcomes "                    \
     "ORDER BY created_at, id LIMIT ?1"
-#define SQL_RAISE_IDS "SELECT 1 FROM $Sraise_tx_ids(?1)"
-#define SQL_HOT       "SELECT setval('$Sinbox_hot', 1, true)"
-#define SQL_COOL      "SELECT $Sinbox_cool()::int"
+#define SQL_READ_EVENTS "SELECT id, tenant, key, payload FROM $Sevent_inbox ORDER BY id LIMIT ?1"
+#define SQL_RAISE_IDS   "SELECT 1 FROM $Sraise_tx_ids(?1)"
+#define SQL_HOT         "SELECT setval('$Sinbox_hot', 1, true)"
+#define SQL_COOL        "SELECT $Sinbox_cool()::int"
 
 bool store_has_inbox(const store_t *s)
 {
@@ -36,7 +38,7 @@ bool store_has_inbox(const store_t *s)
 typedef struct inbox_read {
     rows_builder *keep; /* owns the strings */
     store_inbox *in;
-    size_t cap_jobs, cap_outcomes;
+    size_t cap_jobs, cap_outcomes, cap_events;
 } inbox_read;
 
 static const char *text_or_null(inbox_read *r, const store_rowacc *acc, void *row, int col)
@@ -112,6 +114,21 @@ static void outcome_row(void *ctx, const store_rowacc *acc, void *row)
     o->retry_in_ms = o->has_retry_in ? acc->i64(row, 5) : 0;
 }
 
+static void event_row(void *ctx, const store_rowacc *acc, void *row)
+{
+    inbox_read *r = ctx;
+    store_inbox *in = r->in;
+    if (in->nevents == r->cap_events) {
+        r->cap_events = r->cap_events ? r->cap_events * 2 : 16;
+        in->events = xrealloc(in->events, r->cap_events * sizeof(*in->events));
+    }
+    store_tx_event *v = &in->events[in->nevents++];
+    v->id = (uint64_t)acc->i64(row, 0);
+    v->tenant = text_or_null(r, acc, row, 1);
+    v->key = text_or_null(r, acc, row, 2);
+    v->payload = text_or_null(r, acc, row, 3);
+}
+
 static void ignore_row(void *ctx, const store_rowacc *acc, void *row)
 {
     (void)ctx;
@@ -138,9 +155,10 @@ int store_inbox_run(store_t *s, size_t max, uint64_t floor, store_inbox_flag fla
     char num[24];
     snprintf(num, sizeof num, "%zu", max);
     const char *p[1] = {num};
-    inbox_read r = {keep, in, 0, 0};
+    inbox_read r = {keep, in, 0, 0, 0};
     rc = s->be->select(s, true, SQL_READ_JOBS, 1, p, job_row, &r);
     if (!rc) rc = s->be->select(s, true, SQL_READ_OUTCOMES, 1, p, outcome_row, &r);
+    if (!rc) rc = s->be->select(s, true, SQL_READ_EVENTS, 1, p, event_row, &r);
     if (!rc && floor) {
         snprintf(num, sizeof num, "%llu", (unsigned long long)floor);
         rc = s->be->select(s, true, SQL_RAISE_IDS, 1, p, ignore_row, NULL);
@@ -152,5 +170,6 @@ void store_inbox_free(store_inbox *in)
 {
     free(in->jobs);
     free(in->outcomes);
+    free(in->events);
     memset(in, 0, sizeof(*in));
 }

@@ -3,6 +3,7 @@
 #ifndef TENQ_STORE_INTERNAL_H
 #define TENQ_STORE_INTERNAL_H
 
+#include "columns.h"
 #include "schema.h"
 #include "store.h"
 
@@ -26,33 +27,31 @@ typedef enum {
     OP_TOKEN,
     OP_TOKEN_REVOKE,
     OP_REQUEST,
-    OP_PAUSE,           /* u.pause: a queue paused or resumed for a tenant */
-    OP_INBOX_DONE,      /* u.tx: a job taken in from the inbox */
-    OP_TX_DONE,         /* u.tx: an outcome of an application's transaction applied */
-    OP_ATTEMPT,         /* u.attempt: an attempt that ended without its job succeeding */
-    OP_SCHEDULE,        /* u.sched: a schedule's whole row */
-    OP_SCHEDULE_TICK,   /* u.sched: name, last_tick, next_tick */
-    OP_SCHEDULE_DELETE, /* u.sched: name */
-    OP_DEP,             /* u.dep: an edge of a new job (its parent) */
-    OP_BATCH,           /* u.bat: a batch's whole row */
-    OP_BATCH_JOB,       /* u.bat: a job's link to its batch (id, job_id, role) */
-    OP_USAGE,           /* u.usage: what a tenant or queue with a quota holds (PostgreSQL) */
-    OP_KEY_SETTING,     /* u.keyset: a key's settings set, or deleted */
+    OP_PAUSE,            /* u.pause: a queue paused or resumed for a tenant */
+    OP_INBOX_DONE,       /* u.tx: a job taken in from the inbox */
+    OP_TX_DONE,          /* u.tx: an outcome of an application's transaction applied */
+    OP_ATTEMPT,          /* u.attempt: an attempt that ended without its job succeeding */
+    OP_SCHEDULE,         /* u.sched: a schedule's whole row */
+    OP_SCHEDULE_TICK,    /* u.sched: name, last_tick, next_tick */
+    OP_SCHEDULE_DELETE,  /* u.sched: name */
+    OP_DEP,              /* u.dep: an edge of a new job (its parent) */
+    OP_BATCH,            /* u.bat: a batch's whole row */
+    OP_BATCH_JOB,        /* u.bat: a job's link to its batch (id, job_id, role) */
+    OP_USAGE,            /* u.usage: what a tenant or queue with a quota holds (PostgreSQL) */
+    OP_AUDIT,            /* u.audit: a row of the audit log */
+    OP_STEP,             /* u.step: a step's new row */
+    OP_STEP_DONE,        /* u.step: a pending step's end (job_id, pos, its result) */
+    OP_EVENT,            /* u.event: an event kept for a later wait */
+    OP_EVENT_DELETE,     /* u.event: id, taken by a wait */
+    OP_EVENT_INBOX_DONE, /* u.event: id, an event of tenq.event_inbox delivered (PostgreSQL) */
+    OP_KEY_SETTING,      /* u.keyset: a key's settings set, or deleted */
 } op_kind;
 
+/* A job row in a batch: its columns (columns.h), strings in the arena. */
 typedef struct batch_row {
-    uint64_t id;
     uint32_t fields;
     bool plain; /* engine_job_info.plain */
-    int32_t priority;
-    uint8_t state;
-    bool cancel_requested;
-    uint32_t attempts, max_attempts;
-    int64_t run_at, created_at, ready_at, leased_at, started_at, finished_at, lease_until;
-    uint64_t token, merged_into, lane_seq;
-    int64_t timeout_ms;
-    soff tenant, queue, type, key, args, payloads, worker, error, result, stats, progress,
-        unique_key, idem_key, traceparent, options;
+    STORE_JOB_COLUMNS_TABLE(STORE_JC_BATCH_FIELD)
 } batch_row;
 
 typedef struct store_op {
@@ -78,6 +77,7 @@ typedef struct store_op {
         struct {
             int64_t id, created_at, revoked_at;
             soff hash, role, queues;
+            bool hide_data;
         } token;
         struct {
             soff scope, key, answer;
@@ -122,6 +122,25 @@ typedef struct store_op {
             int64_t timeout_ms, last_tick, next_tick, created_at, updated_at;
         } sched;
         struct {
+            uint64_t job_id, token, child;
+            uint32_t pos, attempt, size;
+            uint8_t kind;
+            bool done;
+            int8_t child_state; /* -1: none */
+            int64_t created_at, finished_at, until;
+            soff name, result, error, event;
+        } step;
+        struct {
+            uint64_t id;
+            int64_t created_at, expires_at;
+            soff tenant, key, payload;
+        } event;
+        struct {
+            int64_t at, token_id;
+            int status;
+            soff role, tenant, method, path, peer, detail;
+        } audit;
+        struct {
             uint64_t id, job_id, cb_id[ENGINE_NCALLBACKS];
             soff tenant, callbacks;
             int64_t created_at, closed_at;
@@ -143,11 +162,17 @@ struct store_batch {
     struct store_batch *next;
 };
 
+/* A new operation of the batch (zeroed), and a string copied into its arena. */
+store_op *store_op_push(store_batch *b, op_kind k);
+soff store_arena_put(store_batch *b, const char *s, size_t len);
+
 static inline const char *bstr(const store_batch *b, soff o)
 {
     return o == SNULL ? NULL : b->arena + o;
 }
 
+/* The parameters of an audit row's statement (OP_AUDIT), in order. */
+void store_audit_params(const store_batch *b, const store_op *o, const store_param_sink *out);
 /* The parameters of a schedule's statement (OP_SCHEDULE*), in order. */
 void store_schedule_params(const store_batch *b, const store_op *o, const store_param_sink *out);
 
@@ -156,6 +181,13 @@ void store_schedule_params(const store_batch *b, const store_op *o, const store_
 int store_load_batches(store_t *s, engine_t *e);
 /* The parameters of a batch's statement (OP_BATCH, OP_BATCH_JOB), in order. */
 void store_batch_params(const store_batch *b, const store_op *o, const store_param_sink *out);
+
+/* Durable steps' and kept events' rows (steps.c): the parameters of their
+ * statements (OP_STEP, OP_STEP_DONE, OP_EVENT, OP_EVENT_DELETE), in order;
+ * the load of the live jobs' steps and the kept events, after the jobs and
+ * their edges, before the waits are worked out (engine_load_deps_done). */
+void store_step_params(const store_batch *b, const store_op *o, const store_param_sink *out);
+int store_load_steps(store_t *s, engine_t *e, int64_t now);
 
 /* Rows for reads: the row array plus every string allocated for them. */
 typedef struct rows_builder {
@@ -174,9 +206,11 @@ struct store_rowacc;
  * payloads copied into the rows.  0, or TENQ_ECORRUPT with the store's error set. */
 int rows_add_row(store_t *s, rows_builder *rb, const struct store_rowacc *acc, void *row);
 
-/* A finished piece of work waiting for store_dispatch. */
+/* A finished piece of work waiting for store_dispatch (results.c). */
 typedef struct store_result {
     int kind; /* 0 commit, 1 read */
+    /* a read: hands it to its callback and frees what it read (reader.c) */
+    void (*deliver)(struct store_result *r);
     uint64_t seq;
     int rc;
     /* reads: of jobs (fn, rows), or of a request key (rfn, req) */
@@ -190,7 +224,11 @@ typedef struct store_result {
     store_inbox inbox;
     store_attempts_fn afn; /* a read of a job's attempts: the job in rows, these */
     store_deps_fn dfn;     /* a read of a job's edges: the job in rows, these */
-    store_dep *dep;        /* parents first (ndep_parents), then children */
+    store_steps_fn sfn;    /* a read of a job's steps: the job in rows, these */
+    engine_step_info *stp; /* steps read (a job's, or with its attempts) */
+    size_t nstp, capstp;
+    void (*xdone)(void *ctx, int rc); /* a read of its own (read_req's xrun) */
+    store_dep *dep;                   /* parents first (ndep_parents), then children */
     size_t ndep, capdep, ndep_parents, ndep_total;
     engine_attempt_info *att;
     size_t natt, capatt;
@@ -208,10 +246,16 @@ typedef struct read_req {
     store_inbox_fn ifn;    /* an inbox read: up to max, raising tx ids to floor */
     store_attempts_fn afn; /* a job (id) and its attempts */
     store_deps_fn dfn;     /* a job (id) and its edges */
+    store_steps_fn sfn;    /* a job (id) and its steps */
     uint64_t *ids;         /* an args read: these jobs' ids and args (fn), owned */
     size_t nids;
-    bool rest; /* a page of plain jobs (fn) after rest_after, up to max */
+    bool rest;      /* a page of plain jobs (fn) after rest_after, up to max */
+    bool rest_args; /* with their args (else only small ones) */
     store_rest_cursor rest_after;
+    /* a read of its own (the audit log): run on the reader thread, then
+     * done on the loop's, with its rc */
+    int (*xrun)(store_t *s, void *ctx);
+    void (*xdone)(void *ctx, int rc);
     size_t max;
     uint64_t floor;
     store_inbox_flag flag;
@@ -219,29 +263,28 @@ typedef struct read_req {
     struct read_req *next;
 } read_req;
 
-/* Hands a read of attempts to its callback, then frees what it read (reader.c). */
-void store_attempts_deliver(store_result *res);
-void store_deps_deliver(store_result *res);
+/* A job's steps (steps.c, on the reader thread): with their results, or
+ * without (names: for its attempts); and their delivery. */
+int store_read_steps(store_t *s, uint64_t id, bool results, store_result *res);
+void store_steps_deliver(store_result *res);
+/* A read of its own (read_req's xrun, xdone), queued for the reader
+ * thread, or run now on the caller's (sync; 0 or the run's rc). */
+void store_read_own(store_t *s, int (*run)(store_t *, void *), void (*done)(void *, int),
+                    void *ctx);
+int store_read_own_sync(store_t *s, int (*run)(store_t *, void *), void (*done)(void *, int),
+                        void *ctx);
 /* The inbox's read (inbox.c), on the reader thread. */
 int store_inbox_run(store_t *s, size_t max, uint64_t floor, store_inbox_flag flag, store_inbox *in,
                     rows_builder *keep);
 void store_inbox_free(store_inbox *in);
 
-/* A job row ready to write: strings point into the batches' arenas. */
+/* A job row ready to write: its columns (columns.h), strings pointing into
+ * the batches' arenas. */
 typedef struct group_row {
-    uint64_t id;
     uint32_t fields; /* ENGINE_JF_*, of every operation folded in */
     bool plain;      /* engine_job_info.plain, as of its latest operation */
-    int32_t priority;
-    uint8_t state;
-    bool cancel_requested;
-    uint32_t attempts, max_attempts;
-    int64_t run_at, created_at, ready_at, leased_at, started_at, finished_at, lease_until;
-    uint64_t token, merged_into, lane_seq;
-    int64_t timeout_ms;
-    const char *tenant, *queue, *type, *key, *args, *payloads, *worker, *error, *result, *stats,
-        *progress, *unique_key, *idem_key, *traceparent, *options;
     bool dropped;
+    STORE_JOB_COLUMNS_TABLE(STORE_JC_GROUP_FIELD)
 } group_row;
 
 /* What one transaction writes, folded: every job appears once, as an
@@ -273,11 +316,12 @@ static inline int group_row_live(const group_row *r)
     return r->plain && (r->state == ENGINE_READY || r->state == ENGINE_SCHEDULED) ? 2 : 1;
 }
 /* May this update skip every index (the job stays live in its lane place)?
- * Never for a plain job: its live goes between 2 and 1 with its state. */
+ * Never for a plain job: its live goes between 2 and 1 with its state; nor
+ * for one that just stopped being plain (its first step: live 2 to 1). */
 static inline bool group_row_hot(const group_row *r)
 {
     return group_row_live(r) == 1 && !r->plain && r->state != ENGINE_DEAD &&
-           !(r->fields & ENGINE_JF_LANE);
+           !(r->fields & (ENGINE_JF_LANE | ENGINE_JF_STEPS | ENGINE_JF_ARGS));
 }
 void store_group_free(store_group *g);
 
@@ -387,7 +431,8 @@ long store_retention_step(store_t *s, int64_t now, uint64_t term);
  * db_lock), only ever raised. */
 void store_clock_init(store_t *s);
 int store_clock_save(store_t *s, uint64_t term);
-/* A finished commit or read, for the caller's thread (store_dispatch). */
+/* A finished commit or read, for the caller's thread (results.c:
+ * store_dispatch). */
 void store_post_result(store_t *s, store_result *r);
 /* The threads (writer.c, reader.c). */
 void *store_writer_main(void *arg);

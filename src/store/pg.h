@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-/* The PostgreSQL backend's insides, shared by postgres.c (the store) and
- * pg_leader.c (elections).  Three connections, each used by one thread
- * only: w (the writer thread's commits, retention; the leadership thread's
- * loads; always under db_lock), r (the reader thread), c (the leadership
- * thread: the advisory lock, the leader row, notifications). */
+/* The PostgreSQL backend's insides, shared by postgres.c (the driver),
+ * pg_conn.c (connections, errors), pg_write.c (writes), pg_copyout.c (a
+ * load's jobs) and pg_leader.c (elections).  Three connections, each used
+ * by one thread only: w (the writer thread's commits, retention; the
+ * leadership thread's loads; always under db_lock), r (the reader thread),
+ * c (the leadership thread: the advisory lock, the leader row,
+ * notifications). */
 #ifndef TENQ_STORE_PG_H
 #define TENQ_STORE_PG_H
 
@@ -19,7 +21,7 @@ typedef struct pg {
     bool inbox_news; /* tenq_inbox was notified (the leadership thread's) */
 } pg;
 
-/* A connection to p's database (connect timeout, TCP keepalives and a TCP
+/* pg_conn.c: a connection to p's database (connect timeout, TCP keepalives and a TCP
  * user timeout set unless the URL says otherwise; application_name app),
  * or NULL with the reason in errbuf. */
 PGconn *pg_connect(const pg *p, char *errbuf, size_t errlen);
@@ -55,6 +57,12 @@ enum {
     PG_ST_BATCH,
     PG_ST_BATCH_JOB,
     PG_ST_USAGE,
+    PG_ST_AUDIT,
+    PG_ST_STEP,
+    PG_ST_STEP_DONE,
+    PG_ST_EVENT,
+    PG_ST_EVENT_DEL,
+    PG_ST_EVENT_INBOX_DONE,
     PG_ST_KEY_SET,
     PG_ST_KEY_DEL,
     PG_ST_N
@@ -63,6 +71,9 @@ extern const char *const pg_stmt_name[PG_ST_N];
 int pg_prepare_all(store_t *s, pg *p);
 int pg_fence(store_t *s, pg *p, const char *term);
 int pg_apply(store_t *s, const store_group *g, bool begin, bool commit);
+/* The statement that inserts (or updates) job rows from one array per
+ * column, made from the table once (columns.h). */
+const char *pg_job_sql(bool insert);
 
 /* A load's jobs, every live one in lane order, into the engine by binary
  * COPY on c (pg_copyout.c); *count counts them.  0 or an error. */

@@ -9,7 +9,14 @@
  * tenq.tx_ids (odd numbers); the server numbers the jobs it makes with even
  * ones, so the two never meet.  Every check the server would make of a
  * submit is made here first (tenq.problem), so a job the server would refuse
- * fails the application's transaction instead. */
+ * fails the application's transaction instead.
+ *
+ * The limits are the server's own: $NAME_MAX, $KEY_RULE ... are filled in
+ * from engine.h and a queue's defaults when a migration is made
+ * (schema.c, limit_text), and test_store tries each function at each
+ * limit against the engine's check.  A store keeps the functions its
+ * migrations made: changing a limit takes a migration that makes the
+ * functions checking it again (as 25 made tenq.problem). */
 #ifndef TENQ_STORE_PG_TXAPI_H
 #define TENQ_STORE_PG_TXAPI_H
 
@@ -56,25 +63,24 @@
     "  max_attempts INTEGER, score DOUBLE PRECISION, traceparent TEXT, limit_bytes BIGINT)\n"      \
     "  RETURNS TEXT LANGUAGE sql VOLATILE AS $f$ SELECT CASE\n"                                    \
     "  WHEN tenant IS NULL THEN 'tenant is required'\n"                                            \
-    "  WHEN tenant !~ '^[A-Za-z0-9._-]{1,64}$' THEN 'tenant: names are 1-64 of A-Z a-z 0-9 "       \
-    ". _ -'\n"                                                                                     \
+    "  WHEN tenant !~ '^[A-Za-z0-9._-]{1,$NAME_MAX}$' THEN 'tenant: $NAME_RULE'\n"                 \
     "  WHEN queue IS NULL THEN 'queue is required'\n"                                              \
-    "  WHEN queue !~ '^[A-Za-z0-9._-]{1,64}$' THEN 'queue: names are 1-64 of A-Z a-z 0-9 . "       \
-    "_ -'\n"                                                                                       \
+    "  WHEN queue !~ '^[A-Za-z0-9._-]{1,$NAME_MAX}$' THEN 'queue: $NAME_RULE'\n"                   \
     "  WHEN type IS NULL THEN 'type is required'\n"                                                \
-    "  WHEN octet_length(type) NOT BETWEEN 1 AND 128 OR type ~ '[\\x01-\\x20\\x7f]'\n"             \
-    "    THEN 'type: 1-128 printable characters without spaces'\n"                                 \
-    "  WHEN octet_length(key) NOT BETWEEN 1 AND 256 OR key ~ '[\\x01-\\x1f\\x7f]'\n"               \
-    "    THEN 'key: 1-256 bytes without control characters'\n"                                     \
-    "  WHEN octet_length(unique_key) NOT BETWEEN 1 AND 256 OR unique_key ~ "                       \
+    "  WHEN octet_length(type) NOT BETWEEN 1 AND $TYPE_MAX OR type ~ '[\\x01-\\x20\\x7f]'\n"       \
+    "    THEN 'type: $TYPE_RULE'\n"                                                                \
+    "  WHEN octet_length(key) NOT BETWEEN 1 AND $KEY_MAX OR key ~ '[\\x01-\\x1f\\x7f]'\n"          \
+    "    THEN 'key: $KEY_RULE'\n"                                                                  \
+    "  WHEN octet_length(unique_key) NOT BETWEEN 1 AND $KEY_MAX OR unique_key ~ "                  \
     "'[\\x01-\\x1f\\x7f]'\n"                                                                       \
-    "    THEN 'unique_key: 1-256 bytes without control characters'\n"                              \
-    "  WHEN octet_length(idempotency_key) NOT BETWEEN 1 AND 256\n"                                 \
+    "    THEN 'unique_key: $KEY_RULE'\n"                                                           \
+    "  WHEN octet_length(idempotency_key) NOT BETWEEN 1 AND $KEY_MAX\n"                            \
     "    OR idempotency_key ~ '[\\x01-\\x1f\\x7f]'\n"                                              \
-    "    THEN 'idempotency_key: 1-256 bytes without control characters'\n"                         \
-    "  WHEN priority IS NULL OR priority NOT BETWEEN -32768 AND 32767\n"                           \
-    "    THEN 'priority must be between -32768 and 32767'\n"                                       \
-    "  WHEN max_attempts NOT BETWEEN 1 AND 1000 THEN 'max_attempts must be between 1 and 1000'\n"  \
+    "    THEN 'idempotency_key: $KEY_RULE'\n"                                                      \
+    "  WHEN priority IS NULL OR priority NOT BETWEEN $PRIORITY_MIN AND $PRIORITY_MAX\n"            \
+    "    THEN 'priority must be between $PRIORITY_MIN and $PRIORITY_MAX'\n"                        \
+    "  WHEN max_attempts NOT BETWEEN 1 AND $ATTEMPTS_MAX THEN 'max_attempts must be between 1 "    \
+    "and $ATTEMPTS_MAX'\n"                                                                         \
     "  WHEN run_at < 'epoch'::timestamptz OR run_at > clock_timestamp() + interval '3650 days'\n"  \
     "    THEN 'run_at must be after 1970 and at most 10 years ahead'\n"                            \
     "  WHEN score IN ('NaN'::float8, 'Infinity'::float8, '-Infinity'::float8)\n"                   \
@@ -85,9 +91,9 @@
     "    THEN 'traceparent must be a W3C trace context: 00-<32 hex digits>-<16 hex "               \
     "digits>-<2 hex digits>, lowercase, ids not all 0'\n"                                          \
     "  WHEN args IS NULL THEN 'args must be JSON (not SQL NULL)'\n"                                \
-    "  WHEN octet_length(args::text) > coalesce(limit_bytes, 1048576)\n"                           \
+    "  WHEN octet_length(args::text) > coalesce(limit_bytes, $ARGS_MAX)\n"                         \
     "    THEN format('args are %s bytes; queue %s takes at most %s', octet_length(args::text),\n"  \
-    "      queue, coalesce(limit_bytes, 1048576))\n"                                               \
+    "      queue, coalesce(limit_bytes, $ARGS_MAX))\n"                                             \
     "  END $f$;\n"                                                                                 \
     "-- One job, in the caller's transaction: its id.\n"                                           \
     "CREATE FUNCTION tenq.submit(tenant TEXT, queue TEXT, type TEXT, args JSONB DEFAULT   "        \
@@ -242,13 +248,14 @@
 #define STORE_PG_TXAPI_TIMEOUT                                                                     \
     "ALTER TABLE tenq.inbox ADD COLUMN timeout_ms BIGINT;\n"                                       \
     "-- What the server would refuse in a job's own timeout_ms, naming the field; NULL when\n"     \
-    "-- nothing (lease_ms: the queue's, NULL for a queue not made yet: the default 300000).\n"     \
+    "-- nothing (lease_ms: the queue's, NULL for a queue not made yet: the default $LEASE_MS).\n"  \
     "CREATE FUNCTION tenq.timeout_problem(timeout_ms BIGINT, lease_ms BIGINT) RETURNS TEXT\n"      \
     "  LANGUAGE sql STABLE AS $f$ SELECT CASE\n"                                                   \
     "  WHEN timeout_ms IS NULL OR timeout_ms = 0 THEN NULL\n"                                      \
-    "  WHEN timeout_ms < coalesce(lease_ms, 300000) / 3 OR timeout_ms > 604800000\n"               \
+    "  WHEN timeout_ms < coalesce(lease_ms, $LEASE_MS) / 3 OR timeout_ms > $TIMEOUT_MAX\n"         \
     "    THEN format('timeout_ms must be from a third of the queue''s lease (%s ms: workers '\n"   \
-    "      'heartbeat that often) to 7 days, or 0 for the queue''s', coalesce(lease_ms, 300000) "  \
+    "      'heartbeat that often) to 7 days, or 0 for the queue''s', coalesce(lease_ms, "          \
+    "$LEASE_MS) "                                                                                  \
     "/ 3)\n"                                                                                       \
     "  END $f$;\n"                                                                                 \
     "DROP FUNCTION tenq.submit(TEXT, TEXT, TEXT, JSONB, TEXT, TEXT, BOOLEAN, TEXT, TIMESTAMPTZ,\n" \
@@ -392,32 +399,34 @@
  * engine takes about 1 us a name on that one, a third of that on this (2 ms
  * of a 1,000-job submit_many; bench/RESULTS.md).  One string, run once, on
  * PostgreSQL only. */
-#define STORE_PG_TXAPI_NAMES                                                                       \
+#define STORE_PG_PROBLEM(horizon)                                                                  \
     "CREATE OR REPLACE FUNCTION tenq.problem(tenant TEXT, queue TEXT, type TEXT, args JSONB,\n"    \
     "  key TEXT, unique_key TEXT, idempotency_key TEXT, run_at TIMESTAMPTZ, priority INTEGER,\n"   \
     "  max_attempts INTEGER, score DOUBLE PRECISION, traceparent TEXT, limit_bytes BIGINT)\n"      \
     "  RETURNS TEXT LANGUAGE sql VOLATILE AS $f$ SELECT CASE\n"                                    \
     "  WHEN tenant IS NULL THEN 'tenant is required'\n"                                            \
-    "  WHEN octet_length(tenant) NOT BETWEEN 1 AND 64 OR tenant ~ '[^A-Za-z0-9._-]'\n"             \
-    "    THEN 'tenant: names are 1-64 of A-Z a-z 0-9 . _ -'\n"                                     \
+    "  WHEN octet_length(tenant) NOT BETWEEN 1 AND $NAME_MAX OR tenant ~ '[^A-Za-z0-9._-]'\n"      \
+    "    THEN 'tenant: $NAME_RULE'\n"                                                              \
     "  WHEN queue IS NULL THEN 'queue is required'\n"                                              \
-    "  WHEN octet_length(queue) NOT BETWEEN 1 AND 64 OR queue ~ '[^A-Za-z0-9._-]'\n"               \
-    "    THEN 'queue: names are 1-64 of A-Z a-z 0-9 . _ -'\n"                                      \
+    "  WHEN octet_length(queue) NOT BETWEEN 1 AND $NAME_MAX OR queue ~ '[^A-Za-z0-9._-]'\n"        \
+    "    THEN 'queue: $NAME_RULE'\n"                                                               \
     "  WHEN type IS NULL THEN 'type is required'\n"                                                \
-    "  WHEN octet_length(type) NOT BETWEEN 1 AND 128 OR type ~ '[\\x01-\\x20\\x7f]'\n"             \
-    "    THEN 'type: 1-128 printable characters without spaces'\n"                                 \
-    "  WHEN octet_length(key) NOT BETWEEN 1 AND 256 OR key ~ '[\\x01-\\x1f\\x7f]'\n"               \
-    "    THEN 'key: 1-256 bytes without control characters'\n"                                     \
-    "  WHEN octet_length(unique_key) NOT BETWEEN 1 AND 256 OR unique_key ~ "                       \
+    "  WHEN octet_length(type) NOT BETWEEN 1 AND $TYPE_MAX OR type ~ '[\\x01-\\x20\\x7f]'\n"       \
+    "    THEN 'type: $TYPE_RULE'\n"                                                                \
+    "  WHEN octet_length(key) NOT BETWEEN 1 AND $KEY_MAX OR key ~ '[\\x01-\\x1f\\x7f]'\n"          \
+    "    THEN 'key: $KEY_RULE'\n"                                                                  \
+    "  WHEN octet_length(unique_key) NOT BETWEEN 1 AND $KEY_MAX OR unique_key ~ "                  \
     "'[\\x01-\\x1f\\x7f]'\n"                                                                       \
-    "    THEN 'unique_key: 1-256 bytes without control characters'\n"                              \
-    "  WHEN octet_length(idempotency_key) NOT BETWEEN 1 AND 256\n"                                 \
+    "    THEN 'unique_key: $KEY_RULE'\n"                                                           \
+    "  WHEN octet_length(idempotency_key) NOT BETWEEN 1 AND $KEY_MAX\n"                            \
     "    OR idempotency_key ~ '[\\x01-\\x1f\\x7f]'\n"                                              \
-    "    THEN 'idempotency_key: 1-256 bytes without control characters'\n"                         \
-    "  WHEN priority IS NULL OR priority NOT BETWEEN -32768 AND 32767\n"                           \
-    "    THEN 'priority must be between -32768 and 32767'\n"                                       \
-    "  WHEN max_attempts NOT BETWEEN 1 AND 1000 THEN 'max_attempts must be between 1 and 1000'\n"  \
-    "  WHEN run_at < 'epoch'::timestamptz OR run_at > clock_timestamp() + interval '3650 days'\n"  \
+    "    THEN 'idempotency_key: $KEY_RULE'\n"                                                      \
+    "  WHEN priority IS NULL OR priority NOT BETWEEN $PRIORITY_MIN AND $PRIORITY_MAX\n"            \
+    "    THEN 'priority must be between $PRIORITY_MIN and $PRIORITY_MAX'\n"                        \
+    "  WHEN max_attempts NOT BETWEEN 1 AND $ATTEMPTS_MAX THEN 'max_attempts must be between 1 "    \
+    "and $ATTEMPTS_MAX'\n"                                                                         \
+    "  WHEN run_at < 'epoch'::timestamptz OR run_at > clock_timestamp() + interval '" horizon      \
+    "'\n"                                                                                          \
     "    THEN 'run_at must be after 1970 and at most 10 years ahead'\n"                            \
     "  WHEN score IN ('NaN'::float8, 'Infinity'::float8, '-Infinity'::float8)\n"                   \
     "    THEN 'score must be a finite number'\n"                                                   \
@@ -427,10 +436,14 @@
     "    THEN 'traceparent must be a W3C trace context: 00-<32 hex digits>-<16 hex "               \
     "digits>-<2 hex digits>, lowercase, ids not all 0'\n"                                          \
     "  WHEN args IS NULL THEN 'args must be JSON (not SQL NULL)'\n"                                \
-    "  WHEN octet_length(args::text) > coalesce(limit_bytes, 1048576)\n"                           \
+    "  WHEN octet_length(args::text) > coalesce(limit_bytes, $ARGS_MAX)\n"                         \
     "    THEN format('args are %s bytes; queue %s takes at most %s', octet_length(args::text),\n"  \
-    "      queue, coalesce(limit_bytes, 1048576))\n"                                               \
+    "      queue, coalesce(limit_bytes, $ARGS_MAX))\n"                                             \
     "  END $f$;\n"
+
+/* Migrations 8 and 16 gave run_at a horizon of 3650 days, the server's is
+ * ENGINE_RUN_AT_HORIZON_MS (10 years of 366 days). */
+#define STORE_PG_TXAPI_NAMES STORE_PG_PROBLEM("3650 days")
 
 /* Schema 19: quotas in applications' transactions.  The leader writes what
  * each tenant and queue with a quota holds into tenq.queued_usage (every
@@ -491,7 +504,54 @@
     "CREATE TRIGGER inbox_quota AFTER INSERT ON tenq.inbox REFERENCING NEW TABLE AS added\n"       \
     "  FOR EACH STATEMENT EXECUTE FUNCTION tenq.inbox_quota();\n"
 
-/* Schema 21: keyed limits, expiry and debounce in applications' transactions:
+/* Schema 24: events sent in an application's transaction (tenq.send_event):
+ * written to tenq.event_inbox, which the leader takes in once the
+ * transaction commits (inbox.c, api/ingest.c), exactly once, each deleted
+ * in the commit that delivers it (engine/steps.c: the jobs waiting for its
+ * key go on, or it is kept for --event-window).  Checked as POST /v1/events
+ * checks it.  One string, run once, on PostgreSQL only. */
+#define STORE_PG_TXAPI_EVENTS                                                                      \
+    "CREATE TABLE tenq.event_inbox (\n"                                                            \
+    "  id BIGINT PRIMARY KEY,\n"                                                                   \
+    "  tenant TEXT NOT NULL,\n"                                                                    \
+    "  key TEXT NOT NULL,\n"                                                                       \
+    "  payload TEXT NOT NULL,\n"                                                                   \
+    "  created_at BIGINT NOT NULL);\n"                                                             \
+    "CREATE SEQUENCE tenq.event_ids;\n"                                                            \
+    "-- An event of a tenant, sent if and only if the caller's transaction commits: its\n"         \
+    "-- number in the inbox.\n"                                                                    \
+    "CREATE FUNCTION tenq.send_event(tenant TEXT, key TEXT, payload JSONB DEFAULT 'null') "        \
+    "RETURNS BIGINT LANGUAGE plpgsql AS $f$\n"                                                     \
+    "#variable_conflict use_variable\n"                                                            \
+    "DECLARE new_id BIGINT; body TEXT := coalesce(payload, 'null'::jsonb)::text;\n"                \
+    "BEGIN\n"                                                                                      \
+    "  IF tenant IS NULL OR octet_length(tenant) NOT BETWEEN 1 AND $NAME_MAX OR tenant ~ "         \
+    "'[^A-Za-z0-9._-]' THEN\n"                                                                     \
+    "    RAISE EXCEPTION 'tenq.send_event: tenant: $NAME_RULE'\n"                                  \
+    "      USING ERRCODE = '22023';\n"                                                             \
+    "  END IF;\n"                                                                                  \
+    "  IF key IS NULL OR octet_length(key) NOT BETWEEN 1 AND $KEY_MAX OR key ~ "                   \
+    "'[\\x01-\\x1f\\x7f]' THEN\n"                                                                  \
+    "    RAISE EXCEPTION 'tenq.send_event: key: $KEY_RULE'\n"                                      \
+    "      USING ERRCODE = '22023';\n"                                                             \
+    "  END IF;\n"                                                                                  \
+    "  IF octet_length(body) > $EVENT_MAX THEN\n"                                                  \
+    "    RAISE EXCEPTION 'tenq.send_event: payload is % bytes; an event takes at most "            \
+    "$EVENT_MAX',\n"                                                                               \
+    "      octet_length(body) USING ERRCODE = '22023';\n"                                          \
+    "  END IF;\n"                                                                                  \
+    "  new_id := nextval('tenq.event_ids');\n"                                                     \
+    "  INSERT INTO tenq.event_inbox (id, tenant, key, payload, created_at)\n"                      \
+    "    VALUES (new_id, tenant, key, body, tenq.now_ms());\n"                                     \
+    "  PERFORM tenq.notify_inbox();\n"                                                             \
+    "  RETURN new_id;\n"                                                                           \
+    "END $f$;\n"
+
+/* Schema 25: tenq.problem again, every limit the server's (the run_at
+ * horizon was 10 days short).  One string, run once, on PostgreSQL only. */
+#define STORE_PG_TXAPI_LIMITS STORE_PG_PROBLEM("$RUN_AT_HORIZON_MS milliseconds")
+
+/* Schema 26: keyed limits, expiry and debounce in applications' transactions:
  * tenq.submit and tenq.submit_many take a job's concurrency_keys and
  * rate_keys (JSON lists, as an HTTP submit), expire_at or start_within_ms,
  * debounce_ms and debounce_max_ms, checked as the server checks them

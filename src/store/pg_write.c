@@ -14,14 +14,36 @@
 
 #include "base/xalloc.h"
 
+#include <pthread.h>
 #include <unistd.h>
 
 /* Statements that write one row; job rows go many at a time (below). */
 
-const char *const pg_stmt_name[PG_ST_N] = {
-    "tenant",  "queue",     "idem",    "token",   "revoke",     "fence",     "idfloor",
-    "request", "pause",     "attempt", "sched",   "sched_tick", "sched_del", "dep",
-    "batch",   "batch_job", "usage",   "key_set", "key_del"};
+const char *const pg_stmt_name[PG_ST_N] = {"tenant",
+                                           "queue",
+                                           "idem",
+                                           "token",
+                                           "revoke",
+                                           "fence",
+                                           "idfloor",
+                                           "request",
+                                           "pause",
+                                           "attempt",
+                                           "sched",
+                                           "sched_tick",
+                                           "sched_del",
+                                           "dep",
+                                           "batch",
+                                           "batch_job",
+                                           "usage",
+                                           "audit",
+                                           "step",
+                                           "step_done",
+                                           "event",
+                                           "event_del",
+                                           "event_inbox_done",
+                                           "key_set",
+                                           "key_del"};
 static const char *const stmt_sql[PG_ST_N] = {
     NULL,
     NULL,
@@ -40,6 +62,12 @@ static const char *const stmt_sql[PG_ST_N] = {
     STORE_SQL_UPSERT_BATCH,
     STORE_SQL_INSERT_BATCH_JOB,
     STORE_SQL_UPSERT_USAGE,
+    STORE_SQL_INSERT_AUDIT,
+    STORE_SQL_INSERT_STEP,
+    STORE_SQL_STEP_DONE,
+    STORE_SQL_INSERT_EVENT,
+    STORE_SQL_DELETE_EVENT,
+    "DELETE FROM tenq.event_inbox WHERE id = ?1",
     NULL,
     STORE_SQL_DELETE_KEY_SETTING,
 };
@@ -147,6 +175,7 @@ static int op_params(const store_batch *b, const store_op *o, params *ps)
         p_text(ps, bstr(b, o->u.token.queues));
         p_i64(ps, o->u.token.created_at);
         p_time(ps, o->u.token.revoked_at);
+        p_bool(ps, o->u.token.hide_data);
         return PG_ST_TOKEN;
     case OP_TOKEN_REVOKE:
         p_i64(ps, o->u.token.id);
@@ -209,6 +238,19 @@ static int op_params(const store_batch *b, const store_op *o, params *ps)
         p_i64(ps, pg_now_ms());
         return PG_ST_KEY_SET;
     }
+    case OP_STEP:
+    case OP_STEP_DONE:
+    case OP_EVENT:
+    case OP_EVENT_DELETE:
+    case OP_EVENT_INBOX_DONE: {
+        store_param_sink out = {sink_i64, sink_text, sink_bool, ps};
+        store_step_params(b, o, &out);
+        return o->kind == OP_STEP           ? PG_ST_STEP
+               : o->kind == OP_STEP_DONE    ? PG_ST_STEP_DONE
+               : o->kind == OP_EVENT        ? PG_ST_EVENT
+               : o->kind == OP_EVENT_DELETE ? PG_ST_EVENT_DEL
+                                            : PG_ST_EVENT_INBOX_DONE;
+    }
     case OP_USAGE:
         p_text(ps, o->u.usage.queue ? "queue" : "tenant");
         p_text(ps, bstr(b, o->u.usage.name));
@@ -216,6 +258,11 @@ static int op_params(const store_batch *b, const store_op *o, params *ps)
         p_i64(ps, (long long)o->u.usage.bytes);
         p_i64(ps, pg_now_ms());
         return PG_ST_USAGE;
+    case OP_AUDIT: {
+        store_param_sink out = {sink_i64, sink_text, sink_bool, ps};
+        store_audit_params(b, o, &out);
+        return PG_ST_AUDIT;
+    }
     default: break;
     }
     return -1;
@@ -302,42 +349,79 @@ static void a_end(abuf *a)
     a_put(a, "}", 1);
 }
 
-#define INS_COLS 33
-#define UPD_COLS 23
+#define INS_COLS STORE_JOB_NINS
+#define UPD_COLS STORE_JOB_NUPD
 
-static const char *const SQL_INS =
-    "INSERT INTO tenq.jobs (" STORE_JOB_INSERT_COLUMNS ") SELECT * FROM unnest($1::bigint[], "
-    "$2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bigint[], "
-    "$9::text[], $10::bigint[], $11::bigint[], $12::bigint[], $13::bigint[], $14::bigint[], "
-    "$15::bigint[], $16::bigint[], $17::bigint[], $18::text[], $19::text[], $20::text[], "
-    "$21::text[], $22::text[], $23::text[], $24::text[], $25::bigint[], $26::bigint[], "
-    "$27::boolean[], $28::bigint[], $29::bigint[], $30::text[], $31::bigint[], $32::text[], "
-    "$33::bigint[])";
-
-/* The columns an update may change, in the insert's order (write_row).  A
- * row completed in an application's transaction (tenq.complete) takes no
+/* The job statements, made once from the table (columns.h): an insert of
+ * every column, and an update of those an update carries (a KEPT column's
+ * NULL keeps the stored value), each from one array per column.  A row
+ * completed in an application's transaction (tenq.complete) takes no
  * update but that same success; every row must be updated, or the group
  * fails (tenq.expect_rows) and the server reloads from the store. */
-static const char *const SQL_UPD =
-    "WITH u AS (SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], "
-    "$5::bigint[], $6::bigint[], $7::bigint[], $8::bigint[], $9::bigint[], $10::bigint[], "
-    "$11::bigint[], $12::text[], $13::text[], $14::text[], $15::text[], $16::text[], "
-    "$17::bigint[], $18::bigint[], $19::boolean[], $20::bigint[], $21::bigint[], $22::text[], "
-    "$23::bigint[]) "
-    "AS u(id, payloads, priority, state, attempts, max_attempts, run_at, ready_at, leased_at, "
-    "started_at, finished_at, worker, error, result, stats, progress, lease_token, lease_until, "
-    "cancel_requested, merged_into, lane_seq, args, live)), "
-    "w AS (UPDATE tenq.jobs AS j SET payloads = coalesce(u.payloads, j.payloads), priority = "
-    "u.priority, state = u.state, attempts = u.attempts, max_attempts = u.max_attempts, run_at = "
-    "u.run_at, ready_at = u.ready_at, leased_at = u.leased_at, started_at = u.started_at, "
-    "finished_at = u.finished_at, worker = u.worker, error = u.error, result = coalesce(u.result, "
-    "j.result), stats = coalesce(u.stats, j.stats), progress = u.progress, lease_token = "
-    "u.lease_token, lease_until = u.lease_until, cancel_requested = u.cancel_requested, "
-    "merged_into = u.merged_into, lane_seq = u.lane_seq, args = coalesce(u.args, j.args), live = "
-    "u.live FROM u "
-    "WHERE j.id = u.id AND (NOT j.done_in_tx OR (u.state = 'succeeded' AND u.lease_token = "
-    "j.lease_token)) RETURNING 1) "
-    "SELECT tenq.expect_rows((SELECT count(*) FROM w), (SELECT count(*) FROM u))";
+static char *sql_ins, *sql_upd;
+
+static void a_str(abuf *a, const char *s)
+{
+    a_put(a, s, strlen(s));
+}
+
+static void put_arrays(abuf *a, bool insert)
+{
+    char num[48];
+    int n = 0;
+    for (int c = 0; c < STORE_JOB_NINS; c++) {
+        const store_job_column *col = &store_job_columns[c];
+        if (!insert && !col->updated) continue;
+        snprintf(num, sizeof num, "%s$%d::%s[]", n ? ", " : "", n + 1, col->pgtype);
+        a_str(a, num);
+        n++;
+    }
+}
+
+static void make_job_sql(void)
+{
+    abuf a = {0};
+    a_str(&a, "INSERT INTO tenq.jobs (" STORE_JOB_INSERT_COLUMNS ") SELECT * FROM unnest(");
+    put_arrays(&a, true);
+    a_str(&a, ")");
+    sql_ins = a.p;
+    abuf u = {0};
+    a_str(&u, "WITH u AS (SELECT * FROM unnest(");
+    put_arrays(&u, false);
+    a_str(&u, ") AS u(");
+    bool first = true;
+    for (int c = 0; c < STORE_JOB_NINS; c++) {
+        if (!store_job_columns[c].updated) continue;
+        if (!first) a_str(&u, ", ");
+        a_str(&u, store_job_columns[c].name);
+        first = false;
+    }
+    a_str(&u, ")), w AS (UPDATE tenq.jobs AS j SET ");
+    first = true;
+    for (int c = 1; c < STORE_JOB_NINS; c++) {
+        const store_job_column *col = &store_job_columns[c];
+        if (!col->updated) continue;
+        char set[200];
+        if (col->kept)
+            snprintf(set, sizeof set, "%s%s = coalesce(u.%s, j.%s)", first ? "" : ", ", col->name,
+                     col->name, col->name);
+        else
+            snprintf(set, sizeof set, "%s%s = u.%s", first ? "" : ", ", col->name, col->name);
+        a_str(&u, set);
+        first = false;
+    }
+    a_str(&u, " FROM u WHERE j.id = u.id AND (NOT j.done_in_tx OR (u.state = 'succeeded' AND "
+              "u.lease_token = j.lease_token)) RETURNING 1) SELECT tenq.expect_rows((SELECT "
+              "count(*) FROM w), (SELECT count(*) FROM u))");
+    sql_upd = u.p;
+}
+
+const char *pg_job_sql(bool insert)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, make_job_sql);
+    return insert ? sql_ins : sql_upd;
+}
 
 static const char *const SQL_DEL = "DELETE FROM tenq.jobs WHERE id = ANY($1::bigint[])";
 
@@ -410,51 +494,25 @@ static void k_bool(rowsink *k, bool v)
 }
 
 /* A job's row: every column for an insert (STORE_JOB_INSERT_COLUMNS), the
- * ones that can change for an update (SQL_UPD), in the same order. */
+ * ones an update carries for an update, in the table's order, each by its
+ * kind (columns.h). */
+#define PUT_ID(k, r, f)       k_i64(k, (long long)(r)->f);
+#define PUT_NUM(k, r, f)      k_i64(k, (long long)(r)->f);
+#define PUT_TIME(k, r, f)     k_time(k, (long long)(r)->f);
+#define PUT_BOOL(k, r, f)     k_bool(k, (r)->f);
+#define PUT_STATE(k, r, f)    k_text(k, engine_state_name((engine_state)(r)->f));
+#define PUT_TEXT(k, r, f)     k_text(k, (r)->f);
+#define PUT_ARGS(k, r, f)     k_text(k, (r)->f);
+#define PUT_PAYLOADS(k, r, f) k_text(k, (r)->f);
+#define PUT_OPTIONS(k, r, f)  k_text(k, (r)->f);
+#define PUT_LIVE(k, r, f)     k_time(k, group_row_live(r));
+#define PUT(column, type, kind, when, hot, field, flag)                                            \
+    if (insert || STORE_JW_UPDATED(when)) PUT_##kind(k, r, field)
+
 static void write_row(rowsink *k, const group_row *r, bool insert)
 {
     k->col = 0;
-    k_i64(k, (long long)r->id);
-    if (insert) {
-        k_text(k, r->tenant);
-        k_text(k, r->queue);
-        k_text(k, r->type);
-        k_text(k, r->key);
-        k_text(k, r->args);
-    }
-    k_text(k, r->payloads);
-    k_i64(k, r->priority);
-    k_text(k, engine_state_name((engine_state)r->state));
-    k_i64(k, r->attempts);
-    k_i64(k, r->max_attempts);
-    k_i64(k, r->run_at);
-    if (insert) k_i64(k, r->created_at);
-    k_time(k, r->ready_at);
-    k_time(k, r->leased_at);
-    k_time(k, r->started_at);
-    k_time(k, r->finished_at);
-    k_text(k, r->worker);
-    k_text(k, r->error);
-    k_text(k, r->result);
-    k_text(k, r->stats);
-    k_text(k, r->progress);
-    if (insert) {
-        k_text(k, r->unique_key);
-        k_text(k, r->idem_key);
-    }
-    k_i64(k, (long long)r->token);
-    k_time(k, r->lease_until);
-    k_bool(k, r->cancel_requested);
-    k_time(k, (long long)r->merged_into);
-    k_i64(k, (long long)r->lane_seq);
-    if (insert) {
-        k_text(k, r->traceparent);
-        k_time(k, r->timeout_ms);
-        k_text(k, r->options);
-    } else {
-        k_text(k, r->args); /* replaced (debounce), else NULL: kept */
-    }
-    k_time(k, group_row_live(r));
+    STORE_JOB_COLUMNS_TABLE(PUT)
     if (k->line) a_put(k->line, "\n", 1);
 }
 
@@ -484,8 +542,7 @@ static long send_rows(pg *p, const group_row *rows, size_t n, bool insert)
                 a_end(&cols[c]);
                 vals[c] = cols[c].p;
             }
-            int ok = PQsendQueryParams(p->w, insert ? SQL_INS : SQL_UPD, ncols, NULL, vals, NULL,
-                                       NULL, 0);
+            int ok = PQsendQueryParams(p->w, pg_job_sql(insert), ncols, NULL, vals, NULL, NULL, 0);
             if (!ok) sent = -1;
             if (ok) sent++;
         }

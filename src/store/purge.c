@@ -65,7 +65,43 @@ static void count_row(void *ctx, const store_rowacc *acc, void *row)
     *(long *)ctx = (long)acc->i64(row, 0);
 }
 
-long store_purge_finished(store_t *s, const engine_job_filter *f, bool dry_run, long max)
+/* The audit row of the purge, in its transaction. */
+typedef struct audit_sink {
+    const char *v[9];
+    char num[3][24];
+    int n;
+} audit_sink;
+static void a_i64(void *ctx, long long v)
+{
+    audit_sink *a = ctx;
+    snprintf(a->num[a->n < 2 ? a->n : 2], sizeof a->num[0], "%lld", v);
+    a->v[a->n] = a->num[a->n < 2 ? a->n : 2];
+    a->n++;
+}
+static void a_text(void *ctx, const char *v)
+{
+    audit_sink *a = ctx;
+    a->v[a->n++] = v;
+}
+static void a_bool(void *ctx, bool v)
+{
+    a_i64(ctx, v);
+}
+
+static long write_audit(store_t *s, const store_audit *audit)
+{
+    store_batch *b = store_batch_new();
+    store_batch_audit(b, audit);
+    audit_sink a = {{0}, {{0}}, 0};
+    store_param_sink out = {a_i64, a_text, a_bool, &a};
+    store_audit_params(b, &b->ops[0], &out);
+    long n = s->be->tx_exec(s, STORE_SQL_INSERT_AUDIT, a.n, a.v);
+    store_batch_free(b);
+    return n;
+}
+
+long store_purge_finished(store_t *s, const engine_job_filter *f, bool dry_run, long max,
+                          const store_audit *audit)
 {
     pthread_mutex_lock(&s->lock);
     uint64_t term = s->term;
@@ -87,6 +123,10 @@ long store_purge_finished(store_t *s, const engine_job_filter *f, bool dry_run, 
         snprintf(sql, sizeof sql, "DELETE FROM $Sjobs WHERE id IN (%s)", w.sql);
         n = s->be->tx_exec(s, STORE_SQL_ID_FLOOR, 0, NULL);
         if (n >= 0) n = s->be->tx_exec(s, sql, w.n, w.params);
+        if (n >= 0 && audit) {
+            long a = write_audit(s, audit);
+            if (a < 0) n = a;
+        }
         rc = s->be->tx_end(s, n >= 0);
     }
     pthread_mutex_unlock(&s->db_lock);

@@ -1,87 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
-/* The reader thread: reads of jobs (one by id, a page) on their own
- * connection, handed back through the event fd so that a slow query never
- * stalls the caller's loop; the rows they return, each string copied. */
+/* The reader thread: reads of jobs (one by id, a page), of a job's
+ * attempts, edges and steps, of request keys, of the inbox and reads of
+ * their own, on their own connection, handed back through the event fd
+ * (results.c) so that a slow query never stalls the caller's loop. */
 #include "internal.h"
 #include "schema.h"
 
 #include "base/xalloc.h"
 
 #include <string.h>
-
-/* ---- rows for reads ---------------------------------------------------------- */
-
-engine_job_info *rows_add(rows_builder *rb)
-{
-    if (rb->n == rb->cap) {
-        rb->cap = rb->cap ? rb->cap * 2 : 16;
-        rb->v = xrealloc(rb->v, rb->cap * sizeof(*rb->v));
-    }
-    engine_job_info *j = &rb->v[rb->n++];
-    memset(j, 0, sizeof(*j));
-    return j;
-}
-
-void rows_keep(rows_builder *rb, void *p)
-{
-    if (rb->nmem == rb->capmem) {
-        rb->capmem = rb->capmem ? rb->capmem * 2 : 64;
-        rb->mem = xrealloc(rb->mem, rb->capmem * sizeof(void *));
-    }
-    rb->mem[rb->nmem++] = p;
-}
-
-const char *rows_str(rows_builder *rb, const char *s)
-{
-    if (!s) return NULL;
-    char *c = xstrdup(s);
-    rows_keep(rb, c);
-    return c;
-}
-
-int rows_add_row(store_t *s, rows_builder *rb, const store_rowacc *acc, void *row)
-{
-    engine_job_info in;
-    store_row_mem m;
-    char msg[256];
-    int rc = store_row_to_job(acc, row, &in, &m, msg, sizeof msg);
-    if (rc) {
-        store_row_mem_free(&m);
-        store_set_err(s, "%s", msg);
-        return rc;
-    }
-    engine_job_info *o = rows_add(rb);
-    *o = in;
-#define COPY(f) o->f = rows_str(rb, in.f)
-    COPY(tenant);
-    COPY(queue);
-    COPY(type);
-    COPY(key);
-    COPY(args);
-    COPY(worker);
-    COPY(error);
-    COPY(result);
-    COPY(stats);
-    COPY(progress);
-    COPY(unique_key);
-    COPY(idempotency_key);
-    COPY(traceparent);
-#undef COPY
-    if (m.payloads) {
-        rows_keep(rb, m.payloads);
-        for (uint32_t k = 0; k < in.n_payloads; k++) rows_keep(rb, (void *)m.payloads[k].data);
-    }
-    if (m.options) rows_keep(rb, m.options); /* the keys point into it */
-    return 0;
-}
-
-void rows_free(rows_builder *rb)
-{
-    for (size_t i = 0; i < rb->nmem; i++) free(rb->mem[i]);
-    free(rb->mem);
-    free(rb->v);
-    memset(rb, 0, sizeof(*rb));
-}
 
 /* ---- the reader ------------------------------------------------------------------ */
 
@@ -133,6 +60,7 @@ static int read_attempts(store_t *s, uint64_t id, store_result *res)
     snprintf(idtext, sizeof idtext, "%llu", (unsigned long long)id);
     const char *params[1] = {idtext};
     rc = s->be->select(s, true, STORE_SQL_GET_ATTEMPTS, 1, params, attempt_row, res);
+    if (!rc) rc = store_read_steps(s, id, false, res); /* which attempt stored each step */
     if (!rc && res->bad_att) {
         store_set_err(s, "job %llu has an attempt with an unknown outcome or state",
                       (unsigned long long)id);
@@ -287,6 +215,7 @@ typedef struct read_page {
     store_t *s;
     rows_builder *rows;
     int rc;
+    bool with_args;
 } read_page;
 
 /* ---- args of jobs whose args are out of memory ------------------------------------ */
@@ -331,26 +260,31 @@ static int read_args(store_t *s, uint64_t *ids, size_t n, rows_builder *rows)
 static void rest_row(void *ctx, const store_rowacc *acc, void *row)
 {
     read_page *p = ctx;
-    if (!p->rc) p->rc = rows_add_row(p->s, p->rows, acc, row);
+    if (p->rc) return;
+    p->rc = rows_add_row(p->s, p->rows, acc, row);
+    engine_job_info *j = &p->rows->v[p->rows->n - 1];
+    if (!p->rc && !p->with_args && !j->args && !j->payloads) { /* left in the store */
+        j->args_missing = true;
+        j->args_len = (uint32_t)acc->i64(row, STORE_JOB_NCOLS);
+    }
 }
 
 static int read_rest(store_t *s, const read_req *rq, rows_builder *rows)
 {
     const store_rest_cursor *c = &rq->rest_after;
-    read_page p = {s, rows, 0};
-    char sql[sizeof(STORE_SQL_REST_COLUMNS) + 160];
+    read_page p = {s, rows, 0, rq->rest_args};
+    char sql[sizeof(STORE_SQL_REST_COLUMNS_NO_ARGS) + sizeof(STORE_SQL_REST_2) + 64];
     int rc = 0;
-    for (int part = 1; part <= 3 && !rc && !p.rc && rows->n < rq->max; part++) {
-        size_t n = (size_t)snprintf(sql, sizeof sql, "%s", STORE_SQL_REST_COLUMNS),
+    for (int part = 1; part <= 2 && !rc && !p.rc && rows->n < rq->max; part++) {
+        size_t n = (size_t)snprintf(sql, sizeof sql, "%s",
+                                    rq->rest_args ? STORE_SQL_REST_COLUMNS
+                                                  : STORE_SQL_REST_COLUMNS_NO_ARGS),
                left = rq->max - rows->n;
         if (part == 1)
-            snprintf(sql + n, sizeof sql - n, STORE_SQL_REST_1, (long long)c->neg_priority,
-                     (long long)c->run_at, (unsigned long long)c->id, left);
-        else if (part == 2)
-            snprintf(sql + n, sizeof sql - n, STORE_SQL_REST_2, (long long)c->neg_priority,
-                     (long long)c->run_at, left);
+            snprintf(sql + n, sizeof sql - n, STORE_SQL_REST_1, (long long)c->key,
+                     (unsigned long long)c->id, left);
         else
-            snprintf(sql + n, sizeof sql - n, STORE_SQL_REST_3, (long long)c->neg_priority, left);
+            snprintf(sql + n, sizeof sql - n, STORE_SQL_REST_2, (long long)c->key, left);
         rc = s->be->select(s, true, sql, 0, NULL, rest_row, &p);
     }
     return rc ? rc : p.rc;
@@ -363,10 +297,15 @@ static void run_read(store_t *s, read_req *rq, store_result *res)
         res->rc = read_rest(s, rq, &res->rows);
     } else if (rq->ids) {
         res->rc = read_args(s, rq->ids, rq->nids, &res->rows);
+    } else if (rq->xrun) {
+        res->rc = rq->xrun(s, rq->ctx);
     } else if (rq->dfn) {
         res->rc = read_deps(s, rq->id, res);
     } else if (rq->afn) {
         res->rc = read_attempts(s, rq->id, res);
+    } else if (rq->sfn) {
+        res->rc = s->be->query(s, rq->id, NULL, &res->rows);
+        if (!res->rc && res->rows.n == 1) res->rc = store_read_steps(s, rq->id, true, res);
     } else if (rq->ifn) {
         res->rc = store_inbox_run(s, rq->max, rq->floor, rq->flag, &res->inbox, &res->rows);
     } else if (rq->rfn) {
@@ -383,6 +322,35 @@ static void run_read(store_t *s, read_req *rq, store_result *res)
     pthread_mutex_unlock(&s->read_db_lock);
 }
 
+static void attempts_deliver(store_result *res);
+static void deps_deliver(store_result *res);
+
+/* A read's result on the caller's thread (store_dispatch): to its
+ * callback, then what it read freed. */
+static void deliver(store_result *x)
+{
+    if (x->xdone) {
+        x->xdone(x->ctx, x->rc);
+    } else if (x->dfn) {
+        deps_deliver(x);
+    } else if (x->afn) {
+        attempts_deliver(x);
+    } else if (x->sfn) {
+        store_steps_deliver(x);
+    } else if (x->ifn) {
+        x->ifn(x->ctx, x->rc, &x->inbox);
+        store_inbox_free(&x->inbox);
+        rows_free(&x->rows);
+    } else if (x->rfn) {
+        x->rfn(x->ctx, x->rc, x->found ? &x->req : NULL);
+        free((char *)x->req.answer);
+    } else {
+        store_rows rows = {x->rows.v, x->rows.n};
+        if (x->fn) x->fn(x->ctx, x->rc, &rows);
+        rows_free(&x->rows);
+    }
+}
+
 void *store_reader_main(void *arg)
 {
     store_t *s = arg;
@@ -397,11 +365,14 @@ void *store_reader_main(void *arg)
         pthread_mutex_unlock(&s->lock);
         store_result *res = xcalloc(1, sizeof(*res));
         res->kind = 1;
+        res->deliver = deliver;
         res->fn = rq->fn;
         res->rfn = rq->rfn;
         res->ifn = rq->ifn;
         res->afn = rq->afn;
         res->dfn = rq->dfn;
+        res->sfn = rq->sfn;
+        res->xdone = rq->xdone;
         res->ctx = rq->ctx;
         run_read(s, rq, res);
         free(rq->qstrings);
@@ -452,6 +423,25 @@ static void read_enqueue(store_t *s, read_req *rq)
     pthread_mutex_unlock(&s->lock);
 }
 
+void store_read_own(store_t *s, int (*run)(store_t *, void *), void (*done)(void *, int), void *ctx)
+{
+    read_req *rq = xcalloc(1, sizeof(*rq));
+    rq->xrun = run;
+    rq->xdone = done;
+    rq->ctx = ctx;
+    read_enqueue(s, rq);
+}
+
+int store_read_own_sync(store_t *s, int (*run)(store_t *, void *), void (*done)(void *, int),
+                        void *ctx)
+{
+    pthread_mutex_lock(&s->read_db_lock);
+    int rc = run(s, ctx);
+    pthread_mutex_unlock(&s->read_db_lock);
+    done(ctx, rc);
+    return rc;
+}
+
 void store_get_job(store_t *s, uint64_t id, store_rows_fn fn, void *ctx)
 {
     read_enqueue(s, read_new(id ? id : UINT64_MAX, NULL, fn, ctx));
@@ -462,10 +452,19 @@ void store_list_jobs(store_t *s, const store_job_query *q, store_rows_fn fn, voi
     read_enqueue(s, read_new(0, q, fn, ctx));
 }
 
-void store_load_rest(store_t *s, store_rest_cursor after, size_t max, store_rows_fn fn, void *ctx)
+store_rest_cursor store_rest_after(const engine_job_info *row)
+{
+    /* STORE_FIFO_KEY (schema.h), in C */
+    return (store_rest_cursor){(32767 - (int64_t)row->priority) * (INT64_C(1) << 47) + row->run_at,
+                               row->id};
+}
+
+void store_load_rest(store_t *s, store_rest_cursor after, size_t max, bool with_args,
+                     store_rows_fn fn, void *ctx)
 {
     read_req *rq = xcalloc(1, sizeof(*rq));
     rq->rest = true;
+    rq->rest_args = with_args;
     rq->rest_after = after;
     rq->max = max;
     rq->fn = fn;
@@ -518,14 +517,35 @@ void store_get_attempts(store_t *s, uint64_t id, store_attempts_fn fn, void *ctx
     read_enqueue(s, rq);
 }
 
-void store_attempts_deliver(store_result *res)
+static void attempts_deliver(store_result *res)
 {
     store_attempts a = {res->rows.n == 1 && !res->rc ? &res->rows.v[0] : NULL, res->att,
-                        res->rc ? 0 : res->natt};
+                        res->rc ? 0 : res->natt, res->stp, res->rc ? 0 : res->nstp};
     res->afn(res->ctx, res->rc, &a);
     rows_free(&res->rows);
     free(res->att);
     res->att = NULL;
+    free(res->stp);
+    res->stp = NULL;
+}
+
+void store_get_steps(store_t *s, uint64_t id, store_steps_fn fn, void *ctx)
+{
+    read_req *rq = read_new(id ? id : UINT64_MAX, NULL, NULL, ctx);
+    rq->sfn = fn;
+    read_enqueue(s, rq);
+}
+
+int store_get_steps_sync(store_t *s, uint64_t id, store_steps_fn fn, void *ctx)
+{
+    store_result res = {0};
+    read_req rq = {.id = id ? id : UINT64_MAX, .sfn = fn};
+    run_read(s, &rq, &res);
+    res.sfn = fn;
+    res.ctx = ctx;
+    int rc = res.rc;
+    store_steps_deliver(&res);
+    return rc;
 }
 
 int store_get_attempts_sync(store_t *s, uint64_t id, store_attempts_fn fn, void *ctx)
@@ -536,7 +556,7 @@ int store_get_attempts_sync(store_t *s, uint64_t id, store_attempts_fn fn, void 
     res.afn = fn;
     res.ctx = ctx;
     int rc = res.rc;
-    store_attempts_deliver(&res);
+    attempts_deliver(&res);
     return rc;
 }
 
@@ -570,7 +590,7 @@ void store_get_deps(store_t *s, uint64_t id, store_deps_fn fn, void *ctx)
     read_enqueue(s, rq);
 }
 
-void store_deps_deliver(store_result *res)
+static void deps_deliver(store_result *res)
 {
     bool ok = res->rows.n == 1 && !res->rc;
     store_deps d = {ok ? &res->rows.v[0] : NULL,
@@ -593,6 +613,6 @@ int store_get_deps_sync(store_t *s, uint64_t id, store_deps_fn fn, void *ctx)
     res.dfn = fn;
     res.ctx = ctx;
     int rc = res.rc;
-    store_deps_deliver(&res);
+    deps_deliver(&res);
     return rc;
 }

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /* Retention: finished jobs older than their queue's retention, idempotency
- * keys older than a day and request keys older than their TTL, deleted a
+ * keys older than a day, request keys older than their TTL, audit rows
+ * older than theirs (--audit-retention) and events kept past their
+ * window, deleted a
  * few hundred rows a step, once for both backends.  Every step first
  * raises the id floor (ids are never used twice) and runs under the
  * leader's term, so a deposed leader deletes nothing. */
@@ -66,6 +68,14 @@ long store_retention_step(store_t *s, int64_t now, uint64_t term)
     if (n >= 0 && done < limit) {
         n = delete_old(s, STORE_SQL_PRUNE_REQUESTS, NULL, now - s->opts.request_key_ttl_ms,
                        limit - done);
+        done += n > 0 ? n : 0;
+    }
+    if (n >= 0 && done < limit) {
+        n = delete_old(s, STORE_SQL_PRUNE_AUDIT, NULL, now - s->opts.audit_ttl_ms, limit - done);
+        done += n > 0 ? n : 0;
+    }
+    if (n >= 0 && done < limit) { /* events kept past their window (engine/steps.c) */
+        n = delete_old(s, STORE_SQL_PRUNE_EVENTS, NULL, now, limit - done);
         done += n > 0 ? n : 0;
     }
     rc = s->be->tx_end(s, n >= 0);

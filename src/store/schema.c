@@ -10,7 +10,6 @@
 
 #include "base/xalloc.h"
 
-#include <jansson.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -110,8 +109,10 @@ static const char *const migrations[] = {
     "state <> 'merged';\n"
     "DROP INDEX $Sjobs_live;\n"
     "DROP INDEX $Sjobs_finished;\n"
-    "CREATE INDEX jobs_live ON $Sjobs (lane_seq) WHERE " STORE_LIVE ";\n"
-    "CREATE INDEX jobs_finished ON $Sjobs (queue, finished_at) WHERE " STORE_FINAL ";\n"
+    "CREATE INDEX jobs_live ON $Sjobs (lane_seq) WHERE (state <> 'succeeded' AND state <> "
+    "'cancelled' AND state <> 'merged');\n"
+    "CREATE INDEX jobs_finished ON $Sjobs (queue, finished_at) WHERE (state = 'succeeded' OR "
+    "state = 'cancelled' OR state = 'merged');\n"
     "$FILLFACTOR",
 
     /* 4: what 3 meant: its indexes still read `state` in their predicates, so
@@ -322,7 +323,71 @@ static const char *const migrations[] = {
     "parent_id FROM $Sjob_deps);\n"
     "$PLAIN",
 
-    /* 21: keyed limits (engine/keys.c): the keys a job names (its options,
+    /* 21: viewer tokens that see jobs without their args and results. */
+    "ALTER TABLE $Stokens ADD COLUMN hide_data $BOOL NOT NULL DEFAULT $FALSE;\n",
+
+    /* 22: the audit log: a row for every change made through the API (who:
+     * token_id, role, tenant; what: method, path, status, detail; when; from
+     * where), written in the commit of the change; ids by the database,
+     * never used twice; kept --audit-retention. */
+    "CREATE TABLE $Saudit (\n"
+    "  id $AUTOID,\n"
+    "  at $I64 NOT NULL,\n"
+    "  token_id $I64,\n"
+    "  role TEXT NOT NULL,\n"
+    "  tenant TEXT,\n"
+    "  method TEXT NOT NULL,\n"
+    "  path TEXT NOT NULL,\n"
+    "  status $I64 NOT NULL,\n"
+    "  peer TEXT,\n"
+    "  detail TEXT);\n"
+    "CREATE INDEX audit_at ON $Saudit (at);\n"
+    "CREATE INDEX audit_tenant ON $Saudit (tenant, id);\n",
+
+    /* 23: durable steps (engine/steps.c): each step a job's handler stored,
+     * in order (pos), under the lease token it was stored with; a wait
+     * under way (done false: an event, a child) is completed in the commit
+     * of its end.  A job's deletion deletes its steps, by a trigger.  Events
+     * that woke no job are kept until expires_at for a later wait, and
+     * deleted in the commit of the wait that took them (or by retention). */
+    "CREATE TABLE $Sjob_steps (\n"
+    "  job_id $I64 NOT NULL,\n"
+    "  pos $I64 NOT NULL,\n"
+    "  name TEXT NOT NULL,\n"
+    "  kind TEXT NOT NULL,\n"
+    "  done $BOOL NOT NULL,\n"
+    "  result TEXT,\n"
+    "  size $I64 NOT NULL,\n"
+    "  error TEXT,\n"
+    "  token $I64 NOT NULL,\n"
+    "  attempt $I64 NOT NULL,\n"
+    "  created_at $I64 NOT NULL,\n"
+    "  finished_at $I64,\n"
+    "  event_key TEXT,\n"
+    "  wait_until $I64,\n"
+    "  child_id $I64,\n"
+    "  child_state TEXT,\n"
+    "  PRIMARY KEY (job_id, pos))$NOROWID;\n"
+    "$STEPS_GONE"
+    "CREATE TABLE $Sevents (\n"
+    "  id $I64 PRIMARY KEY,\n"
+    "  tenant TEXT NOT NULL,\n"
+    "  key TEXT NOT NULL,\n"
+    "  payload TEXT NOT NULL,\n"
+    "  created_at $I64 NOT NULL,\n"
+    "  expires_at $I64 NOT NULL);\n"
+    "CREATE INDEX events_expires ON $Sevents (expires_at);\n",
+
+    /* 24: events sent in an application's transaction (PostgreSQL only:
+     * pg_txapi.h; SQLite records the version alone). */
+    "$TXEVENTS",
+
+    /* 25: tenq.problem with every limit the server's: the run_at horizon
+     * was 10 days short (PostgreSQL only: pg_txapi.h; SQLite records the
+     * version alone). */
+    "$TXLIMITS",
+
+    /* 26: keyed limits (engine/keys.c): the keys a job names (its options,
      * JSON; NULL: none), the queue's concurrency_limit and priority aging
      * (engine/aging.c), and the settings of
      * a tenant's keys or key prefixes ("account:*"), a column per setting
@@ -362,6 +427,46 @@ static void append(char **buf, size_t *len, size_t *cap, const char *s, size_t n
 
 static char *expand(const char *t, bool pg);
 
+/* The limits the SQL of applications' transactions checks (pg_txapi.h:
+ * $NAME_MAX ...), from the server's own constants and defaults, so that
+ * the two cannot differ (test_store tries each function at each limit).
+ * The length of the variable at t with its value in out, or 0. */
+static size_t limit_text(const char *t, char *out, size_t n)
+{
+    engine_queue_settings qs;
+    engine_queue_settings_defaults(&qs);
+    const struct {
+        const char *var;
+        long long v;
+        const char *rule; /* a wording, else the number */
+    } limits[] = {
+        {"$NAME_MAX", ENGINE_NAME_MAX, NULL},
+        {"$NAME_RULE", 0, ENGINE_NAME_RULE},
+        {"$TYPE_MAX", ENGINE_TYPE_MAX, NULL},
+        {"$TYPE_RULE", 0, ENGINE_TYPE_RULE},
+        {"$KEY_MAX", ENGINE_KEY_MAX, NULL},
+        {"$KEY_RULE", 0, ENGINE_KEY_RULE},
+        {"$PRIORITY_MIN", ENGINE_PRIORITY_MIN, NULL},
+        {"$PRIORITY_MAX", ENGINE_PRIORITY_MAX, NULL},
+        {"$ATTEMPTS_MAX", ENGINE_ATTEMPTS_MAX, NULL},
+        {"$RUN_AT_HORIZON_MS", ENGINE_RUN_AT_HORIZON_MS, NULL},
+        {"$ARGS_MAX", qs.max_payload_bytes, NULL}, /* a queue's default */
+        {"$LEASE_MS", qs.lease_ms, NULL},          /* a queue's default */
+        {"$TIMEOUT_MAX", ENGINE_TIMEOUT_MAX_MS, NULL},
+        {"$EVENT_MAX", ENGINE_EVENT_MAX_BYTES, NULL},
+    };
+    for (size_t i = 0; i < sizeof limits / sizeof limits[0]; i++) {
+        size_t vl = strlen(limits[i].var);
+        if (strncmp(t, limits[i].var, vl) != 0) continue;
+        if (limits[i].rule)
+            snprintf(out, n, "%s", limits[i].rule);
+        else
+            snprintf(out, n, "%lld", limits[i].v);
+        return vl;
+    }
+    return 0;
+}
+
 char *store_schema_sql(int version, bool pg)
 {
     if (version < 1 || version > store_schema_versions()) return NULL;
@@ -378,6 +483,8 @@ static char *expand(const char *t, bool pg)
     static const struct {
         const char *var, *sqlite, *pg;
     } subst[] = {
+        {"$AUTOID", "INTEGER PRIMARY KEY AUTOINCREMENT",
+         "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY"},
         {"$ID", "INTEGER", "BIGINT"},
         {"$I64", "INTEGER", "BIGINT"},
         {"$BOOL", "INTEGER", "BOOLEAN"},
@@ -386,17 +493,23 @@ static char *expand(const char *t, bool pg)
         {"$FENCE", "", STORE_PG_FENCE},
         {"$GREATEST", "max", "greatest"},
         {"$NOROWID", " WITHOUT ROWID", ""},
-        {"$TXAPI", "", STORE_PG_TXAPI},
-        {"$TXTIMEOUT", "", STORE_PG_TXAPI_TIMEOUT},
-        {"$TXHOT", "", STORE_PG_TXAPI_HOT},
-        {"$TXNAMES", "", STORE_PG_TXAPI_NAMES},
-        {"$TXQUOTA", "", STORE_PG_TXAPI_QUOTA},
-        {"$TXKEYS", "", STORE_PG_TXAPI_KEYS},
         {"$PLAIN", STORE_PLAIN_SQLITE, STORE_PLAIN_PG},
+        {"$ARGS_BYTES", "length(CAST(args AS BLOB))", "octet_length(args)"},
         {"$ATTEMPTS_GONE", STORE_ATTEMPTS_GONE_SQLITE, STORE_ATTEMPTS_GONE_PG},
         {"$DEPS_GONE", STORE_DEPS_GONE_SQLITE, STORE_DEPS_GONE_PG},
         {"$BATCH_JOBS_GONE", STORE_BATCH_JOBS_GONE_SQLITE, STORE_BATCH_JOBS_GONE_PG},
+        {"$STEPS_GONE", STORE_STEPS_GONE_SQLITE, STORE_STEPS_GONE_PG},
         {"$S", "", "tenq."},
+    };
+    /* PostgreSQL's SQL of applications' transactions (pg_txapi.h; nothing
+     * on SQLite): templates of their own, for their limits (limit_text). */
+    static const struct {
+        const char *var, *pg;
+    } txapi[] = {
+        {"$TXAPI", STORE_PG_TXAPI},           {"$TXTIMEOUT", STORE_PG_TXAPI_TIMEOUT},
+        {"$TXHOT", STORE_PG_TXAPI_HOT},       {"$TXNAMES", STORE_PG_TXAPI_NAMES},
+        {"$TXQUOTA", STORE_PG_TXAPI_QUOTA},   {"$TXEVENTS", STORE_PG_TXAPI_EVENTS},
+        {"$TXLIMITS", STORE_PG_TXAPI_LIMITS}, {"$TXKEYS", STORE_PG_TXAPI_KEYS},
     };
     char *out = NULL;
     size_t len = 0, cap = 0;
@@ -414,6 +527,22 @@ static char *expand(const char *t, bool pg)
                     break;
                 }
             }
+            for (size_t i = 0; !done && i < sizeof(txapi) / sizeof(txapi[0]); i++) {
+                size_t vl = strlen(txapi[i].var);
+                if (strncmp(t, txapi[i].var, vl) != 0) continue;
+                char *x = pg ? expand(txapi[i].pg, pg) : NULL;
+                if (x) append(&out, &len, &cap, x, strlen(x));
+                free(x);
+                t += vl;
+                done = true;
+            }
+        }
+        char num[128];
+        size_t vl;
+        if (!done && *t == '$' && (vl = limit_text(t, num, sizeof num)) > 0) {
+            append(&out, &len, &cap, num, strlen(num));
+            t += vl;
+            done = true;
         }
         if (!done && *t == '?' && pg) {
             append(&out, &len, &cap, "$", 1); /* ?N -> $N */
@@ -423,126 +552,6 @@ static char *expand(const char *t, bool pg)
         if (!done) append(&out, &len, &cap, t++, 1);
     }
     return out;
-}
-
-/* ---- rows --------------------------------------------------------------------- */
-
-void store_row_mem_free(store_row_mem *m)
-{
-    store_payloads_free(m->payloads, m->n_payloads);
-    free(m->options);
-    memset(m, 0, sizeof(*m));
-}
-
-int store_row_to_job(const store_rowacc *a, void *row, engine_job_info *j, store_row_mem *m,
-                     char *err, size_t errlen)
-{
-#define I64(c) (a->is_null(row, (c)) ? 0 : a->i64(row, (c)))
-#define TXT(c) (a->is_null(row, (c)) ? NULL : a->text(row, (c)))
-    memset(j, 0, sizeof(*j));
-    memset(m, 0, sizeof(*m));
-    j->id = (uint64_t)I64(0);
-    j->tenant = TXT(1);
-    j->queue = TXT(2);
-    j->type = TXT(3);
-    j->key = TXT(4);
-    j->args = TXT(5);
-    j->args_len = j->args ? (uint32_t)strlen(j->args) : 0;
-    const char *pl = TXT(6);
-    j->priority = (int32_t)I64(7);
-    const char *st = TXT(8);
-    int state = st ? engine_state_parse(st) : -1;
-    if (state < 0) {
-        snprintf(err, errlen, "job %llu has an unknown state \"%s\"", (unsigned long long)j->id,
-                 st ? st : "(null)");
-        return TENQ_ECORRUPT;
-    }
-    j->state = (engine_state)state;
-    j->attempts = (uint32_t)I64(9);
-    j->max_attempts = (uint32_t)I64(10);
-    j->run_at = I64(11);
-    j->created_at = I64(12);
-    j->ready_at = I64(13);
-    j->leased_at = I64(14);
-    j->started_at = I64(15);
-    j->finished_at = I64(16);
-    j->worker = TXT(17);
-    j->error = TXT(18);
-    j->result = TXT(19);
-    j->stats = TXT(20);
-    j->progress = TXT(21);
-    j->unique_key = TXT(22);
-    j->idempotency_key = TXT(23);
-    j->token = (uint64_t)I64(24);
-    j->lease_until = I64(25);
-    j->cancel_requested = I64(26) != 0;
-    j->merged_into = (uint64_t)I64(27);
-    j->lane_seq = (uint64_t)I64(28);
-    j->traceparent = TXT(29);
-    j->timeout_ms = I64(30);
-    if (!j->lane_seq) j->lane_seq = j->id;
-    if (pl) {
-        if (store_payloads_parse(pl, &m->payloads, &j->n_payloads) != 0) {
-            snprintf(err, errlen, "job %llu has unreadable payloads", (unsigned long long)j->id);
-            return TENQ_ECORRUPT;
-        }
-        m->n_payloads = j->n_payloads;
-        j->payloads = m->payloads; /* never NULL, even for [] */
-    }
-    const char *opts = TXT(31);
-    if (opts && store_options_parse(opts, j, &m->options) != 0) {
-        snprintf(err, errlen, "job %llu has unreadable options", (unsigned long long)j->id);
-        return TENQ_ECORRUPT;
-    }
-    if (!j->tenant || !j->queue || !j->type) {
-        snprintf(err, errlen, "job %llu lacks tenant, queue or type", (unsigned long long)j->id);
-        return TENQ_ECORRUPT;
-    }
-    return 0;
-#undef I64
-#undef TXT
-}
-
-/* ---- payloads as stored -------------------------------------------------------- */
-
-/* ---- payloads as stored --------------------------------------------------- */
-
-int store_payloads_parse(const char *text, engine_payload **out, uint32_t *n)
-{
-    *out = NULL;
-    *n = 0;
-    json_error_t jerr;
-    json_t *arr = json_loads(text, JSON_DECODE_ANY, &jerr);
-    if (!arr || !json_is_array(arr)) {
-        json_decref(arr);
-        return TENQ_ECORRUPT;
-    }
-    size_t cnt = json_array_size(arr);
-    engine_payload *v = xcalloc(cnt ? cnt : 1, sizeof(*v));
-    for (size_t i = 0; i < cnt; i++) {
-        json_t *el = json_array_get(arr, i);
-        json_t *p = json_object_get(el, "payload");
-        json_t *sc = json_object_get(el, "score");
-        if (!p || !json_is_number(sc)) {
-            store_payloads_free(v, (uint32_t)i);
-            json_decref(arr);
-            return TENQ_ECORRUPT;
-        }
-        char *d = json_dumps(p, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
-        v[i].data = d;
-        v[i].len = (uint32_t)strlen(d);
-        v[i].score = json_number_value(sc);
-    }
-    json_decref(arr);
-    *out = v;
-    *n = (uint32_t)cnt;
-    return 0;
-}
-
-void store_payloads_free(engine_payload *p, uint32_t n)
-{
-    for (uint32_t i = 0; i < n; i++) free((char *)p[i].data);
-    free(p);
 }
 
 /* ---- the settings of tenants and queues ------------------------------------------------ */

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-/* The schema shared by both backends, and reading a jobs row into an
- * engine_job_info whatever the backend. */
+/* The schema shared by both backends: its migrations, the statements
+ * written once for both, and reading a jobs row into an engine_job_info
+ * whatever the backend (the columns of jobs: columns.h). */
 #ifndef TENQ_STORE_SCHEMA_H
 #define TENQ_STORE_SCHEMA_H
 
+#include "columns.h"
 #include "engine/engine.h"
 
 #include <stdbool.h>
@@ -12,31 +14,9 @@ int store_schema_versions(void);
 /* The SQL of one migration for a backend (malloc'd), or NULL. */
 char *store_schema_sql(int version, bool pg);
 
-/* The columns of jobs, in the order every SELECT of a job uses. */
-#define STORE_JOB_COLUMNS                                                                          \
-    "id, tenant, queue, type, key, args, payloads, priority, state, attempts, max_attempts, "      \
-    "run_at, created_at, ready_at, leased_at, started_at, finished_at, worker, error, result, "    \
-    "stats, progress, unique_key, idempotency_key, lease_token, lease_until, cancel_requested, "   \
-    "merged_into, lane_seq, traceparent, timeout_ms, options"
-#define STORE_JOB_NCOLS 32
-
-/* The same and `live`, for INSERT: ?1..?33 in this order. */
-#define STORE_JOB_INSERT_COLUMNS STORE_JOB_COLUMNS ", live"
-
 /* Statements, written once for both backends: $S is the schema prefix and
  * ?N the N-th parameter (store_sql turns them into each backend's form). */
-/* The predicates of migration 3's indexes (migration 4 replaced them with
- * `live`, which no update of a live job sets).  Written as comparisons, not
- * IN lists: SQLite evaluates an IN list of constants through a temporary
- * table, built again on every row write that maintains a partial index. */
-#define STORE_LIVE  "(state <> 'succeeded' AND state <> 'cancelled' AND state <> 'merged')"
-#define STORE_FINAL "(state = 'succeeded' OR state = 'cancelled' OR state = 'merged')"
 
-#define STORE_SQL_INSERT_JOB                                                                       \
-    "INSERT INTO $Sjobs (" STORE_JOB_INSERT_COLUMNS                                                \
-    ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, "                                               \
-    "?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, "   \
-    "?28, ?29, ?30, ?31, ?32, ?33)"
 #define STORE_SQL_DELETE_JOB "DELETE FROM $Sjobs WHERE id = ?1"
 #define STORE_SQL_UPSERT_IDEM                                                                      \
     "INSERT INTO $Sidempotency (tenant, key, job_id, state, duplicate, merged, created_at) "       \
@@ -44,8 +24,8 @@ char *store_schema_sql(int version, bool pg);
     "excluded.job_id, state = excluded.state, duplicate = excluded.duplicate, merged = "           \
     "excluded.merged, created_at = excluded.created_at"
 #define STORE_SQL_INSERT_TOKEN                                                                     \
-    "INSERT INTO $Stokens (id, hash, role, queues, created_at, revoked_at) VALUES (?1, ?2, ?3, "   \
-    "?4, ?5, ?6)"
+    "INSERT INTO $Stokens (id, hash, role, queues, created_at, revoked_at, hide_data) VALUES "     \
+    "(?1, ?2, ?3, ?4, ?5, ?6, ?7)"
 #define STORE_SQL_UPSERT_PAUSE                                                                     \
     "INSERT INTO $Squeue_pauses (queue, tenant, paused, updated_at) VALUES (?1, ?2, ?3, ?4) "      \
     "ON CONFLICT (queue, tenant) DO UPDATE SET paused = excluded.paused, updated_at = "            \
@@ -75,6 +55,12 @@ char *store_schema_sql(int version, bool pg);
 #define STORE_SQL_LOAD_SCHEDULES  "SELECT " STORE_SCHEDULE_COLUMNS " FROM $Sschedules ORDER BY name"
 #define STORE_SQL_LOAD_PAUSES     "SELECT queue, tenant FROM $Squeue_pauses WHERE paused"
 #define STORE_SQL_REVOKE_TOKEN    "UPDATE $Stokens SET revoked_at = ?2 WHERE id = ?1"
+#define STORE_SQL_INSERT_AUDIT                                                                     \
+    "INSERT INTO $Saudit (at, token_id, role, tenant, method, path, status, peer, detail) "        \
+    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"
+#define STORE_SQL_PRUNE_AUDIT                                                                      \
+    "DELETE FROM $Saudit WHERE id IN (SELECT id FROM $Saudit WHERE at < ?1 ORDER BY id LIMIT ?2)"
+#define STORE_AUDIT_COLUMNS "id, at, token_id, role, tenant, method, path, status, peer, detail"
 #define STORE_SQL_INSERT_REQUEST                                                                   \
     "INSERT INTO $Srequests (scope, key, fingerprint, status, answer, created_at) VALUES (?1, "    \
     "?2, "                                                                                         \
@@ -162,24 +148,35 @@ char *store_schema_sql(int version, bool pg);
     "FOR EACH STATEMENT EXECUTE PROCEDURE tenq.deps_gone();\n"
 /* Plain jobs waiting in line (live = 2, migration 20): a load brings them in
  * after the server began to serve, in fifo order (priority, then run_at,
- * then id), by the partial index jobs_plain, a page at a time from the
+ * then id), by the partial index jobs_plain (on SQLite the id is the rowid
+ * every index entry ends with), a page at a time from the
  * last row read.  A job gaining a child is no longer plain: the edge's
  * insert makes its parent's row live = 1 (a trigger), in its commit. */
-/* The three parts of a page, after (P, R, I) = (-priority, run_at, id):
- * the rest of R's jobs, the rest of P's, then the next priorities; each
- * one range of the index (printf'd: the numbers are the store's own, and
- * an index on an expression is used for a range only against numbers). */
+/* The fifo order as one number, as the engine's ready heap packs it
+ * (engine/sched.c): (32767 - priority) * 2^47 + run_at, lowest first, then
+ * id.  It stays below 2^63: priority is within +-32767 and the engine keeps
+ * run_at within now + 10 years (2^47 ms is the year 6429).  One number
+ * keeps the index's entries small and their comparisons short (W1: 850
+ * fewer instructions a job in the writer than three columns; a clamp by
+ * SQL functions would cost as much again); store_rest_after computes the
+ * same in C.  A page is two ranges of the index after (K, I): the rest of
+ * K's jobs by id, then the next keys (printf'd: an index on an expression
+ * is used for a range only against numbers). */
+#define STORE_FIFO_KEY         "((32767 - priority) * 140737488355328 + run_at)"
 #define STORE_SQL_REST_COLUMNS "SELECT " STORE_JOB_COLUMNS " FROM $Sjobs WHERE live = 2 AND "
-#define STORE_SQL_REST_1       "-priority = %lld AND run_at = %lld AND id > %llu ORDER BY id LIMIT %zu"
-#define STORE_SQL_REST_2       "-priority = %lld AND run_at > %lld ORDER BY run_at, id LIMIT %zu"
-#define STORE_SQL_REST_3       "-priority > %lld ORDER BY -priority, run_at, id LIMIT %zu"
+/* The same without the args but small ones and huge ones
+ * (STORE_JOB_COLUMNS_NO_ARGS), and their length after the last column. */
+#define STORE_SQL_REST_COLUMNS_NO_ARGS                                                             \
+    "SELECT " STORE_JOB_COLUMNS_NO_ARGS ", $ARGS_BYTES FROM $Sjobs WHERE live = 2 AND "
+#define STORE_SQL_REST_1 STORE_FIFO_KEY " = %lld AND id > %llu ORDER BY id LIMIT %zu"
+#define STORE_SQL_REST_2 STORE_FIFO_KEY " > %lld ORDER BY " STORE_FIFO_KEY ", id LIMIT %zu"
 #define STORE_PLAIN_SQLITE                                                                         \
-    "CREATE INDEX jobs_plain ON jobs ((-priority), run_at, id) WHERE live = 2;\n"                  \
+    "CREATE INDEX jobs_plain ON jobs (" STORE_FIFO_KEY ") WHERE live = 2;\n"                       \
     "CREATE TRIGGER job_deps_parent_live AFTER INSERT ON job_deps BEGIN\n"                         \
     "  UPDATE jobs SET live = 1 WHERE id = new.parent_id AND live = 2;\n"                          \
     "END;\n"
 #define STORE_PLAIN_PG                                                                             \
-    "CREATE INDEX jobs_plain ON tenq.jobs ((-priority), run_at, id) WHERE live = 2;\n"             \
+    "CREATE INDEX jobs_plain ON tenq.jobs (" STORE_FIFO_KEY ", id) WHERE live = 2;\n"              \
     "CREATE FUNCTION tenq.deps_parent_live() RETURNS trigger LANGUAGE plpgsql AS $f$\n"            \
     "BEGIN\n"                                                                                      \
     "  UPDATE tenq.jobs j SET live = 1 FROM added a WHERE j.id = a.parent_id AND j.live = 2;\n"    \
@@ -222,6 +219,56 @@ char *store_schema_sql(int version, bool pg);
     "END $f$;\n"                                                                                   \
     "CREATE TRIGGER jobs_batch_jobs_gone AFTER DELETE ON tenq.jobs REFERENCING OLD TABLE AS gone " \
     "FOR EACH STATEMENT EXECUTE PROCEDURE tenq.batch_jobs_gone();\n"
+
+/* Durable steps and kept events (the migration that made $Sjob_steps and
+ * $Sevents; store/steps.c).  A step's row is written in the commit that
+ * stored it, and a wait's end (an event, a timeout, its child's end)
+ * completes it in the commit of that end; a job's deletion deletes its
+ * steps (STORE_STEPS_GONE_*). */
+#define STORE_STEP_COLUMNS                                                                         \
+    "job_id, pos, name, kind, done, result, size, error, token, attempt, created_at, "             \
+    "finished_at, event_key, wait_until, child_id, child_state"
+#define STORE_SQL_INSERT_STEP                                                                      \
+    "INSERT INTO $Sjob_steps (" STORE_STEP_COLUMNS                                                 \
+    ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, "                                               \
+    "?10, ?11, ?12, ?13, ?14, ?15, ?16) ON CONFLICT (job_id, pos) DO NOTHING"
+#define STORE_SQL_STEP_DONE                                                                        \
+    "UPDATE $Sjob_steps SET done = ?3, result = ?4, size = ?5, error = ?6, finished_at = ?7, "     \
+    "child_state = ?8 WHERE job_id = ?1 AND pos = ?2"
+#define STORE_SQL_INSERT_EVENT                                                                     \
+    "INSERT INTO $Sevents (id, tenant, key, payload, created_at, expires_at) VALUES (?1, ?2, ?3, " \
+    "?4, ?5, ?6) ON CONFLICT (id) DO NOTHING"
+#define STORE_SQL_DELETE_EVENT "DELETE FROM $Sevents WHERE id = ?1"
+/* The steps a load needs: those of the live jobs loaded first (a job with
+ * steps is never plain), without their results. */
+#define STORE_SQL_LOAD_STEPS                                                                       \
+    "SELECT job_id, pos, name, kind, done, size, event_key, wait_until, child_id, token FROM "     \
+    "$Sjob_steps WHERE job_id IN (SELECT id FROM $Sjobs WHERE live = 1) ORDER BY job_id, pos"
+#define STORE_SQL_LOAD_EVENTS                                                                      \
+    "SELECT id, tenant, key, payload, created_at, expires_at FROM $Sevents WHERE expires_at > "    \
+    "?1 ORDER BY expires_at, id"
+#define STORE_SQL_MAX_EVENT "SELECT coalesce(max(id), 0) FROM $Sevents"
+#define STORE_SQL_GET_STEPS                                                                        \
+    "SELECT " STORE_STEP_COLUMNS " FROM $Sjob_steps WHERE job_id = ?1 ORDER BY pos"
+/* A job's steps without their results (what each attempt ran). */
+#define STORE_SQL_GET_STEP_NAMES                                                                   \
+    "SELECT job_id, pos, name, kind, done, NULL, size, NULL, token, attempt, created_at, "         \
+    "finished_at, event_key, wait_until, child_id, child_state FROM $Sjob_steps WHERE job_id = "   \
+    "?1 ORDER BY pos"
+#define STORE_SQL_PRUNE_EVENTS                                                                     \
+    "DELETE FROM $Sevents WHERE id IN (SELECT id FROM $Sevents WHERE expires_at < ?1 LIMIT ?2)"
+#define STORE_STEPS_GONE_SQLITE                                                                    \
+    "CREATE TRIGGER jobs_steps_gone AFTER DELETE ON jobs BEGIN\n"                                  \
+    "  DELETE FROM job_steps WHERE job_id = old.id;\n"                                             \
+    "END;\n"
+#define STORE_STEPS_GONE_PG                                                                        \
+    "CREATE FUNCTION tenq.steps_gone() RETURNS trigger LANGUAGE plpgsql AS $f$\n"                  \
+    "BEGIN\n"                                                                                      \
+    "  DELETE FROM tenq.job_steps s USING gone g WHERE s.job_id = g.id;\n"                         \
+    "  RETURN NULL;\n"                                                                             \
+    "END $f$;\n"                                                                                   \
+    "CREATE TRIGGER jobs_steps_gone AFTER DELETE ON tenq.jobs REFERENCING OLD TABLE AS gone "      \
+    "FOR EACH STATEMENT EXECUTE PROCEDURE tenq.steps_gone();\n"
 
 /* Job ids are never used twice: a transaction that deletes jobs (retention,
  * the morgue) first raises the floor to the highest id there is (writing
@@ -302,7 +349,8 @@ typedef struct store_row_mem {
 } store_row_mem;
 void store_row_mem_free(store_row_mem *m);
 
-/* Fills j from a row (strings point into the row; payloads and options are
+/* Fills j from a row of STORE_JOB_COLUMNS (columns.c; strings point into
+ * the row; payloads and options are
  * parsed into *m, which the caller frees with store_row_mem_free).
  * Returns 0, or TENQ_ECORRUPT with a message in err. */
 int store_row_to_job(const store_rowacc *acc, void *row, engine_job_info *j, store_row_mem *m,

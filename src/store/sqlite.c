@@ -24,36 +24,6 @@ void store_test_set_write_budget(store_t *s, long long bytes)
     __atomic_store_n(&q->vfs.budget, bytes, __ATOMIC_RELAXED);
 }
 
-/* ---- errors ----------------------------------------------------------------- */
-
-static int map_rc(int rc)
-{
-    switch (rc & 0xff) {
-    case SQLITE_OK:
-    case SQLITE_DONE:
-    case SQLITE_ROW: return 0;
-    case SQLITE_FULL: return TENQ_ENOSPACE;
-    case SQLITE_CORRUPT: return TENQ_ECORRUPT;
-    case SQLITE_NOTADB: return TENQ_ENOT_TENQ;
-    case SQLITE_CONSTRAINT: return TENQ_ECONSTRAINT;
-    case SQLITE_NOMEM: return TENQ_ENOMEM;
-    case SQLITE_BUSY:
-    case SQLITE_LOCKED: return TENQ_EUNAVAILABLE;
-    default: return TENQ_EIO;
-    }
-}
-
-int sq_fail(store_t *s, sqlite3 *db, int rc, const char *what)
-{
-    store_set_err(s, "sqlite: %s: %s", what, db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
-    return map_rc(rc);
-}
-
-int sq_exec(sqlite3 *db, const char *sql)
-{
-    return sqlite3_exec(db, sql, NULL, NULL, NULL);
-}
-
 /* ---- opening and migrating ------------------------------------------------------ */
 
 static int mkdirs(const char *path)
@@ -73,13 +43,6 @@ static int mkdirs(const char *path)
     return 0;
 }
 
-int64_t sq_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Returns the schema version (0 for an empty file) or a negative error. */
 static int current_version(sqlite3 *db, char *errbuf, size_t errlen, const char *path)
 {
@@ -89,7 +52,7 @@ static int current_version(sqlite3 *db, char *errbuf, size_t errlen, const char 
     if (rc != SQLITE_ROW) {
         snprintf(errbuf, errlen, "%s is not a tenq database (%s)", path, sqlite3_errmsg(db));
         sqlite3_finalize(st);
-        return (rc & 0xff) == SQLITE_NOTADB ? TENQ_ENOT_TENQ : map_rc(rc);
+        return (rc & 0xff) == SQLITE_NOTADB ? TENQ_ENOT_TENQ : sq_map_rc(rc);
     }
     int tables = sqlite3_column_int(st, 0);
     sqlite3_finalize(st);
@@ -134,7 +97,7 @@ static int migrate(sqlite3 *db, int from, int to, char *errbuf, size_t errlen)
             snprintf(errbuf, errlen, "migration to schema version %d failed: %s", v,
                      sqlite3_errmsg(db));
             sq_exec(db, "ROLLBACK");
-            return map_rc(rc);
+            return sq_map_rc(rc);
         }
     }
     return 0;
@@ -264,7 +227,7 @@ int store_sqlite_open(store_t *s, const char *path, char *errbuf, size_t errlen)
     if (src != SQLITE_OK) {
         snprintf(errbuf, errlen, "cannot open %s: %s", path,
                  q->db ? sqlite3_errmsg(q->db) : sqlite3_errstr(src));
-        rc = map_rc(src);
+        rc = sq_map_rc(src);
         goto fail;
     }
     sqlite3_busy_timeout(q->db, 5000);
@@ -294,7 +257,7 @@ int store_sqlite_open(store_t *s, const char *path, char *errbuf, size_t errlen)
     src = sq_exec(q->db, pragmas);
     if (src != SQLITE_OK) {
         snprintf(errbuf, errlen, "%s: %s", path, sqlite3_errmsg(q->db));
-        rc = map_rc(src);
+        rc = sq_map_rc(src);
         goto fail;
     }
     int target = s->opts.max_version > 0 ? s->opts.max_version : known;
@@ -302,14 +265,14 @@ int store_sqlite_open(store_t *s, const char *path, char *errbuf, size_t errlen)
     src = sqlite3_open_v2(path, &q->rdb, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, q->vfs.name);
     if (src != SQLITE_OK) {
         snprintf(errbuf, errlen, "cannot open %s for reading: %s", path, sqlite3_errstr(src));
-        rc = map_rc(src);
+        rc = sq_map_rc(src);
         goto fail;
     }
     sqlite3_busy_timeout(q->rdb, 5000);
     src = ckpt_start(q, path);
     if (src != SQLITE_OK) {
         snprintf(errbuf, errlen, "cannot open %s for checkpoints: %s", path, sqlite3_errstr(src));
-        rc = map_rc(src);
+        rc = sq_map_rc(src);
         goto fail;
     }
     s->be = &sqlite_backend;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /* The SQLite backend's insides, shared by sqlite.c (opening, checkpoints,
- * reads, retention, terms) and sqlite_write.c (its writes). */
+ * reads, retention, terms: the driver), sqlite_write.c (its writes) and
+ * sqlite_err.c (errors, helpers). */
 #ifndef TENQ_STORE_SQLITE_H
 #define TENQ_STORE_SQLITE_H
 
@@ -26,6 +27,7 @@ enum {
     ST_REVOKE,
     ST_REQUEST,
     ST_PAUSE,
+    ST_AUDIT,
     ST_ATTEMPT,
     ST_SCHEDULE,
     ST_SCHEDULE_TICK,
@@ -33,6 +35,10 @@ enum {
     ST_DEP,
     ST_BATCH,
     ST_BATCH_JOB,
+    ST_STEP,
+    ST_STEP_DONE,
+    ST_EVENT,
+    ST_EVENT_DEL,
     ST_KEY_SET,
     ST_KEY_DEL,
     ST_BEGIN, /* prepared once: sqlite3_exec parses its text at every commit */
@@ -52,8 +58,9 @@ typedef struct sq {
     char path[4096];
 } sq;
 
-/* Sets the store's message from SQLite's (what: the step that failed) and
- * maps rc to a TENQ_E* code. */
+/* sqlite_err.c: SQLite's result code as a TENQ_E* code; the store's message
+ * set from SQLite's (what: the step that failed) and rc mapped. */
+int sq_map_rc(int rc);
 int sq_fail(store_t *s, sqlite3 *db, int rc, const char *what);
 int sq_exec(sqlite3 *db, const char *sql);
 int64_t sq_now_ms(void);

@@ -9,9 +9,9 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 static const char *const stmt_sql[ST_N] = {
-    [ST_INS_JOB] = STORE_SQL_INSERT_JOB,
     [ST_DEL_JOB] = STORE_SQL_DELETE_JOB,
     [ST_ID_FLOOR] = STORE_SQL_ID_FLOOR,
     [ST_IDEM] = STORE_SQL_UPSERT_IDEM,
@@ -27,6 +27,11 @@ static const char *const stmt_sql[ST_N] = {
     [ST_BATCH] = STORE_SQL_UPSERT_BATCH,
     [ST_BATCH_JOB] = STORE_SQL_INSERT_BATCH_JOB,
     [ST_KEY_DEL] = STORE_SQL_DELETE_KEY_SETTING,
+    [ST_AUDIT] = STORE_SQL_INSERT_AUDIT,
+    [ST_STEP] = STORE_SQL_INSERT_STEP,
+    [ST_STEP_DONE] = STORE_SQL_STEP_DONE,
+    [ST_EVENT] = STORE_SQL_INSERT_EVENT,
+    [ST_EVENT_DEL] = STORE_SQL_DELETE_EVENT,
     [ST_BEGIN] = "BEGIN IMMEDIATE",
     [ST_COMMIT] = "COMMIT",
 };
@@ -38,30 +43,10 @@ static const char *const stmt_sql[ST_N] = {
  * rows a statement, in a loop of statements against a fresh table). */
 #define JOB_ROWS 16
 
-/* The columns an update binds, in bind_update's order (?1 is the id), and
- * how it sets them: `hot` also in an update that keeps a job live in its
- * lane place (ST_UPD_HOT, ST_HOT_ROWS: no indexed column, lane_seq,
- * finished_at, live, so no index entry is written), `kept` when a NULL
- * keeps the stored value.  Every update statement is made from this list
- * (job_sql). */
-static const struct {
-    const char *name;
-    bool hot, kept;
-} upd_cols[] = {
-    {"id", false, false},          {"priority", true, false},
-    {"state", true, false},        {"attempts", true, false},
-    {"max_attempts", true, false}, {"run_at", true, false},
-    {"ready_at", true, false},     {"leased_at", true, false},
-    {"started_at", true, false},   {"finished_at", false, false},
-    {"worker", true, false},       {"error", true, false},
-    {"progress", true, false},     {"lease_token", true, false},
-    {"lease_until", true, false},  {"cancel_requested", true, false},
-    {"merged_into", true, false},  {"lane_seq", false, false},
-    {"payloads", true, true},      {"result", true, true},
-    {"stats", true, true},         {"args", true, true},
-    {"live", false, false},
-};
-enum { UPD_PARAMS = sizeof upd_cols / sizeof upd_cols[0], INS_PARAMS = 33 };
+/* A job statement's parameters: an insert's, one per column
+ * (STORE_JC_INS_*); an update's, one per column it carries (STORE_JC_UPD_*,
+ * ?1 the id). */
+enum { INS_PARAMS = STORE_JOB_NINS, UPD_PARAMS = STORE_JOB_NUPD };
 
 static void put(char *sql, size_t cap, size_t *n, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
@@ -74,36 +59,60 @@ static void put(char *sql, size_t cap, size_t *n, const char *fmt, ...)
     *n += k > 0 ? (size_t)k : 0;
 }
 
-/* The SET list of an update: the values are the parameters (one-row
- * form) or the conflicting row's (excluded.*); the hot form skips the
- * indexed columns. */
+/* A column an update does not carry that a row cannot be without. */
+static bool needs_placeholder(const store_job_column *c)
+{
+    return !c->updated && strstr(c->type, "NOT NULL") && !strstr(c->type, "DEFAULT");
+}
+
+/* The SET list of an update, from the columns an update carries
+ * (columns.h): the values are the parameters (one-row form) or the
+ * conflicting row's (excluded.*); the hot form leaves out the columns an
+ * index reads; a KEPT column's NULL keeps the stored value. */
 static void put_set(char *sql, size_t cap, size_t *n, bool hot, bool excluded)
 {
     bool first = true;
-    for (int c = 1; c < UPD_PARAMS; c++) {
-        if (hot && !upd_cols[c].hot) continue;
-        const char *col = upd_cols[c].name;
+    int param = 1;
+    for (int c = 1; c < STORE_JOB_NINS; c++) {
+        const store_job_column *col = &store_job_columns[c];
+        if (!col->updated) continue;
+        param++;
+        if (hot && !col->hot) continue;
         char val[64];
         if (excluded)
-            snprintf(val, sizeof val, "excluded.%s", col);
+            snprintf(val, sizeof val, "excluded.%s", col->name);
         else
-            snprintf(val, sizeof val, "?%d", c + 1);
-        if (upd_cols[c].kept)
-            put(sql, cap, n, "%s%s = coalesce(%s, %s)", first ? "" : ", ", col, val, col);
+            snprintf(val, sizeof val, "?%d", param);
+        if (col->kept)
+            put(sql, cap, n, "%s%s = coalesce(%s, %s)", first ? "" : ", ", col->name, val,
+                col->name);
         else
-            put(sql, cap, n, "%s%s = %s", first ? "" : ", ", col, val);
+            put(sql, cap, n, "%s%s = %s", first ? "" : ", ", col->name, val);
         first = false;
     }
 }
 
-/* The job statements made from the column lists.  Updates of one row: an
- * UPDATE by id.  Inserts of JOB_ROWS rows: one INSERT with that many rows
- * of values.  Updates of JOB_ROWS rows: an INSERT of rows whose ids are
- * there already, turned into updates by ON CONFLICT (SQLite's one statement
- * that updates many rows by their own values without a join).  Its insert
- * side never runs for a job in the store; the columns an update does not
- * carry get placeholders there, and sq_apply checks that nothing was
- * inserted. */
+/* A row of values: its parameters from `at` on, then (an update's insert
+ * side) a placeholder for each column an update does not carry that the
+ * table needs (NOT NULL without a default). */
+static void put_values(char *sql, size_t cap, size_t *n, int at, int params, bool placeholders)
+{
+    put(sql, cap, n, "(");
+    for (int c = 1; c <= params; c++) put(sql, cap, n, "%s?%d", c > 1 ? ", " : "", at + c);
+    for (int c = 0; placeholders && c < STORE_JOB_NINS; c++)
+        if (needs_placeholder(&store_job_columns[c]))
+            put(sql, cap, n, ", %s", store_job_columns[c].number ? "0" : "''");
+    put(sql, cap, n, ")");
+}
+
+/* The job statements made from the table.  Updates of one row: an UPDATE
+ * by id.  Inserts of one row, and of JOB_ROWS rows: one INSERT with that
+ * many rows of values.  Updates of JOB_ROWS rows: an INSERT of rows whose
+ * ids are there already, turned into updates by ON CONFLICT (SQLite's one
+ * statement that updates many rows by their own values without a join).
+ * Its insert side never runs for a job in the store; the columns an update
+ * does not carry get placeholders there, and sq_apply checks that nothing
+ * was inserted. */
 static char *job_sql(int kind)
 {
     size_t cap = 32768, n = 0;
@@ -113,22 +122,27 @@ static char *job_sql(int kind)
         put(sql, cap, &n, "UPDATE jobs SET ");
         put_set(sql, cap, &n, kind == ST_UPD_HOT, false);
         put(sql, cap, &n, " WHERE id = ?1");
-    } else if (kind == ST_INS_ROWS) {
+    } else if (kind == ST_INS_JOB || kind == ST_INS_ROWS) {
         put(sql, cap, &n, "INSERT INTO jobs (" STORE_JOB_INSERT_COLUMNS ") VALUES ");
-        for (int r = 0; r < JOB_ROWS; r++) {
-            put(sql, cap, &n, "%s(", r ? ", " : "");
-            for (int c = 1; c <= INS_PARAMS; c++)
-                put(sql, cap, &n, "%s?%d", c > 1 ? ", " : "", r * INS_PARAMS + c);
-            put(sql, cap, &n, ")");
+        for (int r = 0; r < (kind == ST_INS_JOB ? 1 : JOB_ROWS); r++) {
+            if (r) put(sql, cap, &n, ", ");
+            put_values(sql, cap, &n, r * INS_PARAMS, INS_PARAMS, false);
         }
     } else {
         put(sql, cap, &n, "INSERT INTO jobs (");
-        for (int c = 0; c < UPD_PARAMS; c++) put(sql, cap, &n, "%s, ", upd_cols[c].name);
-        put(sql, cap, &n, "tenant, queue, type, created_at) VALUES ");
+        bool first = true;
+        for (int c = 0; c < STORE_JOB_NINS; c++) {
+            if (!store_job_columns[c].updated) continue;
+            put(sql, cap, &n, "%s%s", first ? "" : ", ", store_job_columns[c].name);
+            first = false;
+        }
+        for (int c = 0; c < STORE_JOB_NINS; c++)
+            if (needs_placeholder(&store_job_columns[c]))
+                put(sql, cap, &n, ", %s", store_job_columns[c].name);
+        put(sql, cap, &n, ") VALUES ");
         for (int r = 0; r < JOB_ROWS; r++) {
-            put(sql, cap, &n, "%s(", r ? ", " : "");
-            for (int c = 1; c <= UPD_PARAMS; c++) put(sql, cap, &n, "?%d, ", r * UPD_PARAMS + c);
-            put(sql, cap, &n, "'', '', '', 0)");
+            if (r) put(sql, cap, &n, ", ");
+            put_values(sql, cap, &n, r * UPD_PARAMS, UPD_PARAMS, true);
         }
         put(sql, cap, &n, " ON CONFLICT (id) DO UPDATE SET ");
         put_set(sql, cap, &n, kind == ST_HOT_ROWS, true);
@@ -185,69 +199,33 @@ static void bind_time(sqlite3_stmt *st, int i, long long v)
         sqlite3_bind_null(st, i);
 }
 
-/* Row r at parameters o + 1 on (0 for the one-row statements). */
+/* Row r at parameters o + 1 on (0 for the one-row statements): each
+ * column by its kind (columns.h), an insert every one, an update those it
+ * carries (the one-row hot form has no parameter for the last ones:
+ * ignored). */
+#define BIND_ID(st, i, r, f)       bind_i64(st, i, (long long)(r)->f);
+#define BIND_NUM(st, i, r, f)      bind_i64(st, i, (long long)(r)->f);
+#define BIND_TIME(st, i, r, f)     bind_time(st, i, (long long)(r)->f);
+#define BIND_BOOL(st, i, r, f)     bind_i64(st, i, (r)->f);
+#define BIND_STATE(st, i, r, f)    bind_text(st, i, engine_state_name((engine_state)(r)->f));
+#define BIND_TEXT(st, i, r, f)     bind_text(st, i, (r)->f);
+#define BIND_ARGS(st, i, r, f)     bind_text(st, i, (r)->f);
+#define BIND_PAYLOADS(st, i, r, f) bind_text(st, i, (r)->f);
+#define BIND_OPTIONS(st, i, r, f)  bind_text(st, i, (r)->f);
+#define BIND_LIVE(st, i, r, f)     bind_time(st, i, group_row_live(r));
+#define BIND_INS(column, type, kind, when, hot, field, flag)                                       \
+    BIND_##kind(st, o + 1 + STORE_JC_INS_##column, r, field)
+#define BIND_UPD(column, type, kind, when, hot, field, flag)                                       \
+    if (STORE_JW_UPDATED(when)) BIND_##kind(st, o + 1 + STORE_JC_UPD_##column, r, field)
+
 static void bind_insert(sqlite3_stmt *st, int o, const group_row *r)
 {
-    bind_i64(st, o + 1, (long long)r->id);
-    bind_text(st, o + 2, r->tenant);
-    bind_text(st, o + 3, r->queue);
-    bind_text(st, o + 4, r->type);
-    bind_text(st, o + 5, r->key);
-    bind_text(st, o + 6, r->args);
-    bind_text(st, o + 7, r->payloads);
-    bind_i64(st, o + 8, r->priority);
-    bind_text(st, o + 9, engine_state_name((engine_state)r->state));
-    bind_i64(st, o + 10, r->attempts);
-    bind_i64(st, o + 11, r->max_attempts);
-    bind_i64(st, o + 12, r->run_at);
-    bind_i64(st, o + 13, r->created_at);
-    bind_time(st, o + 14, r->ready_at);
-    bind_time(st, o + 15, r->leased_at);
-    bind_time(st, o + 16, r->started_at);
-    bind_time(st, o + 17, r->finished_at);
-    bind_text(st, o + 18, r->worker);
-    bind_text(st, o + 19, r->error);
-    bind_text(st, o + 20, r->result);
-    bind_text(st, o + 21, r->stats);
-    bind_text(st, o + 22, r->progress);
-    bind_text(st, o + 23, r->unique_key);
-    bind_text(st, o + 24, r->idem_key);
-    bind_i64(st, o + 25, (long long)r->token);
-    bind_time(st, o + 26, r->lease_until);
-    bind_i64(st, o + 27, r->cancel_requested);
-    bind_time(st, o + 28, (long long)r->merged_into);
-    bind_i64(st, o + 29, (long long)r->lane_seq);
-    bind_text(st, o + 30, r->traceparent);
-    bind_time(st, o + 31, r->timeout_ms);
-    bind_text(st, o + 32, r->options);
-    bind_time(st, o + 33, group_row_live(r));
+    STORE_JOB_COLUMNS_TABLE(BIND_INS)
 }
 
 static void bind_update(sqlite3_stmt *st, int o, const group_row *r)
 {
-    bind_i64(st, o + 1, (long long)r->id);
-    bind_i64(st, o + 2, r->priority);
-    bind_text(st, o + 3, engine_state_name((engine_state)r->state));
-    bind_i64(st, o + 4, r->attempts);
-    bind_i64(st, o + 5, r->max_attempts);
-    bind_i64(st, o + 6, r->run_at);
-    bind_time(st, o + 7, r->ready_at);
-    bind_time(st, o + 8, r->leased_at);
-    bind_time(st, o + 9, r->started_at);
-    bind_time(st, o + 10, r->finished_at);
-    bind_text(st, o + 11, r->worker);
-    bind_text(st, o + 12, r->error);
-    bind_text(st, o + 13, r->progress);
-    bind_i64(st, o + 14, (long long)r->token);
-    bind_time(st, o + 15, r->lease_until);
-    bind_i64(st, o + 16, r->cancel_requested);
-    bind_time(st, o + 17, (long long)r->merged_into);
-    bind_i64(st, o + 18, (long long)r->lane_seq);
-    bind_text(st, o + 19, r->payloads);
-    bind_text(st, o + 20, r->result);
-    bind_text(st, o + 21, r->stats);
-    bind_text(st, o + 22, r->args);
-    bind_time(st, o + 23, group_row_live(r)); /* the one-row hot form has no ?23: ignored */
+    STORE_JOB_COLUMNS_TABLE(BIND_UPD)
 }
 
 /* Parameters of a statement bound in order from `at` on. */
@@ -303,6 +281,7 @@ static void bind_other(sqlite3_stmt *st, const store_batch *b, const store_op *o
         bind_text(st, 4, bstr(b, o->u.token.queues));
         bind_i64(st, 5, o->u.token.created_at);
         bind_time(st, 6, o->u.token.revoked_at);
+        bind_i64(st, 7, o->u.token.hide_data);
         break;
     case OP_TOKEN_REVOKE:
         bind_i64(st, 1, o->u.token.id);
@@ -366,6 +345,21 @@ static void bind_other(sqlite3_stmt *st, const store_batch *b, const store_op *o
         bind_i64(st, k.at, sq_now_ms());
         break;
     }
+    case OP_STEP:
+    case OP_STEP_DONE:
+    case OP_EVENT:
+    case OP_EVENT_DELETE: {
+        bind_sink k = {st, 1};
+        store_param_sink out = {sink_i64, sink_text, sink_bool, &k};
+        store_step_params(b, o, &out);
+        break;
+    }
+    case OP_AUDIT: {
+        bind_sink k = {st, 1};
+        store_param_sink out = {sink_i64, sink_text, sink_bool, &k};
+        store_audit_params(b, o, &out);
+        break;
+    }
     default: break; /* job rows are bound by bind_insert and bind_update */
     }
 }
@@ -388,6 +382,11 @@ static const int op_stmt[] = {
     [OP_DEP] = ST_DEP,
     [OP_BATCH] = ST_BATCH,
     [OP_BATCH_JOB] = ST_BATCH_JOB,
+    [OP_AUDIT] = ST_AUDIT,
+    [OP_STEP] = ST_STEP,
+    [OP_STEP_DONE] = ST_STEP_DONE,
+    [OP_EVENT] = ST_EVENT,
+    [OP_EVENT_DELETE] = ST_EVENT_DEL,
 };
 
 /* Steps one statement; on failure rolls back and says why. */
@@ -475,7 +474,8 @@ int sq_apply(store_t *s, const store_group *g, bool begin, bool commit)
     if (begin) sqlite3_reset(q->st[ST_BEGIN]);
     if (src != SQLITE_DONE) return sq_fail(s, q->db, src, "begin");
     for (size_t i = 0; i < g->nother; i++) {
-        if (g->other[i]->kind == OP_USAGE) continue; /* for transactions: PostgreSQL's alone */
+        if (g->other[i]->kind == OP_USAGE || g->other[i]->kind == OP_EVENT_INBOX_DONE)
+            continue; /* for transactions: PostgreSQL's alone */
         const store_op *o = g->other[i];
         sqlite3_stmt *st =
             q->st[o->kind == OP_KEY_SETTING ? (o->u.keyset.set ? ST_KEY_SET : ST_KEY_DEL)

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 /* The store's front: opening a backend by its URL, the loads (jobs, tokens,
- * request keys), the leadership calls, and handing results back to the
- * caller's loop.  Batches are in batch.c, the writer thread in writer.c, the
- * reader thread in reader.c, retention in retention.c. */
+ * request keys) and the leadership calls.  Results go back to the caller's
+ * loop in results.c, the store's error in err.c; batches are in batch.c
+ * (changes.c, group.c), the writer thread in writer.c, the reader thread
+ * in reader.c (its rows: rows.c), retention in retention.c. */
 #include "internal.h"
 #include "schema.h"
 
@@ -14,104 +15,9 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <sched.h>
-#include <stdarg.h>
 #include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
-
-void store_set_err(store_t *s, const char *fmt, ...)
-{
-    pthread_mutex_lock(&s->err_lock);
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(s->err, sizeof(s->err), fmt, ap);
-    va_end(ap);
-    pthread_mutex_unlock(&s->err_lock);
-}
-
-const char *store_errmsg(const store_t *s)
-{
-    return s->err;
-}
-
-const char *store_backend(const store_t *s)
-{
-    return s->be->name;
-}
-
-const char *store_where(const store_t *s)
-{
-    return s->where;
-}
-
-/* ---- results back to the caller's thread ------------------------------------- */
-
-void store_post_result(store_t *s, store_result *r)
-{
-    pthread_mutex_lock(&s->lock);
-    r->next = NULL;
-    if (s->results_tail)
-        s->results_tail->next = r;
-    else
-        s->results = r;
-    s->results_tail = r;
-    pthread_mutex_unlock(&s->lock);
-    uint64_t one = 1;
-    ssize_t w = write(s->efd, &one, sizeof one);
-    (void)w; /* the counter cannot overflow in practice; a failed wake is retried by the next */
-}
-
-size_t store_dispatch(store_t *s)
-{
-    uint64_t cnt;
-    ssize_t r = read(s->efd, &cnt, sizeof cnt);
-    (void)r;
-    pthread_mutex_lock(&s->lock);
-    store_result *list = s->results;
-    s->results = s->results_tail = NULL;
-    pthread_mutex_unlock(&s->lock);
-    size_t n = 0;
-    while (list) {
-        store_result *x = list;
-        list = x->next;
-        if (x->kind == 0) {
-            if (x->seq == s->sync_seq) {
-                s->sync_rc = x->rc;
-                s->sync_done = true;
-            }
-            if (s->on_commit) s->on_commit(s->on_commit_ctx, x->seq, x->rc);
-        } else if (x->dfn) {
-            store_deps_deliver(x);
-        } else if (x->afn) {
-            store_attempts_deliver(x);
-        } else if (x->ifn) {
-            x->ifn(x->ctx, x->rc, &x->inbox);
-            store_inbox_free(&x->inbox);
-            rows_free(&x->rows);
-        } else if (x->rfn) {
-            x->rfn(x->ctx, x->rc, x->found ? &x->req : NULL);
-            free((char *)x->req.answer);
-        } else {
-            store_rows rows = {x->rows.v, x->rows.n};
-            if (x->fn) x->fn(x->ctx, x->rc, &rows);
-            rows_free(&x->rows);
-        }
-        free(x);
-        n++;
-    }
-    return n;
-}
-
-int store_event_fd(const store_t *s)
-{
-    return s->efd;
-}
-
-void store_on_commit(store_t *s, store_commit_fn fn, void *ctx)
-{
-    s->on_commit = fn;
-    s->on_commit_ctx = ctx;
-}
 
 /* ---- load, prune ------------------------------------------------------------------- */
 
@@ -223,6 +129,8 @@ int store_load_first(store_t *s, engine_t *e, int64_t now, store_load_stats *st)
     if (!rc) rc = s->be->select(s, false, STORE_SQL_LOAD_PAUSES, 0, NULL, pause_row, &pc);
     /* the edges, once every job is in: the waits are worked out from them */
     if (!rc) rc = s->be->select(s, false, STORE_SQL_LOAD_DEPS, 0, NULL, dep_row, &pc);
+    /* the steps, and the waits under way, before the waits are worked out */
+    if (!rc) rc = store_load_steps(s, e, now);
     if (!rc) engine_load_deps_done(e, now);
     if (!rc) rc = store_load_batches(s, e);
     engine_loading(e, false);
@@ -242,9 +150,10 @@ typedef struct load_ctx {
 static void token_row(void *ctx, const store_rowacc *acc, void *row)
 {
     load_ctx *l = ctx;
-    store_token t = {acc->i64(row, 0),  acc->text(row, 1),
-                     acc->text(row, 2), acc->is_null(row, 3) ? NULL : acc->text(row, 3),
-                     acc->i64(row, 4),  acc->is_null(row, 5) ? 0 : acc->i64(row, 5)};
+    store_token t = {acc->i64(row, 0),     acc->text(row, 1),
+                     acc->text(row, 2),    acc->is_null(row, 3) ? NULL : acc->text(row, 3),
+                     acc->i64(row, 4),     acc->is_null(row, 5) ? 0 : acc->i64(row, 5),
+                     acc->i64(row, 6) != 0};
     l->tfn(l->ctx, &t);
 }
 
@@ -252,10 +161,11 @@ int store_load_tokens(store_t *s, store_token_fn fn, void *ctx)
 {
     load_ctx l = {fn, NULL, ctx};
     pthread_mutex_lock(&s->db_lock);
-    int rc = s->be->select(s, false,
-                           "SELECT id, hash, role, queues, created_at, revoked_at FROM $Stokens "
-                           "ORDER BY id",
-                           0, NULL, token_row, &l);
+    int rc = s->be->select(
+        s, false,
+        "SELECT id, hash, role, queues, created_at, revoked_at, hide_data FROM $Stokens "
+        "ORDER BY id",
+        0, NULL, token_row, &l);
     pthread_mutex_unlock(&s->db_lock);
     return rc;
 }
@@ -381,6 +291,7 @@ int store_open(const char *url, const store_opts *opts, store_t **out, char *err
     if (opts) s->opts = *opts;
     if (s->opts.retention_batch <= 0) s->opts.retention_batch = 1000;
     if (s->opts.request_key_ttl_ms <= 0) s->opts.request_key_ttl_ms = 10 * 60 * 1000;
+    if (s->opts.audit_ttl_ms <= 0) s->opts.audit_ttl_ms = 90LL * 24 * 3600 * 1000;
     pthread_mutex_init(&s->err_lock, NULL);
     pthread_mutex_init(&s->lock, NULL);
     pthread_mutex_init(&s->db_lock, NULL);

@@ -52,6 +52,8 @@ typedef struct store_opts {
     int retention_batch;
     /* How long request keys are kept (Idempotency-Key; default 10 min). */
     int64_t request_key_ttl_ms;
+    /* How long audit rows are kept (default 90 days). */
+    int64_t audit_ttl_ms;
     /* Tests: the writer waits this long before each commit, so that a crash
      * can land between an answer and its commit. */
     int test_commit_delay_ms;
@@ -113,6 +115,13 @@ void store_batch_usage(store_batch *b, bool queue, const char *name, uint64_t qu
  * row of the job's attempt history, kept as long as the job (a job's
  * deletion, by retention or from the morgue, deletes its attempts). */
 void store_batch_attempt(store_batch *b, const engine_attempt_info *a);
+/* A step's row (new, or the end of a pending one: update), a kept
+ * event's row, and its deletion (taken by a wait): added by
+ * store_batch_changes for ENGINE_CH_STEP, ENGINE_CH_EVENT and
+ * ENGINE_CH_EVENT_GONE. */
+void store_batch_step(store_batch *b, const engine_step_info *x, bool update);
+void store_batch_event(store_batch *b, const engine_event_info *x);
+void store_batch_event_delete(store_batch *b, uint64_t id);
 /* An edge of a new job: its parent at position pos (its depends_on), with
  * its policy; added by store_batch_changes for every new job's parents. */
 void store_batch_dep(store_batch *b, uint64_t child, uint64_t parent, uint32_t pos,
@@ -153,12 +162,27 @@ void store_callbacks_free(engine_submit_req *cbs[ENGINE_NCALLBACKS]);
 typedef struct store_token {
     int64_t id;
     const char *hash;   /* hex SHA-256 of the secret; the secret is never stored */
-    const char *role;   /* "admin", "worker", "tenant:NAME" */
+    const char *role;   /* "admin", "worker", "tenant:NAME", "viewer", "viewer:NAME" */
     const char *queues; /* JSON array or NULL (all) */
     int64_t created_at;
     int64_t revoked_at; /* 0: live */
+    bool hide_data;     /* a viewer that sees jobs without their data */
 } store_token;
 void store_batch_token(store_batch *b, const store_token *t);
+
+/* A change made through the API, written in the commit of the change (the
+ * audit log; docs/operations.md, "The audit log"). */
+typedef struct store_audit {
+    int64_t at;
+    int64_t token_id;   /* 0: no token (a server with none) */
+    const char *role;   /* the token's role ("admin", "tenant:acme"...) */
+    const char *tenant; /* the token's tenant, or NULL: whose entry it is */
+    const char *method, *path;
+    int status;         /* the answer's */
+    const char *peer;   /* "ip:port" the request came from */
+    const char *detail; /* the request's body, cut short (2 KiB), or NULL */
+} store_audit;
+void store_batch_audit(store_batch *b, const store_audit *a);
 void store_batch_token_revoke(store_batch *b, int64_t id, int64_t at);
 
 /* A request sent with an Idempotency-Key: its first answer, kept so that
@@ -344,7 +368,7 @@ typedef struct store_tx_job {
     double score;
     int64_t created_at;
     int64_t timeout_ms; /* 0: the queue's (schema 12) */
-    /* keyed options (schema 21): the keys it names; bad_options: its stored
+    /* keyed options (schema 26): the keys it names; bad_options: its stored
      * options could not be read (the job is refused when taken in) */
     const engine_limit_key *concurrency_keys;
     uint32_t n_concurrency_keys;
@@ -361,11 +385,19 @@ typedef struct store_tx_outcome {
     int64_t retry_in_ms;
 } store_tx_outcome;
 
+/* An event sent in a transaction (tenq.send_event, schema 24). */
+typedef struct store_tx_event {
+    uint64_t id; /* its number in tenq.event_inbox */
+    const char *tenant, *key, *payload;
+} store_tx_event;
+
 typedef struct store_inbox {
     store_tx_job *jobs;
     size_t njobs;
     store_tx_outcome *outcomes;
     size_t noutcomes;
+    store_tx_event *events;
+    size_t nevents;
     bool cool; /* STORE_INBOX_COOL: no transaction that saw the flag set is open */
 } store_inbox;
 
@@ -380,7 +412,7 @@ typedef enum store_inbox_flag {
 
 /* Does this store take jobs from applications' transactions (PostgreSQL)? */
 bool store_has_inbox(const store_t *s);
-/* Reads up to max jobs and max outcomes, oldest first, on the reader
+/* Reads up to max jobs, max outcomes and max events, oldest first, on the reader
  * thread: fn(ctx, rc, in) in store_dispatch (in valid during the call).
  * floor: the engine's next id, which tenq.tx_ids is raised to when no
  * transaction is taking an id (so that ids stay in time order). */
@@ -388,6 +420,8 @@ typedef void (*store_inbox_fn)(void *ctx, int rc, const store_inbox *in);
 void store_read_inbox(store_t *s, size_t max, uint64_t floor, store_inbox_flag flag,
                       store_inbox_fn fn, void *ctx);
 void store_batch_inbox_done(store_batch *b, uint64_t id);
+/* An event of tenq.event_inbox delivered: its row goes in this commit. */
+void store_batch_event_inbox_done(store_batch *b, uint64_t id);
 void store_batch_tx_done(store_batch *b, uint64_t id, uint64_t token);
 
 typedef void (*store_token_fn)(void *ctx, const store_token *t);
@@ -416,17 +450,23 @@ void store_list_jobs(store_t *s, const store_job_query *q, store_rows_fn fn, voi
 /* The same, on the caller's thread (tests, tools). */
 int store_get_job_sync(store_t *s, uint64_t id, store_rows_fn fn, void *ctx);
 /* Where a load of the plain jobs waiting in line (live = 2) is: the last
- * row read, by fifo order ({-32769, 0, 0}: none yet). */
+ * row read, by fifo order (its key, STORE_FIFO_KEY, and id; {-1, 0}: none
+ * yet). */
 typedef struct store_rest_cursor {
-    int64_t neg_priority, run_at;
+    int64_t key;
     uint64_t id;
 } store_rest_cursor;
-#define STORE_REST_START ((store_rest_cursor){-32769, 0, 0})
+#define STORE_REST_START ((store_rest_cursor){-1, 0})
+/* The cursor after this row. */
+store_rest_cursor store_rest_after(const engine_job_info *row);
 /* The next page of them, up to max rows, in fifo order (priority, then
  * run_at, then id), on the reader thread: what a load brings in after the
  * server began to serve (docs/SEMANTICS.md, "Serving while loading").
- * Rows with every field, as store_get_job's. */
-void store_load_rest(store_t *s, store_rest_cursor after, size_t max, store_rows_fn fn, void *ctx);
+ * Rows with every field, as store_get_job's; without with_args, args of
+ * more than 64 bytes are left in the store (args NULL, args_missing, and
+ * args_len their length). */
+void store_load_rest(store_t *s, store_rest_cursor after, size_t max, bool with_args,
+                     store_rows_fn fn, void *ctx);
 
 /* The args of these jobs (of their rows that have args; any order): rows
  * with only id, args and args_len set.  For args out of memory (the
@@ -439,9 +479,22 @@ typedef struct store_attempts {
     const engine_job_info *job;
     const engine_attempt_info *v;
     size_t n;
+    /* its steps, without results: which attempt (token) stored each */
+    const engine_step_info *steps;
+    size_t n_steps;
 } store_attempts;
 typedef void (*store_attempts_fn)(void *ctx, int rc, const store_attempts *a);
 void store_get_attempts(store_t *s, uint64_t id, store_attempts_fn fn, void *ctx);
+/* A job's row (job NULL when there is none) and its steps in order, with
+ * their results (store_batch_changes writes them: ENGINE_CH_STEP). */
+typedef struct store_steps {
+    const engine_job_info *job;
+    const engine_step_info *v;
+    size_t n;
+} store_steps;
+typedef void (*store_steps_fn)(void *ctx, int rc, const store_steps *st);
+void store_get_steps(store_t *s, uint64_t id, store_steps_fn fn, void *ctx);
+int store_get_steps_sync(store_t *s, uint64_t id, store_steps_fn fn, void *ctx);
 /* A job's row (job NULL when there is none), its parents in the order it
  * named them (state -1 and result NULL: gone from the store) and its
  * children still in the store, the first 1,000 by id (children_total: all). */
@@ -494,8 +547,30 @@ int store_keep_clock(store_t *s);
 long store_prune_now(store_t *s, int64_t now);
 /* Finished jobs (succeeded, cancelled, merged) matching the filter, at most
  * max, lowest ids first: deleted, or counted when dry_run.  Returns the
- * count or an error.  Runs on the caller's thread (an operator's action). */
-long store_purge_finished(store_t *s, const engine_job_filter *f, bool dry_run, long max);
+ * count or an error.  Runs on the caller's thread (an operator's action).
+ * audit (may be NULL): written in the transaction of the delete. */
+long store_purge_finished(store_t *s, const engine_job_filter *f, bool dry_run, long max,
+                          const store_audit *audit);
+
+/* ---- the audit log ---------------------------------------------------------- */
+
+/* Which rows (newest first): before_id (0: from the newest), limit; the
+ * rest narrow (0/NULL: any): a token, a tenant's ("" : the admins', made
+ * with no tenant), a method, paths starting with path, since/until (at). */
+typedef struct store_audit_query {
+    int64_t before_id, token_id, since, until;
+    const char *tenant, *method, *path;
+    uint32_t limit;
+} store_audit_query;
+typedef struct store_audit_row {
+    int64_t id;
+    store_audit a;
+} store_audit_row;
+typedef void (*store_audit_fn)(void *ctx, int rc, const store_audit_row *rows, size_t n);
+/* On the reader thread; fn on the loop's (store_dispatch), its rows good
+ * until it returns. */
+void store_list_audit(store_t *s, const store_audit_query *q, store_audit_fn fn, void *ctx);
+int store_list_audit_sync(store_t *s, const store_audit_query *q, store_audit_fn fn, void *ctx);
 
 /* ---- tests ----------------------------------------------------------------- */
 

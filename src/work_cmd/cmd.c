@@ -74,9 +74,8 @@ static void help(void)
                  f->metavar ? f->metavar : "");
         printf("  --%-20s %s\n", left, f->help);
     }
-    printf("  --%-20s %s\n  --%-20s %s\n  --%-20s %s\n", "server URL",
-           "server base URL; repeat for failover (default: TENQ_SERVER)", "token TOKEN",
-           "bearer token (default: TENQ_TOKEN)", "help", "this help");
+    cli_global_help(stdout, 20);
+    printf("  --%-20s %s\n", "help", "this help");
 }
 
 /* Parses argv; returns 0, CLI_HELP or CLI_USAGE. */
@@ -284,6 +283,9 @@ int cmd_work(cli *c, int argc, char **argv)
     o.servers = c->nservers ? c->servers : NULL;
     o.nservers = c->nservers;
     o.token = c->token;
+    o.ca_file = c->ca_file;
+    o.cert_file = c->cert_file;
+    o.key_file = c->key_file;
     o.name = a.name;
     o.queues = a.queues;
     o.nqueues = a.nqueues;

@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 /* lines handlers: --pool N long-lived processes, one per slot of the
- * worker.  A job goes to its slot's process as one JSON line on stdin; the
- * process answers with one line, after any progress lines.  A process that
- * dies (or is stopped) fails its job and is started again for the next. */
+ * worker.  A job goes to its slot's process as one JSON line on stdin (with
+ * the steps stored by its earlier attempts); the process answers with one
+ * line, after any progress lines and durable steps (a step stored, a sleep,
+ * a wait for an event or a child: each answered on its stdin, docs/
+ * WORKER.md).  A process that dies (or is stopped) fails its job and is
+ * started again for the next. */
 #include "work_cmd/work_cmd.h"
 
 #include <errno.h>
@@ -158,7 +161,133 @@ static bool read_out(const work_pool *pool, lslot *s, bool *too_long)
 typedef struct answer {
     bool done;
     tenq_result res;
+    /* what goes to the handler's stdin: the job's line, then the replies
+     * to its steps; written from off */
+    char *out;
+    size_t len, cap, off;
 } answer;
+
+/* A line (JSON text and a newline) queued for the handler's stdin. */
+static void reply(answer *a, json_t *o)
+{
+    char *t = json_dumps(o, DUMP);
+    json_decref(o);
+    if (!t) return;
+    size_t n = strlen(t);
+    if (a->len + n + 1 > a->cap) {
+        size_t cap = a->cap ? a->cap * 2 : 4096;
+        while (cap < a->len + n + 1) cap *= 2;
+        char *b = realloc(a->out, cap);
+        if (!b) {
+            free(t);
+            return;
+        }
+        a->out = b;
+        a->cap = cap;
+    }
+    memcpy(a->out + a->len, t, n);
+    a->out[a->len + n] = '\n';
+    a->len += n + 1;
+    free(t);
+}
+
+/* A reply to a step: {"id", verb: name, "ok": true|false, ...}. */
+static json_t *step_reply(uint64_t id, const char *verb, const char *name, int rc, tenq_task *task)
+{
+    json_t *o = json_pack("{sIsssb}", "id", (json_int_t)id, verb, name, "ok", rc == 0);
+    if (o && rc) json_object_set_new(o, "error", json_string(tenq_task_errmsg(task)));
+    return o;
+}
+
+static json_t *json_or_null(const char *text)
+{
+    json_t *v = text ? json_loads(text, JSON_DECODE_ANY, NULL) : NULL;
+    return v ? v : json_null();
+}
+
+/* A child job's fields (the subset a lines handler sends) as a submit. */
+static void child_from(json_t *j, tenq_submit_req *r, char **args)
+{
+    memset(r, 0, sizeof(*r));
+    *args = NULL;
+    r->queue = json_string_value(json_object_get(j, "queue"));
+    r->type = json_string_value(json_object_get(j, "type"));
+    r->key = json_string_value(json_object_get(j, "key"));
+    r->traceparent = json_string_value(json_object_get(j, "traceparent"));
+    json_t *a = json_object_get(j, "args");
+    if (a) r->args_json = *args = json_dumps(a, DUMP);
+    json_t *p = json_object_get(j, "priority");
+    if (json_is_integer(p)) {
+        r->has_priority = true;
+        r->priority = (int)json_integer_value(p);
+    }
+    json_t *m = json_object_get(j, "max_attempts");
+    if (json_is_integer(m)) r->max_attempts = (uint32_t)json_integer_value(m);
+    json_t *t = json_object_get(j, "run_at");
+    if (json_is_integer(t)) r->run_at = json_integer_value(t);
+}
+
+/* A durable step the handler asked for (docs/WORKER.md, "lines,
+ * precisely"): true when the line was one.  A step that parks the job ends
+ * it: the handler is told so and gets its next job. */
+static bool on_step(tenq_task *task, json_t *o, answer *a)
+{
+    uint64_t id = tenq_task_job(task)->id;
+    const char *name;
+    bool parked = false;
+    int rc;
+    if ((name = json_string_value(json_object_get(o, "step")))) {
+        json_t *r = json_object_get(o, "result");
+        char *text = r ? json_dumps(r, DUMP) : NULL;
+        rc = tenq_task_step_put(task, name, text);
+        free(text);
+        reply(a, step_reply(id, "step", name, rc, task));
+        return true;
+    }
+    if ((name = json_string_value(json_object_get(o, "sleep")))) {
+        json_t *until = json_object_get(o, "until");
+        rc = json_is_integer(until)
+                 ? tenq_task_sleep_until(task, name, json_integer_value(until), &parked)
+                 : tenq_task_sleep(task, name,
+                                   json_integer_value(json_object_get(o, "duration_ms")), &parked);
+        json_t *r = step_reply(id, "sleep", name, rc, task);
+        json_object_set_new(r, "parked", json_boolean(parked));
+        reply(a, r);
+    } else if ((name = json_string_value(json_object_get(o, "wait_event")))) {
+        const char *key = json_string_value(json_object_get(o, "event"));
+        const char *payload = NULL;
+        rc = tenq_task_wait_event(task, name, key,
+                                  json_integer_value(json_object_get(o, "timeout_ms")), &payload,
+                                  &parked);
+        bool timed_out = rc == TENQ_ETIMEOUT;
+        json_t *r = step_reply(id, "wait_event", name, timed_out ? 0 : rc, task);
+        json_object_set_new(r, "parked", json_boolean(parked));
+        if (!rc && !parked) json_object_set_new(r, "result", json_or_null(payload));
+        if (timed_out) json_object_set_new(r, "timed_out", json_true());
+        reply(a, r);
+    } else if ((name = json_string_value(json_object_get(o, "run_child")))) {
+        tenq_submit_req child;
+        char *args;
+        child_from(json_object_get(o, "job"), &child, &args);
+        const char *result = NULL, *error = NULL;
+        rc = tenq_task_run_child(task, name, &child, &result, &error, &parked);
+        free(args);
+        json_t *r = step_reply(id, "run_child", name, rc, task);
+        json_object_set_new(r, "parked", json_boolean(parked));
+        if (!rc && !parked) {
+            json_object_set_new(r, "result", json_or_null(result));
+            json_object_set_new(r, "error", error ? json_string(error) : json_null());
+        }
+        reply(a, r);
+    } else {
+        return false;
+    }
+    if (parked) { /* its lease ended: no answer is expected, the next job comes */
+        a->done = true;
+        a->res = tenq_result_parked();
+    }
+    return true;
+}
 
 /* One line from the handler: an answer, a progress, or noise. */
 static void on_line(tenq_task *task, const char *text, size_t n, const char *prefix, answer *a)
@@ -177,10 +306,11 @@ static void on_line(tenq_task *task, const char *text, size_t n, const char *pre
         goto out;
     }
     json_t *ok = json_object_get(o, "ok");
+    if (!ok && on_step(task, o, a)) goto out;
     if (!ok) {
         json_t *p = json_object_get(o, "progress");
         if (!p) {
-            work_log(TENQ_LOG_WARN, "%s: a line with neither ok nor progress", prefix);
+            work_log(TENQ_LOG_WARN, "%s: a line with neither ok, progress nor a step", prefix);
             goto out;
         }
         char *text_p = json_dumps(p, DUMP);
@@ -286,6 +416,42 @@ static bool ensure_alive(work_pool *pool, lslot *s, tenq_task *task)
     return slot_start(pool, s);
 }
 
+/* The job as the lease answered it, on one line; with "steps": the steps
+ * its earlier attempts stored, when it has any.  False when the steps
+ * cannot be read (the job then fails and is retried). */
+static bool job_line(tenq_task *task, answer *a)
+{
+    const tenq_job *job = tenq_task_job(task);
+    if (!job->steps) {
+        size_t len = strlen(job->json);
+        a->out = malloc(len + 1);
+        if (!a->out) return false;
+        memcpy(a->out, job->json, len);
+        a->out[len] = '\n';
+        a->len = a->cap = len + 1;
+        return true;
+    }
+    const tenq_step *v;
+    size_t n;
+    if (tenq_task_steps(task, &v, &n) != 0) return false;
+    json_t *o = json_loads(job->json, 0, NULL), *list = json_array();
+    for (size_t i = 0; o && list && i < n; i++) {
+        static const char *const kinds[] = {"step", "sleep", "event", "child"};
+        json_t *x = json_pack("{sssssbso}", "name", v[i].name, "kind", kinds[v[i].kind & 3], "done",
+                              v[i].done, "result", json_or_null(v[i].result_json));
+        if (x && v[i].error) json_object_set_new(x, "error", json_string(v[i].error));
+        json_array_append_new(list, x);
+    }
+    if (!o || !list) {
+        json_decref(o);
+        json_decref(list);
+        return false;
+    }
+    json_object_set_new(o, "steps", list);
+    reply(a, o);
+    return a->len > 0;
+}
+
 tenq_result work_lines_handler(tenq_task *task, void *ctx)
 {
     work_pool *pool = ctx;
@@ -295,12 +461,12 @@ tenq_result work_lines_handler(tenq_task *task, void *ctx)
     snprintf(prefix, sizeof prefix, "job %llu", (unsigned long long)job->id);
     answer a = {0};
     if (!ensure_alive(pool, s, task)) return tenq_result_fail("handler exited", TENQ_RETRY_BACKOFF);
-    /* the job as the lease answered it, on one line */
-    size_t len = strlen(job->json), off = 0;
-    char *msg = malloc(len + 2);
-    if (!msg) return tenq_result_fail("out of memory in the worker", TENQ_RETRY_BACKOFF);
-    memcpy(msg, job->json, len);
-    msg[len++] = '\n';
+    if (!job_line(task, &a)) {
+        free(a.out);
+        char why[600];
+        snprintf(why, sizeof why, "reading the job's steps: %s", tenq_task_errmsg(task));
+        return tenq_result_fail(why, TENQ_RETRY_BACKOFF);
+    }
     work_guard g;
     work_guard_init(&g, pool->cfg, task, &s->p);
     bool died = false, too_long = false;
@@ -309,7 +475,7 @@ tenq_result work_lines_handler(tenq_task *task, void *ctx)
     s->errl.last[0] = 0;
     for (;;) {
         struct pollfd f[5] = {
-            {off < len ? s->p.in : -1, POLLOUT, 0},
+            {a.off < a.len ? s->p.in : -1, POLLOUT, 0},
             {s->p.out, POLLIN, 0},
             {s->p.err, POLLIN, 0},
             {s->p.pidfd, POLLIN, 0},
@@ -317,8 +483,8 @@ tenq_result work_lines_handler(tenq_task *task, void *ctx)
         };
         int cap = s->p.pidfd >= 0 ? 1000 : 20;
         if (poll(f, 5, work_guard_timeout(&g, cap)) < 0 && errno != EINTR) break;
-        if (off < len && f[0].revents && !work_write_some(s->p.in, msg, len, &off))
-            off = len; /* the reader is gone: its end shows on the pidfd */
+        if (a.off < a.len && f[0].revents && !work_write_some(s->p.in, a.out, a.len, &a.off))
+            a.off = a.len; /* the reader is gone: its end shows on the pidfd */
         if (s->p.out >= 0 && f[1].revents && !read_out(pool, s, &too_long)) {
             close(s->p.out);
             s->p.out = -1;
@@ -334,10 +500,11 @@ tenq_result work_lines_handler(tenq_task *task, void *ctx)
             g.why = "answer too long";
             work_proc_signal(&s->p, SIGKILL);
         }
-        if (died || (a.done && !g.why)) break;
+        /* a parked job's handler is told so before it gets its next job */
+        if (died || (a.done && !g.why && a.off >= a.len)) break;
         work_guard_check(&g, f[4].revents != 0);
     }
-    free(msg);
+    free(a.out);
     /* A handler writes stderr before it answers, so what it said about
      * this job is in the pipe now: log it under this job's id. */
     if (s->p.err >= 0) drain_err(s, prefix);

@@ -534,6 +534,32 @@ test('a job\'s page lists its attempts, how each ended', async () => {
   assert.match(await textOf(admin, '#job-attempts'), /Attempts \(3\)/);
 });
 
+test('a job\'s page shows its durable steps, what it waits for, and which attempt stored each', async () => {
+  const { id } = await srv.submit({ tenant: 'acme', queue: 'steps-page', type: 'Order.fulfil' });
+  const [j] = await srv.lease(['steps-page'], 1);
+  await srv.api('POST', `/v1/jobs/${id}/steps`, { token: j.token, name: 'fetch', result: { rows: 3 } });
+  const parked = await srv.api('POST', `/v1/jobs/${id}/steps`, { token: j.token, name: 'paid', kind: 'event', event: `order-${id}/paid` });
+  assert.equal(parked.parked, true);
+  await go(admin, '#/job/' + id);
+  await eventually('it says it waits for its event', async () => (await admin.locator('[data-fk=waiting-event]').count()) === 1);
+  assert.match(await textOf(admin, '[data-field=waiting]'), new RegExp(`waits for event order-${id}/paid`));
+  assert.match(await textOf(admin, '[data-field=steps]'), /^2/);
+  const rows = admin.locator('[data-fk=steps] tbody tr');
+  await eventually('two steps', async () => (await rows.count()) === 2);
+  assert.deepEqual(await rows.evaluateAll((rs) => rs.map((r) => [r.dataset.step, r.dataset.kind, r.dataset.done])),
+    [['fetch', 'step', 'true'], ['paid', 'event', 'false']]);
+  assert.match(await rows.nth(0).innerText(), /"rows": 3/);
+  assert.match(await rows.nth(1).innerText(), new RegExp(`order-${id}/paid[\\s\\S]*waiting`));
+  const att = admin.locator('[data-fk=attempts] tbody tr');
+  assert.deepEqual(await att.evaluateAll((rs) => rs.map((r) => r.dataset.outcome)), ['suspended']);
+  assert.match(await att.nth(0).locator('[data-col=steps]').innerText(), /fetch, paid/);
+  const ev = await srv.api('POST', '/v1/events', { tenant: 'acme', key: `order-${id}/paid`, payload: { amount: 70 } });
+  assert.deepEqual(ev.jobs, [id]);
+  await eventually('the wait is done, with the payload', async () => (await rows.nth(1).getAttribute('data-done')) === 'true');
+  assert.match(await rows.nth(1).innerText(), /"amount": 70/);
+  await srv.api('POST', `/v1/jobs/${id}/cancel`);
+});
+
 test('a job\'s page shows its parents and children, with links', async () => {
   const parent = await srv.submit({ tenant: 'acme', queue: 'deps-page', type: 'Report.build' });
   const child = await srv.submit({ tenant: 'acme', queue: 'deps-page', type: 'Report.mail', depends_on: [parent.id] });
@@ -663,6 +689,76 @@ test('a tenant token sees no other tenant\'s data anywhere in the page', async (
     await page.locator('#login').waitFor({ state: 'visible', timeout: STEP });
     assert.match(await textOf(page, '#login-error'), /refused the token/);
     assert.equal(await page.evaluate(() => sessionStorage.getItem('tenq.token')), null);
+  } finally {
+    await ctx.close();
+  }
+});
+
+test('a viewer token reads every section and sees no button that changes anything', async () => {
+  const views = ['#/overview', '#/tenants', '#/queues', '#/jobs?tenant=acme', '#/job/' + ids.acmeFirst,
+    '#/job/' + ids.acmeDead[0], '#/morgue', '#/schedules', '#/batches', '#/tokens'];
+  const writes = /^(Cancel|Requeue|Delete|Edit|Pause|Resume|Revoke|Save|Create token|Requeue all matching…|Delete all matching…|Cancel matching…|Retry now…|Delete finished…)$/;
+  const visibleWrites = (page) => page.evaluate((src) => {
+    const re = new RegExp(src);
+    const shown = (el) => el.getClientRects().length > 0;
+    return [...document.querySelectorAll('#view button, #view details, #view form')]
+      .filter((el) => shown(el) && (el.matches('[data-write], [data-write] *') || re.test(el.textContent.trim())))
+      .map((el) => el.textContent.trim().slice(0, 40));
+  }, writes.source);
+  // the admin sees them (so that the check below can fail)
+  if (!(await admin.locator('#shell').isVisible())) await signIn(admin, ADMIN_TOKEN);
+  await go(admin, '#/morgue');
+  assert.ok((await visibleWrites(admin)).length > 0, 'the admin sees the morgue\'s buttons');
+  for (const [role, who] of [['viewer', 'viewer (every tenant)'], ['viewer:acme', 'viewer (tenant acme)']]) {
+    const tok = await srv.api('POST', '/v1/tokens', { role, hide_data: role === 'viewer:acme' });
+    const ctx = await browser.newContext({ viewport: { width: 1440, height: 900 }, colorScheme: 'light' });
+    const page = await ctx.newPage();
+    watch(page, role);
+    try {
+      await signIn(page, tok.token);
+      assert.equal(await textOf(page, '#who'), who);
+      for (const v of views) {
+        await go(page, v);
+        assert.deepEqual(await visibleWrites(page), [], `${role} at ${v}`);
+      }
+      await go(page, '#/job/' + ids.acmeFirst);
+      const text = await page.locator('#view').innerText();
+      if (role === 'viewer:acme') {
+        assert.match(text, /Hidden: this token sees jobs without their args/);
+        assert.equal(/report_id/.test(text), false, 'no args shown');
+      } else {
+        assert.match(text, /report_id/);
+      }
+    } finally {
+      await ctx.close();
+    }
+  }
+});
+
+test('the audit page lists changes with who made them; a tenant sees its own only', async () => {
+  if (!(await admin.locator('#shell').isVisible())) await signIn(admin, ADMIN_TOKEN);
+  await srv.api('PUT', '/v1/queues/audited-q', { lease_ms: 61000 });
+  const tok = await srv.api('POST', '/v1/tokens', { role: 'tenant:acme' });
+  await srv.api('POST', '/v1/queues/mail/pause', {}, tok.token);
+  await srv.api('POST', '/v1/queues/mail/resume', {}, tok.token);
+  await go(admin, '#/audit');
+  const text = await eventually('the admin\'s entries', async () => {
+    const t = await admin.locator('#view').innerText();
+    return /PUT \/v1\/queues\/audited-q/.test(t) && /POST \/v1\/queues\/mail\/pause/.test(t) && t;
+  });
+  assert.match(text, /"lease_ms":61000/);
+  assert.match(text, /tenant:acme/);
+  const ctx = await browser.newContext({ viewport: { width: 1440, height: 900 }, colorScheme: 'light' });
+  const page = await ctx.newPage();
+  watch(page, 'tenant-audit');
+  try {
+    await signIn(page, tok.token);
+    await go(page, '#/audit');
+    const mine = await eventually('the tenant\'s entries', async () => {
+      const t = await page.locator('#view').innerText();
+      return /POST \/v1\/queues\/mail\/resume/.test(t) && t;
+    });
+    assert.equal(/audited-q/.test(mine), false, 'no admin entry for a tenant');
   } finally {
     await ctx.close();
   }

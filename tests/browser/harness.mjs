@@ -9,16 +9,15 @@ import { setTimeout as sleep } from 'node:timers/promises';
 
 export const ADMIN_TOKEN = 'browser-test-admin-token-0123456789';
 
-// The job states the server's engine knows, read from its X-macro list
-// (ENGINE_STATE_MAP in src/engine/engine.h), and those it counts per queue
-// and tenant (the ones before the final states): what the page's lists of
-// states are checked against.
+// The job states, read from their one table (TENQ_STATE_TABLE in
+// include/tenq/states.h), and those counted per queue and tenant (the LIVE
+// ones): what the page's lists of states are checked against.
 export function engineStates() {
-  const text = readFileSync(new URL('../../src/engine/engine.h', import.meta.url), 'utf8');
-  const map = text.match(/#define ENGINE_STATE_MAP\(XX\)([\s\S]*?)\n\n/);
-  const all = map ? [...map[1].matchAll(/XX\(\w+, "(\w+)"\)/g)].map((m) => m[1]) : [];
-  if (!all.includes('succeeded')) throw new Error('cannot read ENGINE_STATE_MAP');
-  return { all, counted: all.slice(0, all.indexOf('succeeded')) };
+  const text = readFileSync(new URL('../../include/tenq/states.h', import.meta.url), 'utf8');
+  const rows = [...text.matchAll(/XX\((\w+), (\w+), (\d+), (LIVE|FINAL), ([01]),/g)];
+  const all = rows.map((m) => m[2]);
+  if (!all.includes('succeeded')) throw new Error('cannot read TENQ_STATE_TABLE');
+  return { all, counted: rows.filter((m) => m[4] === 'LIVE').map((m) => m[2]) };
 }
 
 export class Server {

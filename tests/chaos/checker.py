@@ -24,7 +24,19 @@ did too.
 - unfinished:      a job in the store that is not finished;
 - tokens_twice:    one token of a job handed out for two of its leases
                    (tokens grow with every lease of a job).
+
+And of the durable steps (check_steps, from the store's job_steps rows):
+- steps_lost:      a step whose store was answered 200 that the store does
+                   not hold with that value (lost across a kill -9 or a
+                   takeover, or overwritten by a later lease);
+- steps_twice:     a step name stored twice for one job, or stored (answered
+                   200) with two values: its code ran twice and both counted;
+- steps_result:    a steps job that succeeded with a result that is not what
+                   its stored steps hold (a later attempt did not get a step's
+                   result back, or an event wait that says otherwise), or
+                   whose steps are not all done.
 """
+import json
 import collections
 
 FINAL = {"succeeded", "cancelled", "merged", "dead"}
@@ -157,6 +169,76 @@ def check(rec, rows, slots):
               "protocol_errors": len(rec.errors)}
     counts = {k: c[k] for k in ("lost", "ids_twice", "double_leases", "stale_acks", "amo_twice",
                                 "lane_order", "slots_exceeded", "unfinished", "tokens_twice")}
+    return counts, totals, dict(detail)
+
+
+def step_rows(psql_rows):
+    """[(job, pos, name, kind, done, result, error)] from rows of
+    step_rows_sql (done: PostgreSQL's t/f, SQLite's 1/0)."""
+    return [(int(r[0]), int(r[1]), r[2], r[3], r[4] in ("t", "1", "true"),
+             json.loads(r[5]) if r[5] else None, r[6] or None) for r in psql_rows]
+
+
+def step_rows_sql():
+    return ("SELECT job_id, pos, name, kind, done, coalesce(result, ''), coalesce(error, '') "
+            "FROM %sjob_steps")
+
+
+def steps_job_rows_sql():
+    return "SELECT id, state, coalesce(result, '') FROM %sjobs WHERE queue = 'steps'"
+
+
+def check_steps(rec, steps, jobs):
+    """Counts of what must never happen to durable steps (see the top),
+    from rec.steps and the store's rows: steps (step_rows) and jobs
+    ([id, state, result text] of the queue steps)."""
+    c = collections.Counter()
+    detail = collections.defaultdict(list)
+
+    def bad(what, info):
+        c[what] += 1
+        if len(detail[what]) < 5:
+            detail[what].append(info)
+
+    held = collections.defaultdict(dict)  # job -> name -> (kind, done, result, error)
+    for jid, pos, name, kind, done, result, error in sorted(steps):
+        if name in held[jid]:
+            bad("steps_twice", ("stored twice", jid, name))
+        held[jid][name] = (kind, done, result, error)
+    answered = collections.defaultdict(set)
+    for jid, name, tok, value, t in rec.steps:
+        answered[(jid, name)].add(value)
+        got = held.get(jid, {}).get(name)
+        if got is None or got[2] != value:
+            bad("steps_lost", (jid, name, tok, value, got))
+    for (jid, name), values in answered.items():
+        if len(values) > 1:
+            bad("steps_twice", ("two values answered", jid, name, sorted(values)))
+    succeeded = 0
+    for r in jobs:
+        jid, state, text = int(r[0]), r[1], r[2]
+        if state != "succeeded":
+            continue
+        succeeded += 1
+        h = held.get(jid, {})
+        try:
+            res = json.loads(text) if text else None
+        except ValueError:
+            res = None
+        if not all(x[1] for x in h.values()) or set(h) != {"a", "nap", "b", "ev"}:
+            bad("steps_result", ("steps", jid, sorted(h)))
+            continue
+        ev = h["ev"][2] if h["ev"][3] is None else "timed out"
+        want = {"a": h["a"][2], "b": h["b"][2], "ev": ev}
+        if res != want:
+            bad("steps_result", ("result", jid, res, want))
+    totals = {"steps_stored": len(rec.steps), "parks": rec.parks, "steps_jobs_succeeded": succeeded,
+              "events_sent": len(rec.events),
+              "events_delivered": sum(1 for e in rec.events if e[1]),
+              "events_kept": sum(1 for e in rec.events if e[2]),
+              "waits_that_got_their_event": sum(1 for x in held.values()
+                                                if "ev" in x and x["ev"][3] is None)}
+    counts = {k: c[k] for k in ("steps_lost", "steps_twice", "steps_result")}
     return counts, totals, dict(detail)
 
 

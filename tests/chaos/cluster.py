@@ -74,6 +74,22 @@ def store_rows(srv, store):
         db.close()
 
 
+def steps_rows(srv, store):
+    """(step rows, steps jobs' rows) for checker.check_steps of one server's
+    store, read while it runs or after it stopped."""
+    import checker  # (beside this file)
+    if store == "postgres":
+        return (checker.step_rows(psql(srv.store_url, checker.step_rows_sql() % "tenq.")),
+                psql(srv.store_url, checker.steps_job_rows_sql() % "tenq."))
+    db = sqlite3.connect("file:%s?mode=ro" % srv.store_url[len("sqlite:"):], uri=True)
+    try:
+        text = lambda rows: [["" if v is None else str(v) for v in r] for r in rows]  # noqa: E731
+        return (checker.step_rows(text(db.execute(checker.step_rows_sql() % ""))),
+                text(db.execute(checker.steps_job_rows_sql() % "")))
+    finally:
+        db.close()
+
+
 def drained(srv):
     """Whether a server holds no unfinished job (its counts say): none in any
     state the engine counts but dead (its states: harness.counted_states)."""

@@ -19,10 +19,18 @@ The workload (Load.start):
 - lanes:    keyed jobs on 8 lanes, one submitter, in order (queue lanes);
 - slotted:  batches of 10 for tenant slotted, which has SLOTS slots;
 - amo:      keyed single submits to an at-most-once queue;
+- steps:    keyed jobs (tenant t-steps, queue steps) whose handler is
+            durable steps (docs/SEMANTICS.md, "Durable steps"): step "a"
+            (a fresh random value), a durable sleep of 100 ms, step "b", a
+            wait for the event "ev-ID" (300 ms timeout), then the ack with
+            {"a", "b", "ev"} as the steps answered; an event sender sends
+            "ev-ID" for some of them, before, during or after the wait;
 - workers:  W threads leasing from every queue with the outcomes of what
             they ran (POST /v1/lease with outcomes), running each job for
-            0-15 ms, keeping outcomes that got no answer for the next try.
+            0-15 ms, keeping outcomes that got no answer for the next try;
+            a steps job's steps are stored (and parks are made) as it runs.
 """
+import heapq
 import http.client
 import json
 import random
@@ -33,7 +41,9 @@ from urllib.parse import urlsplit
 
 SLOTS = 3
 LANES = 8
-QUEUES = ("q", "lanes", "amo")
+QUEUES = ("q", "lanes", "amo", "steps")
+STEPS_SLEEP_MS = 100
+STEPS_EVENT_TIMEOUT_MS = 300
 
 
 class Unknown(Exception):
@@ -136,6 +146,9 @@ class Record:
         self.after_503 = 0  # accepted outcomes whose earlier sending was answered 503
         self.after_loss = 0  # accepted outcomes sent again after an answer was lost
         self.errors = []    # requests that got an answer no client expects
+        self.steps = []     # steps stored: (job id, name, token, value, t_answered)
+        self.parks = 0      # leases a step ended by parking the job
+        self.events = []    # events sent: (key, delivered, kept)
 
     def add(self, name, item):
         with self.lock:
@@ -179,6 +192,7 @@ class Load:
         self.stop_submits = threading.Event()
         self.stop_all = threading.Event()
         self.threads = []
+        self.steps_jobs = []  # (id, t_submitted) of the steps jobs, for the event sender
 
     def setup(self):
         c = Client(self.urls, budget=60)
@@ -187,6 +201,8 @@ class Load:
                            ("/v1/queues/lanes", {"lease_ms": 3000, "backoff": "fixed",
                                                   "backoff_base_ms": 100}),
                            ("/v1/queues/amo", {"lease_ms": 3000, "delivery": "at-most-once"}),
+                           ("/v1/queues/steps", {"lease_ms": 3000, "backoff": "fixed",
+                                                  "backoff_base_ms": 100}),
                            ("/v1/tenants/slotted", {"slots": SLOTS})]:
             st, ans = c.request("PUT", path, body)
             assert st == 200, (path, st, ans)
@@ -214,6 +230,8 @@ class Load:
                 jobs = [{"tenant": "slotted", "queue": "q", "type": "T"} for _ in range(10)]
             elif kind == "amo":
                 jobs = [{"tenant": "t-amo", "queue": "amo", "type": "T"}]
+            elif kind == "steps":
+                jobs = [{"tenant": "t-steps", "queue": "steps", "type": "S"}]
             if repeatable:
                 for j in jobs:
                     j["idempotency_key"] = uuid.uuid4().hex
@@ -237,7 +255,11 @@ class Load:
                     continue
                 self.rec.add("submits", (kind, a["id"], j.get("idempotency_key"), j["tenant"],
                                          j["queue"], j.get("key"), now))
-            left = 1.0 / self.rate - (time.monotonic() - t0)
+                if kind == "steps":
+                    with self.rec.lock:
+                        self.steps_jobs.append((a["id"], now))
+            # steps jobs cost a request a step: a fifth of the rate
+            left = (5.0 if kind == "steps" else 1.0) / self.rate - (time.monotonic() - t0)
             if left > 0:
                 time.sleep(left)
         c.close()
@@ -281,7 +303,106 @@ class Load:
             if ans.get("jobs"):
                 time.sleep(rnd.random() * self.run_ms / 1000.0)
             for j in ans.get("jobs", []):
-                pending.append(({"id": j["id"], "token": j["token"], "ok": True}, None))
+                if j["queue"] == "steps":
+                    out = self._steps(c, j)
+                    if out is not None:
+                        pending.append((out, None))
+                else:
+                    pending.append(({"id": j["id"], "token": j["token"], "ok": True}, None))
+        c.close()
+
+    def _steps(self, c, j):
+        """A steps job's handler: its outcome, or None when a step parked it
+        or its lease was lost (a server away past the budget: it comes back
+        when its lease expires)."""
+        jid, tok = j["id"], j["token"]
+        try:
+            stored = {}
+            if j.get("steps"):
+                st, ans = c.request("GET", "/v1/jobs/%d/steps" % jid)
+                if st != 200:
+                    self.rec.add("errors", ("steps read", st, ans))
+                    return None
+                stored = {s["name"]: s for s in ans["steps"] if s["done"]}
+
+            def post(body):
+                body["token"] = tok
+                st, ans = c.request("POST", "/v1/jobs/%d/steps" % jid, body)
+                if st == 409 and (ans.get("error") or {}).get("field") == "token":
+                    return None  # the lease is over: parked by the first try, or lost
+                if st != 200:
+                    self.rec.add("errors", ("step", body, st, ans))
+                    return None
+                return ans
+
+            def step(name):
+                if name in stored:
+                    return stored[name]["result"]
+                value = uuid.uuid4().hex
+                ans = post({"name": name, "result": value})
+                if ans is None:
+                    return None
+                self.rec.add("steps", (jid, name, tok, value, time.monotonic()))
+                return value
+
+            def parked(ans):
+                if ans is None or ans.get("parked"):
+                    with self.rec.lock:
+                        self.rec.parks += ans is not None
+                    return True
+                return False
+
+            a = step("a")
+            if a is None:
+                return None
+            if "nap" not in stored and parked(post({"name": "nap", "kind": "sleep",
+                                                    "duration_ms": STEPS_SLEEP_MS})):
+                return None
+            b = step("b")
+            if b is None:
+                return None
+            if "ev" in stored:
+                ev = stored["ev"]["result"] if stored["ev"]["error"] is None else "timed out"
+            else:
+                ans = post({"name": "ev", "kind": "event", "event": "ev-%d" % jid,
+                            "timeout_ms": STEPS_EVENT_TIMEOUT_MS})
+                if parked(ans):
+                    return None
+                ev = ans.get("result")  # a kept event, taken at once
+            return {"id": jid, "token": tok, "ok": True, "result": {"a": a, "b": b, "ev": ev}}
+        except GaveUp:
+            return None
+
+    def _event_sender(self):
+        """Sends "ev-ID" for about half the steps jobs, at a random moment up
+        to 0.8 s after their submit: before their wait (kept), during it
+        (delivered) or after it timed out (kept, unused)."""
+        c = Client(self.urls, budget=self.budget, stop=self.stop_all)
+        rnd = random.Random(7)
+        at = 0
+        due = []  # heap of (when, job id)
+        while not self.stop_all.is_set():
+            with self.rec.lock:
+                todo = self.steps_jobs[at:]
+            at += len(todo)
+            for jid, t in todo:
+                if rnd.random() < 0.5:
+                    heapq.heappush(due, (t + rnd.random() * 0.8, jid))
+            now = time.monotonic()
+            while due and due[0][0] <= now and not self.stop_all.is_set():
+                _, jid = heapq.heappop(due)
+                try:
+                    st, ans = c.request("POST", "/v1/events", {"tenant": "t-steps",
+                                                               "key": "ev-%d" % jid,
+                                                               "payload": {"n": jid}},
+                                        repeatable=False)
+                except (Unknown, GaveUp):
+                    continue
+                if st != 200:
+                    self.rec.add("errors", ("event", st, ans))
+                    continue
+                self.rec.add("events", ("ev-%d" % jid, ans.get("delivered"), ans.get("kept")))
+            time.sleep(0.01)
         c.close()
 
     def run_worker(self, name):
@@ -290,10 +411,11 @@ class Load:
 
     def start(self):
         self.setup()
-        kinds = ["keyed", "unkeyed", "batches", "lanes", "slotted", "amo"]
+        kinds = ["keyed", "unkeyed", "batches", "lanes", "slotted", "amo", "steps"]
         self.threads = [threading.Thread(target=self._submitter, args=(k,), daemon=True)
                         for k in kinds]
         self.nsubmitters = len(self.threads)
+        self.threads.append(threading.Thread(target=self._event_sender, daemon=True))
         self.threads += [threading.Thread(target=self._worker, args=(i,), daemon=True)
                          for i in range(self.nworkers)]
         for t in self.threads:

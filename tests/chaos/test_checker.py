@@ -93,6 +93,44 @@ class CheckerTest(unittest.TestCase):
         rec.grants.append((1, 10, "t", "q", None, 1.2, "w2"))
         self.assertEqual(self.counts(rec, rows), {"tokens_twice": 1})
 
+    # -- durable steps ------------------------------------------------------------------------
+    def steps_base(self):
+        """A steps job whose four steps were stored, and its ack says so."""
+        rec = Record()
+        rec.steps += [(5, "a", 10, "va", 1.0), (5, "b", 11, "vb", 2.0)]
+        steps = [(5, 0, "a", "step", True, "va", None), (5, 1, "nap", "sleep", True, None, None),
+                 (5, 2, "b", "step", True, "vb", None), (5, 3, "ev", "event", True, {"n": 5}, None)]
+        jobs = [["5", "succeeded", '{"a": "va", "b": "vb", "ev": {"n": 5}}']]
+        return rec, steps, jobs
+
+    def step_counts(self, rec, steps, jobs):
+        return {k: v for k, v in checker.check_steps(rec, steps, jobs)[0].items() if v}
+
+    def test_clean_steps_count_nothing(self):
+        self.assertEqual(self.step_counts(*self.steps_base()), {})
+        rec, steps, jobs = self.steps_base()
+        steps[3] = (5, 3, "ev", "event", True, None, "timed out")
+        jobs[0][2] = '{"a": "va", "b": "vb", "ev": "timed out"}'
+        self.assertEqual(self.step_counts(rec, steps, jobs), {})
+
+    def test_steps_lost_twice_and_a_result_that_disagrees(self):
+        rec, steps, jobs = self.steps_base()
+        steps[0] = (5, 0, "a", "step", True, "other", None)  # a later lease's value
+        jobs[0][2] = '{"a": "other", "b": "vb", "ev": {"n": 5}}'
+        self.assertEqual(self.step_counts(rec, steps, jobs), {"steps_lost": 1})
+        rec, steps, jobs = self.steps_base()
+        rec.steps.append((5, "a", 12, "again", 3.0))  # the code ran again, and it counted
+        self.assertEqual(self.step_counts(rec, steps, jobs), {"steps_lost": 1, "steps_twice": 1})
+        rec, steps, jobs = self.steps_base()
+        steps.append((5, 4, "b", "step", True, "vb", None))
+        self.assertEqual(self.step_counts(rec, steps, jobs), {"steps_twice": 1})
+        rec, steps, jobs = self.steps_base()
+        jobs[0][2] = '{"a": "va", "b": "vb", "ev": "timed out"}'
+        self.assertEqual(self.step_counts(rec, steps, jobs), {"steps_result": 1})
+        rec, steps, jobs = self.steps_base()
+        steps[3] = (5, 3, "ev", "event", False, None, None)  # succeeded while it waits?
+        self.assertEqual(self.step_counts(rec, steps, jobs), {"steps_result": 1})
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)

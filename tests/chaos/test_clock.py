@@ -20,7 +20,6 @@ uses; a missing PostgreSQL is a failure). The worker's part runs once: its
 code does not depend on the store.
 """
 import collections
-import glob
 import http.client
 import http.server
 import os
@@ -51,15 +50,6 @@ def lines(path):
         return f.read().split()
 
 
-def faketime_lib():
-    libs = sorted(glob.glob("/usr/lib/*/faketime/libfaketimeMT.so.1") +
-                  glob.glob("/usr/lib/faketime/libfaketimeMT.so.1"))
-    if not libs:
-        raise RuntimeError("libfaketime is missing: apt-get install faketime "
-                           "(scripts/deps.sh test installs it)")
-    return libs[0]
-
-
 class Clock:
     """The wall clock of the processes started with env(): an offset in
     seconds from the real one, changed while they run."""
@@ -75,13 +65,7 @@ class Clock:
         os.replace(tmp, self.path)
 
     def env(self):
-        asan = os.environ.get("ASAN_OPTIONS", "")
-        return {"LD_PRELOAD": faketime_lib(), "FAKETIME_TIMESTAMP_FILE": self.path,
-                "FAKETIME_NO_CACHE": "1", "FAKETIME_DONT_FAKE_MONOTONIC": "1",
-                # libfaketime's own "fix" returns monotonic timed waits at once
-                "FAKETIME_FORCE_MONOTONIC_FIX": "0",
-                # ASan wants to be the first library; libfaketime is preloaded
-                "ASAN_OPTIONS": (asan + ":" if asan else "") + "verify_asan_link_order=0"}
+        return harness.faketime_env(FAKETIME_TIMESTAMP_FILE=self.path, FAKETIME_NO_CACHE="1")
 
 
 class CountingProxy:

@@ -79,11 +79,18 @@ class ChaosTest(unittest.TestCase):
         self.load.stop()
         rows = checker.store_rows(psql(self.cl.store_url, checker.job_rows_sql() % "tenq."))
         counts, totals, detail = checker.check(self.load.rec, rows, SLOTS)
+        scounts, stotals, sdetail = checker.check_steps(
+            self.load.rec, checker.step_rows(psql(self.cl.store_url, checker.step_rows_sql() % "tenq.")),
+            psql(self.cl.store_url, checker.steps_job_rows_sql() % "tenq."))
+        counts.update(scounts)
+        totals.update(stotals)
+        detail.update(sdetail)
         sys.stderr.write("\n  %s (seed %d): %s\n  totals: %s\n" % (label, SEED, counts, totals))
         self.assertEqual(counts, {k: 0 for k in counts}, "%s\n%s" % (detail, self.load.rec.errors[:5]))
         self.assertEqual(self.load.rec.errors, [])
         self.assertGreater(totals["submits"], 500)
         self.assertGreater(totals["accepted_outcomes"], 500)
+        self.assertGreater(totals["steps_jobs_succeeded"], 10)
         return totals
 
     # -- the runs ---------------------------------------------------------------------

@@ -2,8 +2,9 @@
 """One server killed with kill -9 under load, again and again, and
 restarted on the same store each time: the load (load.py: keyed, unkeyed
 and batched submits, a laned queue, a slotted tenant, at-most-once jobs,
-workers reporting with their next lease) goes on through every round, then
-drains; checker.py's counts must all be 0. On SQLite (the same file) and on
+jobs of durable steps with sleeps and event waits, workers reporting with
+their next lease) goes on through every round, then drains; checker.py's
+counts (check and check_steps) must all be 0. On SQLite (the same file) and on
 PostgreSQL (one server alone: no standby takes over, the restart leads
 again; test_cluster.py kills leaders that standbys replace).
 
@@ -23,7 +24,7 @@ sys.path.insert(0, HERE)
 
 import checker  # noqa: E402
 import cluster  # noqa: E402
-from cluster import drained, get_json, harness, store_rows  # noqa: E402
+from cluster import drained, get_json, harness, steps_rows, store_rows  # noqa: E402
 from load import SLOTS, Load  # noqa: E402
 
 SCALE = max(1, int(os.environ.get("TENQ_CHAOS_ROUNDS", "1")))
@@ -84,6 +85,10 @@ class KillTest(unittest.TestCase):
         self.srv.stop()
         rows = store_rows(self.srv, store)
         counts, totals, detail = checker.check(self.load.rec, rows, SLOTS)
+        scounts, stotals, sdetail = checker.check_steps(self.load.rec, *steps_rows(self.srv, store))
+        counts.update(scounts)
+        totals.update(stotals)
+        detail.update(sdetail)
         back.sort()
         sys.stderr.write(
             "\n  %s, %d kill -9 and restarts (seed %d): %s\n  totals: %s\n  ready again "
@@ -94,6 +99,8 @@ class KillTest(unittest.TestCase):
         self.assertEqual(counts, {k: 0 for k in counts}, detail)
         self.assertEqual(self.load.rec.errors, [])
         self.assertGreater(totals["accepted_outcomes"], 500)
+        self.assertGreater(totals["steps_jobs_succeeded"], 10)
+        self.assertGreater(totals["parks"], 10)
         self._failed = False
 
     def test_one_sqlite_server_killed_under_load_and_restarted_on_its_file(self):

@@ -97,14 +97,14 @@ TEST(options_and_bad_urls)
     ASSERT_EQ(tenq_client_new(NULL, &c), 0); /* the default server, nothing connected yet */
     tenq_client_free(c);
     tenq_client_free(NULL);
-    const char *bad[] = {"http://127.0.0.1:7070", "https://x"};
+    const char *bad[] = {"http://127.0.0.1:7070", "ftp://x"};
     tenq_options o;
     tenq_options_init(&o);
     o.servers = bad;
     o.nservers = 2;
     ASSERT_EQ(tenq_client_new(&o, &c), TENQ_EINVALID);
     ASSERT(c != NULL);
-    ASSERT(strstr(tenq_errmsg(c), "https") != NULL);
+    ASSERT(strstr(tenq_errmsg(c), "ftp://x") != NULL);
     tenq_client_free(c);
     ASSERT(tenq_errmsg(NULL) != NULL);
 }
@@ -461,6 +461,57 @@ TEST(worker_outcomes_in_one_request)
     oc[0].result_json = "[";
     ASSERT_EQ(tenq_outcomes(c, oc, 1, res), TENQ_EINVALID);
     ASSERT_EQ(tenq_outcomes(c, oc, 0, res), TENQ_EINVALID);
+    tenq_client_free(c);
+    test_server_stop();
+}
+
+TEST(steps_of_many_jobs_in_one_request)
+{
+    test_server_start(NULL);
+    tenq_client *c = client();
+    submit(c, "ws", "t", NULL);
+    submit(c, "ws", "t", NULL);
+    const char *queues[] = {"ws"};
+    tenq_lease_req lr = lease_of(queues, 2);
+    tenq_job *jobs;
+    size_t n;
+    ASSERT_EQ(tenq_lease(c, &lr, &jobs, &n), 0);
+    ASSERT_EQ(n, 2);
+    tenq_step_item it[4];
+    memset(it, 0, sizeof it);
+    for (int i = 0; i < 2; i++) {
+        it[i].id = jobs[i].id;
+        it[i].token = jobs[i].token;
+        it[i].step = (tenq_step_req){.name = "one", .kind = TENQ_STEP_RUN, .result_json = "[1]"};
+    }
+    it[2] = it[0]; /* again: a duplicate */
+    it[3] = it[1];
+    it[3].token++; /* not its lease */
+    it[3].step.name = "two";
+    tenq_step_item_res res[4];
+    ASSERT_MSG(tenq_steps_store(c, it, 4, res) == 0, "%s", tenq_errmsg(c));
+    ASSERT(res[0].err == 0 && res[1].err == 0 && res[2].err == 0);
+    ASSERT(!res[0].res.duplicate && res[2].res.duplicate);
+    ASSERT_EQ(res[0].res.pos, 0);
+    ASSERT_EQ(res[1].res.state, TENQ_STATE_LEASED);
+    ASSERT_EQ(res[3].err, TENQ_ECONFLICT);
+    ASSERT_STR(res[3].field, "token");
+    tenq_step *v;
+    size_t k;
+    ASSERT_EQ(tenq_steps(c, jobs[1].id, &v, &k), 0);
+    ASSERT_EQ(k, 1);
+    ASSERT_STR(v[0].result_json, "[1]");
+    tenq_steps_free(v, k);
+    /* a sleep in a batch parks its job */
+    it[0].step = (tenq_step_req){.name = "nap", .kind = TENQ_STEP_SLEEP, .duration_ms = 60000};
+    ASSERT_EQ(tenq_steps_store(c, it, 1, res), 0);
+    ASSERT(res[0].err == 0 && res[0].res.parked && res[0].res.run_at > 0);
+    ASSERT_EQ(res[0].res.state, TENQ_STATE_SCHEDULED);
+    it[0].step.result_json = "[";
+    it[0].step.kind = TENQ_STEP_RUN;
+    ASSERT_EQ(tenq_steps_store(c, it, 1, res), TENQ_EINVALID);
+    ASSERT_EQ(tenq_steps_store(c, it, 0, res), TENQ_EINVALID);
+    tenq_jobs_free(jobs, n);
     tenq_client_free(c);
     test_server_stop();
 }

@@ -5,7 +5,7 @@
 
 #include "client/http.h"
 #include "client/internal.h"
-#include "engine/engine.h" /* the server's states (ENGINE_STATE_MAP), to check libtenq's against */
+#include "engine/engine.h" /* the server's states, to check libtenq's against */
 #include "base/jscan.h"
 #include "tenq/errors.h"
 
@@ -35,25 +35,33 @@ TEST(url_with_scheme_host_and_port)
     ASSERT_EQ(tq_url_parse("HTTP://[::1]:8080", &u, &why), 0);
     ASSERT_STR(u.host, "::1");
     ASSERT_STR(u.hostport, "[::1]:8080");
+    ASSERT(!u.tls);
+}
+
+TEST(url_https_and_its_port)
+{
+    tq_url u;
+    const char *why;
+    ASSERT_EQ(tq_url_parse("https://tenq.example.com", &u, &why), 0);
+    ASSERT(u.tls);
+    ASSERT_STR(u.host, "tenq.example.com");
+    ASSERT_STR(u.port, "443");
+    ASSERT_STR(u.hostport, "tenq.example.com:443");
+    ASSERT_EQ(tq_url_parse("HTTPS://[::1]:7443/", &u, &why), 0);
+    ASSERT(u.tls);
+    ASSERT_STR(u.hostport, "[::1]:7443");
+    ASSERT_EQ(tq_url_parse("http://x", &u, &why), 0);
+    ASSERT(!u.tls);
 }
 
 TEST(url_refuses_what_it_cannot_serve)
 {
     tq_url u;
     const char *why = NULL;
-    const char *bad[] = {"",
-                         "https://x:1",
-                         "ftp://x",
-                         "http://",
-                         "http://:80",
-                         "http://x:0",
-                         "http://x:65536",
-                         "http://x:12ab",
-                         "http://x:/",
-                         "http://x/prefix",
-                         "http://[::1",
-                         "http://us er@x",
-                         "http://x:80?q"};
+    const char *bad[] = {
+        "",           "https://",        "https://x/prefix", "httpx://x:1",    "ftp://x",
+        "http://",    "http://:80",      "http://x:0",       "http://x:65536", "http://x:12ab",
+        "http://x:/", "http://x/prefix", "http://[::1",      "http://us er@x", "http://x:80?q"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         why = NULL;
         ASSERT_MSG(tq_url_parse(bad[i], &u, &why) == TENQ_EINVALID, "accepted \"%s\"", bad[i]);
@@ -593,17 +601,18 @@ TEST(job_from_a_lease_answer)
  * was refused, a waiting job showed as "unknown"). */
 TEST(every_state_of_the_server_is_a_tenq_state)
 {
-#define ONE_STATE(n, name)                                                                         \
+#define ONE_STATE(n, word, abi, kind, finished, help)                                              \
     do {                                                                                           \
-        tenq_state s = tenq_state_parse(name);                                                     \
-        ASSERT_MSG(s != TENQ_STATE_UNKNOWN, "libtenq knows no state \"%s\"", name);                \
-        ASSERT_STR(tenq_state_name(s), name);                                                      \
-        ASSERT_EQ(tenq_state_finished(s),                                                          \
+        tenq_state s = tenq_state_parse(#word);                                                    \
+        ASSERT_MSG(s != TENQ_STATE_UNKNOWN, "libtenq knows no state \"%s\"", #word);               \
+        ASSERT_STR(tenq_state_name(s), #word);                                                     \
+        ASSERT_EQ(tenq_state_finished(s), (bool)(finished));                                       \
+        ASSERT_EQ((bool)(finished),                                                                \
                   ENGINE_##n == ENGINE_DEAD || engine_state_finished(ENGINE_##n));                 \
         known++;                                                                                   \
     } while (0);
     int known = 0;
-    ENGINE_STATE_MAP(ONE_STATE)
+    TENQ_STATE_TABLE(ONE_STATE)
 #undef ONE_STATE
     ASSERT_EQ(known, ENGINE_NSTATES);
     ASSERT_EQ(tenq_state_parse("nonsense"), TENQ_STATE_UNKNOWN);

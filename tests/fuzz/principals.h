@@ -5,12 +5,19 @@
 #ifndef TENQ_FUZZ_PRINCIPALS_H
 #define TENQ_FUZZ_PRINCIPALS_H
 
-#include "api/internal.h"
+#include "api/auth.h"
+#include "api/jobread.h"
+#include "api/request.h"
+#include "api/request_read.h"
+
+#include <jansson.h>
+#include <string.h>
 
 static char *fuzz_queues[] = {"reports", "bench"};
 static const token fuzz_token = {
     .role = ROLE_TENANT, .tenant = "acme", .queues = fuzz_queues, .nqueues = 2};
-static const principal fuzz_principals[2] = {{ROLE_ADMIN, NULL}, {ROLE_TENANT, &fuzz_token}};
+static const principal fuzz_principals[2] = {{.role = ROLE_ADMIN},
+                                             {.role = ROLE_TENANT, .tok = &fuzz_token}};
 
 static inline bool fuzz_same_str(const char *a, const char *b)
 {

@@ -12,7 +12,7 @@ build=$1
 secs=$2
 shift 2
 here=$(cd "$(dirname "$0")" && pwd)
-targets=${*:-http_head chunked jscan submit lease outcomes}
+targets=${*:-http_head chunked jscan submit lease outcomes tls_http}
 failed=""
 for t in $targets; do
     bin=$build/fuzz_$t
@@ -20,7 +20,7 @@ for t in $targets; do
     work=$build/fuzz-work/$t
     mkdir -p "$work/corpus" "$work/crashes"
     case $t in
-    http_head | chunked) dict=$here/http.dict ;;
+    http_head | chunked | tls_http) dict=$here/http.dict ;;
     *) dict=$here/json.dict ;;
     esac
     dirs="$work/corpus $here/corpus/$t"

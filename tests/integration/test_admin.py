@@ -190,8 +190,7 @@ class Auth(unittest.TestCase):
     def setUpClass(cls):
         cls.admin = "admin-secret-for-tests-0001"
         cls.srv = Server(env={"TENQ_ADMIN_TOKEN": cls.admin})
-        mk = lambda role, **kw: cls.srv.ok("POST", "/v1/tokens", dict(role=role, **kw),
-                                           cls.admin)["token"]
+        mk = lambda role, **kw: cls.srv.token(cls.admin, role, **kw)["token"]  # noqa: E731
         cls.acme = mk("tenant:acme")
         cls.other = mk("tenant:other")
         cls.worker = mk("worker")

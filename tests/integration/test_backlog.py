@@ -9,16 +9,9 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from harness import ServerTest, main  # noqa: E402
+from harness import ServerTest, main, metric  # noqa: E402
 
 PAD = "a" * 1000  # 1 KB of args a job: 64 KiB of budget holds ~48 inline
-
-
-def metric(text, name):
-    for line in text.splitlines():
-        if line.startswith(name + " "):
-            return float(line.split()[1])
-    raise AssertionError("no metric " + name)
 
 
 class Backlog(ServerTest):
@@ -229,6 +222,38 @@ class ServeWhileLoading(ServerTest):
         self.assertEqual([j["id"] for j in got], [parent])
         self.srv.ack(got[0])
         self.assertEqual([j["id"] for j in self.srv.lease(["swl-pc"])], [child])
+
+    def test_pages_across_priorities_and_run_at_bring_each_job_once_in_fifo_order(self):
+        # three priorities, each with ready jobs and scheduled ones whose run_at
+        # falls as their ids rise: 12,000 jobs, three pages and some
+        due = int(time.time() * 1000) + 4000
+        expect = []
+        for prio in (7, 0, -5):
+            ready = self.fill(2000, "swl-fifo", tenants=3, priority=prio)
+            later = []
+            for k in range(0, 2000, 500):
+                out = self.srv.ok("POST", "/v1/jobs", {"jobs": [
+                    dict(tenant="t0", queue="swl-fifo", type="T", priority=prio,
+                         run_at=due + 2000 - i, args={}) for i in range(k, k + 500)]})
+                later += [j["id"] for j in out["jobs"]]
+            expect.append((prio, ready, later[::-1]))
+        plain = int(self.srv.stored("SELECT count(*) FROM $Sjobs WHERE live = 2"))
+        self.assertGreaterEqual(plain, 12000)
+        self.srv.kill()
+        self.srv.start()
+        while self.loading():
+            time.sleep(0.05)
+        self.assertEqual(metric(self.srv.ok("GET", "/metrics"), "tenq_load_rest_jobs"), plain)
+        time.sleep(max(0, (due + 2000 - time.time() * 1000) / 1000) + 0.2)
+        order = []
+        while True:
+            page = self.srv.lease(["swl-fifo"], max=1000)
+            if not page:
+                break
+            order += [j["id"] for j in page]
+            self.srv.ok("POST", "/v1/outcomes", {"outcomes": [
+                {"id": j["id"], "token": j["token"], "ok": True} for j in page]})
+        self.assertEqual(order, [i for _, ready, later in expect for i in ready + later])
 
 
 if __name__ == "__main__":

@@ -233,11 +233,7 @@ class WriterPriority(unittest.TestCase):
 
     @staticmethod
     def metric(srv, name):
-        status, text = srv.req("GET", "/metrics")
-        for line in text.splitlines():
-            if line.startswith(name + " "):
-                return float(line.split()[1])
-        raise AssertionError("no metric " + name)
+        return srv.metric(name)
 
     def quiet_until_idle(self, srv, queue):
         for _ in range(100):
@@ -300,11 +296,12 @@ class WriterPriority(unittest.TestCase):
                 took.append(time.monotonic() - t0)
                 time.sleep(0.03)
             took.sort()
-            # measured here: at most 16 ms with the watchdog; without it
-            # the slowest tenth took 0.5-1.2 s
-            self.assertLess(took[len(took) // 2], 0.05, took)
-            self.assertLess(took[int(len(took) * 0.9)], 0.1, took)
-            self.assertLess(took[-1], 0.3, took)
+            # measured here: at most 16 ms with the watchdog on a quiet
+            # machine, 0.10 s at the tenth with other builds beside (load
+            # 7); without it the slowest tenth took 0.5-1.2 s
+            self.assertLess(took[len(took) // 2], 0.1, took)
+            self.assertLess(took[int(len(took) * 0.9)], 0.25, took)
+            self.assertLess(took[-1], 0.45, took)
             self.assertGreaterEqual(self.metric(srv, "tenq_store_writer_raised_total"), 1)
         finally:
             for p in spinners:

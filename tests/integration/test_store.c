@@ -966,6 +966,293 @@ BOTH(migrations_upgrade_an_old_database)
     engine_destroy(e);
 }
 
+/* A column of jobs as a store describes it: its type's first word in
+ * capitals, whether it is NOT NULL (a primary key is), whether it has a
+ * default. */
+typedef struct described {
+    char name[64], type[32];
+    bool notnull, dflt;
+} described;
+
+static size_t describe_jobs(const char *backend, const char *url, described *out, size_t max)
+{
+    size_t n = 0;
+    if (strcmp(backend, "sqlite") == 0) {
+        sqlite3 *db;
+        sqlite3_stmt *st;
+        ASSERT_EQ(sqlite3_open(url + 7, &db), SQLITE_OK);
+        ASSERT_EQ(sqlite3_prepare_v2(db, "PRAGMA table_info(jobs)", -1, &st, NULL), SQLITE_OK);
+        while (sqlite3_step(st) == SQLITE_ROW && n < max) {
+            described *d = &out[n++];
+            snprintf(d->name, sizeof d->name, "%s", sqlite3_column_text(st, 1));
+            snprintf(d->type, sizeof d->type, "%s", sqlite3_column_text(st, 2));
+            d->notnull = sqlite3_column_int(st, 3) || sqlite3_column_int(st, 5);
+            d->dflt = sqlite3_column_type(st, 4) != SQLITE_NULL;
+        }
+        sqlite3_finalize(st);
+        sqlite3_close(db);
+        return n;
+    }
+    PGconn *c = PQconnectdb(url);
+    ASSERT_MSG(PQstatus(c) == CONNECTION_OK, "connect: %s", PQerrorMessage(c));
+    PGresult *r = PQexec(c, "SELECT column_name, upper(data_type), is_nullable = 'NO', "
+                            "column_default IS NOT NULL FROM information_schema.columns WHERE "
+                            "table_schema = 'tenq' AND table_name = 'jobs'");
+    ASSERT_MSG(PQresultStatus(r) == PGRES_TUPLES_OK, "%s", PQresultErrorMessage(r));
+    for (int i = 0; i < PQntuples(r) && n < max; i++) {
+        described *d = &out[n++];
+        snprintf(d->name, sizeof d->name, "%s", PQgetvalue(r, i, 0));
+        snprintf(d->type, sizeof d->type, "%s", PQgetvalue(r, i, 1));
+        d->notnull = PQgetvalue(r, i, 2)[0] == 't';
+        d->dflt = PQgetvalue(r, i, 3)[0] == 't';
+    }
+    PQclear(r);
+    PQfinish(c);
+    return n;
+}
+
+/* The table of job columns (store/columns.h) is the jobs table a store
+ * has after every migration: the same columns, each of the type, NOT NULL
+ * and default the row says; nothing more but PostgreSQL's done_in_tx
+ * (applications' transactions: pg_txapi.h), which no statement of the
+ * server's writes. */
+BOTH(the_table_of_job_columns_is_the_stores_jobs_table)
+{
+    char *url = fresh_url(backend);
+    store_opts o = quiet_opts();
+    store_close(open_ok(url, &o));
+    bool pg = strcmp(backend, "postgres") == 0;
+    described have[64];
+    size_t n = describe_jobs(backend, url, have, 64);
+    bool seen[64] = {false};
+    for (int c = 0; c < STORE_JOB_NINS; c++) {
+        const store_job_column *col = &store_job_columns[c];
+        char *want = store_sql(col->type, pg);
+        char type[32];
+        snprintf(type, sizeof type, "%.*s", (int)strcspn(want, " "), want);
+        size_t k = 0;
+        while (k < n && strcmp(have[k].name, col->name) != 0) k++;
+        ASSERT_MSG(k < n, "the store has no column %s", col->name);
+        seen[k] = true;
+        ASSERT_MSG(strcmp(have[k].type, type) == 0, "%s: %s in the store, %s in the table",
+                   col->name, have[k].type, type);
+        ASSERT_MSG(have[k].notnull == (strstr(want, "NOT NULL") || strstr(want, "PRIMARY KEY")),
+                   "%s: NOT NULL differs (the table says \"%s\")", col->name, want);
+        ASSERT_MSG(have[k].dflt == (strstr(want, "DEFAULT") != NULL),
+                   "%s: a default differs (the table says \"%s\")", col->name, want);
+        free(want);
+    }
+    for (size_t k = 0; k < n; k++)
+        ASSERT_MSG(seen[k] || (pg && strcmp(have[k].name, "done_in_tx") == 0),
+                   "the store's column %s is not in the table of job columns", have[k].name);
+}
+
+/* ---- the limits of applications' transactions -------------------------------
+ * The SQL an application calls in its own transaction (store/pg_txapi.h)
+ * checks a job as the server would, and its limits come from the
+ * server's (engine.h, a queue's defaults).  Each function is tried at
+ * each limit and one past it, against the engine's own check of the same
+ * job or event: the same verdict, in the same words where both word it. */
+
+/* A job as tenq.problem and engine_submit_check take it. */
+typedef struct tx_job {
+    const char *tenant, *queue, *type, *args, *key, *unique_key, *idem;
+    int64_t run_at;   /* ms, 0: none */
+    int32_t priority; /* always given */
+    uint32_t max_attempts;
+    int64_t timeout_ms;
+} tx_job;
+
+static char *repeat_char(char ch, size_t n)
+{
+    char *s = keep(malloc(n + 1));
+    memset(s, ch, n);
+    s[n] = 0;
+    return s;
+}
+
+/* Runs a query of one text value with text parameters: the value (kept;
+ * "" for NULL: no problem), or "ERROR: " and the message. */
+static const char *tx_query(PGconn *c, const char *sql, int n, const char *const *v)
+{
+    PGresult *r = PQexecParams(c, sql, n, NULL, v, NULL, NULL, 0);
+    char *out = keep(malloc(4096));
+    if (PQresultStatus(r) != PGRES_TUPLES_OK)
+        snprintf(out, 4096, "ERROR: %s", PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY));
+    else
+        snprintf(out, 4096, "%s", PQgetisnull(r, 0, 0) ? "" : PQgetvalue(r, 0, 0));
+    PQclear(r);
+    return out;
+}
+
+static const char *sql_problem(PGconn *c, const tx_job *j)
+{
+    char run_at[32], prio[16], att[16], tmo[32];
+    snprintf(run_at, sizeof run_at, "%lld", (long long)j->run_at);
+    snprintf(prio, sizeof prio, "%d", j->priority);
+    snprintf(att, sizeof att, "%u", j->max_attempts);
+    snprintf(tmo, sizeof tmo, "%lld", (long long)j->timeout_ms);
+    const char *v[10] = {j->tenant, j->queue,
+                         j->type,   j->args ? j->args : "{}",
+                         j->key,    j->unique_key,
+                         j->idem,   j->run_at ? run_at : NULL,
+                         prio,      j->max_attempts ? att : NULL};
+    const char *p = tx_query(c,
+                             "SELECT tenq.problem($1, $2, $3, $4::jsonb, $5, $6, $7, "
+                             "to_timestamp($8::bigint / 1000.0), $9::int, $10::int, NULL, NULL, "
+                             "NULL)",
+                             10, v);
+    if (*p || !j->timeout_ms) return p;
+    const char *t[1] = {tmo};
+    return tx_query(c, "SELECT tenq.timeout_problem($1::bigint, NULL)", 1, t);
+}
+
+static const char *c_problem(const tx_job *j)
+{
+    engine_t *e = mk_engine();
+    engine_submit_req r = {.tenant = j->tenant,
+                           .queue = j->queue,
+                           .type = j->type,
+                           .args = j->args,
+                           .args_len = j->args ? (uint32_t)strlen(j->args) : 0,
+                           .key = j->key,
+                           .unique_key = j->unique_key,
+                           .idempotency_key = j->idem,
+                           .run_at = j->run_at,
+                           .has_priority = true,
+                           .priority = j->priority,
+                           .max_attempts = j->max_attempts,
+                           .timeout_ms = j->timeout_ms};
+    engine_err err = {0};
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    int64_t now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    int rc = engine_submit_check(e, now, &r, &err);
+    engine_destroy(e);
+    return rc ? keep(strdup(err.message)) : "";
+}
+
+/* The job's verdicts agree; and their words, when `words`. */
+static void same_verdict(PGconn *c, const tx_job *j, bool words, const char *what)
+{
+    const char *sql = sql_problem(c, j), *eng = c_problem(j);
+    ASSERT_MSG(!*sql == !*eng, "%s: the SQL says \"%s\", the server \"%s\"", what, sql, eng);
+    if (words) ASSERT_MSG(strcmp(sql, eng) == 0, "%s: \"%s\" and \"%s\"", what, sql, eng);
+}
+
+/* One past a limit is refused, the limit itself taken, by both. */
+static void at_limit(PGconn *c, tx_job at, tx_job past, bool words, const char *what)
+{
+    same_verdict(c, &at, words, what);
+    ASSERT_MSG(!*sql_problem(c, &at), "%s: the limit itself is refused", what);
+    same_verdict(c, &past, words, what);
+    ASSERT_MSG(*sql_problem(c, &past), "%s: one past the limit is taken", what);
+}
+
+TEST_T(the_sql_of_transactions_checks_the_servers_limits_postgres, 120)
+{
+    char *url = fresh_url("postgres");
+    store_opts o = quiet_opts();
+    store_close(open_ok(url, &o));
+    PGconn *c = PQconnectdb(url);
+    ASSERT_MSG(PQstatus(c) == CONNECTION_OK, "connect: %s", PQerrorMessage(c));
+    const tx_job ok = {.tenant = "acme", .queue = "q", .type = "t"};
+    engine_queue_settings qs;
+    engine_queue_settings_defaults(&qs);
+    tx_job a = ok, b = ok;
+
+    a.tenant = repeat_char('a', ENGINE_NAME_MAX), b.tenant = repeat_char('a', ENGINE_NAME_MAX + 1);
+    at_limit(c, a, b, true, "tenant");
+    a = ok, b = ok;
+    a.queue = repeat_char('q', ENGINE_NAME_MAX), b.queue = repeat_char('q', ENGINE_NAME_MAX + 1);
+    at_limit(c, a, b, true, "queue");
+    a = ok, b = ok;
+    a.type = repeat_char('t', ENGINE_TYPE_MAX), b.type = repeat_char('t', ENGINE_TYPE_MAX + 1);
+    at_limit(c, a, b, true, "type");
+    const char *key = repeat_char('k', ENGINE_KEY_MAX),
+               *key1 = repeat_char('k', ENGINE_KEY_MAX + 1);
+    a = ok, b = ok;
+    a.key = key, b.key = key1;
+    at_limit(c, a, b, true, "key");
+    a = ok, b = ok;
+    a.unique_key = key, b.unique_key = key1;
+    at_limit(c, a, b, true, "unique_key");
+    a = ok, b = ok;
+    a.idem = key, b.idem = key1;
+    at_limit(c, a, b, true, "idempotency_key");
+    a = ok, b = ok;
+    a.priority = ENGINE_PRIORITY_MAX, b.priority = ENGINE_PRIORITY_MAX + 1;
+    at_limit(c, a, b, true, "priority");
+    a.priority = ENGINE_PRIORITY_MIN, b.priority = ENGINE_PRIORITY_MIN - 1;
+    at_limit(c, a, b, true, "priority");
+    a = ok, b = ok;
+    a.max_attempts = ENGINE_ATTEMPTS_MAX, b.max_attempts = ENGINE_ATTEMPTS_MAX + 1;
+    at_limit(c, a, b, true, "max_attempts");
+    /* run_at within a day of the horizon, on either side (the words differ:
+     * SQL takes a timestamp) */
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    int64_t now = (int64_t)ts.tv_sec * 1000, day = 24LL * 3600 * 1000;
+    a = ok, b = ok;
+    a.run_at = now + ENGINE_RUN_AT_HORIZON_MS - day,
+    b.run_at = now + ENGINE_RUN_AT_HORIZON_MS + day;
+    at_limit(c, a, b, false, "run_at");
+    /* args as large as a queue takes by default (a JSON string), and one
+     * byte more (the words differ: SQL names the queue) */
+    char *args = repeat_char('x', qs.max_payload_bytes + 1);
+    args[0] = '"', args[qs.max_payload_bytes - 1] = '"', args[qs.max_payload_bytes] = 0;
+    char *args1 = repeat_char('x', qs.max_payload_bytes + 1);
+    args1[0] = '"', args1[qs.max_payload_bytes] = '"';
+    a = ok, b = ok;
+    a.args = args, b.args = args1;
+    at_limit(c, a, b, false, "args");
+    /* a job's own timeout: from a third of the default lease to the most */
+    a = ok, b = ok;
+    a.timeout_ms = ENGINE_TIMEOUT_MAX_MS, b.timeout_ms = ENGINE_TIMEOUT_MAX_MS + 1;
+    at_limit(c, a, b, true, "timeout_ms");
+    a.timeout_ms = qs.lease_ms / 3, b.timeout_ms = qs.lease_ms / 3 - 1;
+    at_limit(c, a, b, true, "timeout_ms");
+
+    /* tenq.send_event: a tenant's name, a key, a payload as large as an
+     * event takes (in a transaction rolled back) */
+    struct {
+        const char *tenant, *key;
+        size_t payload;
+        bool ok;
+    } ev[] = {
+        {repeat_char('a', ENGINE_NAME_MAX), "k", 2, true},
+        {repeat_char('a', ENGINE_NAME_MAX + 1), "k", 2, false},
+        {"acme", key, 2, true},
+        {"acme", key1, 2, false},
+        {"acme", "k", ENGINE_EVENT_MAX_BYTES, true},
+        {"acme", "k", ENGINE_EVENT_MAX_BYTES + 1, false},
+    };
+    for (size_t i = 0; i < sizeof ev / sizeof ev[0]; i++) {
+        char *payload = repeat_char('p', ev[i].payload);
+        payload[0] = payload[ev[i].payload - 1] = '"';
+        PQclear(PQexec(c, "BEGIN"));
+        const char *v[3] = {ev[i].tenant, ev[i].key, payload};
+        const char *sql = tx_query(c, "SELECT tenq.send_event($1, $2, $3::jsonb)::text", 3, v);
+        PQclear(PQexec(c, "ROLLBACK"));
+        engine_t *e = mk_engine();
+        engine_err err = {0};
+        engine_event_res res;
+        int rc = engine_event_send(e, now, ev[i].tenant, ev[i].key, payload,
+                                   (uint32_t)ev[i].payload, NULL, 0, &res, &err);
+        engine_destroy(e);
+        bool refused = strncmp(sql, "ERROR: ", 7) == 0;
+        ASSERT_MSG(refused == !ev[i].ok && (rc != 0) == !ev[i].ok,
+                   "event %zu: the SQL says \"%s\", the server \"%s\"", i, sql,
+                   rc ? err.message : "");
+        if (refused) {
+            char want[300];
+            snprintf(want, sizeof want, "ERROR: tenq.send_event: %s", err.message);
+            ASSERT_MSG(strcmp(sql, want) == 0, "event %zu: \"%s\", not \"%s\"", i, sql, want);
+        }
+    }
+    PQfinish(c);
+}
+
 /* Migration 17 gives batches made before it the deaths the store still
  * shows: the dead attempts of their jobs, their dead jobs deleted from the
  * morgue, and one at least when their on_death was made. */
@@ -1496,6 +1783,203 @@ BOTH(dependencies_are_kept_with_their_child_and_a_load_rebuilds_the_waits)
     ASSERT_EQ(store_load(s, h, T0 + 30, NULL), 0);
     ASSERT_EQ(state_of(h, c), ENGINE_READY);
     must_check(h, T0 + 30);
+    store_close(s);
+    engine_destroy(h);
+    engine_destroy(f);
+    engine_destroy(e);
+}
+
+/* ---- durable steps ------------------------------------------------------------ */
+
+static long count_rows(const char *backend, const char *url, const char *table, const char *where)
+{
+    char sql[256];
+    long n = -1;
+    bool lite = strcmp(backend, "sqlite") == 0;
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM %s%s WHERE %s", lite ? "" : "tenq.", table,
+             where);
+    if (lite) {
+        sqlite3 *db;
+        sqlite3_stmt *st;
+        ASSERT_EQ(sqlite3_open(url + 7, &db), SQLITE_OK);
+        ASSERT_EQ(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
+        ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
+        n = (long)sqlite3_column_int64(st, 0);
+        sqlite3_finalize(st);
+        sqlite3_close(db);
+        return n;
+    }
+    PGconn *c = PQconnectdb(url);
+    ASSERT_MSG(PQstatus(c) == CONNECTION_OK, "connect: %s", PQerrorMessage(c));
+    PGresult *r = PQexec(c, sql);
+    ASSERT_MSG(PQresultStatus(r) == PGRES_TUPLES_OK, "%s", PQresultErrorMessage(r));
+    n = atol(PQgetvalue(r, 0, 0));
+    PQclear(r);
+    PQfinish(c);
+    return n;
+}
+
+typedef struct got_steps {
+    bool job;
+    size_t n;
+    char name[8][32], result[8][64], error[8][32];
+    bool done[8];
+    int kind[8];
+    uint64_t token[8], child[8];
+} got_steps;
+
+static void collect_steps(void *ctx, int rc, const store_steps *st)
+{
+    got_steps *g = ctx;
+    ASSERT_EQ(rc, 0);
+    g->job = st->job != NULL;
+    for (size_t i = 0; i < st->n && g->n < 8; i++, g->n++) {
+        const engine_step_info *x = &st->v[i];
+        ASSERT_EQ(x->pos, i);
+        snprintf(g->name[i], sizeof g->name[0], "%s", x->name);
+        snprintf(g->result[i], sizeof g->result[0], "%s", x->result ? x->result : "-");
+        snprintf(g->error[i], sizeof g->error[0], "%s", x->error ? x->error : "-");
+        g->done[i] = x->done;
+        g->kind[i] = x->kind;
+        g->token[i] = x->token;
+        g->child[i] = x->child;
+    }
+}
+
+static got_steps read_steps(store_t *s, uint64_t id)
+{
+    got_steps g;
+    memset(&g, 0, sizeof g);
+    ASSERT_EQ(store_get_steps_sync(s, id, collect_steps, &g), 0);
+    return g;
+}
+
+static void step_put(engine_t *e, uint64_t id, engine_step_req r)
+{
+    engine_step_res res;
+    engine_err err;
+    if (r.result) r.result_len = (uint32_t)strlen(r.result);
+    int rc = engine_step(e, T0, id, token_of(e, id), &r, &res, &err);
+    ASSERT_MSG(rc == 0, "step %s: %s", r.name, err.message);
+}
+
+BOTH(steps_and_kept_events_are_kept_and_a_load_parks_the_jobs_again)
+{
+    char *url = fresh_url(backend);
+    store_opts o = quiet_opts();
+    store_t *s = open_ok(url, &o);
+    engine_config cfg;
+    engine_config_defaults(&cfg);
+    cfg.seed = 42;
+    cfg.event_window_ms = 60000;
+    engine_t *e = engine_create(&cfg);
+    uint64_t run = SUB(e, T0, "t", "qr"), ev = SUB(e, T0, "t", "q"), par = SUB(e, T0, "t", "q"),
+             nap = SUB(e, T0, "t", "q");
+    ASSERT_EQ(commit_changes(s, e), 0);
+    uint64_t ids[4];
+    ASSERT_EQ(lease_q(e, T0, "q", 4, ids), 3);
+    ASSERT_EQ(lease1(e, T0, "qr"), run);
+    step_put(e, run, (engine_step_req){.name = "one", .result = "{\"a\":\"\\u00e9t\\u00e9\"}"});
+    step_put(e, run, (engine_step_req){.name = "two", .result = "[1,2]"});
+    step_put(e, ev,
+             (engine_step_req){
+                 .name = "w", .kind = ENGINE_STEP_EVENT, .event = "paid", .timeout_ms = 5000});
+    engine_step_req cr = {.name = "sub", .kind = ENGINE_STEP_CHILD};
+    cr.child.queue = "kids";
+    cr.child.type = "K";
+    step_put(e, par, cr);
+    uint64_t child = info_of(e, par).n_steps ? 0 : 0;
+    for (uint64_t id = par + 1; id < engine_next_id(e); id++)
+        if (info_of(e, id).awaited_by == par) child = id;
+    ASSERT(child);
+    step_put(e, nap,
+             (engine_step_req){.name = "nap", .kind = ENGINE_STEP_SLEEP, .until = T0 + 9000});
+    engine_event_res er;
+    ASSERT_EQ(engine_event_send(e, T0, "t", "spare", "{\"x\":1}", 7, NULL, 0, &er, NULL), 0);
+    ASSERT(er.kept);
+    ASSERT_EQ(commit_changes(s, e), 0);
+    ASSERT_EQ(count_rows(backend, url, "job_steps", "true"), 5);
+    ASSERT_EQ(count_rows(backend, url, "events", "true"), 1);
+    /* the jobs with steps are loaded first (live 1), the child too */
+    ASSERT_EQ(count_rows(backend, url, "jobs", "live = 2"), 0);
+
+    got_steps g = read_steps(s, run);
+    ASSERT(g.job);
+    ASSERT_EQ(g.n, 2);
+    ASSERT_STR(g.name[0], "one");
+    ASSERT_STR(g.result[0], "{\"a\":\"\\u00e9t\\u00e9\"}");
+    ASSERT_STR(g.result[1], "[1,2]");
+    ASSERT_EQ(g.token[0], token_of(e, run));
+    ASSERT(g.done[0]);
+    g = read_steps(s, par);
+    ASSERT_EQ(g.n, 1);
+    ASSERT(!g.done[0]);
+    ASSERT_EQ(g.kind[0], ENGINE_STEP_CHILD);
+    ASSERT_EQ(g.child[0], child);
+    ASSERT(!read_steps(s, 999999).job);
+
+    /* reopened and loaded: every wait is as it was */
+    store_close(s);
+    s = open_ok(url, &o);
+    engine_t *f = engine_create(&cfg);
+    ASSERT_EQ(store_load(s, f, T0 + 10, NULL), 0);
+    must_check(f, T0 + 10);
+    ASSERT_EQ(info_of(f, run).n_steps, 2);
+    ASSERT_EQ(state_of(f, ev), ENGINE_WAITING);
+    ASSERT_EQ(state_of(f, par), ENGINE_WAITING);
+    ASSERT_EQ(state_of(f, nap), ENGINE_SCHEDULED);
+    ASSERT_EQ(info_of(f, child).awaited_by, par);
+    ASSERT_EQ(engine_events_kept(f), 1);
+    ASSERT_EQ(engine_event_waiters(f), 1);
+    engine_wait w;
+    engine_job_wait(engine_find(f, ev), &w);
+    ASSERT_EQ(w.kind, ENGINE_WAIT_EVENT);
+    ASSERT_EQ(w.until, T0 + 5000);
+    engine_job_wait(engine_find(f, nap), &w);
+    ASSERT_EQ(w.kind, ENGINE_WAIT_SLEEP);
+    /* the event comes: its payload completes the step, in the store too */
+    ASSERT_EQ(engine_event_send(f, T0 + 11, "t", "paid", "{\"ok\":1}", 8, NULL, 0, &er, NULL), 0);
+    ASSERT_EQ(er.delivered, 1);
+    ASSERT_EQ(lease1(f, T0 + 11, "kids"), child);
+    ASSERT_EQ(engine_ack(f, T0 + 12, child, token_of(f, child), "\"done\"", NULL, NULL), 0);
+    ASSERT_EQ(state_of(f, par), ENGINE_READY);
+    ASSERT_EQ(commit_changes(s, f), 0);
+    g = read_steps(s, ev);
+    ASSERT(g.done[0]);
+    ASSERT_STR(g.result[0], "{\"ok\":1}");
+    g = read_steps(s, par);
+    ASSERT(g.done[0]);
+    ASSERT_STR(g.result[0], "\"done\"");
+    /* a later load finds the waits ended (the jobs' ready rows may lag) */
+    engine_t *h = engine_create(&cfg);
+    ASSERT_EQ(store_load(s, h, T0 + 20, NULL), 0);
+    must_check(h, T0 + 20);
+    ASSERT_EQ(state_of(h, ev), ENGINE_READY);
+    ASSERT_EQ(state_of(h, par), ENGINE_READY);
+    ASSERT_EQ(engine_event_waiters(h), 0);
+    /* the kept event is taken by a wait, and its row goes in that commit */
+    uint64_t late = SUB(h, T0 + 20, "t", "q2");
+    ASSERT_EQ(lease1(h, T0 + 20, "q2"), late);
+    engine_step_res res;
+    engine_step_req wr = {.name = "w", .kind = ENGINE_STEP_EVENT, .event = "spare"};
+    ASSERT_EQ(engine_step(h, T0 + 20, late, token_of(h, late), &wr, &res, NULL), 0);
+    ASSERT(res.done);
+    ASSERT_EQ(commit_changes(s, h), 0);
+    ASSERT_EQ(count_rows(backend, url, "events", "true"), 0);
+    /* a job's deletion deletes its steps; retention prunes expired events */
+    ASSERT_EQ(engine_event_send(h, T0 + 21, "t", "old", "1", 1, NULL, 0, &er, NULL), 0);
+    engine_tick(h, T0 + 400000); /* run's lease, loaded, expires; its retry comes */
+    engine_tick(h, T0 + 500000);
+    ASSERT_EQ(lease1(h, T0 + 500000, "qr"), run);
+    fail_ok(h, T0 + 500000, run, (engine_fail_req){.error = "x", .no_retry = true});
+    ASSERT_EQ(engine_morgue_delete(h, T0 + 500000, run, NULL), 0);
+    ASSERT_EQ(commit_changes(s, h), 0);
+    ASSERT_EQ(count_rows(backend, url, "job_steps", "true"), 4); /* 6 less run's two */
+    ASSERT_EQ(count_rows(backend, url, "events", "true"), 1);
+    while (store_prune_now(s, T0 + 21 + 60001) > 0) {
+        /* until nothing is left to prune */
+    }
+    ASSERT_EQ(count_rows(backend, url, "events", "true"), 0);
     store_close(s);
     engine_destroy(h);
     engine_destroy(f);

@@ -571,6 +571,68 @@ class Complete(TxTest):
         self.assertEqual((got["attempts"], got["error"]), (2, "no stock"))
 
 
+class SendEvent(TxTest):
+    """tenq.send_event: an event sent if and only if the transaction commits,
+    taken in once (SEMANTICS.md, "Durable steps")."""
+
+    def park(self, queue, key):
+        j = self.srv.submit(queue=queue)
+        got = self.lease(queue)[0]
+        self.assertEqual(got["id"], j["id"])
+        ans = self.srv.ok("POST", "/v1/jobs/%d/steps" % j["id"],
+                          {"token": got["token"], "name": "w", "kind": "event", "event": key})
+        self.assertTrue(ans["parked"])
+        return j
+
+    def test_an_event_committed_with_the_application_wakes_its_job(self):
+        j = self.park("ev1", "order-7/paid")
+        psql(self.db, "BEGIN; INSERT INTO biz (note) VALUES ('paid');"
+                      "SELECT tenq.send_event('acme', 'order-7/paid', '{\"amount\": 120}');"
+                      "COMMIT;")
+        got = self.lease("ev1", wait_ms=10000)
+        self.assertEqual([x["id"] for x in got], [j["id"]])
+        steps = self.srv.ok("GET", "/v1/jobs/%d/steps" % j["id"])["steps"]
+        self.assertEqual(steps[0]["result"], {"amount": 120})
+        self.settle_events()
+
+    def test_a_rolled_back_event_is_never_sent(self):
+        j = self.park("ev2", "never")
+        psql(self.db, "BEGIN; SELECT tenq.send_event('acme', 'never', '1'); ROLLBACK;")
+        # one committed later for another key shows the inbox was read meanwhile
+        k = self.park("ev2b", "later")
+        psql(self.db, "SELECT tenq.send_event('acme', 'later', '2')")
+        self.assertEqual([x["id"] for x in self.lease("ev2b", wait_ms=10000)], [k["id"]])
+        self.assertEqual(self.srv.job(j["id"])["state"], "waiting")
+
+    def test_an_event_before_the_wait_is_kept_and_taken_once(self):
+        psql(self.db, "SELECT tenq.send_event('acme', 'early', '[1]')")
+        self.settle_events()
+        j = self.srv.submit(queue="ev3")
+        got = self.lease("ev3")[0]
+        ans = self.srv.ok("POST", "/v1/jobs/%d/steps" % j["id"],
+                          {"token": got["token"], "name": "w", "kind": "event", "event": "early"})
+        self.assertEqual((ans["done"], ans["result"]), (True, [1]))
+
+    def test_bad_arguments_raise_and_send_nothing(self):
+        for sql, word in [("SELECT tenq.send_event('bad tenant', 'k')", "tenant"),
+                          ("SELECT tenq.send_event('acme', '')", "key"),
+                          ("SELECT tenq.send_event('acme', NULL)", "key"),
+                          ("SELECT tenq.send_event('acme', 'k', to_jsonb(repeat('x', 1100000)))",
+                           "payload")]:
+            rc, out, err = psql(self.db, sql, check=False)
+            self.assertNotEqual(rc, 0, sql)
+            self.assertIn("tenq.send_event: " + word, err)
+        self.assertEqual(q1(self.db, "SELECT count(*) FROM tenq.event_inbox"), "0")
+
+    def settle_events(self):
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            if q1(self.db, "SELECT count(*) FROM tenq.event_inbox") == "0":
+                return
+            time.sleep(0.02)
+        self.fail("the event inbox was not taken in")
+
+
 class Takeover(unittest.TestCase):
     def test_jobs_committed_while_the_leader_is_gone_are_taken_in_once_by_the_next(self):
         if not os.environ.get("TENQ_TEST_PG_URL"):

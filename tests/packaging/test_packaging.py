@@ -38,7 +38,6 @@ import re
 import shlex
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -48,7 +47,8 @@ import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.abspath(os.path.join(HERE, "..", ".."))
-BIN = os.environ.get("TENQ_BIN") or os.path.join(SRC, "build", "tenq")
+sys.path.insert(0, os.path.join(HERE, "..", "lib"))
+from harness import BIN, free_port  # noqa: E402
 # other files in their place (to see the test catch a broken one)
 UNIT = os.environ.get("TENQ_UNIT") or os.path.join(SRC, "packaging", "tenq.service")
 SYSUSERS = os.path.join(SRC, "packaging", "tenq.sysusers")
@@ -81,14 +81,6 @@ def run(cmd, **kw):
     kw.setdefault("text", True)
     kw.setdefault("timeout", 600)
     return subprocess.run(cmd, **kw)
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def scratch(prefix):

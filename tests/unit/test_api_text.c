@@ -7,7 +7,9 @@
  * JSON shape, escapes, duplicates, reals jansson rewrites) and mutated. */
 #include "runner.h"
 
-#include "api/internal.h"
+#include "api/jbuf.h"
+#include "api/jobread.h"
+#include "api/request.h"
 #include "base/jreal.h"
 #include "base/jscan.h"
 
@@ -247,7 +249,7 @@ static verdict compare(const char *body, size_t n, const principal *who)
     return v;
 }
 
-static const principal admin = {ROLE_ADMIN, NULL};
+static const principal admin = {.role = ROLE_ADMIN};
 
 TEST(the_usual_shapes_are_read_in_place_exactly_as_jansson_reads_them)
 {
@@ -360,7 +362,7 @@ TEST(tenant_tokens_bind_the_tenant_and_queues_alike)
     char *qs[] = {"reports"};
     t.queues = qs;
     t.nqueues = 1;
-    principal who = {ROLE_TENANT, &t};
+    principal who = {.role = ROLE_TENANT, .tok = &t};
     const char *mine = "{\"queue\":\"reports\",\"type\":\"T\"}";
     verdict v = compare(mine, strlen(mine), &who);
     ASSERT(v.text_ok && v.tree_ok);

@@ -37,6 +37,14 @@
  *     limit leases nothing of it until it is under again), and the limit in
  *     force is the key's setting (its own, else the longest prefix's),
  *     else what its jobs say, restarts included;
+ *   - durable steps: a step is stored once (its own lease's repeat is a
+ *     duplicate, an earlier lease's is refused), a stale token stores
+ *     nothing; a parked job (a sleep, a wait for an event, a child) is not
+ *     leased before its time, its event (or its timeout) or its child's
+ *     end, and its next lease has the same attempt number; an event wakes
+ *     exactly the jobs of its tenant waiting for its key, or is kept for
+ *     the window and taken by the first wait; restarts load the steps and
+ *     kept events as a store keeps them.
  *   - args out of memory (the spilling run, a tiny args budget): a job's args
  *     as engine_job_get shows them (inline, or read back into the cache) are
  *     the args it was made with, and a job not yet collected never lacks
@@ -142,6 +150,41 @@ static struct model {
      * at a raised rank */
     int64_t aging_ms, aging_cap;
     uint64_t n_order_checks, n_aged_seen, n_order_pairs;
+    /* durable steps: per job, steps stored and how many before its lease;
+     * what a parked job waits for; the store's rows of steps and events */
+    struct job_st {
+        uint16_t n, before;
+        uint8_t park; /* PK_* */
+        uint8_t key;  /* PK_EVENT: its key */
+        uint16_t attempts;
+        int64_t until; /* PK_SLEEP: its time; PK_EVENT: its timeout (0: none) */
+        uint64_t child;
+    } * st;
+    struct srow {
+        engine_step_info x;
+        char name[16], event[8];
+    } * srows;
+    size_t nsrows, capsrows;
+    struct erow {
+        engine_event_info x;
+        int tenant, key;
+        bool gone;
+        char payload[32];
+    } * erows;
+    /* the model's own record of kept events: what a wait should take */
+    struct kev {
+        int t, k;
+        int64_t expires;
+        uint64_t no;
+        bool taken;
+    } * kevs;
+    size_t nkevs, capkevs;
+    uint64_t event_no;
+    size_t nerows, caperows;
+    uint64_t *ev_parked; /* ids parked on an event (some ended since) */
+    size_t n_ev_parked;
+    uint64_t n_steps, n_sleeps, n_waits, n_woken, n_taken, n_kept, n_timeouts, n_kids, n_suspended,
+        n_resumed;
 } M;
 
 /* Concurrency keys c0, c1, c2: their jobs say 1, 2 and nothing (the
@@ -150,6 +193,10 @@ static struct model {
 #define KEY_QUEUE_LIMIT 2
 static const char *ckeys[NCK] = {"c0", "c1", "c2"};
 static const uint32_t ckey_given[NCK] = {1, 2, 0};
+
+enum { PK_NONE, PK_SLEEP, PK_EVENT, PK_CHILD };
+#define EVENT_WINDOW_MS 300
+static const char *ev_keys[4] = {"e0", "e1", "e2", "e3"};
 
 #define ENDED_OK      1
 #define ENDED_REQUEUE 2
@@ -183,7 +230,8 @@ static engine_config model_config(void)
     engine_config c;
     engine_config_defaults(&c);
     c.seed = M.rng;
-    c.start_ms = M.now;               /* limits begin used up at every (re)start */
+    c.start_ms = M.now; /* limits begin used up at every (re)start */
+    c.event_window_ms = EVENT_WINDOW_MS;
     if (M.spill) c.args_budget = 400; /* three or four jobs' args inline, a few cached */
     return c;
 }
@@ -322,7 +370,8 @@ static void collect_args(void)
             continue;
         engine_job_info in;
         engine_job_get(c[i].job, &in);
-        if (in.payloads) continue;
+        /* payloads (none left: a new job whose payloads joined another) */
+        if (in.payloads || (!in.args && !in.args_missing)) continue;
         ASSERT_MSG(!in.args_missing, "job %llu's row is written without its args",
                    (unsigned long long)in.id);
         if (c[i].fields & ENGINE_JF_ARGS) { /* replaced (debounce): the row takes them */
@@ -352,10 +401,58 @@ static void read_ahead(void)
     }
 }
 
+/* The store's part for durable steps: rows of steps (new, and the end of
+ * a pending one) and of kept events (new, and taken). */
+static void collect_steps(void)
+{
+    size_t n;
+    const engine_change *c = engine_changes(M.e, &n);
+    for (size_t i = 0; i < n; i++) {
+        if (c[i].kind == ENGINE_CH_STEP && c[i].fields) {
+            const engine_step_info *x = c[i].step;
+            struct srow *r = NULL;
+            for (size_t k = M.nsrows; k-- > 0 && !r;)
+                if (M.srows[k].x.job_id == x->job_id && M.srows[k].x.pos == x->pos) r = &M.srows[k];
+            ASSERT_MSG(r && !r->x.done, "step %llu: the end of step %u of job %llu, not pending",
+                       (unsigned long long)M.steps, x->pos, (unsigned long long)x->job_id);
+            r->x.done = true;
+            r->x.size = x->size;
+        } else if (c[i].kind == ENGINE_CH_STEP) {
+            if (M.nsrows == M.capsrows) {
+                M.capsrows = M.capsrows ? M.capsrows * 2 : 1024;
+                M.srows = realloc(M.srows, M.capsrows * sizeof(*M.srows));
+            }
+            struct srow *r = &M.srows[M.nsrows++];
+            r->x = *c[i].step;
+            snprintf(r->name, sizeof r->name, "%s", c[i].step->name);
+            snprintf(r->event, sizeof r->event, "%s", c[i].step->event ? c[i].step->event : "");
+            r->x.name = r->x.event = r->x.result = r->x.error = NULL;
+        } else if (c[i].kind == ENGINE_CH_EVENT) {
+            if (M.nerows == M.caperows) {
+                M.caperows = M.caperows ? M.caperows * 2 : 256;
+                M.erows = realloc(M.erows, M.caperows * sizeof(*M.erows));
+            }
+            struct erow *r = &M.erows[M.nerows++];
+            r->x = *c[i].event;
+            r->tenant = idx_of(tenants, NT, c[i].event->tenant);
+            r->key = idx_of(ev_keys, 4, c[i].event->key);
+            r->gone = false;
+            snprintf(r->payload, sizeof r->payload, "%s", c[i].event->payload);
+            r->x.tenant = r->x.key = r->x.payload = NULL;
+        } else if (c[i].kind == ENGINE_CH_EVENT_GONE) {
+            bool found = false;
+            for (size_t k = 0; k < M.nerows && !found; k++)
+                if (M.erows[k].x.id == c[i].id) found = M.erows[k].gone = true;
+            ASSERT(found);
+        }
+    }
+}
+
 /* Ends the test's record of leases whose deadline passed at a tick. */
 static void clear_changes(void)
 {
     collect_args();
+    collect_steps();
     engine_changes_clear(M.e);
     M.seen_changes = 0;
 }
@@ -389,7 +486,7 @@ static void check_attempts(void)
         ASSERT_MSG(a->token > M.reported[a->job_id], "step %llu: attempt %llu of job %llu twice",
                    (unsigned long long)M.steps, (unsigned long long)a->token,
                    (unsigned long long)a->job_id);
-        ASSERT(a->outcome <= ENGINE_ATTEMPT_CANCELLED);
+        ASSERT(a->outcome <= ENGINE_ATTEMPT_CANCELLED || a->outcome == ENGINE_ATTEMPT_SUSPENDED);
         M.reported[a->job_id] = a->token;
         M.n_attempts++;
     }
@@ -816,6 +913,30 @@ static void op_lease(void)
         l->leased_at = M.now;
         l->timeout_ms = in.timeout_ms ? in.timeout_ms : q == 1 ? TIMEOUT_MS : 0;
         ASSERT_EQ(in.lease_until, want_deadline(l));
+        struct job_st *js = &M.st[in.id];
+        if (js->park) { /* parked: its time, its event's timeout or its child's end came */
+            engine_job *cj = js->park == PK_CHILD ? engine_find(M.e, js->child) : NULL;
+            /* a child that died and was requeued from the morgue since is running again */
+            ASSERT_MSG(js->park == PK_CHILD ? !cj || engine_job_state(cj) >= ENGINE_DEAD ||
+                                                  (M.ended[js->child] & ENDED_REQUEUE)
+                                            : js->until && M.now >= js->until,
+                       "step %llu: job %llu leased while it waits (park %d, until %lld)",
+                       (unsigned long long)M.steps, (unsigned long long)in.id, js->park,
+                       (long long)js->until);
+            if (js->park == PK_EVENT) M.n_timeouts++;
+            js->park = PK_NONE;
+        }
+        if (js->attempts) { /* resumed: the same attempt goes on */
+            ASSERT_MSG(in.attempts == js->attempts,
+                       "step %llu: job %llu resumed as attempt %u, "
+                       "parked as %u",
+                       (unsigned long long)M.steps, (unsigned long long)in.id, in.attempts,
+                       js->attempts);
+            js->attempts = 0;
+            M.n_resumed++;
+        }
+        ASSERT_EQ(in.n_steps, js->n);
+        js->before = js->n;
         l->live = true;
         M.live[M.n_live++] = in.id;
         l->token = in.token;
@@ -896,6 +1017,179 @@ static uint64_t pick_live(void)
     return M.n_live ? M.live[rnd() % M.n_live] : 0;
 }
 
+/* The model's kept event a wait of (t, k) takes now: the oldest within
+ * its window not taken yet, or NULL. */
+static struct kev *kev_first(int t, int k)
+{
+    for (size_t i = 0; i < M.nkevs; i++) {
+        struct kev *v = &M.kevs[i];
+        if (!v->taken && v->t == t && v->k == k && v->expires > M.now) return v;
+    }
+    return NULL;
+}
+
+/* A step of a leased job: stored, sent again, refused, or a wait. */
+static void op_step(uint64_t id, live_lease *l)
+{
+    struct job_st *js = &M.st[id];
+    engine_job_info in;
+    engine_job_get(engine_find(M.e, id), &in);
+    ASSERT_EQ(in.n_steps, js->n);
+    engine_step_req r;
+    memset(&r, 0, sizeof r);
+    engine_step_res res;
+    engine_err err;
+    char name[16];
+    int what = rn(12);
+    if (what == 0 && js->n > js->before) { /* this lease's step, its answer lost */
+        snprintf(name, sizeof name, "s%u", js->n - 1u);
+        r.name = name;
+        ASSERT_EQ(engine_step(M.e, M.now, id, l->token, &r, &res, &err), 0);
+        ASSERT(res.duplicate && res.pos == js->n - 1u);
+        return;
+    }
+    if (what == 1 && js->before > 0) { /* an earlier lease's */
+        snprintf(name, sizeof name, "s%u", (unsigned)rn(js->before));
+        r.name = name;
+        ASSERT_EQ(engine_step(M.e, M.now, id, l->token, &r, &res, &err), TENQ_ECONFLICT);
+        ASSERT_STR(err.field, "name");
+        return;
+    }
+    if (what == 2 && l->token > 1) { /* a stale token stores nothing */
+        snprintf(name, sizeof name, "s%u", js->n);
+        r.name = name;
+        ASSERT_EQ(engine_step(M.e, M.now, id, l->token - 1, &r, &res, &err), TENQ_ECONFLICT);
+        ASSERT_STR(err.field, "token");
+        return;
+    }
+    snprintf(name, sizeof name, "s%u", js->n);
+    r.name = name;
+    int kind = rn(8), t = l->tenant, k = rn(4);
+    char result[32];
+    snprintf(result, sizeof result, "{\"i\":%u}", js->n);
+    struct kev *kept = NULL;
+    if (kind < 4) {
+        r.kind = ENGINE_STEP_RUN;
+        r.result = result;
+        r.result_len = (uint32_t)strlen(result);
+    } else if (kind == 4) {
+        r.kind = ENGINE_STEP_SLEEP;
+        r.until = M.now + 1 + rn(300);
+    } else if (kind < 7) {
+        r.kind = ENGINE_STEP_EVENT;
+        r.event = ev_keys[k];
+        r.timeout_ms = rn(3) ? 50 + rn(400) : 0;
+        kept = kev_first(t, k);
+    } else {
+        r.kind = ENGINE_STEP_CHILD;
+        r.child.queue = queues[0];
+        r.child.type = types[rn(2)];
+    }
+    bool parks = kind >= 4 && !kept;
+    int rc = engine_step(M.e, M.now, id, l->token, &r, &res, &err);
+    if (parks && (l->queue == 3 || in.cancel_requested)) { /* at-most-once, or being cancelled */
+        ASSERT_EQ(rc, TENQ_ECONFLICT);
+        engine_job_get(engine_find(M.e, id), &in);
+        ASSERT_EQ(in.n_steps, js->n);
+        return;
+    }
+    ASSERT_MSG(rc == 0, "step %llu: step of job %llu: %s", (unsigned long long)M.steps,
+               (unsigned long long)id, err.message);
+    ASSERT_EQ(res.pos, js->n);
+    ASSERT(!res.duplicate);
+    js->n++;
+    M.n_steps++;
+    if (kept) { /* a kept event is taken at once, the oldest */
+        char want[32];
+        snprintf(want, sizeof want, "{\"n\":%llu}", (unsigned long long)kept->no);
+        ASSERT_MSG(res.done && !res.parked && res.result && strcmp(res.result, want) == 0,
+                   "step %llu: job %llu's wait took %s, the model kept %s",
+                   (unsigned long long)M.steps, (unsigned long long)id,
+                   res.result ? res.result : "nothing", want);
+        kept->taken = true;
+        M.n_taken++;
+        return;
+    }
+    ASSERT_EQ(res.parked, parks);
+    if (!parks) return;
+    if (res.state == ENGINE_EXPIRED) { /* parked at or past its expire_at: it ends so */
+        ASSERT(M.expire_at[id] && M.now >= M.expire_at[id]);
+        l->live = false;
+        M.n_suspended++; /* the attempt ended so (suspended) */
+        return;
+    }
+    /* the lease ended: the job waits */
+    ASSERT_EQ(res.state, kind == 4 ? ENGINE_SCHEDULED : ENGINE_WAITING);
+    l->live = false;
+    js->park = kind == 4 ? PK_SLEEP : kind < 7 ? PK_EVENT : PK_CHILD;
+    js->attempts = (uint16_t)in.attempts;
+    js->until = kind == 4 ? r.until : kind < 7 && r.timeout_ms ? M.now + r.timeout_ms : 0;
+    js->key = (uint8_t)k;
+    js->child = res.child;
+    M.n_suspended++;
+    if (kind == 4) M.n_sleeps++;
+    if (js->park == PK_EVENT) {
+        M.n_waits++;
+        M.ev_parked[M.n_ev_parked++] = id;
+    }
+    if (js->park == PK_CHILD) {
+        ASSERT(res.child > id);
+        M.lease[res.child].tenant = t; /* the parent's tenant */
+        M.n_kids++;
+    }
+}
+
+/* An event: it wakes exactly the jobs of its tenant that the model has
+ * parked on its key (and the engine still holds waiting), else it is kept. */
+static void op_event(void)
+{
+    int t = rn(NT), k = rn(4);
+    char payload[32];
+    uint64_t no = ++M.event_no;
+    snprintf(payload, sizeof payload, "{\"n\":%llu}", (unsigned long long)no);
+    uint64_t ids[256];
+    engine_event_res res;
+    engine_err err;
+    ASSERT_EQ(engine_event_send(M.e, M.now, tenants[t], ev_keys[k], payload,
+                                (uint32_t)strlen(payload), ids, 256, &res, &err),
+              0);
+    size_t want = 0, keep = 0;
+    for (size_t i = 0; i < M.n_ev_parked; i++) {
+        uint64_t id = M.ev_parked[i];
+        struct job_st *js = &M.st[id];
+        engine_job *j = engine_find(M.e, id);
+        if (js->park != PK_EVENT || !j) continue; /* resumed, or ended */
+        M.ev_parked[keep++] = id;
+        /* still waiting: its timeout has not come (a tick at now made it ready) */
+        if (js->key != k || M.lease[id].tenant != t || (js->until && js->until <= M.now) ||
+            engine_job_state(j) >= ENGINE_DEAD)
+            continue;
+        bool got = false;
+        for (size_t d = 0; d < res.delivered && d < 256; d++) got |= ids[d] == id;
+        ASSERT_MSG(got, "step %llu: event %s of %s did not wake job %llu",
+                   (unsigned long long)M.steps, ev_keys[k], tenants[t], (unsigned long long)id);
+        js->park = PK_NONE;
+        M.n_woken++;
+        want++;
+    }
+    M.n_ev_parked = keep;
+    if (res.delivered != want)
+        for (size_t d = 0; d < res.delivered; d++)
+            fprintf(stderr, "  woke %llu: park %d key %d tenant %d\n", (unsigned long long)ids[d],
+                    M.st[ids[d]].park, M.st[ids[d]].key, M.lease[ids[d]].tenant);
+    ASSERT_MSG(res.delivered == want, "step %llu: event %s of %s woke %zu jobs, the model %zu",
+               (unsigned long long)M.steps, ev_keys[k], tenants[t], res.delivered, want);
+    ASSERT_EQ(res.kept, want == 0);
+    if (res.kept) {
+        if (M.nkevs == M.capkevs) {
+            M.capkevs = M.capkevs ? M.capkevs * 2 : 256;
+            M.kevs = realloc(M.kevs, M.capkevs * sizeof(*M.kevs));
+        }
+        M.kevs[M.nkevs++] = (struct kev){t, k, M.now + EVENT_WINDOW_MS, no, false};
+        M.n_kept++;
+    }
+}
+
 static void op_worker(void)
 {
     uint64_t id = pick_live();
@@ -907,8 +1201,10 @@ static void op_worker(void)
         ASSERT_EQ(engine_ack(M.e, M.now, id, l->token - 1, NULL, NULL, &err), TENQ_ECONFLICT);
         return;
     }
-    int what = rn(10);
-    if (what < 2) {
+    int what = rn(13);
+    if (what >= 10) {
+        op_step(id, l);
+    } else if (what < 2) {
         ASSERT_EQ(engine_start(M.e, M.now, id, l->token, &err), 0);
     } else if (what < 4) {
         int64_t until;
@@ -1057,6 +1353,13 @@ static int cmp_seq(const void *a, const void *b)
     return x->lane_seq < y->lane_seq ? -1 : x->lane_seq > y->lane_seq;
 }
 
+static int cmp_step_row(const void *a, const void *b)
+{
+    const struct srow *x = a, *y = b;
+    if (x->x.job_id != y->x.job_id) return x->x.job_id < y->x.job_id ? -1 : 1;
+    return x->x.pos < y->x.pos ? -1 : x->x.pos > y->x.pos;
+}
+
 /* A restart: copy every resident job out (as the store holds them) and load
  * them into a fresh engine. */
 static void op_restart(void)
@@ -1186,7 +1489,32 @@ static void op_restart(void)
     for (size_t i = 0; i < ne; i++)
         engine_load_dep(M.e, edges[i].child, edges[i].parent, edges[i].policy);
     free(edges);
+    /* steps in (job, pos) order, then kept events, as a store's load gives them */
+    struct srow *rows = malloc((M.nsrows + 1) * sizeof *rows);
+    memcpy(rows, M.srows, M.nsrows * sizeof *rows);
+    qsort(rows, M.nsrows, sizeof *rows, cmp_step_row);
+    for (size_t i = 0; i < M.nsrows; i++) {
+        engine_step_info x = rows[i].x;
+        x.name = rows[i].name;
+        x.event = rows[i].event[0] ? rows[i].event : NULL;
+        engine_err err;
+        ASSERT_MSG(engine_load_step(M.e, M.now, &x, &err) == 0, "load step: %s", err.message);
+    }
+    free(rows);
     engine_load_deps_done(M.e, M.now);
+    uint64_t max_event = 0;
+    for (size_t i = 0; i < M.nerows; i++) {
+        struct erow *r = &M.erows[i];
+        if (r->x.id > max_event) max_event = r->x.id;
+        if (r->gone) continue;
+        engine_event_info x = r->x;
+        x.tenant = tenants[r->tenant];
+        x.key = ev_keys[r->key];
+        x.payload = r->payload;
+        x.len = (uint32_t)strlen(r->payload);
+        ASSERT_EQ(engine_load_event(M.e, M.now, &x, NULL), 0);
+    }
+    engine_load_event_id(M.e, max_event);
     engine_loading(M.e, false);
     clear_changes();
     M.n_restarts++;
@@ -1254,6 +1582,8 @@ static void run_model(uint64_t seed, uint64_t ops, bool spill)
     M.cb_seen = calloc(MAXB + 1, sizeof *M.cb_seen);
     M.expire_at = calloc(MAXJ + 1, sizeof *M.expire_at);
     M.seen_expired = calloc(MAXJ + 1, 1);
+    M.st = calloc(MAXJ + 1, sizeof *M.st);
+    M.ev_parked = calloc(MAXJ + 1, sizeof(uint64_t));
     for (int t = 0; t < NT; t++) M.slots[t] = (uint32_t)(1 + rn(4));
     for (int q = 0; q < NQ; q++) M.cap[q] = ENGINE_UNLIMITED;
     M.rl_tenant = (rate_log){.rate = 3, .burst = 2, .period = 100};
@@ -1290,7 +1620,10 @@ static void run_model(uint64_t seed, uint64_t ops, bool spill)
         } else if (r < 70) {
             op_worker();
         } else if (r < 75) {
-            op_cancel();
+            if (rn(3))
+                op_cancel();
+            else
+                op_event();
         } else if (r < 79 || (tot.dead > 40 && r < 85)) {
             op_morgue();
         } else if (r < 81) {
@@ -1342,7 +1675,18 @@ static void run_model(uint64_t seed, uint64_t ops, bool spill)
             (unsigned long long)M.n_debounce_made, (unsigned long long)M.n_debounced,
             (unsigned long long)M.n_debounced_leases);
     ASSERT(M.n_leased > ops / 50);
-    ASSERT_EQ(M.n_attempts, M.n_failed + M.n_expired); /* every end but an ack, once */
+    /* every end but an ack, once */
+    ASSERT_EQ(M.n_attempts, M.n_failed + M.n_expired + M.n_suspended);
+    fprintf(stderr,
+            "  steps: %llu stored, %llu sleeps, %llu waits (%llu woken, %llu timed out), %llu "
+            "events kept (%llu taken), %llu children, %llu resumed\n",
+            (unsigned long long)M.n_steps, (unsigned long long)M.n_sleeps,
+            (unsigned long long)M.n_waits, (unsigned long long)M.n_woken,
+            (unsigned long long)M.n_timeouts, (unsigned long long)M.n_kept,
+            (unsigned long long)M.n_taken, (unsigned long long)M.n_kids,
+            (unsigned long long)M.n_resumed);
+    ASSERT(M.n_steps > 0 && M.n_sleeps > 0 && M.n_woken > 0 && M.n_timeouts > 0 && M.n_taken > 0 &&
+           M.n_kids > 0 && M.n_resumed > 0);
     ASSERT(M.n_expired > 0 && M.n_dead > 0 && M.n_merged > 0 && M.n_restarts > 0 && M.n_pauses > 0);
     ASSERT(M.n_children_leased > 0);
     ASSERT(M.n_batches > 0 && M.n_callbacks > 0 && M.n_fanouts > 0);
@@ -1373,6 +1717,11 @@ static void run_model(uint64_t seed, uint64_t ops, bool spill)
     free(M.cb_seen);
     free(M.expire_at);
     free(M.seen_expired);
+    free(M.st);
+    free(M.ev_parked);
+    free(M.srows);
+    free(M.erows);
+    free(M.kevs);
 }
 
 static uint64_t model_ops(uint64_t dflt)

@@ -283,6 +283,36 @@ for line in sys.stdin:
         print("this is not JSON", flush=True)
         say({"id": id + 1000, "ok": True})
         say({"id": id, "ok": True, "result": "after noise"})
+    elif mode == "steps":
+        # durable steps: each asked on stdout, answered on stdin
+        done = {s["name"]: s for s in job.get("steps", [])}
+        def ask(o):
+            say(o)
+            return json.loads(sys.stdin.readline())
+        if "one" not in done:
+            with open(os.path.join(args["marks"], "one-%d" % id), "a") as f:
+                f.write("ran\n")  # the step's code: once per job
+            assert ask({"id": id, "step": "one", "result": {"v": 1}})["ok"]
+        if "nap" not in done and ask({"id": id, "sleep": "nap", "duration_ms": 200})["parked"]:
+            continue
+        if "evt" in done:
+            payload = done["evt"]["result"]
+        else:
+            r = ask({"id": id, "wait_event": "evt", "event": "ev-%d" % id})
+            if r["parked"]:
+                continue
+            payload = r["result"]
+        if "kid" in done:
+            kid = done["kid"]["result"]
+        else:
+            r = ask({"id": id, "run_child": "kid", "job": {"queue": args["kids"], "type": "K",
+                                                           "args": {"for": id}}})
+            if r["parked"]:
+                continue
+            kid = r["result"]
+        say({"id": id, "ok": True, "result": {"one": done.get("one", {}).get("result"),
+                                              "event": payload, "kid": kid,
+                                              "attempt": job["attempt"]}})
 """
 
 LINES_SH = r"""#!/bin/sh
@@ -604,6 +634,34 @@ class LinesTest(unittest.TestCase):
         j = wait_job(id)
         self.assertEqual(j["result"], "after progress")
         self.assertEqual(w.stop(), 0)
+
+    def test_durable_steps_through_the_lines_protocol(self):
+        q, kids = "li-steps", "li-steps-kids"
+        id = submit(q, {"mode": "steps", "marks": os.path.join(S["tmp"], "marks"),
+                        "kids": kids})
+        w = self.worker(q, pool=1)
+        kw = self.worker(kids, pool=1)  # the child's handler answers {"pid", "args", ...}
+        wait_for(lambda: job(id)["state"] == "waiting", 20, "the wait for its event")
+        self.assertEqual(job(id)["waiting"]["reason"], "event")
+        st, ans = api("POST", "/v1/events", {"tenant": "acme", "key": "ev-%d" % id,
+                                             "payload": {"paid": True}})
+        self.assertEqual(ans["delivered"], 1)
+        j = wait_job(id, ("succeeded", "dead"), timeout=30)
+        self.assertEqual(j["state"], "succeeded", j)
+        r = j["result"]
+        self.assertEqual((r["one"], r["event"], r["attempt"]), ({"v": 1}, {"paid": True}, 1))
+        self.assertEqual(r["kid"]["args"], {"for": id})
+        # step one's code ran once, though the handler ran the job four times
+        with open(os.path.join(S["tmp"], "marks", "one-%d" % id)) as f:
+            self.assertEqual(f.read(), "ran\n")
+        steps = api("GET", "/v1/jobs/%d/steps" % id)[1]["steps"]
+        self.assertEqual([(s["name"], s["kind"]) for s in steps],
+                         [("one", "step"), ("nap", "sleep"), ("evt", "event"), ("kid", "child")])
+        att = api("GET", "/v1/jobs/%d/attempts" % id)[1]["attempts"]
+        self.assertEqual([a["outcome"] for a in att],
+                         ["suspended", "suspended", "suspended", "succeeded"])
+        self.assertEqual(w.stop(), 0)
+        self.assertEqual(kw.stop(), 0)
 
     def test_handler_that_dies_is_restarted(self):
         q = "li-die"

@@ -474,6 +474,205 @@ TEST(server_away_then_second_stop_abandons)
 
 /* ---- errors ---- */
 
+/* ---- durable steps ---- */
+
+static atomic_int ran_a, ran_b, ran_c, runs;
+
+/* Steps a and b, then a failure on the first attempt; c on the second. */
+static tenq_result h_steps(tenq_task *t, void *ctx)
+{
+    (void)ctx;
+    atomic_fetch_add(&runs, 1);
+    const char *a, *b;
+    if (tenq_task_step_get(t, "a", &a) == TENQ_ENOT_FOUND) {
+        atomic_fetch_add(&ran_a, 1);
+        ASSERT_EQ(tenq_task_step_put(t, "a", "{\"n\":1}"), 0);
+        a = "{\"n\":1}";
+    }
+    if (tenq_task_step_get(t, "b", &b) == TENQ_ENOT_FOUND) {
+        atomic_fetch_add(&ran_b, 1);
+        ASSERT_EQ(tenq_task_step_put(t, "b", "[2]"), 0);
+        return tenq_result_fail("after b", 0); /* retried at once */
+    }
+    const char *c;
+    if (tenq_task_step_get(t, "c", &c) == TENQ_ENOT_FOUND) {
+        atomic_fetch_add(&ran_c, 1);
+        ASSERT_EQ(tenq_task_step_put(t, "c", "3"), 0);
+    }
+    char out[256];
+    snprintf(out, sizeof out, "{\"a\":%s,\"b\":%s}", a, b);
+    return tenq_result_ok(out);
+}
+
+TEST(steps_run_once_across_attempts)
+{
+    test_server_start(NULL);
+    tenq_client *c = client();
+    uint64_t id = submit(c, "ws", "S", NULL);
+    tenq_worker *w = worker("ws", 1, 5000);
+    ASSERT(tenq_worker_handle(w, "S", h_steps, NULL) == 0);
+    running r;
+    run_start(&r, w);
+    tenq_job *j = wait_done(c, id, true);
+    ASSERT_EQ(j->state, TENQ_STATE_SUCCEEDED);
+    ASSERT_STR(j->result_json, "{\"a\":{\"n\":1},\"b\":[2]}");
+    ASSERT_EQ(j->attempts, 2);
+    tenq_job_free(j);
+    ASSERT_EQ(atomic_load(&runs), 2);
+    ASSERT_EQ(atomic_load(&ran_a), 1);
+    ASSERT_EQ(atomic_load(&ran_b), 1);
+    ASSERT_EQ(atomic_load(&ran_c), 1);
+    tenq_step *v;
+    size_t n;
+    ASSERT_EQ(tenq_steps(c, id, &v, &n), 0);
+    ASSERT_EQ(n, 3);
+    ASSERT_STR(v[0].name, "a");
+    ASSERT_STR(v[1].result_json, "[2]");
+    ASSERT_EQ(v[1].attempt, 1);
+    ASSERT_EQ(v[2].attempt, 2);
+    ASSERT(v[2].done && v[2].kind == TENQ_STEP_RUN);
+    tenq_steps_free(v, n);
+    ASSERT_EQ(run_stop(&r), 0);
+    tenq_client_free(c);
+}
+
+static atomic_int park_runs;
+
+/* A sleep, a wait for an event, a child: each parks the job once. */
+static tenq_result h_park(tenq_task *t, void *ctx)
+{
+    (void)ctx;
+    atomic_fetch_add(&park_runs, 1);
+    bool parked;
+    ASSERT_EQ(tenq_task_sleep(t, "nap", 300, &parked), 0);
+    if (parked) return tenq_result_parked();
+    char key[64];
+    snprintf(key, sizeof key, "go-%llu", (unsigned long long)tenq_task_job(t)->id);
+    const char *payload;
+    ASSERT_EQ(tenq_task_wait_event(t, "go", key, 0, &payload, &parked), 0);
+    if (parked) return tenq_result_parked();
+    tenq_submit_req kid = {0};
+    kid.queue = "wk";
+    kid.type = "K";
+    kid.args_json = payload;
+    const char *result, *error;
+    ASSERT_EQ(tenq_task_run_child(t, "kid", &kid, &result, &error, &parked), 0);
+    if (parked) return tenq_result_parked();
+    ASSERT(error == NULL);
+    const char *late;
+    /* a timeout: the wait ends without its event */
+    int rc = tenq_task_wait_event(t, "never", "never", 200, &late, &parked);
+    if (parked) return tenq_result_parked();
+    ASSERT_EQ(rc, TENQ_ETIMEOUT);
+    char out[256];
+    snprintf(out, sizeof out, "{\"event\":%s,\"kid\":%s}", payload, result);
+    return tenq_result_ok(out);
+}
+
+static tenq_result h_kid(tenq_task *t, void *ctx)
+{
+    (void)ctx;
+    char out[128];
+    snprintf(out, sizeof out, "{\"got\":%s}", tenq_task_job(t)->args_json);
+    return tenq_result_ok(out);
+}
+
+TEST(sleep_event_and_child_park_the_job_and_it_resumes)
+{
+    test_server_start(NULL);
+    tenq_client *c = client();
+    uint64_t id = submit(c, "wq", "P", NULL);
+    tenq_worker *w = worker("wq", 1, 5000);
+    ASSERT(tenq_worker_handle(w, "P", h_park, NULL) == 0);
+    tenq_worker *wk = worker("wk", 1, 5000);
+    ASSERT(tenq_worker_handle(wk, "K", h_kid, NULL) == 0);
+    running r, rk;
+    run_start(&r, w);
+    run_start(&rk, wk);
+    /* after the sleep it waits for its event */
+    int64_t until = test_now_ms() + 20000;
+    for (;;) {
+        tenq_job *j = NULL;
+        ASSERT(tenq_status(c, id, &j) == 0);
+        bool waiting = j->state == TENQ_STATE_WAITING;
+        tenq_job_free(j);
+        if (waiting) break;
+        ASSERT_MSG(test_now_ms() < until, "the job never waited for its event");
+        test_sleep_ms(20);
+    }
+    char key[64];
+    snprintf(key, sizeof key, "go-%llu", (unsigned long long)id);
+    size_t delivered = 0;
+    bool kept = true;
+    ASSERT_MSG(tenq_send_event(c, "acme", key, "{\"x\":1}", &delivered, &kept) == 0, "%s",
+               tenq_errmsg(c));
+    ASSERT_EQ(delivered, 1);
+    ASSERT(!kept);
+    tenq_job *j = wait_done(c, id, true);
+    ASSERT_EQ(j->state, TENQ_STATE_SUCCEEDED);
+    ASSERT_STR(j->result_json, "{\"event\":{\"x\":1},\"kid\":{\"got\":{\"x\":1}}}");
+    ASSERT_EQ(j->attempts, 1); /* parked leases are not failed attempts */
+    tenq_job_free(j);
+    /* the first run, and one after each of the four waits */
+    ASSERT_EQ(atomic_load(&park_runs), 5);
+    tenq_step *v;
+    size_t n;
+    ASSERT_EQ(tenq_steps(c, id, &v, &n), 0);
+    ASSERT_EQ(n, 4);
+    ASSERT(v[0].kind == TENQ_STEP_SLEEP && v[1].kind == TENQ_STEP_EVENT &&
+           v[2].kind == TENQ_STEP_CHILD && v[3].kind == TENQ_STEP_EVENT);
+    ASSERT_STR(v[1].result_json, "{\"x\":1}");
+    ASSERT_EQ(v[2].child_state, TENQ_STATE_SUCCEEDED);
+    ASSERT_STR(v[3].error, "timed out");
+    tenq_steps_free(v, n);
+    ASSERT_EQ(run_stop(&r), 0);
+    ASSERT_EQ(run_stop(&rk), 0);
+    tenq_client_free(c);
+}
+
+/* An event step whose first answer was lost: the handler's own request
+ * stored it (taking a kept event); the task's, sent again, is answered a
+ * duplicate without the payload, which it reads back from the steps. */
+static tenq_result h_dup_event(tenq_task *t, void *ctx)
+{
+    (void)ctx;
+    const tenq_job *job = tenq_task_job(t);
+    tenq_client *c = client();
+    tenq_step_req r = {.name = "ev", .kind = TENQ_STEP_EVENT, .event = "dup-key"};
+    tenq_step_res res;
+    ASSERT_MSG(tenq_step_store(c, job->id, job->token, &r, &res) == 0, "%s", tenq_errmsg(c));
+    ASSERT(res.done && !res.parked);
+    tenq_free(res.result_json);
+    tenq_client_free(c);
+    const char *payload;
+    bool parked;
+    ASSERT_EQ(tenq_task_wait_event(t, "ev", "dup-key", 0, &payload, &parked), 0);
+    ASSERT(!parked);
+    return tenq_result_ok(payload);
+}
+
+TEST(an_event_step_sent_again_reads_its_payload_back)
+{
+    test_server_start(NULL);
+    tenq_client *c = client();
+    size_t delivered = 1;
+    bool kept = false;
+    ASSERT_MSG(tenq_send_event(c, "acme", "dup-key", "{\"early\":true}", &delivered, &kept) == 0,
+               "%s", tenq_errmsg(c));
+    ASSERT(kept && delivered == 0);
+    uint64_t id = submit(c, "wd", "D", NULL);
+    tenq_worker *w = worker("wd", 1, 5000);
+    ASSERT(tenq_worker_handle(w, "D", h_dup_event, NULL) == 0);
+    running r;
+    run_start(&r, w);
+    tenq_job *j = wait_done(c, id, true);
+    ASSERT_EQ(j->state, TENQ_STATE_SUCCEEDED);
+    ASSERT_STR(j->result_json, "{\"early\":true}");
+    tenq_job_free(j);
+    ASSERT_EQ(run_stop(&r), 0);
+    tenq_client_free(c);
+}
+
 TEST(api_errors)
 {
     tenq_worker_options o;

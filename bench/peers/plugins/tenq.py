@@ -2,7 +2,10 @@
 """tenq as systems of the peer benchmark: tenq-sqlite, tenq-postgres, and
 tenq-postgres-standbys (tenq-postgres with two standby servers attached to
 the same database, which the driver never talks to: what a leader pays for
-its fenced writes and renewals while others stand by).
+its fenced writes and renewals while others stand by), and tenq-tls
+(tenq-sqlite over https: a certificate made for the run by
+tests/lib/certs.sh, the driver given its CA in TENQ_CA_FILE; run when named,
+beside tenq-sqlite: --only tenq-sqlite,tenq-tls).
 
 They run once a tenq driver exists: an executable that takes the arguments and
 prints the JSON of bench/peers/README.md ("The driver contract"). Its path is
@@ -19,11 +22,13 @@ def register_systems(register, base):
     class Tenq(base.System):
         family = "tenq"
 
-        def __init__(self, name, store, standbys=0):
+        def __init__(self, name, store, standbys=0, tls=False):
             self.name = name
             self.store = store
             self.standbys = standbys
-            self.by_default = standbys == 0  # the variant runs when named (--only)
+            self.tls = tls
+            self.ca = None
+            self.by_default = standbys == 0 and not tls  # the variants run when named (--only)
             self.proc = None
             self.others = []
             self.pgdir = None
@@ -61,11 +66,21 @@ def register_systems(register, base):
                     raise RuntimeError("pgtmp.sh start failed: " + r.stderr[-500:])
                 store = r.stdout.strip()
             port = base.free_port()
+            tls = []
+            if self.tls:
+                certs = os.path.join(base.REPO, "tests", "lib", "certs.sh")
+                for args in (["ca", tmpdir, "ca"], ["leaf", tmpdir, "srv", "ca", "localhost",
+                                                     "DNS:localhost,IP:127.0.0.1"]):
+                    subprocess.run(["sh", certs] + args, check=True)
+                tls = ["--tls-cert", os.path.join(tmpdir, "srv.pem"),
+                       "--tls-key", os.path.join(tmpdir, "srv.key")]
+                self.ca = os.path.join(tmpdir, "ca.pem")
             self.logf = open(os.path.join(tmpdir, "tenq.log"), "w")
-            self.proc = subprocess.Popen([self.bin(), "serve", "--listen", f"127.0.0.1:{port}", "--store", store],
-                                         stdout=self.logf, stderr=subprocess.STDOUT, start_new_session=True)
+            self.proc = subprocess.Popen([self.bin(), "serve", "--listen", f"127.0.0.1:{port}", "--store", store]
+                                         + tls, stdout=self.logf, stderr=subprocess.STDOUT,
+                                         start_new_session=True)
             base.wait_port(port, self.proc)
-            self.url = f"http://127.0.0.1:{port}"
+            self.url = f"{'https' if self.tls else 'http'}://127.0.0.1:{port}"
             for i in range(self.standbys):
                 sport = base.free_port()
                 p = subprocess.Popen([self.bin(), "serve", "--listen", f"127.0.0.1:{sport}",
@@ -92,7 +107,7 @@ def register_systems(register, base):
         def durability(self, url):
             if self.store == "sqlite":
                 return ("SQLite WAL, synchronous=FULL (the default): every submit and outcome fsync'd before"
-                        " it is answered (group commit)")
+                        " it is answered (group commit)" + ("; over TLS 1.3" if self.tls else ""))
             return "PostgreSQL 15, every submit and outcome committed before it is answered: " + ", ".join(
                 f"{k}={v}" for k, v in base.psql_show(self._pgurl(), "synchronous_commit", "fsync").items())
 
@@ -104,9 +119,12 @@ def register_systems(register, base):
                 return ""
 
         def driver(self):
+            if self.tls:
+                return ["env", f"TENQ_CA_FILE={self.ca}", self.drv(), "--system", self.name]
             return [self.drv(), "--system", self.name]
 
     base.Tenq = Tenq  # for the client libraries' plug-ins (tenq_client_*.py)
     register(Tenq("tenq-sqlite", "sqlite"))
     register(Tenq("tenq-postgres", "postgres"))
     register(Tenq("tenq-postgres-standbys", "postgres", standbys=2))
+    register(Tenq("tenq-tls", "sqlite", tls=True))

@@ -59,6 +59,7 @@ static tenq_client *client(void)
     const char *servers[1] = {opt.url};
     o.servers = servers;
     o.nservers = 1;
+    o.ca_file = getenv("TENQ_CA_FILE"); /* tenq-tls: the CA of the server's certificate */
     o.request_timeout_ms = 120000;
     tenq_client *c;
     if (tenq_client_new(&o, &c) != 0) die("client", NULL);

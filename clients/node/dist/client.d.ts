@@ -1,9 +1,3 @@
-/**
- * The client: every request of the protocol a submitter and a worker make,
- * over keep-alive connections to one server or several (see transport.ts for
- * leader following and failover). Answers come back as camelCase objects;
- * refusals as the TenqError subclass of their error code.
- */
 import { TenqError } from "./errors";
 import type { JsonValue } from "./json";
 import { type ClientOptions, type Resolved } from "./options";
@@ -11,6 +5,7 @@ import { type Answer, type Method } from "./transport";
 import { type Instrumentation, type Sending } from "./otel";
 import { type Queryable } from "./tx";
 import type { Attempt, BatchCreated, BatchFilter, BatchInfo, BatchPage, BatchResult, CreateBatchOptions, JobParents, CancelResult, FailOptions, Health, Job, JobPage, JobSpec, KeyFilter, KeyPage, KeySetting, LeaseRequest, LeaseResult, ListFilter, MorgueFilter, MorguePage, Outcome, OutcomeResult, QueueInfo, QueueSettings, Schedule, ScheduleSpec, SubmitResult, TenantInfo, TenantSettings } from "./types";
+import { type EventResult, type Step } from "./steps";
 /** The most jobs one POST /v1/jobs takes. */
 export declare const MAX_BATCH_JOBS = 10000;
 /** The header a submit request is made safe to send again with. */
@@ -75,16 +70,21 @@ export declare class Client {
      * `Idempotency-Key` made before its first try and the same on every
      * retry (to any server), so a retry whose first try was made is
      * answered with the first answer (`replayed: true`) and makes nothing.
+     * A 429 `overloaded` or `quota_exceeded` is waited out for up to
+     * `backpressureBudgetMs` (default 60 s), then thrown (OverloadedError,
+     * QuotaExceededError).
      */
     submit(spec: JobSpec, o?: SubmitCallOptions): Promise<SubmitResult>;
     /** Submits a job made by `prepare`. */
     submitPrepared(fields: Record<string, unknown>, o?: SubmitCallOptions): Promise<SubmitResult>;
-    /** POST /v1/jobs under a request key: a 2xx answer, else its typed error. */
+    /** POST /v1/jobs under a request key: a 2xx answer, else its typed error (see `postKeyed`). */
     private postJobs;
     /**
      * Submits many jobs, 10,000 a request (more are split), each answered at
      * its index: made, deduplicated, or refused on its own. Each request
-     * carries its own `Idempotency-Key`, reused on its retries. A request that
+     * carries its own `Idempotency-Key`, reused on its retries (a 429
+     * `overloaded` or `quota_exceeded` is sent again after the Retry-After
+     * for up to `backpressureBudgetMs` from its first refusal). A request that
      * fails whole throws; the requests before it were made (calling again
      * makes them again, unless the jobs carry their own idempotency keys or
      * the call gives a `requestKey`: request n > 0 of a split call then goes
@@ -230,8 +230,30 @@ export declare class Client {
     /** GET /v1/batches: a page of batches, newest first; pass `nextBefore` as `before` for the next. */
     listBatches(f?: BatchFilter): Promise<BatchPage>;
     private batchJobs;
-    /** A POST under a request key (the caller's or a new one), the same on every retry. */
+    /**
+     * A submit request: a POST under a request key (the caller's or a new
+     * one), the same on every try; a 2xx answer, else its typed error. A 429
+     * `overloaded` or `quota_exceeded` made nothing: the request is sent again
+     * after the server's Retry-After until `backpressureBudgetMs` has passed
+     * since its first refusal (the last try when it runs out), then that
+     * refusal is thrown.
+     */
     private postKeyed;
+    /** GET /v1/jobs/{id}/steps: the steps the job's handler stored, in order, with their results (docs/SEMANTICS.md, "Durable steps"). */
+    steps(id: number): Promise<Step[]>;
+    /**
+     * POST /v1/events: every job of the tenant (the client's by default)
+     * whose handler waits for `key` goes on with `payload` (JSON) as its
+     * wait's result; when none waits the server keeps the event for its
+     * --event-window. Sent under a request key (the caller's or a new one),
+     * the same on every try: sent again after a lost answer, it delivers
+     * nothing twice.
+     */
+    sendEvent(key: string, payload?: unknown, o?: SubmitCallOptions & {
+        tenant?: string;
+    }): Promise<EventResult>;
+    /** @internal POST /v1/jobs/{id}/steps (a worker's, under the body's token): the answer. Safe to send again: a name is stored once a lease. */
+    storeStep(id: number, body: Record<string, unknown>): Promise<Record<string, unknown>>;
     attempts(id: number): Promise<Attempt[]>;
     /** GET /healthz of the server the next request goes to. */
     health(): Promise<Health>;

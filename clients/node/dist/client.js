@@ -9,6 +9,7 @@ exports.answerError = answerError;
  * leader following and failover). Answers come back as camelCase objects;
  * refusals as the TenqError subclass of their error code.
  */
+const node_fs_1 = require("node:fs");
 const errors_1 = require("./errors");
 const ids_1 = require("./ids");
 const options_1 = require("./options");
@@ -19,6 +20,8 @@ const tx_1 = require("./tx");
 const types_1 = require("./types");
 const wire_1 = require("./wire");
 const settings_1 = require("./settings");
+const steps_1 = require("./steps");
+const json_1 = require("./json");
 /** The most jobs one POST /v1/jobs takes. */
 exports.MAX_BATCH_JOBS = 10_000;
 /** Under the server's default body limit (32 MiB). */
@@ -31,6 +34,9 @@ const WAIT_CHUNK_MS = 60_000;
  * the commit; a job whose transaction rolled back never appears).
  */
 const TX_TAKE_IN_MS = 5_000;
+/** The pause after a 429 that names no Retry-After (the server sends 1 s), and the least one. */
+const BACKPRESSURE_PAUSE_MS = 1_000;
+const BACKPRESSURE_PAUSE_MIN_MS = 50;
 const sleepFor = (ms, signal) => new Promise((resolve, reject) => {
     if (signal?.aborted)
         return reject(signal.reason);
@@ -75,6 +81,31 @@ function isReplay(a) {
     const v = a.headers["idempotent-replayed"];
     return (Array.isArray(v) ? v[0] : v) === "true";
 }
+/** The TLS files of the options, read now: a file that cannot be read is told at once. */
+function tlsFiles(o) {
+    if (!o.caFile && !o.clientCert && !o.clientKey)
+        return {};
+    if (!o.clientCert !== !o.clientKey)
+        throw new errors_1.InvalidError("a client certificate needs both its certificate and its key file", {
+            field: o.clientCert ? "clientKey" : "clientCert",
+        });
+    const read = (path, field) => {
+        try {
+            return (0, node_fs_1.readFileSync)(path);
+        }
+        catch (e) {
+            throw new errors_1.InvalidError(`${field} ${path}: ${e.message}`, { field });
+        }
+    };
+    const tls = {};
+    if (o.caFile)
+        tls.ca = read(o.caFile, "caFile");
+    if (o.clientCert)
+        tls.cert = read(o.clientCert, "clientCert");
+    if (o.clientKey)
+        tls.key = read(o.clientKey, "clientKey");
+    return { tls };
+}
 class Client {
     options;
     transport;
@@ -91,6 +122,7 @@ class Client {
             failoverBudgetMs: this.options.failoverBudgetMs,
             maxSockets: this.options.maxSockets,
             ...(this.options.token !== undefined ? { token: this.options.token } : {}),
+            ...tlsFiles(this.options),
         });
     }
     /** The servers tried, in order (leaders learnt from redirects are added). */
@@ -154,6 +186,9 @@ class Client {
      * `Idempotency-Key` made before its first try and the same on every
      * retry (to any server), so a retry whose first try was made is
      * answered with the first answer (`replayed: true`) and makes nothing.
+     * A 429 `overloaded` or `quota_exceeded` is waited out for up to
+     * `backpressureBudgetMs` (default 60 s), then thrown (OverloadedError,
+     * QuotaExceededError).
      */
     async submit(spec, o = {}) {
         if (!this.otel)
@@ -165,18 +200,16 @@ class Client {
         const a = await this.postJobs(JSON.stringify(fields), o.requestKey ?? this.keys.next());
         return (0, wire_1.submitResult)(a.body, "submit", isReplay(a));
     }
-    /** POST /v1/jobs under a request key: a 2xx answer, else its typed error. */
+    /** POST /v1/jobs under a request key: a 2xx answer, else its typed error (see `postKeyed`). */
     async postJobs(body, key, signal) {
-        const headers = { [exports.REQUEST_KEY_HEADER]: key };
-        const a = await this.send("POST", "/v1/jobs", { body, headers, resend: true, ...(signal ? { signal } : {}) });
-        if (a.status >= 200 && a.status < 300)
-            return a;
-        throw answerError(a);
+        return this.postKeyed("/v1/jobs", body, key, signal);
     }
     /**
      * Submits many jobs, 10,000 a request (more are split), each answered at
      * its index: made, deduplicated, or refused on its own. Each request
-     * carries its own `Idempotency-Key`, reused on its retries. A request that
+     * carries its own `Idempotency-Key`, reused on its retries (a 429
+     * `overloaded` or `quota_exceeded` is sent again after the Retry-After
+     * for up to `backpressureBudgetMs` from its first refusal). A request that
      * fails whole throws; the requests before it were made (calling again
      * makes them again, unless the jobs carry their own idempotency keys or
      * the call gives a `requestKey`: request n > 0 of a split call then goes
@@ -578,12 +611,59 @@ class Client {
             return this.prepare(spec, i);
         });
     }
-    /** A POST under a request key (the caller's or a new one), the same on every retry. */
-    async postKeyed(path, body, requestKey) {
-        const a = await this.send("POST", path, { body, headers: { [exports.REQUEST_KEY_HEADER]: requestKey ?? this.keys.next() }, resend: true });
-        if (a.status >= 200 && a.status < 300)
-            return a;
-        throw answerError(a);
+    /**
+     * A submit request: a POST under a request key (the caller's or a new
+     * one), the same on every try; a 2xx answer, else its typed error. A 429
+     * `overloaded` or `quota_exceeded` made nothing: the request is sent again
+     * after the server's Retry-After until `backpressureBudgetMs` has passed
+     * since its first refusal (the last try when it runs out), then that
+     * refusal is thrown.
+     */
+    async postKeyed(path, body, requestKey, signal) {
+        const headers = { [exports.REQUEST_KEY_HEADER]: requestKey ?? this.keys.next() };
+        let deadline;
+        for (;;) {
+            const a = await this.send("POST", path, { body, headers, resend: true, ...(signal ? { signal } : {}) });
+            if (a.status >= 200 && a.status < 300)
+                return a;
+            const e = answerError(a);
+            if (!(e instanceof errors_1.OverloadedError || e instanceof errors_1.QuotaExceededError))
+                throw e;
+            const now = performance.now();
+            deadline ??= now + this.options.backpressureBudgetMs;
+            if (now >= deadline)
+                throw e;
+            const wait = Math.max(e.retryAfterMs ?? BACKPRESSURE_PAUSE_MS, BACKPRESSURE_PAUSE_MIN_MS);
+            await sleepFor(Math.min(wait, deadline - now), signal);
+        }
+    }
+    // ------------------------------------------------------------------ durable steps and events
+    /** GET /v1/jobs/{id}/steps: the steps the job's handler stored, in order, with their results (docs/SEMANTICS.md, "Durable steps"). */
+    async steps(id) {
+        return (0, steps_1.stepsFromWire)(await this.call("GET", `/v1/jobs/${checkId(id)}/steps`, { resend: true }));
+    }
+    /**
+     * POST /v1/events: every job of the tenant (the client's by default)
+     * whose handler waits for `key` goes on with `payload` (JSON) as its
+     * wait's result; when none waits the server keeps the event for its
+     * --event-window. Sent under a request key (the caller's or a new one),
+     * the same on every try: sent again after a lost answer, it delivers
+     * nothing twice.
+     */
+    async sendEvent(key, payload, o = {}) {
+        if (typeof key !== "string" || key === "")
+            throw new errors_1.InvalidError("an event needs a key (a non-empty string)", { field: "key" });
+        const body = { key, payload: payload === undefined ? null : payload };
+        (0, json_1.checkJson)(body["payload"], "payload");
+        const tenant = o.tenant ?? this.options.tenant;
+        if (tenant !== undefined)
+            body["tenant"] = tenant;
+        const a = await this.postKeyed("/v1/events", JSON.stringify(body), o.requestKey);
+        return (0, steps_1.eventResultFromWire)(a.body);
+    }
+    /** @internal POST /v1/jobs/{id}/steps (a worker's, under the body's token): the answer. Safe to send again: a name is stored once a lease. */
+    async storeStep(id, body) {
+        return (0, wire_1.asObject)(await this.call("POST", `/v1/jobs/${checkId(id)}/steps`, { body: JSON.stringify(body), resend: true }), "step");
     }
     async attempts(id) {
         const b = (0, wire_1.asObject)(await this.call("GET", `/v1/jobs/${checkId(id)}/attempts`, { resend: true }), "attempts");

@@ -1,4 +1,5 @@
 import type { JsonValue } from "./json";
+import type { StepMethods } from "./steps";
 import type { JobParents, JobSpec, LeasedJob, SubmitResult } from "./types";
 /** What a job's context asks the server (the worker's client; the test modes answer themselves). */
 export interface WorkflowBackend {
@@ -6,7 +7,7 @@ export interface WorkflowBackend {
     addToBatch(batchId: number, jobs: readonly JobSpec[]): Promise<SubmitResult[]>;
 }
 export type RunMode = "worker" | "inline" | "fake";
-export interface JobContext {
+export interface JobContext extends StepMethods {
     /** The job as the lease gave it (made up in the test modes). */
     readonly job: LeasedJob;
     readonly id: number;

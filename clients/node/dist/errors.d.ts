@@ -4,7 +4,7 @@
  * `if (e instanceof NotFoundError)` or `switch (e.code)`.
  */
 /** The protocol's error words, plus the library's own `connection` and `protocol`. */
-export type ErrorCode = "invalid" | "unauthenticated" | "forbidden" | "not_found" | "conflict" | "batch_closed" | "too_large" | "rate_limited" | "overloaded" | "unavailable" | "not_leader" | "timeout" | "internal" | "connection" | "protocol";
+export type ErrorCode = "invalid" | "unauthenticated" | "forbidden" | "not_found" | "conflict" | "batch_closed" | "too_large" | "rate_limited" | "overloaded" | "quota_exceeded" | "unavailable" | "not_leader" | "timeout" | "internal" | "connection" | "tls" | "protocol";
 export interface ErrorDetails {
     /** The HTTP status of the answer; 0 when no answer came (a local error). */
     status?: number;
@@ -53,13 +53,33 @@ export declare class BatchClosedError extends ConflictError {
 export declare class TooLargeError extends TenqError {
     constructor(message: string, details?: ErrorDetails);
 }
-/** 429 rate_limited. */
+/**
+ * 429: the server asks the caller to come back later (`retryAfterMs`);
+ * nothing of the request was done. The base of every 429: one of this
+ * class itself is `rate_limited`.
+ */
 export declare class RateLimitedError extends TenqError {
     constructor(message: string, details?: ErrorDetails);
 }
-/** 429 overloaded. */
-export declare class OverloadedError extends TenqError {
-    constructor(message: string, details?: ErrorDetails);
+/**
+ * 429 overloaded: a submit while the server's jobs fill its memory budget;
+ * nothing of it was made. The client's submits send it again, under the same
+ * request key, after the Retry-After for up to `backpressureBudgetMs`, then
+ * throw it.
+ */
+export declare class OverloadedError extends RateLimitedError {
+    readonly code: ErrorCode | string;
+}
+/**
+ * 429 quota_exceeded: a submit that would take a tenant or a queue past its
+ * quota; `field` names the limit (`max_queued` or `max_queued_bytes`), the
+ * message the tenant or queue. Nothing of it was made. The client's submits
+ * wait for room as for OverloadedError; the transaction helpers throw it for
+ * SQLSTATE TQ429 (the driver's error as `cause`, no `retryAfterMs`), and the
+ * transaction is then aborted.
+ */
+export declare class QuotaExceededError extends RateLimitedError {
+    readonly code: ErrorCode | string;
 }
 /** 503 unavailable: the store is down or the server is stopping; nothing was changed. */
 export declare class UnavailableError extends TenqError {
@@ -79,6 +99,14 @@ export declare class InternalError extends TenqError {
 }
 /** No server could be reached, or the connection broke, within the failover budget. */
 export declare class ConnectionError extends TenqError {
+    constructor(message: string, details?: ErrorDetails);
+}
+/**
+ * An https server's certificate did not verify (an unknown CA, an expired
+ * certificate, a name it does not hold), or the server refused this
+ * client's certificate. Configuration: thrown at once, not retried.
+ */
+export declare class TlsError extends ConnectionError {
     constructor(message: string, details?: ErrorDetails);
 }
 /** The answer was not the HTTP/JSON the protocol promises. */

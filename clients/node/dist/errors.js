@@ -6,7 +6,7 @@
  * `if (e instanceof NotFoundError)` or `switch (e.code)`.
  */
 Object.defineProperty(exports, "__esModule", { value: true });
-exports.ProtocolError = exports.ConnectionError = exports.InternalError = exports.TimeoutError = exports.NotLeaderError = exports.UnavailableError = exports.OverloadedError = exports.RateLimitedError = exports.TooLargeError = exports.BatchClosedError = exports.ConflictError = exports.NotFoundError = exports.ForbiddenError = exports.UnauthenticatedError = exports.InvalidError = exports.TenqError = void 0;
+exports.ProtocolError = exports.TlsError = exports.ConnectionError = exports.InternalError = exports.TimeoutError = exports.NotLeaderError = exports.UnavailableError = exports.QuotaExceededError = exports.OverloadedError = exports.RateLimitedError = exports.TooLargeError = exports.BatchClosedError = exports.ConflictError = exports.NotFoundError = exports.ForbiddenError = exports.UnauthenticatedError = exports.InvalidError = exports.TenqError = void 0;
 exports.errorFromWire = errorFromWire;
 class TenqError extends Error {
     code;
@@ -72,20 +72,39 @@ class TooLargeError extends TenqError {
     }
 }
 exports.TooLargeError = TooLargeError;
-/** 429 rate_limited. */
+/**
+ * 429: the server asks the caller to come back later (`retryAfterMs`);
+ * nothing of the request was done. The base of every 429: one of this
+ * class itself is `rate_limited`.
+ */
 class RateLimitedError extends TenqError {
     constructor(message, details = {}) {
         super("rate_limited", message, { status: 429, ...details });
     }
 }
 exports.RateLimitedError = RateLimitedError;
-/** 429 overloaded. */
-class OverloadedError extends TenqError {
-    constructor(message, details = {}) {
-        super("overloaded", message, { status: 429, ...details });
-    }
+/**
+ * 429 overloaded: a submit while the server's jobs fill its memory budget;
+ * nothing of it was made. The client's submits send it again, under the same
+ * request key, after the Retry-After for up to `backpressureBudgetMs`, then
+ * throw it.
+ */
+class OverloadedError extends RateLimitedError {
+    code = "overloaded";
 }
 exports.OverloadedError = OverloadedError;
+/**
+ * 429 quota_exceeded: a submit that would take a tenant or a queue past its
+ * quota; `field` names the limit (`max_queued` or `max_queued_bytes`), the
+ * message the tenant or queue. Nothing of it was made. The client's submits
+ * wait for room as for OverloadedError; the transaction helpers throw it for
+ * SQLSTATE TQ429 (the driver's error as `cause`, no `retryAfterMs`), and the
+ * transaction is then aborted.
+ */
+class QuotaExceededError extends RateLimitedError {
+    code = "quota_exceeded";
+}
+exports.QuotaExceededError = QuotaExceededError;
 /** 503 unavailable: the store is down or the server is stopping; nothing was changed. */
 class UnavailableError extends TenqError {
     constructor(message, details = {}) {
@@ -121,6 +140,18 @@ class ConnectionError extends TenqError {
     }
 }
 exports.ConnectionError = ConnectionError;
+/**
+ * An https server's certificate did not verify (an unknown CA, an expired
+ * certificate, a name it does not hold), or the server refused this
+ * client's certificate. Configuration: thrown at once, not retried.
+ */
+class TlsError extends ConnectionError {
+    constructor(message, details = {}) {
+        super(message, details);
+        Object.defineProperty(this, "code", { value: "tls" });
+    }
+}
+exports.TlsError = TlsError;
 /** The answer was not the HTTP/JSON the protocol promises. */
 class ProtocolError extends TenqError {
     constructor(message, details = {}) {
@@ -138,10 +169,13 @@ const byCode = new Map(Object.entries({
     too_large: TooLargeError,
     rate_limited: RateLimitedError,
     overloaded: OverloadedError,
+    quota_exceeded: QuotaExceededError,
     unavailable: UnavailableError,
     not_leader: NotLeaderError,
     timeout: TimeoutError,
     internal: InternalError,
+    tls: TlsError,
+    protocol: ProtocolError,
 }));
 const byStatus = new Map([
     [400, InvalidError],

@@ -14,8 +14,8 @@ var __exportStar = (this && this.__exportStar) || function(m, exports) {
     for (var p in m) if (p !== "default" && !Object.prototype.hasOwnProperty.call(exports, p)) __createBinding(exports, m, p);
 };
 Object.defineProperty(exports, "__esModule", { value: true });
-exports.isTraceparent = exports.checkTraceparent = exports.Testing = exports.Registry = exports.SETTING_NAMES = exports.toTraceparent = exports.findOtelApi = exports.DEFAULT_SERVER = exports.tracing = exports.logging = exports.errorReporter = exports.describeError = exports.compose = exports.stderrLogger = exports.silentLogger = exports.checkJson = exports.WorkerStoppedError = exports.RetryError = exports.NoRetryError = exports.LeaseLostError = exports.JobTimeoutError = exports.JobFailedError = exports.JobExpiredError = exports.JobCancelledError = exports.RequestKeys = exports.resultOf = exports.RemoteHandle = exports.errorFromWire = exports.UnavailableError = exports.UnauthenticatedError = exports.TooLargeError = exports.TimeoutError = exports.TenqError = exports.RateLimitedError = exports.ProtocolError = exports.OverloadedError = exports.NotLeaderError = exports.NotFoundError = exports.InvalidError = exports.InternalError = exports.ForbiddenError = exports.ConnectionError = exports.ConflictError = exports.BatchClosedError = exports.currentJob = exports.answerError = exports.REQUEST_KEY_HEADER = exports.MAX_BATCH_JOBS = exports.Client = exports.Tenq = void 0;
-exports.Worker = exports.submitTx = exports.submitManyTx = exports.failTx = exports.completeTx = exports.VERSION = void 0;
+exports.EventTimeoutError = exports.ChildFailedError = exports.SETTING_NAMES = exports.toTraceparent = exports.findOtelApi = exports.DEFAULT_SERVER = exports.tracing = exports.logging = exports.errorReporter = exports.describeError = exports.compose = exports.stderrLogger = exports.silentLogger = exports.checkJson = exports.WorkerStoppedError = exports.RetryError = exports.NoRetryError = exports.LeaseLostError = exports.JobTimeoutError = exports.JobFailedError = exports.JobExpiredError = exports.JobCancelledError = exports.RequestKeys = exports.resultOf = exports.RemoteHandle = exports.errorFromWire = exports.UnavailableError = exports.UnauthenticatedError = exports.TooLargeError = exports.TimeoutError = exports.TenqError = exports.RateLimitedError = exports.QuotaExceededError = exports.TlsError = exports.ProtocolError = exports.OverloadedError = exports.NotLeaderError = exports.NotFoundError = exports.InvalidError = exports.InternalError = exports.ForbiddenError = exports.ConnectionError = exports.ConflictError = exports.BatchClosedError = exports.currentJob = exports.answerError = exports.REQUEST_KEY_HEADER = exports.MAX_BATCH_JOBS = exports.Client = exports.Tenq = void 0;
+exports.Worker = exports.submitTx = exports.submitManyTx = exports.sendEventTx = exports.failTx = exports.completeTx = exports.VERSION = exports.isTraceparent = exports.checkTraceparent = exports.Testing = exports.Registry = exports.isParked = exports.Parked = void 0;
 // SPDX-License-Identifier: Apache-2.0
 /**
  * tenq: the client and worker library for the tenq job queue server.
@@ -45,6 +45,8 @@ Object.defineProperty(exports, "NotFoundError", { enumerable: true, get: functio
 Object.defineProperty(exports, "NotLeaderError", { enumerable: true, get: function () { return errors_1.NotLeaderError; } });
 Object.defineProperty(exports, "OverloadedError", { enumerable: true, get: function () { return errors_1.OverloadedError; } });
 Object.defineProperty(exports, "ProtocolError", { enumerable: true, get: function () { return errors_1.ProtocolError; } });
+Object.defineProperty(exports, "TlsError", { enumerable: true, get: function () { return errors_1.TlsError; } });
+Object.defineProperty(exports, "QuotaExceededError", { enumerable: true, get: function () { return errors_1.QuotaExceededError; } });
 Object.defineProperty(exports, "RateLimitedError", { enumerable: true, get: function () { return errors_1.RateLimitedError; } });
 Object.defineProperty(exports, "TenqError", { enumerable: true, get: function () { return errors_1.TenqError; } });
 Object.defineProperty(exports, "TimeoutError", { enumerable: true, get: function () { return errors_1.TimeoutError; } });
@@ -84,6 +86,11 @@ Object.defineProperty(exports, "findOtelApi", { enumerable: true, get: function 
 Object.defineProperty(exports, "toTraceparent", { enumerable: true, get: function () { return otel_1.toTraceparent; } });
 var settings_1 = require("./settings");
 Object.defineProperty(exports, "SETTING_NAMES", { enumerable: true, get: function () { return settings_1.SETTING_NAMES; } });
+var steps_1 = require("./steps");
+Object.defineProperty(exports, "ChildFailedError", { enumerable: true, get: function () { return steps_1.ChildFailedError; } });
+Object.defineProperty(exports, "EventTimeoutError", { enumerable: true, get: function () { return steps_1.EventTimeoutError; } });
+Object.defineProperty(exports, "Parked", { enumerable: true, get: function () { return steps_1.Parked; } });
+Object.defineProperty(exports, "isParked", { enumerable: true, get: function () { return steps_1.isParked; } });
 var registry_1 = require("./registry");
 Object.defineProperty(exports, "Registry", { enumerable: true, get: function () { return registry_1.Registry; } });
 var testing_1 = require("./testing");
@@ -97,6 +104,7 @@ __exportStar(require("./types"), exports);
 var tx_1 = require("./tx");
 Object.defineProperty(exports, "completeTx", { enumerable: true, get: function () { return tx_1.completeTx; } });
 Object.defineProperty(exports, "failTx", { enumerable: true, get: function () { return tx_1.failTx; } });
+Object.defineProperty(exports, "sendEventTx", { enumerable: true, get: function () { return tx_1.sendEventTx; } });
 Object.defineProperty(exports, "submitManyTx", { enumerable: true, get: function () { return tx_1.submitManyTx; } });
 Object.defineProperty(exports, "submitTx", { enumerable: true, get: function () { return tx_1.submitTx; } });
 var worker_1 = require("./worker");

@@ -15,7 +15,7 @@ export declare function compose(list: readonly Middleware[], ctx: JobContext, in
 export declare function describeError(e: unknown): string;
 /** Logs each job's start and end, with its duration. */
 export declare function logging(logger?: Logger): Middleware;
-/** Hands every error a handler throws to `report` (an error tracker), then lets it fail the attempt. */
+/** Hands every error a handler throws to `report` (an error tracker), then lets it fail the attempt (a step's Parked is no error: not reported). */
 export declare function errorReporter(report: (error: unknown, ctx: JobContext) => void | Promise<void>): Middleware;
 /**
  * Opens the run's span: `hook` gets the job's traceparent (undefined when it

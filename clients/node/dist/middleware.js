@@ -5,6 +5,7 @@ exports.describeError = describeError;
 exports.logging = logging;
 exports.errorReporter = errorReporter;
 exports.tracing = tracing;
+const steps_1 = require("./steps");
 const log_1 = require("./log");
 /** `inner` wrapped in `list`, the first outermost. */
 function compose(list, ctx, inner) {
@@ -36,18 +37,24 @@ function logging(logger = log_1.stderrLogger) {
             return r;
         }
         catch (e) {
+            if (e instanceof steps_1.Parked) {
+                logger.info(`job ${ctx.id} ${ctx.type} parked (${e.kind} "${e.stepName}") in ${(performance.now() - t0).toFixed(1)} ms`);
+                throw e;
+            }
             logger.warn(`job ${ctx.id} ${ctx.type} failed in ${(performance.now() - t0).toFixed(1)} ms: ${describeError(e)}`);
             throw e;
         }
     };
 }
-/** Hands every error a handler throws to `report` (an error tracker), then lets it fail the attempt. */
+/** Hands every error a handler throws to `report` (an error tracker), then lets it fail the attempt (a step's Parked is no error: not reported). */
 function errorReporter(report) {
     return async (ctx, next) => {
         try {
             return await next();
         }
         catch (e) {
+            if (e instanceof steps_1.Parked)
+                throw e;
             try {
                 await report(e, ctx);
             }

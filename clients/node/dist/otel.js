@@ -4,6 +4,7 @@ exports.Instrumentation = void 0;
 exports.findOtelApi = findOtelApi;
 exports.toTraceparent = toTraceparent;
 exports.instrumentation = instrumentation;
+const steps_1 = require("./steps");
 const tracing_1 = require("./tracing");
 let found;
 /** `@opentelemetry/api` when the application has it, else null (looked for once). */
@@ -92,7 +93,11 @@ class Instrumentation {
             span.end();
             return v;
         }, (e) => {
-            failed(api, span, e);
+            // a step that parked the job ended the attempt without failing it
+            if (e instanceof steps_1.Parked)
+                span.setAttribute("tenq.parked", e.kind);
+            else
+                failed(api, span, e);
             span.end();
             throw e;
         });

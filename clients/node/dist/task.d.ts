@@ -5,6 +5,7 @@
 import { type JobContext, type WorkflowBackend } from "./context";
 import { type JsonValue } from "./json";
 import { TX_SETTLED } from "./tx";
+import { type Step, type StepBackend, type StepOptions, type WaitForEventOptions } from "./steps";
 import type { JobParents, JobSpec, LeasedJob, Outcome, SubmitResult } from "./types";
 /** Why a handler was told to stop; a later reason of a higher rank overrides. */
 export type StopReason = "cancel" | "timeout" | "lost" | "shutdown";
@@ -44,6 +45,8 @@ export declare class Task {
     tx: Outcome | undefined;
     /** The handler's context, once it began (the worker's events hand it out). */
     ctx: JobContext | undefined;
+    /** A step parked the job (the lease is over): nothing is reported. */
+    parked: boolean;
     private ac;
     constructor(job: LeasedJob);
     get signal(): AbortSignal;
@@ -61,8 +64,18 @@ export declare class TaskContext implements JobContext {
     readonly worker: string;
     private readonly onProgress;
     private readonly backend;
+    private readonly onParked;
     readonly mode: "worker";
-    constructor(t: Task, worker: string, onProgress: (t: Task, v: JsonValue) => void, backend: WorkflowBackend);
+    private st;
+    constructor(t: Task, worker: string, onProgress: (t: Task, v: JsonValue) => void, backend: WorkflowBackend & StepBackend, onParked?: (t: Task) => void);
+    private get stepState();
+    step<T>(name: string, fn: () => T | Promise<T>): Promise<T>;
+    sleepFor(ms: number, o?: StepOptions): Promise<void>;
+    sleepUntil(when: Date | number, o?: StepOptions): Promise<void>;
+    waitForEvent(key: string, o?: WaitForEventOptions): Promise<JsonValue | null>;
+    runChild(spec: JobSpec, o?: StepOptions): Promise<JsonValue | null>;
+    steps(): Promise<Step[]>;
+    get parked(): boolean;
     get batch(): number | undefined;
     get batchCallback(): string | undefined;
     get parents(): number[];

@@ -11,6 +11,7 @@ const job_errors_1 = require("./job-errors");
 const json_1 = require("./json");
 const middleware_1 = require("./middleware");
 const tx_1 = require("./tx");
+const steps_1 = require("./steps");
 const RANK = { cancel: 1, timeout: 2, lost: 3, shutdown: 4 };
 /** The longest error text sent (the rest is cut). */
 const ERROR_MAX = 8 * 1024;
@@ -56,6 +57,8 @@ class Task {
     tx;
     /** The handler's context, once it began (the worker's events hand it out). */
     ctx;
+    /** A step parked the job (the lease is over): nothing is reported. */
+    parked = false;
     ac;
     constructor(job) {
         this.job = job;
@@ -93,6 +96,8 @@ class Task {
     /** What the end of the run is reported as; undefined: nothing (the lease is lost). */
     outcome(s) {
         const { id, token } = this.job;
+        if (this.parked)
+            return undefined; // its lease ended with the step that parked it
         switch (this.stop) {
             case "lost":
                 return undefined;
@@ -144,12 +149,42 @@ class TaskContext {
     worker;
     onProgress;
     backend;
+    onParked;
     mode = "worker";
-    constructor(t, worker, onProgress, backend) {
+    st;
+    constructor(t, worker, onProgress, backend, onParked = () => { }) {
         this.t = t;
         this.worker = worker;
         this.onProgress = onProgress;
         this.backend = backend;
+        this.onParked = onParked;
+    }
+    get stepState() {
+        return (this.st ??= new steps_1.StepState(this.t.job, this.backend, () => {
+            this.t.parked = true;
+            this.onParked(this.t);
+        }));
+    }
+    step(name, fn) {
+        return this.stepState.step(name, fn);
+    }
+    sleepFor(ms, o) {
+        return this.stepState.sleepFor(ms, o);
+    }
+    sleepUntil(when, o) {
+        return this.stepState.sleepUntil(when, o);
+    }
+    waitForEvent(key, o) {
+        return this.stepState.waitForEvent(key, o);
+    }
+    runChild(spec, o) {
+        return this.stepState.runChild(spec, o);
+    }
+    steps() {
+        return this.stepState.steps();
+    }
+    get parked() {
+        return this.t.parked;
     }
     get batch() {
         return this.t.job.batch;

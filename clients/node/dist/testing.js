@@ -22,6 +22,7 @@ exports.Testing = void 0;
  * modes have none (`ctx.batch` is undefined there).
  */
 const context_1 = require("./context");
+const steps_1 = require("./steps");
 const errors_1 = require("./errors");
 const job_errors_1 = require("./job-errors");
 const json_1 = require("./json");
@@ -198,6 +199,7 @@ class Testing {
             progress: (v) => {
                 fj.progress = roundTrip(v, "progress");
             },
+            ...(0, steps_1.inlineSteps)(job),
             ...(0, context_1.workflowContext)(job, {
                 parents: async (id) => this.parentsOf(id),
                 addToBatch: async () => {

@@ -27,6 +27,12 @@ export interface TransportOptions {
     failoverBudgetMs: number;
     /** Keep-alive sockets per server at most. */
     maxSockets: number;
+    /** https: trusted CAs (instead of Node's), a client certificate and its key, as PEM. */
+    tls?: {
+        ca?: Buffer;
+        cert?: Buffer;
+        key?: Buffer;
+    };
 }
 export type Method = "GET" | "HEAD" | "POST" | "PUT" | "DELETE";
 export interface Request {

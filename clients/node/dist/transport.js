@@ -126,7 +126,7 @@ class Transport {
         this.servers.push({
             base,
             url,
-            agent: tls ? new https.Agent(agentOpts) : new http.Agent(agentOpts),
+            agent: tls ? new https.Agent({ ...agentOpts, ...(this.opts.tls ?? {}) }) : new http.Agent(agentOpts),
             mod: tls ? https : http,
         });
         return this.servers.length - 1;
@@ -192,6 +192,9 @@ class Transport {
             }
             else {
                 const why = a.error.message || String(a.error);
+                // a certificate refused, either way: trying again would not cure it
+                if (isTlsRefusal(a.error))
+                    throw new errors_1.TlsError(`TLS with ${server.base} failed: ${why}`, { cause: a.error });
                 if (a.reached && a.reused && !staleRetried) {
                     // a kept connection the server closed while idle: the request never reached it
                     staleRetried = true;
@@ -328,6 +331,26 @@ class Transport {
     }
 }
 exports.Transport = Transport;
+/** OpenSSL's certificate verification errors (Node gives them as `code`). */
+const VERIFY_CODES = new Set([
+    "UNABLE_TO_GET_ISSUER_CERT",
+    "UNABLE_TO_GET_ISSUER_CERT_LOCALLY",
+    "UNABLE_TO_VERIFY_LEAF_SIGNATURE",
+    "SELF_SIGNED_CERT_IN_CHAIN",
+    "DEPTH_ZERO_SELF_SIGNED_CERT",
+    "CERT_HAS_EXPIRED",
+    "CERT_NOT_YET_VALID",
+    "CERT_REVOKED",
+    "CERT_UNTRUSTED",
+    "CERT_SIGNATURE_FAILURE",
+    "HOSTNAME_MISMATCH",
+    "ERR_TLS_CERT_ALTNAME_INVALID",
+]);
+/** A server's certificate not verified, or an alert from the server refusing ours. */
+function isTlsRefusal(e) {
+    const code = e.code ?? "";
+    return VERIFY_CODES.has(code) || /^ERR_SSL_.*ALERT/.test(code);
+}
 function header(h, name) {
     const v = h[name];
     return Array.isArray(v) ? v[0] : v;

@@ -32,7 +32,9 @@ export declare const TX_SETTLED: unique symbol;
  * transaction commits; a rollback leaves nothing. `tenant` and `queue` are
  * required (here, or in `defaults`). Fields are checked as for
  * `client.submit` before anything is sent (InvalidError); the server's own
- * checks raise in the transaction, as InvalidError too.
+ * checks raise in the transaction, as InvalidError too, and a job over its
+ * tenant's or queue's quota (SQLSTATE TQ429) as QuotaExceededError; the
+ * transaction is then aborted (roll it back).
  */
 export declare function submitTx(db: Queryable, spec: JobSpec, defaults?: TxDefaults): Promise<number>;
 /**
@@ -66,5 +68,14 @@ export declare function completeTx(db: Queryable, job: LeaseRef, result?: JsonVa
  * worker reports the same failure (answered as applied), not a success.
  */
 export declare function failTx(db: Queryable, job: LeaseRef, error: string, o?: FailTxOptions): Promise<void>;
+/**
+ * Sends an event of `tenant` in the caller's transaction (tenq.send_event,
+ * docs/transactions.md): the jobs whose handler waits for `key`
+ * (`ctx.waitForEvent`) go on with `payload` (JSON) if and only if the
+ * transaction commits. Returns the event's number in the server's inbox.
+ * The database refuses a bad tenant, key or payload (InvalidError; the
+ * transaction is then aborted).
+ */
+export declare function sendEventTx(db: Queryable, tenant: string, key: string, payload?: unknown): Promise<number>;
 /** A BIGINT id as a number: from text (node-postgres's int8), a number or a BigInt. */
 export declare function toId(v: unknown, what: string): number;

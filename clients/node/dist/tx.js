@@ -7,13 +7,14 @@ exports.submitWireTx = submitWireTx;
 exports.submitManyWireTx = submitManyWireTx;
 exports.completeTx = completeTx;
 exports.failTx = failTx;
+exports.sendEventTx = sendEventTx;
 exports.toId = toId;
 // SPDX-License-Identifier: Apache-2.0
 /**
  * Jobs submitted and completed in the application's own PostgreSQL
  * transaction: the SQL functions a tenq server on PostgreSQL installs in
  * the schema `tenq` (tenq.submit, tenq.submit_many, tenq.complete,
- * tenq.fail), called on the application's connection, so that a job exists
+ * tenq.fail, tenq.send_event), called on the application's connection, so that a job exists
  * (or a job is finished) if and only if the application's transaction
  * commits. The server's leader takes committed rows in within milliseconds.
  *
@@ -38,13 +39,19 @@ exports.TX_SETTLED = Symbol.for("tenq.txSettled");
 const SQLSTATE_INVALID = "22023";
 /** tenq's SQLSTATE for a lease that is not the job's current one (or a queue that is not exactly-once). */
 const SQLSTATE_LEASE = "TQ002";
+/** tenq's SQLSTATE for a submit over a tenant's or a queue's quota (the server's 429 quota_exceeded). */
+const SQLSTATE_QUOTA = "TQ429";
+/** The limits a quota refusal names (the longer first: one holds the other). */
+const QUOTA_FIELDS = ["max_queued_bytes", "max_queued"];
 /**
  * Submits one job in the caller's transaction (tenq.submit) and returns its
  * id (odd: ids made in transactions are). The job exists once the
  * transaction commits; a rollback leaves nothing. `tenant` and `queue` are
  * required (here, or in `defaults`). Fields are checked as for
  * `client.submit` before anything is sent (InvalidError); the server's own
- * checks raise in the transaction, as InvalidError too.
+ * checks raise in the transaction, as InvalidError too, and a job over its
+ * tenant's or queue's quota (SQLSTATE TQ429) as QuotaExceededError; the
+ * transaction is then aborted (roll it back).
  */
 async function submitTx(db, spec, defaults = {}) {
     return submitWireTx(db, (0, wire_1.jobToWire)(spec, defaults));
@@ -78,7 +85,7 @@ async function submitWireTx(db, w) {
     add("score", "float8", t["score"]);
     add("traceparent", "text", t["traceparent"]);
     add("timeout_ms", "bigint", t["timeout_ms"]);
-    // schema 21: named only when given, so a database of an older schema takes the rest
+    // schema 26: named only when given, so a database of an older schema takes the rest
     add("concurrency_keys", "jsonb", t["concurrency_keys"] === undefined ? undefined : JSON.stringify(t["concurrency_keys"]));
     add("rate_keys", "jsonb", t["rate_keys"] === undefined ? undefined : JSON.stringify(t["rate_keys"]));
     add("expire_at", "timestamptz", t["expire_at"]);
@@ -146,6 +153,24 @@ async function failTx(db, job, error, o = {}) {
     await run(db, `SELECT tenq.fail($1::bigint, $2::bigint, $3::text${retry !== undefined ? ", $4::bigint" : ""})`, values);
     settled(job, retry !== undefined ? { id, token, ok: false, error, retryInMs: retry } : { id, token, ok: false, error });
 }
+/**
+ * Sends an event of `tenant` in the caller's transaction (tenq.send_event,
+ * docs/transactions.md): the jobs whose handler waits for `key`
+ * (`ctx.waitForEvent`) go on with `payload` (JSON) if and only if the
+ * transaction commits. Returns the event's number in the server's inbox.
+ * The database refuses a bad tenant, key or payload (InvalidError; the
+ * transaction is then aborted).
+ */
+async function sendEventTx(db, tenant, key, payload) {
+    if (typeof tenant !== "string" || tenant === "")
+        throw new errors_1.InvalidError("sendEventTx: a tenant is required", { field: "tenant" });
+    if (typeof key !== "string" || key === "")
+        throw new errors_1.InvalidError("sendEventTx: a key is required", { field: "key" });
+    const v = payload === undefined ? null : payload;
+    (0, json_1.checkJson)(v, "payload");
+    const r = await run(db, "SELECT tenq.send_event($1::text, $2::text, $3::jsonb)::text AS n", [tenant, key, JSON.stringify(v)]);
+    return toId(firstField(r, "n"), "tenq.send_event");
+}
 // ------------------------------------------------------------------ helpers
 /** A wire job (run_at in ms) as the SQL functions take it (run_at as ISO text); tenant required. */
 function txJob(w) {
@@ -203,6 +228,12 @@ function typed(e) {
     }
     if (code === SQLSTATE_LEASE)
         return new errors_1.ConflictError(text, { field: "token", cause: e });
+    if (code === SQLSTATE_QUOTA) {
+        // the limit: the error's column (node-postgres's `column`), else the one the message names
+        const column = e.column;
+        const field = QUOTA_FIELDS.find((f) => f === column) ?? QUOTA_FIELDS.find((f) => text.includes(f));
+        return new errors_1.QuotaExceededError(text, field !== undefined ? { field, cause: e } : { cause: e });
+    }
     return e;
 }
 /** The fields of tenq.submit, as its refusals name them first. */
@@ -221,6 +252,7 @@ const TX_FIELDS = new Set([
     "traceparent",
     "timeout_ms",
     "retry_in_ms",
+    "payload",
 ]);
 function firstField(r, name) {
     const row = r?.rows?.[0];

@@ -1,7 +1,11 @@
 /** The protocol's objects as this library hands them out (camelCase), and what it takes. */
 import type { TenqError } from "./errors";
 import type { JsonValue } from "./json";
-export type JobState = "waiting" | "scheduled" | "blocked" | "ready" | "leased" | "running" | "succeeded" | "cancelled" | "merged" | "expired" | "dead";
+/** Every job state, in the server's order (GET /v1/spec; test/spec.test.ts checks it). */
+export declare const JOB_STATES: readonly ["scheduled", "blocked", "waiting", "ready", "leased", "running", "dead", "succeeded", "cancelled", "merged", "expired"];
+export type JobState = (typeof JOB_STATES)[number];
+/** The states a job moves no further from by itself: what `wait` waits for. */
+export declare const FINISHED_STATES: readonly JobState[];
 /** succeeded, cancelled, merged, expired and dead: the states `wait` waits for. */
 export declare function isFinished(state: JobState | string): boolean;
 /** How a job is submitted, besides its type and args. Every field of POST /v1/jobs. */
@@ -132,8 +136,9 @@ export interface Payload {
     payload: JsonValue;
     score: number;
 }
-/** Why a job that is neither handed out nor finished waits (docs/API.md). */
-export type WaitingReason = "scheduled" | "backoff" | "lane" | "tenant_slots" | "tenant_cap" | "queue_paused" | "tenant_paused" | "tenant_rate" | "queue_rate" | "queue_tenant_rate" | "worker" | "no_worker" | "parents" | "concurrency_key" | "rate_key";
+/** Why a job that is neither handed out nor finished waits (docs/API.md; GET /v1/spec). */
+export declare const WAITING_REASONS: readonly ["scheduled", "backoff", "lane", "tenant_slots", "tenant_cap", "queue_paused", "tenant_paused", "tenant_rate", "queue_rate", "queue_tenant_rate", "worker", "no_worker", "parents", "sleep", "event", "child", "concurrency_key", "rate_key"];
+export type WaitingReason = (typeof WAITING_REASONS)[number];
 export interface Waiting {
     reason: WaitingReason;
     /** For people: "queue reports is paused", ... */
@@ -153,6 +158,10 @@ export interface Waiting {
     key?: string;
     /** concurrency_key: a job holding the key. */
     heldBy?: number;
+    /** event: the key its handler waits for (`until`: its timeout's time, if any; `sleep`'s `until`: when it resumes). */
+    event?: string;
+    /** child: the child job its handler waits for. */
+    child?: number;
 }
 /** A job as GET /v1/jobs/{id} returns it. */
 export interface Job {
@@ -212,6 +221,10 @@ export interface Job {
     debounced?: boolean;
     /** The latest its start moves to (its first submit + `debounceMaxMs`). */
     debounceUntil?: number;
+    /** How many durable steps its handler stored (`client.steps(id)`), when it has some. */
+    steps?: number;
+    /** The job whose handler waits for it (`ctx.runChild`), while that one waits. */
+    awaitedBy?: number;
 }
 /** A job handed to a worker by POST /v1/lease. */
 export interface LeasedJob {
@@ -242,6 +255,8 @@ export interface LeasedJob {
     batch?: number;
     /** Set on a batch's callback job. */
     batchCallback?: BatchCallbackName;
+    /** How many durable steps its handler stored before this lease (read at its first step). */
+    steps?: number;
 }
 /** A parent of a job, as GET /v1/jobs/{id}/parents shows it (`gone`: pruned; its result is then null). */
 export interface ParentInfo {
@@ -605,7 +620,9 @@ export interface Schedule {
     updatedAt: number;
 }
 /** How an attempt ended; `leased` and `running` are the attempt under way. */
-export type AttemptOutcome = "failed" | "expired" | "timed_out" | "cancelled" | "succeeded" | "leased" | "running";
+/** How an attempt ended, or that it is under way (GET /v1/spec). */
+export declare const ATTEMPT_OUTCOMES: readonly ["failed", "expired", "timed_out", "cancelled", "succeeded", "leased", "running", "suspended"];
+export type AttemptOutcome = (typeof ATTEMPT_OUTCOMES)[number];
 /** One attempt of a job (GET /v1/jobs/{id}/attempts), oldest first. */
 export interface Attempt {
     /** The job's attempt count at that lease. */
@@ -623,6 +640,8 @@ export interface Attempt {
     error: string | null;
     /** What the worker reported with the outcome. */
     stats: JsonValue | null;
+    /** The names of the durable steps it stored (`suspended`: one parked the job; not a failure). */
+    steps: string[];
 }
 /** A key's settings (PUT /v1/key-settings): of one key, or of every key beginning with `key` less its `*`. */
 export interface KeySetting {

@@ -271,6 +271,9 @@ function workflowFromWire(o, job) {
     const cb = str(o["batch_callback"]);
     if (cb !== null)
         job.batchCallback = cb;
+    const steps = num(o["steps"]);
+    if (steps !== null)
+        job.steps = steps;
 }
 /** A submit's answer; `replayedRequest`: the server replayed the request's first answer (Idempotent-Replayed). */
 function submitResult(v, what, replayedRequest = false) {
@@ -407,6 +410,9 @@ function jobFromWire(v) {
     const du = num(o["debounce_until"]);
     if (du !== null)
         job.debounceUntil = du;
+    const by = num(o["awaited_by"]);
+    if (by !== null)
+        job.awaitedBy = by;
     return job;
 }
 /** GET /v1/keys's answer. */
@@ -480,6 +486,12 @@ function waitingFromWire(o) {
     const heldBy = num(o["held_by"]);
     if (heldBy !== null)
         w.heldBy = heldBy;
+    const event = str(o["event"]);
+    if (event !== null)
+        w.event = event;
+    const child = num(o["child"]);
+    if (child !== null)
+        w.child = child;
     return w;
 }
 function leasedFromWire(v) {
@@ -645,5 +657,6 @@ function attemptFromWire(v) {
         jobState: (str(o["job_state"]) ?? "ready"),
         error: str(o["error"]),
         stats: (o["stats"] ?? null),
+        steps: Array.isArray(o["steps"]) ? o["steps"].filter((x) => typeof x === "string") : [],
     };
 }

@@ -35,10 +35,14 @@
  *   started, let running ones finish within `graceMs`, then abort them and
  *   give them back (`retry_in_ms: 0`, "worker stopped"); report everything.
  *   A second signal stops at once.
+ * - A handler's durable step that parks its job (steps.ts: a sleep, a wait
+ *   for an event or a child) ends its lease: the worker stops heartbeating
+ *   it, frees its slot when the handler ends (with the step's Parked), and
+ *   reports nothing.
  * - Events (an EventEmitter, as BullMQ's worker): `active` when a handler
  *   begins, `progress` for each progress report, `completed` and `failed`
  *   once the server has acknowledged the outcome (so `client.get(id)` shows
- *   it then), `error` for what the worker would otherwise only log (a lease
+ *   it then), `parked` when a step parked the job, `error` for what the worker would otherwise only log (a lease
  *   or report that failed, an outcome refused), `closing` and `closed`.
  */
 import { EventEmitter } from "node:events";
@@ -48,6 +52,7 @@ import type { JsonValue } from "./json";
 import { type Logger } from "./log";
 import { type Middleware } from "./middleware";
 import { type Registry } from "./registry";
+import { Parked } from "./steps";
 import type { OutcomeResult } from "./types";
 export interface WorkerOptions {
     /** The queues to lease from; default: the client's queue. */
@@ -126,6 +131,12 @@ export interface WorkerEvents {
      * JobCancelledError).
      */
     failed: [job: JobContext, error: unknown];
+    /**
+     * A step parked the job (`ctx.sleepFor`, `ctx.waitForEvent`,
+     * `ctx.runChild`): its lease ended without failing, nothing is reported;
+     * the job runs again when its wait is over.
+     */
+    parked: [job: JobContext, parked: Parked];
     /** Something went wrong beside a job: a lease or a report that failed (retried), an outcome the server refused. */
     error: [error: Error];
     /** `stop()` began. */
@@ -142,6 +153,8 @@ export interface WorkerStats {
     givenBack: number;
     /** Outcomes not reported: refused (a stale token), or the lease was lost. */
     dropped: number;
+    /** Attempts a step ended by parking the job (a durable sleep, a wait for an event or a child). */
+    parked: number;
 }
 export declare class Worker extends EventEmitter<WorkerEvents> {
     private readonly client;
@@ -179,6 +192,8 @@ export declare class Worker extends EventEmitter<WorkerEvents> {
     private readonly withLease;
     private readonly beats;
     private readonly progressFn;
+    /** A step parked a task's job: its lease is over, so nothing heartbeats it any more. */
+    private readonly onParked;
     /** The outcomes sent whose acknowledgement is to be emitted (while `completed` or `failed` have listeners). */
     private readonly toEmit;
     private started;

@@ -39,10 +39,14 @@ exports.Worker = void 0;
  *   started, let running ones finish within `graceMs`, then abort them and
  *   give them back (`retry_in_ms: 0`, "worker stopped"); report everything.
  *   A second signal stops at once.
+ * - A handler's durable step that parks its job (steps.ts: a sleep, a wait
+ *   for an event or a child) ends its lease: the worker stops heartbeating
+ *   it, frees its slot when the handler ends (with the step's Parked), and
+ *   reports nothing.
  * - Events (an EventEmitter, as BullMQ's worker): `active` when a handler
  *   begins, `progress` for each progress report, `completed` and `failed`
  *   once the server has acknowledged the outcome (so `client.get(id)` shows
- *   it then), `error` for what the worker would otherwise only log (a lease
+ *   it then), `parked` when a step parked the job, `error` for what the worker would otherwise only log (a lease
  *   or report that failed, an outcome refused), `closing` and `closed`.
  */
 const node_events_1 = require("node:events");
@@ -52,6 +56,7 @@ const log_1 = require("./log");
 const middleware_1 = require("./middleware");
 const registry_1 = require("./registry");
 const heartbeats_1 = require("./heartbeats");
+const steps_1 = require("./steps");
 const task_1 = require("./task");
 const MAX_OUTCOMES = 10_000;
 /** The most jobs one lease asks for (the server's limit). */
@@ -113,7 +118,7 @@ class Worker extends node_events_1.EventEmitter {
     waiting = [];
     running = 0;
     pending = [];
-    stat = { leased: 0, succeeded: 0, failed: 0, cancelled: 0, givenBack: 0, dropped: 0 };
+    stat = { leased: 0, succeeded: 0, failed: 0, cancelled: 0, givenBack: 0, dropped: 0, parked: 0 };
     leaserState = "stopped";
     wakeLeaser;
     poll;
@@ -125,6 +130,10 @@ class Worker extends node_events_1.EventEmitter {
         this.beats.progress(t, v);
         if (t.ctx && this.listenerCount("progress"))
             this.emit("progress", t.ctx, v);
+    };
+    /** A step parked a task's job: its lease is over, so nothing heartbeats it any more. */
+    onParked = (t) => {
+        this.beats.remove(t);
     };
     /** The outcomes sent whose acknowledgement is to be emitted (while `completed` or `failed` have listeners). */
     toEmit = new Map();
@@ -403,7 +412,7 @@ class Worker extends node_events_1.EventEmitter {
         this.runningTasks.add(t);
         const job = t.job;
         const reg = this.registry.get(job.type);
-        const ctx = new task_1.TaskContext(t, this.name, this.progressFn, this.client);
+        const ctx = new task_1.TaskContext(t, this.name, this.progressFn, this.client, this.onParked);
         t.ctx = ctx;
         if (this.listenerCount("active"))
             this.emit("active", ctx);
@@ -435,6 +444,11 @@ class Worker extends node_events_1.EventEmitter {
         const d = this.durationMs;
         this.durationMs = d >= 0 ? d + (ms - d) * (ms > d ? DURATION_UP : DURATION_DOWN) : ms;
         const out = t.outcome(s);
+        if (t.parked && t.ctx && this.listenerCount("parked")) {
+            const e = s.ok === false ? s.error : undefined;
+            if (e instanceof steps_1.Parked)
+                this.emit("parked", t.ctx, e);
+        }
         if (out && t.ctx && this.listensToOutcomes() && (out.ok || !(out.retryInMs === 0 && out.error === "worker stopped"))) {
             // a success's result; a failure's error: what the handler threw, or why it was stopped
             const value = out.ok ? (s.ok === true ? s.value : undefined) : t.stop || s.ok !== false ? t.signal.reason : s.error;
@@ -462,6 +476,9 @@ class Worker extends node_events_1.EventEmitter {
                 this.stat.failed++;
             this.pending.push(out);
             this.flushSoon();
+        }
+        else if (t.parked) {
+            this.stat.parked++;
         }
         else {
             this.stat.dropped++;

@@ -5,7 +5,20 @@
  * leader following and failover). Answers come back as camelCase objects;
  * refusals as the TenqError subclass of their error code.
  */
-import { ConflictError, InvalidError, NotFoundError, ProtocolError, TenqError, TimeoutError, errorFromWire, type WireError } from "./errors";
+import { readFileSync } from "node:fs";
+
+import {
+  ConflictError,
+  InvalidError,
+  NotFoundError,
+  OverloadedError,
+  ProtocolError,
+  QuotaExceededError,
+  TenqError,
+  TimeoutError,
+  errorFromWire,
+  type WireError,
+} from "./errors";
 import { RequestKeys } from "./ids";
 import type { JsonValue } from "./json";
 import { resolveOptions, type ClientOptions, type Resolved } from "./options";
@@ -68,6 +81,8 @@ import {
   submitResult,
 } from "./wire";
 import { infoFromWire, settingsToWire } from "./settings";
+import { eventResultFromWire, stepsFromWire, type EventResult, type Step } from "./steps";
+import { checkJson } from "./json";
 
 /** The most jobs one POST /v1/jobs takes. */
 export const MAX_BATCH_JOBS = 10_000;
@@ -81,6 +96,9 @@ const WAIT_CHUNK_MS = 60_000;
  * the commit; a job whose transaction rolled back never appears).
  */
 const TX_TAKE_IN_MS = 5_000;
+/** The pause after a 429 that names no Retry-After (the server sends 1 s), and the least one. */
+const BACKPRESSURE_PAUSE_MS = 1_000;
+const BACKPRESSURE_PAUSE_MIN_MS = 50;
 
 const sleepFor = (ms: number, signal?: AbortSignal): Promise<void> =>
   new Promise((resolve, reject) => {
@@ -160,6 +178,27 @@ function isReplay(a: Answer): boolean {
   return (Array.isArray(v) ? v[0] : v) === "true";
 }
 
+/** The TLS files of the options, read now: a file that cannot be read is told at once. */
+function tlsFiles(o: Resolved): { tls?: { ca?: Buffer; cert?: Buffer; key?: Buffer } } {
+  if (!o.caFile && !o.clientCert && !o.clientKey) return {};
+  if (!o.clientCert !== !o.clientKey)
+    throw new InvalidError("a client certificate needs both its certificate and its key file", {
+      field: o.clientCert ? "clientKey" : "clientCert",
+    });
+  const read = (path: string, field: string): Buffer => {
+    try {
+      return readFileSync(path);
+    } catch (e) {
+      throw new InvalidError(`${field} ${path}: ${(e as Error).message}`, { field });
+    }
+  };
+  const tls: { ca?: Buffer; cert?: Buffer; key?: Buffer } = {};
+  if (o.caFile) tls.ca = read(o.caFile, "caFile");
+  if (o.clientCert) tls.cert = read(o.clientCert, "clientCert");
+  if (o.clientKey) tls.key = read(o.clientKey, "clientKey");
+  return { tls };
+}
+
 export class Client {
   readonly options: Resolved;
   private readonly transport: Transport;
@@ -177,6 +216,7 @@ export class Client {
       failoverBudgetMs: this.options.failoverBudgetMs,
       maxSockets: this.options.maxSockets,
       ...(this.options.token !== undefined ? { token: this.options.token } : {}),
+      ...tlsFiles(this.options),
     });
   }
 
@@ -243,6 +283,9 @@ export class Client {
    * `Idempotency-Key` made before its first try and the same on every
    * retry (to any server), so a retry whose first try was made is
    * answered with the first answer (`replayed: true`) and makes nothing.
+   * A 429 `overloaded` or `quota_exceeded` is waited out for up to
+   * `backpressureBudgetMs` (default 60 s), then thrown (OverloadedError,
+   * QuotaExceededError).
    */
   async submit(spec: JobSpec, o: SubmitCallOptions = {}): Promise<SubmitResult> {
     if (!this.otel) return this.submitPrepared(this.prepare(spec), o);
@@ -255,18 +298,17 @@ export class Client {
     return submitResult(a.body, "submit", isReplay(a));
   }
 
-  /** POST /v1/jobs under a request key: a 2xx answer, else its typed error. */
+  /** POST /v1/jobs under a request key: a 2xx answer, else its typed error (see `postKeyed`). */
   private async postJobs(body: string, key: string, signal?: AbortSignal): Promise<Answer> {
-    const headers = { [REQUEST_KEY_HEADER]: key };
-    const a = await this.send("POST", "/v1/jobs", { body, headers, resend: true, ...(signal ? { signal } : {}) });
-    if (a.status >= 200 && a.status < 300) return a;
-    throw answerError(a);
+    return this.postKeyed("/v1/jobs", body, key, signal);
   }
 
   /**
    * Submits many jobs, 10,000 a request (more are split), each answered at
    * its index: made, deduplicated, or refused on its own. Each request
-   * carries its own `Idempotency-Key`, reused on its retries. A request that
+   * carries its own `Idempotency-Key`, reused on its retries (a 429
+   * `overloaded` or `quota_exceeded` is sent again after the Retry-After
+   * for up to `backpressureBudgetMs` from its first refusal). A request that
    * fails whole throws; the requests before it were made (calling again
    * makes them again, unless the jobs carry their own idempotency keys or
    * the call gives a `requestKey`: request n > 0 of a split call then goes
@@ -684,11 +726,58 @@ export class Client {
     });
   }
 
-  /** A POST under a request key (the caller's or a new one), the same on every retry. */
-  private async postKeyed(path: string, body: string, requestKey?: string): Promise<Answer> {
-    const a = await this.send("POST", path, { body, headers: { [REQUEST_KEY_HEADER]: requestKey ?? this.keys.next() }, resend: true });
-    if (a.status >= 200 && a.status < 300) return a;
-    throw answerError(a);
+  /**
+   * A submit request: a POST under a request key (the caller's or a new
+   * one), the same on every try; a 2xx answer, else its typed error. A 429
+   * `overloaded` or `quota_exceeded` made nothing: the request is sent again
+   * after the server's Retry-After until `backpressureBudgetMs` has passed
+   * since its first refusal (the last try when it runs out), then that
+   * refusal is thrown.
+   */
+  private async postKeyed(path: string, body: string, requestKey?: string, signal?: AbortSignal): Promise<Answer> {
+    const headers = { [REQUEST_KEY_HEADER]: requestKey ?? this.keys.next() };
+    let deadline: number | undefined;
+    for (;;) {
+      const a = await this.send("POST", path, { body, headers, resend: true, ...(signal ? { signal } : {}) });
+      if (a.status >= 200 && a.status < 300) return a;
+      const e = answerError(a);
+      if (!(e instanceof OverloadedError || e instanceof QuotaExceededError)) throw e;
+      const now = performance.now();
+      deadline ??= now + this.options.backpressureBudgetMs;
+      if (now >= deadline) throw e;
+      const wait = Math.max(e.retryAfterMs ?? BACKPRESSURE_PAUSE_MS, BACKPRESSURE_PAUSE_MIN_MS);
+      await sleepFor(Math.min(wait, deadline - now), signal);
+    }
+  }
+
+  // ------------------------------------------------------------------ durable steps and events
+
+  /** GET /v1/jobs/{id}/steps: the steps the job's handler stored, in order, with their results (docs/SEMANTICS.md, "Durable steps"). */
+  async steps(id: number): Promise<Step[]> {
+    return stepsFromWire(await this.call("GET", `/v1/jobs/${checkId(id)}/steps`, { resend: true }));
+  }
+
+  /**
+   * POST /v1/events: every job of the tenant (the client's by default)
+   * whose handler waits for `key` goes on with `payload` (JSON) as its
+   * wait's result; when none waits the server keeps the event for its
+   * --event-window. Sent under a request key (the caller's or a new one),
+   * the same on every try: sent again after a lost answer, it delivers
+   * nothing twice.
+   */
+  async sendEvent(key: string, payload?: unknown, o: SubmitCallOptions & { tenant?: string } = {}): Promise<EventResult> {
+    if (typeof key !== "string" || key === "") throw new InvalidError("an event needs a key (a non-empty string)", { field: "key" });
+    const body: Record<string, unknown> = { key, payload: payload === undefined ? null : payload };
+    checkJson(body["payload"], "payload");
+    const tenant = o.tenant ?? this.options.tenant;
+    if (tenant !== undefined) body["tenant"] = tenant;
+    const a = await this.postKeyed("/v1/events", JSON.stringify(body), o.requestKey);
+    return eventResultFromWire(a.body);
+  }
+
+  /** @internal POST /v1/jobs/{id}/steps (a worker's, under the body's token): the answer. Safe to send again: a name is stored once a lease. */
+  async storeStep(id: number, body: Record<string, unknown>): Promise<Record<string, unknown>> {
+    return asObject(await this.call("POST", `/v1/jobs/${checkId(id)}/steps`, { body: JSON.stringify(body), resend: true }), "step");
   }
 
   async attempts(id: number): Promise<Attempt[]> {

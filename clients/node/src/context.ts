@@ -9,6 +9,7 @@ import { AsyncLocalStorage } from "node:async_hooks";
 
 import { InvalidError } from "./errors";
 import type { JsonValue } from "./json";
+import type { StepMethods } from "./steps";
 import type { JobParents, JobSpec, LeasedJob, SubmitResult } from "./types";
 
 /** What a job's context asks the server (the worker's client; the test modes answer themselves). */
@@ -19,7 +20,7 @@ export interface WorkflowBackend {
 
 export type RunMode = "worker" | "inline" | "fake";
 
-export interface JobContext {
+export interface JobContext extends StepMethods {
   /** The job as the lease gave it (made up in the test modes). */
   readonly job: LeasedJob;
   readonly id: number;

@@ -16,11 +16,13 @@ export type ErrorCode =
   | "too_large"
   | "rate_limited"
   | "overloaded"
+  | "quota_exceeded"
   | "unavailable"
   | "not_leader"
   | "timeout"
   | "internal"
   | "connection"
+  | "tls"
   | "protocol";
 
 export interface ErrorDetails {
@@ -94,17 +96,35 @@ export class TooLargeError extends TenqError {
     super("too_large", message, { status: 413, ...details });
   }
 }
-/** 429 rate_limited. */
+/**
+ * 429: the server asks the caller to come back later (`retryAfterMs`);
+ * nothing of the request was done. The base of every 429: one of this
+ * class itself is `rate_limited`.
+ */
 export class RateLimitedError extends TenqError {
   constructor(message: string, details: ErrorDetails = {}) {
     super("rate_limited", message, { status: 429, ...details });
   }
 }
-/** 429 overloaded. */
-export class OverloadedError extends TenqError {
-  constructor(message: string, details: ErrorDetails = {}) {
-    super("overloaded", message, { status: 429, ...details });
-  }
+/**
+ * 429 overloaded: a submit while the server's jobs fill its memory budget;
+ * nothing of it was made. The client's submits send it again, under the same
+ * request key, after the Retry-After for up to `backpressureBudgetMs`, then
+ * throw it.
+ */
+export class OverloadedError extends RateLimitedError {
+  override readonly code: ErrorCode | string = "overloaded";
+}
+/**
+ * 429 quota_exceeded: a submit that would take a tenant or a queue past its
+ * quota; `field` names the limit (`max_queued` or `max_queued_bytes`), the
+ * message the tenant or queue. Nothing of it was made. The client's submits
+ * wait for room as for OverloadedError; the transaction helpers throw it for
+ * SQLSTATE TQ429 (the driver's error as `cause`, no `retryAfterMs`), and the
+ * transaction is then aborted.
+ */
+export class QuotaExceededError extends RateLimitedError {
+  override readonly code: ErrorCode | string = "quota_exceeded";
 }
 /** 503 unavailable: the store is down or the server is stopping; nothing was changed. */
 export class UnavailableError extends TenqError {
@@ -136,6 +156,17 @@ export class ConnectionError extends TenqError {
     super("connection", message, details);
   }
 }
+/**
+ * An https server's certificate did not verify (an unknown CA, an expired
+ * certificate, a name it does not hold), or the server refused this
+ * client's certificate. Configuration: thrown at once, not retried.
+ */
+export class TlsError extends ConnectionError {
+  constructor(message: string, details: ErrorDetails = {}) {
+    super(message, details);
+    Object.defineProperty(this, "code", { value: "tls" });
+  }
+}
 /** The answer was not the HTTP/JSON the protocol promises. */
 export class ProtocolError extends TenqError {
   constructor(message: string, details: ErrorDetails = {}) {
@@ -155,10 +186,13 @@ const byCode = new Map<string, ErrorClass>(Object.entries({
   too_large: TooLargeError,
   rate_limited: RateLimitedError,
   overloaded: OverloadedError,
+  quota_exceeded: QuotaExceededError,
   unavailable: UnavailableError,
   not_leader: NotLeaderError,
   timeout: TimeoutError,
   internal: InternalError,
+  tls: TlsError,
+  protocol: ProtocolError,
 }));
 
 const byStatus = new Map<number, ErrorClass>([

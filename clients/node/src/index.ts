@@ -29,6 +29,8 @@ export {
   NotLeaderError,
   OverloadedError,
   ProtocolError,
+  TlsError,
+  QuotaExceededError,
   RateLimitedError,
   TenqError,
   TimeoutError,
@@ -57,11 +59,23 @@ export { compose, describeError, errorReporter, logging, tracing, type Middlewar
 export { DEFAULT_SERVER, type ClientOptions } from "./options";
 export { findOtelApi, toTraceparent, type OpenTelemetryOption, type OtelApi } from "./otel";
 export { SETTING_NAMES } from "./settings";
+export {
+  ChildFailedError,
+  EventTimeoutError,
+  Parked,
+  isParked,
+  type EventResult,
+  type Step,
+  type StepKind,
+  type StepMethods,
+  type StepOptions,
+  type WaitForEventOptions,
+} from "./steps";
 export { Registry, type Constructor, type Handler, type HandlerOptions, type RegisterOptions } from "./registry";
 export { type AsyncMethods, type Task } from "./switch";
 export { Testing, type FakeJob, type TestMode } from "./testing";
 export { checkTraceparent, isTraceparent, type TraceHook } from "./tracing";
 export { VERSION } from "./transport";
 export * from "./types";
-export { completeTx, failTx, submitManyTx, submitTx, type FailTxOptions, type LeaseRef, type Queryable, type TxDefaults } from "./tx";
+export { completeTx, failTx, sendEventTx, submitManyTx, submitTx, type FailTxOptions, type LeaseRef, type Queryable, type TxDefaults } from "./tx";
 export { Worker, type WorkerEvents, type WorkerOptions, type WorkerStats } from "./worker";

@@ -7,6 +7,7 @@
  * may catch it, or return instead, or throw something else).
  */
 import type { JobContext } from "./context";
+import { Parked } from "./steps";
 import { stderrLogger, type Logger } from "./log";
 
 export type Next = () => Promise<unknown>;
@@ -43,18 +44,23 @@ export function logging(logger: Logger = stderrLogger): Middleware {
       logger.info(`job ${ctx.id} ${ctx.type} succeeded in ${(performance.now() - t0).toFixed(1)} ms`);
       return r;
     } catch (e) {
+      if (e instanceof Parked) {
+        logger.info(`job ${ctx.id} ${ctx.type} parked (${e.kind} "${e.stepName}") in ${(performance.now() - t0).toFixed(1)} ms`);
+        throw e;
+      }
       logger.warn(`job ${ctx.id} ${ctx.type} failed in ${(performance.now() - t0).toFixed(1)} ms: ${describeError(e)}`);
       throw e;
     }
   };
 }
 
-/** Hands every error a handler throws to `report` (an error tracker), then lets it fail the attempt. */
+/** Hands every error a handler throws to `report` (an error tracker), then lets it fail the attempt (a step's Parked is no error: not reported). */
 export function errorReporter(report: (error: unknown, ctx: JobContext) => void | Promise<void>): Middleware {
   return async (ctx, next) => {
     try {
       return await next();
     } catch (e) {
+      if (e instanceof Parked) throw e;
       try {
         await report(e, ctx);
       } catch {

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /** The client's options, and their defaults from the environment. */
+import { InvalidError } from "./errors";
 import type { OpenTelemetryOption } from "./otel";
 import type { TraceHook } from "./tracing";
 
@@ -14,6 +15,14 @@ export interface ClientOptions {
   queue?: string;
   /** How long to keep trying other servers (and the same one again) after a failure. Default 15 s. */
   failoverBudgetMs?: number;
+  /**
+   * How long a submit request refused with 429 `overloaded` or
+   * `quota_exceeded` (nothing of it made) is sent again, under the same
+   * `Idempotency-Key`, after the server's Retry-After, counted from its first
+   * refusal; then OverloadedError / QuotaExceededError is thrown. Default
+   * 60 s; 0: throw at once.
+   */
+  backpressureBudgetMs?: number;
   /** Default 5 s. */
   connectTimeoutMs?: number;
   /** An answer's deadline (a long poll adds its wait). Default 30 s. */
@@ -28,6 +37,12 @@ export interface ClientOptions {
    * API module to use.
    */
   openTelemetry?: OpenTelemetryOption;
+  /** https: a PEM file of the CAs trusted to sign servers' certificates, instead of Node's. Default: `TENQ_CA_FILE`. */
+  caFile?: string;
+  /** https: a client certificate (PEM) for a server that takes them (mutual TLS). Default: `TENQ_CLIENT_CERT`. */
+  clientCert?: string;
+  /** Its private key (PEM, no passphrase). Default: `TENQ_CLIENT_KEY`. */
+  clientKey?: string;
 }
 
 export const DEFAULT_SERVER = "http://127.0.0.1:7070";
@@ -38,17 +53,31 @@ export interface Resolved {
   tenant: string | undefined;
   queue: string | undefined;
   failoverBudgetMs: number;
+  backpressureBudgetMs: number;
   connectTimeoutMs: number;
   requestTimeoutMs: number;
   maxSockets: number;
   trace: TraceHook | undefined;
   openTelemetry: OpenTelemetryOption;
+  caFile: string | undefined;
+  clientCert: string | undefined;
+  clientKey: string | undefined;
 }
 
 function list(v: string | string[] | undefined): string[] {
   if (v === undefined) return [];
   const all = Array.isArray(v) ? v : [v];
   return all.flatMap((s) => s.split(",")).map((s) => s.trim()).filter((s) => s !== "");
+}
+
+/** The default of `backpressureBudgetMs`. */
+export const DEFAULT_BACKPRESSURE_BUDGET_MS = 60_000;
+
+function budget(ms: number | undefined): number {
+  if (ms === undefined) return DEFAULT_BACKPRESSURE_BUDGET_MS;
+  if (typeof ms !== "number" || !(ms >= 0))
+    throw new InvalidError(`backpressureBudgetMs is 0 or more milliseconds, not ${String(ms)}`, { field: "backpressureBudgetMs" });
+  return ms;
 }
 
 export function resolveOptions(o: ClientOptions, env: NodeJS.ProcessEnv = process.env): Resolved {
@@ -62,10 +91,14 @@ export function resolveOptions(o: ClientOptions, env: NodeJS.ProcessEnv = proces
     tenant: o.tenant,
     queue: o.queue,
     failoverBudgetMs: o.failoverBudgetMs ?? 15_000,
+    backpressureBudgetMs: budget(o.backpressureBudgetMs),
     connectTimeoutMs: o.connectTimeoutMs ?? 5_000,
     requestTimeoutMs: o.requestTimeoutMs ?? 30_000,
     maxSockets: o.maxSockets ?? 16,
     trace: o.trace,
     openTelemetry: o.openTelemetry,
+    caFile: o.caFile ?? (env["TENQ_CA_FILE"] || undefined),
+    clientCert: o.clientCert ?? (env["TENQ_CLIENT_CERT"] || undefined),
+    clientKey: o.clientKey ?? (env["TENQ_CLIENT_KEY"] || undefined),
   };
 }

@@ -17,6 +17,7 @@
  * library's types do not need the package.
  */
 import type { JobContext } from "./context";
+import { Parked } from "./steps";
 import { isTraceparent } from "./tracing";
 
 type Attr = string | number | boolean;
@@ -157,7 +158,9 @@ export class Instrumentation {
         return v;
       },
       (e: unknown) => {
-        failed(api, span, e);
+        // a step that parked the job ended the attempt without failing it
+        if (e instanceof Parked) span.setAttribute("tenq.parked", e.kind);
+        else failed(api, span, e);
         span.end();
         throw e;
       },

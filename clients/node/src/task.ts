@@ -8,6 +8,7 @@ import { JobCancelledError, JobTimeoutError, LeaseLostError, NoRetryError, Retry
 import { checkJson, type JsonValue } from "./json";
 import { describeError } from "./middleware";
 import { TX_SETTLED } from "./tx";
+import { StepState, type Step, type StepBackend, type StepOptions, type WaitForEventOptions } from "./steps";
 import type { JobParents, JobSpec, LeasedJob, Outcome, SubmitResult } from "./types";
 
 /** Why a handler was told to stop; a later reason of a higher rank overrides. */
@@ -61,6 +62,8 @@ export class Task {
   tx: Outcome | undefined;
   /** The handler's context, once it began (the worker's events hand it out). */
   ctx: JobContext | undefined;
+  /** A step parked the job (the lease is over): nothing is reported. */
+  parked = false;
   private ac: AbortController | undefined;
 
   constructor(readonly job: LeasedJob) {
@@ -102,6 +105,7 @@ export class Task {
   /** What the end of the run is reported as; undefined: nothing (the lease is lost). */
   outcome(s: Settled): Outcome | undefined {
     const { id, token } = this.job;
+    if (this.parked) return undefined; // its lease ended with the step that parked it
     switch (this.stop) {
       case "lost":
         return undefined;
@@ -144,12 +148,41 @@ function cut(s: string): string {
 /** The context handed to the handler of a task (getters on the prototype: cheap to make per job). */
 export class TaskContext implements JobContext {
   readonly mode = "worker" as const;
+  private st: StepState | undefined;
   constructor(
     private readonly t: Task,
     readonly worker: string,
     private readonly onProgress: (t: Task, v: JsonValue) => void,
-    private readonly backend: WorkflowBackend,
+    private readonly backend: WorkflowBackend & StepBackend,
+    private readonly onParked: (t: Task) => void = () => {},
   ) {}
+  private get stepState(): StepState {
+    return (this.st ??= new StepState(this.t.job, this.backend, () => {
+      this.t.parked = true;
+      this.onParked(this.t);
+    }));
+  }
+  step<T>(name: string, fn: () => T | Promise<T>): Promise<T> {
+    return this.stepState.step(name, fn);
+  }
+  sleepFor(ms: number, o?: StepOptions): Promise<void> {
+    return this.stepState.sleepFor(ms, o);
+  }
+  sleepUntil(when: Date | number, o?: StepOptions): Promise<void> {
+    return this.stepState.sleepUntil(when, o);
+  }
+  waitForEvent(key: string, o?: WaitForEventOptions): Promise<JsonValue | null> {
+    return this.stepState.waitForEvent(key, o);
+  }
+  runChild(spec: JobSpec, o?: StepOptions): Promise<JsonValue | null> {
+    return this.stepState.runChild(spec, o);
+  }
+  steps(): Promise<Step[]> {
+    return this.stepState.steps();
+  }
+  get parked(): boolean {
+    return this.t.parked;
+  }
   get batch(): number | undefined {
     return this.t.job.batch;
   }

@@ -19,6 +19,7 @@
  * modes have none (`ctx.batch` is undefined there).
  */
 import { workflowContext, type JobContext, type RunMode } from "./context";
+import { inlineSteps } from "./steps";
 import { InvalidError, NotFoundError, TenqError } from "./errors";
 import type { JobHandle } from "./handle";
 import { JobCancelledError } from "./job-errors";
@@ -209,6 +210,7 @@ export class Testing {
       progress: (v) => {
         fj.progress = roundTrip(v, "progress");
       },
+      ...inlineSteps(job),
       ...workflowContext(job, {
         parents: async (id) => this.parentsOf(id),
         addToBatch: async () => {

@@ -20,7 +20,7 @@
 import * as http from "node:http";
 import * as https from "node:https";
 
-import { ConnectionError, ProtocolError, TenqError, TimeoutError, errorFromWire, type WireError } from "./errors";
+import { ConnectionError, ProtocolError, TenqError, TimeoutError, TlsError, errorFromWire, type WireError } from "./errors";
 
 export const VERSION = "0.1.0";
 
@@ -32,6 +32,8 @@ export interface TransportOptions {
   failoverBudgetMs: number;
   /** Keep-alive sockets per server at most. */
   maxSockets: number;
+  /** https: trusted CAs (instead of Node's), a client certificate and its key, as PEM. */
+  tls?: { ca?: Buffer; cert?: Buffer; key?: Buffer };
 }
 
 export type Method = "GET" | "HEAD" | "POST" | "PUT" | "DELETE";
@@ -147,7 +149,7 @@ export class Transport {
     this.servers.push({
       base,
       url,
-      agent: tls ? new https.Agent(agentOpts) : new http.Agent(agentOpts),
+      agent: tls ? new https.Agent({ ...agentOpts, ...(this.opts.tls ?? {}) }) : new http.Agent(agentOpts),
       mod: tls ? https : http,
     });
     return this.servers.length - 1;
@@ -211,6 +213,8 @@ export class Transport {
         failed = t;
       } else {
         const why = a.error.message || String(a.error);
+        // a certificate refused, either way: trying again would not cure it
+        if (isTlsRefusal(a.error)) throw new TlsError(`TLS with ${server.base} failed: ${why}`, { cause: a.error });
         if (a.reached && a.reused && !staleRetried) {
           // a kept connection the server closed while idle: the request never reached it
           staleRetried = true;
@@ -340,6 +344,28 @@ export class Transport {
       else r.end();
     });
   }
+}
+
+/** OpenSSL's certificate verification errors (Node gives them as `code`). */
+const VERIFY_CODES = new Set([
+  "UNABLE_TO_GET_ISSUER_CERT",
+  "UNABLE_TO_GET_ISSUER_CERT_LOCALLY",
+  "UNABLE_TO_VERIFY_LEAF_SIGNATURE",
+  "SELF_SIGNED_CERT_IN_CHAIN",
+  "DEPTH_ZERO_SELF_SIGNED_CERT",
+  "CERT_HAS_EXPIRED",
+  "CERT_NOT_YET_VALID",
+  "CERT_REVOKED",
+  "CERT_UNTRUSTED",
+  "CERT_SIGNATURE_FAILURE",
+  "HOSTNAME_MISMATCH",
+  "ERR_TLS_CERT_ALTNAME_INVALID",
+]);
+
+/** A server's certificate not verified, or an alert from the server refusing ours. */
+function isTlsRefusal(e: Error): boolean {
+  const code = (e as NodeJS.ErrnoException).code ?? "";
+  return VERIFY_CODES.has(code) || /^ERR_SSL_.*ALERT/.test(code);
 }
 
 function header(h: http.IncomingHttpHeaders, name: string): string | undefined {

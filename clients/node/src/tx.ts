@@ -3,7 +3,7 @@
  * Jobs submitted and completed in the application's own PostgreSQL
  * transaction: the SQL functions a tenq server on PostgreSQL installs in
  * the schema `tenq` (tenq.submit, tenq.submit_many, tenq.complete,
- * tenq.fail), called on the application's connection, so that a job exists
+ * tenq.fail, tenq.send_event), called on the application's connection, so that a job exists
  * (or a job is finished) if and only if the application's transaction
  * commits. The server's leader takes committed rows in within milliseconds.
  *
@@ -15,7 +15,7 @@
  * stay below 2^53), whatever the driver does with int8.
  */
 import { currentJob } from "./context";
-import { ConflictError, InvalidError, ProtocolError, TenqError } from "./errors";
+import { ConflictError, InvalidError, ProtocolError, QuotaExceededError, TenqError } from "./errors";
 import { checkJson, type JsonValue } from "./json";
 import type { JobSpec, Outcome } from "./types";
 import { jobToWire } from "./wire";
@@ -55,6 +55,10 @@ type TxAware = LeaseRef & { [TX_SETTLED]?: (o: Outcome) => void };
 const SQLSTATE_INVALID = "22023";
 /** tenq's SQLSTATE for a lease that is not the job's current one (or a queue that is not exactly-once). */
 const SQLSTATE_LEASE = "TQ002";
+/** tenq's SQLSTATE for a submit over a tenant's or a queue's quota (the server's 429 quota_exceeded). */
+const SQLSTATE_QUOTA = "TQ429";
+/** The limits a quota refusal names (the longer first: one holds the other). */
+const QUOTA_FIELDS = ["max_queued_bytes", "max_queued"];
 
 /**
  * Submits one job in the caller's transaction (tenq.submit) and returns its
@@ -62,7 +66,9 @@ const SQLSTATE_LEASE = "TQ002";
  * transaction commits; a rollback leaves nothing. `tenant` and `queue` are
  * required (here, or in `defaults`). Fields are checked as for
  * `client.submit` before anything is sent (InvalidError); the server's own
- * checks raise in the transaction, as InvalidError too.
+ * checks raise in the transaction, as InvalidError too, and a job over its
+ * tenant's or queue's quota (SQLSTATE TQ429) as QuotaExceededError; the
+ * transaction is then aborted (roll it back).
  */
 export async function submitTx(db: Queryable, spec: JobSpec, defaults: TxDefaults = {}): Promise<number> {
   return submitWireTx(db, jobToWire(spec, defaults));
@@ -100,7 +106,7 @@ export async function submitWireTx(db: Queryable, w: Record<string, unknown>): P
   add("score", "float8", t["score"]);
   add("traceparent", "text", t["traceparent"]);
   add("timeout_ms", "bigint", t["timeout_ms"]);
-  // schema 21: named only when given, so a database of an older schema takes the rest
+  // schema 26: named only when given, so a database of an older schema takes the rest
   add("concurrency_keys", "jsonb", t["concurrency_keys"] === undefined ? undefined : JSON.stringify(t["concurrency_keys"]));
   add("rate_keys", "jsonb", t["rate_keys"] === undefined ? undefined : JSON.stringify(t["rate_keys"]));
   add("expire_at", "timestamptz", t["expire_at"]);
@@ -170,6 +176,23 @@ export async function failTx(db: Queryable, job: LeaseRef, error: string, o: Fai
   settled(job, retry !== undefined ? { id, token, ok: false, error, retryInMs: retry } : { id, token, ok: false, error });
 }
 
+/**
+ * Sends an event of `tenant` in the caller's transaction (tenq.send_event,
+ * docs/transactions.md): the jobs whose handler waits for `key`
+ * (`ctx.waitForEvent`) go on with `payload` (JSON) if and only if the
+ * transaction commits. Returns the event's number in the server's inbox.
+ * The database refuses a bad tenant, key or payload (InvalidError; the
+ * transaction is then aborted).
+ */
+export async function sendEventTx(db: Queryable, tenant: string, key: string, payload?: unknown): Promise<number> {
+  if (typeof tenant !== "string" || tenant === "") throw new InvalidError("sendEventTx: a tenant is required", { field: "tenant" });
+  if (typeof key !== "string" || key === "") throw new InvalidError("sendEventTx: a key is required", { field: "key" });
+  const v = payload === undefined ? null : payload;
+  checkJson(v, "payload");
+  const r = await run(db, "SELECT tenq.send_event($1::text, $2::text, $3::jsonb)::text AS n", [tenant, key, JSON.stringify(v)]);
+  return toId(firstField(r, "n"), "tenq.send_event");
+}
+
 // ------------------------------------------------------------------ helpers
 
 /** A wire job (run_at in ms) as the SQL functions take it (run_at as ISO text); tenant required. */
@@ -222,6 +245,12 @@ function typed(e: unknown): unknown {
     return new InvalidError(text, field !== undefined ? { field, cause: e } : { cause: e });
   }
   if (code === SQLSTATE_LEASE) return new ConflictError(text, { field: "token", cause: e });
+  if (code === SQLSTATE_QUOTA) {
+    // the limit: the error's column (node-postgres's `column`), else the one the message names
+    const column = (e as { column?: unknown }).column;
+    const field = QUOTA_FIELDS.find((f) => f === column) ?? QUOTA_FIELDS.find((f) => text.includes(f));
+    return new QuotaExceededError(text, field !== undefined ? { field, cause: e } : { cause: e });
+  }
   return e;
 }
 
@@ -241,6 +270,7 @@ const TX_FIELDS = new Set([
   "traceparent",
   "timeout_ms",
   "retry_in_ms",
+  "payload",
 ]);
 
 function firstField(r: { rows: unknown[] }, name: string): unknown {

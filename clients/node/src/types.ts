@@ -3,22 +3,16 @@
 import type { TenqError } from "./errors";
 import type { JsonValue } from "./json";
 
-export type JobState =
-  | "waiting"
-  | "scheduled"
-  | "blocked"
-  | "ready"
-  | "leased"
-  | "running"
-  | "succeeded"
-  | "cancelled"
-  | "merged"
-  | "expired"
-  | "dead";
+/** Every job state, in the server's order (GET /v1/spec; test/spec.test.ts checks it). */
+export const JOB_STATES = ["scheduled", "blocked", "waiting", "ready", "leased", "running", "dead", "succeeded", "cancelled", "merged", "expired"] as const;
+export type JobState = (typeof JOB_STATES)[number];
+
+/** The states a job moves no further from by itself: what `wait` waits for. */
+export const FINISHED_STATES: readonly JobState[] = ["dead", "succeeded", "cancelled", "merged", "expired"];
 
 /** succeeded, cancelled, merged, expired and dead: the states `wait` waits for. */
 export function isFinished(state: JobState | string): boolean {
-  return state === "succeeded" || state === "cancelled" || state === "merged" || state === "expired" || state === "dead";
+  return (FINISHED_STATES as readonly string[]).includes(state);
 }
 
 /** How a job is submitted, besides its type and args. Every field of POST /v1/jobs. */
@@ -155,23 +149,28 @@ export interface Payload {
   score: number;
 }
 
-/** Why a job that is neither handed out nor finished waits (docs/API.md). */
-export type WaitingReason =
-  | "scheduled"
-  | "backoff"
-  | "lane"
-  | "tenant_slots"
-  | "tenant_cap"
-  | "queue_paused"
-  | "tenant_paused"
-  | "tenant_rate"
-  | "queue_rate"
-  | "queue_tenant_rate"
-  | "worker"
-  | "no_worker"
-  | "parents"
-  | "concurrency_key"
-  | "rate_key";
+/** Why a job that is neither handed out nor finished waits (docs/API.md; GET /v1/spec). */
+export const WAITING_REASONS = [
+  "scheduled",
+  "backoff",
+  "lane",
+  "tenant_slots",
+  "tenant_cap",
+  "queue_paused",
+  "tenant_paused",
+  "tenant_rate",
+  "queue_rate",
+  "queue_tenant_rate",
+  "worker",
+  "no_worker",
+  "parents",
+  "sleep",
+  "event",
+  "child",
+  "concurrency_key",
+  "rate_key",
+] as const;
+export type WaitingReason = (typeof WAITING_REASONS)[number];
 
 export interface Waiting {
   reason: WaitingReason;
@@ -192,6 +191,10 @@ export interface Waiting {
   key?: string;
   /** concurrency_key: a job holding the key. */
   heldBy?: number;
+  /** event: the key its handler waits for (`until`: its timeout's time, if any; `sleep`'s `until`: when it resumes). */
+  event?: string;
+  /** child: the child job its handler waits for. */
+  child?: number;
 }
 
 /** A job as GET /v1/jobs/{id} returns it. */
@@ -252,6 +255,10 @@ export interface Job {
   debounced?: boolean;
   /** The latest its start moves to (its first submit + `debounceMaxMs`). */
   debounceUntil?: number;
+  /** How many durable steps its handler stored (`client.steps(id)`), when it has some. */
+  steps?: number;
+  /** The job whose handler waits for it (`ctx.runChild`), while that one waits. */
+  awaitedBy?: number;
 }
 
 /** A job handed to a worker by POST /v1/lease. */
@@ -283,6 +290,8 @@ export interface LeasedJob {
   batch?: number;
   /** Set on a batch's callback job. */
   batchCallback?: BatchCallbackName;
+  /** How many durable steps its handler stored before this lease (read at its first step). */
+  steps?: number;
 }
 
 /** A parent of a job, as GET /v1/jobs/{id}/parents shows it (`gone`: pruned; its result is then null). */
@@ -666,7 +675,9 @@ export interface Schedule {
 }
 
 /** How an attempt ended; `leased` and `running` are the attempt under way. */
-export type AttemptOutcome = "failed" | "expired" | "timed_out" | "cancelled" | "succeeded" | "leased" | "running";
+/** How an attempt ended, or that it is under way (GET /v1/spec). */
+export const ATTEMPT_OUTCOMES = ["failed", "expired", "timed_out", "cancelled", "succeeded", "leased", "running", "suspended"] as const;
+export type AttemptOutcome = (typeof ATTEMPT_OUTCOMES)[number];
 
 /** One attempt of a job (GET /v1/jobs/{id}/attempts), oldest first. */
 export interface Attempt {
@@ -685,6 +696,8 @@ export interface Attempt {
   error: string | null;
   /** What the worker reported with the outcome. */
   stats: JsonValue | null;
+  /** The names of the durable steps it stored (`suspended`: one parked the job; not a failure). */
+  steps: string[];
 }
 
 /** A key's settings (PUT /v1/key-settings): of one key, or of every key beginning with `key` less its `*`. */

@@ -247,6 +247,8 @@ function workflowFromWire(o: Wire, job: Job | LeasedJob): void {
   if (batch !== null) job.batch = batch;
   const cb = str(o["batch_callback"]);
   if (cb !== null) job.batchCallback = cb as BatchCallbackName;
+  const steps = num(o["steps"]);
+  if (steps !== null) job.steps = steps;
 }
 
 /** A submit's answer; `replayedRequest`: the server replayed the request's first answer (Idempotent-Replayed). */
@@ -369,6 +371,8 @@ export function jobFromWire(v: unknown): Job {
   if (o["debounced"] === true) job.debounced = true;
   const du = num(o["debounce_until"]);
   if (du !== null) job.debounceUntil = du;
+  const by = num(o["awaited_by"]);
+  if (by !== null) job.awaitedBy = by;
   return job;
 }
 
@@ -435,6 +439,10 @@ function waitingFromWire(o: Wire): Waiting {
   if (key !== null) w.key = key;
   const heldBy = num(o["held_by"]);
   if (heldBy !== null) w.heldBy = heldBy;
+  const event = str(o["event"]);
+  if (event !== null) w.event = event;
+  const child = num(o["child"]);
+  if (child !== null) w.child = child;
   return w;
 }
 
@@ -576,5 +584,6 @@ export function attemptFromWire(v: unknown): Attempt {
     jobState: (str(o["job_state"]) ?? "ready") as Attempt["jobState"],
     error: str(o["error"]),
     stats: (o["stats"] ?? null) as JsonValue | null,
+    steps: Array.isArray(o["steps"]) ? o["steps"].filter((x): x is string => typeof x === "string") : [],
   };
 }

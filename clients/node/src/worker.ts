@@ -36,10 +36,14 @@
  *   started, let running ones finish within `graceMs`, then abort them and
  *   give them back (`retry_in_ms: 0`, "worker stopped"); report everything.
  *   A second signal stops at once.
+ * - A handler's durable step that parks its job (steps.ts: a sleep, a wait
+ *   for an event or a child) ends its lease: the worker stops heartbeating
+ *   it, frees its slot when the handler ends (with the step's Parked), and
+ *   reports nothing.
  * - Events (an EventEmitter, as BullMQ's worker): `active` when a handler
  *   begins, `progress` for each progress report, `completed` and `failed`
  *   once the server has acknowledged the outcome (so `client.get(id)` shows
- *   it then), `error` for what the worker would otherwise only log (a lease
+ *   it then), `parked` when a step parked the job, `error` for what the worker would otherwise only log (a lease
  *   or report that failed, an outcome refused), `closing` and `closed`.
  */
 import { EventEmitter } from "node:events";
@@ -53,6 +57,7 @@ import { stderrLogger, type Logger } from "./log";
 import { compose, describeError, type Middleware } from "./middleware";
 import { invoke, type Registry } from "./registry";
 import { Heartbeats } from "./heartbeats";
+import { Parked } from "./steps";
 import { Task, TaskContext, UnknownTypeError, type Settled, type StopReason } from "./task";
 import type { LeasedJob, Outcome, OutcomeResult } from "./types";
 
@@ -134,6 +139,12 @@ export interface WorkerEvents {
    * JobCancelledError).
    */
   failed: [job: JobContext, error: unknown];
+  /**
+   * A step parked the job (`ctx.sleepFor`, `ctx.waitForEvent`,
+   * `ctx.runChild`): its lease ended without failing, nothing is reported;
+   * the job runs again when its wait is over.
+   */
+  parked: [job: JobContext, parked: Parked];
   /** Something went wrong beside a job: a lease or a report that failed (retried), an outcome the server refused. */
   error: [error: Error];
   /** `stop()` began. */
@@ -158,6 +169,8 @@ export interface WorkerStats {
   givenBack: number;
   /** Outcomes not reported: refused (a stale token), or the lease was lost. */
   dropped: number;
+  /** Attempts a step ended by parking the job (a durable sleep, a wait for an event or a child). */
+  parked: number;
 }
 
 const MAX_OUTCOMES = 10_000;
@@ -223,7 +236,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
   private readonly waiting: Task[] = [];
   private running = 0;
   private pending: Outcome[] = [];
-  private readonly stat: WorkerStats = { leased: 0, succeeded: 0, failed: 0, cancelled: 0, givenBack: 0, dropped: 0 };
+  private readonly stat: WorkerStats = { leased: 0, succeeded: 0, failed: 0, cancelled: 0, givenBack: 0, dropped: 0, parked: 0 };
 
   private leaserState: LeaserState = "stopped";
   private wakeLeaser: (() => void) | undefined;
@@ -235,6 +248,10 @@ export class Worker extends EventEmitter<WorkerEvents> {
   private readonly progressFn = (t: Task, v: JsonValue): void => {
     this.beats.progress(t, v);
     if (t.ctx && this.listenerCount("progress")) this.emit("progress", t.ctx, v);
+  };
+  /** A step parked a task's job: its lease is over, so nothing heartbeats it any more. */
+  private readonly onParked = (t: Task): void => {
+    this.beats.remove(t);
   };
   /** The outcomes sent whose acknowledgement is to be emitted (while `completed` or `failed` have listeners). */
   private readonly toEmit = new Map<Outcome, Pending>();
@@ -508,7 +525,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
     this.runningTasks.add(t);
     const job = t.job;
     const reg = this.registry.get(job.type);
-    const ctx = new TaskContext(t, this.name, this.progressFn, this.client);
+    const ctx = new TaskContext(t, this.name, this.progressFn, this.client, this.onParked);
     t.ctx = ctx;
     if (this.listenerCount("active")) this.emit("active", ctx);
     const timeoutMs = reg?.timeoutMs ?? this.opts.timeoutMs;
@@ -540,6 +557,10 @@ export class Worker extends EventEmitter<WorkerEvents> {
     const d = this.durationMs;
     this.durationMs = d >= 0 ? d + (ms - d) * (ms > d ? DURATION_UP : DURATION_DOWN) : ms;
     const out = t.outcome(s);
+    if (t.parked && t.ctx && this.listenerCount("parked")) {
+      const e = s.ok === false ? s.error : undefined;
+      if (e instanceof Parked) this.emit("parked", t.ctx, e);
+    }
     if (out && t.ctx && this.listensToOutcomes() && (out.ok || !(out.retryInMs === 0 && out.error === "worker stopped"))) {
       // a success's result; a failure's error: what the handler threw, or why it was stopped
       const value = out.ok ? (s.ok === true ? s.value : undefined) : t.stop || s.ok !== false ? t.signal.reason : s.error;
@@ -563,6 +584,8 @@ export class Worker extends EventEmitter<WorkerEvents> {
       else this.stat.failed++;
       this.pending.push(out);
       this.flushSoon();
+    } else if (t.parked) {
+      this.stat.parked++;
     } else {
       this.stat.dropped++;
     }

@@ -20,10 +20,13 @@ import {
   InvalidError,
   LeaseLostError,
   NotFoundError,
+  QuotaExceededError,
+  RateLimitedError,
   Tenq,
   TimeoutError,
   completeTx,
   failTx,
+  sendEventTx,
   submitManyTx,
   submitTx,
   type OutcomeResult,
@@ -430,6 +433,73 @@ describe("in the application's transaction", () => {
       await assert.rejects(submitManyTx(e.db, [{ type: "T", priority: 40000 }], { tenant: "acme", queue: "q" }), /tenq\.submit_many: job 0: .*priority/);
       await assert.rejects(completeTx(e.db, { id: 999999, token: 1 }), (x: unknown) => x instanceof ConflictError && /no job/.test(x.message));
       assert.equal(await count(e.db, "SELECT 1 FROM tenq.inbox"), 0);
+    } finally {
+      await e.close();
+    }
+  });
+
+  it("a submit over a quota rejects with QuotaExceededError naming the limit, and the transaction rolls back", { skip: need }, async () => {
+    const e = await setup("txq");
+    try {
+      const c = e.app.client;
+      assert.equal((await c.setTenant("acme", { maxQueued: 2 })).maxQueued, 2);
+      assert.equal((await c.setQueue("txq", { maxQueuedBytes: 40 })).maxQueuedBytes, 40);
+      const refused = (field: string, what: RegExp) => (x: unknown): boolean => {
+        assert.ok(x instanceof QuotaExceededError, String(x));
+        assert.ok(x instanceof RateLimitedError);
+        assert.equal(x.code, "quota_exceeded");
+        assert.equal(x.field, field);
+        assert.match(x.message, what);
+        assert.equal((x.cause as { code?: string }).code, "TQ429"); // the driver's error
+        return true;
+      };
+      await assert.rejects(
+        inTx(e.db, async () => {
+          await e.db.query("INSERT INTO orders (note) VALUES ('over')");
+          return submitManyTx(e.db, [0, 1, 2].map((i) => ({ type: "T", args: { i } })), { tenant: "acme", queue: "txq" });
+        }),
+        refused("max_queued", /^tenq\.submit: quota_exceeded: tenant acme /),
+      );
+      await assert.rejects(
+        inTx(e.db, () => c.submitTx(e.db, { type: "T", args: { pad: "x".repeat(40) } })),
+        refused("max_queued_bytes", /queue txq .*max_queued_bytes 40/),
+      );
+      assert.equal(await count(e.db, "SELECT 1 FROM orders"), 0);
+      assert.equal(await count(e.db, "SELECT 1 FROM tenq.inbox"), 0);
+      // within the quotas: made
+      const ids = await inTx(e.db, () => c.submitManyTx(e.db, [{ type: "T", args: { i: 0 } }, { type: "T", args: { i: 1 } }]));
+      for (const [i, id] of ids.entries()) {
+        await until(async () => (await c.get(id).catch(() => undefined)) !== undefined, "the job taken in");
+        assert.deepEqual((await c.get(id)).args, { i });
+      }
+      const q = await c.getQueue("txq");
+      assert.equal(q.submittedTotal, 2);
+      assert.equal(q.queued, 2);
+    } finally {
+      await e.close();
+    }
+  });
+
+  it("sendEventTx: a committed event wakes the waiting job with its payload, a rolled-back one nothing", { skip: need }, async () => {
+    const e = await setup("txev");
+    try {
+      e.app.handle("Order.wait", async (_args, ctx) => ctx.waitForEvent(`paid-${ctx.id}`));
+      const h = await e.app.enqueue("Order.wait");
+      await withWorker(e.app, {}, async () => {
+        await until(async () => (await e.app.client.get(h.id)).waiting?.reason === "event", "the wait");
+        await assert.rejects(
+          inTx(e.db, async () => {
+            await sendEventTx(e.db, "acme", `paid-${h.id}`, { rolled: "back" });
+            throw new Error("the application changes its mind");
+          }),
+          /changes its mind/,
+        );
+        const n = await inTx(e.db, () => sendEventTx(e.db, "acme", `paid-${h.id}`, { amount: 5 }));
+        assert.equal(typeof n, "number");
+        assert.deepEqual(await h.wait({ timeoutMs: 30_000 }), { amount: 5 });
+      });
+      await assert.rejects(sendEventTx(e.db, "acme", "k", { big: "x".repeat(1_100_000) }), InvalidError);
+      await assert.rejects(sendEventTx(e.db, "", "k"), InvalidError);
     } finally {
       await e.close();
     }

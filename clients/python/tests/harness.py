@@ -1,26 +1,57 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Real tenq servers for the tests: ``tenq serve`` from $TENQ_BIN (default
-/opt/tenq-snapshot/tenq) on a free loopback port, its store in a temporary
-folder; killed (SIGKILL), paused (SIGSTOP) and restarted on the same port
-and store when a test needs it."""
+"""The client suite's layer over the repository's test harness
+(tests/lib/harness.py, loaded here as ``tenq_test_harness``), which starts,
+waits for, stops, kills, pauses and restarts real servers and owns the
+facts every Python suite shares (store URLs, TLS certificates, clocks off by
+libfaketime, metrics, waiting). What is the client suite's own: ``Server``
+in its shape (a folder, started by ``start()``, ``url`` a property, the
+snapshot binary by default), the rule that a test needing PostgreSQL
+skips but fails when CI is set, a proxy that loses answers, and a worker
+of the library."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
-import signal
 import socket
 import subprocess
+import sys
 import threading
-import time
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, NoReturn, Optional
+
+import pytest
 
 import tenq
+
+_LIB = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "tests", "lib")
+
+
+def _load_core() -> Any:
+    path = os.path.join(_LIB, "harness.py")
+    spec = importlib.util.spec_from_file_location("tenq_test_harness", path)
+    if not os.path.isfile(path) or spec is None or spec.loader is None:
+        raise RuntimeError(f"no {path}: the suite runs from a checkout of the repository")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+core: Any = sys.modules.get("tenq_test_harness") or _load_core()
+_CoreServer: Any = core.Server
+free_port: Callable[[], int] = core.free_port
+clock_off: Callable[[int], Dict[str, str]] = core.clock_off
+until: Callable[..., None] = core.until
+certs: Callable[..., None] = core.certs
+cert_pair: Callable[[str, str], Any] = core.cert_pair
 
 TENQ_BIN = os.environ.get("TENQ_BIN") or "/opt/tenq-snapshot/tenq"
 
 
-class Server:
-    """One ``tenq serve``. ``store`` defaults to a SQLite file in ``dir``."""
+class Server(_CoreServer):  # type: ignore[misc]
+    """One ``tenq serve`` in ``dir`` (its files NAME.log and NAME.port),
+    started by ``start()``; ``store`` defaults to a SQLite file in ``dir``.
+    A later start, and ``restart()``, keep the port of the first."""
 
     def __init__(
         self,
@@ -31,140 +62,54 @@ class Server:
         env: Optional[Dict[str, str]] = None,
         name: str = "tenq",
     ) -> None:
+        super().__init__(store_url=store or core.sqlite_url(dir),
+                         args=["--log-level", "warn"] + list(args or []), env=env, tmp=dir,
+                         name=name, bin=TENQ_BIN, start=False)
         self.dir = dir
-        os.makedirs(dir, exist_ok=True)
-        self.store = store or f"sqlite:{os.path.join(dir, 'tenq.db')}"
-        self.args = list(args or [])
-        self.env = dict(os.environ)
-        self.env.update(env or {})
-        self.name = name
-        self.port = 0
-        self.proc: Optional[subprocess.Popen[bytes]] = None
-        self._log = os.path.join(dir, f"{name}.log")
+
+    @property
+    def store(self) -> str:
+        return str(self.store_url)
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self, wait_ready: bool = True) -> "Server":
-        if not os.access(TENQ_BIN, os.X_OK):
-            raise RuntimeError(f"no tenq binary at {TENQ_BIN} (set TENQ_BIN)")
-        port_file = os.path.join(self.dir, f"{self.name}.port")
-        if os.path.exists(port_file):
-            os.unlink(port_file)
-        listen = f"127.0.0.1:{self.port}"
-        cmd = [TENQ_BIN, "serve", "--store", self.store, "--listen", listen,
-               "--port-file", port_file, "--log-level", "warn"] + self.args
-        with open(self._log, "ab") as log:
-            self.proc = subprocess.Popen(cmd, stdout=log, stderr=log, env=self.env,
-                                         stdin=subprocess.DEVNULL)
-        end = time.monotonic() + 30
-        while True:
-            try:
-                with open(port_file) as f:
-                    text = f.read().strip()
-                if text:
-                    self.port = int(text)
-                    break
-            except (OSError, ValueError):
-                pass
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"tenq serve exited {self.proc.returncode}: {self.log()}")
-            if time.monotonic() > end:
-                raise RuntimeError(f"tenq serve did not start: {self.log()}")
-            time.sleep(0.01)
-        if wait_ready:
-            self.wait_healthy()
+        self.listen_port = self.port or 0
+        super().start(wait=wait_ready)
         return self
 
-    def wait_healthy(self, timeout: float = 30.0) -> None:
-        """Until GET /healthz answers (any status)."""
-        end = time.monotonic() + timeout
-        while time.monotonic() < end:
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=1) as s:
-                    s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-                    if s.recv(64).startswith(b"HTTP/1.1"):
-                        return
-            except OSError:
-                pass
-            time.sleep(0.02)
-        raise RuntimeError(f"tenq serve on {self.port} is not healthy: {self.log()}")
+    def stop(self) -> None:
+        """SIGTERM; SIGKILL when it is not gone in 10 s."""
+        try:
+            super().stop(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.kill()
 
     def log(self) -> str:
-        try:
-            with open(self._log, "rb") as f:
-                return f.read()[-2000:].decode("utf-8", "replace")
-        except OSError:
-            return ""
-
-    def kill(self) -> None:
-        """SIGKILL, and wait for it to be gone."""
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(30)
-
-    def pause(self) -> None:
-        assert self.proc is not None
-        self.proc.send_signal(signal.SIGSTOP)
-
-    def resume(self) -> None:
-        assert self.proc is not None
-        self.proc.send_signal(signal.SIGCONT)
-
-    def restart(self) -> None:
-        """Killed and started again on the same port and store."""
-        self.kill()
-        end = time.monotonic() + 20
-        while True:
-            try:
-                self.start()
-                return
-            except RuntimeError:
-                if time.monotonic() > end:
-                    raise
-                time.sleep(0.2)  # the port is not free yet
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
-
-
-def clock_off(seconds: int) -> Dict[str, str]:
-    """The environment of a server whose wall clock is `seconds` off this
-    machine's (libfaketime; its monotonic clock is left alone)."""
-    import glob
-
-    libs = sorted(glob.glob("/usr/lib/*/faketime/libfaketimeMT.so.1"))
-    if not libs:
-        raise RuntimeError("libfaketime is missing: apt-get install faketime")
-    asan = os.environ.get("ASAN_OPTIONS", "")
-    return {"LD_PRELOAD": libs[0], "FAKETIME": "%+d" % seconds,
-            "FAKETIME_DONT_FAKE_MONOTONIC": "1", "FAKETIME_FORCE_MONOTONIC_FIX": "0",
-            # ASan (a sanitized TENQ_BIN) wants to be the first library
-            "ASAN_OPTIONS": (asan + ":" if asan else "") + "verify_asan_link_order=0"}
+        return str(self.log_text())
 
 
 def requests_served(server: Server) -> int:
     """The server's count of HTTP requests (GET /metrics)."""
-    import urllib.request
-
-    with urllib.request.urlopen(server.url + "/metrics", timeout=10) as r:
-        for line in r.read().decode().splitlines():
-            if line.startswith("tenq_http_requests_total "):
-                return int(line.split()[1])
-    raise AssertionError("no tenq_http_requests_total in /metrics")
+    return int(server.metric("tenq_http_requests_total"))
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+def need(what: str) -> NoReturn:
+    """A test that cannot run here (no PostgreSQL, no psycopg): skipped,
+    but a failure when CI is set."""
+    if os.environ.get("CI"):
+        pytest.fail(f"{what} (CI is set: this is a failure, not a skip)")
+    pytest.skip(what)
+
+
+def pg_database() -> str:
+    """The URL of a fresh database on the suite's PostgreSQL
+    ($TENQ_TEST_PG_URL, which tests/with-pg.sh sets), or need()."""
+    if not os.environ.get("TENQ_TEST_PG_URL"):
+        need("needs TENQ_TEST_PG_URL (run the suite under tests/with-pg.sh)")
+    return str(core.pg_url_for_new_database())
 
 
 class DroppingProxy:
@@ -272,15 +217,6 @@ def _read_message(s: socket.socket) -> Optional[bytes]:
             return None
         rest += chunk
     return head + b"\r\n\r\n" + rest[:length]
-
-
-def until(cond: Callable[[], bool], timeout: float = 30.0) -> None:
-    """Waits until cond() holds; fails after timeout seconds."""
-    end = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > end:
-            raise AssertionError("condition not met in time")
-        time.sleep(0.02)
 
 
 def worker_for(client: tenq.Client, queue: str, reg: tenq.Registry, **kw: Any) -> tenq.Worker:

@@ -1,12 +1,11 @@
 # SPDX-License-Identifier: Apache-2.0
 """Several servers: trying the next one, and following the leader named by
-a standby (two real servers on one PostgreSQL: $TENQ_TEST_PG_URL, which
-tests/with-pg.sh sets)."""
+a standby (two real servers on one fresh database of the PostgreSQL at
+$TENQ_TEST_PG_URL, which tests/with-pg.sh sets)."""
 
 from __future__ import annotations
 
 import json
-import os
 import time
 import urllib.request
 from typing import Any, Iterator, List, Tuple
@@ -14,9 +13,7 @@ from typing import Any, Iterator, List, Tuple
 import pytest
 
 import tenq
-from harness import Server, free_port
-
-PG = os.environ.get("TENQ_TEST_PG_URL")
+from harness import Server, free_port, pg_database
 
 
 def _health(url: str) -> Any:
@@ -37,14 +34,11 @@ def test_next_server_when_one_is_down(server: Server, queue: str) -> None:
 
 @pytest.fixture
 def pair(tmp_path: Any) -> Iterator[Tuple[Server, Server]]:
-    if not PG:
-        if os.environ.get("CI"):
-            pytest.fail("TENQ_TEST_PG_URL is not set: run the suite under tests/with-pg.sh")
-        pytest.skip("needs TENQ_TEST_PG_URL (run under tests/with-pg.sh)")
+    store = pg_database()
     servers: List[Server] = []
     try:
         for name in ("a", "b"):
-            servers.append(Server(str(tmp_path), store=PG, name=name,
+            servers.append(Server(str(tmp_path), store=store, name=name,
                                   args=["--leader-ttl", "2s"]).start())
         end = time.monotonic() + 30
         while True:

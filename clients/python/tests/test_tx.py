@@ -13,7 +13,6 @@ is set."""
 from __future__ import annotations
 
 import datetime
-import itertools
 import json
 import logging
 import os
@@ -21,28 +20,19 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from typing import Any, Dict, Iterator, List, NoReturn, Tuple
+from typing import Any, Dict, Iterator, List, Tuple
 
 import pytest
 
 import tenq
-from harness import Server, until
-
-PG = os.environ.get("TENQ_TEST_PG_URL")
-_dbs = itertools.count(1)
-
-
-def _need(what: str) -> NoReturn:
-    if os.environ.get("CI"):
-        pytest.fail(f"{what} (CI is set: this is a failure, not a skip)")
-    pytest.skip(what)
+from harness import Server, need, pg_database, until
 
 
 def _psycopg() -> Any:
     try:
         import psycopg
     except ImportError:
-        _need("needs psycopg 3 (apt-get install python3-psycopg)")
+        need("needs psycopg 3 (apt-get install python3-psycopg)")
     return psycopg
 
 
@@ -86,12 +76,7 @@ class Env:
 @pytest.fixture
 def env(tmp_path: Any, queue: str) -> Iterator[Env]:
     psycopg = _psycopg()
-    if not PG:
-        _need("needs TENQ_TEST_PG_URL (run the suite under tests/with-pg.sh)")
-    name = f"tx_{os.getpid()}_{next(_dbs)}"
-    with psycopg.connect(PG, autocommit=True) as admin:
-        admin.execute(f"CREATE DATABASE {name}")
-    db_url = PG.rsplit("/", 1)[0] + "/" + name
+    db_url = pg_database()
     server = Server(str(tmp_path), store=db_url).start()
     e = Env(psycopg, db_url, server, queue)
     try:
@@ -255,7 +240,7 @@ def test_submit_many_keeps_order_and_fields(env: Env) -> None:
 
 
 def test_keys_debounce_and_expiry_from_a_transaction(env: Env) -> None:
-    """The options of schema 21 go through tenq.submit and submit_many: the
+    """The options of schema 26 go through tenq.submit and submit_many: the
     server holds the keyed jobs to their limit, takes the debounce and the
     expiry; the database refuses a bad key as the server would."""
     later = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(hours=1)
@@ -328,6 +313,40 @@ def test_a_refused_submit_raises_the_drivers_error(env: Env) -> None:
             tenq.tx.complete(conn, 17)  # type: ignore[arg-type]
     assert env.rows("SELECT count(*) FROM app") == [(0,)]
     assert env.rows("SELECT count(*) FROM tenq.inbox") == [(0,)]
+
+
+def test_a_submit_over_a_quota_raises_quota_exceeded_and_rolls_back(env: Env) -> None:
+    """SQLSTATE TQ429 (tenq.inbox's quota trigger) is the client's own
+    QuotaExceededError, the driver's error its cause; the transaction is
+    aborted and nothing of it stays."""
+    psycopg = env.psycopg
+    assert env.client.set_tenant("acme", max_queued=2)["max_queued"] == 2
+    env.client.set_queue(env.queue, max_queued_bytes=40)
+    with env.connect() as conn:
+        with pytest.raises(tenq.QuotaExceededError) as info:
+            with conn.transaction():
+                conn.execute("INSERT INTO app (what) VALUES ('over')")
+                tenq.tx.submit_many(conn, [tenq.JobSpec("T.q", {"i": i}, tenant="acme",
+                                                        queue=env.queue) for i in range(3)])
+        err = info.value
+        assert (err.code, err.status, err.field) == ("quota_exceeded", 429, "max_queued")
+        assert isinstance(err, tenq.RateLimitedError)
+        assert err.message.startswith("tenq.submit: quota_exceeded: tenant acme")
+        assert isinstance(err.__cause__, psycopg.Error) and err.__cause__.sqlstate == "TQ429"
+        # the bytes of a queue, through tenq.submit
+        with pytest.raises(tenq.QuotaExceededError) as info:
+            with conn.transaction():
+                tenq.tx.submit(conn, "T.q", {"pad": "x" * 40}, tenant="acme", queue=env.queue)
+        assert info.value.field == "max_queued_bytes"
+        assert f"queue {env.queue}" in info.value.message
+        # within the quotas: made
+        with conn.transaction():
+            ids = tenq.tx.submit_many(conn, [tenq.JobSpec("T.q", {"i": i}, tenant="acme",
+                                                          queue=env.queue) for i in range(2)])
+    assert [_job(env.client, i).args for i in ids] == [{"i": 0}, {"i": 1}]
+    assert env.rows("SELECT count(*) FROM app") == [(0,)]
+    q = env.client.get_queue(env.queue)
+    assert (q["submitted_total"], q["queued"]) == (2, 2)
 
 
 def test_a_jobs_own_timeout_from_a_transaction_is_enforced_by_the_server(env: Env) -> None:
@@ -536,3 +555,26 @@ def test_the_readme_example_runs_as_written(env: Env, tmp_path: Any,
         assert w.counts["refused"] == 0 and w.counts["lost"] == 0
     finally:
         mod.conn.close()
+
+
+def test_an_event_sent_in_a_transaction_wakes_its_job_if_it_commits(env: Env) -> None:
+    reg = tenq.Registry()
+    reg.add("T.wait", lambda ctx: ctx.wait_for_event(f"paid-{ctx.id}"))
+    h = env.client.submit("T.wait")
+    with tenq.Worker(env.client, queues=[env.queue], handlers=reg, poll=0.2):
+        until(lambda: bool(env.client.get(h.id).state == "waiting"))
+        with env.connect() as conn:
+            with conn.cursor() as cur:  # rolled back: never sent
+                cur.execute("INSERT INTO app (what) VALUES ('not paid')")
+                tenq.tx.send_event(cur, "acme", f"paid-{h.id}", {"amount": 0})
+            conn.rollback()
+            with conn.transaction():
+                conn.execute("INSERT INTO app (what) VALUES ('paid')")
+                n = tenq.tx.send_event(conn, "acme", f"paid-{h.id}", {"amount": 120})
+        assert isinstance(n, int) and n > 0
+        assert h.wait(30) == {"amount": 120}
+    assert env.rows("SELECT what FROM app") == [("paid",)]
+    assert env.rows("SELECT count(*) FROM tenq.event_inbox") == [(0,)]
+    with pytest.raises(tenq.InvalidError):
+        with env.connect() as conn:
+            tenq.tx.send_event(conn, "acme", "k", object())

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import datetime
 from typing import Any, Callable, Dict, List, Optional
 
 import tenq
@@ -128,3 +129,26 @@ async def use_async(ac: tenq.AsyncClient) -> None:
     print(job.state, state, ids, rows, inline, total, sync_again.id)
     async with tenq.AsyncClient(tenant="acme") as other:
         await other.cancel((await other.submit("T", queue="q")).id)
+
+
+def use_steps(client: tenq.Client, ctx: tenq.Context) -> None:
+    """Durable steps keep their types: a step answers what its function
+    does; the waits answer JSON; the errors are typed."""
+    rows: List[int] = ctx.step("fetch", lambda: [1, 2, 3])
+    total: int = ctx.step("sum", lambda: sum(rows))
+    ctx.sleep_for(2.5, name="nap")
+    ctx.sleep_until(datetime.datetime(2030, 1, 1))
+    try:
+        paid: Any = ctx.wait_for_event("order-7/paid", timeout=3600)
+        kid: Any = ctx.run_child("Part.build", {"n": 1}, queue="parts", priority=2)
+    except tenq.EventTimeoutError as e:
+        print(e.key)
+    except tenq.ChildFailedError as e:
+        print(e.child, e.state, e.error)
+    steps: List[tenq.Step] = client.steps(ctx.id)
+    ev: tenq.EventResult = client.send_event("order-7/paid", {"amount": 5}, tenant="acme")
+    delivered: int = ev.delivered
+    parked: bool = ctx.parked
+    n: int = tenq.tx.send_event(object(), "acme", "order-7/paid", {"amount": 5})
+    print(total, paid, kid, steps[0].result, delivered, parked, n, [a.steps for a in
+                                                                    client.attempts(ctx.id)])

@@ -175,6 +175,35 @@ class TestTx < TenqTest::Case # rubocop:disable Metrics/ClassLength -- one serve
     assert_equal 1, rows
   end
 
+  def test_send_event_wakes_the_waiting_job_if_and_only_if_it_commits
+    c = client
+    w = worker(client: c) { |r| r.register("Order.wait") { |task| task.wait_for_event("paid-#{task.id}") } }
+    h = c.submit(type: "Order.wait")
+    out = nil
+    running(w) do
+      eventually(what: "the wait") { c.job(h.id).waiting_reason == "event" }
+      conn = connect
+      assert_raises(RuntimeError) do
+        conn.transaction do
+          Tenq::Tx.send_event(conn, tenant: "acme", key: "paid-#{h.id}", payload: { "rolled" => "back" })
+          raise "the application changed its mind"
+        end
+      end
+      n = nil
+      conn.transaction do
+        n = Tenq::Tx.send_event(conn, tenant: "acme", key: "paid-#{h.id}", payload: { "amount" => 5 })
+      end
+      assert_kind_of Integer, n
+      out = h.wait(timeout: 30)
+    end
+    assert_equal({ "amount" => 5 }, out)
+    e = assert_raises(Tenq::InvalidError) do
+      Tenq::Tx.send_event(connect, tenant: "acme", key: "k", payload: { "big" => "x" * 1_100_000 })
+    end
+    assert_equal "payload", e.field
+    assert_raises(Tenq::InvalidError) { Tenq::Tx.send_event(connect, tenant: "", key: "k") }
+  end
+
   def test_a_rolled_back_submit_never_appears
     conn = connect
     id = nil
@@ -305,6 +334,44 @@ class TestTx < TenqTest::Case # rubocop:disable Metrics/ClassLength -- one serve
     end
     assert_match(/\Atenq\.submit: concurrency_keys\[0\]\.limit must be/, err.message)
     assert_equal "concurrency_keys", err.field
+  end
+
+  # SQLSTATE TQ429 (the inbox's quota trigger) is the client's own
+  # QuotaExceededError, naming the limit, the database's error its cause;
+  # the transaction is aborted and nothing of it stays.
+  def test_a_submit_over_a_quota_raises_quota_exceeded_and_rolls_the_transaction_back
+    tenant = "t-#{@queue}"
+    c = client(tenant: tenant)
+    assert_equal 2, c.set_tenant(tenant, max_queued: 2).max_queued
+    assert_equal 40, c.set_queue(@queue, max_queued_bytes: 40).max_queued_bytes
+    conn = connect
+    err = assert_raises(Tenq::QuotaExceededError) do
+      conn.transaction do
+        conn.exec_params("INSERT INTO biz (queue, note) VALUES ($1, 'over')", [@queue])
+        Tenq::Tx.submit_many(conn, Array.new(3) { |i| { tenant: tenant, queue: @queue, type: "T", args: [i] } })
+      end
+    end
+    assert_kind_of Tenq::RateLimitedError, err
+    assert_equal ["quota_exceeded", 429, "max_queued"], [err.code, err.status, err.field]
+    assert_match(/\Atenq\.submit: quota_exceeded: tenant #{tenant} /, err.message)
+    assert_kind_of PG::Error, err.cause
+    assert_equal "TQ429", err.cause.result.error_field(PG::PG_DIAG_SQLSTATE)
+    err = assert_raises(Tenq::QuotaExceededError) do
+      conn.transaction do
+        Tenq::Tx.submit(conn, tenant: tenant, queue: @queue, type: "T", args: { "pad" => "x" * 40 })
+      end
+    end
+    assert_equal "max_queued_bytes", err.field
+    assert_match(/queue #{@queue} /, err.message)
+    assert_equal 0, rows
+    assert_equal 0, rows("SELECT count(*) FROM tenq.inbox", [])
+    # within the quotas: made
+    ids = conn.transaction do
+      Tenq::Tx.submit_many(conn, Array.new(2) { |i| { tenant: tenant, queue: @queue, type: "T", args: [i] } })
+    end
+    assert_equal [[0], [1]], ids.map { |id| taken_in(id).args }
+    q = c.queue(@queue)
+    assert_equal [2, 2], [q.submitted_total, q.queued]
   end
 
   def test_a_jobs_own_timeout_ms_goes_through_the_transaction_and_the_server_times_the_attempt_out

@@ -37,6 +37,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     w.add_argument("--poll", type=float, default=30.0, help="longest lease long poll, seconds")
     w.add_argument("--server", action="append", help="default TENQ_SERVER (repeat for several)")
     w.add_argument("--token", help="default TENQ_TOKEN")
+    w.add_argument("--ca-file", help="https: the CAs to trust (default TENQ_CA_FILE)")
+    w.add_argument("--client-cert", help="https: a client certificate (default TENQ_CLIENT_CERT)")
+    w.add_argument("--client-key", help="its key (default TENQ_CLIENT_KEY)")
     w.add_argument("--name", help="the worker's name (default HOST/pid-PID)")
     w.add_argument("--verbose", "-v", action="store_true", help="log every job")
     a = ap.parse_args(argv)
@@ -49,7 +52,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         importlib.import_module(name)
     try:
         worker = Worker(
-            Client(a.server, a.token),
+            Client(a.server, a.token, ca_file=a.ca_file, client_cert=a.client_cert,
+                   client_key=a.client_key),
             queues=a.queue,
             types=a.type,
             concurrency=a.concurrency,

@@ -22,13 +22,12 @@ from tenq._http import (
     host_header,
     parse_status,
 )
-from tenq._transport import Failover, Servers, _Answer, _Unreached, base_headers
-from tenq.errors import ConnectError, TimedOutError
+from tenq._transport import Failover, Pool, _Answer, _Request, _Unreached, _why, broken
 
-# Most idle connections kept per server (many coroutines share a client).
-_MAX_IDLE = 64
 # The longest line of an answer's head.
 _MAX_LINE = 65536
+# What says a wait ran out here.
+_TIMEOUTS = (asyncio.TimeoutError,)
 
 
 class AsyncConnection:
@@ -120,9 +119,12 @@ class AsyncConnection:
             ) from None
 
 
-class AsyncTransport(Servers):
+class AsyncTransport(Pool[AsyncConnection]):
     """Each request takes a connection from the pool (or opens one) and
     gives it back after the answer; any number of coroutines at once."""
+
+    # most idle connections kept per server (many coroutines share a client)
+    max_idle = 64
 
     def __init__(
         self,
@@ -132,18 +134,17 @@ class AsyncTransport(Servers):
         request_timeout: float,
         failover_budget: float,
         max_connections: int,
+        ca_file: Optional[str] = None,
+        cert_file: Optional[str] = None,
+        key_file: Optional[str] = None,
     ) -> None:
-        super().__init__(servers)
-        self._headers = base_headers(token)
-        self.connect_timeout = connect_timeout
-        self.request_timeout = request_timeout
-        self.failover_budget = failover_budget
+        super().__init__(
+            servers, token, connect_timeout, request_timeout, failover_budget,
+            ca_file, cert_file, key_file,
+        )
         self.max_connections = max(1, max_connections)
         # a request waits for one of a server's max_connections (a long poll holds one)
         self._slots: Dict[str, asyncio.Semaphore] = {}
-        self._idle: Dict[str, List[AsyncConnection]] = {}
-        self._tls: Optional[ssl.SSLContext] = None
-        self._closed = False
 
     def _checkout(self, base: str) -> Tuple[AsyncConnection, bool]:
         pool = self._idle.get(base)
@@ -152,62 +153,17 @@ class AsyncTransport(Servers):
             if conn.open:
                 return conn, True
             conn.close()
-        scheme, rest = base.split("://", 1)
-        host, _, port = rest.rpartition(":")
-        tls = None
-        if scheme == "https":
-            if self._tls is None:
-                self._tls = ssl.create_default_context()
-            tls = self._tls
-        return AsyncConnection(host.strip("[]"), int(port), tls), False
+        host, port, tls = self._endpoint(base)
+        return AsyncConnection(host, port, tls), False
 
-    def _checkin(self, base: str, conn: AsyncConnection) -> None:
-        pool = self._idle.setdefault(base, [])
-        if len(pool) < _MAX_IDLE and not self._closed:
-            pool.append(conn)
-        else:
-            conn.close()
-
-    def close(self) -> None:
-        """Closes every idle connection (the transport stays usable)."""
-        pools, self._idle = list(self._idle.values()), {}
-        for pool in pools:
-            for conn in pool:
-                conn.close()
-
-    async def _exchange(
-        self,
-        base: str,
-        method: str,
-        path: str,
-        body: Optional[bytes],
-        timeout: float,
-        safe: bool,
-        extra: Optional[Mapping[str, str]],
-    ) -> _Answer:
+    def _slot(self, base: str) -> asyncio.Semaphore:
+        """One of the server's max_connections, for a request to wait for."""
         slots = self._slots.get(base)
         if slots is None:
             slots = self._slots[base] = asyncio.Semaphore(self.max_connections)
-        async with slots:
-            return await self._exchange_on(base, method, path, body, timeout, safe, extra)
+        return slots
 
-    async def _exchange_on(
-        self,
-        base: str,
-        method: str,
-        path: str,
-        body: Optional[bytes],
-        timeout: float,
-        safe: bool,
-        extra: Optional[Mapping[str, str]],
-    ) -> _Answer:
-        headers = self._headers
-        if body is not None or extra:
-            headers = dict(headers)
-            if body is not None:
-                headers["Content-Type"] = "application/json"
-            if extra:
-                headers.update(extra)
+    async def _exchange(self, base: str, req: _Request) -> _Answer:
         conn, reused = self._checkout(base)
         while True:
             if not conn.open:
@@ -215,20 +171,22 @@ class AsyncTransport(Servers):
                     await asyncio.wait_for(conn.connect(), self.connect_timeout)
                 except (OSError, asyncio.TimeoutError) as e:
                     conn.close()
-                    raise _Unreached(f"{base} ({_why(e)})") from None
+                    raise _Unreached(f"{base} ({_why(e, _TIMEOUTS)})") from None
                 reused = False
             try:
-                await asyncio.wait_for(conn.request(method, path, body, headers), timeout)
+                await asyncio.wait_for(
+                    conn.request(req.method, req.path, req.body, req.headers), req.timeout
+                )
             except (OSError, asyncio.TimeoutError) as e:
                 # not sent whole: the server cannot have acted on it
                 conn.close()
                 if reused:
                     reused = False
                     continue
-                raise _Unreached(f"{base} ({_why(e)})") from None
+                raise _Unreached(f"{base} ({_why(e, _TIMEOUTS)})") from None
             try:
                 status, hdrs, data, will_close = await asyncio.wait_for(
-                    conn.response(method), timeout
+                    conn.response(req.method), req.timeout
                 )
             except RemoteDisconnected:
                 conn.close()
@@ -237,31 +195,15 @@ class AsyncTransport(Servers):
                 if reused:
                     reused = False
                     continue
-                if safe:
-                    raise _Unreached(f"{base} (the connection broke)") from None
-                raise ConnectError(
-                    f"lost the connection to {base} during {method} {path}: "
-                    "the server may or may not have acted on it"
-                ) from None
+                raise broken(base, req, None) from None
             except (OSError, BadResponse, asyncio.TimeoutError) as e:
                 conn.close()
-                if safe:
-                    raise _Unreached(f"{base} ({_why(e)})") from None
-                if isinstance(e, asyncio.TimeoutError):
-                    raise TimedOutError(
-                        f"no answer from {base} to {method} {path} within {timeout:g} s"
-                    ) from None
-                raise ConnectError(
-                    f"lost the connection to {base} during {method} {path} ({_why(e)}): "
-                    "the server may or may not have acted on it"
-                ) from None
+                timed_out = isinstance(e, asyncio.TimeoutError)
+                raise broken(base, req, _why(e, _TIMEOUTS), timed_out) from None
             except BaseException:
                 conn.close()  # cancelled mid-answer: the connection is in no state to reuse
                 raise
-            if will_close:
-                conn.close()
-            else:
-                self._checkin(base, conn)
+            self._checkin(base, conn, will_close)
             return _Answer(status, hdrs, data)
 
     async def request(
@@ -286,12 +228,13 @@ class AsyncTransport(Servers):
         its headers, or the typed error of any other answer, or ConnectError
         when no server answered within the failover budget. ``wait`` is a
         long poll's length, added to the request timeout."""
-        timeout = self.request_timeout + max(0.0, wait)
+        req = self._request(method, path, body, safe, wait, headers)
         round = Failover(self, self.failover_budget, False)
         while True:
             base = self.current
             try:
-                ans = await self._exchange(base, method, path, body, timeout, safe, headers)
+                async with self._slot(base):
+                    ans = await self._exchange(base, req)
             except _Unreached as e:
                 pause = round.unreached(base, str(e))
             else:
@@ -301,9 +244,3 @@ class AsyncTransport(Servers):
             if pause:
                 await asyncio.sleep(pause)
 
-
-def _why(e: BaseException) -> str:
-    if isinstance(e, asyncio.TimeoutError):
-        return "timed out"
-    text = getattr(e, "strerror", None) or str(e) or type(e).__name__
-    return str(text)

@@ -1,17 +1,16 @@
 # SPDX-License-Identifier: Apache-2.0
-"""What the sync and the asyncio clients share about submitting and
-waiting: a job's body with the client's defaults and hooks (``_Shaper``),
-the checks made before anything is sent, the batches of submit_many with
-their ``Index(i)`` references, and when a wait takes "not found" as "not
-taken in yet"."""
+"""What the sync and the asyncio clients share about submitting: a job's
+body with the client's defaults and hooks (``_Shaper``), the checks made
+before anything is sent, the batches of submit_many with their
+``Index(i)`` references, and what becomes of each job of a batch's
+answer."""
 
 from __future__ import annotations
 
-import time
-from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple, Union
 
 from tenq._work_api import dumps
-from tenq.errors import ConflictError, InvalidError, TenqError
+from tenq.errors import ConflictError, InvalidError, ProtocolError, TenqError, item_error
 from tenq.jobs import JobSpec, depends_on_body, run_at_ms
 from tenq.tracing import check_traceparent
 
@@ -19,14 +18,6 @@ from tenq.tracing import check_traceparent
 BATCH_MAX = 10_000
 # A batch body stays under the server's 32 MiB default.
 _BATCH_BYTES = 30 << 20
-# An early answer to a wait we did not ask for is not followed at once.
-_WAIT_PAUSE = 0.1
-# How long ``wait`` takes "not found" for a job made in a transaction (an odd
-# id: tenq.tx) as "not taken in yet": the leader takes committed jobs in
-# within milliseconds (a lost notification: at its next --inbox-poll, 1 s);
-# a job whose transaction rolled back never appears. (Node's client: the same.)
-TX_TAKE_IN = 5.0
-_TX_LOOK_AGAIN = 0.02
 
 SubmitHook = Callable[[Dict[str, Any]], None]
 # Gives the W3C traceparent of the caller's current span (or None).
@@ -118,6 +109,39 @@ class _Shaper:
             raise InvalidError('on_parent_failure is "cancel" or "run"', field="on_parent_failure")
         return body
 
+    def _single(self, spec: JobSpec) -> Dict[str, Any]:
+        """The body of ``submit``, shaped, finished and checked (an
+        ``Index(i)`` names a job of the same list: there is none)."""
+        body = self._shape(spec)
+        if any(isinstance(d, dict) for d in body.get("depends_on", ())):
+            raise InvalidError(
+                "Index(i) names a job of the same submit_many or create_batch", field="depends_on"
+            )
+        self._finish([body])
+        _check_json(body)
+        return body
+
+    def _shape_all(
+        self, jobs: Iterable[JobLike]
+    ) -> Tuple[List[Any], List[Dict[str, Any]], List[int]]:
+        """submit_many's jobs: an answer per job (the typed error of one
+        wrong here already, else ``_PENDING``), the bodies of the others,
+        finished, and their places among the answers."""
+        out: List[Any] = []
+        bodies: List[Dict[str, Any]] = []
+        where: List[int] = []
+        for spec in jobs:
+            try:
+                body = self._shape(spec)
+            except TenqError as e:
+                out.append(e)
+                continue
+            bodies.append(body)
+            where.append(len(out))
+            out.append(_PENDING)
+        self._finish(bodies)
+        return out, bodies, where
+
     def _finish(self, bodies: List[Dict[str, Any]]) -> None:
         """The caller's traceparent; then the submit hooks."""
         if self.trace is not None and bodies:
@@ -132,14 +156,6 @@ class _Shaper:
 
 
 _PENDING: Any = object()
-
-
-def _taking_in(current: int, job_id: int, start: float, end: float) -> bool:
-    """Whether a 404 of ``wait`` may be a job of a transaction the server
-    has not taken in yet: the id waited for is odd, and neither the take-in
-    window nor the wait's own time is over."""
-    now = time.monotonic()
-    return current == job_id and job_id % 2 == 1 and now - start < TX_TAKE_IN and now < end
 
 
 def _check_json(body: Dict[str, Any]) -> None:
@@ -236,3 +252,24 @@ def _encode_chunk(
         good_bodies.append(body)
         good_idx.append(i)
     return good_bodies, good_idx, dumps({"jobs": good_bodies})
+
+
+def _batch_items(ans: Any, n: int) -> List[Any]:
+    """The ``n`` results of a batch's answer (ProtocolError when it has not
+    as many)."""
+    items = ans.get("jobs") if isinstance(ans, dict) else None
+    if not isinstance(items, list) or len(items) != n:
+        raise ProtocolError(f"the batch answer does not hold {n} results")
+    return items
+
+
+def _place(
+    items: List[Tuple[Any, bool]],
+    idx: List[int],
+    out: List[Any],
+    handle: Callable[[Any, bool], Any],
+) -> None:
+    """A batch's results (each with whether its request was replayed) into
+    ``out`` at ``idx``: the typed error of a job refused, else its handle."""
+    for i, (item, replayed) in zip(idx, items):
+        out[i] = item_error(item) if "error" in item else handle(item, replayed)

@@ -20,7 +20,20 @@ import socket
 import ssl
 import threading
 import time
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import (
+    Any,
+    Dict,
+    Generic,
+    List,
+    Mapping,
+    NamedTuple,
+    Optional,
+    Protocol,
+    Sequence,
+    Tuple,
+    Type,
+    TypeVar,
+)
 from urllib.parse import urlsplit
 
 from tenq._http import BadResponse, Connection, RemoteDisconnected
@@ -31,6 +44,7 @@ from tenq.errors import (
     ProtocolError,
     TenqError,
     TimedOutError,
+    TLSError,
     error_from_answer,
 )
 
@@ -71,6 +85,19 @@ def normalize_server(url: str) -> str:
 class _Unreached(Exception):
     """The request did not get an answer from this server and may be sent
     to another (it never arrived, or it is safe to send again)."""
+
+
+class _Request(NamedTuple):
+    """A request as it is sent to any server: ``safe``, whether it may be
+    sent again after its connection broke; ``timeout``, the seconds its
+    answer may take."""
+
+    method: str
+    path: str
+    body: Optional[bytes]
+    headers: Mapping[str, str]
+    safe: bool
+    timeout: float
 
 
 class _Answer:
@@ -261,9 +288,19 @@ def base_headers(token: Optional[str]) -> Dict[str, str]:
     return headers
 
 
-class Transport(Servers):
-    """Thread-safe: each request takes a connection from the pool (or opens
-    one) and gives it back after the answer."""
+class _Closes(Protocol):
+    def close(self) -> None: ...
+
+
+C = TypeVar("C", bound=_Closes)
+
+
+class Pool(Servers, Generic[C]):
+    """What the sync and the asyncio transports keep alike: the headers of
+    every request, the timeouts, the TLS context, and per server a pool of
+    idle connections (at most ``max_idle``)."""
+
+    max_idle = _MAX_IDLE
 
     def __init__(
         self,
@@ -272,16 +309,81 @@ class Transport(Servers):
         connect_timeout: float,
         request_timeout: float,
         failover_budget: float,
+        ca_file: Optional[str] = None,
+        cert_file: Optional[str] = None,
+        key_file: Optional[str] = None,
     ) -> None:
         super().__init__(servers)
         self._headers = base_headers(token)
         self.connect_timeout = connect_timeout
         self.request_timeout = request_timeout
         self.failover_budget = failover_budget
-        self._idle: Dict[str, List[Connection]] = {}
-        self._busy: Dict[int, Tuple[Connection, float]] = {}
+        self._idle: Dict[str, List[C]] = {}
+        # requests in flight, with when they began (the sync transport's:
+        # ``interrupt`` cuts them)
+        self._busy: Dict[int, Tuple[C, float]] = {}
+        self.ca_file, self.cert_file, self.key_file = ca_file, cert_file, key_file
         self._tls: Optional[ssl.SSLContext] = None
+        if ca_file or cert_file or key_file:
+            self._tls = tls_context(ca_file, cert_file, key_file)  # a bad file: told now
         self._interrupted = False
+
+    def _endpoint(self, base: str) -> Tuple[str, int, Optional[ssl.SSLContext]]:
+        """The host, port and TLS context (https only) of a server."""
+        scheme, rest = base.split("://", 1)
+        host, _, port = rest.rpartition(":")
+        tls = None
+        if scheme == "https":
+            if self._tls is None:
+                self._tls = tls_context(None, None, None)
+            tls = self._tls
+        return host.strip("[]"), int(port), tls
+
+    def _request(
+        self,
+        method: str,
+        path: str,
+        body: Optional[bytes],
+        safe: bool,
+        wait: float,
+        extra: Optional[Mapping[str, str]],
+    ) -> _Request:
+        """A request to send: with every request's headers, a body's type
+        and ``extra``; its timeout is the request timeout and ``wait``, a
+        long poll's length."""
+        headers = self._headers
+        if body is not None or extra:
+            headers = dict(headers)
+            if body is not None:
+                headers["Content-Type"] = "application/json"
+            if extra:
+                headers.update(extra)
+        return _Request(method, path, body, headers, safe, self.request_timeout + max(0.0, wait))
+
+    def _checkin(self, base: str, conn: C, will_close: bool) -> None:
+        """After an answer: the connection back to the pool, or closed when
+        the server closes it (or the pool is full)."""
+        if not will_close:
+            with self._lock:
+                pool = self._idle.setdefault(base, [])
+                if len(pool) < self.max_idle and not self._interrupted:
+                    pool.append(conn)
+                    return
+        conn.close()
+
+    def close(self) -> None:
+        """Closes every idle connection (the transport stays usable)."""
+        with self._lock:
+            pools = list(self._idle.values())
+            self._idle = {}
+        for pool in pools:
+            for conn in pool:
+                conn.close()
+
+
+class Transport(Pool[Connection]):
+    """Thread-safe: each request takes a connection from the pool (or opens
+    one) and gives it back after the answer."""
 
     # ---- connections ---------------------------------------------------------------------
 
@@ -290,32 +392,8 @@ class Transport(Servers):
             pool = self._idle.get(base)
             if pool:
                 return pool.pop(), True
-        scheme, rest = base.split("://", 1)
-        host, _, port = rest.rpartition(":")
-        host = host.strip("[]")
-        tls = None
-        if scheme == "https":
-            if self._tls is None:
-                self._tls = ssl.create_default_context()
-            tls = self._tls
-        return Connection(host, int(port), self.connect_timeout, tls), False
-
-    def _checkin(self, base: str, conn: Connection) -> None:
-        with self._lock:
-            pool = self._idle.setdefault(base, [])
-            if len(pool) < _MAX_IDLE and not self._interrupted:
-                pool.append(conn)
-                return
-        conn.close()
-
-    def close(self) -> None:
-        """Closes every idle connection."""
-        with self._lock:
-            pools = list(self._idle.values())
-            self._idle = {}
-        for pool in pools:
-            for conn in pool:
-                conn.close()
+        host, port, tls = self._endpoint(base)
+        return Connection(host, port, self.connect_timeout, tls), False
 
     def interrupt(self, min_age: float = 0.0) -> bool:
         """Stops this transport: no request is sent again, and requests in
@@ -340,41 +418,29 @@ class Transport(Servers):
 
     # ---- one exchange --------------------------------------------------------------------
 
-    def _exchange(
-        self,
-        base: str,
-        method: str,
-        path: str,
-        body: Optional[bytes],
-        timeout: float,
-        safe: bool,
-        extra: Optional[Mapping[str, str]],
-    ) -> _Answer:
-        headers = self._headers
-        if body is not None or extra:
-            headers = dict(headers)
-            if body is not None:
-                headers["Content-Type"] = "application/json"
-            if extra:
-                headers.update(extra)
+    def _exchange(self, base: str, req: _Request) -> _Answer:
         conn, reused = self._checkout(base)
         while True:
             if conn.sock is None:
                 try:
                     conn.connect()
+                except ssl.SSLError as e:
+                    # a certificate refused, either way: not cured by trying again
+                    conn.close()
+                    raise TLSError(f"TLS with {base} failed: {_why(e)}") from None
                 except OSError as e:
                     conn.close()
                     raise _Unreached(f"{base} ({_why(e)})") from None
                 reused = False
             sock = conn.sock
             assert sock is not None
-            sock.settimeout(timeout)
+            sock.settimeout(req.timeout)
             key = id(conn)
             with self._lock:
                 self._busy[key] = (conn, time.monotonic())
             try:
                 try:
-                    conn.request(method, path, body=body, headers=headers)
+                    conn.request(req.method, req.path, body=req.body, headers=req.headers)
                 except OSError as e:
                     # not sent whole: the server cannot have acted on it
                     conn.close()
@@ -383,7 +449,7 @@ class Transport(Servers):
                         continue
                     raise _Unreached(f"{base} ({_why(e)})") from None
                 try:
-                    status, hdrs, data, will_close = conn.response(method)
+                    status, hdrs, data, will_close = conn.response(req.method)
                 except RemoteDisconnected:
                     conn.close()
                     if self._interrupted:
@@ -393,33 +459,20 @@ class Transport(Servers):
                     if reused:
                         reused = False
                         continue
-                    if safe:
-                        raise _Unreached(f"{base} (the connection broke)") from None
-                    raise ConnectError(
-                        f"lost the connection to {base} during {method} {path}: "
-                        "the server may or may not have acted on it"
-                    ) from None
+                    raise broken(base, req, None) from None
                 except (OSError, BadResponse) as e:
                     conn.close()
                     if self._interrupted:
                         raise ConnectError("interrupted") from None
-                    if safe:
-                        raise _Unreached(f"{base} ({_why(e)})") from None
-                    if isinstance(e, socket.timeout):
-                        raise TimedOutError(
-                            f"no answer from {base} to {method} {path} within {timeout:g} s"
-                        ) from None
-                    raise ConnectError(
-                        f"lost the connection to {base} during {method} {path} ({_why(e)}): "
-                        "the server may or may not have acted on it"
-                    ) from None
+                    if isinstance(e, ssl.SSLError) and "ALERT" in str(e.reason or ""):
+                        # TLS 1.3: a client certificate the server refuses is
+                        # told by an alert where the answer was to be
+                        raise TLSError(f"{base} refused the TLS connection: {_why(e)}") from None
+                    raise broken(base, req, _why(e), isinstance(e, socket.timeout)) from None
             finally:
                 with self._lock:
                     self._busy.pop(key, None)
-            if will_close:
-                conn.close()
-            else:
-                self._checkin(base, conn)
+            self._checkin(base, conn, will_close)
             return _Answer(status, hdrs, data)
 
     # ---- a request, with failover ---------------------------------------------------------
@@ -454,14 +507,14 @@ class Transport(Servers):
     ) -> Tuple[Any, Dict[str, str]]:
         """As ``request``, with ``headers`` added to every copy sent (to any
         server); the parsed answer and its headers (names in lower case)."""
-        timeout = self.request_timeout + max(0.0, wait)
+        req = self._request(method, path, body, safe, wait, headers)
         round = Failover(self, self.failover_budget, raw)
         while True:
             if self._interrupted:
                 raise ConnectError("interrupted")
             base = self.current
             try:
-                ans = self._exchange(base, method, path, body, timeout, safe, headers)
+                ans = self._exchange(base, req)
             except _Unreached as e:
                 pause = round.unreached(base, str(e))
             else:
@@ -479,8 +532,52 @@ def _parse_quietly(ans: _Answer) -> Any:
         return None
 
 
-def _why(e: BaseException) -> str:
-    if isinstance(e, socket.timeout):
+def tls_context(
+    ca_file: Optional[str], cert_file: Optional[str], key_file: Optional[str]
+) -> ssl.SSLContext:
+    """A context verifying servers against ca_file (None: the system's CAs)
+    and presenting a client certificate when cert_file is given; InvalidError
+    naming the option when a file cannot be used."""
+    if bool(cert_file) != bool(key_file):
+        raise InvalidError(
+            "a client certificate needs both its certificate and its key file",
+            field="client_cert" if key_file else "client_key",
+        )
+    try:
+        ctx = ssl.create_default_context(cafile=ca_file)
+    except (OSError, ssl.SSLError) as e:
+        raise InvalidError(f"the CA file {ca_file}: {_why(e)}", field="ca_file") from None
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    if cert_file:
+        try:
+            ctx.load_cert_chain(cert_file, key_file)
+        except (OSError, ssl.SSLError) as e:
+            raise InvalidError(
+                f"the client certificate {cert_file} or its key {key_file}: {_why(e)}",
+                field="client_cert",
+            ) from None
+    return ctx
+
+
+def broken(base: str, req: _Request, why: Optional[str], timed_out: bool = False) -> Exception:
+    """What a request raises when its answer broke off (``why``; None: not a
+    byte of it came): _Unreached, to send it again, when that is safe;
+    TimedOutError when its timeout passed without an answer; else
+    ConnectError: the server may or may not have acted on it."""
+    if req.safe:
+        return _Unreached(f"{base} ({why or 'the connection broke'})")
+    what = f"{req.method} {req.path}"
+    if timed_out:
+        return TimedOutError(f"no answer from {base} to {what} within {req.timeout:g} s")
+    return ConnectError(
+        f"lost the connection to {base} during {what}{f' ({why})' if why else ''}: "
+        "the server may or may not have acted on it"
+    )
+
+
+def _why(e: BaseException, timeouts: Tuple[Type[BaseException], ...] = (socket.timeout,)) -> str:
+    """Why a connection or an exchange failed, in a few words."""
+    if isinstance(e, timeouts):
         return "timed out"
     text = getattr(e, "strerror", None) or str(e) or type(e).__name__
     return str(text)

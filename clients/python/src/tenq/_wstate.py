@@ -110,6 +110,11 @@ class Entry(Context):
         self._runner: Any = None
         self._done_at = 0.0
 
+    def _on_parked(self) -> None:
+        # a step parked the job: its lease is over, so nothing heartbeats it
+        # and its outcome is dropped (the runner sees _lost), counting nothing
+        self._lost = True
+
 
 class Counts:
     """What a worker did so far."""

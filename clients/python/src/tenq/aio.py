@@ -15,11 +15,8 @@ it belongs to the event loop it is first used on."""
 from __future__ import annotations
 
 import asyncio
-import os
-import time
 from typing import (
     Any,
-    Dict,
     Generic,
     Iterable,
     List,
@@ -35,24 +32,22 @@ from typing import (
 
 from tenq import _mode
 from tenq._aio_transport import AsyncTransport
-from tenq._keys import HEADER, REPLAYED_HEADER, RequestKeys
+from tenq._backpressure import DEFAULT_BUDGET, RETRIED, Backpressure
+from tenq._client_base import ClientBase, WaitLoop, any_request, cancel_result, client_env
+from tenq._keys import HEADER, REPLAYED_HEADER
 from tenq._shaping import (
-    _PENDING,
-    _TX_LOOK_AGAIN,
-    _WAIT_PAUSE,
     BATCH_MAX,
     SubmitHook,
     TraceHook,
-    _check_json,
+    _batch_items,
     _encode_chunk,
     _has_index,
+    _place,
     _resolve_indexes,
-    _Shaper,
-    _taking_in,
 )
 from tenq._work_api import dumps
 from tenq.client import servers_from_env
-from tenq.errors import InvalidError, NotFoundError, ProtocolError, TenqError, item_error
+from tenq.errors import NotFoundError, TenqError
 from tenq.jobs import (
     CancelResult,
     Dependency,
@@ -63,6 +58,7 @@ from tenq.jobs import (
     OnParentFailure,
     RateKeyLike,
     RunAt,
+    _HandleBase,
     job_outcome,
 )
 
@@ -79,36 +75,14 @@ class AsyncJobBackend(Protocol):
     async def cancel(self, job_id: int) -> CancelResult: ...
 
 
-class AsyncHandle(Generic[R]):
+class AsyncHandle(_HandleBase[AsyncJobBackend], Generic[R]):
     """A submitted job, from the asyncio client: ``await h.wait()`` gives
     its result (the handler's return value, as JSON brings it back) or
     raises why there is none. ``duplicate``, ``merged``, ``replayed`` and
     ``debounced`` as on ``Handle``."""
 
-    __slots__ = ("_backend", "id", "state", "duplicate", "merged", "replayed", "debounced")
-
-    def __init__(
-        self,
-        backend: AsyncJobBackend,
-        job_id: int,
-        state: str,
-        duplicate: bool = False,
-        merged: bool = False,
-        replayed: bool = False,
-        debounced: bool = False,
-    ) -> None:
-        self._backend = backend
-        self.id = job_id
-        self.state = state
-        self.duplicate = duplicate
-        self.merged = merged
-        self.replayed = replayed
-        self.debounced = debounced
-
-    @property
-    def created(self) -> bool:
-        """A new job was made (not a duplicate, a merge, a replay or a debounce)."""
-        return not (self.duplicate or self.merged or self.replayed or self.debounced)
+    __slots__ = ()
+    _name = "AsyncHandle"
 
     async def get(self) -> Job:
         """The job now."""
@@ -129,9 +103,6 @@ class AsyncHandle(Generic[R]):
     async def cancel(self) -> CancelResult:
         return await self._backend.cancel(self.id)
 
-    def __repr__(self) -> str:
-        return f"<tenq.AsyncHandle id={self.id} state={self.state}>"
-
 
 class _TestModeBackend:
     """A handle of a test mode (tenq.testing) behind the async interface:
@@ -150,22 +121,21 @@ class _TestModeBackend:
         return self._h.cancel()
 
 
-def _from_test_mode(
-    out: Union[Handle[Any], TenqError]
-) -> Union["AsyncHandle[Any]", TenqError]:
-    if isinstance(out, TenqError):
-        return out
+def _as_async(h: Handle[Any]) -> "AsyncHandle[Any]":
+    """The asyncio form of a test mode's handle."""
     return AsyncHandle(
-        _TestModeBackend(out), out.id, out.state,
-        duplicate=out.duplicate, merged=out.merged, replayed=out.replayed,
-        debounced=out.debounced,
+        _TestModeBackend(h), h.id, h.state,
+        duplicate=h.duplicate, merged=h.merged, replayed=h.replayed, debounced=h.debounced,
     )
 
 
-class AsyncClient(_Shaper):
+class AsyncClient(ClientBase[AsyncTransport]):
     """A tenq client for asyncio. ``servers``, ``token``, ``tenant``,
-    ``queue``, the timeouts, ``failover_budget``, ``trace`` and
-    ``on_submit`` are the sync Client's. ``max_connections``: the most
+    ``queue``, the timeouts, ``failover_budget``, ``backpressure_budget``
+    (a submit refused 429 overloaded or quota_exceeded is sent again after
+    the Retry-After for up to that many seconds), ``trace``, ``on_submit``,
+    ``ca_file``, ``client_cert`` and ``client_key`` are the sync Client's.
+    ``max_connections``: the most
     connections to one server at once (default 64); a request beyond them
     waits for one to be free (a long poll of ``wait`` holds one while it
     waits). ``await client.close()`` (or ``async with``) closes its idle
@@ -181,35 +151,20 @@ class AsyncClient(_Shaper):
         connect_timeout: float = 5.0,
         request_timeout: float = 30.0,
         failover_budget: float = 15.0,
+        backpressure_budget: float = DEFAULT_BUDGET,
         max_connections: int = 64,
         trace: Optional[TraceHook] = None,
         on_submit: Sequence[SubmitHook] = (),
+        ca_file: Optional[str] = None,
+        client_cert: Optional[str] = None,
+        client_key: Optional[str] = None,
     ) -> None:
-        if token is None:
-            token = os.environ.get("TENQ_TOKEN") or None
+        token, ca_file, client_cert, client_key = client_env(token, ca_file, client_cert, client_key)
+        self._settings(backpressure_budget, tenant, queue, trace, on_submit)
         self._t = AsyncTransport(
             servers_from_env(servers), token, connect_timeout, request_timeout, failover_budget,
-            max_connections,
+            max_connections, ca_file=ca_file, cert_file=client_cert, key_file=client_key,
         )
-        self.tenant = tenant
-        self.queue = queue
-        self.trace = trace
-        self.on_submit = list(on_submit)
-        self._keys = RequestKeys()
-
-    @property
-    def servers(self) -> List[str]:
-        """The servers known, the leaders named by standbys included."""
-        return self._t.servers
-
-    @property
-    def current_server(self) -> str:
-        """The server tried first: the one that answered last."""
-        return self._t.current
-
-    @property
-    def failover_budget(self) -> float:
-        return self._t.failover_budget
 
     async def close(self) -> None:
         """Closes the idle connections (the client stays usable)."""
@@ -252,27 +207,17 @@ class AsyncClient(_Shaper):
         """Submits one job (the options are ``Client.submit``'s); its
         handle. Raises the typed error of a refusal (InvalidError names the
         field), before anything is sent when the job is wrong here already."""
-        spec = JobSpec(
+        body = self._single(JobSpec(
             type=type, args=args, queue=queue, tenant=tenant, key=key, unique_key=unique_key,
             unique=unique, idempotency_key=idempotency_key, priority=priority, run_at=run_at,
             max_attempts=max_attempts, score=score, traceparent=traceparent,
             timeout_ms=timeout_ms, depends_on=depends_on, on_parent_failure=on_parent_failure,
             concurrency_keys=concurrency_keys, rate_keys=rate_keys, debounce_ms=debounce_ms,
             debounce_max_ms=debounce_max_ms, expire_at=expire_at, start_within_ms=start_within_ms,
-        )
-        body = self._shape(spec)
-        if any(isinstance(d, dict) for d in body.get("depends_on", ())):
-            raise InvalidError(
-                "Index(i) names a job of the same submit_many or create_batch", field="depends_on"
-            )
-        self._finish([body])
-        _check_json(body)
-        sink = _mode.active()
-        if sink is not None:
-            out = _from_test_mode(sink.submit([body])[0])
-            if isinstance(out, TenqError):
-                raise out
-            return out
+        ))
+        taken = self._test_mode_submit(body)
+        if taken is not None:
+            return _as_async(taken)
         ans, replayed = await self._post_jobs(dumps(body))
         return self._handle(ans, replayed)
 
@@ -284,30 +229,18 @@ class AsyncClient(_Shaper):
         handle, or the typed error that refused it alone. As
         ``Client.submit_many``: one request key per request, ``Index(i)``
         for an earlier job of the list."""
-        out: List[Any] = []
-        bodies: List[Dict[str, Any]] = []
-        where: List[int] = []
-        for spec in jobs:
-            try:
-                body = self._shape(spec)
-            except TenqError as e:
-                out.append(e)
-                continue
-            bodies.append(body)
-            where.append(len(out))
-            out.append(_PENDING)
-        self._finish(bodies)
+        out, bodies, where = self._shape_all(jobs)
         indexed = any(_has_index(b) for b in bodies)
         sink = _mode.active()
         # One request at a time (ids follow the order of the jobs); while one
         # is out, the last one's handles are made and the next one encoded.
-        prev: Optional[Tuple["asyncio.Task[Tuple[List[Any], bool]]", List[int]]] = None
+        prev: Optional[Tuple["asyncio.Task[List[Tuple[Any, bool]]]", List[int]]] = None
         for at in range(0, len(bodies), BATCH_MAX):
             part = slice(at, at + BATCH_MAX)
             chunk, idx, data = _encode_chunk(bodies[part], where[part], out)
             if indexed:
                 if prev is not None:  # an Index(i) may name a job of the request out
-                    self._place(await prev[0], prev[1], out)
+                    _place(await prev[0], prev[1], out, self._handle)
                     prev = None
                 chunk, idx = _resolve_indexes(chunk, idx, out)
                 data = dumps({"jobs": chunk})
@@ -315,53 +248,40 @@ class AsyncClient(_Shaper):
                 continue
             if sink is not None:
                 for i, ans in zip(idx, sink.submit(chunk)):
-                    out[i] = _from_test_mode(ans)
+                    out[i] = ans if isinstance(ans, TenqError) else _as_async(ans)
                 continue
             done = await prev[0] if prev is not None else None
             task = asyncio.ensure_future(self._send_batch(data, len(chunk)))
             await asyncio.sleep(0)  # the request is written before the handles are made
             if prev is not None and done is not None:
-                self._place(done, prev[1], out)
+                _place(done, prev[1], out, self._handle)
             prev = (task, idx)
         if prev is not None:
-            self._place(await prev[0], prev[1], out)
+            _place(await prev[0], prev[1], out, self._handle)
         return cast(List[Union[AsyncHandle[Any], TenqError]], out)
 
-    async def _send_batch(self, data: bytes, n: int) -> Tuple[List[Any], bool]:
-        """One POST /v1/jobs of ``n`` jobs: the answer's items, and whether
-        the server replayed it."""
+    async def _send_batch(self, data: bytes, n: int) -> List[Tuple[Any, bool]]:
+        """One POST /v1/jobs of ``n`` jobs: the answer's items, each with
+        whether the server replayed it."""
         ans, replayed = await self._post_jobs(data)
-        items = ans.get("jobs") if isinstance(ans, dict) else None
-        if not isinstance(items, list) or len(items) != n:
-            raise ProtocolError(f"the batch answer does not hold {n} results")
-        return items, replayed
-
-    def _place(self, done: Tuple[List[Any], bool], idx: List[int], out: List[Any]) -> None:
-        items, replayed = done
-        handle = self._handle
-        for i, item in zip(idx, items):
-            out[i] = item_error(item) if "error" in item else handle(item, replayed)
+        return [(item, replayed) for item in _batch_items(ans, n)]
 
     async def _post_jobs(self, data: bytes) -> Tuple[Any, bool]:
-        """POST /v1/jobs under a new request key, the same on every retry."""
-        ans, headers = await self._t.send(
-            "POST", "/v1/jobs", data, safe=True, headers={HEADER: self._keys.make()}
-        )
-        return ans, headers.get(REPLAYED_HEADER) == "true"
+        """POST /v1/jobs under a new request key, the same on every retry
+        (a 429 overloaded or quota_exceeded is waited out for up to
+        ``backpressure_budget`` seconds, as the sync Client does)."""
+        key = {HEADER: self._keys.make()}
+        waits = Backpressure(self.backpressure_budget)
+        while True:
+            try:
+                ans, headers = await self._t.send("POST", "/v1/jobs", data, safe=True, headers=key)
+                return ans, headers.get(REPLAYED_HEADER) == "true"
+            except RETRIED as e:
+                pause = waits.pause(e)
+            await asyncio.sleep(pause)
 
     def _handle(self, ans: Any, replayed: bool = False) -> AsyncHandle[Any]:
-        job_id = ans.get("id") if type(ans) is dict else None
-        if type(job_id) is not int:
-            raise ProtocolError(f"the submit answer has no id: {str(ans)[:200]}")
-        return AsyncHandle(
-            self,
-            job_id,
-            str(ans.get("state")),
-            ans.get("duplicate") is True,
-            ans.get("merged") is True,
-            replayed or ans.get("replayed") is True,
-            ans.get("debounced") is True,
-        )
+        return AsyncHandle._of_answer(self, ans, replayed)
 
     def handle(self, job_id: int) -> AsyncHandle[Any]:
         """A handle on a job made elsewhere (``tenq.tx.submit``'s id)."""
@@ -378,50 +298,28 @@ class AsyncClient(_Shaper):
         long polls; a merged job is followed; a job made in a transaction
         not taken in yet (an odd id) is looked for again for up to 5 s: as
         ``Client.wait``."""
-        start = time.monotonic()
-        end = start + max(0.0, timeout)
-        seen = {int(job_id)}
-        current = int(job_id)
-        while True:
-            t0 = time.monotonic()
-            left = max(0.0, end - t0)
-            path = f"/v1/jobs/{current}/wait?timeout_ms={int(left * 1000)}"
+        w = WaitLoop(job_id, timeout)
+        while w.job is None:
+            path, left = w.poll()
             try:
-                ans = await self._t.request("GET", path, safe=True, wait=left)
-            except NotFoundError:
-                if not _taking_in(current, int(job_id), start, end):
-                    raise
-                await asyncio.sleep(_TX_LOOK_AGAIN)
-                continue
-            job = Job.from_json(ans)
-            if job.state == "merged" and job.merged_into and job.merged_into not in seen:
-                seen.add(job.merged_into)
-                current = job.merged_into
-                continue
-            t1 = time.monotonic()
-            if job.finished or t1 >= end:
-                return job
-            if t1 - t0 < _WAIT_PAUSE:
-                await asyncio.sleep(min(_WAIT_PAUSE, end - t1))
+                w.answered(await self._t.request("GET", path, safe=True, wait=left))
+            except NotFoundError as e:
+                w.not_found(e)
+            if w.pause:
+                await asyncio.sleep(w.pause)
+        return w.job
 
     async def cancel(self, job_id: int) -> CancelResult:
         """Cancels a job: at once, or (leased, running) its worker is told."""
         ans = await self._t.request("POST", f"/v1/jobs/{int(job_id)}/cancel", safe=True)
-        if not isinstance(ans, dict):
-            raise ProtocolError("the cancel answer is not a JSON object")
-        return CancelResult(
-            int(ans.get("id", job_id)), str(ans.get("state")), ans.get("cancel_requested") is True
-        )
+        return cancel_result(ans, job_id)
 
     async def request(self, method: str, path: str, body: Any = None) -> Any:
         """Any other request of the protocol: the parsed answer of a 2xx,
         else its typed error. Only GET and HEAD are sent again after a
         connection broke."""
-        if not path.startswith("/") or any(c in path for c in " \r\n"):
-            raise InvalidError("a path starts with / and has no spaces", field="path")
-        data = None if body is None else dumps(body)
-        m = method.upper()
-        return await self._t.request(m, path, data, safe=m in ("GET", "HEAD"))
+        m, data, safe = any_request(method, path, body)
+        return await self._t.request(m, path, data, safe=safe)
 
 
 __all__ = ["AsyncClient", "AsyncHandle", "AsyncJobBackend"]

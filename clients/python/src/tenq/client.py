@@ -24,26 +24,31 @@ from typing import (
 from urllib.parse import quote, urlencode
 
 from tenq import _mode
-from tenq._keys import HEADER, REPLAYED_HEADER, RequestKeys
+from tenq._backpressure import DEFAULT_BUDGET, RETRIED, Backpressure
+from tenq._client_base import (
+    TX_TAKE_IN,  # documented as tenq.client.TX_TAKE_IN
+    ClientBase,
+    WaitLoop,
+    any_request,
+    cancel_result,
+    client_env,
+)
+from tenq._keys import HEADER, REPLAYED_HEADER
 from tenq._shaping import (
     _BATCH_BYTES,
     _CALLBACK_FIELDS,
     _NOT_IN_BATCH,
-    _PENDING,
-    _TX_LOOK_AGAIN,
-    _WAIT_PAUSE,
     BATCH_MAX,
-    TX_TAKE_IN,
     JobLike,
     SubmitHook,
     TraceHook,
+    _batch_items,
     _check_json,
     _dumps_named,
     _encode_chunk,
     _has_index,
+    _place,
     _resolve_indexes,
-    _Shaper,
-    _taking_in,
 )
 from tenq._transport import Transport
 from tenq._work_api import WorkerRequests, dumps
@@ -53,9 +58,9 @@ from tenq.errors import (
     NotFoundError,
     ProtocolError,
     TenqError,
-    item_error,
 )
 from tenq.batches import CALLBACK_NAMES, Batch, BatchCreated, BatchPage
+from tenq.steps import EventResult, Step, steps_from_json
 from tenq.jobs import (
     CancelResult,
     Dependency,
@@ -86,7 +91,7 @@ def servers_from_env(servers: Union[str, Sequence[str], None]) -> List[str]:
     return out
 
 
-class Client(_Shaper, WorkerRequests):
+class Client(ClientBase[Transport], WorkerRequests):
     """A tenq client. Thread-safe: it keeps a small pool of keep-alive
     connections. ``servers`` is a URL, a comma-separated list or a list
     (default: TENQ_SERVER, then http://127.0.0.1:7070); ``token`` defaults
@@ -97,10 +102,28 @@ class Client(_Shaper, WorkerRequests):
     without one carries it. ``on_submit`` hooks see (and may change) every
     job body before it is sent.
 
+    ``https://`` servers are verified against the system's CAs, or only
+    those of ``ca_file`` (default: TENQ_CA_FILE); ``client_cert`` and
+    ``client_key`` (TENQ_CLIENT_CERT, TENQ_CLIENT_KEY) are PEM files of a
+    client certificate for a server that takes them (mutual TLS: the
+    certificate stands for a token). A certificate that does not verify,
+    or one the server refuses, is TLSError, at once.
+
     Every submit request carries an ``Idempotency-Key`` header made for it
     before its first attempt and sent again with every retry (a broken
     connection, another server): the server answers a copy it has seen with
-    the first answer and makes nothing twice."""
+    the first answer and makes nothing twice.
+
+    A submit request refused with 429 ``overloaded`` (the server's memory
+    budget) or ``quota_exceeded`` (a tenant's or a queue's ``max_queued`` /
+    ``max_queued_bytes``) made nothing: it is sent again, under the same
+    request key, after the server's Retry-After (1 s), until
+    ``backpressure_budget`` seconds (default 60; 0: never) have passed since
+    its first refusal; then OverloadedError / QuotaExceededError is raised.
+    This holds for ``submit``, each request of ``submit_many``,
+    ``create_batch`` and ``add_to_batch``."""
+
+    _t: Transport
 
     def __init__(
         self,
@@ -112,20 +135,26 @@ class Client(_Shaper, WorkerRequests):
         connect_timeout: float = 5.0,
         request_timeout: float = 30.0,
         failover_budget: float = 15.0,
+        backpressure_budget: float = DEFAULT_BUDGET,
         trace: Optional[TraceHook] = None,
         on_submit: Sequence[SubmitHook] = (),
+        ca_file: Optional[str] = None,
+        client_cert: Optional[str] = None,
+        client_key: Optional[str] = None,
     ) -> None:
-        if token is None:
-            token = os.environ.get("TENQ_TOKEN") or None
+        token, ca_file, client_cert, client_key = client_env(token, ca_file, client_cert, client_key)
         self._token = token
+        self._settings(backpressure_budget, tenant, queue, trace, on_submit)
         self._t = Transport(
-            servers_from_env(servers), token, connect_timeout, request_timeout, failover_budget
+            servers_from_env(servers),
+            token,
+            connect_timeout,
+            request_timeout,
+            failover_budget,
+            ca_file=ca_file,
+            cert_file=client_cert,
+            key_file=client_key,
         )
-        self.tenant = tenant
-        self.queue = queue
-        self.trace = trace
-        self.on_submit = list(on_submit)
-        self._keys = RequestKeys()
 
     def copy(self) -> "Client":
         """A client with the same settings and servers (the leaders learnt
@@ -138,26 +167,15 @@ class Client(_Shaper, WorkerRequests):
             connect_timeout=self._t.connect_timeout,
             request_timeout=self._t.request_timeout,
             failover_budget=self._t.failover_budget,
+            backpressure_budget=self.backpressure_budget,
             trace=self.trace,
             on_submit=self.on_submit,
+            ca_file=self._t.ca_file,
+            client_cert=self._t.cert_file,
+            client_key=self._t.key_file,
         )
         out._t._use(self._t.current)
         return out
-
-    @property
-    def failover_budget(self) -> float:
-        """Seconds a request keeps trying servers before ConnectError."""
-        return self._t.failover_budget
-
-    @property
-    def servers(self) -> List[str]:
-        """The servers known, the leaders named by standbys included."""
-        return self._t.servers
-
-    @property
-    def current_server(self) -> str:
-        """The server tried first: the one that answered last."""
-        return self._t.current
 
     def close(self) -> None:
         """Closes the idle connections (the client stays usable)."""
@@ -215,43 +233,35 @@ class Client(_Shaper, WorkerRequests):
         ``debounced``. Raises the typed error of a refusal
         (InvalidError names the field), before anything is sent when the job
         is wrong here already (args that are not JSON, no queue)."""
-        spec = JobSpec(
-            type=type,
-            args=args,
-            queue=queue,
-            tenant=tenant,
-            key=key,
-            unique_key=unique_key,
-            unique=unique,
-            idempotency_key=idempotency_key,
-            priority=priority,
-            run_at=run_at,
-            max_attempts=max_attempts,
-            score=score,
-            traceparent=traceparent,
-            timeout_ms=timeout_ms,
-            depends_on=depends_on,
-            on_parent_failure=on_parent_failure,
-            concurrency_keys=concurrency_keys,
-            rate_keys=rate_keys,
-            debounce_ms=debounce_ms,
-            debounce_max_ms=debounce_max_ms,
-            expire_at=expire_at,
-            start_within_ms=start_within_ms,
-        )
-        body = self._shape(spec)
-        if any(isinstance(d, dict) for d in body.get("depends_on", ())):
-            raise InvalidError(
-                "Index(i) names a job of the same submit_many or create_batch", field="depends_on"
+        body = self._single(
+            JobSpec(
+                type=type,
+                args=args,
+                queue=queue,
+                tenant=tenant,
+                key=key,
+                unique_key=unique_key,
+                unique=unique,
+                idempotency_key=idempotency_key,
+                priority=priority,
+                run_at=run_at,
+                max_attempts=max_attempts,
+                score=score,
+                traceparent=traceparent,
+                timeout_ms=timeout_ms,
+                depends_on=depends_on,
+                on_parent_failure=on_parent_failure,
+                concurrency_keys=concurrency_keys,
+                rate_keys=rate_keys,
+                debounce_ms=debounce_ms,
+                debounce_max_ms=debounce_max_ms,
+                expire_at=expire_at,
+                start_within_ms=start_within_ms,
             )
-        self._finish([body])
-        _check_json(body)
-        sink = _mode.active()
-        if sink is not None:
-            out = sink.submit([body])[0]
-            if isinstance(out, TenqError):
-                raise out
-            return out
+        )
+        taken = self._test_mode_submit(body)
+        if taken is not None:
+            return taken
         ans, replayed = self._post_jobs(dumps(body))
         return self._handle(ans, replayed)
 
@@ -271,19 +281,7 @@ class Client(_Shaper, WorkerRequests):
         in an earlier request, its id is sent instead; when it was refused,
         the job naming it is refused too (ConflictError, field
         ``depends_on``), as the server does within one request."""
-        out: List[Union[Handle[Any], TenqError]] = []
-        bodies: List[Dict[str, Any]] = []
-        where: List[int] = []
-        for spec in jobs:
-            try:
-                body = self._shape(spec)
-            except TenqError as e:
-                out.append(e)
-                continue
-            bodies.append(body)
-            where.append(len(out))
-            out.append(_PENDING)
-        self._finish(bodies)
+        out, bodies, where = self._shape_all(jobs)
         chunks = [
             (bodies[at : at + BATCH_MAX], where[at : at + BATCH_MAX])
             for at in range(0, len(bodies), BATCH_MAX)
@@ -302,7 +300,7 @@ class Client(_Shaper, WorkerRequests):
                     for i, ans in zip(idx, sink.submit(chunk)):
                         out[i] = ans
                 else:
-                    self._place(self._send_batch(chunk, data), idx, out)
+                    _place(self._send_batch(chunk, data), idx, out, self._handle)
             return out
         if sink is not None:
             for chunk, idx in chunks:
@@ -313,7 +311,7 @@ class Client(_Shaper, WorkerRequests):
         if len(chunks) == 1:
             chunk, idx, data = _encode_chunk(chunks[0][0], chunks[0][1], out)
             if chunk:
-                self._place(self._send_batch(chunk, data), idx, out)
+                _place(self._send_batch(chunk, data), idx, out, self._handle)
             return out
         # One request at a time (so that ids follow the order of the jobs),
         # but the next batch is encoded and the last one's handles made
@@ -325,20 +323,32 @@ class Client(_Shaper, WorkerRequests):
                 items = prev[0].result() if prev is not None else None
                 cur = (pool.submit(self._send_batch, chunk, data), idx) if chunk else None
                 if prev is not None and items is not None:
-                    self._place(items, prev[1], out)
+                    _place(items, prev[1], out, self._handle)
                 prev = cur
             if prev is not None:
-                self._place(prev[0].result(), prev[1], out)
+                _place(prev[0].result(), prev[1], out, self._handle)
         return out
 
     def _post_jobs(self, data: bytes) -> Tuple[Any, bool]:
         """POST /v1/jobs under a new request key, the same on every retry;
         the answer, and whether the server replayed it (a copy it had
         already acted on)."""
-        ans, headers = self._t.send(
-            "POST", "/v1/jobs", data, safe=True, headers={HEADER: self._keys.make()}
-        )
-        return ans, headers.get(REPLAYED_HEADER) == "true"
+        return self._send_keyed("/v1/jobs", data)
+
+    def _send_keyed(self, path: str, data: bytes) -> Tuple[Any, bool]:
+        """POSTs a submit request under a new request key, the same on every
+        copy: sent again after a 429 overloaded or quota_exceeded (nothing
+        was made) for up to ``backpressure_budget`` seconds. The answer,
+        and whether the server replayed it."""
+        key = {HEADER: self._keys.make()}
+        waits = Backpressure(self.backpressure_budget)
+        while True:
+            try:
+                ans, headers = self._t.send("POST", path, data, safe=True, headers=key)
+                return ans, headers.get(REPLAYED_HEADER) == "true"
+            except RETRIED as e:
+                pause = waits.pause(e)
+            time.sleep(pause)
 
     def _send_batch(
         self, bodies: List[Dict[str, Any]], data: bytes
@@ -353,33 +363,10 @@ class Client(_Shaper, WorkerRequests):
                 second, dumps({"jobs": second})
             )
         ans, replayed = self._post_jobs(data)
-        items = ans.get("jobs") if isinstance(ans, dict) else None
-        if not isinstance(items, list) or len(items) != len(bodies):
-            raise ProtocolError(f"the batch answer does not hold {len(bodies)} results")
-        return [(item, replayed) for item in items]
-
-    def _place(
-        self,
-        items: List[Tuple[Dict[str, Any], bool]],
-        idx: List[int],
-        out: List[Union[Handle[Any], TenqError]],
-    ) -> None:
-        for i, (item, replayed) in zip(idx, items):
-            out[i] = item_error(item) if "error" in item else self._handle(item, replayed)
+        return [(item, replayed) for item in _batch_items(ans, len(bodies))]
 
     def _handle(self, ans: Any, replayed: bool = False) -> Handle[Any]:
-        job_id = ans.get("id") if isinstance(ans, dict) else None
-        if type(job_id) is not int:
-            raise ProtocolError(f"the submit answer has no id: {str(ans)[:200]}")
-        return Handle(
-            self,
-            job_id,
-            ans.get("state"),
-            duplicate=ans.get("duplicate") is True,
-            merged=ans.get("merged") is True,
-            replayed=replayed or ans.get("replayed") is True,
-            debounced=ans.get("debounced") is True,
-        )
+        return Handle._of_answer(self, ans, replayed)
 
     # ---- reading ----------------------------------------------------------------------------
 
@@ -395,43 +382,22 @@ class Client(_Shaper, WorkerRequests):
         a transaction (``tenq.tx.submit``: an odd id) that the server has
         not taken in yet (it does within milliseconds of the commit) is
         looked for again for up to 5 s (``TX_TAKE_IN``) before NotFoundError."""
-        start = time.monotonic()
-        end = start + max(0.0, timeout)
-        seen = {int(job_id)}
-        current = int(job_id)
-        while True:
-            t0 = time.monotonic()
-            left = max(0.0, end - t0)
-            path = f"/v1/jobs/{current}/wait?timeout_ms={int(left * 1000)}"
+        w = WaitLoop(job_id, timeout)
+        while w.job is None:
+            path, left = w.poll()
             try:
-                ans = self._t.request("GET", path, safe=True, wait=left)
-            except NotFoundError:
-                if not _taking_in(current, int(job_id), start, end):
-                    raise
-                time.sleep(_TX_LOOK_AGAIN)
-                continue
-            job = Job.from_json(ans)
-            if job.state == "merged" and job.merged_into and job.merged_into not in seen:
-                seen.add(job.merged_into)
-                current = job.merged_into
-                continue
-            t1 = time.monotonic()
-            if job.finished or t1 >= end:
-                return job
-            if t1 - t0 < _WAIT_PAUSE:
-                time.sleep(min(_WAIT_PAUSE, end - t1))
+                w.answered(self._t.request("GET", path, safe=True, wait=left))
+            except NotFoundError as e:
+                w.not_found(e)
+            if w.pause:
+                time.sleep(w.pause)
+        return w.job
 
     def cancel(self, job_id: int) -> CancelResult:
         """Cancels a job: cancelled at once, or (leased, running) marked so
         that its worker stops it. A finished or dead job: ConflictError."""
         ans = self._t.request("POST", f"/v1/jobs/{int(job_id)}/cancel", safe=True)
-        if not isinstance(ans, dict):
-            raise ProtocolError("the cancel answer is not a JSON object")
-        return CancelResult(
-            int(ans.get("id", job_id)),
-            str(ans.get("state")),
-            ans.get("cancel_requested") is True,
-        )
+        return cancel_result(ans, job_id)
 
     def list_jobs(
         self,
@@ -519,7 +485,8 @@ class Client(_Shaper, WorkerRequests):
         """PUT /v1/queues/{name} with settings of docs/SEMANTICS.md
         (``lease_ms=``, ``max_attempts=``, ``timeout_ms=``, ``paused=``,
         ``rate=``, ``tenant_rate=``, ``rate_period_ms=``, ``rate_burst=``,
-        ...; None clears a limit); the queue as it is then."""
+        ``max_queued=``, ``max_queued_bytes=``, ...; None clears a limit,
+        0 a ``max_queued_bytes``); the queue as it is then."""
         return self._queue_call("PUT", name, "", settings)
 
     def pause_queue(self, name: str, tenant: Optional[str] = None) -> QueueInfo:
@@ -552,7 +519,8 @@ class Client(_Shaper, WorkerRequests):
 
     def set_tenant(self, name: str, **settings: Any) -> TenantInfo:
         """PUT /v1/tenants/{name} with ``slots=``, ``weight=``, ``rate=``,
-        ``rate_period_ms=``, ``rate_burst=`` (None: unlimited, no limit);
+        ``rate_period_ms=``, ``rate_burst=``, ``max_queued=``,
+        ``max_queued_bytes=`` (None: unlimited, no limit; 0 bytes: none);
         the tenant as it is then."""
         path = f"/v1/tenants/{quote(name, safe='')}"
         ans = self._t.request("PUT", path, dumps(settings), safe=True)
@@ -770,11 +738,7 @@ class Client(_Shaper, WorkerRequests):
             for b in bodies:
                 b["batch"] = batch_id
             return BatchCreated(batch_id, self._sink_handles(sink.submit(bodies)))
-        ans, headers = self._t.send(
-            "POST", "/v1/batches", _dumps_named(body), safe=True,
-            headers={HEADER: self._keys.make()},
-        )
-        replayed = headers.get(REPLAYED_HEADER) == "true"
+        ans, replayed = self._send_keyed("/v1/batches", _dumps_named(body))
         items = ans.get("jobs") if isinstance(ans, dict) else None
         if not isinstance(ans, dict) or type(ans.get("id")) is not int or not isinstance(items, list):
             raise ProtocolError(f"the batch answer has no id or jobs: {str(ans)[:200]}")
@@ -792,11 +756,9 @@ class Client(_Shaper, WorkerRequests):
             for b in bodies:
                 b["batch"] = int(batch_id)
             return self._sink_handles(sink.submit(bodies))
-        ans, headers = self._t.send(
-            "POST", f"/v1/batches/{int(batch_id)}/jobs", _dumps_named({"jobs": bodies}),
-            safe=True, headers={HEADER: self._keys.make()},
+        ans, replayed = self._send_keyed(
+            f"/v1/batches/{int(batch_id)}/jobs", _dumps_named({"jobs": bodies})
         )
-        replayed = headers.get(REPLAYED_HEADER) == "true"
         items = ans.get("jobs") if isinstance(ans, dict) else None
         if not isinstance(items, list):
             raise ProtocolError(f"the batch answer has no jobs: {str(ans)[:200]}")
@@ -889,6 +851,41 @@ class Client(_Shaper, WorkerRequests):
             raise ProtocolError("the attempts answer has no list")
         return [Attempt.from_json(x) for x in items]
 
+    # ---- durable steps and events (docs/SEMANTICS.md, "Durable steps") ----------------------
+
+    def steps(self, job_id: int) -> List[Step]:
+        """GET /v1/jobs/{id}/steps: the steps the job's handler stored, in
+        order, with their results."""
+        return steps_from_json(
+            self._t.request("GET", f"/v1/jobs/{int(job_id)}/steps", safe=True)
+        )
+
+    def send_event(
+        self, key: str, payload: Any = None, *, tenant: Optional[str] = None
+    ) -> EventResult:
+        """POST /v1/events: every job of the tenant (the client's by default)
+        whose handler waits for ``key`` goes on with ``payload`` (JSON) as
+        its wait's result; when none waits the server keeps the event for
+        its --event-window. Sent with a request key of its own: sent again
+        after a lost answer, it delivers nothing twice."""
+        body: Dict[str, Any] = {"key": key, "payload": payload}
+        tenant = tenant if tenant is not None else self.tenant
+        if tenant is not None:
+            body["tenant"] = tenant
+        _check_json(body)
+        ans, _ = self._t.send(
+            "POST", "/v1/events", dumps(body), safe=True, headers={HEADER: self._keys.make()}
+        )
+        return EventResult.from_json(ans)
+
+    def _store_step(self, job_id: int, body: Dict[str, Any]) -> Dict[str, Any]:
+        """POST /v1/jobs/{id}/steps (a worker's, under the body's token): the
+        answer. Safe to send again: a name is stored once a lease."""
+        ans = self._t.request("POST", f"/v1/jobs/{int(job_id)}/steps", dumps(body), safe=True)
+        if not isinstance(ans, dict):
+            raise ProtocolError("the step's answer is not an object")
+        return ans
+
     def health(self) -> Dict[str, Any]:
         """GET /healthz of the server tried first: status, role, leader."""
         ans = self._t.request("GET", "/healthz", safe=True)
@@ -898,10 +895,8 @@ class Client(_Shaper, WorkerRequests):
         """Any other request of the protocol (tenants, queues, the morgue,
         tokens, stats): the parsed answer of a 2xx, else its typed error.
         Only GET and HEAD are sent again after a connection broke."""
-        if not path.startswith("/") or any(c in path for c in " \r\n"):
-            raise InvalidError("a path starts with / and has no spaces", field="path")
-        data = None if body is None else dumps(body)
-        return self._t.request(method.upper(), path, data, safe=method.upper() in ("GET", "HEAD"))
+        m, data, safe = any_request(method, path, body)
+        return self._t.request(m, path, data, safe=safe)
 
 
 def _tenant_body(tenant: Optional[str]) -> Optional[Dict[str, str]]:

@@ -5,8 +5,10 @@ or for none (Retry, NoRetry), and how it learns it should stop (Stopped)."""
 from __future__ import annotations
 
 import contextvars
+import datetime
 import json
 import threading
+import time
 from typing import (
     TYPE_CHECKING,
     Any,
@@ -16,10 +18,15 @@ from typing import (
     List,
     Mapping,
     Optional,
+    TypeVar,
     Union,
+    cast,
 )
 
-from tenq.errors import InvalidError
+from tenq.errors import ConflictError, InvalidError, ProtocolError
+from tenq.steps import ChildFailedError, EventTimeoutError, Parked, Step, stored_by_name
+
+T = TypeVar("T")
 
 if TYPE_CHECKING:
     from tenq.jobs import Handle, JobSpec, Parents
@@ -63,6 +70,14 @@ class Stopped(Exception):
         self.reason = reason
 
 
+def _check_json(value: Any, what: str, field: str) -> None:
+    """InvalidError naming ``field`` when ``value`` is not JSON."""
+    try:
+        json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError) as e:
+        raise InvalidError(f"{what} is not JSON-serialisable: {e}", field=field) from None
+
+
 def _opt_int(job: Dict[str, Any], name: str) -> int:
     v = job.get(name)
     return v if isinstance(v, int) else 0
@@ -90,6 +105,9 @@ class Context:
         "_on_progress",
         "_tx_outcome",
         "_client",
+        "_steps",
+        "_calls",
+        "_parked",
     )
 
     def __init__(
@@ -113,6 +131,11 @@ class Context:
         self._progress: Any = None
         self._on_progress = on_progress
         self._tx_outcome: Optional[Dict[str, Any]] = None
+        # durable steps: those stored (read at the first step), the calls
+        # made of each kind (for names left out), whether a step parked it
+        self._steps: Optional[Dict[str, Step]] = None
+        self._calls: Optional[Dict[str, int]] = None
+        self._parked = False
 
     @property
     def attempt(self) -> int:
@@ -208,6 +231,186 @@ class Context:
             raise InvalidError(f"{what} needs the worker's client (none given)", field="client")
         return self._client
 
+    # ---- durable steps (docs/SEMANTICS.md, "Durable steps") -----------------------------------
+
+    def steps(self) -> List[Step]:
+        """The steps of this job stored so far (by earlier attempts, then
+        this one), in order. Read from the server once, at the first step
+        call, when the lease says the job has some."""
+        return list(self._stored().values())
+
+    def step(self, name: str, fn: Callable[[], T]) -> T:
+        """Runs ``fn()`` once for the job: its result (JSON) is stored under
+        this attempt's lease before ``step`` returns, and a later attempt
+        gets it back without running ``fn`` again. ``name`` (1-256 bytes, no
+        control characters) must name the same work on every attempt. What
+        may run again: ``fn`` when the worker dies (or loses its lease)
+        before the store answered, so make it idempotent. Inline (a handler
+        called without a worker) it just runs ``fn``."""
+        got = self._stored().get(name)
+        if got is not None:
+            return cast(T, got.result)
+        value = fn()
+        _check_json(value, f"step {name!r}: its result", "result")
+        if self._post({"name": name, "result": value}, "step", name) is not None:
+            self._remember(name, "step", value, None)
+        return value
+
+    def sleep_for(self, seconds: float, *, name: Optional[str] = None) -> None:
+        """A durable sleep: the attempt ends (``Parked`` leaves the handler;
+        let it), the job's slot goes back, and the job runs again after
+        ``seconds``, its steps kept; there this call returns at once. (Not
+        ``sleep``: that one waits within the attempt, for a stop.) ``name``
+        defaults to ``sleep#N``, N counting this run's sleeps."""
+        self._sleep(name, {"duration_ms": max(0, int(seconds * 1000))}, seconds)
+
+    def sleep_until(
+        self, when: Union[float, datetime.datetime], *, name: Optional[str] = None
+    ) -> None:
+        """``sleep_for`` until a time: a datetime (naive: UTC) or seconds
+        since the epoch."""
+        if isinstance(when, datetime.datetime):
+            if when.tzinfo is None:
+                when = when.replace(tzinfo=datetime.timezone.utc)
+            until = when.timestamp()
+        else:
+            until = float(when)
+        self._sleep(name, {"until": max(1, int(until * 1000))}, until - time.time())
+
+    def _sleep(self, name: Optional[str], body: Dict[str, Any], inline_s: float) -> None:
+        name = self._auto("sleep", name)
+        if name in self._stored():
+            return
+        if not self._steps_live():
+            time.sleep(max(0.0, inline_s))
+            return
+        ans = self._post(dict(body, name=name, kind="sleep"), "sleep", name)
+        if ans is not None and ans.get("parked") is True:
+            raise self._park("sleep", name, ans.get("state"))
+        self._remember(name, "sleep", None, None)  # its time had passed
+
+    def wait_for_event(
+        self, key: str, timeout: Optional[float] = None, *, name: Optional[str] = None
+    ) -> Any:
+        """Waits for an event of the job's tenant with this ``key``
+        (``Client.send_event``, ``POST /v1/events``, ``tenq.tx.send_event``):
+        its payload. The job parks (``Parked`` leaves the handler) until
+        the event comes or ``timeout`` seconds pass (None: no timeout);
+        then it runs again and this call answers, or raises
+        ``EventTimeoutError``. An event sent shortly before (within the
+        server's --event-window) is taken at once. ``name`` defaults to
+        ``event#N``."""
+        name = self._auto("event", name)
+        got = self._stored().get(name)
+        if got is None:
+            if not self._steps_live():
+                raise InvalidError("wait_for_event needs a worker's job", field="event")
+            body: Dict[str, Any] = {"name": name, "kind": "event", "event": key}
+            if timeout is not None:
+                body["timeout_ms"] = max(1, int(timeout * 1000))
+            ans = self._post(body, "event", name) or {}
+            if ans.get("parked") is True:
+                raise self._park("event", name, ans.get("state"))
+            if ans.get("duplicate") is True:
+                # sent again, its first answer lost: the event taken is in the steps
+                self._stored().update(stored_by_name(self._client.steps(self.id)))
+                got = self._stored().get(name)
+                if got is None:
+                    raise ProtocolError(f"event step {name!r} was stored, and is not in the steps")
+            else:
+                got = self._remember(name, "event", ans.get("result"), None)
+        if got.error is not None:
+            raise EventTimeoutError(key, name)
+        return got.result
+
+    def run_child(
+        self,
+        type: str,
+        args: Any = None,
+        *,
+        queue: Optional[str] = None,
+        name: Optional[str] = None,
+        **job: Any,
+    ) -> Any:
+        """Submits a child job (of this job's tenant; in ``queue``, else this
+        job's) once, and waits for its end: its result, or
+        ``ChildFailedError`` when it died or was cancelled. The job parks
+        (``Parked`` leaves the handler) until the child ends; cancelling it
+        cancels the child. ``job``: a submit's other fields (key,
+        priority, max_attempts, timeout_ms, ...). A refused submit raises
+        its error (``QuotaExceededError`` past a quota). ``name`` defaults
+        to ``child#N``."""
+        name = self._auto("child", name)
+        got = self._stored().get(name)
+        if got is None:
+            if not self._steps_live():
+                raise InvalidError("run_child needs a worker's job", field="job")
+            spec: Dict[str, Any] = dict(job, type=type, queue=queue or self.queue)
+            if args is not None:
+                spec["args"] = args
+            ans = self._post({"name": name, "kind": "child", "job": spec}, "child", name) or {}
+            if ans.get("parked") is True:
+                raise self._park("child", name, ans.get("state"))
+            raise ProtocolError(f"child step {name!r} neither parked nor was stored before")
+        if got.child_state not in (None, "succeeded") or got.error is not None:
+            raise ChildFailedError(got.child or 0, got.child_state, got.error)
+        return got.result
+
+    def _steps_live(self) -> bool:
+        """A worker's job (a client and a lease): steps are stored."""
+        return self._client is not None and self.token != 0
+
+    def _stored(self) -> Dict[str, Step]:
+        if self._steps is None:
+            n = self.job.get("steps")
+            if self._steps_live() and isinstance(n, int) and n > 0:
+                self._steps = stored_by_name(self._client.steps(self.id))
+            else:
+                self._steps = {}
+        return self._steps
+
+    def _remember(self, name: str, kind: str, result: Any, error: Optional[str]) -> Step:
+        s = Step(pos=len(self._stored()), name=name, kind=kind, done=True, result=result,
+                 error=error)
+        self._stored()[name] = s
+        return s
+
+    def _auto(self, kind: str, name: Optional[str]) -> str:
+        if self._calls is None:
+            self._calls = {}
+        n = self._calls.get(kind, 0) + 1
+        self._calls[kind] = n
+        return name if name is not None else f"{kind}#{n}"
+
+    def _post(self, body: Dict[str, Any], kind: str, name: str) -> Optional[Dict[str, Any]]:
+        """POST /v1/jobs/{id}/steps under this attempt's lease; None inline.
+        A parking step whose answer was lost, sent again, finds its lease
+        over (409 on the token): the job is parked (or its lease lost),
+        and the handler ends either way."""
+        if not self._steps_live():
+            return None
+        body["token"] = self.token
+        try:
+            ans: Dict[str, Any] = self._client._store_step(self.id, body)
+        except ConflictError as e:
+            if kind != "step" and e.field == "token":
+                raise self._park(kind, name, None) from None
+            raise
+        return ans
+
+    def _park(self, kind: str, name: str, state: Any) -> Parked:
+        self._parked = True
+        self._on_parked()
+        return Parked(kind, name, state if isinstance(state, str) else "waiting")
+
+    def _on_parked(self) -> None:
+        """(a worker's Entry) The lease ended: no heartbeat, no outcome."""
+
+    @property
+    def parked(self) -> bool:
+        """A step parked the job: this attempt is over (see ``Parked``)."""
+        return self._parked
+
     @property
     def stop_event(self) -> threading.Event:
         """Set once the handler should stop (made on first use: most
@@ -244,12 +447,7 @@ class Context:
     def progress(self, value: Any) -> None:
         """Records progress (any JSON); it reaches the job (GET shows it in
         ``progress``) within about half a second."""
-        try:
-            json.dumps(value, allow_nan=False)
-        except (TypeError, ValueError) as e:
-            raise InvalidError(
-                f"progress is not JSON-serialisable: {e}", field="progress"
-            ) from None
+        _check_json(value, "progress", "progress")
         with _lock:
             self._progress = value
         if self._on_progress is not None:

@@ -87,15 +87,32 @@ class TooLargeError(TenqError):
 
 
 class RateLimitedError(TenqError):
-    """429 rate_limited."""
+    """429: the server asks the caller to come back later (``retry_after``
+    seconds); nothing of the request was done. The base of every 429: an
+    answer of this class itself is ``rate_limited``."""
 
     code = "rate_limited"
 
 
-class OverloadedError(TenqError):
-    """429 overloaded."""
+class OverloadedError(RateLimitedError):
+    """429 overloaded: a submit while the server's jobs fill its memory
+    budget; nothing of the request was made (``retry_after``: 1 s). The
+    client's submits wait and send it again, under the same request key,
+    for up to ``backpressure_budget`` seconds before raising it."""
 
     code = "overloaded"
+
+
+class QuotaExceededError(RateLimitedError):
+    """429 quota_exceeded: a submit that would take a tenant or a queue past
+    its quota; ``field`` names the limit (``max_queued`` or
+    ``max_queued_bytes``), the message the tenant or queue. Nothing of the
+    request was made. The client's submits wait for room as for
+    OverloadedError; ``tenq.tx`` raises it (SQLSTATE TQ429, the driver's
+    error as ``__cause__``, ``retry_after`` None) and the transaction is then
+    aborted."""
+
+    code = "quota_exceeded"
 
 
 class UnavailableError(TenqError):
@@ -130,6 +147,14 @@ class ConnectError(TenqError):
     again."""
 
     code = "connection"
+
+
+class TLSError(ConnectError):
+    """An https server's certificate did not verify (an unknown CA, an
+    expired certificate, a name it does not hold), or the server refused
+    this client's certificate. Configuration: it is not retried."""
+
+    code = "tls"
 
 
 class ProtocolError(TenqError):
@@ -174,10 +199,13 @@ _BY_CODE: Dict[str, Type[TenqError]] = {
         TooLargeError,
         RateLimitedError,
         OverloadedError,
+        QuotaExceededError,
         UnavailableError,
         NotLeaderError,
         TimedOutError,
         InternalError,
+        TLSError,
+        ProtocolError,
     )
 }
 
@@ -227,7 +255,9 @@ def error_from_answer(
 
 
 _STATUS_OF_CODE = {code: status for status, cls in _BY_STATUS.items() for code in [cls.code]}
-_STATUS_OF_CODE.update({"overloaded": 429, "not_leader": 503, "batch_closed": 409})
+_STATUS_OF_CODE.update(
+    {"overloaded": 429, "quota_exceeded": 429, "not_leader": 503, "batch_closed": 409}
+)
 
 
 def item_error(item: Dict[str, Any]) -> TenqError:

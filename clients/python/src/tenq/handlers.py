@@ -13,6 +13,7 @@ from types import CoroutineType
 from typing import Any, Callable, Dict, List, Optional, Sequence, TypeVar
 
 from tenq.errors import InvalidError
+from tenq.steps import Parked
 from tenq.context import (
     CANCELLED,
     SHUTDOWN,
@@ -192,6 +193,10 @@ def run_attempt(
         out: Dict[str, Any] = {"id": task.id, "token": task.token}
         _retry(e, out)
         return out
+    except Parked:
+        # a step parked the job: its lease ended without failing, nothing is
+        # reported (the worker drops this outcome)
+        return {"id": task.id, "token": task.token, "parked": True}
     except NoRetry as e:
         return {"id": task.id, "token": task.token, "ok": False, "error": _error_text(e),
                 "retry": False}

@@ -17,6 +17,7 @@ from typing import (
     Mapping,
     Protocol,
     Sequence,
+    Type,
     TypedDict,
     TypeVar,
     Union,
@@ -28,11 +29,30 @@ from tenq.errors import (
     JobCancelledError,
     JobExpiredError,
     JobFailedError,
+    ProtocolError,
     TimedOutError,
 )
 
 R = TypeVar("R")
+B = TypeVar("B")
+H = TypeVar("H", bound="_HandleBase[Any]")
 
+# A job's state (docs/SEMANTICS.md); the server's table of them is served at
+# GET /v1/spec, and tests/test_spec.py checks these against it.
+JobState = Literal[
+    "scheduled",
+    "blocked",
+    "waiting",
+    "ready",
+    "leased",
+    "running",
+    "dead",
+    "succeeded",
+    "cancelled",
+    "merged",
+    "expired",
+]
+# The states a job moves no further from by itself: what ``wait()`` waits for.
 FINISHED_STATES = frozenset({"succeeded", "cancelled", "merged", "expired", "dead"})
 
 RunAt = Union[int, datetime.datetime]
@@ -54,6 +74,9 @@ WaitingReason = Literal[
     "parents",
     "concurrency_key",
     "rate_key",
+    "sleep",
+    "event",
+    "child",
 ]
 
 # What a child does when one of its parents dies or is cancelled (docs/SEMANTICS.md,
@@ -95,6 +118,8 @@ class Waiting(TypedDict, total=False):
     parents: List[int]
     key: str
     held_by: int
+    event: str
+    child: int
 
 
 class ConcurrencyKey(TypedDict, total=False):
@@ -270,7 +295,9 @@ class Job:
     ``on_parent_failure``, ``children`` (the first 1,000 ids of the jobs
     that depend on it) and ``children_count``; ``batch`` (the id of its
     batch) and ``batch_callback`` (``on_complete``, ``on_success`` or
-    ``on_death`` for a batch's callback job)."""
+    ``on_death`` for a batch's callback job); ``steps`` (how many durable
+    steps its handler stored) and ``awaited_by`` (the job whose handler
+    waits for it: ``Context.run_child``), while the server holds it."""
 
     id: int
     tenant: str
@@ -314,6 +341,8 @@ class Job:
     expire_at: Optional[int] = None
     debounced: bool = False
     debounce_until: Optional[int] = None
+    steps: int = 0
+    awaited_by: Optional[int] = None
     data: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -362,6 +391,8 @@ class Job:
             parents=_ids(d, "parents"),
             children=_ids(d, "children"),
             children_count=_opt_int(d, "children_count") or 0,
+            steps=_opt_int(d, "steps") or 0,
+            awaited_by=_opt_int(d, "awaited_by"),
             on_parent_failure=_opt_str(d, "on_parent_failure"),
             batch=_opt_int(d, "batch"),
             batch_callback=_opt_str(d, "batch_callback"),
@@ -482,23 +513,19 @@ def job_outcome(job: Job) -> Any:
     raise TimedOutError(f"job {job.id} ({job.type}) is still {job.state}")
 
 
-class Handle(Generic[R]):
-    """A submitted job. ``wait`` gives its result (the handler's return
-    value, as JSON brings it back) or raises why there is none.
-    ``duplicate``: an existing job with the same ``unique_key`` (or
-    ``unique`` args); ``merged``: folded into a job with the same ``key``;
-    ``replayed``: made before, by an earlier copy of the same request (the
-    server replayed its answer) or a job with the same ``idempotency_key``;
-    ``debounced``: the pending job of its key (``debounce_ms``) took it."""
+class _HandleBase(Generic[B]):
+    """What the handles of both clients hold (``Handle``, and the asyncio
+    client's ``AsyncHandle``): the job's ``id``, its ``state`` when
+    submitted, how the submit went, and where to ask about the job."""
 
-    __slots__ = ("_backend", "id", "state", "duplicate", "merged", "replayed", "debounced")
+    __slots__ = ("_backend", "id", "state", "duplicate", "merged", "replayed")
+    _name = "Handle"
 
     def __init__(
         self,
-        backend: JobBackend,
+        backend: B,
         job_id: int,
         state: str,
-        *,
         duplicate: bool = False,
         merged: bool = False,
         replayed: bool = False,
@@ -512,10 +539,53 @@ class Handle(Generic[R]):
         self.replayed = replayed
         self.debounced = debounced
 
+    @classmethod
+    def _of_answer(cls: Type[H], backend: Any, ans: Any, replayed: bool = False) -> H:
+        """The handle of a job of a submit's answer (``replayed``: its
+        request was); ProtocolError when it names no job."""
+        job_id = ans.get("id") if isinstance(ans, dict) else None
+        if type(job_id) is not int:
+            raise ProtocolError(f"the submit answer has no id: {str(ans)[:200]}")
+        return cls(
+            backend,
+            job_id,
+            str(ans.get("state")),
+            duplicate=ans.get("duplicate") is True,
+            merged=ans.get("merged") is True,
+            replayed=replayed or ans.get("replayed") is True,
+            debounced=ans.get("debounced") is True,
+        )
+
     @property
     def created(self) -> bool:
         """A new job was made (not a duplicate, a merge, a replay or a debounce)."""
         return not (self.duplicate or self.merged or self.replayed or self.debounced)
+
+    def __repr__(self) -> str:
+        return f"<tenq.{self._name} id={self.id} state={self.state}>"
+
+
+class Handle(_HandleBase[JobBackend], Generic[R]):
+    """A submitted job. ``wait`` gives its result (the handler's return
+    value, as JSON brings it back) or raises why there is none.
+    ``duplicate``: an existing job with the same ``unique_key`` (or
+    ``unique`` args); ``merged``: folded into a job with the same ``key``;
+    ``replayed``: made before, by an earlier copy of the same request (the
+    server replayed its answer) or a job with the same ``idempotency_key``."""
+
+    __slots__ = ()
+
+    def __init__(
+        self,
+        backend: JobBackend,
+        job_id: int,
+        state: str,
+        *,
+        duplicate: bool = False,
+        merged: bool = False,
+        replayed: bool = False,
+    ) -> None:
+        super().__init__(backend, job_id, state, duplicate, merged, replayed)
 
     def get(self) -> Job:
         """The job now."""
@@ -535,6 +605,3 @@ class Handle(Generic[R]):
 
     def cancel(self) -> CancelResult:
         return self._backend.cancel(self.id)
-
-    def __repr__(self) -> str:
-        return f"<tenq.Handle id={self.id} state={self.state}>"

@@ -17,7 +17,7 @@ Missed = Literal["skip", "once", "each"]
 
 # How an attempt ended: ``leased`` and ``running`` are the attempt under way.
 AttemptOutcome = Literal[
-    "failed", "expired", "timed_out", "cancelled", "succeeded", "leased", "running"
+    "failed", "expired", "timed_out", "cancelled", "succeeded", "leased", "running", "suspended"
 ]
 
 
@@ -119,7 +119,8 @@ class Attempt:
     only), the ``worker``, when it was leased, started and finished (ms;
     None while under way), its ``outcome``, ``job_state`` (the state it
     left the job in), its ``error`` and the ``stats`` the worker
-    reported."""
+    reported; ``steps``, the names of the durable steps it stored
+    (``suspended``: it parked the job, not a failure)."""
 
     attempt: int
     outcome: str
@@ -131,6 +132,7 @@ class Attempt:
     finished_at: Optional[int] = None
     error: Optional[str] = None
     stats: Any = None
+    steps: List[str] = field(default_factory=list)
     data: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
@@ -148,6 +150,7 @@ class Attempt:
             finished_at=_int(d, "finished_at"),
             error=_str(d, "error"),
             stats=d.get("stats"),
+            steps=[x for x in d.get("steps") or [] if isinstance(x, str)],
             data=d,
         )
 

@@ -53,6 +53,7 @@ from typing import (
 )
 
 from tenq._args import decode_args, encode_args
+from tenq._shaping import _SUBMIT_FIELDS
 from tenq.aio import AsyncClient, AsyncHandle
 from tenq.client import Client
 from tenq.context import Context, NoRetry
@@ -65,26 +66,9 @@ P = ParamSpec("P")
 R = TypeVar("R")
 S = TypeVar("S")
 
-# Options a class (``tenq_options``), a decorator or a call may set.
-OPTION_NAMES = frozenset(
-    {
-        "queue",
-        "tenant",
-        "key",
-        "unique_key",
-        "unique",
-        "idempotency_key",
-        "priority",
-        "run_at",
-        "max_attempts",
-        "score",
-        "traceparent",
-        "timeout_ms",
-        "depends_on",
-        "on_parent_failure",
-        "client",
-    }
-)
+# Options a class (``tenq_options``), a decorator or a call may set: a
+# submit's fields but the job's type and args, and the client to use.
+OPTION_NAMES = (_SUBMIT_FIELDS - {"type", "args"}) | {"client"}
 DEFAULT_QUEUE = "default"
 
 _default_lock = threading.Lock()
@@ -294,20 +278,32 @@ class TaskFunction0(_Task, Generic[R]):
         return self._with(options)
 
 
-class BoundTask(Generic[P, R]):
-    """A task method of an instance: call it to run inline, ``enqueue`` to
-    run it as a job (on a new instance: the instance's own state is not
-    sent)."""
+class _Form:
+    """A form of a task with submit options of its own: a task method of an
+    instance, or an asyncio form."""
 
-    def __init__(self, task: _Task, instance: Any, options: Dict[str, Any]) -> None:
+    def __init__(self, task: _Task, options: Dict[str, Any]) -> None:
         self._task = task
-        self._instance = instance
         self._options = options
         self.type = task.type
+
+
+class _Bound(_Form, Generic[P, R]):
+    """A task method of an instance: called, it runs inline."""
+
+    def __init__(self, task: _Task, instance: Any, options: Dict[str, Any]) -> None:
+        super().__init__(task, options)
+        self._instance = instance
 
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
         """Runs inline, now."""
         return self._task.fn(self._instance, *args, **kwargs)  # type: ignore[no-any-return]
+
+
+class BoundTask(_Bound[P, R]):
+    """A task method of an instance: call it to run inline, ``enqueue`` to
+    run it as a job (on a new instance: the instance's own state is not
+    sent)."""
 
     def run(self, *args: P.args, **kwargs: P.kwargs) -> R:
         """Runs inline, now (the same as calling it)."""
@@ -340,15 +336,10 @@ def _merged(base: Dict[str, Any], options: Dict[str, Any]) -> Dict[str, Any]:
     return out
 
 
-class AsyncTaskFunction(Generic[S, P, R]):
+class AsyncTaskFunction(_Form, Generic[S, P, R]):
     """A task function's asyncio form (``with_options(client=an
     AsyncClient)``): ``await enqueue(...)`` submits without blocking the
     event loop; calling it still runs inline."""
-
-    def __init__(self, task: _Task, options: Dict[str, Any]) -> None:
-        self._task = task
-        self._options = options
-        self.type = task.type
 
     def __call__(self, first: S, /, *args: P.args, **kwargs: P.kwargs) -> R:
         """Runs inline, now."""
@@ -362,13 +353,8 @@ class AsyncTaskFunction(Generic[S, P, R]):
         return AsyncTaskFunction(self._task, _merged(self._options, options))
 
 
-class AsyncTaskFunction0(Generic[R]):
+class AsyncTaskFunction0(_Form, Generic[R]):
     """The asyncio form of a task of a function without parameters."""
-
-    def __init__(self, task: _Task, options: Dict[str, Any]) -> None:
-        self._task = task
-        self._options = options
-        self.type = task.type
 
     def __call__(self) -> R:
         """Runs inline, now."""
@@ -382,19 +368,9 @@ class AsyncTaskFunction0(Generic[R]):
         return AsyncTaskFunction0(self._task, _merged(self._options, options))
 
 
-class AsyncBoundTask(Generic[P, R]):
+class AsyncBoundTask(_Bound[P, R]):
     """A task method's asyncio form (``with_options(client=an
     AsyncClient)``): ``await enqueue(...)`` submits the job."""
-
-    def __init__(self, task: _Task, instance: Any, options: Dict[str, Any]) -> None:
-        self._task = task
-        self._instance = instance
-        self._options = options
-        self.type = task.type
-
-    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
-        """Runs inline, now."""
-        return self._task.fn(self._instance, *args, **kwargs)  # type: ignore[no-any-return]
 
     async def enqueue(self, *args: P.args, **kwargs: P.kwargs) -> AsyncHandle[R]:
         """Submits a job that makes this call on a worker."""

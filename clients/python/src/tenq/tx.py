@@ -19,13 +19,16 @@ handler of an exactly-once queue completes its job with its own writes::
             cur.execute("UPDATE accounts ...")
             tenq.tx.complete(cur, ctx, result={"charged": True})
 
-Nothing is imported at module import time (no driver is a dependency), and
-nothing is caught: an error of the database (a refused argument, SQLSTATE
-22023; a lease that is not current, TQ002; a lost connection) is raised as
-your driver's exception, and your transaction is then to be rolled back.
-Arguments this module can tell are wrong (args that are not JSON, a job that
-is neither a Context nor an ``(id, token)`` pair) raise ``InvalidError``
-before anything is sent.
+Nothing is imported at module import time (no driver is a dependency). An
+error of the database (a refused argument, SQLSTATE 22023; a lease that is
+not current, TQ002; a lost connection) is raised as your driver's
+exception, but for a submit over a tenant's or a queue's quota (SQLSTATE
+TQ429): that raises ``tenq.QuotaExceededError``, as the server's 429 does,
+with ``field`` naming the limit (``max_queued`` or ``max_queued_bytes``)
+and the driver's exception as ``__cause__``. Either way your transaction is
+then aborted and is to be rolled back. Arguments this module can tell are
+wrong (args that are not JSON, a job that is neither a Context nor an
+``(id, token)`` pair) raise ``InvalidError`` before anything is sent.
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from tenq._shaping import _SUBMIT_FIELDS
 from tenq.context import Context, current_context
-from tenq.errors import InvalidError
+from tenq.errors import InvalidError, QuotaExceededError
 from tenq.jobs import JobSpec, KeyLike, RateKeyLike, RunAt, run_at_ms
 
 # A job a handler holds: its Context, or (id, token) as the lease gave them.
@@ -46,7 +49,7 @@ Lease = Union[Context, Tuple[int, int]]
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
 
 # The fields of a job of tenq.submit_many: a submit's, as tenq.submit names its arguments
-# (timeout_ms since schema 12; the keys, debounce and expiry since schema 21).
+# (timeout_ms since schema 12; the keys, debounce and expiry since schema 26).
 _FIELDS = _SUBMIT_FIELDS
 
 _SQL_SUBMIT = (
@@ -54,7 +57,7 @@ _SQL_SUBMIT = (
     "%s::boolean, %s::text, %s::timestamptz, %s::integer, %s::integer, "
     "%s::double precision, %s::text, %s::bigint)"
 )
-# With keyed limits, debounce or expiry (schema 21): sent only when one is given, so that
+# With keyed limits, debounce or expiry (schema 26): sent only when one is given, so that
 # a database of an older schema still takes the others.
 _SQL_SUBMIT_KEYED = (
     "SELECT tenq.submit(%s::text, %s::text, %s::text, %s::jsonb, %s::text, %s::text, "
@@ -62,9 +65,33 @@ _SQL_SUBMIT_KEYED = (
     "%s::double precision, %s::text, %s::bigint, %s::jsonb, %s::jsonb, %s::timestamptz, "
     "%s::bigint, %s::bigint, %s::bigint)"
 )
+# submit's options (its keyword arguments after tenant and queue), with
+# their defaults.
+_OPTIONS: Tuple[Tuple[str, Any], ...] = (
+    ("key", None),
+    ("unique_key", None),
+    ("unique", False),
+    ("idempotency_key", None),
+    ("run_at", None),
+    ("priority", 0),
+    ("max_attempts", None),
+    ("score", None),
+    ("traceparent", None),
+    ("timeout_ms", None),
+    ("concurrency_keys", None),
+    ("rate_keys", None),
+    ("expire_at", None),
+    ("start_within_ms", None),
+    ("debounce_ms", None),
+    ("debounce_max_ms", None),
+)
+_SQL_SEND_EVENT = "SELECT tenq.send_event(%s::text, %s::text, %s::jsonb)"
 _SQL_SUBMIT_MANY = "SELECT tenq.submit_many(%s::jsonb)"
 _SQL_COMPLETE = "SELECT tenq.complete(%s::bigint, %s::bigint, %s::jsonb)"
 _SQL_FAIL = "SELECT tenq.fail(%s::bigint, %s::bigint, %s::text, %s::bigint)"
+# tenq's SQLSTATE of a submit over a quota (the server's 429 quota_exceeded).
+SQLSTATE_QUOTA = "TQ429"
+_QUOTA_FIELDS = ("max_queued_bytes", "max_queued")
 
 
 @overload
@@ -134,9 +161,10 @@ def submit(cur: Any, *pos: Any, **options: Any) -> int:
     own timeout (from a third of its queue's ``lease_ms`` to 7 days; None or
     0: the queue's); ``concurrency_keys``, ``rate_keys``, ``expire_at`` (as
     ``run_at``), ``start_within_ms``, ``debounce_ms`` and ``debounce_max_ms``
-    as on ``JobSpec`` (schema 21). The database refuses what the server would (SQLSTATE
+    as on ``JobSpec`` (schema 26). The database refuses what the server would (SQLSTATE
     22023, ``tenq.submit: ...``, e.g. ``tenq.submit: timeout_ms must be
-    from a third of the queue's lease ...``).
+    from a third of the queue's lease ...``); a job over its tenant's or
+    queue's quota raises ``QuotaExceededError`` (SQLSTATE TQ429).
 
     Deprecated: the former order ``submit(cur, tenant, queue, type,
     args=None, ...)`` (three or four positional arguments after ``cur``)
@@ -160,60 +188,45 @@ def submit(cur: Any, *pos: Any, **options: Any) -> int:
         tenant, queue = options.pop("tenant"), options.pop("queue")
         type_ = pos[0] if pos else options.pop("type")
         args = pos[1] if len(pos) > 1 else options.pop("args", None)
-    return _submit(cur, tenant, queue, type_, args, **options)
+    return _submit(cur, tenant, queue, type_, args, options)
 
 
 def _submit(
-    cur: Any,
-    tenant: str,
-    queue: str,
-    type: str,
-    args: Any = None,
-    *,
-    key: Optional[str] = None,
-    unique_key: Optional[str] = None,
-    unique: bool = False,
-    idempotency_key: Optional[str] = None,
-    run_at: Optional[RunAt] = None,
-    priority: int = 0,
-    max_attempts: Optional[int] = None,
-    score: Optional[float] = None,
-    traceparent: Optional[str] = None,
-    timeout_ms: Optional[int] = None,
-    concurrency_keys: Optional[Sequence[KeyLike]] = None,
-    rate_keys: Optional[Sequence[RateKeyLike]] = None,
-    expire_at: Optional[RunAt] = None,
-    start_within_ms: Optional[int] = None,
-    debounce_ms: Optional[int] = None,
-    debounce_max_ms: Optional[int] = None,
+    cur: Any, tenant: str, queue: str, type: str, args: Any, options: Dict[str, Any]
 ) -> int:
+    """tenq.submit(...) with the options of ``submit`` (by name: its
+    keyword arguments, checked against ``_OPTIONS``)."""
+    unknown = sorted(set(options) - {name for name, _ in _OPTIONS})
+    if unknown:
+        raise TypeError(f"tenq.tx.submit() got an unexpected keyword argument {unknown[0]!r}")
+    opt = {name: options.get(name, default) for name, default in _OPTIONS}
     params = (
         tenant,
         queue,
         type,
         _json(args if args is not None else {}, "args"),
-        key,
-        unique_key,
-        bool(unique),
-        idempotency_key,
-        _timestamp(run_at),
-        priority,
-        max_attempts,
-        score,
-        traceparent,
-        timeout_ms,
+        opt["key"],
+        opt["unique_key"],
+        bool(opt["unique"]),
+        opt["idempotency_key"],
+        _timestamp(opt["run_at"]),
+        opt["priority"],
+        opt["max_attempts"],
+        opt["score"],
+        opt["traceparent"],
+        opt["timeout_ms"],
     )
-    keyed = (concurrency_keys, rate_keys, expire_at, start_within_ms, debounce_ms, debounce_max_ms)
+    keyed = tuple(opt[name] for name, _ in _OPTIONS[10:])
     if all(v is None for v in keyed):
         row = _one(cur, _SQL_SUBMIT, params)
     else:
         more = (
-            _keys(concurrency_keys, "concurrency_keys"),
-            _keys(rate_keys, "rate_keys"),
-            _timestamp(expire_at),
-            start_within_ms,
-            debounce_ms,
-            debounce_max_ms,
+            _keys(opt["concurrency_keys"], "concurrency_keys"),
+            _keys(opt["rate_keys"], "rate_keys"),
+            _timestamp(opt["expire_at"]),
+            opt["start_within_ms"],
+            opt["debounce_ms"],
+            opt["debounce_max_ms"],
         )
         row = _one(cur, _SQL_SUBMIT_KEYED, params + more)
     return int(row[0])
@@ -224,7 +237,9 @@ def submit_many(cur: Any, jobs: Iterable[Union[JobSpec, Mapping[str, Any]]]) -> 
     ids, in the order of ``jobs``. Each is a ``JobSpec`` or a mapping with
     the fields of ``submit`` (``tenant``, ``queue`` and ``type`` required;
     ``run_at`` a datetime or milliseconds). One job the database refuses
-    fails them all (``tenq.submit_many: job INDEX: ...``, SQLSTATE 22023)."""
+    fails them all (``tenq.submit_many: job INDEX: ...``, SQLSTATE 22023);
+    jobs that would take a tenant or a queue past its quota raise
+    ``QuotaExceededError`` (SQLSTATE TQ429), none of them made."""
     docs: List[Mapping[str, Any]] = []
     for i, job in enumerate(jobs):
         if isinstance(job, JobSpec):
@@ -335,18 +350,54 @@ def _timestamp(value: Optional[RunAt]) -> Optional[str]:
 
 def _one(cur: Any, sql: str, params: Sequence[Any]) -> Any:
     """Runs ``sql`` on ``cur`` (a cursor; of a connection, a new cursor,
-    closed after) and returns its one row."""
-    if hasattr(cur, "fetchone"):
-        cur.execute(sql, params)
-        return cur.fetchone()
-    if not hasattr(cur, "cursor"):
-        raise InvalidError("cur is a DB-API cursor or connection", field="cur")
-    c = cur.cursor()
+    closed after) and returns its one row; a refusal over a quota raises
+    QuotaExceededError (the driver's exception as its cause)."""
     try:
-        c.execute(sql, params)
-        return c.fetchone()
-    finally:
-        c.close()
+        if hasattr(cur, "fetchone"):
+            cur.execute(sql, params)
+            return cur.fetchone()
+        if not hasattr(cur, "cursor"):
+            raise InvalidError("cur is a DB-API cursor or connection", field="cur")
+        c = cur.cursor()
+        try:
+            c.execute(sql, params)
+            return c.fetchone()
+        finally:
+            c.close()
+    except Exception as e:
+        quota = _quota_refusal(e)
+        if quota is None:
+            raise
+        raise quota from e
 
 
-__all__ = ["Lease", "complete", "fail", "submit", "submit_many"]
+def _quota_refusal(e: BaseException) -> Optional[QuotaExceededError]:
+    """The QuotaExceededError of a driver's exception with SQLSTATE TQ429
+    (psycopg 3's ``sqlstate``, psycopg2's ``pgcode``), else None. The limit
+    is the error's column (``diag.column_name``), else the one its message
+    names."""
+    state = getattr(e, "sqlstate", None) or getattr(e, "pgcode", None)
+    if state != SQLSTATE_QUOTA:
+        return None
+    diag = getattr(e, "diag", None)
+    message = getattr(diag, "message_primary", None) or str(e).strip().splitlines()[0]
+    field = getattr(diag, "column_name", None)
+    if field not in _QUOTA_FIELDS:
+        field = next((f for f in _QUOTA_FIELDS if f in message), None)
+    return QuotaExceededError(message, status=429, field=field)
+
+
+def send_event(cur: Any, tenant: str, key: str, payload: Any = None) -> int:
+    """Sends an event of ``tenant`` (``tenq.send_event``, docs/transactions.md)
+    in the transaction of ``cur`` (a cursor, or a connection): the jobs
+    whose handler waits for ``key`` go on with ``payload`` (JSON) if and
+    only if it commits; the event's number in the server's inbox. The
+    database refuses a bad tenant, key or payload (SQLSTATE 22023)."""
+    try:
+        text = json.dumps(payload, allow_nan=False)
+    except (TypeError, ValueError) as e:
+        raise InvalidError(f"the payload is not JSON: {e}", field="payload") from None
+    return int(_one(cur, _SQL_SEND_EVENT, (tenant, key, text))[0])
+
+
+__all__ = ["Lease", "complete", "fail", "send_event", "submit", "submit_many"]

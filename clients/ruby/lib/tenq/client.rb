@@ -17,12 +17,21 @@ module Tenq
   # of leader never make two jobs: the server answers a request it has seen
   # with its first answer. A job's own +idempotency_key+ is sent only when
   # the caller gives one.
+  #
+  # A submit request refused with 429 overloaded (the server's memory
+  # budget) or quota_exceeded (a tenant's or a queue's +max_queued+ /
+  # +max_queued_bytes+) made nothing: it is sent again, under the same key,
+  # after the server's Retry-After (1 s), until +backpressure_budget+
+  # seconds have passed since its first refusal, and then raises
+  # {OverloadedError} / {QuotaExceededError} ({Backpressure}): {#submit},
+  # each request of {#submit_many}, {#create_batch} and {#add_to_batch}.
   class Client
     include WorkerCalls
     include QueueCalls
     include KeyCalls
     include ScheduleCalls
     include WorkflowCalls
+    include StepCalls
 
     DEFAULT_SERVER = "http://127.0.0.1:7070"
     BATCH_MAX = 10_000
@@ -39,23 +48,35 @@ module Tenq
     attr_reader :defaults
     # @return [Middleware::Chain, nil] around each submit
     attr_reader :middleware
+    # @return [Float] seconds a submit refused with 429 overloaded or
+    #   quota_exceeded keeps being sent again
+    attr_reader :backpressure_budget
 
     # @param servers [Array<String>, String, nil] base URLs; default TENQ_SERVER
     #   (comma-separated), then http://127.0.0.1:7070
     # @param token [String, nil] default TENQ_TOKEN
     # @param failover_budget [Numeric] seconds a call keeps trying servers
+    # @param backpressure_budget [Numeric] seconds a submit refused with 429
+    #   overloaded or quota_exceeded keeps being sent again (0: raise at once)
     # @param trace [#call, nil] returns the current traceparent (or nil); put on
     #   every submit that names none
     # @param middleware [Middleware::Chain, nil] around each submit
+    # @param ca_file [String, nil] https: PEM CAs trusted instead of the system's; default TENQ_CA_FILE
+    # @param client_cert [String, nil] https: a client certificate (PEM, mutual TLS); default TENQ_CLIENT_CERT
+    # @param client_key [String, nil] its key (PEM, no passphrase); default TENQ_CLIENT_KEY
     # @param defaults [Hash] submit fields for jobs that name none (tenant:, queue:, ...)
     def initialize(servers: nil, token: nil, failover_budget: 15.0, connect_timeout: 5.0, request_timeout: 30.0,
-                   trace: nil, middleware: nil, **defaults)
+                   backpressure_budget: Backpressure::DEFAULT_BUDGET, trace: nil, middleware: nil,
+                   ca_file: nil, client_cert: nil, client_key: nil, **defaults)
       unknown = defaults.keys - JOB_FIELDS
       raise ArgumentError, "unknown option(s): #{unknown.join(', ')}" unless unknown.empty?
 
+      @backpressure_budget = Backpressure.check!(backpressure_budget)
+      tls = { ca_file: ca_file || env("TENQ_CA_FILE"), cert_file: client_cert || env("TENQ_CLIENT_CERT"),
+              key_file: client_key || env("TENQ_CLIENT_KEY") }.compact
       @transport = Transport.new(servers: self.class.server_list(servers), token: token || env("TENQ_TOKEN"),
                                  connect_timeout: connect_timeout, request_timeout: request_timeout,
-                                 failover_budget: failover_budget)
+                                 failover_budget: failover_budget, tls: tls)
       @defaults = defaults.freeze
       @default_job = JobFields.defaults(defaults)
       @keys = IdempotencyKeys.new
@@ -353,8 +374,16 @@ module Tenq
 
     # One POST /v1/jobs under one key, the same for every attempt.
     def post_jobs(body, key = @keys.next_key, raw: false, sent: nil)
-      @transport.call("POST", "/v1/jobs", body, retry_safe: true, headers: { "Idempotency-Key" => key }, raw: raw,
-                                                sent: sent)
+      post_submit("/v1/jobs", body, key, raw: raw, sent: sent)
+    end
+
+    # A submit request under one key, the same for every attempt: sent
+    # again after a 429 overloaded or quota_exceeded ({Backpressure}).
+    def post_submit(path, body, key, raw: false, sent: nil)
+      Backpressure.retrying(@backpressure_budget) do
+        @transport.call("POST", path, body, retry_safe: true, headers: { "Idempotency-Key" => key }, raw: raw,
+                                            sent: sent)
+      end
     end
 
     def batch_handles(count, text)

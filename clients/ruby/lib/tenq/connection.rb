@@ -224,9 +224,13 @@ module Tenq
     # does not do: https:// servers and servers reached through a proxy
     # (http_proxy in the environment).
     class NetConnection
-      def initialize(uri, connect_timeout:, write_timeout:)
+      def initialize(uri, connect_timeout:, write_timeout:, tls: {})
         @http = Net::HTTP.new(uri.host, uri.port)
         @http.use_ssl = uri.scheme == "https"
+        if @http.use_ssl?
+          @http.verify_mode = OpenSSL::SSL::VERIFY_PEER
+          tls.each { |k, v| @http.public_send(:"#{k}=", v) } # cert_store, cert, key
+        end
         @http.open_timeout = connect_timeout
         @http.write_timeout = write_timeout
         @http.keep_alive_timeout = Connection::IDLE_MAX

@@ -67,8 +67,20 @@ module Tenq
   # callbacks were made): nothing was added.
   define_error(:BatchClosedError, "batch_closed", ConflictError)
   define_error(:TooLargeError, "too_large")
+  # 429: the server asks the caller to come back later (+retry_after+);
+  # nothing of the request was done. The base of every 429.
   define_error(:RateLimitedError, "rate_limited")
+  # 429 overloaded: a submit while the server's jobs fill its memory
+  # budget; nothing of it was made. A client's submits send it again after
+  # the Retry-After for up to +backpressure_budget+ seconds, then raise it.
   define_error(:OverloadedError, "overloaded", RateLimitedError)
+  # 429 quota_exceeded: a submit that would take a tenant or a queue past
+  # its quota; +field+ names the limit ("max_queued" or
+  # "max_queued_bytes"), the message the tenant or queue; nothing of it was
+  # made. A client's submits wait for room as for {OverloadedError};
+  # {Tx.submit} raises it for SQLSTATE TQ429 (the database's error as its
+  # +cause+), and the transaction is then aborted.
+  define_error(:QuotaExceededError, "quota_exceeded", RateLimitedError)
   define_error(:UnavailableError, "unavailable")
   define_error(:NotLeaderError, "not_leader", UnavailableError)
   define_error(:TimeoutError, "timeout")
@@ -77,6 +89,10 @@ module Tenq
   # failover budget. An {UnavailableError}, so one rescue covers a server
   # that is away either way.
   define_error(:ConnectionError, "connection", UnavailableError)
+  # An https server's certificate did not verify (an unknown CA, an expired
+  # certificate, a name it does not hold), or the server refused this
+  # client's certificate: configuration, raised at once, not retried.
+  define_error(:TlsError, "tls", ConnectionError)
   # The answer was not the HTTP/JSON the protocol promises.
   define_error(:ProtocolError, "protocol")
   # A completion or failure in a database transaction ({Tx.complete},
@@ -117,9 +133,9 @@ module Tenq
     "forbidden" => ForbiddenError, "not_found" => NotFoundError, "conflict" => ConflictError,
     "batch_closed" => BatchClosedError,
     "too_large" => TooLargeError, "rate_limited" => RateLimitedError,
-    "overloaded" => OverloadedError, "unavailable" => UnavailableError,
+    "overloaded" => OverloadedError, "quota_exceeded" => QuotaExceededError, "unavailable" => UnavailableError,
     "not_leader" => NotLeaderError, "timeout" => TimeoutError, "internal" => ServerError,
-    "protocol" => ProtocolError
+    "tls" => TlsError, "protocol" => ProtocolError
   }.freeze
   private_constant :CODES
 end

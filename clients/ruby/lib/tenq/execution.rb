@@ -27,6 +27,8 @@ module Tenq
 
     # A success with no result, the most common outcome: one, shared.
     SUCCESS = Outcome.new(true, nil).freeze
+    # A step parked the job ({Parked}): the worker drops it (its lease is over).
+    PARKED = Outcome.new(false, nil, "parked").freeze
 
     module_function
 
@@ -41,6 +43,8 @@ module Tenq
       returned(task, result)
     rescue Stopped => e
       stopped(task, e.reason)
+    rescue Parked
+      PARKED # a step parked the job: its lease is over, nothing is reported
     rescue Retry => e
       failure(describe(e), retry_in: e.retry_in.to_f, cancelled: task.cancelled?)
     rescue NoRetry => e

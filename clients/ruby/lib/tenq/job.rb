@@ -180,12 +180,12 @@ module Tenq
       InlineProxy.new(self.class)
     end
 
-    # Turns method calls into submits.
-    class AsyncProxy < BasicObject
-      def initialize(klass, client, options)
+    # What {AsyncProxy} and {InlineProxy} share: they answer every public
+    # method of the class that can run as a job (NoMethodError for any
+    # other), each in its own way (+tenq_proxy_call+).
+    class MethodProxy < BasicObject
+      def initialize(klass)
         @klass = klass
-        @client = client
-        @options = options
       end
 
       def respond_to_missing?(name, _include_private = false)
@@ -197,6 +197,21 @@ module Tenq
           ::Kernel.raise ::NoMethodError, "#{@klass}##{name} is not a public method that can run as a job"
         end
 
+        tenq_proxy_call(name, args, kwargs)
+      end
+    end
+
+    # Turns method calls into submits.
+    class AsyncProxy < MethodProxy
+      def initialize(klass, client, options)
+        super(klass)
+        @client = client
+        @options = options
+      end
+
+      private
+
+      def tenq_proxy_call(name, args, kwargs)
         options = @klass.tenq_options_for(name).merge(@options)
         WORKER_OPTIONS.each { |o| options.delete(o) }
         (@client || ::Tenq.client).submit(type: @klass.tenq_type(name), args: Job.encode_args(args, kwargs),

@@ -6,18 +6,19 @@ module Tenq
   # fields of docs/API.md are readers; {#[]} and {#to_h} give the raw hash,
   # so a field added to the protocol later is there too.
   class JobInfo
-    STATES = %w[waiting scheduled blocked ready leased running dead succeeded cancelled merged expired].freeze
+    STATES = %w[scheduled blocked waiting ready leased running dead succeeded cancelled merged expired].freeze
     FINISHED = %w[succeeded cancelled merged expired dead].freeze
     # Why a job that is neither handed out nor finished waits: the "reason"
     # of {#waiting} (with "until" for scheduled, backoff and the rates).
     # concurrency_key: with "key", "active", "limit" and "held_by"; rate_key: with "key" and "until".
     WAITING_REASONS = %w[scheduled backoff lane tenant_slots tenant_cap queue_paused tenant_paused tenant_rate
-                         queue_rate queue_tenant_rate worker no_worker parents concurrency_key rate_key].freeze
+                         queue_rate queue_tenant_rate worker no_worker parents sleep event child
+                         concurrency_key rate_key].freeze
 
     FIELDS = %i[id tenant queue type key args payloads priority state attempts max_attempts run_at
                 created_at ready_at leased_at started_at finished_at worker error result stats
                 progress unique_key idempotency_key lease_until merged_into token traceparent timeout_ms
-                waiting on_parent_failure batch batch_callback expire_at debounce_until].freeze
+                waiting on_parent_failure batch batch_callback awaited_by expire_at debounce_until].freeze
     FIELDS.each { |f| define_method(f) { @data[f.to_s] } }
 
     # @param data [Hash{String => Object}] the job's JSON object
@@ -85,6 +86,12 @@ module Tenq
     # @return [Integer]
     def children_count
       @data["children_count"] || children.size
+    end
+
+    # How many durable steps its handler stored ({Client#steps}; 0 when none).
+    # @return [Integer]
+    def steps
+      @data["steps"] || 0
     end
 
     def cancel_requested?

@@ -141,6 +141,9 @@ module Tenq
         result = yield
         @logger.info { "job #{job.id} #{job.type}: done in #{ms_since(t0)} ms" }
         result
+      rescue Parked => e
+        @logger.info { "job #{job.id} #{job.type}: parked (#{e.kind} #{e.name.inspect}) after #{ms_since(t0)} ms" }
+        raise
       rescue Exception => e # rubocop:disable Lint/RescueException -- logged, then raised again
         @logger.warn { "job #{job.id} #{job.type}: #{e.class}: #{e.message} after #{ms_since(t0)} ms" }
         raise

@@ -117,20 +117,10 @@ module Tenq
 
     # +report.inline.execute(42)+: the method, run here and now as a worker
     # runs it: the arguments and the result go through JSON.
-    class InlineProxy < BasicObject
-      def initialize(klass)
-        @klass = klass
-      end
+    class InlineProxy < MethodProxy
+      private
 
-      def respond_to_missing?(name, _include_private = false)
-        @klass.tenq_method?(name)
-      end
-
-      def method_missing(name, *args, **kwargs)
-        unless @klass.tenq_method?(name)
-          ::Kernel.raise ::NoMethodError, "#{@klass}##{name} is not a public method that can run as a job"
-        end
-
+      def tenq_proxy_call(name, args, kwargs)
         sent = ::JSON.parse(::JSON.generate(Job.encode_args(args, kwargs)))
         result = @klass.tenq_call(@klass.new, name, sent)
         ::JSON.parse(::JSON.generate(JSONValue.check!(result, "result"))) unless result.nil?

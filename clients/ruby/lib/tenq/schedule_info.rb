@@ -80,9 +80,11 @@ module Tenq
   # +attempt+ (the job's attempt count at that lease), +token+ (admin and
   # worker tokens only), +worker+, +leased_at+ / +started_at+ /
   # +finished_at+ (nil while under way), +outcome+ (one of {OUTCOMES}),
-  # +job_state+ (the state it left the job in), +error+ and +stats+.
+  # +job_state+ (the state it left the job in), +error+ and +stats+;
+  # {#steps}, the names of the durable steps it stored ("suspended": one
+  # parked the job, not a failure).
   class Attempt
-    OUTCOMES = %w[failed expired timed_out cancelled succeeded leased running].freeze
+    OUTCOMES = %w[failed expired timed_out cancelled succeeded leased running suspended].freeze
     FIELDS = %i[attempt token worker leased_at started_at finished_at outcome job_state error stats].freeze
     FIELDS.each { |f| define_method(f) { @data[f.to_s] } }
 
@@ -93,6 +95,11 @@ module Tenq
       end
 
       @data = data
+    end
+
+    # @return [Array<String>]
+    def steps
+      Array(@data["steps"])
     end
 
     # @return [Hash{String => Object}]

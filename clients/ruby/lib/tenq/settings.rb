@@ -28,12 +28,13 @@ module Tenq
   # it (+field+ is the key), and nothing is configured.
   class Settings
     # Keys of the default client ({Client#initialize}).
-    CLIENT_KEYS = %i[servers token tenant queue failover_budget].freeze
+    CLIENT_KEYS = %i[servers token tenant queue failover_budget backpressure_budget].freeze
     # Keys of tenq-worker ({Worker#initialize}).
     WORKER_KEYS = %i[queues concurrency prefetch grace timeout].freeze
     KEYS = (CLIENT_KEYS + WORKER_KEYS).freeze
     KINDS = {
       servers: [String, Array], token: [String], tenant: [String], queue: [String], failover_budget: [Numeric],
+      backpressure_budget: [Numeric],
       queues: [String, Array], concurrency: [Integer], prefetch: [Integer, String], grace: [Numeric],
       timeout: [Numeric]
     }.freeze

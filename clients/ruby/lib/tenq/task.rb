@@ -33,6 +33,8 @@ module Tenq
   # A leased job as its handler sees it: the job's fields, its progress
   # and stats, and whether it should stop.
   class Task
+    include TaskSteps
+
     # @return [Symbol, nil] why it should stop: :cancelled, :timeout, :shutdown, :lost
     attr_reader :stop_reason
     # @return [Hash, nil] stats sent with the outcome (see {#stats=})
@@ -43,7 +45,8 @@ module Tenq
 
     # @api private: the worker's bookkeeping, read and written under its lock
     attr_accessor :state, :thread, :began, :deadline, :lease_length, :next_heartbeat, :start_sent,
-                  :progress_sent_at, :cancel_seen_at, :lost, :interrupted, :outcome, :done_at, :quiet, :calling
+                  :progress_sent_at, :cancel_seen_at, :lost, :interrupted, :outcome, :done_at, :quiet, :calling,
+                  :parked
 
     def initialize(data, worker = nil, client: nil)
       @data = data

@@ -3,6 +3,7 @@
 
 require "json"
 require "net/http"
+require "openssl"
 require "uri"
 require_relative "connection"
 
@@ -37,10 +38,14 @@ module Tenq
     # @return [Float] seconds a call keeps trying other servers
     attr_reader :failover_budget
 
-    # @param servers [Array<String>] base URLs ("http://host:port")
-    def initialize(servers:, token: nil, connect_timeout: 5.0, request_timeout: 30.0, failover_budget: 15.0)
+    # @param servers [Array<String>] base URLs ("http://host:port", "https://...")
+    # @param tls [Hash, nil] https: +:ca_file+ (PEM CAs trusted instead of the
+    #   system's), +:cert_file+ and +:key_file+ (a client certificate)
+    def initialize(servers:, token: nil, connect_timeout: 5.0, request_timeout: 30.0, failover_budget: 15.0,
+                   tls: nil)
       raise ArgumentError, "no server URL" if servers.empty?
 
+      @tls = self.class.tls_params(tls || {})
       @servers = servers.map { |s| self.class.base_url(s) }.uniq
       @token = token
       @connect_timeout = connect_timeout
@@ -54,6 +59,26 @@ module Tenq
                    "Accept-Encoding" => "identity", "User-Agent" => USER_AGENT }
       @headers["Authorization"] = "Bearer #{token}" if token
       @headers.freeze
+    end
+
+    # Net::HTTP's TLS settings from the files, read now (a bad one is told
+    # at once, as an ArgumentError naming it).
+    # @return [Hash{Symbol => Object}]
+    def self.tls_params(tls)
+      ca, cert, key = tls.values_at(:ca_file, :cert_file, :key_file)
+      raise ArgumentError, "a client certificate needs both its certificate and its key file" if !cert != !key
+
+      out = {}
+      if ca
+        out[:cert_store] = OpenSSL::X509::Store.new.tap { |s| s.add_file(ca) } # only these CAs
+      end
+      if cert
+        out[:cert] = OpenSSL::X509::Certificate.new(File.read(cert))
+        out[:key] = OpenSSL::PKey.read(File.read(key))
+      end
+      out.freeze
+    rescue SystemCallError, OpenSSL::OpenSSLError => e
+      raise ArgumentError, "TLS files (ca_file #{ca.inspect}, client_cert #{cert.inspect}): #{e.message}"
     end
 
     # "http://host:port" from a URL (a path or a trailing slash is dropped).
@@ -143,6 +168,9 @@ module Tenq
       http = checkout(base)
     rescue *CONNECT_ERRORS => e
       [:retry, "#{base} (#{describe(e)})", nil, nil]
+    rescue OpenSSL::SSL::SSLError => e
+      # a certificate refused, either way: trying again would not cure it
+      raise TlsError, "TLS with #{base} failed: #{e.message}"
     else
       exchange(http, base, request, wait, retry_safe)
     end
@@ -154,6 +182,10 @@ module Tenq
         res = http.request(method, path, body, headers, @request_timeout + wait, sent)
         kept = res.keep
         answer(res, base, raw)
+      rescue OpenSSL::SSL::SSLError => e
+        # TLS 1.3: a client certificate the server refuses is told by an
+        # alert where the answer was to be
+        raise TlsError, "#{base} refused the TLS connection: #{e.message}"
       rescue *CONNECT_ERRORS => e
         [:retry, "#{base} (#{describe(e)})", nil, nil]
       rescue *BROKEN_ERRORS => e
@@ -289,8 +321,11 @@ module Tenq
         finish(conn)
       end
       uri = URI.parse(base)
-      kind = uri.scheme == "https" || uri.find_proxy ? NetConnection : Connection
-      kind.new(uri, connect_timeout: @connect_timeout, write_timeout: @request_timeout)
+      if uri.scheme == "https" || uri.find_proxy
+        NetConnection.new(uri, connect_timeout: @connect_timeout, write_timeout: @request_timeout, tls: @tls)
+      else
+        Connection.new(uri, connect_timeout: @connect_timeout, write_timeout: @request_timeout)
+      end
     end
 
     def checkin(base, http)

@@ -7,7 +7,8 @@ require "time"
 module Tenq
   # Jobs made and finished in the application's own PostgreSQL transaction,
   # through the SQL functions a tenq server on PostgreSQL installs in schema
-  # +tenq+ (tenq.submit, tenq.submit_many, tenq.complete, tenq.fail): a job
+  # +tenq+ (tenq.submit, tenq.submit_many, tenq.complete, tenq.fail,
+  # tenq.send_event): a job
   # exists if and only if the transaction that submitted it commits, and a
   # job of an exactly-once queue succeeds together with the writes of the
   # transaction that completed it. The server's leader takes committed rows
@@ -25,9 +26,12 @@ module Tenq
   #
   # Fields are checked here first, as {Client#submit} checks them: a bad one
   # raises {InvalidError} before anything is sent, and the transaction goes
-  # on. What the database refuses raises {InvalidError} (SQLSTATE 22023) or
-  # {LeaseError} (TQ002, a lease not held) with the database's error as its
-  # +cause+; the transaction is then aborted and must be rolled back.
+  # on. What the database refuses raises {InvalidError} (SQLSTATE 22023),
+  # {LeaseError} (TQ002, a lease not held) or {QuotaExceededError} (TQ429,
+  # a submit past a tenant's or a queue's +max_queued+ or
+  # +max_queued_bytes+, which +field+ names: the class a client's submit
+  # raises) with the database's error as its +cause+; the transaction is
+  # then aborted and must be rolled back.
   #
   # In a test mode ({Testing}) the jobs stay in this process, as a client's
   # do, and completions and failures send nothing.
@@ -35,7 +39,7 @@ module Tenq
     SUBMIT_SQL = "SELECT tenq.submit($1::text, $2::text, $3::text, $4::jsonb, $5::text, $6::text, " \
                  "$7::boolean, $8::text, $9::timestamptz, $10::integer, $11::integer, " \
                  "$12::double precision, $13::text, $14::bigint)"
-    # With keys, a debounce or an expiry (schema 21): sent only when one is
+    # With keys, a debounce or an expiry (schema 26): sent only when one is
     # given, so that a database of an older schema takes the others.
     SUBMIT_KEYED_SQL = "SELECT tenq.submit($1::text, $2::text, $3::text, $4::jsonb, $5::text, $6::text, " \
                        "$7::boolean, $8::text, $9::timestamptz, $10::integer, $11::integer, " \
@@ -45,8 +49,14 @@ module Tenq
     SUBMIT_MANY_SQL = "SELECT tenq.submit_many($1::jsonb)"
     COMPLETE_SQL = "SELECT tenq.complete($1::bigint, $2::bigint, $3::jsonb)"
     FAIL_SQL = "SELECT tenq.fail($1::bigint, $2::bigint, $3::text, $4::bigint)"
+    SEND_EVENT_SQL = "SELECT tenq.send_event($1::text, $2::text, $3::jsonb)"
     SQLSTATE = "C".ord # PG::PG_DIAG_SQLSTATE
     PRIMARY = "M".ord  # PG::PG_DIAG_MESSAGE_PRIMARY
+    COLUMN = "c".ord   # PG::PG_DIAG_COLUMN_NAME
+    # tenq's SQLSTATEs and the errors they raise.
+    REFUSALS = { "22023" => InvalidError, "TQ002" => LeaseError, "TQ429" => QuotaExceededError }.freeze
+    # The limits a quota refusal names (the longer first: one holds the other).
+    QUOTA_FIELDS = %w[max_queued_bytes max_queued].freeze
 
     module_function
 
@@ -55,6 +65,7 @@ module Tenq
     # @param fields the fields of {Client#submit} (+tenant:+ and +queue:+ are required)
     # @return [Integer] the job's id (odd: the ids of transactions)
     # @raise [InvalidError]
+    # @raise [QuotaExceededError] past a tenant's or a queue's quota
     def submit(conn, type:, **fields)
       fields[:type] = type
       job = build(fields)
@@ -72,6 +83,7 @@ module Tenq
     # @param jobs [Array<Hash>]
     # @return [Array<Integer>] their ids, in order
     # @raise [InvalidError] a bad job (naming its index); none is made
+    # @raise [QuotaExceededError] past a tenant's or a queue's quota; none is made
     def submit_many(conn, jobs)
       built = jobs.each_with_index.map { |fields, i| build(fields, i) }
       return built.map { |job| Testing.submit(job).id } if Testing.active?
@@ -122,6 +134,20 @@ module Tenq
       end
     end
 
+    # Sends an event of +tenant+ in the connection's transaction
+    # (tenq.send_event, docs/transactions.md): the jobs whose handler waits
+    # for +key+ ({Task#wait_for_event}) go on with +payload+ (JSON) if and
+    # only if the transaction commits.
+    # @return [Integer] the event's number in the server's inbox
+    # @raise [InvalidError] a bad tenant, key or payload
+    def send_event(conn, tenant:, key:, payload: nil)
+      raise InvalidError.new("tenant is required", field: "tenant") unless tenant.is_a?(String) && !tenant.empty?
+      raise InvalidError.new("key is required", field: "key") unless key.is_a?(String) && !key.empty?
+
+      JSONValue.check!(payload, "payload")
+      Integer(first_value(run(conn, SEND_EVENT_SQL, [tenant, key, JSON.generate(payload)])))
+    end
+
     # Runs the completion or failure (nothing in a test mode). A {Task}'s
     # worker sends no start or heartbeat for it from just before: the
     # statement locks the job's row until the transaction ends. The task
@@ -145,7 +171,7 @@ module Tenq
        job["timeout_ms"]&.to_s]
     end
 
-    # The arguments of schema 21 (keys as JSON, expire_at as a time).
+    # The arguments of schema 26 (keys as JSON, expire_at as a time).
     def keyed_params(job)
       keys = job.values_at("concurrency_keys", "rate_keys").map { |k| k && JSON.generate(k) }
       times = job.values_at("start_within_ms", "debounce_ms", "debounce_max_ms").map { |v| v&.to_s }
@@ -190,22 +216,33 @@ module Tenq
       raise
     end
 
-    # An {InvalidError} or {LeaseError} for tenq's own SQLSTATEs, else nil.
+    # An {InvalidError}, {LeaseError} or {QuotaExceededError} for tenq's own
+    # SQLSTATEs, else nil.
     def translate(error)
-      klass = { "22023" => InvalidError, "TQ002" => LeaseError }[error_field(error, SQLSTATE)]
+      klass = REFUSALS[error_field(error, SQLSTATE)]
       return nil unless klass
 
       message = error_field(error, PRIMARY) || error.message.sub(/\AERROR:\s+/, "").lines.first.to_s.strip
       return nil unless message.start_with?("tenq.")
 
+      if klass == QuotaExceededError
+        return QuotaExceededError.new(message, status: 429, field: quota_field(error, message))
+      end
+
       klass.new(message, field: klass == LeaseError ? "token" : refused_field(message))
+    end
+
+    # The limit a quota refusal names: the error's column, else its message's.
+    def quota_field(error, message)
+      column = error_field(error, COLUMN)
+      QUOTA_FIELDS.include?(column) ? column : QUOTA_FIELDS.find { |f| message.include?(f) }
     end
 
     # The argument a refusal names first ("tenq.submit: timeout_ms must be ...",
     # "tenq.submit_many: job 3: priority ..."), or nil.
     def refused_field(message)
       word = message[/\Atenq\.[a-z_]+: (?:job \d+: )?([a-z_]+)\b/, 1]
-      word if word && (JobFields::NAMES.include?(word.to_sym) || word == "retry_in_ms")
+      word if word && (JobFields::NAMES.include?(word.to_sym) || %w[retry_in_ms payload].include?(word))
     end
 
     def error_field(error, field)
@@ -229,6 +266,6 @@ module Tenq
       list.map { |v| Integer(v) }
     end
     private_class_method :build, :submit_params, :keyed_params, :timestamp, :lease_of, :settling, :run, :translate,
-                         :refused_field, :error_field, :first_value, :ids
+                         :refused_field, :quota_field, :error_field, :first_value, :ids
   end
 end

@@ -144,6 +144,16 @@ module Tenq
       end
     end
 
+    # @api private: a step parked the task's job ({Parked}): its lease is
+    # over, so nothing heartbeats it and its outcome is dropped (counted
+    # :parked).
+    def parked(task)
+      @mutex.synchronize do
+        task.parked = true
+        task.lost = true
+      end
+    end
+
     # @api private: a handler's progress
     def progress(task, value)
       @mutex.synchronize do

@@ -195,7 +195,7 @@ module Tenq
     end
 
     def post_keyed(path, body)
-      transport.call("POST", path, JSON.generate(body), retry_safe: true, headers: { "Idempotency-Key" => request_key })
+      post_submit(path, JSON.generate(body), request_key)
     end
   end
 end

@@ -276,6 +276,8 @@ module Tenq
       end
 
       def lease_lost(task, error)
+        return if task.parked # a heartbeat sent as a step parked it: the lease is over, as it should be
+
         @logger.warn("job #{task.id}: lease lost (#{error.message}); its handler is stopped, its outcome dropped")
         @mutex.synchronize do
           task.lost = true

@@ -114,7 +114,7 @@ module Tenq
         t = now
         if task.lost
           @hand.delete(task.id)
-          @counts[:lost] += 1
+          @counts[task.parked ? :parked : :lost] += 1
         else
           task.outcome = outcome.to_wire(task)
           task.done_at = t

@@ -2,12 +2,22 @@
 /* Rates and counts as the API shows them: completed and failed jobs per
  * second over the last minute, sampled each second into a ring per queue,
  * per tenant and in all; and the counts of a queue or tenant as JSON. */
-#include "internal.h"
+#include "rates.h"
+
+#include "admit.h"
+#include "clock.h"
+#include "commit.h"
+#include "history.h"
+#include "server.h"
+#include "serving.h"
 
 #include "base/hash.h"
+#include "base/xalloc.h"
 
 #include <event2/event.h>
 #include <math.h>
+#include <stdlib.h>
+#include <string.h>
 
 /* ---- rates: completed and failed per second over the last minute ----------------- */
 
@@ -18,7 +28,7 @@ static bool ring_eq(const void *item, const void *key)
 
 static rate_ring *ring_get(server *s, bool queue, const char *name, bool create)
 {
-    htab *t = queue ? &s->rates_q : &s->rates_t;
+    htab *t = queue ? &s->rates.by_queue : &s->rates.by_tenant;
     uint64_t h =
         hash_u64(hash_combine(0, (uint64_t)strlen(name)) ^ (uint64_t)(unsigned char)name[0]);
     for (const char *p = name; *p; p++) h = hash_combine(h, (uint64_t)(unsigned char)*p);
@@ -31,7 +41,7 @@ static rate_ring *ring_get(server *s, bool queue, const char *name, bool create)
     /* A queue or tenant first seen after start was born since the last
      * sample, at zero: without this, work done in its first second would
      * never show as a rate. */
-    if (s->rate_samples > 0) r->filled = 1;
+    if (s->rates.samples > 0) r->filled = 1;
     return r;
 }
 
@@ -65,8 +75,8 @@ void rates_sample(server *s)
     engine_counts tot;
     engine_totals(s->e, srv_now(s), &tot);
     ring_push(ring_get(s, true, "", true), tot.succeeded_total, tot.failed_total);
-    if (s->rate_samples % HISTORY_EVERY_S == 0) history_push(s, &tot);
-    s->rate_samples++;
+    if (s->rates.samples % HISTORY_EVERY_S == 0) history_push(s, &tot);
+    s->rates.samples++;
 }
 
 void rates_get(server *s, bool queue, const char *name, double *ok, double *bad)
@@ -83,7 +93,7 @@ void rates_get(server *s, bool queue, const char *name, double *ok, double *bad)
 
 void rates_free(server *s)
 {
-    htab *ts[2] = {&s->rates_q, &s->rates_t};
+    htab *ts[2] = {&s->rates.by_queue, &s->rates.by_tenant};
     for (int k = 0; k < 2; k++) {
         for (size_t i = 0; i < htab_cap(ts[k]); i++) {
             rate_ring *r = ts[k]->slots[i].item;
@@ -102,15 +112,15 @@ static void on_sample(evutil_socket_t fd, short what, void *arg)
     server *s = arg;
     rates_sample(s);
     /* what applications' transactions check their quotas against */
-    if (srv_serving(s) && store_has_inbox(s->st) && admit_publish(&s->admit, s->e, s->batch))
+    if (srv_serving(s) && store_has_inbox(s->st) && admit_publish(&s->admit, s->e, s->commit.batch))
         srv_schedule_flush(s);
 }
 
-int api_rates_start(server *s)
+int srv_rates_start(server *s)
 {
-    s->sample_ev = event_new(s->base, -1, EV_PERSIST, on_sample, s);
+    s->rates.sample_ev = event_new(s->base, -1, EV_PERSIST, on_sample, s);
     struct timeval tv = {1, 0};
-    if (!s->sample_ev || event_add(s->sample_ev, &tv) != 0) return -1;
+    if (!s->rates.sample_ev || event_add(s->rates.sample_ev, &tv) != 0) return -1;
     rates_sample(s);
     return 0;
 }
@@ -119,13 +129,10 @@ int api_rates_start(server *s)
 
 void api_json_counts(jbuf *b, const engine_counts *c, int64_t now)
 {
-    jb_kint(b, "ready", (long long)c->ready);
-    jb_kint(b, "scheduled", (long long)c->scheduled);
-    jb_kint(b, "blocked", (long long)c->blocked);
-    jb_kint(b, "waiting", (long long)c->waiting);
-    jb_kint(b, "leased", (long long)c->leased);
-    jb_kint(b, "running", (long long)c->running);
-    jb_kint(b, "dead", (long long)c->dead);
+#define COUNT_JSON_(name, word, abi, kind, finished, help)                                         \
+    TENQ_STATE_IF_LIVE(kind, jb_kint(b, #word, (long long)c->word);)
+    TENQ_STATE_TABLE(COUNT_JSON_)
+#undef COUNT_JSON_
     jb_kint(b, "queued", (long long)c->queued);
     jb_kint(b, "queued_bytes", (long long)c->queued_bytes);
     jb_kint(b, "eligible", (long long)c->eligible);
