@@ -82,6 +82,9 @@ bool engine_debounce_into(engine_t *e, int64_t now, job *tail, const engine_subm
     if (!tail->extra || !tail->extra->debounced ||
         (st != ENGINE_READY && st != ENGINE_SCHEDULED && st != ENGINE_BLOCKED))
         return false;
+    /* a job whose handler stored steps has started for good (steps.c: its
+     * steps belong to its args, and a parked one is not pending) */
+    if (tail->extra->steps) return false;
     bool merge = job_queue(tail)->s.merge;
     if (merge && (tail->flags & JF_ARGS_OUT)) return false; /* takes no payloads */
     int64_t start = now + r->debounce_ms;

@@ -595,6 +595,11 @@ static void op_debounce(void)
     }
     engine_state ts = tail ? engine_job_state(engine_find(M.e, tail->id)) : ENGINE_NSTATES;
     bool pending = ts == ENGINE_SCHEDULED || ts == ENGINE_READY || ts == ENGINE_BLOCKED;
+    if (pending) { /* a job whose handler stored steps has started: not replaced */
+        engine_job_info ti;
+        engine_job_get(engine_find(M.e, tail->id), &ti);
+        pending = ti.n_steps == 0;
+    }
     engine_submit_res res;
     ASSERT_MSG(engine_submit(M.e, M.now, &r, &res) == 0, "debounce: %s", res.err.message);
     if (pending) {

@@ -518,7 +518,7 @@ class _HandleBase(Generic[B]):
     client's ``AsyncHandle``): the job's ``id``, its ``state`` when
     submitted, how the submit went, and where to ask about the job."""
 
-    __slots__ = ("_backend", "id", "state", "duplicate", "merged", "replayed")
+    __slots__ = ("_backend", "id", "state", "duplicate", "merged", "replayed", "debounced")
     _name = "Handle"
 
     def __init__(
@@ -571,7 +571,8 @@ class Handle(_HandleBase[JobBackend], Generic[R]):
     ``duplicate``: an existing job with the same ``unique_key`` (or
     ``unique`` args); ``merged``: folded into a job with the same ``key``;
     ``replayed``: made before, by an earlier copy of the same request (the
-    server replayed its answer) or a job with the same ``idempotency_key``."""
+    server replayed its answer) or a job with the same ``idempotency_key``;
+    ``debounced``: the pending job of its key (``debounce_ms``) took it."""
 
     __slots__ = ()
 
@@ -584,8 +585,9 @@ class Handle(_HandleBase[JobBackend], Generic[R]):
         duplicate: bool = False,
         merged: bool = False,
         replayed: bool = False,
+        debounced: bool = False,
     ) -> None:
-        super().__init__(backend, job_id, state, duplicate, merged, replayed)
+        super().__init__(backend, job_id, state, duplicate, merged, replayed, debounced)
 
     def get(self) -> Job:
         """The job now."""
