@@ -12,6 +12,7 @@
 #include "handlers.h"
 #include "jbuf.h"
 #include "job_json.h"
+#include "job_reply.h"
 #include "read_ctx.h"
 #include "reply.h"
 #include "request.h"
@@ -49,21 +50,11 @@ static void on_deps(void *ctx, int rc, const store_deps *d)
     deps_ctx *c = ctx;
     http_req *req = read_ctx_take(&c->held);
     server *s = c->srv;
-    if (!req) {
-        free(c);
-        return;
-    }
-    if (rc != 0) {
-        reply_error(req, rc, NULL, "reading the dependencies failed: %s", store_errmsg(s->st));
-        free(c);
-        return;
-    }
-    engine_job *j = engine_find(s->e, c->id);
     engine_job_info in;
-    if (j) engine_job_get(j, &in);
-    const engine_job_info *job = j ? &in : d->job;
-    if (!job || !auth_may_see_job(&c->who, job->tenant, job->queue)) {
-        reply_error(req, TENQ_ENOT_FOUND, "id", "no job %llu", (unsigned long long)c->id);
+    const engine_job_info *job =
+        req ? srv_read_job(s, req, rc, "the dependencies", c->id, &c->who, rc ? NULL : d->job, &in)
+            : NULL;
+    if (!job) {
         free(c);
         return;
     }

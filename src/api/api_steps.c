@@ -14,6 +14,7 @@
 #include "commit.h"
 #include "handlers.h"
 #include "jbuf.h"
+#include "job_reply.h"
 #include "jobread.h"
 #include "outcome_late.h"
 #include "read_ctx.h"
@@ -346,21 +347,11 @@ static void on_steps(void *ctx, int rc, const store_steps *st)
     steps_ctx *c = ctx;
     http_req *req = read_ctx_take(&c->held);
     server *s = c->srv;
-    if (!req) {
-        free(c);
-        return;
-    }
-    if (rc != 0) {
-        reply_error(req, rc, NULL, "reading the steps failed: %s", store_errmsg(s->st));
-        free(c);
-        return;
-    }
-    engine_job *j = engine_find(s->e, c->id);
     engine_job_info in;
-    if (j) engine_job_get(j, &in);
-    const engine_job_info *job = j ? &in : st->job;
-    if (!job || !auth_may_see_job(&c->who, job->tenant, job->queue)) {
-        reply_error(req, TENQ_ENOT_FOUND, "id", "no job %llu", (unsigned long long)c->id);
+    const engine_job_info *job =
+        req ? srv_read_job(s, req, rc, "the steps", c->id, &c->who, rc ? NULL : st->job, &in)
+            : NULL;
+    if (!job) {
         free(c);
         return;
     }

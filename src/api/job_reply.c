@@ -107,3 +107,21 @@ void srv_reply_job(server *s, http_req *req, const principal *who, uint64_t id)
     read_ctx_hold(&c->held, req);
     store_get_job(s->st, id, on_job_rows, c);
 }
+
+const engine_job_info *srv_read_job(server *s, http_req *req, int rc, const char *what, uint64_t id,
+                                    const principal *who, const engine_job_info *stored,
+                                    engine_job_info *buf)
+{
+    if (rc != 0) {
+        reply_error(req, rc, NULL, "reading %s failed: %s", what, store_errmsg(s->st));
+        return NULL;
+    }
+    engine_job *j = engine_find(s->e, id);
+    if (j) engine_job_get(j, buf);
+    const engine_job_info *job = j ? buf : stored;
+    if (!job || !auth_may_see_job(who, job->tenant, job->queue)) {
+        reply_error(req, TENQ_ENOT_FOUND, "id", "no job %llu", (unsigned long long)id);
+        return NULL;
+    }
+    return job;
+}

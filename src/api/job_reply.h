@@ -6,6 +6,8 @@
 #include "auth.h"
 #include "http.h"
 
+#include "engine/engine.h"
+
 #include <stdint.h>
 
 typedef struct server server;
@@ -14,5 +16,13 @@ typedef struct server server;
  * first when they are out of memory), or, finished, from the store; 404
  * when there is none who may see. */
 void srv_reply_job(server *s, http_req *req, const principal *who, uint64_t id);
+
+/* The job a store read about job id answers for, as who may see it: the
+ * engine's when in memory (written into *buf), else the read's row
+ * (stored).  When the read failed (rc: "reading WHAT failed") or who may
+ * see no such job (404), replies and returns NULL. */
+const engine_job_info *srv_read_job(server *s, http_req *req, int rc, const char *what, uint64_t id,
+                                    const principal *who, const engine_job_info *stored,
+                                    engine_job_info *buf);
 
 #endif
