@@ -9,6 +9,34 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* tenq key ls: a key, its jobs and its rate. */
+static const char *const key_head[] = {"TENANT", "KEY",     "ACTIVE", "LIMIT", "READY",
+                                       "HELD",   "SETTING", "RATE",   NULL};
+
+static void key_row(cli_table *t, const json_t *o)
+{
+    char buf[64];
+    cli_table_cell(t, "%s", cli_str(o, "tenant"));
+    cli_table_cell(t, "%s", cli_str(o, "key"));
+    static const char *const nums[] = {"active", "limit", "ready", "held"};
+    for (size_t k = 0; k < 4; k++) {
+        cli_fmt_field(o, nums[k], buf, sizeof buf);
+        cli_table_cell(t, "%s", buf);
+    }
+    cli_table_cell(t, "%s", cli_str(o, "setting"));
+    json_t *r = json_object_get(o, "rate");
+    if (json_is_object(r)) {
+        char per[32];
+        cli_fmt_duration(json_integer_value(json_object_get(r, "rate_period_ms")), per, sizeof per);
+        cli_table_cell(t, "%lld/%s burst %lld%s",
+                       (long long)json_integer_value(json_object_get(r, "rate")), per,
+                       (long long)json_integer_value(json_object_get(r, "rate_burst")),
+                       json_is_integer(json_object_get(r, "until")) ? " (held)" : "");
+    } else {
+        cli_table_cell(t, "-");
+    }
+}
+
 static int key_ls(cli *c, int argc, char **argv)
 {
     const char *tenant = NULL, *key = NULL, *limit = NULL;
@@ -36,41 +64,9 @@ static int key_ls(cli *c, int argc, char **argv)
     json_t *list = json_object_get(a, "keys");
     if (c->json) {
         cli_print_answer(c);
-    } else if (json_array_size(list) == 0) {
+    } else if (!cli_print_rows(list, "llrrrrll", key_head, key_row)) {
         printf("no keys\n");
     } else {
-        static const char *const head[] = {"TENANT", "KEY",  "ACTIVE",  "LIMIT",
-                                           "READY",  "HELD", "SETTING", "RATE"};
-        cli_table t;
-        cli_table_init(&t, "llrrrrll", head);
-        size_t i;
-        json_t *o;
-        char buf[64];
-        json_array_foreach(list, i, o)
-        {
-            cli_table_cell(&t, "%s", cli_str(o, "tenant"));
-            cli_table_cell(&t, "%s", cli_str(o, "key"));
-            static const char *const nums[] = {"active", "limit", "ready", "held"};
-            for (size_t k = 0; k < 4; k++) {
-                cli_fmt_field(o, nums[k], buf, sizeof buf);
-                cli_table_cell(&t, "%s", buf);
-            }
-            cli_table_cell(&t, "%s", cli_str(o, "setting"));
-            json_t *r = json_object_get(o, "rate");
-            if (json_is_object(r)) {
-                char per[32];
-                cli_fmt_duration(json_integer_value(json_object_get(r, "rate_period_ms")), per,
-                                 sizeof per);
-                cli_table_cell(&t, "%lld/%s burst %lld%s",
-                               (long long)json_integer_value(json_object_get(r, "rate")), per,
-                               (long long)json_integer_value(json_object_get(r, "rate_burst")),
-                               json_is_integer(json_object_get(r, "until")) ? " (held)" : "");
-            } else {
-                cli_table_cell(&t, "-");
-            }
-        }
-        cli_table_print(&t, stdout);
-        cli_table_free(&t);
         long long total = json_integer_value(json_object_get(a, "total"));
         if ((size_t)total > json_array_size(list))
             printf("(%zu of %lld keys)\n", json_array_size(list), total);
@@ -113,6 +109,18 @@ static int key_rm(cli *c, int argc, char **argv)
     return 0;
 }
 
+/* tenq key settings: a key's (or a prefix's) settings, a column each. */
+static void setting_row(cli_table *t, const json_t *o)
+{
+    char buf[64];
+    cli_table_cell(t, "%s", cli_str(o, "tenant"));
+    cli_table_cell(t, "%s", cli_str(o, "key"));
+    for (size_t k = 0; k < sizeof key_rows / sizeof key_rows[0]; k++) {
+        cli_fmt_field(o, key_rows[k].name, buf, sizeof buf);
+        cli_table_cell(t, "%s", buf);
+    }
+}
+
 static int key_settings(cli *c, int argc, char **argv)
 {
     const char *tenant = NULL;
@@ -130,8 +138,6 @@ static int key_settings(cli *c, int argc, char **argv)
     json_t *list = json_object_get(a, "settings");
     if (c->json) {
         cli_print_answer(c);
-    } else if (json_array_size(list) == 0) {
-        printf("no key settings\n");
     } else {
         size_t nrows = sizeof key_rows / sizeof key_rows[0];
         const char *head[2 + sizeof key_rows / sizeof key_rows[0] + 1];
@@ -145,22 +151,7 @@ static int key_settings(cli *c, int argc, char **argv)
         }
         head[2 + nrows] = NULL;
         align[2 + nrows] = 0;
-        cli_table t;
-        cli_table_init(&t, align, head);
-        size_t i;
-        json_t *o;
-        char buf[64];
-        json_array_foreach(list, i, o)
-        {
-            cli_table_cell(&t, "%s", cli_str(o, "tenant"));
-            cli_table_cell(&t, "%s", cli_str(o, "key"));
-            for (size_t k = 0; k < nrows; k++) {
-                cli_fmt_field(o, key_rows[k].name, buf, sizeof buf);
-                cli_table_cell(&t, "%s", buf);
-            }
-        }
-        cli_table_print(&t, stdout);
-        cli_table_free(&t);
+        if (!cli_print_rows(list, align, head, setting_row)) printf("no key settings\n");
     }
     json_decref(a);
     return 0;
