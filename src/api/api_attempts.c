@@ -13,6 +13,7 @@
 #include "commit.h"
 #include "handlers.h"
 #include "jbuf.h"
+#include "job_reply.h"
 #include "read_ctx.h"
 #include "reply.h"
 #include "request.h"
@@ -175,13 +176,8 @@ static void attempts_read(server *s, http_req *req, attempts_ctx *c)
 
 void h_job_attempts(server *s, http_req *req, const principal *who, const char **args)
 {
-    uint64_t id = req_path_id(req, args[0]);
+    uint64_t id = srv_job_path_id(s, req, who, args[0]);
     if (!id) return;
-    engine_job *j = engine_find(s->e, id);
-    if (j && !auth_may_see_job(who, engine_job_tenant(j), engine_job_queue(j))) {
-        reply_error(req, TENQ_ENOT_FOUND, "id", "no job %llu", (unsigned long long)id);
-        return;
-    }
     attempts_ctx *c = xcalloc(1, sizeof(*c));
     c->srv = s;
     c->who = *who;

@@ -180,13 +180,9 @@ static void write_answer(jbuf *b, uint64_t id, const char *name, engine_step_kin
 
 void h_step(server *s, http_req *req, const principal *who, const char **args)
 {
-    uint64_t id = req_path_id(req, args[0]);
+    uint64_t id = srv_job_path_id(s, req, who, args[0]);
     if (!id) return;
     engine_job *j = engine_find(s->e, id);
-    if (j && !auth_may_see_job(who, engine_job_tenant(j), engine_job_queue(j))) {
-        reply_error(req, TENQ_ENOT_FOUND, "id", "no job %llu", (unsigned long long)id);
-        return;
-    }
     json_t *body = req_body(req);
     if (!body) return;
     step_in in;
@@ -384,13 +380,8 @@ static void steps_after_commit(server *s, http_req *req, void *ctx, int rc)
 
 void h_job_steps(server *s, http_req *req, const principal *who, const char **args)
 {
-    uint64_t id = req_path_id(req, args[0]);
+    uint64_t id = srv_job_path_id(s, req, who, args[0]);
     if (!id) return;
-    engine_job *j = engine_find(s->e, id);
-    if (j && !auth_may_see_job(who, engine_job_tenant(j), engine_job_queue(j))) {
-        reply_error(req, TENQ_ENOT_FOUND, "id", "no job %llu", (unsigned long long)id);
-        return;
-    }
     steps_ctx *c = xcalloc(1, sizeof(*c));
     c->srv = s;
     c->who = *who;

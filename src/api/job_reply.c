@@ -9,6 +9,7 @@
 #include "job_json.h"
 #include "read_ctx.h"
 #include "reply.h"
+#include "request.h"
 #include "server.h"
 
 #include "base/xalloc.h"
@@ -124,4 +125,16 @@ const engine_job_info *srv_read_job(server *s, http_req *req, int rc, const char
         return NULL;
     }
     return job;
+}
+
+uint64_t srv_job_path_id(server *s, http_req *req, const principal *who, const char *arg)
+{
+    uint64_t id = req_path_id(req, arg);
+    if (!id) return 0;
+    engine_job *j = engine_find(s->e, id);
+    if (j && !auth_may_see_job(who, engine_job_tenant(j), engine_job_queue(j))) {
+        reply_error(req, TENQ_ENOT_FOUND, "id", "no job %llu", (unsigned long long)id);
+        return 0;
+    }
+    return id;
 }

@@ -17,6 +17,11 @@ typedef struct server server;
  * when there is none who may see. */
 void srv_reply_job(server *s, http_req *req, const principal *who, uint64_t id);
 
+/* The id in a job's path (/v1/jobs/{id}/...) for a read of its rows: 0 when
+ * answered already (not an id; a job in memory that who may not see:
+ * 404).  A job not in memory is looked for by the read. */
+uint64_t srv_job_path_id(server *s, http_req *req, const principal *who, const char *arg);
+
 /* The job a store read about job id answers for, as who may see it: the
  * engine's when in memory (written into *buf), else the read's row
  * (stored).  When the read failed (rc: "reading WHAT failed") or who may
