@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { after, before, it } from "node:test";
 
-import { ATTEMPT_OUTCOMES, FINISHED_STATES, JOB_STATES, SETTING_NAMES, TenqError, WAITING_REASONS, errorFromWire, isFinished } from "tenq";
+import { ATTEMPT_OUTCOMES, Client, FINISHED_STATES, JOB_STATES, SETTING_NAMES, TenqError, WAITING_REASONS, errorFromWire, isFinished } from "tenq";
 
 import { Server } from "./harness";
 
@@ -16,7 +16,7 @@ interface Spec {
   waiting_reasons: string[];
   errors: { word: string; status: number }[];
   counts: string[];
-  settings: Record<"queue" | "tenant", { name: string }[]>;
+  settings: Record<"queue" | "tenant" | "key", { name: string }[]>;
 }
 
 let server: Server;
@@ -51,6 +51,24 @@ it("names every field of a count and every setting", () => {
   for (const kind of ["queue", "tenant"] as const) {
     assert.ok(spec.settings[kind].length > 0, kind);
     for (const r of spec.settings[kind]) assert.ok(wire.has(r.name), `${kind} setting ${r.name}`);
+  }
+});
+
+it("takes and reads every key setting", async () => {
+  assert.deepEqual(Object.keys(spec.settings).sort(), ["key", "queue", "tenant"]);
+  const names = spec.settings.key.map((r) => r.name);
+  assert.ok(names.length > 0);
+  const admin = new Client({ servers: server.url });
+  try {
+    const camel = (w: string): string => w.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());
+    const set = await admin.setKeySetting({ tenant: "spec", key: "acct:*", concurrency: 2, rate: 5, ratePeriodMs: 1000, rateBurst: 5 });
+    const got = (await admin.keySettings("spec")).find((k) => k.key === "acct:*");
+    for (const n of names) {
+      assert.ok(camel(n) in (set as object), `setKeySetting's answer lacks ${camel(n)}`);
+      assert.notEqual((got as unknown as Record<string, unknown> | undefined)?.[camel(n)], undefined, `keySettings lacks ${camel(n)}`);
+    }
+  } finally {
+    admin.close();
   }
 });
 

@@ -16,7 +16,7 @@ import tenq
 from harness import Server
 from tenq.errors import error_from_answer
 from tenq.jobs import FINISHED_STATES
-from tenq.queues import Counts, QueueInfo, TenantInfo
+from tenq.queues import Counts, KeySetting, QueueInfo, TenantInfo
 
 
 def keys(t: Any) -> FrozenSet[str]:
@@ -51,7 +51,9 @@ def test_waiting_reasons_and_attempt_outcomes(spec: Dict[str, Any]) -> None:
 
 
 def test_settings(spec: Dict[str, Any]) -> None:
-    for kind, info in (("queue", QueueInfo), ("tenant", TenantInfo)):
+    kinds = (("queue", QueueInfo), ("tenant", TenantInfo), ("key", KeySetting))
+    assert sorted(spec["settings"]) == sorted(k for k, _ in kinds)
+    for kind, info in kinds:
         names = {r["name"] for r in spec["settings"][kind]}
         assert names, kind
         assert names <= keys(info), (kind, names - keys(info))

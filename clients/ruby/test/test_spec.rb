@@ -41,6 +41,14 @@ class TestSpec < TenqTest::Case
     end
   end
 
+  def test_key_settings
+    names = spec["settings"]["key"].map { |r| r["name"] }
+    refute_empty names
+    takes = Tenq::Client.instance_method(:set_key_setting).parameters.map { |_, n| n.to_s }
+    assert_empty names - takes
+    assert_equal %w[key queue tenant], spec["settings"].keys.sort
+  end
+
   def test_error_words
     assert_includes spec["errors"], { "word" => "invalid", "status" => 400 }
     spec["errors"].each do |e|
