@@ -362,7 +362,7 @@ bool read_job(json_t *o, const principal *who, engine_submit_req *r, char **args
     for (uint32_t i = 0; i < nck; i++) tb += strlen(ck[i].key) + 1;
     for (uint32_t i = 0; i < nrk; i++) tb += strlen(rk[i].key) + 1;
     char *block = xmalloc(rb + kb + rkb + tb + args_len + 1);
-    memcpy(block, refs, rb);
+    if (rb) memcpy(block, refs, rb); /* (refs is NULL when there are none) */
     free(refs);
     char *at = block + rb + kb + rkb;
     for (uint32_t i = 0; i < nck; i++) {

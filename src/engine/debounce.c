@@ -65,7 +65,7 @@ job *engine_job_set_args(engine_t *e, job *j, const char *args, uint32_t len)
     if (out) {
         engine_args_spilled(e, j, args, len);
     } else {
-        memcpy(j->args, args, len);
+        if (len) memcpy(j->args, args, len); /* (args may be NULL when empty) */
         j->args[len] = 0;
         e->data_bytes += len;
     }
